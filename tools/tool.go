@@ -1,0 +1,111 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Handler runs a tool. It receives arguments that already passed the tool's
+// input schema and returns the result as JSON. An error it returns reaches
+// the caller; return an *Error to choose the code the caller sees.
+type Handler func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
+
+// Tool is one operation in the catalogue.
+type Tool struct {
+	// Name is the qualified name, "category.name", both parts identifiers
+	// of lower-case letters, digits and underscores.
+	Name string
+	// Summary is one line, shown in listings and search results.
+	Summary string
+	// Description is the full explanation, shown at the deepest level.
+	Description string
+	// InputSchema is the JSON Schema of the arguments, an object schema.
+	// Nil means the tool takes no arguments ({"type":"object"}).
+	InputSchema json.RawMessage
+	// OutputSchema is the JSON Schema of the result; nil when undocumented.
+	OutputSchema json.RawMessage
+	// Annotations are hints for callers.
+	Annotations Annotations
+	// Examples show calls with their results.
+	Examples []Example
+	// Errors documents the error codes the tool returns.
+	Errors []ErrorDoc
+	// Notes holds anything else a caller should know.
+	Notes string
+	// Related names other tools, qualified, that are often used with this one.
+	Related []string
+	// Source is the code of tools whose implementation is a program (skills).
+	Source string
+	// Handler runs the tool.
+	Handler Handler
+}
+
+// Annotations are hints about a tool's behaviour, as in MCP's ToolAnnotations.
+type Annotations struct {
+	ReadOnly    bool `json:"readOnly,omitempty"`
+	Destructive bool `json:"destructive,omitempty"`
+	Idempotent  bool `json:"idempotent,omitempty"`
+	OpenWorld   bool `json:"openWorld,omitempty"`
+}
+
+// Example is one documented call of a tool.
+type Example struct {
+	Title  string          `json:"title,omitempty"`
+	Args   json.RawMessage `json:"args"`
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// ErrorDoc documents one error code a tool can return.
+type ErrorDoc struct {
+	Code        string `json:"code"`
+	Description string `json:"description"`
+}
+
+// Category returns the part of the name before the dot.
+func (t *Tool) Category() string {
+	c, _, _ := strings.Cut(t.Name, ".")
+	return c
+}
+
+// ShortName returns the part of the name after the dot.
+func (t *Tool) ShortName() string {
+	_, n, _ := strings.Cut(t.Name, ".")
+	return n
+}
+
+var identRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// ValidName reports whether name is a valid qualified tool name.
+func ValidName(name string) bool {
+	c, n, ok := strings.Cut(name, ".")
+	return ok && len(name) <= 128 && identRE.MatchString(c) && identRE.MatchString(n)
+}
+
+// ValidCategory reports whether name is a valid category name.
+func ValidCategory(name string) bool {
+	return len(name) <= 64 && identRE.MatchString(name)
+}
+
+func (t *Tool) check() error {
+	if !ValidName(t.Name) {
+		return fmt.Errorf("tool name %q: want category.name, each a lower-case identifier ([a-z][a-z0-9_]*)", t.Name)
+	}
+	if t.Handler == nil {
+		return fmt.Errorf("tool %s: no handler", t.Name)
+	}
+	if strings.TrimSpace(t.Summary) == "" {
+		return fmt.Errorf("tool %s: empty summary", t.Name)
+	}
+	if strings.ContainsAny(t.Summary, "\n\r") {
+		return fmt.Errorf("tool %s: summary must be one line", t.Name)
+	}
+	for _, r := range t.Related {
+		if !ValidName(r) {
+			return fmt.Errorf("tool %s: related tool name %q is not a qualified name", t.Name, r)
+		}
+	}
+	return nil
+}
