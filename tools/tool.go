@@ -37,6 +37,11 @@ type Tool struct {
 	Notes string
 	// Related names other tools, qualified, that are often used with this one.
 	Related []string
+	// Positional names, in order, the arguments a program may also pass
+	// positionally: with Positional ["path", "data"], workspace.write("a", "b")
+	// is workspace.write({path: "a", data: "b"}). A call with a single plain
+	// object argument is always the arguments object itself.
+	Positional []string
 	// Source is the code of tools whose implementation is a program (skills).
 	Source string
 	// Handler runs the tool.
@@ -76,7 +81,10 @@ func (t *Tool) ShortName() string {
 	return n
 }
 
-var identRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+var (
+	identRE   = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	jsIdentRE = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
+)
 
 // ValidName reports whether name is a valid qualified tool name.
 func ValidName(name string) bool {
@@ -101,6 +109,11 @@ func (t *Tool) check() error {
 	}
 	if strings.ContainsAny(t.Summary, "\n\r") {
 		return fmt.Errorf("tool %s: summary must be one line", t.Name)
+	}
+	for _, p := range t.Positional {
+		if !jsIdentRE.MatchString(p) {
+			return fmt.Errorf("tool %s: positional parameter %q is not an identifier", t.Name, p)
+		}
 	}
 	for _, r := range t.Related {
 		if !ValidName(r) {
