@@ -63,3 +63,18 @@ func CodeOf(err error) string {
 	}
 	return CodeToolFailed
 }
+
+// ErrorCode returns the code, for callers that see errors through an
+// interface (the executor's CodedError).
+func (e *Error) ErrorCode() string { return e.Code }
+
+// ErrorTool returns the tool's qualified name.
+func (e *Error) ErrorTool() string { return e.Tool }
+
+// ErrorDetails returns the validation problems, or nil.
+func (e *Error) ErrorDetails() any {
+	if len(e.Problems) == 0 {
+		return nil
+	}
+	return e.Problems
+}

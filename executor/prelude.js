@@ -1,0 +1,294 @@
+// The runtime a program sees, installed in every fresh VM before it runs.
+// It evaluates to the host's private handle {install, settle}; the host
+// functions it captures (__cc_*) are removed from the global object, so the
+// only way out of the sandbox is tools.call and the namespaces built on it.
+(function () {
+  "use strict";
+  const g = globalThis;
+  const hostCall = g.__cc_call;
+  const hostLog = g.__cc_log;
+  const hostDone = g.__cc_done;
+  const hostProgress = g.__cc_progress;
+  delete g.__cc_progress;
+  delete g.__cc_call;
+  delete g.__cc_log;
+  delete g.__cc_done;
+
+  // Built-ins the runtime relies on, captured before any program runs: a
+  // program may replace the originals, but cannot break its own result.
+  const stringify = JSON.stringify;
+  const parse = JSON.parse;
+  const isArray = Array.isArray;
+  const isView = ArrayBuffer.isView;
+  const keys = Object.keys;
+  const getPrototypeOf = Object.getPrototypeOf;
+  const defineProperty = Object.defineProperty;
+  const freeze = Object.freeze;
+  const apply = Reflect.apply;
+  const then = Promise.prototype.then;
+  const ObjectProto = Object.prototype;
+  const MapCtor = Map;
+  const SetCtor = Set;
+  const PromiseCtor = Promise;
+  const ErrorCtor = Error;
+  const TypeErrorCtor = TypeError;
+  const toStr = String;
+  const finite = isFinite;
+  const mapEntries = Map.prototype.entries;
+  const setValues = Set.prototype.values;
+
+  const maxDepth = 256;
+  const limits = { logBytes: 65536, resultBytes: 1048576 };
+
+  class ToolError extends Error {
+    constructor(message, code, tool, problems) {
+      super(message);
+      this.name = "ToolError";
+      this.code = code;
+      this.tool = tool;
+      if (problems !== undefined) this.problems = problems;
+    }
+  }
+
+  function isPlainObject(v) {
+    if (v === null || typeof v !== "object") return false;
+    const p = getPrototypeOf(v);
+    return p === ObjectProto || p === null;
+  }
+
+  // call starts a tool call in Go and returns a promise for its result.
+  // Several calls started before awaiting run concurrently.
+  function call(name, args) {
+    if (typeof name !== "string") {
+      throw new TypeErrorCtor('tools.call: the first argument must be a tool name such as "util.echo"');
+    }
+    if (args === undefined) args = {};
+    let json;
+    try {
+      json = stringify(toPlain(args, "args", []));
+    } catch (e) {
+      throw new TypeErrorCtor(name + ": " + (e && e.message ? e.message : toStr(e)));
+    }
+    return apply(then, hostCall(name, json), [undefined, function (e) {
+      throw new ToolError(e.message, e.code, e.tool || name, e.problems);
+    }]);
+  }
+
+  function makeFunction(name, positional) {
+    const f = function () {
+      const a = arguments;
+      if (a.length === 0) return call(name, {});
+      if (a.length === 1 && isPlainObject(a[0])) return call(name, a[0]);
+      if (positional.length === 0) {
+        throw new TypeErrorCtor(name + " takes one object argument, as in " + name + "({...})");
+      }
+      if (a.length > positional.length) {
+        throw new TypeErrorCtor(name + " takes at most " + positional.length +
+          " positional arguments, got " + a.length);
+      }
+      const args = {};
+      for (let i = 0; i < a.length; i++) {
+        if (a[i] !== undefined) args[positional[i]] = a[i];
+      }
+      return call(name, args);
+    };
+    defineProperty(f, "name", { value: name });
+    return f;
+  }
+
+  function inspect(v) {
+    if (typeof v === "string") return v;
+    if (v === undefined) return "undefined";
+    if (typeof v === "function") return "[Function " + (v.name || "anonymous") + "]";
+    if (typeof v === "symbol") return toStr(v);
+    if (typeof v === "bigint") return toStr(v) + "n";
+    if (v instanceof ErrorCtor) return v.stack ? v.name + ": " + v.message + "\n" + v.stack.trimEnd() : toStr(v);
+    try {
+      const seen = [];
+      return stringify(v, function (k, x) {
+        if (typeof x === "bigint") return toStr(x) + "n";
+        if (typeof x === "function") return "[Function " + (x.name || "anonymous") + "]";
+        if (typeof x === "symbol") return toStr(x);
+        if (x === undefined) return "undefined";
+        if (x !== null && typeof x === "object") {
+          if (contains(seen, x)) return "[Circular]";
+          seen[seen.length] = x;
+          if (x instanceof MapCtor || x instanceof SetCtor) return toPlain(x, "", []);
+        }
+        return x;
+      });
+    } catch (e) {
+      return toStr(v);
+    }
+  }
+
+  const levels = ["log", "info", "warn", "error", "debug"];
+  const console = {};
+  levels.forEach(function (level, n) {
+    console[level] = function () {
+      let s = "";
+      for (let i = 0; i < arguments.length; i++) {
+        if (i > 0) s += " ";
+        s += inspect(arguments[i]);
+        if (s.length > limits.logBytes) break; // the host ends the run
+      }
+      hostLog(n, s);
+    };
+  });
+  console.trace = console.debug;
+
+  function contains(list, x) {
+    for (let i = 0; i < list.length; i++) if (list[i] === x) return true;
+    return false;
+  }
+
+  // toPlain turns a program's value into plain JSON data, or throws an
+  // error that says where the value cannot be represented.
+  function toPlain(v, path, stack) {
+    switch (typeof v) {
+      case "string":
+      case "boolean":
+        return v;
+      case "number":
+        return finite(v) ? v : null;
+      case "undefined":
+        return undefined;
+      case "function":
+        throw new TypeErrorCtor(path + " is a function; return data, not functions");
+      case "symbol":
+        throw new TypeErrorCtor(path + " is a symbol, which has no JSON form");
+      case "bigint":
+        throw new TypeErrorCtor(path + " is a BigInt; convert it with String() or Number() first");
+    }
+    if (v === null) return null;
+    if (stack.length >= maxDepth) {
+      throw new TypeErrorCtor(path + " is nested more than " + maxDepth + " levels deep; flatten the result");
+    }
+    if (contains(stack, v)) {
+      throw new TypeErrorCtor(path + " refers back to one of its parents (a cycle); return a copy without the cycle");
+    }
+    stack[stack.length] = v;
+    let out;
+    if (typeof v.toJSON === "function") {
+      out = toPlain(v.toJSON(), path, stack);
+    } else if (isArray(v) || isView(v)) {
+      out = [];
+      for (let i = 0; i < v.length; i++) {
+        const x = toPlain(v[i], path + "[" + i + "]", stack);
+        out[i] = x === undefined ? null : x;
+      }
+    } else if (v instanceof MapCtor) {
+      out = {};
+      for (const [k, x] of apply(mapEntries, v, [])) {
+        const y = toPlain(x, path + "." + toStr(k), stack);
+        if (y !== undefined) out[toStr(k)] = y;
+      }
+    } else if (v instanceof SetCtor) {
+      out = [];
+      for (const x of apply(setValues, v, [])) {
+        const y = toPlain(x, path + "[" + out.length + "]", stack);
+        out[out.length] = y === undefined ? null : y;
+      }
+    } else if (v instanceof ErrorCtor) {
+      out = { name: toStr(v.name), message: toStr(v.message) };
+      if (v.code !== undefined) out.code = toPlain(v.code, path + ".code", stack);
+    } else if (v instanceof PromiseCtor) {
+      throw new TypeErrorCtor(path + " is a Promise; await it first");
+    } else {
+      out = {};
+      const ks = keys(v);
+      for (let i = 0; i < ks.length; i++) {
+        const y = toPlain(v[ks[i]], path + "." + ks[i], stack);
+        if (y !== undefined) out[ks[i]] = y;
+      }
+    }
+    stack.length--;
+    return out;
+  }
+
+  function describe(e) {
+    try {
+      if (e instanceof ErrorCtor) {
+        const d = { name: toStr(e.name), message: toStr(e.message), stack: toStr(e.stack || "") };
+        if (e.code !== undefined) d.code = toStr(e.code);
+        if (e.tool !== undefined) d.tool = toStr(e.tool);
+        if (isArray(e.problems)) d.problems = e.problems;
+        return stringify(d);
+      }
+      let text;
+      try {
+        text = typeof e === "string" ? e : stringify(toPlain(e, "value", []));
+      } catch (_) {
+        text = toStr(e);
+      }
+      return stringify({ name: "", message: toStr(text), thrown: typeof e });
+    } catch (_) {
+      return '{"name":"","message":"an exception that cannot be described"}';
+    }
+  }
+
+  function finish(value) {
+    let json;
+    try {
+      const plain = toPlain(value, "result", []);
+      json = plain === undefined ? "null" : stringify(plain);
+    } catch (e) {
+      let d;
+      try {
+        d = e instanceof TypeErrorCtor ?
+          stringify({ name: "TypeError", message: toStr(e.message), kind: "result_not_serializable" }) :
+          describe(e);
+      } catch (_) {
+        d = '{"name":"","message":"the result cannot be converted to JSON"}';
+      }
+      hostDone(false, d);
+      return;
+    }
+    if (json.length > limits.resultBytes) {
+      hostDone(false, '{"name":"RangeError","message":"result too large","kind":"result_too_large","size":' + json.length + "}");
+      return;
+    }
+    hostDone(true, json);
+  }
+
+  g.tools = freeze({ call: call });
+  // progress reports how far the program got; the client sees it when it
+  // asked for progress notifications.
+  g.progress = function progress(message, fraction) {
+    hostProgress(message === undefined ? "" : toStr(message), fraction === undefined ? -1 : +fraction);
+  };
+  g.console = console;
+  defineProperty(g, "ToolError", { value: ToolError, writable: true, configurable: true });
+
+  return {
+    // install creates a namespace object per category, with a function per
+    // tool, from [[qualifiedName, [positional...]], ...], and sets limits.
+    install: function (layoutJSON, logBytes, resultBytes) {
+      limits.logBytes = logBytes;
+      limits.resultBytes = resultBytes;
+      const layout = parse(layoutJSON);
+      const spaces = {};
+      for (const [name, positional] of layout) {
+        const dot = name.indexOf(".");
+        const ns = name.slice(0, dot);
+        if (!(ns in spaces)) {
+          if (ns in g) continue; // never shadow a built-in; tools.call still works
+          spaces[ns] = {};
+        }
+        spaces[ns][name.slice(dot + 1)] = makeFunction(name, positional);
+      }
+      for (const ns of Object.keys(spaces)) {
+        defineProperty(g, ns, { value: freeze(spaces[ns]), writable: true, configurable: true });
+      }
+    },
+    // settle reports the outcome of the program's promise to the host. A
+    // program evaluated as a global script resolves to {value}.
+    settle: function (p, wrapped) {
+      apply(then, p, [function (r) {
+        finish(wrapped ? r : r.value);
+      }, function (e) {
+        hostDone(false, describe(e));
+      }]);
+    },
+  };
+})()

@@ -1,0 +1,158 @@
+package executor
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/evanw/esbuild/pkg/api"
+)
+
+// stripTypes turns a TypeScript program into JavaScript with esbuild and
+// returns a source map back to the program as written. Syntax errors come
+// back as *Error with the line and column in the TypeScript.
+func stripTypes(code string) (string, *sourceMap, *Error) {
+	r := api.Transform(code, api.TransformOptions{
+		Loader:     api.LoaderTS,
+		Target:     api.ES2022, // keeps top-level await
+		Sourcemap:  api.SourceMapExternal,
+		Sourcefile: "program.ts",
+		Charset:    api.CharsetUTF8,
+		LogLevel:   api.LogLevelSilent,
+	})
+	if len(r.Errors) > 0 {
+		m := r.Errors[0]
+		e := &Error{Kind: KindSyntax, Name: "SyntaxError", Message: "SyntaxError: " + m.Text}
+		if m.Location != nil {
+			e.Line = m.Location.Line
+			e.Column = m.Location.Column + 1 // esbuild columns are 0-based
+		}
+		if n := len(r.Errors); n > 1 {
+			e.Message += " (and " + pluralize(n-1, "more error") + ")"
+		}
+		return "", nil, e
+	}
+	sm, err := parseSourceMap(r.Map)
+	if err != nil {
+		// Without a map, positions point into the stripped JavaScript;
+		// the program still runs.
+		sm = nil
+	}
+	return string(r.Code), sm, nil
+}
+
+func pluralize(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
+}
+
+// sourceMap maps positions in generated code back to the source, from the
+// "mappings" of a version 3 source map.
+type sourceMap struct {
+	// lines[generated line] holds that line's segments by generated column.
+	lines [][]segment
+}
+
+type segment struct {
+	genCol, srcLine, srcCol int // 0-based
+}
+
+func parseSourceMap(b []byte) (*sourceMap, error) {
+	var doc struct {
+		Mappings string `json:"mappings"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	sm := &sourceMap{}
+	var srcIdx, srcLine, srcCol, name int
+	for _, line := range strings.Split(doc.Mappings, ";") {
+		var segs []segment
+		genCol := 0
+		for _, s := range strings.Split(line, ",") {
+			if s == "" {
+				continue
+			}
+			f, ok := decodeVLQ(s)
+			if !ok || len(f) < 1 {
+				return nil, errBadSourceMap
+			}
+			genCol += f[0]
+			if len(f) >= 4 {
+				srcIdx += f[1]
+				srcLine += f[2]
+				srcCol += f[3]
+				if len(f) >= 5 {
+					name += f[4]
+				}
+				segs = append(segs, segment{genCol: genCol, srcLine: srcLine, srcCol: srcCol})
+			}
+		}
+		sm.lines = append(sm.lines, segs)
+	}
+	return sm, nil
+}
+
+// original maps a 1-based generated line and column to the 1-based source
+// position, reporting false when the map has nothing for that line.
+func (sm *sourceMap) original(line, col int) (int, int, bool) {
+	if sm == nil || line < 1 || line > len(sm.lines) {
+		return 0, 0, false
+	}
+	segs := sm.lines[line-1]
+	if len(segs) == 0 {
+		return 0, 0, false
+	}
+	best := segs[0]
+	for _, s := range segs {
+		if s.genCol > col-1 {
+			break
+		}
+		best = s
+	}
+	return best.srcLine + 1, best.srcCol + 1, true
+}
+
+const vlqChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+var vlqValue = func() (t [256]int8) {
+	for i := range t {
+		t[i] = -1
+	}
+	for i := 0; i < len(vlqChars); i++ {
+		t[vlqChars[i]] = int8(i)
+	}
+	return t
+}()
+
+// decodeVLQ decodes the base64 VLQ fields of one source map segment.
+func decodeVLQ(s string) ([]int, bool) {
+	var out []int
+	value, shift := 0, 0
+	for i := 0; i < len(s); i++ {
+		d := int(vlqValue[s[i]])
+		if d < 0 || shift > 28 {
+			return nil, false
+		}
+		value += (d & 31) << shift
+		if d&32 != 0 {
+			shift += 5
+			continue
+		}
+		if value&1 != 0 {
+			out = append(out, -(value >> 1))
+		} else {
+			out = append(out, value>>1)
+		}
+		value, shift = 0, 0
+	}
+	return out, shift == 0
+}
+
+type sourceMapError string
+
+func (e sourceMapError) Error() string { return string(e) }
+
+const errBadSourceMap = sourceMapError("malformed source map")
