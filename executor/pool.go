@@ -41,15 +41,14 @@ func newPool(size int, prelude []byte, log *slog.Logger) *pool {
 }
 
 // maintain keeps the ready queue full and closes retired VMs until quit.
+// Preparing comes first: a run waits for a ready VM, while a retired one
+// can wait for an idle moment to be closed.
 func (p *pool) maintain() {
 	defer close(p.done)
 	backoff := time.Duration(0)
 	for {
-		for len(p.ready) < cap(p.ready) {
+		for backoff == 0 && len(p.ready) < cap(p.ready) {
 			select {
-			case in := <-p.retire:
-				in.close()
-				continue
 			case <-p.quit:
 				return
 			default:
@@ -61,7 +60,6 @@ func (p *pool) maintain() {
 				backoff = min(max(2*backoff, 10*time.Millisecond), time.Second)
 				break
 			}
-			backoff = 0
 			p.ready <- in // only maintain sends, and there is room
 		}
 		var retry <-chan time.Time
@@ -73,6 +71,7 @@ func (p *pool) maintain() {
 			in.close()
 		case <-p.wake:
 		case <-retry:
+			backoff = 0
 		case <-p.quit:
 			return
 		}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/codecell/codecell/executor"
+	"github.com/codecell/codecell/mcpserver"
+)
+
+func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	o.register(fs)
+	lang := fs.String("lang", "", "language of the program: javascript or typescript (default from the file name, else javascript)")
+	runTimeout := fs.Duration("run-timeout", 0, "deadline of this run (default -timeout)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: codecell exec [flags] FILE|-\n\nRun a program through the same path as execute_code and print the run record as JSON.\nExit status 1 when the run fails.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError{"exec takes one argument: a program file, or - for stdin"}
+	}
+	path := fs.Arg(0)
+	var code []byte
+	var err error
+	if path == "-" {
+		code, err = io.ReadAll(stdin)
+	} else {
+		code, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return fmt.Errorf("read program: %w", err)
+	}
+	language := executor.Language(*lang)
+	if language == "" {
+		language = executor.JavaScript
+		if ext := filepath.Ext(path); ext == ".ts" || ext == ".mts" {
+			language = executor.TypeScript
+		}
+	}
+
+	log, err := o.logger(stderr)
+	if err != nil {
+		return err
+	}
+	srv, err := o.newServer(log)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+
+	res := srv.Execute(ctx, mcpserver.Execution{Code: string(code), Language: language, Timeout: *runTimeout})
+	out, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode run record: %w", err)
+	}
+	fmt.Fprintf(stdout, "%s\n", out)
+	if res.Status != executor.StatusOK {
+		return errExitQuiet
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+// Command codecell is an MCP server that runs agents' JavaScript and
+// TypeScript in a sandbox against a catalogue of tools.
+//
+// Usage:
+//
+//	codecell serve [flags]        serve MCP over stdio, or HTTP with --http
+//	codecell exec [flags] FILE    run a program from a file (- for stdin)
+//	codecell version              print the version
+//
+// Run "codecell <command> -h" for a command's flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// errExitQuiet asks for exit status 1 without a message: the command has
+// already said what went wrong.
+var errExitQuiet = errors.New("exit 1")
+
+func exitCode(err error, stderr io.Writer) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 2
+	case errors.Is(err, errExitQuiet):
+		return 1
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "codecell: %v\n", err)
+		return 2
+	}
+	fmt.Fprintf(stderr, "codecell: %v\n", err)
+	return 1
+}
+
+// usageError is a mistake in the command line.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+const usage = `codecell — an MCP server that runs agents' code against a tool catalogue
+
+Usage:
+  codecell serve [flags]         serve MCP over stdio (default) or HTTP (--http ADDR)
+  codecell exec [flags] FILE|-   run a program through the same path as execute_code
+  codecell version               print the version
+
+Run "codecell <command> -h" for the flags of a command.
+`
+
+// run is the whole program: it dispatches to a subcommand.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return usageError{"no command given"}
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return runServe(ctx, rest, stdin, stdout, stderr)
+	case "exec":
+		return runExec(ctx, rest, stdin, stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintf(stdout, "codecell %s\n", version)
+		return nil
+	case "help", "-h", "--help", "-help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return usageError{fmt.Sprintf("unknown command %q", cmd)}
+}

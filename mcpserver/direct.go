@@ -1,0 +1,143 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/codecell/codecell/tools"
+)
+
+// Expose says which MCP tools the server lists.
+type Expose string
+
+// The exposure modes.
+const (
+	// ExposeCode lists only the code-mode tools: execute_code and the
+	// discovery tools. The catalogue is reached from programs.
+	ExposeCode Expose = "code"
+	// ExposeDirect also lists every catalogue tool as an ordinary MCP tool.
+	ExposeDirect Expose = "direct"
+	// ExposeBoth is ExposeDirect; the name reads better next to "code".
+	ExposeBoth Expose = "both"
+)
+
+// ParseExpose checks an exposure mode given on the command line.
+func ParseExpose(s string) (Expose, error) {
+	switch e := Expose(strings.ToLower(s)); e {
+	case "", ExposeCode:
+		return ExposeCode, nil
+	case ExposeDirect, ExposeBoth:
+		return e, nil
+	}
+	return "", fmt.Errorf("expose %q: want code, direct or both", s)
+}
+
+// DirectName is the MCP tool name of a catalogue tool in direct mode:
+// the qualified name with "__" for the dot, since some hosts accept only
+// [A-Za-z0-9_-] in tool names.
+func DirectName(qualified string) string {
+	return strings.Replace(qualified, ".", "__", 1)
+}
+
+// maxDirectName is the longest tool name that hosts accept everywhere.
+const maxDirectName = 64
+
+// syncDirect makes the direct-mode MCP tools match the catalogue: it adds
+// and replaces the changed tools and deletes the removed ones. mcp-go
+// tells connected clients the list changed.
+func (s *Server) syncDirect(ch tools.Change) {
+	var del []string
+	for _, name := range ch.Removed {
+		del = append(del, DirectName(name))
+	}
+	if len(del) > 0 {
+		s.mcp.DeleteTools(del...)
+	}
+	var add []server.ServerTool
+	for _, name := range ch.Added {
+		t, ok := s.reg.Get(name)
+		if !ok {
+			continue
+		}
+		if st, ok := s.directTool(t); ok {
+			add = append(add, st)
+		}
+	}
+	if len(add) > 0 {
+		s.mcp.AddTools(add...)
+	}
+}
+
+func (s *Server) directTools() []server.ServerTool {
+	var out []server.ServerTool
+	for _, t := range s.reg.List() {
+		if st, ok := s.directTool(t); ok {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// directTool describes a catalogue tool as an MCP tool whose calls go
+// through the same validation and dispatch as a program's calls.
+func (s *Server) directTool(t *tools.Tool) (server.ServerTool, bool) {
+	name := DirectName(t.Name)
+	if len(name) > maxDirectName {
+		s.log.Warn("tool name too long for direct mode; reach it from code", "tool", t.Name)
+		return server.ServerTool{}, false
+	}
+	desc := t.Summary
+	if t.Description != "" {
+		desc += "\n\n" + t.Description
+	}
+	mt := mcp.Tool{
+		Name:           name,
+		Description:    desc,
+		RawInputSchema: t.InputSchema,
+		Annotations: mcp.ToolAnnotation{
+			Title:           t.Name,
+			ReadOnlyHint:    mcp.ToBoolPtr(t.Annotations.ReadOnly),
+			DestructiveHint: mcp.ToBoolPtr(t.Annotations.Destructive),
+			IdempotentHint:  mcp.ToBoolPtr(t.Annotations.Idempotent),
+			OpenWorldHint:   mcp.ToBoolPtr(t.Annotations.OpenWorld),
+		},
+	}
+	structured := objectSchema(t.OutputSchema)
+	if structured {
+		mt.RawOutputSchema = t.OutputSchema
+	}
+	qualified := t.Name
+	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args := req.Params.RawArguments
+		if len(args) == 0 || string(args) == "null" {
+			args = json.RawMessage("{}")
+		}
+		out, err := dispatcher{reg: s.reg, caller: s.caller(ctx)}.Call(ctx, qualified, args)
+		if err != nil {
+			return mcp.NewToolResultError(fmt.Sprintf("%s (%s)", err.Error(), tools.CodeOf(err))), nil
+		}
+		res := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(out))}}
+		if structured {
+			res.StructuredContent = json.RawMessage(out)
+		}
+		return res, nil
+	}
+	return server.ServerTool{Tool: mt, Handler: handler}, true
+}
+
+// objectSchema reports whether schema describes JSON objects, the only
+// results MCP carries as structuredContent.
+func objectSchema(schema json.RawMessage) bool {
+	if len(schema) == 0 {
+		return false
+	}
+	var s struct {
+		Type any `json:"type"`
+	}
+	return json.Unmarshal(schema, &s) == nil && s.Type == "object"
+}

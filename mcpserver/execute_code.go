@@ -1,0 +1,239 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/codecell/codecell/executor"
+)
+
+const executeCodeDescription = `Run a JavaScript or TypeScript program in a sandbox where every catalogue tool is an async function (await util.echo({text: "hi"})), and get back its result, console output and a trace of its tool calls.
+
+Workflow: 1) read_tools "/manifest.json" lists the categories; 2) read_tools "/<category>/index.json" lists a category's tools and "/<category>/<tool>.d.ts" gives one tool's exact signature; 3) write a program that calls the tools you need, combines and filters their results, and returns only what you need.
+
+The program is the body of an async function: use await and return (or end with an expression, whose value is the result). Await independent calls together with Promise.all. A failed call throws a ToolError with .code and .tool. No network, files or timers: the only way out is a tool call. Limits: a deadline (timeout_ms), heap, tool calls and output size; a failed run says which limit it hit.`
+
+// executeCodeInput is the input schema of execute_code. Its timeout
+// maximum is filled in from the executor's configuration.
+const executeCodeInput = `{
+	"type": "object",
+	"properties": {
+		"code": {"type": "string", "minLength": 1, "description": "The program: the body of an async function. Return a value, or end with an expression."},
+		"language": {"type": "string", "enum": ["javascript", "typescript"], "default": "javascript", "description": "Language of the program; TypeScript types are stripped before it runs."},
+		"timeout_ms": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Deadline for the run in milliseconds (default %d)."}
+	},
+	"required": ["code"],
+	"additionalProperties": false
+}`
+
+// executeCodeOutput is the output schema of execute_code: the run record.
+const executeCodeOutput = `{
+	"type": "object",
+	"properties": {
+		"status": {"type": "string", "enum": ["ok", "error"]},
+		"result": {"description": "The program's result, any JSON value; null when the run failed."},
+		"error": {
+			"type": "object",
+			"description": "Why the run failed.",
+			"properties": {
+				"kind": {"type": "string", "description": "syntax_error, runtime_error, tool_error, timeout, memory_limit, stack_overflow, tool_call_limit, output_limit, result_too_large, busy, canceled, …"},
+				"message": {"type": "string"},
+				"name": {"type": "string"},
+				"line": {"type": "integer"},
+				"column": {"type": "integer"},
+				"stack": {"type": "string"},
+				"tool": {"type": "string"},
+				"code": {"type": "string"},
+				"problems": {}
+			},
+			"required": ["kind", "message"]
+		},
+		"logs": {
+			"type": "array",
+			"items": {
+				"type": "object",
+				"properties": {
+					"level": {"type": "string", "enum": ["log", "info", "warn", "error", "debug"]},
+					"message": {"type": "string"}
+				},
+				"required": ["level", "message"]
+			}
+		},
+		"tool_calls": {
+			"type": "array",
+			"items": {
+				"type": "object",
+				"properties": {
+					"tool": {"type": "string"},
+					"ok": {"type": "boolean"},
+					"error_code": {"type": "string"},
+					"duration_ms": {"type": "number"},
+					"args_bytes": {"type": "integer"},
+					"result_bytes": {"type": "integer"}
+				},
+				"required": ["tool", "ok", "duration_ms"]
+			}
+		},
+		"telemetry": {
+			"type": "object",
+			"properties": {
+				"duration_ms": {"type": "number"},
+				"queue_wait_ms": {"type": "number"},
+				"tool_calls": {"type": "integer"},
+				"bytes_from_tools": {"type": "integer"},
+				"result_bytes": {"type": "integer"}
+			},
+			"required": ["duration_ms", "queue_wait_ms", "tool_calls"]
+		}
+	},
+	"required": ["status", "result", "logs", "tool_calls", "telemetry"]
+}`
+
+func (s *Server) executeCodeInputSchema() json.RawMessage {
+	cfg := s.exec.Config()
+	return json.RawMessage(fmt.Sprintf(executeCodeInput, cfg.MaxTimeout.Milliseconds(), cfg.Timeout.Milliseconds()))
+}
+
+func (s *Server) executeCodeTool() mcp.Tool {
+	return mcp.Tool{
+		Name:            "execute_code",
+		Description:     executeCodeDescription,
+		RawInputSchema:  s.executeCodeInputSchema(),
+		RawOutputSchema: json.RawMessage(executeCodeOutput),
+		Annotations: mcp.ToolAnnotation{
+			Title:           "Execute code",
+			ReadOnlyHint:    mcp.ToBoolPtr(false),
+			DestructiveHint: mcp.ToBoolPtr(true),
+			OpenWorldHint:   mcp.ToBoolPtr(true),
+		},
+	}
+}
+
+type executeCodeArgs struct {
+	Code      string `json:"code"`
+	Language  string `json:"language"`
+	TimeoutMS int64  `json:"timeout_ms"`
+}
+
+// executeCode is the execute_code handler. Every failure — bad arguments,
+// a program error, a limit — is a tool result with isError set, never a
+// protocol error.
+func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	args, err := s.parseExecuteCode(req)
+	if err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	res := s.Execute(ctx, Execution{
+		Code:     args.Code,
+		Language: executor.Language(args.Language),
+		Timeout:  time.Duration(args.TimeoutMS) * time.Millisecond,
+	})
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{mcp.NewTextContent(renderRun(res))},
+		StructuredContent: res,
+		IsError:           res.Status != executor.StatusOK,
+	}, nil
+}
+
+// Execution is one program to run through Execute.
+type Execution struct {
+	Code     string
+	Language executor.Language
+	Timeout  time.Duration
+}
+
+// Execute runs a program as execute_code does, for the caller that ctx
+// carries. The exec command uses it to run programs from the terminal.
+func (s *Server) Execute(ctx context.Context, x Execution) *executor.Result {
+	caller := s.caller(ctx)
+	res := s.exec.Run(ctx, executor.Request{
+		Code:       x.Code,
+		Language:   x.Language,
+		Timeout:    x.Timeout,
+		Dispatcher: dispatcher{reg: s.reg, caller: caller},
+		Functions:  s.functions(),
+	})
+	s.log.Debug("execute", "session", caller.Session, "status", res.Status, "kind", errorKind(res),
+		"ms", res.Telemetry.DurationMS, "calls", res.Telemetry.ToolCalls, "code_bytes", len(x.Code))
+	return res
+}
+
+func errorKind(res *executor.Result) executor.Kind {
+	if res.Error == nil {
+		return ""
+	}
+	return res.Error.Kind
+}
+
+func (s *Server) parseExecuteCode(req mcp.CallToolRequest) (executeCodeArgs, error) {
+	raw := req.Params.RawArguments
+	if len(raw) == 0 {
+		b, err := json.Marshal(req.Params.Arguments)
+		if err != nil {
+			return executeCodeArgs{}, fmt.Errorf("execute_code: arguments are not JSON: %w", err)
+		}
+		raw = b
+	}
+	if string(raw) == "null" {
+		raw = json.RawMessage("{}")
+	}
+	if ps := s.executeCodeSchema.Validate(raw); len(ps) > 0 {
+		var parts []string
+		for _, p := range ps {
+			where := "arguments"
+			if p.Path != "" {
+				where += p.Path
+			}
+			parts = append(parts, where+": "+p.Message)
+		}
+		return executeCodeArgs{}, fmt.Errorf("execute_code: invalid arguments: %s. Send {\"code\": \"...\", \"language\": \"javascript\"|\"typescript\", \"timeout_ms\": n}", strings.Join(parts, "; "))
+	}
+	var a executeCodeArgs
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return executeCodeArgs{}, fmt.Errorf("execute_code: invalid arguments: %w", err)
+	}
+	return a, nil
+}
+
+// renderRun is the text the model reads: the outcome first, then the
+// result or the error, then console output.
+func renderRun(res *executor.Result) string {
+	var b strings.Builder
+	t := res.Telemetry
+	if res.Status == executor.StatusOK {
+		fmt.Fprintf(&b, "ok (%.1f ms, %s)\n", t.DurationMS, plural(t.ToolCalls, "tool call"))
+		b.Write(res.Value)
+		b.WriteByte('\n')
+	} else {
+		e := res.Error
+		fmt.Fprintf(&b, "error: %s (%.1f ms, %s)\n", e.Kind, t.DurationMS, plural(t.ToolCalls, "tool call"))
+		b.WriteString(e.Message)
+		if e.Line > 0 {
+			fmt.Fprintf(&b, "\nat line %d, column %d", e.Line, e.Column)
+		}
+		if len(e.Problems) > 0 {
+			b.WriteString("\nproblems: ")
+			b.Write(e.Problems)
+		}
+		b.WriteByte('\n')
+	}
+	if len(res.Logs) > 0 {
+		b.WriteString("console:\n")
+		for _, l := range res.Logs {
+			fmt.Fprintf(&b, "[%s] %s\n", l.Level, l.Message)
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

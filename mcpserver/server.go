@@ -1,0 +1,168 @@
+// Package mcpserver is codecell's MCP surface: the MCP tools (execute_code
+// and the discovery tools), resources and prompts, the transports (stdio,
+// SSE and Streamable HTTP on one listener) and the wiring that turns an MCP
+// request into a sandboxed run.
+//
+// It composes the other packages — executor runs programs, tools holds the
+// catalogue — and owns nothing they own. Nothing imports it but cmd.
+package mcpserver
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/codecell/codecell/executor"
+	"github.com/codecell/codecell/tools"
+)
+
+// Name is the server name reported to MCP clients.
+const Name = "codecell"
+
+//go:embed instructions.md
+var instructions string
+
+// Config configures a Server.
+type Config struct {
+	// Version is reported to clients.
+	Version string
+	// Executor configures the sandbox.
+	Executor executor.Config
+	// Expose selects the MCP tools listed: code mode (default) or also
+	// every catalogue tool directly.
+	Expose Expose
+	// Principal names the caller of requests that carry no authenticated
+	// identity, such as stdio's local user. Default "local".
+	Principal string
+	// Logger receives the server's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is a codecell MCP server. Create it with New, serve it with
+// ServeStdio or Handler, and Close it when done.
+type Server struct {
+	cfg  Config
+	log  *slog.Logger
+	reg  *tools.Registry
+	exec *executor.Executor
+	mcp  *server.MCPServer
+
+	executeCodeSchema *tools.Schema
+
+	layout      atomic.Pointer[layoutCache]
+	unsubscribe func()
+	closeOnce   sync.Once
+}
+
+// layoutCache is the executor layout for one registry version.
+type layoutCache struct {
+	version uint64
+	layout  *executor.Layout
+}
+
+// New builds a server over the tools in reg.
+func New(cfg Config, reg *tools.Registry) (*Server, error) {
+	if reg == nil {
+		return nil, errors.New("new server: nil registry")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Principal == "" {
+		cfg.Principal = "local"
+	}
+	if cfg.Expose == "" {
+		cfg.Expose = ExposeCode
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	log := cfg.Logger.With("component", "mcpserver")
+	cfg.Executor.Logger = cfg.Logger
+	exec, err := executor.New(cfg.Executor)
+	if err != nil {
+		return nil, fmt.Errorf("new server: %w", err)
+	}
+	s := &Server{cfg: cfg, log: log, reg: reg, exec: exec}
+	if s.executeCodeSchema, err = tools.CompileSchema(s.executeCodeInputSchema()); err != nil {
+		exec.Close()
+		return nil, fmt.Errorf("new server: execute_code schema: %w", err)
+	}
+	s.mcp = server.NewMCPServer(Name, cfg.Version,
+		server.WithInstructions(instructions),
+		server.WithToolCapabilities(true),
+		server.WithRecovery(),
+	)
+	s.mcp.AddTool(s.executeCodeTool(), s.executeCode)
+	direct := cfg.Expose == ExposeDirect || cfg.Expose == ExposeBoth
+	if direct {
+		s.mcp.AddTools(s.directTools()...)
+	}
+	s.unsubscribe = reg.Subscribe(func(ch tools.Change) {
+		s.layout.Store(nil)
+		if direct {
+			s.syncDirect(ch)
+		}
+	})
+	return s, nil
+}
+
+// MCP returns the underlying mcp-go server, for in-process clients.
+func (s *Server) MCP() *server.MCPServer { return s.mcp }
+
+// Registry returns the catalogue the server serves.
+func (s *Server) Registry() *tools.Registry { return s.reg }
+
+// Close stops the sandbox pool. Requests in progress must have ended.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.unsubscribe()
+		s.exec.Close()
+	})
+	return nil
+}
+
+// functions returns the executor layout of the current catalogue.
+func (s *Server) functions() *executor.Layout {
+	v := s.reg.Version()
+	if c := s.layout.Load(); c != nil && c.version == v {
+		return c.layout
+	}
+	list := s.reg.List()
+	fns := make([]executor.Function, len(list))
+	for i, t := range list {
+		fns[i] = executor.Function{Name: t.Name, Positional: t.Positional}
+	}
+	l := executor.NewLayout(fns)
+	s.layout.Store(&layoutCache{version: v, layout: l})
+	return l
+}
+
+// caller identifies who a request is made for.
+func (s *Server) caller(ctx context.Context) tools.Caller {
+	c := tools.Caller{Principal: s.cfg.Principal}
+	if session := server.ClientSessionFromContext(ctx); session != nil {
+		c.Session = session.SessionID()
+	}
+	return c
+}
+
+// dispatcher runs a program's tool calls against the registry, as the
+// program's caller.
+type dispatcher struct {
+	reg    *tools.Registry
+	caller tools.Caller
+}
+
+var _ executor.Dispatcher = dispatcher{}
+
+func (d dispatcher) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	return d.reg.Call(tools.WithCaller(ctx, d.caller), name, args)
+}

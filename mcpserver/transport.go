@@ -1,0 +1,130 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// ServeStdio serves one MCP client over in and out until ctx ends or in
+// reaches EOF. Only protocol messages are written to out.
+func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	stdio := server.NewStdioServer(s.mcp)
+	stdio.SetErrorLogger(log.New(slogWriter{s.log.With("transport", "stdio")}, "", 0))
+	err := stdio.Listen(ctx, in, out)
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return fmt.Errorf("serve stdio: %w", err)
+}
+
+// HTTP paths served by Handler.
+const (
+	PathStreamable = "/mcp"
+	PathSSE        = "/sse"
+	PathMessage    = "/message"
+	PathHealth     = "/healthz"
+)
+
+// httpTransports are the HTTP transports behind one handler.
+type httpTransports struct {
+	streamable *server.StreamableHTTPServer
+	sse        *server.SSEServer
+	mux        *http.ServeMux
+}
+
+func (s *Server) newHTTP() *httpTransports {
+	h := &httpTransports{
+		streamable: server.NewStreamableHTTPServer(s.mcp,
+			server.WithEndpointPath(PathStreamable),
+			server.WithStreamableHTTPLogger(s.log.With("transport", "streamable-http")),
+		),
+		sse: server.NewSSEServer(s.mcp,
+			server.WithSSEEndpoint(PathSSE),
+			server.WithMessageEndpoint(PathMessage),
+			server.WithKeepAlive(true),
+		),
+		mux: http.NewServeMux(),
+	}
+	h.mux.Handle(PathStreamable, h.streamable)
+	h.mux.Handle(PathSSE, h.sse.SSEHandler())
+	h.mux.Handle(PathMessage, h.sse.MessageHandler())
+	h.mux.HandleFunc("GET "+PathHealth, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"status":"ok"}`)
+	})
+	return h
+}
+
+func (h *httpTransports) closeSessions(ctx context.Context) {
+	h.streamable.CloseSessions(ctx)
+	h.sse.CloseSessions()
+}
+
+// Handler returns an http.Handler serving Streamable HTTP at /mcp, SSE at
+// /sse with messages posted to /message, and /healthz.
+func (s *Server) Handler() http.Handler {
+	return s.newHTTP().mux
+}
+
+// ServeHTTP serves the HTTP transports on ln until ctx ends, then stops
+// accepting, closes the clients' streams and waits up to grace for
+// requests in progress.
+func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener, grace time.Duration) error {
+	h := s.newHTTP()
+	srv := &http.Server{
+		Handler:           h.mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          log.New(slogWriter{s.log.With("transport", "http")}, "", 0),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve http: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	h.closeSessions(sctx)
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(sctx) }()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			<-errc
+			if err != nil {
+				srv.Close()
+				return fmt.Errorf("shut down http: %w", err)
+			}
+			return nil
+		case <-tick.C:
+			// Streams opened while shutting down must close too.
+			h.closeSessions(sctx)
+		}
+	}
+}
+
+// slogWriter adapts a standard library logger's output to slog.
+type slogWriter struct{ log *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	msg := string(p)
+	for len(msg) > 0 && msg[len(msg)-1] == '\n' {
+		msg = msg[:len(msg)-1]
+	}
+	w.log.Warn(msg)
+	return len(p), nil
+}
