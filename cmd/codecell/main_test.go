@@ -255,4 +255,3 @@ func TestExecCommand(t *testing.T) {
 		})
 	}
 }
-
