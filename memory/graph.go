@@ -1,0 +1,671 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/codecell/codecell/tools"
+)
+
+// Entity is a node of the knowledge graph: a person, project, service,
+// concept… Names are unique per principal, compared without case.
+type Entity struct {
+	ID          int64           `json:"id"`
+	Name        string          `json:"name"`
+	Type        string          `json:"type"`
+	Description string          `json:"description,omitempty"`
+	Properties  json.RawMessage `json:"properties"`
+	CreatedAt   time.Time       `json:"created_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+}
+
+// Relation is a directed, typed edge between two entities.
+type Relation struct {
+	ID         int64           `json:"id"`
+	From       string          `json:"from"`
+	To         string          `json:"to"`
+	Type       string          `json:"type"`
+	Weight     float64         `json:"weight"`
+	Properties json.RawMessage `json:"properties"`
+	CreatedAt  time.Time       `json:"created_at"`
+	UpdatedAt  time.Time       `json:"updated_at"`
+}
+
+// EntityInput creates or updates an entity. Empty fields keep the stored
+// values; Properties are merged into the stored ones (null removes a key).
+type EntityInput struct {
+	Name        string          `json:"name"`
+	Type        string          `json:"type,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Properties  json.RawMessage `json:"properties,omitempty"`
+}
+
+const maxTypeLen = 64
+
+func validateType(field, t string) error {
+	if len(t) > maxTypeLen {
+		return invalidf("%s is %d bytes; the limit is %d", field, len(t), maxTypeLen)
+	}
+	if strings.IndexFunc(t, func(r rune) bool { return r < ' ' }) >= 0 {
+		return invalidf("%s may not contain control characters", field)
+	}
+	return nil
+}
+
+// UpsertEntity creates the caller's entity in.Name or updates it, and
+// reports whether it was created.
+func (s *Store) UpsertEntity(ctx context.Context, in EntityInput) (Entity, bool, error) {
+	principal := tools.CallerFrom(ctx).Principal
+	in.Name = strings.TrimSpace(in.Name)
+	if err := validateEntityName("name", in.Name); err != nil {
+		return Entity{}, false, err
+	}
+	if err := validateType("type", in.Type); err != nil {
+		return Entity{}, false, err
+	}
+	if err := validateText("description", in.Description, s.lim.MaxContentBytes, false); err != nil {
+		return Entity{}, false, err
+	}
+	props, err := normalizeObject("properties", in.Properties, s.lim.MaxMetadataBytes)
+	if err != nil {
+		return Entity{}, false, err
+	}
+	var e Entity
+	var created bool
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		now := s.now().UTC().Truncate(time.Millisecond)
+		cur, err := entityByName(ctx, tx, principal, in.Name)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if errors.Is(err, ErrNotFound) {
+			created = true
+			res, err := tx.ExecContext(ctx, `INSERT INTO entities (principal, name, type, description, properties, created_at, updated_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?)`, principal, in.Name, in.Type, in.Description, string(props), ms(now), ms(now))
+			if err != nil {
+				return fmt.Errorf("create entity: %w", err)
+			}
+			id, _ := res.LastInsertId()
+			e = Entity{ID: id, Name: in.Name, Type: in.Type, Description: in.Description, Properties: props, CreatedAt: now, UpdatedAt: now}
+			return nil
+		}
+		e = cur
+		if in.Type != "" {
+			e.Type = in.Type
+		}
+		if in.Description != "" {
+			e.Description = in.Description
+		}
+		if len(in.Properties) > 0 {
+			merged, err := mergeObjects(e.Properties, props)
+			if err != nil {
+				return err
+			}
+			if e.Properties, err = normalizeObject("properties", merged, s.lim.MaxMetadataBytes); err != nil {
+				return err
+			}
+		}
+		e.UpdatedAt = now
+		if _, err := tx.ExecContext(ctx, `UPDATE entities SET type = ?, description = ?, properties = ?, updated_at = ? WHERE id = ?`,
+			e.Type, e.Description, string(e.Properties), ms(now), e.ID); err != nil {
+			return fmt.Errorf("update entity: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return Entity{}, false, err
+	}
+	return e, created, nil
+}
+
+const entityColumns = `id, name, type, description, properties, created_at, updated_at`
+
+func scanEntity(sc interface{ Scan(...any) error }) (Entity, error) {
+	var e Entity
+	var props string
+	var c, u int64
+	if err := sc.Scan(&e.ID, &e.Name, &e.Type, &e.Description, &props, &c, &u); err != nil {
+		return e, err
+	}
+	e.Properties = json.RawMessage(props)
+	e.CreatedAt, e.UpdatedAt = fromMS(c), fromMS(u)
+	return e, nil
+}
+
+func entityByName(ctx context.Context, q queryer, principal, name string) (Entity, error) {
+	e, err := scanEntity(q.QueryRowContext(ctx, `SELECT `+entityColumns+` FROM entities WHERE principal = ? AND name = ? COLLATE NOCASE`, principal, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return e, notFoundf("entity %q not found", name)
+	}
+	if err != nil {
+		return e, fmt.Errorf("find entity: %w", err)
+	}
+	return e, nil
+}
+
+func entityByID(ctx context.Context, q queryer, id int64) (Entity, error) {
+	e, err := scanEntity(q.QueryRowContext(ctx, `SELECT `+entityColumns+` FROM entities WHERE id = ?`, id))
+	if err != nil {
+		return e, fmt.Errorf("find entity %d: %w", id, err)
+	}
+	return e, nil
+}
+
+// ensureEntity returns the id of the named entity, creating it bare.
+func ensureEntity(ctx context.Context, tx *sql.Tx, principal, name string, now time.Time) (int64, bool, error) {
+	var id int64
+	err := tx.QueryRowContext(ctx, `SELECT id FROM entities WHERE principal = ? AND name = ? COLLATE NOCASE`, principal, name).Scan(&id)
+	if err == nil {
+		return id, false, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return 0, false, fmt.Errorf("find entity: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO entities (principal, name, created_at, updated_at) VALUES (?, ?, ?, ?)`, principal, name, ms(now), ms(now))
+	if err != nil {
+		return 0, false, fmt.Errorf("create entity: %w", err)
+	}
+	id, err = res.LastInsertId()
+	return id, true, err
+}
+
+func (s *Store) linkEntities(ctx context.Context, tx *sql.Tx, principal string, memoryID int64, names []string, now time.Time) error {
+	for _, n := range names {
+		eid, _, err := ensureEntity(ctx, tx, principal, n, now)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) VALUES (?, ?)`, memoryID, eid); err != nil {
+			return fmt.Errorf("link memory %d to entity %q: %w", memoryID, n, err)
+		}
+	}
+	return nil
+}
+
+// RelateInput is a directed relation between two entities, created if
+// missing.
+type RelateInput struct {
+	From       string          `json:"from"`
+	To         string          `json:"to"`
+	Type       string          `json:"type"`
+	Weight     *float64        `json:"weight,omitempty"`
+	Properties json.RawMessage `json:"properties,omitempty"`
+}
+
+// RelateResult is the relation and what was created.
+type RelateResult struct {
+	Relation        Relation `json:"relation"`
+	Created         bool     `json:"created"`
+	CreatedEntities []string `json:"created_entities,omitempty"`
+}
+
+// Relate records the relation from → to of the given type (one per
+// triple: relating again updates weight and properties). Missing entities
+// are created.
+func (s *Store) Relate(ctx context.Context, in RelateInput) (RelateResult, error) {
+	principal := tools.CallerFrom(ctx).Principal
+	in.From, in.To, in.Type = strings.TrimSpace(in.From), strings.TrimSpace(in.To), strings.TrimSpace(in.Type)
+	if err := validateEntityName("from", in.From); err != nil {
+		return RelateResult{}, err
+	}
+	if err := validateEntityName("to", in.To); err != nil {
+		return RelateResult{}, err
+	}
+	if in.Type == "" {
+		return RelateResult{}, invalidf("type is empty; name the relation, such as \"works_on\" or \"depends_on\"")
+	}
+	if err := validateType("type", in.Type); err != nil {
+		return RelateResult{}, err
+	}
+	weight := 1.0
+	if in.Weight != nil {
+		if *in.Weight < 0 || *in.Weight > 1e6 || *in.Weight != *in.Weight {
+			return RelateResult{}, invalidf("weight is %v; it must be between 0 and 1000000", *in.Weight)
+		}
+		weight = *in.Weight
+	}
+	props, err := normalizeObject("properties", in.Properties, s.lim.MaxMetadataBytes)
+	if err != nil {
+		return RelateResult{}, err
+	}
+	var res RelateResult
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		now := s.now().UTC().Truncate(time.Millisecond)
+		from, c1, err := ensureEntity(ctx, tx, principal, in.From, now)
+		if err != nil {
+			return err
+		}
+		to, c2, err := ensureEntity(ctx, tx, principal, in.To, now)
+		if err != nil {
+			return err
+		}
+		if c1 {
+			res.CreatedEntities = append(res.CreatedEntities, in.From)
+		}
+		if c2 && from != to {
+			res.CreatedEntities = append(res.CreatedEntities, in.To)
+		}
+		var id int64
+		err = tx.QueryRowContext(ctx, `SELECT id FROM relations WHERE from_id = ? AND to_id = ? AND type = ?`, from, to, in.Type).Scan(&id)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			r, err := tx.ExecContext(ctx, `INSERT INTO relations (principal, from_id, to_id, type, weight, properties, created_at, updated_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, principal, from, to, in.Type, weight, string(props), ms(now), ms(now))
+			if err != nil {
+				return fmt.Errorf("relate: %w", err)
+			}
+			id, _ = r.LastInsertId()
+			res.Created = true
+		case err != nil:
+			return fmt.Errorf("relate: %w", err)
+		default:
+			if _, err := tx.ExecContext(ctx, `UPDATE relations SET weight = ?, properties = ?, updated_at = ? WHERE id = ?`, weight, string(props), ms(now), id); err != nil {
+				return fmt.Errorf("relate: %w", err)
+			}
+		}
+		res.Relation, err = relationByID(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return RelateResult{}, err
+	}
+	return res, nil
+}
+
+const relationSelect = `SELECT r.id, f.name, t.name, r.type, r.weight, r.properties, r.created_at, r.updated_at
+	FROM relations r JOIN entities f ON f.id = r.from_id JOIN entities t ON t.id = r.to_id`
+
+func scanRelation(sc interface{ Scan(...any) error }) (Relation, error) {
+	var r Relation
+	var props string
+	var c, u int64
+	if err := sc.Scan(&r.ID, &r.From, &r.To, &r.Type, &r.Weight, &props, &c, &u); err != nil {
+		return r, err
+	}
+	r.Properties = json.RawMessage(props)
+	r.CreatedAt, r.UpdatedAt = fromMS(c), fromMS(u)
+	return r, nil
+}
+
+func relationByID(ctx context.Context, q queryer, id int64) (Relation, error) {
+	r, err := scanRelation(q.QueryRowContext(ctx, relationSelect+` WHERE r.id = ?`, id))
+	if err != nil {
+		return r, fmt.Errorf("read relation: %w", err)
+	}
+	return r, nil
+}
+
+// Direction selects which edges a graph walk follows.
+type Direction string
+
+// Directions.
+const (
+	Out  Direction = "out"
+	In   Direction = "in"
+	Both Direction = "both"
+)
+
+// NeighborsInput asks for the entities within Depth edges of Entity.
+type NeighborsInput struct {
+	Entity    string    `json:"entity"`
+	Depth     int       `json:"depth,omitempty"`     // 1..5, default 1
+	Direction Direction `json:"direction,omitempty"` // default both
+	Types     []string  `json:"types,omitempty"`     // relation types to follow; empty: all
+	Limit     int       `json:"limit,omitempty"`     // default 100, at most 1000
+	// Memories includes the memories linked to the entity and to each
+	// neighbour (up to 20 each).
+	Memories bool `json:"include_memories,omitempty"`
+}
+
+// Neighbor is an entity reached from the start, with the edge that first
+// reached it.
+type Neighbor struct {
+	Entity   Entity       `json:"entity"`
+	Depth    int          `json:"depth"`
+	Via      Relation     `json:"via"`
+	Memories []MemoryLink `json:"memories,omitempty"`
+}
+
+// MemoryLink is a short view of a memory linked to an entity.
+type MemoryLink struct {
+	ID      int64  `json:"id"`
+	Layer   Layer  `json:"layer"`
+	Content string `json:"content"`
+}
+
+// NeighborsResult is the start entity and its neighbourhood, in
+// breadth-first order (by depth, then name).
+type NeighborsResult struct {
+	Entity    Entity       `json:"entity"`
+	Memories  []MemoryLink `json:"memories,omitempty"`
+	Neighbors []Neighbor   `json:"neighbors"`
+	Relations []Relation   `json:"relations"`
+	Truncated bool         `json:"truncated,omitempty"`
+}
+
+const (
+	maxDepth      = 5
+	maxPathDepth  = 8
+	maxNeighbors  = 1000
+	linkedPerNode = 20
+)
+
+func normalizeWalk(dir *Direction, types []string) ([]string, error) {
+	if *dir == "" {
+		*dir = Both
+	}
+	if *dir != Out && *dir != In && *dir != Both {
+		return nil, invalidf("direction %q: use out, in or both", clip(string(*dir), 20))
+	}
+	out := make([]string, 0, len(types))
+	for i, t := range types {
+		t = strings.TrimSpace(t)
+		if t == "" {
+			return nil, invalidf("types[%d] is empty", i)
+		}
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// edge is one step of a walk: the relation and the entity it leads to.
+type edge struct {
+	rel  int64
+	next int64
+}
+
+// edges returns the edges leaving each of ids, following dir and types,
+// sorted by (node, next, rel) so that walks are deterministic.
+func edges(ctx context.Context, q queryer, ids []int64, dir Direction, types []string) (map[int64][]edge, error) {
+	out := map[int64][]edge{}
+	for start := 0; start < len(ids); start += 400 {
+		chunk := ids[start:min(start+400, len(ids))]
+		var parts []string
+		var args []any
+		typeCond := ""
+		var typeArgs []any
+		if len(types) > 0 {
+			typeCond = " AND type IN (" + placeholders(len(types)) + ")"
+			for _, t := range types {
+				typeArgs = append(typeArgs, t)
+			}
+		}
+		idArgs := make([]any, len(chunk))
+		for i, id := range chunk {
+			idArgs[i] = id
+		}
+		if dir == Out || dir == Both {
+			parts = append(parts, `SELECT from_id, to_id, id FROM relations WHERE from_id IN (`+placeholders(len(chunk))+`)`+typeCond)
+			args = append(append(args, idArgs...), typeArgs...)
+		}
+		if dir == In || dir == Both {
+			parts = append(parts, `SELECT to_id, from_id, id FROM relations WHERE to_id IN (`+placeholders(len(chunk))+`)`+typeCond)
+			args = append(append(args, idArgs...), typeArgs...)
+		}
+		rows, err := q.QueryContext(ctx, strings.Join(parts, " UNION ALL ")+` ORDER BY 1, 2, 3`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("walk graph: %w", err)
+		}
+		for rows.Next() {
+			var node int64
+			var e edge
+			if err := rows.Scan(&node, &e.next, &e.rel); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("walk graph: %w", err)
+			}
+			out[node] = append(out[node], e)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Neighbors walks the graph breadth-first from in.Entity up to in.Depth
+// edges.
+func (s *Store) Neighbors(ctx context.Context, in NeighborsInput) (NeighborsResult, error) {
+	principal := tools.CallerFrom(ctx).Principal
+	if in.Depth == 0 {
+		in.Depth = 1
+	}
+	if in.Depth < 1 || in.Depth > maxDepth {
+		return NeighborsResult{}, invalidf("depth is %d; it must be between 1 and %d", in.Depth, maxDepth)
+	}
+	if in.Limit == 0 {
+		in.Limit = 100
+	}
+	if in.Limit < 1 || in.Limit > maxNeighbors {
+		return NeighborsResult{}, invalidf("limit is %d; it must be between 1 and %d", in.Limit, maxNeighbors)
+	}
+	types, err := normalizeWalk(&in.Direction, in.Types)
+	if err != nil {
+		return NeighborsResult{}, err
+	}
+	var res NeighborsResult
+	err = s.read(ctx, func(tx *sql.Tx) error {
+		start, err := entityByName(ctx, tx, principal, strings.TrimSpace(in.Entity))
+		if err != nil {
+			return err
+		}
+		res.Entity = start
+		seen := map[int64]bool{start.ID: true}
+		frontier := []int64{start.ID}
+		relIDs := map[int64]bool{}
+		type found struct {
+			id, via int64
+			depth   int
+		}
+		var reached []found
+	walk:
+		for depth := 1; depth <= in.Depth && len(frontier) > 0; depth++ {
+			es, err := edges(ctx, tx, frontier, in.Direction, types)
+			if err != nil {
+				return err
+			}
+			var next []int64
+			for _, node := range frontier {
+				for _, e := range es[node] {
+					relIDs[e.rel] = true
+					if seen[e.next] {
+						continue
+					}
+					if len(reached) >= in.Limit {
+						res.Truncated = true
+						break walk
+					}
+					seen[e.next] = true
+					reached = append(reached, found{id: e.next, via: e.rel, depth: depth})
+					next = append(next, e.next)
+				}
+			}
+			slices.Sort(next)
+			frontier = next
+		}
+		res.Neighbors = make([]Neighbor, 0, len(reached))
+		for _, f := range reached {
+			e, err := entityByID(ctx, tx, f.id)
+			if err != nil {
+				return err
+			}
+			r, err := relationByID(ctx, tx, f.via)
+			if err != nil {
+				return err
+			}
+			res.Neighbors = append(res.Neighbors, Neighbor{Entity: e, Depth: f.depth, Via: r})
+		}
+		slices.SortStableFunc(res.Neighbors, func(a, b Neighbor) int {
+			if a.Depth != b.Depth {
+				return a.Depth - b.Depth
+			}
+			return strings.Compare(strings.ToLower(a.Entity.Name), strings.ToLower(b.Entity.Name))
+		})
+		ids := make([]int64, 0, len(relIDs))
+		for id := range relIDs {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		res.Relations = make([]Relation, 0, len(ids))
+		for _, id := range ids {
+			r, err := relationByID(ctx, tx, id)
+			if err != nil {
+				return err
+			}
+			// Keep only edges between the entities returned.
+			res.Relations = append(res.Relations, r)
+		}
+		if in.Memories {
+			if res.Memories, err = linkedMemories(ctx, tx, start.ID); err != nil {
+				return err
+			}
+			for i := range res.Neighbors {
+				if res.Neighbors[i].Memories, err = linkedMemories(ctx, tx, res.Neighbors[i].Entity.ID); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return NeighborsResult{}, err
+	}
+	return res, nil
+}
+
+func linkedMemories(ctx context.Context, q queryer, entity int64) ([]MemoryLink, error) {
+	rows, err := q.QueryContext(ctx, `SELECT m.id, m.layer, m.content FROM memory_entities me JOIN memories m ON m.id = me.memory_id
+		WHERE me.entity_id = ? ORDER BY m.importance DESC, m.id DESC LIMIT ?`, entity, linkedPerNode)
+	if err != nil {
+		return nil, fmt.Errorf("linked memories: %w", err)
+	}
+	defer rows.Close()
+	var out []MemoryLink
+	for rows.Next() {
+		var l MemoryLink
+		var layer string
+		if err := rows.Scan(&l.ID, &layer, &l.Content); err != nil {
+			return nil, fmt.Errorf("linked memories: %w", err)
+		}
+		l.Layer = Layer(layer)
+		l.Content = clip(l.Content, 300)
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
+// PathInput asks for a shortest path between two entities.
+type PathInput struct {
+	From      string    `json:"from"`
+	To        string    `json:"to"`
+	MaxDepth  int       `json:"max_depth,omitempty"` // 1..8, default 4
+	Direction Direction `json:"direction,omitempty"` // default both
+	Types     []string  `json:"types,omitempty"`
+}
+
+// PathResult is a shortest path, if one exists within MaxDepth: the
+// entities from start to end and the relation of each step (in its stored
+// direction).
+type PathResult struct {
+	Found    bool       `json:"found"`
+	Length   int        `json:"length"`
+	Entities []string   `json:"entities"`
+	Steps    []Relation `json:"steps"`
+}
+
+// Path finds a shortest path from in.From to in.To by breadth-first search;
+// among paths of equal length it picks the one through the lowest entity
+// and relation ids, so the answer is stable.
+func (s *Store) Path(ctx context.Context, in PathInput) (PathResult, error) {
+	principal := tools.CallerFrom(ctx).Principal
+	if in.MaxDepth == 0 {
+		in.MaxDepth = 4
+	}
+	if in.MaxDepth < 1 || in.MaxDepth > maxPathDepth {
+		return PathResult{}, invalidf("max_depth is %d; it must be between 1 and %d", in.MaxDepth, maxPathDepth)
+	}
+	types, err := normalizeWalk(&in.Direction, in.Types)
+	if err != nil {
+		return PathResult{}, err
+	}
+	res := PathResult{Entities: []string{}, Steps: []Relation{}}
+	err = s.read(ctx, func(tx *sql.Tx) error {
+		from, err := entityByName(ctx, tx, principal, strings.TrimSpace(in.From))
+		if err != nil {
+			return err
+		}
+		to, err := entityByName(ctx, tx, principal, strings.TrimSpace(in.To))
+		if err != nil {
+			return err
+		}
+		if from.ID == to.ID {
+			res.Found = true
+			res.Entities = []string{from.Name}
+			return nil
+		}
+		parent := map[int64]edge{from.ID: {}}
+		frontier := []int64{from.ID}
+		for depth := 1; depth <= in.MaxDepth && len(frontier) > 0; depth++ {
+			es, err := edges(ctx, tx, frontier, in.Direction, types)
+			if err != nil {
+				return err
+			}
+			var next []int64
+			for _, node := range frontier {
+				for _, e := range es[node] {
+					if _, ok := parent[e.next]; ok {
+						continue
+					}
+					parent[e.next] = edge{rel: e.rel, next: node}
+					if e.next == to.ID {
+						return s.buildPath(ctx, tx, parent, from.ID, to.ID, &res)
+					}
+					next = append(next, e.next)
+				}
+			}
+			slices.Sort(next)
+			frontier = next
+		}
+		return nil
+	})
+	if err != nil {
+		return PathResult{}, err
+	}
+	return res, nil
+}
+
+func (s *Store) buildPath(ctx context.Context, tx *sql.Tx, parent map[int64]edge, from, to int64, res *PathResult) error {
+	var nodes []int64
+	var rels []int64
+	for n := to; n != from; n = parent[n].next {
+		nodes = append(nodes, n)
+		rels = append(rels, parent[n].rel)
+	}
+	nodes = append(nodes, from)
+	slices.Reverse(nodes)
+	slices.Reverse(rels)
+	for _, n := range nodes {
+		e, err := entityByID(ctx, tx, n)
+		if err != nil {
+			return err
+		}
+		res.Entities = append(res.Entities, e.Name)
+	}
+	for _, r := range rels {
+		rel, err := relationByID(ctx, tx, r)
+		if err != nil {
+			return err
+		}
+		res.Steps = append(res.Steps, rel)
+	}
+	res.Found = true
+	res.Length = len(rels)
+	return nil
+}

@@ -1,0 +1,1094 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/codecell/codecell/tools"
+)
+
+// Layer is one of the four kinds of memory.
+type Layer string
+
+// The memory layers.
+const (
+	// Episodic memories are events: what happened, when, in which session.
+	Episodic Layer = "episodic"
+	// Semantic memories are facts.
+	Semantic Layer = "semantic"
+	// Procedural memories are how-tos.
+	Procedural Layer = "procedural"
+	// Prospective memories are tasks and goals, with a due date and status.
+	Prospective Layer = "prospective"
+)
+
+// Layers lists the layers in their documented order.
+var Layers = []Layer{Episodic, Semantic, Procedural, Prospective}
+
+func (l Layer) valid() bool { return slices.Contains(Layers, l) }
+
+// TaskStatus is the state of a prospective memory.
+type TaskStatus string
+
+// Task states.
+const (
+	StatusOpen       TaskStatus = "open"
+	StatusInProgress TaskStatus = "in_progress"
+	StatusDone       TaskStatus = "done"
+	StatusCancelled  TaskStatus = "cancelled"
+)
+
+// TaskStatuses lists the task states.
+var TaskStatuses = []TaskStatus{StatusOpen, StatusInProgress, StatusDone, StatusCancelled}
+
+func (s TaskStatus) valid() bool { return slices.Contains(TaskStatuses, s) }
+
+// Memory is one stored memory as callers see it.
+type Memory struct {
+	ID          int64           `json:"id"`
+	Layer       Layer           `json:"layer"`
+	Content     string          `json:"content"`
+	Tags        []string        `json:"tags"`
+	Metadata    json.RawMessage `json:"metadata"`
+	Importance  float64         `json:"importance"`
+	Source      string          `json:"source,omitempty"`
+	Session     string          `json:"session,omitempty"`
+	OccurredAt  *time.Time      `json:"occurred_at,omitempty"`
+	DueAt       *time.Time      `json:"due_at,omitempty"`
+	Status      TaskStatus      `json:"status,omitempty"`
+	Entities    []string        `json:"entities,omitempty"`
+	CreatedAt   time.Time       `json:"created_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+	AccessedAt  *time.Time      `json:"accessed_at,omitempty"`
+	AccessCount int64           `json:"access_count"`
+	// MergedFrom lists the memories consolidation merged into this one
+	// (Get only).
+	MergedFrom []MergedMemory `json:"merged_from,omitempty"`
+}
+
+// MergedMemory is the provenance of one memory that consolidation merged
+// into another: the memory as it was, and how close it was.
+type MergedMemory struct {
+	ID         int64     `json:"id"`
+	Content    string    `json:"content"`
+	Similarity float64   `json:"similarity"`
+	Overlap    float64   `json:"overlap"`
+	MergedAt   time.Time `json:"merged_at"`
+	Record     *Memory   `json:"record,omitempty"`
+}
+
+// RememberInput is a new memory.
+type RememberInput struct {
+	// Layer defaults to semantic.
+	Layer   Layer    `json:"layer,omitempty"`
+	Content string   `json:"content"`
+	Tags    []string `json:"tags,omitempty"`
+	// Metadata is a JSON object; nil means {}.
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+	// Importance in [0, 1]; nil means 0.5.
+	Importance *float64 `json:"importance,omitempty"`
+	Source     string   `json:"source,omitempty"`
+	// Session defaults to the caller's session.
+	Session string `json:"session,omitempty"`
+	// OccurredAt is when an episodic event happened (default now).
+	OccurredAt *time.Time `json:"occurred_at,omitempty"`
+	// DueAt and Status apply to prospective memories (status default open).
+	DueAt  *time.Time `json:"due_at,omitempty"`
+	Status TaskStatus `json:"status,omitempty"`
+	// Entities are names of knowledge-graph entities to link, created if
+	// missing.
+	Entities []string `json:"entities,omitempty"`
+}
+
+const (
+	maxTagLen        = 64
+	maxEntityNameLen = 200
+	maxEntities      = 32
+	maxSourceLen     = 500
+	maxSessionLen    = 200
+)
+
+// validateText checks a required or optional string field.
+func validateText(field, s string, maxBytes int, required bool) error {
+	if required && strings.TrimSpace(s) == "" {
+		return invalidf("%s is empty; give the text to store", field)
+	}
+	if !utf8.ValidString(s) {
+		return invalidf("%s is not valid UTF-8", field)
+	}
+	if len(s) > maxBytes {
+		return tooLargef("%s is %d bytes; the limit is %d bytes", field, len(s), maxBytes)
+	}
+	return nil
+}
+
+// normalizeTags trims, lower-cases, de-duplicates and sorts tags.
+func normalizeTags(field string, tags []string, limit int) ([]string, error) {
+	out := make([]string, 0, len(tags))
+	for i, t := range tags {
+		t = strings.ToLower(strings.TrimSpace(t))
+		if t == "" {
+			return nil, invalidf("%s[%d] is empty; tags are short non-empty labels", field, i)
+		}
+		if len(t) > maxTagLen || !utf8.ValidString(t) {
+			return nil, invalidf("%s[%d] %q: tags are at most %d bytes of UTF-8", field, i, clip(t, 40), maxTagLen)
+		}
+		if strings.IndexFunc(t, unicode.IsControl) >= 0 {
+			return nil, invalidf("%s[%d]: tags may not contain control characters", field, i)
+		}
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(out) > limit {
+		return nil, invalidf("%s has %d tags; the limit is %d", field, len(out), limit)
+	}
+	return out, nil
+}
+
+// normalizeObject checks that raw is a JSON object within the size limit
+// and returns it compacted; nil becomes {}.
+func normalizeObject(field string, raw json.RawMessage, limit int) (json.RawMessage, error) {
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return json.RawMessage(`{}`), nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return nil, invalidf("%s must be a JSON object such as {\"key\": \"value\"}", field)
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, invalidf("%s: %v", field, err)
+	}
+	if buf.Len() > limit {
+		return nil, tooLargef("%s is %d bytes as JSON; the limit is %d bytes", field, buf.Len(), limit)
+	}
+	return json.RawMessage(buf.Bytes()), nil
+}
+
+func normalizeEntities(names []string) ([]string, error) {
+	out := make([]string, 0, len(names))
+	seen := map[string]bool{}
+	for i, n := range names {
+		n = strings.TrimSpace(n)
+		if err := validateEntityName(fmt.Sprintf("entities[%d]", i), n); err != nil {
+			return nil, err
+		}
+		if k := strings.ToLower(n); !seen[k] {
+			seen[k] = true
+			out = append(out, n)
+		}
+	}
+	if len(out) > maxEntities {
+		return nil, invalidf("entities has %d names; the limit is %d", len(out), maxEntities)
+	}
+	return out, nil
+}
+
+func validateEntityName(field, n string) error {
+	if n == "" {
+		return invalidf("%s is empty; entities are named", field)
+	}
+	if len(n) > maxEntityNameLen || !utf8.ValidString(n) {
+		return invalidf("%s: names are at most %d bytes of UTF-8", field, maxEntityNameLen)
+	}
+	if strings.IndexFunc(n, unicode.IsControl) >= 0 {
+		return invalidf("%s: names may not contain control characters", field)
+	}
+	return nil
+}
+
+func checkImportance(field string, v *float64) (float64, error) {
+	if v == nil {
+		return 0.5, nil
+	}
+	if *v < 0 || *v > 1 || *v != *v {
+		return 0, invalidf("%s is %v; it must be between 0 and 1", field, *v)
+	}
+	return *v, nil
+}
+
+func parseLayer(field string, l Layer) error {
+	if !l.valid() {
+		return invalidf("%s %q is not a layer; use one of episodic, semantic, procedural, prospective", field, clip(string(l), 40))
+	}
+	return nil
+}
+
+// prepared is a validated RememberInput ready to insert.
+type prepared struct {
+	in         RememberInput
+	importance float64
+	metadata   json.RawMessage
+	text       string
+}
+
+func (s *Store) prepareRemember(ctx context.Context, in RememberInput, field string) (prepared, error) {
+	p := prepared{in: in}
+	if p.in.Layer == "" {
+		p.in.Layer = Semantic
+	}
+	if err := parseLayer(field+"layer", p.in.Layer); err != nil {
+		return p, err
+	}
+	if err := validateText(field+"content", in.Content, s.lim.MaxContentBytes, true); err != nil {
+		return p, err
+	}
+	var err error
+	if p.in.Tags, err = normalizeTags(field+"tags", in.Tags, s.lim.MaxTags); err != nil {
+		return p, err
+	}
+	if p.metadata, err = normalizeObject(field+"metadata", in.Metadata, s.lim.MaxMetadataBytes); err != nil {
+		return p, err
+	}
+	if p.importance, err = checkImportance(field+"importance", in.Importance); err != nil {
+		return p, err
+	}
+	if err := validateText(field+"source", in.Source, maxSourceLen, false); err != nil {
+		return p, err
+	}
+	if p.in.Session == "" {
+		p.in.Session = tools.CallerFrom(ctx).Session
+	}
+	if err := validateText(field+"session", p.in.Session, maxSessionLen, false); err != nil {
+		return p, err
+	}
+	if p.in.Entities, err = normalizeEntities(in.Entities); err != nil {
+		return p, err
+	}
+	if p.in.Layer == Prospective {
+		if p.in.Status == "" {
+			p.in.Status = StatusOpen
+		}
+		if !p.in.Status.valid() {
+			return p, invalidf("%sstatus %q is not a task status; use one of open, in_progress, done, cancelled", field, clip(string(in.Status), 40))
+		}
+	} else if in.Status != "" || in.DueAt != nil {
+		return p, invalidf("%sstatus and due_at apply to the prospective layer only; this memory's layer is %s (use memory.task_add for tasks)", field, p.in.Layer)
+	}
+	if p.in.Layer == Episodic && p.in.OccurredAt == nil {
+		t := s.now().UTC()
+		p.in.OccurredAt = &t
+	}
+	p.text = embedText(in.Content, p.in.Tags)
+	return p, nil
+}
+
+// embedText is what a memory's vector is made from: its content and tags.
+func embedText(content string, tags []string) string {
+	if len(tags) == 0 {
+		return content
+	}
+	return content + "\n" + strings.Join(tags, " ")
+}
+
+// Remember stores a new memory for the caller's principal and returns it.
+func (s *Store) Remember(ctx context.Context, in RememberInput) (Memory, error) {
+	ms, err := s.RememberBatch(ctx, []RememberInput{in})
+	if err != nil {
+		return Memory{}, err
+	}
+	return ms[0], nil
+}
+
+// RememberBatch stores several memories in one transaction, embedding them
+// in one call: all or none are stored.
+func (s *Store) RememberBatch(ctx context.Context, ins []RememberInput) ([]Memory, error) {
+	if len(ins) == 0 {
+		return nil, nil
+	}
+	principal := tools.CallerFrom(ctx).Principal
+	ps := make([]prepared, len(ins))
+	texts := make([]string, len(ins))
+	for i, in := range ins {
+		field := ""
+		if len(ins) > 1 {
+			field = fmt.Sprintf("items[%d].", i)
+		}
+		p, err := s.prepareRemember(ctx, in, field)
+		if err != nil {
+			return nil, err
+		}
+		ps[i] = p
+		texts[i] = p.text
+	}
+	s.vmu.RLock()
+	defer s.vmu.RUnlock()
+	if err := s.vectorsReady(); err != nil {
+		return nil, err
+	}
+	vs, err := embedWith(ctx, s.emb, texts)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now().UTC().Truncate(time.Millisecond)
+	ids := make([]int64, len(ps))
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		for i, p := range ps {
+			id, err := s.insertMemory(ctx, tx, principal, p, vs[i], now, now)
+			if err != nil {
+				return err
+			}
+			ids[i] = id
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("remember: %w", err)
+	}
+	out := make([]Memory, len(ps))
+	for i, p := range ps {
+		out[i] = Memory{
+			ID: ids[i], Layer: p.in.Layer, Content: p.in.Content, Tags: p.in.Tags, Metadata: p.metadata,
+			Importance: p.importance, Source: p.in.Source, Session: p.in.Session,
+			OccurredAt: utcPtr(p.in.OccurredAt), DueAt: utcPtr(p.in.DueAt), Status: p.in.Status,
+			Entities: p.in.Entities, CreatedAt: now, UpdatedAt: now,
+		}
+	}
+	return out, nil
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC().Truncate(time.Millisecond)
+	return &u
+}
+
+// insertMemory writes one prepared memory, its tags, vector, code,
+// full-text entry and entity links.
+func (s *Store) insertMemory(ctx context.Context, tx *sql.Tx, principal string, p prepared, v []float32, created, updated time.Time) (int64, error) {
+	tagsJSON := encodeTags(p.in.Tags)
+	var status any
+	if p.in.Layer == Prospective {
+		status = string(p.in.Status)
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO memories
+		(principal, layer, content, tags, metadata, importance, source, session, occurred_at, due_at, status, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		principal, string(p.in.Layer), p.in.Content, tagsJSON, string(p.metadata), p.importance, p.in.Source, p.in.Session,
+		nullMS(p.in.OccurredAt), nullMS(p.in.DueAt), status, ms(created), ms(updated))
+	if err != nil {
+		return 0, fmt.Errorf("insert memory: %w", err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, fmt.Errorf("insert memory: %w", err)
+	}
+	if err := writeTags(ctx, tx, id, p.in.Tags); err != nil {
+		return 0, err
+	}
+	if err := putVector(ctx, tx, s.quant, id, principal, string(p.in.Layer), v); err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO memory_fts (rowid, content, tags) VALUES (?, ?, ?)`, id, p.in.Content, strings.Join(p.in.Tags, " ")); err != nil {
+		return 0, fmt.Errorf("index memory text: %w", err)
+	}
+	if len(p.in.Entities) > 0 {
+		if err := s.linkEntities(ctx, tx, principal, id, p.in.Entities, created); err != nil {
+			return 0, err
+		}
+	}
+	return id, nil
+}
+
+func writeTags(ctx context.Context, tx *sql.Tx, id int64, tags []string) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_tags WHERE memory_id = ?`, id); err != nil {
+		return fmt.Errorf("write tags: %w", err)
+	}
+	for _, t := range tags {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO memory_tags (tag, memory_id) VALUES (?, ?)`, t, id); err != nil {
+			return fmt.Errorf("write tags: %w", err)
+		}
+	}
+	return nil
+}
+
+func encodeTags(tags []string) string {
+	if len(tags) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(tags)
+	return string(b)
+}
+
+func decodeTags(s string) []string {
+	var out []string
+	if err := json.Unmarshal([]byte(s), &out); err != nil || out == nil {
+		return []string{}
+	}
+	return out
+}
+
+const memoryColumns = `m.id, m.layer, m.content, m.tags, m.metadata, m.importance, m.source, m.session,
+	m.occurred_at, m.due_at, m.status, m.created_at, m.updated_at, m.accessed_at, m.access_count`
+
+func scanMemory(sc interface{ Scan(...any) error }) (Memory, error) {
+	var m Memory
+	var layer, tags, meta string
+	var occurred, due, accessed sql.NullInt64
+	var status sql.NullString
+	var created, updated int64
+	if err := sc.Scan(&m.ID, &layer, &m.Content, &tags, &meta, &m.Importance, &m.Source, &m.Session,
+		&occurred, &due, &status, &created, &updated, &accessed, &m.AccessCount); err != nil {
+		return m, err
+	}
+	m.Layer = Layer(layer)
+	m.Tags = decodeTags(tags)
+	m.Metadata = json.RawMessage(meta)
+	m.OccurredAt, m.DueAt, m.AccessedAt = timePtr(occurred), timePtr(due), timePtr(accessed)
+	m.Status = TaskStatus(status.String)
+	m.CreatedAt, m.UpdatedAt = fromMS(created), fromMS(updated)
+	return m, nil
+}
+
+// loadMemories returns the principal's memories with the given ids, with
+// their entity names, in the order of ids; missing ids are skipped.
+func loadMemories(ctx context.Context, q queryer, principal string, ids []int64) ([]Memory, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	byID := make(map[int64]*Memory, len(ids))
+	list := make([]Memory, 0, len(ids))
+	for start := 0; start < len(ids); start += 500 {
+		chunk := ids[start:min(start+500, len(ids))]
+		args := make([]any, 0, len(chunk)+1)
+		args = append(args, principal)
+		for _, id := range chunk {
+			args = append(args, id)
+		}
+		rows, err := q.QueryContext(ctx, `SELECT `+memoryColumns+` FROM memories m WHERE m.principal = ? AND m.id IN (`+placeholders(len(chunk))+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("load memories: %w", err)
+		}
+		for rows.Next() {
+			m, err := scanMemory(rows)
+			if err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("load memories: %w", err)
+			}
+			list = append(list, m)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("load memories: %w", err)
+		}
+		erows, err := q.QueryContext(ctx, `SELECT me.memory_id, e.name FROM memory_entities me JOIN entities e ON e.id = me.entity_id
+			WHERE me.memory_id IN (`+placeholders(len(chunk))+`) ORDER BY me.memory_id, e.name COLLATE NOCASE`, args[1:]...)
+		if err != nil {
+			return nil, fmt.Errorf("load memory entities: %w", err)
+		}
+		ents := map[int64][]string{}
+		for erows.Next() {
+			var id int64
+			var name string
+			if err := erows.Scan(&id, &name); err != nil {
+				erows.Close()
+				return nil, fmt.Errorf("load memory entities: %w", err)
+			}
+			ents[id] = append(ents[id], name)
+		}
+		erows.Close()
+		for i := range list {
+			if e, ok := ents[list[i].ID]; ok {
+				list[i].Entities = e
+			}
+		}
+	}
+	for i := range list {
+		byID[list[i].ID] = &list[i]
+	}
+	out := make([]Memory, 0, len(list))
+	for _, id := range ids {
+		if m, ok := byID[id]; ok {
+			out = append(out, *m)
+		}
+	}
+	return out, nil
+}
+
+func placeholders(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strings.Repeat("?,", n-1) + "?"
+}
+
+// Get returns the caller's memory id, with the provenance of memories
+// merged into it, and counts the access. A memory that consolidation
+// merged into another is reported as not found, naming the survivor.
+func (s *Store) Get(ctx context.Context, id int64) (Memory, error) {
+	principal := tools.CallerFrom(ctx).Principal
+	var m Memory
+	var merged int64
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		ms, err := loadMemories(ctx, tx, principal, []int64{id})
+		if err != nil {
+			return err
+		}
+		if len(ms) == 0 {
+			err := tx.QueryRowContext(ctx, `SELECT survivor_id FROM memory_merges WHERE merged_id = ? AND principal = ?`, id, principal).Scan(&merged)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("get memory: %w", err)
+			}
+			return nil
+		}
+		m = ms[0]
+		m.MergedFrom, err = loadMerges(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return Memory{}, err
+	}
+	if m.ID == 0 {
+		if merged != 0 {
+			return Memory{}, notFoundf("memory %d was merged into memory %d by consolidation; get %d instead", id, merged, merged)
+		}
+		return Memory{}, notFoundf("memory %d not found", id)
+	}
+	if err := s.touch(ctx, []int64{id}); err != nil {
+		return Memory{}, err
+	}
+	t := s.now().UTC().Truncate(time.Millisecond)
+	m.AccessedAt = &t
+	m.AccessCount++
+	return m, nil
+}
+
+func loadMerges(ctx context.Context, q queryer, survivor int64) ([]MergedMemory, error) {
+	rows, err := q.QueryContext(ctx, `SELECT merged_id, record, similarity, overlap, merged_at FROM memory_merges WHERE survivor_id = ? ORDER BY merged_id`, survivor)
+	if err != nil {
+		return nil, fmt.Errorf("load merges: %w", err)
+	}
+	defer rows.Close()
+	var out []MergedMemory
+	for rows.Next() {
+		var mm MergedMemory
+		var rec string
+		var at int64
+		if err := rows.Scan(&mm.ID, &rec, &mm.Similarity, &mm.Overlap, &at); err != nil {
+			return nil, fmt.Errorf("load merges: %w", err)
+		}
+		mm.MergedAt = fromMS(at)
+		var r Memory
+		if json.Unmarshal([]byte(rec), &r) == nil {
+			mm.Content = r.Content
+			mm.Record = &r
+		}
+		out = append(out, mm)
+	}
+	return out, rows.Err()
+}
+
+// touch records an access of the memories.
+func (s *Store) touch(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	now := ms(s.now())
+	return s.write(ctx, func(tx *sql.Tx) error {
+		args := make([]any, 0, len(ids)+1)
+		args = append(args, now)
+		for _, id := range ids {
+			args = append(args, id)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE memories SET accessed_at = ?, access_count = access_count + 1 WHERE id IN (`+placeholders(len(ids))+`)`, args...); err != nil {
+			return fmt.Errorf("record access: %w", err)
+		}
+		return nil
+	})
+}
+
+// UpdateInput changes a memory. Nil and empty fields are left as they are.
+type UpdateInput struct {
+	ID       int64     `json:"id"`
+	Content  *string   `json:"content,omitempty"`
+	Layer    *Layer    `json:"layer,omitempty"`
+	Tags     *[]string `json:"tags,omitempty"`
+	AddTags  []string  `json:"add_tags,omitempty"`
+	DropTags []string  `json:"remove_tags,omitempty"`
+	// Metadata replaces the metadata object; MergeMetadata sets some keys
+	// (a null value removes the key).
+	Metadata      json.RawMessage `json:"metadata,omitempty"`
+	MergeMetadata json.RawMessage `json:"merge_metadata,omitempty"`
+	Importance    *float64        `json:"importance,omitempty"`
+	Source        *string         `json:"source,omitempty"`
+	OccurredAt    *time.Time      `json:"occurred_at,omitempty"`
+	DueAt         *time.Time      `json:"due_at,omitempty"`
+	Status        *TaskStatus     `json:"status,omitempty"`
+	// Entities replaces the linked entities; AddEntities adds links.
+	Entities    *[]string `json:"entities,omitempty"`
+	AddEntities []string  `json:"add_entities,omitempty"`
+}
+
+// Update applies in to the caller's memory and returns the result. A new
+// content or new tags are re-embedded.
+func (s *Store) Update(ctx context.Context, in UpdateInput) (Memory, error) {
+	principal := tools.CallerFrom(ctx).Principal
+	if in.ID <= 0 {
+		return Memory{}, invalidf("id must be a positive memory id")
+	}
+	s.vmu.RLock()
+	defer s.vmu.RUnlock()
+	if err := s.vectorsReady(); err != nil {
+		return Memory{}, err
+	}
+	// Embedding may be slow (a network call): do it outside the write
+	// transaction, and apply only if the memory did not change meanwhile.
+	for attempt := 0; ; attempt++ {
+		var cur Memory
+		if err := s.read(ctx, func(tx *sql.Tx) error {
+			ms, err := loadMemories(ctx, tx, principal, []int64{in.ID})
+			if err != nil {
+				return err
+			}
+			if len(ms) == 0 {
+				return notFoundf("memory %d not found", in.ID)
+			}
+			cur = ms[0]
+			return nil
+		}); err != nil {
+			return Memory{}, err
+		}
+		next, err := s.applyUpdate(cur, in)
+		if err != nil {
+			return Memory{}, err
+		}
+		var vec []float32
+		reembed := next.Content != cur.Content || !slices.Equal(next.Tags, cur.Tags)
+		if reembed {
+			vs, err := embedWith(ctx, s.emb, []string{embedText(next.Content, next.Tags)})
+			if err != nil {
+				return Memory{}, err
+			}
+			vec = vs[0]
+		}
+		var entities []string
+		if in.Entities != nil {
+			if entities, err = normalizeEntities(*in.Entities); err != nil {
+				return Memory{}, err
+			}
+		}
+		addEntities, err := normalizeEntities(in.AddEntities)
+		if err != nil {
+			return Memory{}, err
+		}
+		now := s.now().UTC().Truncate(time.Millisecond)
+		stale := false
+		err = s.write(ctx, func(tx *sql.Tx) error {
+			var updated int64
+			if err := tx.QueryRowContext(ctx, `SELECT updated_at FROM memories WHERE id = ? AND principal = ?`, in.ID, principal).Scan(&updated); err != nil {
+				if errors.Is(err, sql.ErrNoRows) {
+					return notFoundf("memory %d not found", in.ID)
+				}
+				return fmt.Errorf("update memory: %w", err)
+			}
+			if updated != ms(cur.UpdatedAt) {
+				stale = true
+				return nil
+			}
+			var status any
+			if next.Layer == Prospective {
+				status = string(next.Status)
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE memories SET layer = ?, content = ?, tags = ?, metadata = ?, importance = ?, source = ?,
+				occurred_at = ?, due_at = ?, status = ?, updated_at = ? WHERE id = ?`,
+				string(next.Layer), next.Content, encodeTags(next.Tags), string(next.Metadata), next.Importance, next.Source,
+				nullMS(next.OccurredAt), nullMS(next.DueAt), status, max(ms(now), updated+1), in.ID); err != nil {
+				return fmt.Errorf("update memory: %w", err)
+			}
+			if !slices.Equal(next.Tags, cur.Tags) {
+				if err := writeTags(ctx, tx, in.ID, next.Tags); err != nil {
+					return err
+				}
+			}
+			if reembed {
+				if err := putVector(ctx, tx, s.quant, in.ID, principal, string(next.Layer), vec); err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, `DELETE FROM memory_fts WHERE rowid = ?`, in.ID); err != nil {
+					return fmt.Errorf("index memory text: %w", err)
+				}
+				if _, err := tx.ExecContext(ctx, `INSERT INTO memory_fts (rowid, content, tags) VALUES (?, ?, ?)`, in.ID, next.Content, strings.Join(next.Tags, " ")); err != nil {
+					return fmt.Errorf("index memory text: %w", err)
+				}
+			} else if next.Layer != cur.Layer {
+				if _, err := tx.ExecContext(ctx, `UPDATE memory_vectors SET layer = ? WHERE memory_id = ?`, string(next.Layer), in.ID); err != nil {
+					return fmt.Errorf("update memory: %w", err)
+				}
+				if _, err := tx.ExecContext(ctx, `UPDATE memory_vec SET layer = ? WHERE rowid = ?`, string(next.Layer), in.ID); err != nil {
+					return fmt.Errorf("update memory: %w", err)
+				}
+			}
+			if in.Entities != nil {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM memory_entities WHERE memory_id = ?`, in.ID); err != nil {
+					return fmt.Errorf("update memory entities: %w", err)
+				}
+				if err := s.linkEntities(ctx, tx, principal, in.ID, entities, now); err != nil {
+					return err
+				}
+			}
+			if len(addEntities) > 0 {
+				if err := s.linkEntities(ctx, tx, principal, in.ID, addEntities, now); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return Memory{}, err
+		}
+		if stale {
+			if attempt < 5 {
+				continue
+			}
+			return Memory{}, toolErr(CodeConflict, ErrInvalid, "memory %d keeps changing under concurrent updates; try again", in.ID)
+		}
+		var out Memory
+		err = s.read(ctx, func(tx *sql.Tx) error {
+			ms, err := loadMemories(ctx, tx, principal, []int64{in.ID})
+			if err != nil {
+				return err
+			}
+			if len(ms) == 0 {
+				return notFoundf("memory %d not found", in.ID)
+			}
+			out = ms[0]
+			return nil
+		})
+		return out, err
+	}
+}
+
+// applyUpdate returns cur changed by in, validated.
+func (s *Store) applyUpdate(cur Memory, in UpdateInput) (Memory, error) {
+	next := cur
+	var err error
+	if in.Content != nil {
+		if err := validateText("content", *in.Content, s.lim.MaxContentBytes, true); err != nil {
+			return next, err
+		}
+		next.Content = *in.Content
+	}
+	if in.Layer != nil {
+		if err := parseLayer("layer", *in.Layer); err != nil {
+			return next, err
+		}
+		next.Layer = *in.Layer
+	}
+	if in.Tags != nil {
+		if next.Tags, err = normalizeTags("tags", *in.Tags, s.lim.MaxTags); err != nil {
+			return next, err
+		}
+	}
+	if len(in.AddTags) > 0 || len(in.DropTags) > 0 {
+		add, err := normalizeTags("add_tags", in.AddTags, s.lim.MaxTags)
+		if err != nil {
+			return next, err
+		}
+		drop, err := normalizeTags("remove_tags", in.DropTags, s.lim.MaxTags)
+		if err != nil {
+			return next, err
+		}
+		tags := slices.Clone(next.Tags)
+		tags = slices.DeleteFunc(tags, func(t string) bool { return slices.Contains(drop, t) })
+		if next.Tags, err = normalizeTags("tags", append(tags, add...), s.lim.MaxTags); err != nil {
+			return next, err
+		}
+	}
+	if len(in.Metadata) > 0 {
+		if next.Metadata, err = normalizeObject("metadata", in.Metadata, s.lim.MaxMetadataBytes); err != nil {
+			return next, err
+		}
+	}
+	if len(in.MergeMetadata) > 0 {
+		patch, err := normalizeObject("merge_metadata", in.MergeMetadata, s.lim.MaxMetadataBytes)
+		if err != nil {
+			return next, err
+		}
+		merged, err := mergeObjects(next.Metadata, patch)
+		if err != nil {
+			return next, err
+		}
+		if next.Metadata, err = normalizeObject("metadata", merged, s.lim.MaxMetadataBytes); err != nil {
+			return next, err
+		}
+	}
+	if in.Importance != nil {
+		if next.Importance, err = checkImportance("importance", in.Importance); err != nil {
+			return next, err
+		}
+	}
+	if in.Source != nil {
+		if err := validateText("source", *in.Source, maxSourceLen, false); err != nil {
+			return next, err
+		}
+		next.Source = *in.Source
+	}
+	if in.OccurredAt != nil {
+		next.OccurredAt = utcPtr(in.OccurredAt)
+	}
+	if in.DueAt != nil {
+		next.DueAt = utcPtr(in.DueAt)
+	}
+	if in.Status != nil {
+		if !in.Status.valid() {
+			return next, invalidf("status %q is not a task status; use one of open, in_progress, done, cancelled", clip(string(*in.Status), 40))
+		}
+		next.Status = *in.Status
+	}
+	if next.Layer == Prospective {
+		if next.Status == "" {
+			next.Status = StatusOpen
+		}
+	} else {
+		if in.Status != nil || in.DueAt != nil {
+			return next, invalidf("status and due_at apply to the prospective layer only; memory %d is %s", cur.ID, next.Layer)
+		}
+		next.Status, next.DueAt = "", nil
+	}
+	return next, nil
+}
+
+// mergeObjects sets patch's keys in base; a null value removes the key.
+func mergeObjects(base, patch json.RawMessage) (json.RawMessage, error) {
+	var b, p map[string]json.RawMessage
+	if err := json.Unmarshal(base, &b); err != nil || b == nil {
+		b = map[string]json.RawMessage{}
+	}
+	if err := json.Unmarshal(patch, &p); err != nil {
+		return nil, invalidf("merge_metadata must be a JSON object")
+	}
+	for k, v := range p {
+		if string(v) == "null" {
+			delete(b, k)
+		} else {
+			b[k] = v
+		}
+	}
+	return json.Marshal(b)
+}
+
+// Filter selects memories of one principal. Empty fields select all.
+type Filter struct {
+	Layers  []Layer    `json:"layers,omitempty"`
+	Tags    []string   `json:"tags,omitempty"` // all of them
+	Session string     `json:"session,omitempty"`
+	Since   *time.Time `json:"since,omitempty"` // by occurred_at, else created_at
+	Until   *time.Time `json:"until,omitempty"`
+	Entity  string     `json:"entity,omitempty"` // linked to this entity
+}
+
+func (f Filter) empty() bool {
+	return len(f.Layers) == 0 && len(f.Tags) == 0 && f.Session == "" && f.Since == nil && f.Until == nil && f.Entity == ""
+}
+
+// onlyLayers reports whether the filter selects by layer alone.
+func (f Filter) onlyLayers() bool {
+	return len(f.Tags) == 0 && f.Session == "" && f.Since == nil && f.Until == nil && f.Entity == ""
+}
+
+func (f *Filter) normalize() error {
+	for i, l := range f.Layers {
+		if err := parseLayer(fmt.Sprintf("layers[%d]", i), l); err != nil {
+			return err
+		}
+	}
+	slices.Sort(f.Layers)
+	f.Layers = slices.Compact(f.Layers)
+	tags, err := normalizeTags("tags", f.Tags, 64)
+	if err != nil {
+		return err
+	}
+	f.Tags = tags
+	if f.Since != nil && f.Until != nil && f.Until.Before(*f.Since) {
+		return invalidf("until (%s) is before since (%s)", f.Until.Format(time.RFC3339), f.Since.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// where renders the filter as SQL over the memories table aliased m.
+func (f Filter) where(principal string) (string, []any) {
+	conds := []string{"m.principal = ?"}
+	args := []any{principal}
+	if len(f.Layers) > 0 {
+		conds = append(conds, "m.layer IN ("+placeholders(len(f.Layers))+")")
+		for _, l := range f.Layers {
+			args = append(args, string(l))
+		}
+	}
+	for _, t := range f.Tags {
+		conds = append(conds, "EXISTS (SELECT 1 FROM memory_tags t WHERE t.tag = ? AND t.memory_id = m.id)")
+		args = append(args, t)
+	}
+	if f.Session != "" {
+		conds = append(conds, "m.session = ?")
+		args = append(args, f.Session)
+	}
+	if f.Since != nil {
+		conds = append(conds, "coalesce(m.occurred_at, m.created_at) >= ?")
+		args = append(args, ms(*f.Since))
+	}
+	if f.Until != nil {
+		conds = append(conds, "coalesce(m.occurred_at, m.created_at) < ?")
+		args = append(args, ms(*f.Until))
+	}
+	if f.Entity != "" {
+		conds = append(conds, `EXISTS (SELECT 1 FROM memory_entities me JOIN entities e ON e.id = me.entity_id
+			WHERE me.memory_id = m.id AND e.principal = ? AND e.name = ? COLLATE NOCASE)`)
+		args = append(args, principal, f.Entity)
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// ForgetInput selects memories to delete: by id, or by a filter. A filter
+// that selects everything needs All.
+type ForgetInput struct {
+	IDs    []int64 `json:"ids,omitempty"`
+	Filter Filter  `json:"filter"`
+	// Before deletes memories created before this time.
+	Before *time.Time `json:"before,omitempty"`
+	All    bool       `json:"all,omitempty"`
+	DryRun bool       `json:"dry_run,omitempty"`
+}
+
+// ForgetResult reports what Forget deleted (or would have, in a dry run).
+type ForgetResult struct {
+	Deleted  int     `json:"deleted"`
+	IDs      []int64 `json:"ids"`
+	NotFound []int64 `json:"not_found,omitempty"`
+	DryRun   bool    `json:"dry_run,omitempty"`
+}
+
+// Forget deletes the caller's memories chosen by in, with their vectors,
+// tags and links, and reports how many.
+func (s *Store) Forget(ctx context.Context, in ForgetInput) (ForgetResult, error) {
+	principal := tools.CallerFrom(ctx).Principal
+	if err := in.Filter.normalize(); err != nil {
+		return ForgetResult{}, err
+	}
+	byFilter := !in.Filter.empty() || in.Before != nil
+	if len(in.IDs) == 0 && !byFilter && !in.All {
+		return ForgetResult{}, invalidf("say what to forget: ids, a filter (layers, tags, session, since, until, entity, before), or all: true to forget every memory")
+	}
+	if len(in.IDs) > 0 && (byFilter || in.All) {
+		return ForgetResult{}, invalidf("give either ids or a filter, not both")
+	}
+	res := ForgetResult{IDs: []int64{}, DryRun: in.DryRun}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var ids []int64
+		if len(in.IDs) > 0 {
+			want := slices.Clone(in.IDs)
+			slices.Sort(want)
+			want = slices.Compact(want)
+			found, err := existingIDs(ctx, tx, principal, want)
+			if err != nil {
+				return err
+			}
+			for _, id := range want {
+				if found[id] {
+					ids = append(ids, id)
+				} else {
+					res.NotFound = append(res.NotFound, id)
+				}
+			}
+		} else {
+			where, args := in.Filter.where(principal)
+			if in.Before != nil {
+				where += " AND m.created_at < ?"
+				args = append(args, ms(*in.Before))
+			}
+			rows, err := tx.QueryContext(ctx, `SELECT m.id FROM memories m WHERE `+where+` ORDER BY m.id`, args...)
+			if err != nil {
+				return fmt.Errorf("forget: %w", err)
+			}
+			for rows.Next() {
+				var id int64
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return fmt.Errorf("forget: %w", err)
+				}
+				ids = append(ids, id)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return fmt.Errorf("forget: %w", err)
+			}
+		}
+		res.IDs = append(res.IDs, ids...)
+		res.Deleted = len(ids)
+		if in.DryRun {
+			return nil
+		}
+		return deleteMemories(ctx, tx, ids)
+	})
+	if err != nil {
+		return ForgetResult{}, err
+	}
+	return res, nil
+}
+
+func existingIDs(ctx context.Context, q queryer, principal string, ids []int64) (map[int64]bool, error) {
+	found := map[int64]bool{}
+	for start := 0; start < len(ids); start += 500 {
+		chunk := ids[start:min(start+500, len(ids))]
+		args := []any{principal}
+		for _, id := range chunk {
+			args = append(args, id)
+		}
+		rows, err := q.QueryContext(ctx, `SELECT id FROM memories WHERE principal = ? AND id IN (`+placeholders(len(chunk))+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("find memories: %w", err)
+		}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("find memories: %w", err)
+			}
+			found[id] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return found, nil
+}
+
+// deleteMemories removes memories and everything that hangs off them,
+// including the virtual tables that foreign keys do not reach.
+func deleteMemories(ctx context.Context, tx *sql.Tx, ids []int64) error {
+	for _, id := range ids {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM memory_vec WHERE rowid = ?`, id); err != nil {
+			return fmt.Errorf("delete memory %d: %w", id, err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM memory_fts WHERE rowid = ?`, id); err != nil {
+			return fmt.Errorf("delete memory %d: %w", id, err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM memories WHERE id = ?`, id); err != nil {
+			return fmt.Errorf("delete memory %d: %w", id, err)
+		}
+	}
+	return nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,567 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/codecell/codecell/tools"
+)
+
+// Recall modes.
+const (
+	ModeHybrid  = "hybrid"
+	ModeVector  = "vector"
+	ModeKeyword = "keyword"
+)
+
+// rrfK is the constant of reciprocal rank fusion (Cormack et al. 2009):
+// a result at rank r in a list contributes 1/(rrfK + r).
+const rrfK = 60
+
+// RecallInput is a search of the caller's memories.
+type RecallInput struct {
+	Query string `json:"query"`
+	// Layer is a shorthand for Filter.Layers with one layer.
+	Layer Layer `json:"layer,omitempty"`
+	Filter
+	Limit int `json:"limit,omitempty"` // default 10, at most 100
+	// Mode is hybrid (default), vector or keyword.
+	Mode string `json:"mode,omitempty"`
+	// RecencyWeight in [0, 1] blends in how recent a memory is:
+	// score = (1-w)·relevance + w·0.5^(age/half-life).
+	RecencyWeight float64 `json:"recency_weight,omitempty"`
+	// HalfLifeDays is the age at which recency counts half (default 30).
+	HalfLifeDays float64 `json:"half_life_days,omitempty"`
+	// Exact forces an exact vector scan even on a large store.
+	Exact bool `json:"exact,omitempty"`
+}
+
+// Hit is one recalled memory with its scores.
+type Hit struct {
+	Memory
+	// Score orders the results, higher is better. In hybrid mode it is the
+	// reciprocal-rank-fusion score scaled to [0, 1] (1: first in both
+	// lists); in vector mode the cosine similarity; in keyword mode the
+	// BM25 score. Recency, if weighted, is blended in.
+	Score float64 `json:"score"`
+	// VectorScore is the cosine similarity to the query and VectorRank its
+	// rank (1-based) in the vector list, when the memory was in it.
+	VectorScore *float64 `json:"vector_score,omitempty"`
+	VectorRank  int      `json:"vector_rank,omitempty"`
+	// KeywordScore is the BM25 score (higher is better) and KeywordRank
+	// its rank in the keyword list, when the memory was in it.
+	KeywordScore *float64 `json:"keyword_score,omitempty"`
+	KeywordRank  int      `json:"keyword_rank,omitempty"`
+	// Recency is 0.5^(age/half-life), when recency is weighted.
+	Recency *float64 `json:"recency,omitempty"`
+}
+
+// RecallResult is the answer of Recall.
+type RecallResult struct {
+	Results []Hit  `json:"results"`
+	Mode    string `json:"mode"`
+	// Exact is false when the vector list came from the binary-code pass
+	// (large stores) rather than an exact scan.
+	Exact bool `json:"exact"`
+}
+
+// scored is a memory id with a score from one retriever.
+type scored struct {
+	id    int64
+	score float64
+}
+
+// Recall searches the caller's memories: vector similarity and BM25 each
+// rank candidates, and reciprocal rank fusion merges the two lists. Ties
+// are broken by id, so the same query on the same data gives the same
+// answer. Returned memories have their access counted.
+func (s *Store) Recall(ctx context.Context, in RecallInput) (RecallResult, error) {
+	principal := tools.CallerFrom(ctx).Principal
+	if err := s.normalizeRecall(&in); err != nil {
+		return RecallResult{}, err
+	}
+	s.vmu.RLock()
+	defer s.vmu.RUnlock()
+	if err := s.vectorsReady(); err != nil {
+		return RecallResult{}, err
+	}
+	depth := in.Limit
+	if in.Mode == ModeHybrid {
+		depth = min(max(in.Limit*5, 50), 500)
+	}
+	var qvec []float32
+	if in.Mode != ModeKeyword {
+		vs, err := embedWith(ctx, s.emb, []string{in.Query})
+		if err != nil {
+			return RecallResult{}, err
+		}
+		qvec = vs[0]
+	}
+	out := RecallResult{Mode: in.Mode, Results: []Hit{}, Exact: true}
+	now := s.now()
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		var vec, kw []scored
+		var err error
+		if qvec != nil {
+			if vec, out.Exact, err = s.vectorSearch(ctx, tx, principal, in.Filter, qvec, depth, in.Limit, in.Exact); err != nil {
+				return err
+			}
+		}
+		if in.Mode != ModeVector {
+			if kw, err = keywordSearch(ctx, tx, principal, in.Filter, in.Query, depth); err != nil {
+				return err
+			}
+		}
+		hits := fuse(in.Mode, vec, kw)
+		if in.RecencyWeight > 0 {
+			if err := applyRecency(ctx, tx, hits, now, in.RecencyWeight, in.HalfLifeDays); err != nil {
+				return err
+			}
+		}
+		slices.SortFunc(hits, func(a, b Hit) int {
+			if a.Score != b.Score {
+				if a.Score > b.Score {
+					return -1
+				}
+				return 1
+			}
+			return cmpID(a.ID, b.ID)
+		})
+		if len(hits) > in.Limit {
+			hits = hits[:in.Limit]
+		}
+		ids := make([]int64, len(hits))
+		for i, h := range hits {
+			ids[i] = h.ID
+		}
+		ms, err := loadMemories(ctx, tx, principal, ids)
+		if err != nil {
+			return err
+		}
+		for i := range ms {
+			hits[i].Memory = ms[i]
+		}
+		out.Results = hits[:len(ms)]
+		return nil
+	})
+	if err != nil {
+		return RecallResult{}, fmt.Errorf("recall: %w", err)
+	}
+	ids := make([]int64, len(out.Results))
+	for i, h := range out.Results {
+		ids[i] = h.ID
+	}
+	if err := s.touch(ctx, ids); err != nil {
+		return RecallResult{}, fmt.Errorf("recall: %w", err)
+	}
+	return out, nil
+}
+
+func cmpID(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (s *Store) normalizeRecall(in *RecallInput) error {
+	in.Query = strings.TrimSpace(in.Query)
+	if in.Query == "" {
+		return invalidf("query is empty; describe what to recall")
+	}
+	if err := validateText("query", in.Query, s.lim.MaxContentBytes, true); err != nil {
+		return err
+	}
+	if in.Layer != "" {
+		in.Layers = append(in.Layers, in.Layer)
+	}
+	if err := in.Filter.normalize(); err != nil {
+		return err
+	}
+	if in.Limit == 0 {
+		in.Limit = 10
+	}
+	if in.Limit < 1 || in.Limit > 100 {
+		return invalidf("limit is %d; it must be between 1 and 100", in.Limit)
+	}
+	switch in.Mode {
+	case "":
+		in.Mode = ModeHybrid
+	case ModeHybrid, ModeVector, ModeKeyword:
+	default:
+		return invalidf("mode %q: use hybrid, vector or keyword", clip(in.Mode, 20))
+	}
+	if in.RecencyWeight < 0 || in.RecencyWeight > 1 || math.IsNaN(in.RecencyWeight) {
+		return invalidf("recency_weight is %v; it must be between 0 and 1", in.RecencyWeight)
+	}
+	if in.HalfLifeDays == 0 {
+		in.HalfLifeDays = 30
+	}
+	if in.HalfLifeDays <= 0 || math.IsNaN(in.HalfLifeDays) || in.HalfLifeDays > 36500 {
+		return invalidf("half_life_days is %v; it must be more than 0 and at most 36500", in.HalfLifeDays)
+	}
+	return nil
+}
+
+// fuse merges the ranked lists. In hybrid mode each list contributes
+// 1/(rrfK+rank), scaled so that first place in every list scores 1.
+func fuse(mode string, vec, kw []scored) []Hit {
+	byID := map[int64]*Hit{}
+	var order []int64
+	get := func(id int64) *Hit {
+		h, ok := byID[id]
+		if !ok {
+			h = &Hit{Memory: Memory{ID: id}}
+			byID[id] = h
+			order = append(order, id)
+		}
+		return h
+	}
+	lists := 0
+	if mode == ModeHybrid || mode == ModeVector {
+		lists++
+	}
+	if mode == ModeHybrid || mode == ModeKeyword {
+		lists++
+	}
+	for i, c := range vec {
+		h := get(c.id)
+		v := c.score
+		h.VectorScore, h.VectorRank = &v, i+1
+		switch mode {
+		case ModeHybrid:
+			h.Score += 1 / float64(rrfK+i+1)
+		case ModeVector:
+			h.Score = v
+		}
+	}
+	for i, c := range kw {
+		h := get(c.id)
+		v := c.score
+		h.KeywordScore, h.KeywordRank = &v, i+1
+		switch mode {
+		case ModeHybrid:
+			h.Score += 1 / float64(rrfK+i+1)
+		case ModeKeyword:
+			h.Score = v
+		}
+	}
+	out := make([]Hit, 0, len(order))
+	for _, id := range order {
+		h := byID[id]
+		if mode == ModeHybrid {
+			h.Score = h.Score * float64(rrfK+1) / float64(lists)
+		}
+		out = append(out, *h)
+	}
+	return out
+}
+
+func applyRecency(ctx context.Context, tx *sql.Tx, hits []Hit, now time.Time, w, halfLifeDays float64) error {
+	if len(hits) == 0 {
+		return nil
+	}
+	idx := map[int64]int{}
+	args := make([]any, len(hits))
+	for i, h := range hits {
+		idx[h.ID] = i
+		args[i] = h.ID
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id, coalesce(occurred_at, created_at) FROM memories WHERE id IN (`+placeholders(len(hits))+`)`, args...)
+	if err != nil {
+		return fmt.Errorf("recency: %w", err)
+	}
+	defer rows.Close()
+	halfLife := halfLifeDays * 24 * float64(time.Hour.Milliseconds())
+	for rows.Next() {
+		var id, t int64
+		if err := rows.Scan(&id, &t); err != nil {
+			return fmt.Errorf("recency: %w", err)
+		}
+		age := math.Max(0, float64(now.UnixMilli()-t))
+		r := math.Pow(0.5, age/halfLife)
+		h := &hits[idx[id]]
+		h.Recency = &r
+		h.Score = (1-w)*h.Score + w*r
+	}
+	return rows.Err()
+}
+
+// vectorCount returns how many memories the principal has.
+func vectorCount(ctx context.Context, q queryer, principal string) (int, error) {
+	var n int
+	err := q.QueryRowContext(ctx, `SELECT n FROM memory_counts WHERE principal = ?`, principal).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("count memories: %w", err)
+	}
+	return n, nil
+}
+
+// vectorSearch returns the depth memories most similar to q (unit length)
+// that pass f, most similar first, ties by id. It scans every vector when
+// exact is set or the candidates are few (Config.ExactSearchLimit);
+// otherwise it takes the limit·CoarseFactor nearest binary codes from the
+// vec0 index and re-scores them with the full vectors. It reports whether
+// the scan was exact.
+func (s *Store) vectorSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, q []float32, depth, limit int, exact bool) ([]scored, bool, error) {
+	var n int
+	var err error
+	if f.onlyLayers() {
+		n, err = vectorCount(ctx, tx, principal)
+	} else {
+		where, args := f.where(principal)
+		err = tx.QueryRowContext(ctx, `SELECT count(*) FROM memories m WHERE `+where, args...).Scan(&n)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("vector search: %w", err)
+	}
+	if n == 0 {
+		return nil, true, nil
+	}
+	if exact || n <= s.cfg.ExactSearchLimit {
+		res, err := exactSearch(ctx, tx, principal, f, q, depth)
+		return res, true, err
+	}
+	coarse := max(limit*s.cfg.CoarseFactor, depth)
+	for {
+		cands, err := coarseSearch(ctx, tx, principal, f.Layers, s.quant.code(q), coarse)
+		if err != nil {
+			return nil, false, err
+		}
+		if !f.onlyLayers() {
+			if cands, err = filterIDs(ctx, tx, principal, f, cands); err != nil {
+				return nil, false, err
+			}
+		}
+		// Too few candidates passed the filter: widen the pass, or
+		// scan exactly once the pass would cover most of the store.
+		if len(cands) < depth && !f.onlyLayers() {
+			total, err := vectorCount(ctx, tx, principal)
+			if err != nil {
+				return nil, false, err
+			}
+			if coarse*4 < total && coarse < 16384 {
+				coarse *= 4
+				continue
+			}
+			res, err := exactSearch(ctx, tx, principal, f, q, depth)
+			return res, true, err
+		}
+		res, err := rescore(ctx, tx, cands, q, depth)
+		return res, false, err
+	}
+}
+
+// exactSearch scans every vector that passes f.
+func exactSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, q []float32, depth int) ([]scored, error) {
+	var query string
+	var args []any
+	blob := encodeVector(q)
+	if f.onlyLayers() {
+		query = `SELECT memory_id, vec_distance_cosine(embedding, ?) AS d FROM memory_vectors WHERE principal = ?`
+		args = []any{blob, principal}
+		if len(f.Layers) > 0 {
+			query += ` AND layer IN (` + placeholders(len(f.Layers)) + `)`
+			for _, l := range f.Layers {
+				args = append(args, string(l))
+			}
+		}
+		query += ` ORDER BY d, memory_id LIMIT ?`
+	} else {
+		where, wargs := f.where(principal)
+		query = `SELECT m.id, vec_distance_cosine(v.embedding, ?) AS d FROM memories m JOIN memory_vectors v ON v.memory_id = m.id
+			WHERE ` + where + ` ORDER BY d, m.id LIMIT ?`
+		args = append([]any{blob}, wargs...)
+	}
+	args = append(args, depth)
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("vector search: %w", err)
+	}
+	defer rows.Close()
+	var out []scored
+	for rows.Next() {
+		var c scored
+		var d sql.NullFloat64
+		if err := rows.Scan(&c.id, &d); err != nil {
+			return nil, fmt.Errorf("vector search: %w", err)
+		}
+		if !d.Valid {
+			// A zero vector has no direction: it matches nothing.
+			continue
+		}
+		c.score = 1 - d.Float64
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// coarseSearch returns the ids of the k binary codes nearest (Hamming) to
+// code, from the vec0 index.
+func coarseSearch(ctx context.Context, tx *sql.Tx, principal string, layers []Layer, code []byte, k int) ([]int64, error) {
+	query := `SELECT rowid FROM memory_vec WHERE code MATCH vec_bit(?) AND k = ? AND principal = ?`
+	args := []any{code, k, principal}
+	if len(layers) > 0 {
+		query += ` AND layer IN (` + placeholders(len(layers)) + `)`
+		for _, l := range layers {
+			args = append(args, string(l))
+		}
+	}
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("coarse vector search: %w", err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("coarse vector search: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// filterIDs keeps the ids that pass f.
+func filterIDs(ctx context.Context, tx *sql.Tx, principal string, f Filter, ids []int64) ([]int64, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	where, args := f.where(principal)
+	var out []int64
+	for start := 0; start < len(ids); start += 500 {
+		chunk := ids[start:min(start+500, len(ids))]
+		a := slices.Clone(args)
+		for _, id := range chunk {
+			a = append(a, id)
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT m.id FROM memories m WHERE `+where+` AND m.id IN (`+placeholders(len(chunk))+`)`, a...)
+		if err != nil {
+			return nil, fmt.Errorf("filter candidates: %w", err)
+		}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("filter candidates: %w", err)
+			}
+			out = append(out, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// rescore computes the exact similarity of each candidate and returns the
+// best depth.
+func rescore(ctx context.Context, tx *sql.Tx, ids []int64, q []float32, depth int) ([]scored, error) {
+	out := make([]scored, 0, len(ids))
+	var buf []float32
+	for start := 0; start < len(ids); start += 500 {
+		chunk := ids[start:min(start+500, len(ids))]
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT memory_id, embedding FROM memory_vectors WHERE memory_id IN (`+placeholders(len(chunk))+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("re-score: %w", err)
+		}
+		for rows.Next() {
+			var id int64
+			var blob sql.RawBytes
+			if err := rows.Scan(&id, &blob); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("re-score: %w", err)
+			}
+			if buf, err = decodeVector(blob, buf); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("re-score memory %d: %w", id, err)
+			}
+			out = append(out, scored{id: id, score: float64(dot(buf, q))})
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	sortScored(out)
+	if len(out) > depth {
+		out = out[:depth]
+	}
+	return out, nil
+}
+
+func sortScored(xs []scored) {
+	slices.SortFunc(xs, func(a, b scored) int {
+		if a.score != b.score {
+			if a.score > b.score {
+				return -1
+			}
+			return 1
+		}
+		return cmpID(a.id, b.id)
+	})
+}
+
+// ftsQuery turns free text into an FTS5 query that matches any of its
+// words (stop words dropped), each quoted so that no word is read as an
+// operator. It returns "" when no word is left.
+func ftsQuery(text string) string {
+	words := tokenize(text)
+	seen := map[string]bool{}
+	var terms []string
+	for _, w := range words {
+		if stopwords[w] || seen[w] {
+			continue
+		}
+		seen[w] = true
+		terms = append(terms, `"`+strings.ReplaceAll(w, `"`, `""`)+`"`)
+		if len(terms) == 64 {
+			break
+		}
+	}
+	return strings.Join(terms, " OR ")
+}
+
+// keywordSearch ranks the memories that pass f by BM25 over content
+// (weight 1) and tags (weight 0.5).
+func keywordSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, text string, depth int) ([]scored, error) {
+	q := ftsQuery(text)
+	if q == "" {
+		return nil, nil
+	}
+	where, args := f.where(principal)
+	rows, err := tx.QueryContext(ctx, `SELECT m.id, bm25(memory_fts, 1.0, 0.5) AS s FROM memory_fts JOIN memories m ON m.id = memory_fts.rowid
+		WHERE memory_fts MATCH ? AND `+where+` ORDER BY s, m.id LIMIT ?`, append(append([]any{q}, args...), depth)...)
+	if err != nil {
+		return nil, fmt.Errorf("keyword search: %w", err)
+	}
+	defer rows.Close()
+	var out []scored
+	for rows.Next() {
+		var c scored
+		if err := rows.Scan(&c.id, &c.score); err != nil {
+			return nil, fmt.Errorf("keyword search: %w", err)
+		}
+		c.score = -c.score // FTS5's bm25 is lower-is-better
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,473 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	sqlite_vec "github.com/asg017/sqlite-vec-go-bindings/cgo"
+	"github.com/klauspost/compress/zstd"
+	"github.com/mattn/go-sqlite3"
+)
+
+// InMemory is the Config.Path of a database that lives in memory and is
+// gone when the store closes. It is served by a single connection.
+const InMemory = ":memory:"
+
+// Config configures a Store. The zero value is usable: it opens
+// DefaultPath() with the offline hashing embedder and default limits.
+type Config struct {
+	// Path is the database file; "" means DefaultPath(), InMemory a
+	// private in-memory database.
+	Path string
+	// Embedder turns text into vectors; nil means NewHashEmbedder(384).
+	// The store refuses to mix vectors of different embedders: see
+	// Store.EmbedderStatus and Store.Reindex.
+	Embedder Embedder
+	// Readers is the size of the read connection pool (default 4).
+	// Writes go through a single connection.
+	Readers int
+	// BusyTimeout is how long a connection waits for a lock held by
+	// another process (default 5s).
+	BusyTimeout time.Duration
+	// SyncFull makes every commit wait for the disk (PRAGMA
+	// synchronous=FULL). The default, NORMAL, survives a crash of the
+	// process but may lose the last commits on power loss.
+	SyncFull bool
+	// Limits bounds what callers may store.
+	Limits Limits
+	// Retention bounds how long server records are kept; see Prune.
+	Retention Retention
+	// ExactSearchLimit is the number of vectors (of one principal) up to
+	// which vector search is an exact scan; above it, recall uses a coarse
+	// pass over binary codes re-scored with the full vectors. Default 20000.
+	ExactSearchLimit int
+	// CoarseFactor is how many binary-code candidates per wanted result the
+	// coarse pass keeps for re-scoring (default 20).
+	CoarseFactor int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Limits bounds the size of what callers store. Zero fields take the
+// defaults shown.
+type Limits struct {
+	MaxContentBytes   int   // memory content and skill descriptions: 16 KiB
+	MaxMetadataBytes  int   // metadata and properties objects, as JSON: 16 KiB
+	MaxTags           int   // tags per memory: 32
+	MaxResultBytes    int64 // one stored result, uncompressed: 32 MiB
+	MaxFileBytes      int64 // one workspace file, uncompressed: 8 MiB
+	MaxWorkspaceBytes int64 // a principal's workspace, uncompressed: 256 MiB
+	MaxWorkspaceFiles int   // files in a principal's workspace: 10000
+	MaxSkillCodeBytes int   // skill source: 100 KB
+	MaxSkills         int   // skills per principal: 500
+}
+
+func (l Limits) withDefaults() Limits {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def64 := func(v *int64, d int64) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&l.MaxContentBytes, 16<<10)
+	def(&l.MaxMetadataBytes, 16<<10)
+	def(&l.MaxTags, 32)
+	def64(&l.MaxResultBytes, 32<<20)
+	def64(&l.MaxFileBytes, 8<<20)
+	def64(&l.MaxWorkspaceBytes, 256<<20)
+	def(&l.MaxWorkspaceFiles, 10000)
+	def(&l.MaxSkillCodeBytes, 100_000)
+	def(&l.MaxSkills, 500)
+	return l
+}
+
+// Retention bounds the server records that Prune removes. A zero field
+// takes its default; a negative one means no limit.
+type Retention struct {
+	ExecutionsMaxAge  time.Duration // audit records: 30 days
+	ExecutionsMaxRows int           // audit records: 100000 (tool calls go with their execution)
+	ResultsMaxAge     time.Duration // stored results: 7 days
+	ResultsMaxRows    int           // stored results: 10000
+	ResultsMaxBytes   int64         // stored results, compressed: 1 GiB
+	// EpisodicMaxAge removes episodic memories older than this (by the
+	// time they happened); default: no limit (negative).
+	EpisodicMaxAge time.Duration
+}
+
+func (r Retention) withDefaults() Retention {
+	if r.ExecutionsMaxAge == 0 {
+		r.ExecutionsMaxAge = 30 * 24 * time.Hour
+	}
+	if r.ExecutionsMaxRows == 0 {
+		r.ExecutionsMaxRows = 100_000
+	}
+	if r.ResultsMaxAge == 0 {
+		r.ResultsMaxAge = 7 * 24 * time.Hour
+	}
+	if r.ResultsMaxRows == 0 {
+		r.ResultsMaxRows = 10_000
+	}
+	if r.ResultsMaxBytes == 0 {
+		r.ResultsMaxBytes = 1 << 30
+	}
+	if r.EpisodicMaxAge == 0 {
+		r.EpisodicMaxAge = -1
+	}
+	return r
+}
+
+// DefaultPath returns $XDG_DATA_HOME/codecell/codecell.db, falling back to
+// ~/.local/share when XDG_DATA_HOME is unset.
+func DefaultPath() (string, error) {
+	dir := os.Getenv("XDG_DATA_HOME")
+	if dir == "" || !filepath.IsAbs(dir) {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("default path: %w", err)
+		}
+		dir = filepath.Join(home, ".local", "share")
+	}
+	return filepath.Join(dir, "codecell", "codecell.db"), nil
+}
+
+// Store is the SQLite database behind codecell's memory and server state.
+// It is safe for concurrent use. Writes are serialized through one
+// connection; reads use a pool and never wait for writes (WAL).
+type Store struct {
+	cfg    Config
+	lim    Limits
+	ret    Retention
+	log    *slog.Logger
+	now    func() time.Time
+	path   string
+	w      *sql.DB // the single writer
+	r      *sql.DB // readers; the writer itself for an in-memory database
+	enc    *zstd.Encoder
+	dec    *zstd.Decoder
+	closed atomic.Bool
+
+	vmu   sync.RWMutex // guards the fields below; Reindex takes it to write
+	emb   Embedder
+	vecOK error // nil when emb matches the stored vectors
+	quant *quantizer
+
+	smu       sync.Mutex
+	skillSubs map[int]func(SkillChange)
+	nextSub   int
+}
+
+var vecOnce sync.Once
+
+// Open opens (creating if needed) the database at cfg.Path, applies the
+// schema migrations it lacks, checks the embedder against the stored
+// vectors and prunes expired records. A nil logger discards.
+//
+// A store whose vectors were built by another embedder still opens: the
+// audit log, results, workspace and skills work, while memory operations
+// fail with CodeEmbedderMismatch until Reindex runs. EmbedderStatus
+// reports the mismatch.
+func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("component", "memory")
+	vecOnce.Do(sqlite_vec.Auto)
+
+	s := &Store{
+		cfg:       cfg,
+		lim:       cfg.Limits.withDefaults(),
+		ret:       cfg.Retention.withDefaults(),
+		log:       log,
+		now:       cfg.Now,
+		skillSubs: map[int]func(SkillChange){},
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.cfg.ExactSearchLimit <= 0 {
+		s.cfg.ExactSearchLimit = 20_000
+	}
+	if s.cfg.CoarseFactor <= 0 {
+		s.cfg.CoarseFactor = 20
+	}
+	s.emb = cfg.Embedder
+	if s.emb == nil {
+		s.emb = NewHashEmbedder(DefaultDimensions)
+	}
+	if err := checkEmbedder(s.emb); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+
+	path := cfg.Path
+	if path == "" {
+		p, err := DefaultPath()
+		if err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		path = p
+	}
+	s.path = path
+	if err := s.openDB(path); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	var err error
+	if s.enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1)); err != nil {
+		s.closeDB()
+		return nil, fmt.Errorf("open store: zstd: %w", err)
+	}
+	maxDec := uint64(max(s.lim.MaxResultBytes, s.lim.MaxFileBytes)) + 1<<20
+	if s.dec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxDec)); err != nil {
+		s.closeDB()
+		return nil, fmt.Errorf("open store: zstd: %w", err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if err := s.initVectors(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if _, err := s.Prune(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	log.Debug("store open", "path", path, "embedder", s.emb.Name(), "dims", s.emb.Dimensions())
+	return s, nil
+}
+
+// connector opens mattn/go-sqlite3 connections with a fixed DSN and a
+// hook that sets per-connection pragmas, without registering a driver.
+type connector struct {
+	dsn string
+	drv *sqlite3.SQLiteDriver
+}
+
+func (c connector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
+func (c connector) Driver() driver.Driver                        { return c.drv }
+
+func (s *Store) openDB(path string) error {
+	busy := s.cfg.BusyTimeout
+	if busy <= 0 {
+		busy = 5 * time.Second
+	}
+	syncMode := "NORMAL"
+	if s.cfg.SyncFull {
+		syncMode = "FULL"
+	}
+	drv := &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		_, err := c.Exec("PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16000", nil)
+		return err
+	}}
+	if path == InMemory {
+		// Each connection to ":memory:" is its own database: serve
+		// everything through one.
+		db := sql.OpenDB(connector{dsn: fmt.Sprintf(":memory:?_foreign_keys=on&_busy_timeout=%d", busy.Milliseconds()), drv: drv})
+		db.SetMaxOpenConns(1)
+		db.SetMaxIdleConns(1)
+		db.SetConnMaxLifetime(0)
+		db.SetConnMaxIdleTime(0)
+		s.w, s.r = db, db
+		return db.Ping()
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+	}
+	base := "file:" + escapePath(path) + fmt.Sprintf(
+		"?_journal_mode=WAL&_busy_timeout=%d&_foreign_keys=on&_synchronous=%s&_stmt_cache_size=64",
+		busy.Milliseconds(), syncMode)
+	s.w = sql.OpenDB(connector{dsn: base + "&_txlock=immediate", drv: drv})
+	s.w.SetMaxOpenConns(1)
+	s.w.SetMaxIdleConns(1)
+	s.w.SetConnMaxLifetime(0)
+	s.w.SetConnMaxIdleTime(0)
+	// The writer creates the file and switches it to WAL before any reader
+	// connects.
+	if err := s.w.Ping(); err != nil {
+		s.w.Close()
+		return err
+	}
+	n := s.cfg.Readers
+	if n <= 0 {
+		n = max(4, runtime.NumCPU())
+	}
+	s.r = sql.OpenDB(connector{dsn: base + "&_query_only=1", drv: drv})
+	s.r.SetMaxOpenConns(n)
+	s.r.SetMaxIdleConns(n)
+	s.r.SetConnMaxIdleTime(5 * time.Minute)
+	if err := s.r.Ping(); err != nil {
+		s.w.Close()
+		s.r.Close()
+		return err
+	}
+	return nil
+}
+
+// escapePath makes a file name safe inside a file: URI.
+func escapePath(p string) string {
+	r := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
+	return r.Replace(p)
+}
+
+func (s *Store) closeDB() error {
+	var errs []error
+	if s.r != nil && s.r != s.w {
+		errs = append(errs, s.r.Close())
+	}
+	if s.w != nil {
+		errs = append(errs, s.w.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Close closes the database. Calls after Close fail with ErrClosed.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	if s.dec != nil {
+		s.dec.Close()
+	}
+	if s.enc != nil {
+		s.enc.Close()
+	}
+	if err := s.closeDB(); err != nil {
+		return fmt.Errorf("close store: %w", err)
+	}
+	return nil
+}
+
+// DBPath returns the database file, or InMemory.
+func (s *Store) DBPath() string { return s.path }
+
+// Limits returns the limits in force.
+func (s *Store) Limits() Limits { return s.lim }
+
+// write runs fn in a write transaction (BEGIN IMMEDIATE) and commits it
+// when fn returns nil.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// read runs fn in a read transaction, so that it sees one snapshot.
+func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: s.r != s.w})
+	if err != nil {
+		return fmt.Errorf("begin read: %w", err)
+	}
+	defer tx.Rollback()
+	return fn(tx)
+}
+
+// queryer is what *sql.DB and *sql.Tx have in common.
+type queryer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+var _ queryer = (*sql.Tx)(nil)
+
+func getMeta(ctx context.Context, q queryer, key string) (string, bool, error) {
+	var v string
+	err := q.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read meta %s: %w", key, err)
+	}
+	return v, true, nil
+}
+
+func setMeta(ctx context.Context, q queryer, key, value string) error {
+	_, err := q.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, value)
+	if err != nil {
+		return fmt.Errorf("write meta %s: %w", key, err)
+	}
+	return nil
+}
+
+// IntegrityCheck runs PRAGMA integrity_check and returns nil when it says ok.
+func (s *Store) IntegrityCheck(ctx context.Context) error {
+	rows, err := s.r.QueryContext(ctx, `PRAGMA integrity_check`)
+	if err != nil {
+		return fmt.Errorf("integrity check: %w", err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return fmt.Errorf("integrity check: %w", err)
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("integrity check: %w", err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("integrity check: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// ms converts a time to the stored form, Unix milliseconds.
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+func nullMS(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.UnixMilli()
+}
+
+func timePtr(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMS(v.Int64)
+	return &t
+}
+
+var _ io.Closer = (*Store)(nil)

@@ -1,0 +1,205 @@
+package memory
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/codecell/codecell/tools"
+)
+
+// TaskInput is a new task: a prospective memory.
+type TaskInput struct {
+	Content    string          `json:"content"`
+	DueAt      *time.Time      `json:"due_at,omitempty"`
+	Status     TaskStatus      `json:"status,omitempty"`
+	Tags       []string        `json:"tags,omitempty"`
+	Metadata   json.RawMessage `json:"metadata,omitempty"`
+	Importance *float64        `json:"importance,omitempty"`
+	Entities   []string        `json:"entities,omitempty"`
+}
+
+// Task is a prospective memory with whether it is overdue.
+type Task struct {
+	Memory
+	Overdue bool `json:"overdue"`
+}
+
+// AddTask stores a task for the caller.
+func (s *Store) AddTask(ctx context.Context, in TaskInput) (Task, error) {
+	m, err := s.Remember(ctx, RememberInput{
+		Layer: Prospective, Content: in.Content, DueAt: in.DueAt, Status: in.Status, Tags: in.Tags,
+		Metadata: in.Metadata, Importance: in.Importance, Entities: in.Entities,
+	})
+	if err != nil {
+		return Task{}, err
+	}
+	return s.task(m), nil
+}
+
+func (s *Store) task(m Memory) Task {
+	open := m.Status == StatusOpen || m.Status == StatusInProgress
+	return Task{Memory: m, Overdue: open && m.DueAt != nil && m.DueAt.Before(s.now())}
+}
+
+// TaskQuery selects tasks.
+type TaskQuery struct {
+	// Statuses selects by status; empty means open and in_progress.
+	Statuses []TaskStatus `json:"status,omitempty"`
+	// Overdue keeps open or in-progress tasks whose due time has passed.
+	Overdue bool `json:"overdue,omitempty"`
+	// DueBefore keeps tasks due before this time.
+	DueBefore *time.Time `json:"due_before,omitempty"`
+	// DueWithinHours keeps tasks due within this many hours from now
+	// (overdue ones included).
+	DueWithinHours float64  `json:"due_within_hours,omitempty"`
+	Tags           []string `json:"tags,omitempty"`
+	Limit          int      `json:"limit,omitempty"` // default 50, at most 500
+}
+
+// ListTasks returns the caller's tasks, soonest due first (undated last),
+// then by id.
+func (s *Store) ListTasks(ctx context.Context, q TaskQuery) ([]Task, error) {
+	principal := tools.CallerFrom(ctx).Principal
+	if q.Limit == 0 {
+		q.Limit = 50
+	}
+	if q.Limit < 1 || q.Limit > 500 {
+		return nil, invalidf("limit is %d; it must be between 1 and 500", q.Limit)
+	}
+	statuses := slices.Clone(q.Statuses)
+	if len(statuses) == 0 || q.Overdue {
+		statuses = []TaskStatus{StatusOpen, StatusInProgress}
+	}
+	for i, st := range statuses {
+		if !st.valid() {
+			return nil, invalidf("status[%d] %q is not a task status; use open, in_progress, done or cancelled", i, clip(string(st), 40))
+		}
+	}
+	if q.DueWithinHours < 0 {
+		return nil, invalidf("due_within_hours is %v; it must be 0 or more", q.DueWithinHours)
+	}
+	f := Filter{Layers: []Layer{Prospective}, Tags: q.Tags}
+	if err := f.normalize(); err != nil {
+		return nil, err
+	}
+	where, args := f.where(principal)
+	where += " AND m.status IN (" + placeholders(len(statuses)) + ")"
+	for _, st := range statuses {
+		args = append(args, string(st))
+	}
+	now := s.now()
+	var before *time.Time
+	if q.Overdue {
+		before = &now
+	}
+	if q.DueBefore != nil && (before == nil || q.DueBefore.Before(*before)) {
+		before = q.DueBefore
+	}
+	if q.DueWithinHours > 0 {
+		t := now.Add(time.Duration(q.DueWithinHours * float64(time.Hour)))
+		if before == nil || t.Before(*before) {
+			before = &t
+		}
+	}
+	if before != nil {
+		where += " AND m.due_at IS NOT NULL AND m.due_at < ?"
+		args = append(args, ms(*before))
+	}
+	var out []Task
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT m.id FROM memories m WHERE `+where+` ORDER BY m.due_at IS NULL, m.due_at, m.id LIMIT ?`, append(args, q.Limit)...)
+		if err != nil {
+			return err
+		}
+		var ids []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		ms, err := loadMemories(ctx, tx, principal, ids)
+		if err != nil {
+			return err
+		}
+		out = make([]Task, len(ms))
+		for i, m := range ms {
+			out[i] = s.task(m)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	return out, nil
+}
+
+// TaskUpdate changes a task. Note, if set, is appended to the task's
+// metadata "notes" list with the time.
+type TaskUpdate struct {
+	ID      int64       `json:"id"`
+	Status  *TaskStatus `json:"status,omitempty"`
+	DueAt   *time.Time  `json:"due_at,omitempty"`
+	Content *string     `json:"content,omitempty"`
+	Note    string      `json:"note,omitempty"`
+}
+
+// UpdateTask changes the caller's task in.ID, which must be a prospective
+// memory.
+func (s *Store) UpdateTask(ctx context.Context, in TaskUpdate) (Task, error) {
+	cur, err := s.peek(ctx, in.ID)
+	if err != nil {
+		return Task{}, err
+	}
+	if cur.Layer != Prospective {
+		return Task{}, invalidf("memory %d is a %s memory, not a task; use memory.update", in.ID, cur.Layer)
+	}
+	up := UpdateInput{ID: in.ID, Status: in.Status, DueAt: in.DueAt, Content: in.Content}
+	if note := strings.TrimSpace(in.Note); note != "" {
+		if err := validateText("note", note, 2000, false); err != nil {
+			return Task{}, err
+		}
+		var meta map[string]any
+		if json.Unmarshal(cur.Metadata, &meta) != nil || meta == nil {
+			meta = map[string]any{}
+		}
+		notes, _ := meta["notes"].([]any)
+		notes = append(notes, map[string]any{"at": s.now().UTC().Format(time.RFC3339), "note": note})
+		patch, _ := json.Marshal(map[string]any{"notes": notes})
+		up.MergeMetadata = patch
+	}
+	m, err := s.Update(ctx, up)
+	if err != nil {
+		return Task{}, err
+	}
+	return s.task(m), nil
+}
+
+// peek reads a memory without counting an access.
+func (s *Store) peek(ctx context.Context, id int64) (Memory, error) {
+	principal := tools.CallerFrom(ctx).Principal
+	var m Memory
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		ms, err := loadMemories(ctx, tx, principal, []int64{id})
+		if err != nil {
+			return err
+		}
+		if len(ms) == 0 {
+			return notFoundf("memory %d not found", id)
+		}
+		m = ms[0]
+		return nil
+	})
+	return m, err
+}
