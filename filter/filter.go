@@ -1,0 +1,566 @@
+package filter
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// Policy says what to do with each class of finding.
+type Policy struct {
+	// Actions overrides DefaultAction per class.
+	Actions map[Class]Action
+	// AllowFields names fields whose values are left alone, with
+	// everything inside them: no field-name or value detection. Names are
+	// compared by their words, so "authorEmail" also allows
+	// "author_email".
+	AllowFields []string
+	// AllowTools holds globs of qualified tool names (path.Match syntax);
+	// a value found only in results of matching tools is left alone. It
+	// needs Options.Origin.
+	AllowTools []string
+	// MinConfidence ignores findings less confident than this.
+	MinConfidence float64
+}
+
+// Config configures a Filter. The zero value is usable.
+type Config struct {
+	// Budget is the response budget in bytes for the result. 0 means
+	// DefaultBudget.
+	Budget int
+	// MaxBudget caps per-call budgets (Options.Budget). 0 means 16 times
+	// Budget.
+	MaxBudget int
+	// MaxDepth is the deepest container shown. 0 means DefaultMaxDepth.
+	MaxDepth int
+	// LogBudget is the budget in bytes for all log lines together, and
+	// MaxLogLine for one line. 0 means 4 KiB and 1 KiB.
+	LogBudget  int
+	MaxLogLine int
+	// Compact asks for a compact text rendering when it is smaller.
+	Compact bool
+	// Policy says what to do with findings.
+	Policy Policy
+}
+
+// Filter is the output pipeline for results and logs. It is immutable and
+// safe for concurrent use.
+type Filter struct {
+	cfg         Config
+	actions     map[Class]Action
+	allowFields map[string]bool
+}
+
+// New validates cfg and returns a Filter.
+func New(cfg Config) (*Filter, error) {
+	if cfg.Budget < 0 || cfg.MaxBudget < 0 || cfg.MaxDepth < 0 || cfg.LogBudget < 0 || cfg.MaxLogLine < 0 {
+		return nil, errors.New("new filter: negative limit")
+	}
+	if cfg.Budget == 0 {
+		cfg.Budget = DefaultBudget
+	}
+	cfg.Budget = max(cfg.Budget, MinBudget)
+	if cfg.MaxBudget == 0 {
+		cfg.MaxBudget = 16 * cfg.Budget
+	}
+	if cfg.MaxBudget < cfg.Budget {
+		return nil, fmt.Errorf("new filter: max budget %d is below budget %d", cfg.MaxBudget, cfg.Budget)
+	}
+	if cfg.MaxDepth == 0 {
+		cfg.MaxDepth = DefaultMaxDepth
+	}
+	if cfg.LogBudget == 0 {
+		cfg.LogBudget = 4 << 10
+	}
+	if cfg.MaxLogLine == 0 {
+		cfg.MaxLogLine = 1 << 10
+	}
+	f := &Filter{cfg: cfg, actions: map[Class]Action{}, allowFields: map[string]bool{}}
+	for c, a := range cfg.Policy.Actions {
+		if err := validClassName(c); err != nil {
+			return nil, fmt.Errorf("new filter: %w", err)
+		}
+		if !a.valid() {
+			return nil, fmt.Errorf("new filter: class %s: unknown action %q", c, a)
+		}
+		f.actions[c] = a
+	}
+	for _, name := range cfg.Policy.AllowFields {
+		f.allowFields[normalizeField(name)] = true
+	}
+	for _, g := range cfg.Policy.AllowTools {
+		if _, err := path.Match(g, ""); err != nil {
+			return nil, fmt.Errorf("new filter: allowed tools %q: %w", g, err)
+		}
+	}
+	return f, nil
+}
+
+// Action returns what the filter does with values of class c.
+func (f *Filter) Action(c Class) Action {
+	if a, ok := f.actions[c]; ok {
+		return a
+	}
+	return DefaultAction(c)
+}
+
+// Origin returns the qualified names of the tools whose results, during
+// the current run, contained value (unescaped text). The filter records
+// them in the vault as the value's sources, for exfiltration rules and
+// Policy.AllowTools.
+type Origin func(value string) []string
+
+// Options are per call.
+type Options struct {
+	// Vault receives the tokens. Nil means values to tokenize are
+	// redacted instead.
+	Vault *Vault
+	// Origin tells where values came from; nil means nowhere known.
+	Origin Origin
+	// Budget overrides Config.Budget for this call, up to
+	// Config.MaxBudget. 0 means Config.Budget.
+	Budget int
+}
+
+// Input is the output of one run.
+type Input struct {
+	// Result is the program's result as JSON; empty means null.
+	Result json.RawMessage
+	// Logs are its console lines.
+	Logs []string
+}
+
+// Output is what the filter made of an Input.
+type Output struct {
+	// Full is the whole filtered result, compact JSON, to be stored
+	// (compressed) and paged.
+	Full json.RawMessage
+	// Limited is the filtered result cut to the budget: valid JSON of at
+	// most Report.Budget bytes, for the model.
+	Limited json.RawMessage
+	// Compact is Limited rendered as compact text (see Compact), or "" if
+	// not asked for or not smaller.
+	Compact string
+	// Logs are the filtered log lines, cut to the log budget.
+	Logs []string
+	// Report says what was done.
+	Report Report
+}
+
+// Apply runs the pipeline over a run's result and logs: detect sensitive
+// field names and values, tokenize, redact or mask them (a value found
+// anywhere is replaced everywhere, logs included), keep the full filtered
+// result, then compact and limit it for the model. An error means the
+// result is not valid JSON.
+func (f *Filter) Apply(in Input, opts Options) (*Output, error) {
+	raw := in.Result
+	if len(raw) == 0 {
+		raw = json.RawMessage("null")
+	}
+	root, err := parseJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("filter result: %w", err)
+	}
+	r := f.newRun(opts)
+	r.where = "result"
+	r.walk(&root, nil)
+	logs := make([]string, len(in.Logs))
+	r.where = "logs"
+	for i, line := range in.Logs {
+		r.path = append(r.path[:0], seg{index: i})
+		logs[i] = r.replaceText(line, false)
+	}
+	r.path = r.path[:0]
+	if len(r.values) > 0 {
+		sw := newSweeper(r.values)
+		r.where = "result"
+		r.sweepNode(sw, &root)
+		r.where = "logs"
+		for i := range logs {
+			r.path = append(r.path[:0], seg{index: i})
+			logs[i] = r.sweepText(sw, logs[i], false)
+		}
+	}
+	out := &Output{Report: r.report}
+	out.Full = appendJSON(make([]byte, 0, len(raw)), &root)
+
+	budget := f.budget(opts.Budget)
+	limited, fitted, lim := limitTreeFitted(&root, LimitOptions{Budget: budget, MaxDepth: f.cfg.MaxDepth})
+	out.Limited = limited
+	if f.cfg.Compact {
+		if text, ok := compactTree(&fitted); ok {
+			out.Compact = text
+			out.Report.Compact = &CompactStats{JSONBytes: len(limited), TextBytes: len(text)}
+		}
+	}
+	out.Logs = f.limitLogs(logs, &out.Report)
+
+	rep := &out.Report
+	rep.OriginalBytes = len(in.Result)
+	rep.FilteredBytes = len(out.Full)
+	rep.ReturnedBytes = len(out.Limited)
+	rep.Budget = budget
+	rep.Cuts = lim.cuts
+	rep.CutsTotal = lim.cutsTotal
+	rep.Cut = lim.cutsTotal > 0
+	return out, nil
+}
+
+// ApplyText filters one text, such as an error message or a console line
+// outside a run: detect and tokenize, redact or mask, without limiting.
+func (f *Filter) ApplyText(text string, opts Options) (string, Report) {
+	r := f.newRun(opts)
+	r.where = "text"
+	out := r.replaceText(text, false)
+	if len(r.values) > 0 {
+		out = r.sweepText(newSweeper(r.values), out, false)
+	}
+	r.report.OriginalBytes = len(text)
+	r.report.FilteredBytes = len(out)
+	r.report.ReturnedBytes = len(out)
+	return out, r.report
+}
+
+func (f *Filter) budget(b int) int {
+	if b == 0 {
+		return f.cfg.Budget
+	}
+	return min(max(b, MinBudget), f.cfg.MaxBudget)
+}
+
+// limitLogs cuts each line to MaxLogLine and keeps the first lines that fit
+// LogBudget, then a line saying how many were left out.
+func (f *Filter) limitLogs(lines []string, rep *Report) []string {
+	if len(lines) == 0 {
+		return lines
+	}
+	st := &LogStats{Lines: len(lines)}
+	out := make([]string, 0, len(lines))
+	used := 0
+	for i, line := range lines {
+		st.Bytes += len(line)
+		if len(line) > f.cfg.MaxLogLine {
+			note := cutNote(len(line))
+			line = headWithinBytes(line, max(0, f.cfg.MaxLogLine-len(note))) + note
+			st.LinesCut++
+		}
+		rest := len(lines) - i - 1
+		reserve := 0
+		if rest > 0 {
+			reserve = len(moreLines(rest))
+		}
+		if used+len(line)+reserve > f.cfg.LogBudget {
+			out = append(out, moreLines(len(lines)-i))
+			used += len(out[len(out)-1])
+			for _, l := range lines[i+1:] {
+				st.Bytes += len(l)
+			}
+			break
+		}
+		out = append(out, line)
+		used += len(line)
+	}
+	st.LinesReturned = len(out)
+	st.ReturnedBytes = used
+	rep.Logs = st
+	return out
+}
+
+func moreLines(n int) string { return "… " + strconv.Itoa(n) + " more " + plural(n, "line") }
+
+// headWithinBytes returns the longest prefix of s of at most n bytes that
+// ends on a rune boundary outside any token.
+func headWithinBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && i < len(s) && s[i]&0xC0 == 0x80 {
+		i--
+	}
+	head := s[:i]
+	if o := strings.LastIndex(head, tokenOpen); o >= 0 && !strings.Contains(head[o:], tokenClose) {
+		head = head[:o]
+	}
+	return head
+}
+
+// seg is one step of the path to the value being filtered.
+type seg struct {
+	key   string
+	index int
+	isKey bool
+}
+
+// run is the state of one Apply or ApplyText call.
+type run struct {
+	f       *Filter
+	opts    Options
+	sc      scanner
+	matches []Match
+	report  Report
+	where   string
+	path    []seg
+	// values maps each value acted on to what replaced it, so that other
+	// occurrences are replaced too.
+	values  map[string]replacement
+	origins map[string][]string
+}
+
+type replacement struct {
+	text   string
+	class  Class
+	action Action
+	conf   float64
+}
+
+// minSweepLen is the length under which a value acted on is not searched
+// for elsewhere: shorter strings occur by chance.
+const minSweepLen = 6
+
+func (f *Filter) newRun(opts Options) *run {
+	return &run{f: f, opts: opts}
+}
+
+func (r *run) pointer() string {
+	var b strings.Builder
+	for _, s := range r.path {
+		tok := s.key
+		if !s.isKey {
+			tok = strconv.Itoa(s.index)
+		}
+		b.WriteString(appendPointer("", tok))
+	}
+	return b.String()
+}
+
+func (r *run) origin(value string) []string {
+	if r.opts.Origin == nil {
+		return nil
+	}
+	if s, ok := r.origins[value]; ok {
+		return s
+	}
+	s := r.opts.Origin(value)
+	if r.origins == nil {
+		r.origins = map[string][]string{}
+	}
+	r.origins[value] = s
+	return s
+}
+
+func (r *run) allowedByTool(value string) bool {
+	globs := r.f.cfg.Policy.AllowTools
+	if len(globs) == 0 {
+		return false
+	}
+	srcs := r.origin(value)
+	if len(srcs) == 0 {
+		return false
+	}
+	for _, s := range srcs {
+		ok := false
+		for _, g := range globs {
+			if m, _ := path.Match(g, s); m {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// act applies the policy to one finding and returns its replacement, or
+// ok false when the value stays.
+func (r *run) act(c Class, conf float64, detector, value string, raw, inKey bool) (string, bool) {
+	if conf < r.f.cfg.Policy.MinConfidence {
+		return "", false
+	}
+	action := r.f.Action(c)
+	if action != ActionAllow && r.allowedByTool(value) {
+		action = ActionAllow
+	}
+	var text string
+	switch action {
+	case ActionTokenize:
+		if r.opts.Vault == nil {
+			action = ActionRedact
+			text = RedactionMarker(c)
+			break
+		}
+		text = r.opts.Vault.tokenize(c, value, raw, r.origin(value))
+	case ActionRedact:
+		text = RedactionMarker(c)
+	case ActionMask:
+		text = maskValue(value)
+	}
+	r.record(c, conf, detector, action, inKey)
+	if action == ActionAllow {
+		return "", false
+	}
+	if len(value) >= minSweepLen {
+		if r.values == nil {
+			r.values = map[string]replacement{}
+		}
+		if _, ok := r.values[value]; !ok {
+			r.values[value] = replacement{text: text, class: c, action: action, conf: conf}
+		}
+	}
+	return text, true
+}
+
+func (r *run) record(c Class, conf float64, detector string, a Action, inKey bool) {
+	rep := &r.report
+	if rep.Findings == nil {
+		rep.Findings = map[Class]int{}
+	}
+	rep.Findings[c]++
+	switch a {
+	case ActionTokenize:
+		rep.Tokenized++
+	case ActionRedact:
+		rep.Redacted++
+	case ActionMask:
+		rep.Masked++
+	case ActionAllow:
+		rep.Allowed++
+	}
+	if len(rep.Details) < maxDetails {
+		rep.Details = append(rep.Details, Finding{In: r.where, Path: r.pointer(), InKey: inKey, Class: c, Detector: detector, Confidence: conf, Action: a})
+	}
+}
+
+// walk filters n in place. inherited is the field match of the nearest
+// enclosing sensitive field name, which applies to every scalar below.
+func (r *run) walk(n *node, inherited *FieldMatch) {
+	switch n.kind {
+	case kindObject:
+		changedKeys := false
+		for i := range n.kids {
+			key := n.keys[i]
+			r.path = append(r.path, seg{key: key, isKey: true})
+			if len(r.f.allowFields) > 0 && r.f.allowFields[normalizeField(key)] {
+				r.path = r.path[:len(r.path)-1]
+				continue
+			}
+			inh := inherited
+			if fm, ok := r.sc.field(key); ok {
+				inh = &fm
+			}
+			r.walk(&n.kids[i], inh)
+			if nk := r.replaceText(key, true); nk != key {
+				n.keys[i] = nk
+				changedKeys = true
+			}
+			r.path = r.path[:len(r.path)-1]
+		}
+		if changedKeys {
+			uniqueKeys(n.keys)
+		}
+	case kindArray:
+		for i := range n.kids {
+			r.path = append(r.path, seg{index: i})
+			r.walk(&n.kids[i], inherited)
+			r.path = r.path[:len(r.path)-1]
+		}
+	case kindString:
+		if inherited != nil && n.str != "" && !strings.HasPrefix(n.str, tokenOpen) {
+			if text, ok := r.act(inherited.Class, inherited.Confidence, "field_name", n.str, false, false); ok {
+				n.str = text
+				return
+			}
+		}
+		n.str = r.replaceText(n.str, false)
+	case kindNumber:
+		if inherited != nil {
+			if text, ok := r.act(inherited.Class, inherited.Confidence, "field_name", n.str, true, false); ok {
+				*n = node{kind: kindString, str: text}
+			}
+		}
+	}
+}
+
+// uniqueKeys makes replaced keys unique again (two values redacted to the
+// same marker) by numbering later duplicates: "⟦api_key:redacted⟧ #2".
+func uniqueKeys(keys []string) {
+	seen := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		seen[k] = true
+	}
+	dup := make(map[string]bool, len(keys))
+	for i, k := range keys {
+		if !dup[k] {
+			dup[k] = true
+			continue
+		}
+		for n := 2; ; n++ {
+			c := k + " #" + strconv.Itoa(n)
+			if !seen[c] {
+				keys[i] = c
+				seen[c] = true
+				dup[c] = true
+				break
+			}
+		}
+	}
+}
+
+// replaceText replaces the sensitive values the detectors find in s.
+func (r *run) replaceText(s string, inKey bool) string {
+	r.matches = r.sc.scan(s, r.matches)
+	if len(r.matches) == 0 {
+		return s
+	}
+	ms := dropInsideTokens(s, r.matches)
+	if len(ms) == 0 {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for _, m := range ms {
+		text, ok := r.act(m.Class, m.Confidence, m.Detector, s[m.Start:m.End], false, inKey)
+		if !ok {
+			continue
+		}
+		b.WriteString(s[last:m.Start])
+		b.WriteString(text)
+		last = m.End
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// dropInsideTokens removes matches that overlap tokens or markers already
+// in s, which are the filter's own output.
+func dropInsideTokens(s string, ms []Match) []Match {
+	if !strings.Contains(s, tokenOpen) {
+		return ms
+	}
+	refs := findTokenRefs(s)
+	if len(refs) == 0 {
+		return ms
+	}
+	kept := ms[:0]
+	for _, m := range ms {
+		inside := false
+		for _, t := range refs {
+			if m.Start < t.end && t.start < m.End {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			kept = append(kept, m)
+		}
+	}
+	return kept
+}

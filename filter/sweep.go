@@ -1,0 +1,125 @@
+package filter
+
+import (
+	"slices"
+	"strings"
+)
+
+// A value acted on in one place is replaced everywhere: a password under
+// "password" is hidden in a log line too, and a card number found once is
+// hidden where it sits inside a longer run of digits. The sweeper finds
+// every such value (minSweepLen bytes or more) in one pass over each
+// string: a 64 Kibit filter on the first four bytes of the values tells,
+// at each position, whether any can start there.
+
+type sweeper struct {
+	bits     [1 << 16 / 64]uint64
+	byPrefix map[uint32][]string // longest first
+	values   map[string]replacement
+}
+
+func load4(s string) uint32 {
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
+}
+
+func hash4(p uint32) uint32 { return (p * 2654435761) >> 16 }
+
+func newSweeper(values map[string]replacement) *sweeper {
+	sw := &sweeper{byPrefix: make(map[uint32][]string, len(values)), values: values}
+	for v := range values {
+		p := load4(v)
+		h := hash4(p)
+		sw.bits[h/64] |= 1 << (h % 64)
+		sw.byPrefix[p] = append(sw.byPrefix[p], v)
+	}
+	for _, vs := range sw.byPrefix {
+		slices.SortFunc(vs, func(a, b string) int {
+			if len(a) != len(b) {
+				return len(b) - len(a)
+			}
+			return strings.Compare(a, b)
+		})
+	}
+	return sw
+}
+
+// sweepText replaces in s every value the run acted on, outside the
+// tokens and markers s already holds.
+func (r *run) sweepText(sw *sweeper, s string, inKey bool) string {
+	if len(s) < minSweepLen {
+		return s
+	}
+	var refs []tokenRef
+	if strings.Contains(s, tokenOpen) {
+		refs = findTokenRefs(s)
+	}
+	var b strings.Builder
+	last, ref := 0, 0
+	for i := 0; i+minSweepLen <= len(s); i++ {
+		for ref < len(refs) && refs[ref].end <= i {
+			ref++
+		}
+		if ref < len(refs) && refs[ref].start <= i {
+			i = refs[ref].end - 1
+			continue
+		}
+		h := hash4(load4(s[i:]))
+		if sw.bits[h/64]&(1<<(h%64)) == 0 {
+			continue
+		}
+		for _, v := range sw.byPrefix[load4(s[i:])] {
+			if !strings.HasPrefix(s[i:], v) || (ref < len(refs) && i+len(v) > refs[ref].start) {
+				continue
+			}
+			rep := sw.values[v]
+			b.WriteString(s[last:i])
+			b.WriteString(rep.text)
+			r.record(rep.class, rep.conf, "repeat", rep.action, inKey)
+			last = i + len(v)
+			i = last - 1
+			break
+		}
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// sweepNode sweeps every string, key and number in n.
+func (r *run) sweepNode(sw *sweeper, n *node) {
+	switch n.kind {
+	case kindObject:
+		changed := false
+		for i := range n.kids {
+			r.path = append(r.path, seg{key: n.keys[i], isKey: true})
+			if len(r.f.allowFields) > 0 && r.f.allowFields[normalizeField(n.keys[i])] {
+				r.path = r.path[:len(r.path)-1]
+				continue
+			}
+			r.sweepNode(sw, &n.kids[i])
+			if k := r.sweepText(sw, n.keys[i], true); k != n.keys[i] {
+				n.keys[i] = k
+				changed = true
+			}
+			r.path = r.path[:len(r.path)-1]
+		}
+		if changed {
+			uniqueKeys(n.keys)
+		}
+	case kindArray:
+		for i := range n.kids {
+			r.path = append(r.path, seg{index: i})
+			r.sweepNode(sw, &n.kids[i])
+			r.path = r.path[:len(r.path)-1]
+		}
+	case kindString:
+		n.str = r.sweepText(sw, n.str, false)
+	case kindNumber:
+		if rep, ok := sw.values[n.str]; ok {
+			r.record(rep.class, rep.conf, "repeat", rep.action, false)
+			*n = node{kind: kindString, str: rep.text}
+		}
+	}
+}

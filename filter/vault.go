@@ -1,0 +1,362 @@
+package filter
+
+import (
+	"bytes"
+	"container/list"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Rule forbids an exfiltration flow: a value whose source tools include
+// one matching From may not be passed to a tool matching To. Both are
+// globs (path.Match syntax) over qualified tool names: "crm.*",
+// "http.post", "*".
+type Rule struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+func (r Rule) String() string { return r.From + " → " + r.To }
+
+func (r Rule) validate() error {
+	for _, p := range []string{r.From, r.To} {
+		if p == "" {
+			return fmt.Errorf("rule %s: empty pattern", r)
+		}
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf("rule %s: pattern %q: %w", r, p, err)
+		}
+	}
+	return nil
+}
+
+// Errors that Vault.Resolve wraps.
+var (
+	// ErrUnknownToken is a token this vault did not issue or no longer
+	// holds.
+	ErrUnknownToken = errors.New("unknown token")
+	// ErrRedacted is a redaction marker passed as if it were a value.
+	ErrRedacted = errors.New("redacted value")
+	// ErrExfiltration is a value that a Rule forbids passing to a tool.
+	ErrExfiltration = errors.New("exfiltration rule violated")
+)
+
+// TokenError is a token in tool arguments that cannot be resolved. It
+// names the token and the tool, never a value.
+type TokenError struct {
+	Token string
+	Tool  string
+	Err   error // ErrUnknownToken or ErrRedacted
+}
+
+func (e *TokenError) Error() string {
+	if errors.Is(e.Err, ErrRedacted) {
+		return fmt.Sprintf("argument for %s holds %s: the value was redacted and cannot be used; only tokens (⟦class:hex⟧) stand for values", e.Tool, e.Token)
+	}
+	return fmt.Sprintf("argument for %s holds %s: unknown token: it was not issued in this session or has expired; pass tokens exactly as results show them", e.Tool, e.Token)
+}
+
+func (e *TokenError) Unwrap() error { return e.Err }
+
+// RuleError is a token whose value a Rule forbids passing to a tool. It
+// names the rule, the token, the source tool and the destination, never
+// the value.
+type RuleError struct {
+	Rule   Rule
+	Token  string
+	Source string // the source tool that matched Rule.From
+	Tool   string // the destination tool
+}
+
+func (e *RuleError) Error() string {
+	return fmt.Sprintf("argument for %s holds %s, a value from %s, and rule %q → %q forbids passing values from %s to %s",
+		e.Tool, e.Token, e.Source, e.Rule.From, e.Rule.To, e.Rule.From, e.Rule.To)
+}
+
+func (e *RuleError) Unwrap() error { return ErrExfiltration }
+
+// VaultOptions configure a Vault.
+type VaultOptions struct {
+	// MaxEntries bounds the tokens held; the least recently used go first.
+	// 0 means 65536.
+	MaxEntries int
+	// MaxBytes bounds the total size of the values held. 0 means 64 MiB.
+	MaxBytes int
+	// Rules are the exfiltration rules checked by Resolve.
+	Rules []Rule
+}
+
+// maxSources bounds the source tools remembered per value.
+const maxSources = 32
+
+// Vault maps the tokens of one MCP session to their values, in memory
+// only, and resolves tokens in tool arguments. It is safe for concurrent
+// use. The zero value is not usable; call NewVault.
+type Vault struct {
+	key        Key
+	rules      []Rule
+	maxEntries int
+	maxBytes   int
+
+	mu      sync.Mutex
+	byToken map[string]*vaultEntry
+	byValue map[string]*vaultEntry // class + "\x00" + value
+	lru     list.List              // of *vaultEntry, most recent first
+	bytes   int
+}
+
+type vaultEntry struct {
+	token   string
+	class   Class
+	value   string
+	raw     bool // value is a JSON number literal, restored as a number
+	sources []string
+	elem    *list.Element
+}
+
+// NewVault returns an empty vault that derives tokens under key.
+func NewVault(key Key, opts VaultOptions) (*Vault, error) {
+	for _, r := range opts.Rules {
+		if err := r.validate(); err != nil {
+			return nil, fmt.Errorf("new vault: %w", err)
+		}
+	}
+	v := &Vault{
+		key:        key,
+		rules:      slices.Clone(opts.Rules),
+		maxEntries: opts.MaxEntries,
+		maxBytes:   opts.MaxBytes,
+		byToken:    map[string]*vaultEntry{},
+		byValue:    map[string]*vaultEntry{},
+	}
+	if v.maxEntries <= 0 {
+		v.maxEntries = 1 << 16
+	}
+	if v.maxBytes <= 0 {
+		v.maxBytes = 64 << 20
+	}
+	return v, nil
+}
+
+// Len returns the number of tokens held.
+func (v *Vault) Len() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.byToken)
+}
+
+// Tokenize returns the token for value of class c and remembers value and
+// its sources (qualified names of the tools whose results contained it).
+// The same value and class always get the same token under one key.
+func (v *Vault) Tokenize(c Class, value string, sources []string) string {
+	return v.tokenize(c, value, false, sources)
+}
+
+func (v *Vault) tokenize(c Class, value string, raw bool, sources []string) string {
+	vk := string(c) + "\x00" + value
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if e, ok := v.byValue[vk]; ok {
+		e.raw = e.raw && raw
+		e.sources = addSources(e.sources, sources)
+		v.lru.MoveToFront(e.elem)
+		return e.token
+	}
+	digest := tokenDigest(&v.key, c, value)
+	var token string
+	for _, n := range tokenHexLens {
+		token = formatToken(c, digest[:n])
+		if _, taken := v.byToken[token]; !taken {
+			break
+		}
+	}
+	if _, taken := v.byToken[token]; taken || len(value) > v.maxBytes {
+		// A full-length digest collision, or a value too large to keep:
+		// the token stands, but cannot be resolved.
+		return token
+	}
+	e := &vaultEntry{token: token, class: c, value: value, raw: raw, sources: addSources(nil, sources)}
+	e.elem = v.lru.PushFront(e)
+	v.byToken[token] = e
+	v.byValue[vk] = e
+	v.bytes += len(value)
+	for len(v.byToken) > v.maxEntries || v.bytes > v.maxBytes {
+		old := v.lru.Back().Value.(*vaultEntry)
+		v.lru.Remove(old.elem)
+		delete(v.byToken, old.token)
+		delete(v.byValue, string(old.class)+"\x00"+old.value)
+		v.bytes -= len(old.value)
+	}
+	return token
+}
+
+func addSources(have, add []string) []string {
+	for _, s := range add {
+		if s != "" && !slices.Contains(have, s) && len(have) < maxSources {
+			have = append(have, s)
+		}
+	}
+	return have
+}
+
+// Sources returns the source tools recorded for a token.
+func (v *Vault) Sources(token string) ([]string, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	e, ok := v.byToken[token]
+	if !ok {
+		return nil, false
+	}
+	return slices.Clone(e.sources), true
+}
+
+// mayHoldToken reports whether JSON text can contain a token: the opening
+// bracket, raw or escaped.
+func mayHoldToken(b []byte) bool {
+	return bytes.Contains(b, []byte(tokenOpen)) || bytes.Contains(b, []byte(`\u27e6`)) || bytes.Contains(b, []byte(`\u27E6`))
+}
+
+// Resolve returns args with every token replaced by its value, for a call
+// of the tool destTool. Tokens are replaced wherever they are: a string
+// that is exactly a token becomes the value (a number again if the value
+// was a number), a token inside a longer string or in an object key is
+// replaced by the value's text, JSON-escaped. Arguments without tokens are
+// returned as they are; others are re-encoded compactly.
+//
+// An unknown token or a redaction marker fails with a *TokenError, a value
+// that a rule forbids passing to destTool with a *RuleError; the error
+// names the token, never the value. A string that merely resembles a token
+// (wrong shape) is left alone.
+func (v *Vault) Resolve(args json.RawMessage, destTool string) (json.RawMessage, error) {
+	if !mayHoldToken(args) {
+		return args, nil
+	}
+	root, err := parseJSON(args)
+	if err != nil {
+		return nil, fmt.Errorf("resolve tokens: %w", err)
+	}
+	changed := false
+	if err := v.resolveNode(&root, destTool, &changed); err != nil {
+		return nil, err
+	}
+	if !changed {
+		return args, nil
+	}
+	return appendJSON(make([]byte, 0, len(args)+64), &root), nil
+}
+
+// ResolveString replaces the tokens in s, with the checks of Resolve.
+func (v *Vault) ResolveString(s, destTool string) (string, error) {
+	out, _, err := v.resolveText(s, destTool)
+	return out, err
+}
+
+func (v *Vault) resolveNode(n *node, tool string, changed *bool) error {
+	switch n.kind {
+	case kindString:
+		refs := findTokenRefs(n.str)
+		if len(refs) == 0 {
+			return nil
+		}
+		if len(refs) == 1 && refs[0].start == 0 && refs[0].end == len(n.str) {
+			e, err := v.lookup(refs[0], n.str, tool)
+			if err != nil {
+				return err
+			}
+			*changed = true
+			if e.raw {
+				if lit, err := parseJSONString(e.value); err == nil && lit.kind == kindNumber {
+					*n = lit
+					return nil
+				}
+			}
+			n.str = e.value
+			return nil
+		}
+		s, _, err := v.resolveRefs(n.str, refs, tool)
+		if err != nil {
+			return err
+		}
+		n.str = s
+		*changed = true
+	case kindArray, kindObject:
+		for i := range n.keys {
+			if strings.Contains(n.keys[i], tokenOpen) {
+				s, ok, err := v.resolveText(n.keys[i], tool)
+				if err != nil {
+					return err
+				}
+				if ok {
+					n.keys[i] = s
+					*changed = true
+				}
+			}
+		}
+		for i := range n.kids {
+			if err := v.resolveNode(&n.kids[i], tool, changed); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (v *Vault) resolveText(s, tool string) (string, bool, error) {
+	refs := findTokenRefs(s)
+	if len(refs) == 0 {
+		return s, false, nil
+	}
+	return v.resolveRefs(s, refs, tool)
+}
+
+func (v *Vault) resolveRefs(s string, refs []tokenRef, tool string) (string, bool, error) {
+	var b strings.Builder
+	last := 0
+	for _, r := range refs {
+		e, err := v.lookup(r, s, tool)
+		if err != nil {
+			return "", false, err
+		}
+		b.WriteString(s[last:r.start])
+		b.WriteString(e.value)
+		last = r.end
+	}
+	b.WriteString(s[last:])
+	return b.String(), true, nil
+}
+
+// lookup finds the entry of a token and checks the rules. The entry it
+// returns is a copy, safe to read without the lock.
+func (v *Vault) lookup(r tokenRef, s, tool string) (vaultEntry, error) {
+	token := s[r.start:r.end]
+	if r.redacted() {
+		return vaultEntry{}, &TokenError{Token: token, Tool: tool, Err: ErrRedacted}
+	}
+	v.mu.Lock()
+	e, ok := v.byToken[token]
+	var cp vaultEntry
+	if ok {
+		v.lru.MoveToFront(e.elem)
+		cp = vaultEntry{token: e.token, class: e.class, value: e.value, raw: e.raw, sources: slices.Clone(e.sources)}
+	}
+	v.mu.Unlock()
+	if !ok {
+		return vaultEntry{}, &TokenError{Token: token, Tool: tool, Err: ErrUnknownToken}
+	}
+	for _, rule := range v.rules {
+		if to, _ := path.Match(rule.To, tool); !to {
+			continue
+		}
+		for _, src := range cp.sources {
+			if from, _ := path.Match(rule.From, src); from {
+				return vaultEntry{}, &RuleError{Rule: rule, Token: token, Source: src, Tool: tool}
+			}
+		}
+	}
+	return cp, nil
+}
