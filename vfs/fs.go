@@ -1,0 +1,398 @@
+package vfs
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/codecell/codecell/tools"
+)
+
+// File names and extensions of the tree.
+const (
+	ManifestFile = "manifest.json"
+	IndexFile    = "index.json"
+	SignatureExt = ".d.ts"
+	FullExt      = ".md"
+)
+
+// FS is the registry as a read-only file tree. It is safe for concurrent
+// use. Create it with New and stop its subscription with Close.
+type FS struct {
+	reg    *tools.Registry
+	hint   string
+	seen   atomic.Uint64 // latest registry version announced by a change event
+	snap   atomic.Pointer[snapshot]
+	mu     sync.Mutex // serializes rebuilds
+	cancel func()
+}
+
+var (
+	_ fs.FS         = (*FS)(nil)
+	_ fs.ReadDirFS  = (*FS)(nil)
+	_ fs.ReadFileFS = (*FS)(nil)
+	_ fs.StatFS     = (*FS)(nil)
+)
+
+// Option configures an FS.
+type Option func(*FS)
+
+// WithManifestHint replaces the sentence manifest.json gives on how to go
+// deeper, for a server that also offers, say, a search tool.
+func WithManifestHint(hint string) Option {
+	return func(f *FS) { f.hint = hint }
+}
+
+// New returns the file tree of reg. It subscribes to reg's change events;
+// after Close, it keeps serving the catalogue as it was last rendered.
+func New(reg *tools.Registry, opts ...Option) *FS {
+	f := &FS{reg: reg, hint: DefaultManifestHint}
+	for _, o := range opts {
+		o(f)
+	}
+	f.cancel = reg.Subscribe(func(ch tools.Change) {
+		for {
+			old := f.seen.Load()
+			if ch.Version <= old || f.seen.CompareAndSwap(old, ch.Version) {
+				return
+			}
+		}
+	})
+	f.seen.Store(reg.Version())
+	return f
+}
+
+// Close ends the subscription to registry changes. It is safe to call
+// more than once.
+func (f *FS) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cancel != nil {
+		f.cancel()
+		f.cancel = nil
+	}
+	return nil
+}
+
+// Version returns the registry version the current content reflects.
+func (f *FS) Version() uint64 { return f.current().version }
+
+// current returns the snapshot for the latest announced registry version,
+// building it when the registry changed since the last one.
+func (f *FS) current() *snapshot {
+	if s := f.snap.Load(); s != nil && s.version >= f.seen.Load() {
+		return s
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s := f.snap.Load(); s != nil && s.version >= f.seen.Load() {
+		return s
+	}
+	// Read the version before the content: a change in between leaves
+	// seen above this version, and the next read rebuilds again.
+	v := f.reg.Version()
+	s := buildSnapshot(f.reg, v)
+	s.hint = f.hint
+	f.snap.Store(s)
+	return s
+}
+
+// snapshot is the catalogue at one registry version, with its rendered
+// files cached as they are first read.
+type snapshot struct {
+	version uint64
+	cats    []*category
+	byName  map[string]*category
+	tools   map[string]*tools.Tool
+	files   sync.Map // path → *lazyFile
+	shapes  sync.Map // tool name → output shape
+	hint    string
+}
+
+type category struct {
+	name    string
+	summary string
+	tools   []*tools.Tool
+	byShort map[string]*tools.Tool
+}
+
+type lazyFile struct {
+	once sync.Once
+	data []byte
+}
+
+func buildSnapshot(reg *tools.Registry, v uint64) *snapshot {
+	s := &snapshot{version: v, byName: map[string]*category{}, tools: map[string]*tools.Tool{}}
+	for _, t := range reg.List() {
+		c := s.byName[t.Category()]
+		if c == nil {
+			c = &category{name: t.Category(), summary: reg.CategorySummary(t.Category()), byShort: map[string]*tools.Tool{}}
+			s.byName[c.name] = c
+			s.cats = append(s.cats, c)
+		}
+		c.tools = append(c.tools, t)
+		c.byShort[t.ShortName()] = t
+		s.tools[t.Name] = t
+	}
+	sort.Slice(s.cats, func(i, j int) bool { return s.cats[i].name < s.cats[j].name })
+	return s
+}
+
+// nodeKind says what a path names.
+type nodeKind int
+
+const (
+	kindNone nodeKind = iota
+	kindRoot
+	kindManifest
+	kindCategory
+	kindIndex
+	kindSignature
+	kindFull
+)
+
+type node struct {
+	kind nodeKind
+	cat  *category
+	tool *tools.Tool
+}
+
+func (n node) isDir() bool { return n.kind == kindRoot || n.kind == kindCategory }
+
+// lookup resolves a valid io/fs path.
+func (s *snapshot) lookup(name string) node {
+	if name == "." {
+		return node{kind: kindRoot}
+	}
+	if name == ManifestFile {
+		return node{kind: kindManifest}
+	}
+	catName, rest, nested := strings.Cut(name, "/")
+	c := s.byName[catName]
+	if c == nil {
+		return node{}
+	}
+	if !nested {
+		return node{kind: kindCategory, cat: c}
+	}
+	if rest == IndexFile {
+		return node{kind: kindIndex, cat: c}
+	}
+	if short, ok := strings.CutSuffix(rest, SignatureExt); ok {
+		if t := c.byShort[short]; t != nil {
+			return node{kind: kindSignature, cat: c, tool: t}
+		}
+	}
+	if short, ok := strings.CutSuffix(rest, FullExt); ok {
+		if t := c.byShort[short]; t != nil {
+			return node{kind: kindFull, cat: c, tool: t}
+		}
+	}
+	return node{}
+}
+
+// content returns a file's bytes, rendering them on first use. The
+// returned slice is shared and must not be modified.
+func (s *snapshot) content(name string, n node) []byte {
+	v, _ := s.files.LoadOrStore(name, &lazyFile{})
+	lf := v.(*lazyFile)
+	lf.once.Do(func() { lf.data = s.render(n) })
+	return lf.data
+}
+
+func (s *snapshot) render(n node) []byte {
+	switch n.kind {
+	case kindManifest:
+		return renderManifest(s)
+	case kindIndex:
+		return renderIndex(n.cat)
+	case kindSignature:
+		d, err := Declaration(n.tool)
+		if err != nil {
+			// Schemas were compiled at registration, so this is unreachable
+			// for registered tools; say what happened rather than fail reads.
+			return []byte("// " + strings.ReplaceAll(err.Error(), "\n", " ") + "\n")
+		}
+		return []byte(d)
+	case kindFull:
+		return renderFull(s, n.tool)
+	}
+	return nil
+}
+
+// entries lists a directory, sorted by name, with each file's size.
+func (s *snapshot) entries(dir string, n node) []fs.DirEntry {
+	var out []fs.DirEntry
+	switch n.kind {
+	case kindRoot:
+		out = append(out, s.fileEntry(ManifestFile, node{kind: kindManifest}))
+		for _, c := range s.cats {
+			out = append(out, dirEntry{info: &fileInfo{name: c.name, dir: true}})
+		}
+	case kindCategory:
+		out = append(out, s.fileEntry(dir+"/"+IndexFile, node{kind: kindIndex, cat: n.cat}))
+		for _, t := range n.cat.tools {
+			out = append(out,
+				s.fileEntry(dir+"/"+t.ShortName()+SignatureExt, node{kind: kindSignature, cat: n.cat, tool: t}),
+				s.fileEntry(dir+"/"+t.ShortName()+FullExt, node{kind: kindFull, cat: n.cat, tool: t}))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out
+}
+
+func (s *snapshot) fileEntry(p string, n node) fs.DirEntry {
+	return dirEntry{info: &fileInfo{name: pathBase(p), size: int64(len(s.content(p, n)))}}
+}
+
+func pathBase(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// Open opens the named file or directory. name follows io/fs rules
+// (fs.ValidPath): unrooted, slash-separated, no "." or ".." elements, "."
+// for the root. Errors are *fs.PathError wrapping fs.ErrInvalid or
+// fs.ErrNotExist.
+func (f *FS) Open(name string) (fs.File, error) {
+	s, n, err := f.resolve("open", name)
+	if err != nil {
+		return nil, err
+	}
+	info := s.info(name, n)
+	if n.isDir() {
+		return &openDir{info: info, entries: s.entries(name, n)}, nil
+	}
+	return &openFile{info: info, r: bytes.NewReader(s.content(name, n))}, nil
+}
+
+// ReadFile returns a copy of the named file's content.
+func (f *FS) ReadFile(name string) ([]byte, error) {
+	s, n, err := f.resolve("readfile", name)
+	if err != nil {
+		return nil, err
+	}
+	if n.isDir() {
+		return nil, &fs.PathError{Op: "readfile", Path: name, Err: errIsDir}
+	}
+	return bytes.Clone(s.content(name, n)), nil
+}
+
+// ReadDir lists the named directory, sorted by name.
+func (f *FS) ReadDir(name string) ([]fs.DirEntry, error) {
+	s, n, err := f.resolve("readdir", name)
+	if err != nil {
+		return nil, err
+	}
+	if !n.isDir() {
+		return nil, &fs.PathError{Op: "readdir", Path: name, Err: errNotDir}
+	}
+	return s.entries(name, n), nil
+}
+
+// Stat describes the named file or directory.
+func (f *FS) Stat(name string) (fs.FileInfo, error) {
+	s, n, err := f.resolve("stat", name)
+	if err != nil {
+		return nil, err
+	}
+	return s.info(name, n), nil
+}
+
+var (
+	errIsDir  = errors.New("is a directory")
+	errNotDir = errors.New("not a directory")
+)
+
+func (f *FS) resolve(op, name string) (*snapshot, node, error) {
+	if !fs.ValidPath(name) {
+		return nil, node{}, &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+	}
+	s := f.current()
+	n := s.lookup(name)
+	if n.kind == kindNone {
+		return nil, node{}, &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
+	}
+	return s, n, nil
+}
+
+func (s *snapshot) info(name string, n node) *fileInfo {
+	if n.isDir() {
+		return &fileInfo{name: pathBase(name), dir: true}
+	}
+	return &fileInfo{name: pathBase(name), size: int64(len(s.content(name, n)))}
+}
+
+type fileInfo struct {
+	name string
+	size int64
+	dir  bool
+}
+
+func (i *fileInfo) Name() string { return i.name }
+func (i *fileInfo) Size() int64  { return i.size }
+func (i *fileInfo) Mode() fs.FileMode {
+	if i.dir {
+		return fs.ModeDir | 0o555
+	}
+	return 0o444
+}
+func (i *fileInfo) ModTime() time.Time { return time.Time{} }
+func (i *fileInfo) IsDir() bool        { return i.dir }
+func (i *fileInfo) Sys() any           { return nil }
+
+type dirEntry struct{ info *fileInfo }
+
+func (e dirEntry) Name() string               { return e.info.name }
+func (e dirEntry) IsDir() bool                { return e.info.dir }
+func (e dirEntry) Type() fs.FileMode          { return e.info.Mode().Type() }
+func (e dirEntry) Info() (fs.FileInfo, error) { return e.info, nil }
+
+type openFile struct {
+	info *fileInfo
+	r    *bytes.Reader
+}
+
+func (f *openFile) Stat() (fs.FileInfo, error) { return f.info, nil }
+func (f *openFile) Read(p []byte) (int, error) { return f.r.Read(p) }
+func (f *openFile) ReadAt(p []byte, off int64) (int, error) {
+	return f.r.ReadAt(p, off)
+}
+func (f *openFile) Seek(off int64, whence int) (int64, error) { return f.r.Seek(off, whence) }
+func (f *openFile) Close() error                              { return nil }
+
+type openDir struct {
+	info    *fileInfo
+	entries []fs.DirEntry
+	off     int
+}
+
+func (d *openDir) Stat() (fs.FileInfo, error) { return d.info, nil }
+func (d *openDir) Read([]byte) (int, error) {
+	return 0, &fs.PathError{Op: "read", Path: d.info.name, Err: errIsDir}
+}
+func (d *openDir) Close() error { return nil }
+
+// ReadDir follows fs.ReadDirFile: n > 0 reads at most n entries and
+// returns io.EOF at the end; n <= 0 reads all that remain.
+func (d *openDir) ReadDir(n int) ([]fs.DirEntry, error) {
+	rest := d.entries[d.off:]
+	if n <= 0 {
+		d.off = len(d.entries)
+		return rest, nil
+	}
+	if len(rest) == 0 {
+		return nil, io.EOF
+	}
+	n = min(n, len(rest))
+	d.off += n
+	return rest[:n], nil
+}

@@ -1,0 +1,257 @@
+package vfs
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/codecell/codecell/tools"
+)
+
+// ManifestBudget is the most bytes manifest.json takes. When the full
+// form is larger, category descriptions are shortened, and at last left
+// out, until it fits; the tool counts always stay.
+const ManifestBudget = 1024
+
+// IndexBudget is the most bytes a category's index.json takes. When the
+// full form is larger, related tools are cut to two per tool, then one,
+// then none, and then summaries are shortened, until it fits; the file
+// then says what was left out ("trimmed").
+const IndexBudget = 5 * 1024
+
+// DefaultManifestHint is the sentence manifest.json gives on how to go
+// deeper; see WithManifestHint.
+const DefaultManifestHint = "Read <category>/index.json for its tools, <category>/<tool>.d.ts for a signature, <category>/<tool>.md for full docs. Call in code: await <category>.<tool>(args)."
+
+func renderManifest(s *snapshot) []byte {
+	total := 0
+	for _, c := range s.cats {
+		total += len(c.tools)
+	}
+	var out []byte
+	for _, limit := range []int{-1, 48, 32, 24, 16, 0} {
+		var b strings.Builder
+		fmt.Fprintf(&b, `{"total":%d,"categories":{`, total)
+		for i, c := range s.cats {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			desc := fmt.Sprintf("%d tools", len(c.tools))
+			if len(c.tools) == 1 {
+				desc = "1 tool"
+			}
+			if sum := shorten(c.summary, limit); sum != "" {
+				desc += ": " + sum
+			}
+			b.WriteString(quote(c.name))
+			b.WriteByte(':')
+			b.WriteString(quote(desc))
+		}
+		b.WriteString(`},"next":`)
+		b.WriteString(quote(s.hint))
+		b.WriteString("}\n")
+		out = []byte(b.String())
+		if len(out) <= ManifestBudget {
+			break
+		}
+	}
+	return out
+}
+
+// shorten cuts s to at most limit bytes at a word boundary, marking the
+// cut with "…"; limit < 0 means no limit.
+func shorten(s string, limit int) string {
+	if limit < 0 || len(s) <= limit {
+		return s
+	}
+	if limit == 0 {
+		return ""
+	}
+	cut := s[:limit]
+	for !utf8.ValidString(cut) {
+		cut = cut[:len(cut)-1]
+	}
+	if i := strings.LastIndexByte(cut, ' '); i > limit/2 {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(cut, " ,;:.-") + "…"
+}
+
+func renderIndex(c *category) []byte {
+	type step struct {
+		related, summary int
+		note             string
+	}
+	steps := []step{
+		{-1, -1, ""},
+		{2, -1, "related lists cut to 2"},
+		{1, -1, "related lists cut to 1"},
+		{0, -1, "related tools left out"},
+		{0, 80, "related tools left out, summaries shortened"},
+		{0, 60, "related tools left out, summaries shortened"},
+		{0, 40, "related tools left out, summaries shortened"},
+		{0, 0, "related tools and summaries left out"},
+	}
+	var out []byte
+	for _, st := range steps {
+		out = indexJSON(c, st.related, st.summary, st.note)
+		if len(out) <= IndexBudget {
+			break
+		}
+	}
+	return out
+}
+
+func indexJSON(c *category, relatedCap, summaryCap int, note string) []byte {
+	var b strings.Builder
+	b.WriteString(`{"category":`)
+	b.WriteString(quote(c.name))
+	if c.summary != "" {
+		b.WriteString(`,"about":`)
+		b.WriteString(quote(c.summary))
+	}
+	b.WriteString(`,"tools":{`)
+	for i, t := range c.tools {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(quote(t.ShortName()))
+		b.WriteString(`:{`)
+		var fields []string
+		if sum := shorten(t.Summary, summaryCap); sum != "" {
+			fields = append(fields, `"summary":`+quote(sum))
+		}
+		if t.Annotations.ReadOnly {
+			fields = append(fields, `"readOnly":true`)
+		}
+		if t.Annotations.Destructive {
+			fields = append(fields, `"destructive":true`)
+		}
+		rel := t.Related
+		if relatedCap >= 0 && len(rel) > relatedCap {
+			rel = rel[:relatedCap]
+		}
+		if len(rel) > 0 {
+			names := make([]string, len(rel))
+			for j, r := range rel {
+				// Tools of the same category go by their short name.
+				names[j] = quote(strings.TrimPrefix(r, c.name+"."))
+			}
+			fields = append(fields, `"related":[`+strings.Join(names, ",")+`]`)
+		}
+		b.WriteString(strings.Join(fields, ","))
+		b.WriteByte('}')
+	}
+	b.WriteString(`}`)
+	if note != "" {
+		b.WriteString(`,"trimmed":`)
+		b.WriteString(quote(note + "; each tool's .md has everything"))
+	}
+	b.WriteString(`,"next":`)
+	b.WriteString(quote(fmt.Sprintf("%[1]s/<tool>.d.ts: signature; %[1]s/<tool>.md: full docs; call: await %[1]s.<tool>(args)", c.name)))
+	b.WriteString("}\n")
+	return []byte(b.String())
+}
+
+// renderFull renders level 3: the whole page of a tool in Markdown.
+func renderFull(s *snapshot, t *tools.Tool) []byte {
+	var b strings.Builder
+	cat, short := t.Category(), t.ShortName()
+	fmt.Fprintf(&b, "# %s\n\n%s\n", t.Name, t.Summary)
+	if d := strings.TrimSpace(t.Description); d != "" {
+		fmt.Fprintf(&b, "\n%s\n", d)
+	}
+	b.WriteString("\n")
+	if a := annotationWords(t.Annotations); a != "" {
+		fmt.Fprintf(&b, "- Annotations: %s\n", a)
+	}
+	fmt.Fprintf(&b, "- Call: `await %s.%s(args)`", cat, short)
+	if len(t.Positional) > 0 {
+		fmt.Fprintf(&b, " or `await %s.%s(%s)`", cat, short, strings.Join(t.Positional, ", "))
+	}
+	fmt.Fprintf(&b, "\n- Signature: %s/%s%s\n", cat, short, SignatureExt)
+
+	b.WriteString("\n## Input schema\n\n")
+	writeJSONBlock(&b, t.InputSchema, `{"type":"object"}`)
+	b.WriteString("\n## Output schema\n\n")
+	if len(t.OutputSchema) == 0 {
+		b.WriteString("Not documented: the result is `unknown`.\n")
+	} else {
+		writeJSONBlock(&b, t.OutputSchema, "")
+	}
+
+	if len(t.Examples) > 0 {
+		b.WriteString("\n## Examples\n")
+		for i, ex := range t.Examples {
+			title := ex.Title
+			if title == "" {
+				title = "Example " + strconv.Itoa(i+1)
+			}
+			fmt.Fprintf(&b, "\n### %s\n\n```js\nconst result = await %s.%s(%s);\n", title, cat, short, indentJSON(ex.Args, "{}"))
+			if len(ex.Result) > 0 {
+				fmt.Fprintf(&b, "// result:\n// %s\n", strings.ReplaceAll(indentJSON(ex.Result, "null"), "\n", "\n// "))
+			}
+			b.WriteString("```\n")
+		}
+	}
+	if len(t.Errors) > 0 {
+		b.WriteString("\n## Errors\n\n")
+		for _, e := range t.Errors {
+			fmt.Fprintf(&b, "- `%s`: %s\n", e.Code, e.Description)
+		}
+	}
+	if n := strings.TrimSpace(t.Notes); n != "" {
+		fmt.Fprintf(&b, "\n## Notes\n\n%s\n", n)
+	}
+	if len(t.Related) > 0 {
+		b.WriteString("\n## Related\n\n")
+		for _, r := range t.Related {
+			if rt := s.tools[r]; rt != nil {
+				fmt.Fprintf(&b, "- %s: %s\n", r, rt.Summary)
+			} else {
+				fmt.Fprintf(&b, "- %s\n", r)
+			}
+		}
+	}
+	if src := strings.TrimSpace(t.Source); src != "" {
+		fmt.Fprintf(&b, "\n## Source\n\n```js\n%s\n```\n", src)
+	}
+	return []byte(b.String())
+}
+
+func annotationWords(a tools.Annotations) string {
+	var w []string
+	if a.ReadOnly {
+		w = append(w, "read-only")
+	}
+	if a.Destructive {
+		w = append(w, "destructive")
+	}
+	if a.Idempotent {
+		w = append(w, "idempotent")
+	}
+	if a.OpenWorld {
+		w = append(w, "open-world")
+	}
+	return strings.Join(w, ", ")
+}
+
+func writeJSONBlock(b *strings.Builder, raw json.RawMessage, dflt string) {
+	fmt.Fprintf(b, "```json\n%s\n```\n", indentJSON(raw, dflt))
+}
+
+// indentJSON pretty-prints raw with two-space indentation, keeping key
+// order; empty raw gives dflt.
+func indentJSON(raw json.RawMessage, dflt string) string {
+	if len(raw) == 0 {
+		raw = json.RawMessage(dflt)
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
