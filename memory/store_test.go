@@ -170,4 +170,3 @@ func TestMigrationFailureRollsBack(t *testing.T) {
 		t.Fatal("a failed migration left its first table behind")
 	}
 }
-
