@@ -1,0 +1,86 @@
+package search
+
+import (
+	"encoding/json"
+	"sort"
+)
+
+// schemaWords are the property names and descriptions found in a schema.
+type schemaWords struct {
+	names        []string
+	descriptions []string
+}
+
+// schemaText collects property names and descriptions from a JSON
+// Schema, following nested objects, arrays, combinators and local
+// definitions, a few levels deep.
+func schemaText(raw json.RawMessage) schemaWords {
+	var w schemaWords
+	if len(raw) == 0 {
+		return w
+	}
+	var root any
+	if err := json.Unmarshal(raw, &root); err != nil {
+		return w
+	}
+	seen := map[string]bool{}
+	var walk func(s any, depth int)
+	walk = func(s any, depth int) {
+		m, ok := s.(map[string]any)
+		if !ok || depth > 4 {
+			return
+		}
+		if ref, ok := m["$ref"].(string); ok && !seen[ref] {
+			seen[ref] = true
+			walk(resolve(root, ref), depth+1)
+		}
+		if props, ok := m["properties"].(map[string]any); ok {
+			keys := make([]string, 0, len(props))
+			for k := range props {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				w.names = append(w.names, k)
+				if pm, ok := props[k].(map[string]any); ok {
+					if d, ok := pm["description"].(string); ok {
+						w.descriptions = append(w.descriptions, d)
+					}
+				}
+				walk(props[k], depth+1)
+			}
+		}
+		for _, k := range []string{"items", "additionalProperties"} {
+			walk(m[k], depth+1)
+		}
+		for _, k := range []string{"oneOf", "anyOf", "allOf", "prefixItems"} {
+			if arr, ok := m[k].([]any); ok {
+				for _, e := range arr {
+					walk(e, depth+1)
+				}
+			}
+		}
+	}
+	walk(root, 0)
+	return w
+}
+
+// resolve follows a local "#/a/b" reference; anything else gives nil.
+func resolve(root any, ref string) any {
+	if len(ref) < 2 || ref[:2] != "#/" {
+		return nil
+	}
+	cur := root
+	start := 2
+	for i := 2; i <= len(ref); i++ {
+		if i == len(ref) || ref[i] == '/' {
+			m, ok := cur.(map[string]any)
+			if !ok {
+				return nil
+			}
+			cur = m[ref[start:i]]
+			start = i + 1
+		}
+	}
+	return cur
+}

@@ -1,0 +1,398 @@
+// Package search ranks the tools of a registry against a natural-language
+// or identifier query, for the search_tools MCP tool.
+//
+// Ranking is BM25F over weighted fields: the tool's name, its category,
+// summary, input parameter names, output property names, and its
+// description with parameter descriptions. Text is split into words at
+// identifier boundaries (getUser, get_user and "get user" match alike),
+// lower-cased, stripped of stop words and lightly stemmed; query words also
+// match common synonyms (list/get/fetch/find/search, create/add,
+// delete/remove, ...) at a lower weight. A hit carries what reading deeper
+// would cost — the size and estimated tokens of the tool's signature and
+// full page, from package vfs — and the shape of the tool's output, and
+// its text at the requested detail level.
+//
+// The index is built on first use and rebuilt lazily after the registry
+// changes. Package search does not render tool documentation (package vfs)
+// or speak MCP (package mcpserver).
+package search
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/codecell/codecell/tools"
+	"github.com/codecell/codecell/vfs"
+)
+
+// Detail is how much of each hit to return.
+type Detail string
+
+// Detail levels, from least to most.
+const (
+	DetailName      Detail = "name"      // name, output shape and costs
+	DetailSummary   Detail = "summary"   // + one-line summary and read-only/destructive hints
+	DetailSignature Detail = "signature" // + the TypeScript declaration (level 2)
+	DetailFull      Detail = "full"      // + the full Markdown page (level 3) instead of the declaration
+)
+
+// Limits on results.
+const (
+	DefaultLimit = 5
+	MaxLimit     = 50
+)
+
+// ErrInvalidQuery is wrapped by every error Search returns for a query the
+// caller can fix.
+var ErrInvalidQuery = errors.New("invalid search query")
+
+// Query is one search.
+type Query struct {
+	// Text is what to look for: words, a tool name or an identifier.
+	Text string
+	// Category, when set, keeps hits to that category.
+	Category string
+	// Limit is the most hits to return: DefaultLimit when 0, at most MaxLimit.
+	Limit int
+	// Detail is the level of each hit; DetailSummary when empty.
+	Detail Detail
+}
+
+// Hit is one ranked tool.
+type Hit struct {
+	Name  string  `json:"name"`
+	Score float64 `json:"score"`
+	// Summary and the hints are set from DetailSummary up.
+	Summary     string `json:"summary,omitempty"`
+	ReadOnly    bool   `json:"readOnly,omitempty"`
+	Destructive bool   `json:"destructive,omitempty"`
+	// Signature is the .d.ts at DetailSignature; Full the .md at DetailFull.
+	Signature string `json:"signature,omitempty"`
+	Full      string `json:"full,omitempty"`
+	// Output is the one-line shape of the tool's result.
+	Output string `json:"output"`
+	// Cost is what reading the tool's deeper levels would take.
+	Cost Costs `json:"cost"`
+}
+
+// Costs are the sizes of a tool's signature and full page, and where to
+// read them.
+type Costs struct {
+	Signature     vfs.Cost `json:"signature"`
+	SignaturePath string   `json:"signature_path"`
+	Full          vfs.Cost `json:"full"`
+	FullPath      string   `json:"full_path"`
+}
+
+// Index searches a registry. It is safe for concurrent use.
+type Index struct {
+	reg    *tools.Registry
+	fsys   *vfs.FS
+	seen   atomic.Uint64
+	cur    atomic.Pointer[index]
+	mu     sync.Mutex
+	cancel func()
+	pool   sync.Pool // *[]float64 score accumulators
+}
+
+// New returns an index over reg whose hits take their signatures, pages
+// and costs from fsys, which must render the same registry. It subscribes
+// to reg's change events until Close.
+func New(reg *tools.Registry, fsys *vfs.FS) *Index {
+	ix := &Index{reg: reg, fsys: fsys}
+	ix.cancel = reg.Subscribe(func(ch tools.Change) {
+		for {
+			old := ix.seen.Load()
+			if ch.Version <= old || ix.seen.CompareAndSwap(old, ch.Version) {
+				return
+			}
+		}
+	})
+	ix.seen.Store(reg.Version())
+	return ix
+}
+
+// Close ends the subscription to registry changes; the index keeps
+// answering from the catalogue as it last indexed it.
+func (ix *Index) Close() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.cancel != nil {
+		ix.cancel()
+		ix.cancel = nil
+	}
+	return nil
+}
+
+func (ix *Index) current() *index {
+	if c := ix.cur.Load(); c != nil && c.version >= ix.seen.Load() {
+		return c
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if c := ix.cur.Load(); c != nil && c.version >= ix.seen.Load() {
+		return c
+	}
+	v := ix.reg.Version()
+	c := build(ix.reg.List(), v)
+	ix.cur.Store(c)
+	return c
+}
+
+// Search ranks the tools against q and returns the best hits, best first.
+// Ties are broken by name. An empty Text with a Category lists that
+// category by name.
+func (ix *Index) Search(q Query) ([]Hit, error) {
+	detail := q.Detail
+	switch detail {
+	case "":
+		detail = DetailSummary
+	case DetailName, DetailSummary, DetailSignature, DetailFull:
+	default:
+		return nil, fmt.Errorf("%w: detail %q: want name, summary, signature or full", ErrInvalidQuery, q.Detail)
+	}
+	limit := q.Limit
+	switch {
+	case limit < 0:
+		return nil, fmt.Errorf("%w: limit %d is negative", ErrInvalidQuery, limit)
+	case limit == 0:
+		limit = DefaultLimit
+	case limit > MaxLimit:
+		limit = MaxLimit
+	}
+	text := strings.TrimSpace(q.Text)
+	if text == "" && q.Category == "" {
+		return nil, fmt.Errorf("%w: give words to search for, or a category to list", ErrInvalidQuery)
+	}
+	c := ix.current()
+	var cat int32 = -1
+	if q.Category != "" {
+		i, ok := c.catID[q.Category]
+		if !ok {
+			return nil, fmt.Errorf("%w: no category %q", ErrInvalidQuery, q.Category)
+		}
+		cat = i
+	}
+	var ranked []scored
+	if text == "" {
+		for i, d := range c.docs {
+			if d.cat == cat {
+				ranked = append(ranked, scored{doc: int32(i)})
+			}
+		}
+		if len(ranked) > limit {
+			ranked = ranked[:limit]
+		}
+	} else {
+		ranked = ix.rank(c, text, cat, limit)
+	}
+	hits := make([]Hit, 0, len(ranked))
+	for _, r := range ranked {
+		hits = append(hits, ix.hit(c.docs[r.doc].tool, r.score, detail))
+	}
+	return hits, nil
+}
+
+func (ix *Index) hit(t *tools.Tool, score float64, detail Detail) Hit {
+	h := Hit{Name: t.Name, Score: math.Round(score*1000) / 1000}
+	if info, ok := ix.fsys.Info(t.Name); ok {
+		h.Output = info.Output
+		h.Cost = Costs{Signature: info.Signature, SignaturePath: vfs.SignaturePath(t.Name), Full: info.Full, FullPath: vfs.FullPath(t.Name)}
+	}
+	if detail == DetailName {
+		return h
+	}
+	h.Summary = t.Summary
+	h.ReadOnly = t.Annotations.ReadOnly
+	h.Destructive = t.Annotations.Destructive
+	switch detail {
+	case DetailSignature:
+		if b, ok := ix.fsys.Content(t.Name, 2); ok {
+			h.Signature = string(b)
+		}
+	case DetailFull:
+		if b, ok := ix.fsys.Content(t.Name, 3); ok {
+			h.Full = string(b)
+		}
+	}
+	return h
+}
+
+type scored struct {
+	doc   int32
+	score float64
+}
+
+// rank scores every document that shares a term with the query and keeps
+// the best limit of them.
+func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
+	weights := map[string]float64{}
+	for _, t := range terms(text) {
+		weights[t] = 1
+	}
+	for t := range weights {
+		for _, s := range synonyms[t] {
+			if _, ok := weights[s]; !ok {
+				weights[s] = synonymWeight
+			}
+		}
+	}
+	accp, _ := ix.pool.Get().(*[]float64)
+	if accp == nil || len(*accp) < len(c.docs) {
+		a := make([]float64, len(c.docs))
+		accp = &a
+	}
+	acc := (*accp)[:len(c.docs)]
+	matched := make([]uint8, len(c.docs))
+	var touched []int32
+	for t, w := range weights {
+		for _, p := range c.postings[t] {
+			if cat >= 0 && c.docs[p.doc].cat != cat {
+				continue
+			}
+			if acc[p.doc] == 0 {
+				touched = append(touched, p.doc)
+			}
+			acc[p.doc] += w * p.weight
+			if w == 1 && matched[p.doc] < 255 {
+				matched[p.doc]++
+			}
+		}
+	}
+	// Documents that match more of the query's own words rank higher: the
+	// coordination factor of classic retrieval models.
+	exact := 0
+	for _, w := range weights {
+		if w == 1 {
+			exact++
+		}
+	}
+	out := make([]scored, 0, len(touched))
+	for _, d := range touched {
+		s := acc[d]
+		if exact > 0 {
+			s *= 0.5 + 0.5*float64(matched[d])/float64(exact)
+		}
+		out = append(out, scored{doc: d, score: s})
+		acc[d] = 0
+	}
+	ix.pool.Put(accp)
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].score != out[j].score {
+			return out[i].score > out[j].score
+		}
+		return c.docs[out[i].doc].tool.Name < c.docs[out[j].doc].tool.Name
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}
+
+// Fields and their BM25F weights and length normalization.
+const (
+	fieldName = iota
+	fieldCategory
+	fieldSummary
+	fieldParams
+	fieldOutput
+	fieldText
+	numFields
+)
+
+var (
+	fieldWeight = [numFields]float64{fieldName: 4, fieldCategory: 1.5, fieldSummary: 2.5, fieldParams: 1.2, fieldOutput: 0.5, fieldText: 0.8}
+	fieldB      = [numFields]float64{fieldName: 0.3, fieldCategory: 0.3, fieldSummary: 0.6, fieldParams: 0.5, fieldOutput: 0.5, fieldText: 0.75}
+)
+
+const k1 = 1.2
+
+type index struct {
+	version  uint64
+	docs     []doc
+	catID    map[string]int32
+	postings map[string][]posting
+}
+
+type doc struct {
+	tool *tools.Tool
+	cat  int32
+}
+
+// posting holds a document's whole BM25F contribution for one term:
+// idf × saturated, weighted, length-normalized term frequency.
+type posting struct {
+	doc    int32
+	weight float64
+}
+
+func build(ts []*tools.Tool, version uint64) *index {
+	ix := &index{version: version, catID: map[string]int32{}, postings: map[string][]posting{}}
+	fieldTerms := make([][numFields][]string, len(ts))
+	var totalLen [numFields]float64
+	for i, t := range ts {
+		cat, ok := ix.catID[t.Category()]
+		if !ok {
+			cat = int32(len(ix.catID))
+			ix.catID[t.Category()] = cat
+		}
+		ix.docs = append(ix.docs, doc{tool: t, cat: cat})
+		ft := &fieldTerms[i]
+		ft[fieldName] = terms(t.ShortName())
+		ft[fieldCategory] = terms(t.Category())
+		ft[fieldSummary] = terms(t.Summary)
+		in := schemaText(t.InputSchema)
+		out := schemaText(t.OutputSchema)
+		ft[fieldParams] = terms(strings.Join(in.names, " "))
+		ft[fieldOutput] = terms(strings.Join(out.names, " "))
+		ft[fieldText] = terms(t.Description + " " + strings.Join(in.descriptions, " "))
+		for f := range numFields {
+			totalLen[f] += float64(len(ft[f]))
+		}
+	}
+	n := float64(len(ts))
+	var avg [numFields]float64
+	for f := range numFields {
+		avg[f] = max(totalLen[f]/max(n, 1), 1)
+	}
+	// Weighted, normalized term frequencies per document, then idf.
+	type tfDoc struct {
+		doc int32
+		tf  float64
+	}
+	tfs := map[string][]tfDoc{}
+	for i := range ts {
+		ft := &fieldTerms[i]
+		acc := map[string]float64{}
+		for f := range numFields {
+			norm := 1 - fieldB[f] + fieldB[f]*float64(len(ft[f]))/avg[f]
+			for _, term := range ft[f] {
+				acc[term] += fieldWeight[f] / norm
+			}
+		}
+		keys := make([]string, 0, len(acc))
+		for term := range acc {
+			keys = append(keys, term)
+		}
+		slices.Sort(keys)
+		for _, term := range keys {
+			tfs[term] = append(tfs[term], tfDoc{doc: int32(i), tf: acc[term]})
+		}
+	}
+	for term, list := range tfs {
+		df := float64(len(list))
+		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		ps := make([]posting, len(list))
+		for i, td := range list {
+			ps[i] = posting{doc: td.doc, weight: idf * td.tf * (k1 + 1) / (k1 + td.tf)}
+		}
+		ix.postings[term] = ps
+	}
+	return ix
+}

@@ -1,0 +1,305 @@
+package search_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/codecell/codecell/tools"
+	"github.com/codecell/codecell/tools/catalog"
+	"github.com/codecell/codecell/tools/search"
+	"github.com/codecell/codecell/vfs"
+)
+
+const catalogDir = "../../testdata/catalog"
+
+func newIndex(tb testing.TB, r *tools.Registry) *search.Index {
+	tb.Helper()
+	f := vfs.New(r)
+	ix := search.New(r, f)
+	tb.Cleanup(func() {
+		ix.Close()
+		f.Close()
+	})
+	return ix
+}
+
+func newCatalog(tb testing.TB) *tools.Registry {
+	tb.Helper()
+	r := tools.NewRegistry()
+	if err := catalog.LoadInto(r, catalogDir); err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
+// qualityQueries are natural-language requests written for the testdata
+// catalogue, each with the tool an agent would want.
+var qualityQueries = []struct {
+	query, want string
+}{
+	{"find open bugs in a github repository", "github.search_issues"},
+	{"send a message to a slack channel", "slack.post_message"},
+	{"refund a customer's payment", "payments.refund_charge"},
+	{"what will the weather be like this week", "weather.forecast_daily"},
+	{"schedule a meeting with several people", "calendar.create_event"},
+	{"when are both of us free for a 30 minute call", "calendar.find_free_slots"},
+	{"run a SQL select query", "db.query"},
+	{"move a jira ticket to done", "jira.transition_ticket"},
+	{"read the text of a spreadsheet or document", "drive.read_file"},
+	{"reply to an email thread", "email.reply"},
+	{"merge a pull request", "github.merge_pull_request"},
+	{"look up a slack user by their email address", "slack.lookup_user"},
+	{"bill a customer with an invoice", "payments.create_invoice"},
+	{"conversion rate through the signup steps", "analytics.funnel"},
+	{"check if a website is up and when its certificate expires", "http.check_url"},
+	{"log hours worked on a ticket", "jira.log_work"},
+	{"give a colleague access to a file", "drive.share_file"},
+	{"mark a deal as closed won", "crm.update_deal_stage"},
+	{"show the columns and indexes of a table", "db.describe_table"},
+	{"air pollution levels in a city", "weather.air_quality"},
+}
+
+func TestQuality(t *testing.T) {
+	t.Parallel()
+	ix := newIndex(t, newCatalog(t))
+	top3 := 0
+	for _, q := range qualityQueries {
+		hits, err := ix.Search(search.Query{Text: q.query, Limit: 3, Detail: search.DetailName})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		found := false
+		for _, h := range hits {
+			names = append(names, h.Name)
+			found = found || h.Name == q.want
+		}
+		if found {
+			top3++
+		} else {
+			t.Logf("miss: %q → %v, want %s", q.query, names, q.want)
+		}
+	}
+	t.Logf("quality: %d/%d queries have the intended tool in the top 3", top3, len(qualityQueries))
+	if top3 < 18 {
+		t.Errorf("only %d/%d queries have the intended tool in the top 3, want at least 18", top3, len(qualityQueries))
+	}
+}
+
+func TestIdentifierSplitting(t *testing.T) {
+	t.Parallel()
+	ix := newIndex(t, newCatalog(t))
+	for _, q := range []string{"getIssue", "get_issue", "get issue", "GetIssue", "github.get_issue", "get issues"} {
+		hits, err := ix.Search(search.Query{Text: q, Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) == 0 || hits[0].Name != "github.get_issue" {
+			t.Errorf("%q: top hit %v, want github.get_issue", q, hits)
+		}
+	}
+}
+
+func TestDetailLevels(t *testing.T) {
+	t.Parallel()
+	r := newCatalog(t)
+	f := vfs.New(r)
+	defer f.Close()
+	ix := search.New(r, f)
+	defer ix.Close()
+	sig, _ := f.ReadFile("github/search_issues.d.ts")
+	full, _ := f.ReadFile("github/search_issues.md")
+	info, _ := f.Info("github.search_issues")
+	for _, d := range []search.Detail{"", search.DetailName, search.DetailSummary, search.DetailSignature, search.DetailFull} {
+		t.Run(string(d), func(t *testing.T) {
+			hits, err := ix.Search(search.Query{Text: "search issues", Detail: d, Limit: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := hits[0]
+			if h.Name != "github.search_issues" {
+				t.Fatalf("top hit %s", h.Name)
+			}
+			if h.Cost.Signature != info.Signature || h.Cost.Full != info.Full || h.Output != info.Output || h.Output == "" {
+				t.Errorf("costs/output %+v %q, want %+v", h.Cost, h.Output, info)
+			}
+			if h.Cost.SignaturePath != "github/search_issues.d.ts" || h.Cost.FullPath != "github/search_issues.md" {
+				t.Errorf("paths %+v", h.Cost)
+			}
+			wantSummary := d != search.DetailName
+			if (h.Summary != "") != wantSummary || (h.ReadOnly != wantSummary) {
+				t.Errorf("summary %q readOnly %v at detail %q", h.Summary, h.ReadOnly, d)
+			}
+			if (h.Signature == string(sig)) != (d == search.DetailSignature) || (h.Signature != "" && d != search.DetailSignature) {
+				t.Errorf("signature set wrongly at detail %q", d)
+			}
+			if (h.Full == string(full)) != (d == search.DetailFull) || (h.Full != "" && d != search.DetailFull) {
+				t.Errorf("full page set wrongly at detail %q", d)
+			}
+		})
+	}
+}
+
+func TestCategoryAndLimit(t *testing.T) {
+	t.Parallel()
+	ix := newIndex(t, newCatalog(t))
+	hits, err := ix.Search(search.Query{Text: "search find list", Category: "slack", Limit: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) == 0 {
+		t.Fatal("no hits in slack")
+	}
+	for _, h := range hits {
+		if h.Name[:6] != "slack." {
+			t.Errorf("hit %s outside the category", h.Name)
+		}
+	}
+	hits, _ = ix.Search(search.Query{Text: "list"})
+	if len(hits) != search.DefaultLimit {
+		t.Errorf("default limit gave %d hits, want %d", len(hits), search.DefaultLimit)
+	}
+	hits, _ = ix.Search(search.Query{Text: "a list of the things to get and create", Limit: 1000})
+	if len(hits) != search.MaxLimit {
+		t.Errorf("limit 1000 gave %d hits, want %d", len(hits), search.MaxLimit)
+	}
+	for i := 1; i < len(hits); i++ {
+		if hits[i].Score > hits[i-1].Score {
+			t.Fatalf("hits not sorted by score: %v then %v", hits[i-1], hits[i])
+		}
+	}
+	hits, _ = ix.Search(search.Query{Category: "weather", Limit: 50})
+	if len(hits) != 8 || hits[0].Name != "weather.air_quality" {
+		t.Errorf("listing a category gave %d hits starting %v", len(hits), hits)
+	}
+	if hits, _ := ix.Search(search.Query{Text: "xylophone quasar"}); len(hits) != 0 {
+		t.Errorf("nonsense query matched %v", hits)
+	}
+}
+
+func TestInvalidQueries(t *testing.T) {
+	t.Parallel()
+	ix := newIndex(t, newCatalog(t))
+	for name, q := range map[string]search.Query{
+		"bad detail":       {Text: "x", Detail: "everything"},
+		"negative limit":   {Text: "x", Limit: -1},
+		"empty":            {Text: "  "},
+		"unknown category": {Text: "x", Category: "nope"},
+	} {
+		if _, err := ix.Search(q); !errors.Is(err, search.ErrInvalidQuery) {
+			t.Errorf("%s: err = %v, want ErrInvalidQuery", name, err)
+		}
+	}
+}
+
+// TestRebuild checks that the index follows registry changes.
+func TestRebuild(t *testing.T) {
+	t.Parallel()
+	r := newCatalog(t)
+	ix := newIndex(t, r)
+	find := func() bool {
+		hits, err := ix.Search(search.Query{Text: "zeppelin hangar"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(hits) > 0 && hits[0].Name == "fleet.inspect_zeppelin"
+	}
+	if find() {
+		t.Fatal("found a tool not yet registered")
+	}
+	tool := tools.Tool{Name: "fleet.inspect_zeppelin", Summary: "Inspect a zeppelin in its hangar.",
+		Handler: func(context.Context, json.RawMessage) (json.RawMessage, error) { return nil, nil }}
+	if err := r.Register(tool); err != nil {
+		t.Fatal(err)
+	}
+	if !find() {
+		t.Error("new tool not found after registration")
+	}
+	r.Unregister(tool.Name)
+	if find() {
+		t.Error("tool still found after unregistration")
+	}
+}
+
+func TestConcurrentSearch(t *testing.T) {
+	t.Parallel()
+	r := newCatalog(t)
+	ix := newIndex(t, r)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			for j := range 50 {
+				q := qualityQueries[(i*50+j)%len(qualityQueries)]
+				if _, err := ix.Search(search.Query{Text: q.query, Detail: search.DetailSignature}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	for i := range 20 {
+		_ = r.Register(tools.Tool{Name: fmt.Sprintf("churn.tool_%d", i), Summary: "Churn.",
+			Handler: func(context.Context, json.RawMessage) (json.RawMessage, error) { return nil, nil }})
+	}
+	wg.Wait()
+}
+
+// bigCatalog returns a registry of about 1,000 tools: the testdata
+// catalogue eight times over, each copy in its own categories.
+func bigCatalog(tb testing.TB) *tools.Registry {
+	tb.Helper()
+	c, err := catalog.Load(catalogDir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r := tools.NewRegistry()
+	var all []tools.Tool
+	for copyN := range 8 {
+		for _, t := range c.Tools() {
+			cat, short, _ := strings.Cut(t.Name, ".")
+			t.Name = fmt.Sprintf("%s_%d.%s", cat, copyN, short)
+			t.Related = nil
+			all = append(all, t)
+		}
+	}
+	if err := r.Register(all...); err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
+// BenchmarkSearch measures search_tools over a ~1,000-tool catalogue at
+// the default detail level and reports the median latency:
+//
+//	go test ./tools/search -run '^$' -bench Search -benchtime 2000x
+func BenchmarkSearch(b *testing.B) {
+	r := bigCatalog(b)
+	ix := newIndex(b, r)
+	for _, q := range qualityQueries { // build the index and warm the vfs cache
+		if _, err := ix.Search(search.Query{Text: q.query}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(r.List())), "tools")
+	var durations []time.Duration
+	for i := 0; b.Loop(); i++ {
+		q := qualityQueries[i%len(qualityQueries)]
+		start := time.Now()
+		if _, err := ix.Search(search.Query{Text: q.query}); err != nil {
+			b.Fatal(err)
+		}
+		durations = append(durations, time.Since(start))
+	}
+	slices.Sort(durations)
+	if len(durations) > 0 {
+		b.ReportMetric(float64(durations[len(durations)/2].Nanoseconds())/1e3, "p50-µs")
+		b.ReportMetric(float64(durations[len(durations)*99/100].Nanoseconds())/1e3, "p99-µs")
+	}
+}
