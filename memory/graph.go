@@ -513,14 +513,20 @@ func (s *Store) Neighbors(ctx context.Context, in NeighborsInput) (NeighborsResu
 			ids = append(ids, id)
 		}
 		slices.Sort(ids)
+		// Keep only the edges between the entities returned.
+		kept := map[string]bool{strings.ToLower(start.Name): true}
+		for _, n := range res.Neighbors {
+			kept[strings.ToLower(n.Entity.Name)] = true
+		}
 		res.Relations = make([]Relation, 0, len(ids))
 		for _, id := range ids {
 			r, err := relationByID(ctx, tx, id)
 			if err != nil {
 				return err
 			}
-			// Keep only edges between the entities returned.
-			res.Relations = append(res.Relations, r)
+			if kept[strings.ToLower(r.From)] && kept[strings.ToLower(r.To)] {
+				res.Relations = append(res.Relations, r)
+			}
 		}
 		if in.Memories {
 			if res.Memories, err = linkedMemories(ctx, tx, start.ID); err != nil {

@@ -1,0 +1,344 @@
+package memory
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codecell/codecell/tools"
+)
+
+func TestAudit(t *testing.T) {
+	clock := &testClock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+	s := openTest(t, Config{Now: clock.now})
+	ctx := t.Context()
+	for i := 0; i < 5; i++ {
+		clock.t = clock.t.Add(time.Minute)
+		e := Execution{ID: fmt.Sprintf("e%d", i), Principal: []string{"alice", "bob"}[i%2], Session: "s1", Language: "javascript",
+			Code: fmt.Sprintf("return %d", i), Status: "running"}
+		if err := s.RecordExecution(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RecordToolCalls(ctx, ToolCall{ExecutionID: e.ID, Tool: "memory.recall", Args: []byte(`{"query":"x"}`), Status: "ok", Duration: 3 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		e.Status, e.Duration, e.ToolCalls, e.ResultBytes = "ok", 20*time.Millisecond, 1, 42
+		if i == 4 {
+			e.Status, e.ErrorKind = "error", "timeout"
+		}
+		if err := s.RecordExecution(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := s.ListExecutions(ctx, ExecutionQuery{})
+	if err != nil || len(all) != 5 || all[0].ID != "e4" || all[0].Code != "" {
+		t.Fatalf("list: %+v %v", all, err)
+	}
+	alice := "alice"
+	got, _ := s.ListExecutions(ctx, ExecutionQuery{Principal: &alice})
+	if len(got) != 3 {
+		t.Fatalf("alice's executions: %d", len(got))
+	}
+	got, _ = s.ListExecutions(ctx, ExecutionQuery{Status: "error", WithCode: true})
+	if len(got) != 1 || got[0].ErrorKind != "timeout" || got[0].Code != "return 4" || got[0].CodeHash != Hash([]byte("return 4")) {
+		t.Fatalf("errors: %+v", got)
+	}
+	page, _ := s.ListExecutions(ctx, ExecutionQuery{Limit: 2, Before: &all[1]})
+	if len(page) != 2 || page[0].ID != "e2" {
+		t.Fatalf("page after e3: %+v", page)
+	}
+	e, calls, err := s.GetExecution(ctx, "e1")
+	if err != nil || e.Duration != 20*time.Millisecond || e.ToolCalls != 1 || len(calls) != 1 || calls[0].ArgsHash != Hash([]byte(`{"query":"x"}`)) || calls[0].Duration != 3*time.Millisecond {
+		t.Fatalf("get: %+v %+v %v", e, calls, err)
+	}
+	tc, _ := s.ListToolCalls(ctx, ToolCallQuery{Tool: "memory.recall"})
+	if len(tc) != 5 {
+		t.Fatalf("tool calls: %d", len(tc))
+	}
+	if err := s.RecordToolCalls(ctx, ToolCall{ExecutionID: "nope", Tool: "x", Status: "ok"}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("tool call for an unknown execution: %v", err)
+	}
+	if _, _, err := s.GetExecution(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("get unknown: %v", err)
+	}
+}
+
+func TestResults(t *testing.T) {
+	s := openTest(t, Config{Limits: Limits{MaxResultBytes: 1 << 20}})
+	ctx := as(t.Context(), "alice")
+	data := bytes.Repeat([]byte(`{"row": "some repetitive json"},`), 2000)
+	info, err := s.PutResult(ctx, PutResultInput{Data: data, ExecutionID: "e1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Size != int64(len(data)) || info.StoredSize >= info.Size/10 || info.Session != "s-alice" || info.ContentType != "application/json" || len(info.ID) != 26 {
+		t.Fatalf("info: %+v", info)
+	}
+	_, got, err := s.GetResult(ctx, info.ID)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get: %v (%d bytes)", err, len(got))
+	}
+	// Paging by byte ranges.
+	var paged []byte
+	for off := int64(0); ; off += 1000 {
+		_, part, err := s.ReadResult(ctx, info.ID, off, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(part) == 0 {
+			break
+		}
+		paged = append(paged, part...)
+	}
+	if !bytes.Equal(paged, data) {
+		t.Fatal("pages do not add up to the result")
+	}
+	// Another principal cannot read it.
+	_, _, err = s.GetResult(as(t.Context(), "bob"), info.ID)
+	wantCode(t, err, tools.CodeNotFound)
+	list, _ := s.ListResults(ctx, "", 0)
+	if len(list) != 1 || list[0].ID != info.ID {
+		t.Fatalf("list: %+v", list)
+	}
+	_, err = s.PutResult(ctx, PutResultInput{Data: make([]byte, 2<<20)})
+	wantCode(t, err, CodeTooLarge)
+	if err := s.DeleteResult(ctx, info.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.StatResult(ctx, info.ID)
+	wantCode(t, err, tools.CodeNotFound)
+}
+
+func TestWorkspaceLimits(t *testing.T) {
+	s := openTest(t, Config{Limits: Limits{MaxFileBytes: 100, MaxWorkspaceBytes: 250, MaxWorkspaceFiles: 3}})
+	ctx := as(t.Context(), "alice")
+	write := func(p string, n int) error {
+		_, _, err := s.WriteFile(ctx, p, bytes.Repeat([]byte("x"), n))
+		return err
+	}
+	if err := write("a.txt", 100); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, write("big.txt", 101), CodeTooLarge)
+	if err := write("b.txt", 100); err != nil {
+		t.Fatal(err)
+	}
+	te := wantCode(t, write("c.txt", 60), CodeQuotaExceeded)
+	if !strings.Contains(te.Message, "limit is 250") {
+		t.Fatalf("quota message: %s", te.Message)
+	}
+	// Replacing a file counts only the difference.
+	if err := write("a.txt", 40); err != nil {
+		t.Fatalf("shrinking a file: %v", err)
+	}
+	if err := write("c.txt", 60); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, write("d.txt", 1), CodeQuotaExceeded) // 3 files
+	// Bob's workspace is separate.
+	if _, _, err := s.WriteFile(as(t.Context(), "bob"), "a.txt", []byte("bob")); err != nil {
+		t.Fatal(err)
+	}
+	_, data, _ := s.ReadFile(ctx, "a.txt")
+	if len(data) != 40 {
+		t.Fatalf("alice's a.txt has %d bytes", len(data))
+	}
+	ls, _ := s.ListFiles(ctx, "")
+	if ls.Count != 3 || ls.TotalBytes != 200 {
+		t.Fatalf("listing: %+v", ls)
+	}
+	// Files persist across reopening.
+	path := s.DBPath()
+	s.Close()
+	s2 := openTestAt(t, path)
+	_, data, err := s2.ReadFile(ctx, "c.txt")
+	if err != nil || len(data) != 60 {
+		t.Fatalf("after reopen: %d bytes, %v", len(data), err)
+	}
+}
+
+func TestValidatePath(t *testing.T) {
+	good := []string{"a", "notes/todo.md", "a b/c-d_e.f+g@h=i,j", strings.Repeat("x", 128), "a/b/c/d"}
+	for _, p := range good {
+		if err := ValidatePath(p); err != nil {
+			t.Errorf("ValidatePath(%q) = %v, want nil", p, err)
+		}
+	}
+	bad := map[string]string{
+		"":                             "empty",
+		"/etc/passwd":                  "absolute",
+		"../x":                         "..",
+		"a/../b":                       "..",
+		"./a":                          `"."`,
+		"a//b":                         "empty segment",
+		"a/":                           "ends with a slash",
+		`a\b`:                          "backslash",
+		"a\x00b":                       "NUL",
+		"a\nb":                         `'\n'`,
+		"a*b":                          `'*'`,
+		strings.Repeat("x", 129):       "segment of 129 bytes",
+		strings.Repeat("a/", 17) + "a": "segments deep",
+		strings.Repeat("x", 257):       "257 bytes",
+		" a":                           "space",
+		"\xff":                         "UTF-8",
+		"é":                            `'é'`,
+	}
+	for p, want := range bad {
+		err := ValidatePath(p)
+		var pe *PathError
+		if !errors.As(err, &pe) || !errors.Is(err, ErrInvalidPath) {
+			t.Errorf("ValidatePath(%q) = %v, want a *PathError", p, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("ValidatePath(%q) = %q, want it to mention %q", p, err, want)
+		}
+	}
+}
+
+func FuzzValidatePath(f *testing.F) {
+	for _, p := range []string{"a", "a/b", "../a", "a//b", "/a", "a\x00", "a/./b"} {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		if ValidatePath(p) != nil {
+			return
+		}
+		// An accepted path is relative, clean and free of dot segments.
+		if strings.HasPrefix(p, "/") || path.Clean(p) != p || strings.ContainsRune(p, 0) || strings.ContainsRune(p, '\\') {
+			t.Fatalf("accepted %q", p)
+		}
+		for _, seg := range strings.Split(p, "/") {
+			if seg == "." || seg == ".." || seg == "" {
+				t.Fatalf("accepted %q", p)
+			}
+		}
+	})
+}
+
+func TestSkills(t *testing.T) {
+	s := openTest(t, Config{})
+	ctx := as(t.Context(), "alice")
+	var changes []SkillChange
+	cancel := s.OnSkillChange(func(c SkillChange) { changes = append(changes, c) })
+	defer cancel()
+	v0, _ := s.SkillsVersion(ctx)
+	sk, err := s.SaveSkill(ctx, Skill{Name: "summarize_issues", Description: "Summarize open issues by label.",
+		Code: "export default async (args) => args.label", InputSchema: []byte(`{"type":"object","properties":{"label":{"type":"string"}}}`)})
+	if err != nil || sk.Version != 1 || sk.Language != "javascript" {
+		t.Fatalf("save: %+v %v", sk, err)
+	}
+	sk2, err := s.SaveSkill(ctx, Skill{Name: "summarize_issues", Description: "v2", Code: "return 2", Language: "typescript"})
+	if err != nil || sk2.Version != 2 || !sk2.CreatedAt.Equal(sk.CreatedAt) || sk2.InputSchema != nil {
+		t.Fatalf("save again: %+v %v", sk2, err)
+	}
+	got, err := s.GetSkill(ctx, "summarize_issues")
+	if err != nil || got.Code != "return 2" || got.Language != "typescript" || got.Version != 2 {
+		t.Fatalf("get: %+v %v", got, err)
+	}
+	if _, err := s.SaveSkill(as(t.Context(), "bob"), Skill{Name: "b", Description: "d", Code: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	mine, _ := s.ListSkills(ctx)
+	all, _ := s.AllSkills(ctx)
+	if len(mine) != 1 || len(all) != 2 || all[0].Principal != "alice" {
+		t.Fatalf("list: mine %d, all %+v", len(mine), all)
+	}
+	_, err = s.GetSkill(as(t.Context(), "bob"), "summarize_issues")
+	wantCode(t, err, tools.CodeNotFound)
+	if err := s.DeleteSkill(ctx, "summarize_issues"); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, s.DeleteSkill(ctx, "summarize_issues"), tools.CodeNotFound)
+	v1, _ := s.SkillsVersion(ctx)
+	if v1 != v0+4 || len(changes) != 4 || !changes[3].Deleted || changes[3].Version != v1 {
+		t.Fatalf("versions %d -> %d, changes %+v", v0, v1, changes)
+	}
+	for _, bad := range []Skill{
+		{Name: "Bad-Name", Description: "d", Code: "c"},
+		{Name: "ok", Description: "", Code: "c"},
+		{Name: "ok", Description: "d", Code: ""},
+		{Name: "ok", Description: "d", Code: "c", Language: "python"},
+		{Name: "ok", Description: "d", Code: "c", InputSchema: []byte(`{"type": 5}`)},
+		{Name: "ok", Description: "d", Code: "c", InputSchema: []byte(`[1]`)},
+	} {
+		_, err := s.SaveSkill(ctx, bad)
+		wantCode(t, err, tools.CodeInvalidArguments)
+	}
+}
+
+func TestPrune(t *testing.T) {
+	clock := &testClock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+	path := t.TempDir() + "/p.db"
+	s := openTest(t, Config{Path: path, Now: clock.now, Retention: Retention{
+		ExecutionsMaxAge: 48 * time.Hour, ExecutionsMaxRows: 3, ResultsMaxAge: time.Hour, ResultsMaxRows: 100, ResultsMaxBytes: -1,
+		EpisodicMaxAge: 24 * time.Hour}})
+	ctx := t.Context()
+	for i := 0; i < 6; i++ {
+		s.RecordExecution(ctx, Execution{ID: fmt.Sprintf("e%d", i), Status: "ok", StartedAt: clock.t.Add(time.Duration(i-3) * 24 * time.Hour)})
+		s.RecordToolCalls(ctx, ToolCall{ExecutionID: fmt.Sprintf("e%d", i), Tool: "t", Status: "ok"})
+	}
+	old, _ := s.PutResult(ctx, PutResultInput{Data: []byte("old")})
+	clock.t = clock.t.Add(2 * time.Hour)
+	fresh, _ := s.PutResult(ctx, PutResultInput{Data: []byte("new")})
+	oldEvent := mustRemember(t, s, ctx, RememberInput{Layer: Episodic, Content: "old event", OccurredAt: ptr(clock.t.Add(-48 * time.Hour))})
+	newEvent := mustRemember(t, s, ctx, RememberInput{Layer: Episodic, Content: "new event"})
+	fact := mustRemember(t, s, ctx, RememberInput{Content: "old fact"})
+
+	rep, err := s.Prune(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// e0 and e1 are older than 48h; the row limit keeps the newest three.
+	ex, _ := s.ListExecutions(ctx, ExecutionQuery{})
+	if len(ex) != 3 || ex[2].ID != "e3" || rep.Results != 1 || rep.Episodic != 1 {
+		t.Fatalf("prune report %+v, executions %v", rep, ex)
+	}
+	tc, _ := s.ListToolCalls(ctx, ToolCallQuery{})
+	if len(tc) != 3 {
+		t.Fatalf("%d tool calls left, want 3 (cascade)", len(tc))
+	}
+	if _, err := s.StatResult(ctx, old.ID); err == nil {
+		t.Fatal("expired result kept")
+	}
+	if _, err := s.StatResult(ctx, fresh.ID); err != nil {
+		t.Fatal("fresh result pruned")
+	}
+	if _, err := s.Get(ctx, oldEvent.ID); err == nil {
+		t.Fatal("expired episodic memory kept")
+	}
+	for _, id := range []int64{newEvent.ID, fact.ID} {
+		if _, err := s.Get(ctx, id); err != nil {
+			t.Fatalf("memory %d pruned", id)
+		}
+	}
+}
+
+func TestPruneResultBytes(t *testing.T) {
+	s := openTest(t, Config{Retention: Retention{ResultsMaxBytes: 100}})
+	ctx := t.Context()
+	var ids []string
+	for i := 0; i < 5; i++ {
+		info, err := s.PutResult(ctx, PutResultInput{Data: []byte(fmt.Sprintf("result number %d with some text", i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, info.ID)
+		time.Sleep(2 * time.Millisecond)
+	}
+	if _, err := s.Prune(ctx); err != nil {
+		t.Fatal(err)
+	}
+	list, _ := s.ListResults(ctx, "", 0)
+	var total int64
+	for _, r := range list {
+		total += r.StoredSize
+	}
+	if total > 100 || len(list) == 0 || list[0].ID != ids[4] {
+		t.Fatalf("after byte pruning: %d results, %d bytes", len(list), total)
+	}
+}
