@@ -16,8 +16,8 @@ import (
 func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var o options
-	o.register(fs)
+	var st settings
+	st.register(fs)
 	lang := fs.String("lang", "", "language of the program: javascript or typescript (default from the file name, else javascript)")
 	runTimeout := fs.Duration("run-timeout", 0, "deadline of this run (default -timeout)")
 	fs.Usage = func() {
@@ -49,11 +49,12 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 	}
 
-	log, err := o.logger(stderr)
+	cfg, err := st.load()
 	if err != nil {
 		return err
 	}
-	srv, err := o.newServer(log)
+	log := newLogger(cfg, stderr)
+	srv, err := newServer(cfg, log)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@
 //
 //	codecell serve [flags]        serve MCP over stdio, or HTTP with --http
 //	codecell exec [flags] FILE    run a program from a file (- for stdin)
+//	codecell config init|check    write or validate the configuration file
 //	codecell version              print the version
 //
 // Run "codecell <command> -h" for a command's flags.
@@ -45,7 +46,8 @@ func exitCode(err error, stderr io.Writer) int {
 		return 1
 	}
 	var ue usageError
-	if errors.As(err, &ue) {
+	var cp configProblem
+	if errors.As(err, &ue) || errors.As(err, &cp) {
 		fmt.Fprintf(stderr, "codecell: %v\n", err)
 		return 2
 	}
@@ -63,6 +65,7 @@ const usage = `codecell — an MCP server that runs agents' code against a tool 
 Usage:
   codecell serve [flags]         serve MCP over stdio (default) or HTTP (--http ADDR)
   codecell exec [flags] FILE|-   run a program through the same path as execute_code
+  codecell config init|check     write a commented config file, or validate one
   codecell version               print the version
 
 Run "codecell <command> -h" for the flags of a command.
@@ -80,6 +83,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runServe(ctx, rest, stdin, stdout, stderr)
 	case "exec":
 		return runExec(ctx, rest, stdin, stdout, stderr)
+	case "config":
+		return runConfig(rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "codecell %s\n", version)
 		return nil

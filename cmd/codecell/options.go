@@ -1,12 +1,13 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
-	"time"
+	"os"
+	"reflect"
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/mcpserver"
@@ -14,76 +15,143 @@ import (
 	"github.com/codecell/codecell/tools/builtin"
 )
 
-// options are the settings shared by serve and exec.
-type options struct {
-	poolSize      int
-	queueWait     time.Duration
-	timeout       time.Duration
-	maxTimeout    time.Duration
-	memoryMiB     int
-	maxToolCalls  int
-	maxCodeBytes  int
-	maxResultSize int
-	logLevel      string
-	logFormat     string
-	expose        string
+// flagSpec binds a command-line flag to a configuration key.
+type flagSpec struct {
+	name, key, usage string
 }
 
-func (o *options) register(fs *flag.FlagSet) {
-	fs.IntVar(&o.poolSize, "pool", 0, "programs that run at once, and VMs kept warm (default GOMAXPROCS)")
-	fs.DurationVar(&o.queueWait, "queue-wait", executor.DefaultQueueWait, "how long a run waits for a free VM before it fails as busy")
-	fs.DurationVar(&o.timeout, "timeout", executor.DefaultTimeout, "a run's deadline when the request sets none")
-	fs.DurationVar(&o.maxTimeout, "max-timeout", executor.DefaultMaxTimeout, "the longest deadline a request may ask for")
-	fs.IntVar(&o.memoryMiB, "memory-limit", executor.DefaultMemoryLimit>>20, "heap limit of a run, in MiB")
-	fs.IntVar(&o.maxToolCalls, "max-tool-calls", executor.DefaultMaxToolCalls, "tool calls allowed per run")
-	fs.IntVar(&o.maxCodeBytes, "max-code-bytes", executor.DefaultMaxCodeBytes, "largest program accepted, in bytes")
-	fs.IntVar(&o.maxResultSize, "max-result-bytes", executor.DefaultMaxResultBytes, "largest result a program may return, in bytes of JSON")
-	fs.StringVar(&o.expose, "expose", "code", "MCP tools to list: code (execute_code and discovery), direct (also every catalogue tool) or both")
-	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+// flagSpecs are the flags that set configuration keys. Every key can also
+// be set in the file or the environment.
+var flagSpecs = []flagSpec{
+	{"http", "server.http", "serve Streamable HTTP (/mcp) and SSE (/sse) on this address instead of stdio, e.g. 127.0.0.1:7410"},
+	{"expose", "server.expose", "MCP tools to list: code, direct or both"},
+	{"catalog", "server.catalog", "a tool catalogue directory or file to load"},
+	{"data-dir", "server.data_dir", "directory for the store and the filter key"},
+	{"shutdown-grace", "server.shutdown_grace", "on SIGINT/SIGTERM, how long requests in progress may finish"},
+	{"log-level", "server.log_level", "log level: debug, info, warn or error"},
+	{"log-format", "server.log_format", "log format: text or json"},
+	{"pool", "sandbox.pool_size", "programs that run at once, and VMs kept warm (0: one per CPU)"},
+	{"queue-wait", "sandbox.queue_wait", "how long a run waits for a free VM before it fails as busy"},
+	{"timeout", "sandbox.timeout", "a run's deadline when the request sets none"},
+	{"max-timeout", "sandbox.max_timeout", "the longest deadline a request may ask for"},
+	{"memory-limit", "sandbox.memory_limit_mib", "heap limit of a run, MiB"},
+	{"max-tool-calls", "sandbox.max_tool_calls", "tool calls allowed per run"},
+	{"max-code-bytes", "sandbox.max_code_bytes", "largest program accepted, bytes"},
+	{"max-result-bytes", "sandbox.max_result_bytes", "largest result a program may return, bytes of JSON"},
 }
 
-func (o *options) logger(w io.Writer) (*slog.Logger, error) {
+// settings collects where the configuration comes from: a file and the
+// flags given.
+type settings struct {
+	configPath string
+	set        map[string]string
+}
+
+// register adds -config and the configuration flags to fs.
+func (s *settings) register(fs *flag.FlagSet) {
+	s.set = map[string]string{}
+	fs.StringVar(&s.configPath, "config", "", "configuration file (TOML; default $CODECELL_CONFIG or ~/.config/codecell/config.toml if it exists)")
+	def := defaultConfig()
+	for _, spec := range flagSpecs {
+		f, ok := fieldByKey(spec.key)
+		if !ok {
+			panic("flag " + spec.name + " names unknown key " + spec.key)
+		}
+		v := reflect.ValueOf(def).FieldByIndex(f.path).Interface()
+		if d, ok := v.(Duration); ok {
+			v = d.D()
+		}
+		usage := fmt.Sprintf("%s (%s; default %v)", spec.usage, spec.key, v)
+		key := spec.key
+		fs.Func(spec.name, usage, func(val string) error {
+			s.set[key] = val
+			return nil
+		})
+	}
+}
+
+// load reads the configuration: file, environment, flags.
+func (s *settings) load() (Config, error) {
+	path := s.configPath
+	if path == "" {
+		path = os.Getenv(envPrefix + "CONFIG")
+	}
+	if path == "" {
+		if p := defaultConfigPath(); p != "" {
+			if _, err := os.Stat(p); err == nil {
+				path = p
+			}
+		}
+	}
+	cfg, err := loadConfig(path, os.Getenv, s.set)
+	if err != nil {
+		return cfg, configProblem{err}
+	}
+	return cfg, nil
+}
+
+// configProblem is an invalid configuration: a usage error, reported with
+// one line per key.
+type configProblem struct{ err error }
+
+func (e configProblem) Error() string { return "invalid configuration:\n  " + indentErrors(e.err) }
+func (e configProblem) Unwrap() error { return e.err }
+
+func indentErrors(err error) string {
+	var joined interface{ Unwrap() []error }
+	if errors.As(err, &joined) {
+		out := ""
+		for i, e := range joined.Unwrap() {
+			if i > 0 {
+				out += "\n  "
+			}
+			out += indentErrors(e)
+		}
+		return out
+	}
+	return err.Error()
+}
+
+func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return nil, usageError{fmt.Sprintf("-log-level %q: want debug, info, warn or error", o.logLevel)}
-	}
+	_ = level.UnmarshalText([]byte(cfg.Server.LogLevel)) // validated
 	hopts := &slog.HandlerOptions{Level: level}
-	switch strings.ToLower(o.logFormat) {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, hopts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, hopts)), nil
+	if cfg.Server.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, hopts))
 	}
-	return nil, usageError{fmt.Sprintf("-log-format %q: want text or json", o.logFormat)}
+	return slog.New(slog.NewTextHandler(w, hopts))
 }
 
-func (o *options) executor() executor.Config {
+func executorConfig(c SandboxConfig) executor.Config {
 	return executor.Config{
-		PoolSize:       o.poolSize,
-		QueueWait:      o.queueWait,
-		Timeout:        o.timeout,
-		MaxTimeout:     o.maxTimeout,
-		MemoryLimit:    int64(o.memoryMiB) << 20,
-		MaxToolCalls:   o.maxToolCalls,
-		MaxCodeBytes:   o.maxCodeBytes,
-		MaxResultBytes: o.maxResultSize,
+		PoolSize:           c.PoolSize,
+		QueueWait:          c.QueueWait.D(),
+		Timeout:            c.Timeout.D(),
+		MaxTimeout:         c.MaxTimeout.D(),
+		MemoryLimit:        int64(c.MemoryLimitMiB) << 20,
+		MaxStackFrames:     c.MaxStackFrames,
+		MaxCodeBytes:       c.MaxCodeBytes,
+		MaxToolCalls:       c.MaxToolCalls,
+		MaxConcurrentCalls: c.MaxConcurrentCalls,
+		MaxLogLines:        c.MaxLogLines,
+		MaxLogBytes:        c.MaxLogBytes,
+		MaxResultBytes:     c.MaxResultBytes,
 	}
 }
 
-// newServer builds the registry and the MCP server.
-func (o *options) newServer(log *slog.Logger) (*mcpserver.Server, error) {
+// newServer builds the catalogue and the MCP server from cfg.
+func newServer(cfg Config, log *slog.Logger) (*mcpserver.Server, error) {
 	reg := tools.NewRegistry()
 	if err := builtin.Register(reg); err != nil {
 		return nil, err
 	}
-	expose, err := mcpserver.ParseExpose(o.expose)
+	expose, err := mcpserver.ParseExpose(cfg.Server.Expose)
 	if err != nil {
-		return nil, usageError{"-" + err.Error()}
+		return nil, err
 	}
 	return mcpserver.New(mcpserver.Config{
 		Version:  version,
-		Executor: o.executor(),
+		Executor: executorConfig(cfg.Sandbox),
 		Expose:   expose,
 		Logger:   log,
 	}, reg)
@@ -92,7 +160,7 @@ func (o *options) newServer(log *slog.Logger) (*mcpserver.Server, error) {
 // parseFlags parses args, turning a parse error into a usage error.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
+		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
 		return usageError{err.Error()}

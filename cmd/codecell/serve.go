@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/codecell/codecell/mcpserver"
 )
@@ -17,10 +16,8 @@ import (
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var o options
-	o.register(fs)
-	httpAddr := fs.String("http", "", "serve Streamable HTTP (/mcp) and SSE (/sse) on this address instead of stdio, e.g. 127.0.0.1:7410")
-	grace := fs.Duration("shutdown-grace", 10*time.Second, "on SIGINT/SIGTERM, how long to let requests in progress finish")
+	var st settings
+	st.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: codecell serve [flags]\n\nServe MCP over stdio (for MCP hosts such as Claude Desktop), or over HTTP with -http.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -31,27 +28,33 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("serve takes no arguments, got %q", fs.Args())}
 	}
-	log, err := o.logger(stderr)
+	cfg, err := st.load()
 	if err != nil {
 		return err
 	}
-	srv, err := o.newServer(log)
+	log := newLogger(cfg, stderr)
+	addr := cfg.Server.HTTP
+	if addr != "" && publicBind(addr) && len(cfg.Auth.Tokens) == 0 {
+		return fmt.Errorf("refusing to serve on %s without authentication: anyone who can reach it could run code here. "+
+			"Configure bearer tokens ([[auth.tokens]] in the config file, or CODECELL_AUTH_TOKENS=principal=token), or bind a loopback address such as 127.0.0.1:7410", addr)
+	}
+	srv, err := newServer(cfg, log)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
 
-	if *httpAddr == "" {
+	if addr == "" {
 		log.Info("serving MCP over stdio", "version", version)
 		return srv.ServeStdio(ctx, stdin, stdout)
 	}
-	ln, err := net.Listen("tcp", *httpAddr)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", *httpAddr, err)
+		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	printConnectHelp(stderr, ln.Addr().String())
 	log.Info("serving MCP over HTTP", "addr", ln.Addr().String(), "version", version)
-	err = srv.ServeHTTP(ctx, ln, *grace)
+	err = srv.ServeHTTP(ctx, ln, cfg.Server.ShutdownGrace.D())
 	log.Info("stopped")
 	return err
 }

@@ -1,0 +1,563 @@
+package main
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Config is everything codecell can be told, from one TOML file, then
+// CODECELL_* environment variables, then flags, each overriding the one
+// before. Keys are section.name, as in the file: sandbox.timeout is
+// CODECELL_SANDBOX_TIMEOUT and, for the common ones, a flag (-timeout).
+type Config struct {
+	Server  ServerConfig  `toml:"server"`
+	Sandbox SandboxConfig `toml:"sandbox"`
+	Auth    AuthConfig    `toml:"auth"`
+	Limits  LimitsConfig  `toml:"limits"`
+	Filter  FilterConfig  `toml:"filter"`
+	Memory  MemoryConfig  `toml:"memory"`
+}
+
+// ServerConfig holds transports, the catalogue and logging.
+type ServerConfig struct {
+	HTTP           string   `toml:"http"`
+	Expose         string   `toml:"expose"`
+	Catalog        string   `toml:"catalog"`
+	DataDir        string   `toml:"data_dir"`
+	ShutdownGrace  Duration `toml:"shutdown_grace"`
+	LogLevel       string   `toml:"log_level"`
+	LogFormat      string   `toml:"log_format"`
+	AllowedOrigins []string `toml:"allowed_origins"`
+}
+
+// SandboxConfig holds the executor's pool and limits.
+type SandboxConfig struct {
+	PoolSize           int      `toml:"pool_size"`
+	QueueWait          Duration `toml:"queue_wait"`
+	Timeout            Duration `toml:"timeout"`
+	MaxTimeout         Duration `toml:"max_timeout"`
+	MemoryLimitMiB     int      `toml:"memory_limit_mib"`
+	MaxStackFrames     int      `toml:"max_stack_frames"`
+	MaxCodeBytes       int      `toml:"max_code_bytes"`
+	MaxToolCalls       int      `toml:"max_tool_calls"`
+	MaxConcurrentCalls int      `toml:"max_concurrent_calls"`
+	MaxLogLines        int      `toml:"max_log_lines"`
+	MaxLogBytes        int      `toml:"max_log_bytes"`
+	MaxResultBytes     int      `toml:"max_result_bytes"`
+}
+
+// AuthConfig holds the bearer tokens HTTP clients present.
+type AuthConfig struct {
+	Tokens []TokenConfig `toml:"tokens"`
+}
+
+// TokenConfig maps one bearer token to the principal it authenticates.
+// The token is given inline or, better, read from the environment variable
+// TokenEnv names.
+type TokenConfig struct {
+	Principal string `toml:"principal"`
+	Token     string `toml:"token"`
+	TokenEnv  string `toml:"token_env"`
+}
+
+// LimitsConfig holds per-principal rate limits and global caps.
+type LimitsConfig struct {
+	ExecutionsPerMinute int   `toml:"executions_per_minute"`
+	ExecutionBurst      int   `toml:"execution_burst"`
+	ToolCallsPerMinute  int   `toml:"tool_calls_per_minute"`
+	ToolCallBurst       int   `toml:"tool_call_burst"`
+	MaxInFlight         int   `toml:"max_in_flight"`
+	MaxQueued           int   `toml:"max_queued"`
+	MaxBodyBytes        int64 `toml:"max_body_bytes"`
+}
+
+// FilterConfig holds the output filter's policy.
+type FilterConfig struct {
+	BudgetBytes    int               `toml:"budget_bytes"`
+	MaxBudgetBytes int               `toml:"max_budget_bytes"`
+	Policy         map[string]string `toml:"policy"`
+	AllowFields    []string          `toml:"allow_fields"`
+	AllowTools     []string          `toml:"allow_tools"`
+	Rules          []RuleConfig      `toml:"rules"`
+	KeyFile        string            `toml:"key_file"`
+}
+
+// RuleConfig forbids values that came from tools matching From to be
+// passed to tools matching To.
+type RuleConfig struct {
+	From string `toml:"from"`
+	To   string `toml:"to"`
+}
+
+// MemoryConfig holds the store and its embedder.
+type MemoryConfig struct {
+	Path                  string   `toml:"path"`
+	Embedder              string   `toml:"embedder"`
+	EmbedderURL           string   `toml:"embedder_url"`
+	EmbedderModel         string   `toml:"embedder_model"`
+	EmbedderKeyEnv        string   `toml:"embedder_key_env"`
+	EmbedderDimensions    int      `toml:"embedder_dimensions"`
+	AuditMaxAge           Duration `toml:"audit_max_age"`
+	ResultsMaxAge         Duration `toml:"results_max_age"`
+	WorkspaceMaxFileBytes int64    `toml:"workspace_max_file_bytes"`
+	WorkspaceMaxBytes     int64    `toml:"workspace_max_bytes"`
+}
+
+// Duration is a time.Duration written as "5s" or "1m30s".
+type Duration time.Duration
+
+// UnmarshalText parses a duration such as "5s".
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("%q is not a duration such as 5s or 1m30s", string(b))
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText writes the duration as "5s".
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// defaultConfig is the configuration of a fresh install. The commented file
+// that `codecell config init` writes must say the same (a test checks).
+func defaultConfig() Config {
+	return Config{
+		Server: ServerConfig{
+			Expose:        "code",
+			ShutdownGrace: Duration(10 * time.Second),
+			LogLevel:      "info",
+			LogFormat:     "text",
+		},
+		Sandbox: SandboxConfig{
+			QueueWait:          Duration(10 * time.Second),
+			Timeout:            Duration(5 * time.Second),
+			MaxTimeout:         Duration(60 * time.Second),
+			MemoryLimitMiB:     64,
+			MaxStackFrames:     5000,
+			MaxCodeBytes:       100 << 10,
+			MaxToolCalls:       1000,
+			MaxConcurrentCalls: 32,
+			MaxLogLines:        1000,
+			MaxLogBytes:        64 << 10,
+			MaxResultBytes:     1 << 20,
+		},
+		Limits: LimitsConfig{
+			ExecutionsPerMinute: 600,
+			ExecutionBurst:      60,
+			ToolCallsPerMinute:  6000,
+			ToolCallBurst:       600,
+			MaxInFlight:         64,
+			MaxQueued:           256,
+			MaxBodyBytes:        4 << 20,
+		},
+		Filter: FilterConfig{
+			BudgetBytes:    16 << 10,
+			MaxBudgetBytes: 256 << 10,
+		},
+		Memory: MemoryConfig{
+			Embedder:              "offline",
+			EmbedderKeyEnv:        "CODECELL_EMBEDDER_API_KEY",
+			AuditMaxAge:           Duration(30 * 24 * time.Hour),
+			ResultsMaxAge:         Duration(7 * 24 * time.Hour),
+			WorkspaceMaxFileBytes: 8 << 20,
+			WorkspaceMaxBytes:     256 << 20,
+		},
+	}
+}
+
+//go:embed config.default.toml
+var defaultConfigFile string
+
+// envPrefix starts every environment variable codecell reads.
+const envPrefix = "CODECELL_"
+
+// configError is a configuration problem at a key path.
+type configError struct {
+	key, msg string
+}
+
+func (e configError) Error() string { return e.key + ": " + e.msg }
+
+// loadConfig builds the configuration from the file at path (none when
+// empty), then the environment, then the flag values in set (key → value).
+// It returns every problem found, each naming its key.
+func loadConfig(path string, env func(string) string, set map[string]string) (Config, error) {
+	cfg := defaultConfig()
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return cfg, fmt.Errorf("read config: %w", err)
+		}
+		md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&cfg)
+		if err != nil {
+			return cfg, fmt.Errorf("config %s: %s", path, tomlError(err))
+		}
+		if und := md.Undecoded(); len(und) > 0 {
+			var errs []error
+			for _, k := range und {
+				key := k.String()
+				msg := "unknown key"
+				if s := closestKey(key); s != "" {
+					msg += fmt.Sprintf("; did you mean %s?", s)
+				}
+				errs = append(errs, configError{key, msg})
+			}
+			return cfg, fmt.Errorf("config %s: %w", path, errors.Join(errs...))
+		}
+	}
+	var errs []error
+	for _, f := range configFields() {
+		name := envName(f.key)
+		if v := env(name); v != "" {
+			if err := f.set(&cfg, v); err != nil {
+				errs = append(errs, configError{f.key + " (from " + name + ")", err.Error()})
+			}
+		}
+	}
+	if v := env(envPrefix + "AUTH_TOKENS"); v != "" {
+		toks, err := parseTokenList(v)
+		if err != nil {
+			errs = append(errs, configError{"auth.tokens (from CODECELL_AUTH_TOKENS)", err.Error()})
+		}
+		cfg.Auth.Tokens = append(cfg.Auth.Tokens, toks...)
+	}
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		f, ok := fieldByKey(k)
+		if !ok {
+			errs = append(errs, configError{k, "unknown key"})
+			continue
+		}
+		if err := f.set(&cfg, set[k]); err != nil {
+			errs = append(errs, configError{k + " (from flag)", err.Error()})
+		}
+	}
+	return cfg, errors.Join(append(errs, cfg.validate(env))...)
+}
+
+// tomlError shortens the TOML decoder's error to its position and reason.
+func tomlError(err error) string {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("line %d: %s", pe.Position.Line, pe.Message)
+	}
+	return err.Error()
+}
+
+// parseTokenList reads "principal=token,principal=token".
+func parseTokenList(s string) ([]TokenConfig, error) {
+	var out []TokenConfig
+	for _, part := range strings.Split(s, ",") {
+		p, tok, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || p == "" || tok == "" {
+			return nil, errors.New("want principal=token pairs separated by commas")
+		}
+		out = append(out, TokenConfig{Principal: p, Token: tok})
+	}
+	return out, nil
+}
+
+// validate checks every value and resolves token_env references.
+func (c *Config) validate(env func(string) string) error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, configError{key, fmt.Sprintf(format, args...)})
+	}
+	oneOf := func(key, v string, allowed ...string) {
+		for _, a := range allowed {
+			if v == a {
+				return
+			}
+		}
+		bad(key, "%q is not one of %s", v, strings.Join(allowed, ", "))
+	}
+	oneOf("server.expose", c.Server.Expose, "code", "direct", "both")
+	oneOf("server.log_level", c.Server.LogLevel, "debug", "info", "warn", "error")
+	oneOf("server.log_format", c.Server.LogFormat, "text", "json")
+	if c.Server.HTTP != "" {
+		if _, _, err := net.SplitHostPort(c.Server.HTTP); err != nil {
+			bad("server.http", "%q is not host:port (e.g. 127.0.0.1:7410)", c.Server.HTTP)
+		}
+	}
+	if c.Server.ShutdownGrace < 0 {
+		bad("server.shutdown_grace", "must not be negative")
+	}
+	positive := func(key string, v int64) {
+		if v <= 0 {
+			bad(key, "must be positive, got %d", v)
+		}
+	}
+	s := c.Sandbox
+	if s.PoolSize < 0 {
+		bad("sandbox.pool_size", "must not be negative (0 means one per CPU)")
+	}
+	positive("sandbox.queue_wait", int64(s.QueueWait))
+	positive("sandbox.timeout", int64(s.Timeout))
+	positive("sandbox.max_timeout", int64(s.MaxTimeout))
+	if s.Timeout > s.MaxTimeout {
+		bad("sandbox.timeout", "%s is above sandbox.max_timeout %s", s.Timeout.D(), s.MaxTimeout.D())
+	}
+	if s.MemoryLimitMiB < 1 || s.MemoryLimitMiB > 4096 {
+		bad("sandbox.memory_limit_mib", "%d is outside 1..4096", s.MemoryLimitMiB)
+	}
+	if s.MaxStackFrames < 100 || s.MaxStackFrames > 20000 {
+		bad("sandbox.max_stack_frames", "%d is outside 100..20000", s.MaxStackFrames)
+	}
+	positive("sandbox.max_code_bytes", int64(s.MaxCodeBytes))
+	positive("sandbox.max_tool_calls", int64(s.MaxToolCalls))
+	positive("sandbox.max_concurrent_calls", int64(s.MaxConcurrentCalls))
+	positive("sandbox.max_log_lines", int64(s.MaxLogLines))
+	positive("sandbox.max_log_bytes", int64(s.MaxLogBytes))
+	positive("sandbox.max_result_bytes", int64(s.MaxResultBytes))
+
+	seen := map[string]bool{}
+	for i := range c.Auth.Tokens {
+		t := &c.Auth.Tokens[i]
+		key := fmt.Sprintf("auth.tokens[%d]", i)
+		if t.Principal == "" {
+			bad(key+".principal", "is empty; name who the token belongs to")
+		}
+		if t.TokenEnv != "" {
+			if t.Token != "" {
+				bad(key, "set token or token_env, not both")
+			}
+			t.Token = env(t.TokenEnv)
+			if t.Token == "" {
+				bad(key+".token_env", "environment variable %s is empty or unset", t.TokenEnv)
+			}
+		}
+		if t.Token == "" && t.TokenEnv == "" {
+			bad(key+".token", "is empty")
+		} else if t.Token != "" && len(t.Token) < 16 {
+			bad(key+".token", "is shorter than 16 characters; use a long random token")
+		}
+		if seen[t.Token] && t.Token != "" {
+			bad(key+".token", "is the same as an earlier token")
+		}
+		seen[t.Token] = true
+	}
+
+	l := c.Limits
+	positive("limits.executions_per_minute", int64(l.ExecutionsPerMinute))
+	positive("limits.execution_burst", int64(l.ExecutionBurst))
+	positive("limits.tool_calls_per_minute", int64(l.ToolCallsPerMinute))
+	positive("limits.tool_call_burst", int64(l.ToolCallBurst))
+	positive("limits.max_in_flight", int64(l.MaxInFlight))
+	if l.MaxQueued < 0 {
+		bad("limits.max_queued", "must not be negative")
+	}
+	positive("limits.max_body_bytes", l.MaxBodyBytes)
+
+	f := c.Filter
+	positive("filter.budget_bytes", int64(f.BudgetBytes))
+	if f.MaxBudgetBytes < f.BudgetBytes {
+		bad("filter.max_budget_bytes", "%d is below filter.budget_bytes %d", f.MaxBudgetBytes, f.BudgetBytes)
+	}
+	for class, action := range f.Policy {
+		switch action {
+		case "tokenize", "redact", "mask", "allow":
+		default:
+			bad("filter.policy."+class, "%q is not one of tokenize, redact, mask, allow", action)
+		}
+	}
+	for i, r := range f.Rules {
+		if r.From == "" || r.To == "" {
+			bad(fmt.Sprintf("filter.rules[%d]", i), "needs both from and to (tool name globs such as crm.*)")
+		}
+	}
+
+	m := c.Memory
+	oneOf("memory.embedder", m.Embedder, "offline", "openai")
+	if m.Embedder == "openai" {
+		if m.EmbedderURL == "" {
+			bad("memory.embedder_url", "is required with the openai embedder (e.g. http://localhost:11434/v1)")
+		}
+		if m.EmbedderModel == "" {
+			bad("memory.embedder_model", "is required with the openai embedder")
+		}
+	}
+	if m.EmbedderDimensions < 0 {
+		bad("memory.embedder_dimensions", "must not be negative")
+	}
+	positive("memory.workspace_max_file_bytes", m.WorkspaceMaxFileBytes)
+	if m.WorkspaceMaxBytes < m.WorkspaceMaxFileBytes {
+		bad("memory.workspace_max_bytes", "is below memory.workspace_max_file_bytes")
+	}
+	return errors.Join(errs...)
+}
+
+// publicBind reports whether addr listens beyond this machine.
+func publicBind(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return true
+	}
+	if host == "localhost" {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	return err != nil || !ip.IsLoopback()
+}
+
+// dataDir returns the directory for the store and the filter key.
+func (c *Config) dataDir() (string, error) {
+	if c.Server.DataDir != "" {
+		return c.Server.DataDir, nil
+	}
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "codecell"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find data directory: %w (set server.data_dir)", err)
+	}
+	return filepath.Join(home, ".local", "share", "codecell"), nil
+}
+
+// defaultConfigPath is where codecell looks for its file when not told.
+func defaultConfigPath() string {
+	if d := os.Getenv("XDG_CONFIG_HOME"); d != "" {
+		return filepath.Join(d, "codecell", "config.toml")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".config", "codecell", "config.toml")
+}
+
+// configField is one scalar setting reachable from env and flags.
+type configField struct {
+	key  string
+	path []int
+	typ  reflect.Type
+}
+
+func (f configField) set(cfg *Config, s string) error {
+	v := reflect.ValueOf(cfg).Elem().FieldByIndex(f.path)
+	switch {
+	case f.typ == reflect.TypeOf(Duration(0)):
+		var d Duration
+		if err := d.UnmarshalText([]byte(s)); err != nil {
+			return err
+		}
+		v.Set(reflect.ValueOf(d))
+	case f.typ.Kind() == reflect.String:
+		v.SetString(s)
+	case f.typ.Kind() == reflect.Int || f.typ.Kind() == reflect.Int64:
+		n, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a whole number", s)
+		}
+		v.SetInt(n)
+	case f.typ.Kind() == reflect.Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return fmt.Errorf("%q is not true or false", s)
+		}
+		v.SetBool(b)
+	case f.typ.Kind() == reflect.Slice && f.typ.Elem().Kind() == reflect.String:
+		var parts []string
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				parts = append(parts, p)
+			}
+		}
+		v.Set(reflect.ValueOf(parts))
+	default:
+		return fmt.Errorf("cannot be set from text; use the config file")
+	}
+	return nil
+}
+
+// configFields lists every scalar and string-list setting, by key.
+func configFields() []configField {
+	var out []configField
+	top := reflect.TypeOf(Config{})
+	for i := range top.NumField() {
+		sec := top.Field(i)
+		for j := range sec.Type.NumField() {
+			f := sec.Type.Field(j)
+			k := f.Type.Kind()
+			if k == reflect.Map || (k == reflect.Slice && f.Type.Elem().Kind() != reflect.String) {
+				continue
+			}
+			out = append(out, configField{
+				key:  tomlName(sec) + "." + tomlName(f),
+				path: []int{i, j},
+				typ:  f.Type,
+			})
+		}
+	}
+	return out
+}
+
+func fieldByKey(key string) (configField, bool) {
+	for _, f := range configFields() {
+		if f.key == key {
+			return f, true
+		}
+	}
+	return configField{}, false
+}
+
+func tomlName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+	return name
+}
+
+func envName(key string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// closestKey suggests a known key for a misspelt one.
+func closestKey(key string) string {
+	best, bestD := "", 4
+	for _, f := range configFields() {
+		if d := levenshtein(key, f.key); d < bestD {
+			best, bestD = f.key, d
+		}
+	}
+	return best
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
