@@ -226,7 +226,8 @@ func TestExecCommand(t *testing.T) {
 		{name: "missing file", args: []string{"exec", filepath.Join(dir, "nope.js")}, wantCode: 1, wantErr: "read program"},
 		{name: "no file", args: []string{"exec"}, wantCode: 2, wantErr: "exec takes one argument"},
 		{name: "unknown command", args: []string{"frobnicate"}, wantCode: 2, wantErr: `unknown command "frobnicate"`},
-		{name: "bad flag value", args: []string{"serve", "-log-level", "loud"}, wantCode: 2, wantErr: "-log-level"},
+		{name: "bad flag value", args: []string{"serve", "-log-level", "loud"}, wantCode: 2, wantErr: `server.log_level: "loud" is not one of`},
+		{name: "public bind without auth", args: []string{"serve", "-http", "0.0.0.0:0"}, wantCode: 1, wantErr: "refusing to serve on 0.0.0.0:0 without authentication"},
 		{name: "version", args: []string{"version"}, wantOut: "codecell "},
 	}
 	for _, tt := range tests {
