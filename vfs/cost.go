@@ -65,14 +65,30 @@ func (s *snapshot) toolInfo(t *tools.Tool) ToolInfo {
 	}
 }
 
-// Content returns the content of the named tool's file at a level, as
-// Read would: level 2 is the .d.ts, level 3 the .md.
-func (f *FS) Content(name string, level int) ([]byte, bool) {
+// Level is a disclosure level of the tree.
+type Level int
+
+// The four disclosure levels.
+const (
+	LevelManifest  Level = iota // manifest.json
+	LevelIndex                  // <category>/index.json
+	LevelSignature              // <category>/<tool>.d.ts
+	LevelFull                   // <category>/<tool>.md
+)
+
+// Content returns the named tool's file at LevelSignature or LevelFull
+// (name is the qualified tool name), or at LevelIndex the index of the
+// category that name names. The bytes are shared: do not modify them.
+func (f *FS) Content(name string, level Level) ([]byte, bool) {
 	var p string
 	switch level {
-	case 2:
+	case LevelManifest:
+		p = ManifestFile
+	case LevelIndex:
+		p = IndexPath(name)
+	case LevelSignature:
 		p = SignaturePath(name)
-	case 3:
+	case LevelFull:
 		p = FullPath(name)
 	default:
 		return nil, false

@@ -492,3 +492,30 @@ func FuzzPaths(f *testing.F) {
 		}
 	})
 }
+
+func TestContentLevels(t *testing.T) {
+	t.Parallel()
+	f := newFS(t, newCatalog(t))
+	for _, tt := range []struct {
+		name  string
+		level vfs.Level
+		path  string
+	}{
+		{"", vfs.LevelManifest, "manifest.json"},
+		{"github", vfs.LevelIndex, "github/index.json"},
+		{"github.get_issue", vfs.LevelSignature, "github/get_issue.d.ts"},
+		{"github.get_issue", vfs.LevelFull, "github/get_issue.md"},
+	} {
+		got, ok := f.Content(tt.name, tt.level)
+		want, err := f.ReadFile(tt.path)
+		if !ok || err != nil || !bytes.Equal(got, want) {
+			t.Errorf("Content(%q, %d) differs from ReadFile(%q): %v %v", tt.name, tt.level, tt.path, ok, err)
+		}
+	}
+	if _, ok := f.Content("github.nope", vfs.LevelSignature); ok {
+		t.Error("Content of an unknown tool succeeded")
+	}
+	if _, ok := f.Content("github.get_issue", vfs.Level(7)); ok {
+		t.Error("Content at an unknown level succeeded")
+	}
+}

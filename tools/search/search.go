@@ -213,11 +213,11 @@ func (ix *Index) hit(t *tools.Tool, score float64, detail Detail) Hit {
 	h.Destructive = t.Annotations.Destructive
 	switch detail {
 	case DetailSignature:
-		if b, ok := ix.fsys.Content(t.Name, 2); ok {
+		if b, ok := ix.fsys.Content(t.Name, vfs.LevelSignature); ok {
 			h.Signature = string(b)
 		}
 	case DetailFull:
-		if b, ok := ix.fsys.Content(t.Name, 3); ok {
+		if b, ok := ix.fsys.Content(t.Name, vfs.LevelFull); ok {
 			h.Full = string(b)
 		}
 	}
