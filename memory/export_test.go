@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"time"
 	"testing"
+	"time"
 )
 
 // normalizedExport exports s and blanks what legitimately differs between

@@ -1,0 +1,365 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/codecell/codecell/tools"
+)
+
+func TestStem(t *testing.T) {
+	for in, want := range map[string]string{
+		"deployment": "deploy", "deployed": "deploi", "deploying": "deploi", "caresses": "caress", "ponies": "poni",
+		"relational": "relat", "hopping": "hop", "generalization": "gener", "running": "run", "go": "go", "naïve": "naïve",
+	} {
+		if got := stem(in); got != want {
+			t.Errorf("stem(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestHashEmbedder(t *testing.T) {
+	e := NewHashEmbedder(DefaultDimensions)
+	ctx := t.Context()
+	vs, err := e.Embed(ctx, []string{"Deploying the billing service", "deployment of billing services", "my cat sleeps all afternoon", ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range vs[:3] {
+		if len(v) != DefaultDimensions {
+			t.Fatalf("vector %d has %d dims", i, len(v))
+		}
+		normalize(v)
+	}
+	near, far := dot(vs[0], vs[1]), dot(vs[0], vs[2])
+	if near < 0.5 || far > 0.2 {
+		t.Fatalf("similarity of paraphrase %.3f, of unrelated %.3f", near, far)
+	}
+	again, _ := e.Embed(ctx, []string{"Deploying the billing service"})
+	normalize(again[0])
+	for i := range again[0] {
+		if again[0][i] != vs[0][i] {
+			t.Fatal("the hashing embedder is not deterministic")
+		}
+	}
+	for _, x := range vs[3] {
+		if x != 0 {
+			t.Fatal("empty text has a non-zero vector")
+		}
+	}
+}
+
+// fakeEmbeddings serves /v1/embeddings with the hashing embedder's vectors
+// (of dims values), after behave decides what to do with a request.
+func fakeEmbeddings(t *testing.T, dims int, behave func(n int32, w http.ResponseWriter) bool) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	var calls atomic.Int32
+	h := NewHashEmbedder(dims)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := calls.Add(1)
+		if r.URL.Path != "/v1/embeddings" || r.Method != http.MethodPost {
+			http.Error(w, "not found", http.StatusNotFound)
+			return
+		}
+		if behave != nil && !behave(n, w) {
+			return
+		}
+		var req embedRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Model == "" {
+			http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
+			return
+		}
+		if got := r.Header.Get("Authorization"); got != "Bearer sk-test-123" {
+			// Like some servers, echo the key it was sent.
+			http.Error(w, `{"error":{"message":"invalid api key `+strings.TrimPrefix(got, "Bearer ")+`"}}`, http.StatusUnauthorized)
+			return
+		}
+		vs, _ := h.Embed(r.Context(), req.Input)
+		var resp embedResponse
+		// Answer out of order: clients must sort by index.
+		for i := len(vs) - 1; i >= 0; i-- {
+			resp.Data = append(resp.Data, struct {
+				Index     int       `json:"index"`
+				Embedding []float32 `json:"embedding"`
+			}{i, vs[i]})
+		}
+		json.NewEncoder(w).Encode(resp)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &calls
+}
+
+func newOpenAI(t *testing.T, url string, dims int, mod func(*OpenAIConfig)) *OpenAIEmbedder {
+	t.Helper()
+	cfg := OpenAIConfig{URL: url + "/v1", Model: "test-embed", Dimensions: dims, APIKeyEnv: "TEST_EMBED_KEY",
+		Getenv: func(k string) string {
+			if k == "TEST_EMBED_KEY" {
+				return "sk-test-123"
+			}
+			return ""
+		},
+		Backoff: time.Millisecond, Timeout: 2 * time.Second, BatchSize: 3}
+	if mod != nil {
+		mod(&cfg)
+	}
+	e, err := NewOpenAIEmbedder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestOpenAIEmbedder(t *testing.T) {
+	srv, calls := fakeEmbeddings(t, 64, nil)
+	e := newOpenAI(t, srv.URL, 64, nil)
+	texts := []string{"a", "b", "c", "d", "e", "f", "g"}
+	vs, err := e.Embed(t.Context(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != 7 || calls.Load() != 3 {
+		t.Fatalf("%d vectors in %d calls; want 7 in 3 batches", len(vs), calls.Load())
+	}
+	want, _ := NewHashEmbedder(64).Embed(t.Context(), texts)
+	for i := range vs {
+		for j := range vs[i] {
+			if vs[i][j] != want[i][j] {
+				t.Fatalf("vector %d differs: responses not put back in index order", i)
+			}
+		}
+	}
+	if e.Name() != "openai:test-embed" || e.Dimensions() != 64 {
+		t.Fatalf("name %s dims %d", e.Name(), e.Dimensions())
+	}
+}
+
+func TestOpenAIEmbedderRetries(t *testing.T) {
+	srv, calls := fakeEmbeddings(t, 64, func(n int32, w http.ResponseWriter) bool {
+		switch n {
+		case 1:
+			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+			return false
+		case 2:
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, "slow down", http.StatusTooManyRequests)
+			return false
+		}
+		return true
+	})
+	e := newOpenAI(t, srv.URL, 64, nil)
+	if _, err := e.Embed(t.Context(), []string{"x"}); err != nil {
+		t.Fatalf("after two retryable failures: %v", err)
+	}
+	if calls.Load() != 3 {
+		t.Fatalf("%d calls, want 3", calls.Load())
+	}
+}
+
+func TestOpenAIEmbedderFailures(t *testing.T) {
+	down := httptest.NewServer(http.NotFoundHandler())
+	downURL := down.URL
+	down.Close()
+
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(time.Second):
+		}
+	}))
+	defer slow.Close()
+	wrongDims, _ := fakeEmbeddings(t, 32, nil)
+	always500, calls500 := fakeEmbeddings(t, 64, func(_ int32, w http.ResponseWriter) bool {
+		http.Error(w, "boom", http.StatusInternalServerError)
+		return false
+	})
+	unauthorized, callsUnauth := fakeEmbeddings(t, 64, nil)
+
+	cases := []struct {
+		name     string
+		e        *OpenAIEmbedder
+		sentinel error
+		mention  []string
+	}{
+		{"down", newOpenAI(t, downURL, 64, nil), ErrEmbedder, []string{downURL, "connection refused", "4 attempts"}},
+		{"slow", newOpenAI(t, slow.URL, 64, func(c *OpenAIConfig) { c.Timeout = 50 * time.Millisecond; c.MaxRetries = 1 }), ErrEmbedder, []string{"no answer within 50ms", "2 attempts"}},
+		{"wrong dimension", newOpenAI(t, wrongDims.URL, 64, nil), ErrEmbedderMismatch, []string{"32-dimension", "configured dimensions are 64"}},
+		{"server error", newOpenAI(t, always500.URL, 64, func(c *OpenAIConfig) { c.MaxRetries = 2 }), ErrEmbedder, []string{"HTTP 500", "boom", "3 attempts"}},
+		{"unauthorized", newOpenAI(t, unauthorized.URL, 64, func(c *OpenAIConfig) { c.Getenv = func(string) string { return "sk-wrong-456" } }), ErrEmbedder, []string{"HTTP 401", "invalid api key [redacted]"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := c.e.Embed(t.Context(), []string{"hello"})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !errors.Is(err, c.sentinel) {
+				t.Fatalf("%v does not wrap %v", err, c.sentinel)
+			}
+			for _, m := range c.mention {
+				if !strings.Contains(err.Error(), m) {
+					t.Errorf("error %q does not mention %q", err, m)
+				}
+			}
+			if strings.Contains(err.Error(), "sk-test-123") || strings.Contains(err.Error(), "sk-wrong-456") {
+				t.Fatalf("error leaks the API key: %v", err)
+			}
+		})
+	}
+	if calls500.Load() != 3 {
+		t.Errorf("500s: %d calls, want 3", calls500.Load())
+	}
+	if callsUnauth.Load() != 1 {
+		t.Errorf("401 retried: %d calls", callsUnauth.Load())
+	}
+}
+
+func TestOpenAIConfigErrors(t *testing.T) {
+	for _, cfg := range []OpenAIConfig{
+		{URL: "ftp://x", Model: "m", Dimensions: 8},
+		{URL: "http://user:pass@x/v1", Model: "m", Dimensions: 8},
+		{URL: "http://x/v1", Dimensions: 8},
+		{URL: "http://x/v1", Model: "m"},
+	} {
+		if _, err := NewOpenAIEmbedder(cfg); err == nil {
+			t.Errorf("config %+v accepted", cfg)
+		}
+	}
+}
+
+// failingEmbedder fails or returns vectors of the wrong length, on demand.
+type failingEmbedder struct {
+	dims  int
+	fail  atomic.Bool
+	wrong atomic.Bool
+}
+
+func (f *failingEmbedder) Name() string    { return "test-failing" }
+func (f *failingEmbedder) Dimensions() int { return f.dims }
+func (f *failingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if f.fail.Load() {
+		return nil, &EmbedError{Endpoint: "http://embedder.test/v1/embeddings", Err: fmt.Errorf("connection refused"), Attempts: 4}
+	}
+	d := f.dims
+	if f.wrong.Load() {
+		d = f.dims / 2
+	}
+	out := make([][]float32, len(texts))
+	h := NewHashEmbedder(f.dims)
+	for i, t := range texts {
+		v := h.vector(t)
+		out[i] = v[:d]
+	}
+	return out, nil
+}
+
+func TestStoreWithFailingEmbedder(t *testing.T) {
+	e := &failingEmbedder{dims: 64}
+	s := openTest(t, Config{Embedder: e})
+	ctx := t.Context()
+	m := mustRemember(t, s, ctx, RememberInput{Content: "the first memory"})
+	before, _ := s.Stats(ctx)
+
+	e.fail.Store(true)
+	_, err := s.Remember(ctx, RememberInput{Content: "lost while the embedder is down"})
+	te := wantCode(t, err, CodeEmbedderUnavailable)
+	if !strings.Contains(te.Message, "connection refused") || !strings.Contains(te.Message, "nothing was stored") {
+		t.Fatalf("message: %s", te.Message)
+	}
+	_, err = s.Recall(ctx, RecallInput{Query: "first"})
+	wantCode(t, err, CodeEmbedderUnavailable)
+	_, err = s.Update(ctx, UpdateInput{ID: m.ID, Content: ptr("changed")})
+	wantCode(t, err, CodeEmbedderUnavailable)
+	// Keyword recall needs no embedder.
+	if r, err := s.Recall(ctx, RecallInput{Query: "first", Mode: ModeKeyword}); err != nil || len(r.Results) != 1 {
+		t.Fatalf("keyword recall while the embedder is down: %v", err)
+	}
+	e.fail.Store(false)
+	e.wrong.Store(true)
+	_, err = s.Remember(ctx, RememberInput{Content: "wrong size"})
+	te = wantCode(t, err, CodeEmbedderMismatch)
+	if !strings.Contains(te.Message, "32 dimensions, want 64") {
+		t.Fatalf("message: %s", te.Message)
+	}
+	e.wrong.Store(false)
+	after, _ := s.Stats(ctx)
+	got, _ := s.Get(ctx, m.ID)
+	if after.Memories != before.Memories || got.Content != "the first memory" {
+		t.Fatalf("store changed by failures: %d -> %d memories, content %q", before.Memories, after.Memories, got.Content)
+	}
+	var n int
+	s.r.QueryRow(`SELECT count(*) FROM memory_vectors`).Scan(&n)
+	if n != 1 {
+		t.Fatalf("%d vectors, want 1", n)
+	}
+}
+
+func TestEmbedderMismatchAndReindex(t *testing.T) {
+	path := t.TempDir() + "/m.db"
+	s := openTest(t, Config{Path: path})
+	ctx := t.Context()
+	m := mustRemember(t, s, ctx, RememberInput{Content: "kubernetes cluster upgrade procedure", Tags: []string{"ops"}})
+	mustRemember(t, s, ctx, RememberInput{Content: "lunch is at noon"})
+	s.Close()
+
+	other := NewHashEmbedder(128)
+	s2 := openTest(t, Config{Path: path, Embedder: other})
+	st, err := s2.EmbedderStatus(ctx)
+	if !errors.Is(err, ErrEmbedderMismatch) || st.Stored != "codecell-hash-v1-384" || st.Name != "codecell-hash-v1-128" {
+		t.Fatalf("status: %+v %v", st, err)
+	}
+	_, err = s2.Remember(ctx, RememberInput{Content: "x"})
+	te := wantCode(t, err, CodeEmbedderMismatch)
+	if !strings.Contains(te.Message, "codecell memory reindex") || !strings.Contains(te.Message, "384 dimensions") {
+		t.Fatalf("mismatch message: %s", te.Message)
+	}
+	_, err = s2.Recall(ctx, RecallInput{Query: "x"})
+	wantCode(t, err, CodeEmbedderMismatch)
+	// Server state still works.
+	if _, _, err := s2.WriteFile(ctx, "a.txt", []byte("x")); err != nil {
+		t.Fatalf("workspace during mismatch: %v", err)
+	}
+	// A failing reindex changes nothing.
+	bad := &failingEmbedder{dims: 64}
+	bad.fail.Store(true)
+	if _, err := s2.Reindex(ctx, bad); err == nil {
+		t.Fatal("reindex with a failing embedder succeeded")
+	}
+	if _, err := s2.EmbedderStatus(ctx); !errors.Is(err, ErrEmbedderMismatch) {
+		t.Fatalf("status after a failed reindex: %v", err)
+	}
+	rep, err := s2.Reindex(ctx, other)
+	if err != nil || rep.Memories != 2 || rep.Previous != "codecell-hash-v1-384" {
+		t.Fatalf("reindex: %+v %v", rep, err)
+	}
+	if _, err := s2.EmbedderStatus(ctx); err != nil {
+		t.Fatalf("status after reindex: %v", err)
+	}
+	r, err := s2.Recall(ctx, RecallInput{Query: "upgrade the kubernetes cluster", Mode: ModeVector})
+	if err != nil || r.Results[0].ID != m.ID {
+		t.Fatalf("recall after reindex: %+v %v", r, err)
+	}
+	var blob []byte
+	s2.r.QueryRow(`SELECT embedding FROM memory_vectors WHERE memory_id = ?`, m.ID).Scan(&blob)
+	if len(blob) != 128*4 {
+		t.Fatalf("vector of %d bytes after reindex, want %d", len(blob), 128*4)
+	}
+	var norm float64
+	v, _ := decodeVector(blob, nil)
+	for _, x := range v {
+		norm += float64(x) * float64(x)
+	}
+	if math.Abs(norm-1) > 1e-4 {
+		t.Fatalf("stored vector norm %v", norm)
+	}
+}
+
+var _ = tools.CodeInvalidArguments
