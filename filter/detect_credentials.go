@@ -463,16 +463,6 @@ func isEntropyChar(c byte) bool {
 // key-like word. A git SHA, a hex hash or a UUID alone is not a secret;
 // after "secret:" or "api key" it is.
 func findKeywordEntropy(s string, out []Match) []Match {
-	has := false
-	for _, w := range keyWords {
-		if indexFold(s, w) >= 0 {
-			has = true
-			break
-		}
-	}
-	if !has {
-		return out
-	}
 	for i := 0; i < len(s); i++ {
 		if !isEntropyChar(s[i]) || (i > 0 && isEntropyChar(s[i-1])) {
 			continue

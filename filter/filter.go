@@ -52,6 +52,7 @@ type Filter struct {
 	cfg         Config
 	actions     map[Class]Action
 	allowFields map[string]bool
+	fields      *fieldCache
 }
 
 // New validates cfg and returns a Filter.
@@ -78,7 +79,7 @@ func New(cfg Config) (*Filter, error) {
 	if cfg.MaxLogLine == 0 {
 		cfg.MaxLogLine = 1 << 10
 	}
-	f := &Filter{cfg: cfg, actions: map[Class]Action{}, allowFields: map[string]bool{}}
+	f := &Filter{cfg: cfg, actions: map[Class]Action{}, allowFields: map[string]bool{}, fields: &fieldCache{}}
 	for c, a := range cfg.Policy.Actions {
 		if err := validClassName(c); err != nil {
 			return nil, fmt.Errorf("new filter: %w", err)
@@ -156,17 +157,24 @@ type Output struct {
 // result, then compact and limit it for the model. An error means the
 // result is not valid JSON.
 func (f *Filter) Apply(in Input, opts Options) (*Output, error) {
+	out, _, err := f.apply(in, opts)
+	return out, err
+}
+
+// apply is Apply that also returns the run, whose values say what was
+// replaced.
+func (f *Filter) apply(in Input, opts Options) (*Output, *run, error) {
 	raw := in.Result
 	if len(raw) == 0 {
 		raw = json.RawMessage("null")
 	}
 	root, err := parseJSON(raw)
 	if err != nil {
-		return nil, fmt.Errorf("filter result: %w", err)
+		return nil, nil, fmt.Errorf("filter result: %w", err)
 	}
 	r := f.newRun(opts)
 	r.where = "result"
-	r.walk(&root, nil)
+	r.walk(&root, FieldMatch{})
 	logs := make([]string, len(in.Logs))
 	r.where = "logs"
 	for i, line := range in.Logs {
@@ -206,12 +214,17 @@ func (f *Filter) Apply(in Input, opts Options) (*Output, error) {
 	rep.Cuts = lim.cuts
 	rep.CutsTotal = lim.cutsTotal
 	rep.Cut = lim.cutsTotal > 0
-	return out, nil
+	return out, r, nil
 }
 
 // ApplyText filters one text, such as an error message or a console line
 // outside a run: detect and tokenize, redact or mask, without limiting.
 func (f *Filter) ApplyText(text string, opts Options) (string, Report) {
+	out, r := f.applyText(text, opts)
+	return out, r.report
+}
+
+func (f *Filter) applyText(text string, opts Options) (string, *run) {
 	r := f.newRun(opts)
 	r.where = "text"
 	out := r.replaceText(text, false)
@@ -221,7 +234,7 @@ func (f *Filter) ApplyText(text string, opts Options) (string, Report) {
 	r.report.OriginalBytes = len(text)
 	r.report.FilteredBytes = len(out)
 	r.report.ReturnedBytes = len(out)
-	return out, r.report
+	return out, r
 }
 
 func (f *Filter) budget(b int) int {
@@ -322,7 +335,7 @@ type replacement struct {
 const minSweepLen = 6
 
 func (f *Filter) newRun(opts Options) *run {
-	return &run{f: f, opts: opts}
+	return &run{f: f, opts: opts, sc: scanner{fields: f.fields}}
 }
 
 func (r *run) pointer() string {
@@ -437,8 +450,9 @@ func (r *run) record(c Class, conf float64, detector string, a Action, inKey boo
 }
 
 // walk filters n in place. inherited is the field match of the nearest
-// enclosing sensitive field name, which applies to every scalar below.
-func (r *run) walk(n *node, inherited *FieldMatch) {
+// enclosing sensitive field name, which applies to every scalar below; its
+// Class is "" when there is none.
+func (r *run) walk(n *node, inherited FieldMatch) {
 	switch n.kind {
 	case kindObject:
 		changedKeys := false
@@ -451,7 +465,7 @@ func (r *run) walk(n *node, inherited *FieldMatch) {
 			}
 			inh := inherited
 			if fm, ok := r.sc.field(key); ok {
-				inh = &fm
+				inh = fm
 			}
 			r.walk(&n.kids[i], inh)
 			if nk := r.replaceText(key, true); nk != key {
@@ -470,7 +484,7 @@ func (r *run) walk(n *node, inherited *FieldMatch) {
 			r.path = r.path[:len(r.path)-1]
 		}
 	case kindString:
-		if inherited != nil && n.str != "" && !strings.HasPrefix(n.str, tokenOpen) {
+		if inherited.Class != "" && n.str != "" && !isOneToken(n.str) {
 			if text, ok := r.act(inherited.Class, inherited.Confidence, "field_name", n.str, false, false); ok {
 				n.str = text
 				return
@@ -478,12 +492,19 @@ func (r *run) walk(n *node, inherited *FieldMatch) {
 		}
 		n.str = r.replaceText(n.str, false)
 	case kindNumber:
-		if inherited != nil {
+		if inherited.Class != "" {
 			if text, ok := r.act(inherited.Class, inherited.Confidence, "field_name", n.str, true, false); ok {
 				*n = node{kind: kindString, str: text}
 			}
 		}
 	}
+}
+
+// isOneToken reports whether s is exactly one token or marker, which the
+// filter made and needs no second look.
+func isOneToken(s string) bool {
+	t, ok := parseTokenAt(s, 0)
+	return ok && t.end == len(s)
 }
 
 // uniqueKeys makes replaced keys unique again (two values redacted to the

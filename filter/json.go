@@ -59,6 +59,61 @@ type parser struct {
 	s     string
 	i     int
 	depth int
+	// stack and keyStack hold the children of the open containers, so that
+	// each container gets one exactly sized slice when it closes.
+	stack    []node
+	keyStack []string
+	// slab and keySlab are carved into the children of closed containers:
+	// one allocation for many small slices.
+	slab    []node
+	keySlab []string
+}
+
+const slabSize = 1024
+
+// slabNext is the size of the next slab: at first about one node per 12
+// bytes of input (a guess of what the document needs), then doubling, up
+// to slabSize.
+func (p *parser) slabNext(prev, need int) int {
+	first := len(p.s) / 12
+	return max(need, min(slabSize, max(16, first, 2*prev)))
+}
+
+// kids returns an exactly sized slice holding stack[base:].
+func (p *parser) kids(base int) []node {
+	n := len(p.stack) - base
+	var out []node
+	if n > slabSize/4 {
+		out = make([]node, n)
+	} else {
+		if len(p.slab)+n > cap(p.slab) {
+			p.slab = make([]node, 0, p.slabNext(cap(p.slab), n))
+		}
+		out = p.slab[len(p.slab) : len(p.slab)+n : len(p.slab)+n]
+		p.slab = p.slab[:len(p.slab)+n]
+	}
+	copy(out, p.stack[base:])
+	clear(p.stack[base:])
+	p.stack = p.stack[:base]
+	return out
+}
+
+func (p *parser) keys(base int) []string {
+	n := len(p.keyStack) - base
+	var out []string
+	if n > slabSize/4 {
+		out = make([]string, n)
+	} else {
+		if len(p.keySlab)+n > cap(p.keySlab) {
+			p.keySlab = make([]string, 0, p.slabNext(cap(p.keySlab), n))
+		}
+		out = p.keySlab[len(p.keySlab) : len(p.keySlab)+n : len(p.keySlab)+n]
+		p.keySlab = p.keySlab[:len(p.keySlab)+n]
+	}
+	copy(out, p.keyStack[base:])
+	clear(p.keyStack[base:])
+	p.keyStack = p.keyStack[:base]
+	return out
 }
 
 // parseJSON parses one JSON document into a tree.
@@ -315,13 +370,14 @@ func (p *parser) array() (node, error) {
 		p.depth--
 		return n, nil
 	}
+	base := len(p.stack)
 	for {
 		p.space()
 		v, err := p.value()
 		if err != nil {
 			return node{}, err
 		}
-		n.kids = append(n.kids, v)
+		p.stack = append(p.stack, v)
 		p.space()
 		if p.i >= len(p.s) {
 			return node{}, p.fail("unterminated array")
@@ -332,6 +388,7 @@ func (p *parser) array() (node, error) {
 		case ']':
 			p.i++
 			p.depth--
+			n.kids = p.kids(base)
 			return n, nil
 		default:
 			return node{}, p.fail("expected ',' or ']' in array")
@@ -351,6 +408,7 @@ func (p *parser) object() (node, error) {
 		p.depth--
 		return n, nil
 	}
+	base, kbase := len(p.stack), len(p.keyStack)
 	for {
 		p.space()
 		if p.i >= len(p.s) || p.s[p.i] != '"' {
@@ -370,8 +428,8 @@ func (p *parser) object() (node, error) {
 		if err != nil {
 			return node{}, err
 		}
-		n.keys = append(n.keys, k)
-		n.kids = append(n.kids, v)
+		p.keyStack = append(p.keyStack, k)
+		p.stack = append(p.stack, v)
 		p.space()
 		if p.i >= len(p.s) {
 			return node{}, p.fail("unterminated object")
@@ -382,6 +440,8 @@ func (p *parser) object() (node, error) {
 		case '}':
 			p.i++
 			p.depth--
+			n.kids = p.kids(base)
+			n.keys = p.keys(kbase)
 			return n, nil
 		default:
 			return node{}, p.fail("expected ',' or '}' in object")

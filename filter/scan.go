@@ -3,6 +3,9 @@ package filter
 import (
 	"math"
 	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Match is one sensitive value found in a string.
@@ -35,10 +38,18 @@ func ScanString(s string) []Match {
 	return sc.scan(s, nil)
 }
 
-// scanner holds what the detectors reuse from one string to the next. Its
-// zero value is ready to use; it is not safe for concurrent use.
+// scanner holds what the detectors share from one string to the next.
+// Its zero value is ready to use.
 type scanner struct {
-	fields map[string]fieldResult
+	fields *fieldCache // nil: no cache
+}
+
+// field matches a field name.
+func (sc *scanner) field(name string) (FieldMatch, bool) {
+	if sc.fields == nil {
+		return MatchField(name)
+	}
+	return sc.fields.match(name)
 }
 
 type fieldResult struct {
@@ -46,17 +57,26 @@ type fieldResult struct {
 	ok bool
 }
 
-// field matches a field name, remembering the answer.
-func (sc *scanner) field(name string) (FieldMatch, bool) {
-	if r, ok := sc.fields[name]; ok {
+// fieldCache remembers MatchField's answers; names repeat across results.
+// It is safe for concurrent use and stops growing at maxFieldCache names.
+type fieldCache struct {
+	m sync.Map // string → fieldResult
+	n atomic.Int64
+}
+
+const maxFieldCache = 1 << 14
+
+func (c *fieldCache) match(name string) (FieldMatch, bool) {
+	if v, ok := c.m.Load(name); ok {
+		r := v.(fieldResult)
 		return r.m, r.ok
 	}
 	m, ok := MatchField(name)
-	if sc.fields == nil {
-		sc.fields = map[string]fieldResult{}
-	}
-	if len(sc.fields) < 4096 {
-		sc.fields[name] = fieldResult{m, ok}
+	if len(name) <= 64 && c.n.Load() < maxFieldCache {
+		// Clone: name may be a slice of a large document.
+		if _, loaded := c.m.LoadOrStore(strings.Clone(name), fieldResult{m, ok}); !loaded {
+			c.n.Add(1)
+		}
 	}
 	return m, ok
 }

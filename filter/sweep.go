@@ -9,11 +9,12 @@ import (
 // "password" is hidden in a log line too, and a card number found once is
 // hidden where it sits inside a longer run of digits. The sweeper finds
 // every such value (minSweepLen bytes or more) in one pass over each
-// string: a 64 Kibit filter on the first four bytes of the values tells,
-// at each position, whether any can start there.
+// string: a bit filter on the first four bytes of the values (about 64
+// bits per value) tells, at each position, whether any can start there.
 
 type sweeper struct {
-	bits     [1 << 16 / 64]uint64
+	bits     []uint64
+	shift    uint32
 	byPrefix map[uint32][]string // longest first
 	values   map[string]replacement
 }
@@ -22,13 +23,27 @@ func load4(s string) uint32 {
 	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
 }
 
-func hash4(p uint32) uint32 { return (p * 2654435761) >> 16 }
+func (sw *sweeper) hash(p uint32) uint32 { return (p * 2654435761) >> sw.shift }
+
+func (sw *sweeper) maybe(p uint32) bool {
+	h := sw.hash(p)
+	return sw.bits[h/64]&(1<<(h%64)) != 0
+}
 
 func newSweeper(values map[string]replacement) *sweeper {
-	sw := &sweeper{byPrefix: make(map[uint32][]string, len(values)), values: values}
+	logBits := uint32(10)
+	for logBits < 20 && 1<<logBits < 64*len(values) {
+		logBits++
+	}
+	sw := &sweeper{
+		bits:     make([]uint64, (1<<logBits)/64),
+		shift:    32 - logBits,
+		byPrefix: make(map[uint32][]string, len(values)),
+		values:   values,
+	}
 	for v := range values {
 		p := load4(v)
-		h := hash4(p)
+		h := sw.hash(p)
 		sw.bits[h/64] |= 1 << (h % 64)
 		sw.byPrefix[p] = append(sw.byPrefix[p], v)
 	}
@@ -63,8 +78,7 @@ func (r *run) sweepText(sw *sweeper, s string, inKey bool) string {
 			i = refs[ref].end - 1
 			continue
 		}
-		h := hash4(load4(s[i:]))
-		if sw.bits[h/64]&(1<<(h%64)) == 0 {
+		if !sw.maybe(load4(s[i:])) {
 			continue
 		}
 		for _, v := range sw.byPrefix[load4(s[i:])] {

@@ -1,9 +1,10 @@
 package filter
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
+	"io"
 	"strings"
 	"unicode/utf8"
 )
@@ -36,13 +37,15 @@ func RedactionMarker(c Class) string {
 	return tokenOpen + string(c) + ":" + redactedWord + tokenClose
 }
 
-// tokenDigest returns HMAC-SHA256(key, class || 0 || value) in hex.
-func tokenDigest(key *Key, c Class, value string) string {
-	m := hmac.New(sha256.New, key.b[:])
-	m.Write([]byte(c))
-	m.Write([]byte{0})
-	m.Write([]byte(value))
-	return hex.EncodeToString(m.Sum(nil))
+// tokenDigest returns HMAC-SHA256(key, class || 0 || value) in hex; mac
+// is an HMAC-SHA256 under the key.
+func tokenDigest(mac hash.Hash, c Class, value string) string {
+	mac.Reset()
+	io.WriteString(mac, string(c))
+	mac.Write([]byte{0})
+	io.WriteString(mac, value)
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(mac.Sum(sum[:0]))
 }
 
 // tokenRef is a token or marker found in a string.

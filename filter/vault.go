@@ -3,6 +3,9 @@ package filter
 import (
 	"bytes"
 	"container/list"
+	"crypto/hmac"
+	"crypto/sha256"
+	"hash"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -103,11 +106,18 @@ type Vault struct {
 	maxEntries int
 	maxBytes   int
 
+	macs sync.Pool // of hash.Hash: HMAC-SHA256 under key
+
 	mu      sync.Mutex
 	byToken map[string]*vaultEntry
-	byValue map[string]*vaultEntry // class + "\x00" + value
-	lru     list.List              // of *vaultEntry, most recent first
+	byValue map[valueKey]*vaultEntry
+	lru     list.List // of *vaultEntry, most recent first
 	bytes   int
+}
+
+type valueKey struct {
+	class Class
+	value string
 }
 
 type vaultEntry struct {
@@ -132,8 +142,9 @@ func NewVault(key Key, opts VaultOptions) (*Vault, error) {
 		maxEntries: opts.MaxEntries,
 		maxBytes:   opts.MaxBytes,
 		byToken:    map[string]*vaultEntry{},
-		byValue:    map[string]*vaultEntry{},
+		byValue:    map[valueKey]*vaultEntry{},
 	}
+	v.macs.New = func() any { return hmac.New(sha256.New, v.key.b[:]) }
 	if v.maxEntries <= 0 {
 		v.maxEntries = 1 << 16
 	}
@@ -158,16 +169,24 @@ func (v *Vault) Tokenize(c Class, value string, sources []string) string {
 }
 
 func (v *Vault) tokenize(c Class, value string, raw bool, sources []string) string {
-	vk := string(c) + "\x00" + value
 	v.mu.Lock()
-	defer v.mu.Unlock()
-	if e, ok := v.byValue[vk]; ok {
+	if e, ok := v.byValue[valueKey{c, value}]; ok {
 		e.raw = e.raw && raw
 		e.sources = addSources(e.sources, sources)
 		v.lru.MoveToFront(e.elem)
+		v.mu.Unlock()
 		return e.token
 	}
-	digest := tokenDigest(&v.key, c, value)
+	v.mu.Unlock()
+	mac := v.macs.Get().(hash.Hash)
+	digest := tokenDigest(mac, c, value)
+	v.macs.Put(mac)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if e, ok := v.byValue[valueKey{c, value}]; ok { // added meanwhile
+		e.sources = addSources(e.sources, sources)
+		return e.token
+	}
 	var token string
 	for _, n := range tokenHexLens {
 		token = formatToken(c, digest[:n])
@@ -180,16 +199,18 @@ func (v *Vault) tokenize(c Class, value string, raw bool, sources []string) stri
 		// the token stands, but cannot be resolved.
 		return token
 	}
+	// Clone: value may be a slice of a large document.
+	value = strings.Clone(value)
 	e := &vaultEntry{token: token, class: c, value: value, raw: raw, sources: addSources(nil, sources)}
 	e.elem = v.lru.PushFront(e)
 	v.byToken[token] = e
-	v.byValue[vk] = e
+	v.byValue[valueKey{c, value}] = e
 	v.bytes += len(value)
 	for len(v.byToken) > v.maxEntries || v.bytes > v.maxBytes {
 		old := v.lru.Back().Value.(*vaultEntry)
 		v.lru.Remove(old.elem)
 		delete(v.byToken, old.token)
-		delete(v.byValue, string(old.class)+"\x00"+old.value)
+		delete(v.byValue, valueKey{old.class, old.value})
 		v.bytes -= len(old.value)
 	}
 	return token

@@ -1,0 +1,224 @@
+package filter
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Benchmarks. Run them with
+//
+//	go test ./filter -run '^$' -bench . -benchtime 2s
+//
+// BenchmarkPipeline reports MB/s over a ~1 MB result; its sub-benchmarks
+// the stages. BenchmarkSmall reports µs/op for a ~1 KB result.
+
+var words = strings.Fields(`lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod
+tempor incididunt ut labore et dolore magna aliqua enim ad minim veniam quis nostrud exercitation
+ullamco laboris nisi aliquip ex ea commodo consequat duis aute irure in reprehenderit voluptate
+velit esse cillum fugiat nulla pariatur excepteur sint occaecat cupidatat non proident sunt culpa
+qui officia deserunt mollit anim id est laborum shipment delayed customer asked refund invoice`)
+
+func sentence(r *rand.Rand, n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(words[r.IntN(len(words))])
+	}
+	return b.String()
+}
+
+// realisticResult returns a deterministic JSON result of about size bytes
+// shaped like what tools return: customer records with contact details
+// and the odd credential, orders with line items, and log-like events.
+func realisticResult(size int) []byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	type item struct {
+		SKU   string  `json:"sku"`
+		Qty   int     `json:"qty"`
+		Price float64 `json:"price"`
+	}
+	type customer struct {
+		ID        int               `json:"id"`
+		Name      string            `json:"name"`
+		Email     string            `json:"email"`
+		Phone     string            `json:"phone"`
+		Address   map[string]string `json:"address"`
+		CreatedAt string            `json:"created_at"`
+		Tier      string            `json:"tier"`
+		Active    bool              `json:"active"`
+		Notes     string            `json:"notes"`
+		Orders    []map[string]any  `json:"orders"`
+		APIKey    string            `json:"api_key,omitempty"`
+		Card      string            `json:"card_number,omitempty"`
+	}
+	var customers []customer
+	var events []map[string]any
+	total := 0
+	for i := 0; total < size; i++ {
+		c := customer{
+			ID:        10000 + i,
+			Name:      fmt.Sprintf("%s %s", strings.ToUpper(words[r.IntN(len(words))][:1])+words[r.IntN(len(words))], words[r.IntN(len(words))]),
+			Email:     fmt.Sprintf("user%d@example%d.com", i, r.IntN(50)),
+			Phone:     fmt.Sprintf("+1 415 555 %04d", r.IntN(10000)),
+			Address:   map[string]string{"street": fmt.Sprintf("%d %s St", 1+r.IntN(999), words[r.IntN(len(words))]), "city": "Springfield", "zip": fmt.Sprintf("%05d", r.IntN(99999))},
+			CreatedAt: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.IntN(1e6)) * time.Minute).Format(time.RFC3339),
+			Tier:      []string{"free", "pro", "enterprise"}[r.IntN(3)],
+			Active:    r.IntN(2) == 0,
+			Notes:     sentence(r, 5+r.IntN(20)),
+		}
+		if i%10 == 0 {
+			c.APIKey = fmt.Sprintf("sk_live_%024x", r.Uint64())
+		}
+		if i%7 == 0 {
+			c.Card = "4111 1111 1111 1111"
+		}
+		for j := range 1 + r.IntN(3) {
+			var items []item
+			for range 1 + r.IntN(4) {
+				items = append(items, item{SKU: fmt.Sprintf("SKU-%06d", r.IntN(1e6)), Qty: 1 + r.IntN(5), Price: float64(r.IntN(100000)) / 100})
+			}
+			c.Orders = append(c.Orders, map[string]any{"order_id": fmt.Sprintf("ORD-%d-%d", i, j), "status": "shipped", "items": items, "tracking": fmt.Sprintf("1Z%016X", r.Uint64())})
+		}
+		customers = append(customers, c)
+		ev := map[string]any{"ts": c.CreatedAt, "level": "info", "msg": fmt.Sprintf("request %s from 203.0.113.%d took %dms: %s", fmt.Sprintf("%016x", r.Uint64()), r.IntN(255), r.IntN(900), sentence(r, 8))}
+		events = append(events, ev)
+		b, _ := json.Marshal(c)
+		e, _ := json.Marshal(ev)
+		total += len(b) + len(e) + 2
+	}
+	doc, _ := json.Marshal(map[string]any{"customers": customers, "events": events, "next_page_token": "CgwI2rWxBhDA8tnAAQ"})
+	return doc
+}
+
+func benchFilter(b *testing.B) (*Filter, *Vault) {
+	b.Helper()
+	f, err := New(Config{Compact: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := NewVault(fuzzKey, VaultOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return f, v
+}
+
+func BenchmarkPipeline(b *testing.B) {
+	doc := realisticResult(1 << 20)
+	f, v := benchFilter(b)
+	b.Run("all", func(b *testing.B) {
+		b.SetBytes(int64(len(doc)))
+		for b.Loop() {
+			if _, err := f.Apply(Input{Result: doc}, Options{Vault: v}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("detect+tokenize", func(b *testing.B) {
+		b.SetBytes(int64(len(doc)))
+		for b.Loop() {
+			root, err := parseJSON(doc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := f.newRun(Options{Vault: v})
+			r.walk(&root, FieldMatch{})
+			if len(r.values) > 0 {
+				r.sweepNode(newSweeper(r.values), &root)
+			}
+			_ = appendJSON(make([]byte, 0, len(doc)), &root)
+		}
+	})
+	out, err := f.Apply(Input{Result: doc}, Options{Vault: v})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("limit", func(b *testing.B) {
+		b.SetBytes(int64(len(out.Full)))
+		for b.Loop() {
+			if _, _, err := Limit(out.Full, LimitOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	c, err := NewCompressor(CompressorOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	b.Run("compress", func(b *testing.B) {
+		b.SetBytes(int64(len(out.Full)))
+		var z []byte
+		for b.Loop() {
+			z = c.Compress(out.Full)
+		}
+		b.ReportMetric(float64(len(out.Full))/float64(len(z)), "ratio")
+	})
+	z := c.Compress(out.Full)
+	b.Run("decompress", func(b *testing.B) {
+		b.SetBytes(int64(len(out.Full)))
+		for b.Loop() {
+			if _, err := c.Decompress(z); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkCompress measures zstd on typical results at each level.
+func BenchmarkCompress(b *testing.B) {
+	docs := map[string][]byte{
+		"records_1MB":  realisticResult(1 << 20),
+		"records_64KB": realisticResult(64 << 10),
+	}
+	for _, name := range []string{"records_64KB", "records_1MB"} {
+		doc := docs[name]
+		for level := 1; level <= 3; level++ {
+			c, err := NewCompressor(CompressorOptions{Level: level})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Run(fmt.Sprintf("%s/level%d", name, level), func(b *testing.B) {
+				b.SetBytes(int64(len(doc)))
+				var z []byte
+				for b.Loop() {
+					z = c.Compress(doc)
+				}
+				b.ReportMetric(float64(len(doc))/float64(len(z)), "ratio")
+			})
+			c.Close()
+		}
+	}
+}
+
+// BenchmarkSmall is the overhead on a small execute_code result.
+func BenchmarkSmall(b *testing.B) {
+	doc := realisticResult(1 << 10)
+	if len(doc) > 4<<10 {
+		b.Fatalf("small doc is %d bytes", len(doc))
+	}
+	f, v := benchFilter(b)
+	logs := []string{"fetched 3 customers", "done in 12ms"}
+	b.SetBytes(int64(len(doc)))
+	for b.Loop() {
+		if _, err := f.Apply(Input{Result: doc, Logs: logs}, Options{Vault: v}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/op")
+}
+
+func BenchmarkScanString(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	s := sentence(r, 2000) + " ada@example.com 4111 1111 1111 1111 +1 415 555 2671 password=hunter22"
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		ScanString(s)
+	}
+}

@@ -1,0 +1,169 @@
+package filter
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// fuzzKey is fixed so that runs are reproducible.
+var fuzzKey, _ = KeyFromBytes(bytes.Repeat([]byte{7}, KeySize))
+
+// FuzzApply runs the whole pipeline on arbitrary input and checks its
+// promises: no panic; an error exactly for invalid JSON; Full and Limited
+// valid JSON; Limited within the budget (without the safety net); compact
+// text no larger than Limited; every token resolvable; the same input
+// giving the same output; and no value the run replaced surviving
+// anywhere in the output. The seed corpus is in testdata/fuzz/FuzzApply.
+func FuzzApply(f *testing.F) {
+	f.Add([]byte(`{"email":"ada@example.com","password":"hunter22","items":[1,2,3]}`), uint16(200), uint8(0))
+	f.Fuzz(func(t *testing.T, data []byte, budget uint16, mode uint8) {
+		checkPipeline(t, data, 64+int(budget)%8192, mode)
+	})
+}
+
+func checkPipeline(t *testing.T, data []byte, budget int, mode uint8) {
+	t.Helper()
+	cfg := Config{Budget: budget, Compact: true, MaxDepth: 1 + int(mode>>2)%20}
+	if mode&1 == 1 {
+		// Mask everything that would be tokenized or redacted.
+		cfg.Policy.Actions = map[Class]Action{}
+		for _, c := range Classes {
+			cfg.Policy.Actions[c] = ActionMask
+		}
+	}
+	flt, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vault, err := NewVault(fuzzKey, VaultOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs []string
+	if mode&2 == 2 {
+		logs = strings.Split(string(data), "\n")
+	}
+	out, r, err := flt.apply(Input{Result: data, Logs: logs}, Options{Vault: vault})
+	valid := json.Valid(data) || len(data) == 0
+	if (err == nil) != valid {
+		t.Fatalf("Apply error %v, but json.Valid = %v", err, valid)
+	}
+	if err != nil {
+		return
+	}
+	if !json.Valid(out.Full) {
+		t.Fatalf("Full is not valid JSON: %q", out.Full)
+	}
+	if !json.Valid(out.Limited) {
+		t.Fatalf("Limited is not valid JSON: %q", out.Limited)
+	}
+	if len(out.Limited) > budget {
+		t.Fatalf("Limited is %d bytes, budget %d", len(out.Limited), budget)
+	}
+	// The limiter itself, without the safety net, must fit.
+	full, err := parseJSON(out.Full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, fitted, _ := fitTree(&full, LimitOptions{Budget: budget, MaxDepth: cfg.MaxDepth})
+	if len(raw) > budget || fitted.size != len(raw) {
+		t.Fatalf("fitTree made %d bytes (size says %d), budget %d", len(raw), fitted.size, budget)
+	}
+	if out.Compact != "" && (len(out.Compact) >= len(out.Limited) || !utf8.ValidString(out.Compact)) {
+		t.Fatalf("compact text of %d bytes for %d bytes of JSON", len(out.Compact), len(out.Limited))
+	}
+	if out.Report.ReturnedBytes != len(out.Limited) || out.Report.FilteredBytes != len(out.Full) {
+		t.Fatalf("report sizes %+v disagree with the output", out.Report)
+	}
+
+	// Every token the output shows resolves, unless the input had it.
+	var input string
+	if len(data) > 0 {
+		input = strings.Join(collectStrings(t, data), "\x00") + strings.Join(logs, "\x00")
+	}
+	for _, tok := range findTokenRefs(string(out.Full)) {
+		text := string(out.Full[tok.start:tok.end])
+		if tok.redacted() || strings.Contains(input, text) {
+			continue
+		}
+		arg, _ := json.Marshal([]string{text})
+		if _, err := vault.Resolve(arg, "any.tool"); err != nil {
+			t.Fatalf("token %s does not resolve: %v", out.Full[tok.start:tok.end], err)
+		}
+	}
+
+	// No value the run replaced survives.
+	texts := collectStrings(t, out.Full)
+	texts = append(texts, collectStrings(t, out.Limited)...)
+	texts = append(texts, out.Logs...)
+	texts = append(texts, out.Compact)
+	for _, s := range texts {
+		s = stripMarkers(s)
+		for v := range r.values {
+			if strings.Contains(s, v) {
+				t.Fatalf("replaced value %q survives in %q", v, s)
+			}
+		}
+	}
+
+	// The same input gives the same output.
+	vault2, _ := NewVault(fuzzKey, VaultOptions{})
+	again, err := flt.Apply(Input{Result: data, Logs: logs}, Options{Vault: vault2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again.Full, out.Full) || !bytes.Equal(again.Limited, out.Limited) || again.Compact != out.Compact {
+		t.Fatalf("two runs differ:\n%s\n%s", out.Limited, again.Limited)
+	}
+
+	// The text variant holds the same promise.
+	text, tr := flt.applyText(string(data), Options{Vault: vault})
+	text = stripMarkers(text)
+	for v := range tr.values {
+		if strings.Contains(text, v) {
+			t.Fatalf("replaced value %q survives in text %q", v, text)
+		}
+	}
+}
+
+// markerRE matches what the filter itself writes: tokens and redaction
+// markers, cut notes, and the markers of left-out items, fields and lines.
+var markerRE = regexp.MustCompile(`⟦[a-z_0-9]+:(?:redacted|[0-9a-f]{8,64})⟧|… \[cut: \d+ bytes total\]|… \d+ more (?:items?|lines?)|\d+ more fields?|\[… \d+ items?\]|\{… \d+ fields?\}|…(?:#\d+)?|\*+`)
+
+func stripMarkers(s string) string { return markerRE.ReplaceAllString(s, "\x00") }
+
+// collectStrings returns every string and key in a JSON document.
+func collectStrings(tb testing.TB, doc []byte) []string {
+	tb.Helper()
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		tb.Fatalf("decode %q: %v", doc, err)
+	}
+	var out []string
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case string:
+			out = append(out, v)
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		case map[string]any:
+			for k, x := range v {
+				out = append(out, k)
+				walk(x)
+			}
+		case json.Number:
+			out = append(out, v.String())
+		}
+	}
+	walk(v)
+	return out
+}
