@@ -523,3 +523,18 @@ func isReturnOutsideFunction(err error) bool {
 	var je *quickjs.Error
 	return errors.As(err, &je) && je.Name == "SyntaxError" && strings.Contains(je.Message, "return not in a function")
 }
+
+// Stats is a snapshot of the pool.
+type Stats struct {
+	// Size is the number of programs that may run at once.
+	Size int
+	// Running is the number of programs running now.
+	Running int
+	// Ready is the number of VMs prepared for the next runs.
+	Ready int
+}
+
+// Stats returns a snapshot of the pool.
+func (e *Executor) Stats() Stats {
+	return Stats{Size: cap(e.pool.slots), Running: len(e.pool.slots), Ready: len(e.pool.ready)}
+}

@@ -117,9 +117,9 @@ func (s *Server) directTool(t *tools.Tool) (server.ServerTool, bool) {
 		if len(args) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")
 		}
-		out, err := dispatcher{reg: s.reg, caller: s.caller(ctx)}.Call(ctx, qualified, args)
+		out, err := dispatcher{s: s, caller: s.caller(ctx)}.Call(ctx, qualified, args)
 		if err != nil {
-			return mcp.NewToolResultError(fmt.Sprintf("%s (%s)", err.Error(), tools.CodeOf(err))), nil
+			return mcp.NewToolResultError(fmt.Sprintf("%s (%s)", err.Error(), errorCode(err))), nil
 		}
 		res := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(out))}}
 		if structured {

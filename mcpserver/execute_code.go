@@ -128,11 +128,24 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if err != nil {
 		return mcp.NewToolResultError(err.Error()), nil
 	}
-	res := s.Execute(ctx, Execution{
+	principal := s.caller(ctx).Principal
+	if r := s.limits.allowExecution(principal); r != nil {
+		s.metrics.refusals.WithLabelValues(r.limit).Inc()
+		return mcp.NewToolResultError(r.Error()), nil
+	}
+	release, r := s.limits.admit(ctx, s.exec.Config().QueueWait)
+	if r != nil {
+		s.metrics.refusals.WithLabelValues(r.limit).Inc()
+		return mcp.NewToolResultError(r.Error()), nil
+	}
+	defer release()
+	x := Execution{
 		Code:     args.Code,
 		Language: executor.Language(args.Language),
 		Timeout:  time.Duration(args.TimeoutMS) * time.Millisecond,
-	})
+	}
+	s.streamTo(ctx, req, &x)
+	res := s.Execute(ctx, x)
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{mcp.NewTextContent(renderRun(res))},
 		StructuredContent: res,
@@ -145,6 +158,10 @@ type Execution struct {
 	Code     string
 	Language executor.Language
 	Timeout  time.Duration
+	// OnLog and OnProgress, when set, see console lines and progress
+	// reports as the program makes them.
+	OnLog      func(executor.LogLine)
+	OnProgress func(message string, fraction float64)
 }
 
 // Execute runs a program as execute_code does, for the caller that ctx
@@ -155,9 +172,12 @@ func (s *Server) Execute(ctx context.Context, x Execution) *executor.Result {
 		Code:       x.Code,
 		Language:   x.Language,
 		Timeout:    x.Timeout,
-		Dispatcher: dispatcher{reg: s.reg, caller: caller},
+		Dispatcher: dispatcher{s: s, caller: caller},
 		Functions:  s.functions(),
+		OnLog:      x.OnLog,
+		OnProgress: x.OnProgress,
 	})
+	s.metrics.observeRun(res)
 	s.log.Debug("execute", "session", caller.Session, "status", res.Status, "kind", errorKind(res),
 		"ms", res.Telemetry.DurationMS, "calls", res.Telemetry.ToolCalls, "code_bytes", len(x.Code))
 	return res

@@ -38,6 +38,14 @@ type Config struct {
 	// Expose selects the MCP tools listed: code mode (default) or also
 	// every catalogue tool directly.
 	Expose Expose
+	// Auth lists the bearer tokens HTTP clients must present; none means
+	// HTTP is open (serve it on loopback only).
+	Auth []Token
+	// AllowedOrigins lists browser origins, besides the server's own,
+	// allowed to call the HTTP transports. "*" allows any.
+	AllowedOrigins []string
+	// Limits bound the load on the server.
+	Limits Limits
 	// Principal names the caller of requests that carry no authenticated
 	// identity, such as stdio's local user. Default "local".
 	Principal string
@@ -55,6 +63,11 @@ type Server struct {
 	mcp  *server.MCPServer
 
 	executeCodeSchema *tools.Schema
+
+	auth    *authenticator
+	limits  *limiter
+	metrics *metrics
+	levels  levelSet
 
 	layout      atomic.Pointer[layoutCache]
 	unsubscribe func()
@@ -90,7 +103,15 @@ func New(cfg Config, reg *tools.Registry) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
 	}
-	s := &Server{cfg: cfg, log: log, reg: reg, exec: exec}
+	s := &Server{
+		cfg:     cfg,
+		log:     log,
+		reg:     reg,
+		exec:    exec,
+		auth:    newAuthenticator(cfg.Auth),
+		limits:  newLimiter(cfg.Limits),
+		metrics: newMetrics(exec),
+	}
 	if s.executeCodeSchema, err = tools.CompileSchema(s.executeCodeInputSchema()); err != nil {
 		exec.Close()
 		return nil, fmt.Errorf("new server: execute_code schema: %w", err)
@@ -99,6 +120,8 @@ func New(cfg Config, reg *tools.Registry) (*Server, error) {
 		server.WithInstructions(instructions),
 		server.WithToolCapabilities(true),
 		server.WithRecovery(),
+		server.WithLogging(),
+		server.WithHooks(s.levels.hooks()),
 	)
 	s.mcp.AddTool(s.executeCodeTool(), s.executeCode)
 	direct := cfg.Expose == ExposeDirect || cfg.Expose == ExposeBoth
@@ -145,24 +168,42 @@ func (s *Server) functions() *executor.Layout {
 	return l
 }
 
-// caller identifies who a request is made for.
+// caller identifies who a request is made for: the authenticated
+// principal, or the configured one for unauthenticated transports.
 func (s *Server) caller(ctx context.Context) tools.Caller {
 	c := tools.Caller{Principal: s.cfg.Principal}
+	if p, ok := principalFrom(ctx); ok {
+		c.Principal = p
+	}
 	if session := server.ClientSessionFromContext(ctx); session != nil {
 		c.Session = session.SessionID()
 	}
 	return c
 }
 
-// dispatcher runs a program's tool calls against the registry, as the
-// program's caller.
+// dispatcher runs tool calls — a program's, or direct mode's — against the
+// registry as one caller, under the caller's rate limit.
 type dispatcher struct {
-	reg    *tools.Registry
+	s      *Server
 	caller tools.Caller
 }
 
 var _ executor.Dispatcher = dispatcher{}
 
 func (d dispatcher) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-	return d.reg.Call(tools.WithCaller(ctx, d.caller), name, args)
+	if r := d.s.limits.allowToolCall(d.caller.Principal); r != nil {
+		d.s.metrics.refusals.WithLabelValues(r.limit).Inc()
+		d.s.metrics.toolCalls.WithLabelValues(name, "rate_limited").Inc()
+		return nil, r
+	}
+	out, err := d.s.reg.Call(tools.WithCaller(ctx, d.caller), name, args)
+	status := "ok"
+	if err != nil {
+		status = tools.CodeOf(err)
+	}
+	if _, known := d.s.reg.Get(name); !known {
+		name = "(unknown)" // keep metric labels bounded
+	}
+	d.s.metrics.toolCalls.WithLabelValues(name, status).Inc()
+	return out, err
 }

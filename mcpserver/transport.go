@@ -32,6 +32,7 @@ const (
 	PathSSE        = "/sse"
 	PathMessage    = "/message"
 	PathHealth     = "/healthz"
+	PathMetrics    = "/metrics"
 )
 
 // httpTransports are the HTTP transports behind one handler.
@@ -46,17 +47,20 @@ func (s *Server) newHTTP() *httpTransports {
 		streamable: server.NewStreamableHTTPServer(s.mcp,
 			server.WithEndpointPath(PathStreamable),
 			server.WithStreamableHTTPLogger(s.log.With("transport", "streamable-http")),
+			server.WithHTTPContextFunc(copyPrincipal),
 		),
 		sse: server.NewSSEServer(s.mcp,
 			server.WithSSEEndpoint(PathSSE),
 			server.WithMessageEndpoint(PathMessage),
 			server.WithKeepAlive(true),
+			server.WithSSEContextFunc(copyPrincipal),
 		),
 		mux: http.NewServeMux(),
 	}
-	h.mux.Handle(PathStreamable, h.streamable)
-	h.mux.Handle(PathSSE, h.sse.SSEHandler())
-	h.mux.Handle(PathMessage, h.sse.MessageHandler())
+	h.mux.Handle(PathStreamable, s.guard(h.streamable))
+	h.mux.Handle(PathSSE, s.guard(h.sse.SSEHandler()))
+	h.mux.Handle(PathMessage, s.guard(h.sse.MessageHandler()))
+	h.mux.Handle("GET "+PathMetrics, s.guard(s.metrics.handler()))
 	h.mux.HandleFunc("GET "+PathHealth, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"status":"ok"}`)
@@ -70,7 +74,9 @@ func (h *httpTransports) closeSessions(ctx context.Context) {
 }
 
 // Handler returns an http.Handler serving Streamable HTTP at /mcp, SSE at
-// /sse with messages posted to /message, and /healthz.
+// /sse with messages posted to /message, /metrics and /healthz. All but
+// /healthz check the Origin, the body size and, when tokens are
+// configured, the bearer token.
 func (s *Server) Handler() http.Handler {
 	return s.newHTTP().mux
 }

@@ -123,6 +123,30 @@ func TestServeStdio(t *testing.T) {
 	defer c.Close()
 	initialize(t, c)
 	exercise(t, c)
+
+	// Cancelling a runaway call sends notifications/cancelled, which
+	// interrupts its VM: with a pool of one, the next run starts at once.
+	one, err := client.NewStdioMCPClient(binary, nil, "serve", "-pool", "1", "-queue-wait", "3s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	initialize(t, one)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "execute_code"
+	req.Params.Arguments = map[string]any{"code": "while (true) {}", "timeout_ms": 30000}
+	if _, err := one.CallTool(ctx, req); err == nil {
+		t.Fatal("runaway call returned")
+	}
+	start := time.Now()
+	if isErr, rec, txt := callExecute(t, one, map[string]any{"code": "'next'"}); isErr || string(rec.Value) != `"next"` {
+		t.Fatalf("run after cancel: %s", txt)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("run after cancel waited %s", d)
+	}
 }
 
 // startHTTP starts `codecell serve -http 127.0.0.1:0` and returns the

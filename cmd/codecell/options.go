@@ -149,11 +149,27 @@ func newServer(cfg Config, log *slog.Logger) (*mcpserver.Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	var tokens []mcpserver.Token
+	for _, t := range cfg.Auth.Tokens {
+		tokens = append(tokens, mcpserver.Token{Principal: t.Principal, Token: t.Token})
+	}
+	l := cfg.Limits
 	return mcpserver.New(mcpserver.Config{
-		Version:  version,
-		Executor: executorConfig(cfg.Sandbox),
-		Expose:   expose,
-		Logger:   log,
+		Version:        version,
+		Executor:       executorConfig(cfg.Sandbox),
+		Expose:         expose,
+		Auth:           tokens,
+		AllowedOrigins: cfg.Server.AllowedOrigins,
+		Limits: mcpserver.Limits{
+			ExecutionsPerMinute: l.ExecutionsPerMinute,
+			ExecutionBurst:      l.ExecutionBurst,
+			ToolCallsPerMinute:  l.ToolCallsPerMinute,
+			ToolCallBurst:       l.ToolCallBurst,
+			MaxInFlight:         l.MaxInFlight,
+			MaxQueued:           l.MaxQueued,
+			MaxBodyBytes:        l.MaxBodyBytes,
+		},
+		Logger: log,
 	}, reg)
 }
 

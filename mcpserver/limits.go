@@ -1,0 +1,181 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Limits bound the load one principal, and all of them together, can put
+// on the server. Zero fields take their defaults.
+type Limits struct {
+	// ExecutionsPerMinute and ExecutionBurst limit each principal's runs.
+	// Defaults 600 and 60.
+	ExecutionsPerMinute int
+	ExecutionBurst      int
+	// ToolCallsPerMinute and ToolCallBurst limit each principal's tool
+	// calls, from programs and direct mode. Defaults 6000 and 600.
+	ToolCallsPerMinute int
+	ToolCallBurst      int
+	// MaxInFlight caps executions admitted at once over all principals;
+	// MaxQueued caps those waiting for admission. Defaults 64 and 256.
+	MaxInFlight int
+	MaxQueued   int
+	// MaxBodyBytes caps an HTTP request body. Default 4 MiB.
+	MaxBodyBytes int64
+}
+
+func (l Limits) withDefaults() Limits {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&l.ExecutionsPerMinute, 600)
+	def(&l.ExecutionBurst, 60)
+	def(&l.ToolCallsPerMinute, 6000)
+	def(&l.ToolCallBurst, 600)
+	def(&l.MaxInFlight, 64)
+	if l.MaxQueued < 0 {
+		l.MaxQueued = 0
+	} else if l.MaxQueued == 0 {
+		l.MaxQueued = 256
+	}
+	if l.MaxBodyBytes <= 0 {
+		l.MaxBodyBytes = 4 << 20
+	}
+	return l
+}
+
+// refusal is a request turned away by a limit: which one, and when a
+// retry may succeed.
+type refusal struct {
+	limit      string
+	message    string
+	retryAfter time.Duration
+}
+
+func (r *refusal) Error() string {
+	if r.retryAfter > 0 {
+		return fmt.Sprintf("%s; retry in %s", r.message, roundUp(r.retryAfter))
+	}
+	return r.message
+}
+
+func (r *refusal) ErrorCode() string { return "rate_limited" }
+func (r *refusal) ErrorTool() string { return "" }
+
+func roundUp(d time.Duration) time.Duration {
+	if d < time.Second {
+		return time.Duration(math.Ceil(float64(d)/float64(100*time.Millisecond))) * 100 * time.Millisecond
+	}
+	return d.Round(time.Second)
+}
+
+// limiter applies Limits.
+type limiter struct {
+	lim Limits
+
+	mu         sync.Mutex
+	executions map[string]*rate.Limiter
+	calls      map[string]*rate.Limiter
+
+	admitted chan struct{}
+	waiting  atomic.Int64
+}
+
+func newLimiter(l Limits) *limiter {
+	l = l.withDefaults()
+	return &limiter{
+		lim:        l,
+		executions: map[string]*rate.Limiter{},
+		calls:      map[string]*rate.Limiter{},
+		admitted:   make(chan struct{}, l.MaxInFlight),
+	}
+}
+
+func (l *limiter) bucket(m map[string]*rate.Limiter, principal string, perMinute, burst int) *rate.Limiter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, ok := m[principal]
+	if !ok {
+		b = rate.NewLimiter(rate.Limit(float64(perMinute)/60), burst)
+		m[principal] = b
+	}
+	return b
+}
+
+// take spends one token of b, or says how long until one is available.
+func take(b *rate.Limiter) (time.Duration, bool) {
+	r := b.Reserve()
+	if d := r.Delay(); d > 0 {
+		r.Cancel()
+		return d, false
+	}
+	return 0, true
+}
+
+// allowExecution spends one of principal's executions.
+func (l *limiter) allowExecution(principal string) *refusal {
+	b := l.bucket(l.executions, principal, l.lim.ExecutionsPerMinute, l.lim.ExecutionBurst)
+	if d, ok := take(b); !ok {
+		return &refusal{
+			limit:      "executions_per_principal",
+			message:    fmt.Sprintf("rate limit: %q may start %d executions per minute (bursts of %d)", principal, l.lim.ExecutionsPerMinute, l.lim.ExecutionBurst),
+			retryAfter: d,
+		}
+	}
+	return nil
+}
+
+// allowToolCall spends one of principal's tool calls.
+func (l *limiter) allowToolCall(principal string) *refusal {
+	b := l.bucket(l.calls, principal, l.lim.ToolCallsPerMinute, l.lim.ToolCallBurst)
+	if d, ok := take(b); !ok {
+		return &refusal{
+			limit:      "tool_calls_per_principal",
+			message:    fmt.Sprintf("rate limit: %q may make %d tool calls per minute (bursts of %d)", principal, l.lim.ToolCallsPerMinute, l.lim.ToolCallBurst),
+			retryAfter: d,
+		}
+	}
+	return nil
+}
+
+// admit waits, up to wait, for one of the MaxInFlight places, and refuses
+// at once when MaxQueued requests are already waiting.
+func (l *limiter) admit(ctx context.Context, wait time.Duration) (release func(), _ *refusal) {
+	release = func() { <-l.admitted }
+	select {
+	case l.admitted <- struct{}{}:
+		return release, nil
+	default:
+	}
+	if l.waiting.Add(1) > int64(l.lim.MaxQueued) {
+		l.waiting.Add(-1)
+		return nil, &refusal{
+			limit:      "max_queued",
+			message:    fmt.Sprintf("server busy: %d executions are running and %d more are waiting, the most allowed", l.lim.MaxInFlight, l.lim.MaxQueued),
+			retryAfter: time.Second,
+		}
+	}
+	defer l.waiting.Add(-1)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case l.admitted <- struct{}{}:
+		return release, nil
+	case <-t.C:
+		return nil, &refusal{
+			limit:      "max_in_flight",
+			message:    fmt.Sprintf("server busy: %d executions stayed in flight for %s", l.lim.MaxInFlight, wait),
+			retryAfter: time.Second,
+		}
+	case <-ctx.Done():
+		return nil, &refusal{limit: "canceled", message: "the request was cancelled while waiting to run"}
+	}
+}

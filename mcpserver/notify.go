@@ -1,0 +1,96 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/codecell/codecell/executor"
+	"github.com/codecell/codecell/tools"
+)
+
+// errorCode is the code of a tool-call error, for messages.
+func errorCode(err error) string {
+	var r *refusal
+	if errors.As(err, &r) {
+		return r.ErrorCode()
+	}
+	return tools.CodeOf(err)
+}
+
+// logLevels maps console levels to MCP logging levels.
+var logLevels = map[string]mcp.LoggingLevel{
+	"debug": mcp.LoggingLevelDebug,
+	"log":   mcp.LoggingLevelInfo,
+	"info":  mcp.LoggingLevelInfo,
+	"warn":  mcp.LoggingLevelWarning,
+	"error": mcp.LoggingLevelError,
+}
+
+// levelSet remembers the sessions that asked for log messages with
+// logging/setLevel; only those receive console lines as they happen.
+type levelSet struct{ sessions sync.Map }
+
+func (l *levelSet) hooks() *server.Hooks {
+	h := &server.Hooks{}
+	h.AddAfterSetLevel(func(ctx context.Context, _ any, _ *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
+		if cs := server.ClientSessionFromContext(ctx); cs != nil {
+			l.sessions.Store(cs.SessionID(), true)
+		}
+	})
+	h.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) {
+		l.sessions.Delete(cs.SessionID())
+	})
+	return h
+}
+
+// wants reports whether the request's client asked for log messages: a
+// request of protocol 2026-07-28 or later declares a level in its _meta;
+// an older session has called logging/setLevel.
+func (l *levelSet) wants(ctx context.Context) bool {
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		return info.LogLevel != ""
+	}
+	cs := server.ClientSessionFromContext(ctx)
+	if cs == nil {
+		return false
+	}
+	_, ok := l.sessions.Load(cs.SessionID())
+	return ok
+}
+
+// streamTo arranges for a run's progress to reach the client as
+// notifications/progress, when the request carries a progress token, and
+// its console lines as notifications/message, when the client set a log
+// level. Notifications are best effort: a client that went away only
+// loses them.
+func (s *Server) streamTo(ctx context.Context, req mcp.CallToolRequest, x *Execution) {
+	if meta := req.Params.Meta; meta != nil && meta.ProgressToken != nil {
+		token := meta.ProgressToken
+		last := 0.0
+		x.OnProgress = func(message string, fraction float64) {
+			p := last + 0.001 // progress must increase with every notification
+			params := map[string]any{"progressToken": token, "message": message}
+			if fraction >= 0 {
+				p = max(fraction*100, p)
+				params["total"] = 100
+			}
+			last = p
+			params["progress"] = p
+			if err := s.mcp.SendNotificationToClient(ctx, "notifications/progress", params); err != nil {
+				s.log.Debug("progress notification", "err", err)
+			}
+		}
+	}
+	if s.levels.wants(ctx) {
+		x.OnLog = func(l executor.LogLine) {
+			n := mcp.NewLoggingMessageNotification(logLevels[l.Level], "codecell.console", l.Message)
+			if err := s.mcp.SendLogMessageToClient(ctx, n); err != nil {
+				s.log.Debug("log notification", "err", err)
+			}
+		}
+	}
+}

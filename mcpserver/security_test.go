@@ -1,0 +1,180 @@
+package mcpserver_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+
+	"github.com/codecell/codecell/executor"
+	"github.com/codecell/codecell/mcpserver"
+)
+
+const (
+	aliceToken = "alice-token-0123456789abcdef"
+	bobToken   = "bob-token-0123456789abcdef"
+)
+
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+func securedServer(t *testing.T, limits mcpserver.Limits) *httptest.Server {
+	t.Helper()
+	srv := newServer(t, mcpserver.Config{
+		Auth:           []mcpserver.Token{{Principal: "alice", Token: aliceToken}, {Principal: "bob", Token: bobToken}},
+		AllowedOrigins: []string{"https://ide.example"},
+		Limits:         limits,
+	})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func post(t *testing.T, url string, header map[string]string, body string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+func TestHTTPSecurity(t *testing.T) {
+	t.Parallel()
+	ts := securedServer(t, mcpserver.Limits{MaxBodyBytes: 64 << 10})
+	tests := []struct {
+		name       string
+		path       string
+		header     map[string]string
+		body       string
+		wantStatus int
+		wantHeader string // in WWW-Authenticate
+	}{
+		{name: "missing token", path: "/mcp", body: initBody, wantStatus: 401, wantHeader: `Bearer realm="codecell"`},
+		{name: "wrong token", path: "/mcp", header: map[string]string{"Authorization": "Bearer nope-nope-nope-nope"}, body: initBody, wantStatus: 401, wantHeader: `error="invalid_token"`},
+		{name: "wrong scheme", path: "/mcp", header: map[string]string{"Authorization": "Basic " + aliceToken}, body: initBody, wantStatus: 401},
+		{name: "sse without token", path: "/message?sessionId=x", body: initBody, wantStatus: 401},
+		{name: "foreign origin", path: "/mcp", header: map[string]string{"Authorization": "Bearer " + aliceToken, "Origin": "https://evil.example"}, body: initBody, wantStatus: 403},
+		{name: "oversized body", path: "/mcp", header: map[string]string{"Authorization": "Bearer " + aliceToken}, body: strings.Repeat(" ", 65<<10) + initBody, wantStatus: 413},
+		{name: "allowed origin", path: "/mcp", header: map[string]string{"Authorization": "Bearer " + aliceToken, "Origin": "https://ide.example"}, body: initBody, wantStatus: 200},
+		{name: "valid token", path: "/mcp", header: map[string]string{"Authorization": "Bearer " + bobToken}, body: initBody, wantStatus: 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := post(t, ts.URL+tt.path, tt.header, tt.body)
+			if resp.StatusCode != tt.wantStatus {
+				b, _ := io.ReadAll(resp.Body)
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.wantStatus, b)
+			}
+			if tt.wantHeader != "" && !strings.Contains(resp.Header.Get("WWW-Authenticate"), tt.wantHeader) {
+				t.Errorf("WWW-Authenticate %q, want %q", resp.Header.Get("WWW-Authenticate"), tt.wantHeader)
+			}
+		})
+	}
+
+	// A chunked body over the limit, with no Content-Length, is refused too.
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", io.MultiReader(strings.NewReader(strings.Repeat(" ", 65<<10)), bytes.NewReader([]byte(initBody))))
+	req.Header.Set("Authorization", "Bearer "+aliceToken)
+	req.ContentLength = -1
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 413 {
+		t.Errorf("chunked oversized body: status %d, want 413", resp.StatusCode)
+	}
+
+	// Health stays open; metrics need the token.
+	if r, _ := http.Get(ts.URL + "/healthz"); r.StatusCode != 200 {
+		t.Errorf("healthz %d", r.StatusCode)
+	}
+	if r, _ := http.Get(ts.URL + "/metrics"); r.StatusCode != 401 {
+		t.Errorf("metrics without token: %d", r.StatusCode)
+	}
+	req, _ = http.NewRequest(http.MethodGet, ts.URL+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+aliceToken)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, limit := range []string{"auth", "origin", "body_size"} {
+		if !bytes.Contains(body, []byte(`codecell_refusals_total{limit="`+limit+`"}`)) {
+			t.Errorf("metrics do not count %s refusals", limit)
+		}
+	}
+}
+
+func authedClient(t *testing.T, url, token string) *client.Client {
+	t.Helper()
+	c, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return start(t, c)
+}
+
+func TestAuthenticatedClientAndMetrics(t *testing.T) {
+	t.Parallel()
+	ts := securedServer(t, mcpserver.Limits{})
+	c := authedClient(t, ts.URL+"/mcp", aliceToken)
+	if _, rec := execute(t, c, map[string]any{"code": "(await util.echo({text: 'x'})).text"}); rec == nil || rec.Status != executor.StatusOK {
+		t.Fatalf("run: %+v", rec)
+	}
+	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+aliceToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{
+		`codecell_executions_total{kind="",status="ok"} 1`,
+		`codecell_tool_calls_total{status="ok",tool="util.echo"} 1`,
+		"codecell_execution_duration_seconds_bucket",
+		"codecell_queue_wait_seconds_count 1",
+		"codecell_pool_size",
+	} {
+		if !bytes.Contains(body, []byte(want)) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+func TestRateLimits(t *testing.T) {
+	t.Parallel()
+	ts := securedServer(t, mcpserver.Limits{ExecutionsPerMinute: 60, ExecutionBurst: 2, ToolCallsPerMinute: 60, ToolCallBurst: 3})
+	alice := authedClient(t, ts.URL+"/mcp", aliceToken)
+	bob := authedClient(t, ts.URL+"/mcp", bobToken)
+
+	// Tool calls: the fourth call in a burst fails with rate_limited.
+	res, rec := execute(t, alice, map[string]any{"code": `const out = []; for (let i = 0; i < 4; i++) { try { await util.echo({text: "x"}); out.push("ok") } catch (e) { out.push(e.code + ": " + e.message) } } out`})
+	if res.IsError || !strings.Contains(string(rec.Value), `"rate_limited: rate limit: \"alice\" may make 60 tool calls per minute (bursts of 3); retry in`) {
+		t.Fatalf("tool-call limit: %s", rec.Value)
+	}
+	// Executions: alice has used one of two; the third is refused with a
+	// message that says which limit and when to retry.
+	execute(t, alice, map[string]any{"code": "1"})
+	res, _ = execute(t, alice, map[string]any{"code": "1"})
+	if !res.IsError || !strings.Contains(text(res), `"alice" may start 60 executions per minute`) || !strings.Contains(text(res), "retry in") {
+		t.Fatalf("execution limit: %s", text(res))
+	}
+	// Limits are per principal: bob is unaffected.
+	if _, rec := execute(t, bob, map[string]any{"code": "2"}); rec == nil || string(rec.Value) != "2" {
+		t.Fatalf("bob was limited by alice's use: %+v", rec)
+	}
+}
