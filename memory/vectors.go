@@ -20,41 +20,53 @@ const (
 
 // quantizer turns a unit vector into a binary code whose Hamming distances
 // follow the vectors' angles: bit i is the sign of the projection on a
-// fixed pseudo-random ±1 direction (sign random projection, "SimHash";
-// Charikar 2002). Two vectors at angle θ differ in each bit with
-// probability θ/π, so the Hamming distance ranks neighbours like cosine
-// does, coarsely. Random directions, unlike the raw signs of the
-// coordinates, also work for sparse vectors such as the hashing
-// embedder's.
+// pseudo-random direction (sign random projection, "SimHash"; Charikar
+// 2002). Two vectors at angle θ differ in each bit with probability θ/π, so
+// the Hamming distance ranks neighbours like cosine does, coarsely. Random
+// directions, unlike the raw signs of the coordinates, also work for sparse
+// vectors such as the hashing embedder's.
+//
+// The directions are those of a structured random rotation (randomized
+// Hadamard transform, as in fast Johnson–Lindenstrauss transforms): the
+// vector, zero-padded to a power of two m, goes through two rounds of
+// random sign flips and a Walsh–Hadamard transform per block of m bits.
+// That costs O(m log m) per block instead of O(m·dims) for a dense random
+// matrix. The code has twice as many bits as the vector has dimensions (at
+// most 1024): measured recall@10 of the coarse pass is much better with
+// 2·dims bits than with dims.
 type quantizer struct {
-	dims, bits int
-	rows       [][]float32 // bits rows of dims ±1 values
+	dims, bits, m int
+	signs         [][2][]float32 // per block, the two rounds of ±1 flips
 }
 
 // quantizerName identifies the construction below; a change of it makes
 // Open rebuild the codes.
-const quantizerName = "srp-pm1-v1"
+const quantizerName = "srht2-v1"
 
 func newQuantizer(dims int) *quantizer {
 	bits := min(2*dims, 1024)
-	q := &quantizer{dims: dims, bits: bits, rows: make([][]float32, bits)}
+	m := 1
+	for m < dims {
+		m *= 2
+	}
+	q := &quantizer{dims: dims, bits: bits, m: m}
 	state := uint64(0x9e3779b97f4a7c15) ^ uint64(dims)
-	for i := range q.rows {
-		row := make([]float32, dims)
-		var r uint64
-		for j := range row {
-			if j%64 == 0 {
-				state += 0x9e3779b97f4a7c15
-				r = mix(state)
+	for b := 0; b*m < bits; b++ {
+		var blk [2][]float32
+		for round := range blk {
+			row := make([]float32, m)
+			var r uint64
+			for j := range row {
+				if j%64 == 0 {
+					state += 0x9e3779b97f4a7c15
+					r = mix(state)
+				}
+				row[j] = float32(int(r&1)*2 - 1)
+				r >>= 1
 			}
-			if r&1 == 1 {
-				row[j] = 1
-			} else {
-				row[j] = -1
-			}
-			r >>= 1
+			blk[round] = row
 		}
-		q.rows[i] = row
+		q.signs = append(q.signs, blk)
 	}
 	return q
 }
@@ -63,12 +75,40 @@ func newQuantizer(dims int) *quantizer {
 // layout of sqlite-vec's bit vectors).
 func (q *quantizer) code(v []float32) []byte {
 	out := make([]byte, q.bits/8)
-	for i, row := range q.rows {
-		if dot(row, v) > 0 {
-			out[i/8] |= 1 << (i % 8)
+	buf := make([]float32, q.m)
+	for b, blk := range q.signs {
+		clear(buf)
+		copy(buf, v)
+		for round := range blk {
+			for j, s := range blk[round] {
+				buf[j] *= s
+			}
+			fwht(buf)
+		}
+		for j := 0; j < q.m; j++ {
+			i := b*q.m + j
+			if i >= q.bits {
+				break
+			}
+			if buf[j] > 0 {
+				out[i/8] |= 1 << (i % 8)
+			}
 		}
 	}
 	return out
+}
+
+// fwht is the in-place (unnormalized) Walsh–Hadamard transform of x, whose
+// length is a power of two.
+func fwht(x []float32) {
+	for h := 1; h < len(x); h *= 2 {
+		for i := 0; i < len(x); i += 2 * h {
+			for j := i; j < i+h; j++ {
+				a, b := x[j], x[j+h]
+				x[j], x[j+h] = a+b, a-b
+			}
+		}
+	}
 }
 
 func vecTableSQL(bits int) string {
