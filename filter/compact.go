@@ -26,9 +26,9 @@ import (
 // Fields that are null, "", {} or [] are dropped; in a table a null or
 // empty cell is left empty, and a column empty in every row is dropped.
 // A string is quoted, JSON-style, when it is empty, has surrounding white
-// space, contains a comma, colon, quote, backslash or control character,
-// starts with - # [ or {, or reads as a number, true, false or null. Keys
-// are quoted unless they are identifiers.
+// space, contains a comma, colon (outside a token), quote, backslash or
+// control character, starts with - # [ or {, or starts like a number, or
+// is true, false or null. Keys are quoted unless they are identifiers.
 func Compact(doc json.RawMessage) (text string, ok bool, err error) {
 	root, err := parseJSON(doc)
 	if err != nil {
@@ -317,12 +317,29 @@ func needsQuotes(s string) bool {
 	if isDigit(s[0]) || (s[0] == '.' && len(s) > 1 && isDigit(s[1])) {
 		return true
 	}
+	var refs []tokenRef
+	if strings.Contains(s, tokenOpen) {
+		refs = findTokenRefs(s)
+	}
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == ',' || c == ':' || c == '"' || c == '\\' || c == 0x7f {
+		c := s[i]
+		if c == ':' && insideRef(refs, i) {
+			continue // the colon of a token
+		}
+		if c < 0x20 || c == ',' || c == ':' || c == '"' || c == '\\' || c == 0x7f {
 			return true
 		}
 	}
 	return strings.ContainsAny(s, "\u2028\u2029") || !utf8.ValidString(s)
+}
+
+func insideRef(refs []tokenRef, i int) bool {
+	for _, r := range refs {
+		if i >= r.start && i < r.end {
+			return true
+		}
+	}
+	return false
 }
 
 func appendInt(b []byte, n int) []byte {

@@ -81,9 +81,11 @@ func (o LimitOptions) normalized() LimitOptions {
 //     the field's index: "very_long_key…#3".
 //
 // Space is shared out fairly: every kept value gets either its full size
-// or an equal share of what is left, and an array or object keeps as many
-// leading elements as it can while each gets its full size or at least
-// 1/32 of the container's space; unused space passes to later siblings.
+// or an equal share of what is left. An array keeps as many leading items
+// as it can while each gets its full size or at least 1/8 of the array's
+// space (64 bytes or more); an object keeps as many leading fields as it
+// can while each gets its full size or 1/32 of the object's space (32
+// bytes or more). Space a value leaves unused passes to later siblings.
 func Limit(doc json.RawMessage, opts LimitOptions) (json.RawMessage, []Cut, error) {
 	root, err := parseJSON(doc)
 	if err != nil {
@@ -262,9 +264,14 @@ func plural(n int, noun string) string {
 	return noun + "s"
 }
 
-// shareFloor is the least space a kept element gets when it cannot have
-// its full size: 1/32 of the container's space, at least 32 bytes.
-func shareFloor(b int) int { return max(32, b/32) }
+// itemFloor is the least space a kept array item gets when it cannot
+// have its full size: 1/8 of the array's space, at least 64 bytes. Items
+// are kept whole rather than many shrunk to uselessness.
+func itemFloor(b int) int { return max(64, b/8) }
+
+// fieldFloor is the same for object fields: 1/32 of the object's space,
+// at least 32 bytes. An object keeps its keys rather than whole values.
+func fieldFloor(b int) int { return max(32, b/32) }
 
 // waterLevel returns the largest level L such that Σ min(s_i, L) ≤ avail,
 // or math.MaxInt if everything fits in full.
@@ -361,7 +368,7 @@ func (l *limiter) fitArray(n *node, b, depth int, p *pathElem) node {
 		}
 		return a
 	}
-	k, lvl := choose(sizes, limitK, avail, shareFloor(b))
+	k, lvl := choose(sizes, limitK, avail, itemFloor(b))
 	if k == 0 {
 		l.cut(p, CutArray, N, 0)
 		marker := stringNode(moreItems(N))
@@ -441,7 +448,7 @@ func (l *limiter) fitObject(n *node, b, depth int, p *pathElem) node {
 		}
 		return a
 	}
-	k, lvl := choose(sizes, limitK, avail, shareFloor(b))
+	k, lvl := choose(sizes, limitK, avail, fieldFloor(b))
 	if k == 0 {
 		l.cut(p, CutObject, N, 0)
 		marker := stringNode(moreFields(N))

@@ -131,9 +131,10 @@ func (r *run) sweepNode(sw *sweeper, n *node) {
 	case kindString:
 		n.str = r.sweepText(sw, n.str, false)
 	case kindNumber:
-		if rep, ok := sw.values[n.str]; ok {
-			r.record(rep.class, rep.conf, "repeat", rep.action, false)
-			*n = node{kind: kindString, str: rep.text}
+		// A number holding a value (a card number among the digits of a
+		// longer one) becomes a string with the value replaced.
+		if s := r.sweepText(sw, n.str, false); s != n.str {
+			*n = node{kind: kindString, str: s}
 		}
 	}
 }

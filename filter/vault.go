@@ -5,10 +5,10 @@ import (
 	"container/list"
 	"crypto/hmac"
 	"crypto/sha256"
-	"hash"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"path"
 	"slices"
 	"strings"
@@ -77,8 +77,8 @@ type RuleError struct {
 }
 
 func (e *RuleError) Error() string {
-	return fmt.Sprintf("argument for %s holds %s, a value from %s, and rule %q → %q forbids passing values from %s to %s",
-		e.Tool, e.Token, e.Source, e.Rule.From, e.Rule.To, e.Rule.From, e.Rule.To)
+	return fmt.Sprintf("rule %q → %q forbids passing %s (a value from %s) to %s",
+		e.Rule.From, e.Rule.To, e.Token, e.Source, e.Tool)
 }
 
 func (e *RuleError) Unwrap() error { return ErrExfiltration }

@@ -1,0 +1,60 @@
+package filter_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log"
+
+	"github.com/codecell/codecell/filter"
+)
+
+// A tool returned customer records; the program returned them and logged a
+// line. The model sees tokens and markers, and a later tool call can use
+// the tokens.
+func ExampleFilter_Apply() {
+	key, _ := filter.KeyFromBytes(bytes.Repeat([]byte{1}, filter.KeySize)) // use LoadOrCreateKey in a server
+	vault, err := filter.NewVault(key, filter.VaultOptions{
+		Rules: []filter.Rule{{From: "crm.*", To: "http.*"}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	f, err := filter.New(filter.Config{Budget: 1024, Compact: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	result := `[{"id":1,"name":"Ada","email":"ada@example.com","password":"hunter22"},
+	            {"id":2,"name":"Bob","email":"bob@example.org","password":"s3cret!!"}]`
+	out, err := f.Apply(filter.Input{
+		Result: json.RawMessage(result),
+		Logs:   []string{"loaded ada@example.com"},
+	}, filter.Options{
+		Vault:  vault,
+		Origin: func(string) []string { return []string{"crm.list_customers"} },
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(string(out.Limited))
+	fmt.Println(out.Compact)
+	fmt.Println(out.Logs[0])
+	fmt.Printf("tokenized %d, redacted %d, %d → %d bytes\n",
+		out.Report.Tokenized, out.Report.Redacted, out.Report.OriginalBytes, out.Report.ReturnedBytes)
+
+	// A later program passes a token to a tool: the tool gets the value.
+	args, err := vault.Resolve(json.RawMessage(`{"to":"⟦email:22d1c551⟧","subject":"Hi"}`), "mail.send")
+	fmt.Println(string(args), err)
+	// Values from crm.* may not go to http.*.
+	_, err = vault.Resolve(json.RawMessage(`{"body":"⟦email:22d1c551⟧"}`), "http.post")
+	fmt.Println(err)
+	// Output:
+	// [{"id":1,"name":"Ada","email":"⟦email:22d1c551⟧","password":"⟦password:redacted⟧"},{"id":2,"name":"Bob","email":"⟦email:b2760bf1⟧","password":"⟦password:redacted⟧"}]
+	// [2]{id,name,email,password}:
+	//   1,Ada,⟦email:22d1c551⟧,⟦password:redacted⟧
+	//   2,Bob,⟦email:b2760bf1⟧,⟦password:redacted⟧
+	// loaded ⟦email:22d1c551⟧
+	// tokenized 3, redacted 2, 155 → 181 bytes
+	// {"to":"ada@example.com","subject":"Hi"} <nil>
+	// rule "crm.*" → "http.*" forbids passing ⟦email:22d1c551⟧ (a value from crm.list_customers) to http.post
+}
