@@ -193,6 +193,7 @@ type run struct {
 	in       *instance
 	req      *Request
 	smap     *sourceMap
+	src      string // the JavaScript evaluated
 	wrapped  bool
 	deadline time.Time
 	timeout  time.Duration
@@ -330,6 +331,7 @@ func (r *run) enter() bool {
 
 // execute runs the program to its end.
 func (r *run) execute(src string) {
+	r.src = src
 	defer func() {
 		if r.reason != nil && r.isStopped() {
 			r.fail = r.reason
@@ -497,6 +499,20 @@ func (r *run) stackPosition(stack string) (int, int) {
 func (r *run) mapStack(stack string) string {
 	if stack == "" || (r.smap == nil && !r.wrapped) {
 		return stack
+	}
+	if r.wrapped {
+		// The wrapper's closing line is not the program's.
+		last := strings.Count(r.src, "\n") + 1
+		var kept []string
+		for _, l := range strings.SplitAfter(stack, "\n") {
+			if m := stackPos.FindStringSubmatch(l); m != nil {
+				if n, _ := strconv.Atoi(m[1]); n > last {
+					continue
+				}
+			}
+			kept = append(kept, l)
+		}
+		stack = strings.Join(kept, "")
 	}
 	return stackPos.ReplaceAllStringFunc(stack, func(s string) string {
 		m := stackPos.FindStringSubmatch(s)

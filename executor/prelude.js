@@ -35,6 +35,8 @@
   const toStr = String;
   const finite = isFinite;
   const mapEntries = Map.prototype.entries;
+  const split = String.prototype.split;
+  const join = Array.prototype.join;
   const setValues = Set.prototype.values;
 
   const maxDepth = 256;
@@ -56,41 +58,60 @@
     return p === ObjectProto || p === null;
   }
 
+  // siteError makes an error whose stack starts at the program's own
+  // frame: it drops the frames of siteError and of the skip-1 runtime
+  // functions above the caller, so positions point at the program's line.
+  function siteError(Ctor, message, skip) {
+    const e = new Ctor(message);
+    if (Ctor === ToolError) skip++; // its constructor's own frame
+    const lines = apply(split, toStr(e.stack), ["\n"]);
+    const kept = [];
+    for (let i = skip; i < lines.length; i++) kept[kept.length] = lines[i];
+    defineProperty(e, "stack", { value: apply(join, kept, ["\n"]), writable: true, configurable: true });
+    return e;
+  }
+
   // call starts a tool call in Go and returns a promise for its result.
-  // Several calls started before awaiting run concurrently.
-  function call(name, args) {
+  // Several calls started before awaiting run concurrently. skip counts
+  // the runtime frames between siteError and the program.
+  function call(name, args, skip) {
     if (typeof name !== "string") {
-      throw new TypeErrorCtor('tools.call: the first argument must be a tool name such as "util.echo"');
+      throw siteError(TypeErrorCtor, 'tools.call: the first argument must be a tool name such as "util.echo"', skip);
     }
     if (args === undefined) args = {};
     let json;
     try {
       json = stringify(toPlain(args, "args", []));
     } catch (e) {
-      throw new TypeErrorCtor(name + ": " + (e && e.message ? e.message : toStr(e)));
+      throw siteError(TypeErrorCtor, name + ": " + (e && e.message ? e.message : toStr(e)), skip);
     }
+    const failure = siteError(ToolError, "", skip);
     return apply(then, hostCall(name, json), [undefined, function (e) {
-      throw new ToolError(e.message, e.code, e.tool || name, e.problems);
+      failure.message = e.message;
+      failure.code = e.code;
+      failure.tool = e.tool || name;
+      if (e.problems !== undefined) failure.problems = e.problems;
+      throw failure;
     }]);
   }
 
   function makeFunction(name, positional) {
     const f = function () {
       const a = arguments;
-      if (a.length === 0) return call(name, {});
-      if (a.length === 1 && isPlainObject(a[0])) return call(name, a[0]);
+      if (a.length === 0) return call(name, {}, 3);
+      if (a.length === 1 && isPlainObject(a[0])) return call(name, a[0], 3);
       if (positional.length === 0) {
-        throw new TypeErrorCtor(name + " takes one object argument, as in " + name + "({...})");
+        throw siteError(TypeErrorCtor, name + " takes one object argument, as in " + name + "({...})", 2);
       }
       if (a.length > positional.length) {
-        throw new TypeErrorCtor(name + " takes at most " + positional.length +
-          " positional arguments, got " + a.length);
+        throw siteError(TypeErrorCtor, name + " takes at most " + positional.length +
+          " positional arguments, got " + a.length, 2);
       }
       const args = {};
       for (let i = 0; i < a.length; i++) {
         if (a[i] !== undefined) args[positional[i]] = a[i];
       }
-      return call(name, args);
+      return call(name, args, 3);
     };
     defineProperty(f, "name", { value: name });
     return f;
@@ -251,7 +272,11 @@
     hostDone(true, json);
   }
 
-  g.tools = freeze({ call: call });
+  g.tools = freeze({
+    call: function (name, args) {
+      return call(name, args, 3);
+    },
+  });
   // progress reports how far the program got; the client sees it when it
   // asked for progress notifications.
   g.progress = function progress(message, fraction) {

@@ -133,13 +133,11 @@ func TestCancellation(t *testing.T) {
 			if _, err := c.CallTool(ctx, req); err == nil {
 				t.Fatal("the runaway call returned a result")
 			}
-			start := time.Now()
+			// Had the runaway kept its VM, this run would fail as busy
+			// after the 3s queue wait, long before the runaway's 30s.
 			_, rec := execute(t, c, map[string]any{"code": "'next'"})
 			if rec == nil || string(rec.Value) != `"next"` {
 				t.Fatalf("next run: %+v", rec)
-			}
-			if waited := time.Since(start); waited > 2*time.Second {
-				t.Errorf("next run waited %s: the cancelled run kept its VM", waited)
 			}
 		})
 	}

@@ -17,11 +17,17 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/tools"
+	"github.com/codecell/codecell/tools/search"
+	"github.com/codecell/codecell/vfs"
 )
+
+// manifestHint tells an agent reading the manifest how to go deeper.
+const manifestHint = "read_tools <category>/index.json lists a category, <category>/<tool>.d.ts gives a signature; search_tools finds tools by task. Call them in execute_code: await <category>.<tool>({...})."
 
 // Name is the server name reported to MCP clients.
 const Name = "codecell"
@@ -62,7 +68,11 @@ type Server struct {
 	exec *executor.Executor
 	mcp  *server.MCPServer
 
+	vfs    *vfs.FS
+	search *search.Index
+
 	executeCodeSchema *tools.Schema
+	searchToolsSchema *tools.Schema
 
 	auth    *authenticator
 	limits  *limiter
@@ -116,14 +126,28 @@ func New(cfg Config, reg *tools.Registry) (*Server, error) {
 		exec.Close()
 		return nil, fmt.Errorf("new server: execute_code schema: %w", err)
 	}
+	if s.searchToolsSchema, err = tools.CompileSchema(json.RawMessage(searchToolsInput)); err != nil {
+		exec.Close()
+		return nil, fmt.Errorf("new server: search_tools schema: %w", err)
+	}
+	s.vfs = vfs.New(reg, vfs.WithManifestHint(manifestHint))
+	s.search = search.New(reg, s.vfs)
 	s.mcp = server.NewMCPServer(Name, cfg.Version,
 		server.WithInstructions(instructions),
 		server.WithToolCapabilities(true),
 		server.WithRecovery(),
 		server.WithLogging(),
 		server.WithHooks(s.levels.hooks()),
+		server.WithResourceCapabilities(false, true),
+		server.WithPromptCapabilities(false),
+		server.WithCompletions(),
+		server.WithResourceCompletionProvider(completions{reg}),
 	)
 	s.mcp.AddTool(s.executeCodeTool(), s.executeCode)
+	s.mcp.AddTool(s.readToolsTool(), s.readTools)
+	s.mcp.AddTool(s.searchToolsTool(), s.searchTools)
+	s.addToolTree()
+	s.addPrompt()
 	direct := cfg.Expose == ExposeDirect || cfg.Expose == ExposeBoth
 	if direct {
 		s.mcp.AddTools(s.directTools()...)
@@ -131,8 +155,12 @@ func New(cfg Config, reg *tools.Registry) (*Server, error) {
 	s.unsubscribe = reg.Subscribe(func(ch tools.Change) {
 		s.layout.Store(nil)
 		if direct {
-			s.syncDirect(ch)
+			s.syncDirect(ch) // mcp-go announces the new tool list
+		} else {
+			s.mcp.SendNotificationToAllClients(mcp.MethodNotificationToolsListChanged, nil)
 		}
+		// The tree's files changed, and with them what the templates list.
+		s.mcp.SendNotificationToAllClients(mcp.MethodNotificationResourcesListChanged, nil)
 	})
 	return s, nil
 }
@@ -147,6 +175,8 @@ func (s *Server) Registry() *tools.Registry { return s.reg }
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.unsubscribe()
+		s.search.Close()
+		s.vfs.Close()
 		s.exec.Close()
 	})
 	return nil

@@ -140,12 +140,9 @@ func TestServeStdio(t *testing.T) {
 	if _, err := one.CallTool(ctx, req); err == nil {
 		t.Fatal("runaway call returned")
 	}
-	start := time.Now()
+	// Had the runaway kept the only VM, this would fail as busy after 3s.
 	if isErr, rec, txt := callExecute(t, one, map[string]any{"code": "'next'"}); isErr || string(rec.Value) != `"next"` {
 		t.Fatalf("run after cancel: %s", txt)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("run after cancel waited %s", d)
 	}
 }
 

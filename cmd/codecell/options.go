@@ -13,6 +13,7 @@ import (
 	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/builtin"
+	"github.com/codecell/codecell/tools/catalog"
 )
 
 // flagSpec binds a command-line flag to a configuration key.
@@ -144,6 +145,12 @@ func newServer(cfg Config, log *slog.Logger) (*mcpserver.Server, error) {
 	reg := tools.NewRegistry()
 	if err := builtin.Register(reg); err != nil {
 		return nil, err
+	}
+	if cfg.Server.Catalog != "" {
+		if err := catalog.LoadInto(reg, cfg.Server.Catalog); err != nil {
+			return nil, fmt.Errorf("load catalogue: %w", err)
+		}
+		log.Info("loaded catalogue", "path", cfg.Server.Catalog, "tools", len(reg.List()), "categories", len(reg.Categories()))
 	}
 	expose, err := mcpserver.ParseExpose(cfg.Server.Expose)
 	if err != nil {

@@ -1,0 +1,80 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/codecell/codecell/vfs"
+)
+
+const readToolsDescription = `Read the tool catalogue as a file tree, paying context only for what you need: "/manifest.json" lists the categories; "/<category>/index.json" a category's tools; "/<category>/<tool>.d.ts" one tool's TypeScript signature, the exact call for execute_code; "/<category>/<tool>.md" its full documentation. A directory path lists its entries with their sizes. A path that does not exist returns the nearest directory and a suggestion.`
+
+const readToolsInput = `{
+	"type": "object",
+	"properties": {
+		"path": {"type": "string", "description": "A path in the tool tree, e.g. \"/manifest.json\", \"/github/index.json\", \"/github/search_issues.d.ts\"; \"/\" lists the categories."}
+	},
+	"required": ["path"],
+	"additionalProperties": false
+}`
+
+// ResourcePrefix is the URI prefix of the tool tree as MCP resources.
+const ResourcePrefix = "codecell://tools/"
+
+func (s *Server) readToolsTool() mcp.Tool {
+	return mcp.Tool{
+		Name:           "read_tools",
+		Description:    readToolsDescription,
+		RawInputSchema: json.RawMessage(readToolsInput),
+		Annotations: mcp.ToolAnnotation{
+			Title:          "Read tools",
+			ReadOnlyHint:   mcp.ToBoolPtr(true),
+			IdempotentHint: mcp.ToBoolPtr(true),
+			OpenWorldHint:  mcp.ToBoolPtr(false),
+		},
+	}
+}
+
+// readTools is the read_tools handler: a file's content, a directory's
+// listing, or, for a missing path, the nearest directory and a suggestion.
+func (s *Server) readTools(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		Path *string `json:"path"`
+	}
+	if err := json.Unmarshal(rawArguments(req), &args); err != nil || args.Path == nil {
+		return mcp.NewToolResultError(`read_tools: give a path, as in {"path": "/manifest.json"}`), nil
+	}
+	p := strings.TrimPrefix(*args.Path, ResourcePrefix)
+	node, err := s.vfs.Read(p)
+	var nf *vfs.NotFoundError
+	switch {
+	case errors.As(err, &nf):
+		return mcp.NewToolResultError(nf.Error()), nil
+	case err != nil:
+		return mcp.NewToolResultError(fmt.Sprintf("read_tools: %v. Paths look like /manifest.json, /<category>/index.json or /<category>/<tool>.d.ts", err)), nil
+	case node.Dir:
+		b, _ := json.Marshal(struct {
+			Path    string      `json:"path"`
+			Entries []vfs.Entry `json:"entries"`
+		}{"/" + strings.TrimPrefix(node.Path, "."), node.Entries})
+		return mcp.NewToolResultText(string(b)), nil
+	}
+	return mcp.NewToolResultText(string(node.Content)), nil
+}
+
+// rawArguments returns a tool call's arguments as JSON, {} when absent.
+func rawArguments(req mcp.CallToolRequest) json.RawMessage {
+	raw := req.Params.RawArguments
+	if len(raw) == 0 && req.Params.Arguments != nil {
+		raw, _ = json.Marshal(req.Params.Arguments)
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage("{}")
+	}
+	return raw
+}

@@ -1,0 +1,89 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/codecell/codecell/tools/search"
+)
+
+const searchToolsDescription = `Search the tool catalogue by what you want to do ("open bugs in a repo", "send a slack message") or by name. Each hit says what reading deeper costs (bytes and tokens of its signature and docs) and the shape of its output. detail: "name", "summary" (default), "signature" (adds the TypeScript declaration) or "full".`
+
+const searchToolsInput = `{
+	"type": "object",
+	"properties": {
+		"query": {"type": "string", "minLength": 1, "description": "Words describing the task, or a tool name."},
+		"detail": {"type": "string", "enum": ["name", "summary", "signature", "full"], "default": "summary"},
+		"category": {"type": "string", "description": "Only search this category."},
+		"limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5}
+	},
+	"required": ["query"],
+	"additionalProperties": false
+}`
+
+func (s *Server) searchToolsTool() mcp.Tool {
+	return mcp.Tool{
+		Name:           "search_tools",
+		Description:    searchToolsDescription,
+		RawInputSchema: json.RawMessage(searchToolsInput),
+		Annotations: mcp.ToolAnnotation{
+			Title:          "Search tools",
+			ReadOnlyHint:   mcp.ToBoolPtr(true),
+			IdempotentHint: mcp.ToBoolPtr(true),
+			OpenWorldHint:  mcp.ToBoolPtr(false),
+		},
+	}
+}
+
+func (s *Server) searchTools(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	raw := rawArguments(req)
+	if ps := s.searchToolsSchema.Validate(raw); len(ps) > 0 {
+		var parts []string
+		for _, p := range ps {
+			parts = append(parts, "arguments"+p.Path+": "+p.Message)
+		}
+		return mcp.NewToolResultError("search_tools: invalid arguments: " + strings.Join(parts, "; ")), nil
+	}
+	var args struct {
+		Query    string `json:"query"`
+		Detail   string `json:"detail"`
+		Category string `json:"category"`
+		Limit    int    `json:"limit"`
+	}
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return mcp.NewToolResultError("search_tools: " + err.Error()), nil
+	}
+	hits, err := s.search.Search(search.Query{
+		Text:     args.Query,
+		Category: args.Category,
+		Limit:    args.Limit,
+		Detail:   search.Detail(args.Detail),
+	})
+	if err != nil {
+		return mcp.NewToolResultError(fmt.Sprintf("search_tools: %v", err)), nil
+	}
+	b, err := json.Marshal(struct {
+		Hits []search.Hit `json:"hits"`
+		Next string       `json:"next,omitempty"`
+	}{hits, nextStep(hits)})
+	if err != nil {
+		return nil, fmt.Errorf("search_tools: encode hits: %w", err)
+	}
+	return mcp.NewToolResultText(string(b)), nil
+}
+
+// nextStep tells the agent how to go on from its best hit.
+func nextStep(hits []search.Hit) string {
+	if len(hits) == 0 {
+		return `No tool matched; read_tools "/manifest.json" lists the categories.`
+	}
+	h := hits[0]
+	if h.Signature != "" {
+		return fmt.Sprintf("Call it from execute_code: await %s({...}).", h.Name)
+	}
+	return fmt.Sprintf("read_tools %q gives the signature of %s (%d bytes).", "/"+h.Cost.SignaturePath, h.Name, h.Cost.Signature.Bytes)
+}
