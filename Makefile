@@ -9,7 +9,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 # Packages whose tests run under the race detector; the rest run without it.
 BENCHTIME ?= 2s
 
-.PHONY: build run test lint bench clean
+.PHONY: build run test lint bench bench-disclosure clean
 
 build:
 	$(GO) build -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/codecell
@@ -31,6 +31,11 @@ lint:
 ## bench: the benchmarks whose numbers the README reports.
 bench:
 	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchtime $(BENCHTIME) ./executor/ ./cmd/codecell/
+
+## bench-disclosure: bytes an agent reads at each disclosure level, code mode vs direct mode.
+bench-disclosure:
+	CODECELL_DISCLOSURE_REPORT=$(CURDIR)/bin/disclosure.md $(GO) test -tags $(TAGS) -count=1 -run TestDisclosureBudgets ./mcpserver/
+	@mkdir -p bin; cat bin/disclosure.md
 
 clean:
 	rm -rf bin

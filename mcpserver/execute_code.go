@@ -12,20 +12,16 @@ import (
 	"github.com/codecell/codecell/executor"
 )
 
-const executeCodeDescription = `Run a JavaScript or TypeScript program in a sandbox where every catalogue tool is an async function (await util.echo({text: "hi"})), and get back its result, console output and a trace of its tool calls.
-
-Workflow: 1) read_tools "/manifest.json" lists the categories; 2) read_tools "/<category>/index.json" lists a category's tools and "/<category>/<tool>.d.ts" gives one tool's exact signature; 3) write a program that calls the tools you need, combines and filters their results, and returns only what you need.
-
-The program is the body of an async function: use await and return (or end with an expression, whose value is the result). Await independent calls together with Promise.all. A failed call throws a ToolError with .code and .tool. No network, files or timers: the only way out is a tool call. Limits: a deadline (timeout_ms), heap, tool calls and output size; a failed run says which limit it hit.`
+const executeCodeDescription = `Run a JavaScript/TypeScript program in a sandbox where catalogue tools are async functions: await github.search_issues({...}). Workflow: read_tools "/manifest.json" for categories, "/{category}/index.json" for tools, "/{category}/{tool}.d.ts" for a signature; then send one program that calls what it needs, filters the data and returns only what you need. The program is an async function body (await, return; else the last expression is the result). Use Promise.all for independent calls. A failed call throws ToolError (.code, .tool). No network, files or timers. Returns result, logs and a call trace; errors say what to fix.`
 
 // executeCodeInput is the input schema of execute_code. Its timeout
 // maximum is filled in from the executor's configuration.
 const executeCodeInput = `{
 	"type": "object",
 	"properties": {
-		"code": {"type": "string", "minLength": 1, "description": "The program: the body of an async function. Return a value, or end with an expression."},
-		"language": {"type": "string", "enum": ["javascript", "typescript"], "default": "javascript", "description": "Language of the program; TypeScript types are stripped before it runs."},
-		"timeout_ms": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Deadline for the run in milliseconds (default %d)."}
+		"code": {"type": "string", "minLength": 1, "description": "The program."},
+		"language": {"type": "string", "enum": ["javascript", "typescript"], "default": "javascript"},
+		"timeout_ms": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Deadline, default %d."}
 	},
 	"required": ["code"],
 	"additionalProperties": false
@@ -36,62 +32,13 @@ const executeCodeOutput = `{
 	"type": "object",
 	"properties": {
 		"status": {"type": "string", "enum": ["ok", "error"]},
-		"result": {"description": "The program's result, any JSON value; null when the run failed."},
-		"error": {
-			"type": "object",
-			"description": "Why the run failed.",
-			"properties": {
-				"kind": {"type": "string", "description": "syntax_error, runtime_error, tool_error, timeout, memory_limit, stack_overflow, tool_call_limit, output_limit, result_too_large, busy, canceled, …"},
-				"message": {"type": "string"},
-				"name": {"type": "string"},
-				"line": {"type": "integer"},
-				"column": {"type": "integer"},
-				"stack": {"type": "string"},
-				"tool": {"type": "string"},
-				"code": {"type": "string"},
-				"problems": {}
-			},
-			"required": ["kind", "message"]
-		},
-		"logs": {
-			"type": "array",
-			"items": {
-				"type": "object",
-				"properties": {
-					"level": {"type": "string", "enum": ["log", "info", "warn", "error", "debug"]},
-					"message": {"type": "string"}
-				},
-				"required": ["level", "message"]
-			}
-		},
-		"tool_calls": {
-			"type": "array",
-			"items": {
-				"type": "object",
-				"properties": {
-					"tool": {"type": "string"},
-					"ok": {"type": "boolean"},
-					"error_code": {"type": "string"},
-					"duration_ms": {"type": "number"},
-					"args_bytes": {"type": "integer"},
-					"result_bytes": {"type": "integer"}
-				},
-				"required": ["tool", "ok", "duration_ms"]
-			}
-		},
-		"telemetry": {
-			"type": "object",
-			"properties": {
-				"duration_ms": {"type": "number"},
-				"queue_wait_ms": {"type": "number"},
-				"tool_calls": {"type": "integer"},
-				"bytes_from_tools": {"type": "integer"},
-				"result_bytes": {"type": "integer"}
-			},
-			"required": ["duration_ms", "queue_wait_ms", "tool_calls"]
-		}
+		"result": {},
+		"error": {"type": "object", "properties": {"kind": {"type": "string"}, "message": {"type": "string"}, "line": {"type": "integer"}, "column": {"type": "integer"}}, "required": ["kind", "message"]},
+		"logs": {"type": "array", "items": {"type": "object"}},
+		"tool_calls": {"type": "array", "items": {"type": "object"}},
+		"telemetry": {"type": "object"}
 	},
-	"required": ["status", "result", "logs", "tool_calls", "telemetry"]
+	"required": ["status", "result"]
 }`
 
 func (s *Server) executeCodeInputSchema() json.RawMessage {

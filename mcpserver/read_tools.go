@@ -12,12 +12,12 @@ import (
 	"github.com/codecell/codecell/vfs"
 )
 
-const readToolsDescription = `Read the tool catalogue as a file tree, paying context only for what you need: "/manifest.json" lists the categories; "/<category>/index.json" a category's tools; "/<category>/<tool>.d.ts" one tool's TypeScript signature, the exact call for execute_code; "/<category>/<tool>.md" its full documentation. A directory path lists its entries with their sizes. A path that does not exist returns the nearest directory and a suggestion.`
+const readToolsDescription = `Read the tool catalogue as a file tree, paying only for what you need: "/manifest.json" (categories), "/{category}/index.json" (its tools), "/{category}/{tool}.d.ts" (signature), "/{category}/{tool}.md" (full docs). Directories list entries with sizes; a wrong path returns the nearest directory and a suggestion.`
 
 const readToolsInput = `{
 	"type": "object",
 	"properties": {
-		"path": {"type": "string", "description": "A path in the tool tree, e.g. \"/manifest.json\", \"/github/index.json\", \"/github/search_issues.d.ts\"; \"/\" lists the categories."}
+		"path": {"type": "string", "description": "e.g. /manifest.json"}
 	},
 	"required": ["path"],
 	"additionalProperties": false

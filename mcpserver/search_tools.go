@@ -11,14 +11,14 @@ import (
 	"github.com/codecell/codecell/tools/search"
 )
 
-const searchToolsDescription = `Search the tool catalogue by what you want to do ("open bugs in a repo", "send a slack message") or by name. Each hit says what reading deeper costs (bytes and tokens of its signature and docs) and the shape of its output. detail: "name", "summary" (default), "signature" (adds the TypeScript declaration) or "full".`
+const searchToolsDescription = `Find catalogue tools by task ("open bugs in a repo") or name. Hits show their output shape and what reading their signature or docs costs. detail: name, summary (default), signature (adds the .d.ts) or full.`
 
 const searchToolsInput = `{
 	"type": "object",
 	"properties": {
-		"query": {"type": "string", "minLength": 1, "description": "Words describing the task, or a tool name."},
+		"query": {"type": "string", "minLength": 1},
 		"detail": {"type": "string", "enum": ["name", "summary", "signature", "full"], "default": "summary"},
-		"category": {"type": "string", "description": "Only search this category."},
+		"category": {"type": "string"},
 		"limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5}
 	},
 	"required": ["query"],

@@ -27,7 +27,7 @@ import (
 )
 
 // manifestHint tells an agent reading the manifest how to go deeper.
-const manifestHint = "read_tools <category>/index.json lists a category, <category>/<tool>.d.ts gives a signature; search_tools finds tools by task. Call them in execute_code: await <category>.<tool>({...})."
+const manifestHint = "read_tools {category}/index.json lists a category, {category}/{tool}.d.ts gives a signature; search_tools finds tools by task. Call them in execute_code: await {category}.{tool}({...})."
 
 // Name is the server name reported to MCP clients.
 const Name = "codecell"
