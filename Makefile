@@ -34,8 +34,9 @@ bench:
 
 ## bench-disclosure: bytes an agent reads at each disclosure level, code mode vs direct mode.
 bench-disclosure:
+	@mkdir -p bin
 	CODECELL_DISCLOSURE_REPORT=$(CURDIR)/bin/disclosure.md $(GO) test -tags $(TAGS) -count=1 -run TestDisclosureBudgets ./mcpserver/
-	@mkdir -p bin; cat bin/disclosure.md
+	@cat bin/disclosure.md
 
 clean:
 	rm -rf bin
