@@ -19,12 +19,37 @@ var synthWords = strings.Fields(`deploy server database backup cluster kubernete
 	python golang rust javascript typescript java compiler runtime library package module dependency
 	config file directory path log trace span event stream topic partition consumer producer batch`)
 
-// synthText returns a deterministic pseudo-sentence.
+// synthVocab is synthWords followed by 4000 pronounceable pseudo-words:
+// real text has a long tail of rare words, and queries over a tiny
+// vocabulary would match every memory.
+var synthVocab = func() []string {
+	out := slices.Clone(synthWords)
+	cons, vows := "bcdfghklmnprstvz", "aeiou"
+	r := rand.New(rand.NewPCG(3, 3))
+	seen := map[string]bool{}
+	for len(out) < len(synthWords)+4000 {
+		var b strings.Builder
+		for k := 0; k < 2+r.IntN(3); k++ {
+			b.WriteByte(cons[r.IntN(len(cons))])
+			b.WriteByte(vows[r.IntN(len(vows))])
+		}
+		w := b.String()
+		if !seen[w] && !stopwords[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	return out
+}()
+
+// synthText returns a deterministic pseudo-sentence of words drawn from
+// synthVocab with a Zipf distribution, as word frequencies in text are.
 func synthText(r *rand.Rand) string {
+	z := rand.NewZipf(r, 1.1, 2, uint64(len(synthVocab)-1))
 	n := 6 + r.IntN(10)
 	w := make([]string, n)
 	for i := range w {
-		w[i] = synthWords[r.IntN(len(synthWords))]
+		w[i] = synthVocab[z.Uint64()]
 	}
 	return strings.Join(w, " ")
 }
