@@ -23,16 +23,24 @@ func findEmails(s string, out []Match) []Match {
 		}
 		at := i + j
 		i = at + 1
+		// Scans are bounded by the longest local part and domain, so that
+		// a long run of such characters costs linear time.
 		l := at
-		for l > 0 && isLocalChar(s[l-1]) {
+		for l > 0 && at-l <= 64 && isLocalChar(s[l-1]) {
 			l--
+		}
+		if l > 0 && isLocalChar(s[l-1]) {
+			continue // local part too long
 		}
 		for l < at && (s[l] == '.' || s[l] == '-' || s[l] == '+') {
 			l++
 		}
 		r := at + 1
-		for r < len(s) && isDomainChar(s[r]) {
+		for r < len(s) && r-at <= 254 && isDomainChar(s[r]) {
 			r++
+		}
+		if r < len(s) && isDomainChar(s[r]) {
+			continue // domain too long
 		}
 		for r > at+1 && (s[r-1] == '.' || s[r-1] == '-') {
 			r--

@@ -54,6 +54,19 @@ func runEnd(s string, i int, in func(byte) bool) int {
 	return i
 }
 
+// runEndMax is runEnd that stops after n bytes.
+func runEndMax(s string, i int, in func(byte) bool, n int) int {
+	end := min(len(s), i+n)
+	for i < end && in(s[i]) {
+		i++
+	}
+	return i
+}
+
+// maxValueLen bounds the values the text detectors look at: scans stop
+// there, which keeps every detector linear in the length of the string.
+const maxValueLen = 4096
+
 func jwtHeader(seg string) bool {
 	if len(seg) > 2048 {
 		return false
@@ -209,7 +222,7 @@ func findPrefixed(s string, out []Match) []Match {
 				continue
 			}
 			b := i + len(r.prefix)
-			e := runEnd(s, b, r.body)
+			e := runEndMax(s, b, r.body, r.max+1)
 			if n := e - b; n < r.min || n > r.max {
 				continue
 			}
@@ -262,7 +275,7 @@ func findBearer(s string, out []Match) []Match {
 		if j == i || j >= len(s) {
 			continue
 		}
-		e := runEnd(s, j, isTokenChar)
+		e := runEndMax(s, j, isTokenChar, maxValueLen)
 		tok := s[j:e]
 		if len(tok) < 10 || (e < len(s) && !isTokenEnd(s[e])) {
 			continue
@@ -408,21 +421,16 @@ func (sc *scanner) findAssignments(s string, out []Match) []Match {
 		var ve int
 		if q := s[v]; q == '"' || q == '\'' {
 			v++
-			ve = v
-			for ve < len(s) && s[ve] != q && s[ve] != '\n' {
-				ve++
-			}
+			ve = runEndMax(s, v, func(b byte) bool { return b != q && b != '\n' }, maxValueLen)
 		} else {
-			ve = runEnd(s, v, func(b byte) bool {
-				return b > ' ' && !strings.ContainsRune("&;,\"'<>()[]{}", rune(b))
-			})
+			ve = runEndMax(s, v, isUnquotedValue, maxValueLen)
 		}
 		val := s[v:ve]
 		// Authorization: Bearer <credential>: the credential is the value.
 		for _, scheme := range authSchemes {
 			if strings.EqualFold(val, scheme) && ve < len(s) && s[ve] == ' ' {
 				v = ve + 1
-				ve = runEnd(s, v, isTokenChar)
+				ve = runEndMax(s, v, isTokenChar, maxValueLen)
 				val = s[v:ve]
 				break
 			}
@@ -434,6 +442,14 @@ func (sc *scanner) findAssignments(s string, out []Match) []Match {
 		k = ve - 1
 	}
 	return out
+}
+
+func isUnquotedValue(b byte) bool {
+	switch b {
+	case '&', ';', ',', '"', '\'', '<', '>', '(', ')', '[', ']', '{', '}':
+		return false
+	}
+	return b > ' '
 }
 
 // secretLike reports whether a value after a sensitive name looks like a

@@ -364,3 +364,34 @@ func TestDetectorsNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestScanAdversarial runs the detectors over long strings built to make
+// a careless scanner quadratic; with linear scanners it takes milliseconds.
+func TestScanAdversarial(t *testing.T) {
+	t.Parallel()
+	const n = 100_000
+	for name, s := range map[string]string{
+		"at signs":       strings.Repeat("a", n) + strings.Repeat("@", n),
+		"local chars":    strings.Repeat("a.b@", n/4),
+		"assignments":    strings.Repeat("pwd:", n/4),
+		"quoted":         strings.Repeat(`password="`, n/10),
+		"bearer":         strings.Repeat("bearer-", n/7),
+		"digits spaced":  strings.Repeat("1 ", n/2),
+		"digits dashed":  strings.Repeat("0-", n/2),
+		"dotted":         strings.Repeat("1.", n/2),
+		"colons":         strings.Repeat("a:", n/2),
+		"plus":           strings.Repeat("+1 ", n/3),
+		"eyJ":            strings.Repeat("eyJ.", n/4),
+		"pem":            strings.Repeat("-----BEGIN PRIVATE KEY-----", n/27),
+		"urls":           strings.Repeat("a://b:c", n/7),
+		"prefix runs":    strings.Repeat("sk-", n/3),
+		"entropy runs":   "secret " + strings.Repeat("aB3dE5gH7j", n/10),
+		"upper digits":   strings.Repeat("DE89", n/4),
+		"hex and colons": strings.Repeat("fe80:", n/5),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ScanString(s)
+		})
+	}
+}

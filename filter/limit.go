@@ -298,31 +298,37 @@ func waterLevel(sizes []int, avail int, scratch []int) int {
 
 // choose returns how many leading elements to keep and the water level
 // for them. avail(k) is the space their values may take when k are kept.
+// k is good when every kept element gets its full size or at least floor:
+// Σ min(size, min(floor, largest)) ≤ avail(k). good holds up to some k and
+// fails after, except that keeping everything drops the marker and may be
+// good again; the search only ever settles on a good k.
 func choose(sizes []int, limitK int, avail func(k int) int, floor int) (int, int) {
-	var scratch []int
 	maxPrefix := make([]int, 0, limitK)
 	m := 0
 	for _, s := range sizes[:limitK] {
 		m = max(m, s)
 		maxPrefix = append(maxPrefix, m)
 	}
-	level := func(k int) int {
+	fits := func(k, f int) bool {
 		a := avail(k)
 		if a < 0 {
-			return -1
+			return false
 		}
+		sum := 0
+		for _, s := range sizes[:k] {
+			if sum += min(s, f); sum > a {
+				return false
+			}
+		}
+		return true
+	}
+	good := func(k int) bool { return fits(k, min(floor, maxPrefix[k-1])) }
+	level := func(k int) int {
 		if k == 0 {
 			return math.MaxInt
 		}
-		scratch = slices.Grow(scratch[:0], k)
-		return waterLevel(sizes[:k], a, scratch)
+		return waterLevel(sizes[:k], avail(k), nil)
 	}
-	good := func(k int) bool {
-		return level(k) >= min(floor, maxPrefix[k-1])
-	}
-	// good is true up to some k and false after, except that keeping
-	// everything drops the marker and may be good again: try that first.
-	// The search only ever settles on a k for which good holds.
 	if limitK > 0 && good(limitK) {
 		return limitK, level(limitK)
 	}
@@ -336,11 +342,8 @@ func choose(sizes []int, limitK int, avail func(k int) int, floor int) (int, int
 		}
 	}
 	k := lo
-	if k == 0 && limitK > 0 && level(1) >= minSize(sizes[0]) {
+	if k == 0 && limitK > 0 && fits(1, minSize(sizes[0])) {
 		k = 1
-	}
-	if k == 0 {
-		return 0, level(0)
 	}
 	return k, level(k)
 }
