@@ -132,7 +132,8 @@ func BenchmarkPipeline(b *testing.B) {
 			if len(r.values) > 0 {
 				r.sweepNode(newSweeper(r.values), &root)
 			}
-			_ = appendJSON(make([]byte, 0, len(doc)), &root)
+			measure(&root)
+			_ = appendJSON(make([]byte, 0, root.size), &root)
 		}
 	})
 	out, err := f.Apply(Input{Result: doc}, Options{Vault: v})

@@ -91,14 +91,14 @@ func (c *compacter) object(n *node, level int) {
 		switch v.kind {
 		case kindObject:
 			c.indent(level)
-			c.key(n.keys[i])
+			c.key(v.key)
 			c.b = append(c.b, ":\n"...)
 			c.object(v, level+1)
 		case kindArray:
-			c.array(n.keys[i], v, level)
+			c.array(v.key, v, level)
 		default:
 			c.indent(level)
-			c.key(n.keys[i])
+			c.key(v.key)
 			c.b = append(c.b, ": "...)
 			c.scalar(v)
 			c.b = append(c.b, '\n')
@@ -207,21 +207,22 @@ func tableColumns(items []node) ([]string, bool) {
 		return nil, false
 	}
 	first := &items[0]
-	index := make(map[string]int, len(first.keys))
-	for i, k := range first.keys {
+	index := make(map[string]int, len(first.kids))
+	for i := range first.kids {
+		k := first.kids[i].key
 		if _, dup := index[k]; dup {
 			return nil, false
 		}
 		index[k] = i
 	}
-	used := make([]bool, len(first.keys))
+	used := make([]bool, len(first.kids))
 	for r := range items {
 		row := &items[r]
-		if row.kind != kindObject || len(row.keys) != len(first.keys) {
+		if row.kind != kindObject || len(row.kids) != len(first.kids) {
 			return nil, false
 		}
-		for i, k := range row.keys {
-			j, ok := index[k]
+		for i := range row.kids {
+			j, ok := index[row.kids[i].key]
 			if !ok || !scalar(&row.kids[i]) {
 				return nil, false
 			}
@@ -231,36 +232,36 @@ func tableColumns(items []node) ([]string, bool) {
 		}
 		// Same count, every key known: the sets are equal unless a key
 		// repeats.
-		if hasDuplicateKeys(row.keys) {
+		if hasDuplicateKeys(row.kids) {
 			return nil, false
 		}
 	}
 	var cols []string
-	for i, k := range first.keys {
+	for i := range first.kids {
 		if used[i] {
-			cols = append(cols, k)
+			cols = append(cols, first.kids[i].key)
 		}
 	}
 	return cols, len(cols) > 0
 }
 
-func hasDuplicateKeys(keys []string) bool {
-	if len(keys) < 2 {
+func hasDuplicateKeys(kids []node) bool {
+	if len(kids) < 2 {
 		return false
 	}
-	seen := make(map[string]struct{}, len(keys))
-	for _, k := range keys {
-		if _, ok := seen[k]; ok {
+	seen := make(map[string]struct{}, len(kids))
+	for i := range kids {
+		if _, ok := seen[kids[i].key]; ok {
 			return true
 		}
-		seen[k] = struct{}{}
+		seen[kids[i].key] = struct{}{}
 	}
 	return false
 }
 
 func field(obj *node, key string) *node {
-	for i, k := range obj.keys {
-		if k == key {
+	for i := range obj.kids {
+		if obj.kids[i].key == key {
 			return &obj.kids[i]
 		}
 	}

@@ -79,8 +79,8 @@ func jwtHeader(seg string) bool {
 	if err != nil || n.kind != kindObject {
 		return false
 	}
-	for i, k := range n.keys {
-		if k == "alg" && n.kids[i].kind == kindString {
+	for i := range n.kids {
+		if n.kids[i].key == "alg" && n.kids[i].kind == kindString {
 			return true
 		}
 	}

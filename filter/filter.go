@@ -193,10 +193,11 @@ func (f *Filter) apply(in Input, opts Options) (*Output, *run, error) {
 		}
 	}
 	out := &Output{Report: r.report}
-	out.Full = appendJSON(make([]byte, 0, len(raw)), &root)
+	measure(&root)
+	out.Full = appendJSON(make([]byte, 0, root.size), &root)
 
 	budget := f.budget(opts.Budget)
-	limited, fitted, lim := limitTreeFitted(&root, LimitOptions{Budget: budget, MaxDepth: f.cfg.MaxDepth})
+	limited, fitted, lim := limitTree(&root, LimitOptions{Budget: budget, MaxDepth: f.cfg.MaxDepth})
 	out.Limited = limited
 	if f.cfg.Compact {
 		if text, ok := compactTree(&fitted); ok {
@@ -457,7 +458,7 @@ func (r *run) walk(n *node, inherited FieldMatch) {
 	case kindObject:
 		changedKeys := false
 		for i := range n.kids {
-			key := n.keys[i]
+			key := n.kids[i].key
 			r.path = append(r.path, seg{key: key, isKey: true})
 			if len(r.f.allowFields) > 0 && r.f.allowFields[normalizeField(key)] {
 				r.path = r.path[:len(r.path)-1]
@@ -469,13 +470,13 @@ func (r *run) walk(n *node, inherited FieldMatch) {
 			}
 			r.walk(&n.kids[i], inh)
 			if nk := r.replaceText(key, true); nk != key {
-				n.keys[i] = nk
+				n.kids[i].key = nk
 				changedKeys = true
 			}
 			r.path = r.path[:len(r.path)-1]
 		}
 		if changedKeys {
-			uniqueKeys(n.keys)
+			uniqueKeys(n.kids)
 		}
 	case kindArray:
 		for i := range n.kids {
@@ -494,7 +495,7 @@ func (r *run) walk(n *node, inherited FieldMatch) {
 	case kindNumber:
 		if inherited.Class != "" {
 			if text, ok := r.act(inherited.Class, inherited.Confidence, "field_name", n.str, true, false); ok {
-				*n = node{kind: kindString, str: text}
+				*n = node{kind: kindString, str: text, key: n.key}
 			}
 		}
 	}
@@ -509,13 +510,14 @@ func isOneToken(s string) bool {
 
 // uniqueKeys makes replaced keys unique again (two values redacted to the
 // same marker) by numbering later duplicates: "⟦api_key:redacted⟧ #2".
-func uniqueKeys(keys []string) {
-	seen := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		seen[k] = true
+func uniqueKeys(kids []node) {
+	seen := make(map[string]bool, len(kids))
+	for i := range kids {
+		seen[kids[i].key] = true
 	}
-	dup := make(map[string]bool, len(keys))
-	for i, k := range keys {
+	dup := make(map[string]bool, len(kids))
+	for i := range kids {
+		k := kids[i].key
 		if !dup[k] {
 			dup[k] = true
 			continue
@@ -523,7 +525,7 @@ func uniqueKeys(keys []string) {
 		for n := 2; ; n++ {
 			c := k + " #" + strconv.Itoa(n)
 			if !seen[c] {
-				keys[i] = c
+				kids[i].key = c
 				seen[c] = true
 				dup[c] = true
 				break

@@ -27,17 +27,18 @@ const (
 
 // node is one JSON value. For kindBool str is "true" or "false"; for
 // kindNumber it is the literal as written; for kindString the unescaped
-// text. Arrays keep their items in kids; objects their keys in keys and the
-// values, in the same order, in kids.
+// text. Arrays and objects keep their members in kids, in order; a member
+// of an object has its key in key.
 type node struct {
-	kind kind
 	str  string
-	keys []string
+	key  string
 	kids []node
-	// size is the length of the compact encoding and height the number of
-	// nested containers below (0 for a scalar); both set by measure.
+	// size is the length of the compact encoding (without the key) and
+	// height the number of nested containers below (0 for a scalar);
+	// both set by measure.
 	size   int
-	height int
+	height int16
+	kind   kind
 }
 
 // maxNesting bounds the depth of documents the parser accepts, as
@@ -59,14 +60,12 @@ type parser struct {
 	s     string
 	i     int
 	depth int
-	// stack and keyStack hold the children of the open containers, so that
-	// each container gets one exactly sized slice when it closes.
-	stack    []node
-	keyStack []string
-	// slab and keySlab are carved into the children of closed containers:
-	// one allocation for many small slices.
-	slab    []node
-	keySlab []string
+	// stack holds the children of the open containers, so that each
+	// container gets one exactly sized slice when it closes.
+	stack []node
+	// slab is carved into the children of closed containers: one
+	// allocation for many small slices.
+	slab []node
 }
 
 const slabSize = 1024
@@ -95,24 +94,6 @@ func (p *parser) kids(base int) []node {
 	copy(out, p.stack[base:])
 	clear(p.stack[base:])
 	p.stack = p.stack[:base]
-	return out
-}
-
-func (p *parser) keys(base int) []string {
-	n := len(p.keyStack) - base
-	var out []string
-	if n > slabSize/4 {
-		out = make([]string, n)
-	} else {
-		if len(p.keySlab)+n > cap(p.keySlab) {
-			p.keySlab = make([]string, 0, p.slabNext(cap(p.keySlab), n))
-		}
-		out = p.keySlab[len(p.keySlab) : len(p.keySlab)+n : len(p.keySlab)+n]
-		p.keySlab = p.keySlab[:len(p.keySlab)+n]
-	}
-	copy(out, p.keyStack[base:])
-	clear(p.keyStack[base:])
-	p.keyStack = p.keyStack[:base]
 	return out
 }
 
@@ -408,7 +389,7 @@ func (p *parser) object() (node, error) {
 		p.depth--
 		return n, nil
 	}
-	base, kbase := len(p.stack), len(p.keyStack)
+	base := len(p.stack)
 	for {
 		p.space()
 		if p.i >= len(p.s) || p.s[p.i] != '"' {
@@ -428,7 +409,7 @@ func (p *parser) object() (node, error) {
 		if err != nil {
 			return node{}, err
 		}
-		p.keyStack = append(p.keyStack, k)
+		v.key = k
 		p.stack = append(p.stack, v)
 		p.space()
 		if p.i >= len(p.s) {
@@ -441,7 +422,6 @@ func (p *parser) object() (node, error) {
 			p.i++
 			p.depth--
 			n.kids = p.kids(base)
-			n.keys = p.keys(kbase)
 			return n, nil
 		default:
 			return node{}, p.fail("expected ',' or '}' in object")
@@ -475,7 +455,7 @@ func appendJSON(dst []byte, n *node) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendString(dst, n.keys[i])
+			dst = appendString(dst, n.kids[i].key)
 			dst = append(dst, ':')
 			dst = appendJSON(dst, &n.kids[i])
 		}
@@ -607,7 +587,7 @@ func measure(n *node) {
 	case kindString:
 		n.size = stringSize(n.str)
 	case kindArray, kindObject:
-		size, height := 2, 0
+		size, height := 2, int16(0)
 		for i := range n.kids {
 			k := &n.kids[i]
 			measure(k)
@@ -616,7 +596,7 @@ func measure(n *node) {
 				size++
 			}
 			if n.kind == kindObject {
-				size += stringSize(n.keys[i]) + 1
+				size += stringSize(k.key) + 1
 			}
 			height = max(height, k.height)
 		}
@@ -624,7 +604,7 @@ func measure(n *node) {
 		if len(n.kids) > 0 {
 			height++
 		}
-		n.height = height
+		n.height = int16(min(height, maxNesting+1))
 	}
 }
 
@@ -658,8 +638,8 @@ func lookupPointer(root *node, ptr string) (*node, error) {
 			n = &n.kids[i]
 		case kindObject:
 			found := -1
-			for i, k := range n.keys {
-				if k == tok {
+			for i := range n.kids {
+				if n.kids[i].key == tok {
 					found = i // the last of duplicate keys wins, as in JSON.parse
 				}
 			}

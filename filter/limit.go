@@ -91,18 +91,14 @@ func Limit(doc json.RawMessage, opts LimitOptions) (json.RawMessage, []Cut, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	out, lim := limitTree(&root, opts.normalized())
+	measure(&root)
+	out, _, lim := limitTree(&root, opts.normalized())
 	return out, lim.cuts, nil
 }
 
-// limitTree measures root and returns its limited encoding.
-func limitTree(root *node, opts LimitOptions) ([]byte, *limiter) {
-	out, _, l := limitTreeFitted(root, opts)
-	return out, l
-}
-
-// limitTreeFitted is limitTree that also returns the limited tree.
-func limitTreeFitted(root *node, opts LimitOptions) ([]byte, node, *limiter) {
+// limitTree returns the limited encoding of root, which must be measured,
+// the limited tree and the limiter's record of cuts.
+func limitTree(root *node, opts LimitOptions) ([]byte, node, *limiter) {
 	out, fitted, l := fitTree(root, opts)
 	if len(out) > opts.Budget {
 		// Not reached unless the size accounting is wrong; the fuzz tests
@@ -113,9 +109,9 @@ func limitTreeFitted(root *node, opts LimitOptions) ([]byte, node, *limiter) {
 	return out, fitted, l
 }
 
-// fitTree measures root, fits it to the budget and encodes it.
+// fitTree fits root, which must be measured, to the budget and encodes
+// it.
 func fitTree(root *node, opts LimitOptions) ([]byte, node, *limiter) {
-	measure(root)
 	l := &limiter{maxDepth: opts.MaxDepth}
 	fitted := l.fit(root, opts.Budget, 0, nil)
 	out := appendJSON(make([]byte, 0, min(fitted.size, opts.Budget)), &fitted)
@@ -170,7 +166,7 @@ func stringNode(s string) node {
 // fit returns n, shortened if needed so that its encoding is at most b
 // bytes. It requires b ≥ minSize(n.size); the result has size set.
 func (l *limiter) fit(n *node, b, depth int, p *pathElem) node {
-	if n.size <= b && depth+n.height <= l.maxDepth {
+	if n.size <= b && depth+int(n.height) <= l.maxDepth {
 		return *n
 	}
 	switch n.kind {
@@ -381,7 +377,7 @@ func (l *limiter) fitArray(n *node, b, depth int, p *pathElem) node {
 		return node{kind: kindArray, kids: []node{marker}, size: marker.size + 2, height: 1}
 	}
 	out := node{kind: kindArray, kids: make([]node, 0, k+1)}
-	l.fillKids(n, &out, sizes[:k], lvl, avail(k), depth, p)
+	l.fillKids(n, &out, nil, sizes[:k], lvl, avail(k), depth, p)
 	size := 2 + k - 1
 	for i := range out.kids {
 		size += out.kids[i].size
@@ -398,8 +394,9 @@ func (l *limiter) fitArray(n *node, b, depth int, p *pathElem) node {
 
 // fillKids fits the first len(sizes) children of n into out, sharing rem
 // bytes: each gets its planned share min(size, level) plus whatever the
-// children before it left unused.
-func (l *limiter) fillKids(n, out *node, sizes []int, level, rem, depth int, p *pathElem) {
+// children before it left unused. keys, for an object, are the keys to
+// give them.
+func (l *limiter) fillKids(n, out *node, keys []string, sizes []int, level, rem, depth int, p *pathElem) {
 	planned := 0
 	for _, s := range sizes {
 		planned += min(s, level)
@@ -409,10 +406,14 @@ func (l *limiter) fillKids(n, out *node, sizes []int, level, rem, depth int, p *
 		alloc := min(s, rem-planned)
 		child := &pathElem{parent: p, index: i}
 		if n.kind == kindObject {
-			child = &pathElem{parent: p, key: n.keys[i], isKey: true}
+			child = &pathElem{parent: p, key: n.kids[i].key, isKey: true}
 		}
 		k := l.fit(&n.kids[i], alloc, depth+1, child)
 		rem -= k.size
+		k.key = ""
+		if keys != nil {
+			k.key = keys[i]
+		}
 		out.kids = append(out.kids, k)
 	}
 }
@@ -429,7 +430,7 @@ func (l *limiter) fitObject(n *node, b, depth int, p *pathElem) node {
 	keyCost := make([]int, 1, limitK+1) // prefix sums of key size + colon
 	sizes := make([]int, 0, limitK)
 	for i := range limitK {
-		k := n.keys[i]
+		k := n.kids[i].key
 		if ks := stringSize(k); ks > keyCap {
 			k = headWithin(k, keyCap-2-len(ellipsis)-1-len(strconv.Itoa(i))) + ellipsis + "#" + strconv.Itoa(i)
 		}
@@ -456,17 +457,18 @@ func (l *limiter) fitObject(n *node, b, depth int, p *pathElem) node {
 		l.cut(p, CutObject, N, 0)
 		marker := stringNode(moreFields(N))
 		if size := 2 + markerKey + marker.size; size <= b {
-			return node{kind: kindObject, keys: []string{ellipsis}, kids: []node{marker}, size: size, height: 1}
+			marker.key = ellipsis
+			return node{kind: kindObject, kids: []node{marker}, size: size, height: 1}
 		}
 		return stringNode(ellipsis)
 	}
 	for i := range k {
-		if keys[i] != n.keys[i] {
-			l.cut(&pathElem{parent: p, key: n.keys[i], isKey: true}, CutKey, len(n.keys[i]), len(keys[i]))
+		if orig := n.kids[i].key; keys[i] != orig {
+			l.cut(&pathElem{parent: p, key: orig, isKey: true}, CutKey, len(orig), len(keys[i]))
 		}
 	}
-	out := node{kind: kindObject, keys: keys[:k:k], kids: make([]node, 0, k+1)}
-	l.fillKids(n, &out, sizes[:k], lvl, avail(k), depth, p)
+	out := node{kind: kindObject, kids: make([]node, 0, k+1)}
+	l.fillKids(n, &out, keys, sizes[:k], lvl, avail(k), depth, p)
 	size := 2 + k - 1 + keyCost[k]
 	for i := range out.kids {
 		size += out.kids[i].size
@@ -474,7 +476,7 @@ func (l *limiter) fitObject(n *node, b, depth int, p *pathElem) node {
 	if k < N {
 		l.cut(p, CutObject, N, k)
 		marker := stringNode(moreFields(N - k))
-		out.keys = append(out.keys, ellipsis)
+		marker.key = ellipsis
 		out.kids = append(out.kids, marker)
 		size += 1 + markerKey + marker.size
 	}

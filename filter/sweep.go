@@ -107,20 +107,21 @@ func (r *run) sweepNode(sw *sweeper, n *node) {
 	case kindObject:
 		changed := false
 		for i := range n.kids {
-			r.path = append(r.path, seg{key: n.keys[i], isKey: true})
-			if len(r.f.allowFields) > 0 && r.f.allowFields[normalizeField(n.keys[i])] {
+			key := n.kids[i].key
+			r.path = append(r.path, seg{key: key, isKey: true})
+			if len(r.f.allowFields) > 0 && r.f.allowFields[normalizeField(key)] {
 				r.path = r.path[:len(r.path)-1]
 				continue
 			}
 			r.sweepNode(sw, &n.kids[i])
-			if k := r.sweepText(sw, n.keys[i], true); k != n.keys[i] {
-				n.keys[i] = k
+			if k := r.sweepText(sw, key, true); k != key {
+				n.kids[i].key = k
 				changed = true
 			}
 			r.path = r.path[:len(r.path)-1]
 		}
 		if changed {
-			uniqueKeys(n.keys)
+			uniqueKeys(n.kids)
 		}
 	case kindArray:
 		for i := range n.kids {
@@ -134,7 +135,7 @@ func (r *run) sweepNode(sw *sweeper, n *node) {
 		// A number holding a value (a card number among the digits of a
 		// longer one) becomes a string with the value replaced.
 		if s := r.sweepText(sw, n.str, false); s != n.str {
-			*n = node{kind: kindString, str: s}
+			*n = node{kind: kindString, str: s, key: n.key}
 		}
 	}
 }

@@ -292,6 +292,7 @@ func (v *Vault) resolveNode(n *node, tool string, changed *bool) error {
 			*changed = true
 			if e.raw {
 				if lit, err := parseJSONString(e.value); err == nil && lit.kind == kindNumber {
+					lit.key = n.key
 					*n = lit
 					return nil
 				}
@@ -306,14 +307,14 @@ func (v *Vault) resolveNode(n *node, tool string, changed *bool) error {
 		n.str = s
 		*changed = true
 	case kindArray, kindObject:
-		for i := range n.keys {
-			if strings.Contains(n.keys[i], tokenOpen) {
-				s, ok, err := v.resolveText(n.keys[i], tool)
+		for i := range n.kids {
+			if k := n.kids[i].key; strings.Contains(k, tokenOpen) {
+				s, ok, err := v.resolveText(k, tool)
 				if err != nil {
 					return err
 				}
 				if ok {
-					n.keys[i] = s
+					n.kids[i].key = s
 					*changed = true
 				}
 			}
