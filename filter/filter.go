@@ -465,7 +465,7 @@ func (r *run) walk(n *node, inherited FieldMatch) {
 				continue
 			}
 			inh := inherited
-			if fm, ok := r.sc.field(key); ok {
+			if fm, ok := r.sc.field(key); ok && (scalar(&n.kids[i]) || fm.Confidence >= inheritConfidence) {
 				inh = fm
 			}
 			r.walk(&n.kids[i], inh)
@@ -485,7 +485,7 @@ func (r *run) walk(n *node, inherited FieldMatch) {
 			r.path = r.path[:len(r.path)-1]
 		}
 	case kindString:
-		if inherited.Class != "" && n.str != "" && !isOneToken(n.str) {
+		if inherited.Class != "" && !emptyPlaceholder(n.str) && !isOneToken(n.str) {
 			if text, ok := r.act(inherited.Class, inherited.Confidence, "field_name", n.str, false, false); ok {
 				n.str = text
 				return
@@ -499,6 +499,30 @@ func (r *run) walk(n *node, inherited FieldMatch) {
 			}
 		}
 	}
+}
+
+// inheritConfidence is the confidence a field name needs to apply to a
+// whole object or array below it ("credentials": {...}); weaker names
+// ("auth", "address") apply to a scalar value only.
+const inheritConfidence = 0.8
+
+// emptyPlaceholder reports values under a sensitive name that hold nothing:
+// empty, a null word, masked, or a ${VAR} or {{var}} template.
+func emptyPlaceholder(v string) bool {
+	t := strings.TrimSpace(v)
+	switch strings.ToLower(t) {
+	case "", "null", "none", "nil", "n/a", "na", "-", "undefined", "redacted", "hidden":
+		return true
+	}
+	if (strings.HasPrefix(t, "${") || strings.HasPrefix(t, "{{")) && strings.HasSuffix(t, "}") && !strings.ContainsAny(t, " \n\"") {
+		return true
+	}
+	for _, r := range t {
+		if r != '*' && r != '•' && r != 'x' && r != 'X' && r != '#' {
+			return false
+		}
+	}
+	return true
 }
 
 // isOneToken reports whether s is exactly one token or marker, which the

@@ -375,3 +375,32 @@ func TestImportsNoCodecellPackage(t *testing.T) {
 		}
 	}
 }
+
+func TestApplyFieldNameEdges(t *testing.T) {
+	t.Parallel()
+	f := newTestFilter(t, Config{})
+	v := newTestVault(t, VaultOptions{})
+	cases := []struct{ in, want string }{
+		// Placeholders under sensitive names stay.
+		{`{"password":"********","api_key":"${API_KEY}","phone":"N/A","ssn":""}`, `{"password":"********","api_key":"${API_KEY}","phone":"N/A","ssn":""}`},
+		// Booleans and nulls are not values to hide.
+		{`{"password":true,"token":null}`, `{"password":true,"token":null}`},
+		// A strong name covers a whole object; a weak one only scalars.
+		{`{"credentials":{"user":"ada","pass":"x1y2z3"}}`, `{"credentials":{"user":"⟦secret:redacted⟧","pass":"⟦secret:redacted⟧"}}`},
+		{`{"auth":{"method":"oauth2","scopes":["read"]}}`, `{"auth":{"method":"oauth2","scopes":["read"]}}`},
+		{`{"auth":"xyz123abc"}`, `{"auth":"⟦token:redacted⟧"}`},
+		// A JSON-encoded string under a strong name is hidden whole.
+		{`{"credentials":"{\"user\":\"ada\"}"}`, `{"credentials":"⟦secret:redacted⟧"}`},
+		// Near misses keep their values.
+		{`{"tokens_used":1234567,"pinned":true,"author":"Ada","next_page_token":"abc123def"}`, `{"tokens_used":1234567,"pinned":true,"author":"Ada","next_page_token":"abc123def"}`},
+	}
+	for _, tc := range cases {
+		out, err := f.Apply(Input{Result: json.RawMessage(tc.in)}, Options{Vault: v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out.Full) != tc.want {
+			t.Errorf("Apply(%s) =\n%s\nwant\n%s", tc.in, out.Full, tc.want)
+		}
+	}
+}
