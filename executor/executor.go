@@ -109,24 +109,16 @@ func (e *Executor) Run(ctx context.Context, req Request) (res *Result) {
 	}
 	timeout = min(timeout, e.cfg.MaxTimeout)
 
-	// Wait for a slot.
-	queued := time.Now()
-	wait := time.NewTimer(e.cfg.QueueWait)
-	select {
-	case e.pool.slots <- struct{}{}:
-		wait.Stop()
-	case <-wait.C:
+	if !req.Nested {
+		queued := time.Now()
+		if fail := e.acquire(ctx); fail != nil {
+			res.Telemetry.QueueWaitMS = ms(time.Since(queued))
+			res.Error = fail
+			return res
+		}
+		defer func() { <-e.pool.slots }()
 		res.Telemetry.QueueWaitMS = ms(time.Since(queued))
-		res.Error = limitError(KindBusy, "all %d sandboxes stayed busy for %s (the queue wait limit); retry in a few seconds", cap(e.pool.slots), e.cfg.QueueWait)
-		return res
-	case <-ctx.Done():
-		wait.Stop()
-		res.Telemetry.QueueWaitMS = ms(time.Since(queued))
-		res.Error = canceledError(ctx)
-		return res
 	}
-	defer func() { <-e.pool.slots }()
-	res.Telemetry.QueueWaitMS = ms(time.Since(queued))
 
 	in, err := e.pool.take()
 	if err != nil {
@@ -158,6 +150,25 @@ func (e *Executor) Run(ctx context.Context, req Request) (res *Result) {
 	res.Value = r.value
 	res.Telemetry.ResultBytes = len(r.value)
 	return res
+}
+
+// acquire waits for a pool slot, up to the queue wait.
+func (e *Executor) acquire(ctx context.Context) *Error {
+	select {
+	case e.pool.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	wait := time.NewTimer(e.cfg.QueueWait)
+	defer wait.Stop()
+	select {
+	case e.pool.slots <- struct{}{}:
+		return nil
+	case <-wait.C:
+		return limitError(KindBusy, "all %d sandboxes stayed busy for %s (the queue wait limit); retry in a few seconds", cap(e.pool.slots), e.cfg.QueueWait)
+	case <-ctx.Done():
+		return canceledError(ctx)
+	}
 }
 
 // prepare checks the request and returns the JavaScript to run.
@@ -348,7 +359,11 @@ func (r *run) execute(src string) {
 	if !r.enter() {
 		return
 	}
-	if _, err := r.in.install.Call(quickjs.UndefinedValue, layout.json, r.e.cfg.MaxLogBytes, r.e.cfg.MaxResultBytes); err != nil {
+	args := "null"
+	if len(r.req.Args) > 0 {
+		args = string(r.req.Args)
+	}
+	if _, err := r.in.install.Call(quickjs.UndefinedValue, layout.json, r.e.cfg.MaxLogBytes, r.e.cfg.MaxResultBytes, args); err != nil {
 		r.failWith(err)
 		return
 	}

@@ -288,9 +288,12 @@
   return {
     // install creates a namespace object per category, with a function per
     // tool, from [[qualifiedName, [positional...]], ...], and sets limits.
-    install: function (layoutJSON, logBytes, resultBytes) {
+    install: function (layoutJSON, logBytes, resultBytes, argsJSON) {
       limits.logBytes = logBytes;
       limits.resultBytes = resultBytes;
+      if (argsJSON !== "null") {
+        defineProperty(g, "args", { value: parse(argsJSON), writable: true, configurable: true });
+      }
       const layout = parse(layoutJSON);
       const spaces = {};
       for (const [name, positional] of layout) {

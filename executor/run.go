@@ -50,6 +50,13 @@ type Request struct {
 	// Functions names the tools installed as namespaces, such as
 	// util.echo. Nil installs none; tools.call works either way.
 	Functions *Layout
+	// Args, when set, is installed as the global args: the arguments of a
+	// program run as a tool (a skill).
+	Args json.RawMessage
+	// Nested marks a run started by a tool call of a run in progress (a
+	// skill). It takes no pool slot, since its caller holds one and may be
+	// the only one; the caller bounds the nesting depth.
+	Nested bool
 	// OnLog, when set, sees each console line as it is printed, on the
 	// run's goroutine. It must not block.
 	OnLog func(LogLine)

@@ -112,20 +112,29 @@ type Execution struct {
 }
 
 // Execute runs a program as execute_code does, for the caller that ctx
-// carries. The exec command uses it to run programs from the terminal.
+// carries, and records it in the audit log. The exec command uses it to
+// run programs from the terminal.
 func (s *Server) Execute(ctx context.Context, x Execution) *executor.Result {
 	caller := s.caller(ctx)
+	id := newExecutionID()
+	started := time.Now()
+	s.audit.record(auditRecord{exec: executionRecord(id, caller, x, started, nil)})
+	d := &runDispatcher{dispatcher: dispatcher{s: s, caller: caller}, execID: id}
 	res := s.exec.Run(ctx, executor.Request{
 		Code:       x.Code,
 		Language:   x.Language,
 		Timeout:    x.Timeout,
-		Dispatcher: dispatcher{s: s, caller: caller},
+		Dispatcher: d,
 		Functions:  s.functions(),
 		OnLog:      x.OnLog,
 		OnProgress: x.OnProgress,
 	})
 	s.metrics.observeRun(res)
-	s.log.Debug("execute", "session", caller.Session, "status", res.Status, "kind", errorKind(res),
+	d.mu.Lock()
+	calls := d.calls
+	d.mu.Unlock()
+	s.audit.record(auditRecord{exec: executionRecord(id, caller, x, started, res), calls: calls})
+	s.log.Debug("execute", "id", id, "session", caller.Session, "status", res.Status, "kind", errorKind(res),
 		"ms", res.Telemetry.DurationMS, "calls", res.Telemetry.ToolCalls, "code_bytes", len(x.Code))
 	return res
 }

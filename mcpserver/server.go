@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/codecell/codecell/executor"
+	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/search"
 	"github.com/codecell/codecell/vfs"
@@ -52,6 +53,10 @@ type Config struct {
 	AllowedOrigins []string
 	// Limits bound the load on the server.
 	Limits Limits
+	// Store, when set, keeps the audit log, stored results, workspace
+	// files and skills. Its memory and workspace tools are registered by
+	// the caller (memory.Store.Register).
+	Store *memory.Store
 	// Principal names the caller of requests that carry no authenticated
 	// identity, such as stdio's local user. Default "local".
 	Principal string
@@ -78,9 +83,11 @@ type Server struct {
 	limits  *limiter
 	metrics *metrics
 	levels  levelSet
+	audit   *auditor
 
 	layout      atomic.Pointer[layoutCache]
-	unsubscribe func()
+	unsubscribe       func()
+	unsubscribeSkills func()
 	closeOnce   sync.Once
 }
 
@@ -91,7 +98,7 @@ type layoutCache struct {
 }
 
 // New builds a server over the tools in reg.
-func New(cfg Config, reg *tools.Registry) (*Server, error) {
+func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	if reg == nil {
 		return nil, errors.New("new server: nil registry")
 	}
@@ -122,16 +129,22 @@ func New(cfg Config, reg *tools.Registry) (*Server, error) {
 		limits:  newLimiter(cfg.Limits),
 		metrics: newMetrics(exec),
 	}
+	if cfg.Store != nil {
+		s.audit = newAuditor(cfg.Store, log.With("part", "audit"))
+	}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	s.vfs = vfs.New(reg, vfs.WithManifestHint(manifestHint))
+	s.search = search.New(reg, s.vfs)
 	if s.executeCodeSchema, err = tools.CompileSchema(s.executeCodeInputSchema()); err != nil {
-		exec.Close()
 		return nil, fmt.Errorf("new server: execute_code schema: %w", err)
 	}
 	if s.searchToolsSchema, err = tools.CompileSchema(json.RawMessage(searchToolsInput)); err != nil {
-		exec.Close()
 		return nil, fmt.Errorf("new server: search_tools schema: %w", err)
 	}
-	s.vfs = vfs.New(reg, vfs.WithManifestHint(manifestHint))
-	s.search = search.New(reg, s.vfs)
 	s.mcp = server.NewMCPServer(Name, cfg.Version,
 		server.WithInstructions(instructions),
 		server.WithToolCapabilities(true),
@@ -148,6 +161,12 @@ func New(cfg Config, reg *tools.Registry) (*Server, error) {
 	s.mcp.AddTool(s.searchToolsTool(), s.searchTools)
 	s.addToolTree()
 	s.addPrompt()
+	if cfg.Store != nil {
+		s.addWorkspace()
+		if err = s.initSkills(context.Background()); err != nil {
+			return nil, fmt.Errorf("new server: %w", err)
+		}
+	}
 	direct := cfg.Expose == ExposeDirect || cfg.Expose == ExposeBoth
 	if direct {
 		s.mcp.AddTools(s.directTools()...)
@@ -171,13 +190,20 @@ func (s *Server) MCP() *server.MCPServer { return s.mcp }
 // Registry returns the catalogue the server serves.
 func (s *Server) Registry() *tools.Registry { return s.reg }
 
-// Close stops the sandbox pool. Requests in progress must have ended.
+// Close stops the sandbox pool and flushes the audit log. Requests in
+// progress must have ended. It does not close the Store.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
-		s.unsubscribe()
+		if s.unsubscribe != nil {
+			s.unsubscribe()
+		}
+		if s.unsubscribeSkills != nil {
+			s.unsubscribeSkills()
+		}
 		s.search.Close()
 		s.vfs.Close()
 		s.exec.Close()
+		s.audit.close()
 	})
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 // binary over stdio: execute_code of `1+1` against a no-op MCP tool
 // (util__echo in direct mode) and against a bare ping.
 func BenchmarkStdioRoundTrip(b *testing.B) {
-	c, err := client.NewStdioMCPClient(binary, nil, "serve", "-expose", "both", "-log-level", "warn")
+	c, err := client.NewStdioMCPClient(binary, dataDir(b), "serve", "-expose", "both", "-log-level", "warn")
 	if err != nil {
 		b.Fatal(err)
 	}

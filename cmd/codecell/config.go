@@ -396,6 +396,9 @@ func (c *Config) validate(env func(string) string) error {
 		if m.EmbedderModel == "" {
 			bad("memory.embedder_model", "is required with the openai embedder")
 		}
+		if m.EmbedderDimensions <= 0 {
+			bad("memory.embedder_dimensions", "is required with the openai embedder: the length of the model's vectors (e.g. 768)")
+		}
 	}
 	if m.EmbedderDimensions < 0 {
 		bad("memory.embedder_dimensions", "must not be negative")

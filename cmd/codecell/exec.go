@@ -54,7 +54,12 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return err
 	}
 	log := newLogger(cfg, stderr)
-	srv, err := newServer(cfg, log)
+	store, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	srv, err := newServer(cfg, store, log)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@
 //
 //	codecell serve [flags]        serve MCP over stdio, or HTTP with --http
 //	codecell exec [flags] FILE    run a program from a file (- for stdin)
+//	codecell memory stats|search  inspect, export, import or reindex the store
 //	codecell config init|check    write or validate the configuration file
 //	codecell version              print the version
 //
@@ -65,6 +66,8 @@ const usage = `codecell — an MCP server that runs agents' code against a tool 
 Usage:
   codecell serve [flags]         serve MCP over stdio (default) or HTTP (--http ADDR)
   codecell exec [flags] FILE|-   run a program through the same path as execute_code
+  codecell memory stats|search|export|import|reindex
+                                 inspect and back up what agents stored
   codecell config init|check     write a commented config file, or validate one
   codecell version               print the version
 
@@ -85,6 +88,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runExec(ctx, rest, stdin, stdout, stderr)
 	case "config":
 		return runConfig(rest, stdout, stderr)
+	case "memory":
+		return runMemory(ctx, rest, stdin, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "codecell %s\n", version)
 		return nil

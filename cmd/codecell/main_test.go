@@ -31,15 +31,25 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "codecell")
-	build := exec.Command("go", "build", "-o", binary, ".")
+	build := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", binary, ".")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build codecell:", err)
 		os.Exit(1)
 	}
+	// Every server these tests start keeps its store in a directory of
+	// its own, never in the user's data directory.
+	os.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// dataDir returns the environment that gives a server its own data
+// directory.
+func dataDir(t testing.TB) []string {
+	return []string{"CODECELL_SERVER_DATA_DIR=" + t.TempDir()}
 }
 
 func initialize(t testing.TB, c *client.Client) {
@@ -116,7 +126,7 @@ func exercise(t *testing.T, c *client.Client) {
 
 func TestServeStdio(t *testing.T) {
 	t.Parallel()
-	c, err := client.NewStdioMCPClient(binary, nil, "serve", "-log-level", "debug")
+	c, err := client.NewStdioMCPClient(binary, dataDir(t), "serve", "-log-level", "debug")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +136,7 @@ func TestServeStdio(t *testing.T) {
 
 	// Cancelling a runaway call sends notifications/cancelled, which
 	// interrupts its VM: with a pool of one, the next run starts at once.
-	one, err := client.NewStdioMCPClient(binary, nil, "serve", "-pool", "1", "-queue-wait", "3s")
+	one, err := client.NewStdioMCPClient(binary, dataDir(t), "serve", "-pool", "1", "-queue-wait", "3s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +161,7 @@ func TestServeStdio(t *testing.T) {
 func startHTTP(t *testing.T, extra ...string) (*exec.Cmd, string, *bytes.Buffer) {
 	t.Helper()
 	cmd := exec.Command(binary, append([]string{"serve", "-http", "127.0.0.1:0"}, extra...)...)
+	cmd.Env = append(os.Environ(), dataDir(t)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -255,6 +266,7 @@ func TestExecCommand(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			cmd := exec.Command(binary, tt.args...)
+			cmd.Env = append(os.Environ(), dataDir(t)...)
 			cmd.Stdin = strings.NewReader(tt.stdin)
 			var out, errb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errb

@@ -11,6 +11,7 @@ import (
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/builtin"
 	"github.com/codecell/codecell/tools/catalog"
@@ -140,10 +141,14 @@ func executorConfig(c SandboxConfig) executor.Config {
 	}
 }
 
-// newServer builds the catalogue and the MCP server from cfg.
-func newServer(cfg Config, log *slog.Logger) (*mcpserver.Server, error) {
+// newServer builds the catalogue and the MCP server from cfg, over the
+// store, whose memory and workspace tools join the catalogue.
+func newServer(cfg Config, store *memory.Store, log *slog.Logger) (*mcpserver.Server, error) {
 	reg := tools.NewRegistry()
 	if err := builtin.Register(reg); err != nil {
+		return nil, err
+	}
+	if err := store.Register(reg); err != nil {
 		return nil, err
 	}
 	if cfg.Server.Catalog != "" {
@@ -176,6 +181,7 @@ func newServer(cfg Config, log *slog.Logger) (*mcpserver.Server, error) {
 			MaxQueued:           l.MaxQueued,
 			MaxBodyBytes:        l.MaxBodyBytes,
 		},
+		Store:  store,
 		Logger: log,
 	}, reg)
 }

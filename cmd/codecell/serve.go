@@ -38,7 +38,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return fmt.Errorf("refusing to serve on %s without authentication: anyone who can reach it could run code here. "+
 			"Configure bearer tokens ([[auth.tokens]] in the config file, or CODECELL_AUTH_TOKENS=principal=token), or bind a loopback address such as 127.0.0.1:7410", addr)
 	}
-	srv, err := newServer(cfg, log)
+	store, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	srv, err := newServer(cfg, store, log)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/tools"
+)
+
+const memoryUsage = `Usage: codecell memory <command> [flags]
+
+Inspect and back up what agents stored.
+
+Commands:
+  stats                 counts and sizes of the whole store
+  search [flags] QUERY  hybrid search of one principal's memories
+  export [FILE|-]       write everything as JSONL (default stdout)
+  import FILE|-         read a JSONL export (memories are re-embedded)
+  reindex               rebuild every vector with the configured embedder
+
+Flags of every command: -config, -data-dir (see codecell serve -h).
+`
+
+func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "help" {
+		fmt.Fprint(stdout, memoryUsage)
+		if len(args) == 0 {
+			return usageError{"memory needs a command: stats, search, export, import or reindex"}
+		}
+		return nil
+	}
+	sub, rest := args[0], args[1:]
+	fs := flag.NewFlagSet("memory "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var st settings
+	st.register(fs)
+	principal := fs.String("principal", "local", "whose memories to search (search only; local is the stdio user)")
+	limit := fs.Int("limit", 10, "results to show (search only)")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table (stats, search)")
+	fs.Usage = func() { fmt.Fprint(fs.Output(), memoryUsage) }
+	if err := parseFlags(fs, rest); err != nil {
+		return err
+	}
+	cfg, err := st.load()
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+	store, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	printJSON := func(v any) error {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	switch sub {
+	case "stats":
+		stats, err := store.Stats(ctx)
+		if err != nil {
+			return fmt.Errorf("memory stats: %w", err)
+		}
+		if *asJSON {
+			return printJSON(stats)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "store\t%s (%d bytes, schema %d)\n", stats.Path, stats.FileBytes, stats.SchemaVersion)
+		fmt.Fprintf(tw, "embedder\t%s, %d dimensions\n", stats.Embedder.Name, stats.Embedder.Dimensions)
+		fmt.Fprintf(tw, "principals\t%d\n", stats.Principals)
+		fmt.Fprintf(tw, "memories\t%d", stats.Memories)
+		for _, l := range memory.Layers {
+			fmt.Fprintf(tw, "  %s %d", l, stats.Layers[l])
+		}
+		fmt.Fprintf(tw, "\nentities, relations\t%d, %d\n", stats.Entities, stats.Relations)
+		fmt.Fprintf(tw, "executions, tool calls\t%d, %d\n", stats.Executions, stats.ToolCalls)
+		fmt.Fprintf(tw, "stored results\t%d (%d bytes)\n", stats.Results, stats.ResultBytes)
+		fmt.Fprintf(tw, "workspace files\t%d (%d bytes)\n", stats.Files, stats.FileBytesRaw)
+		fmt.Fprintf(tw, "skills\t%d\n", stats.Skills)
+		return tw.Flush()
+
+	case "search":
+		if fs.NArg() == 0 {
+			return usageError{"memory search needs a query"}
+		}
+		pctx := tools.WithCaller(ctx, tools.Caller{Principal: *principal})
+		res, err := store.Recall(pctx, memory.RecallInput{Query: strings.Join(fs.Args(), " "), Limit: *limit})
+		if err != nil {
+			return fmt.Errorf("memory search: %w", err)
+		}
+		if *asJSON {
+			return printJSON(res)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tSCORE\tLAYER\tCONTENT")
+		for _, h := range res.Results {
+			content := strings.ReplaceAll(h.Content, "\n", " ")
+			if len(content) > 100 {
+				content = content[:97] + "..."
+			}
+			fmt.Fprintf(tw, "%d\t%.3f\t%s\t%s\n", h.ID, h.Score, h.Layer, content)
+		}
+		if len(res.Results) == 0 {
+			fmt.Fprintf(tw, "(no memories of %q match)\n", *principal)
+		}
+		return tw.Flush()
+
+	case "export":
+		w := stdout
+		if fs.NArg() > 0 && fs.Arg(0) != "-" {
+			f, err := os.OpenFile(fs.Arg(0), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				return fmt.Errorf("memory export: %w", err)
+			}
+			defer f.Close()
+			w = f
+		}
+		rep, err := store.Export(ctx, w)
+		if err != nil {
+			return fmt.Errorf("memory export: %w", err)
+		}
+		fmt.Fprintf(stderr, "exported %+v\n", rep)
+		return nil
+
+	case "import":
+		if fs.NArg() != 1 {
+			return usageError{"memory import needs a file, or - for stdin"}
+		}
+		r := stdin
+		if fs.Arg(0) != "-" {
+			f, err := os.Open(fs.Arg(0))
+			if err != nil {
+				return fmt.Errorf("memory import: %w", err)
+			}
+			defer f.Close()
+			r = f
+		}
+		rep, err := store.Import(ctx, r)
+		if err != nil {
+			return fmt.Errorf("memory import: %w", err)
+		}
+		fmt.Fprintf(stdout, "imported %+v\n", rep)
+		return nil
+
+	case "reindex":
+		emb, err := embedder(cfg, log)
+		if err != nil {
+			return err
+		}
+		if emb == nil {
+			emb = memory.NewHashEmbedder(memory.DefaultDimensions)
+		}
+		rep, err := store.Reindex(ctx, emb)
+		if err != nil {
+			return fmt.Errorf("memory reindex: %w", err)
+		}
+		fmt.Fprintf(stdout, "reindexed %+v\n", rep)
+		return nil
+	}
+	return usageError{fmt.Sprintf("unknown memory command %q; want stats, search, export, import or reindex", sub)}
+}

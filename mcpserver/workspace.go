@@ -1,0 +1,47 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/tools"
+)
+
+// WorkspacePrefix is the URI prefix of the caller's workspace files.
+const WorkspacePrefix = "codecell://workspace/"
+
+// addWorkspace serves the caller's workspace files as resources.
+func (s *Server) addWorkspace() {
+	s.mcp.AddResourceTemplate(mcp.NewResourceTemplate(WorkspacePrefix+"{+path}", "Workspace file",
+		mcp.WithTemplateDescription("A file your programs saved with workspace.write; it persists across sessions."),
+	), s.readWorkspaceResource)
+}
+
+func (s *Server) readWorkspaceResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+	uri := req.Params.URI
+	p, ok := strings.CutPrefix(uri, WorkspacePrefix)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s is not a workspace URI", errResourceNotFound, uri)
+	}
+	ctx = tools.WithCaller(ctx, s.caller(ctx))
+	_, data, err := s.cfg.Store.ReadFile(ctx, p)
+	switch {
+	case errors.Is(err, memory.ErrNotFound):
+		return nil, fmt.Errorf("%w: no workspace file %q", errResourceNotFound, p)
+	case errors.Is(err, memory.ErrInvalidPath):
+		return nil, fmt.Errorf("%w: %v", errResourceNotFound, err)
+	case err != nil:
+		return nil, fmt.Errorf("read workspace file: %w", err)
+	}
+	if utf8.Valid(data) {
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: mimeOf(p), Text: string(data)}}, nil
+	}
+	return []mcp.ResourceContents{mcp.BlobResourceContents{URI: uri, MIMEType: "application/octet-stream", Blob: base64.StdEncoding.EncodeToString(data)}}, nil
+}
