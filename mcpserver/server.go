@@ -85,10 +85,10 @@ type Server struct {
 	levels  levelSet
 	audit   *auditor
 
-	layout      atomic.Pointer[layoutCache]
+	layout            atomic.Pointer[layoutCache]
 	unsubscribe       func()
 	unsubscribeSkills func()
-	closeOnce   sync.Once
+	closeOnce         sync.Once
 }
 
 // layoutCache is the executor layout for one registry version.
