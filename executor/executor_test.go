@@ -214,6 +214,13 @@ type Pair = [number, string];
 const p: Pair = [Color.Green, r.text];
 p`), `[1,"typed"]`)
 	wantOK(t, ts("const n: number = 2;\nreturn n * 21"), "42")
+	// Top-level await and return together, which esbuild alone refuses.
+	wantOK(t, ts("const x: number = (await util.echo({n: 2})).n;\nreturn x * 21"), "42")
+	res0 := ts("const x: number = (await util.echo({n: 2})).n;\nif (x) {\n  throw new Error('line 3')\n}\nreturn 1")
+	wantKind(t, res0, executor.KindRuntime, "line 3")
+	if res0.Error.Line != 3 {
+		t.Errorf("wrapped TS runtime error at line %d, want 3", res0.Error.Line)
+	}
 
 	res := ts("const a: number = 1;\n\nconst b: string = ;")
 	wantKind(t, res, executor.KindSyntax, "SyntaxError")
@@ -532,4 +539,30 @@ func TestArgsAndNestedRuns(t *testing.T) {
 	res := e.Run(t.Context(), executor.Request{Code: "await tools.call('skills.double', {n: 21})", Dispatcher: nested})
 	wantOK(t, res, "42")
 	wantOK(t, e.Run(t.Context(), executor.Request{Code: "typeof args"}), `"undefined"`)
+}
+
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		code string
+		lang executor.Language
+		line int
+	}{
+		{"const x = await 1; return x", executor.JavaScript, 0},
+		{"const x: number = await 1;\nreturn x", executor.TypeScript, 0},
+		{"return (1 +", executor.JavaScript, 1},
+		{"const a = 1;\nconst b: = 2", executor.TypeScript, 2},
+		{"await 1;\nreturn (", executor.JavaScript, 2},
+	} {
+		err := executor.Check(tt.code, tt.lang)
+		switch {
+		case tt.line == 0 && err != nil:
+			t.Errorf("%q: %v", tt.code, err)
+		case tt.line != 0 && (err == nil || err.Kind != executor.KindSyntax || err.Line != tt.line):
+			t.Errorf("%q: %v, want a syntax error at line %d", tt.code, err, tt.line)
+		}
+	}
+	if err := executor.Check("1", "python"); err == nil || err.Kind != executor.KindInvalidRequest {
+		t.Errorf("unknown language: %v", err)
+	}
 }

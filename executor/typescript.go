@@ -2,6 +2,7 @@ package executor
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -12,11 +13,55 @@ import (
 // returns a source map back to the program as written. Syntax errors come
 // back as *Error with the line and column in the TypeScript.
 func stripTypes(code string) (string, *sourceMap, *Error) {
-	r := api.Transform(code, api.TransformOptions{
-		Loader:     api.LoaderTS,
+	return transform(code, api.LoaderTS)
+}
+
+// Check reports the first syntax error of a program, as esbuild parses
+// it, without running it; nil means it parses. Use it to vet programs
+// that are stored to run later.
+func Check(code string, lang Language) *Error {
+	loader := api.LoaderJS
+	switch lang {
+	case "", JavaScript:
+	case TypeScript:
+		loader = api.LoaderTS
+	default:
+		return &Error{Kind: KindInvalidRequest, Message: fmt.Sprintf("unknown language %q; use \"javascript\" or \"typescript\"", lang)}
+	}
+	_, _, err := transform(code, loader)
+	return err
+}
+
+// mainWrapper makes a program that uses both top-level await and
+// top-level return acceptable to esbuild, which reads top-level await as
+// the mark of a module and forbids return there. The wrapper takes a line
+// of its own, above the program, and is removed from the output.
+const mainWrapper = "async function __codecell_main__() {\n"
+
+func transform(code string, loader api.Loader) (string, *sourceMap, *Error) {
+	out, sm, err := esbuild(code, loader, 0)
+	if err != nil && strings.Contains(err.Message, "Top-level return cannot be used") {
+		wrapped, wsm, werr := esbuild(mainWrapper+code+"\n}\n", loader, 1)
+		if werr != nil {
+			return "", nil, werr
+		}
+		body, ok := unwrapMain(wrapped)
+		if !ok {
+			return "", nil, err
+		}
+		return body, wsm, nil
+	}
+	return out, sm, err
+}
+
+// esbuild transforms src; lineOffset is the number of wrapper lines above
+// the program, taken off the positions of errors and of the source map.
+func esbuild(src string, loader api.Loader, lineOffset int) (string, *sourceMap, *Error) {
+	r := api.Transform(src, api.TransformOptions{
+		Loader:     loader,
 		Target:     api.ES2022, // keeps top-level await
 		Sourcemap:  api.SourceMapExternal,
-		Sourcefile: "program.ts",
+		Sourcefile: "program",
 		Charset:    api.CharsetUTF8,
 		LogLevel:   api.LogLevelSilent,
 	})
@@ -24,7 +69,7 @@ func stripTypes(code string) (string, *sourceMap, *Error) {
 		m := r.Errors[0]
 		e := &Error{Kind: KindSyntax, Name: "SyntaxError", Message: "SyntaxError: " + m.Text}
 		if m.Location != nil {
-			e.Line = m.Location.Line
+			e.Line = max(m.Location.Line-lineOffset, 1)
 			e.Column = m.Location.Column + 1 // esbuild columns are 0-based
 		}
 		if n := len(r.Errors); n > 1 {
@@ -36,9 +81,39 @@ func stripTypes(code string) (string, *sourceMap, *Error) {
 	if err != nil {
 		// Without a map, positions point into the stripped JavaScript;
 		// the program still runs.
-		sm = nil
+		return string(r.Code), nil, nil
+	}
+	if lineOffset > 0 {
+		// The output loses the wrapper's first line; so does the map, and
+		// its source lines lose the wrapper's.
+		if len(sm.lines) > 0 {
+			sm.lines = sm.lines[1:]
+		}
+		for _, segs := range sm.lines {
+			for i := range segs {
+				segs[i].srcLine -= lineOffset
+			}
+		}
 	}
 	return string(r.Code), sm, nil
+}
+
+// unwrapMain returns the body of the function mainWrapper declared, as
+// esbuild printed it: everything between its first and its last line.
+func unwrapMain(code string) (string, bool) {
+	code = strings.TrimRight(code, "\n")
+	first, rest, ok := strings.Cut(code, "\n")
+	if !ok || !strings.HasPrefix(first, "async function __codecell_main__()") {
+		return "", false
+	}
+	i := strings.LastIndex(rest, "\n")
+	if i < 0 {
+		return "", false
+	}
+	if strings.TrimSpace(rest[i:]) != "}" {
+		return "", false
+	}
+	return rest[:i+1], true
 }
 
 func pluralize(n int, word string) string {

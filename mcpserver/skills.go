@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/evanw/esbuild/pkg/api"
-
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
@@ -259,21 +257,15 @@ func (s *Server) saveSkill(ctx context.Context, args json.RawMessage) (json.RawM
 	return json.Marshal(map[string]any{"name": sk.Name, "tool": "skills." + sk.Name, "version": sk.Version})
 }
 
-// checkSyntax parses a skill's code as the body of an async function,
-// so that a syntax error is reported when the skill is saved.
+// checkSyntax reports a syntax error in a skill's code when it is saved,
+// rather than when it is first called.
 func checkSyntax(code, language string) error {
-	loader := api.LoaderJS
-	if language == string(executor.TypeScript) {
-		loader = api.LoaderTS
+	if e := executor.Check(code, executor.Language(language)); e != nil {
+		where := ""
+		if e.Line > 0 {
+			where = fmt.Sprintf(" at line %d, column %d", e.Line, e.Column)
+		}
+		return tools.Errorf(tools.CodeInvalidArguments, "code: syntax error%s: %s", where, strings.TrimPrefix(e.Message, "SyntaxError: "))
 	}
-	r := api.Transform(code, api.TransformOptions{Loader: loader, Target: api.ES2022, LogLevel: api.LogLevelSilent})
-	if len(r.Errors) == 0 {
-		return nil
-	}
-	m := r.Errors[0]
-	where := ""
-	if m.Location != nil {
-		where = fmt.Sprintf(" at line %d, column %d", m.Location.Line, m.Location.Column+1)
-	}
-	return tools.Errorf(tools.CodeInvalidArguments, "code: syntax error%s: %s", where, m.Text)
+	return nil
 }
