@@ -88,7 +88,8 @@ func (a *auditor) close() {
 // audit record.
 type runDispatcher struct {
 	dispatcher
-	execID string
+	execID  string
+	origins *origins
 
 	mu    sync.Mutex
 	calls []memory.ToolCall
@@ -97,6 +98,9 @@ type runDispatcher struct {
 func (d *runDispatcher) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
 	start := time.Now()
 	out, err := d.dispatcher.Call(ctx, name, args)
+	if err == nil {
+		d.origins.add(name, out)
+	}
 	call := memory.ToolCall{
 		ExecutionID: d.execID,
 		Tool:        name,

@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/tools"
 )
 
@@ -117,13 +118,28 @@ func (s *Server) directTool(t *tools.Tool) (server.ServerTool, bool) {
 		if len(args) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")
 		}
-		out, err := dispatcher{s: s, caller: s.caller(ctx)}.Call(ctx, qualified, args)
+		caller := s.caller(ctx)
+		sess, err := s.sessions.get(caller.Session)
 		if err != nil {
-			return mcp.NewToolResultError(fmt.Sprintf("%s (%s)", err.Error(), errorCode(err))), nil
+			return nil, err
 		}
-		res := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(out))}}
-		if structured {
-			res.StructuredContent = json.RawMessage(out)
+		org := &origins{}
+		out, err := dispatcher{s: s, caller: caller, vault: sess.vault}.Call(ctx, qualified, args)
+		opts := filter.Options{Vault: sess.vault, Origin: org.sources}
+		if err != nil {
+			msg, _ := s.filter.ApplyText(err.Error(), opts)
+			return mcp.NewToolResultError(fmt.Sprintf("%s (%s)", msg, errorCode(err))), nil
+		}
+		org.add(qualified, out)
+		// The model sees a direct result as it sees a program's: filtered
+		// and within the budget.
+		f, err := s.filter.Apply(filter.Input{Result: out}, opts)
+		if err != nil {
+			return nil, fmt.Errorf("filter %s: %w", qualified, err)
+		}
+		res := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(f.Limited))}}
+		if structured && !f.Report.Cut {
+			res.StructuredContent = f.Limited
 		}
 		return res, nil
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/codecell/codecell/vfs"
 )
 
-const readToolsDescription = `Read the tool catalogue as a file tree, paying only for what you need: "/manifest.json" (categories), "/{category}/index.json" (its tools), "/{category}/{tool}.d.ts" (signature), "/{category}/{tool}.md" (full docs). Directories list entries with sizes; a wrong path returns the nearest directory and a suggestion.`
+const readToolsDescription = `Read the tool catalogue as files: "/manifest.json" (categories), "/{category}/index.json" (its tools), "/{category}/{tool}.d.ts" (signature), "/{category}/{tool}.md" (docs). Directories list entries with sizes; a wrong path returns the nearest directory and a suggestion.`
 
 const readToolsInput = `{
 	"type": "object",

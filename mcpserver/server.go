@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/codecell/codecell/executor"
+	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/search"
@@ -53,6 +54,18 @@ type Config struct {
 	AllowedOrigins []string
 	// Limits bound the load on the server.
 	Limits Limits
+	// Filter is the output pipeline every result and log passes; nil
+	// means a filter with the default policy under a key made for this
+	// process (tokens then change at each start).
+	Filter *filter.Filter
+	// FilterKey derives the session tokens (see filter.LoadOrCreateKey).
+	FilterKey filter.Key
+	// Rules are the exfiltration rules tokens are resolved under.
+	Rules []filter.Rule
+	// Budget and MaxBudget are the default and largest response budgets
+	// (bytes) a request may ask for; they must match the Filter's.
+	// Defaults filter.DefaultBudget and 16 times that.
+	Budget, MaxBudget int
 	// Store, when set, keeps the audit log, stored results, workspace
 	// files and skills. Its memory and workspace tools are registered by
 	// the caller (memory.Store.Register).
@@ -84,6 +97,10 @@ type Server struct {
 	metrics *metrics
 	levels  levelSet
 	audit   *auditor
+
+	filter            *filter.Filter
+	sessions          sessions
+	budget, maxBudget int
 
 	layout            atomic.Pointer[layoutCache]
 	unsubscribe       func()
@@ -132,6 +149,9 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	if cfg.Store != nil {
 		s.audit = newAuditor(cfg.Store, log.With("part", "audit"))
 	}
+	if err = s.initFilter(); err != nil {
+		return nil, fmt.Errorf("new server: %w", err)
+	}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -150,7 +170,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		server.WithToolCapabilities(true),
 		server.WithRecovery(),
 		server.WithLogging(),
-		server.WithHooks(s.levels.hooks()),
+		server.WithHooks(s.hooks()),
 		server.WithResourceCapabilities(false, true),
 		server.WithPromptCapabilities(false),
 		server.WithCompletions(),
@@ -163,6 +183,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	s.addPrompt()
 	if cfg.Store != nil {
 		s.addWorkspace()
+		s.addResults()
 		if err = s.initSkills(context.Background()); err != nil {
 			return nil, fmt.Errorf("new server: %w", err)
 		}
@@ -182,6 +203,41 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		s.mcp.SendNotificationToAllClients(mcp.MethodNotificationResourcesListChanged, nil)
 	})
 	return s, nil
+}
+
+func (s *Server) hooks() *server.Hooks {
+	h := s.levels.hooks()
+	s.sessions.hooks(h)
+	return h
+}
+
+// initFilter sets up the output filter and the session vaults.
+func (s *Server) initFilter() error {
+	s.budget, s.maxBudget = s.cfg.Budget, s.cfg.MaxBudget
+	if s.budget <= 0 {
+		s.budget = filter.DefaultBudget
+	}
+	if s.maxBudget <= 0 {
+		s.maxBudget = 16 * s.budget
+	}
+	s.filter = s.cfg.Filter
+	if s.filter == nil {
+		f, err := filter.New(filter.Config{Budget: s.budget, MaxBudget: s.maxBudget, Compact: true})
+		if err != nil {
+			return err
+		}
+		s.filter = f
+	}
+	key := s.cfg.FilterKey
+	if key == (filter.Key{}) {
+		k, err := filter.NewKey()
+		if err != nil {
+			return err
+		}
+		key = k
+	}
+	s.sessions = sessions{key: key, rules: s.cfg.Rules, m: map[string]*session{}}
+	return nil
 }
 
 // MCP returns the underlying mcp-go server, for in-process clients.
@@ -242,6 +298,7 @@ func (s *Server) caller(ctx context.Context) tools.Caller {
 type dispatcher struct {
 	s      *Server
 	caller tools.Caller
+	vault  *filter.Vault // the caller's session's tokens
 }
 
 var _ executor.Dispatcher = dispatcher{}
@@ -252,14 +309,27 @@ func (d dispatcher) Call(ctx context.Context, name string, args json.RawMessage)
 		d.s.metrics.toolCalls.WithLabelValues(name, "rate_limited").Inc()
 		return nil, r
 	}
+	args, err := resolveTokens(d.vault, name, args)
+	if err != nil {
+		d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, name), tools.CodeOf(err)).Inc()
+		if tools.CodeOf(err) == "policy_violation" {
+			d.s.log.Warn("exfiltration rule blocked a tool call", "tool", name, "principal", d.caller.Principal, "session", d.caller.Session)
+		}
+		return nil, err
+	}
 	out, err := d.s.reg.Call(tools.WithCaller(ctx, d.caller), name, args)
 	status := "ok"
 	if err != nil {
 		status = tools.CodeOf(err)
 	}
-	if _, known := d.s.reg.Get(name); !known {
-		name = "(unknown)" // keep metric labels bounded
-	}
-	d.s.metrics.toolCalls.WithLabelValues(name, status).Inc()
+	d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, name), status).Inc()
 	return out, err
+}
+
+// metricName keeps metric labels bounded: unknown tool names are one label.
+func metricName(reg *tools.Registry, name string) string {
+	if _, known := reg.Get(name); !known {
+		return "(unknown)"
+	}
+	return name
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/codecell/codecell/filter"
 )
 
 // Config is everything codecell can be told, from one TOML file, then
@@ -380,6 +382,9 @@ func (c *Config) validate(env func(string) string) error {
 		default:
 			bad("filter.policy."+class, "%q is not one of tokenize, redact, mask, allow", action)
 		}
+		if !knownClass(class) {
+			bad("filter.policy."+class, "unknown class; classes are %s", classList())
+		}
 	}
 	for i, r := range f.Rules {
 		if r.From == "" || r.To == "" {
@@ -408,6 +413,23 @@ func (c *Config) validate(env func(string) string) error {
 		bad("memory.workspace_max_bytes", "is below memory.workspace_max_file_bytes")
 	}
 	return errors.Join(errs...)
+}
+
+func knownClass(c string) bool {
+	for _, k := range filter.Classes {
+		if string(k) == c {
+			return true
+		}
+	}
+	return false
+}
+
+func classList() string {
+	var names []string
+	for _, k := range filter.Classes {
+		names = append(names, string(k))
+	}
+	return strings.Join(names, ", ")
 }
 
 // publicBind reports whether addr listens beyond this machine.

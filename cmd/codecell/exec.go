@@ -65,7 +65,7 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	defer srv.Close()
 
-	res := srv.Execute(ctx, mcpserver.Execution{Code: string(code), Language: language, Timeout: *runTimeout})
+	res, _ := srv.Execute(ctx, mcpserver.Execution{Code: string(code), Language: language, Timeout: *runTimeout})
 	out, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode run record: %w", err)

@@ -7,9 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"reflect"
 
 	"github.com/codecell/codecell/executor"
+	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
@@ -161,6 +163,14 @@ func newServer(cfg Config, store *memory.Store, log *slog.Logger) (*mcpserver.Se
 	if err != nil {
 		return nil, err
 	}
+	fcfg, key, rules, err := filterSetup(cfg)
+	if err != nil {
+		return nil, err
+	}
+	f, err := filter.New(fcfg)
+	if err != nil {
+		return nil, fmt.Errorf("filter: %w", err)
+	}
 	var tokens []mcpserver.Token
 	for _, t := range cfg.Auth.Tokens {
 		tokens = append(tokens, mcpserver.Token{Principal: t.Principal, Token: t.Token})
@@ -181,9 +191,49 @@ func newServer(cfg Config, store *memory.Store, log *slog.Logger) (*mcpserver.Se
 			MaxQueued:           l.MaxQueued,
 			MaxBodyBytes:        l.MaxBodyBytes,
 		},
-		Store:  store,
-		Logger: log,
+		Filter:    f,
+		FilterKey: key,
+		Rules:     rules,
+		Budget:    fcfg.Budget,
+		MaxBudget: fcfg.MaxBudget,
+		Store:     store,
+		Logger:    log,
 	}, reg)
+}
+
+// filterSetup builds the output filter's configuration, loading (or
+// creating, on first start) the per-installation token key.
+func filterSetup(cfg Config) (filter.Config, filter.Key, []filter.Rule, error) {
+	fc := cfg.Filter
+	policy := filter.Policy{AllowFields: fc.AllowFields, AllowTools: fc.AllowTools}
+	if len(fc.Policy) > 0 {
+		policy.Actions = map[filter.Class]filter.Action{}
+		for class, action := range fc.Policy {
+			policy.Actions[filter.Class(class)] = filter.Action(action)
+		}
+	}
+	keyPath := fc.KeyFile
+	if keyPath == "" {
+		dir, err := cfg.dataDir()
+		if err != nil {
+			return filter.Config{}, filter.Key{}, nil, err
+		}
+		keyPath = filepath.Join(dir, "filter.key")
+	}
+	key, err := filter.LoadOrCreateKey(keyPath)
+	if err != nil {
+		return filter.Config{}, filter.Key{}, nil, fmt.Errorf("filter key: %w", err)
+	}
+	var rules []filter.Rule
+	for _, r := range fc.Rules {
+		rules = append(rules, filter.Rule{From: r.From, To: r.To})
+	}
+	return filter.Config{
+		Budget:    fc.BudgetBytes,
+		MaxBudget: fc.MaxBudgetBytes,
+		Compact:   true,
+		Policy:    policy,
+	}, key, rules, nil
 }
 
 // parseFlags parses args, turning a parse error into a usage error.

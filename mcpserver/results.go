@@ -1,0 +1,101 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/codecell/codecell/filter"
+	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/tools"
+)
+
+// ResultsPrefix is the URI prefix of stored results.
+const ResultsPrefix = "codecell://results/"
+
+// defaultPage is the byte page a result resource returns unless asked.
+const defaultPage = 64 << 10
+
+// addResults serves stored results: whole, by byte range, or by items of
+// an array.
+func (s *Server) addResults() {
+	s.mcp.AddResourceTemplate(mcp.NewResourceTemplate(ResultsPrefix+"{id}{?offset,length}", "Stored result",
+		mcp.WithTemplateDescription("The full result of a run whose output was cut; ?offset=&length= page it by bytes."),
+		mcp.WithTemplateMIMEType("application/json"),
+	), s.readResult)
+	s.mcp.AddResourceTemplate(mcp.NewResourceTemplate(ResultsPrefix+"{id}/items{?pointer,offset,count}", "Stored result items",
+		mcp.WithTemplateDescription("Items offset..offset+count of the array at JSON Pointer pointer (default the whole result) of a stored result."),
+		mcp.WithTemplateMIMEType("application/json"),
+	), s.readResult)
+}
+
+func (s *Server) readResult(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+	uri := req.Params.URI
+	u, err := url.Parse(uri)
+	if err != nil || !strings.HasPrefix(uri, ResultsPrefix) {
+		return nil, fmt.Errorf("%w: %s is not a result URI", errResourceNotFound, uri)
+	}
+	rest := strings.TrimPrefix(strings.SplitN(uri, "?", 2)[0], ResultsPrefix)
+	id, items := strings.CutSuffix(rest, "/items")
+	q := u.Query()
+	num := func(name string, def int) (int, error) {
+		v := q.Get(name)
+		if v == "" {
+			return def, nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%s=%q: want a whole number ≥ 0", name, v)
+		}
+		return n, nil
+	}
+	ctx = tools.WithCaller(ctx, s.caller(ctx))
+	info, data, err := s.cfg.Store.GetResult(ctx, id)
+	if errors.Is(err, memory.ErrNotFound) {
+		return nil, fmt.Errorf("%w: no stored result %q (results are kept for a limited time)", errResourceNotFound, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read result: %w", err)
+	}
+	var body any
+	if items {
+		offset, err1 := num("offset", 0)
+		count, err2 := num("count", 100)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, err
+		}
+		page, err := filter.PageItems(data, q.Get("pointer"), offset, count)
+		if err != nil {
+			return nil, fmt.Errorf("page result %s: %w", id, err)
+		}
+		body = page
+	} else {
+		if q.Get("offset") == "" && q.Get("length") == "" && len(data) <= defaultPage {
+			return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: info.ContentType, Text: string(data)}}, nil
+		}
+		offset, err1 := num("offset", 0)
+		length, err2 := num("length", defaultPage)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, err
+		}
+		page, err := filter.PageBytes(data, offset, length)
+		if err != nil {
+			return nil, fmt.Errorf("page result %s: %w", id, err)
+		}
+		body = struct {
+			filter.BytePage
+			Data string `json:"data"`
+		}{page, string(page.Data)}
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encode page: %w", err)
+	}
+	return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: "application/json", Text: string(b)}}, nil
+}
