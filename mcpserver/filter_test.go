@@ -141,6 +141,15 @@ func TestSensitiveDataNeverReachesTheModel(t *testing.T) {
 		t.Errorf("unknown token: %s", text(res))
 	}
 
+	// The session's ledger adds it all up.
+	var totals mcpserver.Totals
+	if err := json.Unmarshal([]byte(readResource(t, c, mcpserver.LedgerURI)), &totals); err != nil {
+		t.Fatal(err)
+	}
+	if totals.Runs != 4 || totals.Failed != 2 || totals.Tokenized == 0 || totals.Findings["email"] == 0 || totals.FromToolsBytes == 0 || totals.ToModelBytes == 0 {
+		t.Errorf("ledger %+v", totals)
+	}
+
 	// The audit log records the blocked call.
 	srv.Close()
 	calls, err := st.ListToolCalls(t.Context(), memory.ToolCallQuery{})

@@ -99,3 +99,26 @@ func (s *Server) readResult(ctx context.Context, req mcp.ReadResourceRequest) ([
 	}
 	return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: "application/json", Text: string(b)}}, nil
 }
+
+// LedgerURI is the resource holding the session's running totals.
+const LedgerURI = "codecell://session/ledger"
+
+// addLedger serves the session's running totals: runs, tool calls, bytes
+// and tokens read from tools against those returned to the model, and
+// what the filter found.
+func (s *Server) addLedger() {
+	s.mcp.AddResource(mcp.NewResource(LedgerURI, "Session ledger",
+		mcp.WithResourceDescription("This session's running totals: context read by programs from tools versus returned to the model, and what the output filter found."),
+		mcp.WithMIMEType("application/json"),
+	), func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		sess, err := s.sessions.get(s.caller(ctx).Session)
+		if err != nil {
+			return nil, err
+		}
+		b, err := json.Marshal(sess.snapshot())
+		if err != nil {
+			return nil, err
+		}
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: LedgerURI, MIMEType: "application/json", Text: string(b)}}, nil
+	})
+}

@@ -178,3 +178,52 @@ func TestRateLimits(t *testing.T) {
 		t.Fatalf("bob was limited by alice's use: %+v", rec)
 	}
 }
+
+// TestGzip: JSON responses are compressed for clients that accept gzip.
+func TestGzip(t *testing.T) {
+	t.Parallel()
+	srv := catalogServer(t, mcpserver.Config{Expose: mcpserver.ExposeBoth})
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	tr := &http.Transport{DisableCompression: true}
+	client := &http.Client{Transport: tr}
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(initBody))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	session := resp.Header.Get("Mcp-Session-Id")
+	io.Copy(io.Discard, resp.Body)
+
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	req, _ = http.NewRequest(http.MethodPost, ts.URL+"/mcp", strings.NewReader(list))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Accept-Encoding", "gzip")
+	req.Header.Set("Mcp-Session-Id", session)
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("tools/list: %d %s", resp.StatusCode, body)
+	}
+	ct := resp.Header.Get("Content-Type")
+	t.Logf("tools/list: %s, encoding %q, %d bytes", ct, resp.Header.Get("Content-Encoding"), len(body))
+	if strings.HasPrefix(ct, "text/event-stream") {
+		if resp.Header.Get("Content-Encoding") == "gzip" {
+			t.Error("an event stream was gzipped")
+		}
+		return
+	}
+	if resp.Header.Get("Content-Encoding") != "gzip" || len(body) > 100<<10 {
+		t.Errorf("direct-mode tools/list: encoding %q, %d bytes on the wire", resp.Header.Get("Content-Encoding"), len(body))
+	}
+}

@@ -181,6 +181,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	s.mcp.AddTool(s.searchToolsTool(), s.searchTools)
 	s.addToolTree()
 	s.addPrompt()
+	s.addLedger()
 	if cfg.Store != nil {
 		s.addWorkspace()
 		s.addResults()

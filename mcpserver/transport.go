@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/klauspost/compress/gzhttp"
 	"github.com/mark3labs/mcp-go/server"
 )
 
@@ -73,12 +74,22 @@ func (h *httpTransports) closeSessions(ctx context.Context) {
 	h.sse.CloseSessions()
 }
 
+// compress gzips responses for clients that accept it, except event
+// streams, whose events must reach the client as they happen.
+func compress(h http.Handler) http.Handler {
+	wrap, err := gzhttp.NewWrapper(gzhttp.ExceptContentTypes([]string{"text/event-stream"}), gzhttp.MinSize(1024))
+	if err != nil {
+		panic(err) // the options are constant
+	}
+	return wrap(h)
+}
+
 // Handler returns an http.Handler serving Streamable HTTP at /mcp, SSE at
 // /sse with messages posted to /message, /metrics and /healthz. All but
 // /healthz check the Origin, the body size and, when tokens are
 // configured, the bearer token.
 func (s *Server) Handler() http.Handler {
-	return s.newHTTP().mux
+	return compress(s.newHTTP().mux)
 }
 
 // ServeHTTP serves the HTTP transports on ln until ctx ends, then stops
@@ -87,7 +98,7 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	h := s.newHTTP()
 	srv := &http.Server{
-		Handler:           h.mux,
+		Handler:           compress(h.mux),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          log.New(slogWriter{s.log.With("transport", "http")}, "", 0),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
