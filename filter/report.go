@@ -40,9 +40,12 @@ type Finding struct {
 	In string `json:"in"`
 	// Path is the JSON Pointer of the value in the result ("/3" is the
 	// fourth log line); for a finding in an object key, the key's field.
-	Path       string  `json:"path"`
-	InKey      bool    `json:"in_key,omitempty"`
-	Class      Class   `json:"class"`
+	Path  string `json:"path"`
+	InKey bool   `json:"in_key,omitempty"`
+	Class Class  `json:"class"`
+	// Detector is one of Detectors, or "field_name" for a value under a
+	// sensitive field name, or "repeat" for another occurrence of a value
+	// already found.
 	Detector   string  `json:"detector"`
 	Confidence float64 `json:"confidence"`
 	Action     Action  `json:"action"`
