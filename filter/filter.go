@@ -322,6 +322,7 @@ type run struct {
 	// occurrences are replaced too.
 	values  map[string]replacement
 	origins map[string][]string
+	refs    []tokenRef // scratch
 }
 
 type replacement struct {
@@ -564,7 +565,7 @@ func (r *run) replaceText(s string, inKey bool) string {
 	if len(r.matches) == 0 {
 		return s
 	}
-	ms := dropInsideTokens(s, r.matches)
+	ms := r.dropInsideTokens(s, r.matches)
 	if len(ms) == 0 {
 		return s
 	}
@@ -588,11 +589,12 @@ func (r *run) replaceText(s string, inKey bool) string {
 
 // dropInsideTokens removes matches that overlap tokens or markers already
 // in s, which are the filter's own output.
-func dropInsideTokens(s string, ms []Match) []Match {
+func (r *run) dropInsideTokens(s string, ms []Match) []Match {
 	if !strings.Contains(s, tokenOpen) {
 		return ms
 	}
-	refs := findTokenRefs(s)
+	refs := appendTokenRefs(r.refs[:0], s)
+	r.refs = refs
 	if len(refs) == 0 {
 		return ms
 	}

@@ -13,9 +13,12 @@ import (
 // bits per value) tells, at each position, whether any can start there.
 
 type sweeper struct {
-	bits     []uint64
-	shift    uint32
-	byPrefix map[uint32][]string // longest first
+	bits  []uint64
+	shift uint32
+	// sorted holds the values ordered by their first four bytes, then
+	// longest first; byPrefix maps four bytes to a range of sorted.
+	sorted   []string
+	byPrefix map[uint32][2]int32
 	values   map[string]replacement
 }
 
@@ -38,24 +41,42 @@ func newSweeper(values map[string]replacement) *sweeper {
 	sw := &sweeper{
 		bits:     make([]uint64, (1<<logBits)/64),
 		shift:    32 - logBits,
-		byPrefix: make(map[uint32][]string, len(values)),
+		sorted:   make([]string, 0, len(values)),
+		byPrefix: make(map[uint32][2]int32, len(values)),
 		values:   values,
 	}
 	for v := range values {
-		p := load4(v)
-		h := sw.hash(p)
+		h := sw.hash(load4(v))
 		sw.bits[h/64] |= 1 << (h % 64)
-		sw.byPrefix[p] = append(sw.byPrefix[p], v)
+		sw.sorted = append(sw.sorted, v)
 	}
-	for _, vs := range sw.byPrefix {
-		slices.SortFunc(vs, func(a, b string) int {
-			if len(a) != len(b) {
-				return len(b) - len(a)
-			}
-			return strings.Compare(a, b)
-		})
+	slices.SortFunc(sw.sorted, func(a, b string) int {
+		if c := strings.Compare(a[:4], b[:4]); c != 0 {
+			return c
+		}
+		if len(a) != len(b) {
+			return len(b) - len(a)
+		}
+		return strings.Compare(a, b)
+	})
+	for i := 0; i < len(sw.sorted); {
+		j := i + 1
+		for j < len(sw.sorted) && sw.sorted[j][:4] == sw.sorted[i][:4] {
+			j++
+		}
+		sw.byPrefix[load4(sw.sorted[i])] = [2]int32{int32(i), int32(j)}
+		i = j
 	}
 	return sw
+}
+
+// candidates returns the values that start with the four bytes p.
+func (sw *sweeper) candidates(p uint32) []string {
+	r, ok := sw.byPrefix[p]
+	if !ok {
+		return nil
+	}
+	return sw.sorted[r[0]:r[1]]
 }
 
 // sweepText replaces in s every value the run acted on, outside the
@@ -64,9 +85,10 @@ func (r *run) sweepText(sw *sweeper, s string, inKey bool) string {
 	if len(s) < minSweepLen {
 		return s
 	}
-	var refs []tokenRef
+	refs := r.refs[:0]
 	if strings.Contains(s, tokenOpen) {
-		refs = findTokenRefs(s)
+		refs = appendTokenRefs(refs, s)
+		r.refs = refs
 	}
 	var b strings.Builder
 	last, ref := 0, 0
@@ -81,7 +103,7 @@ func (r *run) sweepText(sw *sweeper, s string, inKey bool) string {
 		if !sw.maybe(load4(s[i:])) {
 			continue
 		}
-		for _, v := range sw.byPrefix[load4(s[i:])] {
+		for _, v := range sw.candidates(load4(s[i:])) {
 			if !strings.HasPrefix(s[i:], v) || (ref < len(refs) && i+len(v) > refs[ref].start) {
 				continue
 			}

@@ -93,8 +93,10 @@ func parseTokenAt(s string, i int) (tokenRef, bool) {
 }
 
 // findTokenRefs returns the tokens and markers in s, in order.
-func findTokenRefs(s string) []tokenRef {
-	var refs []tokenRef
+func findTokenRefs(s string) []tokenRef { return appendTokenRefs(nil, s) }
+
+// appendTokenRefs appends the tokens and markers in s to refs.
+func appendTokenRefs(refs []tokenRef, s string) []tokenRef {
 	for i := 0; i < len(s); {
 		j := strings.Index(s[i:], tokenOpen)
 		if j < 0 {
