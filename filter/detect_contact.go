@@ -48,6 +48,9 @@ func findEmails(s string, out []Match) []Match {
 		if !validLocal(s[l:at]) || !validDomain(s[at+1:r]) {
 			continue
 		}
+		if s[l:at] == "git" && r < len(s) && s[r] == ':' {
+			continue // git@host:owner/repo, an SSH remote
+		}
 		out = append(out, Match{Class: ClassEmail, Detector: "email", Confidence: 0.9, Start: l, End: r})
 		i = r
 	}

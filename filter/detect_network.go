@@ -114,7 +114,8 @@ func findIPv6(s string, out []Match) []Match {
 			continue
 		}
 		cand := s[i:end]
-		if !strings.Contains(cand, ":") {
+		if !strings.Contains(cand, ":") || strings.HasSuffix(cand, "::") {
+			// "2001:db8::" and "fe80::" name networks, not hosts.
 			i = j
 			continue
 		}

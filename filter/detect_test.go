@@ -54,6 +54,7 @@ func TestDetectEmail(t *testing.T) {
 		{"near miss: scoped package", "@types/node@18.0.0", nil},
 		{"near miss: one-letter tld", "a@b.c", nil},
 		{"near miss: hyphen label", "a@-bad.example.com", nil},
+		{"near miss: ssh remote", "git@github.com:owner/repo.git", nil},
 	})
 }
 
@@ -172,6 +173,7 @@ func TestDetectIP(t *testing.T) {
 		{"near miss: mac", "00:1A:2B:3C:4D:5E", nil},
 		{"near miss: c++", "std::vector<int> a::b", nil},
 		{"near miss: v6 loopback", "::1", nil},
+		{"near miss: v6 network", "route 2001:db8:: via eth0", nil},
 		{"near miss: uuid", "123e4567-e89b-12d3-a456-426614174000", nil},
 	})
 }
@@ -393,5 +395,37 @@ func TestScanAdversarial(t *testing.T) {
 			t.Parallel()
 			ScanString(s)
 		})
+	}
+}
+
+// TestNoFalsePositives scans strings that are common in tool results and
+// hold nothing sensitive: no detector may fire on any.
+func TestNoFalsePositives(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{
+		"123e4567-e89b-12d3-a456-426614174000",
+		"commit 3f786850e387550fdab836ed7e6dc881de23001b",
+		"sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+		"2024-01-15T12:30:45.123Z", "2024-01-15 12:30:45+02:00", "15/01/2024", "Jan 15, 2024",
+		"v1.2.3", "1.22.4", "go1.26.8", "version 10.0.19041.1", "release 2.3.4.5",
+		"/usr/local/bin/codecell", "C:\\Program Files\\App\\app.exe",
+		"https://example.com/path?page=2&sort=asc#top", "http://localhost:8080/health",
+		"SKU-000123", "ORD-2024-000042", "INV/2024/0042", "1Z999AA10123456784",
+		"#ff8800", "rgba(0,0,0,0.5)", "$1,234.56", "€ 99,90", "42%", "3.14159265358979",
+		"37.7749,-122.4194", "-33.8688, 151.2093", "12:30", "1h23m45s", "200 OK",
+		"tokens_used: 123456", "max_tokens=4096", "pinned: true", "author: Ada",
+		"the spinner spins", "Basic knowledge of Go", "Bearer tokens are described in RFC 6750",
+		"order 4111111111111112 shipped", "ticket 1234567890123456", "phone: unknown",
+		"call me maybe", "id=550e8400-e29b-41d4-a716-446655440000", "127.0.0.1:6379",
+		"0.0.0.0/0", "255.255.255.0", "::1", "fe80::", "std::vector<int>",
+		"aGVsbG8gd29ybGQ=", "SGVsbG8sIFdvcmxkIQ==", "lorem ipsum dolor sit amet",
+		"user@localhost", "noreply@", "@channel", "git@github.com:owner/repo.git",
+		"npm install lodash@4.17.21", "docker.io/library/nginx:1.25",
+		"MIT License", "Copyright (c) 2024", "ISBN 978-3-16-148410-0", "+1", "+44",
+		"CVE-2024-12345", "RFC 6750", "HTTP/1.1 404 Not Found", "p95=123ms p99=456ms",
+	} {
+		if ms := ScanString(s); len(ms) > 0 {
+			t.Errorf("ScanString(%q) = %+v, want nothing", s, ms)
+		}
 	}
 }
