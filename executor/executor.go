@@ -190,8 +190,11 @@ func (e *Executor) prepare(req Request) (string, *sourceMap, *Error) {
 
 func canceledError(ctx context.Context) *Error {
 	msg := "the run was cancelled by the client"
-	if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, context.DeadlineExceeded):
 		msg = "the request's deadline passed before the run finished"
+	case cause != nil && !errors.Is(cause, context.Canceled):
+		msg = "the run was cancelled: " + cause.Error()
 	}
 	return &Error{Kind: KindCanceled, Message: msg}
 }

@@ -148,7 +148,11 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, string) {
 			x.OnLog(l)
 		}
 	}
-	res := s.exec.Run(ctx, executor.Request{
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(s.stopping, func() { cancel(context.Cause(s.stopping)) })
+	defer stop()
+	res := s.exec.Run(runCtx, executor.Request{
 		Code:       x.Code,
 		Language:   x.Language,
 		Timeout:    x.Timeout,

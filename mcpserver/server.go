@@ -98,6 +98,10 @@ type Server struct {
 	levels  levelSet
 	audit   *auditor
 
+	// stopping ends the runs still in progress when the server shuts
+	// down; see Stop.
+	stopping          context.Context
+	stopRuns          context.CancelCauseFunc
 	filter            *filter.Filter
 	sessions          sessions
 	budget, maxBudget int
@@ -137,14 +141,17 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
 	}
+	stopping, stopRuns := context.WithCancelCause(context.Background())
 	s := &Server{
-		cfg:     cfg,
-		log:     log,
-		reg:     reg,
-		exec:    exec,
-		auth:    newAuthenticator(cfg.Auth),
-		limits:  newLimiter(cfg.Limits),
-		metrics: newMetrics(exec),
+		stopping: stopping,
+		stopRuns: stopRuns,
+		cfg:      cfg,
+		log:      log,
+		reg:      reg,
+		exec:     exec,
+		auth:     newAuthenticator(cfg.Auth),
+		limits:   newLimiter(cfg.Limits),
+		metrics:  newMetrics(exec),
 	}
 	if cfg.Store != nil {
 		s.audit = newAuditor(cfg.Store, log.With("part", "audit"))
@@ -247,6 +254,13 @@ func (s *Server) MCP() *server.MCPServer { return s.mcp }
 // Registry returns the catalogue the server serves.
 func (s *Server) Registry() *tools.Registry { return s.reg }
 
+// ErrShuttingDown is the cause of runs cancelled by StopRuns.
+var ErrShuttingDown = errors.New("the server is shutting down; run the program again once it is back")
+
+// StopRuns cancels every run in progress, which then ends with a
+// "canceled" error that says the server is shutting down.
+func (s *Server) StopRuns() { s.stopRuns(ErrShuttingDown) }
+
 // Close stops the sandbox pool and flushes the audit log. Requests in
 // progress must have ended. It does not close the Store.
 func (s *Server) Close() error {
@@ -259,6 +273,7 @@ func (s *Server) Close() error {
 		}
 		s.search.Close()
 		s.vfs.Close()
+		s.stopRuns(ErrShuttingDown)
 		s.exec.Close()
 		s.audit.close()
 	})

@@ -92,9 +92,10 @@ func (s *Server) Handler() http.Handler {
 	return compress(s.newHTTP().mux)
 }
 
-// ServeHTTP serves the HTTP transports on ln until ctx ends, then stops
-// accepting, closes the clients' streams and waits up to grace for
-// requests in progress.
+// ServeHTTP serves the HTTP transports on ln until ctx ends. It then
+// stops accepting, lets requests in progress finish for up to grace, and
+// cancels the runs still going, whose clients get a "canceled" result
+// saying the server is shutting down.
 func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	h := s.newHTTP()
 	srv := &http.Server{
@@ -111,25 +112,37 @@ func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener, grace time.Dura
 		return fmt.Errorf("serve http: %w", err)
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	s.log.Info("shutting down", "grace", grace)
+	// Long-lived streams (SSE, GET listeners) never finish by themselves.
+	h.closeSessions(context.Background())
+	if err := shutdown(srv, h, grace); err != nil {
+		s.log.Warn("runs still in progress after the grace period; cancelling them", "grace", grace)
+		s.StopRuns()
+		if err := shutdown(srv, h, 5*time.Second); err != nil {
+			srv.Close()
+			<-errc
+			return fmt.Errorf("shut down http: %w", err)
+		}
+	}
+	<-errc
+	return nil
+}
+
+// shutdown waits up to d for srv's requests to finish, closing streams
+// that open meanwhile.
+func shutdown(srv *http.Server, h *httpTransports, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	h.closeSessions(sctx)
 	done := make(chan error, 1)
-	go func() { done <- srv.Shutdown(sctx) }()
+	go func() { done <- srv.Shutdown(ctx) }()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
 		case err := <-done:
-			<-errc
-			if err != nil {
-				srv.Close()
-				return fmt.Errorf("shut down http: %w", err)
-			}
-			return nil
+			return err
 		case <-tick.C:
-			// Streams opened while shutting down must close too.
-			h.closeSessions(sctx)
+			h.closeSessions(ctx)
 		}
 	}
 }
