@@ -9,7 +9,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 # Packages whose tests run under the race detector; the rest run without it.
 BENCHTIME ?= 2s
 
-.PHONY: build run test lint bench bench-disclosure clean
+.PHONY: build run test lint bench bench-disclosure node-deps clean
 
 build:
 	$(GO) build -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/codecell
@@ -18,9 +18,18 @@ build:
 run: build
 	./$(BIN) serve --http $(ADDR)
 
-## test: the whole test suite (lint first).
-test: lint
-	$(GO) test -tags $(TAGS) -race -count=1 -timeout 15m ./...
+## test: the whole test suite (lint first), with the official TypeScript
+## SDK client and MCP conformance suite.
+test: lint node-deps
+	CODECELL_REQUIRE_NODE=1 $(GO) test -tags $(TAGS) -race -count=1 -timeout 15m ./...
+
+## node-deps: the official MCP TypeScript SDK and conformance suite, pinned
+## in testdata/sdk/package-lock.json, with a local Node.js 22 (npm package node).
+SDK := testdata/sdk
+node-deps: $(SDK)/node_modules/.installed
+$(SDK)/node_modules/.installed: $(SDK)/package.json $(SDK)/package-lock.json
+	cd $(SDK) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 ## lint: formatting, vet and tidy modules — what CI checks.
 lint:

@@ -207,9 +207,16 @@ func TestCompletionsAndPrompt(t *testing.T) {
 func TestCatalogueChangesAreAnnounced(t *testing.T) {
 	t.Parallel()
 	srv := catalogServer(t, mcpserver.Config{})
-	c := start(t, transports[0].connect(t, srv))
+	// resources/subscribe belongs to protocol versions before 2026-07-28.
+	c := startVersion(t, transports[0].connect(t, srv), "2025-11-25")
 	got, handler := collect("notifications/resources/list_changed")
-	c.OnNotification(handler)
+	updated, onUpdated := collect("notifications/resources/updated")
+	c.OnNotification(func(n mcp.JSONRPCNotification) { handler(n); onUpdated(n) })
+	sub := mcp.SubscribeRequest{}
+	sub.Params.URI = "codecell://tools/manifest.json"
+	if err := c.Subscribe(t.Context(), sub); err != nil {
+		t.Fatal(err)
+	}
 	err := srv.Registry().Register(tools.Tool{Name: "fresh.tool", Summary: "A tool added at run time.", Handler: func(context.Context, json.RawMessage) (json.RawMessage, error) {
 		return json.RawMessage(`1`), nil
 	}})
@@ -217,6 +224,9 @@ func TestCatalogueChangesAreAnnounced(t *testing.T) {
 		t.Fatal(err)
 	}
 	got.wait(t)
+	if u := updated.wait(t); u[0].Params.AdditionalFields["uri"] != "codecell://tools/manifest.json" {
+		t.Errorf("updated %+v", u[0].Params.AdditionalFields)
+	}
 	if idx := text(callTool(t, c, "read_tools", map[string]any{"path": "/fresh/index.json"})); !strings.Contains(idx, "tool") {
 		t.Errorf("new category not in the tree: %s", idx)
 	}

@@ -67,6 +67,12 @@ var transports = []struct {
 
 func start(t testing.TB, c *client.Client) *client.Client {
 	t.Helper()
+	return startVersion(t, c, mcp.LATEST_PROTOCOL_VERSION)
+}
+
+// startVersion starts c and initializes it with a protocol version.
+func startVersion(t testing.TB, c *client.Client, version string) *client.Client {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// The SSE client keeps its stream on the context given to Start.
@@ -75,7 +81,7 @@ func start(t testing.TB, c *client.Client) *client.Client {
 	}
 	t.Cleanup(func() { c.Close() })
 	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ProtocolVersion = version
 	init.Params.ClientInfo = mcp.Implementation{Name: "codecell-test", Version: "1"}
 	if _, err := c.Initialize(ctx, init); err != nil {
 		t.Fatalf("initialize: %v", err)

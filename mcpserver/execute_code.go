@@ -99,8 +99,11 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		Timeout:     time.Duration(args.TimeoutMS) * time.Millisecond,
 		BudgetBytes: args.BudgetBytes,
 	}
-	s.streamTo(ctx, req, &x)
+	notified := s.streamTo(ctx, req, &x)
 	rec, text := s.Execute(ctx, x)
+	if notified.Load() {
+		flushNotifications(ctx)
+	}
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{mcp.NewTextContent(text)},
 		StructuredContent: rec,

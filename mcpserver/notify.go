@@ -3,7 +3,10 @@ package mcpserver
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -67,7 +70,8 @@ func (l *levelSet) wants(ctx context.Context) bool {
 // its console lines as notifications/message, when the client set a log
 // level. Notifications are best effort: a client that went away only
 // loses them.
-func (s *Server) streamTo(ctx context.Context, req mcp.CallToolRequest, x *Execution) {
+func (s *Server) streamTo(ctx context.Context, req mcp.CallToolRequest, x *Execution) (sent *atomic.Bool) {
+	sent = &atomic.Bool{}
 	if meta := req.Params.Meta; meta != nil && meta.ProgressToken != nil {
 		token := meta.ProgressToken
 		last := 0.0
@@ -83,6 +87,7 @@ func (s *Server) streamTo(ctx context.Context, req mcp.CallToolRequest, x *Execu
 			if err := s.mcp.SendNotificationToClient(ctx, "notifications/progress", params); err != nil {
 				s.log.Debug("progress notification", "err", err)
 			}
+			sent.Store(true)
 		}
 	}
 	if s.levels.wants(ctx) {
@@ -91,6 +96,27 @@ func (s *Server) streamTo(ctx context.Context, req mcp.CallToolRequest, x *Execu
 			if err := s.mcp.SendLogMessageToClient(ctx, n); err != nil {
 				s.log.Debug("log notification", "err", err)
 			}
+			sent.Store(true)
 		}
 	}
+	return sent
+}
+
+// flushNotifications waits, briefly, until the session's queued
+// notifications are written, so that they reach the client before the
+// response they belong to: mcp-go writes notifications from a goroutine of
+// its own, and a client ignores progress for a request it has answered.
+func flushNotifications(ctx context.Context) {
+	cs := server.ClientSessionFromContext(ctx)
+	if cs == nil {
+		return
+	}
+	ch := cs.NotificationChannel()
+	deadline := time.Now().Add(200 * time.Millisecond)
+	for len(ch) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Microsecond)
+	}
+	// The last one may be taken from the queue but not yet written.
+	runtime.Gosched()
+	time.Sleep(2 * time.Millisecond)
 }

@@ -96,6 +96,7 @@ type Server struct {
 	limits  *limiter
 	metrics *metrics
 	levels  levelSet
+	subs    subscriptions
 	audit   *auditor
 
 	// stopping ends the runs still in progress when the server shuts
@@ -178,7 +179,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		server.WithRecovery(),
 		server.WithLogging(),
 		server.WithHooks(s.hooks()),
-		server.WithResourceCapabilities(false, true),
+		server.WithResourceCapabilities(true, true),
 		server.WithPromptCapabilities(false),
 		server.WithCompletions(),
 		server.WithResourceCompletionProvider(completions{reg}),
@@ -209,6 +210,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		}
 		// The tree's files changed, and with them what the templates list.
 		s.mcp.SendNotificationToAllClients(mcp.MethodNotificationResourcesListChanged, nil)
+		s.toolTreeChanged()
 	})
 	return s, nil
 }
@@ -216,6 +218,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 func (s *Server) hooks() *server.Hooks {
 	h := s.levels.hooks()
 	s.sessions.hooks(h)
+	s.subs.hooks(h)
 	return h
 }
 

@@ -1,0 +1,75 @@
+package mcpserver
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// subscriptions remembers which sessions subscribed to which resources,
+// so that a change of the tool tree reaches them as
+// notifications/resources/updated.
+type subscriptions struct {
+	mu   sync.Mutex
+	subs map[string]map[string]bool // session → URIs
+}
+
+func (ss *subscriptions) hooks(h *server.Hooks) {
+	h.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
+		cs := server.ClientSessionFromContext(ctx)
+		if cs == nil {
+			return
+		}
+		ss.mu.Lock()
+		defer ss.mu.Unlock()
+		if ss.subs == nil {
+			ss.subs = map[string]map[string]bool{}
+		}
+		if ss.subs[cs.SessionID()] == nil {
+			ss.subs[cs.SessionID()] = map[string]bool{}
+		}
+		ss.subs[cs.SessionID()][req.Params.URI] = true
+	})
+	h.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
+		if cs := server.ClientSessionFromContext(ctx); cs != nil {
+			ss.mu.Lock()
+			delete(ss.subs[cs.SessionID()], req.Params.URI)
+			ss.mu.Unlock()
+		}
+	})
+	h.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) {
+		ss.mu.Lock()
+		delete(ss.subs, cs.SessionID())
+		ss.mu.Unlock()
+	})
+}
+
+// matching returns, per session, the subscribed URIs with the prefix.
+func (ss *subscriptions) matching(prefix string) map[string][]string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	out := map[string][]string{}
+	for session, uris := range ss.subs {
+		for uri := range uris {
+			if strings.HasPrefix(uri, prefix) {
+				out[session] = append(out[session], uri)
+			}
+		}
+	}
+	return out
+}
+
+// toolTreeChanged tells subscribers of tool-tree resources that they may
+// have changed.
+func (s *Server) toolTreeChanged() {
+	for session, uris := range s.subs.matching(ResourcePrefix) {
+		for _, uri := range uris {
+			if err := s.mcp.SendNotificationToSpecificClient(session, mcp.MethodNotificationResourceUpdated, map[string]any{"uri": uri}); err != nil {
+				s.log.Debug("resource updated notification", "session", session, "err", err)
+			}
+		}
+	}
+}
