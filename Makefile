@@ -9,7 +9,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 # Packages whose tests run under the race detector; the rest run without it.
 BENCHTIME ?= 2s
 
-.PHONY: build run test lint bench bench-disclosure node-deps clean
+.PHONY: build run test lint bench bench-disclosure load node-deps clean
 
 build:
 	$(GO) build -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/codecell
@@ -46,6 +46,12 @@ bench-disclosure:
 	@mkdir -p bin
 	CODECELL_DISCLOSURE_REPORT=$(CURDIR)/bin/disclosure.md $(GO) test -tags $(TAGS) -count=1 -run TestDisclosureBudgets ./mcpserver/
 	@cat bin/disclosure.md
+
+## load: 200 concurrent clients over Streamable HTTP for 30 s, loopback only.
+LOAD_CLIENTS ?= 200
+LOAD_DURATION ?= 30s
+load: build
+	$(GO) run ./cmd/codecell-load -bin $(BIN) -clients $(LOAD_CLIENTS) -duration $(LOAD_DURATION) | tee bin/load.md
 
 clean:
 	rm -rf bin

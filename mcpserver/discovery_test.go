@@ -28,7 +28,7 @@ func catalogServer(t testing.TB, cfg mcpserver.Config) *mcpserver.Server {
 	if err := catalog.LoadInto(reg, testCatalog); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcpserver.New(cfg, reg)
+	srv, err := mcpserver.New(forTests(cfg), reg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,12 +24,22 @@ func newServer(t testing.TB, cfg mcpserver.Config) *mcpserver.Server {
 	if err := builtin.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcpserver.New(cfg, reg)
+	srv, err := mcpserver.New(forTests(cfg), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
 	return srv
+}
+
+// forTests gives runs a generous default deadline: under -race on a
+// loaded two-core machine the engine is ten times slower. Tests of the
+// deadline pass timeout_ms.
+func forTests(cfg mcpserver.Config) mcpserver.Config {
+	if cfg.Executor.Timeout == 0 {
+		cfg.Executor.Timeout = 30 * time.Second
+	}
+	return cfg
 }
 
 // transports connect an MCP client to a server in each way codecell

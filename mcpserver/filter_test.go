@@ -74,11 +74,11 @@ func TestSensitiveDataNeverReachesTheModel(t *testing.T) {
 	must(err)
 	key, err := filter.LoadOrCreateKey(filepath.Join(t.TempDir(), "filter.key"))
 	must(err)
-	srv, err := mcpserver.New(mcpserver.Config{
+	srv, err := mcpserver.New(forTests(mcpserver.Config{
 		Store:     st,
 		FilterKey: key,
 		Rules:     []filter.Rule{{From: "crm.*", To: "http.*"}},
-	}, reg)
+	}), reg)
 	must(err)
 	t.Cleanup(func() { srv.Close(); st.Close() })
 	c := start(t, transports[1].connect(t, srv))
@@ -167,7 +167,7 @@ func TestLargeResultsAreCutAndKept(t *testing.T) {
 	t.Parallel()
 	srv, _ := storeServer(t, filepath.Join(t.TempDir(), "db"))
 	c := start(t, transports[0].connect(t, srv))
-	res, rec := execute(t, c, map[string]any{"code": `Array.from({length: 3000}, (_, i) => ({id: i, name: "item " + i, tags: ["a", "b"]}))`})
+	res, rec := execute(t, c, map[string]any{"code": `Array.from({length: 3000}, (_, i) => ({id: i, name: "item " + i, tags: ["a", "b"]}))`, "timeout_ms": 60000})
 	if res.IsError {
 		t.Fatal(text(res))
 	}

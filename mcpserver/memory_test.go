@@ -31,7 +31,7 @@ func storeServer(t *testing.T, path string) (*mcpserver.Server, *memory.Store) {
 	if err := st.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcpserver.New(mcpserver.Config{Store: st}, reg)
+	srv, err := mcpserver.New(forTests(mcpserver.Config{Store: st}), reg)
 	if err != nil {
 		t.Fatal(err)
 	}

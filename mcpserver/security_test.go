@@ -157,20 +157,20 @@ func TestAuthenticatedClientAndMetrics(t *testing.T) {
 
 func TestRateLimits(t *testing.T) {
 	t.Parallel()
-	ts := securedServer(t, mcpserver.Limits{ExecutionsPerMinute: 60, ExecutionBurst: 2, ToolCallsPerMinute: 60, ToolCallBurst: 3})
+	ts := securedServer(t, mcpserver.Limits{ExecutionsPerMinute: 6, ExecutionBurst: 2, ToolCallsPerMinute: 6, ToolCallBurst: 3})
 	alice := authedClient(t, ts.URL+"/mcp", aliceToken)
 	bob := authedClient(t, ts.URL+"/mcp", bobToken)
 
 	// Tool calls: the fourth call in a burst fails with rate_limited.
 	res, rec := execute(t, alice, map[string]any{"code": `const out = []; for (let i = 0; i < 4; i++) { try { await util.echo({text: "x"}); out.push("ok") } catch (e) { out.push(e.code + ": " + e.message) } } out`})
-	if res.IsError || !strings.Contains(string(rec.Value), `"rate_limited: rate limit: \"alice\" may make 60 tool calls per minute (bursts of 3); retry in`) {
-		t.Fatalf("tool-call limit: %s", rec.Value)
+	if res.IsError || !strings.Contains(string(rec.Value), `"rate_limited: rate limit: \"alice\" may make 6 tool calls per minute (bursts of 3); retry in`) {
+		t.Fatalf("tool-call limit: %s", text(res))
 	}
 	// Executions: alice has used one of two; the third is refused with a
 	// message that says which limit and when to retry.
 	execute(t, alice, map[string]any{"code": "1"})
 	res, _ = execute(t, alice, map[string]any{"code": "1"})
-	if !res.IsError || !strings.Contains(text(res), `"alice" may start 60 executions per minute`) || !strings.Contains(text(res), "retry in") {
+	if !res.IsError || !strings.Contains(text(res), `"alice" may start 6 executions per minute`) || !strings.Contains(text(res), "retry in") {
 		t.Fatalf("execution limit: %s", text(res))
 	}
 	// Limits are per principal: bob is unaffected.

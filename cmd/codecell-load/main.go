@@ -1,0 +1,323 @@
+// Command codecell-load is codecell's load test: it starts the server
+// binary on a loopback port, drives it with many concurrent MCP clients
+// over Streamable HTTP for a fixed time, mixing execute_code, read_tools
+// and search_tools, and reports throughput, latency percentiles, refusals,
+// failures and the server's resident memory. It exits 1 on any failure
+// that is not an intended refusal (rate limit or busy).
+//
+//	codecell-load -bin bin/codecell -clients 200 -duration 30s
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "codecell-load:", err)
+		os.Exit(1)
+	}
+}
+
+// op is one kind of request the clients make.
+type op struct {
+	name   string
+	weight int
+	tool   string
+	args   func(r *rand.Rand) map[string]any
+}
+
+var ops = []op{
+	{"execute_code 1+1", 70, "execute_code", func(*rand.Rand) map[string]any { return map[string]any{"code": "1+1"} }},
+	{"execute_code + tool call", 10, "execute_code", func(r *rand.Rand) map[string]any {
+		return map[string]any{"code": fmt.Sprintf("(await util.echo({text: 'n%d'})).text", r.IntN(1000))}
+	}},
+	{"read_tools", 10, "read_tools", func(r *rand.Rand) map[string]any {
+		paths := []string{"/manifest.json", "/util/index.json", "/util/echo.d.ts", "/memory/recall.md"}
+		return map[string]any{"path": paths[r.IntN(len(paths))]}
+	}},
+	{"search_tools", 10, "search_tools", func(r *rand.Rand) map[string]any {
+		qs := []string{"echo text", "remember a fact", "search memories", "current time", "write a file"}
+		return map[string]any{"query": qs[r.IntN(len(qs))]}
+	}},
+}
+
+type sample struct {
+	op      int
+	latency time.Duration
+	outcome string // ok, refused, failed
+	detail  string
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("codecell-load", flag.ContinueOnError)
+	bin := fs.String("bin", "bin/codecell", "the codecell binary to start")
+	clients := fs.Int("clients", 200, "concurrent MCP clients")
+	duration := fs.Duration("duration", 30*time.Second, "how long to send requests")
+	pool := fs.Int("pool", 0, "sandbox pool size for the server (0: its default)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	data, err := os.MkdirTemp("", "codecell-load")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(data)
+
+	srv, base, err := startServer(*bin, data, *pool)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		srv.Process.Signal(syscall.SIGTERM)
+		srv.Wait()
+	}()
+
+	httpClient := &http.Client{Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute}}
+	conns := make([]*client.Client, *clients)
+	for i := range conns {
+		c, err := client.NewStreamableHttpClient(base+"/mcp", transport.WithHTTPBasicClient(httpClient))
+		if err != nil {
+			return err
+		}
+		if err := c.Start(ctx); err != nil {
+			return fmt.Errorf("start client %d: %w", i, err)
+		}
+		init := mcp.InitializeRequest{}
+		init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+		init.Params.ClientInfo = mcp.Implementation{Name: "codecell-load", Version: "1"}
+		if _, err := c.Initialize(ctx, init); err != nil {
+			return fmt.Errorf("initialize client %d: %w", i, err)
+		}
+		defer c.Close()
+		conns[i] = c
+	}
+
+	var rssMu sync.Mutex
+	var rss []int64
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	go func() {
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if kb, err := rssKB(srv.Process.Pid); err == nil {
+				rssMu.Lock()
+				rss = append(rss, kb)
+				rssMu.Unlock()
+			}
+			select {
+			case <-watchCtx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+
+	total := 0
+	for _, o := range ops {
+		total += o.weight
+	}
+	deadline := time.Now().Add(*duration)
+	results := make(chan []sample, *clients)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(i), 7))
+			var mine []sample
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				pick := r.IntN(total)
+				k := 0
+				for pick >= ops[k].weight {
+					pick -= ops[k].weight
+					k++
+				}
+				req := mcp.CallToolRequest{}
+				req.Params.Name = ops[k].tool
+				req.Params.Arguments = ops[k].args(r)
+				t := time.Now()
+				res, err := c.CallTool(ctx, req)
+				s := sample{op: k, latency: time.Since(t), outcome: "ok"}
+				switch {
+				case err != nil:
+					s.outcome, s.detail = "failed", err.Error()
+				case res.IsError:
+					txt := text(res)
+					if strings.Contains(txt, "rate limit") || strings.Contains(txt, "busy") {
+						s.outcome = "refused"
+					} else {
+						s.outcome, s.detail = "failed", txt
+					}
+				}
+				mine = append(mine, s)
+			}
+			results <- mine
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	stopWatch()
+	close(results)
+
+	var all []sample
+	for r := range results {
+		all = append(all, r...)
+	}
+	return report(stdout, all, elapsed, *clients, rss)
+}
+
+func text(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func report(w io.Writer, all []sample, elapsed time.Duration, clients int, rss []int64) error {
+	pct := func(ls []time.Duration, q float64) float64 {
+		if len(ls) == 0 {
+			return 0
+		}
+		return float64(ls[int(q*float64(len(ls)-1))].Microseconds()) / 1000
+	}
+	fmt.Fprintf(w, "%d clients over Streamable HTTP for %s on loopback.\n\n", clients, elapsed.Round(time.Second))
+	fmt.Fprintln(w, "| request | calls | calls/s | p50 ms | p95 ms | p99 ms | refused | failed |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
+	var failures []string
+	var totalOK, totalRefused, totalFailed int
+	for k, o := range ops {
+		var ls []time.Duration
+		var n, refused, failed int
+		for _, s := range all {
+			if s.op != k {
+				continue
+			}
+			n++
+			switch s.outcome {
+			case "ok":
+				ls = append(ls, s.latency)
+			case "refused":
+				refused++
+			case "failed":
+				failed++
+				if len(failures) < 5 {
+					failures = append(failures, o.name+": "+s.detail)
+				}
+			}
+		}
+		slices.Sort(ls)
+		totalOK += len(ls)
+		totalRefused += refused
+		totalFailed += failed
+		fmt.Fprintf(w, "| %s | %d | %.0f | %.2f | %.2f | %.2f | %d | %d |\n", o.name, n, float64(len(ls))/elapsed.Seconds(),
+			pct(ls, 0.50), pct(ls, 0.95), pct(ls, 0.99), refused, failed)
+	}
+	var maxRSS, firstRSS int64
+	for i, v := range rss {
+		if i == 0 {
+			firstRSS = v
+		}
+		maxRSS = max(maxRSS, v)
+	}
+	var lastRSS int64
+	if len(rss) > 0 {
+		lastRSS = rss[len(rss)-1]
+	}
+	fmt.Fprintf(w, "\nAll requests: %d ok (%.0f/s), %d refused (rate limit or busy), %d failed.\n", totalOK, float64(totalOK)/elapsed.Seconds(), totalRefused, totalFailed)
+	fmt.Fprintf(w, "Server RSS: %d MiB at the start, %d MiB at most, %d MiB at the end.\n", firstRSS>>10, maxRSS>>10, lastRSS>>10)
+	if totalFailed > 0 {
+		return fmt.Errorf("%d requests failed, e.g.:\n  %s", totalFailed, strings.Join(failures, "\n  "))
+	}
+	return nil
+}
+
+// startServer starts the binary on a loopback port with limits raised for
+// load, and returns it with its base URL.
+func startServer(bin, data string, pool int) (*exec.Cmd, string, error) {
+	args := []string{"serve", "-http", "127.0.0.1:0", "-log-level", "warn"}
+	if pool > 0 {
+		args = append(args, "-pool", strconv.Itoa(pool))
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(),
+		"CODECELL_SERVER_DATA_DIR="+data,
+		"CODECELL_LIMITS_EXECUTIONS_PER_MINUTE=100000000",
+		"CODECELL_LIMITS_EXECUTION_BURST=100000",
+		"CODECELL_LIMITS_TOOL_CALLS_PER_MINUTE=100000000",
+		"CODECELL_LIMITS_TOOL_CALL_BURST=100000",
+		"CODECELL_LIMITS_MAX_IN_FLIGHT=256",
+		"CODECELL_LIMITS_MAX_QUEUED=1024",
+	)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, "", fmt.Errorf("start %s: %w", bin, err)
+	}
+	urlRE := regexp.MustCompile(`Streamable HTTP\s+(http://\S+)/mcp`)
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := urlRE.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case found <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case base := <-found:
+		return cmd, base, nil
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		return nil, "", errors.New("the server did not print its address")
+	}
+}
+
+// rssKB reads a process's resident set size from /proc.
+func rssKB(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				return strconv.ParseInt(f[0], 10, 64)
+			}
+		}
+	}
+	return 0, errors.New("no VmRSS")
+}
