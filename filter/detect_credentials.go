@@ -400,7 +400,12 @@ func (sc *scanner) findAssignments(s string, out []Match) []Match {
 		for st > 0 && isNameChar(s[st-1]) && e-st <= 64 {
 			st--
 		}
-		if st == e || e-st > 64 {
+		for st < e && (s[st] == '-' || s[st] == '.') {
+			st++
+		}
+		// A name starts with a letter or an underscore: "12:30" and
+		// "2024-01-15T12:30" are times, not assignments.
+		if st == e || e-st > 64 || !(isAlpha(s[st]) || s[st] == '_') {
 			continue
 		}
 		fm, ok := sc.field(s[st:e])
@@ -484,7 +489,7 @@ func findKeywordEntropy(s string, out []Match) []Match {
 			continue
 		}
 		e := runEnd(s, i, isEntropyChar)
-		if n := e - i; n >= 16 && n <= 512 && randomLooking(s[i:e]) && keyWordBefore(s, i) {
+		if n := e - i; n >= 16 && n <= 512 && keyWordBefore(s, i) && randomLooking(s[i:e]) {
 			out = append(out, Match{Class: ClassSecret, Detector: "keyword_entropy", Confidence: 0.7, Start: i, End: e})
 		}
 		i = e - 1

@@ -197,8 +197,18 @@ func (f *Filter) apply(in Input, opts Options) (*Output, *run, error) {
 	out.Full = appendJSON(make([]byte, 0, root.size), &root)
 
 	budget := f.budget(opts.Budget)
-	limited, fitted, lim := limitTree(&root, LimitOptions{Budget: budget, MaxDepth: f.cfg.MaxDepth})
-	out.Limited = limited
+	var (
+		fitted node
+		lim    *limiter
+	)
+	if root.size <= budget && int(root.height) <= f.cfg.MaxDepth {
+		// It fits as it is: Limited is Full.
+		fitted, lim = root, &limiter{}
+		out.Limited = out.Full
+	} else {
+		out.Limited, fitted, lim = limitTree(&root, LimitOptions{Budget: budget, MaxDepth: f.cfg.MaxDepth})
+	}
+	limited := out.Limited
 	if f.cfg.Compact {
 		if text, ok := compactTree(&fitted); ok {
 			out.Compact = text

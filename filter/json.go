@@ -56,69 +56,124 @@ func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("invalid JSON at offset %d: %s", e.Offset, e.Msg)
 }
 
+// The parser makes two passes. The first counts the members of every
+// container, in the order they open; the second parses and validates,
+// writing each container's members in place into one slab sized for the
+// whole document. Nothing is copied and there is one allocation for all
+// nodes. For valid JSON the counts are exact; for invalid JSON they may
+// be wrong, and the second pass fails before using them wrongly.
 type parser struct {
-	s     string
-	i     int
-	depth int
-	// stack holds the children of the open containers, so that each
-	// container gets one exactly sized slice when it closes.
-	stack []node
-	// slab is carved into the children of closed containers: one
-	// allocation for many small slices.
-	slab []node
-}
-
-const slabSize = 1024
-
-// slabNext is the size of the next slab: at first about one node per 12
-// bytes of input (a guess of what the document needs), then doubling, up
-// to slabSize.
-func (p *parser) slabNext(prev, need int) int {
-	first := len(p.s) / 12
-	return max(need, min(slabSize, max(16, first, 2*prev)))
-}
-
-// kids returns an exactly sized slice holding stack[base:].
-func (p *parser) kids(base int) []node {
-	n := len(p.stack) - base
-	var out []node
-	if n > slabSize/4 {
-		out = make([]node, n)
-	} else {
-		if len(p.slab)+n > cap(p.slab) {
-			p.slab = make([]node, 0, p.slabNext(cap(p.slab), n))
-		}
-		out = p.slab[len(p.slab) : len(p.slab)+n : len(p.slab)+n]
-		p.slab = p.slab[:len(p.slab)+n]
-	}
-	copy(out, p.stack[base:])
-	clear(p.stack[base:])
-	p.stack = p.stack[:base]
-	return out
+	s      string
+	i      int
+	depth  int
+	counts []int32 // members of each container, in opening order
+	ci     int     // next container
+	slab   []node
 }
 
 // parseJSON parses one JSON document into a tree.
 func parseJSON(data []byte) (node, error) {
-	p := parser{s: string(data)}
-	return p.document()
+	return parseJSONString(string(data))
 }
 
 func parseJSONString(s string) (node, error) {
 	p := parser{s: s}
-	return p.document()
+	if err := p.count(); err != nil {
+		return node{}, err
+	}
+	var root node
+	if err := p.document(&root); err != nil {
+		return node{}, err
+	}
+	return root, nil
 }
 
-func (p *parser) document() (node, error) {
+// count is the first pass: it fills p.counts and sizes p.slab. It fails
+// only for nesting deeper than maxNesting.
+func (p *parser) count() error {
+	type open struct {
+		index    int
+		nonEmpty bool
+	}
+	var (
+		stack []open
+		total int
+		s     = p.s
+	)
+	p.counts = make([]int32, 0, len(s)/64+1)
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case ' ', '\t', '\n', '\r':
+		case '"':
+			if len(stack) > 0 {
+				stack[len(stack)-1].nonEmpty = true
+			}
+			for i++; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' {
+					i++
+				}
+			}
+		case '[', '{':
+			if len(stack) > 0 {
+				stack[len(stack)-1].nonEmpty = true
+			}
+			if len(stack) >= maxNesting {
+				return &SyntaxError{Offset: i, Msg: "exceeded max depth"}
+			}
+			stack = append(stack, open{index: len(p.counts)})
+			p.counts = append(p.counts, 0)
+		case ']', '}':
+			if len(stack) == 0 {
+				continue // the second pass reports it
+			}
+			top := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if top.nonEmpty {
+				p.counts[top.index]++
+			}
+			total += int(p.counts[top.index])
+		case ',':
+			if len(stack) > 0 {
+				p.counts[stack[len(stack)-1].index]++
+			}
+		default:
+			if len(stack) > 0 {
+				stack[len(stack)-1].nonEmpty = true
+			}
+		}
+	}
+	p.slab = make([]node, 0, total)
+	return nil
+}
+
+// members returns the slice for the members of the next container.
+func (p *parser) members() ([]node, error) {
+	if p.ci >= len(p.counts) {
+		return nil, p.fail("malformed container")
+	}
+	n := int(p.counts[p.ci])
+	p.ci++
+	if n == 0 {
+		return nil, nil
+	}
+	if len(p.slab)+n > cap(p.slab) {
+		return nil, p.fail("malformed container")
+	}
+	m := p.slab[len(p.slab) : len(p.slab)+n : len(p.slab)+n]
+	p.slab = p.slab[:len(p.slab)+n]
+	return m, nil
+}
+
+func (p *parser) document(dst *node) error {
 	p.space()
-	n, err := p.value()
-	if err != nil {
-		return node{}, err
+	if err := p.value(dst); err != nil {
+		return err
 	}
 	p.space()
 	if p.i < len(p.s) {
-		return node{}, p.fail("unexpected data after the top-level value")
+		return p.fail("unexpected data after the top-level value")
 	}
-	return n, nil
+	return nil
 }
 
 func (p *parser) fail(msg string) error {
@@ -136,44 +191,45 @@ func (p *parser) space() {
 	}
 }
 
-func (p *parser) value() (node, error) {
+func (p *parser) value(dst *node) error {
 	if p.i >= len(p.s) {
-		return node{}, p.fail("unexpected end of input")
+		return p.fail("unexpected end of input")
 	}
 	switch c := p.s[p.i]; {
 	case c == '{':
-		return p.object()
+		return p.object(dst)
 	case c == '[':
-		return p.array()
+		return p.array(dst)
 	case c == '"':
 		s, err := p.string()
-		return node{kind: kindString, str: s}, err
+		dst.kind, dst.str = kindString, s
+		return err
 	case c == 't':
-		return p.literal("true", kindBool)
+		return p.literal(dst, "true", kindBool)
 	case c == 'f':
-		return p.literal("false", kindBool)
+		return p.literal(dst, "false", kindBool)
 	case c == 'n':
-		return p.literal("null", kindNull)
+		return p.literal(dst, "null", kindNull)
 	case c == '-' || (c >= '0' && c <= '9'):
-		return p.number()
+		return p.number(dst)
 	default:
-		return node{}, p.fail("unexpected character " + strconv.QuoteRune(rune(c)))
+		return p.fail("unexpected character " + strconv.QuoteRune(rune(c)))
 	}
 }
 
-func (p *parser) literal(word string, k kind) (node, error) {
+func (p *parser) literal(dst *node, word string, k kind) error {
 	if !strings.HasPrefix(p.s[p.i:], word) {
-		return node{}, p.fail("invalid literal")
+		return p.fail("invalid literal")
 	}
 	p.i += len(word)
-	n := node{kind: k}
+	dst.kind = k
 	if k == kindBool {
-		n.str = word
+		dst.str = word
 	}
-	return n, nil
+	return nil
 }
 
-func (p *parser) number() (node, error) {
+func (p *parser) number(dst *node) error {
 	start := p.i
 	s := p.s
 	if s[p.i] == '-' {
@@ -187,7 +243,7 @@ func (p *parser) number() (node, error) {
 			p.i++
 		}
 	default:
-		return node{}, p.fail("invalid number")
+		return p.fail("invalid number")
 	}
 	if p.i < len(s) && s[p.i] == '.' {
 		p.i++
@@ -196,7 +252,7 @@ func (p *parser) number() (node, error) {
 			p.i++
 		}
 		if p.i == d {
-			return node{}, p.fail("invalid number")
+			return p.fail("invalid number")
 		}
 	}
 	if p.i < len(s) && (s[p.i] == 'e' || s[p.i] == 'E') {
@@ -209,10 +265,11 @@ func (p *parser) number() (node, error) {
 			p.i++
 		}
 		if p.i == d {
-			return node{}, p.fail("invalid number")
+			return p.fail("invalid number")
 		}
 	}
-	return node{kind: kindNumber, str: s[start:p.i]}, nil
+	dst.kind, dst.str = kindNumber, s[start:p.i]
+	return nil
 }
 
 // string parses a string literal at p.i and returns its unescaped text.
@@ -339,29 +396,37 @@ func (p *parser) enter() error {
 	return nil
 }
 
-func (p *parser) array() (node, error) {
+func (p *parser) array(dst *node) error {
 	if err := p.enter(); err != nil {
-		return node{}, err
+		return err
 	}
 	p.i++
-	n := node{kind: kindArray}
+	dst.kind = kindArray
+	kids, err := p.members()
+	if err != nil {
+		return err
+	}
+	dst.kids = kids
 	p.space()
 	if p.i < len(p.s) && p.s[p.i] == ']' {
 		p.i++
 		p.depth--
-		return n, nil
-	}
-	base := len(p.stack)
-	for {
-		p.space()
-		v, err := p.value()
-		if err != nil {
-			return node{}, err
+		if len(kids) != 0 {
+			return p.fail("malformed container")
 		}
-		p.stack = append(p.stack, v)
+		return nil
+	}
+	for n := 0; ; n++ {
+		if n >= len(kids) {
+			return p.fail("malformed array")
+		}
+		p.space()
+		if err := p.value(&kids[n]); err != nil {
+			return err
+		}
 		p.space()
 		if p.i >= len(p.s) {
-			return node{}, p.fail("unterminated array")
+			return p.fail("unterminated array")
 		}
 		switch p.s[p.i] {
 		case ',':
@@ -369,51 +434,61 @@ func (p *parser) array() (node, error) {
 		case ']':
 			p.i++
 			p.depth--
-			n.kids = p.kids(base)
-			return n, nil
+			if n+1 != len(kids) {
+				return p.fail("malformed array")
+			}
+			return nil
 		default:
-			return node{}, p.fail("expected ',' or ']' in array")
+			return p.fail("expected ',' or ']' in array")
 		}
 	}
 }
 
-func (p *parser) object() (node, error) {
+func (p *parser) object(dst *node) error {
 	if err := p.enter(); err != nil {
-		return node{}, err
+		return err
 	}
 	p.i++
-	n := node{kind: kindObject}
+	dst.kind = kindObject
+	kids, err := p.members()
+	if err != nil {
+		return err
+	}
+	dst.kids = kids
 	p.space()
 	if p.i < len(p.s) && p.s[p.i] == '}' {
 		p.i++
 		p.depth--
-		return n, nil
+		if len(kids) != 0 {
+			return p.fail("malformed container")
+		}
+		return nil
 	}
-	base := len(p.stack)
-	for {
+	for n := 0; ; n++ {
+		if n >= len(kids) {
+			return p.fail("malformed object")
+		}
 		p.space()
 		if p.i >= len(p.s) || p.s[p.i] != '"' {
-			return node{}, p.fail("expected a string key in object")
+			return p.fail("expected a string key in object")
 		}
 		k, err := p.string()
 		if err != nil {
-			return node{}, err
+			return err
 		}
 		p.space()
 		if p.i >= len(p.s) || p.s[p.i] != ':' {
-			return node{}, p.fail("expected ':' after object key")
+			return p.fail("expected ':' after object key")
 		}
 		p.i++
 		p.space()
-		v, err := p.value()
-		if err != nil {
-			return node{}, err
+		if err := p.value(&kids[n]); err != nil {
+			return err
 		}
-		v.key = k
-		p.stack = append(p.stack, v)
+		kids[n].key = k
 		p.space()
 		if p.i >= len(p.s) {
-			return node{}, p.fail("unterminated object")
+			return p.fail("unterminated object")
 		}
 		switch p.s[p.i] {
 		case ',':
@@ -421,10 +496,12 @@ func (p *parser) object() (node, error) {
 		case '}':
 			p.i++
 			p.depth--
-			n.kids = p.kids(base)
-			return n, nil
+			if n+1 != len(kids) {
+				return p.fail("malformed object")
+			}
+			return nil
 		default:
-			return node{}, p.fail("expected ',' or '}' in object")
+			return p.fail("expected ',' or '}' in object")
 		}
 	}
 }

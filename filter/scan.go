@@ -254,9 +254,10 @@ func indexFold(s, word string) int {
 	return -1
 }
 
-// entropy returns the Shannon entropy of s in bits per byte.
+// entropy returns the Shannon entropy of s in bits per byte; s is at most
+// 65535 bytes.
 func entropy(s string) float64 {
-	var counts [256]int
+	var counts [256]uint16
 	for i := 0; i < len(s); i++ {
 		counts[s[i]]++
 	}
