@@ -38,7 +38,8 @@ type RecallInput struct {
 	RecencyWeight float64 `json:"recency_weight,omitempty"`
 	// HalfLifeDays is the age at which recency counts half (default 30).
 	HalfLifeDays float64 `json:"half_life_days,omitempty"`
-	// Exact forces an exact vector scan even on a large store.
+	// Exact forces an exact search even on a large store: every vector is
+	// scanned and every query word ranks (see RecallResult.CommonWords).
 	Exact bool `json:"exact,omitempty"`
 }
 
@@ -69,6 +70,11 @@ type RecallResult struct {
 	// Exact is false when the vector list came from the binary-code pass
 	// (large stores) rather than an exact scan.
 	Exact bool `json:"exact"`
+	// CommonWords are query words left out of the keyword ranking because
+	// they occur in so many memories that they hardly tell them apart
+	// (large stores only; the vector ranking still uses them). Exact keeps
+	// them.
+	CommonWords []string `json:"common_words,omitempty"`
 }
 
 // scored is a memory id with a score from one retriever.
@@ -114,7 +120,11 @@ func (s *Store) Recall(ctx context.Context, in RecallInput) (RecallResult, error
 			}
 		}
 		if in.Mode != ModeVector {
-			if kw, err = keywordSearch(ctx, tx, principal, in.Filter, in.Query, depth); err != nil {
+			commonLimit := s.commonDocs
+			if in.Exact {
+				commonLimit = 0
+			}
+			if kw, out.CommonWords, err = keywordSearch(ctx, tx, principal, in.Filter, in.Query, depth, commonLimit); err != nil {
 				return err
 			}
 		}
@@ -520,10 +530,24 @@ func sortScored(xs []scored) {
 	})
 }
 
-// ftsQuery turns free text into an FTS5 query that matches any of its
-// words (stop words dropped), each quoted so that no word is read as an
-// operator. It returns "" when no word is left.
-func ftsQuery(text string) string {
+// keywordCommonDocs bounds the work of the keyword ranking on a large
+// store. FTS5 computes BM25 for every memory that contains a query word, at
+// about half a microsecond each, so a word found in most memories (in
+// 100k synthetic memories, "deploy" is in 60k) costs tens of milliseconds
+// while it weighs little: a word's IDF, ln((N-n+0.5)/(n+0.5)), falls as the
+// number n of memories holding it grows, and FTS5 sets it to almost zero
+// once n > N/2. So a query word found in more than keywordCommonDocs
+// memories is left out of the keyword ranking and reported in
+// RecallResult.CommonWords, unless every word of the query is that common
+// or the search is exact; the vector ranking still sees it. The scores of
+// the other words do not change: FTS5 computes each word's IDF over the
+// whole table whatever else the query holds. Stores with at most
+// keywordCommonDocs memories are always ranked on every word.
+const keywordCommonDocs = 2000
+
+// ftsWords returns the words of a free-text query, stop words dropped and
+// each quoted as an FTS5 phrase so that no word is read as an operator.
+func ftsWords(text string) []string {
 	words := tokenize(text)
 	seen := map[string]bool{}
 	var terms []string
@@ -537,22 +561,114 @@ func ftsQuery(text string) string {
 			break
 		}
 	}
-	return strings.Join(terms, " OR ")
+	return terms
+}
+
+// commonWords splits the query words into those to rank by and those found
+// in more than limit memories (see keywordCommonDocs). Words found in no
+// memory are dropped: they would add nothing to any score.
+func commonWords(ctx context.Context, tx *sql.Tx, words []string, limit int) (keep, common []string, err error) {
+	var total int
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM memory_counts`).Scan(&total); err != nil {
+		return nil, nil, fmt.Errorf("keyword search: %w", err)
+	}
+	if total <= limit {
+		return words, nil, nil
+	}
+	for _, w := range words {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?)`,
+			w, limit+1).Scan(&n); err != nil {
+			return nil, nil, fmt.Errorf("keyword search: %w", err)
+		}
+		switch {
+		case n > limit:
+			common = append(common, w)
+		case n > 0:
+			keep = append(keep, w)
+		}
+	}
+	if len(keep) == 0 {
+		// Nothing but common words: rank on them all.
+		return words, nil, nil
+	}
+	return keep, common, nil
 }
 
 // keywordSearch ranks the memories that pass f by BM25 over content
-// (weight 1) and tags (weight 0.5).
-func keywordSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, text string, depth int) ([]scored, error) {
-	q := ftsQuery(text)
-	if q == "" {
-		return nil, nil
+// (weight 1) and tags (weight 0.5), best first, ties by id. Words found in
+// more than commonLimit memories are left out (see keywordCommonDocs;
+// 0 keeps every word); it returns them, unquoted.
+func keywordSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, text string, depth, commonLimit int) ([]scored, []string, error) {
+	words := ftsWords(text)
+	if len(words) == 0 {
+		return nil, nil, nil
 	}
+	var common []string
+	if commonLimit > 0 {
+		var err error
+		if words, common, err = commonWords(ctx, tx, words, commonLimit); err != nil {
+			return nil, nil, err
+		}
+	}
+	for i, w := range common {
+		common[i] = strings.ReplaceAll(strings.Trim(w, `"`), `""`, `"`)
+	}
+	q := strings.Join(words, " OR ")
+	// Rank the whole table, then keep the memories that pass f: BM25 is
+	// over the table anyway, and this reads the memories rows of the
+	// best few rather than of every match. Widen while too few pass, up
+	// to 64·depth.
+	for limit := depth; limit <= 64*depth; limit *= 4 {
+		all, err := bm25Top(ctx, tx, q, limit)
+		if err != nil {
+			return nil, nil, err
+		}
+		ids := make([]int64, len(all))
+		for i, c := range all {
+			ids[i] = c.id
+		}
+		pass, err := filterIDs(ctx, tx, principal, f, ids)
+		if err != nil {
+			return nil, nil, err
+		}
+		ok := make(map[int64]bool, len(pass))
+		for _, id := range pass {
+			ok[id] = true
+		}
+		out := make([]scored, 0, min(depth, len(pass)))
+		for _, c := range all {
+			if ok[c.id] && len(out) < depth {
+				out = append(out, c)
+			}
+		}
+		if len(out) == depth || len(all) < limit {
+			return out, common, nil
+		}
+	}
+	// The filter passes few of the matches: filter while ranking.
 	where, args := f.where(principal)
 	rows, err := tx.QueryContext(ctx, `SELECT m.id, bm25(memory_fts, 1.0, 0.5) AS s FROM memory_fts JOIN memories m ON m.id = memory_fts.rowid
 		WHERE memory_fts MATCH ? AND `+where+` ORDER BY s, m.id LIMIT ?`, append(append([]any{q}, args...), depth)...)
 	if err != nil {
+		return nil, nil, fmt.Errorf("keyword search: %w", err)
+	}
+	out, err := scanBM25(rows)
+	return out, common, err
+}
+
+// bm25Top returns the limit best matches of the FTS5 query q in the whole
+// table, of every principal.
+func bm25Top(ctx context.Context, tx *sql.Tx, q string, limit int) ([]scored, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT rowid, bm25(memory_fts, 1.0, 0.5) AS s FROM memory_fts
+		WHERE memory_fts MATCH ? ORDER BY s, rowid LIMIT ?`, q, limit)
+	if err != nil {
 		return nil, fmt.Errorf("keyword search: %w", err)
 	}
+	return scanBM25(rows)
+}
+
+func scanBM25(rows *sql.Rows) ([]scored, error) {
 	defer rows.Close()
 	var out []scored
 	for rows.Next() {
@@ -563,5 +679,8 @@ func keywordSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, 
 		c.score = -c.score // FTS5's bm25 is lower-is-better
 		out = append(out, c)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("keyword search: %w", err)
+	}
+	return out, nil
 }

@@ -161,6 +161,8 @@ type Store struct {
 	enc    *zstd.Encoder
 	dec    *zstd.Decoder
 	closed atomic.Bool
+	// commonDocs is keywordCommonDocs; tests lower it.
+	commonDocs int
 
 	vmu   sync.RWMutex // guards the fields below; Reindex takes it to write
 	emb   Embedder
@@ -190,12 +192,13 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 	vecOnce.Do(sqlite_vec.Auto)
 
 	s := &Store{
-		cfg:       cfg,
-		lim:       cfg.Limits.withDefaults(),
-		ret:       cfg.Retention.withDefaults(),
-		log:       log,
-		now:       cfg.Now,
-		skillSubs: map[int]func(SkillChange){},
+		cfg:        cfg,
+		lim:        cfg.Limits.withDefaults(),
+		ret:        cfg.Retention.withDefaults(),
+		log:        log,
+		now:        cfg.Now,
+		skillSubs:  map[int]func(SkillChange){},
+		commonDocs: keywordCommonDocs,
 	}
 	if s.now == nil {
 		s.now = time.Now

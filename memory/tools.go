@@ -189,13 +189,14 @@ func (s *Store) Tools() []tools.Tool {
 				"mode": {"type": "string", "enum": ["hybrid", "vector", "keyword"], "default": "hybrid"},
 				"recency_weight": {"type": "number", "minimum": 0, "maximum": 1, "default": 0, "description": "0: relevance only; 1: recency only."},
 				"half_life_days": {"type": "number", "exclusiveMinimum": 0, "maximum": 36500, "default": 30},
-				"exact": {"type": "boolean", "description": "Force an exact vector scan on a large store (slower)."}
+				"exact": {"type": "boolean", "description": "On a large store, scan every vector and rank on every query word (slower)."}
 			}, "required": ["query"], "additionalProperties": false}`, maxContent, layerEnum, layerEnum, tagsSchema, dateTime, dateTime)),
 			OutputSchema: raw(`{"type": "object", "properties": {
 				"results": {"type": "array", "items": {"allOf": [` + memorySchema + `, {"type": "object", "properties": {
 					"score": {"type": "number"}, "vector_score": {"type": "number"}, "vector_rank": {"type": "integer"},
 					"keyword_score": {"type": "number"}, "keyword_rank": {"type": "integer"}, "recency": {"type": "number"}}, "required": ["score"]}]}},
-				"mode": {"type": "string"}, "exact": {"type": "boolean"}
+				"mode": {"type": "string"}, "exact": {"type": "boolean"},
+				"common_words": {"type": "array", "items": {"type": "string"}, "description": "Query words too common to rank by keyword (large stores)."}
 			}, "required": ["results", "mode", "exact"]}`),
 			Annotations: tools.Annotations{ReadOnly: true},
 			Examples: []tools.Example{{
