@@ -134,7 +134,9 @@ func auditStatus(res *executor.Result) (status, kind, msg string) {
 	return "error", string(res.Error.Kind), res.Error.Message
 }
 
-// executionRecord builds the audit record of a run.
+// executionRecord builds the audit record of a finished run. Runs are
+// recorded once, when they end (each write is a transaction; two per run
+// halved the throughput the store allows).
 func executionRecord(id string, caller tools.Caller, x Execution, started time.Time, res *executor.Result) memory.Execution {
 	lang := string(x.Language)
 	if lang == "" {
@@ -146,14 +148,11 @@ func executionRecord(id string, caller tools.Caller, x Execution, started time.T
 		Session:   caller.Session,
 		Language:  lang,
 		Code:      x.Code,
-		Status:    "running",
 		StartedAt: started,
 	}
-	if res != nil {
-		e.Status, e.ErrorKind, e.ErrorMessage = auditStatus(res)
-		e.Duration = time.Duration(res.Telemetry.DurationMS * float64(time.Millisecond))
-		e.ToolCalls = res.Telemetry.ToolCalls
-		e.ResultBytes = int64(res.Telemetry.ResultBytes)
-	}
+	e.Status, e.ErrorKind, e.ErrorMessage = auditStatus(res)
+	e.Duration = time.Duration(res.Telemetry.DurationMS * float64(time.Millisecond))
+	e.ToolCalls = res.Telemetry.ToolCalls
+	e.ResultBytes = int64(res.Telemetry.ResultBytes)
 	return e
 }

@@ -141,7 +141,6 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, string) {
 	}
 	id := newExecutionID()
 	started := time.Now()
-	s.audit.record(auditRecord{exec: executionRecord(id, caller, x, started, nil)})
 	org := &origins{}
 	d := &runDispatcher{dispatcher: dispatcher{s: s, caller: caller, vault: vault}, execID: id, origins: org}
 	onLog := x.OnLog

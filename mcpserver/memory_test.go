@@ -20,6 +20,11 @@ import (
 // does; closing happens at cleanup, server first.
 func storeServer(t *testing.T, path string) (*mcpserver.Server, *memory.Store) {
 	t.Helper()
+	return storeServerTB(t, path, mcpserver.Config{})
+}
+
+func storeServerTB(t testing.TB, path string, cfg mcpserver.Config) (*mcpserver.Server, *memory.Store) {
+	t.Helper()
 	st, err := memory.Open(t.Context(), memory.Config{Path: path}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +36,8 @@ func storeServer(t *testing.T, path string) (*mcpserver.Server, *memory.Store) {
 	if err := st.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcpserver.New(forTests(mcpserver.Config{Store: st}), reg)
+	cfg.Store = st
+	srv, err := mcpserver.New(forTests(cfg), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
