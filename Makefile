@@ -14,9 +14,11 @@ BENCHTIME ?= 2s
 build:
 	$(GO) build -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/codecell
 
-## run: build and serve Streamable HTTP + SSE on $(ADDR), printing how to connect.
+## run: build and serve Streamable HTTP + SSE on $(ADDR), printing how to
+## connect. RUN_ARGS adds flags, e.g. RUN_ARGS="--catalog testdata/catalog".
+RUN_ARGS ?=
 run: build
-	./$(BIN) serve --http $(ADDR)
+	./$(BIN) serve --http $(ADDR) $(RUN_ARGS)
 
 ## test: the whole test suite (lint first), with the official TypeScript
 ## SDK client and MCP conformance suite.
