@@ -58,12 +58,9 @@ func (s *Server) executeCodeTool() mcp.Tool {
 		Description:     executeCodeDescription,
 		RawInputSchema:  s.executeCodeInputSchema(),
 		RawOutputSchema: json.RawMessage(executeCodeOutput),
-		Annotations: mcp.ToolAnnotation{
-			Title:           "Execute code",
-			ReadOnlyHint:    mcp.ToBoolPtr(false),
-			DestructiveHint: mcp.ToBoolPtr(true),
-			OpenWorldHint:   mcp.ToBoolPtr(true),
-		},
+		// The hints' defaults (not read-only, possibly destructive, open
+		// world) are what a program with tools may be; only the title is set.
+		Annotations: mcp.ToolAnnotation{Title: "Execute code"},
 	}
 }
 
