@@ -21,8 +21,9 @@ import (
 // is full the request writes its record itself, so nothing is dropped;
 // close drains the queue.
 type auditor struct {
-	store *memory.Store
-	log   *slog.Logger
+	store   *memory.Store
+	log     *slog.Logger
+	latency func(op string, d time.Duration)
 	queue chan auditRecord
 	done  chan struct{}
 	once  sync.Once
@@ -33,8 +34,8 @@ type auditRecord struct {
 	calls []memory.ToolCall
 }
 
-func newAuditor(store *memory.Store, log *slog.Logger) *auditor {
-	a := &auditor{store: store, log: log, queue: make(chan auditRecord, 1024), done: make(chan struct{})}
+func newAuditor(store *memory.Store, log *slog.Logger, latency func(string, time.Duration)) *auditor {
+	a := &auditor{store: store, log: log, latency: latency, queue: make(chan auditRecord, 1024), done: make(chan struct{})}
 	go a.run()
 	return a
 }
@@ -53,12 +54,14 @@ func (a *auditor) write(r auditRecord) {
 		a.log.Error("audit execution", "id", r.exec.ID, "err", err)
 		return
 	}
+	a.latency("record_execution", time.Since(start))
 	if len(r.calls) > 0 {
+		start := time.Now()
 		if err := a.store.RecordToolCalls(ctx, r.calls...); err != nil {
 			a.log.Error("audit tool calls", "id", r.exec.ID, "calls", len(r.calls), "err", err)
 		}
+		a.latency("record_tool_calls", time.Since(start))
 	}
-	a.log.Debug("audit", "id", r.exec.ID, "status", r.exec.Status, "ms", time.Since(start).Milliseconds())
 }
 
 func (a *auditor) record(r auditRecord) {

@@ -166,8 +166,8 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, string) {
 	calls := d.calls
 	d.mu.Unlock()
 	s.audit.record(auditRecord{exec: executionRecord(id, caller, x, started, res), calls: calls})
-	s.log.Debug("execute", "id", id, "session", caller.Session, "status", res.Status, "kind", errorKind(res),
-		"ms", res.Telemetry.DurationMS, "calls", res.Telemetry.ToolCalls, "code_bytes", len(x.Code))
+	s.log.Info("run", "id", id, "principal", caller.Principal, "session", caller.Session, "status", res.Status, "kind", errorKind(res),
+		"ms", res.Telemetry.DurationMS, "calls", res.Telemetry.ToolCalls, "code_bytes", len(x.Code), "returned_bytes", rec.Ledger.ToModelBytes)
 	return rec, text
 }
 

@@ -3,6 +3,9 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -200,6 +203,20 @@ func TestLargeResultsAreCutAndKept(t *testing.T) {
 	}
 	if page.Offset != 0 || !page.More || len(page.Data) == 0 || page.Total <= 16<<10 {
 		t.Errorf("byte page %+v", page.BytePage)
+	}
+	// Store operations are measured.
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	resp, err := http.Get(ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, op := range []string{"put_result", "get_result"} {
+		if !strings.Contains(string(metrics), `codecell_store_operation_seconds_count{op="`+op+`"}`) {
+			t.Errorf("store latency of %s not measured", op)
+		}
 	}
 	// Another principal's result is not found; nor is a made-up id.
 	req := mcp.ReadResourceRequest{}

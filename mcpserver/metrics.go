@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -96,6 +97,11 @@ func (m *metrics) observeRun(res *executor.Result) {
 	m.duration.Observe(res.Telemetry.DurationMS / 1000)
 	m.queueWait.Observe(res.Telemetry.QueueWaitMS / 1000)
 	m.bytesFromTools.Add(float64(res.Telemetry.BytesFromTools))
+}
+
+// observeStore records the latency of one store operation.
+func (m *metrics) observeStore(op string, d time.Duration) {
+	m.storeLatency.WithLabelValues(op).Observe(d.Seconds())
 }
 
 func (m *metrics) handler() http.Handler {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 
@@ -201,7 +202,9 @@ func (s *Server) finish(ctx context.Context, sess *session, org *origins, execID
 		res.Error.Stack, _ = s.filter.ApplyText(res.Error.Stack, opts)
 	}
 	if err == nil && out.Report.Cut && s.cfg.Store != nil {
+		start := time.Now()
 		info, perr := s.cfg.Store.PutResult(ctx, memory.PutResultInput{ExecutionID: execID, Data: out.Full})
+		s.metrics.observeStore("put_result", time.Since(start))
 		if perr != nil {
 			s.log.Error("store result", "id", execID, "err", perr)
 		} else {

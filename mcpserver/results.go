@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -56,7 +57,9 @@ func (s *Server) readResult(ctx context.Context, req mcp.ReadResourceRequest) ([
 		return n, nil
 	}
 	ctx = tools.WithCaller(ctx, s.caller(ctx))
+	start := time.Now()
 	info, data, err := s.cfg.Store.GetResult(ctx, id)
+	s.metrics.observeStore("get_result", time.Since(start))
 	if errors.Is(err, memory.ErrNotFound) {
 		return nil, fmt.Errorf("%w: no stored result %q (results are kept for a limited time)", errResourceNotFound, id)
 	}

@@ -155,7 +155,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		metrics:  newMetrics(exec),
 	}
 	if cfg.Store != nil {
-		s.audit = newAuditor(cfg.Store, log.With("part", "audit"))
+		s.audit = newAuditor(cfg.Store, log.With("part", "audit"), s.metrics.observeStore)
 	}
 	if err = s.initFilter(); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
