@@ -24,9 +24,9 @@ type auditor struct {
 	store   *memory.Store
 	log     *slog.Logger
 	latency func(op string, d time.Duration)
-	queue chan auditRecord
-	done  chan struct{}
-	once  sync.Once
+	queue   chan auditRecord
+	done    chan struct{}
+	once    sync.Once
 }
 
 type auditRecord struct {
