@@ -104,8 +104,17 @@ func exercise(t *testing.T, c *client.Client) {
 		{"typescript", map[string]any{"code": "const n: number = 40;\nn + 2", "language": "typescript"}, "42", ""},
 		{"console", map[string]any{"code": "console.info('x'); 'y'"}, `"y"`, ""},
 		{"syntax error", map[string]any{"code": "let = ;"}, "", executor.KindSyntax},
+		{"runtime error", map[string]any{"code": "null.x"}, "", executor.KindRuntime},
+		{"tool error", map[string]any{"code": "await util.echo({})"}, "", executor.KindTool},
 		{"timeout", map[string]any{"code": "while (true) {}", "timeout_ms": 200}, "", executor.KindTimeout},
+		{"memory", map[string]any{"code": "const a = []; for (;;) a.push('x'.repeat(1 << 16) + a.length)", "timeout_ms": 30000}, "", executor.KindMemory},
 		{"stack", map[string]any{"code": "function f() { return f() } f()"}, "", executor.KindStack},
+		{"tool call limit", map[string]any{"code": "for (;;) util.echo({text: 'x'})", "timeout_ms": 30000}, "", executor.KindToolCalls},
+		{"output limit", map[string]any{"code": "for (;;) console.log('spam')", "timeout_ms": 30000}, "", executor.KindOutput},
+		{"result too large", map[string]any{"code": "'x'.repeat(2 << 20)", "timeout_ms": 30000}, "", executor.KindResultSize},
+		{"code too large", map[string]any{"code": "/*" + strings.Repeat("x", 200<<10) + "*/"}, "", executor.KindCodeSize},
+		{"unsettled promise", map[string]any{"code": "await new Promise(() => {})"}, "", executor.KindUnsettled},
+		{"unserializable", map[string]any{"code": "() => 1"}, "", executor.KindResult},
 		{"no host access", map[string]any{"code": "[typeof require, typeof process, typeof std, typeof os].join()"}, `"undefined,undefined,undefined,undefined"`, ""},
 	}
 	for _, tc := range cases {
@@ -126,7 +135,7 @@ func exercise(t *testing.T, c *client.Client) {
 
 func TestServeStdio(t *testing.T) {
 	t.Parallel()
-	c, err := client.NewStdioMCPClient(binary, dataDir(t), "serve", "-log-level", "debug")
+	c, err := client.NewStdioMCPClient(binary, dataDir(t), "serve", "-log-level", "debug", "-memory-limit", "16")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +169,7 @@ func TestServeStdio(t *testing.T) {
 // process and its base URL, read from the connection help it prints.
 func startHTTP(t *testing.T, extra ...string) (*exec.Cmd, string, *bytes.Buffer) {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"serve", "-http", "127.0.0.1:0"}, extra...)...)
+	cmd := exec.Command(binary, append([]string{"serve", "-http", "127.0.0.1:0", "-memory-limit", "16"}, extra...)...)
 	cmd.Env = append(os.Environ(), dataDir(t)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
