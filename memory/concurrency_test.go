@@ -190,7 +190,7 @@ func TestCrashDurability(t *testing.T) {
 		}
 		// Indexes agree with the table.
 		var mems, vecs, codes int
-		s.r.QueryRow(`SELECT (SELECT count(*) FROM memories), (SELECT count(*) FROM memory_vectors), (SELECT count(*) FROM memory_vec)`).Scan(&mems, &vecs, &codes)
+		s.r.QueryRow(`SELECT (SELECT count(*) FROM memories), (SELECT count(*) FROM memory_vectors), (SELECT count(*) FROM memory_codes)`).Scan(&mems, &vecs, &codes)
 		if mems != vecs || mems != codes {
 			t.Fatalf("after crash: %d memories, %d vectors, %d codes", mems, vecs, codes)
 		}

@@ -454,6 +454,11 @@ func scanMemory(sc interface{ Scan(...any) error }) (Memory, error) {
 
 // loadMemories returns the principal's memories with the given ids, with
 // their entity names, in the order of ids; missing ids are skipped.
+//
+// Queries for a list of memory ids with "principal = ?" say NOT INDEXED:
+// without statistics SQLite takes an index equality to select about ten
+// rows, and would scan the (principal, …) index, the whole store, rather
+// than look the ids up by rowid.
 func loadMemories(ctx context.Context, q queryer, principal string, ids []int64) ([]Memory, error) {
 	if len(ids) == 0 {
 		return nil, nil
@@ -467,7 +472,7 @@ func loadMemories(ctx context.Context, q queryer, principal string, ids []int64)
 		for _, id := range chunk {
 			args = append(args, id)
 		}
-		rows, err := q.QueryContext(ctx, `SELECT `+memoryColumns+` FROM memories m WHERE m.principal = ? AND m.id IN (`+placeholders(len(chunk))+`)`, args...)
+		rows, err := q.QueryContext(ctx, `SELECT `+memoryColumns+` FROM memories m NOT INDEXED WHERE m.principal = ? AND m.id IN (`+placeholders(len(chunk))+`)`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("load memories: %w", err)
 		}
@@ -726,7 +731,7 @@ func (s *Store) Update(ctx context.Context, in UpdateInput) (Memory, error) {
 				if _, err := tx.ExecContext(ctx, `UPDATE memory_vectors SET layer = ? WHERE memory_id = ?`, string(next.Layer), in.ID); err != nil {
 					return fmt.Errorf("update memory: %w", err)
 				}
-				if _, err := tx.ExecContext(ctx, `UPDATE memory_vec SET layer = ? WHERE rowid = ?`, string(next.Layer), in.ID); err != nil {
+				if _, err := tx.ExecContext(ctx, `UPDATE memory_codes SET layer = ? WHERE memory_id = ?`, string(next.Layer), in.ID); err != nil {
 					return fmt.Errorf("update memory: %w", err)
 				}
 			}
@@ -1046,7 +1051,8 @@ func existingIDs(ctx context.Context, q queryer, principal string, ids []int64) 
 		for _, id := range chunk {
 			args = append(args, id)
 		}
-		rows, err := q.QueryContext(ctx, `SELECT id FROM memories WHERE principal = ? AND id IN (`+placeholders(len(chunk))+`)`, args...)
+		// NOT INDEXED: see loadMemories.
+		rows, err := q.QueryContext(ctx, `SELECT id FROM memories NOT INDEXED WHERE principal = ? AND id IN (`+placeholders(len(chunk))+`)`, args...)
 		if err != nil {
 			return nil, fmt.Errorf("find memories: %w", err)
 		}
@@ -1067,12 +1073,9 @@ func existingIDs(ctx context.Context, q queryer, principal string, ids []int64) 
 }
 
 // deleteMemories removes memories and everything that hangs off them,
-// including the virtual tables that foreign keys do not reach.
+// including the full-text index, which foreign keys do not reach.
 func deleteMemories(ctx context.Context, tx *sql.Tx, ids []int64) error {
 	for _, id := range ids {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM memory_vec WHERE rowid = ?`, id); err != nil {
-			return fmt.Errorf("delete memory %d: %w", id, err)
-		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM memory_fts WHERE rowid = ?`, id); err != nil {
 			return fmt.Errorf("delete memory %d: %w", id, err)
 		}

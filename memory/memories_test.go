@@ -159,7 +159,7 @@ func TestForget(t *testing.T) {
 		}
 	}
 	var n int
-	s.r.QueryRow(`SELECT (SELECT count(*) FROM memory_vectors) + (SELECT count(*) FROM memory_vec) + (SELECT count(*) FROM memory_tags)`).Scan(&n)
+	s.r.QueryRow(`SELECT (SELECT count(*) FROM memory_vectors) + (SELECT count(*) FROM memory_codes) + (SELECT count(*) FROM memory_tags)`).Scan(&n)
 	if n != 1+1 { // bob's vector and code
 		t.Fatalf("%d index rows left, want 2 (bob's)", n)
 	}

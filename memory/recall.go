@@ -322,9 +322,9 @@ func vectorCount(ctx context.Context, q queryer, principal string) (int, error) 
 // vectorSearch returns the depth memories most similar to q (unit length)
 // that pass f, most similar first, ties by id. It scans every vector when
 // exact is set or the candidates are few (Config.ExactSearchLimit);
-// otherwise it takes the limit·CoarseFactor nearest binary codes from the
-// vec0 index and re-scores them with the full vectors. It reports whether
-// the scan was exact.
+// otherwise it takes the limit·CoarseFactor nearest binary codes (see
+// coarseSearch) and re-scores them with the full vectors. It reports
+// whether the scan was exact.
 func (s *Store) vectorSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, q []float32, depth, limit int, exact bool) ([]scored, bool, error) {
 	var n int
 	var err error
@@ -345,8 +345,9 @@ func (s *Store) vectorSearch(ctx context.Context, tx *sql.Tx, principal string, 
 		return res, true, err
 	}
 	coarse := max(limit*s.cfg.CoarseFactor, depth)
+	qcode := s.quant.code(q)
 	for {
-		cands, err := coarseSearch(ctx, tx, principal, f.Layers, s.quant.code(q), coarse)
+		cands, err := s.coarseSearch(ctx, tx, principal, f.Layers, qcode, coarse)
 		if err != nil {
 			return nil, false, err
 		}
@@ -418,17 +419,29 @@ func exactSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, q 
 	return out, rows.Err()
 }
 
-// coarseSearch returns the ids of the k binary codes nearest (Hamming) to
-// code, from the vec0 index.
-func coarseSearch(ctx context.Context, tx *sql.Tx, principal string, layers []Layer, code []byte, k int) ([]int64, error) {
-	query := `SELECT rowid FROM memory_vec WHERE code MATCH vec_bit(?) AND k = ? AND principal = ?`
-	args := []any{code, k, principal}
+// coarseSearch returns the ids of the k binary codes of the layers (all
+// when empty) nearest to code by Hamming distance, nearest first, ties by
+// id: from the in-process copy when it holds the principal's codes, else
+// by a scan in SQL that ranks the same way.
+func (s *Store) coarseSearch(ctx context.Context, tx *sql.Tx, principal string, layers []Layer, code []byte, k int) ([]int64, error) {
+	ids, ok, err := s.codes.nearest(ctx, tx, s.quant, principal, layers, code, k)
+	if err != nil || ok {
+		return ids, err
+	}
+	return coarseSearchSQL(ctx, tx, principal, layers, code, k)
+}
+
+func coarseSearchSQL(ctx context.Context, tx *sql.Tx, principal string, layers []Layer, code []byte, k int) ([]int64, error) {
+	query := `SELECT memory_id FROM memory_codes WHERE principal = ?`
+	args := []any{principal}
 	if len(layers) > 0 {
 		query += ` AND layer IN (` + placeholders(len(layers)) + `)`
 		for _, l := range layers {
 			args = append(args, string(l))
 		}
 	}
+	query += ` ORDER BY vec_distance_hamming(vec_bit(code), vec_bit(?)), memory_id LIMIT ?`
+	args = append(args, code, k)
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("coarse vector search: %w", err)
@@ -458,7 +471,8 @@ func filterIDs(ctx context.Context, tx *sql.Tx, principal string, f Filter, ids 
 		for _, id := range chunk {
 			a = append(a, id)
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT m.id FROM memories m WHERE `+where+` AND m.id IN (`+placeholders(len(chunk))+`)`, a...)
+		// NOT INDEXED: see loadMemories.
+		rows, err := tx.QueryContext(ctx, `SELECT m.id FROM memories m NOT INDEXED WHERE `+where+` AND m.id IN (`+placeholders(len(chunk))+`)`, a...)
 		if err != nil {
 			return nil, fmt.Errorf("filter candidates: %w", err)
 		}

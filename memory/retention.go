@@ -16,7 +16,9 @@ type PruneReport struct {
 // Prune enforces Config.Retention: it deletes audit records (with their
 // tool calls) and stored results that are too old or beyond the row and
 // byte limits, oldest first, and episodic memories older than
-// EpisodicMaxAge. Open calls it; a server calls it periodically.
+// EpisodicMaxAge. It also trims the log of binary-code changes to its
+// latest codeLogKeep entries. Open calls it; a server calls it
+// periodically.
 func (s *Store) Prune(ctx context.Context) (PruneReport, error) {
 	var rep PruneReport
 	now := s.now()
@@ -58,6 +60,9 @@ func (s *Store) Prune(ctx context.Context) (PruneReport, error) {
 				(SELECT id, sum(stored_size) OVER (ORDER BY created_at DESC, id DESC) AS total FROM results) WHERE total > ?)`, r.ResultsMaxBytes); err != nil {
 				return err
 			}
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM memory_code_log WHERE seq <= (SELECT max(seq) FROM memory_code_log) - ?`, codeLogKeep); err != nil {
+			return err
 		}
 		s.vmu.RLock()
 		ok := s.vecOK == nil

@@ -56,6 +56,11 @@ type Config struct {
 	// CoarseFactor is how many binary-code candidates per wanted result the
 	// coarse pass keeps for re-scoring (default 20).
 	CoarseFactor int
+	// CodeIndexBytes bounds the memory of the in-process copy of the
+	// binary codes that the coarse pass ranks (default
+	// DefaultCodeIndexBytes). A principal whose codes do not fit is
+	// ranked in SQL, several times slower; negative keeps no copy.
+	CodeIndexBytes int64
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -168,6 +173,7 @@ type Store struct {
 	emb   Embedder
 	vecOK error // nil when emb matches the stored vectors
 	quant *quantizer
+	codes *codeIndex
 
 	smu       sync.Mutex
 	skillSubs map[int]func(SkillChange)
@@ -209,6 +215,10 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 	if s.cfg.CoarseFactor <= 0 {
 		s.cfg.CoarseFactor = 20
 	}
+	if s.cfg.CodeIndexBytes == 0 {
+		s.cfg.CodeIndexBytes = DefaultCodeIndexBytes
+	}
+	s.codes = newCodeIndex(s.cfg.CodeIndexBytes)
 	s.emb = cfg.Embedder
 	if s.emb == nil {
 		s.emb = NewHashEmbedder(DefaultDimensions)

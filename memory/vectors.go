@@ -111,17 +111,9 @@ func fwht(x []float32) {
 	}
 }
 
-func vecTableSQL(bits int) string {
-	return fmt.Sprintf(`CREATE VIRTUAL TABLE IF NOT EXISTS memory_vec USING vec0 (
-		principal TEXT PARTITION KEY,
-		layer TEXT,
-		code bit[%d]
-	)`, bits)
-}
-
 // initVectors compares the configured embedder with the one recorded for
-// the stored vectors, creates the binary-code index and rebuilds it when
-// the quantizer changed.
+// the stored vectors and rebuilds the binary codes when the quantizer
+// changed.
 func (s *Store) initVectors(ctx context.Context) error {
 	s.vmu.Lock()
 	defer s.vmu.Unlock()
@@ -153,9 +145,6 @@ func (s *Store) initVectors(ctx context.Context) error {
 			return nil
 		}
 		s.quant = newQuantizer(dims)
-		if _, err := tx.ExecContext(ctx, vecTableSQL(s.quant.bits)); err != nil {
-			return fmt.Errorf("create vector index: %w", err)
-		}
 		qn, _, err := getMeta(ctx, tx, metaQuantizer)
 		if err != nil {
 			return err
@@ -172,14 +161,11 @@ func (s *Store) initVectors(ctx context.Context) error {
 }
 
 // adoptEmbedder records e as the embedder of the (empty or rebuilt)
-// vectors and creates the binary-code index for its dimension.
+// vectors and drops the codes of the previous one.
 func (s *Store) adoptEmbedder(ctx context.Context, tx *sql.Tx, e Embedder) error {
 	q := newQuantizer(e.Dimensions())
-	if _, err := tx.ExecContext(ctx, `DROP TABLE IF EXISTS memory_vec`); err != nil {
-		return fmt.Errorf("drop vector index: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, vecTableSQL(q.bits)); err != nil {
-		return fmt.Errorf("create vector index: %w", err)
+	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_codes`); err != nil {
+		return fmt.Errorf("clear binary codes: %w", err)
 	}
 	for k, v := range map[string]string{metaEmbedder: e.Name(), metaDims: strconv.Itoa(e.Dimensions()), metaQuantizer: quantizerName} {
 		if err := setMeta(ctx, tx, k, v); err != nil {
@@ -192,8 +178,8 @@ func (s *Store) adoptEmbedder(ctx context.Context, tx *sql.Tx, e Embedder) error
 
 // rebuildCodes recomputes every binary code from the stored vectors.
 func (s *Store) rebuildCodes(ctx context.Context, tx *sql.Tx) error {
-	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_vec`); err != nil {
-		return fmt.Errorf("clear vector index: %w", err)
+	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_codes`); err != nil {
+		return fmt.Errorf("clear binary codes: %w", err)
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT memory_id, principal, layer, embedding FROM memory_vectors ORDER BY memory_id`)
 	if err != nil {
@@ -233,8 +219,10 @@ func (s *Store) rebuildCodes(ctx context.Context, tx *sql.Tx) error {
 	return setMeta(ctx, tx, metaQuantizer, quantizerName)
 }
 
+// insertCode stores (or replaces) the binary code of memory id.
 func insertCode(ctx context.Context, tx *sql.Tx, id int64, principal, layer string, code []byte) error {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO memory_vec (rowid, principal, layer, code) VALUES (?, ?, ?, vec_bit(?))`,
+	if _, err := tx.ExecContext(ctx, `INSERT INTO memory_codes (memory_id, principal, layer, code) VALUES (?, ?, ?, ?)
+		ON CONFLICT (memory_id) DO UPDATE SET principal = excluded.principal, layer = excluded.layer, code = excluded.code`,
 		id, principal, layer, code); err != nil {
 		return fmt.Errorf("index vector of memory %d: %w", id, err)
 	}
@@ -389,9 +377,6 @@ func putVector(ctx context.Context, tx *sql.Tx, q *quantizer, id int64, principa
 		ON CONFLICT (memory_id) DO UPDATE SET principal = excluded.principal, layer = excluded.layer, embedding = excluded.embedding`,
 		id, principal, layer, encodeVector(v)); err != nil {
 		return fmt.Errorf("store vector of memory %d: %w", id, err)
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_vec WHERE rowid = ?`, id); err != nil {
-		return fmt.Errorf("index vector of memory %d: %w", id, err)
 	}
 	return insertCode(ctx, tx, id, principal, layer, q.code(v))
 }
