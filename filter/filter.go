@@ -140,7 +140,8 @@ type Output struct {
 	// (compressed) and paged.
 	Full json.RawMessage
 	// Limited is the filtered result cut to the budget: valid JSON of at
-	// most Report.Budget bytes, for the model.
+	// most Report.Budget bytes, for the model. When nothing was cut it
+	// shares memory with Full; neither may be modified.
 	Limited json.RawMessage
 	// Compact is Limited rendered as compact text (see Compact), or "" if
 	// not asked for or not smaller.
