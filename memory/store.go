@@ -51,7 +51,10 @@ type Config struct {
 	Retention Retention
 	// ExactSearchLimit is the number of vectors (of one principal) up to
 	// which vector search is an exact scan; above it, recall uses a coarse
-	// pass over binary codes re-scored with the full vectors. Default 20000.
+	// pass over binary codes re-scored with the full vectors. Default 2000:
+	// an exact scan costs about 2 µs per vector, the coarse pass about
+	// 2 ms whatever the size, and finds the exact top 10 at least 95% of
+	// the time (see BenchmarkRecall).
 	ExactSearchLimit int
 	// CoarseFactor is how many binary-code candidates per wanted result the
 	// coarse pass keeps for re-scoring (default 20).
@@ -210,7 +213,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 		s.now = time.Now
 	}
 	if s.cfg.ExactSearchLimit <= 0 {
-		s.cfg.ExactSearchLimit = 20_000
+		s.cfg.ExactSearchLimit = 2000
 	}
 	if s.cfg.CoarseFactor <= 0 {
 		s.cfg.CoarseFactor = 20
