@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -363,3 +365,46 @@ func TestEmbedderMismatchAndReindex(t *testing.T) {
 }
 
 var _ = tools.CodeInvalidArguments
+
+func BenchmarkQuantize(b *testing.B) {
+	e := NewHashEmbedder(DefaultDimensions)
+	vs, err := embedWith(b.Context(), e, []string{"deploy the billing service to the staging cluster after the migration"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	q := newQuantizer(DefaultDimensions)
+	b.ReportAllocs()
+	for b.Loop() {
+		q.code(vs[0])
+	}
+}
+
+// TestFWHT checks the unrolled transform against the textbook loop, to the
+// bit: stored binary codes depend on it.
+func TestFWHT(t *testing.T) {
+	ref := func(x []float32) {
+		for h := 1; h < len(x); h *= 2 {
+			for i := 0; i < len(x); i += 2 * h {
+				for j := i; j < i+h; j++ {
+					a, b := x[j], x[j+h]
+					x[j], x[j+h] = a+b, a-b
+				}
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{1, 2, 4, 8, 64, 512, 1024} {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		want := slices.Clone(x)
+		ref(want)
+		fwht(x)
+		for i := range x {
+			if math.Float32bits(x[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("n=%d: x[%d] = %v, want %v", n, i, x[i], want[i])
+			}
+		}
+	}
+}

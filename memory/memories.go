@@ -385,7 +385,7 @@ func (s *Store) insertMemory(ctx context.Context, tx *sql.Tx, principal string, 
 	if err != nil {
 		return 0, fmt.Errorf("insert memory: %w", err)
 	}
-	if err := writeTags(ctx, tx, id, p.in.Tags); err != nil {
+	if err := insertTags(ctx, tx, id, p.in.Tags); err != nil {
 		return 0, err
 	}
 	if err := putVector(ctx, tx, s.quant, id, principal, string(p.in.Layer), v); err != nil {
@@ -402,10 +402,16 @@ func (s *Store) insertMemory(ctx context.Context, tx *sql.Tx, principal string, 
 	return id, nil
 }
 
+// writeTags replaces the tags of memory id.
 func writeTags(ctx context.Context, tx *sql.Tx, id int64, tags []string) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_tags WHERE memory_id = ?`, id); err != nil {
 		return fmt.Errorf("write tags: %w", err)
 	}
+	return insertTags(ctx, tx, id, tags)
+}
+
+// insertTags adds tags to memory id, which has none yet.
+func insertTags(ctx context.Context, tx *sql.Tx, id int64, tags []string) error {
 	for _, t := range tags {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO memory_tags (tag, memory_id) VALUES (?, ?)`, t, id); err != nil {
 			return fmt.Errorf("write tags: %w", err)

@@ -287,8 +287,17 @@ func (s *Store) openDB(path string) error {
 	if s.cfg.SyncFull {
 		syncMode = "FULL"
 	}
+	// wal_autocheckpoint: a checkpoint copies the WAL's pages into the
+	// database and syncs both files. With the default of 1,000 pages a
+	// remember (about 20 WAL pages) paid for one every 50 commits, about
+	// a fifth of its time; 10,000 pages (40 MiB) makes that a tenth as
+	// often, and each checkpoint copies fewer pages per commit since hot
+	// pages are rewritten many times between two. journal_size_limit
+	// truncates the WAL back after a checkpoint that a large
+	// transaction (a reindex) swelled.
 	drv := &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		_, err := c.Exec("PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16000", nil)
+		_, err := c.Exec(`PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16000;
+			PRAGMA wal_autocheckpoint = 10000; PRAGMA journal_size_limit = 67108864`, nil)
 		return err
 	}}
 	if path == InMemory {

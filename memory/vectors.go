@@ -99,13 +99,25 @@ func (q *quantizer) code(v []float32) []byte {
 }
 
 // fwht is the in-place (unnormalized) Walsh–Hadamard transform of x, whose
-// length is a power of two.
+// length is a power of two. The first two stages are unrolled; every stage
+// adds and subtracts the same pairs in the same order as the textbook loop,
+// so the result is the same to the bit.
 func fwht(x []float32) {
-	for h := 1; h < len(x); h *= 2 {
-		for i := 0; i < len(x); i += 2 * h {
-			for j := i; j < i+h; j++ {
-				a, b := x[j], x[j+h]
-				x[j], x[j+h] = a+b, a-b
+	n := len(x)
+	for i := 0; i+1 < n; i += 2 {
+		a, b := x[i], x[i+1]
+		x[i], x[i+1] = a+b, a-b
+	}
+	for i := 0; i+3 < n; i += 4 {
+		a0, a1, b0, b1 := x[i], x[i+1], x[i+2], x[i+3]
+		x[i], x[i+1], x[i+2], x[i+3] = a0+b0, a1+b1, a0-b0, a1-b1
+	}
+	for h := 4; h < n; h *= 2 {
+		for i := 0; i < n; i += 2 * h {
+			lo, hi := x[i:i+h], x[i+h:i+2*h]
+			for j := range lo {
+				a, b := lo[j], hi[j]
+				lo[j], hi[j] = a+b, a-b
 			}
 		}
 	}
