@@ -135,7 +135,7 @@ func BenchmarkBinaryRecall(b *testing.B) {
 	s := openTest(b, Config{Path: path, ExactSearchLimit: 1000})
 	fillSynthetic(b, s, 100_000, 42)
 	s.Close()
-	for _, factor := range []int{5, 10, 20} {
+	for _, factor := range []int{10, 20, 30, 40} {
 		b.Run(fmt.Sprintf("factor=%d", factor), func(b *testing.B) {
 			s := openTest(b, Config{Path: path, ExactSearchLimit: 1000, CoarseFactor: factor})
 			r := rand.New(rand.NewPCG(5, 5))

@@ -57,7 +57,9 @@ type Config struct {
 	// the time (see BenchmarkRecall).
 	ExactSearchLimit int
 	// CoarseFactor is how many binary-code candidates per wanted result the
-	// coarse pass keeps for re-scoring (default 20).
+	// coarse pass keeps for re-scoring (default 30: at 100k memories the
+	// pass then finds 97.8% of the exact top 10, against 95.3% with 20;
+	// see BenchmarkBinaryRecall).
 	CoarseFactor int
 	// CodeIndexBytes bounds the memory of the in-process copy of the
 	// binary codes that the coarse pass ranks (default
@@ -216,7 +218,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 		s.cfg.ExactSearchLimit = 2000
 	}
 	if s.cfg.CoarseFactor <= 0 {
-		s.cfg.CoarseFactor = 20
+		s.cfg.CoarseFactor = 30
 	}
 	if s.cfg.CodeIndexBytes == 0 {
 		s.cfg.CodeIndexBytes = DefaultCodeIndexBytes
