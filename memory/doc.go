@@ -4,14 +4,22 @@
 //
 // Memory: memories in four layers (episodic events, semantic facts,
 // procedural how-tos, prospective tasks), a knowledge graph of entities and
-// relations that memories link to, hybrid recall (vector KNN fused with
-// FTS5 BM25 by reciprocal rank fusion, optionally recency-weighted, with a
-// binary-quantized coarse pass for large stores), consolidation of
-// near-duplicates, and the embedders that turn text into vectors: an
-// offline hashing embedder and an OpenAI-compatible /v1/embeddings client.
-// Its operations are exposed as tools in the "memory" category
-// (Store.Tools); workspace files are tools in the "workspace" category
-// (Store.WorkspaceTools).
+// relations that memories link to, hybrid recall (vector search fused with
+// FTS5 BM25 by reciprocal rank fusion, optionally recency-weighted),
+// consolidation of near-duplicates, and the embedders that turn text into
+// vectors: an offline hashing embedder and an OpenAI-compatible
+// /v1/embeddings client. Its operations are exposed as tools in the
+// "memory" category (Store.Tools); workspace files are tools in the
+// "workspace" category (Store.WorkspaceTools).
+//
+// Recall on a large store: vectors are ranked by a coarse pass over
+// binary codes (sign random projections, Hamming distance) held in an
+// in-process copy that follows the database through a change log
+// (codeIndex), then re-scored with the full float32 vectors; exact scans
+// (sqlite-vec's cosine distance) serve stores up to
+// Config.ExactSearchLimit. The keyword ranking leaves out query words found
+// in more than keywordCommonDocs memories, which weigh little in BM25 but
+// cost the most to score. RecallInput.Exact turns both shortcuts off.
 //
 // Server state: the audit log of executions and tool calls, stored results
 // (zstd-compressed blobs), workspace files and skills, each scoped to a
@@ -24,5 +32,6 @@
 // The package does not run code (skills are stored, not executed: package
 // executor runs them), does not speak MCP or render resources (package
 // mcpserver), and starts no goroutines of its own: pruning runs when the
-// owner calls Prune.
+// owner calls Prune, and the in-process copy of binary codes catches up
+// inside the recalls that use it.
 package memory
