@@ -247,7 +247,7 @@ func (ci *codeIndex) load(ctx context.Context, tx *sql.Tx, principal string) (*c
 	if need > ci.limit {
 		return nil, nil
 	}
-	for ci.bytes+need > ci.limit {
+	for ci.bytes+need > ci.limit && len(ci.sets) > 0 {
 		var lru string
 		var oldest *codeSet
 		for p, set := range ci.sets {
