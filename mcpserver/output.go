@@ -161,7 +161,7 @@ func resolveTokens(v *filter.Vault, name string, args json.RawMessage) (json.Raw
 	case errors.As(err, &re):
 		return nil, &tools.Error{Code: "policy_violation", Tool: name, Message: re.Error(), Err: err}
 	case errors.As(err, &te):
-		return nil, &tools.Error{Code: tools.CodeInvalidArguments, Tool: name, Message: te.Error() + "; pass tokens exactly as a run returned them", Err: err}
+		return nil, &tools.Error{Code: tools.CodeInvalidArguments, Tool: name, Message: te.Error(), Err: err}
 	case err != nil:
 		return nil, &tools.Error{Code: tools.CodeInvalidArguments, Tool: name, Message: "arguments: " + err.Error(), Err: err}
 	}
