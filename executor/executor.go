@@ -43,7 +43,7 @@ func New(cfg Config) (*Executor, error) {
 	}
 	return &Executor{
 		cfg:  cfg,
-		pool: newPool(cfg.PoolSize, code, cfg.Logger.With("component", "executor")),
+		pool: newPool(cfg.PoolSize, code, runtimeLimits{cfg.MaxLogBytes, cfg.MaxResultBytes}, cfg.Logger.With("component", "executor")),
 	}, nil
 }
 
@@ -120,7 +120,11 @@ func (e *Executor) Run(ctx context.Context, req Request) (res *Result) {
 		res.Telemetry.QueueWaitMS = ms(time.Since(queued))
 	}
 
-	in, err := e.pool.take()
+	layout := req.Functions
+	if layout == nil {
+		layout = emptyLayout
+	}
+	in, err := e.pool.take(layout)
 	if err != nil {
 		res.Error = &Error{Kind: KindInternal, Message: "could not start a sandbox: " + err.Error()}
 		return res
@@ -355,20 +359,14 @@ func (r *run) execute(src string) {
 	vm.SetMemoryLimit(uintptr(r.e.cfg.MemoryLimit))
 	vm.SetMaxStackSize(uintptr(r.e.cfg.MaxStackFrames))
 
-	layout := r.req.Functions
-	if layout == nil {
-		layout = emptyLayout
-	}
-	if !r.enter() {
-		return
-	}
-	args := "null"
 	if len(r.req.Args) > 0 {
-		args = string(r.req.Args)
-	}
-	if _, err := r.in.install.Call(quickjs.UndefinedValue, layout.json, r.e.cfg.MaxLogBytes, r.e.cfg.MaxResultBytes, args); err != nil {
-		r.failWith(err)
-		return
+		if !r.enter() {
+			return
+		}
+		if _, err := r.in.setArgs.Call(quickjs.UndefinedValue, string(r.req.Args)); err != nil {
+			r.failWith(err)
+			return
+		}
 	}
 
 	if !r.enter() {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/quickjs"
@@ -15,7 +16,11 @@ import (
 // exactly one run.
 type pool struct {
 	prelude []byte // prelude bytecode
+	limits  runtimeLimits
 	log     *slog.Logger
+	// layout is what the maintainer installs in the VMs it prepares: the
+	// layout of the latest run.
+	layout atomic.Pointer[Layout]
 
 	slots  chan struct{}
 	ready  chan *instance
@@ -25,9 +30,15 @@ type pool struct {
 	done   chan struct{}
 }
 
-func newPool(size int, prelude []byte, log *slog.Logger) *pool {
+// runtimeLimits are the limits the prelude enforces itself.
+type runtimeLimits struct {
+	logBytes, resultBytes int
+}
+
+func newPool(size int, prelude []byte, limits runtimeLimits, log *slog.Logger) *pool {
 	p := &pool{
 		prelude: prelude,
+		limits:  limits,
 		log:     log,
 		slots:   make(chan struct{}, size),
 		ready:   make(chan *instance, size),
@@ -36,6 +47,7 @@ func newPool(size int, prelude []byte, log *slog.Logger) *pool {
 		quit:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
+	p.layout.Store(emptyLayout)
 	go p.maintain()
 	return p
 }
@@ -53,7 +65,7 @@ func (p *pool) maintain() {
 				return
 			default:
 			}
-			in, err := newInstance(p.prelude)
+			in, err := p.newInstance(p.layout.Load())
 			if err != nil {
 				// Runs still get VMs, made on demand; try again later.
 				p.log.Error("prepare vm", "err", err)
@@ -78,16 +90,28 @@ func (p *pool) maintain() {
 	}
 }
 
-// take returns a prepared VM, or makes one when none is ready.
-func (p *pool) take() (*instance, error) {
-	select {
-	case in := <-p.ready:
-		p.poke()
-		return in, nil
-	default:
+// take returns a prepared VM with layout installed, or makes one when none
+// is ready. VMs prepared with another layout (the catalogue changed) are
+// closed, and the maintainer prepares the next ones with layout.
+func (p *pool) take(layout *Layout) (*instance, error) {
+	if p.layout.Load() != layout {
+		p.layout.Store(layout)
+	}
+	for {
+		select {
+		case in := <-p.ready:
+			p.poke()
+			if in.layout == layout {
+				return in, nil
+			}
+			p.discard(in)
+			continue
+		default:
+		}
+		break
 	}
 	p.poke()
-	return newInstance(p.prelude)
+	return p.newInstance(layout)
 }
 
 // discard hands a used VM to the maintainer to close.
@@ -124,21 +148,23 @@ func (p *pool) close() {
 	}
 }
 
-// instance is a VM with the runtime installed, waiting for its one run.
+// instance is a VM with the runtime and a layout's namespaces installed,
+// waiting for its one run.
 type instance struct {
 	vm      *quickjs.VM
-	install quickjs.Value
+	layout  *Layout
+	setArgs quickjs.Value
 	settle  quickjs.Value
 	// run is the run in progress; host functions reach it through here.
 	run *run
 }
 
-func newInstance(prelude []byte) (in *instance, err error) {
+func (p *pool) newInstance(layout *Layout) (in *instance, err error) {
 	vm, err := quickjs.NewVM()
 	if err != nil {
 		return nil, fmt.Errorf("new vm: %w", err)
 	}
-	in = &instance{vm: vm}
+	in = &instance{vm: vm, layout: layout}
 	defer func() {
 		if err != nil {
 			in.close()
@@ -154,12 +180,20 @@ func newInstance(prelude []byte) (in *instance, err error) {
 			return in, fmt.Errorf("register %s: %w", name, err)
 		}
 	}
-	api, err := vm.EvalBytecodeValue(prelude)
+	api, err := vm.EvalBytecodeValue(p.prelude)
 	if err != nil {
 		return in, fmt.Errorf("load prelude: %w", err)
 	}
 	defer api.Free()
-	if in.install, err = property(vm, api, "install"); err != nil {
+	install, err := property(vm, api, "install")
+	if err != nil {
+		return in, err
+	}
+	defer install.Free()
+	if _, err := install.Call(quickjs.UndefinedValue, layout.json, p.limits.logBytes, p.limits.resultBytes); err != nil {
+		return in, fmt.Errorf("install namespaces: %w", err)
+	}
+	if in.setArgs, err = property(vm, api, "setArgs"); err != nil {
 		return in, err
 	}
 	if in.settle, err = property(vm, api, "settle"); err != nil {
@@ -190,8 +224,8 @@ func (in *instance) close() {
 		// Close must never take the server down.
 		_ = recover()
 	}()
-	if in.install.VM() != nil {
-		in.install.Free()
+	if in.setArgs.VM() != nil {
+		in.setArgs.Free()
 	}
 	if in.settle.VM() != nil {
 		in.settle.Free()

@@ -288,12 +288,9 @@
   return {
     // install creates a namespace object per category, with a function per
     // tool, from [[qualifiedName, [positional...]], ...], and sets limits.
-    install: function (layoutJSON, logBytes, resultBytes, argsJSON) {
+    install: function (layoutJSON, logBytes, resultBytes) {
       limits.logBytes = logBytes;
       limits.resultBytes = resultBytes;
-      if (argsJSON !== "null") {
-        defineProperty(g, "args", { value: parse(argsJSON), writable: true, configurable: true });
-      }
       const layout = parse(layoutJSON);
       const spaces = {};
       for (const [name, positional] of layout) {
@@ -308,6 +305,10 @@
       for (const ns of Object.keys(spaces)) {
         defineProperty(g, ns, { value: freeze(spaces[ns]), writable: true, configurable: true });
       }
+    },
+    // setArgs installs the global args of a program run as a tool.
+    setArgs: function (argsJSON) {
+      defineProperty(g, "args", { value: parse(argsJSON), writable: true, configurable: true });
     },
     // settle reports the outcome of the program's promise to the host. A
     // program evaluated as a global script resolves to {value}.
