@@ -8,6 +8,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -X main.version=$(VERSION)
 # Packages whose tests run under the race detector; the rest run without it.
 BENCHTIME ?= 2s
+STATICCHECK := v0.8.2
 
 .PHONY: build run test lint bench bench-disclosure load node-deps clean
 
@@ -38,6 +39,7 @@ lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet -tags $(TAGS) ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK) -tags $(TAGS) ./...
 	$(GO) mod tidy -diff
 
 ## bench: the benchmarks whose numbers the README reports.

@@ -528,14 +528,13 @@ func TestArgsAndNestedRuns(t *testing.T) {
 	t.Parallel()
 	e := newExecutor(t, executor.Config{PoolSize: 1, QueueWait: 100 * time.Millisecond})
 	// A tool that runs a nested program while its caller holds the only slot.
-	var nested dispatcher
-	nested = func(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	nested := dispatcher(func(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
 		res := e.Run(ctx, executor.Request{Code: "args.n * 2", Args: args, Nested: true})
 		if res.Error != nil {
 			return nil, res.Error
 		}
 		return res.Value, nil
-	}
+	})
 	res := e.Run(t.Context(), executor.Request{Code: "await tools.call('skills.double', {n: 21})", Dispatcher: nested})
 	wantOK(t, res, "42")
 	wantOK(t, e.Run(t.Context(), executor.Request{Code: "typeof args"}), `"undefined"`)

@@ -138,10 +138,9 @@ func (p *pathElem) String() string {
 }
 
 type limiter struct {
-	maxDepth   int
-	cuts       []Cut
-	cutsTotal  int
-	cutStrings int
+	maxDepth  int
+	cuts      []Cut
+	cutsTotal int
 }
 
 func (l *limiter) cut(p *pathElem, kind string, total, kept int) {

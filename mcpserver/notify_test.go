@@ -102,6 +102,7 @@ func TestConsoleAsLogNotifications(t *testing.T) {
 	}
 	got.mu.Unlock()
 
+	//lint:ignore SA1019 logging/setLevel is what clients of protocol versions before 2026-07-28 use.
 	if err := c.SetLevel(t.Context(), mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: mcp.LoggingLevelDebug}}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,6 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-func noEnv(string) string { return "" }
-
 // TestDefaultFileMatchesDefaults keeps `codecell config init`'s commented
 // file and the built-in defaults saying the same thing.
 func TestDefaultFileMatchesDefaults(t *testing.T) {
