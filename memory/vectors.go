@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -392,5 +391,3 @@ func putVector(ctx context.Context, tx *sql.Tx, q *quantizer, id int64, principa
 	}
 	return insertCode(ctx, tx, id, principal, layer, q.code(v))
 }
-
-var errNoVector = errors.New("memory has no vector")
