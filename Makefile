@@ -10,7 +10,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 BENCHTIME ?= 2s
 STATICCHECK := v0.8.2
 
-.PHONY: build run test lint bench bench-disclosure load node-deps clean
+.PHONY: build run test lint bench bench-memory bench-disclosure load node-deps clean
 
 build:
 	$(GO) build -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/codecell
@@ -42,9 +42,16 @@ lint:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK) -tags $(TAGS) ./...
 	$(GO) mod tidy -diff
 
-## bench: the benchmarks whose numbers the README reports.
+## bench: the benchmarks whose numbers the README reports (sandbox, stdio,
+## HTTP, filter, search). Run it on an idle machine.
 bench:
-	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchtime $(BENCHTIME) ./executor/ ./cmd/codecell/
+	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchtime $(BENCHTIME) ./executor/ ./cmd/codecell/ ./filter/ ./mcpserver/
+	$(GO) test -run '^$$' -bench Search -benchtime 5000x ./tools/search/
+
+## bench-memory: store benchmarks, up to 100k memories (several minutes).
+bench-memory:
+	$(GO) test -tags $(TAGS) -run '^$$' -bench 'BenchmarkInsert|BenchmarkRecall|BenchmarkBinaryRecall' -benchtime 1x -timeout 30m ./memory/
+	$(GO) test -tags $(TAGS) -run TestRecallQuality -v ./memory/
 
 ## bench-disclosure: bytes an agent reads at each disclosure level, code mode vs direct mode.
 bench-disclosure:
