@@ -97,6 +97,7 @@ type Server struct {
 	metrics *metrics
 	levels  levelSet
 	subs    subscriptions
+	events  *eventStore
 	audit   *auditor
 
 	// stopping ends the runs still in progress when the server shuts

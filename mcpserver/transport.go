@@ -49,6 +49,7 @@ func (s *Server) newHTTP() *httpTransports {
 			server.WithEndpointPath(PathStreamable),
 			server.WithStreamableHTTPLogger(s.log.With("transport", "streamable-http")),
 			server.WithHTTPContextFunc(copyPrincipal),
+			server.WithEventStore(s.events), // streams can be resumed
 		),
 		sse: server.NewSSEServer(s.mcp,
 			server.WithSSEEndpoint(PathSSE),

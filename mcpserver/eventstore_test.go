@@ -1,0 +1,51 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/server"
+)
+
+func TestEventStoreReplaysAndStaysBounded(t *testing.T) {
+	t.Parallel()
+	s := newEventStore(4, 1<<20, 2)
+	ctx := t.Context()
+	var ids []string
+	for i := range 6 {
+		stream := "a"
+		if i%2 == 1 {
+			stream = "b"
+		}
+		id, err := s.StoreEvent(ctx, "s1", stream, json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	// Events 2..5 remain; after event 2 (stream a) comes event 4 on stream a.
+	var got []string
+	stream, err := s.ReplayEventsAfter(ctx, "s1", ids[2], func(id string, m json.RawMessage) error {
+		got = append(got, string(m))
+		return nil
+	})
+	if err != nil || stream != "a" || len(got) != 1 || got[0] != `{"n":4}` {
+		t.Fatalf("replay: stream %q %v %v", stream, got, err)
+	}
+	// Event 0 was dropped: the client must start over.
+	if _, err := s.ReplayEventsAfter(ctx, "s1", ids[0], nil); !errors.Is(err, server.ErrUnknownEventID) {
+		t.Errorf("dropped event: %v", err)
+	}
+	// Past two sessions, the least recently active goes.
+	s.StoreEvent(ctx, "s2", "x", json.RawMessage(`1`))
+	s.StoreEvent(ctx, "s3", "x", json.RawMessage(`1`))
+	if _, err := s.ReplayEventsAfter(ctx, "s1", ids[5], nil); !errors.Is(err, server.ErrUnknownEventID) {
+		t.Errorf("evicted session still replays: %v", err)
+	}
+	s.PurgeSession(ctx, "s3")
+	if len(s.sessions) != 1 {
+		t.Errorf("%d sessions after purge", len(s.sessions))
+	}
+}
