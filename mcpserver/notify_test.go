@@ -52,37 +52,41 @@ func (n *notes) wait(t *testing.T) []mcp.JSONRPCNotification {
 func TestProgressNotifications(t *testing.T) {
 	t.Parallel()
 	for _, tr := range transports {
-		t.Run(tr.name, func(t *testing.T) {
-			t.Parallel()
-			srv := newServer(t, mcpserver.Config{})
-			c := start(t, tr.connect(t, srv))
-			got, handler := collect("notifications/progress")
-			c.OnNotification(handler)
-			req := mcp.CallToolRequest{}
-			req.Params.Name = "execute_code"
-			req.Params.Arguments = map[string]any{"code": `progress("loading", 0.25); progress("half", 0.5); progress("done", 1); 7`}
-			req.Params.Meta = &mcp.Meta{ProgressToken: "tok-1"}
-			res, err := c.CallTool(t.Context(), req)
-			if err != nil || res.IsError {
-				t.Fatalf("call: %v %v", err, res)
-			}
-			ns := got.wait(t)
-			last := -1.0
-			for _, n := range ns {
-				f := n.Params.AdditionalFields
-				if f["progressToken"] != "tok-1" {
-					t.Errorf("token %v", f["progressToken"])
+		// Protocol versions before 2026-07-28 stream a request's
+		// notifications on a resumable stream; later ones do not.
+		for _, version := range []string{mcp.LATEST_PROTOCOL_VERSION, "2025-11-25"} {
+			t.Run(tr.name+"/"+version, func(t *testing.T) {
+				t.Parallel()
+				srv := newServer(t, mcpserver.Config{})
+				c := startVersion(t, tr.connect(t, srv), version)
+				got, handler := collect("notifications/progress")
+				c.OnNotification(handler)
+				req := mcp.CallToolRequest{}
+				req.Params.Name = "execute_code"
+				req.Params.Arguments = map[string]any{"code": `progress("loading", 0.25); progress("half", 0.5); progress("done", 1); 7`}
+				req.Params.Meta = &mcp.Meta{ProgressToken: "tok-1"}
+				res, err := c.CallTool(t.Context(), req)
+				if err != nil || res.IsError {
+					t.Fatalf("call: %v %v", err, res)
 				}
-				p, _ := f["progress"].(float64)
-				if p <= last {
-					t.Errorf("progress went from %v to %v", last, p)
+				ns := got.wait(t)
+				last := -1.0
+				for _, n := range ns {
+					f := n.Params.AdditionalFields
+					if f["progressToken"] != "tok-1" {
+						t.Errorf("token %v", f["progressToken"])
+					}
+					p, _ := f["progress"].(float64)
+					if p <= last {
+						t.Errorf("progress went from %v to %v", last, p)
+					}
+					last = p
+					if m, _ := f["message"].(string); !strings.Contains("loading half done", m) {
+						t.Errorf("message %q", m)
+					}
 				}
-				last = p
-				if m, _ := f["message"].(string); !strings.Contains("loading half done", m) {
-					t.Errorf("message %q", m)
-				}
-			}
-		})
+			})
+		}
 	}
 }
 

@@ -154,6 +154,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		auth:     newAuthenticator(cfg.Auth),
 		limits:   newLimiter(cfg.Limits),
 		metrics:  newMetrics(exec),
+		events:   newEventStore(256, 8<<20, 1024),
 	}
 	if cfg.Store != nil {
 		s.audit = newAuditor(cfg.Store, log.With("part", "audit"), s.metrics.observeStore)
