@@ -9,19 +9,23 @@ import (
 	"path/filepath"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/codecell/codecell/filter"
 )
 
 func runConfig(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"config needs a subcommand: init or check"}
+		return usageError{"config needs a subcommand: init, check or rotate-key"}
 	}
 	switch args[0] {
 	case "init":
 		return runConfigInit(args[1:], stdout, stderr)
 	case "check":
 		return runConfigCheck(args[1:], stdout, stderr)
+	case "rotate-key":
+		return runRotateKey(args[1:], stdout, stderr)
 	}
-	return usageError{fmt.Sprintf("unknown config subcommand %q; want init or check", args[0])}
+	return usageError{fmt.Sprintf("unknown config subcommand %q; want init, check or rotate-key", args[0])}
 }
 
 // runConfigInit writes the commented default configuration to a file, or
@@ -96,4 +100,35 @@ func runConfigCheck(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, "# configuration is valid; in effect:")
 	return toml.NewEncoder(stdout).Encode(cfg)
+}
+
+// runRotateKey replaces the filter's token key. Tokens issued under the old
+// key stop resolving; sessions of a running server keep their vaults until
+// it restarts.
+func runRotateKey(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("config rotate-key", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var st settings
+	st.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: codecell config rotate-key [flags]\n\nReplace the key that derives the output filter's tokens (filter.key_file).\nRestart the server afterwards.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := st.load()
+	if err != nil {
+		return err
+	}
+	path, err := keyPath(cfg)
+	if err != nil {
+		return err
+	}
+	key, err := filter.RotateKey(path)
+	if err != nil {
+		return fmt.Errorf("rotate key: %w", err)
+	}
+	fmt.Fprintf(stdout, "new key %s in %s; restart the server to use it\n", key.ID(), path)
+	return nil
 }

@@ -71,7 +71,8 @@ Usage:
   codecell exec [flags] FILE|-   run a program through the same path as execute_code
   codecell memory stats|search|export|import|reindex
                                  inspect and back up what agents stored
-  codecell config init|check     write a commented config file, or validate one
+  codecell config init|check|rotate-key
+                                 write a commented config file, validate one, or rotate the token key
   codecell version               print the version
 
 Run "codecell <command> -h" for the flags of a command.

@@ -298,3 +298,38 @@ func TestExecCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestMemoryAndKeyCommands runs the store and key commands a user runs at
+// the terminal against a store that programs wrote to.
+func TestMemoryAndKeyCommands(t *testing.T) {
+	t.Parallel()
+	data, other := t.TempDir(), t.TempDir()
+	run := func(dir, stdin string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(binary, args...)
+		cmd.Env = append(os.Environ(), "CODECELL_SERVER_DATA_DIR="+dir)
+		cmd.Stdin = strings.NewReader(stdin)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, errb.String())
+		}
+		return out.String()
+	}
+	run(data, `await memory.remember({content: "The staging database moved to Frankfurt in March", tags: ["infra"]}); await memory.remember("Lunch is at noon"); 1`, "exec", "-")
+	if out := run(data, "", "memory", "search", "where is the staging database"); !strings.Contains(out, "Frankfurt") {
+		t.Errorf("memory search:\n%s", out)
+	}
+	if out := run(data, "", "memory", "stats"); !regexp.MustCompile(`(?m)^memories\s+2\s`).MatchString(out) || !regexp.MustCompile(`(?m)^executions, tool calls\s+1, 2$`).MatchString(out) {
+		t.Errorf("memory stats:\n%s", out)
+	}
+	backup := filepath.Join(t.TempDir(), "backup.jsonl")
+	run(data, "", "memory", "export", backup)
+	run(other, "", "memory", "import", backup)
+	if out := run(other, "", "memory", "search", "-json", "staging database"); !strings.Contains(out, "Frankfurt") {
+		t.Errorf("search after import:\n%s", out)
+	}
+	if out := run(data, "", "config", "rotate-key"); !strings.Contains(out, "new key") {
+		t.Errorf("rotate-key: %s", out)
+	}
+}

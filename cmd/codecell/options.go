@@ -212,15 +212,11 @@ func filterSetup(cfg Config) (filter.Config, filter.Key, []filter.Rule, error) {
 			policy.Actions[filter.Class(class)] = filter.Action(action)
 		}
 	}
-	keyPath := fc.KeyFile
-	if keyPath == "" {
-		dir, err := cfg.dataDir()
-		if err != nil {
-			return filter.Config{}, filter.Key{}, nil, err
-		}
-		keyPath = filepath.Join(dir, "filter.key")
+	path, err := keyPath(cfg)
+	if err != nil {
+		return filter.Config{}, filter.Key{}, nil, err
 	}
-	key, err := filter.LoadOrCreateKey(keyPath)
+	key, err := filter.LoadOrCreateKey(path)
 	if err != nil {
 		return filter.Config{}, filter.Key{}, nil, fmt.Errorf("filter key: %w", err)
 	}
@@ -234,6 +230,18 @@ func filterSetup(cfg Config) (filter.Config, filter.Key, []filter.Rule, error) {
 		Compact:   true,
 		Policy:    policy,
 	}, key, rules, nil
+}
+
+// keyPath is where the filter's token key lives.
+func keyPath(cfg Config) (string, error) {
+	if cfg.Filter.KeyFile != "" {
+		return cfg.Filter.KeyFile, nil
+	}
+	dir, err := cfg.dataDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "filter.key"), nil
 }
 
 // parseFlags parses args, turning a parse error into a usage error.

@@ -6,11 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/memory"
 )
 
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -48,6 +51,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	defer srv.Close()
+	stopPruning := prunePeriodically(ctx, store, time.Hour, log)
+	defer stopPruning()
 
 	if addr == "" {
 		log.Info("serving MCP over stdio", "version", version)
@@ -62,6 +67,35 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	err = srv.ServeHTTP(ctx, ln, cfg.Server.ShutdownGrace.D())
 	log.Info("stopped")
 	return err
+}
+
+// prunePeriodically applies the store's retention every interval (it was
+// applied at open) until the returned function is called.
+func prunePeriodically(ctx context.Context, store *memory.Store, every time.Duration, log *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				rep, err := store.Prune(ctx)
+				if err != nil {
+					log.Error("prune store", "err", err)
+					continue
+				}
+				log.Info("pruned store", "report", rep)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // printConnectHelp tells a person at the terminal how to connect.
