@@ -107,10 +107,12 @@ func printConnectHelp(w io.Writer, addr string) {
 	} else if abs, err := filepath.Abs(exe); err == nil {
 		exe = abs
 	}
+	type server struct {
+		Command string   `json:"command"`
+		Args    []string `json:"args"`
+	}
 	desktop, _ := json.MarshalIndent(map[string]any{
-		"mcpServers": map[string]any{
-			"codecell": map[string]any{"command": exe, "args": []string{"serve"}},
-		},
+		"mcpServers": map[string]server{"codecell": {Command: exe, Args: []string{"serve"}}},
 	}, "  ", "  ")
 	fmt.Fprintf(w, `
 codecell %s is listening.
