@@ -132,6 +132,9 @@ func TestResults(t *testing.T) {
 		{"sandbox has no host access", "[typeof require, typeof process, typeof fetch, typeof std, typeof os, typeof setTimeout, typeof XMLHttpRequest, typeof __cc_call, typeof scriptArgs]",
 			`["undefined","undefined","undefined","undefined","undefined","undefined","undefined","undefined","undefined"]`},
 		{"no import", "try { await import('os') } catch (e) { 'refused' }", `"refused"`},
+		{"namespace is a read-only object", "util.echo = 1; delete util.fail; [Object.keys(util).sort().join(), 'echo' in util, 'nope' in util, typeof util.nope, typeof util.echo, util.echo.name, String(util)]",
+			`["echo,fail,panic,sleep",true,false,"undefined","function","util.echo","[object Object]"]`},
+		{"namespace functions are stable", "util.echo === util.echo", "true"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

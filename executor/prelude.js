@@ -35,6 +35,8 @@
   const toStr = String;
   const finite = isFinite;
   const mapEntries = Map.prototype.entries;
+  const hasOwn = Object.prototype.hasOwnProperty;
+  const ProxyCtor = Proxy;
   const split = String.prototype.split;
   const join = Array.prototype.join;
   const setValues = Set.prototype.values;
@@ -115,6 +117,42 @@
     };
     defineProperty(f, "name", { value: name });
     return f;
+  }
+
+  // namespace is a category's object: a read-only view whose functions are
+  // made on first use, so that preparing a VM costs the same for a
+  // category of three tools as for one of three hundred.
+  function namespace(ns, tools) {
+    const made = Object.create(null);
+    const own = function (k) {
+      return typeof k === "string" && apply(hasOwn, tools, [k]);
+    };
+    const fn = function (k) {
+      let f = made[k];
+      if (f === undefined) f = made[k] = makeFunction(ns + "." + k, tools[k]);
+      return f;
+    };
+    const refuse = function () {
+      return false;
+    };
+    return new ProxyCtor({}, {
+      get: function (t, k) {
+        return own(k) ? fn(k) : t[k];
+      },
+      has: function (t, k) {
+        return own(k);
+      },
+      ownKeys: function () {
+        return keys(tools);
+      },
+      getOwnPropertyDescriptor: function (t, k) {
+        return own(k) ? { value: fn(k), writable: false, enumerable: true, configurable: true } : undefined;
+      },
+      set: refuse,
+      defineProperty: refuse,
+      deleteProperty: refuse,
+      setPrototypeOf: refuse,
+    });
   }
 
   function inspect(v) {
@@ -292,18 +330,11 @@
       limits.logBytes = logBytes;
       limits.resultBytes = resultBytes;
       const layout = parse(layoutJSON);
-      const spaces = {};
-      for (const [name, positional] of layout) {
-        const dot = name.indexOf(".");
-        const ns = name.slice(0, dot);
-        if (!(ns in spaces)) {
-          if (ns in g) continue; // never shadow a built-in; tools.call still works
-          spaces[ns] = {};
-        }
-        spaces[ns][name.slice(dot + 1)] = makeFunction(name, positional);
-      }
-      for (const ns of Object.keys(spaces)) {
-        defineProperty(g, ns, { value: freeze(spaces[ns]), writable: true, configurable: true });
+      const spaces = keys(layout);
+      for (let i = 0; i < spaces.length; i++) {
+        const ns = spaces[i];
+        if (ns in g) continue; // never shadow a built-in; tools.call still works
+        defineProperty(g, ns, { value: namespace(ns, layout[ns]), writable: true, configurable: true });
       }
     },
     // setArgs installs the global args of a program run as a tool.

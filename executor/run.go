@@ -132,7 +132,7 @@ type Layout struct {
 // NewLayout prepares the namespaces for fns. Names that are not
 // "category.name" are left out (tools.call reaches any name).
 func NewLayout(fns []Function) *Layout {
-	rows := make([][2]any, 0, len(fns))
+	spaces := map[string]map[string][]string{} // category → name → positional
 	for _, f := range fns {
 		c, n, ok := strings.Cut(f.Name, ".")
 		if !ok || c == "" || n == "" {
@@ -142,9 +142,12 @@ func NewLayout(fns []Function) *Layout {
 		if pos == nil {
 			pos = []string{}
 		}
-		rows = append(rows, [2]any{f.Name, pos})
+		if spaces[c] == nil {
+			spaces[c] = map[string][]string{}
+		}
+		spaces[c][n] = pos
 	}
-	b, _ := json.Marshal(rows) // strings and string slices always marshal
+	b, _ := json.Marshal(spaces) // strings and string slices always marshal
 	return &Layout{json: string(b)}
 }
 
