@@ -144,7 +144,7 @@ func (e *Executor) Run(ctx context.Context, req Request) (res *Result) {
 		res.Calls = r.calls
 		res.Telemetry.BytesFromTools = r.bytesFromTools
 	}()
-	go r.watch(ctx)
+	r.arm(ctx)
 
 	r.execute(src)
 	if r.fail != nil {
@@ -223,7 +223,13 @@ type run struct {
 	stopped  chan struct{} // closed by stop
 	reason   *Error        // why it stopped, written before stopped closes
 	exited   chan struct{} // closed when the run is over
-	watching chan struct{} // closed when watch returns
+	// disarm stops the deadline timer and the cancellation watch.
+	disarm func()
+	// mu orders stop against finish: after finish, stop starts no
+	// interrupter.
+	mu           sync.Mutex
+	over         bool
+	interrupters sync.WaitGroup
 
 	done     chan completion
 	pending  map[int]*quickjs.PromiseCapability
@@ -258,7 +264,6 @@ func newRun(e *Executor, in *instance, req *Request, smap *sourceMap, timeout ti
 		cancel:   cancel,
 		stopped:  make(chan struct{}),
 		exited:   make(chan struct{}),
-		watching: make(chan struct{}),
 		done:     make(chan completion),
 		pending:  map[int]*quickjs.PromiseCapability{},
 		inflight: make(chan struct{}, e.cfg.MaxConcurrentCalls),
@@ -267,40 +272,37 @@ func newRun(e *Executor, in *instance, req *Request, smap *sourceMap, timeout ti
 	}
 }
 
+// arm stops the run at its deadline or when ctx ends. Nothing waits on a
+// goroutine for that: the timer and the context call stop when they fire.
+func (r *run) arm(ctx context.Context) {
+	unwatch := context.AfterFunc(ctx, func() { r.stop(canceledError(ctx)) })
+	timer := time.AfterFunc(time.Until(r.deadline), func() { r.stop(r.timeoutError()) })
+	r.disarm = func() {
+		unwatch()
+		timer.Stop()
+	}
+}
+
 // stop ends the run for reason: the first reason wins. It may be called
-// from any goroutine; watch then interrupts the VM until the run exits.
+// from any goroutine, and starts one that interrupts the VM until the run
+// exits; it repeats the interrupt because every call into the VM clears a
+// pending one.
 func (r *run) stop(reason *Error) {
 	r.stopOnce.Do(func() {
 		r.reason = reason
 		close(r.stopped)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.over {
+			return
+		}
+		r.interrupters.Add(1)
+		go r.interrupt()
 	})
 }
 
-func (r *run) isStopped() bool {
-	select {
-	case <-r.stopped:
-		return true
-	default:
-		return false
-	}
-}
-
-// watch stops the run at its deadline or when ctx ends, and from then on
-// interrupts the VM until the run exits. It repeats the interrupt because
-// every call into the VM clears a pending one.
-func (r *run) watch(ctx context.Context) {
-	defer close(r.watching)
-	t := time.NewTimer(time.Until(r.deadline))
-	defer t.Stop()
-	select {
-	case <-r.exited:
-		return
-	case <-ctx.Done():
-		r.stop(canceledError(ctx))
-	case <-t.C:
-		r.stop(r.timeoutError())
-	case <-r.stopped:
-	}
+func (r *run) interrupt() {
+	defer r.interrupters.Done()
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -310,6 +312,15 @@ func (r *run) watch(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
+	}
+}
+
+func (r *run) isStopped() bool {
+	select {
+	case <-r.stopped:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -326,9 +337,13 @@ func (r *run) finish() {
 		pc.Reject.Free()
 		delete(r.pending, id)
 	}
+	r.disarm()
+	r.mu.Lock()
+	r.over = true
+	r.mu.Unlock()
 	close(r.exited)
 	r.cancel()
-	<-r.watching
+	r.interrupters.Wait()
 }
 
 // enter prepares a call into the VM: it reports false once the run has
