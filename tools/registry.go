@@ -350,7 +350,7 @@ func (r *Registry) suggest(name string) string {
 	defer r.mu.RUnlock()
 	best, bestD := "", len(name)/3+2
 	for n := range r.tools {
-		if d := editDistance(name, n, bestD); d < bestD || (d == bestD && best != "" && n < best) {
+		if d := EditDistance(name, n, bestD); d < bestD || (d == bestD && best != "" && n < best) {
 			best, bestD = n, d
 		}
 	}
@@ -358,36 +358,6 @@ func (r *Registry) suggest(name string) string {
 		return ""
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance of a and b, or max when it is
-// at least max.
-func editDistance(a, b string, max int) int {
-	if d := len(a) - len(b); d >= max || -d >= max {
-		return max
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		rowMin := cur[0]
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			rowMin = min(rowMin, cur[j])
-		}
-		if rowMin >= max {
-			return max
-		}
-		prev, cur = cur, prev
-	}
-	return min(prev[len(b)], max)
 }
 
 // Caller identifies who a call is made for: the principal (the

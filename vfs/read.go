@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+
+	"github.com/codecell/codecell/tools"
 )
 
 // Reasons a path is invalid; each wraps fs.ErrInvalid.
@@ -226,7 +228,7 @@ func (s *snapshot) suggest(p string) string {
 	// The closest existing path.
 	best, bestD := "", len(p)/3+2
 	consider := func(q string) {
-		if d := editDistance(p, q, bestD); d < bestD {
+		if d := tools.EditDistance(p, q, bestD); d < bestD {
 			best, bestD = q, d
 		}
 	}
@@ -260,34 +262,4 @@ func splitExt(base string) (stem, ext string) {
 		return stem, SignatureExt
 	}
 	return stem, rest
-}
-
-// editDistance is the Levenshtein distance of a and b, or limit when it is
-// at least limit.
-func editDistance(a, b string, limit int) int {
-	if d := len(a) - len(b); d >= limit || -d >= limit {
-		return limit
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		rowMin := cur[0]
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			rowMin = min(rowMin, cur[j])
-		}
-		if rowMin >= limit {
-			return limit
-		}
-		prev, cur = cur, prev
-	}
-	return min(prev[len(b)], limit)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/codecell/codecell/filter"
+	"github.com/codecell/codecell/tools"
 )
 
 // Config is everything codecell can be told, from one TOML file, then
@@ -560,29 +561,9 @@ func envName(key string) string {
 func closestKey(key string) string {
 	best, bestD := "", 4
 	for _, f := range configFields() {
-		if d := levenshtein(key, f.key); d < bestD {
+		if d := tools.EditDistance(key, f.key, bestD); d < bestD {
 			best, bestD = f.key, d
 		}
 	}
 	return best
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
