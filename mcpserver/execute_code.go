@@ -179,17 +179,9 @@ func errorKind(res *executor.Result) executor.Kind {
 }
 
 func (s *Server) parseExecuteCode(req mcp.CallToolRequest) (executeCodeArgs, error) {
-	raw := rawArguments(req)
-	if ps := s.executeCodeSchema.Validate(raw); len(ps) > 0 {
-		var parts []string
-		for _, p := range ps {
-			parts = append(parts, "arguments"+p.Path+": "+p.Message)
-		}
-		return executeCodeArgs{}, fmt.Errorf("execute_code: invalid arguments: %s. Send {\"code\": \"...\", \"language\": \"javascript\"|\"typescript\", \"timeout_ms\": n}", strings.Join(parts, "; "))
-	}
 	var a executeCodeArgs
-	if err := json.Unmarshal(raw, &a); err != nil {
-		return executeCodeArgs{}, fmt.Errorf("execute_code: invalid arguments: %w", err)
+	if err := decodeArgs(s.executeCodeSchema, "execute_code", req, &a); err != nil {
+		return a, fmt.Errorf("%w. Send {\"code\": \"...\", \"language\": \"javascript\"|\"typescript\", \"timeout_ms\": n}", err)
 	}
 	return a, nil
 }

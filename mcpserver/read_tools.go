@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/vfs"
 )
 
@@ -44,12 +45,12 @@ func (s *Server) readToolsTool() mcp.Tool {
 // listing, or, for a missing path, the nearest directory and a suggestion.
 func (s *Server) readTools(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var args struct {
-		Path *string `json:"path"`
+		Path string `json:"path"`
 	}
-	if err := json.Unmarshal(rawArguments(req), &args); err != nil || args.Path == nil {
-		return mcp.NewToolResultError(`read_tools: give a path, as in {"path": "/manifest.json"}`), nil
+	if err := decodeArgs(s.readToolsSchema, "read_tools", req, &args); err != nil {
+		return mcp.NewToolResultError(err.Error() + `; give a path, as in {"path": "/manifest.json"}`), nil
 	}
-	p := strings.TrimPrefix(*args.Path, ResourcePrefix)
+	p := strings.TrimPrefix(args.Path, ResourcePrefix)
 	node, err := s.vfs.Read(p)
 	var nf *vfs.NotFoundError
 	switch {
@@ -65,6 +66,19 @@ func (s *Server) readTools(_ context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		return mcp.NewToolResultText(string(b)), nil
 	}
 	return mcp.NewToolResultText(string(node.Content)), nil
+}
+
+// decodeArgs checks a call's arguments against one of the server's own
+// input schemas and decodes them into v; the error says what to change.
+func decodeArgs(schema *tools.Schema, tool string, req mcp.CallToolRequest, v any) error {
+	raw := rawArguments(req)
+	if ps := schema.Validate(raw); len(ps) > 0 {
+		return fmt.Errorf("%s: invalid arguments: %s", tool, tools.DescribeProblems(ps))
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("%s: invalid arguments: %w", tool, err)
+	}
+	return nil
 }
 
 // rawArguments returns a tool call's arguments as JSON, {} when absent.

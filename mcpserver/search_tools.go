@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -40,22 +39,14 @@ func (s *Server) searchToolsTool() mcp.Tool {
 }
 
 func (s *Server) searchTools(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	raw := rawArguments(req)
-	if ps := s.searchToolsSchema.Validate(raw); len(ps) > 0 {
-		var parts []string
-		for _, p := range ps {
-			parts = append(parts, "arguments"+p.Path+": "+p.Message)
-		}
-		return mcp.NewToolResultError("search_tools: invalid arguments: " + strings.Join(parts, "; ")), nil
-	}
 	var args struct {
 		Query    string `json:"query"`
 		Detail   string `json:"detail"`
 		Category string `json:"category"`
 		Limit    int    `json:"limit"`
 	}
-	if err := json.Unmarshal(raw, &args); err != nil {
-		return mcp.NewToolResultError("search_tools: " + err.Error()), nil
+	if err := decodeArgs(s.searchToolsSchema, "search_tools", req, &args); err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
 	}
 	hits, err := s.search.Search(search.Query{
 		Text:     args.Query,

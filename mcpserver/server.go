@@ -91,6 +91,7 @@ type Server struct {
 
 	executeCodeSchema *tools.Schema
 	searchToolsSchema *tools.Schema
+	readToolsSchema   *tools.Schema
 
 	auth    *authenticator
 	limits  *limiter
@@ -169,11 +170,18 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	}()
 	s.vfs = vfs.New(reg, vfs.WithManifestHint(manifestHint))
 	s.search = search.New(reg, s.vfs)
-	if s.executeCodeSchema, err = tools.CompileSchema(s.executeCodeInputSchema()); err != nil {
-		return nil, fmt.Errorf("new server: execute_code schema: %w", err)
-	}
-	if s.searchToolsSchema, err = tools.CompileSchema(json.RawMessage(searchToolsInput)); err != nil {
-		return nil, fmt.Errorf("new server: search_tools schema: %w", err)
+	for _, sc := range []struct {
+		dst    **tools.Schema
+		name   string
+		schema json.RawMessage
+	}{
+		{&s.executeCodeSchema, "execute_code", s.executeCodeInputSchema()},
+		{&s.searchToolsSchema, "search_tools", json.RawMessage(searchToolsInput)},
+		{&s.readToolsSchema, "read_tools", json.RawMessage(readToolsInput)},
+	} {
+		if *sc.dst, err = tools.CompileSchema(sc.schema); err != nil {
+			return nil, fmt.Errorf("new server: %s schema: %w", sc.name, err)
+		}
 	}
 	s.mcp = server.NewMCPServer(Name, cfg.Version,
 		server.WithInstructions(instructions),

@@ -260,7 +260,7 @@ func validateArgs(e *entry, args json.RawMessage) error {
 		return &Error{
 			Code:     CodeInvalidArguments,
 			Tool:     e.tool.Name,
-			Message:  "invalid arguments: " + describeProblems(ps),
+			Message:  "invalid arguments: " + DescribeProblems(ps),
 			Problems: ps,
 		}
 	}

@@ -101,8 +101,9 @@ func pointer(tokens []string) string {
 	return b.String()
 }
 
-// describeProblems renders problems as one line for an error message.
-func describeProblems(ps []Problem) string {
+// DescribeProblems renders problems as one line for an error message:
+// "arguments/text: got number, want string; arguments: missing property 'x'".
+func DescribeProblems(ps []Problem) string {
 	parts := make([]string, 0, len(ps))
 	for _, p := range ps {
 		where := "arguments"
