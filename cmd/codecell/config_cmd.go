@@ -80,18 +80,7 @@ func runConfigInit(args []string, stdout, stderr io.Writer) error {
 // runConfigCheck validates the configuration the server would use — file,
 // environment and flags — and prints it, secrets hidden.
 func runConfigCheck(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("config check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var st settings
-	st.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: codecell config check [flags]\n\nValidate the configuration (file, then CODECELL_* environment, then flags) and print it.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	cfg, err := st.load()
+	cfg, err := newConfigCommand("config check", "Usage: codecell config check [flags]\n\nValidate the configuration (file, then CODECELL_* environment, then flags) and print it.", stderr).parse(args)
 	if err != nil {
 		return err
 	}
@@ -106,18 +95,7 @@ func runConfigCheck(args []string, stdout, stderr io.Writer) error {
 // key stop resolving; sessions of a running server keep their vaults until
 // it restarts.
 func runRotateKey(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("config rotate-key", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var st settings
-	st.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: codecell config rotate-key [flags]\n\nReplace the key that derives the output filter's tokens (filter.key_file).\nRestart the server afterwards.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	cfg, err := st.load()
+	cfg, err := newConfigCommand("config rotate-key", "Usage: codecell config rotate-key [flags]\n\nReplace the key that derives the output filter's tokens (filter.key_file).\nRestart the server afterwards.", stderr).parse(args)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,17 +13,11 @@ import (
 )
 
 func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var st settings
-	st.register(fs)
+	fs := newConfigCommand("exec", "Usage: codecell exec [flags] FILE|-\n\nRun a program through the same path as execute_code and print the run record as JSON.\nExit status 1 when the run fails.", stderr)
 	lang := fs.String("lang", "", "language of the program: javascript or typescript (default from the file name, else javascript)")
 	runTimeout := fs.Duration("run-timeout", 0, "deadline of this run (default -timeout)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: codecell exec [flags] FILE|-\n\nRun a program through the same path as execute_code and print the run record as JSON.\nExit status 1 when the run fails.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	cfg, err := fs.parse(args)
+	if err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -32,7 +25,6 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	path := fs.Arg(0)
 	var code []byte
-	var err error
 	if path == "-" {
 		code, err = io.ReadAll(stdin)
 	} else {
@@ -49,10 +41,6 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 	}
 
-	cfg, err := st.load()
-	if err != nil {
-		return err
-	}
 	log := newLogger(cfg, stderr)
 	store, err := openStore(ctx, cfg, log)
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -24,8 +23,6 @@ Commands:
   export [FILE|-]       write everything as JSONL (default stdout)
   import FILE|-         read a JSONL export (memories are re-embedded)
   reindex               rebuild every vector with the configured embedder
-
-Flags of every command: -config, -data-dir (see codecell serve -h).
 `
 
 func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -37,18 +34,11 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return nil
 	}
 	sub, rest := args[0], args[1:]
-	fs := flag.NewFlagSet("memory "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var st settings
-	st.register(fs)
+	fs := newConfigCommand("memory "+sub, strings.TrimSuffix(memoryUsage, "\n"), stderr)
 	principal := fs.String("principal", "local", "whose memories to search (search only; local is the stdio user)")
 	limit := fs.Int("limit", 10, "results to show (search only)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table (stats, search)")
-	fs.Usage = func() { fmt.Fprint(fs.Output(), memoryUsage) }
-	if err := parseFlags(fs, rest); err != nil {
-		return err
-	}
-	cfg, err := st.load()
+	cfg, err := fs.parse(rest)
 	if err != nil {
 		return err
 	}

@@ -244,6 +244,33 @@ func keyPath(cfg Config) (string, error) {
 	return filepath.Join(dir, "filter.key"), nil
 }
 
+// configCommand is the flag set of a subcommand that reads the
+// configuration: -config and the configuration flags, plus its own.
+type configCommand struct {
+	*flag.FlagSet
+	st settings
+}
+
+// newConfigCommand makes the flag set; usage is printed above the flags.
+func newConfigCommand(name, usage string, stderr io.Writer) *configCommand {
+	c := &configCommand{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError)}
+	c.SetOutput(stderr)
+	c.st.register(c.FlagSet)
+	c.Usage = func() {
+		fmt.Fprint(c.Output(), usage+"\n\nFlags:\n")
+		c.PrintDefaults()
+	}
+	return c
+}
+
+// parse parses args and loads the configuration: file, environment, flags.
+func (c *configCommand) parse(args []string) (Config, error) {
+	if err := parseFlags(c.FlagSet, args); err != nil {
+		return Config{}, err
+	}
+	return c.st.load()
+}
+
 // parseFlags parses args, turning a parse error into a usage error.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {

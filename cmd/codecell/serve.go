@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,23 +16,13 @@ import (
 )
 
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var st settings
-	st.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: codecell serve [flags]\n\nServe MCP over stdio (for MCP hosts such as Claude Desktop), or over HTTP with -http.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
+	fs := newConfigCommand("serve", "Usage: codecell serve [flags]\n\nServe MCP over stdio (for MCP hosts such as Claude Desktop), or over HTTP with -http.", stderr)
+	cfg, err := fs.parse(args)
+	if err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("serve takes no arguments, got %q", fs.Args())}
-	}
-	cfg, err := st.load()
-	if err != nil {
-		return err
 	}
 	log := newLogger(cfg, stderr)
 	addr := cfg.Server.HTTP
