@@ -227,23 +227,12 @@ func (s *Store) GetExecution(ctx context.Context, id string) (Execution, []ToolC
 		if err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT id, execution_id, tool, args_hash, status, error_code, duration_us, started_at
-			FROM tool_calls WHERE execution_id = ? ORDER BY id`, id)
+		rows, err := tx.QueryContext(ctx, `SELECT `+toolCallColumns+` FROM tool_calls WHERE execution_id = ? ORDER BY id`, id)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var c ToolCall
-			var dur, at int64
-			if err := rows.Scan(&c.ID, &c.ExecutionID, &c.Tool, &c.ArgsHash, &c.Status, &c.ErrorCode, &dur, &at); err != nil {
-				return err
-			}
-			c.Duration = time.Duration(dur) * time.Microsecond
-			c.StartedAt = fromMS(at)
-			calls = append(calls, c)
-		}
-		return rows.Err()
+		calls, err = scanToolCalls(rows)
+		return err
 	})
 	if err != nil {
 		return Execution{}, nil, fmt.Errorf("get execution: %w", err)
@@ -281,26 +270,35 @@ func (s *Store) ListToolCalls(ctx context.Context, q ToolCallQuery) ([]ToolCall,
 	}
 	out := []ToolCall{}
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT id, execution_id, tool, args_hash, status, error_code, duration_us, started_at
-			FROM tool_calls WHERE `+strings.Join(conds, " AND ")+` ORDER BY started_at DESC, id DESC LIMIT ?`, append(args, q.Limit)...)
+		rows, err := tx.QueryContext(ctx, `SELECT `+toolCallColumns+` FROM tool_calls WHERE `+strings.Join(conds, " AND ")+` ORDER BY started_at DESC, id DESC LIMIT ?`, append(args, q.Limit)...)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var c ToolCall
-			var dur, at int64
-			if err := rows.Scan(&c.ID, &c.ExecutionID, &c.Tool, &c.ArgsHash, &c.Status, &c.ErrorCode, &dur, &at); err != nil {
-				return err
-			}
-			c.Duration = time.Duration(dur) * time.Microsecond
-			c.StartedAt = fromMS(at)
-			out = append(out, c)
-		}
-		return rows.Err()
+		out, err = scanToolCalls(rows)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list tool calls: %w", err)
 	}
 	return out, nil
+}
+
+// toolCallColumns are the columns scanToolCalls reads, in order.
+const toolCallColumns = `id, execution_id, tool, args_hash, status, error_code, duration_us, started_at`
+
+// scanToolCalls reads the rows of a query of toolCallColumns, and closes them.
+func scanToolCalls(rows *sql.Rows) ([]ToolCall, error) {
+	defer rows.Close()
+	out := []ToolCall{}
+	for rows.Next() {
+		var c ToolCall
+		var dur, at int64
+		if err := rows.Scan(&c.ID, &c.ExecutionID, &c.Tool, &c.ArgsHash, &c.Status, &c.ErrorCode, &dur, &at); err != nil {
+			return nil, err
+		}
+		c.Duration = time.Duration(dur) * time.Microsecond
+		c.StartedAt = fromMS(at)
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }

@@ -49,22 +49,11 @@ func (s *Store) MemoryStats(ctx context.Context) (MemoryStats, error) {
 	s.vmu.RUnlock()
 	now := ms(s.now())
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT layer, count(*) FROM memories WHERE principal = ? GROUP BY layer`, principal)
-		if err != nil {
+		var err error
+		if st.Memories, err = countLayers(ctx, tx, st.Layers, `WHERE principal = ?`, principal); err != nil {
 			return err
 		}
-		for rows.Next() {
-			var l string
-			var n int
-			if err := rows.Scan(&l, &n); err != nil {
-				rows.Close()
-				return err
-			}
-			st.Layers[Layer(l)] = n
-			st.Memories += n
-		}
-		rows.Close()
-		rows, err = tx.QueryContext(ctx, `SELECT status, count(*), sum(CASE WHEN due_at < ? AND status IN ('open', 'in_progress') THEN 1 ELSE 0 END)
+		rows, err := tx.QueryContext(ctx, `SELECT status, count(*), sum(CASE WHEN due_at < ? AND status IN ('open', 'in_progress') THEN 1 ELSE 0 END)
 			FROM memories WHERE principal = ? AND layer = 'prospective' GROUP BY status`, now, principal)
 		if err != nil {
 			return err
@@ -155,21 +144,10 @@ func (s *Store) Stats(ctx context.Context) (StoreStats, error) {
 		if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&st.SchemaVersion); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT layer, count(*) FROM memories GROUP BY layer`)
-		if err != nil {
+		var err error
+		if st.Memories, err = countLayers(ctx, tx, st.Layers, ``); err != nil {
 			return err
 		}
-		for rows.Next() {
-			var l string
-			var n int
-			if err := rows.Scan(&l, &n); err != nil {
-				rows.Close()
-				return err
-			}
-			st.Layers[Layer(l)] = n
-			st.Memories += n
-		}
-		rows.Close()
 		for q, dst := range map[string]any{
 			`SELECT count(*) FROM (SELECT principal FROM memories UNION SELECT principal FROM workspace_files UNION SELECT principal FROM skills)`: &st.Principals,
 			`SELECT count(*) FROM entities`:   &st.Entities,
@@ -191,4 +169,25 @@ func (s *Store) Stats(ctx context.Context) (StoreStats, error) {
 		return StoreStats{}, fmt.Errorf("stats: %w", err)
 	}
 	return st, nil
+}
+
+// countLayers counts memories by layer into layers, over those that the
+// WHERE clause where selects (all for ""), and returns the total.
+func countLayers(ctx context.Context, tx *sql.Tx, layers map[Layer]int, where string, args ...any) (int, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT layer, count(*) FROM memories `+where+` GROUP BY layer`, args...)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	total := 0
+	for rows.Next() {
+		var l string
+		var n int
+		if err := rows.Scan(&l, &n); err != nil {
+			return 0, err
+		}
+		layers[Layer(l)] = n
+		total += n
+	}
+	return total, rows.Err()
 }
