@@ -34,6 +34,9 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return fmt.Errorf("read program: %w", err)
 	}
 	language := executor.Language(*lang)
+	if language != "" && language != executor.JavaScript && language != executor.TypeScript {
+		return usageError{fmt.Sprintf("-lang %q: want javascript or typescript", *lang)}
+	}
 	if language == "" {
 		language = executor.JavaScript
 		if ext := filepath.Ext(path); ext == ".ts" || ext == ".mts" {
