@@ -161,6 +161,13 @@ func (v *Vault) Len() int {
 	return len(v.byToken)
 }
 
+// Bytes returns the size of the values held, the vault's share of memory.
+func (v *Vault) Bytes() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.bytes
+}
+
 // Tokenize returns the token for value of class c and remembers value and
 // its sources (qualified names of the tools whose results contained it).
 // The same value and class always get the same token under one key.
