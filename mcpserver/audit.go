@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"log/slog"
 	"sync"
 	"time"
@@ -21,7 +20,7 @@ import (
 // is full the request writes its record itself, so nothing is dropped;
 // close drains the queue.
 type auditor struct {
-	store   *memory.Store
+	store   auditLog
 	log     *slog.Logger
 	latency func(op string, d time.Duration)
 	queue   chan auditRecord
@@ -34,7 +33,7 @@ type auditRecord struct {
 	calls []memory.ToolCall
 }
 
-func newAuditor(store *memory.Store, log *slog.Logger, latency func(string, time.Duration)) *auditor {
+func newAuditor(store auditLog, log *slog.Logger, latency func(string, time.Duration)) *auditor {
 	a := &auditor{store: store, log: log, latency: latency, queue: make(chan auditRecord, 1024), done: make(chan struct{})}
 	go a.run()
 	return a
@@ -84,42 +83,6 @@ func (a *auditor) close() {
 		close(a.queue)
 		<-a.done
 	})
-}
-
-// runDispatcher is the dispatcher of one run: it runs calls as the run's
-// caller, under the caller's rate limit, and keeps a log of them for the
-// audit record.
-type runDispatcher struct {
-	dispatcher
-	execID  string
-	origins *origins
-
-	mu    sync.Mutex
-	calls []memory.ToolCall
-}
-
-func (d *runDispatcher) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-	start := time.Now()
-	out, err := d.dispatcher.Call(ctx, name, args)
-	if err == nil {
-		d.origins.add(name, out)
-	}
-	call := memory.ToolCall{
-		ExecutionID: d.execID,
-		Tool:        name,
-		ArgsHash:    hashHex(args),
-		Status:      "ok",
-		Duration:    time.Since(start),
-		StartedAt:   start,
-	}
-	if err != nil {
-		call.Status = "error"
-		call.ErrorCode = errorCode(err)
-	}
-	d.mu.Lock()
-	d.calls = append(d.calls, call)
-	d.mu.Unlock()
-	return out, err
 }
 
 func hashHex(b []byte) string {

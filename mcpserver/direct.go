@@ -119,12 +119,12 @@ func (s *Server) directTool(t *tools.Tool) (server.ServerTool, bool) {
 			args = json.RawMessage("{}")
 		}
 		caller := s.caller(ctx)
-		sess, err := s.sessions.get(caller.Session)
+		sess, err := s.sessions.get(caller.Principal, caller.Session)
 		if err != nil {
 			return nil, err
 		}
 		org := &origins{}
-		out, err := dispatcher{s: s, caller: caller, vault: sess.vault}.Call(ctx, qualified, args)
+		out, err := dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: sess.vault}.Call(ctx, qualified, args)
 		opts := filter.Options{Vault: sess.vault, Origin: org.sources}
 		if err != nil {
 			msg, _ := s.filter.ApplyText(err.Error(), opts)

@@ -28,7 +28,7 @@ func catalogServer(t testing.TB, cfg mcpserver.Config) *mcpserver.Server {
 	if err := catalog.LoadInto(reg, testCatalog); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcpserver.New(forTests(cfg), reg)
+	srv, err := mcpserver.New(forTests(t, cfg), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestDiscoveryLoop(t *testing.T) {
 			_, rec := execute(t, c, map[string]any{"code": `
 const r = await github.search_issues({query: "repo:acme/api is:issue is:open label:bug", per_page: 2});
 return r.items.map(i => i.number);`})
-			if rec == nil || rec.Status != executor.StatusOK || !strings.HasPrefix(string(rec.Value), "[") {
+			if rec == nil || rec.Status != executor.StatusOK || !strings.HasPrefix(string(rec.Result), "[") {
 				t.Fatalf("program calling the found tool: %+v", rec)
 			}
 		})

@@ -18,13 +18,13 @@ import (
 	"github.com/codecell/codecell/tools/builtin"
 )
 
-func newServer(t testing.TB, cfg mcpserver.Config) *mcpserver.Server {
+func newServer(t testing.TB, cfg mcpserver.Config, sandbox ...executor.Config) *mcpserver.Server {
 	t.Helper()
 	reg := tools.NewRegistry()
 	if err := builtin.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcpserver.New(forTests(cfg), reg)
+	srv, err := mcpserver.New(forTests(t, cfg, sandbox...), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,13 +32,25 @@ func newServer(t testing.TB, cfg mcpserver.Config) *mcpserver.Server {
 	return srv
 }
 
-// forTests gives runs a generous default deadline: under -race on a
-// loaded two-core machine the engine is ten times slower. Tests of the
-// deadline pass timeout_ms.
-func forTests(cfg mcpserver.Config) mcpserver.Config {
-	if cfg.Executor.Timeout == 0 {
-		cfg.Executor.Timeout = 30 * time.Second
+// forTests gives cfg an executor, configured by sandbox when given, that
+// is closed after the server. Runs get a generous default deadline: under
+// -race on a loaded two-core machine the engine is ten times slower.
+// Tests of the deadline pass timeout_ms.
+func forTests(t testing.TB, cfg mcpserver.Config, sandbox ...executor.Config) mcpserver.Config {
+	t.Helper()
+	var ec executor.Config
+	if len(sandbox) > 0 {
+		ec = sandbox[0]
 	}
+	if ec.Timeout == 0 {
+		ec.Timeout = 30 * time.Second
+	}
+	exec, err := executor.New(ec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { exec.Close() })
+	cfg.Executor = exec
 	return cfg
 }
 
@@ -100,7 +112,7 @@ func startVersion(t testing.TB, c *client.Client, version string) *client.Client
 }
 
 // execute calls execute_code and decodes the run record.
-func execute(t testing.TB, c *client.Client, args map[string]any) (*mcp.CallToolResult, *executor.Result) {
+func execute(t testing.TB, c *client.Client, args map[string]any) (*mcp.CallToolResult, *mcpserver.Record) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -118,7 +130,7 @@ func execute(t testing.TB, c *client.Client, args map[string]any) (*mcp.CallTool
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec executor.Result
+	var rec mcpserver.Record
 	if err := json.Unmarshal(b, &rec); err != nil {
 		t.Fatalf("structured content is not a run record: %v\n%s", err, b)
 	}
@@ -143,30 +155,30 @@ func TestExecuteCodeOverTransports(t *testing.T) {
 		wantErr bool
 		result  string        // the result as JSON, for successful runs
 		kind    executor.Kind // the error kind, for failed runs
-		check   func(t testing.TB, rec *executor.Result)
+		check   func(t testing.TB, rec *mcpserver.Record)
 		inText  string // the text content must contain this
 	}{
-		{name: "result", args: map[string]any{"code": "1 + 1"}, result: "2", inText: "ok ("},
+		{name: "result", args: map[string]any{"code": "1 + 1"}, result: "2", inText: `"status":"ok"`},
 		{name: "tool call", args: map[string]any{"code": `const r = await util.echo({text: "hi"}); return r.text`}, result: `"hi"`,
-			check: func(t testing.TB, rec *executor.Result) {
-				if len(rec.Calls) != 1 || rec.Calls[0].Tool != "util.echo" || !rec.Calls[0].OK {
-					t.Errorf("trace %+v", rec.Calls)
+			check: func(t testing.TB, rec *mcpserver.Record) {
+				if len(rec.Calls) != 1 || rec.Calls[0].Tool != "util.echo" || rec.Calls[0].Calls != 1 || rec.Calls[0].Failed != 0 {
+					t.Errorf("calls %+v", rec.Calls)
 				}
 			}},
 		{name: "promise all", args: map[string]any{"code": `const rs = await Promise.all([1, 2, 3].map(i => util.echo({text: String(i)}))); rs.map(r => r.text).join("")`}, result: `"123"`,
-			check: func(t testing.TB, rec *executor.Result) {
-				if rec.Telemetry.ToolCalls != 3 {
-					t.Errorf("tool calls %d", rec.Telemetry.ToolCalls)
+			check: func(t testing.TB, rec *mcpserver.Record) {
+				if rec.Stats.ToolCalls != 3 {
+					t.Errorf("tool calls %d", rec.Stats.ToolCalls)
 				}
 			}},
 		{name: "typescript", args: map[string]any{"code": "interface R { text: string }\nconst r: R = await util.echo({text: 'ts'});\nr.text", "language": "typescript"}, result: `"ts"`},
-		{name: "console", args: map[string]any{"code": `console.log("one"); console.warn("two", {n: 2}); 3`}, result: "3", inText: "[warn] two {\"n\":2}",
-			check: func(t testing.TB, rec *executor.Result) {
+		{name: "console", args: map[string]any{"code": `console.log("one"); console.warn("two", {n: 2}); 3`}, result: "3", inText: `{"level":"warn","message":"two {\"n\":2}"}`,
+			check: func(t testing.TB, rec *mcpserver.Record) {
 				if len(rec.Logs) != 2 || rec.Logs[0].Message != "one" || rec.Logs[1].Level != "warn" {
 					t.Errorf("logs %+v", rec.Logs)
 				}
 			}},
-		{name: "syntax error", args: map[string]any{"code": "let x = ;"}, wantErr: true, kind: executor.KindSyntax, inText: "at line 1, column 9"},
+		{name: "syntax error", args: map[string]any{"code": "let x = ;"}, wantErr: true, kind: executor.KindSyntax, inText: `"line":1,"column":9`},
 		{name: "runtime error", args: map[string]any{"code": "null.x"}, wantErr: true, kind: executor.KindRuntime, inText: "TypeError"},
 		{name: "tool error", args: map[string]any{"code": "await util.echo({})"}, wantErr: true, kind: executor.KindTool, inText: "missing property 'text'"},
 		{name: "timeout", args: map[string]any{"code": "while (true) {}", "timeout_ms": 200}, wantErr: true, kind: executor.KindTimeout, inText: "200ms deadline"},
@@ -177,14 +189,14 @@ func TestExecuteCodeOverTransports(t *testing.T) {
 		{name: "output limit", args: map[string]any{"code": "for (;;) console.log('spam')"}, wantErr: true, kind: executor.KindOutput},
 		{name: "unsettled", args: map[string]any{"code": "await new Promise(() => {})"}, wantErr: true, kind: executor.KindUnsettled},
 		{name: "unserializable", args: map[string]any{"code": "() => 1"}, wantErr: true, kind: executor.KindResult},
-		{name: "bad language", args: map[string]any{"code": "1", "language": "python"}, wantErr: true, inText: "language"},
-		{name: "missing code", args: map[string]any{}, wantErr: true, inText: "missing property 'code'"},
-		{name: "timeout above cap", args: map[string]any{"code": "1", "timeout_ms": 10_000_000}, wantErr: true, inText: "timeout_ms"},
+		{name: "bad language", args: map[string]any{"code": "1", "language": "python"}, wantErr: true, kind: executor.KindInvalidRequest, inText: "language"},
+		{name: "missing code", args: map[string]any{}, wantErr: true, kind: executor.KindInvalidRequest, inText: "missing property 'code'"},
+		{name: "timeout above cap", args: map[string]any{"code": "1", "timeout_ms": 10_000_000}, wantErr: true, kind: executor.KindInvalidRequest, inText: "timeout_ms"},
 	}
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
 			t.Parallel()
-			srv := newServer(t, mcpserver.Config{Executor: executor.Config{PoolSize: 2, MemoryLimit: 16 << 20}})
+			srv := newServer(t, mcpserver.Config{}, executor.Config{PoolSize: 2, MemoryLimit: 16 << 20})
 			c := start(t, tr.connect(t, srv))
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
@@ -200,8 +212,8 @@ func TestExecuteCodeOverTransports(t *testing.T) {
 							t.Fatalf("no structured content: %s", text(res))
 						}
 					}
-					if tc.result != "" && string(rec.Value) != tc.result {
-						t.Errorf("result %s, want %s", rec.Value, tc.result)
+					if tc.result != "" && string(rec.Result) != tc.result {
+						t.Errorf("result %s, want %s", rec.Result, tc.result)
 					}
 					if tc.kind != "" && (rec.Error == nil || rec.Error.Kind != tc.kind) {
 						t.Errorf("error %+v, want kind %s", rec.Error, tc.kind)
@@ -212,7 +224,7 @@ func TestExecuteCodeOverTransports(t *testing.T) {
 				})
 			}
 			// The server is still healthy after every failure above.
-			if _, rec := execute(t, c, map[string]any{"code": "'alive'"}); rec == nil || string(rec.Value) != `"alive"` {
+			if _, rec := execute(t, c, map[string]any{"code": "'alive'"}); rec == nil || string(rec.Result) != `"alive"` {
 				t.Fatalf("server not healthy after hostile runs: %+v", rec)
 			}
 		})
@@ -255,7 +267,7 @@ func TestListToolsIsCodeMode(t *testing.T) {
 // against a small pool: they queue, and all succeed.
 func TestConcurrentClients(t *testing.T) {
 	t.Parallel()
-	srv := newServer(t, mcpserver.Config{Executor: executor.Config{PoolSize: 2}})
+	srv := newServer(t, mcpserver.Config{}, executor.Config{PoolSize: 2})
 	c := start(t, transports[1].connect(t, srv))
 	var wg sync.WaitGroup
 	for i := range 20 {
@@ -352,7 +364,7 @@ func TestDirectMode(t *testing.T) {
 		t.Errorf("extra__ping: %s", text(res))
 	}
 	// ... and programs see it at once.
-	if _, rec := execute(t, c, map[string]any{"code": "await extra.ping()"}); rec == nil || string(rec.Value) != `"pong"` {
+	if _, rec := execute(t, c, map[string]any{"code": "await extra.ping()"}); rec == nil || string(rec.Result) != `"pong"` {
 		t.Errorf("program call of a runtime tool: %+v", rec)
 	}
 }

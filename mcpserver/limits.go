@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -28,6 +27,10 @@ type Limits struct {
 	MaxQueued   int
 	// MaxBodyBytes caps an HTTP request body. Default 4 MiB.
 	MaxBodyBytes int64
+	// Stdio applies the rate limits to the local user over stdio too. By
+	// default they apply only to HTTP principals: a local agent, or a
+	// benchmark loop, is not a tenant to protect others from.
+	Stdio bool
 }
 
 func (l Limits) withDefaults() Limits {
@@ -85,8 +88,7 @@ type limiter struct {
 	executions map[string]*rate.Limiter
 	calls      map[string]*rate.Limiter
 
-	admitted chan struct{}
-	waiting  atomic.Int64
+	admission admission
 }
 
 func newLimiter(l Limits) *limiter {
@@ -95,7 +97,7 @@ func newLimiter(l Limits) *limiter {
 		lim:        l,
 		executions: map[string]*rate.Limiter{},
 		calls:      map[string]*rate.Limiter{},
-		admitted:   make(chan struct{}, l.MaxInFlight),
+		admission:  admission{capacity: l.MaxInFlight, maxQueued: l.MaxQueued, held: map[string]int{}},
 	}
 }
 
@@ -120,8 +122,12 @@ func take(b *rate.Limiter) (time.Duration, bool) {
 	return 0, true
 }
 
-// allowExecution spends one of principal's executions.
-func (l *limiter) allowExecution(principal string) *refusal {
+// allowExecution spends one of principal's executions; local requests
+// (stdio) are not rate-limited unless Limits.Stdio says so.
+func (l *limiter) allowExecution(principal string, local bool) *refusal {
+	if local && !l.lim.Stdio {
+		return nil
+	}
 	b := l.bucket(l.executions, principal, l.lim.ExecutionsPerMinute, l.lim.ExecutionBurst)
 	if d, ok := take(b); !ok {
 		return &refusal{
@@ -133,8 +139,11 @@ func (l *limiter) allowExecution(principal string) *refusal {
 	return nil
 }
 
-// allowToolCall spends one of principal's tool calls.
-func (l *limiter) allowToolCall(principal string) *refusal {
+// allowToolCall spends one of principal's tool calls, as allowExecution.
+func (l *limiter) allowToolCall(principal string, local bool) *refusal {
+	if local && !l.lim.Stdio {
+		return nil
+	}
 	b := l.bucket(l.calls, principal, l.lim.ToolCallsPerMinute, l.lim.ToolCallBurst)
 	if d, ok := take(b); !ok {
 		return &refusal{
@@ -148,34 +157,108 @@ func (l *limiter) allowToolCall(principal string) *refusal {
 
 // admit waits, up to wait, for one of the MaxInFlight places, and refuses
 // at once when MaxQueued requests are already waiting.
-func (l *limiter) admit(ctx context.Context, wait time.Duration) (release func(), _ *refusal) {
-	release = func() { <-l.admitted }
-	select {
-	case l.admitted <- struct{}{}:
+func (l *limiter) admit(ctx context.Context, principal string, wait time.Duration) (release func(), _ *refusal) {
+	return l.admission.acquire(ctx, principal, wait)
+}
+
+// admission shares the MaxInFlight places fairly between principals: a
+// free place goes to the waiting request whose principal holds the fewest
+// places, the earliest among equals, so one principal's burst cannot keep
+// the others waiting.
+type admission struct {
+	capacity, maxQueued int
+
+	mu      sync.Mutex
+	inUse   int
+	held    map[string]int // places held, by principal
+	waiters []*waiter
+}
+
+type waiter struct {
+	principal string
+	granted   chan struct{} // closed when a place is handed over
+}
+
+func (a *admission) acquire(ctx context.Context, principal string, wait time.Duration) (func(), *refusal) {
+	release := func() { a.release(principal) }
+	a.mu.Lock()
+	if a.inUse < a.capacity && len(a.waiters) == 0 {
+		a.grantLocked(principal)
+		a.mu.Unlock()
 		return release, nil
-	default:
 	}
-	if l.waiting.Add(1) > int64(l.lim.MaxQueued) {
-		l.waiting.Add(-1)
+	if len(a.waiters) >= a.maxQueued {
+		a.mu.Unlock()
 		return nil, &refusal{
 			limit:      "max_queued",
-			message:    fmt.Sprintf("server busy: %d executions are running and %d more are waiting, the most allowed", l.lim.MaxInFlight, l.lim.MaxQueued),
+			message:    fmt.Sprintf("server busy: %d executions are running and %d more are waiting, the most allowed", a.capacity, a.maxQueued),
 			retryAfter: time.Second,
 		}
 	}
-	defer l.waiting.Add(-1)
+	w := &waiter{principal: principal, granted: make(chan struct{})}
+	a.waiters = append(a.waiters, w)
+	a.mu.Unlock()
+
 	t := time.NewTimer(wait)
 	defer t.Stop()
+	var r *refusal
 	select {
-	case l.admitted <- struct{}{}:
+	case <-w.granted:
 		return release, nil
 	case <-t.C:
-		return nil, &refusal{
+		r = &refusal{
 			limit:      "max_in_flight",
-			message:    fmt.Sprintf("server busy: %d executions stayed in flight for %s", l.lim.MaxInFlight, wait),
+			message:    fmt.Sprintf("server busy: %d executions stayed in flight for %s", a.capacity, wait),
 			retryAfter: time.Second,
 		}
 	case <-ctx.Done():
-		return nil, &refusal{limit: "canceled", message: "the request was cancelled while waiting to run"}
+		r = &refusal{limit: "canceled", message: "the request was cancelled while waiting to run"}
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	select {
+	case <-w.granted: // handed over while giving up: pass it on
+		a.releaseLocked(principal)
+	default:
+		for i, x := range a.waiters {
+			if x == w {
+				a.waiters = append(a.waiters[:i], a.waiters[i+1:]...)
+				break
+			}
+		}
+	}
+	return nil, r
+}
+
+func (a *admission) grantLocked(principal string) {
+	a.inUse++
+	a.held[principal]++
+}
+
+func (a *admission) release(principal string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.releaseLocked(principal)
+}
+
+// releaseLocked frees principal's place and hands it to the fairest
+// waiter.
+func (a *admission) releaseLocked(principal string) {
+	a.inUse--
+	if a.held[principal]--; a.held[principal] <= 0 {
+		delete(a.held, principal)
+	}
+	if len(a.waiters) == 0 || a.inUse >= a.capacity {
+		return
+	}
+	best := 0
+	for i, w := range a.waiters {
+		if a.held[w.principal] < a.held[a.waiters[best].principal] {
+			best = i
+		}
+	}
+	w := a.waiters[best]
+	a.waiters = append(a.waiters[:best], a.waiters[best+1:]...)
+	a.grantLocked(w.principal)
+	close(w.granted)
 }

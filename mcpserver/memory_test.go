@@ -9,7 +9,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
@@ -37,7 +36,7 @@ func storeServerTB(t testing.TB, path string, cfg mcpserver.Config) (*mcpserver.
 		t.Fatal(err)
 	}
 	cfg.Store = st
-	srv, err := mcpserver.New(forTests(cfg), reg)
+	srv, err := mcpserver.New(forTests(t, cfg), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,9 +62,9 @@ func mustRun(t *testing.T, c interface {
 		t.Fatalf("run failed: %s", text(res))
 	}
 	b, _ := json.Marshal(res.StructuredContent)
-	var rec executor.Result
+	var rec mcpserver.Record
 	json.Unmarshal(b, &rec)
-	return rec.Value
+	return rec.Result
 }
 
 // TestMemoryAcrossSessionsAndRestarts: one session remembers, recalls,

@@ -25,6 +25,10 @@ type metrics struct {
 	refusals       *prometheus.CounterVec
 	bytesToModel   prometheus.Counter
 	bytesFromTools prometheus.Counter
+
+	sessions        prometheus.Gauge
+	vaultBytes      prometheus.Gauge
+	sessionsEvicted *prometheus.CounterVec
 }
 
 func newMetrics(exec *executor.Executor) *metrics {
@@ -70,6 +74,18 @@ func newMetrics(exec *executor.Executor) *metrics {
 			Help: "Bytes programs received from tools.",
 		}),
 	}
+	m.sessions = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "codecell_sessions",
+		Help: "Sessions whose state (token vault, ledger) is held, at the last sweep.",
+	})
+	m.vaultBytes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "codecell_vault_bytes",
+		Help: "Bytes held by all sessions' token vaults, at the last sweep.",
+	})
+	m.sessionsEvicted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "codecell_sessions_evicted_total",
+		Help: "Session states dropped before their session ended, by reason (idle, per_principal, total_vault_bytes).",
+	}, []string{"reason"})
 	pool := func(name, help string, f func(executor.Stats) int) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
 			return float64(f(exec.Stats()))
@@ -78,6 +94,7 @@ func newMetrics(exec *executor.Executor) *metrics {
 	m.reg.MustRegister(
 		m.executions, m.duration, m.queueWait, m.toolCalls, m.findings,
 		m.storeLatency, m.refusals, m.bytesToModel, m.bytesFromTools,
+		m.sessions, m.vaultBytes, m.sessionsEvicted,
 		pool("codecell_pool_size", "Programs that may run at once.", func(s executor.Stats) int { return s.Size }),
 		pool("codecell_pool_in_use", "Programs running now.", func(s executor.Stats) int { return s.Running }),
 		pool("codecell_pool_ready", "VMs prepared for the next runs.", func(s executor.Stats) int { return s.Ready }),
@@ -97,6 +114,12 @@ func (m *metrics) observeRun(res *executor.Result) {
 	m.duration.Observe(res.Telemetry.DurationMS / 1000)
 	m.queueWait.Observe(res.Telemetry.QueueWaitMS / 1000)
 	m.bytesFromTools.Add(float64(res.Telemetry.BytesFromTools))
+}
+
+// observeSessions records what the last sweep of session state kept.
+func (m *metrics) observeSessions(count, vaultBytes int) {
+	m.sessions.Set(float64(count))
+	m.vaultBytes.Set(float64(vaultBytes))
 }
 
 // observeStore records the latency of one store operation.

@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -12,17 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/codecell/codecell/executor"
-	"github.com/codecell/codecell/tools"
 )
-
-// errorCode is the code of a tool-call error, for messages.
-func errorCode(err error) string {
-	var r *refusal
-	if errors.As(err, &r) {
-		return r.ErrorCode()
-	}
-	return tools.CodeOf(err)
-}
 
 // logLevels maps console levels to MCP logging levels.
 var logLevels = map[string]mcp.LoggingLevel{

@@ -128,7 +128,7 @@ func TestCancellation(t *testing.T) {
 	for _, tr := range transports[1:2] {
 		t.Run(tr.name, func(t *testing.T) {
 			t.Parallel()
-			srv := newServer(t, mcpserver.Config{Executor: executor.Config{PoolSize: 1, QueueWait: 3 * time.Second, Timeout: 30 * time.Second}})
+			srv := newServer(t, mcpserver.Config{}, executor.Config{PoolSize: 1, QueueWait: 3 * time.Second, Timeout: 30 * time.Second})
 			c := start(t, tr.connect(t, srv))
 			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 			defer cancel()
@@ -141,7 +141,7 @@ func TestCancellation(t *testing.T) {
 			// Had the runaway kept its VM, this run would fail as busy
 			// after the 3s queue wait, long before the runaway's 30s.
 			_, rec := execute(t, c, map[string]any{"code": "'next'"})
-			if rec == nil || string(rec.Value) != `"next"` {
+			if rec == nil || string(rec.Result) != `"next"` {
 				t.Fatalf("next run: %+v", rec)
 			}
 		})

@@ -114,7 +114,8 @@ func (s *Server) addLedger() {
 		mcp.WithResourceDescription("This session's running totals: context read by programs from tools versus returned to the model, and what the output filter found."),
 		mcp.WithMIMEType("application/json"),
 	), func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-		sess, err := s.sessions.get(s.caller(ctx).Session)
+		c := s.caller(ctx)
+		sess, err := s.sessions.get(c.Principal, c.Session)
 		if err != nil {
 			return nil, err
 		}

@@ -163,18 +163,19 @@ func TestRateLimits(t *testing.T) {
 
 	// Tool calls: the fourth call in a burst fails with rate_limited.
 	res, rec := execute(t, alice, map[string]any{"code": `const out = []; for (let i = 0; i < 4; i++) { try { await util.echo({text: "x"}); out.push("ok") } catch (e) { out.push(e.code + ": " + e.message) } } out`})
-	if res.IsError || !strings.Contains(string(rec.Value), `"rate_limited: rate limit: \"alice\" may make 6 tool calls per minute (bursts of 3); retry in`) {
+	if res.IsError || !strings.Contains(string(rec.Result), `"rate_limited: rate limit: \"alice\" may make 6 tool calls per minute (bursts of 3); retry in`) {
 		t.Fatalf("tool-call limit: %s", text(res))
 	}
 	// Executions: alice has used one of two; the third is refused with a
 	// message that says which limit and when to retry.
 	execute(t, alice, map[string]any{"code": "1"})
-	res, _ = execute(t, alice, map[string]any{"code": "1"})
-	if !res.IsError || !strings.Contains(text(res), `"alice" may start 6 executions per minute`) || !strings.Contains(text(res), "retry in") {
+	res, rec = execute(t, alice, map[string]any{"code": "1"})
+	if !res.IsError || rec.Error == nil || rec.Error.Kind != mcpserver.KindRateLimited ||
+		!strings.Contains(rec.Error.Message, `"alice" may start 6 executions per minute`) || !strings.Contains(rec.Error.Message, "retry in") {
 		t.Fatalf("execution limit: %s", text(res))
 	}
 	// Limits are per principal: bob is unaffected.
-	if _, rec := execute(t, bob, map[string]any{"code": "2"}); rec == nil || string(rec.Value) != "2" {
+	if _, rec := execute(t, bob, map[string]any{"code": "2"}); rec == nil || string(rec.Result) != "2" {
 		t.Fatalf("bob was limited by alice's use: %+v", rec)
 	}
 }

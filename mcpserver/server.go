@@ -16,13 +16,13 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/filter"
-	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/search"
 	"github.com/codecell/codecell/vfs"
@@ -41,8 +41,9 @@ var instructions string
 type Config struct {
 	// Version is reported to clients.
 	Version string
-	// Executor configures the sandbox.
-	Executor executor.Config
+	// Executor runs the programs. The caller creates it and closes it
+	// after the server.
+	Executor *executor.Executor
 	// Expose selects the MCP tools listed: code mode (default) or also
 	// every catalogue tool directly.
 	Expose Expose
@@ -69,7 +70,9 @@ type Config struct {
 	// Store, when set, keeps the audit log, stored results, workspace
 	// files and skills. Its memory and workspace tools are registered by
 	// the caller (memory.Store.Register).
-	Store *memory.Store
+	Store Store
+	// Sessions bound the memory that session state (token vaults) holds.
+	Sessions SessionLimits
 	// Principal names the caller of requests that carry no authenticated
 	// identity, such as stdio's local user. Default "local".
 	Principal string
@@ -106,7 +109,8 @@ type Server struct {
 	stopping          context.Context
 	stopRuns          context.CancelCauseFunc
 	filter            *filter.Filter
-	sessions          sessions
+	sessions          *sessions
+	sweeper           sync.WaitGroup
 	budget, maxBudget int
 
 	layout            atomic.Pointer[layoutCache]
@@ -139,10 +143,9 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		cfg.Version = "dev"
 	}
 	log := cfg.Logger.With("component", "mcpserver")
-	cfg.Executor.Logger = cfg.Logger
-	exec, err := executor.New(cfg.Executor)
-	if err != nil {
-		return nil, fmt.Errorf("new server: %w", err)
+	exec := cfg.Executor
+	if exec == nil {
+		return nil, errors.New("new server: no executor")
 	}
 	stopping, stopRuns := context.WithCancelCause(context.Background())
 	s := &Server{
@@ -257,7 +260,12 @@ func (s *Server) initFilter() error {
 		}
 		key = k
 	}
-	s.sessions = sessions{key: key, rules: s.cfg.Rules, m: map[string]*session{}}
+	s.sessions = newSessions(key, s.cfg.Rules, s.cfg.Sessions, func(reason string) {
+		s.metrics.sessionsEvicted.WithLabelValues(reason).Inc()
+	})
+	s.sweeper.Go(func() {
+		s.sessions.sweepEvery(s.stopping, time.Minute, s.metrics.observeSessions)
+	})
 	return nil
 }
 
@@ -274,8 +282,9 @@ var ErrShuttingDown = errors.New("the server is shutting down; run the program a
 // "canceled" error that says the server is shutting down.
 func (s *Server) StopRuns() { s.stopRuns(ErrShuttingDown) }
 
-// Close stops the sandbox pool and flushes the audit log. Requests in
-// progress must have ended. It does not close the Store.
+// Close cancels the runs still in progress and flushes the audit log.
+// Requests in progress must have ended. It closes neither the executor
+// nor the Store.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		if s.unsubscribe != nil {
@@ -287,7 +296,7 @@ func (s *Server) Close() error {
 		s.search.Close()
 		s.vfs.Close()
 		s.stopRuns(ErrShuttingDown)
-		s.exec.Close()
+		s.sweeper.Wait()
 		s.audit.close()
 	})
 	return nil
@@ -310,7 +319,8 @@ func (s *Server) functions() *executor.Layout {
 }
 
 // caller identifies who a request is made for: the authenticated
-// principal, or the configured one for unauthenticated transports.
+// principal, or the configured one for unauthenticated transports, and the
+// MCP session (none for a request of the stateless protocol).
 func (s *Server) caller(ctx context.Context) tools.Caller {
 	c := tools.Caller{Principal: s.cfg.Principal}
 	if p, ok := principalFrom(ctx); ok {
@@ -320,45 +330,4 @@ func (s *Server) caller(ctx context.Context) tools.Caller {
 		c.Session = session.SessionID()
 	}
 	return c
-}
-
-// dispatcher runs tool calls — a program's, or direct mode's — against the
-// registry as one caller, under the caller's rate limit.
-type dispatcher struct {
-	s      *Server
-	caller tools.Caller
-	vault  *filter.Vault // the caller's session's tokens
-}
-
-var _ executor.Dispatcher = dispatcher{}
-
-func (d dispatcher) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-	if r := d.s.limits.allowToolCall(d.caller.Principal); r != nil {
-		d.s.metrics.refusals.WithLabelValues(r.limit).Inc()
-		d.s.metrics.toolCalls.WithLabelValues(name, "rate_limited").Inc()
-		return nil, r
-	}
-	args, err := resolveTokens(d.vault, name, args)
-	if err != nil {
-		d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, name), tools.CodeOf(err)).Inc()
-		if tools.CodeOf(err) == "policy_violation" {
-			d.s.log.Warn("exfiltration rule blocked a tool call", "tool", name, "principal", d.caller.Principal, "session", d.caller.Session)
-		}
-		return nil, err
-	}
-	out, err := d.s.reg.Call(tools.WithCaller(ctx, d.caller), name, args)
-	status := "ok"
-	if err != nil {
-		status = tools.CodeOf(err)
-	}
-	d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, name), status).Inc()
-	return out, err
-}
-
-// metricName keeps metric labels bounded: unknown tool names are one label.
-func metricName(reg *tools.Registry, name string) string {
-	if _, known := reg.Get(name); !known {
-		return "(unknown)"
-	}
-	return name
 }

@@ -1,7 +1,9 @@
 package mcpserver
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/gzhttp"
@@ -16,15 +19,150 @@ import (
 )
 
 // ServeStdio serves one MCP client over in and out until ctx ends or in
-// reaches EOF. Only protocol messages are written to out.
+// reaches EOF. Only protocol messages are written to out. On EOF it
+// finishes what was asked: every request read gets its response before
+// ServeStdio returns, and none is cancelled because the input ended.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	gate := newStdioGate(ctx, in, out, s.exec.Config().MaxTimeout+s.exec.Config().QueueWait+10*time.Second)
 	stdio := server.NewStdioServer(s.mcp)
 	stdio.SetErrorLogger(log.New(slogWriter{s.log.With("transport", "stdio")}, "", 0))
-	err := stdio.Listen(ctx, in, out)
+	stdio.SetContextFunc(func(ctx context.Context) context.Context { return withLocal(ctx) })
+	err := stdio.Listen(ctx, gate, gate.writer())
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
 	}
 	return fmt.Errorf("serve stdio: %w", err)
+}
+
+type localKey struct{}
+
+// withLocal marks a request that came from the local user over stdio.
+func withLocal(ctx context.Context) context.Context { return context.WithValue(ctx, localKey{}, true) }
+
+// isLocal reports whether a request came over stdio.
+func (s *Server) isLocal(ctx context.Context) bool {
+	local, _ := ctx.Value(localKey{}).(bool)
+	return local
+}
+
+// stdioGate sits between a stdio client and mcp-go's stdio server, which
+// serves requests concurrently and cancels them all when its input ends.
+// The gate hands the server one line at a time and keeps two promises a
+// client relies on: nothing after an initialize request is read until it
+// is answered (a client may pipe requests before the reply), and EOF is
+// passed on only once every request read has been answered.
+type stdioGate struct {
+	ctx   context.Context
+	drain time.Duration
+	in    *bufio.Reader
+	out   io.Writer
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced when pending changes
+	pending map[string]bool
+	initID  string // an initialize request not yet answered
+	rest    []byte // what is left of the current line
+}
+
+// newStdioGate returns a gate over in and out that waits up to drain for
+// the answers to requests in progress when in ends.
+func newStdioGate(ctx context.Context, in io.Reader, out io.Writer, drain time.Duration) *stdioGate {
+	return &stdioGate{ctx: ctx, drain: drain, in: bufio.NewReaderSize(in, 64<<10), out: out, changed: make(chan struct{}), pending: map[string]bool{}}
+}
+
+// rpcHead is what the gate reads of a JSON-RPC message.
+type rpcHead struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		RequestID json.RawMessage `json:"requestId"`
+	} `json:"params"`
+}
+
+// Read returns at most one line of input.
+func (g *stdioGate) Read(p []byte) (int, error) {
+	if len(g.rest) == 0 {
+		if err := g.waitFor(func() bool { return g.initID == "" }); err != nil {
+			return 0, err
+		}
+		line, err := g.in.ReadBytes('\n')
+		if len(line) == 0 && err != nil {
+			if err == io.EOF {
+				// Finish what was asked before the server sees the end.
+				ctx, cancel := context.WithTimeout(g.ctx, g.drain)
+				defer cancel()
+				if werr := g.waitForCtx(ctx, func() bool { return len(g.pending) == 0 }); werr != nil && g.ctx.Err() != nil {
+					return 0, werr
+				}
+			}
+			return 0, err
+		}
+		var h rpcHead
+		if json.Unmarshal(line, &h) == nil && h.Method != "" {
+			g.mu.Lock()
+			switch {
+			case len(h.ID) > 0 && string(h.ID) != "null":
+				g.pending[string(h.ID)] = true
+				if h.Method == "initialize" {
+					g.initID = string(h.ID)
+				}
+			case h.Method == "notifications/cancelled":
+				// The client expects no answer to a request it cancelled.
+				g.settleLocked(string(h.Params.RequestID))
+			}
+			g.mu.Unlock()
+		}
+		g.rest = line
+	}
+	n := copy(p, g.rest)
+	g.rest = g.rest[n:]
+	return n, nil
+}
+
+// waitFor blocks until cond holds or the context ends.
+func (g *stdioGate) waitFor(cond func() bool) error { return g.waitForCtx(g.ctx, cond) }
+
+func (g *stdioGate) waitForCtx(ctx context.Context, cond func() bool) error {
+	for {
+		g.mu.Lock()
+		ok, ch := cond(), g.changed
+		g.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// writer returns the writer the server writes messages to: it notes each
+// response as it goes out.
+func (g *stdioGate) writer() io.Writer { return stdioOut{g} }
+
+type stdioOut struct{ g *stdioGate }
+
+func (o stdioOut) Write(p []byte) (int, error) {
+	n, err := o.g.out.Write(p)
+	var h rpcHead
+	if json.Unmarshal(p, &h) == nil && h.Method == "" && len(h.ID) > 0 {
+		o.g.mu.Lock()
+		o.g.settleLocked(string(h.ID))
+		o.g.mu.Unlock()
+	}
+	return n, err
+}
+
+// settleLocked marks request id answered (or no longer awaited).
+func (g *stdioGate) settleLocked(id string) {
+	delete(g.pending, id)
+	if id == g.initID {
+		g.initID = ""
+	}
+	close(g.changed)
+	g.changed = make(chan struct{})
 }
 
 // HTTP paths served by Handler.

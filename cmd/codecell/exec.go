@@ -50,11 +50,11 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return err
 	}
 	defer store.Close()
-	srv, err := newServer(cfg, store, log)
+	srv, closeServer, err := newServer(cfg, store, log)
 	if err != nil {
 		return err
 	}
-	defer srv.Close()
+	defer closeServer()
 
 	res, _ := srv.Execute(ctx, mcpserver.Execution{Code: string(code), Language: language, Timeout: *runTimeout})
 	out, err := json.MarshalIndent(res, "", "  ")

@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/codecell/codecell/executor"
+	"github.com/codecell/codecell/mcpserver"
 )
 
 // binary is the codecell binary built for these tests.
@@ -64,7 +65,7 @@ func initialize(t testing.TB, c *client.Client) {
 	}
 }
 
-func callExecute(t testing.TB, c *client.Client, args map[string]any) (bool, *executor.Result, string) {
+func callExecute(t testing.TB, c *client.Client, args map[string]any) (bool, *mcpserver.Record, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -81,7 +82,7 @@ func callExecute(t testing.TB, c *client.Client, args map[string]any) (bool, *ex
 			txt.WriteString(tc.Text)
 		}
 	}
-	var rec executor.Result
+	var rec mcpserver.Record
 	b, _ := json.Marshal(res.StructuredContent)
 	if err := json.Unmarshal(b, &rec); err != nil {
 		t.Fatalf("structured content: %v", err)
@@ -126,8 +127,8 @@ func exercise(t *testing.T, c *client.Client) {
 				}
 				return
 			}
-			if isErr || string(rec.Value) != tc.result {
-				t.Fatalf("result %s (isError %v: %s), want %s", rec.Value, isErr, txt, tc.result)
+			if isErr || string(rec.Result) != tc.result {
+				t.Fatalf("result %s (isError %v: %s), want %s", rec.Result, isErr, txt, tc.result)
 			}
 		})
 	}
@@ -160,7 +161,7 @@ func TestServeStdio(t *testing.T) {
 		t.Fatal("runaway call returned")
 	}
 	// Had the runaway kept the only VM, this would fail as busy after 3s.
-	if isErr, rec, txt := callExecute(t, one, map[string]any{"code": "'next'"}); isErr || string(rec.Value) != `"next"` {
+	if isErr, rec, txt := callExecute(t, one, map[string]any{"code": "'next'"}); isErr || string(rec.Result) != `"next"` {
 		t.Fatalf("run after cancel: %s", txt)
 	}
 }

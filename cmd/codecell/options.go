@@ -143,9 +143,32 @@ func executorConfig(c SandboxConfig) executor.Config {
 	}
 }
 
-// newServer builds the catalogue and the MCP server from cfg, over the
-// store, whose memory and workspace tools join the catalogue.
-func newServer(cfg Config, store *memory.Store, log *slog.Logger) (*mcpserver.Server, error) {
+// newServer builds the sandbox, the catalogue and the MCP server from cfg,
+// over the store, whose memory and workspace tools join the catalogue.
+// close stops the server, then the sandbox.
+func newServer(cfg Config, store *memory.Store, log *slog.Logger) (srv *mcpserver.Server, close func(), err error) {
+	ec := executorConfig(cfg.Sandbox)
+	ec.Logger = log
+	exec, err := executor.New(ec)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sandbox: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			exec.Close()
+		}
+	}()
+	srv, err = buildServer(cfg, store, exec, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return srv, func() {
+		srv.Close()
+		exec.Close()
+	}, nil
+}
+
+func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *slog.Logger) (*mcpserver.Server, error) {
 	reg := tools.NewRegistry()
 	if err := builtin.Register(reg); err != nil {
 		return nil, err
@@ -178,7 +201,7 @@ func newServer(cfg Config, store *memory.Store, log *slog.Logger) (*mcpserver.Se
 	l := cfg.Limits
 	return mcpserver.New(mcpserver.Config{
 		Version:        version,
-		Executor:       executorConfig(cfg.Sandbox),
+		Executor:       exec,
 		Expose:         expose,
 		Auth:           tokens,
 		AllowedOrigins: cfg.Server.AllowedOrigins,

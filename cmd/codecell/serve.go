@@ -35,11 +35,11 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	defer store.Close()
-	srv, err := newServer(cfg, store, log)
+	srv, closeServer, err := newServer(cfg, store, log)
 	if err != nil {
 		return err
 	}
-	defer srv.Close()
+	defer closeServer()
 	stopPruning := prunePeriodically(ctx, store, time.Hour, log)
 	defer stopPruning()
 

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 
 	"github.com/codecell/codecell/executor"
+	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/memory"
 )
 
@@ -40,7 +41,7 @@ func TestGracefulShutdown(t *testing.T) {
 	base := waitForURL(t, pr)
 
 	var wg sync.WaitGroup
-	results := make(chan *executor.Result, 20)
+	results := make(chan *mcpserver.Record, 20)
 	started := make(chan struct{}, 20)
 	for i := range 20 {
 		wg.Add(1)
@@ -82,7 +83,7 @@ func TestGracefulShutdown(t *testing.T) {
 	var finished, cancelled int
 	for rec := range results {
 		switch {
-		case rec.Status == executor.StatusOK && string(rec.Value) == `"finished"`:
+		case rec.Status == executor.StatusOK && string(rec.Result) == `"finished"`:
 			finished++
 		case rec.Error != nil && rec.Error.Kind == executor.KindCanceled && strings.Contains(rec.Error.Message, "shutting down"):
 			cancelled++

@@ -93,7 +93,7 @@ await check("execute_code", async () => {
   assert(!result.isError, "isError: " + text(result));
   assert(result.structuredContent.result === "xy", "result: " + JSON.stringify(result.structuredContent));
   assert(result.structuredContent.logs[0].message === "hi", "logs");
-  return result.structuredContent.telemetry;
+  return result.structuredContent.stats;
 });
 
 await check("execute_code error", async () => {

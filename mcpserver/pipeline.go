@@ -1,0 +1,276 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/codecell/codecell/executor"
+	"github.com/codecell/codecell/filter"
+	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/tools"
+)
+
+// The run pipeline: admit (execute_code.go) → run → filter → store →
+// audit → record. Execute is everything after admission, shared by
+// execute_code and the exec command.
+
+// Execution is one program to run through Execute.
+type Execution struct {
+	Code     string
+	Language executor.Language
+	Timeout  time.Duration
+	// BudgetBytes overrides the response budget, up to its cap: the
+	// serialized record stays within it.
+	BudgetBytes int
+	// Details asks for the call trace, the filter's findings one by one
+	// and the error's stack in the record.
+	Details bool
+	// OnLog and OnProgress, when set, see console lines and progress
+	// reports as the program makes them, filtered and budgeted.
+	OnLog      func(executor.LogLine)
+	OnProgress func(message string, fraction float64)
+}
+
+// Execute runs a program as execute_code does, for the caller that ctx
+// carries: tokens in its tool calls resolve against the caller's session,
+// its output passes the filter, a cut result is stored, and the run is
+// audited. It returns the record and its serialization, the text the
+// model reads.
+func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
+	caller := s.caller(ctx)
+	sess, err := s.sessions.get(caller.Principal, caller.Session)
+	if err != nil {
+		s.log.Error("session", "err", err)
+	}
+	var vault *filter.Vault
+	if sess != nil {
+		vault = sess.vault
+	}
+	id := newExecutionID()
+	started := time.Now()
+	org := &origins{}
+	d := &runDispatcher{dispatcher: dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: vault}, execID: id, origins: org}
+	textOpts := filter.Options{Vault: vault, Origin: org.sources}
+	if x.OnLog != nil {
+		onLog := x.OnLog
+		x.OnLog = func(l executor.LogLine) {
+			l.Message = s.filterText(l.Message, maxStreamedText, textOpts)
+			onLog(l)
+		}
+	}
+	if x.OnProgress != nil {
+		onProgress := x.OnProgress
+		x.OnProgress = func(message string, fraction float64) {
+			onProgress(s.filterText(message, maxStreamedText, textOpts), fraction)
+		}
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(s.stopping, func() { cancel(context.Cause(s.stopping)) })
+	defer stop()
+	res := s.exec.Run(runCtx, executor.Request{
+		Code:       x.Code,
+		Language:   x.Language,
+		Timeout:    x.Timeout,
+		Dispatcher: d,
+		Functions:  s.functions(),
+		OnLog:      x.OnLog,
+		OnProgress: x.OnProgress,
+	})
+	s.metrics.observeRun(res)
+	rec, body := s.record(context.WithoutCancel(tools.WithCaller(ctx, caller)), sess, org, id, x, res)
+	s.audit.record(auditRecord{exec: executionRecord(id, caller, x, started, res), calls: d.auditCalls()})
+	s.log.Info("run", "id", id, "principal", caller.Principal, "status", res.Status, "kind", errorKind(res),
+		"ms", res.Telemetry.DurationMS, "calls", res.Telemetry.ToolCalls, "code_bytes", len(x.Code), "returned_bytes", len(body))
+	return rec, body
+}
+
+// maxStreamedText bounds one console line or progress message streamed
+// as a notification.
+const maxStreamedText = 1 << 10
+
+func errorKind(res *executor.Result) executor.Kind {
+	if res.Error == nil {
+		return ""
+	}
+	return res.Error.Kind
+}
+
+// filterText passes one string the model will read through the filter
+// and cuts it to budget bytes.
+func (s *Server) filterText(text string, budget int, opts filter.Options) string {
+	if text == "" {
+		return ""
+	}
+	out, _ := s.filter.ApplyText(text, opts)
+	return cutText(out, budget)
+}
+
+// record runs the output filter over a run, keeps the whole result when
+// the model gets less than all of it, and builds the record within the
+// response budget.
+func (s *Server) record(ctx context.Context, sess *session, org *origins, execID string, x Execution, res *executor.Result) (*Record, []byte) {
+	budget := s.budget
+	if x.BudgetBytes > 0 {
+		budget = min(x.BudgetBytes, s.maxBudget)
+	}
+	opts := filter.Options{Origin: org.sources, Budget: budget}
+	if sess != nil {
+		opts.Vault = sess.vault
+	}
+	rec := &Record{
+		Status: res.Status,
+		Calls:  summarizeCalls(res.Calls),
+		Stats: Stats{
+			DurationMS:     res.Telemetry.DurationMS,
+			QueueWaitMS:    res.Telemetry.QueueWaitMS,
+			ToolCalls:      res.Telemetry.ToolCalls,
+			FromToolsBytes: res.Telemetry.BytesFromTools,
+		},
+	}
+	// Tool names are the program's to choose: an unknown one is text
+	// like any other.
+	for i := range rec.Calls {
+		rec.Calls[i].Tool = s.filterToolName(rec.Calls[i].Tool, opts)
+	}
+	if x.Details {
+		rec.Trace = res.Calls
+		for i := range rec.Trace {
+			rec.Trace[i].Tool = s.filterToolName(rec.Trace[i].Tool, opts)
+		}
+	}
+
+	lines := make([]string, len(res.Logs))
+	for i, l := range res.Logs {
+		lines[i] = l.Message
+	}
+	out, err := s.filter.Apply(filter.Input{Result: res.Value, Logs: lines}, opts)
+	var full json.RawMessage
+	if err != nil {
+		// The executor only returns valid JSON; a failure here is ours.
+		s.log.Error("filter", "id", execID, "err", err)
+		rec.Result = json.RawMessage("null")
+	} else {
+		full = out.Full
+		if len(out.Logs) > 0 {
+			rec.Logs = make([]executor.LogLine, len(out.Logs))
+			for i, msg := range out.Logs {
+				rec.Logs[i] = executor.LogLine{Level: res.Logs[i].Level, Message: msg}
+			}
+		}
+		rec.Filter = summarizeFilter(&out.Report, x.Details)
+		for class, n := range out.Report.Findings {
+			s.metrics.findings.WithLabelValues(string(class)).Add(float64(n))
+		}
+		if res.Error == nil {
+			rec.Result = out.Limited
+			if out.Compact != "" {
+				rec.Result, rec.Table = nil, out.Compact
+			}
+		}
+	}
+	if e := res.Error; e != nil {
+		rec.Error = s.runError(e, budget, opts, x.Details)
+	}
+
+	body := finishRecord(rec, budget, full)
+	if rec.Filter != nil && rec.Filter.Cut && s.cfg.Store != nil && len(full) > 0 {
+		if uri := s.storeResult(ctx, execID, full); uri != "" {
+			rec.ResultURI = uri
+			rec.Note = cutNote(rec, uri)
+			body = finishRecord(rec, budget, full)
+		}
+	}
+	if rec.Filter != nil && rec.Filter.Tokenized > 0 && len(body)+len(tokenNote) < budget {
+		rec.Note = joinNotes(rec.Note, tokenNote)
+		body = finishRecord(rec, budget, full)
+	}
+	s.metrics.bytesToModel.Add(float64(len(body)))
+	if sess != nil {
+		sess.add(rec)
+	}
+	return rec, body
+}
+
+// runError is the run's error as the model reads it: every string the
+// program could have put into it is filtered and cut to its share of the
+// budget.
+func (s *Server) runError(e *executor.Error, budget int, opts filter.Options, details bool) *RunError {
+	re := &RunError{
+		Kind:    e.Kind,
+		Message: s.filterText(e.Message, budget/2, opts),
+		Line:    e.Line,
+		Column:  e.Column,
+		Tool:    s.filterToolName(e.Tool, opts),
+		Code:    s.filterText(e.Code, 64, opts),
+	}
+	if len(e.Problems) > 0 {
+		p := s.filterText(string(e.Problems), budget/4, opts)
+		if json.Valid([]byte(p)) {
+			re.Problems = json.RawMessage(p)
+		} else {
+			b, _ := json.Marshal(p)
+			re.Problems = b
+		}
+	}
+	if details {
+		re.Stack = s.filterText(e.Stack, budget/4, opts)
+	}
+	return re
+}
+
+// filterToolName returns name when the catalogue has it, and otherwise
+// filters it as text: the program chose it.
+func (s *Server) filterToolName(name string, opts filter.Options) string {
+	if name == "" || name == "(other tools)" {
+		return name
+	}
+	if _, ok := s.reg.Get(name); ok {
+		return name
+	}
+	return s.filterText(name, 128, opts)
+}
+
+// summarizeFilter is what the record says of the filter's report: nil
+// when it found and cut nothing.
+func summarizeFilter(r *filter.Report, details bool) *FilterSummary {
+	if len(r.Findings) == 0 && !r.Cut {
+		return nil
+	}
+	f := &FilterSummary{Findings: r.Findings, Tokenized: r.Tokenized, Redacted: r.Redacted, Masked: r.Masked, Cut: r.Cut}
+	if r.Cut {
+		f.FullBytes = r.FilteredBytes
+	}
+	if details {
+		f.Details = r.Details
+	}
+	return f
+}
+
+// storeResult keeps the whole filtered result and returns its URI, or ""
+// when it could not be stored.
+func (s *Server) storeResult(ctx context.Context, execID string, full json.RawMessage) string {
+	start := time.Now()
+	info, err := s.cfg.Store.PutResult(ctx, memory.PutResultInput{ExecutionID: execID, Data: full})
+	s.metrics.observeStore("put_result", time.Since(start))
+	if err != nil {
+		s.log.Error("store result", "id", execID, "err", err)
+		return ""
+	}
+	return ResultsPrefix + info.ID
+}
+
+const tokenNote = "Values shown as ⟦class:…⟧ are tokens: pass them to tools from a program, and the tools receive the real values."
+
+func cutNote(rec *Record, uri string) string {
+	return fmt.Sprintf("The result was cut to fit the response budget (%d bytes in all). Read the whole result as the resource %s (?offset=&length= pages bytes; %s/items?pointer=&offset=&count= pages array items), or return less from the program.", rec.Filter.FullBytes, uri, uri)
+}
+
+func joinNotes(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + " " + b
+}

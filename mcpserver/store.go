@@ -1,0 +1,46 @@
+package mcpserver
+
+import (
+	"context"
+
+	"github.com/codecell/codecell/memory"
+)
+
+// Store is what the server keeps in the store: the audit log, stored
+// results, workspace files and skills. *memory.Store implements it; each
+// part is a small interface, declared here where it is used, so that
+// another backend needs only these methods.
+type Store interface {
+	auditLog
+	resultStore
+	workspaceFiles
+	skillStore
+}
+
+var _ Store = (*memory.Store)(nil)
+
+// auditLog records runs and their tool calls.
+type auditLog interface {
+	RecordExecution(ctx context.Context, e memory.Execution) error
+	RecordToolCalls(ctx context.Context, calls ...memory.ToolCall) error
+}
+
+// resultStore keeps whole results that the model got cut.
+type resultStore interface {
+	PutResult(ctx context.Context, in memory.PutResultInput) (memory.ResultInfo, error)
+	GetResult(ctx context.Context, id string) (memory.ResultInfo, []byte, error)
+}
+
+// workspaceFiles reads the caller's workspace files.
+type workspaceFiles interface {
+	ReadFile(ctx context.Context, path string) (memory.FileInfo, []byte, error)
+}
+
+// skillStore keeps the programs saved as skills.
+type skillStore interface {
+	SaveSkill(ctx context.Context, sk memory.Skill) (memory.Skill, error)
+	GetSkill(ctx context.Context, name string) (memory.Skill, error)
+	ListSkills(ctx context.Context) ([]memory.Skill, error)
+	DeleteSkill(ctx context.Context, name string) error
+	OnSkillChange(fn func(memory.SkillChange)) (cancel func())
+}
