@@ -8,9 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // Token authenticates an HTTP client as a principal.
@@ -79,11 +84,18 @@ func (a *authenticator) principal(header string) (string, bool) {
 	return a.principals[found], true
 }
 
-// guard wraps the MCP endpoints: it refuses foreign origins (403), bodies
-// over the limit (413) and requests without a valid token (401), and puts
-// the authenticated principal into the request's context.
+// guard wraps the MCP endpoints: it refuses foreign Host headers on a
+// loopback listener (403, DNS rebinding), foreign origins (403), bodies
+// over the limit (413), requests without a valid token (401) and session
+// IDs that are unknown, ended or another principal's (404), and puts the
+// authenticated principal into the request's context.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rebinding(r) {
+			s.metrics.refusals.WithLabelValues("host").Inc()
+			httpError(w, http.StatusForbidden, fmt.Sprintf("host %q is not allowed on a loopback server", r.Host))
+			return
+		}
 		if origin := r.Header.Get("Origin"); origin != "" && !s.allowedOrigin(origin, r.Host) {
 			s.metrics.refusals.WithLabelValues("origin").Inc()
 			httpError(w, http.StatusForbidden, fmt.Sprintf("origin %q is not allowed; add it to server.allowed_origins", origin))
@@ -104,6 +116,11 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				return
 			}
 			r = r.WithContext(withPrincipal(r.Context(), p))
+		}
+		if code, msg := s.checkSession(r); code != 0 {
+			s.metrics.refusals.WithLabelValues("session").Inc()
+			httpError(w, code, msg)
+			return
 		}
 		if r.Body != nil && r.Method == http.MethodPost {
 			max := s.limits.lim.MaxBodyBytes
@@ -127,6 +144,88 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// hostOnly refuses DNS-rebinding requests to endpoints that need no
+// other check.
+func (s *Server) hostOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rebinding(r) {
+			s.metrics.refusals.WithLabelValues("host").Inc()
+			httpError(w, http.StatusForbidden, fmt.Sprintf("host %q is not allowed on a loopback server", r.Host))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// home answers GET / with how to connect, for whoever opens the server's
+// address in a browser or with curl.
+func (s *Server) home(w http.ResponseWriter, r *http.Request) {
+	base := "http://" + r.Host
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprintf(w, `codecell %s — an MCP server: code execution with progressive tool disclosure.
+
+Connect an MCP client to:
+  Streamable HTTP  %s%s
+  SSE              %s%s
+Try it with the MCP Inspector:
+  npx @modelcontextprotocol/inspector   (transport "Streamable HTTP", URL %s%s)
+Health: %s%s   Metrics (Prometheus): %s%s
+`, s.cfg.Version, base, PathStreamable, base, PathSSE, base, PathStreamable, base, PathHealth, base, PathMetrics)
+	if s.auth.enabled() {
+		fmt.Fprintln(w, "Every MCP request needs Authorization: Bearer <token>.")
+	}
+}
+
+// checkSession refuses a request whose MCP session is not the caller's
+// own live one, and a Streamable HTTP GET stream opened without a session.
+func (s *Server) checkSession(r *http.Request) (int, string) {
+	const unknown = "unknown or ended session; initialize a new one"
+	principal := s.owners.principalOf(r)
+	switch r.URL.Path {
+	case PathStreamable:
+		if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+			return 0, "" // the stateless protocol has no sessions
+		}
+		id := r.Header.Get(server.HeaderKeySessionID)
+		if id == "" {
+			if r.Method == http.MethodGet {
+				return http.StatusBadRequest, "GET " + PathStreamable + " opens the stream of an existing session: send the Mcp-Session-Id header that initialize returned"
+			}
+			return 0, ""
+		}
+		if ok, _ := s.owners.check(id, principal); !ok {
+			return http.StatusNotFound, unknown
+		}
+	case PathMessage:
+		if id := r.URL.Query().Get("sessionId"); id != "" {
+			if ok, _ := s.owners.check(id, principal); !ok {
+				return http.StatusNotFound, unknown
+			}
+		}
+	}
+	return 0, ""
+}
+
+// rebinding reports a request that reached a loopback listener with a
+// Host header that is not a loopback name: a web page's DNS-rebinding
+// attack on a local server.
+func rebinding(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return ok && local != nil && loopbackHost(local.String()) && !loopbackHost(r.Host)
+}
+
+func loopbackHost(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = strings.Trim(addr, "[]")
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // allowedOrigin accepts the server's own origin and the configured ones.

@@ -97,6 +97,7 @@ type Server struct {
 	readToolsSchema   *tools.Schema
 
 	auth    *authenticator
+	owners  *sessionOwners
 	limits  *limiter
 	metrics *metrics
 	levels  levelSet
@@ -156,6 +157,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		reg:      reg,
 		exec:     exec,
 		auth:     newAuthenticator(cfg.Auth),
+		owners:   newSessionOwners(cfg.Principal),
 		limits:   newLimiter(cfg.Limits),
 		metrics:  newMetrics(exec),
 		events:   newEventStore(256, 8<<20, 1024),
@@ -231,6 +233,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 func (s *Server) hooks() *server.Hooks {
 	h := s.levels.hooks()
 	s.sessions.hooks(h)
+	s.owners.hooks(h)
 	s.subs.hooks(h)
 	return h
 }

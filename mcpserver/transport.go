@@ -188,6 +188,8 @@ func (s *Server) newHTTP() *httpTransports {
 			server.WithStreamableHTTPLogger(s.log.With("transport", "streamable-http")),
 			server.WithHTTPContextFunc(copyPrincipal),
 			server.WithEventStore(s.events), // streams can be resumed
+			server.WithSessionIdManagerResolver(s.owners),
+			server.WithSessionIdleTTL(s.sessions.limits.IdleTTL),
 		),
 		sse: server.NewSSEServer(s.mcp,
 			server.WithSSEEndpoint(PathSSE),
@@ -201,10 +203,11 @@ func (s *Server) newHTTP() *httpTransports {
 	h.mux.Handle(PathSSE, s.guard(h.sse.SSEHandler()))
 	h.mux.Handle(PathMessage, s.guard(h.sse.MessageHandler()))
 	h.mux.Handle("GET "+PathMetrics, s.guard(s.metrics.handler()))
-	h.mux.HandleFunc("GET "+PathHealth, func(w http.ResponseWriter, _ *http.Request) {
+	h.mux.Handle("GET /{$}", s.hostOnly(http.HandlerFunc(s.home)))
+	h.mux.Handle("GET "+PathHealth, s.hostOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"status":"ok"}`)
-	})
+	})))
 	return h
 }
 
@@ -240,6 +243,11 @@ func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener, grace time.Dura
 	srv := &http.Server{
 		Handler:           compress(h.mux),
 		ReadHeaderTimeout: 10 * time.Second,
+		// A request's body must arrive within ReadTimeout (the guard
+		// reads it whole); responses, such as event streams, are not
+		// bounded. Idle keep-alive connections are closed.
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          log.New(slogWriter{s.log.With("transport", "http")}, "", 0),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
