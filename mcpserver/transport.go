@@ -246,10 +246,10 @@ func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener, grace time.Dura
 		// A request's body must arrive within ReadTimeout (the guard
 		// reads it whole); responses, such as event streams, are not
 		// bounded. Idle keep-alive connections are closed.
-		ReadTimeout:       30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          log.New(slogWriter{s.log.With("transport", "http")}, "", 0),
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		ReadTimeout: 30 * time.Second,
+		IdleTimeout: 2 * time.Minute,
+		ErrorLog:    log.New(slogWriter{s.log.With("transport", "http")}, "", 0),
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
