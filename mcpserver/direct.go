@@ -21,9 +21,11 @@ const (
 	// ExposeCode lists only the code-mode tools: execute_code and the
 	// discovery tools. The catalogue is reached from programs.
 	ExposeCode Expose = "code"
-	// ExposeDirect also lists every catalogue tool as an ordinary MCP tool.
+	// ExposeDirect lists every catalogue tool as an ordinary MCP tool, and
+	// not the code-mode tools: the classic one-call-at-a-time server, for
+	// hosts and comparisons that want it.
 	ExposeDirect Expose = "direct"
-	// ExposeBoth is ExposeDirect; the name reads better next to "code".
+	// ExposeBoth lists the code-mode tools and every catalogue tool.
 	ExposeBoth Expose = "both"
 )
 
@@ -108,10 +110,11 @@ func (s *Server) directTool(t *tools.Tool) (server.ServerTool, bool) {
 			OpenWorldHint:   mcp.ToBoolPtr(t.Annotations.OpenWorld),
 		},
 	}
-	structured := objectSchema(t.OutputSchema)
-	if structured {
-		mt.RawOutputSchema = t.OutputSchema
-	}
+	// No output schema: the MCP specification requires structuredContent
+	// to conform to an advertised one, and after filtering a result need
+	// not (a token replaces an e-mail address of format "email", or a card
+	// number of type number; the budget cuts arrays). The filtered result
+	// is sent as JSON text, which is what a host hands the model.
 	qualified := t.Name
 	handler := func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args := req.Params.RawArguments
@@ -127,7 +130,7 @@ func (s *Server) directTool(t *tools.Tool) (server.ServerTool, bool) {
 		out, err := dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: sess.vault}.Call(ctx, qualified, args)
 		opts := filter.Options{Vault: sess.vault, Origin: org.sources}
 		if err != nil {
-			msg, _ := s.filter.ApplyText(err.Error(), opts)
+			msg := s.filterText(err.Error(), s.budget-64, opts)
 			return mcp.NewToolResultError(fmt.Sprintf("%s (%s)", msg, errorCode(err))), nil
 		}
 		org.add(qualified, out)
@@ -137,23 +140,7 @@ func (s *Server) directTool(t *tools.Tool) (server.ServerTool, bool) {
 		if err != nil {
 			return nil, fmt.Errorf("filter %s: %w", qualified, err)
 		}
-		res := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(f.Limited))}}
-		if structured && !f.Report.Cut {
-			res.StructuredContent = f.Limited
-		}
-		return res, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(f.Limited))}}, nil
 	}
 	return server.ServerTool{Tool: mt, Handler: handler}, true
-}
-
-// objectSchema reports whether schema describes JSON objects, the only
-// results MCP carries as structuredContent.
-func objectSchema(schema json.RawMessage) bool {
-	if len(schema) == 0 {
-		return false
-	}
-	var s struct {
-		Type any `json:"type"`
-	}
-	return json.Unmarshal(schema, &s) == nil && s.Type == "object"
 }

@@ -298,6 +298,26 @@ func TestHealth(t *testing.T) {
 	}
 }
 
+// TestDirectOnly: --expose direct lists the catalogue, not the code-mode
+// tools.
+func TestDirectOnly(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, mcpserver.Config{Expose: mcpserver.ExposeDirect})
+	c := start(t, transports[0].connect(t, srv))
+	res, err := c.ListTools(t.Context(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range res.Tools {
+		if !strings.Contains(tool.Name, "__") {
+			t.Errorf("direct mode lists %s", tool.Name)
+		}
+	}
+	if len(res.Tools) < 3 {
+		t.Errorf("direct mode lists %d tools", len(res.Tools))
+	}
+}
+
 func TestDirectMode(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, mcpserver.Config{Expose: mcpserver.ExposeBoth})
@@ -337,8 +357,8 @@ func TestDirectMode(t *testing.T) {
 		return res
 	}
 	res := call("util__echo", map[string]any{"text": "direct"})
-	if res.IsError || !strings.Contains(text(res), `"direct"`) || res.StructuredContent == nil {
-		t.Errorf("util__echo: %+v", res)
+	if res.IsError || !strings.Contains(text(res), `"direct"`) || res.StructuredContent != nil || got["util__echo"].RawOutputSchema != nil || got["util__echo"].OutputSchema.Type != "" {
+		t.Errorf("util__echo: %+v; a direct tool advertises no output schema and sends its filtered result as text", res)
 	}
 	res = call("util__echo", map[string]any{"text": 5})
 	if !res.IsError || !strings.Contains(text(res), "arguments/text") {

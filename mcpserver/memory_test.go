@@ -180,3 +180,20 @@ func mustRunErr(t *testing.T, c interface {
 	}
 	return text(res)
 }
+
+// TestWorkspaceReadsAreFiltered: a workspace file is the program's
+// output like any other: read as a resource, its secrets are hidden and
+// its size is budgeted.
+func TestWorkspaceReadsAreFiltered(t *testing.T) {
+	t.Parallel()
+	srv, _ := storeServer(t, filepath.Join(t.TempDir(), "db"))
+	c := start(t, transports[0].connect(t, srv))
+	mustRun(t, c, `await workspace.write("leak.txt", "contact ada@example.com, password=hunter2hunter2\n" + "x".repeat(1 << 20)); 1`)
+	body := readResource(t, c, "codecell://workspace/leak.txt")
+	if strings.Contains(body, "ada@example.com") || strings.Contains(body, "hunter2hunter2") {
+		t.Errorf("a workspace read shows secrets: %.200s", body)
+	}
+	if len(body) > 300<<10 {
+		t.Errorf("a workspace read of %d bytes", len(body))
+	}
+}

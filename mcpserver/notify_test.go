@@ -147,3 +147,31 @@ func TestCancellation(t *testing.T) {
 		})
 	}
 }
+
+// TestProgressFloodIsBounded: a program that reports progress 200,000
+// times, with long messages holding an e-mail address, sends a bounded
+// number of short, filtered notifications.
+func TestProgressFloodIsBounded(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, mcpserver.Config{})
+	c := start(t, transports[0].connect(t, srv))
+	got, handler := collect("notifications/progress")
+	c.OnNotification(handler)
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "execute_code"
+	req.Params.Arguments = map[string]any{"code": `const m = "mail ada@example.com " + "p".repeat(5000); for (let i = 0; i < 200000; i++) progress(m, i / 200000); 1`, "timeout_ms": 60000}
+	req.Params.Meta = &mcp.Meta{ProgressToken: "flood"}
+	if res, err := c.CallTool(t.Context(), req); err != nil || res.IsError {
+		t.Fatalf("call: %v %v", err, res)
+	}
+	ns := got.wait(t)
+	if len(ns) > 500 {
+		t.Errorf("%d progress notifications, want at most 500", len(ns))
+	}
+	for _, n := range ns {
+		m, _ := n.Params.AdditionalFields["message"].(string)
+		if len(m) > 1100 || strings.Contains(m, "ada@example.com") {
+			t.Fatalf("a progress message of %d bytes reached the client: %.100s", len(m), m)
+		}
+	}
+}

@@ -62,7 +62,18 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 	}
 	if x.OnProgress != nil {
 		onProgress := x.OnProgress
+		sent := 0
+		var last time.Time
 		x.OnProgress = func(message string, fraction float64) {
+			// A program may report progress in a tight loop: pass on at
+			// most maxProgress reports, none closer than progressGap apart
+			// unless it reports completion.
+			now := time.Now()
+			if sent >= maxProgress || (fraction != 1 && now.Sub(last) < progressGap) {
+				return
+			}
+			sent++
+			last = now
 			onProgress(s.filterText(message, maxStreamedText, textOpts), fraction)
 		}
 	}
@@ -88,8 +99,13 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 }
 
 // maxStreamedText bounds one console line or progress message streamed
-// as a notification.
-const maxStreamedText = 1 << 10
+// as a notification; maxProgress and progressGap bound a run's progress
+// notifications.
+const (
+	maxStreamedText = 1 << 10
+	maxProgress     = 500
+	progressGap     = 10 * time.Millisecond
+)
 
 func errorKind(res *executor.Result) executor.Kind {
 	if res.Error == nil {

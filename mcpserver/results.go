@@ -20,9 +20,6 @@ import (
 // ResultsPrefix is the URI prefix of stored results.
 const ResultsPrefix = "codecell://results/"
 
-// defaultPage is the byte page a result resource returns unless asked.
-const defaultPage = 64 << 10
-
 // addResults serves stored results: whole, by byte range, or by items of
 // an array.
 func (s *Server) addResults() {
@@ -73,20 +70,24 @@ func (s *Server) readResult(ctx context.Context, req mcp.ReadResourceRequest) ([
 		if err := errors.Join(err1, err2); err != nil {
 			return nil, err
 		}
+		count = min(count, 1000)
 		page, err := filter.PageItems(data, q.Get("pointer"), offset, count)
 		if err != nil {
 			return nil, fmt.Errorf("page result %s: %w", id, err)
 		}
 		body = page
 	} else {
-		if q.Get("offset") == "" && q.Get("length") == "" && len(data) <= defaultPage {
+		// A page is what the model reads: the response budget unless the
+		// reader asks for more, up to the largest budget.
+		if q.Get("offset") == "" && q.Get("length") == "" && len(data) <= s.budget {
 			return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: info.ContentType, Text: string(data)}}, nil
 		}
 		offset, err1 := num("offset", 0)
-		length, err2 := num("length", defaultPage)
+		length, err2 := num("length", s.budget)
 		if err := errors.Join(err1, err2); err != nil {
 			return nil, err
 		}
+		length = min(length, s.maxBudget)
 		page, err := filter.PageBytes(data, offset, length)
 		if err != nil {
 			return nil, fmt.Errorf("page result %s: %w", id, err)

@@ -199,9 +199,11 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		server.WithCompletions(),
 		server.WithResourceCompletionProvider(completions{reg}),
 	)
-	s.mcp.AddTool(s.executeCodeTool(), s.executeCode)
-	s.mcp.AddTool(s.readToolsTool(), s.readTools)
-	s.mcp.AddTool(s.searchToolsTool(), s.searchTools)
+	if cfg.Expose != ExposeDirect {
+		s.mcp.AddTool(s.executeCodeTool(), s.executeCode)
+		s.mcp.AddTool(s.readToolsTool(), s.readTools)
+		s.mcp.AddTool(s.searchToolsTool(), s.searchTools)
+	}
 	s.addToolTree()
 	s.addPrompt()
 	s.addLedger()

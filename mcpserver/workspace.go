@@ -10,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
 )
@@ -41,7 +42,15 @@ func (s *Server) readWorkspaceResource(ctx context.Context, req mcp.ReadResource
 		return nil, fmt.Errorf("read workspace file: %w", err)
 	}
 	if utf8.Valid(data) {
-		return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: mimeOf(p), Text: string(data)}}, nil
+		// A program wrote it: it is filtered and budgeted as anything
+		// else the model reads.
+		c := s.caller(ctx)
+		opts := filter.Options{}
+		if sess, err := s.sessions.get(c.Principal, c.Session); err == nil {
+			opts.Vault = sess.vault
+		}
+		text := s.filterText(string(data), s.maxBudget, opts)
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: mimeOf(p), Text: text}}, nil
 	}
 	return []mcp.ResourceContents{mcp.BlobResourceContents{URI: uri, MIMEType: "application/octet-stream", Blob: base64.StdEncoding.EncodeToString(data)}}, nil
 }

@@ -76,6 +76,20 @@ func TestTypeScriptSDK(t *testing.T) {
 	}
 }
 
+// TestTypeScriptSDKDirectMode lists every catalogue tool through the
+// TypeScript SDK, which validates their schemas, and calls one whose
+// result the filter changes (an e-mail address becomes a token): what
+// codecell advertises must still accept what it sends
+// (testdata/sdk/direct.mjs).
+func TestTypeScriptSDKDirectMode(t *testing.T) {
+	t.Parallel()
+	node(t)
+	out, err := runNode(t, 2*time.Minute, "direct.mjs", binary, "serve", "--expose", "both", "--catalog", filepath.Join("..", "catalog"))
+	if err != nil || !strings.Contains(out, `"ok":true`) {
+		t.Fatalf("direct mode through the TypeScript SDK: %v\n%s", err, out)
+	}
+}
+
 // TestConformance runs the official MCP conformance suite against the
 // binary over Streamable HTTP. Scenarios that need the suite's own
 // fixtures are listed, with the reason, in testdata/sdk/conformance-baseline.yml;

@@ -1,0 +1,23 @@
+// Direct mode through the official TypeScript SDK client: the SDK
+// validates every tool's schemas when listing and every structured result
+// against its tool's output schema. A filtered result (an e-mail address
+// replaced by a token) must not make it reject the call.
+//
+//   node direct.mjs /path/to/codecell serve --expose both --catalog ../catalog
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const [command, ...args] = process.argv.slice(2);
+const client = new Client({ name: "codecell-direct-test", version: "1.0.0" });
+await client.connect(new StdioClientTransport({ command, args, stderr: "ignore" }));
+const { tools } = await client.listTools();
+const names = tools.map(t => t.name);
+for (const want of ["execute_code", "crm__search_contacts"]) {
+  if (!names.includes(want)) throw new Error("tools/list lacks " + want);
+}
+const result = await client.callTool({ name: "crm__search_contacts", arguments: { query: "lindqvist" } });
+const text = (result.content || []).map(c => c.text).join("");
+if (result.isError) throw new Error("crm__search_contacts failed: " + text);
+if (!/⟦email:[0-9a-f]+⟧/.test(text) || text.includes("anna.lindqvist@northwind.se")) throw new Error("not filtered: " + text);
+console.log(JSON.stringify({ ok: true, tools: names.length, bytes: text.length }));
+await client.close();
