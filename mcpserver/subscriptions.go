@@ -68,7 +68,7 @@ func (s *Server) toolTreeChanged() {
 	for session, uris := range s.subs.matching(ResourcePrefix) {
 		for _, uri := range uris {
 			if err := s.mcp.SendNotificationToSpecificClient(session, mcp.MethodNotificationResourceUpdated, map[string]any{"uri": uri}); err != nil {
-				s.log.Debug("resource updated notification", "session", session, "err", err)
+				s.log.Debug("resource updated notification", "session_hash", sessionHash(session), "err", err)
 			}
 		}
 	}

@@ -185,7 +185,7 @@ func (s *Server) newHTTP() *httpTransports {
 	h := &httpTransports{
 		streamable: server.NewStreamableHTTPServer(s.mcp,
 			server.WithEndpointPath(PathStreamable),
-			server.WithStreamableHTTPLogger(s.log.With("transport", "streamable-http")),
+			server.WithStreamableHTTPLogger(hideSessions(s.log).With("transport", "streamable-http")),
 			server.WithHTTPContextFunc(copyPrincipal),
 			server.WithEventStore(s.events), // streams can be resumed
 			server.WithSessionIdManagerResolver(s.owners),
