@@ -13,11 +13,25 @@ import (
 	"github.com/codecell/codecell/filter"
 )
 
+const configUsage = `Usage: codecell config <command> [flags]
+
+Write, check and maintain the configuration.
+
+Commands:
+  init [--force] [FILE|-]  write the commented default configuration
+  check [flags]            validate the configuration in effect and print it
+  rotate-key [flags]       replace the key that derives the filter's tokens
+
+Run "codecell config <command> --help" for the flags of a command.
+`
+
 func runConfig(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"config needs a subcommand: init, check or rotate-key"}
+		return usageError{"config needs a command: init, check or rotate-key (codecell config --help says what each does)"}
 	}
 	switch args[0] {
+	case "-h", "--help", "-help", "help":
+		return helpRequested{configUsage}
 	case "init":
 		return runConfigInit(args[1:], stdout, stderr)
 	case "check":
@@ -25,7 +39,11 @@ func runConfig(args []string, stdout, stderr io.Writer) error {
 	case "rotate-key":
 		return runRotateKey(args[1:], stdout, stderr)
 	}
-	return usageError{fmt.Sprintf("unknown config subcommand %q; want init, check or rotate-key", args[0])}
+	msg := fmt.Sprintf("unknown config command %q", args[0])
+	if s := closestWord(args[0], []string{"init", "check", "rotate-key"}); s != "" {
+		msg += fmt.Sprintf("; did you mean %s?", s)
+	}
+	return usageError{msg + " (want init, check or rotate-key)"}
 }
 
 // runConfigInit writes the commented default configuration to a file, or
@@ -35,8 +53,8 @@ func runConfigInit(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	force := fs.Bool("force", false, "overwrite an existing file")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: codecell config init [-force] [FILE|-]\n\nWrite the commented default configuration (default %s).\n\nFlags:\n", defaultConfigPath())
-		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "Usage: codecell config init [--force] [FILE|-]\n\nWrite the commented default configuration to FILE (default %s), or to stdout with -.\n\nFlags:\n", defaultConfigPath())
+		printFlags(fs.Output(), fs, nil)
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -61,7 +79,7 @@ func runConfigInit(args []string, stdout, stderr io.Writer) error {
 	}
 	f, err := os.OpenFile(path, flags, 0o600)
 	if errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("config init: %s exists; pass -force to overwrite it", path)
+		return fmt.Errorf("config init: %s exists; pass --force to overwrite it", path)
 	}
 	if err != nil {
 		return fmt.Errorf("config init: %w", err)

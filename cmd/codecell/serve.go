@@ -16,7 +16,7 @@ import (
 )
 
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newConfigCommand("serve", "Usage: codecell serve [flags]\n\nServe MCP over stdio (for MCP hosts such as Claude Desktop), or over HTTP with -http.", stderr)
+	fs := newConfigCommand("serve", "Usage: codecell serve [flags]\n\nServe MCP over stdio (for MCP hosts such as Claude Desktop), or over Streamable HTTP and SSE with --http ADDR.", stderr)
 	cfg, err := fs.parse(args)
 	if err != nil {
 		return err
