@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 
 	"github.com/BurntSushi/toml"
 
@@ -96,17 +98,96 @@ func runConfigInit(args []string, stdout, stderr io.Writer) error {
 }
 
 // runConfigCheck validates the configuration the server would use — file,
-// environment and flags — and prints it, secrets hidden.
+// environment and flags — and prints it, secrets hidden and paths resolved,
+// after a header that says what contributed. An unknown CODECELL_*
+// variable is an error here (serve only warns).
 func runConfigCheck(args []string, stdout, stderr io.Writer) error {
-	cfg, err := newConfigCommand("config check", "Usage: codecell config check [flags]\n\nValidate the configuration (file, then CODECELL_* environment, then flags) and print it.", stderr).parse(args)
+	fs := newConfigCommand("config check", "Usage: codecell config check [flags]\n\nValidate the configuration (file, then CODECELL_* environment, then flags), say where it came from, and print it.", stderr)
+	fs.strict = true
+	cfg, err := fs.parse(args)
 	if err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("config check takes no arguments, got %q; to check a file, pass --config FILE", fs.Args())}
+	}
+	if err := resolvePaths(&cfg); err != nil {
 		return err
 	}
 	for i := range cfg.Auth.Tokens {
 		cfg.Auth.Tokens[i].Token = "(hidden)"
 	}
-	fmt.Fprintln(stdout, "# configuration is valid; in effect:")
+	fmt.Fprint(stdout, describeProvenance(fs.loaded))
 	return toml.NewEncoder(stdout).Encode(cfg)
+}
+
+// resolvePaths replaces the empty paths of cfg by those the server uses,
+// made absolute: the data directory, the database and the filter key.
+func resolvePaths(cfg *Config) error {
+	dir, err := cfg.dataDir()
+	if err != nil {
+		return err
+	}
+	cfg.Server.DataDir = dir
+	if cfg.Memory.Path, err = storePath(*cfg); err != nil {
+		return err
+	}
+	if cfg.Filter.KeyFile, err = keyPath(*cfg); err != nil {
+		return err
+	}
+	for _, p := range []*string{&cfg.Server.DataDir, &cfg.Memory.Path, &cfg.Filter.KeyFile, &cfg.Server.Catalog} {
+		if *p == "" {
+			continue
+		}
+		if *p, err = filepath.Abs(*p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// describeProvenance is config check's header, TOML comments that say
+// which file, environment variables and flags made the configuration.
+func describeProvenance(pv provenance) string {
+	var b strings.Builder
+	b.WriteString("# The configuration is valid. It comes from:\n")
+	switch {
+	case pv.file != "":
+		abs, err := filepath.Abs(pv.file)
+		if err != nil {
+			abs = pv.file
+		}
+		fmt.Fprintf(&b, "#   file         %s (from %s)\n", abs, pv.fileFrom)
+	case pv.searched != "":
+		fmt.Fprintf(&b, "#   file         none: no --config, %sCONFIG unset, no file at %s\n", envPrefix, pv.searched)
+	default:
+		fmt.Fprintf(&b, "#   file         none: no --config, %sCONFIG unset, no home directory\n", envPrefix)
+	}
+	list := func(what string, items []string) {
+		if len(items) == 0 {
+			fmt.Fprintf(&b, "#   %-12s none\n", what)
+			return
+		}
+		fmt.Fprintf(&b, "#   %-12s %s\n", what, strings.Join(items, ", "))
+	}
+	list("environment", pv.env)
+	var flags []string
+	for _, k := range pv.flags {
+		for _, spec := range flagSpecs {
+			if spec.key == k {
+				flags = append(flags, "--"+spec.name)
+			}
+		}
+	}
+	sort.Strings(flags)
+	list("flags", flags)
+	if pv.file == "" && len(pv.env) == 0 && len(flags) == 0 {
+		b.WriteString("# Built-in defaults apply to every key.\n")
+	} else {
+		b.WriteString("# Built-in defaults apply to every other key.\n")
+	}
+	b.WriteString("# Empty paths are shown as the paths they resolve to.\n\n")
+	return b.String()
 }
 
 // runRotateKey replaces the filter's token key. Tokens issued under the old

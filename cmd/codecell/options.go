@@ -134,24 +134,33 @@ func defaultText(def Config, spec flagSpec, f configField) string {
 	return "none: " + spec.none
 }
 
-// load reads the configuration: file, environment, flags.
-func (s *settings) load() (Config, error) {
-	path := s.configPath
+// load reads the configuration: file, environment, flags. The file is
+// --config, else $CODECELL_CONFIG, else the default location if a file is
+// there.
+func (s *settings) load() (Config, provenance, error) {
+	path, from, searched := s.configPath, "--config", ""
 	if path == "" {
-		path = os.Getenv(envPrefix + "CONFIG")
+		path, from = os.Getenv(envPrefix+"CONFIG"), envPrefix+"CONFIG"
 	}
 	if path == "" {
+		from = "the default location"
 		if p := defaultConfigPath(); p != "" {
 			if _, err := os.Stat(p); err == nil {
 				path = p
+			} else {
+				searched = p
 			}
 		}
 	}
-	cfg, err := loadConfig(path, os.Getenv, s.set)
-	if err != nil {
-		return cfg, configProblem{err}
+	cfg, pv, err := loadConfig(configSources{file: path, environ: os.Environ(), flags: s.set})
+	if path != "" {
+		pv.fileFrom = from
 	}
-	return cfg, nil
+	pv.searched = searched
+	if err != nil {
+		return cfg, pv, configProblem{err}
+	}
+	return cfg, pv, nil
 }
 
 // configProblem is an invalid configuration: a usage error, reported with
@@ -309,13 +318,19 @@ func keyPath(cfg Config) (string, error) {
 // commandScope), plus its own.
 type configCommand struct {
 	*flag.FlagSet
-	st settings
+	st     settings
+	stderr io.Writer
+	// strict makes unknown CODECELL_* variables errors, not warnings.
+	strict bool
+	// loaded says what the configuration parse loaded was made of.
+	loaded provenance
 }
 
 // newConfigCommand makes the flag set of the command name ("serve",
-// "memory stats"); usage is printed above the flags.
+// "memory stats"); usage is printed above the flags. Warnings about the
+// configuration are logged to stderr.
 func newConfigCommand(name, usage string, stderr io.Writer) *configCommand {
-	c := &configCommand{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError)}
+	c := &configCommand{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError), stderr: stderr}
 	c.SetOutput(stderr)
 	c.st.register(c.FlagSet, commandScope(name))
 	c.Usage = func() {
@@ -326,11 +341,29 @@ func newConfigCommand(name, usage string, stderr io.Writer) *configCommand {
 }
 
 // parse parses args and loads the configuration: file, environment, flags.
+// An unknown CODECELL_* variable is logged as a warning, or is an error
+// when c.strict.
 func (c *configCommand) parse(args []string) (Config, error) {
 	if err := parseFlags(c.FlagSet, args); err != nil {
 		return Config{}, err
 	}
-	return c.st.load()
+	cfg, loaded, err := c.st.load()
+	c.loaded = loaded
+	if c.strict && len(loaded.unknownEnv) > 0 {
+		var cp configProblem
+		if errors.As(err, &cp) {
+			return cfg, configProblem{errors.Join(append([]error{cp.err}, loaded.unknownEnv...)...)}
+		}
+		return cfg, configProblem{errors.Join(loaded.unknownEnv...)}
+	}
+	if err != nil {
+		return cfg, err
+	}
+	log := newLogger(cfg, c.stderr)
+	for _, w := range loaded.unknownEnv {
+		log.Warn("ignored an environment variable", "problem", w.Error())
+	}
+	return cfg, nil
 }
 
 // helpRequested is -h or --help: run prints the text to stdout and exits 0.
