@@ -28,6 +28,12 @@ type Limits struct {
 	MaxQueued   int
 	// MaxBodyBytes caps an HTTP request body. Default 4 MiB.
 	MaxBodyBytes int64
+	// Stdio applies the per-principal rate limits (ExecutionsPerMinute,
+	// ExecutionBurst, ToolCallsPerMinute, ToolCallBurst) to requests over
+	// stdio as well. By default they apply to HTTP principals only: stdio
+	// serves one local user, whose agent or benchmark loop they would
+	// only get in the way of.
+	Stdio bool
 }
 
 func (l Limits) withDefaults() Limits {

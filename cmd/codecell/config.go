@@ -86,6 +86,9 @@ type LimitsConfig struct {
 	MaxInFlight         int   `toml:"max_in_flight"`
 	MaxQueued           int   `toml:"max_queued"`
 	MaxBodyBytes        int64 `toml:"max_body_bytes"`
+	// Stdio applies the per-principal rate limits to stdio's local user
+	// too; by default they apply to HTTP principals only.
+	Stdio bool `toml:"stdio"`
 }
 
 // FilterConfig holds the output filter's policy.
@@ -166,7 +169,7 @@ func defaultConfig() Config {
 			ExecutionsPerMinute: 600,
 			ExecutionBurst:      60,
 			ToolCallsPerMinute:  6000,
-			ToolCallBurst:       600,
+			ToolCallBurst:       1000, // at least sandbox.max_tool_calls
 			MaxInFlight:         64,
 			MaxQueued:           256,
 			MaxBodyBytes:        4 << 20,
@@ -595,6 +598,10 @@ func (c *Config) validate(env func(string) string) error {
 		bad("limits.max_queued", "must not be negative")
 	}
 	positive("limits.max_body_bytes", l.MaxBodyBytes)
+	if l.ToolCallBurst < s.MaxToolCalls {
+		bad("limits.tool_call_burst", "%d is below sandbox.max_tool_calls %d, so a run is rate-limited before it reaches its own limit; raise the burst or lower max_tool_calls",
+			l.ToolCallBurst, s.MaxToolCalls)
+	}
 
 	f := c.Filter
 	positive("filter.budget_bytes", int64(f.BudgetBytes))

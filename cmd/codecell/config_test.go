@@ -102,6 +102,8 @@ func TestConfigErrorsNameTheirKeys(t *testing.T) {
 				"sandbox.memory_limit_mib: 0 is outside",
 			},
 		},
+		{name: "tool call burst below max tool calls", set: map[string]string{"sandbox.max_tool_calls": "2000"}, want: []string{"limits.tool_call_burst: 1000 is below sandbox.max_tool_calls 2000"}},
+		{name: "stdio not a boolean", env: map[string]string{"CODECELL_LIMITS_STDIO": "sometimes"}, want: []string{`limits.stdio (from CODECELL_LIMITS_STDIO): "sometimes" is not true or false`}},
 		{name: "a section that is no table", file: "sandbox = 3\n", want: []string{"sandbox: want a table ([sandbox]), got a whole number"}},
 	}
 	for i, tt := range tests {
@@ -305,5 +307,28 @@ func TestConfigCheck(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLimits checks that the default limits agree with each other and
+// reach the server, stdio unlimited unless limits.stdio is set.
+func TestLimits(t *testing.T) {
+	t.Parallel()
+	def, _, err := loadConfig(configSources{})
+	if err != nil {
+		t.Fatalf("defaults do not validate: %v", err)
+	}
+	if def.Limits.ToolCallBurst < def.Sandbox.MaxToolCalls {
+		t.Errorf("default tool_call_burst %d is below max_tool_calls %d", def.Limits.ToolCallBurst, def.Sandbox.MaxToolCalls)
+	}
+	if l := serverLimits(def.Limits); l.Stdio || l.ToolCallBurst != def.Limits.ToolCallBurst {
+		t.Errorf("default server limits %+v", l)
+	}
+	cfg, _, err := loadConfig(configSources{environ: []string{"CODECELL_LIMITS_STDIO=true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !serverLimits(cfg.Limits).Stdio {
+		t.Error("CODECELL_LIMITS_STDIO=true did not reach the server's limits")
 	}
 }

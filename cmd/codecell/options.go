@@ -244,30 +244,35 @@ func newServer(cfg Config, store *memory.Store, log *slog.Logger) (*mcpserver.Se
 	for _, t := range cfg.Auth.Tokens {
 		tokens = append(tokens, mcpserver.Token{Principal: t.Principal, Token: t.Token})
 	}
-	l := cfg.Limits
 	return mcpserver.New(mcpserver.Config{
 		Version:        version,
 		Executor:       executorConfig(cfg.Sandbox),
 		Expose:         expose,
 		Auth:           tokens,
 		AllowedOrigins: cfg.Server.AllowedOrigins,
-		Limits: mcpserver.Limits{
-			ExecutionsPerMinute: l.ExecutionsPerMinute,
-			ExecutionBurst:      l.ExecutionBurst,
-			ToolCallsPerMinute:  l.ToolCallsPerMinute,
-			ToolCallBurst:       l.ToolCallBurst,
-			MaxInFlight:         l.MaxInFlight,
-			MaxQueued:           l.MaxQueued,
-			MaxBodyBytes:        l.MaxBodyBytes,
-		},
-		Filter:    f,
-		FilterKey: key,
-		Rules:     rules,
-		Budget:    fcfg.Budget,
-		MaxBudget: fcfg.MaxBudget,
-		Store:     store,
-		Logger:    log,
+		Limits:         serverLimits(cfg.Limits),
+		Filter:         f,
+		FilterKey:      key,
+		Rules:          rules,
+		Budget:         fcfg.Budget,
+		MaxBudget:      fcfg.MaxBudget,
+		Store:          store,
+		Logger:         log,
 	}, reg)
+}
+
+// serverLimits are the server's limits from the [limits] section.
+func serverLimits(l LimitsConfig) mcpserver.Limits {
+	return mcpserver.Limits{
+		ExecutionsPerMinute: l.ExecutionsPerMinute,
+		ExecutionBurst:      l.ExecutionBurst,
+		ToolCallsPerMinute:  l.ToolCallsPerMinute,
+		ToolCallBurst:       l.ToolCallBurst,
+		MaxInFlight:         l.MaxInFlight,
+		MaxQueued:           l.MaxQueued,
+		MaxBodyBytes:        l.MaxBodyBytes,
+		Stdio:               l.Stdio,
+	}
 }
 
 // filterSetup builds the output filter's configuration, loading (or
