@@ -173,10 +173,8 @@ func describeProvenance(pv provenance) string {
 	list("environment", pv.env)
 	var flags []string
 	for _, k := range pv.flags {
-		for _, spec := range flagSpecs {
-			if spec.key == k {
-				flags = append(flags, "--"+spec.name)
-			}
+		if name := flagName(k); name != "" {
+			flags = append(flags, "--"+name)
 		}
 	}
 	sort.Strings(flags)

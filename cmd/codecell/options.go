@@ -223,10 +223,11 @@ func newServer(cfg Config, store *memory.Store, log *slog.Logger) (*mcpserver.Se
 		return nil, err
 	}
 	if cfg.Server.Catalog != "" {
+		before := len(reg.List())
 		if err := catalog.LoadInto(reg, cfg.Server.Catalog); err != nil {
 			return nil, fmt.Errorf("load catalogue: %w", err)
 		}
-		log.Info("loaded catalogue", "path", cfg.Server.Catalog, "tools", len(reg.List()), "categories", len(reg.Categories()))
+		log.Debug("loaded catalogue", "path", cfg.Server.Catalog, "tools", len(reg.List())-before)
 	}
 	expose, err := mcpserver.ParseExpose(cfg.Server.Expose)
 	if err != nil {
@@ -244,7 +245,7 @@ func newServer(cfg Config, store *memory.Store, log *slog.Logger) (*mcpserver.Se
 	for _, t := range cfg.Auth.Tokens {
 		tokens = append(tokens, mcpserver.Token{Principal: t.Principal, Token: t.Token})
 	}
-	return mcpserver.New(mcpserver.Config{
+	srv, err := mcpserver.New(mcpserver.Config{
 		Version:        version,
 		Executor:       executorConfig(cfg.Sandbox),
 		Expose:         expose,
@@ -259,6 +260,13 @@ func newServer(cfg Config, store *memory.Store, log *slog.Logger) (*mcpserver.Se
 		Store:          store,
 		Logger:         log,
 	}, reg)
+	if err != nil {
+		return nil, err
+	}
+	// Counted once everything is registered (the server adds the skills):
+	// the figure the manifest shows.
+	log.Info("tools ready", "tools", len(reg.List()), "categories", len(reg.Categories()), "catalog", cfg.Server.Catalog)
+	return srv, nil
 }
 
 // serverLimits are the server's limits from the [limits] section.
