@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net"
 	"net/netip"
@@ -269,10 +270,25 @@ func loadConfig(src configSources) (Config, provenance, error) {
 			continue
 		}
 		if err := f.set(&cfg, src.flags[k]); err != nil {
-			errs = append(errs, configError{k + " (from flag)", err.Error()})
+			errs = append(errs, configError{k + " (from --" + flagName(k) + ")", err.Error()})
 		}
 	}
-	errs = append(errs, cfg.validate(getenv))
+	// A bad value names where it was set, when not in the file.
+	from := map[string]string{}
+	for _, f := range configFields() {
+		if slices.Contains(pv.env, envName(f.key)) {
+			from[f.key] = envName(f.key)
+		}
+	}
+	for _, k := range pv.flags {
+		from[k] = "--" + flagName(k)
+	}
+	for _, e := range cfg.validate(getenv) {
+		if ce, ok := e.(configError); ok && from[ce.key] != "" {
+			e = configError{ce.key + " (from " + from[ce.key] + ")", ce.msg}
+		}
+		errs = append(errs, e)
+	}
 	pv.unknownEnv = unknownEnv(src.environ, cfg)
 	return cfg, pv, errors.Join(errs...)
 }
@@ -294,6 +310,9 @@ func lookupEnv(environ []string) func(string) string {
 func decodeFile(path string, cfg *Config) []error {
 	data, err := os.ReadFile(path)
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return []error{fmt.Errorf("no such file; write one with codecell config init %s", path)}
+		}
 		return []error{fmt.Errorf("read: %w", err)}
 	}
 	var sections map[string]toml.Primitive
@@ -508,8 +527,9 @@ func parseTokenList(s string) ([]TokenConfig, error) {
 	return out, nil
 }
 
-// validate checks every value and resolves token_env references.
-func (c *Config) validate(env func(string) string) error {
+// validate checks every value and resolves token_env references. It
+// returns every problem.
+func (c *Config) validate(env func(string) string) []error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, configError{key, fmt.Sprintf(format, args...)})
@@ -546,7 +566,7 @@ func (c *Config) validate(env func(string) string) error {
 	positive("sandbox.timeout", int64(s.Timeout))
 	positive("sandbox.max_timeout", int64(s.MaxTimeout))
 	if s.Timeout > s.MaxTimeout {
-		bad("sandbox.timeout", "%s is above sandbox.max_timeout %s", s.Timeout.D(), s.MaxTimeout.D())
+		bad("sandbox.timeout", "%s is above sandbox.max_timeout %s; raise that too (--max-timeout)", s.Timeout.D(), s.MaxTimeout.D())
 	}
 	if s.MemoryLimitMiB < 1 || s.MemoryLimitMiB > 4096 {
 		bad("sandbox.memory_limit_mib", "%d is outside 1..4096", s.MemoryLimitMiB)
@@ -644,7 +664,7 @@ func (c *Config) validate(env func(string) string) error {
 	if m.WorkspaceMaxBytes < m.WorkspaceMaxFileBytes {
 		bad("memory.workspace_max_bytes", "is below memory.workspace_max_file_bytes")
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 func knownClass(c string) bool {

@@ -62,8 +62,12 @@ func runConfigInit(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	path := defaultConfigPath()
-	if fs.NArg() > 0 {
+	switch fs.NArg() {
+	case 0:
+	case 1:
 		path = fs.Arg(0)
+	default:
+		return usageError{fmt.Sprintf("config init takes one file, got %q", fs.Args())}
 	}
 	if path == "-" {
 		_, err := io.WriteString(stdout, defaultConfigFile)
@@ -192,9 +196,13 @@ func describeProvenance(pv provenance) string {
 // key stop resolving; sessions of a running server keep their vaults until
 // it restarts.
 func runRotateKey(args []string, stdout, stderr io.Writer) error {
-	cfg, err := newConfigCommand("config rotate-key", "Usage: codecell config rotate-key [flags]\n\nReplace the key that derives the output filter's tokens (filter.key_file).\nRestart the server afterwards.", stderr).parse(args)
+	fs := newConfigCommand("config rotate-key", "Usage: codecell config rotate-key [flags]\n\nReplace the key that derives the output filter's tokens (filter.key_file).\nRestart the server afterwards.", stderr)
+	cfg, err := fs.parse(args)
 	if err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("config rotate-key takes no arguments, got %q; name the key with --config FILE and filter.key_file, or --data-dir", fs.Args())}
 	}
 	path, err := keyPath(cfg)
 	if err != nil {

@@ -72,9 +72,9 @@ func TestConfigErrorsNameTheirKeys(t *testing.T) {
 		{name: "syntax", file: "[sandbox\n", want: []string{"line 2", "table name"}},
 		{name: "wrong type", file: "[sandbox]\npool_size = \"many\"\n", want: []string{"pool_size"}},
 		{name: "bad duration", env: map[string]string{"CODECELL_SANDBOX_TIMEOUT": "soon"}, want: []string{"sandbox.timeout (from CODECELL_SANDBOX_TIMEOUT)", "not a duration"}},
-		{name: "bad number flag", set: map[string]string{"sandbox.pool_size": "two"}, want: []string{"sandbox.pool_size (from flag)", "whole number"}},
-		{name: "enum", set: map[string]string{"server.expose": "all"}, want: []string{`server.expose: "all" is not one of code, direct, both`}},
-		{name: "timeout above max", set: map[string]string{"sandbox.timeout": "2m"}, want: []string{"sandbox.timeout: 2m0s is above sandbox.max_timeout"}},
+		{name: "bad number flag", set: map[string]string{"sandbox.pool_size": "two"}, want: []string{"sandbox.pool_size (from --pool)", "whole number"}},
+		{name: "enum", set: map[string]string{"server.expose": "all"}, want: []string{`server.expose (from --expose): "all" is not one of code, direct, both`}},
+		{name: "timeout above max", set: map[string]string{"sandbox.timeout": "2m"}, want: []string{"sandbox.timeout (from --timeout): 2m0s is above sandbox.max_timeout 1m0s; raise that too (--max-timeout)"}},
 		{name: "memory", set: map[string]string{"sandbox.memory_limit_mib": "0"}, want: []string{"sandbox.memory_limit_mib"}},
 		{name: "http address", set: map[string]string{"server.http": "7410"}, want: []string{"server.http", "host:port"}},
 		{name: "token env unset", file: "[[auth.tokens]]\nprincipal = \"a\"\ntoken_env = \"NOPE_UNSET\"\n", want: []string{"auth.tokens[0].token_env: environment variable NOPE_UNSET is empty"}},
@@ -98,18 +98,21 @@ func TestConfigErrorsNameTheirKeys(t *testing.T) {
 				"auth.tokens.principle: unknown key; did you mean auth.tokens.principal?",
 				"filter.allow_fields: want a list of strings",
 				"filter.policy.email is a whole number",
-				`server.log_level: "loud" is not one of`,
-				"sandbox.memory_limit_mib: 0 is outside",
+				`server.log_level (from CODECELL_SERVER_LOG_LEVEL): "loud" is not one of`,
+				"sandbox.memory_limit_mib (from --memory-limit): 0 is outside",
 			},
 		},
 		{name: "tool call burst below max tool calls", set: map[string]string{"sandbox.max_tool_calls": "2000"}, want: []string{"limits.tool_call_burst: 1000 is below sandbox.max_tool_calls 2000"}},
+		{name: "no such file", file: "-", want: []string{"no such file; write one with codecell config init"}},
 		{name: "stdio not a boolean", env: map[string]string{"CODECELL_LIMITS_STDIO": "sometimes"}, want: []string{`limits.stdio (from CODECELL_LIMITS_STDIO): "sometimes" is not true or false`}},
 		{name: "a section that is no table", file: "sandbox = 3\n", want: []string{"sandbox: want a table ([sandbox]), got a whole number"}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := ""
-			if tt.file != "" {
+			if tt.file == "-" {
+				path = filepath.Join(dir, "missing.toml")
+			} else if tt.file != "" {
 				path = filepath.Join(dir, strings.Repeat("x", i+1)+".toml")
 				os.WriteFile(path, []byte(tt.file), 0o600)
 			}
@@ -260,7 +263,7 @@ func TestConfigCheck(t *testing.T) {
 			args:     []string{"config", "check", "--timeout", "soon"},
 			env:      []string{"CODECELL_SANDBOX_TIMOUT=3s"},
 			wantCode: 2,
-			want:     []string{"CODECELL_SANDBOX_TIMOUT: not a configuration variable", `sandbox.timeout (from flag): "soon" is not a duration`},
+			want:     []string{"CODECELL_SANDBOX_TIMOUT: not a configuration variable", `sandbox.timeout (from --timeout): "soon" is not a duration`},
 		},
 		{
 			name: "serve only warns",

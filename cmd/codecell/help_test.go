@@ -97,10 +97,15 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "extra"}, `serve takes no arguments`},
 		{[]string{"exec"}, "exec takes one argument: a program file, or - to read it from stdin"},
 		{[]string{"exec", "--lang", "python", "-"}, `--lang "python": want javascript (js) or typescript (ts)`},
-		{[]string{"exec", "--run-timeout", "soon", "-"}, `exec: invalid value "soon" for flag -run-timeout`},
+		{[]string{"exec", "--run-timeout", "soon", "-"}, `exec: invalid value "soon" for flag --run-timeout`},
 		{[]string{"config"}, "config needs a command: init, check or rotate-key"},
 		{[]string{"config", "chek"}, `unknown config command "chek"; did you mean check?`},
 		{[]string{"config", "init", "--forse"}, "config init: unknown flag --forse; did you mean --force?"},
+		{[]string{"config", "init", "a.toml", "b.toml"}, `config init takes one file, got ["a.toml" "b.toml"]`},
+		{[]string{"config", "rotate-key", "now"}, `config rotate-key takes no arguments, got ["now"]`},
+		{[]string{"config", "check", "x.toml"}, `config check takes no arguments, got ["x.toml"]; to check a file, pass --config FILE`},
+		{[]string{"serve", "--log-level"}, "serve: flag needs an argument: --log-level"},
+		{[]string{"version", "--short"}, `version takes no arguments`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -109,6 +109,9 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case "memory":
 		return runMemory(ctx, rest, stdin, stdout, stderr)
 	case "version", "--version", "-version":
+		if len(rest) > 0 {
+			return usageError{fmt.Sprintf("version takes no arguments, got %q", rest)}
+		}
 		fmt.Fprintf(stdout, "codecell %s\n", version)
 		return nil
 	case "help", "-h", "--help", "-help":

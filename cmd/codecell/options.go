@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"runtime"
 	"strings"
 
@@ -402,8 +403,9 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		fs.SetOutput(out)
 		return helpRequested{b.String()}
 	}
-	msg := err.Error()
-	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+	// The flag package names flags with one dash; help shows two.
+	msg := oneDashFlag.ReplaceAllString(err.Error(), "$1--$2")
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: --"); ok {
 		msg = "unknown flag --" + name
 		if s := closestFlag(fs, name); s != "" {
 			msg += "; did you mean --" + s + "?"
@@ -411,6 +413,9 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	}
 	return usageError{fmt.Sprintf("%s: %s (codecell %s -h lists the flags)", fs.Name(), msg, fs.Name())}
 }
+
+// oneDashFlag matches a flag name in the flag package's errors.
+var oneDashFlag = regexp.MustCompile(`(: |for |flag )-([a-zA-Z])`)
 
 // closestFlag suggests a flag of fs for a misspelt name.
 func closestFlag(fs *flag.FlagSet, name string) string {

@@ -59,6 +59,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 	if addr == "" {
 		log.Info("serving MCP over stdio", "version", version)
+		if isTerminal(stdin) {
+			fmt.Fprintln(stderr, "codecell is waiting for an MCP host on stdin (Ctrl-C to stop). To try it in a browser or the MCP Inspector, run codecell serve --http 127.0.0.1:7410 (or make run).")
+		}
 		return srv.ServeStdio(ctx, stdin, stdout)
 	}
 	launch, err := stdioLaunch(cfg, fs.loaded)
@@ -70,6 +73,17 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	err = srv.ServeHTTP(ctx, ln, cfg.Server.ShutdownGrace.D())
 	log.Info("stopped")
 	return err
+}
+
+// isTerminal reports whether r is a terminal, where a person rather than
+// an MCP host would be typing.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // listen listens on addr; when the port is taken, the error says so and
