@@ -266,7 +266,7 @@ func TestConfigCheck(t *testing.T) {
 			want:     []string{"CODECELL_SANDBOX_TIMOUT: not a configuration variable", `sandbox.timeout (from --timeout): "soon" is not a duration`},
 		},
 		{
-			name: "serve only warns",
+			name: "other commands only warn",
 			args: []string{"exec", "-"},
 			env:  []string{"CODECELL_SANDBOX_TIMOUT=3s", "CODECELL_SERVER_DATA_DIR=" + data},
 			want: []string{`"result": 2`},
@@ -299,7 +299,7 @@ func TestConfigCheck(t *testing.T) {
 					t.Errorf("output does not contain %q:\n%s", w, got)
 				}
 			}
-			if tt.name == "serve only warns" && !strings.Contains(errb.String(), "did you mean CODECELL_SANDBOX_TIMEOUT?") {
+			if tt.name == "other commands only warn" && !strings.Contains(errb.String(), "did you mean CODECELL_SANDBOX_TIMEOUT?") {
 				t.Errorf("no warning on stderr: %s", errb.String())
 			}
 			if code == 0 && tt.args[0] == "config" {

@@ -28,7 +28,7 @@ type flagSpec struct {
 	// arg names the flag's value in help, e.g. ADDR.
 	arg   string
 	usage string
-	// none says what an empty default means, e.g. "stdio".
+	// none says what an empty default means, e.g. "serve stdio".
 	none  string
 	scope flagScope
 }
