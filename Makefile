@@ -13,6 +13,7 @@ STATICCHECK := v0.8.2
 .PHONY: build run test lint bench bench-memory bench-disclosure load node-deps clean
 
 build:
+	@echo "building $(BIN); the first build compiles the SQLite (cgo) and QuickJS sources and takes about two minutes"
 	$(GO) build -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/codecell
 
 ## run: build and serve Streamable HTTP + SSE on $(ADDR), printing how to

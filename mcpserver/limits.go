@@ -18,7 +18,8 @@ type Limits struct {
 	ExecutionsPerMinute int
 	ExecutionBurst      int
 	// ToolCallsPerMinute and ToolCallBurst limit each principal's tool
-	// calls, from programs and direct mode. Defaults 6000 and 600.
+	// calls, from programs and direct mode. Defaults 6000 and 1000 (at
+	// least the tool calls a run may make).
 	ToolCallsPerMinute int
 	ToolCallBurst      int
 	// MaxInFlight caps executions admitted at once over all principals;
@@ -27,9 +28,11 @@ type Limits struct {
 	MaxQueued   int
 	// MaxBodyBytes caps an HTTP request body. Default 4 MiB.
 	MaxBodyBytes int64
-	// Stdio applies the rate limits to the local user over stdio too. By
-	// default they apply only to HTTP principals: a local agent, or a
-	// benchmark loop, is not a tenant to protect others from.
+	// Stdio applies the per-principal rate limits (ExecutionsPerMinute,
+	// ExecutionBurst, ToolCallsPerMinute, ToolCallBurst) to requests over
+	// stdio as well. By default they apply to HTTP principals only: stdio
+	// serves one local user, whose agent or benchmark loop they would
+	// only get in the way of.
 	Stdio bool
 }
 
@@ -42,7 +45,7 @@ func (l Limits) withDefaults() Limits {
 	def(&l.ExecutionsPerMinute, 600)
 	def(&l.ExecutionBurst, 60)
 	def(&l.ToolCallsPerMinute, 6000)
-	def(&l.ToolCallBurst, 600)
+	def(&l.ToolCallBurst, 1000)
 	def(&l.MaxInFlight, 64)
 	if l.MaxQueued < 0 {
 		l.MaxQueued = 0

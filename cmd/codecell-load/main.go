@@ -35,12 +35,22 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "codecell-load:", err)
-		os.Exit(1)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err == nil {
+		return
 	}
+	fmt.Fprintln(os.Stderr, "codecell-load:", err)
+	if errors.As(err, new(usageError)) {
+		os.Exit(2)
+	}
+	os.Exit(1)
 }
+
+// usageError is a mistake in the command line.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
 
 // op is one kind of request the clients make.
 type op struct {
@@ -78,8 +88,20 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	clients := fs.Int("clients", 200, "concurrent MCP clients")
 	duration := fs.Duration("duration", 30*time.Second, "how long to send requests")
 	pool := fs.Int("pool", 0, "sandbox pool size for the server (0: its default)")
-	if err := fs.Parse(args); err != nil {
-		return err
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, "Usage: codecell-load [flags]\n\nStart the codecell binary on a loopback port and drive it with many MCP clients over\nStreamable HTTP; print throughput, latency, refusals, failures and memory.\n\nFlags:\n")
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return nil
+	} else if err != nil {
+		return usageError{err.Error() + " (codecell-load -h lists the flags)"}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("codecell-load takes no arguments, got %q", fs.Args())}
+	}
+	if _, err := os.Stat(*bin); err != nil {
+		return usageError{fmt.Sprintf("no codecell binary at %s: build it with make build, or name it with -bin", *bin)}
 	}
 	data, err := os.MkdirTemp("", "codecell-load")
 	if err != nil {
@@ -262,9 +284,9 @@ func report(w io.Writer, all []sample, elapsed time.Duration, clients int, rss [
 // startServer starts the binary on a loopback port with limits raised for
 // load, and returns it with its base URL.
 func startServer(bin, data string, pool int) (*exec.Cmd, string, error) {
-	args := []string{"serve", "-http", "127.0.0.1:0", "-log-level", "warn"}
+	args := []string{"serve", "--http", "127.0.0.1:0", "--log-level", "warn"}
 	if pool > 0 {
-		args = append(args, "-pool", strconv.Itoa(pool))
+		args = append(args, "--pool", strconv.Itoa(pool))
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(),

@@ -1,15 +1,17 @@
 package main
 
 import (
-	"bytes"
 	_ "embed"
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -85,6 +87,9 @@ type LimitsConfig struct {
 	MaxInFlight         int   `toml:"max_in_flight"`
 	MaxQueued           int   `toml:"max_queued"`
 	MaxBodyBytes        int64 `toml:"max_body_bytes"`
+	// Stdio applies the per-principal rate limits to stdio's local user
+	// too; by default they apply to HTTP principals only.
+	Stdio bool `toml:"stdio"`
 }
 
 // FilterConfig holds the output filter's policy.
@@ -165,7 +170,7 @@ func defaultConfig() Config {
 			ExecutionsPerMinute: 600,
 			ExecutionBurst:      60,
 			ToolCallsPerMinute:  6000,
-			ToolCallBurst:       600,
+			ToolCallBurst:       1000, // at least sandbox.max_tool_calls
 			MaxInFlight:         64,
 			MaxQueued:           256,
 			MaxBodyBytes:        4 << 20,
@@ -198,65 +203,256 @@ type configError struct {
 
 func (e configError) Error() string { return e.key + ": " + e.msg }
 
-// loadConfig builds the configuration from the file at path (none when
-// empty), then the environment, then the flag values in set (key → value).
-// It returns every problem found, each naming its key.
-func loadConfig(path string, env func(string) string, set map[string]string) (Config, error) {
+// configSources are what loadConfig reads, each overriding the one before.
+type configSources struct {
+	file    string            // a TOML file; "" for none
+	environ []string          // NAME=value, as os.Environ returns them
+	flags   map[string]string // key → value
+}
+
+// provenance says what a configuration was made of.
+type provenance struct {
+	// file is the file read, "" when none; fileFrom says how it was
+	// found: --config, CODECELL_CONFIG or the default location.
+	file, fileFrom string
+	// searched is the default location, when no file was named and none
+	// was there.
+	searched string
+	// env lists the environment variables that set keys, sorted.
+	env []string
+	// flags lists the keys set by flags, sorted.
+	flags []string
+	// unknownEnv are CODECELL_* variables that name no key: a typo the
+	// server would otherwise ignore.
+	unknownEnv []error
+}
+
+// loadConfig builds the configuration from the file, then the environment,
+// then the flags. It returns every problem found at once — unreadable
+// values, unknown keys, bad values — each naming its key, and says what
+// contributed.
+func loadConfig(src configSources) (Config, provenance, error) {
 	cfg := defaultConfig()
-	if path != "" {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return cfg, fmt.Errorf("read config: %w", err)
-		}
-		md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&cfg)
-		if err != nil {
-			return cfg, fmt.Errorf("config %s: %s", path, tomlError(err))
-		}
-		if und := md.Undecoded(); len(und) > 0 {
-			var errs []error
-			for _, k := range und {
-				key := k.String()
-				msg := "unknown key"
-				if s := closestKey(key); s != "" {
-					msg += fmt.Sprintf("; did you mean %s?", s)
-				}
-				errs = append(errs, configError{key, msg})
-			}
-			return cfg, fmt.Errorf("config %s: %w", path, errors.Join(errs...))
+	pv := provenance{file: src.file}
+	getenv := lookupEnv(src.environ)
+	var errs []error
+	if src.file != "" {
+		for _, p := range decodeFile(src.file, &cfg) {
+			errs = append(errs, fmt.Errorf("%s: %w", src.file, p))
 		}
 	}
-	var errs []error
 	for _, f := range configFields() {
 		name := envName(f.key)
-		if v := env(name); v != "" {
+		if v := getenv(name); v != "" {
+			pv.env = append(pv.env, name)
 			if err := f.set(&cfg, v); err != nil {
 				errs = append(errs, configError{f.key + " (from " + name + ")", err.Error()})
 			}
 		}
 	}
-	if v := env(envPrefix + "AUTH_TOKENS"); v != "" {
+	if v := getenv(envPrefix + "AUTH_TOKENS"); v != "" {
+		pv.env = append(pv.env, envPrefix+"AUTH_TOKENS")
 		toks, err := parseTokenList(v)
 		if err != nil {
 			errs = append(errs, configError{"auth.tokens (from CODECELL_AUTH_TOKENS)", err.Error()})
 		}
 		cfg.Auth.Tokens = append(cfg.Auth.Tokens, toks...)
 	}
-	keys := make([]string, 0, len(set))
-	for k := range set {
-		keys = append(keys, k)
+	sort.Strings(pv.env)
+	for k := range src.flags {
+		pv.flags = append(pv.flags, k)
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	sort.Strings(pv.flags)
+	for _, k := range pv.flags {
 		f, ok := fieldByKey(k)
 		if !ok {
 			errs = append(errs, configError{k, "unknown key"})
 			continue
 		}
-		if err := f.set(&cfg, set[k]); err != nil {
-			errs = append(errs, configError{k + " (from flag)", err.Error()})
+		if err := f.set(&cfg, src.flags[k]); err != nil {
+			errs = append(errs, configError{k + " (from --" + flagName(k) + ")", err.Error()})
 		}
 	}
-	return cfg, errors.Join(append(errs, cfg.validate(env))...)
+	// A bad value names where it was set, when not in the file.
+	from := map[string]string{}
+	for _, f := range configFields() {
+		if slices.Contains(pv.env, envName(f.key)) {
+			from[f.key] = envName(f.key)
+		}
+	}
+	for _, k := range pv.flags {
+		from[k] = "--" + flagName(k)
+	}
+	for _, e := range cfg.validate(getenv) {
+		if ce, ok := e.(configError); ok && from[ce.key] != "" {
+			e = configError{ce.key + " (from " + from[ce.key] + ")", ce.msg}
+		}
+		errs = append(errs, e)
+	}
+	pv.unknownEnv = unknownEnv(src.environ, cfg)
+	return cfg, pv, errors.Join(errs...)
+}
+
+// lookupEnv makes a getenv over environ.
+func lookupEnv(environ []string) func(string) string {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return func(k string) string { return m[k] }
+}
+
+// decodeFile decodes the TOML file at path into cfg one key at a time, so
+// that a value of the wrong type does not hide the other problems, and
+// returns every problem: syntax, types and unknown keys.
+func decodeFile(path string, cfg *Config) []error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return []error{fmt.Errorf("no such file; write one with codecell config init %s", path)}
+		}
+		return []error{fmt.Errorf("read: %w", err)}
+	}
+	var sections map[string]toml.Primitive
+	md, err := toml.Decode(string(data), &sections)
+	if err != nil {
+		return []error{errors.New(tomlError(err))}
+	}
+	var errs []error
+	// reported holds the keys already reported, so that what lies below
+	// them is not reported again.
+	reported := map[string]bool{}
+	root := reflect.ValueOf(cfg).Elem()
+	known := map[string]int{}
+	for i := range root.NumField() {
+		known[tomlName(root.Type().Field(i))] = i
+	}
+	for _, name := range slices.Sorted(maps.Keys(sections)) {
+		i, ok := known[name]
+		if !ok {
+			errs = append(errs, unknownKey(name))
+			reported[name] = true
+			continue
+		}
+		// A table made implicit by [[auth.tokens]] has no type of its own.
+		if t := md.Type(name); t != "Hash" && t != "" {
+			errs = append(errs, configError{name, fmt.Sprintf("want a table ([%s]), got %s", name, tomlType(t))})
+			reported[name] = true
+			continue
+		}
+		var values map[string]toml.Primitive
+		if err := md.PrimitiveDecode(sections[name], &values); err != nil {
+			errs = append(errs, configError{name, tomlError(err)})
+			reported[name] = true
+			continue
+		}
+		sec := root.Field(i)
+		fields := map[string]int{}
+		for j := range sec.NumField() {
+			fields[tomlName(sec.Type().Field(j))] = j
+		}
+		for _, field := range slices.Sorted(maps.Keys(values)) {
+			kk := toml.Key{name, field}
+			key := kk.String()
+			j, ok := fields[field]
+			if !ok {
+				errs = append(errs, unknownKey(key))
+				reported[key] = true
+				continue
+			}
+			// A fresh value: one that fails to decode leaves the default.
+			v := reflect.New(sec.Field(j).Type())
+			if err := md.PrimitiveDecode(values[field], v.Interface()); err != nil {
+				errs = append(errs, configError{key, typeProblem(md, kk, v.Elem().Type(), err)})
+				reported[key] = true
+				continue
+			}
+			sec.Field(j).Set(v.Elem())
+		}
+	}
+	// Keys inside tables of tables, such as [[auth.tokens]].
+	for _, k := range md.Undecoded() {
+		if !underReported(k, reported) {
+			errs = append(errs, unknownKey(k.String()))
+			reported[k.String()] = true
+		}
+	}
+	return errs
+}
+
+func underReported(k toml.Key, reported map[string]bool) bool {
+	for i := 1; i <= len(k); i++ {
+		if reported[k[:i].String()] {
+			return true
+		}
+	}
+	return false
+}
+
+func unknownKey(key string) error {
+	msg := "unknown key"
+	if s := closestKey(key); s != "" {
+		msg += fmt.Sprintf("; did you mean %s?", s)
+	}
+	return configError{key, msg}
+}
+
+// typeProblem says why the value at key does not fit a field of type t.
+func typeProblem(md toml.MetaData, key toml.Key, t reflect.Type, err error) string {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		return pe.Message // a value's own reason, such as a bad duration
+	}
+	var want string
+	switch {
+	case t == reflect.TypeOf(Duration(0)):
+		want = `a duration such as "5s"`
+	case t.Kind() == reflect.String:
+		want = "a string"
+	case t.Kind() == reflect.Int || t.Kind() == reflect.Int64:
+		want = "a whole number"
+	case t.Kind() == reflect.Bool:
+		want = "true or false"
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
+		want = `a list of strings such as ["a", "b"]`
+	case t.Kind() == reflect.Map:
+		want = `a table of strings such as {email = "tokenize"}`
+		if md.Type(key...) == "Hash" {
+			for _, k := range md.Keys() {
+				if len(k) == len(key)+1 && k[:len(key)].String() == key.String() && md.Type(k...) != "String" {
+					return fmt.Sprintf("want %s; %s is %s", want, k, tomlType(md.Type(k...)))
+				}
+			}
+		}
+	default:
+		return strings.TrimPrefix(err.Error(), "toml: ")
+	}
+	return fmt.Sprintf("want %s, got %s", want, tomlType(md.Type(key...)))
+}
+
+// tomlType names a TOML type as the decoder's MetaData.Type reports it.
+func tomlType(t string) string {
+	switch t {
+	case "String":
+		return "a string"
+	case "Integer":
+		return "a whole number"
+	case "Float":
+		return "a decimal number"
+	case "Bool":
+		return "a boolean"
+	case "Datetime":
+		return "a date"
+	case "Array":
+		return "a list"
+	case "Hash":
+		return "a table"
+	case "ArrayHash":
+		return "a list of tables"
+	}
+	return "a value of type " + t
 }
 
 // tomlError shortens the TOML decoder's error to its position and reason.
@@ -265,7 +461,57 @@ func tomlError(err error) string {
 	if errors.As(err, &pe) {
 		return fmt.Sprintf("line %d: %s", pe.Position.Line, pe.Message)
 	}
-	return err.Error()
+	return strings.TrimPrefix(err.Error(), "toml: ")
+}
+
+// nonKeyEnv are the CODECELL_* variables codecell or its tests read that
+// are not configuration keys.
+func nonKeyEnv() []string {
+	return []string{
+		envPrefix + "CONFIG",             // the file to read
+		envPrefix + "AUTH_TOKENS",        // auth.tokens as principal=token pairs
+		envPrefix + "EMBEDDER_API_KEY",   // memory.embedder_key_env's default
+		envPrefix + "REQUIRE_NODE",       // tests: fail, not skip, without Node.js
+		envPrefix + "DISCLOSURE_REPORT",  // make bench-disclosure's report file
+		envPrefix + "MEMORY_CRASH_CHILD", // memory's crash test
+	}
+}
+
+// unknownEnv reports the CODECELL_* variables in environ that are neither
+// a key nor one of nonKeyEnv nor a variable cfg names (token_env,
+// embedder_key_env), each with the nearest known name.
+func unknownEnv(environ []string, cfg Config) []error {
+	var known []string
+	for _, f := range configFields() {
+		known = append(known, envName(f.key))
+	}
+	known = append(known, nonKeyEnv()...)
+	named := map[string]bool{cfg.Memory.EmbedderKeyEnv: true}
+	for _, t := range cfg.Auth.Tokens {
+		named[t.TokenEnv] = true
+	}
+	var errs []error
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, envPrefix) || named[name] || slices.Contains(known, name) {
+			continue
+		}
+		msg := "not a configuration variable"
+		best, bestD := "", 4
+		for _, k := range known {
+			if d := tools.EditDistance(name, k, bestD); d < bestD {
+				best, bestD = k, d
+			}
+		}
+		if best != "" {
+			msg += "; did you mean " + best + "?"
+		} else {
+			msg += " (a key section.name is CODECELL_SECTION_NAME)"
+		}
+		errs = append(errs, configError{name, msg})
+	}
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	return errs
 }
 
 // parseTokenList reads "principal=token,principal=token".
@@ -281,8 +527,9 @@ func parseTokenList(s string) ([]TokenConfig, error) {
 	return out, nil
 }
 
-// validate checks every value and resolves token_env references.
-func (c *Config) validate(env func(string) string) error {
+// validate checks every value and resolves token_env references. It
+// returns every problem.
+func (c *Config) validate(env func(string) string) []error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, configError{key, fmt.Sprintf(format, args...)})
@@ -319,7 +566,7 @@ func (c *Config) validate(env func(string) string) error {
 	positive("sandbox.timeout", int64(s.Timeout))
 	positive("sandbox.max_timeout", int64(s.MaxTimeout))
 	if s.Timeout > s.MaxTimeout {
-		bad("sandbox.timeout", "%s is above sandbox.max_timeout %s", s.Timeout.D(), s.MaxTimeout.D())
+		bad("sandbox.timeout", "%s is above sandbox.max_timeout %s; raise that too (--max-timeout)", s.Timeout.D(), s.MaxTimeout.D())
 	}
 	if s.MemoryLimitMiB < 1 || s.MemoryLimitMiB > 4096 {
 		bad("sandbox.memory_limit_mib", "%d is outside 1..4096", s.MemoryLimitMiB)
@@ -371,6 +618,10 @@ func (c *Config) validate(env func(string) string) error {
 		bad("limits.max_queued", "must not be negative")
 	}
 	positive("limits.max_body_bytes", l.MaxBodyBytes)
+	if l.ToolCallBurst < s.MaxToolCalls {
+		bad("limits.tool_call_burst", "%d is below sandbox.max_tool_calls %d, so a run is rate-limited before it reaches its own limit; raise the burst or lower max_tool_calls",
+			l.ToolCallBurst, s.MaxToolCalls)
+	}
 
 	f := c.Filter
 	positive("filter.budget_bytes", int64(f.BudgetBytes))
@@ -413,7 +664,7 @@ func (c *Config) validate(env func(string) string) error {
 	if m.WorkspaceMaxBytes < m.WorkspaceMaxFileBytes {
 		bad("memory.workspace_max_bytes", "is below memory.workspace_max_file_bytes")
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 func knownClass(c string) bool {
@@ -557,13 +808,41 @@ func envName(key string) string {
 	return envPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
 }
 
-// closestKey suggests a known key for a misspelt one.
+// closestKey suggests a known key for a misspelt one: a section for a
+// section, a key for a key, a field of a table list (auth.tokens.token_env)
+// for one of those.
 func closestKey(key string) string {
+	depth := strings.Count(key, ".")
 	best, bestD := "", 4
-	for _, f := range configFields() {
-		if d := tools.EditDistance(key, f.key, bestD); d < bestD {
-			best, bestD = f.key, d
+	for _, k := range allKeys() {
+		if strings.Count(k, ".") != depth {
+			continue
+		}
+		if d := tools.EditDistance(key, k, bestD); d < bestD {
+			best, bestD = k, d
 		}
 	}
 	return best
+}
+
+// allKeys lists every key the file may hold: sections, their keys, and
+// the keys of the tables in table lists such as [[auth.tokens]].
+func allKeys() []string {
+	var out []string
+	top := reflect.TypeOf(Config{})
+	for i := range top.NumField() {
+		sec := top.Field(i)
+		out = append(out, tomlName(sec))
+		for j := range sec.Type.NumField() {
+			f := sec.Type.Field(j)
+			key := tomlName(sec) + "." + tomlName(f)
+			out = append(out, key)
+			if f.Type.Kind() == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct {
+				for k := range f.Type.Elem().NumField() {
+					out = append(out, key+"."+tomlName(f.Type.Elem().Field(k)))
+				}
+			}
+		}
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/mcpserver"
@@ -14,16 +15,20 @@ import (
 
 func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newConfigCommand("exec", "Usage: codecell exec [flags] FILE|-\n\nRun a program through the same path as execute_code and print the run record as JSON.\nExit status 1 when the run fails.", stderr)
-	lang := fs.String("lang", "", "language of the program: javascript or typescript (default from the file name, else javascript)")
-	runTimeout := fs.Duration("run-timeout", 0, "deadline of this run (default -timeout)")
+	lang := fs.String("lang", "", "language of the program: javascript (js) or typescript (ts); default from the file name (.ts, .mts), else javascript")
+	runTimeout := fs.Duration("run-timeout", 0, "deadline of this run; default --timeout")
 	cfg, err := fs.parse(args)
 	if err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usageError{"exec takes one argument: a program file, or - for stdin"}
+		return usageError{"exec takes one argument: a program file, or - to read it from stdin (echo '1+1' | codecell exec -)"}
 	}
 	path := fs.Arg(0)
+	language, err := execLanguage(*lang, path)
+	if err != nil {
+		return err
+	}
 	var code []byte
 	if path == "-" {
 		code, err = io.ReadAll(stdin)
@@ -32,16 +37,6 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	if err != nil {
 		return fmt.Errorf("read program: %w", err)
-	}
-	language := executor.Language(*lang)
-	if language != "" && language != executor.JavaScript && language != executor.TypeScript {
-		return usageError{fmt.Sprintf("-lang %q: want javascript or typescript", *lang)}
-	}
-	if language == "" {
-		language = executor.JavaScript
-		if ext := filepath.Ext(path); ext == ".ts" || ext == ".mts" {
-			language = executor.TypeScript
-		}
 	}
 
 	log := newLogger(cfg, stderr)
@@ -66,4 +61,22 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return errExitQuiet
 	}
 	return nil
+}
+
+// execLanguage is the language --lang names (javascript, typescript or
+// their extensions js and ts), or, when it is empty, the one the file name
+// suggests.
+func execLanguage(lang, path string) (executor.Language, error) {
+	switch strings.ToLower(lang) {
+	case "javascript", "js":
+		return executor.JavaScript, nil
+	case "typescript", "ts":
+		return executor.TypeScript, nil
+	case "":
+		if ext := filepath.Ext(path); ext == ".ts" || ext == ".mts" {
+			return executor.TypeScript, nil
+		}
+		return executor.JavaScript, nil
+	}
+	return "", usageError{fmt.Sprintf("--lang %q: want javascript (js) or typescript (ts)", lang)}
 }

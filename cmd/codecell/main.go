@@ -15,12 +15,14 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+
+	"github.com/codecell/codecell/tools"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -44,8 +46,6 @@ func exitCode(err error, stderr io.Writer) int {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, flag.ErrHelp):
-		return 2
 	case errors.Is(err, errExitQuiet):
 		return 1
 	}
@@ -75,14 +75,28 @@ Usage:
                                  write a commented config file, validate one, or rotate the token key
   codecell version               print the version
 
-Run "codecell <command> -h" for the flags of a command.
+Run "codecell <command> --help" for the flags of a command.
 `
 
-// run is the whole program: it dispatches to a subcommand.
+// commands are the subcommands run dispatches, for suggestions.
+var commands = []string{"serve", "exec", "memory", "config", "version", "help"}
+
+// run is the whole program: it dispatches to a subcommand. A command's
+// -h or --help prints its usage to stdout and succeeds.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	err := dispatch(ctx, args, stdin, stdout, stderr)
+	var help helpRequested
+	if errors.As(err, &help) {
+		_, err = io.WriteString(stdout, help.text)
+		return err
+	}
+	return err
+}
+
+func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return usageError{"no command given"}
+		return usageError{"no command given; to serve MCP over stdio, run codecell serve"}
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
@@ -95,12 +109,34 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "memory":
 		return runMemory(ctx, rest, stdin, stdout, stderr)
 	case "version", "--version", "-version":
+		if len(rest) > 0 {
+			return usageError{fmt.Sprintf("version takes no arguments, got %q", rest)}
+		}
 		fmt.Fprintf(stdout, "codecell %s\n", version)
 		return nil
 	case "help", "-h", "--help", "-help":
+		if len(rest) > 0 && rest[0] != "help" && !strings.HasPrefix(rest[0], "-") {
+			// codecell help serve is codecell serve -h.
+			return dispatch(ctx, []string{rest[0], "-h"}, stdin, stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
-	fmt.Fprint(stderr, usage)
-	return usageError{fmt.Sprintf("unknown command %q", cmd)}
+	msg := fmt.Sprintf("unknown command %q", cmd)
+	if s := closestWord(cmd, commands); s != "" {
+		msg += fmt.Sprintf("; did you mean %s?", s)
+	}
+	return usageError{msg + " (codecell --help lists the commands)"}
+}
+
+// closestWord returns the word of words nearest to w, or "" when none is
+// close.
+func closestWord(w string, words []string) string {
+	best, bestD := "", 3
+	for _, c := range words {
+		if d := tools.EditDistance(w, c, bestD); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
 }

@@ -267,9 +267,9 @@ func TestExecCommand(t *testing.T) {
 		{name: "failed run exits 1", args: []string{"exec", "-"}, stdin: "null.x", wantCode: 1, wantOut: `"kind": "runtime_error"`},
 		{name: "missing file", args: []string{"exec", filepath.Join(dir, "nope.js")}, wantCode: 1, wantErr: "read program"},
 		{name: "no file", args: []string{"exec"}, wantCode: 2, wantErr: "exec takes one argument"},
-		{name: "unknown language", args: []string{"exec", "-lang", "python", "-"}, stdin: "1", wantCode: 2, wantErr: `-lang "python": want javascript or typescript`},
+		{name: "unknown language", args: []string{"exec", "-lang", "python", "-"}, stdin: "1", wantCode: 2, wantErr: `--lang "python": want javascript (js) or typescript (ts)`},
 		{name: "unknown command", args: []string{"frobnicate"}, wantCode: 2, wantErr: `unknown command "frobnicate"`},
-		{name: "bad flag value", args: []string{"serve", "-log-level", "loud"}, wantCode: 2, wantErr: `server.log_level: "loud" is not one of`},
+		{name: "bad flag value", args: []string{"serve", "-log-level", "loud"}, wantCode: 2, wantErr: `server.log_level (from --log-level): "loud" is not one of`},
 		{name: "public bind without auth", args: []string{"serve", "-http", "0.0.0.0:0"}, wantCode: 1, wantErr: "refusing to serve on 0.0.0.0:0 without authentication"},
 		{name: "version", args: []string{"version"}, wantOut: "codecell "},
 	}

@@ -9,6 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"runtime"
+	"strings"
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/filter"
@@ -21,27 +24,58 @@ import (
 
 // flagSpec binds a command-line flag to a configuration key.
 type flagSpec struct {
-	name, key, usage string
+	name, key string
+	// arg names the flag's value in help, e.g. ADDR.
+	arg   string
+	usage string
+	// none says what an empty default means, e.g. "serve stdio".
+	none  string
+	scope flagScope
+}
+
+// flagScope says which commands take a configuration flag.
+type flagScope uint8
+
+const (
+	// scopeServe flags shape a server: transports and the pool.
+	scopeServe flagScope = 1 << iota
+	// scopeRun flags shape how programs run: catalogue and limits.
+	scopeRun
+	// scopeStore flags say where the state lives and how to log.
+	scopeStore
+)
+
+// commandScope is the set of configuration flags a command takes: serve
+// and config check take them all, exec those that shape a run, the others
+// (memory, config rotate-key) those that find the store.
+func commandScope(command string) flagScope {
+	switch command {
+	case "serve", "config check":
+		return scopeServe | scopeRun | scopeStore
+	case "exec":
+		return scopeRun | scopeStore
+	}
+	return scopeStore
 }
 
 // flagSpecs are the flags that set configuration keys. Every key can also
 // be set in the file or the environment.
 var flagSpecs = []flagSpec{
-	{"http", "server.http", "serve Streamable HTTP (/mcp) and SSE (/sse) on this address instead of stdio, e.g. 127.0.0.1:7410"},
-	{"expose", "server.expose", "MCP tools to list: code, direct or both"},
-	{"catalog", "server.catalog", "a tool catalogue directory or file to load"},
-	{"data-dir", "server.data_dir", "directory for the store and the filter key"},
-	{"shutdown-grace", "server.shutdown_grace", "on SIGINT/SIGTERM, how long requests in progress may finish"},
-	{"log-level", "server.log_level", "log level: debug, info, warn or error"},
-	{"log-format", "server.log_format", "log format: text or json"},
-	{"pool", "sandbox.pool_size", "programs that run at once, and VMs kept warm (0: one per CPU)"},
-	{"queue-wait", "sandbox.queue_wait", "how long a run waits for a free VM before it fails as busy"},
-	{"timeout", "sandbox.timeout", "a run's deadline when the request sets none"},
-	{"max-timeout", "sandbox.max_timeout", "the longest deadline a request may ask for"},
-	{"memory-limit", "sandbox.memory_limit_mib", "heap limit of a run, MiB"},
-	{"max-tool-calls", "sandbox.max_tool_calls", "tool calls allowed per run"},
-	{"max-code-bytes", "sandbox.max_code_bytes", "largest program accepted, bytes"},
-	{"max-result-bytes", "sandbox.max_result_bytes", "largest result a program may return, bytes of JSON"},
+	{"http", "server.http", "ADDR", "serve Streamable HTTP (/mcp) and SSE (/sse) on this address instead of stdio, e.g. 127.0.0.1:7410", "serve stdio", scopeServe},
+	{"expose", "server.expose", "MODE", "MCP tools to list: code, direct or both", "", scopeServe},
+	{"catalog", "server.catalog", "PATH", "a tool catalogue directory or file to load", "only the built-in tools", scopeRun},
+	{"data-dir", "server.data_dir", "DIR", "directory for the store and the filter key", "", scopeStore},
+	{"shutdown-grace", "server.shutdown_grace", "DURATION", "on SIGINT/SIGTERM, how long requests in progress may finish", "", scopeServe},
+	{"log-level", "server.log_level", "LEVEL", "log level: debug, info, warn or error", "", scopeStore},
+	{"log-format", "server.log_format", "FORMAT", "log format: text or json", "", scopeStore},
+	{"pool", "sandbox.pool_size", "N", "programs that run at once, and VMs kept warm", "", scopeServe},
+	{"queue-wait", "sandbox.queue_wait", "DURATION", "how long a run waits for a free VM before it fails as busy", "", scopeServe},
+	{"timeout", "sandbox.timeout", "DURATION", "a run's deadline when the request sets none", "", scopeRun},
+	{"max-timeout", "sandbox.max_timeout", "DURATION", "the longest deadline a request may ask for", "", scopeRun},
+	{"memory-limit", "sandbox.memory_limit_mib", "MIB", "heap limit of a run, MiB", "", scopeRun},
+	{"max-tool-calls", "sandbox.max_tool_calls", "N", "tool calls allowed per run", "", scopeRun},
+	{"max-code-bytes", "sandbox.max_code_bytes", "BYTES", "largest program accepted, bytes", "", scopeRun},
+	{"max-result-bytes", "sandbox.max_result_bytes", "BYTES", "largest result a program may return, bytes of JSON", "", scopeRun},
 }
 
 // settings collects where the configuration comes from: a file and the
@@ -49,24 +83,28 @@ var flagSpecs = []flagSpec{
 type settings struct {
 	configPath string
 	set        map[string]string
+	// args names the value of each flag in help, by flag name.
+	args map[string]string
 }
 
-// register adds -config and the configuration flags to fs.
-func (s *settings) register(fs *flag.FlagSet) {
+// register adds --config and the configuration flags of scope to fs.
+func (s *settings) register(fs *flag.FlagSet, scope flagScope) {
 	s.set = map[string]string{}
-	fs.StringVar(&s.configPath, "config", "", "configuration file (TOML; default $CODECELL_CONFIG or ~/.config/codecell/config.toml if it exists)")
+	s.args = map[string]string{"config": "FILE"}
+	configDefault := "$" + envPrefix + "CONFIG, else " + defaultConfigPath() + " if it exists"
+	fs.StringVar(&s.configPath, "config", "", "configuration file, TOML (default "+configDefault+")")
 	def := defaultConfig()
 	for _, spec := range flagSpecs {
+		if spec.scope&scope == 0 {
+			continue
+		}
 		f, ok := fieldByKey(spec.key)
 		if !ok {
 			panic("flag " + spec.name + " names unknown key " + spec.key)
 		}
-		v := reflect.ValueOf(def).FieldByIndex(f.path).Interface()
-		if d, ok := v.(Duration); ok {
-			v = d.D()
-		}
-		usage := fmt.Sprintf("%s (%s; default %v)", spec.usage, spec.key, v)
+		usage := fmt.Sprintf("%s (%s; default %s)", spec.usage, spec.key, defaultText(def, spec, f))
 		key := spec.key
+		s.args[spec.name] = spec.arg
 		fs.Func(spec.name, usage, func(val string) error {
 			s.set[key] = val
 			return nil
@@ -74,24 +112,56 @@ func (s *settings) register(fs *flag.FlagSet) {
 	}
 }
 
-// load reads the configuration: file, environment, flags.
-func (s *settings) load() (Config, error) {
-	path := s.configPath
+// defaultText is the default of a flag's key as help shows it: the value,
+// or what an empty or zero value stands for.
+func defaultText(def Config, spec flagSpec, f configField) string {
+	switch spec.key {
+	case "server.data_dir":
+		if dir, err := def.dataDir(); err == nil {
+			return dir
+		}
+	case "sandbox.pool_size":
+		if def.Sandbox.PoolSize == 0 {
+			return fmt.Sprintf("0, one per CPU: %d here", runtime.NumCPU())
+		}
+	}
+	v := reflect.ValueOf(def).FieldByIndex(f.path).Interface()
+	if d, ok := v.(Duration); ok {
+		v = d.D()
+	}
+	if s := fmt.Sprint(v); s != "" {
+		return s
+	}
+	return "none: " + spec.none
+}
+
+// load reads the configuration: file, environment, flags. The file is
+// --config, else $CODECELL_CONFIG, else the default location if a file is
+// there.
+func (s *settings) load() (Config, provenance, error) {
+	path, from, searched := s.configPath, "--config", ""
 	if path == "" {
-		path = os.Getenv(envPrefix + "CONFIG")
+		path, from = os.Getenv(envPrefix+"CONFIG"), envPrefix+"CONFIG"
 	}
 	if path == "" {
+		from = "the default location"
 		if p := defaultConfigPath(); p != "" {
 			if _, err := os.Stat(p); err == nil {
 				path = p
+			} else {
+				searched = p
 			}
 		}
 	}
-	cfg, err := loadConfig(path, os.Getenv, s.set)
-	if err != nil {
-		return cfg, configProblem{err}
+	cfg, pv, err := loadConfig(configSources{file: path, environ: os.Environ(), flags: s.set})
+	if path != "" {
+		pv.fileFrom = from
 	}
-	return cfg, nil
+	pv.searched = searched
+	if err != nil {
+		return cfg, pv, configProblem{err}
+	}
+	return cfg, pv, nil
 }
 
 // configProblem is an invalid configuration: a usage error, reported with
@@ -177,10 +247,11 @@ func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *
 		return nil, err
 	}
 	if cfg.Server.Catalog != "" {
+		before := len(reg.List())
 		if err := catalog.LoadInto(reg, cfg.Server.Catalog); err != nil {
 			return nil, fmt.Errorf("load catalogue: %w", err)
 		}
-		log.Info("loaded catalogue", "path", cfg.Server.Catalog, "tools", len(reg.List()), "categories", len(reg.Categories()))
+		log.Debug("loaded catalogue", "path", cfg.Server.Catalog, "tools", len(reg.List())-before)
 	}
 	expose, err := mcpserver.ParseExpose(cfg.Server.Expose)
 	if err != nil {
@@ -198,30 +269,42 @@ func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *
 	for _, t := range cfg.Auth.Tokens {
 		tokens = append(tokens, mcpserver.Token{Principal: t.Principal, Token: t.Token})
 	}
-	l := cfg.Limits
-	return mcpserver.New(mcpserver.Config{
+	srv, err := mcpserver.New(mcpserver.Config{
 		Version:        version,
 		Executor:       exec,
 		Expose:         expose,
 		Auth:           tokens,
 		AllowedOrigins: cfg.Server.AllowedOrigins,
-		Limits: mcpserver.Limits{
-			ExecutionsPerMinute: l.ExecutionsPerMinute,
-			ExecutionBurst:      l.ExecutionBurst,
-			ToolCallsPerMinute:  l.ToolCallsPerMinute,
-			ToolCallBurst:       l.ToolCallBurst,
-			MaxInFlight:         l.MaxInFlight,
-			MaxQueued:           l.MaxQueued,
-			MaxBodyBytes:        l.MaxBodyBytes,
-		},
-		Filter:    f,
-		FilterKey: key,
-		Rules:     rules,
-		Budget:    fcfg.Budget,
-		MaxBudget: fcfg.MaxBudget,
-		Store:     store,
-		Logger:    log,
+		Limits:         serverLimits(cfg.Limits),
+		Filter:         f,
+		FilterKey:      key,
+		Rules:          rules,
+		Budget:         fcfg.Budget,
+		MaxBudget:      fcfg.MaxBudget,
+		Store:          store,
+		Logger:         log,
 	}, reg)
+	if err != nil {
+		return nil, err
+	}
+	// Counted once everything is registered (the server adds the skills):
+	// the figure the manifest shows.
+	log.Info("tools ready", "tools", len(reg.List()), "categories", len(reg.Categories()), "catalog", cfg.Server.Catalog)
+	return srv, nil
+}
+
+// serverLimits are the server's limits from the [limits] section.
+func serverLimits(l LimitsConfig) mcpserver.Limits {
+	return mcpserver.Limits{
+		ExecutionsPerMinute: l.ExecutionsPerMinute,
+		ExecutionBurst:      l.ExecutionBurst,
+		ToolCallsPerMinute:  l.ToolCallsPerMinute,
+		ToolCallBurst:       l.ToolCallBurst,
+		MaxInFlight:         l.MaxInFlight,
+		MaxQueued:           l.MaxQueued,
+		MaxBodyBytes:        l.MaxBodyBytes,
+		Stdio:               l.Stdio,
+	}
 }
 
 // filterSetup builds the output filter's configuration, loading (or
@@ -268,39 +351,145 @@ func keyPath(cfg Config) (string, error) {
 }
 
 // configCommand is the flag set of a subcommand that reads the
-// configuration: -config and the configuration flags, plus its own.
+// configuration: --config and the configuration flags it takes (see
+// commandScope), plus its own.
 type configCommand struct {
 	*flag.FlagSet
-	st settings
+	st     settings
+	stderr io.Writer
+	// strict makes unknown CODECELL_* variables errors, not warnings.
+	strict bool
+	// loaded says what the configuration parse loaded was made of.
+	loaded provenance
 }
 
-// newConfigCommand makes the flag set; usage is printed above the flags.
+// newConfigCommand makes the flag set of the command name ("serve",
+// "memory stats"); usage is printed above the flags. Warnings about the
+// configuration are logged to stderr.
 func newConfigCommand(name, usage string, stderr io.Writer) *configCommand {
-	c := &configCommand{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError)}
+	c := &configCommand{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError), stderr: stderr}
 	c.SetOutput(stderr)
-	c.st.register(c.FlagSet)
+	c.st.register(c.FlagSet, commandScope(name))
 	c.Usage = func() {
 		fmt.Fprint(c.Output(), usage+"\n\nFlags:\n")
-		c.PrintDefaults()
+		printFlags(c.Output(), c.FlagSet, c.st.args)
 	}
 	return c
 }
 
 // parse parses args and loads the configuration: file, environment, flags.
+// An unknown CODECELL_* variable is logged as a warning, or is an error
+// when c.strict.
 func (c *configCommand) parse(args []string) (Config, error) {
 	if err := parseFlags(c.FlagSet, args); err != nil {
 		return Config{}, err
 	}
-	return c.st.load()
+	cfg, loaded, err := c.st.load()
+	c.loaded = loaded
+	if c.strict && len(loaded.unknownEnv) > 0 {
+		var cp configProblem
+		if errors.As(err, &cp) {
+			return cfg, configProblem{errors.Join(append([]error{cp.err}, loaded.unknownEnv...)...)}
+		}
+		return cfg, configProblem{errors.Join(loaded.unknownEnv...)}
+	}
+	if err != nil {
+		return cfg, err
+	}
+	log := newLogger(cfg, c.stderr)
+	for _, w := range loaded.unknownEnv {
+		log.Warn("ignored an environment variable", "problem", w.Error())
+	}
+	return cfg, nil
 }
 
-// parseFlags parses args, turning a parse error into a usage error.
+// helpRequested is -h or --help: run prints the text to stdout and exits 0.
+type helpRequested struct{ text string }
+
+func (helpRequested) Error() string { return "help requested" }
+
+// parseFlags parses args. -h and --help become helpRequested with the
+// usage text; any other mistake becomes a one-line usage error that says
+// where to look.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err.Error()}
+	out := fs.Output()
+	fs.SetOutput(io.Discard) // the flag package would print the whole usage
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	if err == nil {
+		return nil
 	}
-	return nil
+	if errors.Is(err, flag.ErrHelp) {
+		var b strings.Builder
+		fs.SetOutput(&b)
+		fs.Usage()
+		fs.SetOutput(out)
+		return helpRequested{b.String()}
+	}
+	// The flag package names flags with one dash; help shows two.
+	msg := oneDashFlag.ReplaceAllString(err.Error(), "$1--$2")
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: --"); ok {
+		msg = "unknown flag --" + name
+		if s := closestFlag(fs, name); s != "" {
+			msg += "; did you mean --" + s + "?"
+		}
+	}
+	return usageError{fmt.Sprintf("%s: %s (codecell %s -h lists the flags)", fs.Name(), msg, fs.Name())}
+}
+
+// oneDashFlag matches a flag name in the flag package's errors.
+var oneDashFlag = regexp.MustCompile(`(: |for |flag )-([a-zA-Z])`)
+
+// closestFlag suggests a flag of fs for a misspelt name.
+func closestFlag(fs *flag.FlagSet, name string) string {
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	return closestWord(name, names)
+}
+
+// printFlags lists the flags of fs as help shows them: two dashes, a
+// placeholder naming the value (from args, else from the flag's type or
+// name) and the default when it says something.
+func printFlags(w io.Writer, fs *flag.FlagSet, args map[string]string) {
+	fs.VisitAll(func(f *flag.Flag) {
+		typ, usage := flag.UnquoteUsage(f)
+		arg, ok := args[f.Name]
+		if !ok {
+			arg = placeholder(f.Name, typ)
+		}
+		line := "  --" + f.Name
+		if arg != "" {
+			line += " " + arg
+		}
+		fmt.Fprintf(w, "%s\n        %s", line, strings.ReplaceAll(usage, "\n", "\n        "))
+		if _, own := args[f.Name]; !own && !zeroDefault(f.DefValue) {
+			fmt.Fprintf(w, " (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
+}
+
+// placeholder names a flag's value from its type: N for numbers,
+// DURATION, and for text the last word of the flag's name (--lang LANG).
+func placeholder(name, typ string) string {
+	switch typ {
+	case "":
+		return ""
+	case "int", "int64", "uint", "uint64", "float":
+		return "N"
+	case "duration":
+		return "DURATION"
+	}
+	if i := strings.LastIndexByte(name, '-'); i >= 0 {
+		name = name[i+1:]
+	}
+	return strings.ToUpper(name)
+}
+
+func zeroDefault(v string) bool {
+	switch v {
+	case "", "0", "false", "0s":
+		return true
+	}
+	return false
 }
