@@ -97,23 +97,23 @@ return n;`;
 const echoSum = n => Array.from({ length: n }, (_, i) => ("call " + i).length).reduce((a, b) => a + b, 0);
 
 const workloads = [
-  { name: "1+1", title: "`return 1 + 1`", warmup: 20, n: 200, code: () => "return 1 + 1", expect: 2 },
-  { name: "seq10", title: "10 sequential tool calls", warmup: 10, n: 100, code: seq(10), expect: echoSum(10) },
-  { name: "seq100", title: "100 sequential tool calls", warmup: 5, n: 50, code: seq(100), expect: echoSum(100) },
+  { name: "1+1", title: "`return 1 + 1`", warmup: 50, n: 1000, code: () => "return 1 + 1", expect: 2 },
+  { name: "seq10", title: "10 sequential tool calls", warmup: 20, n: 500, code: seq(10), expect: echoSum(10) },
+  { name: "seq100", title: "100 sequential tool calls", warmup: 10, n: 200, code: seq(100), expect: echoSum(100) },
   {
     name: "par100",
     title: "100 parallel tool calls (`Promise.all`)",
-    warmup: 5,
-    n: 50,
+    warmup: 10,
+    n: 200,
     code: ns => `const rs = await Promise.all(Array.from({ length: 100 }, (_, i) => ${ns}util.echo({ text: "call " + i })));
 return rs.reduce((n, r) => n + r.text.length, 0);`,
     expect: echoSum(100),
   },
   {
     name: "filter1mb",
-    title: `filter a ${Math.round(docBytes / 1024)} KB tool result in the program`,
-    warmup: 5,
-    n: 50,
+    title: `filter a ${(docBytes / 1e6).toFixed(2)} MB tool result in the program`,
+    warmup: 10,
+    n: 100,
     code: filterBody,
     expect: expectedFilter,
   },
@@ -221,7 +221,7 @@ tool_call_burst = 10000000
     async run(code) {
       const r = await client.callTool({ name: "execute_code", arguments: { code } });
       if (r.isError) throw new Error("codecell: " + (r.content || []).map(c => c.text).join(""));
-      return r.structuredContent.result;
+      return { result: r.structuredContent.result, serverMs: r.structuredContent.telemetry?.duration_ms };
     },
     close: () => client.close(),
   };
@@ -241,7 +241,7 @@ async function startATP() {
     async run(code) {
       const r = await client.execute(code);
       if (r.status !== "completed") throw new Error("atp: " + r.status + ": " + JSON.stringify(r.error));
-      return r.result;
+      return { result: r.result, serverMs: r.stats?.duration };
     },
     close: async () => {},
   };
@@ -255,12 +255,15 @@ function check(server, w, got) {
   }
 }
 
+// One execution: its latency at the client, and the run's duration as the
+// server reports it (codecell: telemetry.duration_ms; ATP: stats.duration,
+// whole milliseconds), which tells the run from the transport around it.
 async function timed(server, w, code) {
   const t0 = performance.now();
-  const got = await server.run(code);
+  const { result, serverMs } = await server.run(code);
   const ms = performance.now() - t0;
-  check(server, w, got);
-  return ms;
+  check(server, w, result);
+  return { ms, serverMs };
 }
 
 function quantile(sorted, q) {
@@ -283,13 +286,15 @@ async function measure(cc, atp) {
       const order = i % 2 === 0 ? [cc, atp] : [atp, cc];
       for (const s of order) samples[s.name].push(await timed(s, w, codes[s.name]));
     }
-    const stat = xs => {
-      const s = [...xs].sort((a, b) => a - b);
-      return { p50: quantile(s, 0.5), p95: quantile(s, 0.95) };
+    const stat = (xs, key) => {
+      const s = xs.map(x => x[key]).filter(x => typeof x === "number").sort((a, b) => a - b);
+      return s.length ? { p50: quantile(s, 0.5), p95: quantile(s, 0.95) } : { p50: NaN, p95: NaN };
     };
-    const c = stat(samples.codecell);
-    const a = stat(samples.atp);
-    rows.push({ w, n, c, a, r50: a.p50 / c.p50, r95: a.p95 / c.p95 });
+    const c = stat(samples.codecell, "ms");
+    const a = stat(samples.atp, "ms");
+    const cs = stat(samples.codecell, "serverMs");
+    const as = stat(samples.atp, "serverMs");
+    rows.push({ w, n, c, a, cs, as, r50: a.p50 / c.p50, r95: a.p95 / c.p95 });
     process.stderr.write(`  ${w.name}: codecell p50 ${c.p50.toFixed(2)} ms, atp p50 ${a.p50.toFixed(2)} ms, ${(a.p50 / c.p50).toFixed(2)}×\n`);
   }
   return rows;
@@ -322,6 +327,14 @@ function table(rows) {
     "|---|---:|---:|---:|---:|---:|---:|---:|",
   ];
   for (const r of rows) out.push(`| ${r.w.title} | ${r.n} | ${ms(r.c.p50)} | ${ms(r.c.p95)} | ${ms(r.a.p50)} | ${ms(r.a.p95)} | ${ratio(r.r50)} | ${ratio(r.r95)} |`);
+  return out.join("\n");
+}
+
+// The run alone, as each server reports it (not the same span on both: a
+// hint of how much of the latency is the run and how much is around it).
+function serverTable(rows) {
+  const out = ["| workload | codecell run p50 ms | client − run, codecell | ATP run p50 ms | client − run, ATP |", "|---|---:|---:|---:|---:|"];
+  for (const r of rows) out.push(`| ${r.w.title} | ${ms(r.cs.p50)} | ${ms(r.c.p50 - r.cs.p50)} | ${ms(r.as.p50)} | ${ms(r.a.p50 - r.as.p50)} |`);
   return out.join("\n");
 }
 
@@ -362,7 +375,7 @@ for (let k = 1; k <= runs; k++) results.push(await oneRun(k));
 
 let md = header() + "\n";
 results.forEach((r, i) => {
-  md += `\n## Run ${i + 1} of ${runs}\n\n${r.load}.\n\n${table(r.rows)}\n`;
+  md += `\n## Run ${i + 1} of ${runs}\n\n${r.load}.\n\n${table(r.rows)}\n\nThe run alone, as each server reports it (codecell: telemetry.duration_ms; ATP: stats.duration, whole ms), p50, and what the client saw beyond it:\n\n${serverTable(r.rows)}\n`;
 });
 if (runs > 1) {
   md += `\n## Range over the ${runs} runs (ATP/codecell, p50)\n\n| workload | min | max |\n|---|---:|---:|\n`;
