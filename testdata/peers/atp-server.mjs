@@ -2,6 +2,9 @@
 // (@mondaydotcomorg/atp-server, which runs programs in isolated-vm) with the
 // same tools as codecell gets in the benchmark:
 //
+// Programs reach them as api.<group>.<name>(args) (the README's atp.api.* is
+// out of date for 0.19.17; the sandbox defines globalThis.api):
+//
 //   api.util.echo({text})     returns its input, like codecell's util.echo;
 //   api.bench.<tool>(args)    one function per tool of the benchmark
 //                             catalogue, returning the first example's result,
@@ -10,7 +13,8 @@
 //   node --no-node-snapshot atp-server.mjs PORT CATALOG_DIR
 //
 // It listens on 127.0.0.1:PORT through the server's documented handler()
-// (createServer().listen binds every interface), prints "listening PORT"
+// (in 0.19.17 listen(port) binds every interface, and start() takes no port
+// whatever the README says), prints "listening PORT"
 // when ready, and exits on SIGINT, SIGTERM or when its standard input closes
 // (the driver died).
 import { createServer as createHTTPServer } from "node:http";

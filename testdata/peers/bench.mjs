@@ -13,6 +13,10 @@
 //   make bench-peers PEERS_ARGS="--runs 3"      three runs, fresh servers each,
 //                                               and the range of the ratios
 //
+//   --scale 0.1   a tenth of the iterations (a quick look; default 1: about
+//                 a minute per run on 2 busy cores)
+//   --only seq10,filter1mb   some workloads only
+//
 // Workloads (the same program text on both servers; only the tool namespace
 // differs: `util.echo` in codecell, `api.util.echo` in ATP):
 //
@@ -20,7 +24,7 @@
 //   seq10        10 sequential util.echo calls
 //   seq100       100 sequential util.echo calls
 //   par100       100 util.echo calls awaited together (Promise.all)
-//   filter1mb    one call to bench.export_orders, whose result is a ~0.97 MB
+//   filter1mb    one call to bench.export_orders, whose result is a ~0.96 MB
 //                JSON document (testdata/peers/catalog/bench.json, made by
 //                gen-catalog.mjs), filtered in the program to a small answer
 //
@@ -239,6 +243,8 @@ async function startATP() {
     child,
     ns: "api.",
     async run(code) {
+      // The source's signature (execute(code, config)); its README's
+      // execute({code}) is out of date for 0.19.x.
       const r = await client.execute(code);
       if (r.status !== "completed") throw new Error("atp: " + r.status + ": " + JSON.stringify(r.error));
       return { result: r.result, serverMs: r.stats?.duration };

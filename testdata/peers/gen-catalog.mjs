@@ -1,6 +1,6 @@
 // Writes catalog/bench.json, the benchmark catalogue that `make bench-peers`
 // gives to both servers: one category, "bench", whose tool export_orders
-// returns a ~0.97 MB JSON document (its only example's result). The data are
+// returns a ~0.96 MB JSON document (its only example's result). The data are
 // made up by a seeded generator, so the file is the same on every run:
 //
 //   node gen-catalog.mjs            (writes catalog/bench.json)
