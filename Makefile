@@ -60,6 +60,16 @@ bench-disclosure:
 	CODECELL_DISCLOSURE_REPORT=$(CURDIR)/bin/disclosure.md $(GO) test -tags $(TAGS) -count=1 -run TestDisclosureBudgets ./mcpserver/
 	@cat bin/disclosure.md
 
+## bench-peers: codecell beside a peer, the ATP server (isolated-vm), on the
+## same workloads, interleaved, over HTTP on loopback; writes bin/peers.md.
+## The first run installs testdata/peers (npm ci; isolated-vm compiles, about
+## 2 minutes). Not part of test. PEERS_ARGS="--runs 3" for three runs.
+PEERS_ARGS ?=
+.PHONY: bench-peers
+bench-peers: build
+	testdata/peers/install.sh
+	testdata/peers/node_modules/.bin/node testdata/peers/bench.mjs --codecell $(BIN) --out bin/peers.md $(PEERS_ARGS)
+
 ## load: 200 concurrent clients over Streamable HTTP for 30 s, loopback only.
 LOAD_CLIENTS ?= 200
 LOAD_DURATION ?= 30s
