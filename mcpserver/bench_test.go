@@ -16,10 +16,19 @@ import (
 func BenchmarkExecuteCodeHTTP(b *testing.B) {
 	unlimited := mcpserver.Limits{ExecutionsPerMinute: 1e9, ExecutionBurst: 1e6, ToolCallsPerMinute: 1e9, ToolCallBurst: 1e6}
 	srv, _ := storeServerTB(b, filepath.Join(b.TempDir(), "db"), mcpserver.Config{Limits: unlimited})
-	c := start(b, transports[1].connect(b, srv))
+	// A client of protocol 2025-11-25 keeps a session, as most hosts do today,
+	// and can ping (ping is a no-op from 2026-07-28 on).
+	c := startVersion(b, transports[1].connect(b, srv), "2025-11-25")
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "execute_code"
 	req.Params.Arguments = map[string]any{"code": "1+1"}
+	b.Run("ping", func(b *testing.B) {
+		for b.Loop() {
+			if err := c.Ping(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("sequential", func(b *testing.B) {
 		for b.Loop() {
 			if res, err := c.CallTool(b.Context(), req); err != nil || res.IsError {
