@@ -12,8 +12,9 @@
 // full page, from package vfs — and the shape of the tool's output, and
 // its text at the requested detail level.
 //
-// The index is built on first use and rebuilt lazily after the registry
-// changes. Package search does not render tool documentation (package vfs)
+// A caller searches the tools of its own view of the registry
+// (tools.View): the global tools, its own, within its toolset. Each view's
+// index is built on first use and kept with the view. Package search does not render tool documentation (package vfs)
 // or speak MCP (package mcpserver).
 package search
 
@@ -25,7 +26,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/vfs"
@@ -62,6 +62,8 @@ type Query struct {
 	Limit int
 	// Detail is the level of each hit; DetailSummary when empty.
 	Detail Detail
+	// Caller is who searches: only the tools in its view are ranked.
+	Caller tools.Caller
 }
 
 // Hit is one ranked tool.
@@ -90,59 +92,27 @@ type Costs struct {
 	FullPath      string   `json:"full_path"`
 }
 
-// Index searches a registry. It is safe for concurrent use.
+// Index searches a registry, each caller within its own view of it
+// (tools.View). It is safe for concurrent use.
 type Index struct {
-	reg    *tools.Registry
-	fsys   *vfs.FS
-	seen   atomic.Uint64
-	cur    atomic.Pointer[index]
-	mu     sync.Mutex
-	cancel func()
-	pool   sync.Pool // *[]float64 score accumulators
+	reg  *tools.Registry
+	fsys *vfs.FS
+	pool sync.Pool // *[]float64 score accumulators
 }
 
 // New returns an index over reg whose hits take their signatures, pages
-// and costs from fsys, which must render the same registry. It subscribes
-// to reg's change events until Close.
+// and costs from fsys, which must render the same registry. A caller's
+// index is built on its first search and kept on its tools.View, so it is
+// rebuilt only when what the caller sees changes, and callers who share a
+// view share it.
 func New(reg *tools.Registry, fsys *vfs.FS) *Index {
-	ix := &Index{reg: reg, fsys: fsys}
-	ix.cancel = reg.Subscribe(func(ch tools.Change) {
-		for {
-			old := ix.seen.Load()
-			if ch.Version <= old || ix.seen.CompareAndSwap(old, ch.Version) {
-				return
-			}
-		}
-	})
-	ix.seen.Store(reg.Version())
-	return ix
+	return &Index{reg: reg, fsys: fsys}
 }
 
-// Close ends the subscription to registry changes; the index keeps
-// answering from the catalogue as it last indexed it.
-func (ix *Index) Close() error {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if ix.cancel != nil {
-		ix.cancel()
-		ix.cancel = nil
-	}
-	return nil
-}
-
-func (ix *Index) current() *index {
-	if c := ix.cur.Load(); c != nil && c.version >= ix.seen.Load() {
-		return c
-	}
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if c := ix.cur.Load(); c != nil && c.version >= ix.seen.Load() {
-		return c
-	}
-	v := ix.reg.Version()
-	c := build(ix.reg.List(), v)
-	ix.cur.Store(c)
-	return c
+// current returns the index of c's view.
+func (ix *Index) current(c tools.Caller) *index {
+	v := ix.reg.View(c)
+	return v.Memo(ix, func(v *tools.View) any { return build(v.List(), v.Version()) }).(*index)
 }
 
 // Search ranks the tools against q and returns the best hits, best first.
@@ -170,7 +140,8 @@ func (ix *Index) Search(q Query) ([]Hit, error) {
 	if text == "" && q.Category == "" {
 		return nil, fmt.Errorf("%w: give words to search for, or a category to list", ErrInvalidQuery)
 	}
-	c := ix.current()
+	c := ix.current(q.Caller)
+	fsys := ix.fsys.For(q.Caller)
 	var cat int32 = -1
 	if q.Category != "" {
 		i, ok := c.catID[q.Category]
@@ -194,14 +165,14 @@ func (ix *Index) Search(q Query) ([]Hit, error) {
 	}
 	hits := make([]Hit, 0, len(ranked))
 	for _, r := range ranked {
-		hits = append(hits, ix.hit(c.docs[r.doc].tool, r.score, detail))
+		hits = append(hits, hit(fsys, c.docs[r.doc].tool, r.score, detail))
 	}
 	return hits, nil
 }
 
-func (ix *Index) hit(t *tools.Tool, score float64, detail Detail) Hit {
+func hit(fsys *vfs.FS, t *tools.Tool, score float64, detail Detail) Hit {
 	h := Hit{Name: t.Name, Score: math.Round(score*1000) / 1000}
-	if info, ok := ix.fsys.Info(t.Name); ok {
+	if info, ok := fsys.Info(t.Name); ok {
 		h.Output = info.Output
 		h.Cost = Costs{Signature: info.Signature, SignaturePath: vfs.SignaturePath(t.Name), Full: info.Full, FullPath: vfs.FullPath(t.Name)}
 	}
@@ -213,11 +184,11 @@ func (ix *Index) hit(t *tools.Tool, score float64, detail Detail) Hit {
 	h.Destructive = t.Annotations.Destructive
 	switch detail {
 	case DetailSignature:
-		if b, ok := ix.fsys.Content(t.Name, vfs.LevelSignature); ok {
+		if b, ok := fsys.Content(t.Name, vfs.LevelSignature); ok {
 			h.Signature = string(b)
 		}
 	case DetailFull:
-		if b, ok := ix.fsys.Content(t.Name, vfs.LevelFull); ok {
+		if b, ok := fsys.Content(t.Name, vfs.LevelFull); ok {
 			h.Full = string(b)
 		}
 	}

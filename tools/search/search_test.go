@@ -22,12 +22,7 @@ const catalogDir = "../../testdata/catalog"
 func newIndex(tb testing.TB, r *tools.Registry) *search.Index {
 	tb.Helper()
 	f := vfs.New(r)
-	ix := search.New(r, f)
-	tb.Cleanup(func() {
-		ix.Close()
-		f.Close()
-	})
-	return ix
+	return search.New(r, f)
 }
 
 func newCatalog(tb testing.TB) *tools.Registry {
@@ -111,9 +106,7 @@ func TestDetailLevels(t *testing.T) {
 	t.Parallel()
 	r := newCatalog(t)
 	f := vfs.New(r)
-	defer f.Close()
 	ix := search.New(r, f)
-	defer ix.Close()
 	sig, _ := f.ReadFile("github/search_issues.d.ts")
 	full, _ := f.ReadFile("github/search_issues.md")
 	info, _ := f.Info("github.search_issues")
@@ -301,5 +294,58 @@ func BenchmarkSearch(b *testing.B) {
 	if len(durations) > 0 {
 		b.ReportMetric(float64(durations[len(durations)/2].Nanoseconds())/1e3, "p50-µs")
 		b.ReportMetric(float64(durations[len(durations)*99/100].Nanoseconds())/1e3, "p99-µs")
+	}
+}
+
+// TestSearchAsCaller checks that a caller finds its own tools and that
+// nobody else finds them.
+func TestSearchAsCaller(t *testing.T) {
+	t.Parallel()
+	r := newCatalog(t)
+	err := r.RegisterScoped("alice", tools.Tool{Name: "skills.zeppelin_report", Summary: "Report on the zeppelin fleet.",
+		Handler: func(context.Context, json.RawMessage) (json.RawMessage, error) { return nil, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.SetToolsets(func(c tools.Caller) tools.Toolset {
+		if c.Principal != "reader" {
+			return tools.Toolset{}
+		}
+		return tools.Toolset{Key: "ro", Allow: func(t *tools.Tool) bool { return t.Annotations.ReadOnly }}
+	})
+	ix := newIndex(t, r)
+	tests := []struct {
+		principal, query, want, absent string
+	}{
+		{principal: "alice", query: "zeppelin fleet report", want: "skills.zeppelin_report"},
+		{principal: "bob", query: "zeppelin fleet report", absent: "skills.zeppelin_report"},
+		{principal: "", query: "zeppelin fleet report", absent: "skills.zeppelin_report"},
+		{principal: "alice", query: "merge a pull request", want: "github.merge_pull_request"},
+		{principal: "reader", query: "merge a pull request", absent: "github.merge_pull_request"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.principal+" "+tt.query, func(t *testing.T) {
+			hits, err := ix.Search(search.Query{Text: tt.query, Caller: tools.Caller{Principal: tt.principal}, Limit: search.MaxLimit, Detail: search.DetailSignature})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, h := range hits {
+				if h.Name == tt.absent {
+					t.Errorf("found %s, which the caller cannot see", h.Name)
+				}
+				if i == 0 && tt.want != "" && h.Name != tt.want {
+					t.Errorf("top hit %s, want %s", h.Name, tt.want)
+				}
+				if h.Signature == "" || h.Cost.Signature.Bytes != len(h.Signature) {
+					t.Errorf("%s: signature of %d bytes, cost says %d", h.Name, len(h.Signature), h.Cost.Signature.Bytes)
+				}
+			}
+			if tt.want != "" && len(hits) == 0 {
+				t.Errorf("no hits, want %s", tt.want)
+			}
+		})
+	}
+	if _, err := ix.Search(search.Query{Category: "skills", Caller: tools.Caller{Principal: "bob"}}); !errors.Is(err, search.ErrInvalidQuery) {
+		t.Errorf("bob lists the skills category: %v", err)
 	}
 }
