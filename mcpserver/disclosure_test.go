@@ -49,7 +49,6 @@ func TestDisclosureBudgets(t *testing.T) {
 	path := manifest + index + sig
 
 	fsys := vfs.New(srv.Registry())
-	defer fsys.Close()
 	st := fsys.Stats()
 
 	pct := func(n int) float64 { return 100 * float64(n) / float64(direct) }

@@ -284,8 +284,6 @@ func (s *Server) Close() error {
 		if s.unsubscribeSkills != nil {
 			s.unsubscribeSkills()
 		}
-		s.search.Close()
-		s.vfs.Close()
 		s.stopRuns(ErrShuttingDown)
 		s.exec.Close()
 		s.audit.close()
