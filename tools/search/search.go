@@ -9,13 +9,16 @@
 // match common synonyms (list/get/fetch/find/search, create/add,
 // delete/remove, ...) at a lower weight. A hit carries what reading deeper
 // would cost — the size and estimated tokens of the tool's signature and
-// full page, from package vfs — and the shape of the tool's output, and
-// its text at the requested detail level.
+// full page, rendered by a Docs (package vfs provides it; search does not
+// import it, keeping tools/ below vfs) — and the shape of the tool's
+// output, and its text at the requested detail level.
 //
 // A caller searches the tools of its own view of the registry
 // (tools.View): the global tools, its own, within its toolset. Each view's
-// index is built on first use and kept with the view. Package search does not render tool documentation (package vfs)
-// or speak MCP (package mcpserver).
+// index is built on first use and kept with the view.
+//
+// Package search does not render tool documentation (package vfs) or speak
+// MCP (package mcpserver).
 package search
 
 import (
@@ -28,7 +31,6 @@ import (
 	"sync"
 
 	"github.com/codecell/codecell/tools"
-	"github.com/codecell/codecell/vfs"
 )
 
 // Detail is how much of each hit to return.
@@ -86,27 +88,38 @@ type Hit struct {
 // Costs are the sizes of a tool's signature and full page, and where to
 // read them.
 type Costs struct {
-	Signature     vfs.Cost `json:"signature"`
+	Signature     tools.Cost `json:"signature"`
 	SignaturePath string   `json:"signature_path"`
-	Full          vfs.Cost `json:"full"`
+	Full          tools.Cost `json:"full"`
 	FullPath      string   `json:"full_path"`
+}
+
+// Docs renders what a hit shows beyond the tool's own fields, as one
+// caller reads it: the tree path and content of a tool's declaration
+// (level 2) and of its full page (level 3), and the one-line shape of its
+// result; names are qualified. A *vfs.FS is one (vfs.FS.For gives a
+// caller's).
+type Docs interface {
+	Signature(name string) (path string, content []byte, ok bool)
+	Full(name string) (path string, content []byte, ok bool)
+	Output(name string) (string, bool)
 }
 
 // Index searches a registry, each caller within its own view of it
 // (tools.View). It is safe for concurrent use.
 type Index struct {
 	reg  *tools.Registry
-	fsys *vfs.FS
+	docs func(tools.Caller) Docs
 	pool sync.Pool // *[]float64 score accumulators
 }
 
-// New returns an index over reg whose hits take their signatures, pages
-// and costs from fsys, which must render the same registry. A caller's
-// index is built on its first search and kept on its tools.View, so it is
-// rebuilt only when what the caller sees changes, and callers who share a
-// view share it.
-func New(reg *tools.Registry, fsys *vfs.FS) *Index {
-	return &Index{reg: reg, fsys: fsys}
+// New returns an index over reg whose hits take their signatures, pages,
+// costs and output shapes from docs(caller), which must render the same
+// registry as the caller sees it. A caller's index is built on its first
+// search and kept on its tools.View, so it is rebuilt only when what the
+// caller sees changes, and callers who share a view share it.
+func New(reg *tools.Registry, docs func(tools.Caller) Docs) *Index {
+	return &Index{reg: reg, docs: docs}
 }
 
 // current returns the index of c's view.
@@ -141,7 +154,7 @@ func (ix *Index) Search(q Query) ([]Hit, error) {
 		return nil, fmt.Errorf("%w: give words to search for, or a category to list", ErrInvalidQuery)
 	}
 	c := ix.current(q.Caller)
-	fsys := ix.fsys.For(q.Caller)
+	docs := ix.docs(q.Caller)
 	var cat int32 = -1
 	if q.Category != "" {
 		i, ok := c.catID[q.Category]
@@ -165,17 +178,19 @@ func (ix *Index) Search(q Query) ([]Hit, error) {
 	}
 	hits := make([]Hit, 0, len(ranked))
 	for _, r := range ranked {
-		hits = append(hits, hit(fsys, c.docs[r.doc].tool, r.score, detail))
+		hits = append(hits, hit(docs, c.docs[r.doc].tool, r.score, detail))
 	}
 	return hits, nil
 }
 
-func hit(fsys *vfs.FS, t *tools.Tool, score float64, detail Detail) Hit {
+func hit(docs Docs, t *tools.Tool, score float64, detail Detail) Hit {
 	h := Hit{Name: t.Name, Score: math.Round(score*1000) / 1000}
-	if info, ok := fsys.Info(t.Name); ok {
-		h.Output = info.Output
-		h.Cost = Costs{Signature: info.Signature, SignaturePath: vfs.SignaturePath(t.Name), Full: info.Full, FullPath: vfs.FullPath(t.Name)}
+	sigPath, sig, sigOK := docs.Signature(t.Name)
+	fullPath, full, fullOK := docs.Full(t.Name)
+	if sigOK && fullOK {
+		h.Cost = Costs{Signature: tools.CostOf(len(sig)), SignaturePath: sigPath, Full: tools.CostOf(len(full)), FullPath: fullPath}
 	}
+	h.Output, _ = docs.Output(t.Name)
 	if detail == DetailName {
 		return h
 	}
@@ -184,13 +199,9 @@ func hit(fsys *vfs.FS, t *tools.Tool, score float64, detail Detail) Hit {
 	h.Destructive = t.Annotations.Destructive
 	switch detail {
 	case DetailSignature:
-		if b, ok := fsys.Content(t.Name, vfs.LevelSignature); ok {
-			h.Signature = string(b)
-		}
+		h.Signature = string(sig)
 	case DetailFull:
-		if b, ok := fsys.Content(t.Name, vfs.LevelFull); ok {
-			h.Full = string(b)
-		}
+		h.Full = string(full)
 	}
 	return h
 }

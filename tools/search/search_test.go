@@ -21,8 +21,7 @@ const catalogDir = "../../testdata/catalog"
 
 func newIndex(tb testing.TB, r *tools.Registry) *search.Index {
 	tb.Helper()
-	f := vfs.New(r)
-	return search.New(r, f)
+	return search.New(r, docsOf(vfs.New(r)))
 }
 
 func newCatalog(tb testing.TB) *tools.Registry {
@@ -106,7 +105,7 @@ func TestDetailLevels(t *testing.T) {
 	t.Parallel()
 	r := newCatalog(t)
 	f := vfs.New(r)
-	ix := search.New(r, f)
+	ix := search.New(r, docsOf(f))
 	sig, _ := f.ReadFile("github/search_issues.d.ts")
 	full, _ := f.ReadFile("github/search_issues.md")
 	info, _ := f.Info("github.search_issues")
@@ -348,4 +347,9 @@ func TestSearchAsCaller(t *testing.T) {
 	if _, err := ix.Search(search.Query{Category: "skills", Caller: tools.Caller{Principal: "bob"}}); !errors.Is(err, search.ErrInvalidQuery) {
 		t.Errorf("bob lists the skills category: %v", err)
 	}
+}
+
+// docsOf gives each caller its tree of fsys as the index's Docs.
+func docsOf(fsys *vfs.FS) func(tools.Caller) search.Docs {
+	return func(c tools.Caller) search.Docs { return fsys.For(c) }
 }
