@@ -89,9 +89,9 @@ type Hit struct {
 // read them.
 type Costs struct {
 	Signature     tools.Cost `json:"signature"`
-	SignaturePath string   `json:"signature_path"`
+	SignaturePath string     `json:"signature_path"`
 	Full          tools.Cost `json:"full"`
-	FullPath      string   `json:"full_path"`
+	FullPath      string     `json:"full_path"`
 }
 
 // Docs renders what a hit shows beyond the tool's own fields, as one
