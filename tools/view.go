@@ -129,8 +129,12 @@ func (v *View) Memo(key any, build func(*View) any) any {
 
 func (v *View) unknown(name string) *Error {
 	msg := "unknown tool " + quoteName(name)
-	if s := v.suggest(name); s != "" {
-		msg += "; did you mean " + quoteName(s) + "?"
+	if s := v.suggest(name); len(s) > 0 {
+		quoted := make([]string, len(s))
+		for i, n := range s {
+			quoted[i] = quoteName(n)
+		}
+		msg += "; did you mean " + strings.Join(quoted, " or ") + "?"
 	} else if !ValidName(name) {
 		msg += "; tool names are category.name, e.g. \"util.echo\""
 	}
@@ -276,17 +280,85 @@ func (vc *viewCache) cached() int {
 	return len(vc.m)
 }
 
-// suggest returns the name closest to name, if close enough.
-func (v *View) suggest(name string) string {
-	best, bestD := "", len(name)/3+2
-	for _, t := range v.tools {
-		n := t.Name
-		if d := EditDistance(name, n, bestD); d < bestD || (d == bestD && best != "" && n < best) {
-			best, bestD = n, d
+// suggest returns the tools of the view an agent most likely meant by
+// name, best first, or nil when none is close enough. It knows the common
+// slips — case, a direct-mode name (github__search_issues), a dash for an
+// underscore, a short name without its category or with a category that
+// does not exist — and otherwise allows a few edits within the category
+// (or, when it does not exist, in the category's name). It never leaves a
+// category that exists, so a misspelled github tool is never answered
+// with an analytics one, nor jira.create_issue with github.create_issue,
+// and it breaks ties by name, so the answer does not change from run to
+// run.
+func (v *View) suggest(name string) []string {
+	norm := strings.ToLower(strings.TrimSpace(name))
+	norm = strings.ReplaceAll(norm, "-", "_")
+	if !strings.Contains(norm, ".") {
+		norm = strings.Replace(norm, "__", ".", 1)
+	}
+	if _, ok := v.entries[norm]; ok && norm != name {
+		return []string{norm}
+	}
+	cat, short, qualified := strings.Cut(norm, ".")
+	if !qualified {
+		// A short name alone: the tools of that name, in any category.
+		return v.withShortName(cat)
+	}
+	// A category that exists was chosen on purpose: look only in it.
+	if _, ok := v.summaries[cat]; ok {
+		return v.inCategory(cat, short)
+	}
+	// A misspelled category, then the right tool in another category.
+	if c := closest(cat, v.cats); c != "" {
+		if s := v.inCategory(c, short); s != nil {
+			return s
 		}
 	}
-	if bestD > len(name)/3+1 {
-		return ""
+	return v.withShortName(short)
+}
+
+// inCategory returns the tool of category closest to short, if close
+// enough.
+func (v *View) inCategory(category, short string) []string {
+	var shorts []string
+	for _, t := range v.ListCategory(category) {
+		shorts = append(shorts, t.ShortName())
+	}
+	if s := closest(short, shorts); s != "" {
+		return []string{category + "." + s}
+	}
+	return nil
+}
+
+// withShortName returns up to three tools named short, sorted.
+func (v *View) withShortName(short string) []string {
+	var out []string
+	for _, t := range v.tools {
+		if t.ShortName() == short {
+			out = append(out, t.Name)
+			if len(out) == 3 {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// closest returns the candidate nearest to s by edit distance, within
+// maxEdits of it; ties go to the first in candidates, which callers keep
+// sorted.
+func closest(s string, candidates []string) string {
+	limit := maxEdits(len(s)) + 1
+	best, bestD := "", limit
+	for _, c := range candidates {
+		if d := EditDistance(s, c, limit); d < bestD {
+			best, bestD = c, d
+		}
 	}
 	return best
 }
+
+// maxEdits is how many edits a name of n bytes may be away from the one
+// it was meant to be: one for short names, then one per four bytes, at
+// most three (delete_repository is four edits from create_repository).
+func maxEdits(n int) int { return min(max(n/4, 1), 3) }
