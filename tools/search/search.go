@@ -7,7 +7,15 @@
 // identifier boundaries (getUser, get_user and "get user" match alike),
 // lower-cased, stripped of stop words and lightly stemmed; query words also
 // match common synonyms (list/get/fetch/find/search, create/add,
-// delete/remove, ...) at a lower weight. A hit carries what reading deeper
+// delete/remove, ...) at a lower weight. Names also index their plural
+// words as written and their pairs of words, so "which pull requests"
+// prefers list_pull_requests to a tool whose text mentions pull and
+// request apart. Two signals come from the tools' own metadata: a
+// question ("which …", "who …", "how many …") asks to read, so tools that
+// are not read-only rank lower for it, and an action ranks tools whose
+// verb has the opposite sense lower ("give access" is not
+// revoke_permission, "stop sharing" not share_file) and read-only ones
+// too. A hit carries what reading deeper
 // would cost — the size and estimated tokens of the tool's signature and
 // full page, rendered by a Docs (package vfs provides it; search does not
 // import it, keeping tools/ below vfs) — and the shape of the tool's
@@ -214,8 +222,9 @@ type scored struct {
 // rank scores every document that shares a term with the query and keeps
 // the best limit of them.
 func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
+	qa := analyze(text)
 	weights := map[string]float64{}
-	for _, t := range terms(text) {
+	for _, t := range qa.terms {
 		weights[t] = 1
 	}
 	for t := range weights {
@@ -224,6 +233,12 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 				weights[s] = synonymWeight
 			}
 		}
+	}
+	for _, f := range qa.forms {
+		weights[f] = formWeight
+	}
+	for _, b := range bigrams(qa.terms) {
+		weights[b] = bigramWeight
 	}
 	accp, _ := ix.pool.Get().(*[]float64)
 	if accp == nil || len(*accp) < len(c.docs) {
@@ -260,6 +275,16 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		s := acc[d]
 		if exact > 0 {
 			s *= 0.5 + 0.5*float64(matched[d])/float64(exact)
+		}
+		doc := &c.docs[d]
+		if qa.question && qa.polarity == 0 && !doc.readOnly {
+			s *= questionFactor
+		}
+		if qa.polarity != 0 && doc.polarity == -qa.polarity {
+			s *= oppositeFactor
+		}
+		if qa.polarity != 0 && doc.readOnly {
+			s *= actionFactor
 		}
 		out = append(out, scored{doc: d, score: s})
 		acc[d] = 0
@@ -305,6 +330,10 @@ type index struct {
 type doc struct {
 	tool *tools.Tool
 	cat  int32
+	// readOnly is the tool's annotation; polarity that of the verb its
+	// short name starts with (see polarity).
+	readOnly bool
+	polarity int8
 }
 
 // posting holds a document's whole BM25F contribution for one term:
@@ -324,9 +353,15 @@ func build(ts []*tools.Tool, version uint64) *index {
 			cat = int32(len(ix.catID))
 			ix.catID[t.Category()] = cat
 		}
-		ix.docs = append(ix.docs, doc{tool: t, cat: cat})
+		nameWords := words(t.ShortName())
+		d := doc{tool: t, cat: cat, readOnly: t.Annotations.ReadOnly}
+		if len(nameWords) > 0 {
+			d.polarity = polarity[stem(nameWords[0])]
+		}
+		ix.docs = append(ix.docs, d)
 		ft := &fieldTerms[i]
-		ft[fieldName] = terms(t.ShortName())
+		nameTerms := terms(t.ShortName())
+		ft[fieldName] = append(append(nameTerms, forms(nameWords)...), bigrams(nameTerms)...)
 		ft[fieldCategory] = terms(t.Category())
 		ft[fieldSummary] = terms(t.Summary)
 		in := schemaText(t.InputSchema)
