@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/vfs"
 )
 
@@ -49,7 +50,6 @@ func TestDisclosureBudgets(t *testing.T) {
 	path := manifest + index + sig
 
 	fsys := vfs.New(srv.Registry())
-	defer fsys.Close()
 	st := fsys.Stats()
 
 	pct := func(n int) float64 { return 100 * float64(n) / float64(direct) }
@@ -57,7 +57,7 @@ func TestDisclosureBudgets(t *testing.T) {
 	fmt.Fprintf(&b, "Catalogue: testdata/catalog plus the built-in tools, %d tools in %d categories.\n\n", st.Tools, st.Categories)
 	fmt.Fprintf(&b, "| what the agent reads | bytes | ~tokens | vs direct tools/list |\n|---|---:|---:|---:|\n")
 	row := func(what string, n int) {
-		fmt.Fprintf(&b, "| %s | %d | %d | %.1f%% |\n", what, n, vfs.EstimateTokens(n), pct(n))
+		fmt.Fprintf(&b, "| %s | %d | %d | %.1f%% |\n", what, n, tools.EstimateTokens(n), pct(n))
 	}
 	row("`tools/list`, direct mode (every tool with its schemas)", direct)
 	row("`tools/list`, code mode (execute_code, read_tools, search_tools)", code)

@@ -174,7 +174,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		}
 	}()
 	s.vfs = vfs.New(reg, vfs.WithManifestHint(manifestHint))
-	s.search = search.New(reg, s.vfs)
+	s.search = search.New(reg, func(c tools.Caller) search.Docs { return s.vfs.For(c) })
 	for _, sc := range []struct {
 		dst    **tools.Schema
 		name   string
@@ -298,8 +298,6 @@ func (s *Server) Close() error {
 		if s.unsubscribeSkills != nil {
 			s.unsubscribeSkills()
 		}
-		s.search.Close()
-		s.vfs.Close()
 		s.stopRuns(ErrShuttingDown)
 		s.sweeper.Wait()
 		s.audit.close()

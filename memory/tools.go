@@ -1,12 +1,9 @@
 package memory
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/codecell/codecell/tools"
@@ -30,64 +27,6 @@ func (s *Store) Register(r *tools.Registry) error {
 		return err
 	}
 	return r.Register(append(s.Tools(), s.WorkspaceTools()...)...)
-}
-
-// handle adapts a typed operation to a tools.Handler: it decodes the
-// arguments into In (reporting a decoding failure as invalid arguments
-// naming the field) and encodes the result.
-func handle[In, Out any](fn func(context.Context, In) (Out, error)) tools.Handler {
-	return func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
-		var in In
-		if len(bytes.TrimSpace(args)) > 0 {
-			dec := json.NewDecoder(bytes.NewReader(args))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&in); err != nil {
-				return nil, decodeError(err)
-			}
-		}
-		out, err := fn(ctx, in)
-		if err != nil {
-			var te *tools.Error
-			if errors.As(err, &te) {
-				return nil, te
-			}
-			return nil, err
-		}
-		return json.Marshal(out)
-	}
-}
-
-func decodeError(err error) error {
-	var ute *json.UnmarshalTypeError
-	if errors.As(err, &ute) {
-		return invalidf("%s: got a JSON %s, want %s", fieldName(ute.Field), ute.Value, jsonKind(ute.Type.String()))
-	}
-	var pe *time.ParseError
-	if errors.As(err, &pe) {
-		return invalidf("a time value %q is not RFC 3339, such as 2025-01-31T09:00:00Z", pe.Value)
-	}
-	return invalidf("arguments: %v", err)
-}
-
-func fieldName(f string) string {
-	if f == "" {
-		return "arguments"
-	}
-	return f
-}
-
-func jsonKind(goType string) string {
-	switch {
-	case strings.Contains(goType, "int"), strings.Contains(goType, "float"):
-		return "a number"
-	case strings.HasPrefix(goType, "[]"):
-		return "an array"
-	case goType == "string", strings.HasSuffix(goType, ".Layer"), strings.HasSuffix(goType, ".TaskStatus"), strings.HasSuffix(goType, ".Direction"):
-		return "a string"
-	case goType == "bool":
-		return "true or false"
-	}
-	return "an object"
 }
 
 // JSON Schema fragments shared by the tools.
@@ -167,7 +106,7 @@ func (s *Store) Tools() []tools.Tool {
 			Notes:      "Tags are lower-cased and de-duplicated. occurred_at applies to episodic memories (default now); due_at and status to prospective ones.",
 			Related:    []string{"memory.recall", "memory.update", "memory.task_add", "memory.entity_upsert"},
 			Positional: []string{"content"},
-			Handler:    handle(s.Remember),
+			Handler:    tools.Handle(s.Remember),
 		},
 		{
 			Name:    "memory.recall",
@@ -210,7 +149,7 @@ func (s *Store) Tools() []tools.Tool {
 			Notes:      "score is in [0, 1] in hybrid mode (1: first in both rankings). vector_score is the cosine similarity; keyword_score the BM25 score.",
 			Related:    []string{"memory.remember", "memory.get", "memory.neighbors"},
 			Positional: []string{"query"},
-			Handler:    handle(s.Recall),
+			Handler:    tools.Handle(s.Recall),
 		},
 		{
 			Name:         "memory.get",
@@ -223,7 +162,7 @@ func (s *Store) Tools() []tools.Tool {
 			Errors:       []tools.ErrorDoc{errInvalidDoc, errNotFound},
 			Related:      []string{"memory.recall", "memory.update"},
 			Positional:   []string{"id"},
-			Handler: handle(func(ctx context.Context, in struct {
+			Handler: tools.Handle(func(ctx context.Context, in struct {
 				ID int64 `json:"id"`
 			}) (Memory, error) {
 				return s.Get(ctx, in.ID)
@@ -256,7 +195,7 @@ func (s *Store) Tools() []tools.Tool {
 			Examples:     []tools.Example{{Title: "Add a tag and raise importance", Args: raw(`{"id": 42, "add_tags": ["runbook"], "importance": 0.9}`)}},
 			Errors:       []tools.ErrorDoc{errInvalidDoc, errNotFound, errTooLarge, errEmbedDown, errEmbedMis, errConflict},
 			Related:      []string{"memory.get", "memory.forget"},
-			Handler:      handle(s.Update),
+			Handler:      tools.Handle(s.Update),
 		},
 		{
 			Name:    "memory.forget",
@@ -287,7 +226,7 @@ func (s *Store) Tools() []tools.Tool {
 			},
 			Errors:  []tools.ErrorDoc{errInvalidDoc},
 			Related: []string{"memory.recall", "memory.consolidate"},
-			Handler: handle(func(ctx context.Context, in struct {
+			Handler: tools.Handle(func(ctx context.Context, in struct {
 				ID      int64      `json:"id"`
 				IDs     []int64    `json:"ids"`
 				Layers  []Layer    `json:"layers"`
@@ -320,7 +259,7 @@ func (s *Store) Tools() []tools.Tool {
 			}, "required": ["memories", "layers", "tasks", "entities", "relations"]}`),
 			Annotations: tools.Annotations{ReadOnly: true, Idempotent: true},
 			Related:     []string{"memory.recall", "memory.task_list"},
-			Handler: handle(func(ctx context.Context, _ struct{}) (MemoryStats, error) {
+			Handler: tools.Handle(func(ctx context.Context, _ struct{}) (MemoryStats, error) {
 				return s.MemoryStats(ctx)
 			}),
 		},
@@ -341,7 +280,7 @@ func (s *Store) Tools() []tools.Tool {
 				Result: raw(`{"entity": {"id": 7, "name": "billing-service", "type": "service", "properties": {"language": "go", "owner": "payments team"}}, "created": true}`)}},
 			Errors:  []tools.ErrorDoc{errInvalidDoc, errTooLarge},
 			Related: []string{"memory.relate", "memory.neighbors"},
-			Handler: handle(func(ctx context.Context, in EntityInput) (map[string]any, error) {
+			Handler: tools.Handle(func(ctx context.Context, in EntityInput) (map[string]any, error) {
 				e, created, err := s.UpsertEntity(ctx, in)
 				if err != nil {
 					return nil, err
@@ -367,7 +306,7 @@ func (s *Store) Tools() []tools.Tool {
 			Examples:    []tools.Example{{Args: raw(`{"from": "alice", "to": "billing-service", "type": "works_on"}`)}},
 			Errors:      []tools.ErrorDoc{errInvalidDoc},
 			Related:     []string{"memory.entity_upsert", "memory.neighbors", "memory.path"},
-			Handler:     handle(s.Relate),
+			Handler:     tools.Handle(s.Relate),
 		},
 		{
 			Name:        "memory.neighbors",
@@ -391,7 +330,7 @@ func (s *Store) Tools() []tools.Tool {
 			Errors:      []tools.ErrorDoc{errInvalidDoc, errNotFound},
 			Related:     []string{"memory.path", "memory.relate"},
 			Positional:  []string{"entity"},
-			Handler:     handle(s.Neighbors),
+			Handler:     tools.Handle(s.Neighbors),
 		},
 		{
 			Name:        "memory.path",
@@ -413,7 +352,7 @@ func (s *Store) Tools() []tools.Tool {
 			Errors:     []tools.ErrorDoc{errInvalidDoc, errNotFound},
 			Related:    []string{"memory.neighbors"},
 			Positional: []string{"from", "to"},
-			Handler:    handle(s.Path),
+			Handler:    tools.Handle(s.Path),
 		},
 		{
 			Name:        "memory.task_add",
@@ -429,7 +368,7 @@ func (s *Store) Tools() []tools.Tool {
 			Errors:       []tools.ErrorDoc{errInvalidDoc, errTooLarge, errEmbedDown, errEmbedMis},
 			Related:      []string{"memory.task_list", "memory.task_update"},
 			Positional:   []string{"content"},
-			Handler:      handle(s.AddTask),
+			Handler:      tools.Handle(s.AddTask),
 		},
 		{
 			Name:    "memory.task_list",
@@ -450,7 +389,7 @@ func (s *Store) Tools() []tools.Tool {
 			Examples:    []tools.Example{{Title: "What is overdue?", Args: raw(`{"overdue": true}`)}},
 			Errors:      []tools.ErrorDoc{errInvalidDoc},
 			Related:     []string{"memory.task_add", "memory.task_update"},
-			Handler: handle(func(ctx context.Context, q TaskQuery) (map[string]any, error) {
+			Handler: tools.Handle(func(ctx context.Context, q TaskQuery) (map[string]any, error) {
 				ts, err := s.ListTasks(ctx, q)
 				if err != nil {
 					return nil, err
@@ -474,7 +413,7 @@ func (s *Store) Tools() []tools.Tool {
 			Examples:     []tools.Example{{Args: raw(`{"id": 43, "status": "done", "note": "renewed via certbot"}`)}},
 			Errors:       []tools.ErrorDoc{errInvalidDoc, errNotFound, errEmbedDown, errEmbedMis, errConflict},
 			Related:      []string{"memory.task_list"},
-			Handler:      handle(s.UpdateTask),
+			Handler:      tools.Handle(s.UpdateTask),
 		},
 		{
 			Name:    "memory.consolidate",
@@ -501,7 +440,7 @@ func (s *Store) Tools() []tools.Tool {
 			Examples:    []tools.Example{{Title: "Preview", Args: raw(`{"dry_run": true}`)}},
 			Errors:      []tools.ErrorDoc{errInvalidDoc, errEmbedDown, errEmbedMis, errConflict},
 			Related:     []string{"memory.forget", "memory.get"},
-			Handler:     handle(s.Consolidate),
+			Handler:     tools.Handle(s.Consolidate),
 		},
 	}
 }

@@ -60,7 +60,7 @@ func (s *Store) WorkspaceTools() []tools.Tool {
 			Errors:     []tools.ErrorDoc{errInvalidDoc, errPathDoc, errTooLarge, errQuotaDoc},
 			Related:    []string{"workspace.read", "workspace.list"},
 			Positional: []string{"path", "data", "encoding"},
-			Handler: handle(func(ctx context.Context, in struct {
+			Handler: tools.Handle(func(ctx context.Context, in struct {
 				Path     string `json:"path"`
 				Data     string `json:"data"`
 				Encoding string `json:"encoding"`
@@ -101,7 +101,7 @@ func (s *Store) WorkspaceTools() []tools.Tool {
 			Errors:      []tools.ErrorDoc{errInvalidDoc, errPathDoc, errNotFound},
 			Related:     []string{"workspace.write", "workspace.list"},
 			Positional:  []string{"path", "encoding"},
-			Handler: handle(func(ctx context.Context, in struct {
+			Handler: tools.Handle(func(ctx context.Context, in struct {
 				Path     string `json:"path"`
 				Encoding string `json:"encoding"`
 			}) (readOut, error) {
@@ -142,7 +142,7 @@ func (s *Store) WorkspaceTools() []tools.Tool {
 			Errors:      []tools.ErrorDoc{errPathDoc},
 			Related:     []string{"workspace.read", "workspace.remove"},
 			Positional:  []string{"prefix"},
-			Handler: handle(func(ctx context.Context, in struct {
+			Handler: tools.Handle(func(ctx context.Context, in struct {
 				Prefix string `json:"prefix"`
 			}) (WorkspaceListing, error) {
 				return s.ListFiles(ctx, in.Prefix)
@@ -159,7 +159,7 @@ func (s *Store) WorkspaceTools() []tools.Tool {
 			Errors:       []tools.ErrorDoc{errPathDoc},
 			Related:      []string{"workspace.list"},
 			Positional:   []string{"path"},
-			Handler: handle(func(ctx context.Context, in struct {
+			Handler: tools.Handle(func(ctx context.Context, in struct {
 				Path string `json:"path"`
 			}) (map[string]any, error) {
 				removed, err := s.RemoveFile(ctx, in.Path)

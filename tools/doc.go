@@ -4,6 +4,17 @@
 // subscribers when it changes, and argument validation against each tool's
 // input schema.
 //
+// Tools are global or belong to a principal's scope (a principal's own
+// skills), and a toolset function may hide tools from a caller. A View is
+// the catalogue as one caller sees it; file trees, search indexes and
+// program namespaces are built from views, and Registry.Call resolves
+// names through the caller in its context, so a tool outside a caller's
+// view does not exist for it at any level.
+//
+// Handle is the one way to write a typed handler; EstimateTokens the one
+// estimate of what text costs a context window.
+//
 // It does not run JavaScript (package executor), render the catalogue as a
-// file tree (package vfs) or speak MCP (package mcpserver).
+// file tree (package vfs) or speak MCP (package mcpserver). It imports no
+// other codecell package.
 package tools

@@ -15,14 +15,28 @@ import (
 // qualified names, with one-line descriptions of categories, a version that
 // grows with every change, and subscribers told of each change.
 //
+// Tools are global (every caller sees them) or belong to a scope, the
+// principal (Caller.Principal) they were registered for: a scope's tools
+// are seen and called only by that principal, and one of them shadows a
+// global tool of the same name for it. A toolset function (SetToolsets)
+// may further hide tools from a caller. What one caller may see is its
+// View; Call resolves names through the caller in its context, so a tool
+// outside the caller's view does not exist for it.
+//
 // The *Tool values it hands out are shared and must not be modified.
 type Registry struct {
 	mu         sync.RWMutex
-	tools      map[string]*entry
-	categories map[string]string // name → one-line description
-	version    uint64
+	tools      map[string]*entry            // global tools
+	scopes     map[string]map[string]*entry // principal → its own tools
+	categories map[string]string            // name → one-line description
+	version    uint64                       // grows with every change
+	globalAt   uint64                       // version of the last change every caller sees
+	scopeAt    map[string]uint64            // version of the last change of each scope
+	toolsets   func(Caller) Toolset
 	subs       map[int]func(Change)
 	nextSub    int
+
+	views viewCache
 }
 
 type entry struct {
@@ -34,6 +48,10 @@ type entry struct {
 type Change struct {
 	// Version is the registry's version after the change.
 	Version uint64
+	// Scope is the principal whose tools changed, or "" when the change
+	// concerns every caller (global tools, category descriptions,
+	// toolsets).
+	Scope string
 	// Added and Removed hold qualified names. A replaced tool is in both.
 	Added, Removed []string
 }
@@ -42,18 +60,28 @@ type Change struct {
 func NewRegistry() *Registry {
 	return &Registry{
 		tools:      map[string]*entry{},
+		scopes:     map[string]map[string]*entry{},
 		categories: map[string]string{},
+		scopeAt:    map[string]uint64{},
 		subs:       map[int]func(Change){},
+		views:      viewCache{max: MaxCachedViews, m: map[viewKey]*View{}},
 	}
 }
 
 // emptyObjectSchema is the input schema of a tool that declares none.
 var emptyObjectSchema = json.RawMessage(`{"type":"object","additionalProperties":false}`)
 
-// Register adds tools, replacing any registered under the same names. It
-// checks every tool and compiles its input schema first, and adds none if
-// one is invalid.
-func (r *Registry) Register(ts ...Tool) error {
+// Register adds global tools, replacing any registered under the same
+// names. It checks every tool and compiles its input schema first, and adds
+// none if one is invalid.
+func (r *Registry) Register(ts ...Tool) error { return r.RegisterScoped("", ts...) }
+
+// RegisterScoped adds tools to scope, the principal they belong to,
+// replacing that scope's tools of the same names; "" is the global scope
+// (Register). Only callers whose Principal is scope see and call them, and
+// for those callers they shadow global tools of the same names. It checks
+// the tools as Register does.
+func (r *Registry) RegisterScoped(scope string, ts ...Tool) error {
 	entries := make([]*entry, 0, len(ts))
 	seen := map[string]bool{}
 	for i := range ts {
@@ -84,30 +112,45 @@ func (r *Registry) Register(ts ...Tool) error {
 	}
 
 	r.mu.Lock()
-	ch := Change{}
+	m := r.tools
+	if scope != "" {
+		m = r.scopes[scope]
+		if m == nil {
+			m = map[string]*entry{}
+			r.scopes[scope] = m
+		}
+	}
+	ch := Change{Scope: scope}
 	for _, e := range entries {
-		if _, ok := r.tools[e.tool.Name]; ok {
+		if _, ok := m[e.tool.Name]; ok {
 			ch.Removed = append(ch.Removed, e.tool.Name)
 		}
-		r.tools[e.tool.Name] = e
+		m[e.tool.Name] = e
 		ch.Added = append(ch.Added, e.tool.Name)
 	}
-	r.version++
-	ch.Version = r.version
-	subs := r.subscribers()
+	subs := r.changed(&ch)
 	r.mu.Unlock()
 
 	notify(subs, ch)
 	return nil
 }
 
-// Unregister removes the named tools and reports how many were present.
-func (r *Registry) Unregister(names ...string) int {
+// Unregister removes the named global tools and reports how many were
+// present.
+func (r *Registry) Unregister(names ...string) int { return r.UnregisterScoped("", names...) }
+
+// UnregisterScoped removes the named tools of scope ("" is the global
+// scope) and reports how many were present.
+func (r *Registry) UnregisterScoped(scope string, names ...string) int {
 	r.mu.Lock()
-	ch := Change{}
+	m := r.tools
+	if scope != "" {
+		m = r.scopes[scope]
+	}
+	ch := Change{Scope: scope}
 	for _, n := range names {
-		if _, ok := r.tools[n]; ok {
-			delete(r.tools, n)
+		if _, ok := m[n]; ok {
+			delete(m, n)
 			ch.Removed = append(ch.Removed, n)
 		}
 	}
@@ -115,13 +158,29 @@ func (r *Registry) Unregister(names ...string) int {
 		r.mu.Unlock()
 		return 0
 	}
-	r.version++
-	ch.Version = r.version
-	subs := r.subscribers()
+	subs := r.changed(&ch)
+	if scope != "" && len(m) == 0 {
+		// The principal's callers share the global view again.
+		delete(r.scopes, scope)
+		delete(r.scopeAt, scope)
+	}
 	r.mu.Unlock()
 
 	notify(subs, ch)
 	return len(ch.Removed)
+}
+
+// changed records a change of ch.Scope: it bumps the version, sets
+// ch.Version and returns the subscribers to tell. r.mu is held.
+func (r *Registry) changed(ch *Change) []func(Change) {
+	r.version++
+	ch.Version = r.version
+	if ch.Scope == "" {
+		r.globalAt = r.version
+	} else {
+		r.scopeAt[ch.Scope] = r.version
+	}
+	return r.subscribers()
 }
 
 // DescribeCategory sets the one-line description of a category. Categories
@@ -132,9 +191,8 @@ func (r *Registry) DescribeCategory(name, summary string) error {
 	}
 	r.mu.Lock()
 	r.categories[name] = summary
-	r.version++
-	ch := Change{Version: r.version}
-	subs := r.subscribers()
+	ch := Change{}
+	subs := r.changed(&ch)
 	r.mu.Unlock()
 	notify(subs, ch)
 	return nil
@@ -147,7 +205,34 @@ func (r *Registry) CategorySummary(name string) string {
 	return r.categories[name]
 }
 
-// Get returns the named tool.
+// Toolset is the set of tools one caller may see and call. Tools outside
+// it do not exist for the caller: not in its view, not in search, not
+// callable, and not suggested when it misspells a name.
+type Toolset struct {
+	// Key names the set: callers whose toolsets have the same key must
+	// see the same tools, so that they can share one view. "" is the set
+	// of all tools, and Allow is then not consulted.
+	Key string
+	// Allow reports whether t is in the set.
+	Allow func(t *Tool) bool
+}
+
+// SetToolsets sets the function that gives each caller its toolset; nil,
+// the default, gives every caller every tool. fn is called often (for
+// every view lookup and call) with the registry's read lock held: it must
+// be fast and must not call the registry. Setting it is a change that
+// concerns every caller.
+func (r *Registry) SetToolsets(fn func(Caller) Toolset) {
+	r.mu.Lock()
+	r.toolsets = fn
+	ch := Change{}
+	subs := r.changed(&ch)
+	r.mu.Unlock()
+	notify(subs, ch)
+}
+
+// Get returns the named global tool. It does not see scoped tools and
+// ignores toolsets; code that acts for a caller uses the caller's View.
 func (r *Registry) Get(name string) (*Tool, bool) {
 	r.mu.RLock()
 	e, ok := r.tools[name]
@@ -158,7 +243,8 @@ func (r *Registry) Get(name string) (*Tool, bool) {
 	return e.tool, true
 }
 
-// List returns every tool, sorted by name.
+// List returns every global tool, sorted by name. It does not list scoped
+// tools and ignores toolsets; see View and ListScope.
 func (r *Registry) List() []*Tool {
 	r.mu.RLock()
 	out := make([]*Tool, 0, len(r.tools))
@@ -166,11 +252,40 @@ func (r *Registry) List() []*Tool {
 		out = append(out, e.tool)
 	}
 	r.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	sortTools(out)
 	return out
 }
 
-// ListCategory returns the tools of one category, sorted by name.
+// ListScope returns the tools registered for scope ("" for the global
+// ones), sorted by name.
+func (r *Registry) ListScope(scope string) []*Tool {
+	if scope == "" {
+		return r.List()
+	}
+	r.mu.RLock()
+	m := r.scopes[scope]
+	out := make([]*Tool, 0, len(m))
+	for _, e := range m {
+		out = append(out, e.tool)
+	}
+	r.mu.RUnlock()
+	sortTools(out)
+	return out
+}
+
+// Scopes returns the principals that have tools of their own, sorted.
+func (r *Registry) Scopes() []string {
+	r.mu.RLock()
+	out := make([]string, 0, len(r.scopes))
+	for s := range r.scopes {
+		out = append(out, s)
+	}
+	r.mu.RUnlock()
+	slices.Sort(out)
+	return out
+}
+
+// ListCategory returns the global tools of one category, sorted by name.
 func (r *Registry) ListCategory(category string) []*Tool {
 	prefix := category + "."
 	r.mu.RLock()
@@ -181,11 +296,12 @@ func (r *Registry) ListCategory(category string) []*Tool {
 		}
 	}
 	r.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	sortTools(out)
 	return out
 }
 
-// Categories returns the names of the categories that hold tools, sorted.
+// Categories returns the names of the categories that hold global tools,
+// sorted.
 func (r *Registry) Categories() []string {
 	r.mu.RLock()
 	set := map[string]bool{}
@@ -201,7 +317,13 @@ func (r *Registry) Categories() []string {
 	return out
 }
 
-// Version returns a number that changes whenever the catalogue does.
+func sortTools(ts []*Tool) {
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
+}
+
+// Version returns a number that changes whenever the catalogue does, in
+// any scope. A caller's View has its own version, which changes only when
+// what that caller sees does.
 func (r *Registry) Version() uint64 {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -243,14 +365,15 @@ func notify(subs []func(Change), ch Change) {
 	}
 }
 
-// Validate checks args against the named tool's input schema. It returns
-// an *Error with code CodeUnknownTool or CodeInvalidArguments, or nil.
+// Validate checks args against the named global tool's input schema. It
+// returns an *Error with code CodeUnknownTool or CodeInvalidArguments, or
+// nil. View.Validate does the same for a caller.
 func (r *Registry) Validate(name string, args json.RawMessage) error {
 	r.mu.RLock()
 	e, ok := r.tools[name]
 	r.mu.RUnlock()
 	if !ok {
-		return r.unknown(name)
+		return r.View(Caller{}).unknown(name)
 	}
 	return validateArgs(e, args)
 }
@@ -267,17 +390,41 @@ func validateArgs(e *entry, args json.RawMessage) error {
 	return nil
 }
 
-// Call validates args against the tool's input schema and runs its handler.
-// Empty args mean {}. Every failure is an *Error: an unknown tool, invalid
-// arguments (naming each offending field), a cancelled context, a handler's
-// error or a handler's panic, which Call recovers.
-func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+// resolve finds the tool name names for c: c's own tool, else the global
+// one, provided c's toolset holds it.
+func (r *Registry) resolve(c Caller, name string) (*entry, bool) {
 	r.mu.RLock()
-	e, ok := r.tools[name]
-	r.mu.RUnlock()
+	defer r.mu.RUnlock()
+	e, ok := r.scopes[c.Principal][name]
 	if !ok {
-		return nil, r.unknown(name)
+		e, ok = r.tools[name]
 	}
+	if ok && r.toolsets != nil {
+		if ts := r.toolsets(c); ts.Key != "" && (ts.Allow == nil || !ts.Allow(e.tool)) {
+			return nil, false
+		}
+	}
+	return e, ok
+}
+
+// Call validates args against the tool's input schema and runs its handler.
+// The name is resolved for the caller in ctx (CallerFrom): its own tools
+// first, then the global ones, within its toolset; any other name is an
+// unknown tool, whether or not another caller has it. Empty args mean {}.
+// Every failure is an *Error: an unknown tool, invalid arguments (naming
+// each offending field), a cancelled context, a handler's error or a
+// handler's panic, which Call recovers.
+func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	c := CallerFrom(ctx)
+	e, ok := r.resolve(c, name)
+	if !ok {
+		return nil, r.View(c).unknown(name)
+	}
+	return call(ctx, e, args)
+}
+
+func call(ctx context.Context, e *entry, args json.RawMessage) (json.RawMessage, error) {
+	name := e.tool.Name
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
@@ -334,34 +481,10 @@ func asError(ctx context.Context, name string, err error) *Error {
 	return &Error{Code: CodeToolFailed, Tool: name, Message: err.Error(), Err: err}
 }
 
-func (r *Registry) unknown(name string) *Error {
-	msg := fmt.Sprintf("unknown tool %q", name)
-	if s := r.suggest(name); s != "" {
-		msg += fmt.Sprintf("; did you mean %q?", s)
-	} else if !ValidName(name) {
-		msg += "; tool names are category.name, e.g. \"util.echo\""
-	}
-	return &Error{Code: CodeUnknownTool, Tool: name, Message: msg}
-}
-
-// suggest returns the registered name closest to name, if close enough.
-func (r *Registry) suggest(name string) string {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	best, bestD := "", len(name)/3+2
-	for n := range r.tools {
-		if d := EditDistance(name, n, bestD); d < bestD || (d == bestD && best != "" && n < best) {
-			best, bestD = n, d
-		}
-	}
-	if bestD > len(name)/3+1 {
-		return ""
-	}
-	return best
-}
-
 // Caller identifies who a call is made for: the principal (the
 // authenticated caller, or the local user over stdio) and the MCP session.
+// The principal names the scope whose tools the caller sees beside the
+// global ones.
 type Caller struct {
 	Principal string
 	Session   string

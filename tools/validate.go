@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"math/big"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -18,6 +22,9 @@ type Schema struct {
 	s *jsonschema.Schema
 }
 
+// printer renders the validator's messages that hold no numbers; those
+// that do are written by problemMessage, since a message.Printer writes
+// numbers for people of a locale (10,000 and 1×10⁰⁷), not as JSON.
 var printer = message.NewPrinter(language.English)
 
 // CompileSchema compiles a JSON Schema document (draft 2020-12 unless it
@@ -68,7 +75,7 @@ func collect(e *jsonschema.ValidationError, out *[]Problem) {
 	if len(e.Causes) == 0 {
 		*out = append(*out, Problem{
 			Path:    pointer(e.InstanceLocation),
-			Message: e.ErrorKind.LocalizedString(printer),
+			Message: problemMessage(e.ErrorKind),
 		})
 		return
 	}
@@ -113,4 +120,78 @@ func DescribeProblems(ps []Problem) string {
 		parts = append(parts, where+": "+p.Message)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// problemMessage renders one failed keyword. Messages with numbers print
+// them as JSON would (10000000, 0.5, 1e+21), in the validator's own words.
+func problemMessage(k jsonschema.ErrorKind) string {
+	switch k := k.(type) {
+	case *kind.Minimum:
+		return "minimum: got " + ratString(k.Got) + ", want " + ratString(k.Want)
+	case *kind.Maximum:
+		return "maximum: got " + ratString(k.Got) + ", want " + ratString(k.Want)
+	case *kind.ExclusiveMinimum:
+		return "exclusiveMinimum: got " + ratString(k.Got) + ", want " + ratString(k.Want)
+	case *kind.ExclusiveMaximum:
+		return "exclusiveMaximum: got " + ratString(k.Got) + ", want " + ratString(k.Want)
+	case *kind.MultipleOf:
+		return "multipleOf: got " + ratString(k.Got) + ", want " + ratString(k.Want)
+	case *kind.MinLength:
+		return fmt.Sprintf("minLength: got %d, want %d", k.Got, k.Want)
+	case *kind.MaxLength:
+		return fmt.Sprintf("maxLength: got %d, want %d", k.Got, k.Want)
+	case *kind.MinItems:
+		return fmt.Sprintf("minItems: got %d, want %d", k.Got, k.Want)
+	case *kind.MaxItems:
+		return fmt.Sprintf("maxItems: got %d, want %d", k.Got, k.Want)
+	case *kind.MinProperties:
+		return fmt.Sprintf("minProperties: got %d, want %d", k.Got, k.Want)
+	case *kind.MaxProperties:
+		return fmt.Sprintf("maxProperties: got %d, want %d", k.Got, k.Want)
+	case *kind.AdditionalItems:
+		return fmt.Sprintf("last %d additionalItem(s) not allowed", k.Count)
+	case *kind.UniqueItems:
+		return fmt.Sprintf("items at %d and %d are equal", k.Duplicates[0], k.Duplicates[1])
+	case *kind.MinContains:
+		if len(k.Got) == 0 {
+			return fmt.Sprintf("min %d items required to match contains schema, but none matched", k.Want)
+		}
+		return fmt.Sprintf("min %d items required to match contains schema, but matched %d items at %s", k.Want, len(k.Got), ints(k.Got))
+	case *kind.MaxContains:
+		return fmt.Sprintf("max %d items required to match contains schema, but matched %d items at %s", k.Want, len(k.Got), ints(k.Got))
+	case *kind.OneOf:
+		if len(k.Subschemas) == 2 {
+			return fmt.Sprintf("'oneOf' failed, subschemas %d, %d matched", k.Subschemas[0], k.Subschemas[1])
+		}
+	}
+	return k.LocalizedString(printer)
+}
+
+// ratString writes a number as JSON would: integers below 1e21 in full,
+// other values as the shortest float64 that reads back the same, with an
+// exponent only when JSON uses one (below 1e-6 or from 1e21).
+func ratString(r *big.Rat) string {
+	if r == nil {
+		return "null"
+	}
+	f, _ := r.Float64()
+	if r.IsInt() && math.Abs(f) < 1e21 {
+		return r.Num().String()
+	}
+	if math.IsInf(f, 0) {
+		return r.FloatString(0)
+	}
+	b, err := json.Marshal(f)
+	if err != nil {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return string(b)
+}
+
+func ints(is []int) string {
+	parts := make([]string, len(is))
+	for i, n := range is {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, " ")
 }

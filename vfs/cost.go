@@ -10,22 +10,9 @@ import (
 	"github.com/codecell/codecell/tools"
 )
 
-// Cost is what reading a piece of the tree takes from a context window.
-type Cost struct {
-	Bytes  int `json:"bytes"`
-	Tokens int `json:"tokens"`
-}
-
-// CostOf returns the cost of n bytes.
-func CostOf(n int) Cost { return Cost{Bytes: n, Tokens: EstimateTokens(n)} }
-
-// EstimateTokens estimates the tokens n bytes of the tree take: n/4,
-// rounded up. Four bytes a token is the usual rule of thumb for English
-// text with today's BPE tokenizers (cl100k, o200k, Claude's); JSON and
-// TypeScript with many short identifiers and punctuation run somewhat
-// denser, so read the figure as a budget hint within about 20%, not a
-// count. It needs no tokenizer and is the same for every model.
-func EstimateTokens(n int) int { return (n + 3) / 4 }
+// Cost is what reading a piece of the tree takes from a context window;
+// tokens are estimated by tools.EstimateTokens.
+type Cost = tools.Cost
 
 // ToolInfo is what a search hit reports about a tool so an agent can
 // budget before reading deeper: the cost of its signature (level 2) and
@@ -53,16 +40,20 @@ func (s *snapshot) toolInfo(t *tools.Tool) ToolInfo {
 	c := s.byName[t.Category()]
 	sig := SignaturePath(t.Name)
 	full := FullPath(t.Name)
+	return ToolInfo{
+		Name:      t.Name,
+		Signature: tools.CostOf(len(s.content(sig, node{kind: kindSignature, cat: c, tool: t}))),
+		Full:      tools.CostOf(len(s.content(full, node{kind: kindFull, cat: c, tool: t}))),
+		Output:    s.outputShape(t),
+	}
+}
+
+func (s *snapshot) outputShape(t *tools.Tool) string {
 	v, ok := s.shapes.Load(t.Name)
 	if !ok {
 		v, _ = s.shapes.LoadOrStore(t.Name, OutputShape(t.OutputSchema))
 	}
-	return ToolInfo{
-		Name:      t.Name,
-		Signature: CostOf(len(s.content(sig, node{kind: kindSignature, cat: c, tool: t}))),
-		Full:      CostOf(len(s.content(full, node{kind: kindFull, cat: c, tool: t}))),
-		Output:    v.(string),
-	}
+	return v.(string)
 }
 
 // Level is a disclosure level of the tree.
@@ -99,6 +90,34 @@ func (f *FS) Content(name string, level Level) ([]byte, bool) {
 		return nil, false
 	}
 	return s.content(p, n), true
+}
+
+// Signature returns the tree path and content of the named tool's
+// declaration (level 2; name is qualified). The bytes are shared: do not
+// modify them.
+func (f *FS) Signature(name string) (path string, content []byte, ok bool) {
+	path = SignaturePath(name)
+	content, ok = f.Content(name, LevelSignature)
+	return path, content, ok
+}
+
+// Full returns the tree path and content of the named tool's full page
+// (level 3). The bytes are shared: do not modify them.
+func (f *FS) Full(name string) (path string, content []byte, ok bool) {
+	path = FullPath(name)
+	content, ok = f.Content(name, LevelFull)
+	return path, content, ok
+}
+
+// Output returns the one-line shape of the named tool's result (see
+// OutputShape).
+func (f *FS) Output(name string) (string, bool) {
+	s := f.current()
+	t := s.tools[name]
+	if t == nil {
+		return "", false
+	}
+	return s.outputShape(t), true
 }
 
 // SignaturePath returns the tree path of a tool's declaration (level 2).
@@ -305,7 +324,7 @@ func (f *FS) Stats() Stats {
 	s := f.current()
 	st := Stats{Categories: len(s.cats)}
 	manifest := len(s.content(ManifestFile, node{kind: kindManifest}))
-	st.Manifest = CostOf(manifest)
+	st.Manifest = tools.CostOf(manifest)
 	var idx, sig, full, paths []int
 	type directTool struct {
 		Name         string          `json:"name"`
@@ -317,7 +336,7 @@ func (f *FS) Stats() Stats {
 	var direct []directTool
 	for _, c := range s.cats {
 		n := len(s.content(IndexPath(c.name), node{kind: kindIndex, cat: c}))
-		st.Indexes = append(st.Indexes, IndexStat{Category: c.name, Tools: len(c.tools), Cost: CostOf(n)})
+		st.Indexes = append(st.Indexes, IndexStat{Category: c.name, Tools: len(c.tools), Cost: tools.CostOf(n)})
 		idx = append(idx, n)
 		for _, t := range c.tools {
 			info := s.toolInfo(t)
@@ -350,7 +369,7 @@ func (f *FS) Stats() Stats {
 	}
 	st.Index, st.Signature, st.Full, st.Path = spread(idx), spread(sig), spread(full), spread(paths)
 	if b, err := json.Marshal(map[string]any{"tools": direct}); err == nil {
-		st.Direct = CostOf(len(b))
+		st.Direct = tools.CostOf(len(b))
 	}
 	return st
 }
@@ -362,7 +381,7 @@ func (st Stats) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, "Catalogue: %d tools in %d categories. Sizes in bytes; tokens estimated as bytes/4.\n\n", st.Tools, st.Categories)
 	b.WriteString("| level | files | min | median | p90 | max | total | ~tokens (median) |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	row := func(name string, s Spread) {
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d |\n", name, s.Count, s.Min, s.Median, s.P90, s.Max, s.Total, EstimateTokens(s.Median))
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d |\n", name, s.Count, s.Min, s.Median, s.P90, s.Max, s.Total, tools.EstimateTokens(s.Median))
 	}
 	row("0 manifest.json", spread([]int{st.Manifest.Bytes}))
 	row("1 <category>/index.json", st.Index)

@@ -8,9 +8,13 @@
 //	<category>/<tool>.md       level 3: everything — description, schemas, examples, errors, notes, source
 //
 // FS implements io/fs.FS, fs.ReadDirFS, fs.ReadFileFS and fs.StatFS with
-// io/fs path rules. Content is generated on first read and cached until
-// the registry changes: FS subscribes to the registry's change events and
-// rebuilds lazily, on the next read after a change. Read, Clean and
+// io/fs path rules. A tree shows one caller's view of the registry
+// (tools.View: the global tools, the caller's own, within its toolset);
+// New gives the zero Caller's and For any other's, and a tool outside the
+// caller's view exists at no level, not even as a related tool or a
+// suggestion. Content is generated on first read and kept with the view
+// (tools.View.Memo): callers who share a view share it, and a caller's
+// files are rendered again only after a change it can see. Read, Clean and
 // NotFoundError serve agent-facing callers (read_tools), which accept
 // "/github/index.json" as well as "github/index.json", list directories
 // with sizes, and answer a missing path with its nearest existing parent,

@@ -25,7 +25,6 @@ func Example() {
 		},
 	})
 	fsys := vfs.New(reg)
-	defer fsys.Close()
 
 	// Level 0, read as an agent writes the path.
 	n, _ := fsys.Read("/manifest.json")

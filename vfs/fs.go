@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/codecell/codecell/tools"
@@ -22,15 +21,19 @@ const (
 	FullExt      = ".md"
 )
 
-// FS is the registry as a read-only file tree. It is safe for concurrent
-// use. Create it with New and stop its subscription with Close.
+// FS is the registry as a read-only file tree, as one caller sees it
+// (see tools.View): New gives the tree of the zero Caller, For the tree
+// of another. It is safe for concurrent use.
 type FS struct {
-	reg    *tools.Registry
-	hint   string
-	seen   atomic.Uint64 // latest registry version announced by a change event
-	snap   atomic.Pointer[snapshot]
-	mu     sync.Mutex // serializes rebuilds
-	cancel func()
+	tree   *tree
+	caller tools.Caller
+}
+
+// tree is what the FS values of one New share. A *tree is the key of
+// their snapshots on each tools.View.
+type tree struct {
+	reg  *tools.Registry
+	hint string
 }
 
 var (
@@ -41,70 +44,43 @@ var (
 )
 
 // Option configures an FS.
-type Option func(*FS)
+type Option func(*tree)
 
 // WithManifestHint replaces the sentence manifest.json gives on how to go
 // deeper, for a server that also offers, say, a search tool.
 func WithManifestHint(hint string) Option {
-	return func(f *FS) { f.hint = hint }
+	return func(t *tree) { t.hint = hint }
 }
 
-// New returns the file tree of reg. It subscribes to reg's change events;
-// after Close, it keeps serving the catalogue as it was last rendered.
+// New returns the file tree of reg as the zero Caller sees it: the global
+// tools, within the toolset reg gives that caller.
 func New(reg *tools.Registry, opts ...Option) *FS {
-	f := &FS{reg: reg, hint: DefaultManifestHint}
+	t := &tree{reg: reg, hint: DefaultManifestHint}
 	for _, o := range opts {
-		o(f)
+		o(t)
 	}
-	f.cancel = reg.Subscribe(func(ch tools.Change) {
-		for {
-			old := f.seen.Load()
-			if ch.Version <= old || f.seen.CompareAndSwap(old, ch.Version) {
-				return
-			}
-		}
-	})
-	f.seen.Store(reg.Version())
-	return f
+	return &FS{tree: t}
 }
 
-// Close ends the subscription to registry changes. It is safe to call
-// more than once.
-func (f *FS) Close() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.cancel != nil {
-		f.cancel()
-		f.cancel = nil
-	}
-	return nil
-}
+// For returns the tree as c sees it: the global tools and c's own, within
+// c's toolset. Tools outside c's view do not exist in it at any level.
+// Trees of callers that share a view share their rendered files, and a
+// caller's files are rendered again only when its view changes.
+func (f *FS) For(c tools.Caller) *FS { return &FS{tree: f.tree, caller: c} }
 
-// Version returns the registry version the current content reflects.
+// Version returns the version of the view the current content reflects
+// (tools.View.Version).
 func (f *FS) Version() uint64 { return f.current().version }
 
-// current returns the snapshot for the latest announced registry version,
-// building it when the registry changed since the last one.
+// current returns the snapshot of the caller's current view, building it
+// on first use.
 func (f *FS) current() *snapshot {
-	if s := f.snap.Load(); s != nil && s.version >= f.seen.Load() {
-		return s
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if s := f.snap.Load(); s != nil && s.version >= f.seen.Load() {
-		return s
-	}
-	// Read the version before the content: a change in between leaves
-	// seen above this version, and the next read rebuilds again.
-	v := f.reg.Version()
-	s := buildSnapshot(f.reg, v)
-	s.hint = f.hint
-	f.snap.Store(s)
-	return s
+	v := f.tree.reg.View(f.caller)
+	return v.Memo(f.tree, func(v *tools.View) any { return buildSnapshot(v, f.tree.hint) }).(*snapshot)
 }
 
-// snapshot is the catalogue at one registry version, with its rendered
-// files cached as they are first read.
+// snapshot is the catalogue of one view, with its rendered files cached
+// as they are first read.
 type snapshot struct {
 	version uint64
 	cats    []*category
@@ -127,12 +103,12 @@ type lazyFile struct {
 	data []byte
 }
 
-func buildSnapshot(reg *tools.Registry, v uint64) *snapshot {
-	s := &snapshot{version: v, byName: map[string]*category{}, tools: map[string]*tools.Tool{}}
-	for _, t := range reg.List() {
+func buildSnapshot(v *tools.View, hint string) *snapshot {
+	s := &snapshot{version: v.Version(), hint: hint, byName: map[string]*category{}, tools: map[string]*tools.Tool{}}
+	for _, t := range v.List() {
 		c := s.byName[t.Category()]
 		if c == nil {
-			c = &category{name: t.Category(), summary: reg.CategorySummary(t.Category()), byShort: map[string]*tools.Tool{}}
+			c = &category{name: t.Category(), summary: v.CategorySummary(t.Category()), byShort: map[string]*tools.Tool{}}
 			s.byName[c.name] = c
 			s.cats = append(s.cats, c)
 		}
@@ -142,6 +118,18 @@ func buildSnapshot(reg *tools.Registry, v uint64) *snapshot {
 	}
 	sort.Slice(s.cats, func(i, j int) bool { return s.cats[i].name < s.cats[j].name })
 	return s
+}
+
+// related returns t's related tools that exist in the snapshot: a tool
+// outside the caller's view is not named.
+func (s *snapshot) related(t *tools.Tool) []string {
+	var out []string
+	for _, r := range t.Related {
+		if s.tools[r] != nil {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // nodeKind says what a path names.
@@ -211,7 +199,7 @@ func (s *snapshot) render(n node) []byte {
 	case kindManifest:
 		return renderManifest(s)
 	case kindIndex:
-		return renderIndex(n.cat)
+		return renderIndex(s, n.cat)
 	case kindSignature:
 		d, err := Declaration(n.tool)
 		if err != nil {

@@ -158,7 +158,7 @@ func (s *snapshot) listing(dir string, n node) []Entry {
 		} else {
 			info, _ := de.Info()
 			e.Bytes = int(info.Size())
-			e.Tokens = EstimateTokens(e.Bytes)
+			e.Tokens = tools.EstimateTokens(e.Bytes)
 		}
 		out = append(out, e)
 	}

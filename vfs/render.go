@@ -80,7 +80,7 @@ func shorten(s string, limit int) string {
 	return strings.TrimRight(cut, " ,;:.-") + "…"
 }
 
-func renderIndex(c *category) []byte {
+func renderIndex(s *snapshot, c *category) []byte {
 	type step struct {
 		related, summary int
 		note             string
@@ -97,7 +97,7 @@ func renderIndex(c *category) []byte {
 	}
 	var out []byte
 	for _, st := range steps {
-		out = indexJSON(c, st.related, st.summary, st.note)
+		out = indexJSON(s, c, st.related, st.summary, st.note)
 		if len(out) <= IndexBudget {
 			break
 		}
@@ -105,7 +105,7 @@ func renderIndex(c *category) []byte {
 	return out
 }
 
-func indexJSON(c *category, relatedCap, summaryCap int, note string) []byte {
+func indexJSON(s *snapshot, c *category, relatedCap, summaryCap int, note string) []byte {
 	var b strings.Builder
 	b.WriteString(`{"category":`)
 	b.WriteString(quote(c.name))
@@ -130,7 +130,7 @@ func indexJSON(c *category, relatedCap, summaryCap int, note string) []byte {
 		if t.Annotations.Destructive {
 			fields = append(fields, `"destructive":true`)
 		}
-		rel := t.Related
+		rel := s.related(t)
 		if relatedCap >= 0 && len(rel) > relatedCap {
 			rel = rel[:relatedCap]
 		}
@@ -206,14 +206,10 @@ func renderFull(s *snapshot, t *tools.Tool) []byte {
 	if n := strings.TrimSpace(t.Notes); n != "" {
 		fmt.Fprintf(&b, "\n## Notes\n\n%s\n", n)
 	}
-	if len(t.Related) > 0 {
+	if rel := s.related(t); len(rel) > 0 {
 		b.WriteString("\n## Related\n\n")
-		for _, r := range t.Related {
-			if rt := s.tools[r]; rt != nil {
-				fmt.Fprintf(&b, "- %s: %s\n", r, rt.Summary)
-			} else {
-				fmt.Fprintf(&b, "- %s\n", r)
-			}
+		for _, r := range rel {
+			fmt.Fprintf(&b, "- %s: %s\n", r, s.tools[r].Summary)
 		}
 	}
 	if src := strings.TrimSpace(t.Source); src != "" {

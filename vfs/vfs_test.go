@@ -34,7 +34,6 @@ func newCatalog(tb testing.TB) *tools.Registry {
 func newFS(tb testing.TB, r *tools.Registry) *vfs.FS {
 	tb.Helper()
 	f := vfs.New(r)
-	tb.Cleanup(func() { f.Close() })
 	return f
 }
 
@@ -448,7 +447,6 @@ func FuzzPaths(f *testing.F) {
 		f.Add(s)
 	}
 	fsys := vfs.New(newCatalog(f))
-	defer fsys.Close()
 	f.Fuzz(func(t *testing.T, p string) {
 		file, err := fsys.Open(p)
 		if !fs.ValidPath(p) {

@@ -66,13 +66,10 @@ func Tools() []tools.Tool {
 			}`),
 			Annotations: tools.Annotations{ReadOnly: true},
 			Related:     []string{"util.sleep"},
-			Handler: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			Handler: tools.Handle(func(context.Context, struct{}) (nowOut, error) {
 				now := time.Now().UTC()
-				return json.Marshal(map[string]any{
-					"rfc3339": now.Format(time.RFC3339Nano),
-					"unix_ms": now.UnixMilli(),
-				})
-			},
+				return nowOut{RFC3339: now.Format(time.RFC3339Nano), UnixMS: now.UnixMilli()}, nil
+			}),
 		},
 		{
 			Name:        "util.sleep",
@@ -93,26 +90,33 @@ func Tools() []tools.Tool {
 			}`),
 			Annotations: tools.Annotations{ReadOnly: true, Idempotent: true},
 			Related:     []string{"util.now"},
-			Handler:     sleep,
+			Handler:     tools.Handle(sleep),
 		},
 	}
 }
 
-func sleep(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
-	var in struct {
-		MS int64 `json:"ms"`
-	}
-	if err := json.Unmarshal(args, &in); err != nil {
-		return nil, tools.Errorf(tools.CodeInvalidArguments, "ms: %v", err)
-	}
+type nowOut struct {
+	RFC3339 string `json:"rfc3339"`
+	UnixMS  int64  `json:"unix_ms"`
+}
+
+type sleepIn struct {
+	MS int64 `json:"ms"`
+}
+
+type sleepOut struct {
+	SleptMS int64 `json:"slept_ms"`
+}
+
+func sleep(ctx context.Context, in sleepIn) (sleepOut, error) {
 	d := min(time.Duration(in.MS)*time.Millisecond, MaxSleep)
 	t := time.NewTimer(d)
 	defer t.Stop()
 	start := time.Now()
 	select {
 	case <-t.C:
-		return json.Marshal(map[string]int64{"slept_ms": time.Since(start).Milliseconds()})
+		return sleepOut{SleptMS: time.Since(start).Milliseconds()}, nil
 	case <-ctx.Done():
-		return nil, &tools.Error{Code: tools.CodeCanceled, Message: "sleep cancelled", Err: ctx.Err()}
+		return sleepOut{}, &tools.Error{Code: tools.CodeCanceled, Message: "sleep cancelled", Err: ctx.Err()}
 	}
 }

@@ -8,10 +8,11 @@ import (
 // terms splits text into index terms: identifiers are split at
 // underscores, dots, dashes and camelCase boundaries ("getUser",
 // "get_user" and "get user" all give get, user), letters are lower-cased,
-// stop words dropped and each word stemmed.
+// abbreviations spelled out (PRs: pull requests), stop words dropped and
+// each word stemmed.
 func terms(text string) []string {
 	var out []string
-	for _, w := range words(text) {
+	for _, w := range expand(words(text)) {
 		if stopWords[w] {
 			continue
 		}
@@ -47,8 +48,8 @@ func words(text string) []string {
 			// getUser: break before U.
 			flush(i)
 			start = i
-		case unicode.IsUpper(r) && unicode.IsUpper(prev) && i+1 < len(rs) && unicode.IsLower(rs[i+1]):
-			// HTTPServer: break before S.
+		case unicode.IsUpper(r) && unicode.IsUpper(prev) && i+1 < len(rs) && unicode.IsLower(rs[i+1]) && !acronymPlural(rs, i+1):
+			// HTTPServer: break before S; but PRs and URLs are one word.
 			flush(i)
 			start = i
 		}
@@ -57,10 +58,23 @@ func words(text string) []string {
 	return out
 }
 
+// acronymPlural reports whether rs[i] is the "s" that ends a word, as in
+// PRs, URLs and IDs.
+func acronymPlural(rs []rune, i int) bool {
+	return rs[i] == 's' && (i+1 == len(rs) || !unicode.IsLetter(rs[i+1]) && !unicode.IsDigit(rs[i+1]))
+}
+
+// abbreviations are words agents write for several words a catalogue
+// spells out.
+var abbreviations = map[string][]string{
+	"pr":  {"pull", "request"},
+	"prs": {"pull", "requests"},
+}
+
 var stopWords = func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(`a an the of to for in on at by from with without into onto as and or nor
-		is are was were be been being it its this that these those there here which what who whom whose how
+		is are was were be been being it its this that these those there here which what whom whose how
 		when where why i me my we our you your he she they them their his her can could should would will
 		shall may might must do does did done have has had having not no yes so if then than also just
 		only very too some any all each every both either neither such via per about over under up down
@@ -99,6 +113,9 @@ func stem(w string) string {
 		w = w[:len(w)-1]
 	}
 	switch {
+	case strings.HasSuffix(w, "ee") && len(w) > 6:
+		// The one it is done to: assignee, attendee, invitee.
+		w = w[:len(w)-2]
 	case strings.HasSuffix(w, "ing") && len(w) > 5:
 		w = undouble(w[:len(w)-3])
 	case strings.HasSuffix(w, "ied") && len(w) > 5:
@@ -146,15 +163,17 @@ var synonymGroups = [][]string{
 	{"schedule", "book", "plan", "arrange"},
 	{"user", "person", "people", "member", "account", "colleague", "teammate"},
 	{"file", "document", "doc", "spreadsheet", "sheet"},
-	{"event", "meeting", "appointment", "call"},
+	{"event", "meeting", "appointment", "call", "calendar"},
 	{"email", "mail", "mailbox", "inbox"},
 	{"payment", "charge", "pay", "transaction"},
+	{"bill", "invoice"},
 	{"customer", "client", "buyer"},
 	{"ticket", "task", "story"},
 	{"issue", "bug", "defect", "problem"},
 	{"repository", "repo"},
 	{"channel", "room", "conversation"},
 	{"forecast", "predict", "prediction", "outlook", "upcoming", "tomorrow", "future"},
+	{"tomorrow", "today", "tonight", "upcoming", "time", "date"},
 	{"day", "daily", "week", "weekly"},
 	{"table", "schema"},
 	{"download", "save"},
@@ -192,3 +211,128 @@ func contains(ss []string, s string) bool {
 	}
 	return false
 }
+
+// expand replaces abbreviations by the words they stand for.
+func expand(ws []string) []string {
+	for i, w := range ws {
+		if exp, ok := abbreviations[w]; ok {
+			out := append(append([]string(nil), ws[:i]...), exp...)
+			return append(out, expand(ws[i+1:])...)
+		}
+	}
+	return ws
+}
+
+// query is what ranking needs to know of a query's text.
+type query struct {
+	terms []string // index terms, as terms gives them
+	forms []string // inflected forms of its words, as forms gives them
+	// question is set for a request for information ("which pull
+	// requests are open", "who has access"), which read-only tools answer.
+	question bool
+	// polarity is +1 when the query asks to create or give something, -1
+	// to remove or take it back, 0 when neither or both.
+	polarity int8
+}
+
+func analyze(text string) query {
+	ws := expand(words(text))
+	q := query{terms: terms(text), forms: forms(ws)}
+	if len(ws) > 0 {
+		q.question = questionWords[ws[0]] ||
+			(ws[0] == "how" && len(ws) > 1 && (ws[1] == "much" || ws[1] == "many")) ||
+			strings.HasSuffix(strings.TrimSpace(text), "?")
+	}
+	var plus, minus bool
+	for i, w := range ws {
+		p := polarity[stem(w)]
+		if p == 0 {
+			continue
+		}
+		if i > 0 && negators[ws[i-1]] {
+			// "stop sharing" takes back what "sharing" gives.
+			p = -p
+		} else if negators[w] && i+1 < len(ws) && polarity[stem(ws[i+1])] != 0 {
+			continue // the next word carries it
+		}
+		if p > 0 {
+			plus = true
+		} else {
+			minus = true
+		}
+	}
+	switch {
+	case plus && !minus:
+		q.polarity = 1
+	case minus && !plus:
+		q.polarity = -1
+	}
+	return q
+}
+
+// negators turn the verb after them around.
+var negators = map[string]bool{"stop": true, "cease": true, "no": true, "not": true, "never": true}
+
+// questionWords start a request for information.
+var questionWords = map[string]bool{"which": true, "what": true, "who": true, "whom": true, "whose": true, "when": true, "where": true}
+
+// forms returns, for each plural word ("requests", "queries"), the word
+// itself as a term of its own, marked with "=". The name field indexes
+// them too, so a query in the plural prefers list_pull_requests to
+// get_pull_request while still matching both.
+func forms(ws []string) []string {
+	var out []string
+	for _, w := range ws {
+		if !stopWords[w] && strings.HasSuffix(w, "s") && stem(w) != w {
+			out = append(out, "="+w)
+		}
+	}
+	return out
+}
+
+// bigrams returns each pair of consecutive terms as one term ("pull
+// request"). The name field indexes them too, so a query that names a
+// tool's object in its words ("pull requests") prefers the tools whose
+// names hold it to those whose text mentions both words apart.
+func bigrams(ts []string) []string {
+	var out []string
+	for i := 1; i < len(ts); i++ {
+		out = append(out, ts[i-1]+" "+ts[i])
+	}
+	return out
+}
+
+// polarity says whether a verb brings something into being or gives it
+// (+1), or removes it or takes it back (-1). A query of one polarity
+// ranks tools whose name starts with a verb of the other lower: "give a
+// colleague access" is not revoke_permission, "refund a payment" not
+// create_charge. Keys are stems.
+var polarity = func() map[string]int8 {
+	m := map[string]int8{}
+	for _, w := range strings.Fields("create add new make insert give grant share invite upload book schedule post send start begin") {
+		m[stem(w)] = 1
+	}
+	for _, w := range strings.Fields("delete remove destroy erase drop trash purge revoke unshare cancel void refund terminate stop") {
+		m[stem(w)] = -1
+	}
+	return m
+}()
+
+// Ranking factors.
+const (
+	// formWeight is the weight of an inflected form's exact match,
+	// beside the match of its stem.
+	formWeight = 0.7
+	// bigramWeight is the weight of a pair of query terms found together
+	// in a tool's name.
+	bigramWeight = 0.5
+	// questionFactor scales the score of a tool that is not read-only for
+	// a question: questions ask to read, not to change.
+	questionFactor = 0.6
+	// oppositeFactor scales the score of a tool whose verb has the
+	// opposite polarity of the query's.
+	oppositeFactor = 0.5
+	// actionFactor scales the score of a read-only tool for a query that
+	// asks to create or remove something.
+	actionFactor = 0.7
+)

@@ -20,9 +20,7 @@ func Example() {
 		tools.Tool{Name: "mail.send", Summary: "Send an e-mail.", Handler: noop},
 	)
 	fsys := vfs.New(reg)
-	defer fsys.Close()
-	ix := search.New(reg, fsys)
-	defer ix.Close()
+	ix := search.New(reg, func(c tools.Caller) search.Docs { return fsys.For(c) })
 
 	hits, _ := ix.Search(search.Query{Text: "fetchUser", Limit: 2})
 	for _, h := range hits {

@@ -7,14 +7,26 @@
 // identifier boundaries (getUser, get_user and "get user" match alike),
 // lower-cased, stripped of stop words and lightly stemmed; query words also
 // match common synonyms (list/get/fetch/find/search, create/add,
-// delete/remove, ...) at a lower weight. A hit carries what reading deeper
+// delete/remove, ...) at a lower weight. Names also index their plural
+// words as written and their pairs of words, so "which pull requests"
+// prefers list_pull_requests to a tool whose text mentions pull and
+// request apart. Two signals come from the tools' own metadata: a
+// question ("which …", "who …", "how many …") asks to read, so tools that
+// are not read-only rank lower for it, and an action ranks tools whose
+// verb has the opposite sense lower ("give access" is not
+// revoke_permission, "stop sharing" not share_file) and read-only ones
+// too. A hit carries what reading deeper
 // would cost — the size and estimated tokens of the tool's signature and
-// full page, from package vfs — and the shape of the tool's output, and
-// its text at the requested detail level.
+// full page, rendered by a Docs (package vfs provides it; search does not
+// import it, keeping tools/ below vfs) — and the shape of the tool's
+// output, and its text at the requested detail level.
 //
-// The index is built on first use and rebuilt lazily after the registry
-// changes. Package search does not render tool documentation (package vfs)
-// or speak MCP (package mcpserver).
+// A caller searches the tools of its own view of the registry
+// (tools.View): the global tools, its own, within its toolset. Each view's
+// index is built on first use and kept with the view.
+//
+// Package search does not render tool documentation (package vfs) or speak
+// MCP (package mcpserver).
 package search
 
 import (
@@ -25,10 +37,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/codecell/codecell/tools"
-	"github.com/codecell/codecell/vfs"
 )
 
 // Detail is how much of each hit to return.
@@ -62,6 +72,8 @@ type Query struct {
 	Limit int
 	// Detail is the level of each hit; DetailSummary when empty.
 	Detail Detail
+	// Caller is who searches: only the tools in its view are ranked.
+	Caller tools.Caller
 }
 
 // Hit is one ranked tool.
@@ -84,65 +96,44 @@ type Hit struct {
 // Costs are the sizes of a tool's signature and full page, and where to
 // read them.
 type Costs struct {
-	Signature     vfs.Cost `json:"signature"`
-	SignaturePath string   `json:"signature_path"`
-	Full          vfs.Cost `json:"full"`
-	FullPath      string   `json:"full_path"`
+	Signature     tools.Cost `json:"signature"`
+	SignaturePath string     `json:"signature_path"`
+	Full          tools.Cost `json:"full"`
+	FullPath      string     `json:"full_path"`
 }
 
-// Index searches a registry. It is safe for concurrent use.
+// Docs renders what a hit shows beyond the tool's own fields, as one
+// caller reads it: the tree path and content of a tool's declaration
+// (level 2) and of its full page (level 3), and the one-line shape of its
+// result; names are qualified. A *vfs.FS is one (vfs.FS.For gives a
+// caller's).
+type Docs interface {
+	Signature(name string) (path string, content []byte, ok bool)
+	Full(name string) (path string, content []byte, ok bool)
+	Output(name string) (string, bool)
+}
+
+// Index searches a registry, each caller within its own view of it
+// (tools.View). It is safe for concurrent use.
 type Index struct {
-	reg    *tools.Registry
-	fsys   *vfs.FS
-	seen   atomic.Uint64
-	cur    atomic.Pointer[index]
-	mu     sync.Mutex
-	cancel func()
-	pool   sync.Pool // *[]float64 score accumulators
+	reg  *tools.Registry
+	docs func(tools.Caller) Docs
+	pool sync.Pool // *[]float64 score accumulators
 }
 
-// New returns an index over reg whose hits take their signatures, pages
-// and costs from fsys, which must render the same registry. It subscribes
-// to reg's change events until Close.
-func New(reg *tools.Registry, fsys *vfs.FS) *Index {
-	ix := &Index{reg: reg, fsys: fsys}
-	ix.cancel = reg.Subscribe(func(ch tools.Change) {
-		for {
-			old := ix.seen.Load()
-			if ch.Version <= old || ix.seen.CompareAndSwap(old, ch.Version) {
-				return
-			}
-		}
-	})
-	ix.seen.Store(reg.Version())
-	return ix
+// New returns an index over reg whose hits take their signatures, pages,
+// costs and output shapes from docs(caller), which must render the same
+// registry as the caller sees it. A caller's index is built on its first
+// search and kept on its tools.View, so it is rebuilt only when what the
+// caller sees changes, and callers who share a view share it.
+func New(reg *tools.Registry, docs func(tools.Caller) Docs) *Index {
+	return &Index{reg: reg, docs: docs}
 }
 
-// Close ends the subscription to registry changes; the index keeps
-// answering from the catalogue as it last indexed it.
-func (ix *Index) Close() error {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if ix.cancel != nil {
-		ix.cancel()
-		ix.cancel = nil
-	}
-	return nil
-}
-
-func (ix *Index) current() *index {
-	if c := ix.cur.Load(); c != nil && c.version >= ix.seen.Load() {
-		return c
-	}
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if c := ix.cur.Load(); c != nil && c.version >= ix.seen.Load() {
-		return c
-	}
-	v := ix.reg.Version()
-	c := build(ix.reg.List(), v)
-	ix.cur.Store(c)
-	return c
+// current returns the index of c's view.
+func (ix *Index) current(c tools.Caller) *index {
+	v := ix.reg.View(c)
+	return v.Memo(ix, func(v *tools.View) any { return build(v.List(), v.Version()) }).(*index)
 }
 
 // Search ranks the tools against q and returns the best hits, best first.
@@ -170,7 +161,8 @@ func (ix *Index) Search(q Query) ([]Hit, error) {
 	if text == "" && q.Category == "" {
 		return nil, fmt.Errorf("%w: give words to search for, or a category to list", ErrInvalidQuery)
 	}
-	c := ix.current()
+	c := ix.current(q.Caller)
+	docs := ix.docs(q.Caller)
 	var cat int32 = -1
 	if q.Category != "" {
 		i, ok := c.catID[q.Category]
@@ -194,17 +186,19 @@ func (ix *Index) Search(q Query) ([]Hit, error) {
 	}
 	hits := make([]Hit, 0, len(ranked))
 	for _, r := range ranked {
-		hits = append(hits, ix.hit(c.docs[r.doc].tool, r.score, detail))
+		hits = append(hits, hit(docs, c.docs[r.doc].tool, r.score, detail))
 	}
 	return hits, nil
 }
 
-func (ix *Index) hit(t *tools.Tool, score float64, detail Detail) Hit {
+func hit(docs Docs, t *tools.Tool, score float64, detail Detail) Hit {
 	h := Hit{Name: t.Name, Score: math.Round(score*1000) / 1000}
-	if info, ok := ix.fsys.Info(t.Name); ok {
-		h.Output = info.Output
-		h.Cost = Costs{Signature: info.Signature, SignaturePath: vfs.SignaturePath(t.Name), Full: info.Full, FullPath: vfs.FullPath(t.Name)}
+	sigPath, sig, sigOK := docs.Signature(t.Name)
+	fullPath, full, fullOK := docs.Full(t.Name)
+	if sigOK && fullOK {
+		h.Cost = Costs{Signature: tools.CostOf(len(sig)), SignaturePath: sigPath, Full: tools.CostOf(len(full)), FullPath: fullPath}
 	}
+	h.Output, _ = docs.Output(t.Name)
 	if detail == DetailName {
 		return h
 	}
@@ -213,13 +207,9 @@ func (ix *Index) hit(t *tools.Tool, score float64, detail Detail) Hit {
 	h.Destructive = t.Annotations.Destructive
 	switch detail {
 	case DetailSignature:
-		if b, ok := ix.fsys.Content(t.Name, vfs.LevelSignature); ok {
-			h.Signature = string(b)
-		}
+		h.Signature = string(sig)
 	case DetailFull:
-		if b, ok := ix.fsys.Content(t.Name, vfs.LevelFull); ok {
-			h.Full = string(b)
-		}
+		h.Full = string(full)
 	}
 	return h
 }
@@ -232,8 +222,9 @@ type scored struct {
 // rank scores every document that shares a term with the query and keeps
 // the best limit of them.
 func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
+	qa := analyze(text)
 	weights := map[string]float64{}
-	for _, t := range terms(text) {
+	for _, t := range qa.terms {
 		weights[t] = 1
 	}
 	for t := range weights {
@@ -242,6 +233,12 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 				weights[s] = synonymWeight
 			}
 		}
+	}
+	for _, f := range qa.forms {
+		weights[f] = formWeight
+	}
+	for _, b := range bigrams(qa.terms) {
+		weights[b] = bigramWeight
 	}
 	accp, _ := ix.pool.Get().(*[]float64)
 	if accp == nil || len(*accp) < len(c.docs) {
@@ -278,6 +275,16 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		s := acc[d]
 		if exact > 0 {
 			s *= 0.5 + 0.5*float64(matched[d])/float64(exact)
+		}
+		doc := &c.docs[d]
+		if qa.question && qa.polarity == 0 && !doc.readOnly {
+			s *= questionFactor
+		}
+		if qa.polarity != 0 && doc.polarity == -qa.polarity {
+			s *= oppositeFactor
+		}
+		if qa.polarity != 0 && doc.readOnly {
+			s *= actionFactor
 		}
 		out = append(out, scored{doc: d, score: s})
 		acc[d] = 0
@@ -323,6 +330,10 @@ type index struct {
 type doc struct {
 	tool *tools.Tool
 	cat  int32
+	// readOnly is the tool's annotation; polarity that of the verb its
+	// short name starts with (see polarity).
+	readOnly bool
+	polarity int8
 }
 
 // posting holds a document's whole BM25F contribution for one term:
@@ -342,9 +353,15 @@ func build(ts []*tools.Tool, version uint64) *index {
 			cat = int32(len(ix.catID))
 			ix.catID[t.Category()] = cat
 		}
-		ix.docs = append(ix.docs, doc{tool: t, cat: cat})
+		nameWords := words(t.ShortName())
+		d := doc{tool: t, cat: cat, readOnly: t.Annotations.ReadOnly}
+		if len(nameWords) > 0 {
+			d.polarity = polarity[stem(nameWords[0])]
+		}
+		ix.docs = append(ix.docs, d)
 		ft := &fieldTerms[i]
-		ft[fieldName] = terms(t.ShortName())
+		nameTerms := terms(t.ShortName())
+		ft[fieldName] = append(append(nameTerms, forms(nameWords)...), bigrams(nameTerms)...)
 		ft[fieldCategory] = terms(t.Category())
 		ft[fieldSummary] = terms(t.Summary)
 		in := schemaText(t.InputSchema)
