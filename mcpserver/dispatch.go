@@ -29,12 +29,12 @@ var _ executor.Dispatcher = dispatcher{}
 func (d dispatcher) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
 	if r := d.s.limits.allowToolCall(d.caller.Principal, d.local); r != nil {
 		d.s.metrics.refusals.WithLabelValues(r.limit).Inc()
-		d.s.metrics.toolCalls.WithLabelValues(name, "rate_limited").Inc()
+		d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, d.caller, name), "rate_limited").Inc()
 		return nil, r
 	}
 	args, err := resolveTokens(d.vault, name, args)
 	if err != nil {
-		d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, name), tools.CodeOf(err)).Inc()
+		d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, d.caller, name), tools.CodeOf(err)).Inc()
 		if tools.CodeOf(err) == "policy_violation" {
 			d.s.log.Warn("exfiltration rule blocked a tool call", "tool", name, "principal", d.caller.Principal)
 		}
@@ -45,16 +45,21 @@ func (d dispatcher) Call(ctx context.Context, name string, args json.RawMessage)
 	if err != nil {
 		status = tools.CodeOf(err)
 	}
-	d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, name), status).Inc()
+	d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, d.caller, name), status).Inc()
 	return out, err
 }
 
-// metricName keeps metric labels bounded: unknown tool names are one label.
-func metricName(reg *tools.Registry, name string) string {
-	if _, known := reg.Get(name); !known {
-		return "(unknown)"
+// metricName keeps metric labels bounded and free of what programs made
+// up: global tools are labelled by name; names the catalogue does not have
+// and a principal's own tools (skills) are one label each.
+func metricName(reg *tools.Registry, c tools.Caller, name string) string {
+	if _, known := reg.Get(name); known {
+		return name
 	}
-	return name
+	if _, known := reg.View(c).Get(name); known {
+		return "(own tool)"
+	}
+	return "(unknown)"
 }
 
 // runDispatcher is the dispatcher of one run: it also remembers what each

@@ -86,7 +86,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 		Language:   x.Language,
 		Timeout:    x.Timeout,
 		Dispatcher: d,
-		Functions:  s.functions(),
+		Functions:  s.functions(caller),
 		OnLog:      x.OnLog,
 		OnProgress: x.OnProgress,
 	})
@@ -136,6 +136,7 @@ func (s *Server) record(ctx context.Context, sess *session, org *origins, execID
 	if sess != nil {
 		opts.Vault = sess.vault
 	}
+	view := s.reg.View(tools.CallerFrom(ctx))
 	rec := &Record{
 		Status: res.Status,
 		Calls:  summarizeCalls(res.Calls),
@@ -149,12 +150,12 @@ func (s *Server) record(ctx context.Context, sess *session, org *origins, execID
 	// Tool names are the program's to choose: an unknown one is text
 	// like any other.
 	for i := range rec.Calls {
-		rec.Calls[i].Tool = s.filterToolName(rec.Calls[i].Tool, opts)
+		rec.Calls[i].Tool = s.filterToolName(view, rec.Calls[i].Tool, opts)
 	}
 	if x.Details {
 		rec.Trace = res.Calls
 		for i := range rec.Trace {
-			rec.Trace[i].Tool = s.filterToolName(rec.Trace[i].Tool, opts)
+			rec.Trace[i].Tool = s.filterToolName(view, rec.Trace[i].Tool, opts)
 		}
 	}
 
@@ -188,7 +189,7 @@ func (s *Server) record(ctx context.Context, sess *session, org *origins, execID
 		}
 	}
 	if e := res.Error; e != nil {
-		rec.Error = s.runError(e, budget, opts, x.Details)
+		rec.Error = s.runError(view, e, budget, opts, x.Details)
 	}
 
 	body := finishRecord(rec, budget, full)
@@ -213,13 +214,13 @@ func (s *Server) record(ctx context.Context, sess *session, org *origins, execID
 // runError is the run's error as the model reads it: every string the
 // program could have put into it is filtered and cut to its share of the
 // budget.
-func (s *Server) runError(e *executor.Error, budget int, opts filter.Options, details bool) *RunError {
+func (s *Server) runError(view *tools.View, e *executor.Error, budget int, opts filter.Options, details bool) *RunError {
 	re := &RunError{
 		Kind:    e.Kind,
 		Message: s.filterText(e.Message, budget/2, opts),
 		Line:    e.Line,
 		Column:  e.Column,
-		Tool:    s.filterToolName(e.Tool, opts),
+		Tool:    s.filterToolName(view, e.Tool, opts),
 		Code:    s.filterText(e.Code, 64, opts),
 	}
 	if len(e.Problems) > 0 {
@@ -237,13 +238,13 @@ func (s *Server) runError(e *executor.Error, budget int, opts filter.Options, de
 	return re
 }
 
-// filterToolName returns name when the catalogue has it, and otherwise
-// filters it as text: the program chose it.
-func (s *Server) filterToolName(name string, opts filter.Options) string {
+// filterToolName returns name when the caller's catalogue has it, and
+// otherwise filters it as text: the program chose it.
+func (s *Server) filterToolName(view *tools.View, name string, opts filter.Options) string {
 	if name == "" || name == "(other tools)" {
 		return name
 	}
-	if _, ok := s.reg.Get(name); ok {
+	if _, ok := view.Get(name); ok {
 		return name
 	}
 	return s.filterText(name, 128, opts)

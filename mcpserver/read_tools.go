@@ -42,7 +42,7 @@ func (s *Server) readToolsTool() mcp.Tool {
 
 // readTools is the read_tools handler: a file's content, a directory's
 // listing, or, for a missing path, the nearest directory and a suggestion.
-func (s *Server) readTools(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *Server) readTools(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var args struct {
 		Path string `json:"path"`
 	}
@@ -50,7 +50,7 @@ func (s *Server) readTools(_ context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		return mcp.NewToolResultError(err.Error() + `; give a path, as in {"path": "/manifest.json"}`), nil
 	}
 	p := strings.TrimPrefix(args.Path, ResourcePrefix)
-	node, err := s.vfs.Read(p)
+	node, err := s.vfs.For(s.caller(ctx)).Read(p)
 	var nf *vfs.NotFoundError
 	switch {
 	case errors.As(err, &nf):

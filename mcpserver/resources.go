@@ -12,7 +12,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/vfs"
 )
 
@@ -39,13 +38,13 @@ func (s *Server) addToolTree() {
 }
 
 // readToolResource reads any codecell://tools/ URI from the tool tree.
-func (s *Server) readToolResource(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+func (s *Server) readToolResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 	uri := req.Params.URI
 	p, ok := strings.CutPrefix(uri, ResourcePrefix)
 	if !ok {
 		return nil, fmt.Errorf("resource %q is not in the tool tree (%s...)", uri, ResourcePrefix)
 	}
-	node, err := s.vfs.Read(p)
+	node, err := s.vfs.For(s.caller(ctx)).Read(p)
 	var nf *vfs.NotFoundError
 	switch {
 	case errors.As(err, &nf):
@@ -76,19 +75,21 @@ func mimeOf(p string) string {
 	return "text/plain"
 }
 
-// completions completes {category} and {tool} in the tool-tree templates.
-type completions struct{ reg *tools.Registry }
+// completions completes {category} and {tool} in the tool-tree templates,
+// from the catalogue as the caller sees it.
+type completions struct{ s *Server }
 
 var _ server.ResourceCompletionProvider = completions{}
 
-func (c completions) CompleteResourceArgument(_ context.Context, uri string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
+func (c completions) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
+	view := c.s.reg.View(c.s.caller(ctx))
 	var values []string
 	switch arg.Name {
 	case "category":
-		values = c.reg.Categories()
+		values = view.Categories()
 	case "tool":
 		cat := cc.Arguments["category"]
-		for _, t := range c.reg.List() {
+		for _, t := range view.List() {
 			if cat == "" || t.Category() == cat {
 				values = append(values, t.ShortName())
 			}

@@ -38,7 +38,7 @@ func (s *Server) searchToolsTool() mcp.Tool {
 	}
 }
 
-func (s *Server) searchTools(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *Server) searchTools(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var args struct {
 		Query    string `json:"query"`
 		Detail   string `json:"detail"`
@@ -49,6 +49,7 @@ func (s *Server) searchTools(_ context.Context, req mcp.CallToolRequest) (*mcp.C
 		return mcp.NewToolResultError(err.Error()), nil
 	}
 	hits, err := s.search.Search(search.Query{
+		Caller:   s.caller(ctx),
 		Text:     args.Query,
 		Category: args.Category,
 		Limit:    args.Limit,

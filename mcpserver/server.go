@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -114,17 +113,11 @@ type Server struct {
 	sweeper           sync.WaitGroup
 	budget, maxBudget int
 
-	layout            atomic.Pointer[layoutCache]
 	unsubscribe       func()
 	unsubscribeSkills func()
 	closeOnce         sync.Once
 }
 
-// layoutCache is the executor layout for one registry version.
-type layoutCache struct {
-	version uint64
-	layout  *executor.Layout
-}
 
 // New builds a server over the tools in reg.
 func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
@@ -197,7 +190,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		server.WithResourceCapabilities(true, true),
 		server.WithPromptCapabilities(false),
 		server.WithCompletions(),
-		server.WithResourceCompletionProvider(completions{reg}),
+		server.WithResourceCompletionProvider(completions{s}),
 	)
 	if cfg.Expose != ExposeDirect {
 		s.mcp.AddTool(s.executeCodeTool(), s.executeCode)
@@ -219,7 +212,6 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		s.mcp.AddTools(s.directTools()...)
 	}
 	s.unsubscribe = reg.Subscribe(func(ch tools.Change) {
-		s.layout.Store(nil)
 		if direct {
 			s.syncDirect(ch) // mcp-go announces the new tool list
 		} else {
@@ -305,20 +297,20 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// functions returns the executor layout of the current catalogue.
-func (s *Server) functions() *executor.Layout {
-	v := s.reg.Version()
-	if c := s.layout.Load(); c != nil && c.version == v {
-		return c.layout
-	}
-	list := s.reg.List()
-	fns := make([]executor.Function, len(list))
-	for i, t := range list {
-		fns[i] = executor.Function{Name: t.Name, Positional: t.Positional}
-	}
-	l := executor.NewLayout(fns)
-	s.layout.Store(&layoutCache{version: v, layout: l})
-	return l
+// layoutKey keys a view's executor layout in its memo.
+type layoutKey struct{}
+
+// functions returns the executor layout of the catalogue as c sees it:
+// the namespaces of its programs. Callers that share a view share it.
+func (s *Server) functions(c tools.Caller) *executor.Layout {
+	return s.reg.View(c).Memo(layoutKey{}, func(v *tools.View) any {
+		list := v.List()
+		fns := make([]executor.Function, len(list))
+		for i, t := range list {
+			fns[i] = executor.Function{Name: t.Name, Positional: t.Positional}
+		}
+		return executor.NewLayout(fns)
+	}).(*executor.Layout)
 }
 
 // caller identifies who a request is made for: the authenticated

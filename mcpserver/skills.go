@@ -121,7 +121,7 @@ func (s *Server) runSkill(ctx context.Context, name string, args json.RawMessage
 		Args:       args,
 		Nested:     true,
 		Dispatcher: dispatcher{s: s, caller: caller},
-		Functions:  s.functions(),
+		Functions:  s.functions(caller),
 	})
 	if res.Error != nil {
 		msg := fmt.Sprintf("skill %s failed: %s: %s", name, res.Error.Kind, res.Error.Message)
