@@ -38,6 +38,7 @@ var (
 	ErrInvalidPath      = errors.New("invalid path")
 	ErrInvalid          = errors.New("invalid argument")
 	ErrClosed           = errors.New("store closed")
+	ErrConflict         = errors.New("conflict")
 )
 
 // toolErr returns a *tools.Error with code and message that wraps sentinel.

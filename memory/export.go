@@ -178,7 +178,7 @@ func (s *Store) Export(ctx context.Context, w io.Writer) (ExportReport, error) {
 			}
 			after = page[len(page)-1].m.ID
 		}
-		rows, err = tx.QueryContext(ctx, `SELECT `+skillColumns+` FROM skills ORDER BY principal, name`)
+		rows, err = tx.QueryContext(ctx, ownSkillSelect+` ORDER BY s.principal, s.name`)
 		if err != nil {
 			return err
 		}
@@ -188,8 +188,8 @@ func (s *Store) Export(ctx context.Context, w io.Writer) (ExportReport, error) {
 				rows.Close()
 				return err
 			}
-			p := sk.Principal
-			sk.Principal = ""
+			p := sk.Owner
+			sk.Owner = ""
 			if err := enc.Encode(Record{Kind: "skill", Principal: p, Skill: &sk}); err != nil {
 				rows.Close()
 				return err

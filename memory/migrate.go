@@ -15,11 +15,23 @@ import (
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// migration is one forward-only schema change, numbered from 1.
+// migration is one forward-only schema change, numbered from 1: its SQL,
+// then, for the few changes that SQL alone cannot make, a step in Go run
+// in the same transaction.
 type migration struct {
 	version int
 	name    string
 	sql     string
+	step    func(ctx context.Context, tx *sql.Tx) error
+}
+
+// migrationStep returns the Go step of migration version, or nil.
+func migrationStep(version int) func(ctx context.Context, tx *sql.Tx) error {
+	switch version {
+	case 4:
+		return migrateSharedSkills
+	}
+	return nil
 }
 
 // migrations returns the embedded migrations in order. Their file names
@@ -42,7 +54,7 @@ func migrations() ([]migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, migration{version: v, name: strings.TrimSuffix(rest, ".sql"), sql: string(b)})
+		out = append(out, migration{version: v, name: strings.TrimSuffix(rest, ".sql"), sql: string(b), step: migrationStep(v)})
 	}
 	return out, nil
 }
@@ -90,6 +102,12 @@ func migrateTo(ctx context.Context, db *sql.DB, target int, logf func(string, ..
 		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 			tx.Rollback()
 			return fmt.Errorf("migrate to %d (%s): %w", m.version, m.name, err)
+		}
+		if m.step != nil {
+			if err := m.step(ctx, tx); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("migrate to %d (%s): %w", m.version, m.name, err)
+			}
 		}
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, m.version)); err != nil {
 			tx.Rollback()
