@@ -16,8 +16,8 @@ type PruneReport struct {
 // Prune enforces Config.Retention: it deletes audit records (with their
 // tool calls) and stored results that are too old or beyond the row and
 // byte limits, oldest first, and episodic memories older than
-// EpisodicMaxAge. It also trims the log of binary-code changes to its
-// latest codeLogKeep entries. Open calls it; a server calls it
+// EpisodicMaxAge. It also trims the logs of binary-code changes and of
+// skill changes to their latest codeLogKeep and skillLogKeep entries. Open calls it; a server calls it
 // periodically.
 func (s *Store) Prune(ctx context.Context) (PruneReport, error) {
 	var rep PruneReport
@@ -62,6 +62,9 @@ func (s *Store) Prune(ctx context.Context) (PruneReport, error) {
 			}
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM memory_code_log WHERE seq <= (SELECT max(seq) FROM memory_code_log) - ?`, codeLogKeep); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM skill_changes WHERE seq <= (SELECT max(seq) FROM skill_changes) - ?`, skillLogKeep); err != nil {
 			return err
 		}
 		s.vmu.RLock()

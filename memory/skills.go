@@ -202,7 +202,8 @@ func publishedState(ctx context.Context, q queryer, sk *Skill) error {
 }
 
 // skillChanged records a change of a skill in the write transaction tx:
-// it bumps the store-wide skills version and sets ch.Version.
+// it bumps the store-wide skills version, sets ch.Version and logs the
+// change for the other processes (skillwatch.go).
 func (s *Store) skillChanged(ctx context.Context, tx *sql.Tx, ch *SkillChange) error {
 	ch.Deleted = ch.Kind == SkillDeleted || ch.Kind == SkillUnpublished
 	ch.Everyone = ch.Kind == SkillPublished || ch.Kind == SkillUnpublished
@@ -211,7 +212,7 @@ func (s *Store) skillChanged(ctx context.Context, tx *sql.Tx, ch *SkillChange) e
 		return err
 	}
 	ch.Version = v
-	return nil
+	return s.logSkillChange(ctx, tx, *ch)
 }
 
 func bumpSkillsVersion(ctx context.Context, tx *sql.Tx) (int64, error) {
@@ -463,9 +464,11 @@ func (s *Store) UnpublishSkill(ctx context.Context, name string) error {
 	return nil
 }
 
-// OnSkillChange calls fn after every change of a skill made through this
-// Store, on the goroutine that made it. fn must return quickly. The
-// returned function ends the subscription.
+// OnSkillChange calls fn after every change of a skill: one made through
+// this Store, on the goroutine that made it, and one made by another
+// connection to the database (another process, another Store), within
+// Config.WatchInterval, on the Store's watcher goroutine. fn must return
+// quickly. The returned function ends the subscription.
 func (s *Store) OnSkillChange(fn func(SkillChange)) (cancel func()) {
 	s.smu.Lock()
 	id := s.nextSub

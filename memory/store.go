@@ -66,6 +66,11 @@ type Config struct {
 	// DefaultCodeIndexBytes). A principal whose codes do not fit is
 	// ranked in SQL, several times slower; negative keeps no copy.
 	CodeIndexBytes int64
+	// WatchInterval is how often the store looks for skill changes made
+	// by other connections to the database (other processes, other
+	// Stores) to deliver them to OnSkillChange subscribers; default
+	// 250ms, negative never. An in-memory database has no others.
+	WatchInterval time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -183,6 +188,10 @@ type Store struct {
 	smu       sync.Mutex
 	skillSubs map[int]func(SkillChange)
 	nextSub   int
+
+	// origin identifies this Store in skill_changes.
+	origin string
+	watch  skillWatch
 }
 
 var vecOnce sync.Once
@@ -210,6 +219,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 		now:        cfg.Now,
 		skillSubs:  map[int]func(SkillChange){},
 		commonDocs: keywordCommonDocs,
+		origin:     newID(),
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -263,6 +273,14 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	if _, err := s.Prune(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	interval := cfg.WatchInterval
+	if path == InMemory {
+		interval = -1
+	}
+	if err := s.startWatch(ctx, interval); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -365,11 +383,13 @@ func (s *Store) closeDB() error {
 	return errors.Join(errs...)
 }
 
-// Close closes the database. Calls after Close fail with ErrClosed.
+// Close stops the store's watcher and closes the database. Calls after
+// Close fail with ErrClosed.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.stopWatch()
 	if s.dec != nil {
 		s.dec.Close()
 	}
