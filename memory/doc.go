@@ -17,9 +17,12 @@
 // in-process copy that follows the database through a change log
 // (codeIndex), then re-scored with the full float32 vectors; exact scans
 // (sqlite-vec's cosine distance) serve stores up to
-// Config.ExactSearchLimit. The keyword ranking leaves out query words found
-// in more than keywordCommonDocs memories, which weigh little in BM25 but
-// cost the most to score. RecallInput.Exact turns both shortcuts off.
+// Config.ExactSearchLimit. Each principal's memories have a full-text
+// index of their own (ftsindex.go), so that BM25's statistics, and with
+// them the scores, come from the caller's memories only. The keyword
+// ranking leaves out query words found in more than keywordCommonDocs of
+// the caller's memories, which weigh little in BM25 but cost the most to
+// score. RecallInput.Exact turns both shortcuts off.
 //
 // Server state: the audit log of executions and tool calls, stored results
 // (zstd-compressed blobs), workspace files and skills, each scoped to a

@@ -391,8 +391,8 @@ func (s *Store) insertMemory(ctx context.Context, tx *sql.Tx, principal string, 
 	if err := putVector(ctx, tx, s.quant, id, principal, string(p.in.Layer), v); err != nil {
 		return 0, err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO memory_fts (rowid, content, tags) VALUES (?, ?, ?)`, id, p.in.Content, strings.Join(p.in.Tags, " ")); err != nil {
-		return 0, fmt.Errorf("index memory text: %w", err)
+	if err := indexText(ctx, tx, principal, id, p.in.Content, p.in.Tags, false); err != nil {
+		return 0, err
 	}
 	if len(p.in.Entities) > 0 {
 		if err := s.linkEntities(ctx, tx, principal, id, p.in.Entities, created); err != nil {
@@ -727,11 +727,8 @@ func (s *Store) Update(ctx context.Context, in UpdateInput) (Memory, error) {
 				if err := putVector(ctx, tx, s.quant, in.ID, principal, string(next.Layer), vec); err != nil {
 					return err
 				}
-				if _, err := tx.ExecContext(ctx, `DELETE FROM memory_fts WHERE rowid = ?`, in.ID); err != nil {
-					return fmt.Errorf("index memory text: %w", err)
-				}
-				if _, err := tx.ExecContext(ctx, `INSERT INTO memory_fts (rowid, content, tags) VALUES (?, ?, ?)`, in.ID, next.Content, strings.Join(next.Tags, " ")); err != nil {
-					return fmt.Errorf("index memory text: %w", err)
+				if err := indexText(ctx, tx, principal, in.ID, next.Content, next.Tags, true); err != nil {
+					return err
 				}
 			} else if next.Layer != cur.Layer {
 				if _, err := tx.ExecContext(ctx, `UPDATE memory_vectors SET layer = ? WHERE memory_id = ?`, string(next.Layer), in.ID); err != nil {
@@ -1041,7 +1038,7 @@ func (s *Store) Forget(ctx context.Context, in ForgetInput) (ForgetResult, error
 		if in.DryRun {
 			return nil
 		}
-		return deleteMemories(ctx, tx, ids)
+		return deleteMemories(ctx, tx, principal, ids)
 	})
 	if err != nil {
 		return ForgetResult{}, err
@@ -1078,14 +1075,15 @@ func existingIDs(ctx context.Context, q queryer, principal string, ids []int64) 
 	return found, nil
 }
 
-// deleteMemories removes memories and everything that hangs off them,
-// including the full-text index, which foreign keys do not reach.
-func deleteMemories(ctx context.Context, tx *sql.Tx, ids []int64) error {
+// deleteMemories removes memories of principal and everything that hangs
+// off them, including the full-text index, which foreign keys do not
+// reach.
+func deleteMemories(ctx context.Context, tx *sql.Tx, principal string, ids []int64) error {
+	if err := unindexText(ctx, tx, principal, ids); err != nil {
+		return err
+	}
 	for _, id := range ids {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM memory_fts WHERE rowid = ?`, id); err != nil {
-			return fmt.Errorf("delete memory %d: %w", id, err)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM memories WHERE id = ?`, id); err != nil {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM memories WHERE id = ? AND principal = ?`, id, principal); err != nil {
 			return fmt.Errorf("delete memory %d: %w", id, err)
 		}
 	}

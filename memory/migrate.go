@@ -30,6 +30,8 @@ func migrationStep(version int) func(ctx context.Context, tx *sql.Tx) error {
 	switch version {
 	case 4:
 		return migrateSharedSkills
+	case 6:
+		return migrateFTSPerPrincipal
 	}
 	return nil
 }

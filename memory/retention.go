@@ -71,27 +71,35 @@ func (s *Store) Prune(ctx context.Context) (PruneReport, error) {
 		ok := s.vecOK == nil
 		s.vmu.RUnlock()
 		if r.EpisodicMaxAge > 0 && ok {
-			rows, err := tx.QueryContext(ctx, `SELECT id FROM memories WHERE layer = 'episodic' AND coalesce(occurred_at, created_at) < ?`, ms(now.Add(-r.EpisodicMaxAge)))
+			rows, err := tx.QueryContext(ctx, `SELECT principal, id FROM memories WHERE layer = 'episodic' AND coalesce(occurred_at, created_at) < ?
+				ORDER BY principal, id`, ms(now.Add(-r.EpisodicMaxAge)))
 			if err != nil {
 				return err
 			}
-			var ids []int64
+			ids := map[string][]int64{}
+			var principals []string
 			for rows.Next() {
+				var p string
 				var id int64
-				if err := rows.Scan(&id); err != nil {
+				if err := rows.Scan(&p, &id); err != nil {
 					rows.Close()
 					return err
 				}
-				ids = append(ids, id)
+				if len(ids[p]) == 0 {
+					principals = append(principals, p)
+				}
+				ids[p] = append(ids[p], id)
 			}
 			rows.Close()
 			if err := rows.Err(); err != nil {
 				return err
 			}
-			if err := deleteMemories(ctx, tx, ids); err != nil {
-				return err
+			for _, p := range principals {
+				if err := deleteMemories(ctx, tx, p, ids[p]); err != nil {
+					return err
+				}
+				rep.Episodic += int64(len(ids[p]))
 			}
-			rep.Episodic = int64(len(ids))
 		}
 		return nil
 	})

@@ -165,14 +165,16 @@ func DefaultPath() (string, error) {
 // It is safe for concurrent use. Writes are serialized through one
 // connection; reads use a pool and never wait for writes (WAL).
 type Store struct {
-	cfg    Config
-	lim    Limits
-	ret    Retention
-	log    *slog.Logger
-	now    func() time.Time
-	path   string
-	w      *sql.DB // the single writer
-	r      *sql.DB // readers; the writer itself for an in-memory database
+	cfg  Config
+	lim  Limits
+	ret  Retention
+	log  *slog.Logger
+	now  func() time.Time
+	path string
+	w    *sql.DB // the single writer
+	r    *sql.DB // readers; the writer itself for an in-memory database
+	// fresh opens a new read-only connection (file databases only).
+	fresh  connector
 	enc    *zstd.Encoder
 	dec    *zstd.Decoder
 	closed atomic.Bool
@@ -354,7 +356,8 @@ func (s *Store) openDB(path string) error {
 	if n <= 0 {
 		n = max(4, runtime.NumCPU())
 	}
-	s.r = sql.OpenDB(connector{dsn: base + "&_query_only=1", drv: drv})
+	s.fresh = connector{dsn: base + "&_query_only=1", drv: drv}
+	s.r = sql.OpenDB(s.fresh)
 	s.r.SetMaxOpenConns(n)
 	s.r.SetMaxIdleConns(n)
 	s.r.SetConnMaxIdleTime(5 * time.Minute)
@@ -472,8 +475,22 @@ func setMeta(ctx context.Context, q queryer, key, value string) error {
 }
 
 // IntegrityCheck runs PRAGMA integrity_check and returns nil when it says ok.
+//
+// It runs on a connection of its own: FTS5's check reads the index
+// structure that a connection cached when it last used the table, without
+// first looking whether another connection changed it since (as a query
+// does), so on a pooled reader it can report corruption that is not on
+// disk.
 func (s *Store) IntegrityCheck(ctx context.Context) error {
-	rows, err := s.r.QueryContext(ctx, `PRAGMA integrity_check`)
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	db := s.r
+	if s.fresh.drv != nil {
+		db = sql.OpenDB(s.fresh)
+		defer db.Close()
+	}
+	rows, err := db.QueryContext(ctx, `PRAGMA integrity_check`)
 	if err != nil {
 		return fmt.Errorf("integrity check: %w", err)
 	}
