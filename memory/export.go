@@ -43,6 +43,8 @@ type ExportedFile struct {
 	Data      []byte    `json:"data"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Provenance is the file's, as stored.
+	Provenance json.RawMessage `json:"provenance,omitempty"`
 }
 
 // ExportReport counts what was exported or imported.
@@ -136,20 +138,11 @@ func (s *Store) Export(ctx context.Context, w io.Writer) (ExportReport, error) {
 			var page []row
 			for rows.Next() {
 				var r row
-				var layer, tags, meta string
-				var occurred, due, accessed sql.NullInt64
-				var status sql.NullString
-				var created, updated int64
-				m := &r.m
-				if err := rows.Scan(&r.p, &m.ID, &layer, &m.Content, &tags, &meta, &m.Importance, &m.Source, &m.Session,
-					&occurred, &due, &status, &created, &updated, &accessed, &m.AccessCount); err != nil {
+				var err error
+				if r.m, err = scanMemory(prefixScanner{rows, []any{&r.p}}); err != nil {
 					rows.Close()
 					return err
 				}
-				m.Layer, m.Tags, m.Metadata = Layer(layer), decodeTags(tags), json.RawMessage(meta)
-				m.OccurredAt, m.DueAt, m.AccessedAt = timePtr(occurred), timePtr(due), timePtr(accessed)
-				m.Status = TaskStatus(status.String)
-				m.CreatedAt, m.UpdatedAt = fromMS(created), fromMS(updated)
 				page = append(page, r)
 			}
 			rows.Close()
@@ -200,7 +193,7 @@ func (s *Store) Export(ctx context.Context, w io.Writer) (ExportReport, error) {
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		rows, err = tx.QueryContext(ctx, `SELECT principal, path, data, created_at, updated_at FROM workspace_files ORDER BY principal, path`)
+		rows, err = tx.QueryContext(ctx, `SELECT principal, path, data, created_at, updated_at, provenance FROM workspace_files ORDER BY principal, path`)
 		if err != nil {
 			return err
 		}
@@ -210,9 +203,11 @@ func (s *Store) Export(ctx context.Context, w io.Writer) (ExportReport, error) {
 			var f ExportedFile
 			var blob []byte
 			var c, u int64
-			if err := rows.Scan(&p, &f.Path, &blob, &c, &u); err != nil {
+			var prov sql.NullString
+			if err := rows.Scan(&p, &f.Path, &blob, &c, &u, &prov); err != nil {
 				return err
 			}
+			f.Provenance = provenanceOf(prov)
 			if f.Data, err = s.dec.DecodeAll(blob, nil); err != nil {
 				return fmt.Errorf("file %s: decompress: %w", f.Path, err)
 			}
@@ -285,7 +280,8 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (ExportReport, error) {
 		ctxP := tools.WithCaller(ctx, tools.Caller{Principal: rec.Principal, Session: m.Session})
 		imp := m.Importance
 		p, err := s.prepareRemember(ctxP, RememberInput{Layer: m.Layer, Content: m.Content, Tags: m.Tags, Metadata: m.Metadata,
-			Importance: &imp, Source: m.Source, Session: m.Session, OccurredAt: m.OccurredAt, DueAt: m.DueAt, Status: m.Status, Entities: m.Entities}, "")
+			Importance: &imp, Source: m.Source, Session: m.Session, OccurredAt: m.OccurredAt, DueAt: m.DueAt, Status: m.Status, Entities: m.Entities,
+			Provenance: m.Provenance}, "")
 		if err != nil {
 			return rep, fmt.Errorf("import: record %d (memory %d): %w", i+1, m.ID, err)
 		}
@@ -386,10 +382,14 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (ExportReport, error) {
 					return fmt.Errorf("%w: file %s is %d bytes, over the limit of %d", ErrTooLarge, f.Path, len(f.Data), s.lim.MaxFileBytes)
 				}
 				blob := s.enc.EncodeAll(f.Data, nil)
-				if _, err := tx.ExecContext(ctx, `INSERT INTO workspace_files (principal, path, size, stored_size, sha256, data, created_at, updated_at)
-					VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (principal, path) DO UPDATE SET size = excluded.size, stored_size = excluded.stored_size,
-					sha256 = excluded.sha256, data = excluded.data, updated_at = excluded.updated_at`,
-					rec.Principal, f.Path, len(f.Data), len(blob), Hash(f.Data), blob, ms(f.CreatedAt), ms(f.UpdatedAt)); err != nil {
+				prov, err := s.provenance(ctx, f.Provenance, "file "+f.Path+": ")
+				if err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, `INSERT INTO workspace_files (principal, path, size, stored_size, sha256, data, created_at, updated_at, provenance)
+					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (principal, path) DO UPDATE SET size = excluded.size, stored_size = excluded.stored_size,
+					sha256 = excluded.sha256, data = excluded.data, updated_at = excluded.updated_at, provenance = excluded.provenance`,
+					rec.Principal, f.Path, len(f.Data), len(blob), Hash(f.Data), blob, ms(f.CreatedAt), ms(f.UpdatedAt), provenanceArg(prov)); err != nil {
 					return fmt.Errorf("file %s: %w", f.Path, err)
 				}
 				rep.Files++

@@ -46,7 +46,8 @@ func normalizedExport(t *testing.T, s *Store) (string, ExportReport) {
 func TestExportImportRoundTrip(t *testing.T) {
 	src := openTest(t, Config{})
 	alice, bob := as(t.Context(), "alice"), as(t.Context(), "bob")
-	mustRemember(t, src, alice, RememberInput{Content: "alice likes tea", Tags: []string{"prefs"}, Metadata: json.RawMessage(`{"k":[1,2]}`), Entities: []string{"alice"}})
+	mustRemember(t, src, alice, RememberInput{Content: "alice likes tea", Tags: []string{"prefs"}, Metadata: json.RawMessage(`{"k":[1,2]}`), Entities: []string{"alice"},
+		Provenance: json.RawMessage(`{"sources":["crm.get_contact"]}`)})
 	mustRemember(t, src, alice, RememberInput{Layer: Episodic, Content: "met bob at the conference", Source: "calendar"})
 	if _, err := src.AddTask(alice, TaskInput{Content: "email bob", DueAt: ptr(src.now().Add(48 * 3600e9))}); err != nil {
 		t.Fatal(err)
@@ -61,10 +62,13 @@ func TestExportImportRoundTrip(t *testing.T) {
 	src.Relate(alice, RelateInput{From: "alice", To: "bob", Type: "knows"})
 	src.UpsertEntity(alice, EntityInput{Name: "bob", Type: "person", Properties: json.RawMessage(`{"city":"Oslo"}`)})
 	src.SaveSkill(alice, Skill{Name: "hello", Description: "Say hello.", Code: "return 'hi'"})
-	src.WriteFile(bob, "notes/a.txt", []byte("bob's notes"))
+	src.PutFile(bob, FileInput{Path: "notes/a.txt", Data: []byte("bob's notes"), Provenance: json.RawMessage(`{"sources":["http.fetch"]}`)})
 	src.WriteFile(bob, "bin.dat", []byte{0, 1, 2, 255})
 
 	want, rep := normalizedExport(t, src)
+	if strings.Count(want, `"provenance"`) != 2 {
+		t.Fatalf("export lacks provenance:\n%s", want)
+	}
 	if rep.Memories != 5 || rep.Entities != 2 || rep.Relations != 1 || rep.Skills != 1 || rep.Files != 2 {
 		t.Fatalf("export report: %+v", rep)
 	}

@@ -70,6 +70,9 @@ type Memory struct {
 	UpdatedAt   time.Time       `json:"updated_at"`
 	AccessedAt  *time.Time      `json:"accessed_at,omitempty"`
 	AccessCount int64           `json:"access_count"`
+	// Provenance is the tool sources its data came from (see
+	// WithProvenance); absent when none was recorded.
+	Provenance json.RawMessage `json:"provenance,omitempty"`
 	// MergedFrom lists the memories consolidation merged into this one
 	// (Get only).
 	MergedFrom []MergedMemory `json:"merged_from,omitempty"`
@@ -107,6 +110,9 @@ type RememberInput struct {
 	// Entities are names of knowledge-graph entities to link, created if
 	// missing.
 	Entities []string `json:"entities,omitempty"`
+	// Provenance is set by the server, not by programs (see
+	// WithProvenance); nil takes the context's.
+	Provenance json.RawMessage `json:"-"`
 }
 
 const (
@@ -229,6 +235,7 @@ type prepared struct {
 	in         RememberInput
 	importance float64
 	metadata   json.RawMessage
+	provenance json.RawMessage
 	text       string
 }
 
@@ -263,6 +270,9 @@ func (s *Store) prepareRemember(ctx context.Context, in RememberInput, field str
 		return p, err
 	}
 	if p.in.Entities, err = normalizeEntities(in.Entities); err != nil {
+		return p, err
+	}
+	if p.provenance, err = s.provenance(ctx, in.Provenance, field); err != nil {
 		return p, err
 	}
 	if p.in.Layer == Prospective {
@@ -351,7 +361,7 @@ func (s *Store) RememberBatch(ctx context.Context, ins []RememberInput) ([]Memor
 			ID: ids[i], Layer: p.in.Layer, Content: p.in.Content, Tags: p.in.Tags, Metadata: p.metadata,
 			Importance: p.importance, Source: p.in.Source, Session: p.in.Session,
 			OccurredAt: utcPtr(p.in.OccurredAt), DueAt: utcPtr(p.in.DueAt), Status: p.in.Status,
-			Entities: p.in.Entities, CreatedAt: now, UpdatedAt: now,
+			Entities: p.in.Entities, Provenance: p.provenance, CreatedAt: now, UpdatedAt: now,
 		}
 	}
 	return out, nil
@@ -374,10 +384,10 @@ func (s *Store) insertMemory(ctx context.Context, tx *sql.Tx, principal string, 
 		status = string(p.in.Status)
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO memories
-		(principal, layer, content, tags, metadata, importance, source, session, occurred_at, due_at, status, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		(principal, layer, content, tags, metadata, importance, source, session, occurred_at, due_at, status, created_at, updated_at, provenance)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		principal, string(p.in.Layer), p.in.Content, tagsJSON, string(p.metadata), p.importance, p.in.Source, p.in.Session,
-		nullMS(p.in.OccurredAt), nullMS(p.in.DueAt), status, ms(created), ms(updated))
+		nullMS(p.in.OccurredAt), nullMS(p.in.DueAt), status, ms(created), ms(updated), provenanceArg(p.provenance))
 	if err != nil {
 		return 0, fmt.Errorf("insert memory: %w", err)
 	}
@@ -437,18 +447,30 @@ func decodeTags(s string) []string {
 }
 
 const memoryColumns = `m.id, m.layer, m.content, m.tags, m.metadata, m.importance, m.source, m.session,
-	m.occurred_at, m.due_at, m.status, m.created_at, m.updated_at, m.accessed_at, m.access_count`
+	m.occurred_at, m.due_at, m.status, m.created_at, m.updated_at, m.accessed_at, m.access_count, m.provenance`
+
+// prefixScanner scans the leading columns of a row into first, the rest
+// into what its Scan is given.
+type prefixScanner struct {
+	sc    interface{ Scan(...any) error }
+	first []any
+}
+
+func (p prefixScanner) Scan(dest ...any) error {
+	return p.sc.Scan(append(append([]any{}, p.first...), dest...)...)
+}
 
 func scanMemory(sc interface{ Scan(...any) error }) (Memory, error) {
 	var m Memory
 	var layer, tags, meta string
 	var occurred, due, accessed sql.NullInt64
-	var status sql.NullString
+	var status, prov sql.NullString
 	var created, updated int64
 	if err := sc.Scan(&m.ID, &layer, &m.Content, &tags, &meta, &m.Importance, &m.Source, &m.Session,
-		&occurred, &due, &status, &created, &updated, &accessed, &m.AccessCount); err != nil {
+		&occurred, &due, &status, &created, &updated, &accessed, &m.AccessCount, &prov); err != nil {
 		return m, err
 	}
+	m.Provenance = provenanceOf(prov)
 	m.Layer = Layer(layer)
 	m.Tags = decodeTags(tags)
 	m.Metadata = json.RawMessage(meta)
@@ -640,6 +662,10 @@ type UpdateInput struct {
 	// Entities replaces the linked entities; AddEntities adds links.
 	Entities    *[]string `json:"entities,omitempty"`
 	AddEntities []string  `json:"add_entities,omitempty"`
+	// Provenance, set by the server (see WithProvenance), replaces the
+	// stored one; nil takes the context's, and without either the stored
+	// one stays.
+	Provenance json.RawMessage `json:"-"`
 }
 
 // Update applies in to the caller's memory and returns the result. A new
@@ -648,6 +674,10 @@ func (s *Store) Update(ctx context.Context, in UpdateInput) (Memory, error) {
 	principal := tools.CallerFrom(ctx).Principal
 	if in.ID <= 0 {
 		return Memory{}, invalidf("id must be a positive memory id")
+	}
+	prov, err := s.provenance(ctx, in.Provenance, "")
+	if err != nil {
+		return Memory{}, err
 	}
 	s.vmu.RLock()
 	defer s.vmu.RUnlock()
@@ -717,6 +747,11 @@ func (s *Store) Update(ctx context.Context, in UpdateInput) (Memory, error) {
 				string(next.Layer), next.Content, encodeTags(next.Tags), string(next.Metadata), next.Importance, next.Source,
 				nullMS(next.OccurredAt), nullMS(next.DueAt), status, max(ms(now), updated+1), in.ID); err != nil {
 				return fmt.Errorf("update memory: %w", err)
+			}
+			if prov != nil {
+				if _, err := tx.ExecContext(ctx, `UPDATE memories SET provenance = ? WHERE id = ?`, string(prov), in.ID); err != nil {
+					return fmt.Errorf("update memory: %w", err)
+				}
 			}
 			if !slices.Equal(next.Tags, cur.Tags) {
 				if err := writeTags(ctx, tx, in.ID, next.Tags); err != nil {
