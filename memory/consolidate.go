@@ -266,7 +266,7 @@ func (s *Store) Consolidate(ctx context.Context, in ConsolidateInput) (Consolida
 			}
 			var merged []int64
 			for i, m := range p.g.members {
-				rec, _ := json.Marshal(m.mem)
+				rec, _ := json.Marshal(exported(m.mem, ""))
 				if _, err := tx.ExecContext(ctx, `UPDATE memory_merges SET survivor_id = ? WHERE survivor_id = ?`, sv.ID, m.mem.ID); err != nil {
 					return fmt.Errorf("move provenance: %w", err)
 				}

@@ -61,7 +61,10 @@ type Memory struct {
 	Metadata    json.RawMessage `json:"metadata"`
 	Importance  float64         `json:"importance"`
 	Source      string          `json:"source,omitempty"`
-	Session     string          `json:"session,omitempty"`
+	// Session is the MCP session the memory was stored in. Tools never
+	// show it (a session id lets its holder act in the session); exports
+	// carry it (ExportedMemory).
+	Session     string          `json:"-"`
 	OccurredAt  *time.Time      `json:"occurred_at,omitempty"`
 	DueAt       *time.Time      `json:"due_at,omitempty"`
 	Status      TaskStatus      `json:"status,omitempty"`
@@ -237,6 +240,7 @@ type prepared struct {
 	metadata   json.RawMessage
 	provenance json.RawMessage
 	text       string
+	uid        string // stable identity; "" means a new one
 }
 
 func (s *Store) prepareRemember(ctx context.Context, in RememberInput, field string) (prepared, error) {
@@ -379,15 +383,19 @@ func utcPtr(t *time.Time) *time.Time {
 // full-text entry and entity links.
 func (s *Store) insertMemory(ctx context.Context, tx *sql.Tx, principal string, p prepared, v []float32, created, updated time.Time) (int64, error) {
 	tagsJSON := encodeTags(p.in.Tags)
+	uid := p.uid
+	if uid == "" {
+		uid = newID()
+	}
 	var status any
 	if p.in.Layer == Prospective {
 		status = string(p.in.Status)
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO memories
-		(principal, layer, content, tags, metadata, importance, source, session, occurred_at, due_at, status, created_at, updated_at, provenance)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		(principal, layer, content, tags, metadata, importance, source, session, occurred_at, due_at, status, created_at, updated_at, provenance, uid)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		principal, string(p.in.Layer), p.in.Content, tagsJSON, string(p.metadata), p.importance, p.in.Source, p.in.Session,
-		nullMS(p.in.OccurredAt), nullMS(p.in.DueAt), status, ms(created), ms(updated), provenanceArg(p.provenance))
+		nullMS(p.in.OccurredAt), nullMS(p.in.DueAt), status, ms(created), ms(updated), provenanceArg(p.provenance), uid)
 	if err != nil {
 		return 0, fmt.Errorf("insert memory: %w", err)
 	}
@@ -613,10 +621,11 @@ func loadMerges(ctx context.Context, q queryer, survivor int64) ([]MergedMemory,
 			return nil, fmt.Errorf("load merges: %w", err)
 		}
 		mm.MergedAt = fromMS(at)
-		var r Memory
+		var r ExportedMemory
 		if json.Unmarshal([]byte(rec), &r) == nil {
+			r.Memory.Session = r.Session
 			mm.Content = r.Content
-			mm.Record = &r
+			mm.Record = &r.Memory
 		}
 		out = append(out, mm)
 	}

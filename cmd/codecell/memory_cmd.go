@@ -21,7 +21,8 @@ Commands:
   stats                 counts and sizes of the whole store
   search [flags] QUERY  hybrid search of one principal's memories
   export [FILE|-]       write everything as JSONL (default stdout)
-  import FILE|-         read a JSONL export (memories are re-embedded)
+  import FILE|-         read a JSONL export (memories are re-embedded); what the
+                        store already holds is skipped, so importing twice is safe
   reindex               rebuild every vector with the configured embedder
 `
 
@@ -118,7 +119,7 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if err != nil {
 			return fmt.Errorf("memory export: %w", err)
 		}
-		fmt.Fprintf(stderr, "exported %+v\n", rep)
+		fmt.Fprintf(stderr, "exported %s\n", rep)
 		return nil
 
 	case "import":
@@ -138,7 +139,7 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if err != nil {
 			return fmt.Errorf("memory import: %w", err)
 		}
-		fmt.Fprintf(stdout, "imported %+v\n", rep)
+		fmt.Fprintln(stdout, rep)
 		return nil
 
 	case "reindex":
