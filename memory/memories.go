@@ -54,25 +54,25 @@ func (s TaskStatus) valid() bool { return slices.Contains(TaskStatuses, s) }
 
 // Memory is one stored memory as callers see it.
 type Memory struct {
-	ID          int64           `json:"id"`
-	Layer       Layer           `json:"layer"`
-	Content     string          `json:"content"`
-	Tags        []string        `json:"tags"`
-	Metadata    json.RawMessage `json:"metadata"`
-	Importance  float64         `json:"importance"`
-	Source      string          `json:"source,omitempty"`
+	ID         int64           `json:"id"`
+	Layer      Layer           `json:"layer"`
+	Content    string          `json:"content"`
+	Tags       []string        `json:"tags"`
+	Metadata   json.RawMessage `json:"metadata"`
+	Importance float64         `json:"importance"`
+	Source     string          `json:"source,omitempty"`
 	// Session is the MCP session the memory was stored in. Tools never
 	// show it (a session id lets its holder act in the session); exports
 	// carry it (ExportedMemory).
-	Session     string          `json:"-"`
-	OccurredAt  *time.Time      `json:"occurred_at,omitempty"`
-	DueAt       *time.Time      `json:"due_at,omitempty"`
-	Status      TaskStatus      `json:"status,omitempty"`
-	Entities    []string        `json:"entities,omitempty"`
-	CreatedAt   time.Time       `json:"created_at"`
-	UpdatedAt   time.Time       `json:"updated_at"`
-	AccessedAt  *time.Time      `json:"accessed_at,omitempty"`
-	AccessCount int64           `json:"access_count"`
+	Session     string     `json:"-"`
+	OccurredAt  *time.Time `json:"occurred_at,omitempty"`
+	DueAt       *time.Time `json:"due_at,omitempty"`
+	Status      TaskStatus `json:"status,omitempty"`
+	Entities    []string   `json:"entities,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+	AccessedAt  *time.Time `json:"accessed_at,omitempty"`
+	AccessCount int64      `json:"access_count"`
 	// Provenance is the tool sources its data came from (see
 	// WithProvenance); absent when none was recorded.
 	Provenance json.RawMessage `json:"provenance,omitempty"`
