@@ -39,6 +39,9 @@ var (
 	ErrInvalid          = errors.New("invalid argument")
 	ErrClosed           = errors.New("store closed")
 	ErrConflict         = errors.New("conflict")
+	ErrReadOnly         = errors.New("store opened read-only")
+	ErrNoStore          = errors.New("no store")
+	ErrSchema           = errors.New("schema version")
 )
 
 // toolErr returns a *tools.Error with code and message that wraps sentinel.
@@ -69,3 +72,14 @@ func (e *PathError) Error() string {
 }
 
 func (e *PathError) Unwrap() error { return ErrInvalidPath }
+
+// NoStoreError is a read-only Open of a path where there is no database.
+type NoStoreError struct {
+	Path string
+}
+
+func (e *NoStoreError) Error() string {
+	return fmt.Sprintf("no store at %s", e.Path)
+}
+
+func (e *NoStoreError) Unwrap() error { return ErrNoStore }

@@ -597,6 +597,9 @@ func (s *Store) Get(ctx context.Context, id int64) (Memory, error) {
 		}
 		return Memory{}, notFoundf("memory %d not found", id)
 	}
+	if s.w == nil {
+		return m, nil // read-only: no access is recorded
+	}
 	if err := s.touch(ctx, []int64{id}); err != nil {
 		return Memory{}, err
 	}
@@ -632,9 +635,9 @@ func loadMerges(ctx context.Context, q queryer, survivor int64) ([]MergedMemory,
 	return out, rows.Err()
 }
 
-// touch records an access of the memories.
+// touch records an access of the memories; a read-only store does not.
 func (s *Store) touch(ctx context.Context, ids []int64) error {
-	if len(ids) == 0 {
+	if len(ids) == 0 || s.w == nil {
 		return nil
 	}
 	now := ms(s.now())

@@ -77,6 +77,22 @@ func (s *Store) migrate(ctx context.Context) error {
 	return migrateTo(ctx, s.w, -1, s.log.Info)
 }
 
+// checkSchema reports, for a store opened read-only, whether the
+// database's schema is this build's: a read-only open cannot migrate.
+func (s *Store) checkSchema(ctx context.Context) error {
+	var cur int
+	if err := s.r.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&cur); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	switch want := SchemaVersion(); {
+	case cur > want:
+		return fmt.Errorf("%w: the database's schema version %d is newer than this build's %d; use a newer codecell", ErrSchema, cur, want)
+	case cur < want:
+		return fmt.Errorf("%w: the database has schema version %d and this build reads %d; open it once for writing (codecell serve, or memory import) to migrate it", ErrSchema, cur, want)
+	}
+	return nil
+}
+
 // migrateTo migrates db up to version target (-1: the latest).
 func migrateTo(ctx context.Context, db *sql.DB, target int, logf func(string, ...any)) error {
 	all, err := migrations()

@@ -340,7 +340,7 @@ func (s *Store) vectorSearch(ctx context.Context, tx *sql.Tx, principal string, 
 	if n == 0 {
 		return nil, true, nil
 	}
-	if exact || n <= s.cfg.ExactSearchLimit {
+	if exact || n <= s.cfg.ExactSearchLimit || s.codesStale {
 		res, err := exactSearch(ctx, tx, principal, f, q, depth)
 		return res, true, err
 	}

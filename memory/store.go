@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -71,6 +72,12 @@ type Config struct {
 	// Stores) to deliver them to OnSkillChange subscribers; default
 	// 250ms, negative never. An in-memory database has no others.
 	WatchInterval time.Duration
+	// ReadOnly opens an existing database for reading only: Open fails
+	// with a *NoStoreError when there is no file at Path, and with
+	// ErrSchema when its schema is not this build's (only a writable
+	// open migrates). Nothing is written, not even the access counts of
+	// recalled memories; writes fail with ErrReadOnly.
+	ReadOnly bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -186,6 +193,9 @@ type Store struct {
 	vecOK error // nil when emb matches the stored vectors
 	quant *quantizer
 	codes *codeIndex
+	// codesStale: the binary codes were made by another quantizer and a
+	// read-only store cannot rebuild them; vector search scans exactly.
+	codesStale bool
 
 	smu       sync.Mutex
 	skillSubs map[int]func(SkillChange)
@@ -253,6 +263,11 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 		path = p
 	}
 	s.path = path
+	if cfg.ReadOnly && path != InMemory {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, &NoStoreError{Path: path}
+		}
+	}
 	if err := s.openDB(path); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -266,7 +281,12 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 		s.closeDB()
 		return nil, fmt.Errorf("open store: zstd: %w", err)
 	}
-	if err := s.migrate(ctx); err != nil {
+	if cfg.ReadOnly {
+		if err := s.checkSchema(ctx); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open store %s: %w", path, err)
+		}
+	} else if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -274,12 +294,14 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	if _, err := s.Prune(ctx); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("open store %s: %w", path, err)
+	if !cfg.ReadOnly {
+		if _, err := s.Prune(ctx); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open store %s: %w", path, err)
+		}
 	}
 	interval := cfg.WatchInterval
-	if path == InMemory {
+	if path == InMemory || cfg.ReadOnly {
 		interval = -1
 	}
 	if err := s.startWatch(ctx, interval); err != nil {
@@ -333,6 +355,24 @@ func (s *Store) openDB(path string) error {
 		s.w, s.r = db, db
 		return db.Ping()
 	}
+	n := s.cfg.Readers
+	if n <= 0 {
+		n = max(4, runtime.NumCPU())
+	}
+	if s.cfg.ReadOnly {
+		// mode=ro: SQLite opens the file as it is, never creating it,
+		// and no connection writes (s.w stays nil).
+		s.fresh = connector{dsn: "file:" + escapePath(path) + fmt.Sprintf("?mode=ro&_busy_timeout=%d&_foreign_keys=on&_query_only=1&_stmt_cache_size=64",
+			busy.Milliseconds()), drv: drv}
+		s.r = sql.OpenDB(s.fresh)
+		s.r.SetMaxOpenConns(n)
+		s.r.SetMaxIdleConns(n)
+		if err := s.r.Ping(); err != nil {
+			s.r.Close()
+			return err
+		}
+		return nil
+	}
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
@@ -351,10 +391,6 @@ func (s *Store) openDB(path string) error {
 	if err := s.w.Ping(); err != nil {
 		s.w.Close()
 		return err
-	}
-	n := s.cfg.Readers
-	if n <= 0 {
-		n = max(4, runtime.NumCPU())
 	}
 	s.fresh = connector{dsn: base + "&_query_only=1", drv: drv}
 	s.r = sql.OpenDB(s.fresh)
@@ -416,6 +452,9 @@ func (s *Store) Limits() Limits { return s.lim }
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if s.closed.Load() {
 		return ErrClosed
+	}
+	if s.w == nil {
+		return ErrReadOnly
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {

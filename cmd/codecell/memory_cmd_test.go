@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -75,5 +77,61 @@ func TestMemoryExportImportCommands(t *testing.T) {
 	out, _, err = memoryCmd(t, other, "search", "-json", "staging database")
 	if err != nil || !strings.Contains(out, "Frankfurt") {
 		t.Fatalf("search after import: %v\n%s", err, out)
+	}
+}
+
+// TestMemoryReadOnlyCommands: stats, search and export only read. Without
+// a store they say where they looked and fail, creating nothing; with one
+// they leave it as it was. stats counts the principals of the audit log.
+func TestMemoryReadOnlyCommands(t *testing.T) {
+	empty := t.TempDir()
+	for _, cmd := range [][]string{{"stats"}, {"search", "anything"}, {"export"}} {
+		_, _, err := memoryCmd(t, empty, cmd...)
+		want := "no store at " + filepath.Join(empty, "codecell.db")
+		if err == nil || !strings.Contains(err.Error(), want) || exitCode(err, io.Discard) != 1 {
+			t.Errorf("%s without a store: %v (exit %d), want an error naming %s", cmd[0], err, exitCode(err, io.Discard), want)
+		}
+	}
+	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
+		t.Fatalf("read-only commands created %v", ents)
+	}
+
+	data := t.TempDir()
+	fillStore(t, data)
+	st, err := memory.Open(t.Context(), memory.Config{Path: filepath.Join(data, "codecell.db")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.RecordExecution(t.Context(), memory.Execution{ID: "e1", Principal: "bob", Status: "ok"})
+	st.Close()
+	db := filepath.Join(data, "codecell.db")
+	before, _ := os.ReadFile(db)
+	out, _, err := memoryCmd(t, data, "stats")
+	if err != nil || !regexp.MustCompile(`(?m)^principals\s+2$`).MatchString(out) || !regexp.MustCompile(`(?m)^executions, tool calls\s+1, 0$`).MatchString(out) {
+		t.Fatalf("stats: %v\n%s", err, out)
+	}
+	if _, _, err := memoryCmd(t, data, "search", "staging"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := memoryCmd(t, data, "export", filepath.Join(t.TempDir(), "b.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
+		t.Fatal("read-only commands changed the database")
+	}
+}
+
+// TestMemoryHelp: help asked for goes to stdout and is no error.
+func TestMemoryHelp(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"stats", "--help"}, {"search", "-h"}} {
+		var out, errb bytes.Buffer
+		err := runMemory(t.Context(), args, strings.NewReader(""), &out, &errb)
+		if err != nil || !strings.Contains(out.String(), "Usage: codecell memory") || errb.Len() != 0 {
+			t.Errorf("memory %v: %v\nstdout: %s\nstderr: %s", args, err, out.String(), errb.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if err := runMemory(t.Context(), []string{"frobnicate"}, strings.NewReader(""), &out, &errb); exitCode(err, io.Discard) != 2 {
+		t.Errorf("an unknown command: %v", err)
 	}
 }
