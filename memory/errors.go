@@ -42,6 +42,8 @@ var (
 	ErrReadOnly         = errors.New("store opened read-only")
 	ErrNoStore          = errors.New("no store")
 	ErrSchema           = errors.New("schema version")
+	// ErrNoFTS5: this binary's SQLite has no full-text search.
+	ErrNoFTS5 = errors.New("this build's SQLite lacks FTS5, which the store needs: build codecell with `make build`, or with `go build -tags sqlite_fts5` (also for go test and go run)")
 )
 
 // toolErr returns a *tools.Error with code and message that wraps sentinel.

@@ -268,6 +268,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 			return nil, &NoStoreError{Path: path}
 		}
 	}
+	if err := checkFTS5(ctx); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
 	if err := s.openDB(path); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -401,6 +404,24 @@ func (s *Store) openDB(path string) error {
 		s.w.Close()
 		s.r.Close()
 		return err
+	}
+	return nil
+}
+
+// checkFTS5 fails with ErrNoFTS5 when the SQLite linked in lacks FTS5,
+// which mattn/go-sqlite3 compiles in only with the build tag sqlite_fts5:
+// without this check such a build fails later, at the first keyword
+// search or migration, with "no such module: fts5". It asks an in-memory
+// connection, so that a failed Open creates no file.
+func checkFTS5(ctx context.Context) error {
+	db := sql.OpenDB(connector{dsn: ":memory:", drv: &sqlite3.SQLiteDriver{}})
+	defer db.Close()
+	var ok bool
+	if err := db.QueryRowContext(ctx, `SELECT sqlite_compileoption_used('ENABLE_FTS5')`).Scan(&ok); err != nil {
+		return fmt.Errorf("check for FTS5: %w", err)
+	}
+	if !ok {
+		return ErrNoFTS5
 	}
 	return nil
 }
