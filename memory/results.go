@@ -16,9 +16,11 @@ import (
 // ResultInfo describes a stored result. Results are kept zstd-compressed;
 // Size is the uncompressed size, StoredSize the compressed one.
 type ResultInfo struct {
-	ID          string    `json:"id"`
-	Principal   string    `json:"principal"`
-	Session     string    `json:"session"`
+	ID        string `json:"id"`
+	Principal string `json:"principal"`
+	// Session is kept for the server (ListResults selects by it), never
+	// shown: a session id lets its holder act in the session.
+	Session     string    `json:"-"`
 	ExecutionID string    `json:"execution_id,omitempty"`
 	ContentType string    `json:"content_type"`
 	Size        int64     `json:"size"`
