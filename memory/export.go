@@ -558,7 +558,11 @@ func (s *Store) importMemory(ctx context.Context, tx *sql.Tx, m *importMemory) (
 		}
 		m.vec = vs[0]
 	}
-	id, err := s.insertMemory(ctx, tx, m.owner, m.p, m.vec, m.m.CreatedAt, m.m.UpdatedAt)
+	fts, err := ensureFTSTable(ctx, tx, m.owner)
+	if err != nil {
+		return 0, err
+	}
+	id, err := s.insertMemory(ctx, tx, m.owner, fts, m.p, m.vec, m.m.CreatedAt, m.m.UpdatedAt)
 	if err != nil {
 		return 0, err
 	}

@@ -347,8 +347,12 @@ func (s *Store) RememberBatch(ctx context.Context, ins []RememberInput) ([]Memor
 	now := s.now().UTC().Truncate(time.Millisecond)
 	ids := make([]int64, len(ps))
 	err = s.write(ctx, func(tx *sql.Tx) error {
+		fts, err := ensureFTSTable(ctx, tx, principal)
+		if err != nil {
+			return err
+		}
 		for i, p := range ps {
-			id, err := s.insertMemory(ctx, tx, principal, p, vs[i], now, now)
+			id, err := s.insertMemory(ctx, tx, principal, fts, p, vs[i], now, now)
 			if err != nil {
 				return err
 			}
@@ -380,8 +384,9 @@ func utcPtr(t *time.Time) *time.Time {
 }
 
 // insertMemory writes one prepared memory, its tags, vector, code,
-// full-text entry and entity links.
-func (s *Store) insertMemory(ctx context.Context, tx *sql.Tx, principal string, p prepared, v []float32, created, updated time.Time) (int64, error) {
+// full-text entry (in fts, the principal's index: ensureFTSTable) and
+// entity links.
+func (s *Store) insertMemory(ctx context.Context, tx *sql.Tx, principal, fts string, p prepared, v []float32, created, updated time.Time) (int64, error) {
 	tagsJSON := encodeTags(p.in.Tags)
 	uid := p.uid
 	if uid == "" {
@@ -409,8 +414,8 @@ func (s *Store) insertMemory(ctx context.Context, tx *sql.Tx, principal string, 
 	if err := putVector(ctx, tx, s.quant, id, principal, string(p.in.Layer), v); err != nil {
 		return 0, err
 	}
-	if err := indexText(ctx, tx, principal, id, p.in.Content, p.in.Tags, false); err != nil {
-		return 0, err
+	if _, err := tx.ExecContext(ctx, `INSERT INTO `+fts+` (rowid, content, tags) VALUES (?, ?, ?)`, id, p.in.Content, strings.Join(p.in.Tags, " ")); err != nil {
+		return 0, fmt.Errorf("index memory text: %w", err)
 	}
 	if len(p.in.Entities) > 0 {
 		if err := s.linkEntities(ctx, tx, principal, id, p.in.Entities, created); err != nil {
