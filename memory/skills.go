@@ -467,8 +467,9 @@ func (s *Store) UnpublishSkill(ctx context.Context, name string) error {
 // OnSkillChange calls fn after every change of a skill: one made through
 // this Store, on the goroutine that made it, and one made by another
 // connection to the database (another process, another Store), within
-// Config.WatchInterval, on the Store's watcher goroutine. fn must return
-// quickly. The returned function ends the subscription.
+// Config.WatchInterval, on the Store's watcher goroutine. fn may be
+// called from several goroutines at once; it must return quickly and must
+// not close the Store. The returned function ends the subscription.
 func (s *Store) OnSkillChange(fn func(SkillChange)) (cancel func()) {
 	s.smu.Lock()
 	id := s.nextSub
