@@ -30,7 +30,8 @@ type Record struct {
 	// header
 	Version  int       `json:"version,omitempty"`
 	Embedder string    `json:"embedder,omitempty"`
-	Exported time.Time `json:"exported,omitempty"`
+	// Exported is when the export was written (header only).
+	Exported *time.Time `json:"exported,omitempty"`
 
 	Memory   *ExportedMemory `json:"memory,omitempty"`
 	Entity   *Entity         `json:"entity,omitempty"`
@@ -177,7 +178,8 @@ func (s *Store) Export(ctx context.Context, w io.Writer) (ExportReport, error) {
 		return nil
 	}
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		if err := enc.Encode(Record{Kind: "header", Version: ExportVersion, Embedder: name, Exported: s.now().UTC()}); err != nil {
+		now := s.now().UTC()
+		if err := enc.Encode(Record{Kind: "header", Version: ExportVersion, Embedder: name, Exported: &now}); err != nil {
 			return err
 		}
 		// Entities first: memories and relations refer to them by name.

@@ -25,7 +25,7 @@ func normalizedExport(t *testing.T, s *Store) (string, ExportReport) {
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatalf("export line %q: %v", line, err)
 		}
-		rec.Exported = time.Time{}
+		rec.Exported = nil
 		if rec.Memory != nil {
 			rec.Memory.ID = 0
 			for i := range rec.Merges {
@@ -105,6 +105,9 @@ func TestExportImportRoundTrip(t *testing.T) {
 		if created.Before(time.Date(2024, 3, 1, 9, 0, 0, 0, time.UTC)) || !created.Before(clock.t) {
 			t.Errorf("%s record created at %v, not when it was stored", rec.Kind, created)
 		}
+	}
+	if strings.Count(buf.String(), `"exported"`) != 1 || strings.Contains(buf.String(), "0001-01-01") {
+		t.Fatalf("the export has a zero time or an export time outside its header:\n%s", buf.String())
 	}
 	if !strings.Contains(buf.String(), `"session":"s-alice"`) || !strings.Contains(buf.String(), `"uid":"`) {
 		t.Fatalf("the export lacks sessions or identities:\n%s", buf.String())

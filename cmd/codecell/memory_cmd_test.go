@@ -58,6 +58,9 @@ func TestMemoryExportImportCommands(t *testing.T) {
 	if want := "exported 2 memories, 1 entity, 1 skill\n"; stderr != want {
 		t.Fatalf("export said %q, want %q", stderr, want)
 	}
+	if b, _ := os.ReadFile(backup); strings.Contains(string(b), "0001-01-01") || strings.Count(string(b), `"exported"`) != 1 {
+		t.Fatalf("the export carries zero times:\n%s", b)
+	}
 	for i, c := range []struct {
 		dir, want string
 	}{
