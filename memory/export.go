@@ -28,8 +28,8 @@ type Record struct {
 	Principal string `json:"principal,omitempty"`
 
 	// header
-	Version  int       `json:"version,omitempty"`
-	Embedder string    `json:"embedder,omitempty"`
+	Version  int    `json:"version,omitempty"`
+	Embedder string `json:"embedder,omitempty"`
 	// Exported is when the export was written (header only).
 	Exported *time.Time `json:"exported,omitempty"`
 
