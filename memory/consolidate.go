@@ -257,10 +257,7 @@ func (s *Store) Consolidate(ctx context.Context, in ConsolidateInput) (Consolida
 				if err := putVector(ctx, tx, s.quant, sv.ID, principal, string(sv.Layer), p.vec); err != nil {
 					return err
 				}
-				if _, err := tx.ExecContext(ctx, `DELETE FROM memory_fts WHERE rowid = ?`, sv.ID); err != nil {
-					return err
-				}
-				if _, err := tx.ExecContext(ctx, `INSERT INTO memory_fts (rowid, content, tags) VALUES (?, ?, ?)`, sv.ID, sv.Content, joinTags(sv.Tags)); err != nil {
+				if err := indexText(ctx, tx, principal, sv.ID, sv.Content, sv.Tags, true); err != nil {
 					return err
 				}
 			}
@@ -269,7 +266,7 @@ func (s *Store) Consolidate(ctx context.Context, in ConsolidateInput) (Consolida
 			}
 			var merged []int64
 			for i, m := range p.g.members {
-				rec, _ := json.Marshal(m.mem)
+				rec, _ := json.Marshal(exported(m.mem, ""))
 				if _, err := tx.ExecContext(ctx, `UPDATE memory_merges SET survivor_id = ? WHERE survivor_id = ?`, sv.ID, m.mem.ID); err != nil {
 					return fmt.Errorf("move provenance: %w", err)
 				}
@@ -279,7 +276,7 @@ func (s *Store) Consolidate(ctx context.Context, in ConsolidateInput) (Consolida
 				}
 				merged = append(merged, m.mem.ID)
 			}
-			if err := deleteMemories(ctx, tx, merged); err != nil {
+			if err := deleteMemories(ctx, tx, principal, merged); err != nil {
 				return err
 			}
 		}
@@ -290,17 +287,6 @@ func (s *Store) Consolidate(ctx context.Context, in ConsolidateInput) (Consolida
 	}
 	s.log.Info("consolidated", "examined", res.Examined, "merged", res.Merged, "groups", len(res.Groups))
 	return res, nil
-}
-
-func joinTags(tags []string) string {
-	out := ""
-	for i, t := range tags {
-		if i > 0 {
-			out += " "
-		}
-		out += t
-	}
-	return out
 }
 
 func round4(x float64) float64 {

@@ -17,21 +17,28 @@
 // in-process copy that follows the database through a change log
 // (codeIndex), then re-scored with the full float32 vectors; exact scans
 // (sqlite-vec's cosine distance) serve stores up to
-// Config.ExactSearchLimit. The keyword ranking leaves out query words found
-// in more than keywordCommonDocs memories, which weigh little in BM25 but
-// cost the most to score. RecallInput.Exact turns both shortcuts off.
+// Config.ExactSearchLimit. Each principal's memories have a full-text
+// index of their own (ftsindex.go), so that BM25's statistics, and with
+// them the scores, come from the caller's memories only. The keyword
+// ranking leaves out query words found in more than keywordCommonDocs of
+// the caller's memories, which weigh little in BM25 but cost the most to
+// score. RecallInput.Exact turns both shortcuts off.
 //
 // Server state: the audit log of executions and tool calls, stored results
 // (zstd-compressed blobs), workspace files and skills, each scoped to a
-// principal, with retention enforced by Store.Prune. Export and Import move
-// what agents stored in and out as JSONL.
+// principal, with retention enforced by Store.Prune. A skill belongs to
+// its owner, who may publish a fixed snapshot of it for every principal to
+// call (skills.go). Export and Import move what agents stored in and out
+// as JSONL.
 //
 // Everything a call does is scoped to tools.CallerFrom(ctx).Principal; the
 // empty principal is the local user.
 //
 // The package does not run code (skills are stored, not executed: package
-// executor runs them), does not speak MCP or render resources (package
-// mcpserver), and starts no goroutines of its own: pruning runs when the
-// owner calls Prune, and the in-process copy of binary codes catches up
-// inside the recalls that use it.
+// executor runs them) and does not speak MCP or render resources (package
+// mcpserver). A Store starts one goroutine, which Close stops: the watcher
+// that hears of skill changes made by other processes sharing the database
+// (skillwatch.go). Pruning runs when the owner calls Prune, and the
+// in-process copy of binary codes catches up inside the recalls that use
+// it.
 package memory

@@ -38,6 +38,12 @@ var (
 	ErrInvalidPath      = errors.New("invalid path")
 	ErrInvalid          = errors.New("invalid argument")
 	ErrClosed           = errors.New("store closed")
+	ErrConflict         = errors.New("conflict")
+	ErrReadOnly         = errors.New("store opened read-only")
+	ErrNoStore          = errors.New("no store")
+	ErrSchema           = errors.New("schema version")
+	// ErrNoFTS5: this binary's SQLite has no full-text search.
+	ErrNoFTS5 = errors.New("this build's SQLite lacks FTS5, which the store needs: build codecell with `make build`, or with `go build -tags sqlite_fts5` (also for go test and go run)")
 )
 
 // toolErr returns a *tools.Error with code and message that wraps sentinel.
@@ -68,3 +74,14 @@ func (e *PathError) Error() string {
 }
 
 func (e *PathError) Unwrap() error { return ErrInvalidPath }
+
+// NoStoreError is a read-only Open of a path where there is no database.
+type NoStoreError struct {
+	Path string
+}
+
+func (e *NoStoreError) Error() string {
+	return fmt.Sprintf("no store at %s", e.Path)
+}
+
+func (e *NoStoreError) Unwrap() error { return ErrNoStore }

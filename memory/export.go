@@ -8,32 +8,54 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/codecell/codecell/tools"
 )
 
-// ExportVersion is the format version written in the header line.
-const ExportVersion = 1
+// ExportVersion is the format version written in the header line. Version
+// 2 added memories' stable identities (uid) and published skills; Import
+// reads versions 1 and 2.
+const ExportVersion = 2
 
 // Record is one line of an export: Kind says which of the other fields is
-// set. Every record carries its principal. Vectors are not exported: Import
-// re-embeds with the importing store's embedder.
+// set. Every record carries its principal (for a skill, its owner).
+// Vectors are not exported: Import re-embeds with the importing store's
+// embedder. Timestamps are those stored.
 type Record struct {
-	Kind      string `json:"kind"` // header, memory, entity, relation, skill, file
+	Kind      string `json:"kind"` // header, memory, entity, relation, skill, published_skill, file
 	Principal string `json:"principal,omitempty"`
 
 	// header
-	Version  int       `json:"version,omitempty"`
-	Embedder string    `json:"embedder,omitempty"`
-	Exported time.Time `json:"exported,omitempty"`
+	Version  int    `json:"version,omitempty"`
+	Embedder string `json:"embedder,omitempty"`
+	// Exported is when the export was written (header only).
+	Exported *time.Time `json:"exported,omitempty"`
 
-	Memory   *Memory        `json:"memory,omitempty"`
-	Entity   *Entity        `json:"entity,omitempty"`
-	Relation *Relation      `json:"relation,omitempty"`
-	Skill    *Skill         `json:"skill,omitempty"`
-	File     *ExportedFile  `json:"file,omitempty"`
-	Merges   []MergedMemory `json:"merges,omitempty"`
+	Memory   *ExportedMemory `json:"memory,omitempty"`
+	Entity   *Entity         `json:"entity,omitempty"`
+	Relation *Relation       `json:"relation,omitempty"`
+	// Skill is an owner's own copy (kind skill) or a published snapshot
+	// (kind published_skill).
+	Skill  *Skill         `json:"skill,omitempty"`
+	File   *ExportedFile  `json:"file,omitempty"`
+	Merges []MergedMemory `json:"merges,omitempty"`
+}
+
+// ExportedMemory is a memory as an export (and consolidation's record of a
+// merged memory) keeps it: with what tools do not show, its session and
+// its stable identity.
+type ExportedMemory struct {
+	Memory
+	Session string `json:"session,omitempty"`
+	// UID identifies the memory across stores: Import skips a memory whose
+	// UID the store already holds.
+	UID string `json:"uid,omitempty"`
+}
+
+func exported(m Memory, uid string) ExportedMemory {
+	return ExportedMemory{Memory: m, Session: m.Session, UID: uid}
 }
 
 // ExportedFile is a workspace file in an export; Data is its content
@@ -43,21 +65,103 @@ type ExportedFile struct {
 	Data      []byte    `json:"data"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Provenance is the file's, as stored.
+	Provenance json.RawMessage `json:"provenance,omitempty"`
 }
 
-// ExportReport counts what was exported or imported.
+// ExportReport counts records by kind: what was exported, or what an
+// import added or replaced.
 type ExportReport struct {
-	Memories  int `json:"memories"`
-	Entities  int `json:"entities"`
-	Relations int `json:"relations"`
-	Skills    int `json:"skills"`
-	Files     int `json:"files"`
+	Memories        int `json:"memories"`
+	Entities        int `json:"entities"`
+	Relations       int `json:"relations"`
+	Skills          int `json:"skills"`
+	PublishedSkills int `json:"published_skills"`
+	Files           int `json:"files"`
 }
 
-// Export writes everything agents stored — memories (with provenance of
-// merges), entities, relations, skills and workspace files, of every
-// principal — to w as JSON Lines, after a header line. It reads one
-// snapshot. Server records (audit log, results) are not exported.
+// String counts in words, leaving out the kinds of which there are none:
+// "12 memories, 3 entities, 1 file"; "nothing" when all are zero.
+func (r ExportReport) String() string {
+	var parts []string
+	for _, c := range []struct {
+		n           int
+		one, plural string
+	}{
+		{r.Memories, "memory", "memories"},
+		{r.Entities, "entity", "entities"},
+		{r.Relations, "relation", "relations"},
+		{r.Skills, "skill", "skills"},
+		{r.PublishedSkills, "published skill", "published skills"},
+		{r.Files, "file", "files"},
+	} {
+		switch {
+		case c.n == 1:
+			parts = append(parts, "1 "+c.one)
+		case c.n > 1:
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.plural))
+		}
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (r *ExportReport) add(kind string) {
+	switch kind {
+	case "memory":
+		r.Memories++
+	case "entity":
+		r.Entities++
+	case "relation":
+		r.Relations++
+	case "skill":
+		r.Skills++
+	case "published_skill":
+		r.PublishedSkills++
+	case "file":
+		r.Files++
+	}
+}
+
+// ImportReport says what an import did with each record.
+type ImportReport struct {
+	// Imported counts the records the store did not hold.
+	Imported ExportReport `json:"imported"`
+	// Updated counts the records that replaced an older version (by
+	// updated_at; published skills by published_at).
+	Updated ExportReport `json:"updated"`
+	// Skipped counts the records the store already held, as they are or
+	// newer.
+	Skipped int `json:"skipped"`
+	// Conflicts names the records that were not imported because they
+	// clash with the store: a skill name another owner has published.
+	Conflicts []string `json:"conflicts,omitempty"`
+}
+
+// String says what happened in words: "imported 12 memories, 3 entities;
+// skipped 30 already present".
+func (r ImportReport) String() string {
+	out := "imported " + r.Imported.String()
+	if u := r.Updated.String(); u != "nothing" {
+		out += "; updated " + u
+	}
+	if r.Skipped > 0 {
+		out += fmt.Sprintf("; skipped %d already present", r.Skipped)
+	}
+	if len(r.Conflicts) > 0 {
+		out += "; not imported: " + strings.Join(r.Conflicts, "; ")
+	}
+	return out
+}
+
+// Export writes everything agents stored — memories (with their sessions,
+// stable identities and the provenance of merges), entities, relations,
+// skills (own copies and published snapshots) and workspace files, of
+// every principal, with their stored timestamps — to w as JSON Lines,
+// after a header line. It reads one snapshot. Server records (audit log,
+// results) are not exported.
 func (s *Store) Export(ctx context.Context, w io.Writer) (ExportReport, error) {
 	var rep ExportReport
 	bw := bufio.NewWriterSize(w, 64<<10)
@@ -66,8 +170,16 @@ func (s *Store) Export(ctx context.Context, w io.Writer) (ExportReport, error) {
 	s.vmu.RLock()
 	name := s.emb.Name()
 	s.vmu.RUnlock()
+	emit := func(rec Record) error {
+		if err := enc.Encode(rec); err != nil {
+			return err
+		}
+		rep.add(rec.Kind)
+		return nil
+	}
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		if err := enc.Encode(Record{Kind: "header", Version: ExportVersion, Embedder: name, Exported: s.now().UTC()}); err != nil {
+		now := s.now().UTC()
+		if err := enc.Encode(Record{Kind: "header", Version: ExportVersion, Embedder: name, Exported: &now}); err != nil {
 			return err
 		}
 		// Entities first: memories and relations refer to them by name.
@@ -77,20 +189,14 @@ func (s *Store) Export(ctx context.Context, w io.Writer) (ExportReport, error) {
 		}
 		for rows.Next() {
 			var p string
-			var e Entity
-			var props string
-			var c, u int64
-			if err := rows.Scan(&p, &e.ID, &e.Name, &e.Type, &e.Description, &props, &c, &u); err != nil {
+			e, err := scanEntity(prefixScanner{rows, []any{&p}})
+			if err == nil {
+				err = emit(Record{Kind: "entity", Principal: p, Entity: &e})
+			}
+			if err != nil {
 				rows.Close()
 				return err
 			}
-			e.Properties = json.RawMessage(props)
-			e.CreatedAt, e.UpdatedAt = fromMS(c), fromMS(u)
-			if err := enc.Encode(Record{Kind: "entity", Principal: p, Entity: &e}); err != nil {
-				rows.Close()
-				return err
-			}
-			rep.Entities++
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -106,101 +212,48 @@ func (s *Store) Export(ctx context.Context, w io.Writer) (ExportReport, error) {
 			var r Relation
 			var props string
 			var c, u int64
-			if err := rows.Scan(&p, &r.ID, &r.From, &r.To, &r.Type, &r.Weight, &props, &c, &u); err != nil {
+			err := rows.Scan(&p, &r.ID, &r.From, &r.To, &r.Type, &r.Weight, &props, &c, &u)
+			if err == nil {
+				r.Properties = json.RawMessage(props)
+				r.CreatedAt, r.UpdatedAt = fromMS(c), fromMS(u)
+				err = emit(Record{Kind: "relation", Principal: p, Relation: &r})
+			}
+			if err != nil {
 				rows.Close()
 				return err
 			}
-			r.Properties = json.RawMessage(props)
-			r.CreatedAt, r.UpdatedAt = fromMS(c), fromMS(u)
-			if err := enc.Encode(Record{Kind: "relation", Principal: p, Relation: &r}); err != nil {
-				rows.Close()
-				return err
-			}
-			rep.Relations++
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		// Memories in id order, a page at a time.
-		var after int64
-		for {
-			rows, err := tx.QueryContext(ctx, `SELECT m.principal, `+memoryColumns+` FROM memories m WHERE m.id > ? ORDER BY m.id LIMIT 500`, after)
+		if err := s.exportMemories(ctx, tx, emit); err != nil {
+			return err
+		}
+		for _, q := range []struct{ kind, query string }{
+			{"skill", ownSkillSelect + ` ORDER BY s.principal, s.name`},
+			{"published_skill", publishedSkillSelect + ` ORDER BY owner, name`},
+		} {
+			rows, err = tx.QueryContext(ctx, q.query)
 			if err != nil {
 				return err
 			}
-			type row struct {
-				p string
-				m Memory
-			}
-			var page []row
 			for rows.Next() {
-				var r row
-				var layer, tags, meta string
-				var occurred, due, accessed sql.NullInt64
-				var status sql.NullString
-				var created, updated int64
-				m := &r.m
-				if err := rows.Scan(&r.p, &m.ID, &layer, &m.Content, &tags, &meta, &m.Importance, &m.Source, &m.Session,
-					&occurred, &due, &status, &created, &updated, &accessed, &m.AccessCount); err != nil {
+				sk, err := scanSkill(rows)
+				if err == nil {
+					err = emit(Record{Kind: q.kind, Principal: sk.Owner, Skill: &sk})
+				}
+				if err != nil {
 					rows.Close()
 					return err
 				}
-				m.Layer, m.Tags, m.Metadata = Layer(layer), decodeTags(tags), json.RawMessage(meta)
-				m.OccurredAt, m.DueAt, m.AccessedAt = timePtr(occurred), timePtr(due), timePtr(accessed)
-				m.Status = TaskStatus(status.String)
-				m.CreatedAt, m.UpdatedAt = fromMS(created), fromMS(updated)
-				page = append(page, r)
 			}
 			rows.Close()
 			if err := rows.Err(); err != nil {
 				return err
 			}
-			if len(page) == 0 {
-				break
-			}
-			for _, r := range page {
-				full, err := loadMemories(ctx, tx, r.p, []int64{r.m.ID})
-				if err != nil {
-					return err
-				}
-				if len(full) == 1 {
-					r.m.Entities = full[0].Entities
-				}
-				merges, err := loadMerges(ctx, tx, r.m.ID)
-				if err != nil {
-					return err
-				}
-				if err := enc.Encode(Record{Kind: "memory", Principal: r.p, Memory: &r.m, Merges: merges}); err != nil {
-					return err
-				}
-				rep.Memories++
-			}
-			after = page[len(page)-1].m.ID
 		}
-		rows, err = tx.QueryContext(ctx, `SELECT `+skillColumns+` FROM skills ORDER BY principal, name`)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			sk, err := scanSkill(rows)
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			p := sk.Principal
-			sk.Principal = ""
-			if err := enc.Encode(Record{Kind: "skill", Principal: p, Skill: &sk}); err != nil {
-				rows.Close()
-				return err
-			}
-			rep.Skills++
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		rows, err = tx.QueryContext(ctx, `SELECT principal, path, data, created_at, updated_at FROM workspace_files ORDER BY principal, path`)
+		rows, err = tx.QueryContext(ctx, `SELECT principal, path, data, created_at, updated_at, provenance FROM workspace_files ORDER BY principal, path`)
 		if err != nil {
 			return err
 		}
@@ -210,17 +263,17 @@ func (s *Store) Export(ctx context.Context, w io.Writer) (ExportReport, error) {
 			var f ExportedFile
 			var blob []byte
 			var c, u int64
-			if err := rows.Scan(&p, &f.Path, &blob, &c, &u); err != nil {
+			var prov sql.NullString
+			if err := rows.Scan(&p, &f.Path, &blob, &c, &u, &prov); err != nil {
 				return err
 			}
 			if f.Data, err = s.dec.DecodeAll(blob, nil); err != nil {
 				return fmt.Errorf("file %s: decompress: %w", f.Path, err)
 			}
-			f.CreatedAt, f.UpdatedAt = fromMS(c), fromMS(u)
-			if err := enc.Encode(Record{Kind: "file", Principal: p, File: &f}); err != nil {
+			f.CreatedAt, f.UpdatedAt, f.Provenance = fromMS(c), fromMS(u), provenanceOf(prov)
+			if err := emit(Record{Kind: "file", Principal: p, File: &f}); err != nil {
 				return err
 			}
-			rep.Files++
 		}
 		return rows.Err()
 	})
@@ -233,47 +286,94 @@ func (s *Store) Export(ctx context.Context, w io.Writer) (ExportReport, error) {
 	return rep, nil
 }
 
+// exportMemories emits the memories in id order, a page at a time.
+func (s *Store) exportMemories(ctx context.Context, tx *sql.Tx, emit func(Record) error) error {
+	var after int64
+	for {
+		rows, err := tx.QueryContext(ctx, `SELECT m.principal, m.uid, `+memoryColumns+` FROM memories m WHERE m.id > ? ORDER BY m.id LIMIT 500`, after)
+		if err != nil {
+			return err
+		}
+		type row struct {
+			p   string
+			uid sql.NullString
+			m   Memory
+		}
+		var page []row
+		for rows.Next() {
+			var r row
+			var err error
+			if r.m, err = scanMemory(prefixScanner{rows, []any{&r.p, &r.uid}}); err != nil {
+				rows.Close()
+				return err
+			}
+			page = append(page, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(page) == 0 {
+			return nil
+		}
+		for _, r := range page {
+			full, err := loadMemories(ctx, tx, r.p, []int64{r.m.ID})
+			if err != nil {
+				return err
+			}
+			if len(full) == 1 {
+				r.m.Entities = full[0].Entities
+			}
+			merges, err := loadMerges(ctx, tx, r.m.ID)
+			if err != nil {
+				return err
+			}
+			em := exported(r.m, r.uid.String)
+			if err := emit(Record{Kind: "memory", Principal: r.p, Memory: &em, Merges: merges}); err != nil {
+				return err
+			}
+		}
+		after = page[len(page)-1].m.ID
+	}
+}
+
+// importMemory is a memory record of an import, validated.
+type importMemory struct {
+	rec    int // index of the record
+	p      prepared
+	m      *ExportedMemory
+	owner  string
+	merges []MergedMemory
+	vec    []float32
+}
+
 // Import reads an export and adds its records to the store, each under its
 // principal, in one transaction: on any error nothing is imported.
-// Memories get new ids (links and provenance follow them) and are embedded
-// with this store's embedder; entities, relations, skills and files are
-// upserted by name or path, keeping their timestamps.
-func (s *Store) Import(ctx context.Context, r io.Reader) (ExportReport, error) {
-	var rep ExportReport
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
-	var recs []Record
-	line := 0
-	for sc.Scan() {
-		line++
-		if len(sc.Bytes()) == 0 {
-			continue
-		}
-		var rec Record
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return rep, fmt.Errorf("import: line %d: %w: %v", line, ErrInvalid, err)
-		}
-		if line == 1 && (rec.Kind != "header" || rec.Version != ExportVersion) {
-			return rep, fmt.Errorf("import: line 1: %w: not a codecell export of version %d", ErrInvalid, ExportVersion)
-		}
-		recs = append(recs, rec)
+//
+// Importing is idempotent: a record the store already holds is skipped,
+// so importing an export into the store it came from, or twice into
+// another, changes nothing. Memories are matched by their stable identity
+// (uid), or, in exports of version 1, which have none, by principal,
+// layer, content and creation time; entities by name, relations by their
+// ends and type, skills by owner and name, published skills by name and
+// files by path. A matched record that is newer (updated_at; for a
+// published skill published_at) replaces the stored one; otherwise the
+// stored one stays. New memories keep their identity, get new ids (links
+// and provenance follow them) and are embedded with this store's embedder;
+// every record keeps its timestamps. Skills of the former shared scope
+// (principal "skills", version 1) are imported as the local user's,
+// published, as migration 4 does.
+func (s *Store) Import(ctx context.Context, r io.Reader) (ImportReport, error) {
+	var rep ImportReport
+	recs, err := readExport(r)
+	if err != nil {
+		return rep, err
 	}
-	if err := sc.Err(); err != nil {
-		return rep, fmt.Errorf("import: line %d: %w", line+1, err)
-	}
-	if line == 0 {
-		return rep, fmt.Errorf("import: %w: empty input", ErrInvalid)
-	}
+	version := recs[0].Version
 
-	// Validate and embed the memories before writing anything.
-	type pm struct {
-		principal string
-		p         prepared
-		m         *Memory
-		merges    []MergedMemory
-	}
-	var mems []pm
-	var texts []string
+	// Validate the memories, find those the store lacks, and embed those
+	// only, before writing anything.
+	var mems []*importMemory
 	for i, rec := range recs {
 		if rec.Kind != "memory" {
 			continue
@@ -285,157 +385,433 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (ExportReport, error) {
 		ctxP := tools.WithCaller(ctx, tools.Caller{Principal: rec.Principal, Session: m.Session})
 		imp := m.Importance
 		p, err := s.prepareRemember(ctxP, RememberInput{Layer: m.Layer, Content: m.Content, Tags: m.Tags, Metadata: m.Metadata,
-			Importance: &imp, Source: m.Source, Session: m.Session, OccurredAt: m.OccurredAt, DueAt: m.DueAt, Status: m.Status, Entities: m.Entities}, "")
+			Importance: &imp, Source: m.Source, Session: m.Session, OccurredAt: m.OccurredAt, DueAt: m.DueAt, Status: m.Status, Entities: m.Entities,
+			Provenance: m.Provenance}, "")
 		if err != nil {
 			return rep, fmt.Errorf("import: record %d (memory %d): %w", i+1, m.ID, err)
 		}
-		mems = append(mems, pm{principal: rec.Principal, p: p, m: m, merges: rec.Merges})
-		texts = append(texts, p.text)
+		p.uid = m.UID
+		mems = append(mems, &importMemory{rec: i, p: p, m: m, owner: rec.Principal, merges: rec.Merges})
 	}
 	s.vmu.RLock()
 	defer s.vmu.RUnlock()
 	if err := s.vectorsReady(); err != nil {
 		return rep, err
 	}
-	var vecs [][]float32
-	for start := 0; start < len(texts); start += 512 {
-		vs, err := embedWith(ctx, s.emb, texts[start:min(start+512, len(texts))])
-		if err != nil {
-			return rep, fmt.Errorf("import: %w", err)
-		}
-		vecs = append(vecs, vs...)
-	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		for _, rec := range recs {
-			switch rec.Kind {
-			case "entity":
-				if rec.Entity == nil {
-					return fmt.Errorf("%w: entity record without entity", ErrInvalid)
-				}
-				e := rec.Entity
-				if err := validateEntityName("entity name", e.Name); err != nil {
-					return err
-				}
-				props := string(e.Properties)
-				if props == "" {
-					props = "{}"
-				}
-				if _, err := tx.ExecContext(ctx, `INSERT INTO entities (principal, name, type, description, properties, created_at, updated_at)
-					VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (principal, name COLLATE NOCASE) DO UPDATE SET type = excluded.type,
-					description = excluded.description, properties = excluded.properties, updated_at = excluded.updated_at`,
-					rec.Principal, e.Name, e.Type, e.Description, props, ms(e.CreatedAt), ms(e.UpdatedAt)); err != nil {
-					return fmt.Errorf("entity %q: %w", e.Name, err)
-				}
-				rep.Entities++
-			case "relation":
-				if rec.Relation == nil {
-					return fmt.Errorf("%w: relation record without relation", ErrInvalid)
-				}
-				rl := rec.Relation
-				from, _, err := ensureEntity(ctx, tx, rec.Principal, rl.From, rl.CreatedAt)
-				if err != nil {
-					return err
-				}
-				to, _, err := ensureEntity(ctx, tx, rec.Principal, rl.To, rl.CreatedAt)
-				if err != nil {
-					return err
-				}
-				props := string(rl.Properties)
-				if props == "" {
-					props = "{}"
-				}
-				if _, err := tx.ExecContext(ctx, `INSERT INTO relations (principal, from_id, to_id, type, weight, properties, created_at, updated_at)
-					VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (from_id, to_id, type) DO UPDATE SET weight = excluded.weight,
-					properties = excluded.properties, updated_at = excluded.updated_at`,
-					rec.Principal, from, to, rl.Type, rl.Weight, props, ms(rl.CreatedAt), ms(rl.UpdatedAt)); err != nil {
-					return fmt.Errorf("relation %s-%s->%s: %w", rl.From, rl.Type, rl.To, err)
-				}
-				rep.Relations++
-			case "skill":
-				if rec.Skill == nil {
-					return fmt.Errorf("%w: skill record without skill", ErrInvalid)
-				}
-				sk := rec.Skill
-				if !skillNameRE.MatchString(sk.Name) {
-					return fmt.Errorf("%w: skill name %q", ErrInvalid, sk.Name)
-				}
-				var schema any
-				if len(sk.InputSchema) > 0 {
-					schema = string(sk.InputSchema)
-				}
-				if _, err := tx.ExecContext(ctx, `INSERT INTO skills (principal, name, description, code, language, input_schema, version, created_at, updated_at)
-					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (principal, name) DO UPDATE SET description = excluded.description,
-					code = excluded.code, language = excluded.language, input_schema = excluded.input_schema, version = skills.version + 1,
-					updated_at = excluded.updated_at`, rec.Principal, sk.Name, sk.Description, sk.Code, sk.Language, schema, max(sk.Version, 1),
-					ms(sk.CreatedAt), ms(sk.UpdatedAt)); err != nil {
-					return fmt.Errorf("skill %s: %w", sk.Name, err)
-				}
-				if _, err := bumpSkillsVersion(ctx, tx); err != nil {
-					return err
-				}
-				rep.Skills++
-			case "file":
-				if rec.File == nil {
-					return fmt.Errorf("%w: file record without file", ErrInvalid)
-				}
-				f := rec.File
-				if err := ValidatePath(f.Path); err != nil {
-					return err
-				}
-				if int64(len(f.Data)) > s.lim.MaxFileBytes {
-					return fmt.Errorf("%w: file %s is %d bytes, over the limit of %d", ErrTooLarge, f.Path, len(f.Data), s.lim.MaxFileBytes)
-				}
-				blob := s.enc.EncodeAll(f.Data, nil)
-				if _, err := tx.ExecContext(ctx, `INSERT INTO workspace_files (principal, path, size, stored_size, sha256, data, created_at, updated_at)
-					VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (principal, path) DO UPDATE SET size = excluded.size, stored_size = excluded.stored_size,
-					sha256 = excluded.sha256, data = excluded.data, updated_at = excluded.updated_at`,
-					rec.Principal, f.Path, len(f.Data), len(blob), Hash(f.Data), blob, ms(f.CreatedAt), ms(f.UpdatedAt)); err != nil {
-					return fmt.Errorf("file %s: %w", f.Path, err)
-				}
-				rep.Files++
-			case "header", "memory":
-			default:
-				return fmt.Errorf("%w: unknown record kind %q", ErrInvalid, rec.Kind)
-			}
-		}
-		for i, m := range mems {
-			id, err := s.insertMemory(ctx, tx, m.principal, m.p, vecs[i], m.m.CreatedAt, m.m.UpdatedAt)
+	var missing []*importMemory
+	err = s.read(ctx, func(tx *sql.Tx) error {
+		for _, m := range mems {
+			present, err := memoryPresent(ctx, tx, m)
 			if err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE memories SET access_count = ?, accessed_at = ? WHERE id = ?`, m.m.AccessCount, nullMS(m.m.AccessedAt), id); err != nil {
-				return err
+			if !present {
+				missing = append(missing, m)
 			}
-			for _, mg := range m.merges {
-				rec := "{}"
-				if mg.Record != nil {
-					b, _ := json.Marshal(mg.Record)
-					rec = string(b)
-				}
-				// Merged ids of the source store may collide here: keep
-				// provenance under a fresh negative id when they do.
-				mid := mg.ID
-				var exists int
-				tx.QueryRowContext(ctx, `SELECT count(*) FROM memory_merges WHERE merged_id = ?`, mid).Scan(&exists)
-				if exists > 0 {
-					tx.QueryRowContext(ctx, `SELECT min(0, coalesce(min(merged_id), 0)) - 1 FROM memory_merges`).Scan(&mid)
-				}
-				if _, err := tx.ExecContext(ctx, `INSERT INTO memory_merges (merged_id, survivor_id, principal, record, similarity, overlap, merged_at)
-					VALUES (?, ?, ?, ?, ?, ?, ?)`, mid, id, m.principal, rec, mg.Similarity, mg.Overlap, ms(mg.MergedAt)); err != nil {
-					return fmt.Errorf("provenance of memory %d: %w", m.m.ID, err)
-				}
+		}
+		return nil
+	})
+	if err != nil {
+		return rep, fmt.Errorf("import: %w", err)
+	}
+	for start := 0; start < len(missing); start += 512 {
+		batch := missing[start:min(start+512, len(missing))]
+		texts := make([]string, len(batch))
+		for i, m := range batch {
+			texts[i] = m.p.text
+		}
+		vs, err := embedWith(ctx, s.emb, texts)
+		if err != nil {
+			return rep, fmt.Errorf("import: %w", err)
+		}
+		for i, m := range batch {
+			m.vec = vs[i]
+		}
+	}
+
+	var changes []SkillChange
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		memByRec := map[int]*importMemory{}
+		for _, m := range mems {
+			memByRec[m.rec] = m
+		}
+		for i, rec := range recs {
+			var outcome importOutcome
+			var err error
+			switch rec.Kind {
+			case "header":
+				continue
+			case "memory":
+				outcome, err = s.importMemory(ctx, tx, memByRec[i])
+			case "entity":
+				outcome, err = importEntity(ctx, tx, rec)
+			case "relation":
+				outcome, err = importRelation(ctx, tx, rec)
+			case "skill", "published_skill":
+				var chs []SkillChange
+				outcome, chs, err = s.importSkill(ctx, tx, rec, version, &rep)
+				changes = append(changes, chs...)
+			case "file":
+				outcome, err = s.importFile(ctx, tx, rec)
+			default:
+				err = fmt.Errorf("%w: unknown record kind %q", ErrInvalid, rec.Kind)
 			}
-			rep.Memories++
+			if err != nil {
+				return fmt.Errorf("record %d (%s): %w", i+1, rec.Kind, err)
+			}
+			switch outcome {
+			case imported:
+				rep.Imported.add(rec.Kind)
+			case updated:
+				rep.Updated.add(rec.Kind)
+			case skipped:
+				rep.Skipped++
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		var te *tools.Error
 		if errors.As(err, &te) {
-			return ExportReport{}, fmt.Errorf("import: %w", te)
+			return ImportReport{}, fmt.Errorf("import: %w", te)
 		}
-		return ExportReport{}, fmt.Errorf("import: %w", err)
+		return ImportReport{}, fmt.Errorf("import: %w", err)
 	}
-	s.log.Info("imported", "memories", rep.Memories, "entities", rep.Entities, "relations", rep.Relations, "skills", rep.Skills, "files", rep.Files)
+	for _, ch := range changes {
+		s.notifySkills(ch)
+	}
+	s.log.Info("imported", "report", rep.String())
 	return rep, nil
+}
+
+// readExport reads and decodes every line of an export, checking the
+// header.
+func readExport(r io.Reader) ([]Record, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	var recs []Record
+	line := 0
+	for sc.Scan() {
+		line++
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var rec Record
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			return nil, fmt.Errorf("import: line %d: %w: %v", line, ErrInvalid, err)
+		}
+		if len(recs) == 0 && (rec.Kind != "header" || rec.Version < 1 || rec.Version > ExportVersion) {
+			return nil, fmt.Errorf("import: line %d: %w: not a codecell export of version 1 to %d", line, ErrInvalid, ExportVersion)
+		}
+		recs = append(recs, rec)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("import: line %d: %w", line+1, err)
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("import: %w: empty input", ErrInvalid)
+	}
+	return recs, nil
+}
+
+// importOutcome is what an import did with one record.
+type importOutcome int
+
+const (
+	imported importOutcome = iota // added
+	updated                       // replaced an older version
+	skipped                       // already present, as it is or newer
+	refused                       // not imported: a conflict, reported
+)
+
+// memoryPresent reports whether the store holds the memory m: one with
+// its uid, or, for a record without one, one of the same principal,
+// layer, content and creation time.
+func memoryPresent(ctx context.Context, q queryer, m *importMemory) (bool, error) {
+	var n int
+	var err error
+	if m.m.UID != "" {
+		err = q.QueryRowContext(ctx, `SELECT count(*) FROM memories WHERE uid = ?`, m.m.UID).Scan(&n)
+	} else {
+		err = q.QueryRowContext(ctx, `SELECT count(*) FROM memories WHERE principal = ? AND layer = ? AND content = ? AND created_at = ?`,
+			m.owner, string(m.p.in.Layer), m.p.in.Content, ms(m.m.CreatedAt)).Scan(&n)
+	}
+	if err != nil {
+		return false, fmt.Errorf("find memory: %w", err)
+	}
+	return n > 0, nil
+}
+
+func (s *Store) importMemory(ctx context.Context, tx *sql.Tx, m *importMemory) (importOutcome, error) {
+	// Look again: another import may have added it since the read.
+	present, err := memoryPresent(ctx, tx, m)
+	if err != nil {
+		return 0, err
+	}
+	if present {
+		return skipped, nil
+	}
+	if m.vec == nil {
+		// Added and then removed between the read and this write: a
+		// rare race; import it with a vector computed now.
+		vs, err := embedWith(ctx, s.emb, []string{m.p.text})
+		if err != nil {
+			return 0, err
+		}
+		m.vec = vs[0]
+	}
+	fts, err := ensureFTSTable(ctx, tx, m.owner)
+	if err != nil {
+		return 0, err
+	}
+	id, err := s.insertMemory(ctx, tx, m.owner, fts, m.p, m.vec, m.m.CreatedAt, m.m.UpdatedAt)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE memories SET access_count = ?, accessed_at = ? WHERE id = ?`, m.m.AccessCount, nullMS(m.m.AccessedAt), id); err != nil {
+		return 0, err
+	}
+	for _, mg := range m.merges {
+		rec := "{}"
+		if mg.Record != nil {
+			b, _ := json.Marshal(exported(*mg.Record, ""))
+			rec = string(b)
+		}
+		// Merged ids of the source store may collide here: keep
+		// provenance under a fresh negative id when they do.
+		mid := mg.ID
+		var exists int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM memory_merges WHERE merged_id = ?`, mid).Scan(&exists); err != nil {
+			return 0, err
+		}
+		if exists > 0 {
+			if err := tx.QueryRowContext(ctx, `SELECT min(0, coalesce(min(merged_id), 0)) - 1 FROM memory_merges`).Scan(&mid); err != nil {
+				return 0, err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO memory_merges (merged_id, survivor_id, principal, record, similarity, overlap, merged_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, mid, id, m.owner, rec, mg.Similarity, mg.Overlap, ms(mg.MergedAt)); err != nil {
+			return 0, fmt.Errorf("provenance of memory %d: %w", m.m.ID, err)
+		}
+	}
+	return imported, nil
+}
+
+// storedAge returns the updated_at of the row the query selects, or false
+// when there is none.
+func storedAge(ctx context.Context, tx *sql.Tx, query string, args ...any) (int64, bool, error) {
+	var u int64
+	err := tx.QueryRowContext(ctx, query, args...).Scan(&u)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	return u, true, nil
+}
+
+// outcomeOf says what to do with a record updated at rec when the store
+// holds a version updated at stored (if present).
+func outcomeOf(present bool, stored int64, rec time.Time) importOutcome {
+	switch {
+	case !present:
+		return imported
+	case ms(rec) > stored:
+		return updated
+	}
+	return skipped
+}
+
+func importEntity(ctx context.Context, tx *sql.Tx, rec Record) (importOutcome, error) {
+	if rec.Entity == nil {
+		return 0, fmt.Errorf("%w: entity record without entity", ErrInvalid)
+	}
+	e := rec.Entity
+	if err := validateEntityName("entity name", e.Name); err != nil {
+		return 0, err
+	}
+	stored, present, err := storedAge(ctx, tx, `SELECT updated_at FROM entities WHERE principal = ? AND name = ? COLLATE NOCASE`, rec.Principal, e.Name)
+	if err != nil {
+		return 0, err
+	}
+	outcome := outcomeOf(present, stored, e.UpdatedAt)
+	if outcome == skipped {
+		return skipped, nil
+	}
+	props := string(e.Properties)
+	if props == "" {
+		props = "{}"
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO entities (principal, name, type, description, properties, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (principal, name COLLATE NOCASE) DO UPDATE SET type = excluded.type,
+		description = excluded.description, properties = excluded.properties, updated_at = excluded.updated_at`,
+		rec.Principal, e.Name, e.Type, e.Description, props, ms(e.CreatedAt), ms(e.UpdatedAt)); err != nil {
+		return 0, fmt.Errorf("entity %q: %w", e.Name, err)
+	}
+	return outcome, nil
+}
+
+func importRelation(ctx context.Context, tx *sql.Tx, rec Record) (importOutcome, error) {
+	if rec.Relation == nil {
+		return 0, fmt.Errorf("%w: relation record without relation", ErrInvalid)
+	}
+	rl := rec.Relation
+	from, _, err := ensureEntity(ctx, tx, rec.Principal, rl.From, rl.CreatedAt)
+	if err != nil {
+		return 0, err
+	}
+	to, _, err := ensureEntity(ctx, tx, rec.Principal, rl.To, rl.CreatedAt)
+	if err != nil {
+		return 0, err
+	}
+	stored, present, err := storedAge(ctx, tx, `SELECT updated_at FROM relations WHERE from_id = ? AND to_id = ? AND type = ?`, from, to, rl.Type)
+	if err != nil {
+		return 0, err
+	}
+	outcome := outcomeOf(present, stored, rl.UpdatedAt)
+	if outcome == skipped {
+		return skipped, nil
+	}
+	props := string(rl.Properties)
+	if props == "" {
+		props = "{}"
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO relations (principal, from_id, to_id, type, weight, properties, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (from_id, to_id, type) DO UPDATE SET weight = excluded.weight,
+		properties = excluded.properties, updated_at = excluded.updated_at`,
+		rec.Principal, from, to, rl.Type, rl.Weight, props, ms(rl.CreatedAt), ms(rl.UpdatedAt)); err != nil {
+		return 0, fmt.Errorf("relation %s-%s->%s: %w", rl.From, rl.Type, rl.To, err)
+	}
+	return outcome, nil
+}
+
+// importSkill imports an owner's own copy or a published snapshot, and
+// returns the skill changes to announce once the import is committed.
+func (s *Store) importSkill(ctx context.Context, tx *sql.Tx, rec Record, version int, rep *ImportReport) (importOutcome, []SkillChange, error) {
+	if rec.Skill == nil {
+		return 0, nil, fmt.Errorf("%w: skill record without skill", ErrInvalid)
+	}
+	sk := *rec.Skill
+	if !skillNameRE.MatchString(sk.Name) {
+		return 0, nil, fmt.Errorf("%w: skill name %q", ErrInvalid, clip(sk.Name, 70))
+	}
+	if sk.Language == "" {
+		sk.Language = "javascript"
+	}
+	if sk.Language != "javascript" && sk.Language != "typescript" {
+		return 0, nil, fmt.Errorf("%w: skill %s: language %q", ErrInvalid, sk.Name, clip(sk.Language, 20))
+	}
+	owner := rec.Principal
+	publish := rec.Kind == "published_skill"
+	if version == 1 && owner == legacySkillScope {
+		owner, publish = legacySkillOwner, true
+	}
+	var schema any
+	if len(sk.InputSchema) > 0 {
+		schema = string(sk.InputSchema)
+	}
+	var changes []SkillChange
+	outcome := skipped
+	// The owner's own copy (a version-1 shared skill is both).
+	if !publish || version == 1 {
+		stored, present, err := storedAge(ctx, tx, `SELECT updated_at FROM skills WHERE principal = ? AND name = ?`, owner, sk.Name)
+		if err != nil {
+			return 0, nil, err
+		}
+		if outcome = outcomeOf(present, stored, sk.UpdatedAt); outcome != skipped {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO skills (principal, name, description, code, language, input_schema, version, created_at, updated_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (principal, name) DO UPDATE SET description = excluded.description,
+				code = excluded.code, language = excluded.language, input_schema = excluded.input_schema,
+				version = max(excluded.version, skills.version + 1), updated_at = excluded.updated_at`,
+				owner, sk.Name, sk.Description, sk.Code, sk.Language, schema, max(sk.Version, 1), ms(sk.CreatedAt), ms(sk.UpdatedAt)); err != nil {
+				return 0, nil, fmt.Errorf("skill %s: %w", sk.Name, err)
+			}
+			ch := SkillChange{Principal: owner, Name: sk.Name, Kind: SkillSaved}
+			if err := s.skillChanged(ctx, tx, &ch); err != nil {
+				return 0, nil, err
+			}
+			changes = append(changes, ch)
+		}
+	}
+	if !publish {
+		return outcome, changes, nil
+	}
+	publishedAt := sk.UpdatedAt
+	if sk.PublishedAt != nil {
+		publishedAt = *sk.PublishedAt
+	}
+	var other string
+	var at int64
+	err := tx.QueryRowContext(ctx, `SELECT owner, published_at FROM published_skills WHERE name = ?`, sk.Name).Scan(&other, &at)
+	pubOutcome := imported
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return 0, nil, err
+	case other != owner:
+		rep.Conflicts = append(rep.Conflicts, fmt.Sprintf("skill %s of %s (%s has published that name)", sk.Name, owner, other))
+		if version == 1 {
+			return outcome, changes, nil
+		}
+		return refused, changes, nil
+	case ms(publishedAt) > at:
+		pubOutcome = updated
+	default:
+		pubOutcome = skipped
+	}
+	if pubOutcome != skipped {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO published_skills (name, owner, description, code, code_sha256, language, input_schema,
+			version, created_at, updated_at, published_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (name) DO UPDATE SET description = excluded.description, code = excluded.code, code_sha256 = excluded.code_sha256,
+			language = excluded.language, input_schema = excluded.input_schema, version = excluded.version,
+			created_at = excluded.created_at, updated_at = excluded.updated_at, published_at = excluded.published_at`,
+			sk.Name, owner, sk.Description, sk.Code, Hash([]byte(sk.Code)), sk.Language, schema, max(sk.Version, 1),
+			ms(sk.CreatedAt), ms(sk.UpdatedAt), ms(publishedAt)); err != nil {
+			return 0, nil, fmt.Errorf("published skill %s: %w", sk.Name, err)
+		}
+		ch := SkillChange{Principal: owner, Name: sk.Name, Kind: SkillPublished}
+		if err := s.skillChanged(ctx, tx, &ch); err != nil {
+			return 0, nil, err
+		}
+		changes = append(changes, ch)
+	}
+	if version == 1 {
+		// One record stood for both: count it once, by its copy.
+		return outcome, changes, nil
+	}
+	return pubOutcome, changes, nil
+}
+
+func (s *Store) importFile(ctx context.Context, tx *sql.Tx, rec Record) (importOutcome, error) {
+	if rec.File == nil {
+		return 0, fmt.Errorf("%w: file record without file", ErrInvalid)
+	}
+	f := rec.File
+	if err := ValidatePath(f.Path); err != nil {
+		return 0, err
+	}
+	if int64(len(f.Data)) > s.lim.MaxFileBytes {
+		return 0, fmt.Errorf("%w: file %s is %d bytes, over the limit of %d", ErrTooLarge, f.Path, len(f.Data), s.lim.MaxFileBytes)
+	}
+	stored, present, err := storedAge(ctx, tx, `SELECT updated_at FROM workspace_files WHERE principal = ? AND path = ?`, rec.Principal, f.Path)
+	if err != nil {
+		return 0, err
+	}
+	outcome := outcomeOf(present, stored, f.UpdatedAt)
+	if outcome == skipped {
+		return skipped, nil
+	}
+	prov, err := s.provenance(ctx, f.Provenance, "file "+f.Path+": ")
+	if err != nil {
+		return 0, err
+	}
+	blob := s.enc.EncodeAll(f.Data, nil)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO workspace_files (principal, path, size, stored_size, sha256, data, created_at, updated_at, provenance)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (principal, path) DO UPDATE SET size = excluded.size, stored_size = excluded.stored_size,
+		sha256 = excluded.sha256, data = excluded.data, updated_at = excluded.updated_at, provenance = excluded.provenance`,
+		rec.Principal, f.Path, len(f.Data), len(blob), Hash(f.Data), blob, ms(f.CreatedAt), ms(f.UpdatedAt), provenanceArg(prov)); err != nil {
+		return 0, fmt.Errorf("file %s: %w", f.Path, err)
+	}
+	return outcome, nil
 }

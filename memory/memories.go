@@ -54,22 +54,28 @@ func (s TaskStatus) valid() bool { return slices.Contains(TaskStatuses, s) }
 
 // Memory is one stored memory as callers see it.
 type Memory struct {
-	ID          int64           `json:"id"`
-	Layer       Layer           `json:"layer"`
-	Content     string          `json:"content"`
-	Tags        []string        `json:"tags"`
-	Metadata    json.RawMessage `json:"metadata"`
-	Importance  float64         `json:"importance"`
-	Source      string          `json:"source,omitempty"`
-	Session     string          `json:"session,omitempty"`
-	OccurredAt  *time.Time      `json:"occurred_at,omitempty"`
-	DueAt       *time.Time      `json:"due_at,omitempty"`
-	Status      TaskStatus      `json:"status,omitempty"`
-	Entities    []string        `json:"entities,omitempty"`
-	CreatedAt   time.Time       `json:"created_at"`
-	UpdatedAt   time.Time       `json:"updated_at"`
-	AccessedAt  *time.Time      `json:"accessed_at,omitempty"`
-	AccessCount int64           `json:"access_count"`
+	ID         int64           `json:"id"`
+	Layer      Layer           `json:"layer"`
+	Content    string          `json:"content"`
+	Tags       []string        `json:"tags"`
+	Metadata   json.RawMessage `json:"metadata"`
+	Importance float64         `json:"importance"`
+	Source     string          `json:"source,omitempty"`
+	// Session is the MCP session the memory was stored in. Tools never
+	// show it (a session id lets its holder act in the session); exports
+	// carry it (ExportedMemory).
+	Session     string     `json:"-"`
+	OccurredAt  *time.Time `json:"occurred_at,omitempty"`
+	DueAt       *time.Time `json:"due_at,omitempty"`
+	Status      TaskStatus `json:"status,omitempty"`
+	Entities    []string   `json:"entities,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+	AccessedAt  *time.Time `json:"accessed_at,omitempty"`
+	AccessCount int64      `json:"access_count"`
+	// Provenance is the tool sources its data came from (see
+	// WithProvenance); absent when none was recorded.
+	Provenance json.RawMessage `json:"provenance,omitempty"`
 	// MergedFrom lists the memories consolidation merged into this one
 	// (Get only).
 	MergedFrom []MergedMemory `json:"merged_from,omitempty"`
@@ -107,6 +113,9 @@ type RememberInput struct {
 	// Entities are names of knowledge-graph entities to link, created if
 	// missing.
 	Entities []string `json:"entities,omitempty"`
+	// Provenance is set by the server, not by programs (see
+	// WithProvenance); nil takes the context's.
+	Provenance json.RawMessage `json:"-"`
 }
 
 const (
@@ -229,7 +238,9 @@ type prepared struct {
 	in         RememberInput
 	importance float64
 	metadata   json.RawMessage
+	provenance json.RawMessage
 	text       string
+	uid        string // stable identity; "" means a new one
 }
 
 func (s *Store) prepareRemember(ctx context.Context, in RememberInput, field string) (prepared, error) {
@@ -263,6 +274,9 @@ func (s *Store) prepareRemember(ctx context.Context, in RememberInput, field str
 		return p, err
 	}
 	if p.in.Entities, err = normalizeEntities(in.Entities); err != nil {
+		return p, err
+	}
+	if p.provenance, err = s.provenance(ctx, in.Provenance, field); err != nil {
 		return p, err
 	}
 	if p.in.Layer == Prospective {
@@ -333,8 +347,12 @@ func (s *Store) RememberBatch(ctx context.Context, ins []RememberInput) ([]Memor
 	now := s.now().UTC().Truncate(time.Millisecond)
 	ids := make([]int64, len(ps))
 	err = s.write(ctx, func(tx *sql.Tx) error {
+		fts, err := ensureFTSTable(ctx, tx, principal)
+		if err != nil {
+			return err
+		}
 		for i, p := range ps {
-			id, err := s.insertMemory(ctx, tx, principal, p, vs[i], now, now)
+			id, err := s.insertMemory(ctx, tx, principal, fts, p, vs[i], now, now)
 			if err != nil {
 				return err
 			}
@@ -351,7 +369,7 @@ func (s *Store) RememberBatch(ctx context.Context, ins []RememberInput) ([]Memor
 			ID: ids[i], Layer: p.in.Layer, Content: p.in.Content, Tags: p.in.Tags, Metadata: p.metadata,
 			Importance: p.importance, Source: p.in.Source, Session: p.in.Session,
 			OccurredAt: utcPtr(p.in.OccurredAt), DueAt: utcPtr(p.in.DueAt), Status: p.in.Status,
-			Entities: p.in.Entities, CreatedAt: now, UpdatedAt: now,
+			Entities: p.in.Entities, Provenance: p.provenance, CreatedAt: now, UpdatedAt: now,
 		}
 	}
 	return out, nil
@@ -366,18 +384,23 @@ func utcPtr(t *time.Time) *time.Time {
 }
 
 // insertMemory writes one prepared memory, its tags, vector, code,
-// full-text entry and entity links.
-func (s *Store) insertMemory(ctx context.Context, tx *sql.Tx, principal string, p prepared, v []float32, created, updated time.Time) (int64, error) {
+// full-text entry (in fts, the principal's index: ensureFTSTable) and
+// entity links.
+func (s *Store) insertMemory(ctx context.Context, tx *sql.Tx, principal, fts string, p prepared, v []float32, created, updated time.Time) (int64, error) {
 	tagsJSON := encodeTags(p.in.Tags)
+	uid := p.uid
+	if uid == "" {
+		uid = newID()
+	}
 	var status any
 	if p.in.Layer == Prospective {
 		status = string(p.in.Status)
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO memories
-		(principal, layer, content, tags, metadata, importance, source, session, occurred_at, due_at, status, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		(principal, layer, content, tags, metadata, importance, source, session, occurred_at, due_at, status, created_at, updated_at, provenance, uid)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		principal, string(p.in.Layer), p.in.Content, tagsJSON, string(p.metadata), p.importance, p.in.Source, p.in.Session,
-		nullMS(p.in.OccurredAt), nullMS(p.in.DueAt), status, ms(created), ms(updated))
+		nullMS(p.in.OccurredAt), nullMS(p.in.DueAt), status, ms(created), ms(updated), provenanceArg(p.provenance), uid)
 	if err != nil {
 		return 0, fmt.Errorf("insert memory: %w", err)
 	}
@@ -391,7 +414,7 @@ func (s *Store) insertMemory(ctx context.Context, tx *sql.Tx, principal string, 
 	if err := putVector(ctx, tx, s.quant, id, principal, string(p.in.Layer), v); err != nil {
 		return 0, err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO memory_fts (rowid, content, tags) VALUES (?, ?, ?)`, id, p.in.Content, strings.Join(p.in.Tags, " ")); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO `+fts+` (rowid, content, tags) VALUES (?, ?, ?)`, id, p.in.Content, strings.Join(p.in.Tags, " ")); err != nil {
 		return 0, fmt.Errorf("index memory text: %w", err)
 	}
 	if len(p.in.Entities) > 0 {
@@ -437,18 +460,30 @@ func decodeTags(s string) []string {
 }
 
 const memoryColumns = `m.id, m.layer, m.content, m.tags, m.metadata, m.importance, m.source, m.session,
-	m.occurred_at, m.due_at, m.status, m.created_at, m.updated_at, m.accessed_at, m.access_count`
+	m.occurred_at, m.due_at, m.status, m.created_at, m.updated_at, m.accessed_at, m.access_count, m.provenance`
+
+// prefixScanner scans the leading columns of a row into first, the rest
+// into what its Scan is given.
+type prefixScanner struct {
+	sc    interface{ Scan(...any) error }
+	first []any
+}
+
+func (p prefixScanner) Scan(dest ...any) error {
+	return p.sc.Scan(append(append([]any{}, p.first...), dest...)...)
+}
 
 func scanMemory(sc interface{ Scan(...any) error }) (Memory, error) {
 	var m Memory
 	var layer, tags, meta string
 	var occurred, due, accessed sql.NullInt64
-	var status sql.NullString
+	var status, prov sql.NullString
 	var created, updated int64
 	if err := sc.Scan(&m.ID, &layer, &m.Content, &tags, &meta, &m.Importance, &m.Source, &m.Session,
-		&occurred, &due, &status, &created, &updated, &accessed, &m.AccessCount); err != nil {
+		&occurred, &due, &status, &created, &updated, &accessed, &m.AccessCount, &prov); err != nil {
 		return m, err
 	}
+	m.Provenance = provenanceOf(prov)
 	m.Layer = Layer(layer)
 	m.Tags = decodeTags(tags)
 	m.Metadata = json.RawMessage(meta)
@@ -567,6 +602,9 @@ func (s *Store) Get(ctx context.Context, id int64) (Memory, error) {
 		}
 		return Memory{}, notFoundf("memory %d not found", id)
 	}
+	if s.w == nil {
+		return m, nil // read-only: no access is recorded
+	}
 	if err := s.touch(ctx, []int64{id}); err != nil {
 		return Memory{}, err
 	}
@@ -591,19 +629,20 @@ func loadMerges(ctx context.Context, q queryer, survivor int64) ([]MergedMemory,
 			return nil, fmt.Errorf("load merges: %w", err)
 		}
 		mm.MergedAt = fromMS(at)
-		var r Memory
+		var r ExportedMemory
 		if json.Unmarshal([]byte(rec), &r) == nil {
+			r.Memory.Session = r.Session
 			mm.Content = r.Content
-			mm.Record = &r
+			mm.Record = &r.Memory
 		}
 		out = append(out, mm)
 	}
 	return out, rows.Err()
 }
 
-// touch records an access of the memories.
+// touch records an access of the memories; a read-only store does not.
 func (s *Store) touch(ctx context.Context, ids []int64) error {
-	if len(ids) == 0 {
+	if len(ids) == 0 || s.w == nil {
 		return nil
 	}
 	now := ms(s.now())
@@ -640,6 +679,10 @@ type UpdateInput struct {
 	// Entities replaces the linked entities; AddEntities adds links.
 	Entities    *[]string `json:"entities,omitempty"`
 	AddEntities []string  `json:"add_entities,omitempty"`
+	// Provenance, set by the server (see WithProvenance), replaces the
+	// stored one; nil takes the context's, and without either the stored
+	// one stays.
+	Provenance json.RawMessage `json:"-"`
 }
 
 // Update applies in to the caller's memory and returns the result. A new
@@ -648,6 +691,10 @@ func (s *Store) Update(ctx context.Context, in UpdateInput) (Memory, error) {
 	principal := tools.CallerFrom(ctx).Principal
 	if in.ID <= 0 {
 		return Memory{}, invalidf("id must be a positive memory id")
+	}
+	prov, err := s.provenance(ctx, in.Provenance, "")
+	if err != nil {
+		return Memory{}, err
 	}
 	s.vmu.RLock()
 	defer s.vmu.RUnlock()
@@ -718,6 +765,11 @@ func (s *Store) Update(ctx context.Context, in UpdateInput) (Memory, error) {
 				nullMS(next.OccurredAt), nullMS(next.DueAt), status, max(ms(now), updated+1), in.ID); err != nil {
 				return fmt.Errorf("update memory: %w", err)
 			}
+			if prov != nil {
+				if _, err := tx.ExecContext(ctx, `UPDATE memories SET provenance = ? WHERE id = ?`, string(prov), in.ID); err != nil {
+					return fmt.Errorf("update memory: %w", err)
+				}
+			}
 			if !slices.Equal(next.Tags, cur.Tags) {
 				if err := writeTags(ctx, tx, in.ID, next.Tags); err != nil {
 					return err
@@ -727,11 +779,8 @@ func (s *Store) Update(ctx context.Context, in UpdateInput) (Memory, error) {
 				if err := putVector(ctx, tx, s.quant, in.ID, principal, string(next.Layer), vec); err != nil {
 					return err
 				}
-				if _, err := tx.ExecContext(ctx, `DELETE FROM memory_fts WHERE rowid = ?`, in.ID); err != nil {
-					return fmt.Errorf("index memory text: %w", err)
-				}
-				if _, err := tx.ExecContext(ctx, `INSERT INTO memory_fts (rowid, content, tags) VALUES (?, ?, ?)`, in.ID, next.Content, strings.Join(next.Tags, " ")); err != nil {
-					return fmt.Errorf("index memory text: %w", err)
+				if err := indexText(ctx, tx, principal, in.ID, next.Content, next.Tags, true); err != nil {
+					return err
 				}
 			} else if next.Layer != cur.Layer {
 				if _, err := tx.ExecContext(ctx, `UPDATE memory_vectors SET layer = ? WHERE memory_id = ?`, string(next.Layer), in.ID); err != nil {
@@ -1041,7 +1090,7 @@ func (s *Store) Forget(ctx context.Context, in ForgetInput) (ForgetResult, error
 		if in.DryRun {
 			return nil
 		}
-		return deleteMemories(ctx, tx, ids)
+		return deleteMemories(ctx, tx, principal, ids)
 	})
 	if err != nil {
 		return ForgetResult{}, err
@@ -1078,14 +1127,15 @@ func existingIDs(ctx context.Context, q queryer, principal string, ids []int64) 
 	return found, nil
 }
 
-// deleteMemories removes memories and everything that hangs off them,
-// including the full-text index, which foreign keys do not reach.
-func deleteMemories(ctx context.Context, tx *sql.Tx, ids []int64) error {
+// deleteMemories removes memories of principal and everything that hangs
+// off them, including the full-text index, which foreign keys do not
+// reach.
+func deleteMemories(ctx context.Context, tx *sql.Tx, principal string, ids []int64) error {
+	if err := unindexText(ctx, tx, principal, ids); err != nil {
+		return err
+	}
 	for _, id := range ids {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM memory_fts WHERE rowid = ?`, id); err != nil {
-			return fmt.Errorf("delete memory %d: %w", id, err)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM memories WHERE id = ?`, id); err != nil {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM memories WHERE id = ? AND principal = ?`, id, principal); err != nil {
 			return fmt.Errorf("delete memory %d: %w", id, err)
 		}
 	}

@@ -15,11 +15,25 @@ import (
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// migration is one forward-only schema change, numbered from 1.
+// migration is one forward-only schema change, numbered from 1: its SQL,
+// then, for the few changes that SQL alone cannot make, a step in Go run
+// in the same transaction.
 type migration struct {
 	version int
 	name    string
 	sql     string
+	step    func(ctx context.Context, tx *sql.Tx) error
+}
+
+// migrationStep returns the Go step of migration version, or nil.
+func migrationStep(version int) func(ctx context.Context, tx *sql.Tx) error {
+	switch version {
+	case 4:
+		return migrateSharedSkills
+	case 6:
+		return migrateFTSPerPrincipal
+	}
+	return nil
 }
 
 // migrations returns the embedded migrations in order. Their file names
@@ -42,7 +56,7 @@ func migrations() ([]migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, migration{version: v, name: strings.TrimSuffix(rest, ".sql"), sql: string(b)})
+		out = append(out, migration{version: v, name: strings.TrimSuffix(rest, ".sql"), sql: string(b), step: migrationStep(v)})
 	}
 	return out, nil
 }
@@ -61,6 +75,22 @@ func SchemaVersion() int {
 // transaction as the change.
 func (s *Store) migrate(ctx context.Context) error {
 	return migrateTo(ctx, s.w, -1, s.log.Info)
+}
+
+// checkSchema reports, for a store opened read-only, whether the
+// database's schema is this build's: a read-only open cannot migrate.
+func (s *Store) checkSchema(ctx context.Context) error {
+	var cur int
+	if err := s.r.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&cur); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	switch want := SchemaVersion(); {
+	case cur > want:
+		return fmt.Errorf("%w: the database's schema version %d is newer than this build's %d; use a newer codecell", ErrSchema, cur, want)
+	case cur < want:
+		return fmt.Errorf("%w: the database has schema version %d and this build reads %d; open it once for writing (codecell serve, or memory import) to migrate it", ErrSchema, cur, want)
+	}
+	return nil
 }
 
 // migrateTo migrates db up to version target (-1: the latest).
@@ -90,6 +120,12 @@ func migrateTo(ctx context.Context, db *sql.DB, target int, logf func(string, ..
 		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 			tx.Rollback()
 			return fmt.Errorf("migrate to %d (%s): %w", m.version, m.name, err)
+		}
+		if m.step != nil {
+			if err := m.step(ctx, tx); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("migrate to %d (%s): %w", m.version, m.name, err)
+			}
 		}
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, m.version)); err != nil {
 			tx.Rollback()

@@ -340,7 +340,7 @@ func (s *Store) vectorSearch(ctx context.Context, tx *sql.Tx, principal string, 
 	if n == 0 {
 		return nil, true, nil
 	}
-	if exact || n <= s.cfg.ExactSearchLimit {
+	if exact || n <= s.cfg.ExactSearchLimit || s.codesStale {
 		res, err := exactSearch(ctx, tx, principal, f, q, depth)
 		return res, true, err
 	}
@@ -550,12 +550,12 @@ func sortScored(xs []scored) {
 // 100k synthetic memories, "deploy" is in 60k) costs tens of milliseconds
 // while it weighs little: a word's IDF, ln((N-n+0.5)/(n+0.5)), falls as the
 // number n of memories holding it grows, and FTS5 sets it to almost zero
-// once n > N/2. So a query word found in more than keywordCommonDocs
-// memories is left out of the keyword ranking and reported in
+// once n > N/2. So a query word found in more than keywordCommonDocs of
+// the caller's memories is left out of the keyword ranking and reported in
 // RecallResult.CommonWords, unless every word of the query is that common
 // or the search is exact; the vector ranking still sees it. The scores of
 // the other words do not change: FTS5 computes each word's IDF over the
-// whole table whatever else the query holds. Stores with at most
+// whole index whatever else the query holds. Principals with at most
 // keywordCommonDocs memories are always ranked on every word.
 const keywordCommonDocs = 2000
 
@@ -579,11 +579,12 @@ func ftsWords(text string) []string {
 }
 
 // commonWords splits the query words into those to rank by and those found
-// in more than limit memories (see keywordCommonDocs). Words found in no
-// memory are dropped: they would add nothing to any score.
-func commonWords(ctx context.Context, tx *sql.Tx, words []string, limit int) (keep, common []string, err error) {
-	var total int
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(n), 0) FROM memory_counts`).Scan(&total); err != nil {
+// in more than limit of the principal's memories, whose index is table
+// (see keywordCommonDocs). Words found in no memory are dropped: they
+// would add nothing to any score.
+func commonWords(ctx context.Context, tx *sql.Tx, principal, table string, words []string, limit int) (keep, common []string, err error) {
+	total, err := vectorCount(ctx, tx, principal)
+	if err != nil {
 		return nil, nil, fmt.Errorf("keyword search: %w", err)
 	}
 	if total <= limit {
@@ -591,7 +592,7 @@ func commonWords(ctx context.Context, tx *sql.Tx, words []string, limit int) (ke
 	}
 	for _, w := range words {
 		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM memory_fts WHERE memory_fts MATCH ? LIMIT ?)`,
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM `+table+` WHERE `+table+` MATCH ? LIMIT ?)`,
 			w, limit+1).Scan(&n); err != nil {
 			return nil, nil, fmt.Errorf("keyword search: %w", err)
 		}
@@ -609,19 +610,24 @@ func commonWords(ctx context.Context, tx *sql.Tx, words []string, limit int) (ke
 	return keep, common, nil
 }
 
-// keywordSearch ranks the memories that pass f by BM25 over content
-// (weight 1) and tags (weight 0.5), best first, ties by id. Words found in
-// more than commonLimit memories are left out (see keywordCommonDocs;
-// 0 keeps every word); it returns them, unquoted.
+// keywordSearch ranks the principal's memories that pass f by BM25 over
+// content (weight 1) and tags (weight 0.5) in the principal's own index,
+// best first, ties by id: the statistics behind the scores are the
+// principal's alone. Words found in more than commonLimit of its memories
+// are left out (see keywordCommonDocs; 0 keeps every word); it returns
+// them, unquoted.
 func keywordSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, text string, depth, commonLimit int) ([]scored, []string, error) {
 	words := ftsWords(text)
 	if len(words) == 0 {
 		return nil, nil, nil
 	}
+	table, ok, err := ftsTable(ctx, tx, principal)
+	if err != nil || !ok {
+		return nil, nil, err
+	}
 	var common []string
 	if commonLimit > 0 {
-		var err error
-		if words, common, err = commonWords(ctx, tx, words, commonLimit); err != nil {
+		if words, common, err = commonWords(ctx, tx, principal, table, words, commonLimit); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -629,12 +635,15 @@ func keywordSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, 
 		common[i] = strings.ReplaceAll(strings.Trim(w, `"`), `""`, `"`)
 	}
 	q := strings.Join(words, " OR ")
-	// Rank the whole table, then keep the memories that pass f: BM25 is
-	// over the table anyway, and this reads the memories rows of the
-	// best few rather than of every match. Widen while too few pass, up
-	// to 64·depth.
+	if f.empty() {
+		out, err := bm25Top(ctx, tx, table, q, depth)
+		return out, common, err
+	}
+	// Rank the whole index, then keep the memories that pass f: this
+	// reads the memories rows of the best few rather than of every
+	// match. Widen while too few pass, up to 64·depth.
 	for limit := depth; limit <= 64*depth; limit *= 4 {
-		all, err := bm25Top(ctx, tx, q, limit)
+		all, err := bm25Top(ctx, tx, table, q, limit)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -662,8 +671,8 @@ func keywordSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, 
 	}
 	// The filter passes few of the matches: filter while ranking.
 	where, args := f.where(principal)
-	rows, err := tx.QueryContext(ctx, `SELECT m.id, bm25(memory_fts, 1.0, 0.5) AS s FROM memory_fts JOIN memories m ON m.id = memory_fts.rowid
-		WHERE memory_fts MATCH ? AND `+where+` ORDER BY s, m.id LIMIT ?`, append(append([]any{q}, args...), depth)...)
+	rows, err := tx.QueryContext(ctx, `SELECT m.id, bm25(`+table+`, 1.0, 0.5) AS s FROM `+table+` JOIN memories m ON m.id = `+table+`.rowid
+		WHERE `+table+` MATCH ? AND `+where+` ORDER BY s, m.id LIMIT ?`, append(append([]any{q}, args...), depth)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("keyword search: %w", err)
 	}
@@ -671,11 +680,11 @@ func keywordSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, 
 	return out, common, err
 }
 
-// bm25Top returns the limit best matches of the FTS5 query q in the whole
-// table, of every principal.
-func bm25Top(ctx context.Context, tx *sql.Tx, q string, limit int) ([]scored, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT rowid, bm25(memory_fts, 1.0, 0.5) AS s FROM memory_fts
-		WHERE memory_fts MATCH ? ORDER BY s, rowid LIMIT ?`, q, limit)
+// bm25Top returns the limit best matches of the FTS5 query q in the index
+// table.
+func bm25Top(ctx context.Context, tx *sql.Tx, table, q string, limit int) ([]scored, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT rowid, bm25(`+table+`, 1.0, 0.5) AS s FROM `+table+`
+		WHERE `+table+` MATCH ? ORDER BY s, rowid LIMIT ?`, q, limit)
 	if err != nil {
 		return nil, fmt.Errorf("keyword search: %w", err)
 	}

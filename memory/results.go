@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/base32"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -15,15 +16,20 @@ import (
 // ResultInfo describes a stored result. Results are kept zstd-compressed;
 // Size is the uncompressed size, StoredSize the compressed one.
 type ResultInfo struct {
-	ID          string    `json:"id"`
-	Principal   string    `json:"principal"`
-	Session     string    `json:"session"`
+	ID        string `json:"id"`
+	Principal string `json:"principal"`
+	// Session is kept for the server (ListResults selects by it), never
+	// shown: a session id lets its holder act in the session.
+	Session     string    `json:"-"`
 	ExecutionID string    `json:"execution_id,omitempty"`
 	ContentType string    `json:"content_type"`
 	Size        int64     `json:"size"`
 	StoredSize  int64     `json:"stored_size"`
 	SHA256      string    `json:"sha256"`
 	CreatedAt   time.Time `json:"created_at"`
+	// Provenance is the tool sources the result's data came from (see
+	// WithProvenance); absent when none was recorded.
+	Provenance json.RawMessage `json:"provenance,omitempty"`
 }
 
 // PutResultInput is a result to store, uncompressed: the store compresses
@@ -34,6 +40,9 @@ type PutResultInput struct {
 	ExecutionID string
 	ContentType string // default application/json
 	Data        []byte
+	// Provenance, set by the server (see WithProvenance); nil takes the
+	// context's.
+	Provenance json.RawMessage
 }
 
 var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
@@ -59,16 +68,20 @@ func (s *Store) PutResult(ctx context.Context, in PutResultInput) (ResultInfo, e
 	if in.Session == "" {
 		in.Session = c.Session
 	}
-	info := ResultInfo{
+	prov, err := s.provenance(ctx, in.Provenance, "")
+	if err != nil {
+		return ResultInfo{}, err
+	}
+	info := ResultInfo{Provenance: prov,
 		ID: newID(), Principal: c.Principal, Session: in.Session, ExecutionID: in.ExecutionID, ContentType: in.ContentType,
 		Size: int64(len(in.Data)), SHA256: Hash(in.Data), CreatedAt: s.now().UTC().Truncate(time.Millisecond),
 	}
 	blob := s.enc.EncodeAll(in.Data, nil)
 	info.StoredSize = int64(len(blob))
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO results (id, principal, session, execution_id, content_type, size, stored_size, sha256, data, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, info.ID, info.Principal, info.Session, info.ExecutionID, info.ContentType,
-			info.Size, info.StoredSize, info.SHA256, blob, ms(info.CreatedAt))
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO results (id, principal, session, execution_id, content_type, size, stored_size, sha256, data, created_at, provenance)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, info.ID, info.Principal, info.Session, info.ExecutionID, info.ContentType,
+			info.Size, info.StoredSize, info.SHA256, blob, ms(info.CreatedAt), provenanceArg(prov))
 		return err
 	})
 	if err != nil {
@@ -77,14 +90,15 @@ func (s *Store) PutResult(ctx context.Context, in PutResultInput) (ResultInfo, e
 	return info, nil
 }
 
-const resultColumns = `id, principal, session, execution_id, content_type, size, stored_size, sha256, created_at`
+const resultColumns = `id, principal, session, execution_id, content_type, size, stored_size, sha256, created_at, provenance`
 
 func scanResult(sc interface{ Scan(...any) error }, extra ...any) (ResultInfo, error) {
 	var r ResultInfo
 	var at int64
-	dest := append([]any{&r.ID, &r.Principal, &r.Session, &r.ExecutionID, &r.ContentType, &r.Size, &r.StoredSize, &r.SHA256, &at}, extra...)
+	var prov sql.NullString
+	dest := append([]any{&r.ID, &r.Principal, &r.Session, &r.ExecutionID, &r.ContentType, &r.Size, &r.StoredSize, &r.SHA256, &at, &prov}, extra...)
 	err := sc.Scan(dest...)
-	r.CreatedAt = fromMS(at)
+	r.CreatedAt, r.Provenance = fromMS(at), provenanceOf(prov)
 	return r, err
 }
 

@@ -16,8 +16,8 @@ type PruneReport struct {
 // Prune enforces Config.Retention: it deletes audit records (with their
 // tool calls) and stored results that are too old or beyond the row and
 // byte limits, oldest first, and episodic memories older than
-// EpisodicMaxAge. It also trims the log of binary-code changes to its
-// latest codeLogKeep entries. Open calls it; a server calls it
+// EpisodicMaxAge. It also trims the logs of binary-code changes and of
+// skill changes to their latest codeLogKeep and skillLogKeep entries. Open calls it; a server calls it
 // periodically.
 func (s *Store) Prune(ctx context.Context) (PruneReport, error) {
 	var rep PruneReport
@@ -64,31 +64,42 @@ func (s *Store) Prune(ctx context.Context) (PruneReport, error) {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM memory_code_log WHERE seq <= (SELECT max(seq) FROM memory_code_log) - ?`, codeLogKeep); err != nil {
 			return err
 		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM skill_changes WHERE seq <= (SELECT max(seq) FROM skill_changes) - ?`, skillLogKeep); err != nil {
+			return err
+		}
 		s.vmu.RLock()
 		ok := s.vecOK == nil
 		s.vmu.RUnlock()
 		if r.EpisodicMaxAge > 0 && ok {
-			rows, err := tx.QueryContext(ctx, `SELECT id FROM memories WHERE layer = 'episodic' AND coalesce(occurred_at, created_at) < ?`, ms(now.Add(-r.EpisodicMaxAge)))
+			rows, err := tx.QueryContext(ctx, `SELECT principal, id FROM memories WHERE layer = 'episodic' AND coalesce(occurred_at, created_at) < ?
+				ORDER BY principal, id`, ms(now.Add(-r.EpisodicMaxAge)))
 			if err != nil {
 				return err
 			}
-			var ids []int64
+			ids := map[string][]int64{}
+			var principals []string
 			for rows.Next() {
+				var p string
 				var id int64
-				if err := rows.Scan(&id); err != nil {
+				if err := rows.Scan(&p, &id); err != nil {
 					rows.Close()
 					return err
 				}
-				ids = append(ids, id)
+				if len(ids[p]) == 0 {
+					principals = append(principals, p)
+				}
+				ids[p] = append(ids[p], id)
 			}
 			rows.Close()
 			if err := rows.Err(); err != nil {
 				return err
 			}
-			if err := deleteMemories(ctx, tx, ids); err != nil {
-				return err
+			for _, p := range principals {
+				if err := deleteMemories(ctx, tx, p, ids[p]); err != nil {
+					return err
+				}
+				rep.Episodic += int64(len(ids[p]))
 			}
-			rep.Episodic = int64(len(ids))
 		}
 		return nil
 	})

@@ -220,57 +220,6 @@ func FuzzValidatePath(f *testing.F) {
 	})
 }
 
-func TestSkills(t *testing.T) {
-	s := openTest(t, Config{})
-	ctx := as(t.Context(), "alice")
-	var changes []SkillChange
-	cancel := s.OnSkillChange(func(c SkillChange) { changes = append(changes, c) })
-	defer cancel()
-	v0, _ := s.SkillsVersion(ctx)
-	sk, err := s.SaveSkill(ctx, Skill{Name: "summarize_issues", Description: "Summarize open issues by label.",
-		Code: "export default async (args) => args.label", InputSchema: []byte(`{"type":"object","properties":{"label":{"type":"string"}}}`)})
-	if err != nil || sk.Version != 1 || sk.Language != "javascript" {
-		t.Fatalf("save: %+v %v", sk, err)
-	}
-	sk2, err := s.SaveSkill(ctx, Skill{Name: "summarize_issues", Description: "v2", Code: "return 2", Language: "typescript"})
-	if err != nil || sk2.Version != 2 || !sk2.CreatedAt.Equal(sk.CreatedAt) || sk2.InputSchema != nil {
-		t.Fatalf("save again: %+v %v", sk2, err)
-	}
-	got, err := s.GetSkill(ctx, "summarize_issues")
-	if err != nil || got.Code != "return 2" || got.Language != "typescript" || got.Version != 2 {
-		t.Fatalf("get: %+v %v", got, err)
-	}
-	if _, err := s.SaveSkill(as(t.Context(), "bob"), Skill{Name: "b", Description: "d", Code: "c"}); err != nil {
-		t.Fatal(err)
-	}
-	mine, _ := s.ListSkills(ctx)
-	all, _ := s.AllSkills(ctx)
-	if len(mine) != 1 || len(all) != 2 || all[0].Principal != "alice" {
-		t.Fatalf("list: mine %d, all %+v", len(mine), all)
-	}
-	_, err = s.GetSkill(as(t.Context(), "bob"), "summarize_issues")
-	wantCode(t, err, tools.CodeNotFound)
-	if err := s.DeleteSkill(ctx, "summarize_issues"); err != nil {
-		t.Fatal(err)
-	}
-	wantCode(t, s.DeleteSkill(ctx, "summarize_issues"), tools.CodeNotFound)
-	v1, _ := s.SkillsVersion(ctx)
-	if v1 != v0+4 || len(changes) != 4 || !changes[3].Deleted || changes[3].Version != v1 {
-		t.Fatalf("versions %d -> %d, changes %+v", v0, v1, changes)
-	}
-	for _, bad := range []Skill{
-		{Name: "Bad-Name", Description: "d", Code: "c"},
-		{Name: "ok", Description: "", Code: "c"},
-		{Name: "ok", Description: "d", Code: ""},
-		{Name: "ok", Description: "d", Code: "c", Language: "python"},
-		{Name: "ok", Description: "d", Code: "c", InputSchema: []byte(`{"type": 5}`)},
-		{Name: "ok", Description: "d", Code: "c", InputSchema: []byte(`[1]`)},
-	} {
-		_, err := s.SaveSkill(ctx, bad)
-		wantCode(t, err, tools.CodeInvalidArguments)
-	}
-}
-
 func TestPrune(t *testing.T) {
 	clock := &testClock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
 	path := t.TempDir() + "/p.db"

@@ -112,18 +112,22 @@ type StoreStats struct {
 	FileBytes     int64          `json:"file_bytes"`
 	SchemaVersion int            `json:"schema_version"`
 	Embedder      EmbedderStatus `json:"embedder"`
-	Principals    int            `json:"principals"`
-	Memories      int            `json:"memories"`
-	Layers        map[Layer]int  `json:"layers"`
-	Entities      int            `json:"entities"`
-	Relations     int            `json:"relations"`
-	Executions    int            `json:"executions"`
-	ToolCalls     int            `json:"tool_calls"`
-	Results       int            `json:"results"`
-	ResultBytes   int64          `json:"result_bytes"`
-	Files         int            `json:"workspace_files"`
-	FileBytesRaw  int64          `json:"workspace_bytes"`
-	Skills        int            `json:"skills"`
+	// Principals counts the principals that hold anything in the store,
+	// the audit log included.
+	Principals   int           `json:"principals"`
+	Memories     int           `json:"memories"`
+	Layers       map[Layer]int `json:"layers"`
+	Entities     int           `json:"entities"`
+	Relations    int           `json:"relations"`
+	Executions   int           `json:"executions"`
+	ToolCalls    int           `json:"tool_calls"`
+	Results      int           `json:"results"`
+	ResultBytes  int64         `json:"result_bytes"`
+	Files        int           `json:"workspace_files"`
+	FileBytesRaw int64         `json:"workspace_bytes"`
+	Skills       int           `json:"skills"`
+	// PublishedSkills counts the published snapshots.
+	PublishedSkills int `json:"published_skills"`
 }
 
 // Stats returns statistics of the whole database.
@@ -149,12 +153,15 @@ func (s *Store) Stats(ctx context.Context) (StoreStats, error) {
 			return err
 		}
 		for q, dst := range map[string]any{
-			`SELECT count(*) FROM (SELECT principal FROM memories UNION SELECT principal FROM workspace_files UNION SELECT principal FROM skills)`: &st.Principals,
-			`SELECT count(*) FROM entities`:   &st.Entities,
-			`SELECT count(*) FROM relations`:  &st.Relations,
-			`SELECT count(*) FROM executions`: &st.Executions,
-			`SELECT count(*) FROM tool_calls`: &st.ToolCalls,
-			`SELECT count(*) FROM skills`:     &st.Skills,
+			`SELECT count(*) FROM (SELECT principal FROM memories UNION SELECT principal FROM entities UNION SELECT principal FROM workspace_files
+				UNION SELECT principal FROM skills UNION SELECT owner FROM published_skills UNION SELECT principal FROM results
+				UNION SELECT principal FROM executions)`: &st.Principals,
+			`SELECT count(*) FROM entities`:         &st.Entities,
+			`SELECT count(*) FROM relations`:        &st.Relations,
+			`SELECT count(*) FROM executions`:       &st.Executions,
+			`SELECT count(*) FROM tool_calls`:       &st.ToolCalls,
+			`SELECT count(*) FROM skills`:           &st.Skills,
+			`SELECT count(*) FROM published_skills`: &st.PublishedSkills,
 		} {
 			if err := tx.QueryRowContext(ctx, q).Scan(dst); err != nil {
 				return err

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -66,6 +67,17 @@ type Config struct {
 	// DefaultCodeIndexBytes). A principal whose codes do not fit is
 	// ranked in SQL, several times slower; negative keeps no copy.
 	CodeIndexBytes int64
+	// WatchInterval is how often the store looks for skill changes made
+	// by other connections to the database (other processes, other
+	// Stores) to deliver them to OnSkillChange subscribers; default
+	// 250ms, negative never. An in-memory database has no others.
+	WatchInterval time.Duration
+	// ReadOnly opens an existing database for reading only: Open fails
+	// with a *NoStoreError when there is no file at Path, and with
+	// ErrSchema when its schema is not this build's (only a writable
+	// open migrates). Nothing is written, not even the access counts of
+	// recalled memories; writes fail with ErrReadOnly.
+	ReadOnly bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -160,14 +172,16 @@ func DefaultPath() (string, error) {
 // It is safe for concurrent use. Writes are serialized through one
 // connection; reads use a pool and never wait for writes (WAL).
 type Store struct {
-	cfg    Config
-	lim    Limits
-	ret    Retention
-	log    *slog.Logger
-	now    func() time.Time
-	path   string
-	w      *sql.DB // the single writer
-	r      *sql.DB // readers; the writer itself for an in-memory database
+	cfg  Config
+	lim  Limits
+	ret  Retention
+	log  *slog.Logger
+	now  func() time.Time
+	path string
+	w    *sql.DB // the single writer
+	r    *sql.DB // readers; the writer itself for an in-memory database
+	// fresh opens a new read-only connection (file databases only).
+	fresh  connector
 	enc    *zstd.Encoder
 	dec    *zstd.Decoder
 	closed atomic.Bool
@@ -179,10 +193,17 @@ type Store struct {
 	vecOK error // nil when emb matches the stored vectors
 	quant *quantizer
 	codes *codeIndex
+	// codesStale: the binary codes were made by another quantizer and a
+	// read-only store cannot rebuild them; vector search scans exactly.
+	codesStale bool
 
 	smu       sync.Mutex
 	skillSubs map[int]func(SkillChange)
 	nextSub   int
+
+	// origin identifies this Store in skill_changes.
+	origin string
+	watch  skillWatch
 }
 
 var vecOnce sync.Once
@@ -210,6 +231,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 		now:        cfg.Now,
 		skillSubs:  map[int]func(SkillChange){},
 		commonDocs: keywordCommonDocs,
+		origin:     newID(),
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -241,6 +263,14 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 		path = p
 	}
 	s.path = path
+	if cfg.ReadOnly && path != InMemory {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, &NoStoreError{Path: path}
+		}
+	}
+	if err := checkFTS5(ctx); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
 	if err := s.openDB(path); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -254,7 +284,12 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 		s.closeDB()
 		return nil, fmt.Errorf("open store: zstd: %w", err)
 	}
-	if err := s.migrate(ctx); err != nil {
+	if cfg.ReadOnly {
+		if err := s.checkSchema(ctx); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open store %s: %w", path, err)
+		}
+	} else if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -262,7 +297,17 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	if _, err := s.Prune(ctx); err != nil {
+	if !cfg.ReadOnly {
+		if _, err := s.Prune(ctx); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open store %s: %w", path, err)
+		}
+	}
+	interval := cfg.WatchInterval
+	if path == InMemory || cfg.ReadOnly {
+		interval = -1
+	}
+	if err := s.startWatch(ctx, interval); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -313,6 +358,24 @@ func (s *Store) openDB(path string) error {
 		s.w, s.r = db, db
 		return db.Ping()
 	}
+	n := s.cfg.Readers
+	if n <= 0 {
+		n = max(4, runtime.NumCPU())
+	}
+	if s.cfg.ReadOnly {
+		// mode=ro: SQLite opens the file as it is, never creating it,
+		// and no connection writes (s.w stays nil).
+		s.fresh = connector{dsn: "file:" + escapePath(path) + fmt.Sprintf("?mode=ro&_busy_timeout=%d&_foreign_keys=on&_query_only=1&_stmt_cache_size=64",
+			busy.Milliseconds()), drv: drv}
+		s.r = sql.OpenDB(s.fresh)
+		s.r.SetMaxOpenConns(n)
+		s.r.SetMaxIdleConns(n)
+		if err := s.r.Ping(); err != nil {
+			s.r.Close()
+			return err
+		}
+		return nil
+	}
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
@@ -332,11 +395,8 @@ func (s *Store) openDB(path string) error {
 		s.w.Close()
 		return err
 	}
-	n := s.cfg.Readers
-	if n <= 0 {
-		n = max(4, runtime.NumCPU())
-	}
-	s.r = sql.OpenDB(connector{dsn: base + "&_query_only=1", drv: drv})
+	s.fresh = connector{dsn: base + "&_query_only=1", drv: drv}
+	s.r = sql.OpenDB(s.fresh)
 	s.r.SetMaxOpenConns(n)
 	s.r.SetMaxIdleConns(n)
 	s.r.SetConnMaxIdleTime(5 * time.Minute)
@@ -344,6 +404,24 @@ func (s *Store) openDB(path string) error {
 		s.w.Close()
 		s.r.Close()
 		return err
+	}
+	return nil
+}
+
+// checkFTS5 fails with ErrNoFTS5 when the SQLite linked in lacks FTS5,
+// which mattn/go-sqlite3 compiles in only with the build tag sqlite_fts5:
+// without this check such a build fails later, at the first keyword
+// search or migration, with "no such module: fts5". It asks an in-memory
+// connection, so that a failed Open creates no file.
+func checkFTS5(ctx context.Context) error {
+	db := sql.OpenDB(connector{dsn: ":memory:", drv: &sqlite3.SQLiteDriver{}})
+	defer db.Close()
+	var ok bool
+	if err := db.QueryRowContext(ctx, `SELECT sqlite_compileoption_used('ENABLE_FTS5')`).Scan(&ok); err != nil {
+		return fmt.Errorf("check for FTS5: %w", err)
+	}
+	if !ok {
+		return ErrNoFTS5
 	}
 	return nil
 }
@@ -365,11 +443,13 @@ func (s *Store) closeDB() error {
 	return errors.Join(errs...)
 }
 
-// Close closes the database. Calls after Close fail with ErrClosed.
+// Close stops the store's watcher and closes the database. Calls after
+// Close fail with ErrClosed.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.stopWatch()
 	if s.dec != nil {
 		s.dec.Close()
 	}
@@ -393,6 +473,9 @@ func (s *Store) Limits() Limits { return s.lim }
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if s.closed.Load() {
 		return ErrClosed
+	}
+	if s.w == nil {
+		return ErrReadOnly
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -452,8 +535,22 @@ func setMeta(ctx context.Context, q queryer, key, value string) error {
 }
 
 // IntegrityCheck runs PRAGMA integrity_check and returns nil when it says ok.
+//
+// It runs on a connection of its own: FTS5's check reads the index
+// structure that a connection cached when it last used the table, without
+// first looking whether another connection changed it since (as a query
+// does), so on a pooled reader it can report corruption that is not on
+// disk.
 func (s *Store) IntegrityCheck(ctx context.Context) error {
-	rows, err := s.r.QueryContext(ctx, `PRAGMA integrity_check`)
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	db := s.r
+	if s.fresh.drv != nil {
+		db = sql.OpenDB(s.fresh)
+		defer db.Close()
+	}
+	rows, err := db.QueryContext(ctx, `PRAGMA integrity_check`)
 	if err != nil {
 		return fmt.Errorf("integrity check: %w", err)
 	}

@@ -124,11 +124,17 @@ func fwht(x []float32) {
 
 // initVectors compares the configured embedder with the one recorded for
 // the stored vectors and rebuilds the binary codes when the quantizer
-// changed.
+// changed. A read-only store writes nothing: it takes the configured
+// embedder for an empty store without recording it, and scans vectors
+// exactly when its codes are stale.
 func (s *Store) initVectors(ctx context.Context) error {
 	s.vmu.Lock()
 	defer s.vmu.Unlock()
-	return s.write(ctx, func(tx *sql.Tx) error {
+	txn := s.write
+	if s.w == nil {
+		txn = s.read
+	}
+	return txn(ctx, func(tx *sql.Tx) error {
 		name, ok, err := getMeta(ctx, tx, metaEmbedder)
 		if err != nil {
 			return err
@@ -146,6 +152,10 @@ func (s *Store) initVectors(ctx context.Context) error {
 				s.vecOK = fmt.Errorf("%w: the store holds %d memories but no record of the embedder that built their vectors; run `codecell memory reindex`", ErrEmbedderMismatch, n)
 				return nil
 			}
+			if s.w == nil {
+				s.quant, s.vecOK = newQuantizer(s.emb.Dimensions()), nil
+				return nil
+			}
 			return s.adoptEmbedder(ctx, tx, s.emb)
 		}
 		dims, _ := strconv.Atoi(dimsStr)
@@ -160,7 +170,9 @@ func (s *Store) initVectors(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if qn != quantizerName {
+		if qn != quantizerName && s.w == nil {
+			s.codesStale = true
+		} else if qn != quantizerName {
 			s.log.Info("rebuilding binary codes", "from", qn, "to", quantizerName)
 			if err := s.rebuildCodes(ctx, tx); err != nil {
 				return err

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -96,24 +97,49 @@ type FileInfo struct {
 	SHA256     string    `json:"sha256"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
+	// Provenance is the tool sources the data came from (see
+	// WithProvenance); absent when none was recorded.
+	Provenance json.RawMessage `json:"provenance,omitempty"`
+}
+
+// FileInput is a workspace file to write.
+type FileInput struct {
+	Path string
+	Data []byte
+	// Provenance, set by the server (see WithProvenance); nil takes the
+	// context's.
+	Provenance json.RawMessage
 }
 
 // WriteFile stores data at path in the caller's workspace, replacing any
-// file there, and reports whether it created the file. The file counts
-// against the limits uncompressed.
+// file there, and reports whether it created the file; the provenance is
+// the context's (WithProvenance). See PutFile.
 func (s *Store) WriteFile(ctx context.Context, p string, data []byte) (FileInfo, bool, error) {
+	return s.PutFile(ctx, FileInput{Path: p, Data: data})
+}
+
+// PutFile stores in.Data at in.Path in the caller's workspace, with its
+// provenance, replacing any file there (and its provenance), and reports
+// whether it created the file. The file counts against the limits
+// uncompressed.
+func (s *Store) PutFile(ctx context.Context, in FileInput) (FileInfo, bool, error) {
 	principal := tools.CallerFrom(ctx).Principal
+	p, data := in.Path, in.Data
 	if err := ValidatePath(p); err != nil {
 		return FileInfo{}, false, pathErr(err)
+	}
+	prov, err := s.provenance(ctx, in.Provenance, "")
+	if err != nil {
+		return FileInfo{}, false, err
 	}
 	if int64(len(data)) > s.lim.MaxFileBytes {
 		return FileInfo{}, false, tooLargef("file %s is %d bytes; the limit per file is %d bytes", p, len(data), s.lim.MaxFileBytes)
 	}
 	blob := s.enc.EncodeAll(data, nil)
 	now := s.now().UTC().Truncate(time.Millisecond)
-	fi := FileInfo{Path: p, Size: int64(len(data)), StoredSize: int64(len(blob)), SHA256: Hash(data), CreatedAt: now, UpdatedAt: now}
+	fi := FileInfo{Path: p, Size: int64(len(data)), StoredSize: int64(len(blob)), SHA256: Hash(data), CreatedAt: now, UpdatedAt: now, Provenance: prov}
 	var created bool
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		var total, count, old, oldCreated int64
 		err := tx.QueryRowContext(ctx, `SELECT size, created_at FROM workspace_files WHERE principal = ? AND path = ?`, principal, p).Scan(&old, &oldCreated)
 		switch {
@@ -134,10 +160,10 @@ func (s *Store) WriteFile(ctx context.Context, p string, data []byte) (FileInfo,
 			return toolErr(CodeQuotaExceeded, ErrQuota, "writing %s (%d bytes) would bring the workspace to %d bytes; the limit is %d bytes; remove files first",
 				p, fi.Size, after, s.lim.MaxWorkspaceBytes)
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO workspace_files (principal, path, size, stored_size, sha256, data, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (principal, path) DO UPDATE SET size = excluded.size, stored_size = excluded.stored_size,
-			sha256 = excluded.sha256, data = excluded.data, updated_at = excluded.updated_at`,
-			principal, p, fi.Size, fi.StoredSize, fi.SHA256, blob, ms(fi.CreatedAt), ms(now))
+		_, err = tx.ExecContext(ctx, `INSERT INTO workspace_files (principal, path, size, stored_size, sha256, data, created_at, updated_at, provenance)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (principal, path) DO UPDATE SET size = excluded.size, stored_size = excluded.stored_size,
+			sha256 = excluded.sha256, data = excluded.data, updated_at = excluded.updated_at, provenance = excluded.provenance`,
+			principal, p, fi.Size, fi.StoredSize, fi.SHA256, blob, ms(fi.CreatedAt), ms(now), provenanceArg(prov))
 		return err
 	})
 	if err != nil {
@@ -160,12 +186,13 @@ func (s *Store) ReadFile(ctx context.Context, p string) (FileInfo, []byte, error
 	var blob []byte
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		var c, u int64
-		err := tx.QueryRowContext(ctx, `SELECT path, size, stored_size, sha256, data, created_at, updated_at FROM workspace_files WHERE principal = ? AND path = ?`,
-			principal, p).Scan(&fi.Path, &fi.Size, &fi.StoredSize, &fi.SHA256, &blob, &c, &u)
+		var prov sql.NullString
+		err := tx.QueryRowContext(ctx, `SELECT path, size, stored_size, sha256, data, created_at, updated_at, provenance FROM workspace_files WHERE principal = ? AND path = ?`,
+			principal, p).Scan(&fi.Path, &fi.Size, &fi.StoredSize, &fi.SHA256, &blob, &c, &u, &prov)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFoundf("no file %s in the workspace; workspace.list() shows the files", p)
 		}
-		fi.CreatedAt, fi.UpdatedAt = fromMS(c), fromMS(u)
+		fi.CreatedAt, fi.UpdatedAt, fi.Provenance = fromMS(c), fromMS(u), provenanceOf(prov)
 		return err
 	})
 	if err != nil {
@@ -198,7 +225,7 @@ func (s *Store) ListFiles(ctx context.Context, prefix string) (WorkspaceListing,
 	}
 	out := WorkspaceListing{Files: []FileInfo{}, QuotaBytes: s.lim.MaxWorkspaceBytes, QuotaFiles: s.lim.MaxWorkspaceFiles}
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT path, size, stored_size, sha256, created_at, updated_at FROM workspace_files
+		rows, err := tx.QueryContext(ctx, `SELECT path, size, stored_size, sha256, created_at, updated_at, provenance FROM workspace_files
 			WHERE principal = ? AND substr(path, 1, ?) = ? ORDER BY path`, principal, len(prefix), prefix)
 		if err != nil {
 			return err
@@ -207,10 +234,11 @@ func (s *Store) ListFiles(ctx context.Context, prefix string) (WorkspaceListing,
 		for rows.Next() {
 			var fi FileInfo
 			var c, u int64
-			if err := rows.Scan(&fi.Path, &fi.Size, &fi.StoredSize, &fi.SHA256, &c, &u); err != nil {
+			var prov sql.NullString
+			if err := rows.Scan(&fi.Path, &fi.Size, &fi.StoredSize, &fi.SHA256, &c, &u, &prov); err != nil {
 				return err
 			}
-			fi.CreatedAt, fi.UpdatedAt = fromMS(c), fromMS(u)
+			fi.CreatedAt, fi.UpdatedAt, fi.Provenance = fromMS(c), fromMS(u), provenanceOf(prov)
 			out.Files = append(out.Files, fi)
 		}
 		if err := rows.Err(); err != nil {

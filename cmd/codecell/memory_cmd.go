@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -21,29 +24,55 @@ Commands:
   stats                 counts and sizes of the whole store
   search [flags] QUERY  hybrid search of one principal's memories
   export [FILE|-]       write everything as JSONL (default stdout)
-  import FILE|-         read a JSONL export (memories are re-embedded)
+  import FILE|-         read a JSONL export (memories are re-embedded); what the
+                        store already holds is skipped, so importing twice is safe
   reindex               rebuild every vector with the configured embedder
+
+stats, search and export only read: they open the store read-only and fail
+when there is none.
 `
 
+// readOnlyMemoryCommands are the memory commands that only read the store.
+var readOnlyMemoryCommands = map[string]bool{"stats": true, "search": true, "export": true}
+
 func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "help" {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, memoryUsage)
+		return usageError{"memory needs a command: stats, search, export, import or reindex"}
+	}
+	if isHelp(args[0]) {
 		fmt.Fprint(stdout, memoryUsage)
-		if len(args) == 0 {
-			return usageError{"memory needs a command: stats, search, export, import or reindex"}
-		}
 		return nil
 	}
 	sub, rest := args[0], args[1:]
+	switch sub {
+	case "stats", "search", "export", "import", "reindex":
+	default:
+		fmt.Fprint(stderr, memoryUsage)
+		return usageError{fmt.Sprintf("unknown memory command %q; want stats, search, export, import or reindex", sub)}
+	}
 	fs := newConfigCommand("memory "+sub, strings.TrimSuffix(memoryUsage, "\n"), stderr)
 	principal := fs.String("principal", "local", "whose memories to search (search only; local is the stdio user)")
 	limit := fs.Int("limit", 10, "results to show (search only)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table (stats, search)")
+	askedHelp := slices.ContainsFunc(rest, func(a string) bool { return a != "help" && isHelp(a) })
+	if askedHelp {
+		// Asked for: the help goes to stdout and is no error.
+		fs.SetOutput(stdout)
+	}
 	cfg, err := fs.parse(rest)
+	if errors.Is(err, flag.ErrHelp) && askedHelp {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	log := newLogger(cfg, stderr)
-	store, err := openStore(ctx, cfg, log)
+	open := openStore
+	if readOnlyMemoryCommands[sub] {
+		open = openStoreReadOnly
+	}
+	store, err := open(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -75,7 +104,7 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintf(tw, "executions, tool calls\t%d, %d\n", stats.Executions, stats.ToolCalls)
 		fmt.Fprintf(tw, "stored results\t%d (%d bytes)\n", stats.Results, stats.ResultBytes)
 		fmt.Fprintf(tw, "workspace files\t%d (%d bytes)\n", stats.Files, stats.FileBytesRaw)
-		fmt.Fprintf(tw, "skills\t%d\n", stats.Skills)
+		fmt.Fprintf(tw, "skills, published\t%d, %d\n", stats.Skills, stats.PublishedSkills)
 		return tw.Flush()
 
 	case "search":
@@ -118,7 +147,7 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if err != nil {
 			return fmt.Errorf("memory export: %w", err)
 		}
-		fmt.Fprintf(stderr, "exported %+v\n", rep)
+		fmt.Fprintf(stderr, "exported %s\n", rep)
 		return nil
 
 	case "import":
@@ -138,7 +167,7 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if err != nil {
 			return fmt.Errorf("memory import: %w", err)
 		}
-		fmt.Fprintf(stdout, "imported %+v\n", rep)
+		fmt.Fprintln(stdout, rep)
 		return nil
 
 	case "reindex":
@@ -156,5 +185,14 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintf(stdout, "reindexed %+v\n", rep)
 		return nil
 	}
-	return usageError{fmt.Sprintf("unknown memory command %q; want stats, search, export, import or reindex", sub)}
+	return nil
+}
+
+// isHelp reports whether arg asks for help.
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help", "help":
+		return true
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -46,6 +47,16 @@ func embedder(cfg Config, log *slog.Logger) (memory.Embedder, error) {
 // openStore opens the store the configuration names, creating it and its
 // directory on first use.
 func openStore(ctx context.Context, cfg Config, log *slog.Logger) (*memory.Store, error) {
+	return openStoreMode(ctx, cfg, log, false)
+}
+
+// openStoreReadOnly opens the store the configuration names for reading
+// only: it creates nothing, and says so when there is no store.
+func openStoreReadOnly(ctx context.Context, cfg Config, log *slog.Logger) (*memory.Store, error) {
+	return openStoreMode(ctx, cfg, log, true)
+}
+
+func openStoreMode(ctx context.Context, cfg Config, log *slog.Logger, readOnly bool) (*memory.Store, error) {
 	path, err := storePath(cfg)
 	if err != nil {
 		return nil, err
@@ -56,6 +67,7 @@ func openStore(ctx context.Context, cfg Config, log *slog.Logger) (*memory.Store
 	}
 	st, err := memory.Open(ctx, memory.Config{
 		Path:     path,
+		ReadOnly: readOnly,
 		Embedder: emb,
 		Limits: memory.Limits{
 			MaxFileBytes:      cfg.Memory.WorkspaceMaxFileBytes,
@@ -66,6 +78,9 @@ func openStore(ctx context.Context, cfg Config, log *slog.Logger) (*memory.Store
 			ResultsMaxAge:    cfg.Memory.ResultsMaxAge.D(),
 		},
 	}, log)
+	if errors.Is(err, memory.ErrNoStore) {
+		return nil, fmt.Errorf("%w: nothing has been stored there yet (a server creates the store when it first runs; -data-dir or memory.path in the configuration name another)", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}

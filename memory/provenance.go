@@ -1,0 +1,70 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+)
+
+// Provenance says which tool sources the data of a memory, a workspace
+// file or a stored result came from. Its content is package filter's
+// business: the store keeps it as given (any JSON value, compacted, at
+// most Limits.MaxMetadataBytes) and returns it on read.
+//
+// A program cannot set it through the tools' arguments (the input fields
+// are not part of their JSON): the server that runs the program states it,
+// either in the Provenance field of an input struct or, for writes made
+// through the tools, in the context with WithProvenance. The field wins
+// over the context.
+
+type provenanceKey struct{}
+
+// WithProvenance returns a context whose writes (Remember, Update,
+// WriteFile, PutResult) record provenance p unless their input gives one.
+func WithProvenance(ctx context.Context, p json.RawMessage) context.Context {
+	return context.WithValue(ctx, provenanceKey{}, p)
+}
+
+// ProvenanceFrom returns the provenance that WithProvenance stored, or nil.
+func ProvenanceFrom(ctx context.Context) json.RawMessage {
+	p, _ := ctx.Value(provenanceKey{}).(json.RawMessage)
+	return p
+}
+
+// provenance returns the provenance to record, given or from ctx,
+// compacted; nil (and a nil column value) when there is none.
+func (s *Store) provenance(ctx context.Context, given json.RawMessage, field string) (json.RawMessage, error) {
+	p := given
+	if len(bytes.TrimSpace(p)) == 0 {
+		p = ProvenanceFrom(ctx)
+	}
+	p = bytes.TrimSpace(p)
+	if len(p) == 0 || string(p) == "null" {
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, p); err != nil {
+		return nil, invalidf("%sprovenance is not valid JSON: %v", field, err)
+	}
+	if buf.Len() > s.lim.MaxMetadataBytes {
+		return nil, tooLargef("%sprovenance is %d bytes as JSON; the limit is %d bytes", field, buf.Len(), s.lim.MaxMetadataBytes)
+	}
+	return json.RawMessage(buf.Bytes()), nil
+}
+
+// provenanceArg is p as a column value.
+func provenanceArg(p json.RawMessage) any {
+	if p == nil {
+		return nil
+	}
+	return string(p)
+}
+
+// provenanceOf is a provenance column as read.
+func provenanceOf(v sql.NullString) json.RawMessage {
+	if !v.Valid {
+		return nil
+	}
+	return json.RawMessage(v.String)
+}
