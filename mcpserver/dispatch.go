@@ -73,7 +73,12 @@ type runDispatcher struct {
 	calls []memory.ToolCall
 }
 
+// runKey carries the run's dispatcher to the tool handlers it calls, so
+// that a skill's nested run makes its calls through it too.
+type runKey struct{}
+
 func (d *runDispatcher) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	ctx = context.WithValue(ctx, runKey{}, d)
 	start := time.Now()
 	out, err := d.dispatcher.Call(ctx, name, args)
 	if err == nil {
@@ -95,6 +100,18 @@ func (d *runDispatcher) Call(ctx context.Context, name string, args json.RawMess
 	d.calls = append(d.calls, call)
 	d.mu.Unlock()
 	return out, err
+}
+
+// nestedDispatcher makes the calls of a skill's run through the run that
+// called the skill: as its caller, with its session's tokens, rate limit,
+// origins and audit record, depth skills deep.
+type nestedDispatcher struct {
+	run   *runDispatcher
+	depth int
+}
+
+func (n nestedDispatcher) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	return n.run.Call(context.WithValue(ctx, skillDepthKey{}, n.depth), name, args)
 }
 
 // auditCalls returns the calls made so far.

@@ -36,11 +36,16 @@ type workspaceFiles interface {
 	ReadFile(ctx context.Context, path string) (memory.FileInfo, []byte, error)
 }
 
-// skillStore keeps the programs saved as skills.
+// skillStore keeps the programs saved as skills: each principal's own,
+// and the snapshots owners published.
 type skillStore interface {
 	SaveSkill(ctx context.Context, sk memory.Skill) (memory.Skill, error)
 	GetSkill(ctx context.Context, name string) (memory.Skill, error)
-	ListSkills(ctx context.Context) ([]memory.Skill, error)
 	DeleteSkill(ctx context.Context, name string) error
+	PublishSkill(ctx context.Context, name string) (memory.Skill, error)
+	UnpublishSkill(ctx context.Context, name string) error
+	CallableSkills(ctx context.Context) ([]memory.Skill, error)
+	AllSkills(ctx context.Context) ([]memory.Skill, error)
+	PublishedSkills(ctx context.Context) ([]memory.Skill, error)
 	OnSkillChange(fn func(memory.SkillChange)) (cancel func())
 }

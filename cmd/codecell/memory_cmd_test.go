@@ -128,7 +128,7 @@ func TestMemoryReadOnlyCommands(t *testing.T) {
 func TestMemoryHelp(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"stats", "--help"}, {"search", "-h"}} {
 		var out, errb bytes.Buffer
-		err := runMemory(t.Context(), args, strings.NewReader(""), &out, &errb)
+		err := run(t.Context(), append([]string{"memory"}, args...), strings.NewReader(""), &out, &errb)
 		if err != nil || !strings.Contains(out.String(), "Usage: codecell memory") || errb.Len() != 0 {
 			t.Errorf("memory %v: %v\nstdout: %s\nstderr: %s", args, err, out.String(), errb.String())
 		}
