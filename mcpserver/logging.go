@@ -33,7 +33,9 @@ func (h sessionHider) WithAttrs(as []slog.Attr) slog.Handler {
 	return sessionHider{h.Handler.WithAttrs(hidden)}
 }
 
-func (h sessionHider) WithGroup(name string) slog.Handler { return sessionHider{h.Handler.WithGroup(name)} }
+func (h sessionHider) WithGroup(name string) slog.Handler {
+	return sessionHider{h.Handler.WithGroup(name)}
+}
 
 func hideSession(a slog.Attr) slog.Attr {
 	if !strings.Contains(strings.ToLower(a.Key), "session") || a.Value.Kind() != slog.KindString || a.Value.String() == "" {

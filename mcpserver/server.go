@@ -118,7 +118,6 @@ type Server struct {
 	closeOnce         sync.Once
 }
 
-
 // New builds a server over the tools in reg.
 func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	if reg == nil {
