@@ -123,3 +123,22 @@ func TestSkillDepthLimit(t *testing.T) {
 		t.Errorf("%d nested levels in the error", got)
 	}
 }
+
+// TestSkillsFromAnotherProcess (issue 9): each host starts its own stdio
+// server on the same database; a skill saved through one is callable
+// through the other within a second, and in the run that saved it.
+func TestSkillsFromAnotherProcess(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "db")
+	one, _ := storeServer(t, db)
+	two, _ := storeServer(t, db)
+	c1 := start(t, transports[0].connect(t, one))
+	c2 := start(t, transports[0].connect(t, two))
+	if got := string(mustRun(t, c1, `await skills.save({name: "shared_day", description: "A day.", code: "return 'tuesday'"}); await tools.call("skills.shared_day")`)); got != `"tuesday"` {
+		t.Fatalf("the run that saved the skill: %s", got)
+	}
+	waitFor(t, func() bool { return strings.Contains(readTool(t, c2, "/skills/index.json"), "shared_day") })
+	if got := string(mustRun(t, c2, `await skills.shared_day()`)); got != `"tuesday"` {
+		t.Fatalf("the other server: %s", got)
+	}
+}
