@@ -72,6 +72,19 @@ func (o *sessionOwners) check(id, principal string) (ok, ended bool) {
 	return false, ended
 }
 
+// sessionsOf returns the live sessions of principal.
+func (o *sessionOwners) sessionsOf(principal string) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []string
+	for id, p := range o.owner {
+		if p == principal {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // principalOf returns the principal a request is made for.
 func (o *sessionOwners) principalOf(r *http.Request) string {
 	if r != nil {

@@ -211,6 +211,15 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		s.mcp.AddTools(s.directTools()...)
 	}
 	s.unsubscribe = reg.Subscribe(func(ch tools.Change) {
+		if ch.Scope != "" {
+			// A principal's own tools changed (its skills): only its
+			// sessions' tree changed, and nobody else learns of it.
+			for _, id := range s.owners.sessionsOf(ch.Scope) {
+				s.mcp.SendNotificationToSpecificClient(id, mcp.MethodNotificationToolsListChanged, nil)
+				s.mcp.SendNotificationToSpecificClient(id, mcp.MethodNotificationResourcesListChanged, nil)
+			}
+			return
+		}
 		if direct {
 			s.syncDirect(ch) // mcp-go announces the new tool list
 		} else {
