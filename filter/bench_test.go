@@ -253,3 +253,23 @@ func BenchmarkScanString(b *testing.B) {
 		ScanString(s)
 	}
 }
+
+// BenchmarkApplyText is an error message of 20 MB cut to the default
+// budget, and a 4 KB one filtered whole; MB/s counts the input.
+func BenchmarkApplyText(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	f, v := benchFilter(b)
+	for name, text := range map[string]string{
+		"20MB": "Error: " + strings.Repeat(sentence(r, 20)+" ada@example.com ", 20<<20/140),
+		"4KB":  "Error: " + strings.Repeat(sentence(r, 20)+" ada@example.com ", 4<<10/140),
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				if out := f.ApplyText(text, Options{Vault: v}); len(out.Text) > DefaultBudget {
+					b.Fatalf("%d bytes", len(out.Text))
+				}
+			}
+		})
+	}
+}

@@ -176,11 +176,14 @@ func (f *Filter) apply(in Input, opts Options) (*Output, *run, error) {
 	r := f.newRun(opts)
 	r.where = "result"
 	r.walk(&root, FieldMatch{})
-	logs := make([]string, len(in.Logs))
+	// Log lines are texts with a budget each: only their heads are
+	// scanned when they are much longer (see text.go).
+	logs := make([]*textJob, len(in.Logs))
 	r.where = "logs"
 	for i, line := range in.Logs {
 		r.path = append(r.path[:0], seg{index: i})
-		logs[i] = r.replaceText(line, false)
+		logs[i] = newTextJob(line, f.cfg.MaxLogLine)
+		r.detectJob(logs[i], false)
 	}
 	r.path = r.path[:0]
 	if len(r.values) > 0 {
@@ -188,9 +191,9 @@ func (f *Filter) apply(in Input, opts Options) (*Output, *run, error) {
 		r.where = "result"
 		r.sweepNode(sw, &root)
 		r.where = "logs"
-		for i := range logs {
+		for i, j := range logs {
 			r.path = append(r.path[:0], seg{index: i})
-			logs[i] = r.sweepText(sw, logs[i], false)
+			r.sweepJob(sw, j, false)
 		}
 	}
 	out := &Output{Report: r.report}
@@ -229,26 +232,6 @@ func (f *Filter) apply(in Input, opts Options) (*Output, *run, error) {
 	return out, r, nil
 }
 
-// ApplyText filters one text, such as an error message or a console line
-// outside a run: detect and tokenize, redact or mask, without limiting.
-func (f *Filter) ApplyText(text string, opts Options) (string, Report) {
-	out, r := f.applyText(text, opts)
-	return out, r.report
-}
-
-func (f *Filter) applyText(text string, opts Options) (string, *run) {
-	r := f.newRun(opts)
-	r.where = "text"
-	out := r.replaceText(text, false)
-	if len(r.values) > 0 {
-		out = r.sweepText(newSweeper(r.values), out, false)
-	}
-	r.report.OriginalBytes = len(text)
-	r.report.FilteredBytes = len(out)
-	r.report.ReturnedBytes = len(out)
-	return out, r
-}
-
 func (f *Filter) budget(b int) int {
 	if b == 0 {
 		return f.cfg.Budget
@@ -258,31 +241,29 @@ func (f *Filter) budget(b int) int {
 
 // limitLogs cuts each line to MaxLogLine and keeps the first lines that fit
 // LogBudget, then a line saying how many were left out.
-func (f *Filter) limitLogs(lines []string, rep *Report) []string {
-	if len(lines) == 0 {
-		return lines
+func (f *Filter) limitLogs(jobs []*textJob, rep *Report) []string {
+	if len(jobs) == 0 {
+		return []string{}
 	}
-	st := &LogStats{Lines: len(lines)}
-	out := make([]string, 0, len(lines))
+	st := &LogStats{Lines: len(jobs)}
+	for _, j := range jobs {
+		st.Bytes += len(j.s)
+	}
+	out := make([]string, 0, len(jobs))
 	used := 0
-	for i, line := range lines {
-		st.Bytes += len(line)
-		if len(line) > f.cfg.MaxLogLine {
-			note := cutNote(len(line))
-			line = headWithinBytes(line, max(0, f.cfg.MaxLogLine-len(note))) + note
+	for i, j := range jobs {
+		line, cut, _ := j.finish()
+		if cut {
 			st.LinesCut++
 		}
-		rest := len(lines) - i - 1
+		rest := len(jobs) - i - 1
 		reserve := 0
 		if rest > 0 {
 			reserve = len(moreLines(rest))
 		}
 		if used+len(line)+reserve > f.cfg.LogBudget {
-			out = append(out, moreLines(len(lines)-i))
+			out = append(out, moreLines(len(jobs)-i))
 			used += len(out[len(out)-1])
-			for _, l := range lines[i+1:] {
-				st.Bytes += len(l)
-			}
 			break
 		}
 		out = append(out, line)
@@ -295,23 +276,6 @@ func (f *Filter) limitLogs(lines []string, rep *Report) []string {
 }
 
 func moreLines(n int) string { return "… " + strconv.Itoa(n) + " more " + plural(n, "line") }
-
-// headWithinBytes returns the longest prefix of s of at most n bytes that
-// ends on a rune boundary outside any token.
-func headWithinBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && i < len(s) && s[i]&0xC0 == 0x80 {
-		i--
-	}
-	head := s[:i]
-	if o := strings.LastIndex(head, tokenOpen); o >= 0 && !strings.Contains(head[o:], tokenClose) {
-		head = head[:o]
-	}
-	return head
-}
 
 // seg is one step of the path to the value being filtered.
 type seg struct {
@@ -334,6 +298,8 @@ type run struct {
 	values  map[string]replacement
 	origins map[string][]string
 	refs    []tokenRef // scratch
+	spans   []span     // scratch
+	skip    []span     // scratch
 }
 
 type replacement struct {
@@ -572,30 +538,24 @@ func uniqueKeys(kids []node) {
 
 // replaceText replaces the sensitive values the detectors find in s.
 func (r *run) replaceText(s string, inKey bool) string {
+	spans := r.detectSpans(s, inKey, r.spans[:0])
+	r.spans = spans
+	return assemble(s, spans)
+}
+
+// detectSpans appends the replacements of the sensitive values the
+// detectors find in s.
+func (r *run) detectSpans(s string, inKey bool, out []span) []span {
 	r.matches = r.sc.scan(s, r.matches)
 	if len(r.matches) == 0 {
-		return s
+		return out
 	}
-	ms := r.dropInsideTokens(s, r.matches)
-	if len(ms) == 0 {
-		return s
-	}
-	var b strings.Builder
-	last := 0
-	for _, m := range ms {
-		text, ok := r.act(m.Class, m.Confidence, m.Detector, s[m.Start:m.End], false, inKey)
-		if !ok {
-			continue
+	for _, m := range r.dropInsideTokens(s, r.matches) {
+		if text, ok := r.act(m.Class, m.Confidence, m.Detector, s[m.Start:m.End], false, inKey); ok {
+			out = append(out, span{start: m.Start, end: m.End, text: text})
 		}
-		b.WriteString(s[last:m.Start])
-		b.WriteString(text)
-		last = m.End
 	}
-	if last == 0 {
-		return s
-	}
-	b.WriteString(s[last:])
-	return b.String()
+	return out
 }
 
 // dropInsideTokens removes matches that overlap tokens or markers already

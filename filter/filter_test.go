@@ -297,13 +297,14 @@ func TestApplyText(t *testing.T) {
 	v := newTestVault(t, VaultOptions{})
 	f := newTestFilter(t, Config{})
 	msg := `tool crm.update failed: duplicate email ada@example.com (password=hunter22, retry with hunter22)`
-	out, rep := f.ApplyText(msg, Options{Vault: v})
+	res := f.ApplyText(msg, Options{Vault: v})
+	out, rep := res.Text, res.Report
 	assertNoSecrets(t, "text", out, []string{"ada@example.com", "hunter22"})
 	if !strings.HasPrefix(out, "tool crm.update failed: duplicate email ⟦email:") || rep.Findings[ClassPassword] != 2 || rep.Details[0].In != "text" {
 		t.Errorf("ApplyText = %q, %+v", out, rep)
 	}
-	if plain, _ := f.ApplyText("nothing to see", Options{}); plain != "nothing to see" {
-		t.Errorf("plain text changed: %q", plain)
+	if plain := f.ApplyText("nothing to see", Options{}); plain.Text != "nothing to see" || plain.Report.Cut {
+		t.Errorf("plain text changed: %+v", plain)
 	}
 }
 

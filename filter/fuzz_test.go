@@ -124,8 +124,8 @@ func checkPipeline(t *testing.T, data []byte, budget int, mode uint8) {
 	}
 
 	// The text variant holds the same promise.
-	text, tr := flt.applyText(string(data), Options{Vault: vault})
-	text = stripMarkers(text)
+	res, tr := flt.applyText(string(data), Options{Vault: vault})
+	text := stripMarkers(res.Text)
 	for v := range tr.values {
 		if strings.Contains(text, v) {
 			t.Fatalf("replaced value %q survives in text %q", v, text)
@@ -161,4 +161,48 @@ func collectStrings(tb testing.TB, doc []byte) []string {
 			out = append(out, v.String())
 		}
 	}
+}
+
+// FuzzApplyText checks ApplyText on arbitrary text and budgets: the text
+// fits the budget, stays valid UTF-8, keeps no value the run replaced,
+// and, when cut, is a head of Full followed by the cut note.
+func FuzzApplyText(f *testing.F) {
+	f.Add("error: duplicate ada@example.com (password=hunter22)", uint16(40))
+	f.Fuzz(func(t *testing.T, text string, budget uint16) {
+		flt, err := New(Config{Budget: MinBudget + int(budget)%4096})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vault, err := NewVault(fuzzKey, VaultOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, r := flt.applyText(text, Options{Vault: vault})
+		b := out.Report.Budget
+		if len(out.Text) > b || out.Report.ReturnedBytes != len(out.Text) {
+			t.Fatalf("%d bytes for a budget of %d (report %+v)", len(out.Text), b, out.Report)
+		}
+		if utf8.ValidString(text) && !utf8.ValidString(out.Text) {
+			t.Fatalf("invalid UTF-8 from valid text: %q", out.Text)
+		}
+		full := out.Full()
+		if out.Report.Cut {
+			head, ok := strings.CutSuffix(out.Text, cutNote(len(text)))
+			if !ok && out.Text != ellipsis {
+				t.Fatalf("cut text %q lacks the note", out.Text)
+			}
+			if !strings.HasPrefix(full, head) {
+				t.Fatalf("head %q is not a prefix of Full %q", head, full)
+			}
+		} else if full != out.Text {
+			t.Fatalf("uncut text %q differs from Full %q", out.Text, full)
+		}
+		for _, s := range []string{stripMarkers(out.Text), stripMarkers(full)} {
+			for v := range r.values {
+				if strings.Contains(s, v) {
+					t.Fatalf("replaced value %q survives in %q", v, s)
+				}
+			}
+		}
+	})
 }
