@@ -124,6 +124,10 @@ type Options struct {
 	// Budget overrides Config.Budget for this call, up to
 	// Config.MaxBudget. 0 means Config.Budget.
 	Budget int
+	// Details asks for a report that lists findings one by one
+	// (Report.Details) and up to 64 cuts instead of 8. Reports are lean
+	// by default because hosts hand them to the model.
+	Details bool
 }
 
 // Input is the output of one run.
@@ -210,7 +214,11 @@ func (f *Filter) apply(in Input, opts Options) (*Output, *run, error) {
 		fitted, lim = root, &limiter{}
 		out.Limited = out.Full
 	} else {
-		out.Limited, fitted, lim = limitTree(&root, LimitOptions{Budget: budget, MaxDepth: f.cfg.MaxDepth})
+		maxCuts := leanCuts
+		if opts.Details {
+			maxCuts = maxCutsListed
+		}
+		out.Limited, fitted, lim = limitTree(&root, LimitOptions{Budget: budget, MaxDepth: f.cfg.MaxDepth}, maxCuts)
 	}
 	limited := out.Limited
 	if f.cfg.Compact {
@@ -317,16 +325,17 @@ func (f *Filter) newRun(opts Options) *run {
 	return &run{f: f, opts: opts, sc: scanner{fields: f.fields}}
 }
 
+// pointer is the path to the value being filtered, for a report. Keys on
+// it are as the filter left them.
 func (r *run) pointer() string {
-	var b strings.Builder
-	for _, s := range r.path {
-		tok := s.key
+	toks := make([]string, len(r.path))
+	for i, s := range r.path {
+		toks[i] = s.key
 		if !s.isKey {
-			tok = strconv.Itoa(s.index)
+			toks[i] = strconv.Itoa(s.index)
 		}
-		b.WriteString(appendPointer("", tok))
 	}
-	return b.String()
+	return reportPointer(toks)
 }
 
 func (r *run) origin(value string) []string {
@@ -423,7 +432,7 @@ func (r *run) record(c Class, conf float64, detector string, a Action, inKey boo
 	case ActionAllow:
 		rep.Allowed++
 	}
-	if len(rep.Details) < maxDetails {
+	if r.opts.Details && len(rep.Details) < maxDetails {
 		rep.Details = append(rep.Details, Finding{In: r.where, Path: r.pointer(), InKey: inKey, Class: c, Detector: detector, Confidence: conf, Action: a})
 	}
 }
@@ -437,20 +446,20 @@ func (r *run) walk(n *node, inherited FieldMatch) {
 		changedKeys := false
 		for i := range n.kids {
 			key := n.kids[i].key
-			r.path = append(r.path, seg{key: key, isKey: true})
 			if len(r.f.allowFields) > 0 && r.f.allowFields[normalizeField(key)] {
-				r.path = r.path[:len(r.path)-1]
 				continue
 			}
 			inh := inherited
 			if fm, ok := r.sc.field(key); ok && (scalar(&n.kids[i]) || fm.Confidence >= inheritConfidence) {
 				inh = fm
 			}
-			r.walk(&n.kids[i], inh)
+			// The key first: the path below shows it replaced.
 			if nk := r.replaceText(key, true); nk != key {
 				n.kids[i].key = nk
 				changedKeys = true
 			}
+			r.path = append(r.path, seg{key: n.kids[i].key, isKey: true})
+			r.walk(&n.kids[i], inh)
 			r.path = r.path[:len(r.path)-1]
 		}
 		if changedKeys {

@@ -49,7 +49,7 @@ func TestApplyCustomerRecords(t *testing.T) {
 	f := newTestFilter(t, Config{Compact: true})
 	v := newTestVault(t, VaultOptions{})
 	origin := func(value string) []string { return []string{"crm.list_customers"} }
-	out, err := f.Apply(Input{Result: json.RawMessage(customers), Logs: []string{"fetched ada@example.com", "pw correct-horse-9 ok"}}, Options{Vault: v, Origin: origin})
+	out, err := f.Apply(Input{Result: json.RawMessage(customers), Logs: []string{"fetched ada@example.com", "pw correct-horse-9 ok"}}, Options{Vault: v, Origin: origin, Details: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestApplyKeys(t *testing.T) {
 	t.Parallel()
 	v := newTestVault(t, VaultOptions{})
 	doc := `{"ada@example.com":{"n":1},"AKIAIOSFODNN7EXAMPLE":1,"ASIAY34FZKBOKMUTVV7A":2}`
-	out, err := newTestFilter(t, Config{}).Apply(Input{Result: json.RawMessage(doc)}, Options{Vault: v})
+	out, err := newTestFilter(t, Config{}).Apply(Input{Result: json.RawMessage(doc)}, Options{Vault: v, Details: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +297,7 @@ func TestApplyText(t *testing.T) {
 	v := newTestVault(t, VaultOptions{})
 	f := newTestFilter(t, Config{})
 	msg := `tool crm.update failed: duplicate email ada@example.com (password=hunter22, retry with hunter22)`
-	res := f.ApplyText(msg, Options{Vault: v})
+	res := f.ApplyText(msg, Options{Vault: v, Details: true})
 	out, rep := res.Text, res.Report
 	assertNoSecrets(t, "text", out, []string{"ada@example.com", "hunter22"})
 	if !strings.HasPrefix(out, "tool crm.update failed: duplicate email ⟦email:") || rep.Findings[ClassPassword] != 2 || rep.Details[0].In != "text" {

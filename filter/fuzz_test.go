@@ -71,7 +71,7 @@ func checkPipeline(t *testing.T, data []byte, budget int, mode uint8) {
 		t.Fatal(err)
 	}
 	measure(&full)
-	raw, fitted, _ := fitTree(&full, LimitOptions{Budget: budget, MaxDepth: cfg.MaxDepth})
+	raw, fitted, _ := fitTree(&full, LimitOptions{Budget: budget, MaxDepth: cfg.MaxDepth}, maxCutsListed)
 	if len(raw) > budget || fitted.size != len(raw) {
 		t.Fatalf("fitTree made %d bytes (size says %d), budget %d", len(raw), fitted.size, budget)
 	}

@@ -130,16 +130,15 @@ func (r *run) sweepNode(sw *sweeper, n *node) {
 		changed := false
 		for i := range n.kids {
 			key := n.kids[i].key
-			r.path = append(r.path, seg{key: key, isKey: true})
 			if len(r.f.allowFields) > 0 && r.f.allowFields[normalizeField(key)] {
-				r.path = r.path[:len(r.path)-1]
 				continue
 			}
-			r.sweepNode(sw, &n.kids[i])
 			if k := r.sweepText(sw, key, true); k != key {
 				n.kids[i].key = k
 				changed = true
 			}
+			r.path = append(r.path, seg{key: n.kids[i].key, isKey: true})
+			r.sweepNode(sw, &n.kids[i])
 			r.path = r.path[:len(r.path)-1]
 		}
 		if changed {
