@@ -122,7 +122,7 @@ func benchFilter(b *testing.B) (*Filter, *Vault) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	v, err := NewVault(fuzzKey, VaultOptions{})
+	v, err := NewVault(fuzzKey, "local", VaultOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

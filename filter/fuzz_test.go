@@ -40,7 +40,7 @@ func checkPipeline(t *testing.T, data []byte, budget int, mode uint8) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vault, err := NewVault(fuzzKey, VaultOptions{})
+	vault, err := NewVault(fuzzKey, "local", VaultOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func checkPipeline(t *testing.T, data []byte, budget int, mode uint8) {
 	}
 
 	// The same input gives the same output.
-	vault2, _ := NewVault(fuzzKey, VaultOptions{})
+	vault2, _ := NewVault(fuzzKey, "local", VaultOptions{})
 	again, err := flt.Apply(Input{Result: data, Logs: logs}, Options{Vault: vault2})
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +173,7 @@ func FuzzApplyText(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		vault, err := NewVault(fuzzKey, VaultOptions{})
+		vault, err := NewVault(fuzzKey, "local", VaultOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -98,10 +98,13 @@ type VaultOptions struct {
 const maxSources = 32
 
 // Vault maps the tokens of one MCP session to their values, in memory
-// only, and resolves tokens in tool arguments. It is safe for concurrent
-// use. The zero value is not usable; call NewVault.
+// only, and resolves tokens in tool arguments. A session belongs to one
+// principal, and tokens are derived under that principal's key (see
+// NewVault). It is safe for concurrent use. The zero value is not usable;
+// call NewVault.
 type Vault struct {
-	key        Key
+	key        Key // the principal's
+	principal  string
 	rules      []Rule
 	maxEntries int
 	maxBytes   int
@@ -129,15 +132,28 @@ type vaultEntry struct {
 	elem    *list.Element
 }
 
-// NewVault returns an empty vault that derives tokens under key.
-func NewVault(key Key, opts VaultOptions) (*Vault, error) {
+// NewVault returns an empty vault for a session of principal, which
+// derives tokens under the principal's own key: HKDF-SHA256 of the
+// installation key and the principal's name. The same value gets the same
+// token in every session of one principal and unrelated tokens for
+// another principal, so a token is no oracle across principals. The
+// principal may not be empty.
+func NewVault(key Key, principal string, opts VaultOptions) (*Vault, error) {
+	if principal == "" {
+		return nil, errors.New("new vault: no principal")
+	}
 	for _, r := range opts.Rules {
 		if err := r.validate(); err != nil {
 			return nil, fmt.Errorf("new vault: %w", err)
 		}
 	}
+	pk, err := key.forPrincipal(principal)
+	if err != nil {
+		return nil, fmt.Errorf("new vault: %w", err)
+	}
 	v := &Vault{
-		key:        key,
+		key:        pk,
+		principal:  principal,
 		rules:      slices.Clone(opts.Rules),
 		maxEntries: opts.MaxEntries,
 		maxBytes:   opts.MaxBytes,
@@ -154,6 +170,9 @@ func NewVault(key Key, opts VaultOptions) (*Vault, error) {
 	return v, nil
 }
 
+// Principal returns the principal whose session the vault serves.
+func (v *Vault) Principal() string { return v.principal }
+
 // Len returns the number of tokens held.
 func (v *Vault) Len() int {
 	v.mu.Lock()
@@ -163,7 +182,8 @@ func (v *Vault) Len() int {
 
 // Tokenize returns the token for value of class c and remembers value and
 // its sources (qualified names of the tools whose results contained it).
-// The same value and class always get the same token under one key.
+// The same value and class always get the same token under one key and
+// principal.
 func (v *Vault) Tokenize(c Class, value string, sources []string) string {
 	return v.tokenize(c, value, false, sources)
 }

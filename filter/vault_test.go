@@ -13,7 +13,7 @@ import (
 
 func newTestVault(tb testing.TB, opts VaultOptions) *Vault {
 	tb.Helper()
-	v, err := NewVault(fuzzKey, opts)
+	v, err := NewVault(fuzzKey, "local", opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestTokenizeStable(t *testing.T) {
 	}
 	// ... another key does not, nor another class or value.
 	other, _ := NewKey()
-	v2, _ := NewVault(other, VaultOptions{})
+	v2, _ := NewVault(other, "local", VaultOptions{})
 	for _, b := range []string{
 		v2.Tokenize(ClassEmail, "ada@example.com", nil),
 		v.Tokenize(ClassPhone, "ada@example.com", nil),
@@ -55,9 +55,56 @@ func TestTokenizeStable(t *testing.T) {
 	}
 }
 
+// TestTokensPerPrincipal: the same value gets unrelated tokens for two
+// principals under one installation key, the same token in two sessions
+// of one principal, and a principal's vault resolves none of another's
+// tokens.
+func TestTokensPerPrincipal(t *testing.T) {
+	t.Parallel()
+	newVault := func(principal string) *Vault {
+		v, err := NewVault(fuzzKey, principal, VaultOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	a1, a2, b := newVault("alice"), newVault("alice"), newVault("bob")
+	ta := a1.Tokenize(ClassEmail, "ada@example.com", nil)
+	if got := a2.Tokenize(ClassEmail, "ada@example.com", nil); got != ta {
+		t.Errorf("two sessions of alice: %s and %s", ta, got)
+	}
+	tb := b.Tokenize(ClassEmail, "ada@example.com", nil)
+	if tb == ta || tb[len("⟦email:"):][:4] == ta[len("⟦email:"):][:4] {
+		t.Errorf("alice and bob: %s and %s", ta, tb)
+	}
+	// Principal names that share a prefix get unrelated keys too.
+	if newVault("alice2").Tokenize(ClassEmail, "ada@example.com", nil) == ta {
+		t.Error("alice2 shares alice's tokens")
+	}
+	_, err := b.Resolve(json.RawMessage(`{"to":"`+ta+`"}`), "mail.send")
+	if !errors.Is(err, ErrUnknownToken) || strings.Contains(err.Error(), "ada@example.com") {
+		t.Errorf("bob resolving alice's token: %v", err)
+	}
+	if a1.Principal() != "alice" {
+		t.Errorf("Principal = %q", a1.Principal())
+	}
+	if _, err := NewVault(fuzzKey, "", VaultOptions{}); err == nil {
+		t.Error("NewVault accepted an empty principal")
+	}
+	// The derivation is HKDF-Expand over SHA-256, pinned here so that a
+	// change of it (which changes every token) is deliberate.
+	k, err := fuzzKey.forPrincipal("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := k.ID(); id != pinnedAliceKeyID {
+		t.Errorf("alice's key has ID %s, want %s", id, pinnedAliceKeyID)
+	}
+}
+
 func newZeroKeyVault(tb testing.TB) *Vault {
 	tb.Helper()
-	v, err := NewVault(Key{}, VaultOptions{})
+	v, err := NewVault(Key{}, "local", VaultOptions{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -144,7 +191,7 @@ func TestResolveErrors(t *testing.T) {
 	if _, err := v.Resolve(json.RawMessage(`{"a":"`+email+`"`), "x.y"); err == nil {
 		t.Error("invalid JSON holding a token: no error")
 	}
-	if _, err := NewVault(fuzzKey, VaultOptions{Rules: []Rule{{From: "[", To: "x"}}}); err == nil {
+	if _, err := NewVault(fuzzKey, "local", VaultOptions{Rules: []Rule{{From: "[", To: "x"}}}); err == nil {
 		t.Error("NewVault accepted a malformed glob")
 	}
 }
@@ -284,3 +331,8 @@ func FuzzResolve(f *testing.F) {
 		}
 	})
 }
+
+// pinnedAliceKeyID is the ID of alice's key under fuzzKey, computed
+// outside Go: HMAC-SHA256(7×32 bytes, "codecell/filter token key
+// v1\x00alice" ‖ 0x01), then the first 4 bytes of its SHA-256.
+const pinnedAliceKeyID = "ea16ed4f"
