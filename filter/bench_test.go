@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -272,4 +273,32 @@ func BenchmarkApplyText(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkVaultMemory measures the heap a vault entry takes (heap-B/entry)
+// against what Stats counts for it (stats-B/entry), which entryOverhead
+// is calibrated on: the second should not be below the first.
+func BenchmarkVaultMemory(b *testing.B) {
+	const n = 50000
+	var heap, counted float64
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		v, err := NewVault(fuzzKey, "local", VaultOptions{MaxEntries: 2 * n})
+		if err != nil {
+			b.Fatal(err)
+		}
+		src := []string{"crm.get_contact"}
+		for i := range n {
+			v.Tokenize(ClassEmail, fmt.Sprintf("user%06d@example.com", i), src)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		heap = float64(after.HeapAlloc-before.HeapAlloc) / n
+		counted = float64(v.Stats().Bytes) / n
+		runtime.KeepAlive(v)
+	}
+	b.ReportMetric(heap, "heap-B/entry")
+	b.ReportMetric(counted, "stats-B/entry")
 }

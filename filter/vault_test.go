@@ -208,13 +208,13 @@ func TestResolveString(t *testing.T) {
 
 func TestVaultBounded(t *testing.T) {
 	t.Parallel()
-	v := newTestVault(t, VaultOptions{MaxEntries: 10, MaxBytes: 1000})
+	v := newTestVault(t, VaultOptions{MaxEntries: 10})
 	var toks []string
 	for i := range 25 {
 		toks = append(toks, v.Tokenize(ClassEmail, fmt.Sprintf("user%d@example.com", i), nil))
 	}
-	if v.Len() != 10 {
-		t.Fatalf("Len = %d, want 10", v.Len())
+	if st := v.Stats(); st.Entries != 10 || st.Evicted != 15 || v.Len() != 10 {
+		t.Fatalf("Stats = %+v, Len %d; want 10 entries, 15 evicted", st, v.Len())
 	}
 	// The oldest are gone, the newest resolve.
 	if _, err := v.Resolve(json.RawMessage(`"`+toks[0]+`"`), "a.b"); !errors.Is(err, ErrUnknownToken) {
@@ -223,13 +223,47 @@ func TestVaultBounded(t *testing.T) {
 	if _, err := v.Resolve(json.RawMessage(`"`+toks[24]+`"`), "a.b"); err != nil {
 		t.Errorf("recent token: %v", err)
 	}
-	// The byte bound holds too.
-	w := newTestVault(t, VaultOptions{MaxBytes: 100})
+	// The byte bound holds too, counting what Stats counts.
+	one := newTestVault(t, VaultOptions{})
+	one.Tokenize(ClassSecret, strings.Repeat("a", 30), nil)
+	cost := one.Stats().Bytes
+	if cost < 30+entryOverhead {
+		t.Fatalf("one 30-byte value costs %d bytes", cost)
+	}
+	w := newTestVault(t, VaultOptions{MaxBytes: 3*cost + cost/2})
 	for i := range 10 {
 		w.Tokenize(ClassSecret, strings.Repeat(string(rune('a'+i)), 30), nil)
 	}
-	if w.Len() != 3 {
-		t.Errorf("Len = %d under a 100-byte bound of 30-byte values, want 3", w.Len())
+	if st := w.Stats(); st.Entries != 3 || st.Bytes != 3*cost || st.Evicted != 7 {
+		t.Errorf("Stats = %+v under a bound of 3.5 entries of %d bytes", st, cost)
+	}
+	// A value larger than the bound is not kept; its token stands.
+	if tok := w.Tokenize(ClassSecret, strings.Repeat("z", 4*cost), nil); tok == "" || w.Stats().Entries != 3 {
+		t.Errorf("oversized value: token %q, %+v", tok, w.Stats())
+	}
+}
+
+func TestVaultStatsCount(t *testing.T) {
+	t.Parallel()
+	v := newTestVault(t, VaultOptions{})
+	if st := v.Stats(); st != (VaultStats{}) {
+		t.Fatalf("empty vault: %+v", st)
+	}
+	v.Tokenize(ClassEmail, "ada@example.com", nil)
+	one := v.Stats().Bytes
+	v.Tokenize(ClassEmail, "ada@example.com", nil) // again: nothing new
+	if st := v.Stats(); st.Entries != 1 || st.Bytes != one {
+		t.Errorf("same value twice: %+v, want %d bytes", st, one)
+	}
+	v.Tokenize(ClassEmail, "ada@example.com", []string{"crm.get", "crm.list"})
+	if st := v.Stats(); st.Bytes <= one {
+		t.Errorf("sources added, bytes %d ≤ %d", st.Bytes, one)
+	}
+	for i := range 100 {
+		v.Tokenize(ClassEmail, fmt.Sprintf("u%03d@example.com", i), nil)
+	}
+	if st := v.Stats(); st.Entries != 101 || st.Bytes < 100*one {
+		t.Errorf("101 values: %+v", st)
 	}
 }
 
