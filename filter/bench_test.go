@@ -302,3 +302,68 @@ func BenchmarkVaultMemory(b *testing.B) {
 	b.ReportMetric(heap, "heap-B/entry")
 	b.ReportMetric(counted, "stats-B/entry")
 }
+
+// BenchmarkFlow measures data-flow tracking on a ~1 MB tool result that
+// the program returns, with a rule in force: observe records it, check
+// checks a 4 KB call against it, apply is Apply with the flow (the
+// known-value scan of every output), and pipeline is the three together,
+// a new flow each time: MB/s counts the result's bytes.
+func BenchmarkFlow(b *testing.B) {
+	doc := realisticResult(1 << 20)
+	f, v := benchFilter(b)
+	rules := []Rule{{From: "crm.*", To: "http.*"}}
+	newFlow := func() *Flow {
+		fl, err := f.NewFlow(FlowOptions{Rules: rules})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return fl
+	}
+	args, _ := json.Marshal(map[string]any{"url": "https://hooks.example/x", "body": sentence(rand.New(rand.NewPCG(7, 8)), 600)})
+	b.Run("observe", func(b *testing.B) {
+		b.SetBytes(int64(len(doc)))
+		cpu := startCPU()
+		for b.Loop() {
+			newFlow().Observe("crm.list_customers", doc, Provenance{})
+		}
+		cpu.report(b, len(doc))
+	})
+	fl := newFlow()
+	fl.Observe("crm.list_customers", doc, Provenance{})
+	st := fl.Stats()
+	b.Run("check", func(b *testing.B) {
+		b.SetBytes(int64(len(args)))
+		for b.Loop() {
+			if err := fl.Check("http.post", args); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("apply", func(b *testing.B) {
+		b.SetBytes(int64(len(doc)))
+		cpu := startCPU()
+		for b.Loop() {
+			if _, err := f.Apply(Input{Result: doc}, Options{Vault: v, Flow: fl}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu.report(b, len(doc))
+	})
+	b.Run("pipeline", func(b *testing.B) {
+		b.SetBytes(int64(len(doc)))
+		cpu := startCPU()
+		for b.Loop() {
+			fl := newFlow()
+			fl.Observe("crm.list_customers", doc, Provenance{})
+			if err := fl.Check("http.post", args); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := f.Apply(Input{Result: doc}, Options{Vault: v, Flow: fl}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu.report(b, len(doc))
+		b.ReportMetric(float64(st.Bytes)/float64(len(doc)), "flow-B/B")
+		b.ReportMetric(float64(st.Values), "values")
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"path"
 	"strconv"
 	"strings"
@@ -124,6 +125,11 @@ type Options struct {
 	// Budget overrides Config.Budget for this call, up to
 	// Config.MaxBudget. 0 means Config.Budget.
 	Budget int
+	// Flow is the run's data-flow tracker. With it, every value the run
+	// received that the filter would hide in a tool result is hidden here
+	// too, wherever it is: without its field name, case-changed, or
+	// encoded (see Flow). It also serves as Origin when that is nil.
+	Flow *Flow
 	// Details asks for a report that lists findings one by one
 	// (Report.Details) and up to 64 cuts instead of 8. Reports are lean
 	// by default because hosts hand them to the model.
@@ -190,7 +196,10 @@ func (f *Filter) apply(in Input, opts Options) (*Output, *run, error) {
 		r.detectJob(logs[i], false)
 	}
 	r.path = r.path[:0]
-	if len(r.values) > 0 {
+	ks := r.newKnownScan()
+	// With a flow, the known-value stage below finds every other
+	// occurrence of the values the run acted on, and more.
+	if len(r.values) > 0 && ks == nil {
 		sw := newSweeper(r.values)
 		r.where = "result"
 		r.sweepNode(sw, &root)
@@ -199,6 +208,16 @@ func (f *Filter) apply(in Input, opts Options) (*Output, *run, error) {
 			r.path = append(r.path[:0], seg{index: i})
 			r.sweepJob(sw, j, false)
 		}
+	}
+	if ks != nil {
+		r.where = "result"
+		r.knownNode(ks, &root)
+		r.where = "logs"
+		for i, j := range logs {
+			r.path = append(r.path[:0], seg{index: i})
+			r.knownJob(ks, j, false)
+		}
+		r.path = r.path[:0]
 	}
 	out := &Output{Report: r.report}
 	measure(&root)
@@ -305,9 +324,13 @@ type run struct {
 	// occurrences are replaced too.
 	values  map[string]replacement
 	origins map[string][]string
-	refs    []tokenRef // scratch
-	spans   []span     // scratch
-	skip    []span     // scratch
+	// flow is Options.Flow; observing, set when the run only observes a
+	// tool result for the flow, collects what act would replace.
+	flow      *Flow
+	observing *observed
+	refs      []tokenRef // scratch
+	spans     []span     // scratch
+	skip      []span     // scratch
 }
 
 type replacement struct {
@@ -322,7 +345,7 @@ type replacement struct {
 const minSweepLen = 6
 
 func (f *Filter) newRun(opts Options) *run {
-	return &run{f: f, opts: opts, sc: scanner{fields: f.fields}}
+	return &run{f: f, opts: opts, sc: scanner{fields: f.fields}, flow: opts.Flow}
 }
 
 // pointer is the path to the value being filtered, for a report. Keys on
@@ -339,13 +362,17 @@ func (r *run) pointer() string {
 }
 
 func (r *run) origin(value string) []string {
-	if r.opts.Origin == nil {
+	origin := r.opts.Origin
+	if origin == nil && r.flow != nil {
+		origin = r.flow.Sources
+	}
+	if origin == nil {
 		return nil
 	}
 	if s, ok := r.origins[value]; ok {
 		return s
 	}
-	s := r.opts.Origin(value)
+	s := origin(value)
 	if r.origins == nil {
 		r.origins = map[string][]string{}
 	}
@@ -384,6 +411,13 @@ func (r *run) act(c Class, conf float64, detector, value string, raw, inKey bool
 		return "", false
 	}
 	action := r.f.Action(c)
+	if r.observing != nil {
+		if action == ActionAllow {
+			return "", false
+		}
+		r.observing.sensitive = append(r.observing.sensitive, sensitiveValue{value: value, class: c, conf: conf, detector: detector})
+		return "", true
+	}
 	if action != ActionAllow && r.allowedByTool(value) {
 		action = ActionAllow
 	}
@@ -555,8 +589,14 @@ func (r *run) replaceText(s string, inKey bool) string {
 // detectSpans appends the replacements of the sensitive values the
 // detectors find in s.
 func (r *run) detectSpans(s string, inKey bool, out []span) []span {
+	if r.flow != nil && r.flow.isClean(s) {
+		return out // scanned by Flow.Observe, nothing found
+	}
 	r.matches = r.sc.scan(s, r.matches)
 	if len(r.matches) == 0 {
+		if r.observing != nil && len(s) >= minScanLen {
+			r.observing.clean = append(r.observing.clean, maphash.String(r.flow.seed, s))
+		}
 		return out
 	}
 	for _, m := range r.dropInsideTokens(s, r.matches) {

@@ -82,11 +82,17 @@ func mergeSpans(a, b []span) []span {
 
 // tokenRegions appends the regions of the tokens and markers in s.
 func tokenRegions(dst []span, s string) []span {
-	if !strings.Contains(s, tokenOpen) {
-		return dst
-	}
-	for _, t := range findTokenRefs(s) {
-		dst = append(dst, span{start: t.start, end: t.end})
+	for i := 0; i < len(s); {
+		j := strings.Index(s[i:], tokenOpen)
+		if j < 0 {
+			break
+		}
+		if t, ok := parseTokenAt(s, i+j); ok {
+			dst = append(dst, span{start: t.start, end: t.end})
+			i = t.end
+			continue
+		}
+		i += j + len(tokenOpen)
 	}
 	return dst
 }
@@ -247,7 +253,9 @@ func (f *Filter) applyText(text string, opts Options) (TextOutput, *run) {
 	}
 	j := newTextJob(text, budget)
 	r.detectJob(j, false)
-	if len(r.values) > 0 {
+	if ks := r.newKnownScan(); ks != nil {
+		r.knownJob(ks, j, false)
+	} else if len(r.values) > 0 {
 		r.sweepJob(newSweeper(r.values), j, false)
 	}
 	out, cut, kept := j.finish()
