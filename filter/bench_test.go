@@ -367,3 +367,28 @@ func BenchmarkFlow(b *testing.B) {
 		b.ReportMetric(float64(st.Values), "values")
 	})
 }
+
+// BenchmarkFlowMemory measures the heap a flow takes after observing a
+// ~1 MB result (heap-B) against what FlowStats counts (stats-B).
+func BenchmarkFlowMemory(b *testing.B) {
+	doc := realisticResult(1 << 20)
+	f, _ := benchFilter(b)
+	var heap, counted float64
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		fl, err := f.NewFlow(FlowOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		fl.Observe("crm.list_customers", doc, Provenance{})
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		heap = float64(after.HeapAlloc) - float64(before.HeapAlloc)
+		counted = float64(fl.Stats().Bytes)
+		runtime.KeepAlive(fl)
+	}
+	b.ReportMetric(heap, "heap-B")
+	b.ReportMetric(counted, "stats-B")
+}

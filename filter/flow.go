@@ -56,7 +56,8 @@ type Flow struct {
 	overflow  []string
 	srcID     map[string]int
 	values    []flowValue
-	byPattern map[string]int32
+	sensitive []sensInfo
+	byHash    map[uint64]int32 // maphash of a pattern → its value
 	all, sens valueIndex
 	clean     map[uint64]struct{} // hashes of strings scanned without findings
 	bytes     int
@@ -70,14 +71,19 @@ type Flow struct {
 // flowValue is one known value.
 type flowValue struct {
 	pattern string // folded, at most maxPatternLen bytes
-	long    string // folded, whole, for a sensitive value longer than that
 	srcs    uint64 // bit i: sources[i]
-	// For a sensitive value: its class, how sure and which detector, and
-	// the value as received, which tokens are derived from.
+	sens    int32  // index+1 in Flow.sensitive, or 0
+}
+
+// sensInfo is what the flow knows of a sensitive value: its class, how
+// sure and which detector, the value as received (tokens are derived from
+// it) and, when longer than its pattern, its whole folded form.
+type sensInfo struct {
 	class    Class
 	conf     float64
 	detector string
 	raw      string
+	long     string
 }
 
 type forbidMask struct {
@@ -100,7 +106,7 @@ func (f *Filter) NewFlow(opts FlowOptions) (*Flow, error) {
 		maxBytes:  opts.MaxBytes,
 		seed:      maphash.MakeSeed(),
 		srcID:     map[string]int{},
-		byPattern: map[string]int32{},
+		byHash:    map[uint64]int32{},
 		clean:     map[uint64]struct{}{},
 		forbidden: map[string]forbidMask{},
 	}
@@ -172,8 +178,8 @@ func (fl *Flow) Observe(source string, result json.RawMessage, from Provenance) 
 	}
 	// Sensitive values first, then the others, then what only saves time.
 	hint := len(obs.sensitive) + len(obs.tracked)
-	if len(fl.byPattern) == 0 {
-		fl.byPattern = make(map[string]int32, hint)
+	if len(fl.values) == 0 {
+		fl.byHash = make(map[uint64]int32, hint)
 		fl.values = make([]flowValue, 0, hint)
 	}
 	var buf []byte
@@ -194,8 +200,15 @@ func (fl *Flow) Observe(source string, result json.RawMessage, from Provenance) 
 	}
 }
 
-// cleanCost is the memory of one hash in Flow.clean.
-const cleanCost = 24
+// cleanCost is the memory of one hash in Flow.clean, and valueOverhead
+// that of a value besides its strings: its entry, map slots and index
+// node, with the slack of growing maps and slices (BenchmarkFlowMemory
+// checks them against the heap).
+const (
+	cleanCost     = 40
+	valueOverhead = 128
+	sensOverhead  = 96
+)
 
 // collectTracked appends the strings, numbers and keys of n worth
 // tracking.
@@ -261,6 +274,24 @@ func (fl *Flow) sourceBit(name string) uint64 {
 	return 1 << (maxFlowSources - 1)
 }
 
+// lookup returns the value whose pattern is p. The caller holds the
+// lock.
+func (fl *Flow) lookup(p []byte) (int32, bool) {
+	id, ok := fl.byHash[maphash.Bytes(fl.seed, p)]
+	if !ok || fl.values[id].pattern != string(p) {
+		return 0, false
+	}
+	return id, true
+}
+
+// sensOf returns what the flow knows of a sensitive value, or nil.
+func (fl *Flow) sensOf(id int32) *sensInfo {
+	if k := fl.values[id].sens; k > 0 {
+		return &fl.sensitive[k-1]
+	}
+	return nil
+}
+
 // addValue records a value from the sources srcs; sv is set for a
 // sensitive one. buf is scratch; hint the number of values being added.
 // The caller holds the lock.
@@ -278,43 +309,48 @@ func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte,
 	if len(p) > maxPatternLen {
 		p = p[:maxPatternLen]
 	}
-	if id, ok := fl.byPattern[string(p)]; ok {
-		e := &fl.values[id]
-		e.srcs |= srcs
-		if sv != nil && (e.class == "" || sv.conf > e.conf) {
-			if e.class == "" {
-				fl.sens.add(p, id, hint)
-			}
-			fl.bytes += len(v) - len(e.raw)
-			e.class, e.conf, e.detector, e.raw = sv.class, sv.conf, sv.detector, strings.Clone(v)
-			if len(whole) > len(p) {
-				e.long = string(whole)
-			}
+	id, ok := fl.lookup(p)
+	if ok {
+		fl.values[id].srcs |= srcs
+	} else {
+		cost := len(p) + valueOverhead
+		if fl.bytes+cost > fl.maxBytes {
+			fl.untracked |= srcs
+			fl.dropped++
+			return
 		}
+		id = int32(len(fl.values))
+		pat := string(p)
+		fl.values = append(fl.values, flowValue{pattern: pat, srcs: srcs})
+		fl.byHash[maphash.String(fl.seed, pat)] = id
+		fl.all.add(p, id, hint)
+		fl.bytes += cost
+	}
+	if sv == nil {
 		return
 	}
-	cost := 2*len(p) + 128
-	if sv != nil {
-		cost += len(v) + len(whole) + 32
+	info := sensInfo{class: sv.class, conf: sv.conf, detector: sv.detector}
+	if cur := fl.sensOf(id); cur != nil {
+		if sv.conf <= cur.conf {
+			return
+		}
+		info.raw, info.long = cur.raw, cur.long
+		*cur = info
+		return
 	}
+	cost := len(v) + len(whole) + sensOverhead
 	if fl.bytes+cost > fl.maxBytes {
 		fl.untracked |= srcs
 		fl.dropped++
 		return
 	}
-	id := int32(len(fl.values))
-	pat := string(p)
-	e := flowValue{pattern: pat, srcs: srcs}
-	if sv != nil {
-		e.class, e.conf, e.detector, e.raw = sv.class, sv.conf, sv.detector, strings.Clone(v)
-		if len(whole) > len(p) {
-			e.long = string(whole)
-		}
-		fl.sens.add(p, id, hint)
+	info.raw = strings.Clone(v)
+	if len(whole) > len(p) {
+		info.long = string(whole)
 	}
-	fl.values = append(fl.values, e)
-	fl.byPattern[pat] = id
-	fl.all.add(p, id, hint)
+	fl.sensitive = append(fl.sensitive, info)
+	fl.values[id].sens = int32(len(fl.sensitive))
+	fl.sens.add(p, id, hint)
 	fl.bytes += cost
 }
 
@@ -322,7 +358,12 @@ func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte,
 type flowTable Flow
 
 func (t *flowTable) pattern(id int32) string { return t.values[id].pattern }
-func (t *flowTable) full(id int32) string    { return t.values[id].long }
+func (t *flowTable) full(id int32) string {
+	if k := t.values[id].sens; k > 0 {
+		return t.sensitive[k-1].long
+	}
+	return ""
+}
 
 func (fl *Flow) table() *flowTable { return (*flowTable)(fl) }
 
@@ -366,7 +407,7 @@ func (fl *Flow) Sources(value string) []string {
 	}
 	fl.mu.RLock()
 	defer fl.mu.RUnlock()
-	id, ok := fl.byPattern[string(p)]
+	id, ok := fl.lookup(p)
 	if !ok {
 		return nil
 	}

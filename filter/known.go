@@ -207,11 +207,6 @@ func (ix *valueIndex) grow() {
 	}
 }
 
-// bytes estimates the index's memory.
-func (ix *valueIndex) bytes() int {
-	return 8*len(ix.bits) + 24*(len(ix.heads8)+len(ix.heads6)) + 8*len(ix.nodes)
-}
-
 // valueTable gives the folded forms of the values of an index.
 type valueTable interface {
 	// pattern is a value's folded form, at most maxPatternLen bytes.

@@ -20,7 +20,7 @@ type knownScan struct {
 	locals  []knownLocal
 	v       viewer
 	matches []knownMatch
-	infos   []flowValue // what act needs of the flow's values matched
+	infos   []sensInfo // what act needs of the flow's values matched
 }
 
 type knownLocal struct {
@@ -47,7 +47,7 @@ func (r *run) newKnownScan() *knownScan {
 		if len(p) < minKnownLen {
 			continue
 		}
-		if id, ok := fl.byPattern[string(p[:min(len(p), maxPatternLen)])]; ok && fl.values[id].class != "" {
+		if id, ok := fl.lookup(p[:min(len(p), maxPatternLen)]); ok && fl.values[id].sens > 0 {
 			continue // the flow's index has it
 		}
 		ks.local.add(p, localBase+int32(len(ks.locals)), len(values))
@@ -77,7 +77,7 @@ func (ks *knownScan) full(id int32) string {
 	if id >= localBase {
 		return ks.locals[id-localBase].long
 	}
-	return ks.fl.values[id].long
+	return ks.fl.table().full(id)
 }
 
 // knownSpans appends the replacements of the known values in s outside
@@ -103,9 +103,9 @@ func (r *run) knownSpans(ks *knownScan, s string, skip []span, inKey bool, out [
 	})
 	for _, m := range ks.matches {
 		if m.id < localBase {
-			ks.infos = append(ks.infos, fl.values[m.id])
+			ks.infos = append(ks.infos, *fl.sensOf(m.id))
 		} else {
-			ks.infos = append(ks.infos, flowValue{})
+			ks.infos = append(ks.infos, sensInfo{})
 		}
 	}
 	fl.mu.RUnlock()
