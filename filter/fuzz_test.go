@@ -3,6 +3,7 @@ package filter
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"regexp"
 	"strings"
@@ -203,6 +204,77 @@ func FuzzApplyText(f *testing.F) {
 					t.Fatalf("replaced value %q survives in %q", v, s)
 				}
 			}
+		}
+	})
+}
+
+// FuzzFlow observes an arbitrary tool result, then checks arbitrary
+// arguments and filters an arbitrary output with the flow. It never
+// panics; a FlowError's path shows no value the flow knows as sensitive;
+// no such value survives, in its folded form, anywhere in the output;
+// and provenance survives its JSON form.
+func FuzzFlow(f *testing.F) {
+	f.Add([]byte(`{"email":"ada@example.com","password":"hunter2-Horse","name":"Ada Lovelace"}`),
+		[]byte(`{"v":"YWRhQGV4YW1wbGUuY29t","ada@example.com":{"x":"HUNTER2-HORSE"}}`), uint8(0))
+	f.Fuzz(func(t *testing.T, result, output []byte, mode uint8) {
+		flt, err := New(Config{Budget: 1 << 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fl, err := flt.NewFlow(FlowOptions{Rules: []Rule{{From: "crm.*", To: "http.*"}}, MaxBytes: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fl.Observe("crm.get", result, NewProvenance("hr.get"))
+		var sens []string
+		fl.mu.RLock()
+		for _, v := range fl.values {
+			if v.sens > 0 && len(v.pattern) < maxPatternLen {
+				sens = append(sens, v.pattern)
+			}
+		}
+		fl.mu.RUnlock()
+
+		var fe *FlowError
+		if err := fl.Check("http.post", output); errors.As(err, &fe) {
+			p := string(foldString(fe.Path))
+			for _, v := range sens {
+				if strings.Contains(p, v) {
+					t.Fatalf("path %q shows %q", fe.Path, v)
+				}
+			}
+		} else if err != nil {
+			t.Fatalf("Check = %v, want nil or a *FlowError", err)
+		}
+
+		vault, _ := NewVault(fuzzKey, "local", VaultOptions{})
+		var texts []string
+		if mode&1 == 0 && json.Valid(output) {
+			out, err := flt.Apply(Input{Result: output, Logs: []string{string(result)}}, Options{Vault: vault, Flow: fl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			texts = append(collectStrings(t, out.Full), out.Logs...)
+		} else {
+			texts = []string{flt.ApplyText(string(output), Options{Vault: vault, Flow: fl, Budget: 1 << 16}).Text}
+		}
+		for _, s := range texts {
+			folded := string(foldString(stripMarkers(s)))
+			for _, v := range sens {
+				if strings.Contains(folded, v) {
+					t.Fatalf("known value %q survives in %q", v, s)
+				}
+			}
+		}
+
+		p := fl.Provenance(output)
+		b, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := ParseProvenance(string(b))
+		if err != nil || back.String() != p.String() {
+			t.Fatalf("provenance %v → %s → %v, %v", p, b, back, err)
 		}
 	})
 }

@@ -332,8 +332,9 @@ func TestMaskValue(t *testing.T) {
 }
 
 // FuzzResolve feeds arbitrary arguments to Resolve: it never panics, its
-// output is valid JSON, arguments without tokens come back unchanged, and
-// after resolution no issued token is left.
+// output is valid JSON, arguments without tokens come back unchanged,
+// after resolution no issued token is left, and another principal's vault
+// never resolves them.
 func FuzzResolve(f *testing.F) {
 	v := newTestVault(f, VaultOptions{})
 	toks := []string{
@@ -344,7 +345,15 @@ func FuzzResolve(f *testing.F) {
 	for _, s := range []string{`{"to":"` + toks[0] + `"}`, `["a ` + toks[1] + ` b",{"` + toks[0] + `":"` + toks[2] + `"}]`, `{"x":1}`, `"⟦email:00000000⟧"`} {
 		f.Add([]byte(s))
 	}
+	other, err := NewVault(fuzzKey, "bob", VaultOptions{})
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// Another principal's vault never gives this one's values.
+		if got, err := other.Resolve(data, "mail.send"); err == nil && !bytes.Contains(data, []byte("ada@example.com")) && bytes.Contains(got, []byte("ada@example.com")) {
+			t.Fatalf("bob's vault resolved %q to %q", data, got)
+		}
 		out, err := v.Resolve(data, "mail.send")
 		if err != nil {
 			return
