@@ -179,6 +179,10 @@ func (ix *valueIndex) add(p []byte, id int32, hint int) {
 	if ix.heads8 == nil {
 		ix.heads8, ix.heads6 = make(map[uint64]int32, hint), map[uint64]int32{}
 		ix.bits, ix.shift = make([]uint64, 64), 64-12
+		for len(ix.bits)*64 < 32*hint && len(ix.bits) < 1<<20 {
+			ix.bits = make([]uint64, 2*len(ix.bits))
+			ix.shift--
+		}
 	}
 	if ix.n++; ix.n*32 > len(ix.bits)*64 {
 		ix.grow()
@@ -497,6 +501,9 @@ func (v *viewer) decodeRun(s string, start, end int) {
 		if len(raw)-k < minB64Run {
 			break
 		}
+		if !asciiGroups(raw[k:]) {
+			continue
+		}
 		src := raw[k:]
 		if len(src)%4 == 1 {
 			src = src[:len(src)-1]
@@ -509,6 +516,25 @@ func (v *viewer) decodeRun(s string, start, end int) {
 		v.dec = v.dec[:d+n]
 		v.segs = append(v.segs, runSeg{decStart: d, decEnd: len(v.dec), start: start, end: end, enc: encBase64})
 	}
+}
+
+// asciiGroups reports whether base64 text, read from its start, has two
+// groups in a row whose first character encodes a byte below 0x80 (one
+// of A–Z, a–f): the encoding of minKnownLen bytes of mostly ASCII text
+// does, while ids, dates and codes that happen to use the alphabet rarely
+// do. Other alignments and runs are not decoded.
+func asciiGroups(b []byte) bool {
+	n := 0
+	for g := 0; g+4 <= len(b); g += 4 {
+		if c := b[g]; (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'f') {
+			if n++; n == 2 {
+				return true
+			}
+		} else {
+			n = 0
+		}
+	}
+	return false
 }
 
 // segSep separates decodings: 0xFF is never part of UTF-8 text.
