@@ -304,10 +304,11 @@ func BenchmarkVaultMemory(b *testing.B) {
 }
 
 // BenchmarkFlow measures data-flow tracking on a ~1 MB tool result that
-// the program returns, with a rule in force: observe records it, check
-// checks a 4 KB call against it, apply is Apply with the flow (the
+// the program returns, with a rule on its source: observe records it,
+// check checks a 4 KB call against it, apply is Apply with the flow (the
 // known-value scan of every output), and pipeline is the three together,
-// a new flow each time: MB/s counts the result's bytes.
+// a new flow each time; pipeline-unruled is pipeline when no rule names
+// the source. MB/s counts the result's bytes.
 func BenchmarkFlow(b *testing.B) {
 	doc := realisticResult(1 << 20)
 	f, v := benchFilter(b)
@@ -365,6 +366,26 @@ func BenchmarkFlow(b *testing.B) {
 		cpu.report(b, len(doc))
 		b.ReportMetric(float64(st.Bytes)/float64(len(doc)), "flow-B/B")
 		b.ReportMetric(float64(st.Values), "values")
+	})
+	// The same when no rule names the source: only its sensitive values
+	// are kept, for the outputs.
+	b.Run("pipeline-unruled", func(b *testing.B) {
+		b.SetBytes(int64(len(doc)))
+		cpu := startCPU()
+		for b.Loop() {
+			fl, err := f.NewFlow(FlowOptions{Rules: []Rule{{From: "payments.*", To: "http.*"}}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			fl.Observe("crm.list_customers", doc, Provenance{})
+			if err := fl.Check("http.post", args); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := f.Apply(Input{Result: doc}, Options{Vault: v, Flow: fl}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu.report(b, len(doc))
 	})
 }
 

@@ -364,7 +364,7 @@ func (r *run) pointer() string {
 func (r *run) origin(value string) []string {
 	origin := r.opts.Origin
 	if origin == nil && r.flow != nil {
-		origin = r.flow.Sources
+		origin = r.flow.sharedSources
 	}
 	if origin == nil {
 		return nil
@@ -589,14 +589,18 @@ func (r *run) replaceText(s string, inKey bool) string {
 // detectSpans appends the replacements of the sensitive values the
 // detectors find in s.
 func (r *run) detectSpans(s string, inKey bool, out []span) []span {
-	if r.flow != nil && r.flow.isClean(s) {
+	if r.observing == nil && r.flow != nil && r.flow.seenFlags(s)&seenClean != 0 {
 		return out // scanned by Flow.Observe, nothing found
 	}
 	r.matches = r.sc.scan(s, r.matches)
-	if len(r.matches) == 0 {
-		if r.observing != nil && len(s) >= minScanLen {
-			r.observing.clean = append(r.observing.clean, maphash.String(r.flow.seed, s))
+	if r.observing != nil && len(s) >= minScanLen {
+		flags := seenAsIs
+		if len(r.matches) == 0 {
+			flags |= seenClean
 		}
+		r.observing.seen = append(r.observing.seen, seenString{hash: maphash.String(r.flow.seed, s), flags: flags})
+	}
+	if len(r.matches) == 0 {
 		return out
 	}
 	for _, m := range r.dropInsideTokens(s, r.matches) {

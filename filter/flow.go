@@ -59,13 +59,16 @@ type Flow struct {
 	sensitive []sensInfo
 	byHash    map[uint64]int32 // maphash of a pattern → its value
 	all, sens valueIndex
-	clean     map[uint64]struct{} // hashes of strings scanned without findings
+	seen      map[uint64]uint8 // hashes of strings Observe scanned → seen flags
 	bytes     int
 	untracked uint64 // sources some of whose values were not kept
 	dropped   int
 
 	cacheMu   sync.Mutex
 	forbidden map[string]forbidMask // cache of forbiddenFor, by destination
+
+	namesMu sync.Mutex
+	namesOf map[uint64][]string // cache of names, shared: not to be modified
 }
 
 // flowValue is one known value.
@@ -107,7 +110,7 @@ func (f *Filter) NewFlow(opts FlowOptions) (*Flow, error) {
 		seed:      maphash.MakeSeed(),
 		srcID:     map[string]int{},
 		byHash:    map[uint64]int32{},
-		clean:     map[uint64]struct{}{},
+		seen:      map[uint64]uint8{},
 		forbidden: map[string]forbidMask{},
 	}
 	if fl.maxBytes <= 0 {
@@ -138,7 +141,7 @@ func (fl *Flow) Stats() FlowStats {
 type observed struct {
 	tracked   []string // worth tracking for the rules
 	sensitive []sensitiveValue
-	clean     []uint64
+	seen      []seenString
 }
 
 type sensitiveValue struct {
@@ -155,17 +158,21 @@ type sensitiveValue struct {
 // coming from those sources too; the zero Provenance when there is none.
 //
 // Recorded are the sensitive values the filter would hide in the result
-// (field names and detectors, under its policy), and, for the rules, every
-// string, number and key that is worth tracking: minTrackLen bytes or more
-// once case-folded without whitespace, and not a single plain word (a
-// status, a city, a tier) unless 16 bytes or more.
+// (field names and detectors, under its policy), and, when a rule's From
+// matches source or a source of from, every string, number and key that
+// is worth tracking for the rules: minTrackLen bytes or more once
+// case-folded without whitespace, and not a single plain word (a status, a
+// city, a tier) unless 16 bytes or more. The rules are the flow's: a rule
+// added for a later run does not see values stored without tracking.
 func (fl *Flow) Observe(source string, result json.RawMessage, from Provenance) {
 	root, err := parseJSON(result)
 	if err != nil {
 		root = node{kind: kindString, str: string(result)}
 	}
 	var obs observed
-	collectTracked(&root, &obs.tracked)
+	if fl.ruled(source, from) {
+		collectTracked(&root, &obs.tracked)
+	}
 	r := fl.f.newRun(Options{Flow: fl})
 	r.observing = &obs
 	r.walk(&root, FieldMatch{})
@@ -189,26 +196,44 @@ func (fl *Flow) Observe(source string, result json.RawMessage, from Provenance) 
 	for _, v := range obs.tracked {
 		fl.addValue(v, srcs, nil, &buf, hint)
 	}
-	for _, h := range obs.clean {
-		if fl.bytes+cleanCost > fl.maxBytes {
-			break
+	for _, sn := range obs.seen {
+		f, ok := fl.seen[sn.hash]
+		if !ok {
+			if fl.bytes+seenCost > fl.maxBytes {
+				break
+			}
+			fl.bytes += seenCost
 		}
-		if _, ok := fl.clean[h]; !ok {
-			fl.clean[h] = struct{}{}
-			fl.bytes += cleanCost
-		}
+		fl.seen[sn.hash] = f | sn.flags
 	}
 }
 
-// cleanCost is the memory of one hash in Flow.clean, and valueOverhead
+// seenCost is the memory of one hash in Flow.seen, and valueOverhead
 // that of a value besides its strings: its entry, map slots and index
 // node, with the slack of growing maps and slices (BenchmarkFlowMemory
 // checks them against the heap).
 const (
-	cleanCost     = 40
+	seenCost      = 40
 	valueOverhead = 128
 	sensOverhead  = 96
 )
+
+// ruled reports whether some rule's From matches the source or one of the
+// sources of from: only then are the values tracked for the rules (the
+// sensitive ones always are, for the outputs).
+func (fl *Flow) ruled(source string, from Provenance) bool {
+	for _, r := range fl.rules {
+		if ok, _ := path.Match(r.From, source); ok {
+			return true
+		}
+		for _, s := range from.sources {
+			if ok, _ := path.Match(r.From, s); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // collectTracked appends the strings, numbers and keys of n worth
 // tracking.
@@ -270,6 +295,9 @@ func (fl *Flow) sourceBit(name string) uint64 {
 	if !slices.Contains(fl.overflow, name) {
 		fl.overflow = append(fl.overflow, name)
 		fl.bytes += 32 + len(name)
+		fl.namesMu.Lock()
+		clear(fl.namesOf)
+		fl.namesMu.Unlock()
 	}
 	return 1 << (maxFlowSources - 1)
 }
@@ -367,22 +395,53 @@ func (t *flowTable) full(id int32) string {
 
 func (fl *Flow) table() *flowTable { return (*flowTable)(fl) }
 
-// isClean reports whether Observe scanned s and the detectors found
-// nothing in it, so that scanning it again can be skipped.
-func (fl *Flow) isClean(s string) bool {
+// Flags of the strings Observe scanned.
+const (
+	// seenClean: the detectors found nothing in it, so that scanning it
+	// again can be skipped.
+	seenClean uint8 = 1 << iota
+	// seenAsIs: a tool returned it as it is. Its encoded forms need no
+	// search in outputs: the filter would not hide them in the tool's
+	// result either, and a program cannot have made them.
+	seenAsIs
+)
+
+// seenLocked is seenFlags for a caller that holds the read lock.
+func (fl *Flow) seenLocked(s string) uint8 {
 	if len(s) < minScanLen {
-		return false
+		return 0
+	}
+	return fl.seen[maphash.String(fl.seed, s)]
+}
+
+// seenString is a string Observe scanned.
+type seenString struct {
+	hash  uint64
+	flags uint8
+}
+
+// seenFlags returns what Observe found of s: 0 if it did not scan it.
+// Hashes are 64 bits under a per-flow random seed: a program cannot make
+// a string collide with one it has not got.
+func (fl *Flow) seenFlags(s string) uint8 {
+	if len(s) < minScanLen {
+		return 0
 	}
 	h := maphash.String(fl.seed, s)
 	fl.mu.RLock()
-	_, ok := fl.clean[h]
+	f := fl.seen[h]
 	fl.mu.RUnlock()
-	return ok
+	return f
 }
 
 // names returns the names of the sources in srcs. The caller holds the
 // lock.
 func (fl *Flow) names(srcs uint64) []string {
+	fl.namesMu.Lock()
+	defer fl.namesMu.Unlock()
+	if out, ok := fl.namesOf[srcs]; ok {
+		return out
+	}
 	var out []string
 	for id, name := range fl.sources {
 		if srcs&(1<<id) != 0 {
@@ -393,6 +452,10 @@ func (fl *Flow) names(srcs uint64) []string {
 		}
 	}
 	slices.Sort(out)
+	if fl.namesOf == nil || len(fl.namesOf) > 4096 {
+		fl.namesOf = map[uint64][]string{}
+	}
+	fl.namesOf[srcs] = out
 	return out
 }
 
@@ -401,6 +464,11 @@ func (fl *Flow) names(srcs uint64) []string {
 // spacing aside), and the sources of the stored data they returned. It
 // serves as Options.Origin.
 func (fl *Flow) Sources(value string) []string {
+	return slices.Clone(fl.sharedSources(value))
+}
+
+// sharedSources is Sources without the copy: the slice is shared.
+func (fl *Flow) sharedSources(value string) []string {
 	p := foldString(value)
 	if len(p) > maxPatternLen {
 		p = p[:maxPatternLen]

@@ -333,24 +333,45 @@ func TestFlowBounded(t *testing.T) {
 func TestFlowManySources(t *testing.T) {
 	t.Parallel()
 	f := newTestFilter(t, Config{})
-	fl := newTestFlow(t, f, FlowOptions{Rules: crmToHTTP})
+	rules := []Rule{{From: "crm.*", To: "mail.*"}, {From: "crm.special", To: "http.*"}}
+	fl := newTestFlow(t, f, FlowOptions{Rules: rules})
 	for i := range maxFlowSources + 10 {
-		fl.Observe(fmt.Sprintf("tool%d.get", i), json.RawMessage(fmt.Sprintf(`{"v":"value number %d"}`, i)), Provenance{})
+		fl.Observe(fmt.Sprintf("crm.tool%d", i), json.RawMessage(fmt.Sprintf(`{"v":"value number %d"}`, i)), Provenance{})
 	}
-	fl.Observe("crm.get", json.RawMessage(`{"v":"from the crm 42"}`), Provenance{})
+	fl.Observe("crm.special", json.RawMessage(`{"v":"from the special one 42"}`), Provenance{})
 	var fe *FlowError
-	if err := fl.Check("http.post", json.RawMessage(`{"x":"from the crm 42"}`)); !errors.As(err, &fe) || fe.Source != "crm.get" {
+	if err := fl.Check("http.post", json.RawMessage(`{"x":"from the special one 42"}`)); !errors.As(err, &fe) || fe.Source != "crm.special" {
 		t.Errorf("source past the 64th: %v", err)
 	}
 	if err := fl.Check("http.post", json.RawMessage(`{"x":"value number 5"}`)); err != nil {
 		t.Errorf("value of another source: %v", err)
 	}
-	// Sources after the 63rd share a slot: the rule covers them all.
-	if err := fl.Check("http.post", json.RawMessage(`{"x":"value number 70"}`)); !errors.As(err, &fe) || fe.Source != "crm.get" {
-		t.Errorf("value of a source sharing crm's slot: %v", err)
+	// Sources after the 63rd share a slot: a rule on one covers them all.
+	if err := fl.Check("http.post", json.RawMessage(`{"x":"value number 70"}`)); !errors.As(err, &fe) || fe.Source != "crm.special" {
+		t.Errorf("value of a source sharing the special one's slot: %v", err)
 	}
 	if st := fl.Stats(); st.Sources != maxFlowSources+11 {
 		t.Errorf("Stats = %+v", st)
+	}
+}
+
+// TestFlowTracksRuledSourcesOnly: values of a source no rule names are not
+// kept for the rules (its sensitive values are, for the outputs).
+func TestFlowTracksRuledSourcesOnly(t *testing.T) {
+	t.Parallel()
+	f := newTestFilter(t, Config{})
+	fl := newTestFlow(t, f, FlowOptions{Rules: crmToHTTP})
+	fl.Observe("catalog.search", json.RawMessage(`{"sku":"SKU-123456","title":"Blue widget large","contact":"sales@example.com"}`), Provenance{})
+	if st := fl.Stats(); st.Values != 1 {
+		t.Errorf("Stats = %+v, want the e-mail only", st)
+	}
+	if err := fl.Check("http.post", json.RawMessage(`{"q":"SKU-123456 sales@example.com"}`)); err != nil {
+		t.Errorf("Check = %v", err)
+	}
+	// Stored data from crm read back through another tool is tracked.
+	fl.Observe("memory.recall", json.RawMessage(`{"text":"order SKU-123456"}`), NewProvenance("crm.get"))
+	if err := fl.Check("http.post", json.RawMessage(`{"q":"order SKU-123456"}`)); !errors.Is(err, ErrExfiltration) {
+		t.Errorf("Check of a recalled crm value = %v", err)
 	}
 }
 
@@ -386,13 +407,15 @@ func TestFlowPathHidesKeys(t *testing.T) {
 	f := newTestFilter(t, Config{})
 	fl := newTestFlow(t, f, FlowOptions{Rules: crmToHTTP})
 	fl.Observe("crm.get_contact", json.RawMessage(contact), Provenance{})
-	fl.Observe("hr.get_employee", json.RawMessage(`{"manager":"Grace Hopper"}`), Provenance{})
-	args := json.RawMessage(`{"Grace Hopper":{"bob@example.org":{"v":"ada@example.com"}}}`)
+	fl.Observe("hr.get_employee", json.RawMessage(`{"email":"grace@example.org"}`), Provenance{})
+	// The crm name in the third key is the violation; the keys above it
+	// hold an e-mail from hr and one the detectors find.
+	args := json.RawMessage(`{"GRACE@example.org":{"bob@example.org":{"Ada Lovelace":{"v":"ada@example.com"}}}}`)
 	var fe *FlowError
-	if err := fl.Check("http.post", args); !errors.As(err, &fe) || fe.Path != "/…/…/v" {
+	if err := fl.Check("http.post", args); !errors.As(err, &fe) || fe.Path != "/…/…" || !fe.InKey {
 		t.Fatalf("Check = %v (%+v)", err, fe)
 	}
-	assertNoSecrets(t, "error", fe.Error(), []string{"Grace", "bob@"})
+	assertNoSecrets(t, "error", strings.ToLower(fe.Error()), []string{"grace@", "bob@", "lovelace"})
 }
 
 // TestFlowHidesLongValues: a value longer than the patterns the flow
@@ -412,5 +435,32 @@ func TestFlowHidesLongValues(t *testing.T) {
 		if strings.Contains(strings.ToLower(got.Text), strings.ToLower(body[len(body)-40:])) || !strings.HasSuffix(got.Text, " done") {
 			t.Errorf("long value not hidden whole: %q", got.Text)
 		}
+	}
+}
+
+// TestFlowSeenStrings: a string a tool returned as it is gets the plain
+// search only (its encoded contents would not be hidden in the tool's
+// result either); the same encoding made by the program is hidden.
+func TestFlowSeenStrings(t *testing.T) {
+	t.Parallel()
+	f := newTestFilter(t, Config{})
+	fl := newTestFlow(t, f, FlowOptions{})
+	blob := "blob " + base64.StdEncoding.EncodeToString([]byte("hunter2-Horse"))
+	tool := argsOf(t, map[string]string{"password": "hunter2-Horse", "attachment": blob})
+	fl.Observe("crm.get_user", tool, Provenance{})
+	out, err := f.Apply(Input{Result: tool}, Options{Flow: fl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare, err := f.Apply(Input{Result: tool}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out.Full) != string(bare.Full) || !strings.Contains(string(out.Full), blob) {
+		t.Errorf("the tool's own result: with the flow %s, without %s", out.Full, bare.Full)
+	}
+	made := f.ApplyText("program: "+base64.StdEncoding.EncodeToString([]byte("hunter2-Horse")), Options{Flow: fl})
+	if strings.Contains(made.Text, "aHVudGVy") {
+		t.Errorf("the program's encoding shows: %q", made.Text)
 	}
 }

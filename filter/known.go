@@ -259,14 +259,16 @@ type knownMatch struct {
 
 // viewer makes the views of texts, reusing its buffers.
 type viewer struct {
-	folded []byte
-	refold []byte // folded again, with idx, when a match needs offsets
-	idx    []int32
-	dec    []byte
-	dsrc   []int32 // for each decoded byte, the offset of its source in s
-	dend   []int32 // and the end of its source
-	segs   []runSeg
-	b64raw []byte
+	// plainOnly limits the next search to the plain view.
+	plainOnly bool
+	folded    []byte
+	refold    []byte // folded again, with idx, when a match needs offsets
+	idx       []int32
+	dec       []byte
+	dsrc      []int32 // for each decoded byte, the offset of its source in s
+	dend      []int32 // and the end of its source
+	segs      []runSeg
+	b64raw    []byte
 }
 
 // search calls emit for every value of the indexes that occurs in s, in
@@ -301,6 +303,9 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 		if !ok {
 			return
 		}
+	}
+	if v.plainOnly {
+		return
 	}
 	// URL-decoded ('+' is a space there, which folding drops).
 	if hasPercentEscape(s) || strings.IndexByte(s, '+') >= 0 {

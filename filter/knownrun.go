@@ -21,6 +21,7 @@ type knownScan struct {
 	v       viewer
 	matches []knownMatch
 	infos   []sensInfo // what act needs of the flow's values matched
+	ixs     []*valueIndex
 }
 
 type knownLocal struct {
@@ -90,13 +91,15 @@ func (r *run) knownSpans(ks *knownScan, s string, skip []span, inKey bool, out [
 	ks.infos = ks.infos[:0]
 	fl := ks.fl
 	fl.mu.RLock()
-	ixs := make([]*valueIndex, 0, 2)
+	ixs := ks.ixs[:0]
 	if fl.sens.n > 0 {
 		ixs = append(ixs, &fl.sens)
 	}
 	if ks.local.n > 0 {
 		ixs = append(ixs, &ks.local)
 	}
+	ks.ixs = ixs
+	ks.v.plainOnly = fl.seenLocked(s)&seenAsIs != 0
 	ks.v.search(s, skip, ixs, ks, false, func(m knownMatch) bool {
 		ks.matches = append(ks.matches, m)
 		return true
