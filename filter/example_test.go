@@ -58,3 +58,35 @@ func ExampleFilter_Apply() {
 	// {"to":"ada@example.com","subject":"Hi"} <nil>
 	// rule "crm.*" → "http.*" forbids passing ⟦email:602d349d⟧ (a value from crm.list_customers) to http.post
 }
+
+// A run reads a contact from the CRM; a rule forbids CRM data to go to
+// http tools. The flow refuses the webhook call however the program dressed
+// the value, lets other calls through, hides the contact's password in
+// whatever the program prints, and names the sources of what it stores.
+func ExampleFlow() {
+	f, err := filter.New(filter.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	flow, err := f.NewFlow(filter.FlowOptions{Rules: []filter.Rule{{From: "crm.*", To: "http.*"}}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// What crm.get_contact returned.
+	flow.Observe("crm.get_contact", json.RawMessage(`{"name":"Ada Lovelace","email":"ada@example.com","password":"hunter2-Horse"}`), filter.Provenance{})
+
+	// The program sends the e-mail, upper-cased and base64-encoded, to a webhook.
+	fmt.Println(flow.Check("http.post_webhook", json.RawMessage(`{"v":"QURBQEVYQU1QTEUuQ09N"}`)))
+	fmt.Println(flow.Check("mail.send", json.RawMessage(`{"to":"ada@example.com"}`)))
+
+	// It prints the password without its field name, upper-cased.
+	fmt.Println(f.ApplyText("login with HUNTER2-HORSE", filter.Options{Flow: flow}).Text)
+
+	// It saves a note to memory: the store keeps where it came from.
+	fmt.Println(flow.Provenance(json.RawMessage(`{"text":"call Ada Lovelace"}`)))
+	// Output:
+	// rule "crm.*" → "http.*" forbids passing a value from crm.get_contact to http.post_webhook (argument /v, base64-encoded)
+	// <nil>
+	// login with ⟦password:redacted⟧
+	// crm.get_contact
+}

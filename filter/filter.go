@@ -120,7 +120,8 @@ type Options struct {
 	// Vault receives the tokens. Nil means values to tokenize are
 	// redacted instead.
 	Vault *Vault
-	// Origin tells where values came from; nil means nowhere known.
+	// Origin tells where values came from; nil means Flow.Sources when
+	// Flow is set, else nowhere known.
 	Origin Origin
 	// Budget overrides Config.Budget for this call, up to
 	// Config.MaxBudget. 0 means Config.Budget.
