@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -122,7 +123,7 @@ func benchFilter(b *testing.B) (*Filter, *Vault) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	v, err := NewVault(fuzzKey, VaultOptions{})
+	v, err := NewVault(fuzzKey, "local", VaultOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -252,4 +253,163 @@ func BenchmarkScanString(b *testing.B) {
 	for b.Loop() {
 		ScanString(s)
 	}
+}
+
+// BenchmarkApplyText is an error message of 20 MB cut to the default
+// budget, and a 4 KB one filtered whole; MB/s counts the input.
+func BenchmarkApplyText(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	f, v := benchFilter(b)
+	for name, text := range map[string]string{
+		"20MB": "Error: " + strings.Repeat(sentence(r, 20)+" ada@example.com ", 20<<20/140),
+		"4KB":  "Error: " + strings.Repeat(sentence(r, 20)+" ada@example.com ", 4<<10/140),
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				if out := f.ApplyText(text, Options{Vault: v}); len(out.Text) > DefaultBudget {
+					b.Fatalf("%d bytes", len(out.Text))
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkVaultMemory measures the heap a vault entry takes (heap-B/entry)
+// against what Stats counts for it (stats-B/entry), which entryOverhead
+// is calibrated on: the second should not be below the first.
+func BenchmarkVaultMemory(b *testing.B) {
+	const n = 50000
+	var heap, counted float64
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		v, err := NewVault(fuzzKey, "local", VaultOptions{MaxEntries: 2 * n})
+		if err != nil {
+			b.Fatal(err)
+		}
+		src := []string{"crm.get_contact"}
+		for i := range n {
+			v.Tokenize(ClassEmail, fmt.Sprintf("user%06d@example.com", i), src)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		heap = float64(after.HeapAlloc-before.HeapAlloc) / n
+		counted = float64(v.Stats().Bytes) / n
+		runtime.KeepAlive(v)
+	}
+	b.ReportMetric(heap, "heap-B/entry")
+	b.ReportMetric(counted, "stats-B/entry")
+}
+
+// BenchmarkFlow measures data-flow tracking on a ~1 MB tool result that
+// the program returns, with a rule on its source: observe records it,
+// check checks a 4 KB call against it, apply is Apply with the flow (the
+// known-value scan of every output), and pipeline is the three together,
+// a new flow each time; pipeline-unruled is pipeline when no rule names
+// the source. MB/s counts the result's bytes.
+func BenchmarkFlow(b *testing.B) {
+	doc := realisticResult(1 << 20)
+	f, v := benchFilter(b)
+	rules := []Rule{{From: "crm.*", To: "http.*"}}
+	newFlow := func() *Flow {
+		fl, err := f.NewFlow(FlowOptions{Rules: rules})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return fl
+	}
+	args, _ := json.Marshal(map[string]any{"url": "https://hooks.example/x", "body": sentence(rand.New(rand.NewPCG(7, 8)), 600)})
+	b.Run("observe", func(b *testing.B) {
+		b.SetBytes(int64(len(doc)))
+		cpu := startCPU()
+		for b.Loop() {
+			newFlow().Observe("crm.list_customers", doc, Provenance{})
+		}
+		cpu.report(b, len(doc))
+	})
+	fl := newFlow()
+	fl.Observe("crm.list_customers", doc, Provenance{})
+	st := fl.Stats()
+	b.Run("check", func(b *testing.B) {
+		b.SetBytes(int64(len(args)))
+		for b.Loop() {
+			if err := fl.Check("http.post", args); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("apply", func(b *testing.B) {
+		b.SetBytes(int64(len(doc)))
+		cpu := startCPU()
+		for b.Loop() {
+			if _, err := f.Apply(Input{Result: doc}, Options{Vault: v, Flow: fl}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu.report(b, len(doc))
+	})
+	b.Run("pipeline", func(b *testing.B) {
+		b.SetBytes(int64(len(doc)))
+		cpu := startCPU()
+		for b.Loop() {
+			fl := newFlow()
+			fl.Observe("crm.list_customers", doc, Provenance{})
+			if err := fl.Check("http.post", args); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := f.Apply(Input{Result: doc}, Options{Vault: v, Flow: fl}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu.report(b, len(doc))
+		b.ReportMetric(float64(st.Bytes)/float64(len(doc)), "flow-B/B")
+		b.ReportMetric(float64(st.Values), "values")
+	})
+	// The same when no rule names the source: only its sensitive values
+	// are kept, for the outputs.
+	b.Run("pipeline-unruled", func(b *testing.B) {
+		b.SetBytes(int64(len(doc)))
+		cpu := startCPU()
+		for b.Loop() {
+			fl, err := f.NewFlow(FlowOptions{Rules: []Rule{{From: "payments.*", To: "http.*"}}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			fl.Observe("crm.list_customers", doc, Provenance{})
+			if err := fl.Check("http.post", args); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := f.Apply(Input{Result: doc}, Options{Vault: v, Flow: fl}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu.report(b, len(doc))
+	})
+}
+
+// BenchmarkFlowMemory measures the heap a flow takes after observing a
+// ~1 MB result (heap-B) against what FlowStats counts (stats-B).
+func BenchmarkFlowMemory(b *testing.B) {
+	doc := realisticResult(1 << 20)
+	f, _ := benchFilter(b)
+	var heap, counted float64
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		fl, err := f.NewFlow(FlowOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		fl.Observe("crm.list_customers", doc, Provenance{})
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		heap = float64(after.HeapAlloc) - float64(before.HeapAlloc)
+		counted = float64(fl.Stats().Bytes)
+		runtime.KeepAlive(fl)
+	}
+	b.ReportMetric(heap, "heap-B")
+	b.ReportMetric(counted, "stats-B")
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"path"
 	"strconv"
 	"strings"
@@ -119,11 +120,21 @@ type Options struct {
 	// Vault receives the tokens. Nil means values to tokenize are
 	// redacted instead.
 	Vault *Vault
-	// Origin tells where values came from; nil means nowhere known.
+	// Origin tells where values came from; nil means Flow.Sources when
+	// Flow is set, else nowhere known.
 	Origin Origin
 	// Budget overrides Config.Budget for this call, up to
 	// Config.MaxBudget. 0 means Config.Budget.
 	Budget int
+	// Flow is the run's data-flow tracker. With it, every value the run
+	// received that the filter would hide in a tool result is hidden here
+	// too, wherever it is: without its field name, case-changed, or
+	// encoded (see Flow). It also serves as Origin when that is nil.
+	Flow *Flow
+	// Details asks for a report that lists findings one by one
+	// (Report.Details) and up to 64 cuts instead of 8. Reports are lean
+	// by default because hosts hand them to the model.
+	Details bool
 }
 
 // Input is the output of one run.
@@ -176,22 +187,38 @@ func (f *Filter) apply(in Input, opts Options) (*Output, *run, error) {
 	r := f.newRun(opts)
 	r.where = "result"
 	r.walk(&root, FieldMatch{})
-	logs := make([]string, len(in.Logs))
+	// Log lines are texts with a budget each: only their heads are
+	// scanned when they are much longer (see text.go).
+	logs := make([]*textJob, len(in.Logs))
 	r.where = "logs"
 	for i, line := range in.Logs {
 		r.path = append(r.path[:0], seg{index: i})
-		logs[i] = r.replaceText(line, false)
+		logs[i] = newTextJob(line, f.cfg.MaxLogLine)
+		r.detectJob(logs[i], false)
 	}
 	r.path = r.path[:0]
-	if len(r.values) > 0 {
+	ks := r.newKnownScan()
+	// With a flow, the known-value stage below finds every other
+	// occurrence of the values the run acted on, and more.
+	if len(r.values) > 0 && ks == nil {
 		sw := newSweeper(r.values)
 		r.where = "result"
 		r.sweepNode(sw, &root)
 		r.where = "logs"
-		for i := range logs {
+		for i, j := range logs {
 			r.path = append(r.path[:0], seg{index: i})
-			logs[i] = r.sweepText(sw, logs[i], false)
+			r.sweepJob(sw, j, false)
 		}
+	}
+	if ks != nil {
+		r.where = "result"
+		r.knownNode(ks, &root)
+		r.where = "logs"
+		for i, j := range logs {
+			r.path = append(r.path[:0], seg{index: i})
+			r.knownJob(ks, j, false)
+		}
+		r.path = r.path[:0]
 	}
 	out := &Output{Report: r.report}
 	measure(&root)
@@ -207,7 +234,11 @@ func (f *Filter) apply(in Input, opts Options) (*Output, *run, error) {
 		fitted, lim = root, &limiter{}
 		out.Limited = out.Full
 	} else {
-		out.Limited, fitted, lim = limitTree(&root, LimitOptions{Budget: budget, MaxDepth: f.cfg.MaxDepth})
+		maxCuts := leanCuts
+		if opts.Details {
+			maxCuts = maxCutsListed
+		}
+		out.Limited, fitted, lim = limitTree(&root, LimitOptions{Budget: budget, MaxDepth: f.cfg.MaxDepth}, maxCuts)
 	}
 	limited := out.Limited
 	if f.cfg.Compact {
@@ -229,26 +260,6 @@ func (f *Filter) apply(in Input, opts Options) (*Output, *run, error) {
 	return out, r, nil
 }
 
-// ApplyText filters one text, such as an error message or a console line
-// outside a run: detect and tokenize, redact or mask, without limiting.
-func (f *Filter) ApplyText(text string, opts Options) (string, Report) {
-	out, r := f.applyText(text, opts)
-	return out, r.report
-}
-
-func (f *Filter) applyText(text string, opts Options) (string, *run) {
-	r := f.newRun(opts)
-	r.where = "text"
-	out := r.replaceText(text, false)
-	if len(r.values) > 0 {
-		out = r.sweepText(newSweeper(r.values), out, false)
-	}
-	r.report.OriginalBytes = len(text)
-	r.report.FilteredBytes = len(out)
-	r.report.ReturnedBytes = len(out)
-	return out, r
-}
-
 func (f *Filter) budget(b int) int {
 	if b == 0 {
 		return f.cfg.Budget
@@ -258,31 +269,29 @@ func (f *Filter) budget(b int) int {
 
 // limitLogs cuts each line to MaxLogLine and keeps the first lines that fit
 // LogBudget, then a line saying how many were left out.
-func (f *Filter) limitLogs(lines []string, rep *Report) []string {
-	if len(lines) == 0 {
-		return lines
+func (f *Filter) limitLogs(jobs []*textJob, rep *Report) []string {
+	if len(jobs) == 0 {
+		return []string{}
 	}
-	st := &LogStats{Lines: len(lines)}
-	out := make([]string, 0, len(lines))
+	st := &LogStats{Lines: len(jobs)}
+	for _, j := range jobs {
+		st.Bytes += len(j.s)
+	}
+	out := make([]string, 0, len(jobs))
 	used := 0
-	for i, line := range lines {
-		st.Bytes += len(line)
-		if len(line) > f.cfg.MaxLogLine {
-			note := cutNote(len(line))
-			line = headWithinBytes(line, max(0, f.cfg.MaxLogLine-len(note))) + note
+	for i, j := range jobs {
+		line, cut, _ := j.finish()
+		if cut {
 			st.LinesCut++
 		}
-		rest := len(lines) - i - 1
+		rest := len(jobs) - i - 1
 		reserve := 0
 		if rest > 0 {
 			reserve = len(moreLines(rest))
 		}
 		if used+len(line)+reserve > f.cfg.LogBudget {
-			out = append(out, moreLines(len(lines)-i))
+			out = append(out, moreLines(len(jobs)-i))
 			used += len(out[len(out)-1])
-			for _, l := range lines[i+1:] {
-				st.Bytes += len(l)
-			}
 			break
 		}
 		out = append(out, line)
@@ -295,23 +304,6 @@ func (f *Filter) limitLogs(lines []string, rep *Report) []string {
 }
 
 func moreLines(n int) string { return "… " + strconv.Itoa(n) + " more " + plural(n, "line") }
-
-// headWithinBytes returns the longest prefix of s of at most n bytes that
-// ends on a rune boundary outside any token.
-func headWithinBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && i < len(s) && s[i]&0xC0 == 0x80 {
-		i--
-	}
-	head := s[:i]
-	if o := strings.LastIndex(head, tokenOpen); o >= 0 && !strings.Contains(head[o:], tokenClose) {
-		head = head[:o]
-	}
-	return head
-}
 
 // seg is one step of the path to the value being filtered.
 type seg struct {
@@ -333,7 +325,13 @@ type run struct {
 	// occurrences are replaced too.
 	values  map[string]replacement
 	origins map[string][]string
-	refs    []tokenRef // scratch
+	// flow is Options.Flow; observing, set when the run only observes a
+	// tool result for the flow, collects what act would replace.
+	flow      *Flow
+	observing *observed
+	refs      []tokenRef // scratch
+	spans     []span     // scratch
+	skip      []span     // scratch
 }
 
 type replacement struct {
@@ -348,29 +346,34 @@ type replacement struct {
 const minSweepLen = 6
 
 func (f *Filter) newRun(opts Options) *run {
-	return &run{f: f, opts: opts, sc: scanner{fields: f.fields}}
+	return &run{f: f, opts: opts, sc: scanner{fields: f.fields}, flow: opts.Flow}
 }
 
+// pointer is the path to the value being filtered, for a report. Keys on
+// it are as the filter left them.
 func (r *run) pointer() string {
-	var b strings.Builder
-	for _, s := range r.path {
-		tok := s.key
+	toks := make([]string, len(r.path))
+	for i, s := range r.path {
+		toks[i] = s.key
 		if !s.isKey {
-			tok = strconv.Itoa(s.index)
+			toks[i] = strconv.Itoa(s.index)
 		}
-		b.WriteString(appendPointer("", tok))
 	}
-	return b.String()
+	return reportPointer(toks)
 }
 
 func (r *run) origin(value string) []string {
-	if r.opts.Origin == nil {
+	origin := r.opts.Origin
+	if origin == nil && r.flow != nil {
+		origin = r.flow.sharedSources
+	}
+	if origin == nil {
 		return nil
 	}
 	if s, ok := r.origins[value]; ok {
 		return s
 	}
-	s := r.opts.Origin(value)
+	s := origin(value)
 	if r.origins == nil {
 		r.origins = map[string][]string{}
 	}
@@ -409,6 +412,13 @@ func (r *run) act(c Class, conf float64, detector, value string, raw, inKey bool
 		return "", false
 	}
 	action := r.f.Action(c)
+	if r.observing != nil {
+		if action == ActionAllow {
+			return "", false
+		}
+		r.observing.sensitive = append(r.observing.sensitive, sensitiveValue{value: value, class: c, conf: conf, detector: detector})
+		return "", true
+	}
 	if action != ActionAllow && r.allowedByTool(value) {
 		action = ActionAllow
 	}
@@ -457,7 +467,7 @@ func (r *run) record(c Class, conf float64, detector string, a Action, inKey boo
 	case ActionAllow:
 		rep.Allowed++
 	}
-	if len(rep.Details) < maxDetails {
+	if r.opts.Details && len(rep.Details) < maxDetails {
 		rep.Details = append(rep.Details, Finding{In: r.where, Path: r.pointer(), InKey: inKey, Class: c, Detector: detector, Confidence: conf, Action: a})
 	}
 }
@@ -471,20 +481,20 @@ func (r *run) walk(n *node, inherited FieldMatch) {
 		changedKeys := false
 		for i := range n.kids {
 			key := n.kids[i].key
-			r.path = append(r.path, seg{key: key, isKey: true})
 			if len(r.f.allowFields) > 0 && r.f.allowFields[normalizeField(key)] {
-				r.path = r.path[:len(r.path)-1]
 				continue
 			}
 			inh := inherited
 			if fm, ok := r.sc.field(key); ok && (scalar(&n.kids[i]) || fm.Confidence >= inheritConfidence) {
 				inh = fm
 			}
-			r.walk(&n.kids[i], inh)
+			// The key first: the path below shows it replaced.
 			if nk := r.replaceText(key, true); nk != key {
 				n.kids[i].key = nk
 				changedKeys = true
 			}
+			r.path = append(r.path, seg{key: n.kids[i].key, isKey: true})
+			r.walk(&n.kids[i], inh)
 			r.path = r.path[:len(r.path)-1]
 		}
 		if changedKeys {
@@ -572,30 +582,34 @@ func uniqueKeys(kids []node) {
 
 // replaceText replaces the sensitive values the detectors find in s.
 func (r *run) replaceText(s string, inKey bool) string {
+	spans := r.detectSpans(s, inKey, r.spans[:0])
+	r.spans = spans
+	return assemble(s, spans)
+}
+
+// detectSpans appends the replacements of the sensitive values the
+// detectors find in s.
+func (r *run) detectSpans(s string, inKey bool, out []span) []span {
+	if r.observing == nil && r.flow != nil && r.flow.seenFlags(s)&seenClean != 0 {
+		return out // scanned by Flow.Observe, nothing found
+	}
 	r.matches = r.sc.scan(s, r.matches)
-	if len(r.matches) == 0 {
-		return s
-	}
-	ms := r.dropInsideTokens(s, r.matches)
-	if len(ms) == 0 {
-		return s
-	}
-	var b strings.Builder
-	last := 0
-	for _, m := range ms {
-		text, ok := r.act(m.Class, m.Confidence, m.Detector, s[m.Start:m.End], false, inKey)
-		if !ok {
-			continue
+	if r.observing != nil && len(s) >= minScanLen {
+		flags := seenAsIs
+		if len(r.matches) == 0 {
+			flags |= seenClean
 		}
-		b.WriteString(s[last:m.Start])
-		b.WriteString(text)
-		last = m.End
+		r.observing.seen = append(r.observing.seen, seenString{hash: maphash.String(r.flow.seed, s), flags: flags})
 	}
-	if last == 0 {
-		return s
+	if len(r.matches) == 0 {
+		return out
 	}
-	b.WriteString(s[last:])
-	return b.String()
+	for _, m := range r.dropInsideTokens(s, r.matches) {
+		if text, ok := r.act(m.Class, m.Confidence, m.Detector, s[m.Start:m.End], false, inKey); ok {
+			out = append(out, span{start: m.Start, end: m.End, text: text})
+		}
+	}
+	return out
 }
 
 // dropInsideTokens removes matches that overlap tokens or markers already

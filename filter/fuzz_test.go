@@ -3,6 +3,7 @@ package filter
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"regexp"
 	"strings"
@@ -40,7 +41,7 @@ func checkPipeline(t *testing.T, data []byte, budget int, mode uint8) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vault, err := NewVault(fuzzKey, VaultOptions{})
+	vault, err := NewVault(fuzzKey, "local", VaultOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func checkPipeline(t *testing.T, data []byte, budget int, mode uint8) {
 		t.Fatal(err)
 	}
 	measure(&full)
-	raw, fitted, _ := fitTree(&full, LimitOptions{Budget: budget, MaxDepth: cfg.MaxDepth})
+	raw, fitted, _ := fitTree(&full, LimitOptions{Budget: budget, MaxDepth: cfg.MaxDepth}, maxCutsListed)
 	if len(raw) > budget || fitted.size != len(raw) {
 		t.Fatalf("fitTree made %d bytes (size says %d), budget %d", len(raw), fitted.size, budget)
 	}
@@ -114,7 +115,7 @@ func checkPipeline(t *testing.T, data []byte, budget int, mode uint8) {
 	}
 
 	// The same input gives the same output.
-	vault2, _ := NewVault(fuzzKey, VaultOptions{})
+	vault2, _ := NewVault(fuzzKey, "local", VaultOptions{})
 	again, err := flt.Apply(Input{Result: data, Logs: logs}, Options{Vault: vault2})
 	if err != nil {
 		t.Fatal(err)
@@ -124,8 +125,8 @@ func checkPipeline(t *testing.T, data []byte, budget int, mode uint8) {
 	}
 
 	// The text variant holds the same promise.
-	text, tr := flt.applyText(string(data), Options{Vault: vault})
-	text = stripMarkers(text)
+	res, tr := flt.applyText(string(data), Options{Vault: vault})
+	text := stripMarkers(res.Text)
 	for v := range tr.values {
 		if strings.Contains(text, v) {
 			t.Fatalf("replaced value %q survives in text %q", v, text)
@@ -161,4 +162,119 @@ func collectStrings(tb testing.TB, doc []byte) []string {
 			out = append(out, v.String())
 		}
 	}
+}
+
+// FuzzApplyText checks ApplyText on arbitrary text and budgets: the text
+// fits the budget, stays valid UTF-8, keeps no value the run replaced,
+// and, when cut, is a head of Full followed by the cut note.
+func FuzzApplyText(f *testing.F) {
+	f.Add("error: duplicate ada@example.com (password=hunter22)", uint16(40))
+	f.Fuzz(func(t *testing.T, text string, budget uint16) {
+		flt, err := New(Config{Budget: MinBudget + int(budget)%4096})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vault, err := NewVault(fuzzKey, "local", VaultOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, r := flt.applyText(text, Options{Vault: vault})
+		b := out.Report.Budget
+		if len(out.Text) > b || out.Report.ReturnedBytes != len(out.Text) {
+			t.Fatalf("%d bytes for a budget of %d (report %+v)", len(out.Text), b, out.Report)
+		}
+		if utf8.ValidString(text) && !utf8.ValidString(out.Text) {
+			t.Fatalf("invalid UTF-8 from valid text: %q", out.Text)
+		}
+		full := out.Full()
+		if out.Report.Cut {
+			head, ok := strings.CutSuffix(out.Text, cutNote(len(text)))
+			if !ok && out.Text != ellipsis {
+				t.Fatalf("cut text %q lacks the note", out.Text)
+			}
+			if !strings.HasPrefix(full, head) {
+				t.Fatalf("head %q is not a prefix of Full %q", head, full)
+			}
+		} else if full != out.Text {
+			t.Fatalf("uncut text %q differs from Full %q", out.Text, full)
+		}
+		for _, s := range []string{stripMarkers(out.Text), stripMarkers(full)} {
+			for v := range r.values {
+				if strings.Contains(s, v) {
+					t.Fatalf("replaced value %q survives in %q", v, s)
+				}
+			}
+		}
+	})
+}
+
+// FuzzFlow observes an arbitrary tool result, then checks arbitrary
+// arguments and filters an arbitrary output with the flow. It never
+// panics; a FlowError's path shows no value the flow knows as sensitive;
+// no such value survives, in its folded form, anywhere in the output;
+// and provenance survives its JSON form.
+func FuzzFlow(f *testing.F) {
+	f.Add([]byte(`{"email":"ada@example.com","password":"hunter2-Horse","name":"Ada Lovelace"}`),
+		[]byte(`{"v":"YWRhQGV4YW1wbGUuY29t","ada@example.com":{"x":"HUNTER2-HORSE"}}`), uint8(0))
+	f.Fuzz(func(t *testing.T, result, output []byte, mode uint8) {
+		flt, err := New(Config{Budget: 1 << 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fl, err := flt.NewFlow(FlowOptions{Rules: []Rule{{From: "crm.*", To: "http.*"}}, MaxBytes: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fl.Observe("crm.get", result, NewProvenance("hr.get"))
+		var sens []string
+		fl.mu.RLock()
+		for _, v := range fl.values {
+			if v.sens > 0 && len(v.pattern) < maxPatternLen {
+				sens = append(sens, v.pattern)
+			}
+		}
+		fl.mu.RUnlock()
+
+		var fe *FlowError
+		if err := fl.Check("http.post", output); errors.As(err, &fe) {
+			p := string(foldString(fe.Path))
+			for _, v := range sens {
+				if strings.Contains(p, v) {
+					t.Fatalf("path %q shows %q", fe.Path, v)
+				}
+			}
+		} else if err != nil {
+			t.Fatalf("Check = %v, want nil or a *FlowError", err)
+		}
+
+		vault, _ := NewVault(fuzzKey, "local", VaultOptions{})
+		var texts []string
+		if mode&1 == 0 && json.Valid(output) {
+			out, err := flt.Apply(Input{Result: output, Logs: []string{string(result)}}, Options{Vault: vault, Flow: fl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			texts = append(collectStrings(t, out.Full), out.Logs...)
+		} else {
+			texts = []string{flt.ApplyText(string(output), Options{Vault: vault, Flow: fl, Budget: 1 << 16}).Text}
+		}
+		for _, s := range texts {
+			folded := string(foldString(stripMarkers(s)))
+			for _, v := range sens {
+				if strings.Contains(folded, v) {
+					t.Fatalf("known value %q survives in %q", v, s)
+				}
+			}
+		}
+
+		p := fl.Provenance(output)
+		b, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := ParseProvenance(string(b))
+		if err != nil || back.String() != p.String() {
+			t.Fatalf("provenance %v → %s → %v, %v", p, b, back, err)
+		}
+	})
 }

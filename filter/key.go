@@ -2,6 +2,7 @@ package filter
 
 import (
 	"bytes"
+	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -47,6 +48,25 @@ func KeyFromBytes(b []byte) (Key, error) {
 func (k Key) ID() string {
 	sum := sha256.Sum256(k.b[:])
 	return hex.EncodeToString(sum[:4])
+}
+
+// principalKeyInfo is the HKDF info that derives a principal's token key;
+// the principal's name follows it.
+const principalKeyInfo = "codecell/filter token key v1\x00"
+
+// forPrincipal returns the key under which the tokens of one principal
+// are derived: HKDF-Expand (RFC 5869, crypto/hkdf, SHA-256) of the
+// installation key with the info principalKeyInfo + principal. The
+// installation key is uniformly random, so it serves as the
+// pseudorandom key without an extract step. The same value gets
+// unrelated tokens under two principals, so a token shown to one tells
+// nothing to another.
+func (k Key) forPrincipal(principal string) (Key, error) {
+	b, err := hkdf.Expand(sha256.New, k.b[:], principalKeyInfo+principal, KeySize)
+	if err != nil {
+		return Key{}, fmt.Errorf("derive key of principal: %w", err)
+	}
+	return KeyFromBytes(b)
 }
 
 func (k Key) String() string   { return "filter.Key(" + k.ID() + ")" }

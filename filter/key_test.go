@@ -133,7 +133,7 @@ func TestRotateKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldVault, _ := NewVault(old, VaultOptions{})
+	oldVault, _ := NewVault(old, "local", VaultOptions{})
 	tok := oldVault.Tokenize(ClassEmail, "ada@example.com", nil)
 
 	rotated, err := RotateKey(path)
@@ -151,7 +151,7 @@ func TestRotateKey(t *testing.T) {
 	if st.Mode().Perm() != 0o600 {
 		t.Errorf("rotated key mode %04o", st.Mode().Perm())
 	}
-	newVault, _ := NewVault(rotated, VaultOptions{})
+	newVault, _ := NewVault(rotated, "local", VaultOptions{})
 	if newVault.Tokenize(ClassEmail, "ada@example.com", nil) == tok {
 		t.Error("same token under the rotated key")
 	}

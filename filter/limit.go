@@ -17,8 +17,6 @@ const (
 	// DefaultMaxDepth is the nesting depth beyond which containers are
 	// summarized.
 	DefaultMaxDepth = 16
-	// maxCutsListed bounds the cuts a report lists one by one.
-	maxCutsListed = 64
 )
 
 // Cut kinds.
@@ -92,14 +90,15 @@ func Limit(doc json.RawMessage, opts LimitOptions) (json.RawMessage, []Cut, erro
 		return nil, nil, err
 	}
 	measure(&root)
-	out, _, lim := limitTree(&root, opts.normalized())
+	out, _, lim := limitTree(&root, opts.normalized(), maxCutsListed)
 	return out, lim.cuts, nil
 }
 
 // limitTree returns the limited encoding of root, which must be measured,
-// the limited tree and the limiter's record of cuts.
-func limitTree(root *node, opts LimitOptions) ([]byte, node, *limiter) {
-	out, fitted, l := fitTree(root, opts)
+// the limited tree and the limiter's record of cuts, of which it lists
+// up to maxCuts.
+func limitTree(root *node, opts LimitOptions, maxCuts int) ([]byte, node, *limiter) {
+	out, fitted, l := fitTree(root, opts, maxCuts)
 	if len(out) > opts.Budget {
 		// Not reached unless the size accounting is wrong; the fuzz tests
 		// check fitTree without this net.
@@ -111,8 +110,8 @@ func limitTree(root *node, opts LimitOptions) ([]byte, node, *limiter) {
 
 // fitTree fits root, which must be measured, to the budget and encodes
 // it.
-func fitTree(root *node, opts LimitOptions) ([]byte, node, *limiter) {
-	l := &limiter{maxDepth: opts.MaxDepth}
+func fitTree(root *node, opts LimitOptions, maxCuts int) ([]byte, node, *limiter) {
+	l := &limiter{maxDepth: opts.MaxDepth, maxCuts: maxCuts}
 	fitted := l.fit(root, opts.Budget, 0, nil)
 	out := appendJSON(make([]byte, 0, min(fitted.size, opts.Budget)), &fitted)
 	return out, fitted, l
@@ -127,25 +126,28 @@ type pathElem struct {
 }
 
 func (p *pathElem) String() string {
-	if p == nil {
-		return ""
+	var toks []string
+	for ; p != nil; p = p.parent {
+		tok := p.key
+		if !p.isKey {
+			tok = strconv.Itoa(p.index)
+		}
+		toks = append(toks, tok)
 	}
-	tok := p.key
-	if !p.isKey {
-		tok = strconv.Itoa(p.index)
-	}
-	return appendPointer(p.parent.String(), tok)
+	slices.Reverse(toks)
+	return reportPointer(toks)
 }
 
 type limiter struct {
 	maxDepth  int
+	maxCuts   int
 	cuts      []Cut
 	cutsTotal int
 }
 
 func (l *limiter) cut(p *pathElem, kind string, total, kept int) {
 	l.cutsTotal++
-	if len(l.cuts) < maxCutsListed {
+	if len(l.cuts) < l.maxCuts {
 		l.cuts = append(l.cuts, Cut{Path: p.String(), Kind: kind, Total: total, Kept: kept})
 	}
 }

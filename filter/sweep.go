@@ -85,42 +85,42 @@ func (r *run) sweepText(sw *sweeper, s string, inKey bool) string {
 	if len(s) < minSweepLen {
 		return s
 	}
-	refs := r.refs[:0]
-	if strings.Contains(s, tokenOpen) {
-		refs = appendTokenRefs(refs, s)
-		r.refs = refs
-	}
-	var b strings.Builder
-	last, ref := 0, 0
+	skip := tokenRegions(r.skip[:0], s)
+	r.skip = skip
+	spans := r.sweepSpans(sw, s, skip, inKey, r.spans[:0])
+	r.spans = spans
+	return assemble(s, spans)
+}
+
+// sweepSpans appends the replacements of the values the run acted on
+// that occur in s outside the regions in skip (ordered, not
+// overlapping).
+func (r *run) sweepSpans(sw *sweeper, s string, skip []span, inKey bool, out []span) []span {
+	ref := 0
 	for i := 0; i+minSweepLen <= len(s); i++ {
-		for ref < len(refs) && refs[ref].end <= i {
+		for ref < len(skip) && skip[ref].end <= i {
 			ref++
 		}
-		if ref < len(refs) && refs[ref].start <= i {
-			i = refs[ref].end - 1
+		if ref < len(skip) && skip[ref].start <= i {
+			i = skip[ref].end - 1
 			continue
 		}
-		if !sw.maybe(load4(s[i:])) {
+		p := load4(s[i:])
+		if !sw.maybe(p) {
 			continue
 		}
-		for _, v := range sw.candidates(load4(s[i:])) {
-			if !strings.HasPrefix(s[i:], v) || (ref < len(refs) && i+len(v) > refs[ref].start) {
+		for _, v := range sw.candidates(p) {
+			if !strings.HasPrefix(s[i:], v) || (ref < len(skip) && i+len(v) > skip[ref].start) {
 				continue
 			}
 			rep := sw.values[v]
-			b.WriteString(s[last:i])
-			b.WriteString(rep.text)
+			out = append(out, span{start: i, end: i + len(v), text: rep.text})
 			r.record(rep.class, rep.conf, "repeat", rep.action, inKey)
-			last = i + len(v)
-			i = last - 1
+			i += len(v) - 1
 			break
 		}
 	}
-	if last == 0 {
-		return s
-	}
-	b.WriteString(s[last:])
-	return b.String()
+	return out
 }
 
 // sweepNode sweeps every string, key and number in n.
@@ -130,16 +130,15 @@ func (r *run) sweepNode(sw *sweeper, n *node) {
 		changed := false
 		for i := range n.kids {
 			key := n.kids[i].key
-			r.path = append(r.path, seg{key: key, isKey: true})
 			if len(r.f.allowFields) > 0 && r.f.allowFields[normalizeField(key)] {
-				r.path = r.path[:len(r.path)-1]
 				continue
 			}
-			r.sweepNode(sw, &n.kids[i])
 			if k := r.sweepText(sw, key, true); k != key {
 				n.kids[i].key = k
 				changed = true
 			}
+			r.path = append(r.path, seg{key: n.kids[i].key, isKey: true})
+			r.sweepNode(sw, &n.kids[i])
 			r.path = r.path[:len(r.path)-1]
 		}
 		if changed {

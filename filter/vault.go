@@ -61,7 +61,7 @@ func (e *TokenError) Error() string {
 	if errors.Is(e.Err, ErrRedacted) {
 		return fmt.Sprintf("argument for %s holds %s: the value was redacted and cannot be used; only tokens (⟦class:hex⟧) stand for values", e.Tool, e.Token)
 	}
-	return fmt.Sprintf("argument for %s holds %s: unknown token: it was not issued in this session or has expired; pass tokens exactly as results show them", e.Tool, e.Token)
+	return fmt.Sprintf("argument for %s holds %s: unknown token: this session did not issue it, or it expired (tokens live only as long as the session that issued them, and a session's oldest tokens expire when it holds too many); pass tokens exactly as this session's results show them", e.Tool, e.Token)
 }
 
 func (e *TokenError) Unwrap() error { return e.Err }
@@ -88,7 +88,8 @@ type VaultOptions struct {
 	// MaxEntries bounds the tokens held; the least recently used go first.
 	// 0 means 65536.
 	MaxEntries int
-	// MaxBytes bounds the total size of the values held. 0 means 64 MiB.
+	// MaxBytes bounds the memory the vault holds, as Stats counts it:
+	// values, tokens and bookkeeping. 0 means 64 MiB.
 	MaxBytes int
 	// Rules are the exfiltration rules checked by Resolve.
 	Rules []Rule
@@ -98,10 +99,13 @@ type VaultOptions struct {
 const maxSources = 32
 
 // Vault maps the tokens of one MCP session to their values, in memory
-// only, and resolves tokens in tool arguments. It is safe for concurrent
-// use. The zero value is not usable; call NewVault.
+// only, and resolves tokens in tool arguments. A session belongs to one
+// principal, and tokens are derived under that principal's key (see
+// NewVault). It is safe for concurrent use. The zero value is not usable;
+// call NewVault.
 type Vault struct {
-	key        Key
+	key        Key // the principal's
+	principal  string
 	rules      []Rule
 	maxEntries int
 	maxBytes   int
@@ -112,7 +116,30 @@ type Vault struct {
 	byToken map[string]*vaultEntry
 	byValue map[valueKey]*vaultEntry
 	lru     list.List // of *vaultEntry, most recent first
-	bytes   int
+	bytes   int       // as Stats counts them
+	evicted int
+}
+
+// VaultStats is what a vault holds, for the server to cap and evict
+// sessions and to report metrics.
+type VaultStats struct {
+	// Entries is the number of tokens held.
+	Entries int
+	// Bytes estimates the memory they take: values, tokens, sources and
+	// a fixed cost per entry for the maps and lists that index them
+	// (calibrated by BenchmarkVaultMemory).
+	Bytes int
+	// Evicted counts the entries dropped to stay within the bounds.
+	Evicted int
+}
+
+// entryOverhead is the memory an entry takes besides its strings: the
+// entry, its list element, its slots in two maps and its sources slice
+// (BenchmarkVaultMemory measures it).
+const entryOverhead = 272
+
+func (e *vaultEntry) cost() int {
+	return entryOverhead + len(e.value) + len(e.token) + 16*cap(e.sources)
 }
 
 type valueKey struct {
@@ -129,15 +156,28 @@ type vaultEntry struct {
 	elem    *list.Element
 }
 
-// NewVault returns an empty vault that derives tokens under key.
-func NewVault(key Key, opts VaultOptions) (*Vault, error) {
+// NewVault returns an empty vault for a session of principal, which
+// derives tokens under the principal's own key: HKDF-SHA256 of the
+// installation key and the principal's name. The same value gets the same
+// token in every session of one principal and unrelated tokens for
+// another principal, so a token is no oracle across principals. The
+// principal may not be empty.
+func NewVault(key Key, principal string, opts VaultOptions) (*Vault, error) {
+	if principal == "" {
+		return nil, errors.New("new vault: no principal")
+	}
 	for _, r := range opts.Rules {
 		if err := r.validate(); err != nil {
 			return nil, fmt.Errorf("new vault: %w", err)
 		}
 	}
+	pk, err := key.forPrincipal(principal)
+	if err != nil {
+		return nil, fmt.Errorf("new vault: %w", err)
+	}
 	v := &Vault{
-		key:        key,
+		key:        pk,
+		principal:  principal,
 		rules:      slices.Clone(opts.Rules),
 		maxEntries: opts.MaxEntries,
 		maxBytes:   opts.MaxBytes,
@@ -154,6 +194,9 @@ func NewVault(key Key, opts VaultOptions) (*Vault, error) {
 	return v, nil
 }
 
+// Principal returns the principal whose session the vault serves.
+func (v *Vault) Principal() string { return v.principal }
+
 // Len returns the number of tokens held.
 func (v *Vault) Len() int {
 	v.mu.Lock()
@@ -161,16 +204,17 @@ func (v *Vault) Len() int {
 	return len(v.byToken)
 }
 
-// Bytes returns the size of the values held, the vault's share of memory.
-func (v *Vault) Bytes() int {
+// Stats returns what the vault holds. It takes constant time.
+func (v *Vault) Stats() VaultStats {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.bytes
+	return VaultStats{Entries: len(v.byToken), Bytes: v.bytes, Evicted: v.evicted}
 }
 
 // Tokenize returns the token for value of class c and remembers value and
 // its sources (qualified names of the tools whose results contained it).
-// The same value and class always get the same token under one key.
+// The same value and class always get the same token under one key and
+// principal.
 func (v *Vault) Tokenize(c Class, value string, sources []string) string {
 	return v.tokenize(c, value, false, sources)
 }
@@ -179,7 +223,7 @@ func (v *Vault) tokenize(c Class, value string, raw bool, sources []string) stri
 	v.mu.Lock()
 	if e, ok := v.byValue[valueKey{c, value}]; ok {
 		e.raw = e.raw && raw
-		e.sources = addSources(e.sources, sources)
+		v.addSources(e, sources)
 		v.lru.MoveToFront(e.elem)
 		v.mu.Unlock()
 		return e.token
@@ -191,7 +235,7 @@ func (v *Vault) tokenize(c Class, value string, raw bool, sources []string) stri
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if e, ok := v.byValue[valueKey{c, value}]; ok { // added meanwhile
-		e.sources = addSources(e.sources, sources)
+		v.addSources(e, sources)
 		return e.token
 	}
 	var token string
@@ -201,26 +245,37 @@ func (v *Vault) tokenize(c Class, value string, raw bool, sources []string) stri
 			break
 		}
 	}
-	if _, taken := v.byToken[token]; taken || len(value) > v.maxBytes {
+	e := &vaultEntry{token: token, class: c, value: value, raw: raw, sources: addSources(nil, sources)}
+	if _, taken := v.byToken[token]; taken || e.cost() > v.maxBytes {
 		// A full-length digest collision, or a value too large to keep:
 		// the token stands, but cannot be resolved.
 		return token
 	}
 	// Clone: value may be a slice of a large document.
-	value = strings.Clone(value)
-	e := &vaultEntry{token: token, class: c, value: value, raw: raw, sources: addSources(nil, sources)}
+	e.value = strings.Clone(value)
 	e.elem = v.lru.PushFront(e)
 	v.byToken[token] = e
-	v.byValue[valueKey{c, value}] = e
-	v.bytes += len(value)
+	v.byValue[valueKey{c, e.value}] = e
+	v.bytes += e.cost()
 	for len(v.byToken) > v.maxEntries || v.bytes > v.maxBytes {
 		old := v.lru.Back().Value.(*vaultEntry)
 		v.lru.Remove(old.elem)
 		delete(v.byToken, old.token)
 		delete(v.byValue, valueKey{old.class, old.value})
-		v.bytes -= len(old.value)
+		v.bytes -= old.cost()
+		v.evicted++
 	}
 	return token
+}
+
+// addSources adds sources to e, keeping the byte count.
+func (v *Vault) addSources(e *vaultEntry, add []string) {
+	if len(add) == 0 {
+		return
+	}
+	before := e.cost()
+	e.sources = addSources(e.sources, add)
+	v.bytes += e.cost() - before
 }
 
 func addSources(have, add []string) []string {

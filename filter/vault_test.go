@@ -13,7 +13,7 @@ import (
 
 func newTestVault(tb testing.TB, opts VaultOptions) *Vault {
 	tb.Helper()
-	v, err := NewVault(fuzzKey, opts)
+	v, err := NewVault(fuzzKey, "local", opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestTokenizeStable(t *testing.T) {
 	}
 	// ... another key does not, nor another class or value.
 	other, _ := NewKey()
-	v2, _ := NewVault(other, VaultOptions{})
+	v2, _ := NewVault(other, "local", VaultOptions{})
 	for _, b := range []string{
 		v2.Tokenize(ClassEmail, "ada@example.com", nil),
 		v.Tokenize(ClassPhone, "ada@example.com", nil),
@@ -55,9 +55,56 @@ func TestTokenizeStable(t *testing.T) {
 	}
 }
 
+// TestTokensPerPrincipal: the same value gets unrelated tokens for two
+// principals under one installation key, the same token in two sessions
+// of one principal, and a principal's vault resolves none of another's
+// tokens.
+func TestTokensPerPrincipal(t *testing.T) {
+	t.Parallel()
+	newVault := func(principal string) *Vault {
+		v, err := NewVault(fuzzKey, principal, VaultOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	a1, a2, b := newVault("alice"), newVault("alice"), newVault("bob")
+	ta := a1.Tokenize(ClassEmail, "ada@example.com", nil)
+	if got := a2.Tokenize(ClassEmail, "ada@example.com", nil); got != ta {
+		t.Errorf("two sessions of alice: %s and %s", ta, got)
+	}
+	tb := b.Tokenize(ClassEmail, "ada@example.com", nil)
+	if tb == ta || tb[len("⟦email:"):][:4] == ta[len("⟦email:"):][:4] {
+		t.Errorf("alice and bob: %s and %s", ta, tb)
+	}
+	// Principal names that share a prefix get unrelated keys too.
+	if newVault("alice2").Tokenize(ClassEmail, "ada@example.com", nil) == ta {
+		t.Error("alice2 shares alice's tokens")
+	}
+	_, err := b.Resolve(json.RawMessage(`{"to":"`+ta+`"}`), "mail.send")
+	if !errors.Is(err, ErrUnknownToken) || strings.Contains(err.Error(), "ada@example.com") {
+		t.Errorf("bob resolving alice's token: %v", err)
+	}
+	if a1.Principal() != "alice" {
+		t.Errorf("Principal = %q", a1.Principal())
+	}
+	if _, err := NewVault(fuzzKey, "", VaultOptions{}); err == nil {
+		t.Error("NewVault accepted an empty principal")
+	}
+	// The derivation is HKDF-Expand over SHA-256, pinned here so that a
+	// change of it (which changes every token) is deliberate.
+	k, err := fuzzKey.forPrincipal("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := k.ID(); id != pinnedAliceKeyID {
+		t.Errorf("alice's key has ID %s, want %s", id, pinnedAliceKeyID)
+	}
+}
+
 func newZeroKeyVault(tb testing.TB) *Vault {
 	tb.Helper()
-	v, err := NewVault(Key{}, VaultOptions{})
+	v, err := NewVault(Key{}, "local", VaultOptions{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -144,7 +191,7 @@ func TestResolveErrors(t *testing.T) {
 	if _, err := v.Resolve(json.RawMessage(`{"a":"`+email+`"`), "x.y"); err == nil {
 		t.Error("invalid JSON holding a token: no error")
 	}
-	if _, err := NewVault(fuzzKey, VaultOptions{Rules: []Rule{{From: "[", To: "x"}}}); err == nil {
+	if _, err := NewVault(fuzzKey, "local", VaultOptions{Rules: []Rule{{From: "[", To: "x"}}}); err == nil {
 		t.Error("NewVault accepted a malformed glob")
 	}
 }
@@ -161,13 +208,13 @@ func TestResolveString(t *testing.T) {
 
 func TestVaultBounded(t *testing.T) {
 	t.Parallel()
-	v := newTestVault(t, VaultOptions{MaxEntries: 10, MaxBytes: 1000})
+	v := newTestVault(t, VaultOptions{MaxEntries: 10})
 	var toks []string
 	for i := range 25 {
 		toks = append(toks, v.Tokenize(ClassEmail, fmt.Sprintf("user%d@example.com", i), nil))
 	}
-	if v.Len() != 10 {
-		t.Fatalf("Len = %d, want 10", v.Len())
+	if st := v.Stats(); st.Entries != 10 || st.Evicted != 15 || v.Len() != 10 {
+		t.Fatalf("Stats = %+v, Len %d; want 10 entries, 15 evicted", st, v.Len())
 	}
 	// The oldest are gone, the newest resolve.
 	if _, err := v.Resolve(json.RawMessage(`"`+toks[0]+`"`), "a.b"); !errors.Is(err, ErrUnknownToken) {
@@ -176,13 +223,47 @@ func TestVaultBounded(t *testing.T) {
 	if _, err := v.Resolve(json.RawMessage(`"`+toks[24]+`"`), "a.b"); err != nil {
 		t.Errorf("recent token: %v", err)
 	}
-	// The byte bound holds too.
-	w := newTestVault(t, VaultOptions{MaxBytes: 100})
+	// The byte bound holds too, counting what Stats counts.
+	one := newTestVault(t, VaultOptions{})
+	one.Tokenize(ClassSecret, strings.Repeat("a", 30), nil)
+	cost := one.Stats().Bytes
+	if cost < 30+entryOverhead {
+		t.Fatalf("one 30-byte value costs %d bytes", cost)
+	}
+	w := newTestVault(t, VaultOptions{MaxBytes: 3*cost + cost/2})
 	for i := range 10 {
 		w.Tokenize(ClassSecret, strings.Repeat(string(rune('a'+i)), 30), nil)
 	}
-	if w.Len() != 3 {
-		t.Errorf("Len = %d under a 100-byte bound of 30-byte values, want 3", w.Len())
+	if st := w.Stats(); st.Entries != 3 || st.Bytes != 3*cost || st.Evicted != 7 {
+		t.Errorf("Stats = %+v under a bound of 3.5 entries of %d bytes", st, cost)
+	}
+	// A value larger than the bound is not kept; its token stands.
+	if tok := w.Tokenize(ClassSecret, strings.Repeat("z", 4*cost), nil); tok == "" || w.Stats().Entries != 3 {
+		t.Errorf("oversized value: token %q, %+v", tok, w.Stats())
+	}
+}
+
+func TestVaultStatsCount(t *testing.T) {
+	t.Parallel()
+	v := newTestVault(t, VaultOptions{})
+	if st := v.Stats(); st != (VaultStats{}) {
+		t.Fatalf("empty vault: %+v", st)
+	}
+	v.Tokenize(ClassEmail, "ada@example.com", nil)
+	one := v.Stats().Bytes
+	v.Tokenize(ClassEmail, "ada@example.com", nil) // again: nothing new
+	if st := v.Stats(); st.Entries != 1 || st.Bytes != one {
+		t.Errorf("same value twice: %+v, want %d bytes", st, one)
+	}
+	v.Tokenize(ClassEmail, "ada@example.com", []string{"crm.get", "crm.list"})
+	if st := v.Stats(); st.Bytes <= one {
+		t.Errorf("sources added, bytes %d ≤ %d", st.Bytes, one)
+	}
+	for i := range 100 {
+		v.Tokenize(ClassEmail, fmt.Sprintf("u%03d@example.com", i), nil)
+	}
+	if st := v.Stats(); st.Entries != 101 || st.Bytes < 100*one {
+		t.Errorf("101 values: %+v", st)
 	}
 }
 
@@ -251,8 +332,9 @@ func TestMaskValue(t *testing.T) {
 }
 
 // FuzzResolve feeds arbitrary arguments to Resolve: it never panics, its
-// output is valid JSON, arguments without tokens come back unchanged, and
-// after resolution no issued token is left.
+// output is valid JSON, arguments without tokens come back unchanged,
+// after resolution no issued token is left, and another principal's vault
+// never resolves them.
 func FuzzResolve(f *testing.F) {
 	v := newTestVault(f, VaultOptions{})
 	toks := []string{
@@ -263,7 +345,15 @@ func FuzzResolve(f *testing.F) {
 	for _, s := range []string{`{"to":"` + toks[0] + `"}`, `["a ` + toks[1] + ` b",{"` + toks[0] + `":"` + toks[2] + `"}]`, `{"x":1}`, `"⟦email:00000000⟧"`} {
 		f.Add([]byte(s))
 	}
+	other, err := NewVault(fuzzKey, "bob", VaultOptions{})
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// Another principal's vault never gives this one's values.
+		if got, err := other.Resolve(data, "mail.send"); err == nil && !bytes.Contains(data, []byte("ada@example.com")) && bytes.Contains(got, []byte("ada@example.com")) {
+			t.Fatalf("bob's vault resolved %q to %q", data, got)
+		}
 		out, err := v.Resolve(data, "mail.send")
 		if err != nil {
 			return
@@ -284,3 +374,8 @@ func FuzzResolve(f *testing.F) {
 		}
 	})
 }
+
+// pinnedAliceKeyID is the ID of alice's key under fuzzKey, computed
+// outside Go: HMAC-SHA256(7×32 bytes, "codecell/filter token key
+// v1\x00alice" ‖ 0x01), then the first 4 bytes of its SHA-256.
+const pinnedAliceKeyID = "ea16ed4f"

@@ -126,14 +126,18 @@ func (s *Server) directTool(t *tools.Tool) (server.ServerTool, bool) {
 		if err != nil {
 			return nil, err
 		}
-		org := &origins{}
-		out, err := dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: sess.vault}.Call(ctx, qualified, args)
-		opts := filter.Options{Vault: sess.vault, Origin: org.sources}
+		// One call is one flow: it sees the call's result (Observe, in
+		// the dispatcher), and the filter hides its sensitive values.
+		flow, err := s.filter.NewFlow(filter.FlowOptions{Rules: s.cfg.Rules})
+		if err != nil {
+			return nil, err
+		}
+		out, err := dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: sess.vault, flow: flow}.Call(ctx, qualified, args)
+		opts := filter.Options{Vault: sess.vault, Flow: flow}
 		if err != nil {
 			msg := s.filterText(err.Error(), s.budget-64, opts)
 			return mcp.NewToolResultError(fmt.Sprintf("%s (%s)", msg, errorCode(err))), nil
 		}
-		org.add(qualified, out)
 		// The model sees a direct result as it sees a program's: filtered
 		// and within the budget.
 		f, err := s.filter.Apply(filter.Input{Result: out}, opts)

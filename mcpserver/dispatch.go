@@ -22,6 +22,9 @@ type dispatcher struct {
 	caller tools.Caller
 	local  bool          // the caller is the local user over stdio
 	vault  *filter.Vault // the caller's session's tokens
+	// flow tracks what the run received from each source, for the
+	// data-flow rules and the output filter; nil tracks nothing.
+	flow *filter.Flow
 }
 
 var _ executor.Dispatcher = dispatcher{}
@@ -33,14 +36,30 @@ func (d dispatcher) Call(ctx context.Context, name string, args json.RawMessage)
 		return nil, r
 	}
 	args, err := resolveTokens(d.vault, name, args)
+	if err == nil && d.flow != nil {
+		err = checkFlow(d.flow, name, args)
+	}
 	if err != nil {
 		d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, d.caller, name), tools.CodeOf(err)).Inc()
 		if tools.CodeOf(err) == "policy_violation" {
-			d.s.log.Warn("exfiltration rule blocked a tool call", "tool", name, "principal", d.caller.Principal)
+			d.s.log.Warn("a data-flow rule blocked a tool call", "tool", metricName(d.s.reg, d.caller, name), "principal", d.caller.Principal)
 		}
 		return nil, err
 	}
-	out, err := d.s.reg.Call(tools.WithCaller(ctx, d.caller), name, args)
+	ctx = tools.WithCaller(ctx, d.caller)
+	if d.flow != nil {
+		// What a tool stores (a memory, a workspace file) keeps the
+		// sources of the values it was given.
+		if p := d.flow.Provenance(args); !p.IsZero() {
+			if b, err := json.Marshal(p); err == nil {
+				ctx = memory.WithProvenance(ctx, b)
+			}
+		}
+	}
+	out, err := d.s.reg.Call(ctx, name, args)
+	if err == nil && d.flow != nil {
+		d.flow.Observe(name, out, storedProvenance(out))
+	}
 	status := "ok"
 	if err != nil {
 		status = tools.CodeOf(err)
@@ -66,8 +85,7 @@ func metricName(reg *tools.Registry, c tools.Caller, name string) string {
 // call returned, for the filter, and keeps the calls for the audit record.
 type runDispatcher struct {
 	dispatcher
-	execID  string
-	origins *origins
+	execID string
 
 	mu    sync.Mutex
 	calls []memory.ToolCall
@@ -81,12 +99,9 @@ func (d *runDispatcher) Call(ctx context.Context, name string, args json.RawMess
 	ctx = context.WithValue(ctx, runKey{}, d)
 	start := time.Now()
 	out, err := d.dispatcher.Call(ctx, name, args)
-	if err == nil {
-		d.origins.add(name, out)
-	}
 	call := memory.ToolCall{
 		ExecutionID: d.execID,
-		Tool:        name,
+		Tool:        metricName(d.s.reg, d.caller, name),
 		ArgsHash:    hashHex(args),
 		Status:      "ok",
 		Duration:    time.Since(start),
@@ -130,50 +145,52 @@ func errorCode(err error) string {
 	return tools.CodeOf(err)
 }
 
-// origins remembers the results of a run's tool calls, so the filter can
-// tell which tools a sensitive value came from. It keeps up to
-// maxOriginBytes; beyond that, sources of later values are unknown.
-type origins struct {
-	mu      sync.Mutex
-	results []origin
-	bytes   int
-}
-
-type origin struct {
-	tool   string
-	result []byte
-}
-
-const maxOriginBytes = 16 << 20
-
-func (o *origins) add(tool string, result []byte) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.bytes+len(result) > maxOriginBytes {
-		return
+// checkFlow refuses a call whose arguments carry a value a data-flow rule
+// forbids sending to the tool.
+func checkFlow(flow *filter.Flow, name string, args json.RawMessage) error {
+	err := flow.Check(name, args)
+	var fe *filter.FlowError
+	if errors.As(err, &fe) {
+		return &tools.Error{Code: "policy_violation", Tool: name, Message: fe.Error(), Err: err}
 	}
-	o.results = append(o.results, origin{tool, result})
-	o.bytes += len(result)
+	return err
 }
 
-// sources returns the tools whose results contained value.
-func (o *origins) sources(value string) []string {
-	enc, err := json.Marshal(value)
-	if err != nil || len(enc) < 2 {
-		return nil
+// storedProvenance is the union of the provenance fields in the result of
+// a tool that reads what was stored (memories, workspace files): the
+// sources the stored data came from. Other results carry none.
+func storedProvenance(out json.RawMessage) filter.Provenance {
+	var p filter.Provenance
+	if !bytes.Contains(out, []byte(`"provenance"`)) {
+		return p
 	}
-	needle := enc[1 : len(enc)-1]
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	var out []string
-	seen := map[string]bool{}
-	for _, r := range o.results {
-		if !seen[r.tool] && bytes.Contains(r.result, needle) {
-			seen[r.tool] = true
-			out = append(out, r.tool)
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				if k == "provenance" {
+					if b, err := json.Marshal(e); err == nil {
+						var q filter.Provenance
+						if json.Unmarshal(b, &q) == nil {
+							p = p.Union(q)
+						}
+					}
+					continue
+				}
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
 		}
 	}
-	return out
+	var v any
+	if json.Unmarshal(out, &v) == nil {
+		walk(v)
+	}
+	return p
 }
 
 // resolveTokens turns the tokens in a call's arguments back into their

@@ -50,9 +50,12 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 	}
 	id := newExecutionID()
 	started := time.Now()
-	org := &origins{}
-	d := &runDispatcher{dispatcher: dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: vault}, execID: id, origins: org}
-	textOpts := filter.Options{Vault: vault, Origin: org.sources}
+	flow, err := s.filter.NewFlow(filter.FlowOptions{Rules: s.cfg.Rules})
+	if err != nil {
+		s.log.Error("flow", "err", err) // the rules were checked when the server was made
+	}
+	d := &runDispatcher{dispatcher: dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: vault, flow: flow}, execID: id}
+	textOpts := filter.Options{Vault: vault, Flow: flow}
 	if x.OnLog != nil {
 		onLog := x.OnLog
 		x.OnLog = func(l executor.LogLine) {
@@ -91,7 +94,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 		OnProgress: x.OnProgress,
 	})
 	s.metrics.observeRun(res)
-	rec, body := s.record(context.WithoutCancel(tools.WithCaller(ctx, caller)), sess, org, id, x, res)
+	rec, body := s.record(context.WithoutCancel(tools.WithCaller(ctx, caller)), sess, flow, id, x, res)
 	s.audit.record(auditRecord{exec: executionRecord(id, caller, x, started, res), calls: d.auditCalls()})
 	s.log.Info("run", "id", id, "principal", caller.Principal, "session_hash", sessionHash(caller.Session), "status", res.Status, "kind", errorKind(res),
 		"ms", res.Telemetry.DurationMS, "calls", res.Telemetry.ToolCalls, "code_bytes", len(x.Code), "returned_bytes", len(body))
@@ -120,19 +123,19 @@ func (s *Server) filterText(text string, budget int, opts filter.Options) string
 	if text == "" {
 		return ""
 	}
-	out, _ := s.filter.ApplyText(text, opts)
-	return cutText(out, budget)
+	opts.Budget = budget
+	return s.filter.ApplyText(text, opts).Text
 }
 
 // record runs the output filter over a run, keeps the whole result when
 // the model gets less than all of it, and builds the record within the
 // response budget.
-func (s *Server) record(ctx context.Context, sess *session, org *origins, execID string, x Execution, res *executor.Result) (*Record, []byte) {
+func (s *Server) record(ctx context.Context, sess *session, flow *filter.Flow, execID string, x Execution, res *executor.Result) (*Record, []byte) {
 	budget := s.budget
 	if x.BudgetBytes > 0 {
 		budget = min(x.BudgetBytes, s.maxBudget)
 	}
-	opts := filter.Options{Origin: org.sources, Budget: budget}
+	opts := filter.Options{Flow: flow, Budget: budget, Details: x.Details}
 	if sess != nil {
 		opts.Vault = sess.vault
 	}
@@ -194,7 +197,7 @@ func (s *Server) record(ctx context.Context, sess *session, org *origins, execID
 
 	body := finishRecord(rec, budget, full)
 	if rec.Filter != nil && rec.Filter.Cut && s.cfg.Store != nil && len(full) > 0 {
-		if uri := s.storeResult(ctx, execID, full); uri != "" {
+		if uri := s.storeResult(ctx, execID, full, flow); uri != "" {
 			rec.ResultURI = uri
 			rec.Note = cutNote(rec, uri)
 			body = finishRecord(rec, budget, full)
@@ -268,9 +271,15 @@ func summarizeFilter(r *filter.Report, details bool) *FilterSummary {
 
 // storeResult keeps the whole filtered result and returns its URI, or ""
 // when it could not be stored.
-func (s *Server) storeResult(ctx context.Context, execID string, full json.RawMessage) string {
+func (s *Server) storeResult(ctx context.Context, execID string, full json.RawMessage, flow *filter.Flow) string {
+	in := memory.PutResultInput{ExecutionID: execID, Data: full}
+	if flow != nil {
+		if p := flow.Provenance(full); !p.IsZero() {
+			in.Provenance, _ = json.Marshal(p)
+		}
+	}
 	start := time.Now()
-	info, err := s.cfg.Store.PutResult(ctx, memory.PutResultInput{ExecutionID: execID, Data: full})
+	info, err := s.cfg.Store.PutResult(ctx, in)
 	s.metrics.observeStore("put_result", time.Since(start))
 	if err != nil {
 		s.log.Error("store result", "id", execID, "err", err)

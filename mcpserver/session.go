@@ -115,7 +115,7 @@ func (ss *sessions) get(principal, id string) (*session, error) {
 		s.mu.Unlock()
 		return s, nil
 	}
-	v, err := filter.NewVault(ss.key, filter.VaultOptions{Rules: ss.rules, MaxBytes: ss.limits.VaultBytes})
+	v, err := filter.NewVault(ss.key, principal, filter.VaultOptions{Rules: ss.rules, MaxBytes: ss.limits.VaultBytes})
 	if err != nil {
 		return nil, fmt.Errorf("new vault: %w", err)
 	}
@@ -175,11 +175,11 @@ func (ss *sessions) sweep() (count, vaultBytes int) {
 			continue
 		}
 		all = append(all, s)
-		vaultBytes += s.vault.Bytes()
+		vaultBytes += s.vault.Stats().Bytes
 	}
 	for vaultBytes > ss.limits.TotalVaultBytes && len(all) > 0 {
 		i := oldest(all)
-		vaultBytes -= all[i].vault.Bytes()
+		vaultBytes -= all[i].vault.Stats().Bytes
 		delete(ss.m, all[i].key)
 		ss.evicted("total_vault_bytes")
 		all = append(all[:i], all[i+1:]...)

@@ -159,8 +159,7 @@ func (s *Server) skillTool(sk memory.Skill) tools.Tool {
 		schema = json.RawMessage(`{"type":"object"}`)
 	}
 	redact := func(text string) string {
-		out, _ := s.filter.ApplyText(text, filter.Options{})
-		return out
+		return s.filter.ApplyText(text, filter.Options{Budget: s.maxBudget}).Text
 	}
 	desc := redact(sk.Description)
 	summary, _, _ := strings.Cut(strings.TrimSpace(desc), "\n")
@@ -399,7 +398,7 @@ func (s *Server) listSkills(ctx context.Context, _ struct{}) (map[string][]skill
 	me := tools.CallerFrom(ctx).Principal
 	rows := []skillRow{}
 	for _, sk := range all {
-		desc, _ := s.filter.ApplyText(sk.Description, filter.Options{})
+		desc := s.filter.ApplyText(sk.Description, filter.Options{Budget: 4 << 10}).Text
 		rows = append(rows, skillRow{Name: sk.Name, Description: desc, Language: sk.Language, Version: sk.Version,
 			Owner: sk.Owner, Own: sk.Owner == me && !sk.Snapshot, Published: sk.Published})
 	}

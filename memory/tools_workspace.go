@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"time"
 	"unicode/utf8"
@@ -33,6 +34,9 @@ type readOut struct {
 	Encoding  string    `json:"encoding"`
 	Size      int64     `json:"size"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Provenance names the tools the file's data came from, for the
+	// data-flow rules.
+	Provenance json.RawMessage `json:"provenance,omitempty"`
 }
 
 // WorkspaceTools returns the workspace tools (category "workspace"),
@@ -95,7 +99,8 @@ func (s *Store) WorkspaceTools() []tools.Tool {
 				"encoding": {"type": "string", "enum": ["utf8", "base64"]}
 			}, "required": ["path"], "additionalProperties": false}`),
 			OutputSchema: raw(`{"type": "object", "properties": {"path": {"type": "string"}, "data": {"type": "string"}, "encoding": {"type": "string", "enum": ["utf8", "base64"]},
-				"size": {"type": "integer"}, "updated_at": {"type": "string", "format": "date-time"}}, "required": ["path", "data", "encoding", "size"]}`),
+				"size": {"type": "integer"}, "updated_at": {"type": "string", "format": "date-time"},
+				"provenance": {"type": "array", "items": {"type": "string"}, "description": "The tools the data came from, when known."}}, "required": ["path", "data", "encoding", "size"]}`),
 			Annotations: tools.Annotations{ReadOnly: true, Idempotent: true},
 			Examples:    []tools.Example{{Args: raw(`{"path": "notes/todo.md"}`), Result: raw(`{"path": "notes/todo.md", "data": "- ship it\n", "encoding": "utf8", "size": 10}`)}},
 			Errors:      []tools.ErrorDoc{errInvalidDoc, errPathDoc, errNotFound},
@@ -109,7 +114,7 @@ func (s *Store) WorkspaceTools() []tools.Tool {
 				if err != nil {
 					return readOut{}, err
 				}
-				out := readOut{Path: fi.Path, Size: fi.Size, UpdatedAt: fi.UpdatedAt}
+				out := readOut{Path: fi.Path, Size: fi.Size, UpdatedAt: fi.UpdatedAt, Provenance: fi.Provenance}
 				switch {
 				case in.Encoding == "base64" || (in.Encoding == "" && !utf8.Valid(data)):
 					out.Encoding, out.Data = "base64", base64.StdEncoding.EncodeToString(data)

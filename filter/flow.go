@@ -1,0 +1,791 @@
+package filter
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/maphash"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Data-flow tracking.
+//
+// A Flow follows one run (and the nested runs it starts, such as skills):
+// Observe records what each tool call returned, Check refuses a tool call
+// whose arguments carry a value from a source that a Rule forbids for that
+// tool, and Options.Flow makes every output of the run (result, logs,
+// errors, progress) hide the sensitive values the run received, wherever
+// and however they appear. Provenance carries "which sources" across runs
+// through the store.
+
+// DefaultFlowBytes is the memory a Flow keeps when FlowOptions.MaxBytes
+// is 0.
+const DefaultFlowBytes = 16 << 20
+
+// maxFlowSources is the number of sources a Flow tells apart; the last
+// slot is shared by every source after the 63rd, so a rule that forbids
+// one of them forbids the values of all of them.
+const maxFlowSources = 64
+
+// FlowOptions configure a Flow.
+type FlowOptions struct {
+	// Rules are the exfiltration rules Check enforces.
+	Rules []Rule
+	// MaxBytes bounds the memory the flow keeps (values and indexes, as
+	// FlowStats counts it). When it is reached, later values are not
+	// kept, and Check refuses calls that a rule would check against the
+	// sources whose values were lost (see FlowError.Untracked). 0 means
+	// DefaultFlowBytes.
+	MaxBytes int
+}
+
+// Flow tracks the values one run received from its sources. It is safe
+// for concurrent use (tool calls awaited together run in parallel). Make
+// one per run with Filter.NewFlow, and give a nested run its caller's.
+type Flow struct {
+	f        *Filter
+	rules    []Rule
+	maxBytes int
+	seed     maphash.Seed
+
+	mu        sync.RWMutex
+	sources   []string // by id; the last slot holds overflow names too
+	overflow  []string
+	srcID     map[string]int
+	values    []flowValue
+	sensitive []sensInfo
+	byHash    map[uint64]int32 // maphash of a pattern → its value
+	all, sens valueIndex
+	seen      map[uint64]uint8 // hashes of strings Observe scanned → seen flags
+	bytes     int
+	untracked uint64 // sources some of whose values were not kept
+	dropped   int
+
+	cacheMu   sync.Mutex
+	forbidden map[string]forbidMask // cache of forbiddenFor, by destination
+
+	namesMu sync.Mutex
+	namesOf map[uint64][]string // cache of names, shared: not to be modified
+}
+
+// flowValue is one known value.
+type flowValue struct {
+	pattern string // folded, at most maxPatternLen bytes
+	srcs    uint64 // bit i: sources[i]
+	sens    int32  // index+1 in Flow.sensitive, or 0
+}
+
+// sensInfo is what the flow knows of a sensitive value: its class, how
+// sure and which detector, the value as received (tokens are derived from
+// it) and, when longer than its pattern, its whole folded form.
+type sensInfo struct {
+	class    Class
+	conf     float64
+	detector string
+	raw      string
+	long     string
+}
+
+type forbidMask struct {
+	nsources int // len(sources) when computed
+	mask     uint64
+	rules    []int // rule index by source id, for the error
+}
+
+// NewFlow returns an empty tracker for one run. Rules must be valid globs
+// (see Rule).
+func (f *Filter) NewFlow(opts FlowOptions) (*Flow, error) {
+	for _, r := range opts.Rules {
+		if err := r.validate(); err != nil {
+			return nil, fmt.Errorf("new flow: %w", err)
+		}
+	}
+	fl := &Flow{
+		f:         f,
+		rules:     slices.Clone(opts.Rules),
+		maxBytes:  opts.MaxBytes,
+		seed:      maphash.MakeSeed(),
+		srcID:     map[string]int{},
+		byHash:    map[uint64]int32{},
+		seen:      map[uint64]uint8{},
+		forbidden: map[string]forbidMask{},
+	}
+	if fl.maxBytes <= 0 {
+		fl.maxBytes = DefaultFlowBytes
+	}
+	return fl, nil
+}
+
+// FlowStats says what a flow holds.
+type FlowStats struct {
+	// Sources is the number of sources seen, Values the values kept.
+	Sources, Values int
+	// Bytes estimates the memory they take.
+	Bytes int
+	// Dropped counts values not kept because of FlowOptions.MaxBytes.
+	Dropped int
+}
+
+// Stats returns what the flow holds.
+func (fl *Flow) Stats() FlowStats {
+	fl.mu.RLock()
+	defer fl.mu.RUnlock()
+	return FlowStats{Sources: len(fl.sources) + len(fl.overflow), Values: len(fl.values), Bytes: fl.bytes, Dropped: fl.dropped}
+}
+
+// observed is what Observe found in one result, before it takes the
+// lock.
+type observed struct {
+	tracked   []string // worth tracking for the rules
+	sensitive []sensitiveValue
+	seen      []seenString
+}
+
+type sensitiveValue struct {
+	value    string
+	class    Class
+	conf     float64
+	detector string
+}
+
+// Observe records the values in a tool's result: source is the qualified
+// name of the tool, result its JSON (anything else is taken as one
+// string). from is the provenance of stored data the tool returned (a
+// memory, a workspace file, a stored result), whose values then count as
+// coming from those sources too; the zero Provenance when there is none.
+//
+// Recorded are the sensitive values the filter would hide in the result
+// (field names and detectors, under its policy), and, when a rule's From
+// matches source or a source of from, every string, number and key that
+// is worth tracking for the rules: minTrackLen bytes or more once
+// case-folded without whitespace, and not a single plain word (a status, a
+// city, a tier) unless 16 bytes or more. The rules are the flow's: a rule
+// added for a later run does not see values stored without tracking.
+func (fl *Flow) Observe(source string, result json.RawMessage, from Provenance) {
+	root, err := parseJSON(result)
+	if err != nil {
+		root = node{kind: kindString, str: string(result)}
+	}
+	var obs observed
+	if fl.ruled(source, from) {
+		collectTracked(&root, &obs.tracked)
+	}
+	r := fl.f.newRun(Options{Flow: fl})
+	r.observing = &obs
+	r.walk(&root, FieldMatch{})
+
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	srcs := fl.sourceBit(source)
+	for _, s := range from.sources {
+		srcs |= fl.sourceBit(s)
+	}
+	// Sensitive values first, then the others, then what only saves time.
+	hint := len(obs.sensitive) + len(obs.tracked)
+	if len(fl.values) == 0 {
+		fl.byHash = make(map[uint64]int32, hint)
+		fl.values = make([]flowValue, 0, hint)
+	}
+	var buf []byte
+	for _, sv := range obs.sensitive {
+		fl.addValue(sv.value, srcs, &sv, &buf, len(obs.sensitive))
+	}
+	for _, v := range obs.tracked {
+		fl.addValue(v, srcs, nil, &buf, hint)
+	}
+	for _, sn := range obs.seen {
+		f, ok := fl.seen[sn.hash]
+		if !ok {
+			if fl.bytes+seenCost > fl.maxBytes {
+				break
+			}
+			fl.bytes += seenCost
+		}
+		fl.seen[sn.hash] = f | sn.flags
+	}
+}
+
+// seenCost is the memory of one hash in Flow.seen, and valueOverhead
+// that of a value besides its strings: its entry, map slots and index
+// node, with the slack of growing maps and slices (BenchmarkFlowMemory
+// checks them against the heap).
+const (
+	seenCost      = 40
+	valueOverhead = 128
+	sensOverhead  = 96
+)
+
+// ruled reports whether some rule's From matches the source or one of the
+// sources of from: only then are the values tracked for the rules (the
+// sensitive ones always are, for the outputs).
+func (fl *Flow) ruled(source string, from Provenance) bool {
+	for _, r := range fl.rules {
+		if ok, _ := path.Match(r.From, source); ok {
+			return true
+		}
+		for _, s := range from.sources {
+			if ok, _ := path.Match(r.From, s); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// collectTracked appends the strings, numbers and keys of n worth
+// tracking.
+func collectTracked(n *node, out *[]string) {
+	switch n.kind {
+	case kindString, kindNumber:
+		if worthTracking(n.str) {
+			*out = append(*out, n.str)
+		}
+	case kindArray, kindObject:
+		for i := range n.kids {
+			if n.kind == kindObject && worthTracking(n.kids[i].key) {
+				*out = append(*out, n.kids[i].key)
+			}
+			collectTracked(&n.kids[i], out)
+		}
+	}
+}
+
+// worthTracking reports whether a value is specific enough for the rules
+// to follow: at least minTrackLen bytes besides whitespace, and holding a
+// digit, a symbol or two words, or being one word of 16 bytes or more.
+func worthTracking(s string) bool {
+	if len(s) < minTrackLen {
+		return false
+	}
+	n, words, inWord, symbol := 0, 0, false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if isSpace(c) {
+			inWord = false
+			continue
+		}
+		n++
+		if !inWord {
+			words++
+			inWord = true
+		}
+		if c < 0x80 && !isAlpha(c) {
+			symbol = true
+		}
+	}
+	return n >= minTrackLen && (symbol || words >= 2 || n >= 16)
+}
+
+// sourceBit returns the bit of a source, adding it. The caller holds the
+// lock.
+func (fl *Flow) sourceBit(name string) uint64 {
+	if id, ok := fl.srcID[name]; ok {
+		return 1 << id
+	}
+	if len(fl.sources) < maxFlowSources {
+		fl.srcID[name] = len(fl.sources)
+		fl.sources = append(fl.sources, name)
+		fl.bytes += 64 + len(name)
+		return 1 << (len(fl.sources) - 1)
+	}
+	// The last slot stands for every later source.
+	if !slices.Contains(fl.overflow, name) {
+		fl.overflow = append(fl.overflow, name)
+		fl.bytes += 32 + len(name)
+		fl.namesMu.Lock()
+		clear(fl.namesOf)
+		fl.namesMu.Unlock()
+	}
+	return 1 << (maxFlowSources - 1)
+}
+
+// lookup returns the value whose pattern is p. The caller holds the
+// lock.
+func (fl *Flow) lookup(p []byte) (int32, bool) {
+	id, ok := fl.byHash[maphash.Bytes(fl.seed, p)]
+	if !ok || fl.values[id].pattern != string(p) {
+		return 0, false
+	}
+	return id, true
+}
+
+// sensOf returns what the flow knows of a sensitive value, or nil.
+func (fl *Flow) sensOf(id int32) *sensInfo {
+	if k := fl.values[id].sens; k > 0 {
+		return &fl.sensitive[k-1]
+	}
+	return nil
+}
+
+// addValue records a value from the sources srcs; sv is set for a
+// sensitive one. buf is scratch; hint the number of values being added.
+// The caller holds the lock.
+func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte, hint int) {
+	p, _ := fold((*buf)[:0], nil, v, false)
+	*buf = p
+	minLen := minTrackLen
+	if sv != nil {
+		minLen = minKnownLen
+	}
+	if len(p) < minLen {
+		return
+	}
+	whole := p
+	if len(p) > maxPatternLen {
+		p = p[:maxPatternLen]
+	}
+	id, ok := fl.lookup(p)
+	if ok {
+		fl.values[id].srcs |= srcs
+	} else {
+		cost := len(p) + valueOverhead
+		if fl.bytes+cost > fl.maxBytes {
+			fl.untracked |= srcs
+			fl.dropped++
+			return
+		}
+		id = int32(len(fl.values))
+		pat := string(p)
+		fl.values = append(fl.values, flowValue{pattern: pat, srcs: srcs})
+		fl.byHash[maphash.String(fl.seed, pat)] = id
+		fl.all.add(p, id, hint)
+		fl.bytes += cost
+	}
+	if sv == nil {
+		return
+	}
+	info := sensInfo{class: sv.class, conf: sv.conf, detector: sv.detector}
+	if cur := fl.sensOf(id); cur != nil {
+		if sv.conf <= cur.conf {
+			return
+		}
+		info.raw, info.long = cur.raw, cur.long
+		*cur = info
+		return
+	}
+	cost := len(v) + len(whole) + sensOverhead
+	if fl.bytes+cost > fl.maxBytes {
+		fl.untracked |= srcs
+		fl.dropped++
+		return
+	}
+	info.raw = strings.Clone(v)
+	if len(whole) > len(p) {
+		info.long = string(whole)
+	}
+	fl.sensitive = append(fl.sensitive, info)
+	fl.values[id].sens = int32(len(fl.sensitive))
+	fl.sens.add(p, id, hint)
+	fl.bytes += cost
+}
+
+// flowTable is the valueTable of a flow; the caller holds its lock.
+type flowTable Flow
+
+func (t *flowTable) pattern(id int32) string { return t.values[id].pattern }
+func (t *flowTable) full(id int32) string {
+	if k := t.values[id].sens; k > 0 {
+		return t.sensitive[k-1].long
+	}
+	return ""
+}
+
+func (fl *Flow) table() *flowTable { return (*flowTable)(fl) }
+
+// Flags of the strings Observe scanned.
+const (
+	// seenClean: the detectors found nothing in it, so that scanning it
+	// again can be skipped.
+	seenClean uint8 = 1 << iota
+	// seenAsIs: a tool returned it as it is. Its encoded forms need no
+	// search in outputs: the filter would not hide them in the tool's
+	// result either, and a program cannot have made them.
+	seenAsIs
+)
+
+// seenLocked is seenFlags for a caller that holds the read lock.
+func (fl *Flow) seenLocked(s string) uint8 {
+	if len(s) < minScanLen {
+		return 0
+	}
+	return fl.seen[maphash.String(fl.seed, s)]
+}
+
+// seenString is a string Observe scanned.
+type seenString struct {
+	hash  uint64
+	flags uint8
+}
+
+// seenFlags returns what Observe found of s: 0 if it did not scan it.
+// Hashes are 64 bits under a per-flow random seed: a program cannot make
+// a string collide with one it has not got.
+func (fl *Flow) seenFlags(s string) uint8 {
+	if len(s) < minScanLen {
+		return 0
+	}
+	h := maphash.String(fl.seed, s)
+	fl.mu.RLock()
+	f := fl.seen[h]
+	fl.mu.RUnlock()
+	return f
+}
+
+// names returns the names of the sources in srcs. The caller holds the
+// lock.
+func (fl *Flow) names(srcs uint64) []string {
+	fl.namesMu.Lock()
+	defer fl.namesMu.Unlock()
+	if out, ok := fl.namesOf[srcs]; ok {
+		return out
+	}
+	var out []string
+	for id, name := range fl.sources {
+		if srcs&(1<<id) != 0 {
+			out = append(out, name)
+			if id == maxFlowSources-1 {
+				out = append(out, fl.overflow...)
+			}
+		}
+	}
+	slices.Sort(out)
+	if fl.namesOf == nil || len(fl.namesOf) > 4096 {
+		fl.namesOf = map[uint64][]string{}
+	}
+	fl.namesOf[srcs] = out
+	return out
+}
+
+// Sources returns the sources a value came from, as far as the flow
+// knows: the qualified names of the tools whose results held it (case and
+// spacing aside), and the sources of the stored data they returned. It
+// serves as Options.Origin.
+func (fl *Flow) Sources(value string) []string {
+	return slices.Clone(fl.sharedSources(value))
+}
+
+// sharedSources is Sources without the copy: the slice is shared.
+func (fl *Flow) sharedSources(value string) []string {
+	p := foldString(value)
+	if len(p) > maxPatternLen {
+		p = p[:maxPatternLen]
+	}
+	fl.mu.RLock()
+	defer fl.mu.RUnlock()
+	id, ok := fl.lookup(p)
+	if !ok {
+		return nil
+	}
+	return fl.names(fl.values[id].srcs)
+}
+
+// FlowError is a tool call that a Rule forbids: its arguments carry a
+// value from a source the rule names. It names the rule, the source, the
+// destination and where in the arguments, never the value.
+type FlowError struct {
+	Rule   Rule
+	Source string // the source that matched Rule.From
+	Tool   string // the destination
+	// Path is the JSON Pointer of the argument (abbreviated; a key that
+	// holds a known or sensitive value shows as "…"). InKey tells that the
+	// value is in the key of the object at Path.
+	Path  string
+	InKey bool
+	// Encoding is how the value was found: "" (as received, its case or
+	// spacing aside), "base64-encoded", "hex-encoded" or "URL-encoded".
+	Encoding string
+	// Untracked means the run received more from Source than the flow
+	// keeps, so calls the rule covers cannot be checked and are refused.
+	Untracked bool
+}
+
+func (e *FlowError) Error() string {
+	if e.Untracked {
+		return fmt.Sprintf("rule %q → %q: this run received more data from %s than the data-flow tracker keeps, so calls to %s cannot be checked and are refused for the rest of the run",
+			e.Rule.From, e.Rule.To, e.Source, e.Tool)
+	}
+	where := "argument " + e.Path
+	if e.Path == "" {
+		where = "the arguments"
+	}
+	if e.InKey {
+		where = "a key of " + where
+	}
+	if e.Encoding != "" {
+		where += ", " + e.Encoding
+	}
+	return fmt.Sprintf("rule %q → %q forbids passing a value from %s to %s (%s)", e.Rule.From, e.Rule.To, e.Source, e.Tool, where)
+}
+
+func (e *FlowError) Unwrap() error { return ErrExfiltration }
+
+// forbiddenFor returns the sources whose values may not go to dest, and
+// the rule that forbids each. The caller holds the read lock; the cache
+// has its own.
+func (fl *Flow) forbiddenFor(dest string) forbidMask {
+	fl.cacheMu.Lock()
+	defer fl.cacheMu.Unlock()
+	if m, ok := fl.forbidden[dest]; ok && m.nsources == len(fl.sources)+len(fl.overflow) {
+		return m
+	}
+	m := forbidMask{nsources: len(fl.sources) + len(fl.overflow), rules: make([]int, maxFlowSources)}
+	for ri, rule := range fl.rules {
+		if to, _ := path.Match(rule.To, dest); !to {
+			continue
+		}
+		for id, name := range fl.sources {
+			names := []string{name}
+			if id == maxFlowSources-1 {
+				names = append(names, fl.overflow...)
+			}
+			for _, n := range names {
+				if from, _ := path.Match(rule.From, n); from && m.mask&(1<<id) == 0 {
+					m.mask |= 1 << id
+					m.rules[id] = ri
+				}
+			}
+		}
+	}
+	if len(fl.forbidden) > 1024 {
+		clear(fl.forbidden)
+	}
+	fl.forbidden[dest] = m
+	return m
+}
+
+// Check returns a *FlowError if the arguments of a call of dest carry a
+// value that a rule forbids passing to it: a value from a source the
+// rule's From matches, whole or inside a longer string or key, with its
+// case or spacing changed, or encoded in base64, hex or URL encoding.
+// Tokens are not seen through: resolve them first (Vault.Resolve checks
+// the rules for them too). Arguments that are not JSON are checked as one
+// string.
+func (fl *Flow) Check(dest string, args json.RawMessage) error {
+	fl.mu.RLock()
+	defer fl.mu.RUnlock()
+	if len(fl.rules) == 0 || len(fl.sources) == 0 {
+		return nil
+	}
+	fm := fl.forbiddenFor(dest)
+	if fm.mask == 0 {
+		return nil
+	}
+	if u := fl.untracked & fm.mask; u != 0 {
+		id := lowestBit(u)
+		return &FlowError{Rule: fl.rules[fm.rules[id]], Source: fl.sources[id], Tool: dest, Untracked: true}
+	}
+	root, err := parseJSON(args)
+	if err != nil {
+		root = node{kind: kindString, str: string(args)}
+	}
+	c := checker{fl: fl, dest: dest, fm: fm}
+	c.node(&root)
+	if c.err != nil {
+		return c.err
+	}
+	return nil
+}
+
+func lowestBit(u uint64) int {
+	for id := range maxFlowSources {
+		if u&(1<<id) != 0 {
+			return id
+		}
+	}
+	return -1
+}
+
+// checker walks arguments for Check.
+type checker struct {
+	fl   *Flow
+	dest string
+	fm   forbidMask
+	v    viewer
+	path []string
+	err  *FlowError
+}
+
+func (c *checker) node(n *node) {
+	if c.err != nil {
+		return
+	}
+	switch n.kind {
+	case kindString, kindNumber:
+		c.text(n.str, false)
+	case kindArray, kindObject:
+		for i := range n.kids {
+			tok := n.kids[i].key
+			if n.kind == kindObject {
+				c.text(tok, true)
+				if c.err != nil {
+					return
+				}
+				if c.holdsKnown(tok) {
+					tok = ellipsis
+				}
+			} else {
+				tok = strconv.Itoa(i)
+			}
+			c.path = append(c.path, tok)
+			c.node(&n.kids[i])
+			c.path = c.path[:len(c.path)-1]
+			if c.err != nil {
+				return
+			}
+		}
+	}
+}
+
+// text checks one string, number or key.
+func (c *checker) text(s string, inKey bool) {
+	fl := c.fl
+	c.v.search(s, nil, []*valueIndex{&fl.all}, fl.table(), true, func(m knownMatch) bool {
+		srcs := fl.values[m.id].srcs & c.fm.mask
+		if srcs == 0 {
+			return true
+		}
+		id := lowestBit(srcs)
+		source := fl.sources[id]
+		if id == maxFlowSources-1 {
+			for _, n := range append([]string{source}, fl.overflow...) {
+				if ok, _ := path.Match(fl.rules[c.fm.rules[id]].From, n); ok {
+					source = n
+					break
+				}
+			}
+		}
+		c.err = &FlowError{Rule: fl.rules[c.fm.rules[id]], Source: source, Tool: c.dest, Path: reportPointer(c.path), InKey: inKey, Encoding: m.enc.String()}
+		return false
+	})
+}
+
+// holdsKnown reports whether a key holds a value the flow knows or the
+// detectors find, which a path in an error may not show.
+func (c *checker) holdsKnown(key string) bool {
+	found := false
+	c.v.search(key, nil, []*valueIndex{&c.fl.all}, c.fl.table(), true, func(knownMatch) bool {
+		found = true
+		return false
+	})
+	return found || len(ScanString(key)) > 0
+}
+
+// Provenance returns the sources whose values a text or JSON document
+// (tool arguments about to be stored: a memory, a workspace file, a
+// result) carries, in any of the forms Check sees, for the store to keep
+// with it. Sources some of whose values were not kept are included: the
+// flow cannot tell they are absent.
+func (fl *Flow) Provenance(data []byte) Provenance {
+	fl.mu.RLock()
+	defer fl.mu.RUnlock()
+	if len(fl.sources) == 0 {
+		return Provenance{}
+	}
+	root, err := parseJSON(data)
+	if err != nil {
+		root = node{kind: kindString, str: string(data)}
+	}
+	var (
+		v    viewer
+		srcs = fl.untracked
+		walk func(n *node)
+	)
+	ixs := []*valueIndex{&fl.all}
+	search := func(s string) {
+		v.search(s, nil, ixs, fl.table(), true, func(m knownMatch) bool {
+			srcs |= fl.values[m.id].srcs
+			return true
+		})
+	}
+	walk = func(n *node) {
+		switch n.kind {
+		case kindString, kindNumber:
+			search(n.str)
+		case kindArray, kindObject:
+			for i := range n.kids {
+				if n.kind == kindObject {
+					search(n.kids[i].key)
+				}
+				walk(&n.kids[i])
+			}
+		}
+	}
+	walk(&root)
+	return NewProvenance(fl.names(srcs)...)
+}
+
+// Provenance is the set of sources (qualified tool names) that stored
+// data came from, kept by the store with memories, workspace files and
+// stored results, and given back to Flow.Observe when a later run reads
+// them. Its JSON form is a sorted array of names; the zero value means
+// no known source.
+type Provenance struct {
+	sources []string // sorted, unique
+}
+
+// maxProvenanceSources bounds a provenance; beyond it, the first names in
+// order are kept.
+const maxProvenanceSources = 64
+
+// NewProvenance returns the provenance of the named sources.
+func NewProvenance(sources ...string) Provenance {
+	var s []string
+	for _, name := range sources {
+		if name != "" {
+			s = append(s, name)
+		}
+	}
+	slices.Sort(s)
+	s = slices.Compact(s)
+	if len(s) > maxProvenanceSources {
+		s = s[:maxProvenanceSources]
+	}
+	return Provenance{sources: s}
+}
+
+// Sources returns the sources, sorted.
+func (p Provenance) Sources() []string { return slices.Clone(p.sources) }
+
+// IsZero reports whether no source is known.
+func (p Provenance) IsZero() bool { return len(p.sources) == 0 }
+
+// Union returns the sources of p and q.
+func (p Provenance) Union(q Provenance) Provenance {
+	return NewProvenance(append(slices.Clone(p.sources), q.sources...)...)
+}
+
+func (p Provenance) String() string { return strings.Join(p.sources, ",") }
+
+// MarshalJSON encodes p as a sorted array of names.
+func (p Provenance) MarshalJSON() ([]byte, error) {
+	if p.sources == nil {
+		return []byte("[]"), nil
+	}
+	return json.Marshal(p.sources)
+}
+
+// UnmarshalJSON decodes an array of names (or null).
+func (p *Provenance) UnmarshalJSON(b []byte) error {
+	var s []string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("provenance: %w", err)
+	}
+	*p = NewProvenance(s...)
+	return nil
+}
+
+// ParseProvenance decodes the JSON form of a provenance, as the store
+// keeps it; "" is the zero provenance.
+func ParseProvenance(text string) (Provenance, error) {
+	var p Provenance
+	if text == "" {
+		return p, nil
+	}
+	if err := p.UnmarshalJSON([]byte(text)); err != nil {
+		return Provenance{}, err
+	}
+	return p, nil
+}

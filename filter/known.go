@@ -1,0 +1,620 @@
+package filter
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Known values: a Flow remembers values a run received from tools, and
+// finds them again wherever the program puts them — in tool arguments
+// (for the rules) and in everything it outputs (to hide sensitive ones) —
+// whole, inside longer strings, with their case or spacing changed, or
+// encoded in base64 (standard or URL alphabet, padded or not), hex or URL
+// percent-encoding.
+//
+// Values are kept folded (case folded, whitespace dropped). A text is
+// searched in views: folded as it is, folded after URL decoding, and each
+// run of base64 or hex characters decoded at every alignment, then
+// folded. An index over the first 6 and 8 bytes of the values, behind a
+// bit filter, finds every value in a view in one pass whatever the number
+// of values.
+
+// Lengths of known values.
+const (
+	// minKnownLen is the shortest folded value searched for: a sensitive
+	// value of 6 bytes (as minSweepLen).
+	minKnownLen = 6
+	// minTrackLen is the shortest folded value tracked for the rules:
+	// shorter strings (status words, flags, small numbers, short codes)
+	// recur in unrelated data by chance, so a rule on them would refuse
+	// innocent calls.
+	minTrackLen = 8
+	// maxPatternLen bounds a value's folded form; a longer value is
+	// searched for by its first maxPatternLen bytes.
+	maxPatternLen = 256
+	// minB64Run and minHexRun are the shortest runs decoded: the encoding
+	// of minKnownLen bytes.
+	minB64Run = 8
+	minHexRun = 2 * minKnownLen
+)
+
+// encoding says how a known value was found.
+type encoding uint8
+
+const (
+	encPlain encoding = iota // as received, or with case or spacing changed
+	encURL
+	encBase64
+	encHex
+)
+
+func (e encoding) String() string {
+	switch e {
+	case encURL:
+		return "URL-encoded"
+	case encBase64:
+		return "base64-encoded"
+	case encHex:
+		return "hex-encoded"
+	}
+	return ""
+}
+
+// fold appends to dst the folded form of s: letters lower-cased
+// (unicode.ToLower), whitespace dropped, invalid UTF-8 copied as it is.
+// With withIdx, idx gets, for each byte appended, the offset in s of the
+// rune it belongs to.
+func fold(dst []byte, idx []int32, s string, withIdx bool) ([]byte, []int32) {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			i++
+			if isSpace(c) {
+				continue
+			}
+			if c >= 'A' && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			dst = append(dst, c)
+			if withIdx {
+				idx = append(idx, int32(i-1))
+			}
+			continue
+		}
+		r, w := utf8.DecodeRuneInString(s[i:])
+		dst, idx = foldRune(dst, idx, withIdx, r, w, c, i)
+		i += w
+	}
+	return dst, idx
+}
+
+// foldBytes is fold for bytes.
+func foldBytes(dst []byte, idx []int32, s []byte, withIdx bool) ([]byte, []int32) {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			i++
+			if isSpace(c) {
+				continue
+			}
+			if c >= 'A' && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			dst = append(dst, c)
+			if withIdx {
+				idx = append(idx, int32(i-1))
+			}
+			continue
+		}
+		r, w := utf8.DecodeRune(s[i:])
+		dst, idx = foldRune(dst, idx, withIdx, r, w, c, i)
+		i += w
+	}
+	return dst, idx
+}
+
+// foldRune folds the non-ASCII rune r of width w at offset i, whose first
+// byte is c.
+func foldRune(dst []byte, idx []int32, withIdx bool, r rune, w int, c byte, i int) ([]byte, []int32) {
+	if r == utf8.RuneError && w == 1 {
+		dst = append(dst, c)
+		if withIdx {
+			idx = append(idx, int32(i))
+		}
+		return dst, idx
+	}
+	if unicode.IsSpace(r) {
+		return dst, idx
+	}
+	n := len(dst)
+	dst = utf8.AppendRune(dst, unicode.ToLower(r))
+	if withIdx {
+		for range len(dst) - n {
+			idx = append(idx, int32(i))
+		}
+	}
+	return dst, idx
+}
+
+// foldString returns the folded form of s.
+func foldString(s string) []byte {
+	b, _ := fold(make([]byte, 0, len(s)), nil, s, false)
+	return b
+}
+
+func load6(b []byte) uint64 {
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 | uint64(b[4])<<32 | uint64(b[5])<<40
+}
+
+// valueIndex finds known values (folded, minKnownLen bytes or more) in a
+// folded text. Values are ids into a table the caller keeps.
+type valueIndex struct {
+	bits   []uint64 // bit filter over the first 6 bytes
+	shift  uint
+	n      int
+	heads8 map[uint64]int32 // first 8 bytes → node+1, for values of 8 bytes or more
+	heads6 map[uint64]int32 // first 6 bytes → node+1, for values of 6 or 7 bytes
+	nodes  []indexNode      // chains of values with the same key
+}
+
+type indexNode struct {
+	id   int32
+	next int32 // node+1, or 0
+}
+
+func (ix *valueIndex) hash(k6 uint64) uint64 { return (k6 * 0x9E3779B97F4A7C15) >> ix.shift }
+
+func (ix *valueIndex) set(k6 uint64) {
+	h := ix.hash(k6)
+	ix.bits[h/64] |= 1 << (h % 64)
+}
+
+// add indexes value id, whose folded form is p. hint is the number of
+// values about to be added, to size the maps.
+func (ix *valueIndex) add(p []byte, id int32, hint int) {
+	if ix.heads8 == nil {
+		ix.heads8, ix.heads6 = make(map[uint64]int32, hint), map[uint64]int32{}
+		ix.bits, ix.shift = make([]uint64, 64), 64-12
+		for len(ix.bits)*64 < 32*hint && len(ix.bits) < 1<<20 {
+			ix.bits = make([]uint64, 2*len(ix.bits))
+			ix.shift--
+		}
+	}
+	if ix.n++; ix.n*32 > len(ix.bits)*64 {
+		ix.grow()
+	}
+	heads := ix.heads6
+	k := load6(p)
+	if len(p) >= 8 {
+		heads, k = ix.heads8, binary.LittleEndian.Uint64(p)
+	}
+	ix.nodes = append(ix.nodes, indexNode{id: id, next: heads[k]})
+	heads[k] = int32(len(ix.nodes))
+	ix.set(load6(p))
+}
+
+// grow doubles the bit filter until it has 32 bits per value.
+func (ix *valueIndex) grow() {
+	for ix.n*32 > len(ix.bits)*64 {
+		ix.bits = make([]uint64, 2*len(ix.bits))
+		ix.shift--
+	}
+	for k := range ix.heads8 {
+		ix.set(k & (1<<48 - 1))
+	}
+	for k := range ix.heads6 {
+		ix.set(k)
+	}
+}
+
+// valueTable gives the folded forms of the values of an index.
+type valueTable interface {
+	// pattern is a value's folded form, at most maxPatternLen bytes.
+	pattern(id int32) string
+	// full is the whole folded form of a value longer than that, else "".
+	full(id int32) string
+}
+
+// find calls emit for every value that occurs in the folded text t, with
+// its bounds in t, until emit returns false.
+func (ix *valueIndex) find(t []byte, tab valueTable, emit func(start, end int, id int32) bool) bool {
+	if ix.n == 0 {
+		return true
+	}
+	for i := 0; i+minKnownLen <= len(t); i++ {
+		k6 := load6(t[i:])
+		h := ix.hash(k6)
+		if ix.bits[h/64]&(1<<(h%64)) == 0 {
+			continue
+		}
+		if i+8 <= len(t) {
+			for node := ix.heads8[binary.LittleEndian.Uint64(t[i:])]; node != 0; node = ix.nodes[node-1].next {
+				id := ix.nodes[node-1].id
+				if p := tab.pattern(id); len(t)-i >= len(p) && string(t[i:i+len(p)]) == p && !emit(i, i+len(p), id) {
+					return false
+				}
+			}
+		}
+		for node := ix.heads6[k6]; node != 0; node = ix.nodes[node-1].next {
+			id := ix.nodes[node-1].id
+			if p := tab.pattern(id); len(t)-i >= len(p) && string(t[i:i+len(p)]) == p && !emit(i, i+len(p), id) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// knownMatch is a known value found in a text: s[start:end] holds it
+// (for an encoded value, the whole encoded run).
+type knownMatch struct {
+	start, end int
+	id         int32
+	enc        encoding
+}
+
+// viewer makes the views of texts, reusing its buffers.
+type viewer struct {
+	// plainOnly limits the next search to the plain view.
+	plainOnly bool
+	folded    []byte
+	refold    []byte // folded again, with idx, when a match needs offsets
+	idx       []int32
+	dec       []byte
+	dsrc      []int32 // for each decoded byte, the offset of its source in s
+	dend      []int32 // and the end of its source
+	segs      []runSeg
+	b64raw    []byte
+}
+
+// search calls emit for every value of the indexes that occurs in s, in
+// any view, until emit returns false. Matches of the plain and URL views
+// come with their exact bounds in s (a value longer than maxPatternLen
+// with all of it when all of it is there); matches in an encoded run span
+// the run. The same value may be reported more than once. Runs that
+// overlap a region of skip (ordered) are not decoded. With bounded,
+// letters-only values count only as whole words (see wordBounded).
+func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable, bounded bool, emit func(knownMatch) bool) {
+	if len(s) < minKnownLen {
+		return
+	}
+	// Plain. Offsets in s are worked out only for a match, which is rare.
+	v.folded, _ = fold(v.folded[:0], nil, s, false)
+	mapped := false
+	for _, ix := range ixs {
+		ok := ix.find(v.folded, tab, func(a, b int, id int32) bool {
+			if !mapped {
+				v.refold, v.idx = fold(v.refold[:0], v.idx[:0], s, true)
+				mapped = true
+			}
+			b = extendLong(v.folded, a, b, tab.full(id))
+			start := int(v.idx[a])
+			last := int(v.idx[b-1])
+			_, w := utf8.DecodeRuneInString(s[last:])
+			if bounded && !wordBounded(s, start, last+w, tab.pattern(id)) {
+				return true
+			}
+			return emit(knownMatch{start: start, end: last + w, id: id, enc: encPlain})
+		})
+		if !ok {
+			return
+		}
+	}
+	if v.plainOnly {
+		return
+	}
+	// URL-decoded ('+' is a space there, which folding drops).
+	if hasPercentEscape(s) || strings.IndexByte(s, '+') >= 0 {
+		v.urlDecode(s, false)
+		v.folded, _ = foldBytes(v.folded[:0], nil, v.dec, false)
+		mapped := false
+		for _, ix := range ixs {
+			ok := ix.find(v.folded, tab, func(a, b int, id int32) bool {
+				if !mapped {
+					v.urlDecode(s, true)
+					v.refold, v.idx = foldBytes(v.refold[:0], v.idx[:0], v.dec, true)
+					mapped = true
+				}
+				b = extendLong(v.folded, a, b, tab.full(id))
+				start := int(v.dsrc[v.idx[a]])
+				last := int(v.idx[b-1])
+				_, w := utf8.DecodeRune(v.dec[last:])
+				end := int(v.dend[last+w-1])
+				if bounded && !wordBounded(s, start, end, tab.pattern(id)) {
+					return true
+				}
+				return emit(knownMatch{start: start, end: end, id: id, enc: encURL})
+			})
+			if !ok {
+				return
+			}
+		}
+	}
+	// Base64 and hex runs, decoded into one buffer.
+	v.dec, v.segs = v.dec[:0], v.segs[:0]
+	ref := 0
+	for i := 0; i < len(s); {
+		if !isB64Char(s[i]) {
+			i++
+			continue
+		}
+		e := i
+		for e < len(s) && (isB64Char(s[e]) || s[e] == '\r' || s[e] == '\n') {
+			e++
+		}
+		for e < len(s) && s[e] == '=' {
+			e++
+		}
+		for ref < len(skip) && skip[ref].end <= i {
+			ref++
+		}
+		if ref >= len(skip) || skip[ref].start >= e {
+			v.decodeRun(s, i, e)
+		}
+		i = e
+	}
+	if len(v.segs) == 0 {
+		return
+	}
+	// Fold the decodings that may hold text into one buffer, each
+	// followed by a separator that no value holds.
+	v.folded = v.folded[:0]
+	kept := v.segs[:0]
+	for _, sg := range v.segs {
+		d := v.dec[sg.decStart:sg.decEnd]
+		if !mayHoldText(d) {
+			continue
+		}
+		sg.foldStart = len(v.folded)
+		v.folded, _ = foldBytes(v.folded, nil, d, false)
+		sg.foldEnd = len(v.folded)
+		v.folded = append(v.folded, segSep)
+		kept = append(kept, sg)
+	}
+	v.segs = kept
+	for _, ix := range ixs {
+		ok := ix.find(v.folded, tab, func(a, b int, id int32) bool {
+			k, _ := slices.BinarySearchFunc(v.segs, a, func(sg runSeg, at int) int { return sg.foldEnd - 1 - at })
+			if k >= len(v.segs) || a < v.segs[k].foldStart || b > v.segs[k].foldEnd {
+				return true // across two decodings
+			}
+			sg := v.segs[k]
+			return emit(knownMatch{start: sg.start, end: sg.end, id: id, enc: sg.enc})
+		})
+		if !ok {
+			return
+		}
+	}
+}
+
+// mayHoldText reports whether decoded bytes hold minKnownLen bytes in a
+// row of text: printable ASCII, whitespace or UTF-8 sequences (a lead
+// byte and its continuation bytes). Decodings of what was not an encoding
+// are noise that rarely does.
+func mayHoldText(d []byte) bool {
+	n := 0
+	for i := 0; i < len(d); i++ {
+		c := d[i]
+		switch {
+		case c >= 0x20 && c < 0x7f, c == '\t', c == '\n', c == '\r':
+			n++
+		case c >= 0xC2 && c <= 0xF4:
+			w := 2
+			if c >= 0xE0 {
+				w = 3
+			}
+			if c >= 0xF0 {
+				w = 4
+			}
+			if i+w > len(d) {
+				return false
+			}
+			for j := i + 1; j < i+w; j++ {
+				if d[j]&0xC0 != 0x80 {
+					n, w = 0, 1
+					break
+				}
+			}
+			if w > 1 {
+				n += w
+				i += w - 1
+			}
+		default:
+			n = 0
+		}
+		if n >= minKnownLen {
+			return true
+		}
+	}
+	return false
+}
+
+// runSeg is one decoding of a run in viewer.dec, and its folded form in
+// viewer.folded.
+type runSeg struct {
+	decStart, decEnd   int // in dec
+	foldStart, foldEnd int // in folded
+	start, end         int // the run in s
+	enc                encoding
+}
+
+// decodeRun appends the decodings of the run s[start:end] of base64
+// characters (with line breaks and padding) to v.dec: as hex at both
+// alignments if it is hex digits only, else as base64 at each of the 4
+// alignments. A run that cannot encode minKnownLen bytes of text is
+// skipped: too short, or without mixed case or digits (base64 of text has
+// both; a word does not).
+func (v *viewer) decodeRun(s string, start, end int) {
+	if end-start < minB64Run {
+		return
+	}
+	upper, lower, digit, other, hexOnly := false, false, false, false, true
+	for i := start; i < end; i++ {
+		c := s[i]
+		switch {
+		case c >= 'A' && c <= 'Z':
+			upper = true
+		case c >= 'a' && c <= 'z':
+			lower = true
+		case isDigit(c):
+			digit = true
+		default:
+			other = true
+		}
+		if !isHex(c) {
+			hexOnly = false
+		}
+	}
+	if hexOnly {
+		// Hex digits alone are taken for hex: a base64 encoding made of
+		// them only is improbable.
+		if end-start < minHexRun || !digit {
+			return
+		}
+		for k := range 2 {
+			d := len(v.dec)
+			for i := start + k; i+1 < end; i += 2 {
+				v.dec = append(v.dec, unhex(s[i])<<4|unhex(s[i+1]))
+			}
+			v.segs = append(v.segs, runSeg{decStart: d, decEnd: len(v.dec), start: start, end: end, enc: encHex})
+		}
+		return
+	}
+	if !((upper && lower) || (digit && (upper || lower)) || other) {
+		return
+	}
+	// The run without line breaks and padding, the URL alphabet mapped to
+	// the standard one.
+	raw := v.b64raw[:0]
+	for i := start; i < end; i++ {
+		switch c := s[i]; c {
+		case '\r', '\n', '=':
+		case '-':
+			raw = append(raw, '+')
+		case '_':
+			raw = append(raw, '/')
+		default:
+			raw = append(raw, c)
+		}
+	}
+	v.b64raw = raw
+	for k := range 4 {
+		if len(raw)-k < minB64Run {
+			break
+		}
+		if !asciiGroups(raw[k:]) {
+			continue
+		}
+		src := raw[k:]
+		if len(src)%4 == 1 {
+			src = src[:len(src)-1]
+		}
+		d := len(v.dec)
+		v.dec = slices.Grow(v.dec, base64.RawStdEncoding.DecodedLen(len(src)))
+		dst := v.dec[d : d+base64.RawStdEncoding.DecodedLen(len(src))]
+		// Every byte of src is in the alphabet: Decode cannot fail.
+		n, _ := base64.RawStdEncoding.Decode(dst, src)
+		v.dec = v.dec[:d+n]
+		v.segs = append(v.segs, runSeg{decStart: d, decEnd: len(v.dec), start: start, end: end, enc: encBase64})
+	}
+}
+
+// asciiGroups reports whether base64 text, read from its start, has two
+// groups in a row whose first character encodes a byte below 0x80 (one
+// of A–Z, a–f): the encoding of minKnownLen bytes of mostly ASCII text
+// does, while ids, dates and codes that happen to use the alphabet rarely
+// do. Other alignments and runs are not decoded.
+func asciiGroups(b []byte) bool {
+	n := 0
+	for g := 0; g+4 <= len(b); g += 4 {
+		if c := b[g]; (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'f') {
+			if n++; n == 2 {
+				return true
+			}
+		} else {
+			n = 0
+		}
+	}
+	return false
+}
+
+// segSep separates decodings: 0xFF is never part of UTF-8 text.
+const segSep = 0xFF
+
+func isB64Char(c byte) bool { return isAlnum(c) || c == '+' || c == '/' || c == '-' || c == '_' }
+
+func hasPercentEscape(s string) bool {
+	for i := strings.IndexByte(s, '%'); i >= 0 && i+2 < len(s); {
+		if isHex(s[i+1]) && isHex(s[i+2]) {
+			return true
+		}
+		j := strings.IndexByte(s[i+1:], '%')
+		if j < 0 {
+			return false
+		}
+		i += 1 + j
+	}
+	return false
+}
+
+// urlDecode decodes %XX escapes and '+' (a space) of s into v.dec, and
+// with track, the offsets of each byte's source into v.dsrc and v.dend.
+func (v *viewer) urlDecode(s string, track bool) {
+	v.dec, v.dsrc, v.dend = v.dec[:0], v.dsrc[:0], v.dend[:0]
+	for i := 0; i < len(s); {
+		c, w := s[i], 1
+		switch {
+		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
+			c, w = unhex(s[i+1])<<4|unhex(s[i+2]), 3
+		case c == '+':
+			c = ' '
+		}
+		v.dec = append(v.dec, c)
+		if track {
+			v.dsrc = append(v.dsrc, int32(i))
+			v.dend = append(v.dend, int32(i+w))
+		}
+		i += w
+	}
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c >= 'a':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
+}
+
+// extendLong returns the end of a match at t[a:b] of a value whose whole
+// folded form is full (when longer than its pattern): past the whole
+// value when t holds all of it, else b.
+func extendLong(t []byte, a, b int, full string) int {
+	if full != "" && len(t)-a >= len(full) && string(t[a:a+len(full)]) == full {
+		return a + len(full)
+	}
+	return b
+}
+
+// wordBounded reports whether a match of pattern at s[start:end] may
+// count. A value made of letters only (a name, a phrase) counts only as
+// whole words: once whitespace is dropped, "Ada Lovelace" would otherwise
+// match inside "Nevada lovelaces", and short phrases inside any text.
+// Values with a digit or a symbol (addresses, ids, numbers, keys) count
+// anywhere.
+func wordBounded(s string, start, end int, pattern string) bool {
+	for i := 0; i < len(pattern); i++ {
+		if c := pattern[i]; c < 0x80 && !isAlpha(c) {
+			return true
+		}
+	}
+	return (start == 0 || !isWordByte(s[start-1])) && (end >= len(s) || !isWordByte(s[end]))
+}
+
+func isWordByte(c byte) bool { return isAlnum(c) || c >= 0x80 }

@@ -1,0 +1,217 @@
+package filter
+
+import "slices"
+
+// The last stage of a run with a Flow: every output (result, keys, log
+// lines, texts) is searched for the sensitive values the flow saw in tool
+// results and the values the run itself acted on, in every form the
+// viewer sees (case or spacing changed, inside longer strings, base64,
+// hex, URL encoding), after the detectors and the exact sweep. A value
+// found is replaced by what replaces it elsewhere: its token, marker or
+// mask; an encoded one takes its whole encoded run with it.
+
+// localBase numbers the run's own values after the flow's.
+const localBase = 1 << 30
+
+// knownScan is the state of that stage for one run.
+type knownScan struct {
+	fl      *Flow
+	local   valueIndex
+	locals  []knownLocal
+	v       viewer
+	matches []knownMatch
+	infos   []sensInfo // what act needs of the flow's values matched
+	ixs     []*valueIndex
+}
+
+type knownLocal struct {
+	pattern, long, value string
+}
+
+// newKnownScan returns the stage's state, or nil when the run has no
+// flow or nothing to look for.
+func (r *run) newKnownScan() *knownScan {
+	if r.flow == nil || r.observing != nil {
+		return nil
+	}
+	ks := &knownScan{fl: r.flow}
+	values := make([]string, 0, len(r.values))
+	for v := range r.values {
+		values = append(values, v)
+	}
+	slices.Sort(values)
+	fl := r.flow
+	fl.mu.RLock()
+	n := fl.sens.n
+	for _, v := range values {
+		p := foldString(v)
+		if len(p) < minKnownLen {
+			continue
+		}
+		if id, ok := fl.lookup(p[:min(len(p), maxPatternLen)]); ok && fl.values[id].sens > 0 {
+			continue // the flow's index has it
+		}
+		ks.local.add(p, localBase+int32(len(ks.locals)), len(values))
+		kl := knownLocal{pattern: string(p[:min(len(p), maxPatternLen)]), value: v}
+		if len(p) > maxPatternLen {
+			kl.long = string(p)
+		}
+		ks.locals = append(ks.locals, kl)
+	}
+	fl.mu.RUnlock()
+	if n == 0 && ks.local.n == 0 {
+		return nil
+	}
+	return ks
+}
+
+// pattern and full make knownScan the valueTable of both indexes; the
+// flow's read lock is held.
+func (ks *knownScan) pattern(id int32) string {
+	if id >= localBase {
+		return ks.locals[id-localBase].pattern
+	}
+	return ks.fl.values[id].pattern
+}
+
+func (ks *knownScan) full(id int32) string {
+	if id >= localBase {
+		return ks.locals[id-localBase].long
+	}
+	return ks.fl.table().full(id)
+}
+
+// knownSpans appends the replacements of the known values in s outside
+// the regions in skip (ordered, not overlapping).
+func (r *run) knownSpans(ks *knownScan, s string, skip []span, inKey bool, out []span) []span {
+	if len(s) < minKnownLen {
+		return out
+	}
+	ks.matches = ks.matches[:0]
+	ks.infos = ks.infos[:0]
+	fl := ks.fl
+	fl.mu.RLock()
+	ixs := ks.ixs[:0]
+	if fl.sens.n > 0 {
+		ixs = append(ixs, &fl.sens)
+	}
+	if ks.local.n > 0 {
+		ixs = append(ixs, &ks.local)
+	}
+	ks.ixs = ixs
+	ks.v.plainOnly = fl.seenLocked(s)&seenAsIs != 0
+	ks.v.search(s, skip, ixs, ks, false, func(m knownMatch) bool {
+		ks.matches = append(ks.matches, m)
+		return true
+	})
+	for _, m := range ks.matches {
+		if m.id < localBase {
+			ks.infos = append(ks.infos, *fl.sensOf(m.id))
+		} else {
+			ks.infos = append(ks.infos, sensInfo{})
+		}
+	}
+	fl.mu.RUnlock()
+	if len(ks.matches) == 0 {
+		return out
+	}
+	order := make([]int, len(ks.matches))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		ma, mb := ks.matches[a], ks.matches[b]
+		if ma.start != mb.start {
+			return ma.start - mb.start
+		}
+		if ma.end != mb.end {
+			return mb.end - ma.end
+		}
+		return int(ma.id - mb.id)
+	})
+	ref, last := 0, 0
+	for _, i := range order {
+		m := ks.matches[i]
+		if m.start < last {
+			continue // inside a match already taken
+		}
+		for ref < len(skip) && skip[ref].end <= m.start {
+			ref++
+		}
+		if ref < len(skip) && skip[ref].start < m.end {
+			continue // overlaps a token or an earlier replacement
+		}
+		var text string
+		if m.id >= localBase {
+			rep := r.values[ks.locals[m.id-localBase].value]
+			text = rep.text
+			r.record(rep.class, rep.conf, "known_value", rep.action, inKey)
+		} else {
+			info := ks.infos[i]
+			t, ok := r.act(info.class, info.conf, "known_value", info.raw, false, inKey)
+			if !ok {
+				continue
+			}
+			text = t
+		}
+		out = append(out, span{start: m.start, end: m.end, text: text})
+		last = m.end
+	}
+	return out
+}
+
+// knownText replaces the known values in s, outside the tokens and
+// markers it holds.
+func (r *run) knownText(ks *knownScan, s string, inKey bool) string {
+	if len(s) < minKnownLen {
+		return s
+	}
+	skip := tokenRegions(r.skip[:0], s)
+	r.skip = skip
+	spans := r.knownSpans(ks, s, skip, inKey, r.spans[:0])
+	r.spans = spans
+	return assemble(s, spans)
+}
+
+// knownJob is the stage for a text with a budget.
+func (r *run) knownJob(ks *knownScan, j *textJob, inKey bool) {
+	skip := mergeSpans(j.spans, j.skip)
+	more := r.knownSpans(ks, j.s[:j.window], skip, inKey, nil)
+	j.spans = mergeSpans(j.spans, more)
+}
+
+// knownNode is the stage for every string, key and number of n.
+func (r *run) knownNode(ks *knownScan, n *node) {
+	switch n.kind {
+	case kindObject:
+		changed := false
+		for i := range n.kids {
+			key := n.kids[i].key
+			if len(r.f.allowFields) > 0 && r.f.allowFields[normalizeField(key)] {
+				continue
+			}
+			if k := r.knownText(ks, key, true); k != key {
+				n.kids[i].key = k
+				changed = true
+			}
+			r.path = append(r.path, seg{key: n.kids[i].key, isKey: true})
+			r.knownNode(ks, &n.kids[i])
+			r.path = r.path[:len(r.path)-1]
+		}
+		if changed {
+			uniqueKeys(n.kids)
+		}
+	case kindArray:
+		for i := range n.kids {
+			r.path = append(r.path, seg{index: i})
+			r.knownNode(ks, &n.kids[i])
+			r.path = r.path[:len(r.path)-1]
+		}
+	case kindString:
+		n.str = r.knownText(ks, n.str, false)
+	case kindNumber:
+		if s := r.knownText(ks, n.str, false); s != n.str {
+			*n = node{kind: kindString, str: s, key: n.key}
+		}
+	}
+}
