@@ -269,7 +269,8 @@ func (s *Server) initFilter() error {
 		s.metrics.sessionsEvicted.WithLabelValues(reason).Inc()
 	})
 	s.sweeper.Go(func() {
-		s.sessions.sweepEvery(s.stopping, time.Minute, s.metrics.observeSessions)
+		every := min(time.Minute, max(s.sessions.limits.IdleTTL/4, 100*time.Millisecond))
+		s.sessions.sweepEvery(s.stopping, every, s.metrics.observeSessions)
 	})
 	return nil
 }

@@ -90,6 +90,11 @@ type LimitsConfig struct {
 	// Stdio applies the per-principal rate limits to stdio's local user
 	// too; by default they apply to HTTP principals only.
 	Stdio bool `toml:"stdio"`
+	// Session state (token vaults and ledgers), kept in memory.
+	SessionIdleTTL       Duration `toml:"session_idle_ttl"`
+	SessionsPerPrincipal int      `toml:"sessions_per_principal"`
+	VaultBytes           int      `toml:"vault_bytes"`
+	TotalVaultBytes      int      `toml:"total_vault_bytes"`
 }
 
 // FilterConfig holds the output filter's policy.
@@ -174,6 +179,10 @@ func defaultConfig() Config {
 			MaxInFlight:         64,
 			MaxQueued:           256,
 			MaxBodyBytes:        4 << 20,
+			SessionIdleTTL:       Duration(time.Hour),
+			SessionsPerPrincipal: 64,
+			VaultBytes:           8 << 20,
+			TotalVaultBytes:      256 << 20,
 		},
 		Filter: FilterConfig{
 			BudgetBytes:    16 << 10,
@@ -618,6 +627,10 @@ func (c *Config) validate(env func(string) string) []error {
 		bad("limits.max_queued", "must not be negative")
 	}
 	positive("limits.max_body_bytes", l.MaxBodyBytes)
+	positive("limits.session_idle_ttl", int64(l.SessionIdleTTL))
+	positive("limits.sessions_per_principal", int64(l.SessionsPerPrincipal))
+	positive("limits.vault_bytes", int64(l.VaultBytes))
+	positive("limits.total_vault_bytes", int64(l.TotalVaultBytes))
 	if l.ToolCallBurst < s.MaxToolCalls {
 		bad("limits.tool_call_burst", "%d is below sandbox.max_tool_calls %d, so a run is rate-limited before it reaches its own limit; raise the burst or lower max_tool_calls",
 			l.ToolCallBurst, s.MaxToolCalls)

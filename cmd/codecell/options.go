@@ -276,6 +276,7 @@ func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *
 		Auth:           tokens,
 		AllowedOrigins: cfg.Server.AllowedOrigins,
 		Limits:         serverLimits(cfg.Limits),
+		Sessions:       sessionLimits(cfg.Limits),
 		Filter:         f,
 		FilterKey:      key,
 		Rules:          rules,
@@ -304,6 +305,16 @@ func serverLimits(l LimitsConfig) mcpserver.Limits {
 		MaxQueued:           l.MaxQueued,
 		MaxBodyBytes:        l.MaxBodyBytes,
 		Stdio:               l.Stdio,
+	}
+}
+
+// sessionLimits bound the session state from the [limits] section.
+func sessionLimits(l LimitsConfig) mcpserver.SessionLimits {
+	return mcpserver.SessionLimits{
+		IdleTTL:         l.SessionIdleTTL.D(),
+		PerPrincipal:    l.SessionsPerPrincipal,
+		VaultBytes:      l.VaultBytes,
+		TotalVaultBytes: l.TotalVaultBytes,
 	}
 }
 
