@@ -172,13 +172,13 @@ func defaultConfig() Config {
 			MaxResultBytes:     1 << 20,
 		},
 		Limits: LimitsConfig{
-			ExecutionsPerMinute: 600,
-			ExecutionBurst:      60,
-			ToolCallsPerMinute:  6000,
-			ToolCallBurst:       1000, // at least sandbox.max_tool_calls
-			MaxInFlight:         64,
-			MaxQueued:           256,
-			MaxBodyBytes:        4 << 20,
+			ExecutionsPerMinute:  600,
+			ExecutionBurst:       60,
+			ToolCallsPerMinute:   6000,
+			ToolCallBurst:        1000, // at least sandbox.max_tool_calls
+			MaxInFlight:          64,
+			MaxQueued:            256,
+			MaxBodyBytes:         4 << 20,
 			SessionIdleTTL:       Duration(time.Hour),
 			SessionsPerPrincipal: 64,
 			VaultBytes:           8 << 20,
