@@ -137,6 +137,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				return
 			}
 			if err != nil {
+				// A body that stopped arriving (the read timeout) leaves
+				// the connection unusable: close it.
+				w.Header().Set("Connection", "close")
 				httpError(w, http.StatusBadRequest, "read request body: "+err.Error())
 				return
 			}

@@ -49,6 +49,10 @@ type Config struct {
 	// Auth lists the bearer tokens HTTP clients must present; none means
 	// HTTP is open (serve it on loopback only).
 	Auth []Token
+	// ReadTimeout bounds the time to read an HTTP request, headers and
+	// body; IdleTimeout closes keep-alive connections idle that long.
+	// Defaults 30 s and 2 min.
+	ReadTimeout, IdleTimeout time.Duration
 	// AllowedOrigins lists browser origins, besides the server's own,
 	// allowed to call the HTTP transports. "*" allows any.
 	AllowedOrigins []string
@@ -134,6 +138,12 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = 30 * time.Second
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 2 * time.Minute
 	}
 	log := cfg.Logger.With("component", "mcpserver")
 	exec := cfg.Executor

@@ -242,12 +242,12 @@ func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener, grace time.Dura
 	h := s.newHTTP()
 	srv := &http.Server{
 		Handler:           compress(h.mux),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: min(10*time.Second, s.cfg.ReadTimeout),
 		// A request's body must arrive within ReadTimeout (the guard
 		// reads it whole); responses, such as event streams, are not
 		// bounded. Idle keep-alive connections are closed.
-		ReadTimeout: 30 * time.Second,
-		IdleTimeout: 2 * time.Minute,
+		ReadTimeout: s.cfg.ReadTimeout,
+		IdleTimeout: s.cfg.IdleTimeout,
 		ErrorLog:    log.New(slogWriter{s.log.With("transport", "http")}, "", 0),
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}

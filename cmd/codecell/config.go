@@ -43,6 +43,8 @@ type ServerConfig struct {
 	Catalog        string   `toml:"catalog"`
 	DataDir        string   `toml:"data_dir"`
 	ShutdownGrace  Duration `toml:"shutdown_grace"`
+	ReadTimeout    Duration `toml:"read_timeout"`
+	IdleTimeout    Duration `toml:"idle_timeout"`
 	LogLevel       string   `toml:"log_level"`
 	LogFormat      string   `toml:"log_format"`
 	AllowedOrigins []string `toml:"allowed_origins"`
@@ -155,6 +157,8 @@ func defaultConfig() Config {
 		Server: ServerConfig{
 			Expose:        "code",
 			ShutdownGrace: Duration(10 * time.Second),
+			ReadTimeout:   Duration(30 * time.Second),
+			IdleTimeout:   Duration(2 * time.Minute),
 			LogLevel:      "info",
 			LogFormat:     "text",
 		},
@@ -567,6 +571,8 @@ func (c *Config) validate(env func(string) string) []error {
 			bad(key, "must be positive, got %d", v)
 		}
 	}
+	positive("server.read_timeout", int64(c.Server.ReadTimeout))
+	positive("server.idle_timeout", int64(c.Server.IdleTimeout))
 	s := c.Sandbox
 	if s.PoolSize < 0 {
 		bad("sandbox.pool_size", "must not be negative (0 means one per CPU)")

@@ -277,6 +277,8 @@ func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *
 		AllowedOrigins: cfg.Server.AllowedOrigins,
 		Limits:         serverLimits(cfg.Limits),
 		Sessions:       sessionLimits(cfg.Limits),
+		ReadTimeout:    cfg.Server.ReadTimeout.D(),
+		IdleTimeout:    cfg.Server.IdleTimeout.D(),
 		Filter:         f,
 		FilterKey:      key,
 		Rules:          rules,
