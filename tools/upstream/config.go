@@ -356,7 +356,7 @@ func jsonError(at string, data []byte, err error) error {
 			if key != "" {
 				key += "."
 			}
-			key += te.Field
+			key += te.Field + mapKeyOf(data, te.Field)
 		}
 		if key == "" {
 			key = "(top level)"
@@ -373,6 +373,25 @@ func jsonError(at string, data []byte, err error) error {
 		return err
 	}
 	return fmt.Errorf("%s: %v", at, err)
+}
+
+// mapKeyOf finds, for a type error inside the object field of data, the
+// key whose value is not a string: ".KEY", or "".
+func mapKeyOf(data []byte, field string) string {
+	var entry map[string]json.RawMessage
+	if json.Unmarshal(data, &entry) != nil {
+		return ""
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(entry[field], &m) != nil {
+		return ""
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if v := bytes.TrimSpace(m[k]); len(v) == 0 || v[0] != '"' {
+			return "." + k
+		}
+	}
+	return ""
 }
 
 func jsonKind(goType string) string {
