@@ -56,7 +56,10 @@ func metricName(reg *tools.Registry, c tools.Caller, name string) string {
 	if _, known := reg.Get(name); known {
 		return name
 	}
-	if _, known := reg.View(c).Get(name); known {
+	if t, known := reg.View(c).Get(name); known {
+		if g, ok := reg.Get(t.Name); ok && g == t {
+			return t.Name // a global tool called by one of its aliases
+		}
 		return "(own tool)"
 	}
 	return "(unknown)"
