@@ -71,14 +71,30 @@ type runDispatcher struct {
 	dispatcher
 	execID  string
 	origins *origins
+	// progress, when set, passes on what tools report of their progress
+	// (an upstream server's notifications), as the run's progress.
+	progress func(message string, fraction float64)
 
-	mu    sync.Mutex
-	calls []memory.ToolCall
+	mu        sync.Mutex
+	calls     []memory.ToolCall
+	artifacts []tools.Artifact
 }
+
+// maxArtifacts bounds the artifacts a run's record lists.
+const maxArtifacts = 100
 
 func (d *runDispatcher) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
 	start := time.Now()
-	out, err := d.dispatcher.Call(ctx, name, args)
+	rep := tools.Reporter{Artifact: d.addArtifact}
+	if d.progress != nil {
+		rep.Progress = func(message string, fraction float64) {
+			if message == "" {
+				message = "in progress"
+			}
+			d.progress(name+": "+message, fraction)
+		}
+	}
+	out, err := d.dispatcher.Call(tools.WithReporter(ctx, rep), name, args)
 	if err == nil {
 		d.origins.add(name, out)
 	}
@@ -98,6 +114,23 @@ func (d *runDispatcher) Call(ctx context.Context, name string, args json.RawMess
 	d.calls = append(d.calls, call)
 	d.mu.Unlock()
 	return out, err
+}
+
+// addArtifact records an artifact a tool made: binary contents of an
+// upstream result, kept as stored results.
+func (d *runDispatcher) addArtifact(a tools.Artifact) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.artifacts) < maxArtifacts {
+		d.artifacts = append(d.artifacts, a)
+	}
+}
+
+// runArtifacts returns the artifacts made so far.
+func (d *runDispatcher) runArtifacts() []tools.Artifact {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.artifacts
 }
 
 // auditCalls returns the calls made so far.

@@ -77,6 +77,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 			onProgress(s.filterText(message, maxStreamedText, textOpts), fraction)
 		}
 	}
+	d.progress = x.OnProgress
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := context.AfterFunc(s.stopping, func() { cancel(context.Cause(s.stopping)) })
@@ -91,7 +92,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 		OnProgress: x.OnProgress,
 	})
 	s.metrics.observeRun(res)
-	rec, body := s.record(context.WithoutCancel(tools.WithCaller(ctx, caller)), sess, org, id, x, res)
+	rec, body := s.record(context.WithoutCancel(tools.WithCaller(ctx, caller)), sess, org, id, x, res, d.runArtifacts())
 	s.audit.record(auditRecord{exec: executionRecord(id, caller, x, started, res), calls: d.auditCalls()})
 	s.log.Info("run", "id", id, "principal", caller.Principal, "session_hash", sessionHash(caller.Session), "status", res.Status, "kind", errorKind(res),
 		"ms", res.Telemetry.DurationMS, "calls", res.Telemetry.ToolCalls, "code_bytes", len(x.Code), "returned_bytes", len(body))
@@ -127,7 +128,7 @@ func (s *Server) filterText(text string, budget int, opts filter.Options) string
 // record runs the output filter over a run, keeps the whole result when
 // the model gets less than all of it, and builds the record within the
 // response budget.
-func (s *Server) record(ctx context.Context, sess *session, org *origins, execID string, x Execution, res *executor.Result) (*Record, []byte) {
+func (s *Server) record(ctx context.Context, sess *session, org *origins, execID string, x Execution, res *executor.Result, arts []tools.Artifact) (*Record, []byte) {
 	budget := s.budget
 	if x.BudgetBytes > 0 {
 		budget = min(x.BudgetBytes, s.maxBudget)
@@ -138,8 +139,9 @@ func (s *Server) record(ctx context.Context, sess *session, org *origins, execID
 	}
 	view := s.reg.View(tools.CallerFrom(ctx))
 	rec := &Record{
-		Status: res.Status,
-		Calls:  summarizeCalls(res.Calls),
+		Status:    res.Status,
+		Artifacts: arts,
+		Calls:     summarizeCalls(res.Calls),
 		Stats: Stats{
 			DurationMS:     res.Telemetry.DurationMS,
 			QueueWaitMS:    res.Telemetry.QueueWaitMS,
