@@ -121,7 +121,10 @@ func runConfigCheck(args []string, stdout, stderr io.Writer) error {
 	for i := range cfg.Auth.Tokens {
 		cfg.Auth.Tokens[i].Token = "(hidden)"
 	}
+	set, _ := cfg.upstreams() // valid: parse checked it
+	cfg.Upstream = hideUpstreamSecrets(cfg.Upstream)
 	fmt.Fprint(stdout, describeProvenance(fs.loaded))
+	fmt.Fprint(stdout, describeUpstreams(cfg, set))
 	return toml.NewEncoder(stdout).Encode(cfg)
 }
 
@@ -139,7 +142,7 @@ func resolvePaths(cfg *Config) error {
 	if cfg.Filter.KeyFile, err = keyPath(*cfg); err != nil {
 		return err
 	}
-	for _, p := range []*string{&cfg.Server.DataDir, &cfg.Memory.Path, &cfg.Filter.KeyFile, &cfg.Server.Catalog} {
+	for _, p := range []*string{&cfg.Server.DataDir, &cfg.Memory.Path, &cfg.Filter.KeyFile, &cfg.Server.Catalog, &cfg.Server.MCPConfig} {
 		if *p == "" {
 			continue
 		}

@@ -41,41 +41,41 @@ const (
 type Server struct {
 	// Command starts a stdio server: a path, or a name looked up in the
 	// PATH the child gets.
-	Command string `json:"command,omitempty" toml:"command"`
+	Command string `json:"command,omitempty" toml:"command,omitempty"`
 	// Args are the command's arguments.
-	Args []string `json:"args,omitempty" toml:"args"`
+	Args []string `json:"args,omitempty" toml:"args,omitempty"`
 	// Env are variables the child gets on top of DefaultEnvironment.
-	Env map[string]string `json:"env,omitempty" toml:"env"`
+	Env map[string]string `json:"env,omitempty" toml:"env,omitempty"`
 	// Cwd is the child's working directory; empty means codecell's.
-	Cwd string `json:"cwd,omitempty" toml:"cwd"`
+	Cwd string `json:"cwd,omitempty" toml:"cwd,omitempty"`
 
 	// URL is an HTTP server's endpoint.
-	URL string `json:"url,omitempty" toml:"url"`
+	URL string `json:"url,omitempty" toml:"url,omitempty"`
 	// Headers are sent with every HTTP request, such as Authorization.
-	Headers map[string]string `json:"headers,omitempty" toml:"headers"`
+	Headers map[string]string `json:"headers,omitempty" toml:"headers,omitempty"`
 	// Type is "stdio", "http" (Streamable HTTP; "streamable-http" and
 	// "streamableHttp" are accepted) or "sse". Empty means stdio for a
 	// command and, for a url, Streamable HTTP, falling back to SSE when
 	// the server refuses it.
-	Type string `json:"type,omitempty" toml:"type"`
+	Type string `json:"type,omitempty" toml:"type,omitempty"`
 
 	// Allow, when not empty, keeps only the tools whose original or
 	// registered name matches one of these globs (path.Match syntax).
-	Allow []string `json:"allow,omitempty" toml:"allow"`
+	Allow []string `json:"allow,omitempty" toml:"allow,omitempty"`
 	// Deny drops the tools whose original or registered name matches one
 	// of these globs; it wins over Allow.
-	Deny []string `json:"deny,omitempty" toml:"deny"`
+	Deny []string `json:"deny,omitempty" toml:"deny,omitempty"`
 	// Timeout bounds one call, beside the run's own deadline; 0 means
 	// DefaultCallTimeout.
-	Timeout Duration `json:"timeout,omitempty" toml:"timeout"`
+	Timeout Duration `json:"timeout,omitempty" toml:"timeout,omitzero"`
 	// MaxConcurrentCalls bounds the calls in flight to this server; more
 	// wait their turn. 0 means DefaultMaxConcurrentCalls.
-	MaxConcurrentCalls int `json:"max_concurrent_calls,omitempty" toml:"max_concurrent_calls"`
+	MaxConcurrentCalls int `json:"max_concurrent_calls,omitempty" toml:"max_concurrent_calls,omitzero"`
 	// Category is the namespace of the server's tools; empty means the
 	// server's name, sanitised (CategoryFor).
-	Category string `json:"category,omitempty" toml:"category"`
+	Category string `json:"category,omitempty" toml:"category,omitempty"`
 	// Disabled keeps the server configured but not started.
-	Disabled bool `json:"disabled,omitempty" toml:"disabled"`
+	Disabled bool `json:"disabled,omitempty" toml:"disabled,omitempty"`
 }
 
 // Defaults of the per-server settings.

@@ -143,10 +143,10 @@ func lookCommand(command, cwd string, env []string) (string, error) {
 
 // shortPath abbreviates a long PATH for a reason line.
 func shortPath(p string) string {
-	if len(p) <= 200 {
+	if len(p) <= 120 {
 		return p
 	}
-	return p[:200] + "…"
+	return p[:120] + "…"
 }
 
 func executable(p string) error {

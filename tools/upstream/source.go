@@ -43,7 +43,7 @@ type Config struct {
 	// Version is the client version codecell reports to the servers.
 	Version string
 	// HandshakeTimeout bounds starting a server and its initialize
-	// (default 30s).
+	// (default DefaultHandshakeTimeout).
 	HandshakeTimeout time.Duration
 	// Grace is how long a child has to exit after SIGTERM before it is
 	// killed (default 2s).
@@ -58,12 +58,15 @@ type Config struct {
 	Backoff, MaxBackoff time.Duration
 }
 
+// DefaultHandshakeTimeout is Config.HandshakeTimeout's default.
+const DefaultHandshakeTimeout = 30 * time.Second
+
 func (c *Config) defaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.HandshakeTimeout <= 0 {
-		c.HandshakeTimeout = 30 * time.Second
+		c.HandshakeTimeout = DefaultHandshakeTimeout
 	}
 	if c.Grace <= 0 {
 		c.Grace = 2 * time.Second

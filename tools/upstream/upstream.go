@@ -46,6 +46,7 @@ type upstream struct {
 	names    map[string]string // original → short name
 	printed  map[string][32]byte
 	restarts int
+	lastWhy  string // the last failure logged
 	server   string
 	summary  string
 }
@@ -179,7 +180,7 @@ func (u *upstream) run(ctx context.Context) {
 		}
 		failures++
 		if delay > 0 {
-			u.fail(fmt.Sprintf("%s; trying again in %s", reason, delay.Round(100*time.Millisecond)))
+			u.failAgain(reason, fmt.Sprintf("%s; trying again in %s", reason, delay.Round(100*time.Millisecond)))
 		}
 		u.settledOnce.Do(func() { close(u.settled) })
 		if delay > 0 {
@@ -197,15 +198,20 @@ func (u *upstream) run(ctx context.Context) {
 	}
 }
 
-// fail records an unavailable server, logging the reason once.
-func (u *upstream) fail(reason string) {
+// fail records an unavailable server that will not be tried again.
+func (u *upstream) fail(reason string) { u.failAgain(reason, reason) }
+
+// failAgain records an unavailable server with the reason shown, logging
+// why it failed when that is not why it failed the last time.
+func (u *upstream) failAgain(why, shown string) {
 	u.mu.Lock()
-	same := u.reason == reason
+	same := u.lastWhy == why
+	u.lastWhy = why
 	u.mu.Unlock()
 	if !same {
-		u.log.Warn("upstream unavailable", "reason", reason)
+		u.log.Warn("upstream unavailable", "reason", why)
 	}
-	u.setState(StateUnavailable, reason)
+	u.setState(StateUnavailable, shown)
 }
 
 // errConflict is a category that holds tools of another source.
