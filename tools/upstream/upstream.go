@@ -118,8 +118,11 @@ func (u *upstream) setState(st State, reason string) {
 	u.changed = make(chan struct{})
 	u.mu.Unlock()
 	cs := tools.CategoryStatus{}
-	if st != StateReady {
-		cs = tools.CategoryStatus{Unavailable: true, Reason: string(st) + ": " + reason}
+	switch st {
+	case StateConnecting:
+		cs = tools.CategoryStatus{Unavailable: true, Reason: "connecting: " + reason}
+	case StateUnavailable, StateDisabled:
+		cs = tools.CategoryStatus{Unavailable: true, Reason: reason}
 	}
 	if err := u.src.reg.SetCategoryStatus(u.category, cs); err != nil {
 		u.log.Error("set category status", "err", err)
@@ -250,6 +253,12 @@ func (u *upstream) connect(ctx context.Context, again bool) (*conn, error) {
 	u.server = strings.TrimSpace(c.info.Name + " " + c.info.Version)
 	n := len(u.names)
 	u.mu.Unlock()
+	if sum := serverSummary(c); sum != "" && sum != u.summary {
+		u.summary = sum
+		if err := u.src.reg.DescribeCategory(u.category, sum); err != nil {
+			u.log.Error("describe category", "err", err)
+		}
+	}
 	u.setState(StateReady, "")
 	u.log.Info("upstream ready", "server", u.server, "transport", c.kind, "tools", n)
 	return c, nil
@@ -476,6 +485,23 @@ func summaryOf(desc, title, orig, server string) string {
 	}
 	if utf8.RuneCountInString(line) > maxSummary {
 		line = string([]rune(line)[:maxSummary-1]) + "…"
+	}
+	return line
+}
+
+// serverSummary describes a category by what its server said of itself:
+// the first sentence of its instructions, else its title or name.
+func serverSummary(c *conn) string {
+	name := c.info.Title
+	if name == "" {
+		name = c.info.Name
+	}
+	line := summaryOf(c.instr, "", "", "")
+	if strings.TrimSpace(c.instr) == "" {
+		if name == "" {
+			return ""
+		}
+		line = "The MCP server " + name + "."
 	}
 	return line
 }
