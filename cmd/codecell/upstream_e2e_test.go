@@ -335,7 +335,7 @@ return {files: names.length, total, check, entities: graph.entities.length, rela
 		isErr, txt, rec := run(`(await everything.get_tiny_image({})).find(x => x.type === "image")`, 30000)
 		var h struct {
 			Type, MimeType, URI string
-			Bytes              int
+			Bytes               int
 		}
 		json.Unmarshal(rec.Result, &h)
 		if isErr || h.Type != "image" || h.MimeType != "image/png" || !strings.HasPrefix(h.URI, "codecell://results/") || h.Bytes < 100 {
