@@ -95,7 +95,7 @@ type env struct {
 
 // start starts a Source over servers in a registry with the built-in
 // tools and waits for every server to be tried once.
-func start(t *testing.T, servers map[string]upstream.Server, tweak ...func(*upstream.Config)) *env {
+func start(t testing.TB, servers map[string]upstream.Server, tweak ...func(*upstream.Config)) *env {
 	t.Helper()
 	e := &env{reg: tools.NewRegistry(), logs: &logBuffer{}, blobs: &memBlobs{}}
 	if err := builtin.Register(e.reg); err != nil {
