@@ -21,7 +21,8 @@ import (
 // same node_modules, and both clients speak stdio.
 //
 //   - one_call: one tools/call of get-sum directly, beside one
-//     execute_code whose program makes that call.
+//     execute_code whose program makes that call (and, for scale, an
+//     execute_code of 1+1, which makes none).
 //   - 100_sequential / 100_promise_all: 100 direct tools/call, one after
 //     the other, beside one execute_code whose program makes the 100
 //     calls one after the other, or all at once with Promise.all.
@@ -86,13 +87,14 @@ func BenchmarkUpstreamBridge(b *testing.B) {
 	for _, bc := range []struct {
 		name           string
 		direct, bridge func()
+		empty          func() // an execute_code without the call, for scale
 	}{
-		{"one_call", directCalls(1), program(`await everything.get_sum({a: 1, b: 2})`)},
-		{"100_sequential", directCalls(100), program(`let r; for (let i = 0; i < 100; i++) r = await everything.get_sum({a: i, b: 2}); r`)},
-		{"100_promise_all", directCalls(100), program(`(await Promise.all(Array.from({length: 100}, (_, i) => everything.get_sum({a: i, b: 2})))).length`)},
+		{"one_call", directCalls(1), program(`await everything.get_sum({a: 1, b: 2})`), program(`1+1`)},
+		{"100_sequential", directCalls(100), program(`let r; for (let i = 0; i < 100; i++) r = await everything.get_sum({a: i, b: 2}); r`), nil},
+		{"100_promise_all", directCalls(100), program(`(await Promise.all(Array.from({length: 100}, (_, i) => everything.get_sum({a: i, b: 2})))).length`), nil},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			var d, br []time.Duration
+			var d, br, e []time.Duration
 			for b.Loop() {
 				t := time.Now()
 				bc.direct()
@@ -100,8 +102,16 @@ func BenchmarkUpstreamBridge(b *testing.B) {
 				t = time.Now()
 				bc.bridge()
 				br = append(br, time.Since(t))
+				if bc.empty != nil {
+					t = time.Now()
+					bc.empty()
+					e = append(e, time.Since(t))
+				}
 			}
 			md, mb := median(d), median(br)
+			if len(e) > 0 {
+				b.ReportMetric(median(e).Seconds()*1000, "empty-run-ms")
+			}
 			b.ReportMetric(md.Seconds()*1000, "direct-ms")
 			b.ReportMetric(mb.Seconds()*1000, "bridged-ms")
 			b.ReportMetric(mb.Seconds()/md.Seconds(), "bridged/direct")
