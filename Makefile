@@ -28,11 +28,17 @@ test: lint node-deps
 	CODECELL_REQUIRE_NODE=1 $(GO) test -tags $(TAGS) -race -count=1 -timeout 15m ./...
 
 ## node-deps: the official MCP TypeScript SDK and conformance suite, pinned
-## in testdata/sdk/package-lock.json, with a local Node.js 22 (npm package node).
+## in testdata/sdk/package-lock.json, with a local Node.js 22 (npm package node);
+## and the reference MCP servers codecell bridges in its tests (filesystem,
+## memory, everything), pinned in testdata/upstreams/package-lock.json.
 SDK := testdata/sdk
-node-deps: $(SDK)/node_modules/.installed
+UPSTREAMS := testdata/upstreams
+node-deps: $(SDK)/node_modules/.installed $(UPSTREAMS)/node_modules/.installed
 $(SDK)/node_modules/.installed: $(SDK)/package.json $(SDK)/package-lock.json
 	cd $(SDK) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+$(UPSTREAMS)/node_modules/.installed: $(UPSTREAMS)/package.json $(UPSTREAMS)/package-lock.json
+	cd $(UPSTREAMS) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 ## lint: formatting, vet and tidy modules — what CI checks.

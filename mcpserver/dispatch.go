@@ -75,7 +75,10 @@ func metricName(reg *tools.Registry, c tools.Caller, name string) string {
 	if _, known := reg.Get(name); known {
 		return name
 	}
-	if _, known := reg.View(c).Get(name); known {
+	if t, known := reg.View(c).Get(name); known {
+		if g, ok := reg.Get(t.Name); ok && g == t {
+			return t.Name // a global tool called by one of its aliases
+		}
 		return "(own tool)"
 	}
 	return "(unknown)"
@@ -86,19 +89,35 @@ func metricName(reg *tools.Registry, c tools.Caller, name string) string {
 type runDispatcher struct {
 	dispatcher
 	execID string
+	// progress, when set, passes on what tools report of their progress
+	// (an upstream server's notifications), as the run's progress.
+	progress func(message string, fraction float64)
 
-	mu    sync.Mutex
-	calls []memory.ToolCall
+	mu        sync.Mutex
+	calls     []memory.ToolCall
+	artifacts []tools.Artifact
 }
 
 // runKey carries the run's dispatcher to the tool handlers it calls, so
 // that a skill's nested run makes its calls through it too.
 type runKey struct{}
 
+// maxArtifacts bounds the artifacts a run's record lists.
+const maxArtifacts = 100
+
 func (d *runDispatcher) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
 	ctx = context.WithValue(ctx, runKey{}, d)
 	start := time.Now()
-	out, err := d.dispatcher.Call(ctx, name, args)
+	rep := tools.Reporter{Artifact: d.addArtifact}
+	if d.progress != nil {
+		rep.Progress = func(message string, fraction float64) {
+			if message == "" {
+				message = "in progress"
+			}
+			d.progress(name+": "+message, fraction)
+		}
+	}
+	out, err := d.dispatcher.Call(tools.WithReporter(ctx, rep), name, args)
 	call := memory.ToolCall{
 		ExecutionID: d.execID,
 		Tool:        metricName(d.s.reg, d.caller, name),
@@ -127,6 +146,23 @@ type nestedDispatcher struct {
 
 func (n nestedDispatcher) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
 	return n.run.Call(context.WithValue(ctx, skillDepthKey{}, n.depth), name, args)
+}
+
+// addArtifact records an artifact a tool made: binary contents of an
+// upstream result, kept as stored results.
+func (d *runDispatcher) addArtifact(a tools.Artifact) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.artifacts) < maxArtifacts {
+		d.artifacts = append(d.artifacts, a)
+	}
+}
+
+// runArtifacts returns the artifacts made so far.
+func (d *runDispatcher) runArtifacts() []tools.Artifact {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.artifacts
 }
 
 // auditCalls returns the calls made so far.

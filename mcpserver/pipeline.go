@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/codecell/codecell/executor"
@@ -65,12 +66,15 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 	}
 	if x.OnProgress != nil {
 		onProgress := x.OnProgress
+		var mu sync.Mutex // the program and its tools (upstream servers) report
 		sent := 0
 		var last time.Time
 		x.OnProgress = func(message string, fraction float64) {
 			// A program may report progress in a tight loop: pass on at
 			// most maxProgress reports, none closer than progressGap apart
 			// unless it reports completion.
+			mu.Lock()
+			defer mu.Unlock()
 			now := time.Now()
 			if sent >= maxProgress || (fraction != 1 && now.Sub(last) < progressGap) {
 				return
@@ -80,6 +84,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 			onProgress(s.filterText(message, maxStreamedText, textOpts), fraction)
 		}
 	}
+	d.progress = x.OnProgress
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := context.AfterFunc(s.stopping, func() { cancel(context.Cause(s.stopping)) })
@@ -94,7 +99,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 		OnProgress: x.OnProgress,
 	})
 	s.metrics.observeRun(res)
-	rec, body := s.record(context.WithoutCancel(tools.WithCaller(ctx, caller)), sess, flow, id, x, res)
+	rec, body := s.record(context.WithoutCancel(tools.WithCaller(ctx, caller)), sess, flow, id, x, res, d.runArtifacts())
 	s.audit.record(auditRecord{exec: executionRecord(id, caller, x, started, res), calls: d.auditCalls()})
 	s.log.Info("run", "id", id, "principal", caller.Principal, "session_hash", sessionHash(caller.Session), "status", res.Status, "kind", errorKind(res),
 		"ms", res.Telemetry.DurationMS, "calls", res.Telemetry.ToolCalls, "code_bytes", len(x.Code), "returned_bytes", len(body))
@@ -130,7 +135,7 @@ func (s *Server) filterText(text string, budget int, opts filter.Options) string
 // record runs the output filter over a run, keeps the whole result when
 // the model gets less than all of it, and builds the record within the
 // response budget.
-func (s *Server) record(ctx context.Context, sess *session, flow *filter.Flow, execID string, x Execution, res *executor.Result) (*Record, []byte) {
+func (s *Server) record(ctx context.Context, sess *session, flow *filter.Flow, execID string, x Execution, res *executor.Result, arts []tools.Artifact) (*Record, []byte) {
 	budget := s.budget
 	if x.BudgetBytes > 0 {
 		budget = min(x.BudgetBytes, s.maxBudget)
@@ -141,8 +146,9 @@ func (s *Server) record(ctx context.Context, sess *session, flow *filter.Flow, e
 	}
 	view := s.reg.View(tools.CallerFrom(ctx))
 	rec := &Record{
-		Status: res.Status,
-		Calls:  summarizeCalls(res.Calls),
+		Status:    res.Status,
+		Artifacts: arts,
+		Calls:     summarizeCalls(res.Calls),
 		Stats: Stats{
 			DurationMS:     res.Telemetry.DurationMS,
 			QueueWaitMS:    res.Telemetry.QueueWaitMS,

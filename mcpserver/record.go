@@ -8,6 +8,7 @@ import (
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/filter"
+	"github.com/codecell/codecell/tools"
 )
 
 // Record is the run record a client receives as structuredContent, and
@@ -29,6 +30,9 @@ type Record struct {
 	Error *RunError `json:"error,omitempty"`
 	// Logs are the console lines, filtered and cut to their budget.
 	Logs []executor.LogLine `json:"logs,omitempty"`
+	// Artifacts are outputs kept beside the result, such as the images an
+	// upstream server returned, each readable at its URI.
+	Artifacts []tools.Artifact `json:"artifacts,omitempty"`
 	// Calls summarises the tool calls by tool, in the order of first call.
 	Calls []CallSummary `json:"calls,omitempty"`
 	// Trace lists every tool call; only when the request asked for details.
@@ -182,6 +186,10 @@ func finishRecord(rec *Record, budget int, full json.RawMessage) []byte {
 			cutResult(rec, full, over)
 			b = marshalRecord(rec)
 		}
+	}
+	if all := rec.Artifacts; len(all) > 0 && len(b) > budget {
+		shrinkTo(rec, budget, len(all), func(k int) { rec.Artifacts = all[:k] })
+		b = marshalRecord(rec)
 	}
 	if over := len(b) - budget; over > 0 && rec.Error != nil {
 		rec.Error.Stack = ""

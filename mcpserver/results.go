@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,6 +64,10 @@ func (s *Server) readResult(ctx context.Context, req mcp.ReadResourceRequest) ([
 	if err != nil {
 		return nil, fmt.Errorf("read result: %w", err)
 	}
+	if binaryType(info.ContentType) {
+		// An artifact, such as an image an upstream server returned.
+		return []mcp.ResourceContents{mcp.BlobResourceContents{URI: uri, MIMEType: info.ContentType, Blob: base64.StdEncoding.EncodeToString(data)}}, nil
+	}
 	var body any
 	if items {
 		offset, err1 := num("offset", 0)
@@ -102,6 +107,19 @@ func (s *Server) readResult(ctx context.Context, req mcp.ReadResourceRequest) ([
 		return nil, fmt.Errorf("encode page: %w", err)
 	}
 	return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: "application/json", Text: string(b)}}, nil
+}
+
+// binaryType reports whether a stored result of this content type is
+// bytes rather than text: read as a blob, whole.
+func binaryType(ct string) bool {
+	ct, _, _ = strings.Cut(ct, ";")
+	ct = strings.TrimSpace(strings.ToLower(ct))
+	switch {
+	case ct == "" || strings.HasPrefix(ct, "text/"), ct == "application/json", strings.HasSuffix(ct, "+json"),
+		strings.HasSuffix(ct, "+xml"), ct == "application/xml", ct == "application/javascript":
+		return false
+	}
+	return true
 }
 
 // LedgerURI is the resource holding the session's running totals.

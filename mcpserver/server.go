@@ -324,9 +324,14 @@ type layoutKey struct{}
 func (s *Server) functions(c tools.Caller) *executor.Layout {
 	return s.reg.View(c).Memo(layoutKey{}, func(v *tools.View) any {
 		list := v.List()
-		fns := make([]executor.Function, len(list))
-		for i, t := range list {
-			fns[i] = executor.Function{Name: t.Name, Positional: t.Positional}
+		fns := make([]executor.Function, 0, len(list))
+		for _, t := range list {
+			fns = append(fns, executor.Function{Name: t.Name, Positional: t.Positional})
+			// Other names of the tool, such as an upstream server's
+			// original one: everything["get-sum"], kg.createEntities.
+			for _, a := range t.Aliases {
+				fns = append(fns, executor.Function{Name: t.Category() + "." + a, Positional: t.Positional})
+			}
 		}
 		return executor.NewLayout(fns)
 	}).(*executor.Layout)

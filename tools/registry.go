@@ -29,6 +29,7 @@ type Registry struct {
 	tools      map[string]*entry            // global tools
 	scopes     map[string]map[string]*entry // principal → its own tools
 	categories map[string]string            // name → one-line description
+	statuses   map[string]CategoryStatus    // name → availability, when set
 	version    uint64                       // grows with every change
 	globalAt   uint64                       // version of the last change every caller sees
 	scopeAt    map[string]uint64            // version of the last change of each scope
@@ -62,6 +63,7 @@ func NewRegistry() *Registry {
 		tools:      map[string]*entry{},
 		scopes:     map[string]map[string]*entry{},
 		categories: map[string]string{},
+		statuses:   map[string]CategoryStatus{},
 		scopeAt:    map[string]uint64{},
 		subs:       map[int]func(Change){},
 		views:      viewCache{max: MaxCachedViews, m: map[viewKey]*View{}},
@@ -196,6 +198,49 @@ func (r *Registry) DescribeCategory(name, summary string) error {
 	r.mu.Unlock()
 	notify(subs, ch)
 	return nil
+}
+
+// CategoryStatus is whether the source of a category's tools can be
+// reached. The zero value is available.
+type CategoryStatus struct {
+	// Unavailable is set while the source cannot be reached: its tools,
+	// if it has any, fail when called.
+	Unavailable bool `json:"unavailable,omitempty"`
+	// Reason says why, for the manifest and the category's index: what
+	// failed and what is being done about it.
+	Reason string `json:"reason,omitempty"`
+}
+
+// SetCategoryStatus records whether a category's source is available. An
+// unavailable category is listed even when it holds no tools, so that an
+// agent sees a source that failed rather than nothing; the zero status
+// clears it. Setting a status equal to the current one changes nothing.
+func (r *Registry) SetCategoryStatus(name string, st CategoryStatus) error {
+	if !ValidCategory(name) {
+		return fmt.Errorf("category name %q: want a lower-case identifier ([a-z][a-z0-9_]*)", name)
+	}
+	r.mu.Lock()
+	if r.statuses[name] == st {
+		r.mu.Unlock()
+		return nil
+	}
+	if st == (CategoryStatus{}) {
+		delete(r.statuses, name)
+	} else {
+		r.statuses[name] = st
+	}
+	ch := Change{}
+	subs := r.changed(&ch)
+	r.mu.Unlock()
+	notify(subs, ch)
+	return nil
+}
+
+// CategoryStatusOf returns what SetCategoryStatus recorded.
+func (r *Registry) CategoryStatusOf(name string) CategoryStatus {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.statuses[name]
 }
 
 // CategorySummary returns the description set by DescribeCategory.
@@ -373,7 +418,7 @@ func (r *Registry) Validate(name string, args json.RawMessage) error {
 	e, ok := r.tools[name]
 	r.mu.RUnlock()
 	if !ok {
-		return r.View(Caller{}).unknown(name)
+		return r.View(Caller{}).Validate(name, args)
 	}
 	return validateArgs(e, args)
 }
@@ -418,7 +463,8 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 	c := CallerFrom(ctx)
 	e, ok := r.resolve(c, name)
 	if !ok {
-		return nil, r.View(c).unknown(name)
+		// An alias, or an unknown tool: the caller's view knows which.
+		return r.View(c).Call(ctx, name, args)
 	}
 	return call(ctx, e, args)
 }

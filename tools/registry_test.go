@@ -120,6 +120,10 @@ func TestRegisterRejectsBadTools(t *testing.T) {
 		"bad schema":     {Name: "a.b", Summary: "s", Handler: h, InputSchema: json.RawMessage(`{"type":"nonsense"}`)},
 		"bad related":    {Name: "a.b", Summary: "s", Handler: h, Related: []string{"nope"}},
 		"multi-line sum": {Name: "a.b", Summary: "one\ntwo", Handler: h},
+		"alias is name":  {Name: "a.b", Summary: "s", Handler: h, Aliases: []string{"b"}},
+		"empty alias":    {Name: "a.b", Summary: "s", Handler: h, Aliases: []string{""}},
+		"alias twice":    {Name: "a.b", Summary: "s", Handler: h, Aliases: []string{"b-1", "b-1"}},
+		"control alias":  {Name: "a.b", Summary: "s", Handler: h, Aliases: []string{"b\n"}},
 	}
 	for name, tool := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -18,6 +19,17 @@ type Tool struct {
 	// Name is the qualified name, "category.name", both parts identifiers
 	// of lower-case letters, digits and underscores.
 	Name string
+	// Aliases are other short names the tool answers to within its
+	// category: category.alias resolves to the tool wherever a name is
+	// looked up (Call, Validate, View.Get) and a program's namespace has
+	// the alias too. A source whose tools have names that are not
+	// identifiers keeps the original here (an upstream's "get-sum" beside
+	// get_sum). A registered tool's own name wins over another's alias;
+	// of two tools with the same alias, the one whose name sorts first
+	// keeps it.
+	Aliases []string
+	// Title is a human-readable display name, when the source gives one.
+	Title string
 	// Summary is one line, shown in listings and search results.
 	Summary string
 	// Description is the full explanation, shown at the deepest level.
@@ -113,6 +125,16 @@ func (t *Tool) check() error {
 	for _, p := range t.Positional {
 		if !jsIdentRE.MatchString(p) {
 			return fmt.Errorf("tool %s: positional parameter %q is not an identifier", t.Name, p)
+		}
+	}
+	for i, a := range t.Aliases {
+		switch {
+		case a == "" || len(a) > 128 || strings.IndexFunc(a, func(r rune) bool { return r < ' ' || r == 0x7f }) >= 0:
+			return fmt.Errorf("tool %s: alias %q: want 1 to 128 printable bytes", t.Name, a)
+		case a == t.ShortName():
+			return fmt.Errorf("tool %s: alias %q is its own name", t.Name, a)
+		case slices.Contains(t.Aliases[:i], a):
+			return fmt.Errorf("tool %s: alias %q given twice", t.Name, a)
 		}
 	}
 	for _, r := range t.Related {

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,9 +23,11 @@ type View struct {
 	version   uint64
 	key       viewKey
 	entries   map[string]*entry
-	tools     []*Tool // sorted by name
+	aliases   map[string]*entry // category.alias → the tool that has it
+	tools     []*Tool           // sorted by name
 	cats      []string
 	summaries map[string]string
+	statuses  map[string]CategoryStatus
 	memo      sync.Map // key → *memoCell
 	used      atomic.Uint64
 }
@@ -54,13 +57,23 @@ func (v *View) Scoped() bool { return v.key.scope != "" }
 // without tools of its own and with the full toolset.
 func (v *View) Shared() bool { return v.key == viewKey{} }
 
-// Get returns the named tool.
+// Get returns the named tool; name may be one of its aliases
+// (category.alias).
 func (v *View) Get(name string) (*Tool, bool) {
-	e, ok := v.entries[name]
+	e, ok := v.entry(name)
 	if !ok {
 		return nil, false
 	}
 	return e.tool, true
+}
+
+// entry finds a tool by name, then by alias.
+func (v *View) entry(name string) (*entry, bool) {
+	if e, ok := v.entries[name]; ok {
+		return e, true
+	}
+	e, ok := v.aliases[name]
+	return e, ok
 }
 
 // List returns the tools, sorted by name. The slice is shared: do not
@@ -82,9 +95,16 @@ func (v *View) ListCategory(category string) []*Tool {
 	return out
 }
 
-// Categories returns the names of the categories that hold tools, sorted.
-// The slice is shared: do not modify it.
+// Categories returns the names of the categories that hold tools, and of
+// those marked unavailable (Registry.SetCategoryStatus) even when they hold
+// none, sorted. An unavailable category without tools is listed only in
+// views without a toolset, since a toolset chooses among tools. The slice
+// is shared: do not modify it.
 func (v *View) Categories() []string { return v.cats }
+
+// CategoryStatus returns whether a category's source is available (see
+// Registry.SetCategoryStatus).
+func (v *View) CategoryStatus(name string) CategoryStatus { return v.statuses[name] }
 
 // CategorySummary returns a category's description (see
 // Registry.DescribeCategory).
@@ -93,7 +113,7 @@ func (v *View) CategorySummary(name string) string { return v.summaries[name] }
 // Validate checks args against the named tool's input schema. It returns
 // an *Error with code CodeUnknownTool or CodeInvalidArguments, or nil.
 func (v *View) Validate(name string, args json.RawMessage) error {
-	e, ok := v.entries[name]
+	e, ok := v.entry(name)
 	if !ok {
 		return v.unknown(name)
 	}
@@ -104,7 +124,7 @@ func (v *View) Validate(name string, args json.RawMessage) error {
 // only decides which tool the name means; the handler acts for the caller
 // in ctx, as always.
 func (v *View) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-	e, ok := v.entries[name]
+	e, ok := v.entry(name)
 	if !ok {
 		return nil, v.unknown(name)
 	}
@@ -202,12 +222,33 @@ func (r *Registry) buildView(key viewKey, ts Toolset, version uint64) *View {
 	}
 	sortTools(v.tools)
 	v.summaries = map[string]string{}
+	v.statuses = map[string]CategoryStatus{}
 	for _, t := range v.tools {
 		c := t.Category()
 		if _, ok := v.summaries[c]; !ok {
 			v.summaries[c] = r.categories[c]
+			v.statuses[c] = r.statuses[c]
 			v.cats = append(v.cats, c)
 		}
+		for _, a := range t.Aliases {
+			qa := c + "." + a
+			if _, taken := v.aliases[qa]; !taken {
+				if v.aliases == nil {
+					v.aliases = map[string]*entry{}
+				}
+				v.aliases[qa] = v.entries[t.Name]
+			}
+		}
+	}
+	if key.toolset == "" {
+		for c, st := range r.statuses {
+			if _, ok := v.summaries[c]; !ok && st.Unavailable {
+				v.summaries[c] = r.categories[c]
+				v.statuses[c] = st
+				v.cats = append(v.cats, c)
+			}
+		}
+		sort.Strings(v.cats)
 	}
 	return v
 }

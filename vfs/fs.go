@@ -94,6 +94,7 @@ type snapshot struct {
 type category struct {
 	name    string
 	summary string
+	status  tools.CategoryStatus
 	tools   []*tools.Tool
 	byShort map[string]*tools.Tool
 }
@@ -105,13 +106,14 @@ type lazyFile struct {
 
 func buildSnapshot(v *tools.View, hint string) *snapshot {
 	s := &snapshot{version: v.Version(), hint: hint, byName: map[string]*category{}, tools: map[string]*tools.Tool{}}
+	// Categories without tools are those whose source is unavailable.
+	for _, name := range v.Categories() {
+		c := &category{name: name, summary: v.CategorySummary(name), status: v.CategoryStatus(name), byShort: map[string]*tools.Tool{}}
+		s.byName[name] = c
+		s.cats = append(s.cats, c)
+	}
 	for _, t := range v.List() {
 		c := s.byName[t.Category()]
-		if c == nil {
-			c = &category{name: t.Category(), summary: v.CategorySummary(t.Category()), byShort: map[string]*tools.Tool{}}
-			s.byName[c.name] = c
-			s.cats = append(s.cats, c)
-		}
 		c.tools = append(c.tools, t)
 		c.byShort[t.ShortName()] = t
 		s.tools[t.Name] = t

@@ -43,6 +43,14 @@ func renderManifest(s *snapshot) []byte {
 			if len(c.tools) == 1 {
 				desc = "1 tool"
 			}
+			if c.status.Unavailable {
+				// Never left out: an agent must see a source that failed.
+				reasonCap := 80
+				if limit >= 0 {
+					reasonCap = max(limit, 40)
+				}
+				desc += ", unavailable (" + shorten(c.status.Reason, reasonCap) + ")"
+			}
 			if sum := shorten(c.summary, limit); sum != "" {
 				desc += ": " + sum
 			}
@@ -113,6 +121,10 @@ func indexJSON(s *snapshot, c *category, relatedCap, summaryCap int, note string
 		b.WriteString(`,"about":`)
 		b.WriteString(quote(c.summary))
 	}
+	if c.status.Unavailable {
+		b.WriteString(`,"status":"unavailable","reason":`)
+		b.WriteString(quote(shorten(c.status.Reason, 1024)))
+	}
 	b.WriteString(`,"tools":{`)
 	for i, t := range c.tools {
 		if i > 0 {
@@ -165,12 +177,21 @@ func renderFull(s *snapshot, t *tools.Tool) []byte {
 		fmt.Fprintf(&b, "\n%s\n", d)
 	}
 	b.WriteString("\n")
+	if t.Title != "" {
+		fmt.Fprintf(&b, "- Title: %s\n", strings.ReplaceAll(t.Title, "\n", " "))
+	}
+	if c := s.byName[cat]; c != nil && c.status.Unavailable {
+		fmt.Fprintf(&b, "- Availability: unavailable, %s\n", strings.ReplaceAll(c.status.Reason, "\n", " "))
+	}
 	if a := annotationWords(t.Annotations); a != "" {
 		fmt.Fprintf(&b, "- Annotations: %s\n", a)
 	}
 	fmt.Fprintf(&b, "- Call: `await %s.%s(args)`", cat, short)
 	if len(t.Positional) > 0 {
 		fmt.Fprintf(&b, " or `await %s.%s(%s)`", cat, short, strings.Join(t.Positional, ", "))
+	}
+	for _, a := range t.Aliases {
+		fmt.Fprintf(&b, " or `await %s(args)`", memberCall(cat, a))
 	}
 	fmt.Fprintf(&b, "\n- Signature: %s/%s%s\n", cat, short, SignatureExt)
 
@@ -216,6 +237,24 @@ func renderFull(s *snapshot, t *tools.Tool) []byte {
 		fmt.Fprintf(&b, "\n## Source\n\n```js\n%s\n```\n", src)
 	}
 	return []byte(b.String())
+}
+
+// memberCall is how a program reaches name in namespace cat: cat.name, or
+// cat["name"] when name is not an identifier.
+func memberCall(cat, name string) string {
+	if jsIdent(name) {
+		return cat + "." + name
+	}
+	return cat + "[" + quote(name) + "]"
+}
+
+func jsIdent(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || r == '$' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return s != "" && !reserved[s]
 }
 
 func annotationWords(a tools.Annotations) string {

@@ -84,6 +84,14 @@ func Declaration(t *tools.Tool) (string, error) {
 	if fn != short {
 		docLines = append(docLines, fmt.Sprintf("%q is a reserved word: call it as %s.%s(...).", short, cat, short))
 	}
+	var identAliases []string
+	for _, a := range t.Aliases {
+		if jsIdent(a) {
+			identAliases = append(identAliases, a)
+		} else {
+			docLines = append(docLines, fmt.Sprintf("Also %s(...).", memberCall(cat, a)))
+		}
+	}
 	writeDoc(&b, ind, docLines, nil)
 	argsParam := "args: "
 	if argsOptional {
@@ -92,6 +100,10 @@ func Declaration(t *tools.Tool) (string, error) {
 	fmt.Fprintf(&b, "%sfunction %s(%s%s): Promise<%s>;\n", ind, fn, argsParam, argsName, resultType)
 	if len(t.Positional) > 0 {
 		fmt.Fprintf(&b, "%sfunction %s(%s): Promise<%s>;\n", ind, fn, g.positional(inDoc, in, t.Positional), resultType)
+	}
+	for _, a := range identAliases {
+		writeDoc(&b, ind, []string{fmt.Sprintf("The same tool as %s.", fn)}, nil)
+		fmt.Fprintf(&b, "%sfunction %s(%s%s): Promise<%s>;\n", ind, a, argsParam, argsName, resultType)
 	}
 	b.WriteString(argsDecl)
 	b.WriteString(resultDecl)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/tools"
+	"github.com/codecell/codecell/tools/upstream"
 )
 
 // Config is everything codecell can be told, from one TOML file, then
@@ -34,6 +35,9 @@ type Config struct {
 	Limits  LimitsConfig  `toml:"limits"`
 	Filter  FilterConfig  `toml:"filter"`
 	Memory  MemoryConfig  `toml:"memory"`
+	// Upstream are the MCP servers whose tools codecell serves, by name
+	// ([upstream.NAME] tables); server.mcp_config names a file with more.
+	Upstream map[string]upstream.Server `toml:"upstream"`
 }
 
 // ServerConfig holds transports, the catalogue and logging.
@@ -48,6 +52,11 @@ type ServerConfig struct {
 	LogLevel       string   `toml:"log_level"`
 	LogFormat      string   `toml:"log_format"`
 	AllowedOrigins []string `toml:"allowed_origins"`
+	// MCPConfig is a file in Claude Desktop's format whose mcpServers
+	// codecell bridges, beside the [upstream.NAME] tables.
+	MCPConfig string `toml:"mcp_config"`
+	// UpstreamWait bounds how long startup waits for upstream servers.
+	UpstreamWait Duration `toml:"upstream_wait"`
 }
 
 // SandboxConfig holds the executor's pool and limits.
@@ -161,6 +170,7 @@ func defaultConfig() Config {
 			IdleTimeout:   Duration(2 * time.Minute),
 			LogLevel:      "info",
 			LogFormat:     "text",
+			UpstreamWait:  Duration(2 * time.Second),
 		},
 		Sandbox: SandboxConfig{
 			QueueWait:          Duration(10 * time.Second),
@@ -359,6 +369,10 @@ func decodeFile(path string, cfg *Config) []error {
 		if err := md.PrimitiveDecode(sections[name], &values); err != nil {
 			errs = append(errs, configError{name, tomlError(err)})
 			reported[name] = true
+			continue
+		}
+		if name == upstreamSection {
+			errs = append(errs, decodeUpstreams(md, values, cfg, reported)...)
 			continue
 		}
 		sec := root.Field(i)
@@ -566,6 +580,10 @@ func (c *Config) validate(env func(string) string) []error {
 	if c.Server.ShutdownGrace < 0 {
 		bad("server.shutdown_grace", "must not be negative")
 	}
+	if c.Server.UpstreamWait < 0 {
+		bad("server.upstream_wait", "must not be negative")
+	}
+	errs = append(errs, c.checkUpstreams()...)
 	positive := func(key string, v int64) {
 		if v <= 0 {
 			bad(key, "must be positive, got %d", v)
@@ -793,6 +811,9 @@ func configFields() []configField {
 	top := reflect.TypeOf(Config{})
 	for i := range top.NumField() {
 		sec := top.Field(i)
+		if sec.Type.Kind() != reflect.Struct {
+			continue // [upstream.NAME] tables are set in the file only
+		}
 		for j := range sec.Type.NumField() {
 			f := sec.Type.Field(j)
 			k := f.Type.Kind()
@@ -852,6 +873,9 @@ func allKeys() []string {
 	for i := range top.NumField() {
 		sec := top.Field(i)
 		out = append(out, tomlName(sec))
+		if sec.Type.Kind() != reflect.Struct {
+			continue
+		}
 		for j := range sec.Type.NumField() {
 			f := sec.Type.Field(j)
 			key := tomlName(sec) + "." + tomlName(f)

@@ -23,13 +23,14 @@ Commands:
   init [--force] [FILE|-]  write the commented default configuration
   check [flags]            validate the configuration in effect and print it
   rotate-key [flags]       replace the key that derives the filter's tokens
+  import-claude [PATH]     add the MCP servers of Claude Desktop's configuration
 
 Run "codecell config <command> --help" for the flags of a command.
 `
 
 func runConfig(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"config needs a command: init, check or rotate-key (codecell config --help says what each does)"}
+		return usageError{"config needs a command: init, check, rotate-key or import-claude (codecell config --help says what each does)"}
 	}
 	switch args[0] {
 	case "-h", "--help", "-help", "help":
@@ -40,12 +41,14 @@ func runConfig(args []string, stdout, stderr io.Writer) error {
 		return runConfigCheck(args[1:], stdout, stderr)
 	case "rotate-key":
 		return runRotateKey(args[1:], stdout, stderr)
+	case "import-claude":
+		return runImportClaude(args[1:], stdout, stderr)
 	}
 	msg := fmt.Sprintf("unknown config command %q", args[0])
-	if s := closestWord(args[0], []string{"init", "check", "rotate-key"}); s != "" {
+	if s := closestWord(args[0], []string{"init", "check", "rotate-key", "import-claude"}); s != "" {
 		msg += fmt.Sprintf("; did you mean %s?", s)
 	}
-	return usageError{msg + " (want init, check or rotate-key)"}
+	return usageError{msg + " (want init, check, rotate-key or import-claude)"}
 }
 
 // runConfigInit writes the commented default configuration to a file, or
@@ -121,7 +124,10 @@ func runConfigCheck(args []string, stdout, stderr io.Writer) error {
 	for i := range cfg.Auth.Tokens {
 		cfg.Auth.Tokens[i].Token = "(hidden)"
 	}
+	set, _ := cfg.upstreams() // valid: parse checked it
+	cfg.Upstream = hideUpstreamSecrets(cfg.Upstream)
 	fmt.Fprint(stdout, describeProvenance(fs.loaded))
+	fmt.Fprint(stdout, describeUpstreams(cfg, set))
 	return toml.NewEncoder(stdout).Encode(cfg)
 }
 
@@ -139,7 +145,7 @@ func resolvePaths(cfg *Config) error {
 	if cfg.Filter.KeyFile, err = keyPath(*cfg); err != nil {
 		return err
 	}
-	for _, p := range []*string{&cfg.Server.DataDir, &cfg.Memory.Path, &cfg.Filter.KeyFile, &cfg.Server.Catalog} {
+	for _, p := range []*string{&cfg.Server.DataDir, &cfg.Memory.Path, &cfg.Filter.KeyFile, &cfg.Server.Catalog, &cfg.Server.MCPConfig} {
 		if *p == "" {
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/tools/upstream"
 )
 
 func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -39,6 +40,9 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return fmt.Errorf("read program: %w", err)
 	}
 
+	// One program, run once: it may call any upstream server, so wait for
+	// each to be tried, as long as a handshake may take.
+	cfg.Server.UpstreamWait = Duration(upstream.DefaultHandshakeTimeout)
 	log := newLogger(cfg, stderr)
 	store, err := openStore(ctx, cfg, log)
 	if err != nil {

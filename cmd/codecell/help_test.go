@@ -53,6 +53,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"config", "init", "--help"}, []string{"Usage: codecell config init", "--force"}, nil},
 		{[]string{"config", "check", "--help"}, []string{"Usage: codecell config check", "--http ADDR", "--data-dir DIR"}, nil},
 		{[]string{"config", "rotate-key", "-h"}, []string{"Usage: codecell config rotate-key", "--data-dir DIR"}, []string{"--http", "--timeout"}},
+		{[]string{"config", "import-claude", "-h"}, []string{"Usage: codecell config import-claude", "--out FILE", "claude_desktop_config.json"}, []string{"--http", "--timeout"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -98,7 +99,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"exec"}, "exec takes one argument: a program file, or - to read it from stdin"},
 		{[]string{"exec", "--lang", "python", "-"}, `--lang "python": want javascript (js) or typescript (ts)`},
 		{[]string{"exec", "--run-timeout", "soon", "-"}, `exec: invalid value "soon" for flag --run-timeout`},
-		{[]string{"config"}, "config needs a command: init, check or rotate-key"},
+		{[]string{"config"}, "config needs a command: init, check, rotate-key or import-claude"},
 		{[]string{"config", "chek"}, `unknown config command "chek"; did you mean check?`},
 		{[]string{"config", "init", "--forse"}, "config init: unknown flag --forse; did you mean --force?"},
 		{[]string{"config", "init", "a.toml", "b.toml"}, `config init takes one file, got ["a.toml" "b.toml"]`},

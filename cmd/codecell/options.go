@@ -20,6 +20,7 @@ import (
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/builtin"
 	"github.com/codecell/codecell/tools/catalog"
+	"github.com/codecell/codecell/tools/upstream"
 )
 
 // flagSpec binds a command-line flag to a configuration key.
@@ -64,6 +65,7 @@ var flagSpecs = []flagSpec{
 	{"http", "server.http", "ADDR", "serve Streamable HTTP (/mcp) and SSE (/sse) on this address instead of stdio, e.g. 127.0.0.1:7410", "serve stdio", scopeServe},
 	{"expose", "server.expose", "MODE", "MCP tools to list: code, direct or both", "", scopeServe},
 	{"catalog", "server.catalog", "PATH", "a tool catalogue directory or file to load", "only the built-in tools", scopeRun},
+	{"mcp-config", "server.mcp_config", "FILE", "MCP servers to bridge, in Claude Desktop's format ({\"mcpServers\": {...}}); [upstream.NAME] tables in the config file add more", "none", scopeRun},
 	{"data-dir", "server.data_dir", "DIR", "directory for the store and the filter key", "", scopeStore},
 	{"shutdown-grace", "server.shutdown_grace", "DURATION", "on SIGINT/SIGTERM, how long requests in progress may finish", "", scopeServe},
 	{"log-level", "server.log_level", "LEVEL", "log level: debug, info, warn or error", "", scopeStore},
@@ -228,42 +230,58 @@ func newServer(cfg Config, store *memory.Store, log *slog.Logger) (srv *mcpserve
 			exec.Close()
 		}
 	}()
-	srv, err = buildServer(cfg, store, exec, log)
+	srv, up, err := buildServer(cfg, store, exec, log)
 	if err != nil {
 		return nil, nil, err
 	}
+	waitUpstreams(up, cfg.Server.UpstreamWait.D(), log)
 	return srv, func() {
 		srv.Close()
+		if up != nil {
+			up.Close()
+		}
 		exec.Close()
 	}, nil
 }
 
-func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *slog.Logger) (*mcpserver.Server, error) {
+// buildServer builds the catalogue and the MCP server, and starts
+// connecting to the upstream servers, whose tools join the catalogue as
+// they become ready; the caller closes the server, then the source.
+func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *slog.Logger) (_ *mcpserver.Server, up *upstream.Source, err error) {
 	reg := tools.NewRegistry()
 	if err := builtin.Register(reg); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := store.Register(reg); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if cfg.Server.Catalog != "" {
 		before := len(reg.List())
 		if err := catalog.LoadInto(reg, cfg.Server.Catalog); err != nil {
-			return nil, fmt.Errorf("load catalogue: %w", err)
+			return nil, nil, fmt.Errorf("load catalogue: %w", err)
 		}
 		log.Debug("loaded catalogue", "path", cfg.Server.Catalog, "tools", len(reg.List())-before)
 	}
+	// As early as possible: they connect while the rest starts.
+	if up, err = startUpstreams(cfg, reg, store, log); err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if err != nil && up != nil {
+			up.Close()
+		}
+	}()
 	expose, err := mcpserver.ParseExpose(cfg.Server.Expose)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fcfg, key, rules, err := filterSetup(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	f, err := filter.New(fcfg)
 	if err != nil {
-		return nil, fmt.Errorf("filter: %w", err)
+		return nil, nil, fmt.Errorf("filter: %w", err)
 	}
 	var tokens []mcpserver.Token
 	for _, t := range cfg.Auth.Tokens {
@@ -288,12 +306,12 @@ func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *
 		Logger:         log,
 	}, reg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Counted once everything is registered (the server adds the skills):
-	// the figure the manifest shows.
+	// the figure the manifest shows, less upstream tools still on their way.
 	log.Info("tools ready", "tools", len(reg.List()), "categories", len(reg.Categories()), "catalog", cfg.Server.Catalog)
-	return srv, nil
+	return srv, up, nil
 }
 
 // serverLimits are the server's limits from the [limits] section.

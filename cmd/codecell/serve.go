@@ -205,7 +205,7 @@ func stdioLaunch(cfg Config, pv provenance) (launch, error) {
 // pathKey reports whether the key holds a file or directory path.
 func pathKey(key string) bool {
 	switch key {
-	case "server.catalog", "server.data_dir", "memory.path", "filter.key_file":
+	case "server.catalog", "server.data_dir", "memory.path", "filter.key_file", "server.mcp_config":
 		return true
 	}
 	return false

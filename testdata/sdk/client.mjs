@@ -8,15 +8,24 @@
 //   node client.mjs sse http://127.0.0.1:7410/sse
 //   node client.mjs http http://127.0.0.1:7410/mcp
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+// childEnv is the minimal environment a host gives a stdio server, plus
+// the data directory the test chose, so the server never touches the
+// user's own store.
+function childEnv() {
+  const env = getDefaultEnvironment();
+  if (process.env.CODECELL_SERVER_DATA_DIR) env.CODECELL_SERVER_DATA_DIR = process.env.CODECELL_SERVER_DATA_DIR;
+  return env;
+}
 
 const [kind, target, ...rest] = process.argv.slice(2);
 let transport;
 switch (kind) {
   case "stdio":
-    transport = new StdioClientTransport({ command: target, args: rest, stderr: "ignore" });
+    transport = new StdioClientTransport({ command: target, args: rest, stderr: "ignore", env: childEnv() });
     break;
   case "sse":
     transport = new SSEClientTransport(new URL(target));

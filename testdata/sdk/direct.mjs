@@ -5,11 +5,20 @@
 //
 //   node direct.mjs /path/to/codecell serve --expose both --catalog ../catalog
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+// childEnv is the minimal environment a host gives a stdio server, plus
+// the data directory the test chose, so the server never touches the
+// user's own store.
+function childEnv() {
+  const env = getDefaultEnvironment();
+  if (process.env.CODECELL_SERVER_DATA_DIR) env.CODECELL_SERVER_DATA_DIR = process.env.CODECELL_SERVER_DATA_DIR;
+  return env;
+}
 
 const [command, ...args] = process.argv.slice(2);
 const client = new Client({ name: "codecell-direct-test", version: "1.0.0" });
-await client.connect(new StdioClientTransport({ command, args, stderr: "ignore" }));
+await client.connect(new StdioClientTransport({ command, args, stderr: "ignore", env: childEnv() }));
 const { tools } = await client.listTools();
 const names = tools.map(t => t.name);
 for (const want of ["execute_code", "crm__search_contacts"]) {

@@ -363,7 +363,7 @@ func build(ts []*tools.Tool, version uint64) *index {
 		nameTerms := terms(t.ShortName())
 		ft[fieldName] = append(append(nameTerms, forms(nameWords)...), bigrams(nameTerms)...)
 		ft[fieldCategory] = terms(t.Category())
-		ft[fieldSummary] = terms(t.Summary)
+		ft[fieldSummary] = terms(t.Summary + " " + t.Title)
 		in := schemaText(t.InputSchema)
 		out := schemaText(t.OutputSchema)
 		ft[fieldParams] = terms(strings.Join(in.names, " "))

@@ -1,0 +1,418 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// conn is one live connection to an upstream server: its MCP client, the
+// child process for stdio, and what the server said at the handshake.
+// Requests other than the handshake and pings go straight to the
+// transport, so that codecell keeps the raw JSON of schemas and results,
+// chooses the request IDs it cancels and the progress tokens it routes.
+type conn struct {
+	kind    Transport
+	client  *client.Client
+	tr      transport.Interface
+	proc    *process // stdio only
+	info    mcp.Implementation
+	instr   string
+	listsCh bool // the server announces tool list changes
+
+	ids      atomic.Int64
+	mu       sync.Mutex
+	progress map[string]progressFunc // progress token → the call's reporter
+
+	lost     chan struct{} // closed when the connection ended
+	lostOnce sync.Once
+	lostWhy  string
+
+	listChanged chan struct{} // notifications/tools/list_changed, coalesced
+	stop        context.CancelFunc
+	wg          sync.WaitGroup // goroutines the connection started
+	grace       time.Duration
+}
+
+// progressFunc receives one progress notification of a call.
+type progressFunc func(progress, total float64, message string)
+
+// dialer is what a connection needs from its upstream.
+type dialer struct {
+	name      string
+	server    Server
+	kind      Transport
+	res       resolved
+	red       redactor
+	log       *slog.Logger
+	version   string
+	handshake time.Duration
+	grace     time.Duration
+	ping      time.Duration
+}
+
+// errLegacySSE is an HTTP server that refused Streamable HTTP's
+// initialize with a 4xx status: it may speak SSE.
+var errLegacySSE = transport.ErrLegacySSEServer
+
+// errHandshakeTimeout is a server that did not answer initialize in time.
+var errHandshakeTimeout = errors.New("handshake timeout")
+
+// dial connects and completes the handshake. It returns a reason, for the
+// server's status, with every error.
+func (d dialer) dial(ctx context.Context) (*conn, error) {
+	life, stop := context.WithCancel(context.Background())
+	c := &conn{
+		kind:        d.kind,
+		progress:    map[string]progressFunc{},
+		lost:        make(chan struct{}),
+		listChanged: make(chan struct{}, 1),
+		stop:        stop,
+		grace:       d.grace,
+	}
+	quiet := slog.New(minLevel{d.log.Handler(), slog.LevelWarn})
+	var err error
+	switch d.kind {
+	case Stdio:
+		c.proc, err = startProcess(d.name, d.server, d.res, d.log, d.red)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		c.tr = transport.NewIO(c.proc.stdout, c.proc.stdin, nil)
+	case StreamableHTTP:
+		c.tr, err = transport.NewStreamableHTTP(d.server.URL,
+			transport.WithHTTPHeaders(d.res.headers),
+			//lint:ignore SA1019 upstream servers speak protocol versions before 2026-07-28, where the GET stream carries list_changed.
+			transport.WithContinuousListening(),
+			transport.WithHTTPLogger(quiet))
+	case SSE:
+		var sse *transport.SSE
+		sse, err = transport.NewSSE(d.server.URL, transport.WithHeaders(d.res.headers), transport.WithSSELogger(quiet))
+		if err == nil {
+			sse.SetConnectionLostHandler(func(err error) { c.markLost("the SSE stream ended: " + d.red.String(err.Error())) })
+			c.tr = sse
+		}
+	}
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("transport: %w", err)
+	}
+	c.client = client.NewClient(c.tr, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+	hctx, cancel := context.WithTimeoutCause(ctx, d.handshake, errHandshakeTimeout)
+	defer cancel()
+	if err = c.start(life, hctx, d); err != nil {
+		if c.proc != nil && c.proc.waitExit(ctx, 500*time.Millisecond) {
+			err = fmt.Errorf("%s", c.proc.exitReason())
+		} else if errors.Is(context.Cause(hctx), errHandshakeTimeout) {
+			err = fmt.Errorf("%w: no answer to initialize within %s", errHandshakeTimeout, d.handshake)
+		}
+		c.close()
+		return nil, err
+	}
+	if c.proc != nil {
+		c.wg.Go(func() {
+			select {
+			case <-c.proc.exited:
+				c.proc.lastWords()
+				c.markLost(c.proc.exitReason())
+			case <-life.Done():
+			}
+		})
+	}
+	if d.kind != Stdio && d.ping > 0 {
+		c.wg.Go(func() { c.pingEvery(life, d.ping, d.red) })
+	}
+	return c, nil
+}
+
+// start starts the transport on the connection's lifetime and performs
+// the handshake within hctx.
+func (c *conn) start(life, hctx context.Context, d dialer) error {
+	if err := c.client.Start(life); err != nil {
+		return err
+	}
+	c.client.OnNotification(func(n mcp.JSONRPCNotification) { c.notified(n, d) })
+	res, err := c.client.Initialize(hctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ProtocolVersion: mcp.LATEST_LEGACY_PROTOCOL_VERSION,
+		ClientInfo:      mcp.Implementation{Name: "codecell", Version: d.version},
+	}})
+	if err != nil {
+		return err
+	}
+	c.info = res.ServerInfo
+	c.instr = res.Instructions
+	c.listsCh = res.Capabilities.Tools != nil && res.Capabilities.Tools.ListChanged
+	return nil
+}
+
+// notified handles a notification from the server. It runs on the
+// transport's reading goroutine and never blocks.
+func (c *conn) notified(n mcp.JSONRPCNotification, d dialer) {
+	switch n.Method {
+	case string(mcp.MethodNotificationToolsListChanged):
+		select {
+		case c.listChanged <- struct{}{}:
+		default:
+		}
+	case string(mcp.MethodNotificationProgress):
+		f := n.Params.AdditionalFields
+		token := fmt.Sprint(f["progressToken"])
+		c.mu.Lock()
+		fn := c.progress[token]
+		c.mu.Unlock()
+		if fn != nil {
+			p, _ := f["progress"].(float64)
+			total, _ := f["total"].(float64)
+			msg, _ := f["message"].(string)
+			fn(p, total, d.red.String(msg))
+		}
+	case "notifications/message":
+		if d.log.Enabled(context.Background(), slog.LevelDebug) {
+			b, _ := json.Marshal(n.Params.AdditionalFields["data"])
+			d.log.Debug(d.name+": "+d.red.String(string(b)), "stream", "log")
+		}
+	}
+}
+
+// pingEvery checks an HTTP connection's health: a server that stopped
+// answering is lost, and reconnected.
+func (c *conn) pingEvery(life context.Context, every time.Duration, red redactor) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-life.Done():
+			return
+		case <-c.lost:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(life, max(every/2, time.Second))
+		_, err := c.request(ctx, string(mcp.MethodPing), nil)
+		cancel()
+		if err != nil && life.Err() == nil {
+			c.markLost("no answer to ping: " + red.String(err.Error()))
+			return
+		}
+	}
+}
+
+// markLost records that the connection ended, and why; the first reason
+// is kept.
+func (c *conn) markLost(why string) {
+	c.lostOnce.Do(func() {
+		c.lostWhy = why
+		close(c.lost)
+	})
+}
+
+// lostReason waits up to d for the connection to be known lost and
+// returns why, or "" when it is not.
+func (c *conn) lostReason(d time.Duration) string {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.lost:
+		return c.lostWhy
+	case <-t.C:
+		return ""
+	}
+}
+
+// close ends the connection: the client, then the child process group
+// (SIGTERM, SIGKILL after the grace), then the goroutines it started.
+func (c *conn) close() {
+	c.markLost("closed")
+	c.stop()
+	if c.client != nil {
+		_ = c.client.Close()
+	}
+	if c.proc != nil {
+		c.proc.terminate(c.grace)
+	}
+	c.wg.Wait()
+}
+
+// rpcError is an error response from the server.
+type rpcError struct {
+	Code    int
+	Message string
+}
+
+func (e *rpcError) Error() string { return fmt.Sprintf("%s (JSON-RPC error %d)", e.Message, e.Code) }
+
+// request sends one request and returns its result. When ctx ends first,
+// the server is told with notifications/cancelled.
+func (c *conn) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	id := c.nextID()
+	return c.send(ctx, id, method, params)
+}
+
+func (c *conn) nextID() mcp.RequestId {
+	return mcp.NewRequestId("codecell-" + strconv.FormatInt(c.ids.Add(1), 10))
+}
+
+func (c *conn) send(ctx context.Context, id mcp.RequestId, method string, params any) (json.RawMessage, error) {
+	resp, err := c.tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params})
+	if err != nil {
+		if ctx.Err() != nil {
+			c.cancel(id, context.Cause(ctx))
+			return nil, context.Cause(ctx)
+		}
+		return nil, err
+	}
+	if resp.Error != nil {
+		return nil, &rpcError{Code: resp.Error.Code, Message: resp.Error.Message}
+	}
+	return resp.Result, nil
+}
+
+// cancel tells the server to stop working on request id, off the caller's
+// path: the caller already has its answer.
+func (c *conn) cancel(id mcp.RequestId, cause error) {
+	reason := "cancelled"
+	if errors.Is(cause, context.DeadlineExceeded) {
+		reason = "deadline exceeded"
+	}
+	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
+		Method: string(mcp.MethodNotificationCancelled),
+		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": reason}},
+	}}
+	c.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = c.tr.SendNotification(ctx, n)
+	})
+}
+
+// remoteTool is a tool as the server lists it, its schemas kept raw.
+type remoteTool struct {
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  *annotations    `json:"annotations,omitempty"`
+}
+
+type annotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    *bool  `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool  `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+}
+
+// maxListPages bounds the pages of tools/list a server may send.
+const maxListPages = 100
+
+// listTools returns every tool of the server, following pages.
+func (c *conn) listTools(ctx context.Context) ([]remoteTool, error) {
+	var all []remoteTool
+	cursor := ""
+	for page := 0; page < maxListPages; page++ {
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		raw, err := c.request(ctx, string(mcp.MethodToolsList), params)
+		if err != nil {
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		var res struct {
+			Tools      []remoteTool `json:"tools"`
+			NextCursor string       `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return nil, fmt.Errorf("tools/list: the answer is not a list of tools: %w", err)
+		}
+		all = append(all, res.Tools...)
+		if res.NextCursor == "" || res.NextCursor == cursor {
+			return all, nil
+		}
+		cursor = res.NextCursor
+	}
+	return nil, fmt.Errorf("tools/list: more than %d pages", maxListPages)
+}
+
+// callParams are the parameters of tools/call.
+type callParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Meta      *callMeta       `json:"_meta,omitempty"`
+}
+
+type callMeta struct {
+	ProgressToken string `json:"progressToken"`
+}
+
+// callTool calls the tool by its original name and returns the raw
+// CallToolResult. Progress notifications for the call go to onProgress.
+func (c *conn) callTool(ctx context.Context, name string, args json.RawMessage, onProgress progressFunc) (json.RawMessage, error) {
+	id := c.nextID()
+	p := callParams{Name: name, Arguments: args}
+	if onProgress != nil {
+		token := id.String()
+		p.Meta = &callMeta{ProgressToken: token}
+		c.mu.Lock()
+		c.progress[token] = onProgress
+		c.mu.Unlock()
+		defer func() {
+			c.mu.Lock()
+			delete(c.progress, token)
+			c.mu.Unlock()
+		}()
+	}
+	return c.send(ctx, id, string(mcp.MethodToolsCall), p)
+}
+
+// minLevel is a slog handler that drops records below a level: the
+// transports' informational logs are noise in codecell's.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.min}
+}
+
+// describe is a one-line reason for an error of dial or of a call, with
+// secrets replaced.
+func describe(err error, red redactor) string {
+	var auth *transport.AuthorizationRequiredError
+	var oauth *transport.OAuthAuthorizationRequiredError
+	switch {
+	case errors.As(err, &auth) || errors.As(err, &oauth) || errors.Is(err, transport.ErrUnauthorized):
+		return "HTTP 401 Unauthorized: the server wants credentials; set its headers (such as Authorization) in the configuration"
+	case errors.Is(err, transport.ErrLegacySSEServer):
+		return `the server refused Streamable HTTP (HTTP 4xx for initialize); if it speaks the older SSE transport, set type = "sse"`
+	case errors.Is(err, transport.ErrTransportClosed):
+		return "the connection closed"
+	}
+	msg := err.Error()
+	for _, p := range []string{"transport error: ", "failed to send request: "} {
+		msg = strings.ReplaceAll(msg, p, "")
+	}
+	return red.String(msg)
+}

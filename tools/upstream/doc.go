@@ -1,0 +1,25 @@
+// Package upstream is the tool source for the MCP servers a user already
+// runs: it connects to each configured server (a child process over stdio,
+// or Streamable HTTP or SSE), registers the server's tools in a
+// tools.Registry under the server's category, keeps them current
+// (notifications/tools/list_changed, restart and reconnect with backoff),
+// reports a server that cannot be reached as unavailable with the reason,
+// forwards calls (deadline, cancellation, progress, per-server concurrency)
+// and turns their results into the JSON a program expects. Close ends
+// every connection and every child process it started.
+//
+// The configuration is Claude Desktop's mcpServers format (Server, with
+// ParseJSON for whole files) plus codecell's settings per server. Values
+// of ${VAR} in env, headers and args come from a lookup function the
+// caller gives; children get a minimal environment (DefaultEnvironment)
+// plus their configured env, never the whole environment of codecell.
+//
+// Names: an upstream tool "get-sum" of the server "everything" is
+// registered as everything.get_sum, with the original name kept as an
+// alias, so everything["get-sum"] and tools.call("everything.get-sum")
+// work too. See ToolNames for the rules and how collisions are resolved.
+//
+// It does not speak MCP to codecell's own clients (package mcpserver),
+// render the catalogue (package vfs) or filter results (package filter):
+// upstream results pass the same gate and filter as every other tool's.
+package upstream

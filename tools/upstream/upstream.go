@@ -1,0 +1,522 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/codecell/codecell/tools"
+)
+
+// upstream is one configured server: it keeps a connection to it (run),
+// its tools in the registry, and forwards calls.
+type upstream struct {
+	src      *Source
+	name     string
+	category string
+	cfg      Server
+	kind     Transport
+	detect   bool // try Streamable HTTP, then SSE
+	log      *slog.Logger
+	red      redactor
+	res      resolved
+	resErr   error // a ${VAR} that could not be resolved
+	timeout  time.Duration
+	slots    chan struct{}
+
+	settled     chan struct{} // closed when the first attempt ended
+	settledOnce sync.Once
+
+	mu       sync.Mutex
+	state    State
+	reason   string
+	conn     *conn
+	changed  chan struct{} // closed and replaced at every state change
+	tools    map[string]*remoteTool
+	names    map[string]string // original → short name
+	printed  map[string][32]byte
+	restarts int
+	lastWhy  string // the last failure logged
+	server   string
+	summary  string
+}
+
+func newUpstream(s *Source, name string, cfg Server) *upstream {
+	kind, detect := cfg.Transport()
+	u := &upstream{
+		src:      s,
+		name:     name,
+		category: CategoryFor(name, cfg),
+		cfg:      cfg,
+		kind:     kind,
+		detect:   detect,
+		log:      s.log.With("upstream", name),
+		timeout:  cfg.Timeout.D(),
+		settled:  make(chan struct{}),
+		state:    "",
+		changed:  make(chan struct{}),
+		tools:    map[string]*remoteTool{},
+		names:    map[string]string{},
+		printed:  map[string][32]byte{},
+	}
+	if u.timeout <= 0 {
+		u.timeout = DefaultCallTimeout
+	}
+	n := cfg.MaxConcurrentCalls
+	if n <= 0 {
+		n = DefaultMaxConcurrentCalls
+	}
+	u.slots = make(chan struct{}, n)
+	u.res, u.resErr = resolve(cfg, s.cfg.Lookup)
+	u.red = newRedactor(u.res.secrets)
+	u.summary = fmt.Sprintf("Tools of the MCP server %q (%s).", name, u.where())
+	if cfg.Disabled {
+		u.state = StateDisabled
+		u.reason = "disabled in the configuration"
+		u.settledOnce.Do(func() { close(u.settled) })
+	}
+	return u
+}
+
+// where names the server for people: its command or its URL without
+// query and credentials, never its arguments or headers.
+func (u *upstream) where() string {
+	if u.kind == Stdio {
+		return "stdio: " + path.Base(u.cfg.Command)
+	}
+	return string(u.kind) + ": " + redactURL(u.cfg.URL)
+}
+
+func (u *upstream) status() Status {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return Status{
+		Name: u.name, Category: u.category, Transport: u.kind, State: u.state, Reason: u.reason,
+		Tools: len(u.names), Restarts: u.restarts, Server: u.server,
+	}
+}
+
+// setState records a state change, tells waiting calls and the registry.
+func (u *upstream) setState(st State, reason string) {
+	u.mu.Lock()
+	if u.state == st && u.reason == reason {
+		u.mu.Unlock()
+		return
+	}
+	u.state, u.reason = st, reason
+	close(u.changed)
+	u.changed = make(chan struct{})
+	u.mu.Unlock()
+	cs := tools.CategoryStatus{}
+	switch st {
+	case StateConnecting:
+		cs = tools.CategoryStatus{Unavailable: true, Reason: "connecting: " + reason}
+	case StateUnavailable, StateDisabled:
+		cs = tools.CategoryStatus{Unavailable: true, Reason: reason}
+	}
+	if err := u.src.reg.SetCategoryStatus(u.category, cs); err != nil {
+		u.log.Error("set category status", "err", err)
+	}
+}
+
+// stableAfter is how long a connection must have lasted for the next
+// attempt after it ends to start without delay.
+const stableAfter = time.Minute
+
+// begin describes the category and marks it connecting, before run
+// starts: from Start's return on, the server is listed.
+func (u *upstream) begin() {
+	if err := u.src.reg.DescribeCategory(u.category, u.summary); err != nil {
+		u.log.Error("describe category", "err", err)
+	}
+	u.setState(StateConnecting, "starting")
+}
+
+// run keeps the server connected until ctx ends: connect, serve until the
+// connection ends, wait a growing delay after failures, again.
+func (u *upstream) run(ctx context.Context) {
+	defer u.settledOnce.Do(func() { close(u.settled) })
+	if u.resErr != nil {
+		u.fail(fmt.Sprintf("cannot start: %v", u.resErr))
+		return // the environment does not change while codecell runs
+	}
+	failures := 0
+	for attempt := 0; ctx.Err() == nil; attempt++ {
+		c, err := u.connect(ctx, attempt > 0)
+		if ctx.Err() != nil {
+			if c != nil {
+				c.close()
+			}
+			return
+		}
+		var reason string
+		if err == nil {
+			u.settledOnce.Do(func() { close(u.settled) })
+			started := time.Now()
+			reason = u.serve(ctx, c)
+			if ctx.Err() != nil {
+				return
+			}
+			if time.Since(started) >= stableAfter {
+				failures = 0
+			}
+		} else {
+			reason = err.Error()
+			if errors.Is(err, errConflict) {
+				u.fail(reason)
+				return
+			}
+		}
+		delay := time.Duration(0)
+		if failures > 0 || err != nil {
+			delay = min(u.src.cfg.Backoff<<min(failures, 16), u.src.cfg.MaxBackoff)
+		}
+		failures++
+		if delay > 0 {
+			u.failAgain(reason, fmt.Sprintf("%s; trying again in %s", reason, delay.Round(100*time.Millisecond)))
+		}
+		u.settledOnce.Do(func() { close(u.settled) })
+		if delay > 0 {
+			t := time.NewTimer(delay)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		} else {
+			u.log.Warn("connection ended; reconnecting", "reason", reason)
+		}
+		u.setState(StateConnecting, "reconnecting after: "+reason)
+	}
+}
+
+// fail records an unavailable server that will not be tried again.
+func (u *upstream) fail(reason string) { u.failAgain(reason, reason) }
+
+// failAgain records an unavailable server with the reason shown, logging
+// why it failed when that is not why it failed the last time.
+func (u *upstream) failAgain(why, shown string) {
+	u.mu.Lock()
+	same := u.lastWhy == why
+	u.lastWhy = why
+	u.mu.Unlock()
+	if !same {
+		u.log.Warn("upstream unavailable", "reason", why)
+	}
+	u.setState(StateUnavailable, shown)
+}
+
+// errConflict is a category that holds tools of another source.
+var errConflict = errors.New("category conflict")
+
+// connect dials the server and registers its tools; again says it was
+// connected before.
+func (u *upstream) connect(ctx context.Context, again bool) (*conn, error) {
+	d := dialer{
+		name: u.name, server: u.cfg, kind: u.kind, res: u.res, red: u.red, log: u.log,
+		version: u.src.cfg.Version, handshake: u.src.cfg.HandshakeTimeout, grace: u.src.cfg.Grace, ping: u.src.cfg.PingInterval,
+	}
+	c, err := d.dial(ctx)
+	if err != nil && u.detect && errors.Is(err, errLegacySSE) {
+		d.kind = SSE
+		c, err = d.dial(ctx)
+		if err == nil {
+			u.kind = SSE // remembered for reconnections
+			u.log.Info("the server speaks SSE, not Streamable HTTP")
+		}
+	}
+	if err != nil {
+		return nil, errors.New(describe(err, u.red))
+	}
+	lctx, cancel := context.WithTimeout(ctx, u.src.cfg.HandshakeTimeout)
+	defer cancel()
+	if err := u.refresh(lctx, c); err != nil {
+		c.close()
+		return nil, err
+	}
+	u.mu.Lock()
+	u.conn = c
+	if again {
+		u.restarts++
+	}
+	u.server = strings.TrimSpace(c.info.Name + " " + c.info.Version)
+	n := len(u.names)
+	u.mu.Unlock()
+	if sum := serverSummary(c); sum != "" && sum != u.summary {
+		u.summary = sum
+		if err := u.src.reg.DescribeCategory(u.category, sum); err != nil {
+			u.log.Error("describe category", "err", err)
+		}
+	}
+	u.setState(StateReady, "")
+	u.log.Info("upstream ready", "server", u.server, "transport", c.kind, "tools", n)
+	return c, nil
+}
+
+// serve waits for the connection to end, refreshing the tools when the
+// server says they changed, and returns why it ended.
+func (u *upstream) serve(ctx context.Context, c *conn) string {
+	defer func() {
+		u.mu.Lock()
+		u.conn = nil
+		u.mu.Unlock()
+		c.close()
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return "closing"
+		case <-c.lost:
+			return c.lostWhy
+		case <-c.listChanged:
+			lctx, cancel := context.WithTimeout(ctx, u.src.cfg.HandshakeTimeout)
+			err := u.refresh(lctx, c)
+			cancel()
+			if err != nil {
+				u.log.Warn("refresh tools after list_changed", "err", err)
+			}
+		}
+	}
+}
+
+// refresh lists the server's tools and brings the registry up to date:
+// new and changed tools registered, vanished ones removed.
+func (u *upstream) refresh(ctx context.Context, c *conn) error {
+	list, err := c.listTools(ctx)
+	if err != nil {
+		if c.proc != nil && c.proc.waitExit(ctx, 200*time.Millisecond) {
+			return errors.New(c.proc.exitReason())
+		}
+		return fmt.Errorf("list tools: %s", describe(err, u.red))
+	}
+	byName := map[string]*remoteTool{}
+	var origs []string
+	for i := range list {
+		t := &list[i]
+		if t.Name == "" || byName[t.Name] != nil || !u.allowed(t.Name) {
+			continue
+		}
+		byName[t.Name] = t
+		origs = append(origs, t.Name)
+	}
+	short, notes := ToolNames(u.category, origs)
+	// Only tools of this source may live in the category.
+	mine := map[string]bool{}
+	u.mu.Lock()
+	for _, s := range u.names {
+		mine[u.category+"."+s] = true
+	}
+	u.mu.Unlock()
+	for _, t := range u.src.reg.ListCategory(u.category) {
+		if !mine[t.Name] {
+			return fmt.Errorf("%w: category %q already holds %s, which is not from this server; set category for upstream %q", errConflict, u.category, t.Name, u.name)
+		}
+	}
+	var add []tools.Tool
+	printed := map[string][32]byte{}
+	for _, o := range origs {
+		t := byName[o]
+		fp := fingerprint(t, short[o])
+		printed[o] = fp
+		u.mu.Lock()
+		same := u.printed[o] == fp && u.names[o] == short[o]
+		u.mu.Unlock()
+		if same {
+			continue
+		}
+		add = append(add, u.tool(t, short[o], notes[o]))
+	}
+	keep := map[string]bool{}
+	for _, o := range origs {
+		keep[u.category+"."+short[o]] = true
+	}
+	var remove []string
+	u.mu.Lock()
+	for _, s := range u.names {
+		if n := u.category + "." + s; !keep[n] {
+			remove = append(remove, n)
+		}
+	}
+	u.mu.Unlock()
+	slices.Sort(remove)
+	if len(remove) > 0 {
+		u.src.reg.Unregister(remove...)
+	}
+	if len(add) > 0 {
+		if err := u.src.reg.Register(add...); err != nil {
+			return fmt.Errorf("register tools: %w", err)
+		}
+	}
+	u.mu.Lock()
+	u.tools, u.names, u.printed = byName, short, printed
+	u.mu.Unlock()
+	if len(add) > 0 || len(remove) > 0 {
+		u.log.Info("tools updated", "registered", len(add), "removed", len(remove), "tools", len(origs))
+	}
+	return nil
+}
+
+// allowed applies the allow and deny globs to an original name and the
+// name it would be registered under.
+func (u *upstream) allowed(orig string) bool {
+	s := snakeName(orig, 128)
+	match := func(globs []string) bool {
+		for _, g := range globs {
+			if ok, _ := path.Match(g, orig); ok {
+				return true
+			}
+			if ok, _ := path.Match(g, s); ok {
+				return true
+			}
+		}
+		return false
+	}
+	if match(u.cfg.Deny) {
+		return false
+	}
+	return len(u.cfg.Allow) == 0 || match(u.cfg.Allow)
+}
+
+func fingerprint(t *remoteTool, short string) [32]byte {
+	b, _ := json.Marshal(t) // plain data always marshals
+	return sha256.Sum256(append(b, short...))
+}
+
+// maxSummary bounds a tool's one-line summary, in runes.
+const maxSummary = 200
+
+// tool describes an upstream tool for the registry.
+func (u *upstream) tool(t *remoteTool, short, note string) tools.Tool {
+	name := u.category + "." + short
+	title := t.Title
+	if title == "" && t.Annotations != nil {
+		title = t.Annotations.Title
+	}
+	out := tools.Tool{
+		Name:        name,
+		Title:       title,
+		Summary:     summaryOf(t.Description, title, t.Name, u.name),
+		Description: strings.TrimSpace(t.Description),
+		Handler:     u.handler(t.Name, name),
+	}
+	if t.Name != short {
+		out.Aliases = []string{t.Name}
+	}
+	var notes []string
+	notes = append(notes, fmt.Sprintf("From the MCP server %q (%s), where it is named %q.", u.name, u.where(), t.Name))
+	if note != "" {
+		notes = append(notes, note)
+	}
+	if s, ok := compiles(t.InputSchema); ok {
+		out.InputSchema = s
+	} else if len(t.InputSchema) > 0 {
+		out.InputSchema = json.RawMessage(`{"type":"object"}`)
+		notes = append(notes, "Its input schema could not be compiled here, so arguments are checked by the server only.")
+	}
+	if s, ok := compiles(t.OutputSchema); ok {
+		out.OutputSchema = s
+	}
+	if a := t.Annotations; a != nil {
+		yes := func(p *bool, def bool) bool {
+			if p == nil {
+				return def
+			}
+			return *p
+		}
+		out.Annotations = tools.Annotations{
+			ReadOnly:    yes(a.ReadOnlyHint, false),
+			Destructive: !yes(a.ReadOnlyHint, false) && yes(a.DestructiveHint, true),
+			Idempotent:  yes(a.IdempotentHint, false),
+			OpenWorld:   yes(a.OpenWorldHint, true),
+		}
+	} else {
+		// MCP's defaults: may change things, may be destructive, reaches
+		// the outside world.
+		out.Annotations = tools.Annotations{Destructive: true, OpenWorld: true}
+	}
+	out.Errors = []tools.ErrorDoc{
+		{Code: CodeUpstreamError, Description: "The server answered with an error, or the call failed on the way to or from it; the message is the server's."},
+		{Code: CodeUpstreamUnavailable, Description: "The server is not connected (it could not be started or reached, or is restarting); the message says why."},
+		{Code: CodeUpstreamTimeout, Description: fmt.Sprintf("The server did not answer within %s.", u.timeout)},
+	}
+	out.Notes = strings.Join(notes, "\n")
+	return out
+}
+
+// compiles reports whether a schema from the server can be used as one
+// of a tool's: an object that the validator compiles.
+func compiles(s json.RawMessage) (json.RawMessage, bool) {
+	s = bytes.TrimSpace(s)
+	if len(s) == 0 || s[0] != '{' {
+		return nil, false
+	}
+	if _, err := tools.CompileSchema(s); err != nil {
+		return nil, false
+	}
+	return s, true
+}
+
+// summaryOf is a tool's one-line summary: the first sentence of its
+// description, else its title, else a sentence naming it.
+func summaryOf(desc, title, orig, server string) string {
+	line := strings.TrimSpace(desc)
+	if i := strings.IndexAny(line, "\r\n"); i >= 0 {
+		line = strings.TrimSpace(line[:i])
+	}
+	if i := strings.Index(line, ". "); i >= 0 {
+		line = line[:i+1]
+	}
+	if line == "" {
+		line = strings.TrimSpace(strings.ReplaceAll(title, "\n", " "))
+	}
+	if line == "" {
+		line = fmt.Sprintf("The tool %s of the MCP server %s.", orig, server)
+	}
+	if utf8.RuneCountInString(line) > maxSummary {
+		line = string([]rune(line)[:maxSummary-1]) + "…"
+	}
+	return line
+}
+
+// serverSummary describes a category by what its server said of itself:
+// the first sentence of its instructions, else its title or name.
+func serverSummary(c *conn) string {
+	name := c.info.Title
+	if name == "" {
+		name = c.info.Name
+	}
+	line := summaryOf(c.instr, "", "", "")
+	if strings.TrimSpace(c.instr) == "" {
+		if name == "" {
+			return ""
+		}
+		line = "The MCP server " + name + "."
+	}
+	return line
+}
+
+// unregisterAll removes the server's tools and category status.
+func (u *upstream) unregisterAll() {
+	u.mu.Lock()
+	var names []string
+	for _, s := range u.names {
+		names = append(names, u.category+"."+s)
+	}
+	u.names, u.tools, u.printed = map[string]string{}, map[string]*remoteTool{}, map[string][32]byte{}
+	u.mu.Unlock()
+	if len(names) > 0 {
+		u.src.reg.Unregister(names...)
+	}
+	_ = u.src.reg.SetCategoryStatus(u.category, tools.CategoryStatus{})
+}
