@@ -120,6 +120,9 @@ func TestRegisterRejectsBadTools(t *testing.T) {
 		"bad schema":     {Name: "a.b", Summary: "s", Handler: h, InputSchema: json.RawMessage(`{"type":"nonsense"}`)},
 		"bad related":    {Name: "a.b", Summary: "s", Handler: h, Related: []string{"nope"}},
 		"multi-line sum": {Name: "a.b", Summary: "one\ntwo", Handler: h},
+		"group case":     {Name: "a.b", Summary: "s", Handler: h, Group: "Repos"},
+		"group slash":    {Name: "a.b", Summary: "s", Handler: h, Group: "repos/"},
+		"group depth":    {Name: "a.b", Summary: "s", Handler: h, Group: "a/b/c/d"},
 	}
 	for name, tool := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -131,6 +134,19 @@ func TestRegisterRejectsBadTools(t *testing.T) {
 				t.Fatal("registry changed after a failed Register")
 			}
 		})
+	}
+}
+
+func TestValidGroup(t *testing.T) {
+	t.Parallel()
+	for g, want := range map[string]bool{
+		"": true, "issues": true, "repos/branches": true, "a/b/c": true,
+		"a/b/c/d": false, "/a": false, "a//b": false, "code-scanning": false, "Repos": false, "a/": false,
+		strings.Repeat("a", 129): false,
+	} {
+		if got := tools.ValidGroup(g); got != want {
+			t.Errorf("ValidGroup(%q) = %v, want %v", g, got, want)
+		}
 	}
 }
 

@@ -335,4 +335,7 @@ const (
 	// actionFactor scales the score of a read-only tool for a query that
 	// asks to create or remove something.
 	actionFactor = 0.7
+	// deprecatedFactor scales the score of a deprecated tool: its
+	// replacement should come first.
+	deprecatedFactor = 0.6
 )

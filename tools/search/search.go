@@ -3,7 +3,8 @@
 //
 // Ranking is BM25F over weighted fields: the tool's name, its category,
 // summary, input parameter names, output property names, and its
-// description with parameter descriptions. Text is split into words at
+// description with parameter descriptions. A tool's group (Tool.Group)
+// counts with its category; a deprecated tool ranks lower. Text is split into words at
 // identifier boundaries (getUser, get_user and "get user" match alike),
 // lower-cased, stripped of stop words and lightly stemmed; query words also
 // match common synonyms (list/get/fetch/find/search, create/add,
@@ -286,6 +287,9 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		if qa.polarity != 0 && doc.readOnly {
 			s *= actionFactor
 		}
+		if doc.tool.Deprecated {
+			s *= deprecatedFactor
+		}
 		out = append(out, scored{doc: d, score: s})
 		acc[d] = 0
 	}
@@ -362,7 +366,7 @@ func build(ts []*tools.Tool, version uint64) *index {
 		ft := &fieldTerms[i]
 		nameTerms := terms(t.ShortName())
 		ft[fieldName] = append(append(nameTerms, forms(nameWords)...), bigrams(nameTerms)...)
-		ft[fieldCategory] = terms(t.Category())
+		ft[fieldCategory] = terms(t.Category() + " " + strings.ReplaceAll(t.Group, "/", " "))
 		ft[fieldSummary] = terms(t.Summary)
 		in := schemaText(t.InputSchema)
 		out := schemaText(t.OutputSchema)
