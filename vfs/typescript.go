@@ -84,7 +84,11 @@ func Declaration(t *tools.Tool) (string, error) {
 	if fn != short {
 		docLines = append(docLines, fmt.Sprintf("%q is a reserved word: call it as %s.%s(...).", short, cat, short))
 	}
-	writeDoc(&b, ind, docLines, nil)
+	var fnTags []string
+	if t.Deprecated {
+		fnTags = append(fnTags, "@deprecated")
+	}
+	writeDoc(&b, ind, docLines, fnTags)
 	argsParam := "args: "
 	if argsOptional {
 		argsParam = "args?: "
