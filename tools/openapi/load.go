@@ -97,6 +97,9 @@ func Parse(data []byte) (doc *Document, err error) {
 		}
 	}
 	if t.Paths == nil || t.Paths.Len() == 0 {
+		if len(t.Webhooks) > 0 {
+			return nil, fmt.Errorf("%w: it has no paths, only webhooks, which the API calls rather than its clients", ErrDocument)
+		}
 		return nil, fmt.Errorf("%w: it has no paths, so no operations to call", ErrDocument)
 	}
 	d := &Document{Version: version, doc: t}

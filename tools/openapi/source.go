@@ -153,11 +153,9 @@ type Report struct {
 }
 
 // Open loads the document (reading the file, or fetching the URL through
-// the cache), makes a tool per operation and registers them in reg under
-// the source's category, with the document's title as the category's
-// description. Operations that cannot be called are left out and listed
-// in the report. Open fails when the document cannot be had or yields no
-// tool; the error says why, and never holds a credential.
+// the cache) and registers its tools in reg (see OpenDocument). Open
+// fails when the document cannot be had or yields no tool; the error says
+// why, and never holds a credential.
 func (s *Source) Open(ctx context.Context, reg *tools.Registry) (*Report, error) {
 	start := time.Now()
 	data, cached, err := s.fetchSpec(ctx)
@@ -168,6 +166,26 @@ func (s *Source) Open(ctx context.Context, reg *tools.Registry) (*Report, error)
 	if err != nil {
 		return nil, fmt.Errorf("openapi %s: %s: %w", s.category, s.cfg.Spec, err)
 	}
+	rep, err := s.OpenDocument(reg, doc)
+	if err != nil {
+		return nil, err
+	}
+	rep.Cached = cached
+	rep.Duration = time.Since(start)
+	s.log.Info("openapi source ready", "tools", rep.Tools, "skipped", len(rep.Problems), "version", rep.Version, "cached", cached, "ms", rep.Duration.Milliseconds())
+	for _, p := range rep.Problems {
+		s.log.Debug("openapi operation left out", "operation", p.Operation, "problem", p.Message)
+	}
+	return rep, nil
+}
+
+// OpenDocument makes a tool per operation of a parsed document and
+// registers them in reg under the source's category, with the document's
+// title as the category's description. Operations that cannot be called
+// are left out and listed in the report; a document that yields no tool
+// is an error.
+func (s *Source) OpenDocument(reg *tools.Registry, doc *Document) (*Report, error) {
+	start := time.Now()
 	b, err := s.build(doc)
 	if err != nil {
 		return nil, fmt.Errorf("openapi %s: %s: %w", s.category, s.cfg.Spec, err)
@@ -207,12 +225,7 @@ func (s *Source) Open(ctx context.Context, reg *tools.Registry) (*Report, error)
 	s.mu.Lock()
 	s.names = names
 	s.mu.Unlock()
-	rep := &Report{Title: doc.Title, Version: doc.Version, Tools: len(b.tools), Problems: b.problems, Cached: cached, Duration: time.Since(start)}
-	s.log.Info("openapi source ready", "tools", rep.Tools, "skipped", len(rep.Problems), "version", rep.Version, "cached", cached, "ms", rep.Duration.Milliseconds())
-	for _, p := range rep.Problems {
-		s.log.Debug("openapi operation left out", "operation", p.Operation, "problem", p.Message)
-	}
-	return rep, nil
+	return &Report{Title: doc.Title, Version: doc.Version, Tools: len(b.tools), Problems: b.problems, Duration: time.Since(start)}, nil
 }
 
 // Close unregisters the source's tools and closes its idle connections.
