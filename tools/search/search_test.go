@@ -433,3 +433,29 @@ func TestGroupsAndDeprecation(t *testing.T) {
 		}
 	}
 }
+
+// TestSaysWhatWasAsked: of tools that all mention a query's words, the
+// one whose summary says just what was asked and whose short name the
+// query covers comes first, as in a large API where many names hold
+// "pull_request".
+func TestSaysWhatWasAsked(t *testing.T) {
+	t.Parallel()
+	h := func(context.Context, json.RawMessage) (json.RawMessage, error) { return nil, nil }
+	r := tools.NewRegistry()
+	if err := r.Register(
+		tools.Tool{Name: "gh.pulls_merge", Summary: "Merge a pull request", Description: "Merges a pull request into the base branch.", Handler: h},
+		tools.Tool{Name: "gh.repos_list_pull_requests_associated_with_commit", Summary: "List pull requests associated with a commit",
+			Description: "Lists the merged pull request that introduced the commit, or the open pull requests of a branch.", Handler: h},
+		tools.Tool{Name: "gh.pull_request_review_protection_update", Summary: "Update pull request review protection",
+			Description: "Protects a branch: pull requests need a review before they merge.", Handler: h},
+	); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := newIndex(t, r).Search(search.Query{Text: "merge a pull request"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) == 0 || hits[0].Name != "gh.pulls_merge" {
+		t.Errorf("got %+v, want gh.pulls_merge first", hits)
+	}
+}
