@@ -32,7 +32,7 @@ func TestToolName(t *testing.T) {
 		if got := openapi.ToolName(tc.id, tc.method, tc.path); got != tc.want {
 			t.Errorf("ToolName(%q, %q, %q) = %q, want %q", tc.id, tc.method, tc.path, got, tc.want)
 		}
-		if got := openapi.ToolName(tc.id, tc.method, tc.path); !tools.ValidName("c."+got) {
+		if got := openapi.ToolName(tc.id, tc.method, tc.path); !tools.ValidName("c." + got) {
 			t.Errorf("%q is not a valid tool name", got)
 		}
 	}
