@@ -19,8 +19,8 @@ import (
 )
 
 // testSpec is a slice of GitHub's REST API and operations that exercise
-// every parameter style and body kind (testdata/api.yaml).
-const testSpec = "testdata/api.yaml"
+// every parameter style and body kind (testdata/openapi/api.yaml).
+const testSpec = "../../testdata/openapi/api.yaml"
 
 // secret is the credential the tests configure; no output may hold it.
 const secret = "s3cr3t-t0ken-0f-the-tests"
@@ -33,7 +33,7 @@ type received struct {
 }
 
 // testAPI is the local server the tests call: it records every request
-// and answers as the operations of testdata/api.yaml do.
+// and answers as the operations of testdata/openapi/api.yaml do.
 type testAPI struct {
 	*httptest.Server
 	foreign *httptest.Server // another host, which /moved redirects to
@@ -164,7 +164,7 @@ func (a *testAPI) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// source opens testdata/api.yaml against a, with cfg's settings, bearer
+// source opens testdata/openapi/api.yaml against a, with cfg's settings, bearer
 // auth with secret and a log into logs.
 func openSource(t testing.TB, a *testAPI, cfg openapi.Config, opts openapi.Options) (*openapi.Source, *tools.Registry, *bytes.Buffer) {
 	t.Helper()

@@ -16,7 +16,7 @@ import (
 	"github.com/codecell/codecell/tools/openapi"
 )
 
-// TestRequests calls each operation of testdata/api.yaml and checks the
+// TestRequests calls each operation of testdata/openapi/api.yaml and checks the
 // request the server received — method, path, query, headers and body —
 // exactly as the document says to write them, and the result.
 func TestRequests(t *testing.T) {

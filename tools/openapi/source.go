@@ -91,7 +91,7 @@ type Source struct {
 	mu    sync.RWMutex
 	ops   map[string]*operation
 	hosts map[string]bool // hosts requests may go to
-	names []string        // registered tool names, for Close
+	names []string        // registered tool names
 	reg   *tools.Registry
 }
 
@@ -228,15 +228,9 @@ func (s *Source) OpenDocument(reg *tools.Registry, doc *Document) (*Report, erro
 	return &Report{Title: doc.Title, Version: doc.Version, Tools: len(b.tools), Problems: b.problems, Duration: time.Since(start)}, nil
 }
 
-// Close unregisters the source's tools and closes its idle connections.
+// Close ends the source's idle connections. Its tools stay registered:
+// Names lists them for a caller that unregisters them.
 func (s *Source) Close() {
-	s.mu.Lock()
-	names, reg := s.names, s.reg
-	s.names = nil
-	s.mu.Unlock()
-	if reg != nil && len(names) > 0 {
-		reg.Unregister(names...)
-	}
 	s.client.CloseIdleConnections()
 }
 
