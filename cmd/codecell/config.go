@@ -21,6 +21,7 @@ import (
 
 	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/tools"
+	"github.com/codecell/codecell/tools/openapi"
 )
 
 // Config is everything codecell can be told, from one TOML file, then
@@ -34,6 +35,8 @@ type Config struct {
 	Limits  LimitsConfig  `toml:"limits"`
 	Filter  FilterConfig  `toml:"filter"`
 	Memory  MemoryConfig  `toml:"memory"`
+	// OpenAPI holds the [openapi.NAME] sources (config_openapi.go).
+	OpenAPI map[string]openapi.Config `toml:"openapi"`
 }
 
 // ServerConfig holds transports, the catalogue and logging.
@@ -342,13 +345,17 @@ func decodeFile(path string, cfg *Config) []error {
 			reported[name] = true
 			continue
 		}
+		sec := root.Field(i)
+		if sec.Kind() == reflect.Map { // tables of named tables, such as [openapi.NAME]
+			errs = append(errs, decodeTables(md, name, sections[name], sec, reported)...)
+			continue
+		}
 		var values map[string]toml.Primitive
 		if err := md.PrimitiveDecode(sections[name], &values); err != nil {
 			errs = append(errs, configError{name, tomlError(err)})
 			reported[name] = true
 			continue
 		}
-		sec := root.Field(i)
 		fields := map[string]int{}
 		for j := range sec.NumField() {
 			fields[tomlName(sec.Type().Field(j))] = j
@@ -490,6 +497,7 @@ func unknownEnv(environ []string, cfg Config) []error {
 	for _, t := range cfg.Auth.Tokens {
 		named[t.TokenEnv] = true
 	}
+	maps.Copy(named, openAPIEnv(cfg))
 	var errs []error
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
@@ -664,7 +672,7 @@ func (c *Config) validate(env func(string) string) []error {
 	if m.WorkspaceMaxBytes < m.WorkspaceMaxFileBytes {
 		bad("memory.workspace_max_bytes", "is below memory.workspace_max_file_bytes")
 	}
-	return errs
+	return append(errs, c.validateOpenAPI(env)...)
 }
 
 func knownClass(c string) bool {
@@ -774,6 +782,9 @@ func configFields() []configField {
 	top := reflect.TypeOf(Config{})
 	for i := range top.NumField() {
 		sec := top.Field(i)
+		if sec.Type.Kind() != reflect.Struct {
+			continue // tables of named tables, decoded on their own
+		}
 		for j := range sec.Type.NumField() {
 			f := sec.Type.Field(j)
 			k := f.Type.Kind()
@@ -833,6 +844,9 @@ func allKeys() []string {
 	for i := range top.NumField() {
 		sec := top.Field(i)
 		out = append(out, tomlName(sec))
+		if sec.Type.Kind() != reflect.Struct {
+			continue
+		}
 		for j := range sec.Type.NumField() {
 			f := sec.Type.Field(j)
 			key := tomlName(sec) + "." + tomlName(f)
