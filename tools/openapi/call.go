@@ -38,8 +38,12 @@ const maxErrorBody = 2048
 // Retry-After, and only when the wait ends before the run's deadline.
 const maxAttempts = 3
 
-// maxRetryWait bounds how long one retry waits.
-const maxRetryWait = 60 * time.Second
+// maxRetryWait bounds how long one retry waits; when the call's context
+// has no deadline to measure the wait against, maxBlindRetryWait does.
+const (
+	maxRetryWait      = 60 * time.Second
+	maxBlindRetryWait = 2 * time.Second
+)
 
 // HTTPError is a non-2xx response, as the cause (Unwrap) of the
 // *tools.Error a call returns with code http_<status>.
@@ -351,10 +355,14 @@ func (s *Source) send(ctx context.Context, o *operation, req *request) (*respons
 	}
 }
 
-// fits reports whether waiting d still leaves the run some time.
+// fits reports whether waiting d still leaves the run some time. Without
+// a deadline in ctx, only a short wait (maxBlindRetryWait) does.
 func fits(ctx context.Context, d time.Duration) bool {
 	dl, ok := ctx.Deadline()
-	return !ok || time.Until(dl) > d+50*time.Millisecond
+	if !ok {
+		return d <= maxBlindRetryWait
+	}
+	return time.Until(dl) > d+50*time.Millisecond
 }
 
 // attempt sends req once and reads the response. kind names a failure

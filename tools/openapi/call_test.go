@@ -8,6 +8,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -396,4 +397,36 @@ func TestBinaryResponse(t *testing.T) {
 	if _, err := reg2.Call(context.Background(), "gh.get_avatar", nil); tools.CodeOf(err) != openapi.CodeBinary {
 		t.Errorf("without a store: %v", err)
 	}
+}
+
+// BenchmarkCall measures what the source adds to a request: a call of
+// repos_get through the registry (validation, request, response) beside
+// the same GET with net/http, against a local server that only answers.
+func BenchmarkCall(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":1,"full_name":"octo/hello"}`)
+	}))
+	defer srv.Close()
+	a := &testAPI{Server: srv}
+	_, reg, _ := openSource(b, a, openapi.Config{}, openapi.Options{})
+	ctx := context.Background()
+	args := json.RawMessage(`{"owner":"octo","repo":"hello"}`)
+	b.Run("net_http", func(b *testing.B) {
+		for b.Loop() {
+			resp, err := http.Get(srv.URL + "/repos/octo/hello")
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+	})
+	b.Run("registry_call", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := reg.Call(ctx, "gh.repos_get", args); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
