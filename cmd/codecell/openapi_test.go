@@ -335,3 +335,88 @@ func BenchmarkOpenAPICall(b *testing.B) {
 		})
 	}
 }
+
+// githubSpec is GitHub's REST description, installed by `make
+// openapi-fixtures`.
+var githubSpec = filepath.Join("..", "..", "testdata", "openapi", "node_modules", "@octokit", "openapi", "generated", "api.github.com.json")
+
+// TestOpenAPIGitHubScale serves GitHub's whole REST description (1,223
+// operations) through the built binary: code mode's tools/list stays
+// within 3 KB and the manifest within 1 KB, the tree leads from the
+// category to a tag to its tools, and search finds an operation by its
+// task.
+func TestOpenAPIGitHubScale(t *testing.T) {
+	t.Parallel()
+	spec, err := filepath.Abs(githubSpec)
+	if err == nil {
+		_, err = os.Stat(spec)
+	}
+	if err != nil {
+		if os.Getenv("CODECELL_REQUIRE_NODE") != "" {
+			t.Fatalf("GitHub's description is not installed (%v); run make openapi-fixtures", err)
+		}
+		t.Skip("run make openapi-fixtures to test with GitHub's description")
+	}
+	cfg := filepath.Join(t.TempDir(), "codecell.toml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("[openapi.github]\nspec = %q\nauth = { type = \"bearer\", token_env = \"GH_E2E_TOKEN\" }\n", spec)), 0o600)
+	c, err := client.NewStdioMCPClient(binary, append(dataDir(t), "GH_E2E_TOKEN="+apiSecret), "serve", "--config", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	initialize(t, c)
+	ctx := context.Background()
+	start := time.Now()
+	for {
+		_, rec, _ := callExecute(t, c, map[string]any{"code": "typeof github === 'object' ? Object.keys(github).length : 0"})
+		if string(rec.Result) != "0" {
+			t.Logf("GitHub's %s tools callable %s after the first request", rec.Result, time.Since(start).Round(100*time.Millisecond))
+			break
+		}
+		if time.Since(start) > 90*time.Second {
+			t.Fatal("GitHub's description did not load")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(list)
+	t.Logf("tools/list: %d tools, %d bytes", len(list.Tools), len(b))
+	if len(b) > 3<<10 {
+		t.Errorf("tools/list is %d bytes, budget 3 KB", len(b))
+	}
+	read := func(p string) string {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "read_tools"
+		req.Params.Arguments = map[string]any{"path": p}
+		res, err := c.CallTool(ctx, req)
+		if err != nil || res.IsError {
+			t.Fatalf("read_tools %s: %v %+v", p, err, res)
+		}
+		return res.Content[0].(mcp.TextContent).Text
+	}
+	for _, f := range []struct {
+		path   string
+		budget int
+		holds  string
+	}{
+		{"/manifest.json", 1 << 10, `"github":"1224 tools`},
+		{"/github/index.json", 5 << 10, `"issues":"58 tools`},
+		{"/github/issues/labels/index.json", 5 << 10, `"issues_add_labels"`},
+		{"/github/repos/index.json", 5 << 10, `"branches":"36 tools"`},
+	} {
+		text := read(f.path)
+		if len(text) > f.budget || !strings.Contains(text, f.holds) {
+			t.Errorf("%s (%d bytes, budget %d) lacks %s:\n%s", f.path, len(text), f.budget, f.holds, text)
+		}
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "search_tools"
+	req.Params.Arguments = map[string]any{"query": "add a label to an issue", "detail": "name"}
+	res, err := c.CallTool(ctx, req)
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(mcp.TextContent).Text, `"hits":[{"name":"github.issues_add_labels"`) {
+		t.Errorf("search_tools: %v %+v", err, res)
+	}
+}
