@@ -314,6 +314,7 @@ func TestPagination(t *testing.T) {
 	}{
 		{"link header", `{"tool":"issues_list_for_repo","args":{"owner":"octo","repo":"hello","state":"open"}}`, "1,2,3,4,5,6", 3},
 		{"qualified name and max", `{"tool":"gh.issues_list_for_repo","args":{"owner":"octo","repo":"hello"},"max":3}`, "1,2,3", 2},
+		{"the document's operationId", `{"tool":"gh.issues/list-for-repo","args":{"owner":"octo","repo":"hello"},"max":2}`, "1,2", 1},
 		{"cursor", `{"tool":"list_contacts"}`, "0,2,2", 3},
 		{"starting_after", `{"tool":"list_charges"}`, "ch_1,ch_2,ch_3,ch_4,ch_5", 3},
 	}
@@ -356,8 +357,8 @@ func TestPagination(t *testing.T) {
 			t.Errorf("record %+v", r)
 		}
 	}
-	if len(rec.all()) != 3+2+3+3 {
-		t.Errorf("%d records, want 11", len(rec.all()))
+	if len(rec.all()) != 3+2+1+3+3 {
+		t.Errorf("%d records, want 12", len(rec.all()))
 	}
 	// A page link to another host is refused.
 	_, err := reg.Call(context.Background(), "gh.paginate", json.RawMessage(`{"tool":"nope"}`))

@@ -40,7 +40,19 @@ func (s *Source) paginateHandler(ctx context.Context, raw json.RawMessage) (json
 	name := strings.TrimPrefix(in.Tool, s.category+".")
 	s.mu.RLock()
 	o := s.ops[name]
+	if o == nil {
+		// The document's own name for it, as a program may call it.
+		for _, op := range s.ops {
+			if op.id != "" && op.id == name {
+				o = op
+				break
+			}
+		}
+	}
 	s.mu.RUnlock()
+	if o != nil {
+		name = o.name
+	}
 	if o == nil {
 		return nil, &tools.Error{Code: tools.CodeUnknownTool, Message: fmt.Sprintf("%s has no operation %q to paginate", s.category, in.Tool)}
 	}
