@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/openapi"
@@ -42,6 +43,9 @@ type testAPI struct {
 	requests []received
 	limited  int // 429s still to send on /rate_limited
 	retry    string
+	delay    time.Duration // how long /echo takes
+	inflight int           // requests of /echo in progress
+	peak     int           // the most of them at once
 }
 
 func newTestAPI(t testing.TB) *testAPI {
@@ -116,6 +120,10 @@ func (a *testAPI) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, []map[string]any{{"id": 1, "name": "bug"}})
 	case p == "/repos/octo/hello", p == "/repos/a b/c/d?e":
 		writeJSON(w, 200, map[string]any{"id": 1, "full_name": "octo/hello"})
+	case p == "/repos/octo/elsewhere/issues":
+		// A page whose next page is on another host.
+		w.Header().Set("Link", fmt.Sprintf(`<%s/repos/octo/hello/issues?page=2>; rel="next"`, a.foreign.URL))
+		writeJSON(w, 200, []map[string]any{{"number": 1, "title": "One"}})
 	case strings.HasPrefix(p, "/repos/"):
 		writeJSON(w, 404, map[string]any{"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
 	case p == "/rate_limited":
@@ -138,6 +146,15 @@ func (a *testAPI) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "# Hello\n")
 	case p == "/echo":
+		a.mu.Lock()
+		a.inflight++
+		a.peak = max(a.peak, a.inflight)
+		delay := a.delay
+		a.mu.Unlock()
+		time.Sleep(delay)
+		a.mu.Lock()
+		a.inflight--
+		a.mu.Unlock()
 		// Echoes what it received, credentials included: the source must
 		// keep them from the program.
 		h := map[string]string{}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -246,6 +247,65 @@ func TestRetries(t *testing.T) {
 	}
 }
 
+// TestLimits: the source's concurrency bound queues calls rather than
+// failing them, its rate limit refuses a call it cannot fit before the
+// deadline, and its timeout ends a request that takes too long.
+func TestLimits(t *testing.T) {
+	t.Parallel()
+	t.Run("concurrency", func(t *testing.T) {
+		a := newTestAPI(t)
+		a.delay = 50 * time.Millisecond
+		_, reg, _ := openSource(t, a, openapi.Config{MaxConcurrentCalls: 2}, openapi.Options{})
+		var wg sync.WaitGroup
+		errs := make(chan error, 6)
+		for range 6 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := reg.Call(context.Background(), "gh.echo", nil)
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Error(err)
+			}
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.peak != 2 {
+			t.Errorf("%d requests at once, want 2", a.peak)
+		}
+	})
+	t.Run("rate", func(t *testing.T) {
+		a := newTestAPI(t)
+		_, reg, _ := openSource(t, a, openapi.Config{RateLimit: "1/m"}, openapi.Options{})
+		if _, err := reg.Call(context.Background(), "gh.echo", nil); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := reg.Call(ctx, "gh.echo", nil)
+		if tools.CodeOf(err) != openapi.CodeRateLimited || !strings.Contains(err.Error(), "the rate limit of gh (1/m)") {
+			t.Errorf("second call within a minute: %v", err)
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		a := newTestAPI(t)
+		a.delay = 500 * time.Millisecond
+		_, reg, _ := openSource(t, a, openapi.Config{Timeout: openapi.Duration(50 * time.Millisecond)}, openapi.Options{})
+		_, err := reg.Call(context.Background(), "gh.echo", nil)
+		if tools.CodeOf(err) != openapi.CodeTimeout || !strings.Contains(err.Error(), "no response within 50ms") {
+			t.Errorf("slow server: %v", err)
+		}
+		if n := a.count(); n != 1 {
+			t.Errorf("%d requests: a timeout is not retried", n)
+		}
+	})
+}
+
 // TestCredentialsStayOnTheHost: every kind of credential reaches the
 // server, and none comes back to the program, even from a server that
 // echoes the request.
@@ -360,8 +420,12 @@ func TestPagination(t *testing.T) {
 	if len(rec.all()) != 3+2+1+3+3 {
 		t.Errorf("%d records, want 12", len(rec.all()))
 	}
-	// A page link to another host is refused.
-	_, err := reg.Call(context.Background(), "gh.paginate", json.RawMessage(`{"tool":"nope"}`))
+	// A page link to another host is refused, naming the host.
+	_, err := reg.Call(context.Background(), "gh.paginate", json.RawMessage(`{"tool":"issues_list_for_repo","args":{"owner":"octo","repo":"elsewhere"}}`))
+	if tools.CodeOf(err) != openapi.CodeHostRefused || !strings.Contains(err.Error(), "page 2: "+strings.TrimPrefix(a.foreign.URL, "http://")+" is not an allowed host") {
+		t.Errorf("next page on a foreign host: %v", err)
+	}
+	_, err = reg.Call(context.Background(), "gh.paginate", json.RawMessage(`{"tool":"nope"}`))
 	if tools.CodeOf(err) != tools.CodeUnknownTool {
 		t.Errorf("unknown operation: %v", err)
 	}
