@@ -10,7 +10,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 BENCHTIME ?= 2s
 STATICCHECK := v0.8.2
 
-.PHONY: build run test lint bench bench-memory bench-disclosure load node-deps clean
+.PHONY: build run test lint bench bench-memory bench-disclosure load node-deps openapi-fixtures clean
 
 build:
 	@echo "building $(BIN); the first build compiles the SQLite (cgo) and QuickJS sources and takes about two minutes"
@@ -24,7 +24,7 @@ run: build
 
 ## test: the whole test suite (lint first), with the official TypeScript
 ## SDK client and MCP conformance suite.
-test: lint node-deps
+test: lint node-deps openapi-fixtures
 	CODECELL_REQUIRE_NODE=1 $(GO) test -tags $(TAGS) -race -count=1 -timeout 15m ./...
 
 ## node-deps: the official MCP TypeScript SDK and conformance suite, pinned
@@ -39,6 +39,16 @@ $(SDK)/node_modules/.installed: $(SDK)/package.json $(SDK)/package-lock.json
 	@touch $@
 $(UPSTREAMS)/node_modules/.installed: $(UPSTREAMS)/package.json $(UPSTREAMS)/package-lock.json
 	cd $(UPSTREAMS) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+## openapi-fixtures: OpenAPI documents for tools/openapi's tests, pinned in
+## testdata/openapi/package-lock.json: GitHub's REST description
+## (@octokit/openapi, about 385 MB) and ReadMe's edge cases
+## (@readme/oas-examples). Installed once; npm ci again only when the pins change.
+OPENAPI := testdata/openapi
+openapi-fixtures: $(OPENAPI)/node_modules/.installed
+$(OPENAPI)/node_modules/.installed: $(OPENAPI)/package.json $(OPENAPI)/package-lock.json
+	cd $(OPENAPI) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 ## lint: formatting, vet and tidy modules — what CI checks.

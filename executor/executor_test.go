@@ -32,7 +32,7 @@ func (e *codedError) ErrorTool() string { return e.tool }
 // util.sleep by waiting for ctx, and anything else as an unknown tool.
 var echo = dispatcher(func(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
 	switch name {
-	case "util.echo", "workspace.write":
+	case "util.echo", "workspace.write", "util.paginate":
 		return args, nil
 	case "util.fail":
 		return nil, &codedError{code: "not_found", tool: name, msg: "no such record"}
@@ -135,6 +135,9 @@ func TestResults(t *testing.T) {
 		{"namespace is a read-only object", "util.echo = 1; delete util.fail; [Object.keys(util).sort().join(), 'echo' in util, 'nope' in util, typeof util.nope, typeof util.echo, util.echo.name, String(util)]",
 			`["echo,fail,panic,sleep",true,false,"undefined","function","util.echo","[object Object]"]`},
 		{"namespace functions are stable", "util.echo === util.echo", "true"},
+		{"paginate a tool function", "await tools.paginate(util.echo, {text: 'x'}, {max: 5})", `{"tool":"echo","args":{"text":"x"},"max":5}`},
+		{"paginate a tool name", "await tools.paginate('util.echo')", `{"tool":"echo","args":{}}`},
+		{"paginate where the category cannot", "try { await tools.paginate('nope.list', {}) } catch (e) { [e.code, e.tool] }", `["unknown_tool","nope.paginate"]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -174,6 +177,8 @@ func TestErrors(t *testing.T) {
 		{name: "never settles", code: "await new Promise(() => {})", kind: executor.KindUnsettled, msg: "never settle"},
 		{name: "bad positional call", code: "await util.echo('x')", kind: executor.KindRuntime, msg: "takes one object argument"},
 		{name: "unserializable args", code: "await util.echo({f: () => 1})", kind: executor.KindRuntime, msg: "args.f is a function"},
+		{name: "paginate without a tool", code: "\nawait tools.paginate(() => 1, {})", kind: executor.KindRuntime, msg: "tools.paginate: the first argument must be a tool function", line: 2},
+		{name: "paginate with bad options", code: "await tools.paginate(util.echo, {}, 500)", kind: executor.KindRuntime, msg: "tools.paginate: the third argument must be an object"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

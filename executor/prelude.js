@@ -38,6 +38,8 @@
   const hasOwn = Object.prototype.hasOwnProperty;
   const ProxyCtor = Proxy;
   const split = String.prototype.split;
+  const indexOf = String.prototype.indexOf;
+  const strSlice = String.prototype.slice;
   const join = Array.prototype.join;
   const setValues = Set.prototype.values;
 
@@ -313,6 +315,25 @@
   g.tools = freeze({
     call: function (name, args) {
       return call(name, args, 3);
+    },
+    // paginate calls a list operation page after page and resolves to
+    // all its items, at most opts.max: tools.paginate(github.issues_list_for_repo,
+    // {owner, repo}, {max: 500}). The first argument is the tool's function
+    // or its qualified name; the pages are fetched by the paginate tool of
+    // the tool's category, {tool, args, max}, which the sources that
+    // paginate (OpenAPI documents) provide.
+    paginate: function (fn, args, opts) {
+      const name = typeof fn === "function" ? fn.name : fn;
+      const dot = typeof name === "string" ? apply(indexOf, name, ["."]) : -1;
+      if (dot <= 0) {
+        throw siteError(TypeErrorCtor, "tools.paginate: the first argument must be a tool function such as github.issues_list_for_repo, or its qualified name", 2);
+      }
+      if (opts !== undefined && !isPlainObject(opts)) {
+        throw siteError(TypeErrorCtor, "tools.paginate: the third argument must be an object such as {max: 500}", 2);
+      }
+      const req = { tool: apply(strSlice, name, [dot + 1]), args: args === undefined ? {} : args };
+      if (opts !== undefined && opts.max !== undefined) req.max = opts.max;
+      return call(apply(strSlice, name, [0, dot]) + ".paginate", req, 3);
     },
   });
   // progress reports how far the program got; the client sees it when it

@@ -124,6 +124,9 @@ func TestRegisterRejectsBadTools(t *testing.T) {
 		"empty alias":    {Name: "a.b", Summary: "s", Handler: h, Aliases: []string{""}},
 		"alias twice":    {Name: "a.b", Summary: "s", Handler: h, Aliases: []string{"b-1", "b-1"}},
 		"control alias":  {Name: "a.b", Summary: "s", Handler: h, Aliases: []string{"b\n"}},
+		"group case":     {Name: "a.b", Summary: "s", Handler: h, Group: "Repos"},
+		"group slash":    {Name: "a.b", Summary: "s", Handler: h, Group: "repos/"},
+		"group depth":    {Name: "a.b", Summary: "s", Handler: h, Group: "a/b/c/d"},
 	}
 	for name, tool := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -135,6 +138,19 @@ func TestRegisterRejectsBadTools(t *testing.T) {
 				t.Fatal("registry changed after a failed Register")
 			}
 		})
+	}
+}
+
+func TestValidGroup(t *testing.T) {
+	t.Parallel()
+	for g, want := range map[string]bool{
+		"": true, "issues": true, "repos/branches": true, "a/b/c": true,
+		"a/b/c/d": false, "/a": false, "a//b": false, "code-scanning": false, "Repos": false, "a/": false,
+		strings.Repeat("a", 129): false,
+	} {
+		if got := tools.ValidGroup(g); got != want {
+			t.Errorf("ValidGroup(%q) = %v, want %v", g, got, want)
+		}
 	}
 }
 

@@ -56,6 +56,16 @@ type Tool struct {
 	Positional []string
 	// Source is the code of tools whose implementation is a program (skills).
 	Source string
+	// Group places the tool under its category in the file tree, as a
+	// path of up to MaxGroupDepth lower-case identifiers joined by "/"
+	// ("issues", "repos/branches"), for sources too large for one
+	// category index, such as an OpenAPI document's tags. Empty means
+	// directly under the category. Search counts its words with the
+	// category's.
+	Group string
+	// Deprecated marks a tool its source advises against using; listings
+	// and declarations say so and search ranks it lower.
+	Deprecated bool
 	// Handler runs the tool.
 	Handler Handler
 }
@@ -104,6 +114,27 @@ func ValidName(name string) bool {
 	return ok && len(name) <= 128 && identRE.MatchString(c) && identRE.MatchString(n)
 }
 
+// MaxGroupDepth is the most levels a Tool.Group path has.
+const MaxGroupDepth = 3
+
+// ValidGroup reports whether g is a valid Tool.Group: empty, or up to
+// MaxGroupDepth lower-case identifiers joined by "/", at most 128 bytes.
+func ValidGroup(g string) bool {
+	if g == "" {
+		return true
+	}
+	parts := strings.Split(g, "/")
+	if len(g) > 128 || len(parts) > MaxGroupDepth {
+		return false
+	}
+	for _, p := range parts {
+		if !identRE.MatchString(p) {
+			return false
+		}
+	}
+	return true
+}
+
 // ValidCategory reports whether name is a valid category name.
 func ValidCategory(name string) bool {
 	return len(name) <= 64 && identRE.MatchString(name)
@@ -121,6 +152,9 @@ func (t *Tool) check() error {
 	}
 	if strings.ContainsAny(t.Summary, "\n\r") {
 		return fmt.Errorf("tool %s: summary must be one line", t.Name)
+	}
+	if !ValidGroup(t.Group) {
+		return fmt.Errorf("tool %s: group %q: want up to %d lower-case identifiers joined by /", t.Name, t.Group, MaxGroupDepth)
 	}
 	for _, p := range t.Positional {
 		if !jsIdentRE.MatchString(p) {

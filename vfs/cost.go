@@ -285,8 +285,9 @@ type Stats struct {
 	Index      Spread // over the categories' index.json files
 	Signature  Spread // over the tools' .d.ts files
 	Full       Spread // over the tools' .md files
-	// Path is manifest + the category's index + the tool's .d.ts, over
-	// the tools: what an agent reads from nothing to a signature.
+	// Path is manifest + the category's index (and, in a grouped
+	// category, the indexes of the tool's groups) + the tool's .d.ts,
+	// over the tools: what an agent reads from nothing to a signature.
 	Path Spread
 	// Direct is the size of a tools/list result carrying every tool with
 	// its name, summary and description, input and output schemas and
@@ -294,8 +295,11 @@ type Stats struct {
 	Direct Cost
 }
 
-// IndexStat is the size of one category's index.json.
+// IndexStat is the size of one category's index.json, or of one group's
+// in a grouped category.
 type IndexStat struct {
+	// Category is the directory: the category, or for a group its path
+	// such as github/repos.
 	Category string
 	Tools    int
 	Cost
@@ -335,14 +339,32 @@ func (f *FS) Stats() Stats {
 	}
 	var direct []directTool
 	for _, c := range s.cats {
-		n := len(s.content(IndexPath(c.name), node{kind: kindIndex, cat: c}))
+		n := len(s.content(IndexPath(c.name), node{kind: kindIndex, cat: c, grp: c.root}))
 		st.Indexes = append(st.Indexes, IndexStat{Category: c.name, Tools: len(c.tools), Cost: tools.CostOf(n)})
 		idx = append(idx, n)
+		groupSize := map[string]int{} // group path → its index's size
+		if c.root != nil {
+			for _, g := range c.groupIndexes()[1:] {
+				dir := c.groupDir(g)
+				gn := len(s.content(dir+"/"+IndexFile, node{kind: kindIndex, cat: c, grp: g}))
+				st.Indexes = append(st.Indexes, IndexStat{Category: dir, Tools: g.total, Cost: tools.CostOf(gn)})
+				idx = append(idx, gn)
+				groupSize[g.path] = gn
+			}
+		}
 		for _, t := range c.tools {
 			info := s.toolInfo(t)
 			sig = append(sig, info.Signature.Bytes)
 			full = append(full, info.Full.Bytes)
-			paths = append(paths, manifest+n+info.Signature.Bytes)
+			// In a grouped category, the way to a tool passes its groups' indexes.
+			way := manifest + n + info.Signature.Bytes
+			if c.root != nil && t.Group != "" {
+				parts := strings.Split(t.Group, "/")
+				for i := range parts {
+					way += groupSize[strings.Join(parts[:i+1], "/")]
+				}
+			}
+			paths = append(paths, way)
 			st.Tools++
 			dt := directTool{Name: t.Name, Description: strings.TrimSpace(t.Summary + "\n\n" + t.Description), InputSchema: t.InputSchema, OutputSchema: t.OutputSchema}
 			a := map[string]bool{}

@@ -7,6 +7,11 @@
 //	<category>/<tool>.d.ts     level 2: the TypeScript declaration of the call
 //	<category>/<tool>.md       level 3: everything — description, schemas, examples, errors, notes, source
 //
+// A category of more than GroupThreshold tools whose tools carry groups
+// (tools.Tool.Group, such as an OpenAPI document's tags) is shown in
+// groups: its index.json lists the groups, and each group is a directory
+// with an index.json of its own (see GroupThreshold).
+//
 // FS implements io/fs.FS, fs.ReadDirFS, fs.ReadFileFS and fs.StatFS with
 // io/fs path rules. A tree shows one caller's view of the registry
 // (tools.View: the global tools, the caller's own, within its toolset);

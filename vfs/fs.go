@@ -97,6 +97,9 @@ type category struct {
 	status  tools.CategoryStatus
 	tools   []*tools.Tool
 	byShort map[string]*tools.Tool
+	// root is the group tree of a category shown in groups, nil for one
+	// shown flat (see GroupThreshold).
+	root *group
 }
 
 type lazyFile struct {
@@ -119,6 +122,9 @@ func buildSnapshot(v *tools.View, hint string) *snapshot {
 		s.tools[t.Name] = t
 	}
 	sort.Slice(s.cats, func(i, j int) bool { return s.cats[i].name < s.cats[j].name })
+	for _, c := range s.cats {
+		c.root = buildGroups(c)
+	}
 	return s
 }
 
@@ -142,6 +148,7 @@ const (
 	kindRoot
 	kindManifest
 	kindCategory
+	kindGroup // a group's directory in a grouped category
 	kindIndex
 	kindSignature
 	kindFull
@@ -151,9 +158,14 @@ type node struct {
 	kind nodeKind
 	cat  *category
 	tool *tools.Tool
+	// grp is the group of a kindGroup directory or of a grouped
+	// category's kindIndex; the category's own for its root.
+	grp *group
 }
 
-func (n node) isDir() bool { return n.kind == kindRoot || n.kind == kindCategory }
+func (n node) isDir() bool {
+	return n.kind == kindRoot || n.kind == kindCategory || n.kind == kindGroup
+}
 
 // lookup resolves a valid io/fs path.
 func (s *snapshot) lookup(name string) node {
@@ -169,7 +181,10 @@ func (s *snapshot) lookup(name string) node {
 		return node{}
 	}
 	if !nested {
-		return node{kind: kindCategory, cat: c}
+		return node{kind: kindCategory, cat: c, grp: c.root}
+	}
+	if c.root != nil {
+		return c.lookupGrouped(rest)
 	}
 	if rest == IndexFile {
 		return node{kind: kindIndex, cat: c}
@@ -188,8 +203,12 @@ func (s *snapshot) lookup(name string) node {
 }
 
 // content returns a file's bytes, rendering them on first use. The
-// returned slice is shared and must not be modified.
+// returned slice is shared and must not be modified. A tool's files are
+// kept once, under the path its name gives, wherever they were read.
 func (s *snapshot) content(name string, n node) []byte {
+	if n.tool != nil {
+		name = toolPath(n.tool.Name, pathExt(name))
+	}
 	v, _ := s.files.LoadOrStore(name, &lazyFile{})
 	lf := v.(*lazyFile)
 	lf.once.Do(func() { lf.data = s.render(n) })
@@ -201,6 +220,9 @@ func (s *snapshot) render(n node) []byte {
 	case kindManifest:
 		return renderManifest(s)
 	case kindIndex:
+		if n.cat.root != nil {
+			return renderGroupIndex(s, n.cat, n.grp)
+		}
 		return renderIndex(s, n.cat)
 	case kindSignature:
 		d, err := Declaration(n.tool)
@@ -225,7 +247,11 @@ func (s *snapshot) entries(dir string, n node) []fs.DirEntry {
 		for _, c := range s.cats {
 			out = append(out, dirEntry{info: &fileInfo{name: c.name, dir: true}})
 		}
-	case kindCategory:
+	case kindCategory, kindGroup:
+		if n.grp != nil {
+			out = s.groupEntries(dir, n.cat, n.grp)
+			break
+		}
 		out = append(out, s.fileEntry(dir+"/"+IndexFile, node{kind: kindIndex, cat: n.cat}))
 		for _, t := range n.cat.tools {
 			out = append(out,
@@ -239,6 +265,14 @@ func (s *snapshot) entries(dir string, n node) []fs.DirEntry {
 
 func (s *snapshot) fileEntry(p string, n node) fs.DirEntry {
 	return dirEntry{info: &fileInfo{name: pathBase(p), size: int64(len(s.content(p, n)))}}
+}
+
+// pathExt is the tree extension of a tool file's path.
+func pathExt(p string) string {
+	if strings.HasSuffix(p, SignatureExt) {
+		return SignatureExt
+	}
+	return FullExt
 }
 
 func pathBase(p string) string {

@@ -152,8 +152,11 @@ func (s *snapshot) listing(dir string, n node) []Entry {
 		}
 		e := Entry{Name: de.Name(), Path: p, Dir: de.IsDir()}
 		if de.IsDir() {
-			if c := s.byName[de.Name()]; c != nil {
-				e.About = c.summary
+			switch dn := s.lookup(p); dn.kind {
+			case kindCategory:
+				e.About = dn.cat.summary
+			case kindGroup:
+				e.About = dn.grp.about()
 			}
 		} else {
 			info, _ := de.Info()

@@ -88,23 +88,28 @@ func shorten(s string, limit int) string {
 	return strings.TrimRight(cut, " ,;:.-") + "…"
 }
 
+// indexStep is one step of trimming an index to IndexBudget: related
+// lists cut to related entries (-1: all), summaries to summary bytes
+// (-1: whole), and the note that says so.
+type indexStep struct {
+	related, summary int
+	note             string
+}
+
+var indexSteps = []indexStep{
+	{-1, -1, ""},
+	{2, -1, "related lists cut to 2"},
+	{1, -1, "related lists cut to 1"},
+	{0, -1, "related tools left out"},
+	{0, 80, "related tools left out, summaries shortened"},
+	{0, 60, "related tools left out, summaries shortened"},
+	{0, 40, "related tools left out, summaries shortened"},
+	{0, 0, "related tools and summaries left out"},
+}
+
 func renderIndex(s *snapshot, c *category) []byte {
-	type step struct {
-		related, summary int
-		note             string
-	}
-	steps := []step{
-		{-1, -1, ""},
-		{2, -1, "related lists cut to 2"},
-		{1, -1, "related lists cut to 1"},
-		{0, -1, "related tools left out"},
-		{0, 80, "related tools left out, summaries shortened"},
-		{0, 60, "related tools left out, summaries shortened"},
-		{0, 40, "related tools left out, summaries shortened"},
-		{0, 0, "related tools and summaries left out"},
-	}
 	var out []byte
-	for _, st := range steps {
+	for _, st := range indexSteps {
 		out = indexJSON(s, c, st.related, st.summary, st.note)
 		if len(out) <= IndexBudget {
 			break
@@ -125,8 +130,25 @@ func indexJSON(s *snapshot, c *category, relatedCap, summaryCap int, note string
 		b.WriteString(`,"status":"unavailable","reason":`)
 		b.WriteString(quote(shorten(c.status.Reason, 1024)))
 	}
-	b.WriteString(`,"tools":{`)
-	for i, t := range c.tools {
+	b.WriteString(`,"tools":`)
+	writeToolEntries(&b, s, c, c.tools, relatedCap, summaryCap)
+	if note != "" {
+		b.WriteString(`,"trimmed":`)
+		b.WriteString(quote(note + "; each tool's .md has everything"))
+	}
+	b.WriteString(`,"next":`)
+	b.WriteString(quote(fmt.Sprintf("%[1]s/<tool>.d.ts: signature; %[1]s/<tool>.md: full docs; call: await %[1]s.<tool>(args)", c.name)))
+	b.WriteString("}\n")
+	return []byte(b.String())
+}
+
+// writeToolEntries writes the "tools" object of an index: each tool's
+// short name with its summary (cut to summaryCap bytes, -1 for whole),
+// its read-only, destructive and deprecated hints and its related tools
+// (at most relatedCap, -1 for all).
+func writeToolEntries(b *strings.Builder, s *snapshot, c *category, ts []*tools.Tool, relatedCap, summaryCap int) {
+	b.WriteByte('{')
+	for i, t := range ts {
 		if i > 0 {
 			b.WriteByte(',')
 		}
@@ -141,6 +163,9 @@ func indexJSON(s *snapshot, c *category, relatedCap, summaryCap int, note string
 		}
 		if t.Annotations.Destructive {
 			fields = append(fields, `"destructive":true`)
+		}
+		if t.Deprecated {
+			fields = append(fields, `"deprecated":true`)
 		}
 		rel := s.related(t)
 		if relatedCap >= 0 && len(rel) > relatedCap {
@@ -157,15 +182,7 @@ func indexJSON(s *snapshot, c *category, relatedCap, summaryCap int, note string
 		b.WriteString(strings.Join(fields, ","))
 		b.WriteByte('}')
 	}
-	b.WriteString(`}`)
-	if note != "" {
-		b.WriteString(`,"trimmed":`)
-		b.WriteString(quote(note + "; each tool's .md has everything"))
-	}
-	b.WriteString(`,"next":`)
-	b.WriteString(quote(fmt.Sprintf("%[1]s/<tool>.d.ts: signature; %[1]s/<tool>.md: full docs; call: await %[1]s.<tool>(args)", c.name)))
-	b.WriteString("}\n")
-	return []byte(b.String())
+	b.WriteByte('}')
 }
 
 // renderFull renders level 3: the whole page of a tool in Markdown.
@@ -185,6 +202,12 @@ func renderFull(s *snapshot, t *tools.Tool) []byte {
 	}
 	if a := annotationWords(t.Annotations); a != "" {
 		fmt.Fprintf(&b, "- Annotations: %s\n", a)
+	}
+	if t.Deprecated {
+		b.WriteString("- Deprecated: the source advises against using it\n")
+	}
+	if t.Group != "" {
+		fmt.Fprintf(&b, "- Group: %s/%s\n", cat, t.Group)
 	}
 	fmt.Fprintf(&b, "- Call: `await %s.%s(args)`", cat, short)
 	if len(t.Positional) > 0 {

@@ -92,7 +92,11 @@ func Declaration(t *tools.Tool) (string, error) {
 			docLines = append(docLines, fmt.Sprintf("Also %s(...).", memberCall(cat, a)))
 		}
 	}
-	writeDoc(&b, ind, docLines, nil)
+	var fnTags []string
+	if t.Deprecated {
+		fnTags = append(fnTags, "@deprecated")
+	}
+	writeDoc(&b, ind, docLines, fnTags)
 	argsParam := "args: "
 	if argsOptional {
 		argsParam = "args?: "

@@ -21,6 +21,7 @@ import (
 
 	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/tools"
+	"github.com/codecell/codecell/tools/openapi"
 	"github.com/codecell/codecell/tools/upstream"
 )
 
@@ -38,6 +39,8 @@ type Config struct {
 	// Upstream are the MCP servers whose tools codecell serves, by name
 	// ([upstream.NAME] tables); server.mcp_config names a file with more.
 	Upstream map[string]upstream.Server `toml:"upstream"`
+	// OpenAPI holds the [openapi.NAME] sources (config_openapi.go).
+	OpenAPI map[string]openapi.Config `toml:"openapi"`
 }
 
 // ServerConfig holds transports, the catalogue and logging.
@@ -365,17 +368,27 @@ func decodeFile(path string, cfg *Config) []error {
 			reported[name] = true
 			continue
 		}
+		sec := root.Field(i)
+		if name == upstreamSection {
+			var values map[string]toml.Primitive
+			if err := md.PrimitiveDecode(sections[name], &values); err != nil {
+				errs = append(errs, configError{name, tomlError(err)})
+				reported[name] = true
+				continue
+			}
+			errs = append(errs, decodeUpstreams(md, values, cfg, reported)...)
+			continue
+		}
+		if sec.Kind() == reflect.Map { // tables of named tables, such as [openapi.NAME]
+			errs = append(errs, decodeTables(md, name, sections[name], sec, reported)...)
+			continue
+		}
 		var values map[string]toml.Primitive
 		if err := md.PrimitiveDecode(sections[name], &values); err != nil {
 			errs = append(errs, configError{name, tomlError(err)})
 			reported[name] = true
 			continue
 		}
-		if name == upstreamSection {
-			errs = append(errs, decodeUpstreams(md, values, cfg, reported)...)
-			continue
-		}
-		sec := root.Field(i)
 		fields := map[string]int{}
 		for j := range sec.NumField() {
 			fields[tomlName(sec.Type().Field(j))] = j
@@ -517,6 +530,7 @@ func unknownEnv(environ []string, cfg Config) []error {
 	for _, t := range cfg.Auth.Tokens {
 		named[t.TokenEnv] = true
 	}
+	maps.Copy(named, openAPIEnv(cfg))
 	var errs []error
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
@@ -701,7 +715,7 @@ func (c *Config) validate(env func(string) string) []error {
 	if m.WorkspaceMaxBytes < m.WorkspaceMaxFileBytes {
 		bad("memory.workspace_max_bytes", "is below memory.workspace_max_file_bytes")
 	}
-	return errs
+	return append(errs, c.validateOpenAPI(env)...)
 }
 
 func knownClass(c string) bool {
@@ -812,7 +826,7 @@ func configFields() []configField {
 	for i := range top.NumField() {
 		sec := top.Field(i)
 		if sec.Type.Kind() != reflect.Struct {
-			continue // [upstream.NAME] tables are set in the file only
+			continue // tables of named tables, decoded on their own
 		}
 		for j := range sec.Type.NumField() {
 			f := sec.Type.Field(j)

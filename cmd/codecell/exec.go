@@ -54,6 +54,9 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return err
 	}
 	defer closeServer()
+	sources := startOpenAPI(cfg, srv.Registry(), store, log)
+	defer sources.close()
+	sources.wait(ctx) // the program may call their tools
 
 	res, _ := srv.Execute(ctx, mcpserver.Execution{Code: string(code), Language: language, Timeout: *runTimeout})
 	out, err := json.MarshalIndent(res, "", "  ")

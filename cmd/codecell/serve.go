@@ -54,6 +54,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	defer closeServer()
+	sources := startOpenAPI(cfg, srv.Registry(), store, log)
+	defer sources.close()
 	stopPruning := prunePeriodically(ctx, store, time.Hour, log)
 	defer stopPruning()
 

@@ -335,4 +335,21 @@ const (
 	// actionFactor scales the score of a read-only tool for a query that
 	// asks to create or remove something.
 	actionFactor = 0.7
+	// deprecatedFactor scales the score of a deprecated tool: its
+	// replacement should come first.
+	deprecatedFactor = 0.6
+	// summaryBoost weighs how closely a tool's summary says what the
+	// query asks: the score is scaled by 1 + summaryBoost × J², J the
+	// Jaccard similarity of the query's terms and the summary's. A summary
+	// is the one line that states what a tool does; one that says just
+	// what was asked ("Merge a pull request" for "merge a pull request")
+	// beats a tool whose longer name or text merely mentions the same
+	// words, while a summary that shares one word of many barely counts.
+	summaryBoost = 1.5
+	// nameBoost weighs how much of a tool's name the query covers: the
+	// score is scaled by 1 + nameBoost × the share of the name's distinct
+	// terms that are query terms. A short name that the query spells out
+	// (pulls_list for "list pull requests") beats a long one that holds
+	// the query's words among many others.
+	nameBoost = 0.5
 )

@@ -3,7 +3,11 @@
 //
 // Ranking is BM25F over weighted fields: the tool's name, its category,
 // summary, input parameter names, output property names, and its
-// description with parameter descriptions. Text is split into words at
+// description with parameter descriptions. A tool's group (Tool.Group)
+// counts with its category; a deprecated tool ranks lower. Two signals
+// favour the tools that say just what was asked among many that mention
+// the same words, as large APIs have: a summary close to the query, and
+// a short name the query covers. Text is split into words at
 // identifier boundaries (getUser, get_user and "get user" match alike),
 // lower-cased, stripped of stop words and lightly stemmed; query words also
 // match common synonyms (list/get/fetch/find/search, create/add,
@@ -223,6 +227,7 @@ type scored struct {
 // the best limit of them.
 func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	qa := analyze(text)
+	qterms := distinct(qa.terms)
 	weights := map[string]float64{}
 	for _, t := range qa.terms {
 		weights[t] = 1
@@ -286,6 +291,14 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		if qa.polarity != 0 && doc.readOnly {
 			s *= actionFactor
 		}
+		if doc.tool.Deprecated {
+			s *= deprecatedFactor
+		}
+		j := jaccard(qterms, doc.summary)
+		s *= 1 + summaryBoost*j*j
+		if n := len(doc.name); n > 0 {
+			s *= 1 + nameBoost*float64(overlap(qterms, doc.name))/float64(n)
+		}
 		out = append(out, scored{doc: d, score: s})
 		acc[d] = 0
 	}
@@ -300,6 +313,40 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		out = out[:limit]
 	}
 	return out
+}
+
+// distinct returns the distinct terms of ts, sorted.
+func distinct(ts []string) []string {
+	out := slices.Clone(ts)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// jaccard is |a ∩ b| / |a ∪ b| of two sorted sets of distinct terms.
+func jaccard(a, b []string) float64 {
+	if len(a) == 0 || len(b) == 0 {
+		return 0
+	}
+	both := overlap(a, b)
+	return float64(both) / float64(len(a)+len(b)-both)
+}
+
+// overlap is |a ∩ b| of two sorted sets of distinct terms.
+func overlap(a, b []string) int {
+	both, i, j := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] == b[j]:
+			both++
+			i++
+			j++
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return both
 }
 
 // Fields and their BM25F weights and length normalization.
@@ -334,6 +381,9 @@ type doc struct {
 	// short name starts with (see polarity).
 	readOnly bool
 	polarity int8
+	// summary and name hold the distinct terms of the tool's summary
+	// and short name, sorted.
+	summary, name []string
 }
 
 // posting holds a document's whole BM25F contribution for one term:
@@ -362,8 +412,10 @@ func build(ts []*tools.Tool, version uint64) *index {
 		ft := &fieldTerms[i]
 		nameTerms := terms(t.ShortName())
 		ft[fieldName] = append(append(nameTerms, forms(nameWords)...), bigrams(nameTerms)...)
-		ft[fieldCategory] = terms(t.Category())
+		ft[fieldCategory] = terms(t.Category() + " " + strings.ReplaceAll(t.Group, "/", " "))
 		ft[fieldSummary] = terms(t.Summary + " " + t.Title)
+		ix.docs[i].summary = distinct(ft[fieldSummary])
+		ix.docs[i].name = distinct(nameTerms)
 		in := schemaText(t.InputSchema)
 		out := schemaText(t.OutputSchema)
 		ft[fieldParams] = terms(strings.Join(in.names, " "))

@@ -404,3 +404,58 @@ func TestSearchAsCaller(t *testing.T) {
 func docsOf(fsys *vfs.FS) func(tools.Caller) search.Docs {
 	return func(c tools.Caller) search.Docs { return fsys.For(c) }
 }
+
+// TestGroupsAndDeprecation: a tool's group counts with its category, and
+// of two tools that match alike the deprecated one comes second.
+func TestGroupsAndDeprecation(t *testing.T) {
+	t.Parallel()
+	h := func(context.Context, json.RawMessage) (json.RawMessage, error) { return nil, nil }
+	r := tools.NewRegistry()
+	if err := r.Register(
+		tools.Tool{Name: "api.get_widget_v1", Summary: "Get a widget.", Deprecated: true, Handler: h},
+		tools.Tool{Name: "api.get_widget_v2", Summary: "Get a widget.", Handler: h},
+		tools.Tool{Name: "api.add_item", Summary: "Add an item.", Group: "repos/branches", Handler: h},
+		tools.Tool{Name: "api.add_entry", Summary: "Add an item.", Handler: h},
+	); err != nil {
+		t.Fatal(err)
+	}
+	ix := newIndex(t, r)
+	for _, tc := range []struct{ query, want string }{
+		{"get a widget", "api.get_widget_v2"},
+		{"add an item to a branch", "api.add_item"},
+	} {
+		hits, err := ix.Search(search.Query{Text: tc.query})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) < 2 || hits[0].Name != tc.want {
+			t.Errorf("%q: got %+v, want %s first", tc.query, hits, tc.want)
+		}
+	}
+}
+
+// TestSaysWhatWasAsked: of tools that all mention a query's words, the
+// one whose summary says just what was asked and whose short name the
+// query covers comes first, as in a large API where many names hold
+// "pull_request".
+func TestSaysWhatWasAsked(t *testing.T) {
+	t.Parallel()
+	h := func(context.Context, json.RawMessage) (json.RawMessage, error) { return nil, nil }
+	r := tools.NewRegistry()
+	if err := r.Register(
+		tools.Tool{Name: "gh.pulls_merge", Summary: "Merge a pull request", Description: "Merges a pull request into the base branch.", Handler: h},
+		tools.Tool{Name: "gh.repos_list_pull_requests_associated_with_commit", Summary: "List pull requests associated with a commit",
+			Description: "Lists the merged pull request that introduced the commit, or the open pull requests of a branch.", Handler: h},
+		tools.Tool{Name: "gh.pull_request_review_protection_update", Summary: "Update pull request review protection",
+			Description: "Protects a branch: pull requests need a review before they merge.", Handler: h},
+	); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := newIndex(t, r).Search(search.Query{Text: "merge a pull request"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) == 0 || hits[0].Name != "gh.pulls_merge" {
+		t.Errorf("got %+v, want gh.pulls_merge first", hits)
+	}
+}

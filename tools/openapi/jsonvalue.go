@@ -1,0 +1,214 @@
+package openapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// obj is a JSON object that keeps its keys in the order they were set,
+// so that generated schemas read in a sensible order (the arguments of
+// an operation in the document's order of its parameters).
+type obj struct {
+	keys []string
+	vals map[string]any
+}
+
+func newObj() *obj { return &obj{vals: map[string]any{}} }
+
+// set sets k to v, keeping k's place if it was set before.
+func (o *obj) set(k string, v any) *obj {
+	if _, ok := o.vals[k]; !ok {
+		o.keys = append(o.keys, k)
+	}
+	o.vals[k] = v
+	return o
+}
+
+func (o *obj) get(k string) (any, bool) {
+	v, ok := o.vals[k]
+	return v, ok
+}
+
+func (o *obj) has(k string) bool {
+	_, ok := o.vals[k]
+	return ok
+}
+
+func (o *obj) del(k string) {
+	if _, ok := o.vals[k]; !ok {
+		return
+	}
+	delete(o.vals, k)
+	o.keys = slices.DeleteFunc(o.keys, func(x string) bool { return x == k })
+}
+
+func (o *obj) len() int { return len(o.keys) }
+
+// encode writes v as compact JSON. v holds *obj, []any, map[string]any
+// (written with sorted keys), string, bool, nil, numbers and
+// json.RawMessage (written as it is). Values that have no JSON form
+// (NaN, channels) are written as null.
+func encode(v any) []byte {
+	var b bytes.Buffer
+	writeJSON(&b, v)
+	return b.Bytes()
+}
+
+func writeJSON(b *bytes.Buffer, v any) {
+	switch v := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case *obj:
+		b.WriteByte('{')
+		for i, k := range v.keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeString(b, k)
+			b.WriteByte(':')
+			writeJSON(b, v.vals[k])
+		}
+		b.WriteByte('}')
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeString(b, k)
+			b.WriteByte(':')
+			writeJSON(b, v[k])
+		}
+		b.WriteByte('}')
+	case []any:
+		b.WriteByte('[')
+		for i, x := range v {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeJSON(b, x)
+		}
+		b.WriteByte(']')
+	case []string:
+		b.WriteByte('[')
+		for i, x := range v {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeString(b, x)
+		}
+		b.WriteByte(']')
+	case string:
+		writeString(b, v)
+	case bool:
+		b.WriteString(strconv.FormatBool(v))
+	case float64:
+		writeFloat(b, v)
+	case float32:
+		writeFloat(b, float64(v))
+	case int:
+		b.WriteString(strconv.Itoa(v))
+	case int64:
+		b.WriteString(strconv.FormatInt(v, 10))
+	case uint64:
+		b.WriteString(strconv.FormatUint(v, 10))
+	case json.Number:
+		if json.Valid([]byte(v)) {
+			b.WriteString(string(v))
+		} else {
+			b.WriteString("null")
+		}
+	case json.RawMessage:
+		if len(v) == 0 {
+			b.WriteString("null")
+		} else {
+			b.Write(v)
+		}
+	default:
+		// Anything else the document decoder produced: let encoding/json
+		// say what it is.
+		raw, err := json.Marshal(v)
+		if err != nil {
+			b.WriteString("null")
+			return
+		}
+		b.Write(raw)
+	}
+}
+
+func writeFloat(b *bytes.Buffer, f float64) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		b.WriteString("null")
+		return
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1e21 {
+		b.WriteString(strconv.FormatFloat(f, 'f', -1, 64))
+		return
+	}
+	b.WriteString(strconv.FormatFloat(f, 'g', -1, 64))
+}
+
+const hexDigits = "0123456789abcdef"
+
+// writeString writes s as a JSON string, as encoding/json would without
+// HTML escaping; invalid UTF-8 becomes U+FFFD.
+func writeString(b *bytes.Buffer, s string) {
+	b.WriteByte('"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b.WriteString(s[start:i])
+			switch c {
+			case '"', '\\':
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			case '\n':
+				b.WriteString(`\n`)
+			case '\r':
+				b.WriteString(`\r`)
+			case '\t':
+				b.WriteString(`\t`)
+			default:
+				b.WriteString(`\u00`)
+				b.WriteByte(hexDigits[c>>4])
+				b.WriteByte(hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteString(s[start:i])
+			b.WriteString(`\ufffd`)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b.WriteString(s[start:i])
+			b.WriteString(`\u202`)
+			b.WriteByte(hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b.WriteString(s[start:])
+	b.WriteByte('"')
+}

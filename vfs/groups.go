@@ -1,0 +1,280 @@
+package vfs
+
+import (
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+
+	"github.com/codecell/codecell/tools"
+)
+
+// GroupThreshold is the number of tools above which a category whose
+// tools carry groups (tools.Tool.Group) is shown in groups: its
+// index.json then lists the groups, each a directory with an index.json
+// of its own, so that no index grows past IndexBudget. A smaller
+// category is shown flat, whatever its tools' groups.
+//
+// A grouped category's tree:
+//
+//	github/index.json                    the groups, with their tool counts, and the tools in none
+//	github/repos/index.json              the tools of the group repos, and its subgroups
+//	github/repos/branches/index.json     a subgroup
+//	github/repos/branches/<tool>.d.ts    a tool's files, listed in its group's directory
+//	github/<tool>.d.ts                   the same files under the category, where every tool's are
+//
+// A tool's files are always at <category>/<tool>.d.ts and .md (the path
+// its name gives, which search and every "next" hint use); the copy in
+// its group's directory is what a directory walk finds.
+const GroupThreshold = 50
+
+// group is a node of a grouped category's tree: the category itself (path
+// "") or one of its groups.
+type group struct {
+	path   string // "", "repos" or "repos/branches"
+	name   string // the last element of path
+	tools  []*tools.Tool
+	subs   []*group
+	byName map[string]*group
+	total  int // tools in this group and below
+}
+
+func newGroup(path string) *group {
+	name := path
+	if i := strings.LastIndexByte(path, '/'); i >= 0 {
+		name = path[i+1:]
+	}
+	return &group{path: path, name: name, byName: map[string]*group{}}
+}
+
+// buildGroups makes the group tree of c, or nil when c is shown flat.
+func buildGroups(c *category) *group {
+	if len(c.tools) <= GroupThreshold {
+		return nil
+	}
+	grouped := false
+	for _, t := range c.tools {
+		if t.Group != "" {
+			grouped = true
+			break
+		}
+	}
+	if !grouped {
+		return nil
+	}
+	root := newGroup("")
+	for _, t := range c.tools {
+		g := root
+		if t.Group != "" {
+			for _, el := range strings.Split(t.Group, "/") {
+				sub := g.byName[el]
+				if sub == nil {
+					p := el
+					if g.path != "" {
+						p = g.path + "/" + el
+					}
+					sub = newGroup(p)
+					g.byName[el] = sub
+					g.subs = append(g.subs, sub)
+				}
+				g = sub
+			}
+		}
+		g.tools = append(g.tools, t)
+	}
+	var count func(g *group) int
+	count = func(g *group) int {
+		sort.Slice(g.subs, func(i, j int) bool { return g.subs[i].name < g.subs[j].name })
+		g.total = len(g.tools)
+		for _, s := range g.subs {
+			g.total += count(s)
+		}
+		return g.total
+	}
+	count(root)
+	return root
+}
+
+// about is a group's one-line description in listings: how many tools it
+// holds, and how many of them are in its subgroups.
+func (g *group) about() string {
+	plural := func(n int, one, many string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return fmt.Sprintf("%d %s", n, many)
+	}
+	s := plural(g.total, "tool", "tools")
+	switch {
+	case len(g.subs) == 0:
+	case len(g.tools) == 0:
+		s += " in " + plural(len(g.subs), "group", "groups")
+	default:
+		s += fmt.Sprintf(": %d here, the rest in %s", len(g.tools), plural(len(g.subs), "group", "groups"))
+	}
+	return s
+}
+
+// lookupGrouped resolves rest, a path under the grouped category c: a
+// group's directory or index, or a tool's files, which are found under
+// the category and under their own group.
+func (c *category) lookupGrouped(rest string) node {
+	g := c.root
+	elems := strings.Split(rest, "/")
+	i := 0
+	for ; i < len(elems); i++ {
+		sub := g.byName[elems[i]]
+		if sub == nil {
+			break
+		}
+		g = sub
+	}
+	switch len(elems) - i {
+	case 0:
+		return node{kind: kindGroup, cat: c, grp: g}
+	case 1:
+	default:
+		return node{}
+	}
+	file := elems[i]
+	if file == IndexFile {
+		return node{kind: kindIndex, cat: c, grp: g}
+	}
+	for _, k := range []struct {
+		ext  string
+		kind nodeKind
+	}{{SignatureExt, kindSignature}, {FullExt, kindFull}} {
+		short, ok := strings.CutSuffix(file, k.ext)
+		if !ok {
+			continue
+		}
+		t := c.byShort[short]
+		if t == nil || (g != c.root && t.Group != g.path) {
+			return node{}
+		}
+		return node{kind: k.kind, cat: c, tool: t}
+	}
+	return node{}
+}
+
+// groupEntries lists a grouped category's directory: its index, its
+// subgroups and the files of its own tools.
+func (s *snapshot) groupEntries(dir string, c *category, g *group) []fs.DirEntry {
+	out := []fs.DirEntry{s.fileEntry(dir+"/"+IndexFile, node{kind: kindIndex, cat: c, grp: g})}
+	for _, sub := range g.subs {
+		out = append(out, dirEntry{info: &fileInfo{name: sub.name, dir: true}})
+	}
+	for _, t := range g.tools {
+		out = append(out,
+			s.fileEntry(dir+"/"+t.ShortName()+SignatureExt, node{kind: kindSignature, cat: c, tool: t}),
+			s.fileEntry(dir+"/"+t.ShortName()+FullExt, node{kind: kindFull, cat: c, tool: t}))
+	}
+	return out
+}
+
+// renderGroupIndex renders the index.json of a grouped category's
+// directory g: its subgroups with their counts, then its own tools as a
+// flat category's index lists them, trimmed alike to IndexBudget. When
+// the subgroups alone are too many, they are listed by name, and at last
+// only as many as fit, the file saying how many are left out (the
+// directory's listing has them all).
+func renderGroupIndex(s *snapshot, c *category, g *group) []byte {
+	var out []byte
+	for _, namesOnly := range []bool{false, true} {
+		for _, st := range indexSteps {
+			out = groupIndexJSON(s, c, g, namesOnly, len(g.subs), st)
+			if len(out) <= IndexBudget {
+				return out
+			}
+		}
+	}
+	last := indexSteps[len(indexSteps)-1]
+	for keep := len(g.subs) - 1; keep >= 0; keep-- {
+		if out = groupIndexJSON(s, c, g, true, keep, last); len(out) <= IndexBudget {
+			break
+		}
+	}
+	return out
+}
+
+func groupIndexJSON(s *snapshot, c *category, g *group, namesOnly bool, keep int, st indexStep) []byte {
+	dir := c.groupDir(g)
+	var b strings.Builder
+	b.WriteString(`{"category":`)
+	b.WriteString(quote(c.name))
+	if g.path == "" {
+		if c.summary != "" {
+			b.WriteString(`,"about":`)
+			b.WriteString(quote(c.summary))
+		}
+	} else {
+		b.WriteString(`,"group":`)
+		b.WriteString(quote(g.path))
+	}
+	subs := g.subs[:min(keep, len(g.subs))]
+	if len(subs) > 0 {
+		if namesOnly {
+			names := make([]string, len(subs))
+			for i, sub := range subs {
+				names[i] = quote(sub.name)
+			}
+			b.WriteString(`,"groups":[` + strings.Join(names, ",") + `]`)
+		} else {
+			b.WriteString(`,"groups":{`)
+			for i, sub := range subs {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString(quote(sub.name))
+				b.WriteByte(':')
+				b.WriteString(quote(sub.about()))
+			}
+			b.WriteByte('}')
+		}
+	}
+	if len(g.tools) > 0 {
+		b.WriteString(`,"tools":`)
+		writeToolEntries(&b, s, c, g.tools, st.related, st.summary)
+	}
+	var notes []string
+	if st.note != "" {
+		notes = append(notes, st.note)
+	}
+	if namesOnly {
+		notes = append(notes, "groups by name only")
+	}
+	if left := len(g.subs) - len(subs); left > 0 {
+		notes = append(notes, fmt.Sprintf("%d more groups left out (read_tools %s/ lists them all)", left, dir))
+	}
+	if len(notes) > 0 {
+		b.WriteString(`,"trimmed":`)
+		b.WriteString(quote(strings.Join(notes, ", ") + "; each tool's .md has everything"))
+	}
+	b.WriteString(`,"next":`)
+	b.WriteString(quote(fmt.Sprintf("%[2]s/<group>/index.json: a group's tools; %[1]s/<tool>.d.ts: signature; %[1]s/<tool>.md: full docs; call: await %[1]s.<tool>(args)", c.name, dir)))
+	b.WriteString("}\n")
+	return []byte(b.String())
+}
+
+// groupIndexes returns every directory of a grouped category, the
+// category's own first, each with its tree path.
+func (c *category) groupIndexes() []*group {
+	var out []*group
+	var walk func(g *group)
+	walk = func(g *group) {
+		out = append(out, g)
+		for _, s := range g.subs {
+			walk(s)
+		}
+	}
+	walk(c.root)
+	return out
+}
+
+// groupDir is the tree path of g in c.
+func (c *category) groupDir(g *group) string {
+	if g.path == "" {
+		return c.name
+	}
+	return c.name + "/" + g.path
+}
