@@ -35,7 +35,7 @@ func mustOK(b *testing.B, res *executor.Result) {
 // BenchmarkRunTrivial measures one `1+1` run at a time, the latency an
 // agent sees in-process.
 func BenchmarkRunTrivial(b *testing.B) {
-	e := newExecutor(b, executor.Config{})
+	e := newExecutor(b, executor.IsolationInProcess, executor.Config{})
 	ctx := context.Background()
 	req := executor.Request{Code: "1+1", Functions: layout, Dispatcher: echo}
 	reportLatency(b, func() { mustOK(b, e.Run(ctx, req)) })
@@ -43,7 +43,7 @@ func BenchmarkRunTrivial(b *testing.B) {
 
 // BenchmarkRun100ToolCalls measures a program making 100 sequential calls.
 func BenchmarkRun100ToolCalls(b *testing.B) {
-	e := newExecutor(b, executor.Config{})
+	e := newExecutor(b, executor.IsolationInProcess, executor.Config{})
 	ctx := context.Background()
 	req := executor.Request{
 		Code:       "let s = 0; for (let i = 0; i < 100; i++) s += (await util.echo({i})).i; s",
@@ -56,7 +56,7 @@ func BenchmarkRun100ToolCalls(b *testing.B) {
 // BenchmarkRunSaturated keeps the pool busy from many goroutines and
 // reports executions per second.
 func BenchmarkRunSaturated(b *testing.B) {
-	e := newExecutor(b, executor.Config{})
+	e := newExecutor(b, executor.IsolationInProcess, executor.Config{})
 	ctx := context.Background()
 	req := executor.Request{Code: "1+1", Functions: layout, Dispatcher: echo}
 	b.SetParallelism(4)
@@ -71,7 +71,7 @@ func BenchmarkRunSaturated(b *testing.B) {
 
 // BenchmarkToolCallResult measures moving a 100 KB tool result into the VM.
 func BenchmarkToolCallResult(b *testing.B) {
-	e := newExecutor(b, executor.Config{})
+	e := newExecutor(b, executor.IsolationInProcess, executor.Config{})
 	big := make([]map[string]any, 1000)
 	for i := range big {
 		big[i] = map[string]any{"id": i, "name": "customer name", "email": "x@example.com", "tags": []string{"a", "b"}}
