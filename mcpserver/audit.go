@@ -98,9 +98,10 @@ type runDispatcher struct {
 	calls []memory.ToolCall
 }
 
-func (d *runDispatcher) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+func (d *runDispatcher) Call(ctx context.Context, c executor.Call) (json.RawMessage, error) {
+	name, args := c.Name, c.Args
 	start := time.Now()
-	out, err := d.dispatcher.Call(ctx, name, args)
+	out, err := d.dispatcher.call(ctx, name, args)
 	if err == nil {
 		d.origins.add(name, out)
 	}

@@ -124,7 +124,7 @@ func (s *Server) directTool(t *tools.Tool) (server.ServerTool, bool) {
 			return nil, err
 		}
 		org := &origins{}
-		out, err := dispatcher{s: s, caller: caller, vault: sess.vault}.Call(ctx, qualified, args)
+		out, err := dispatcher{s: s, caller: caller, vault: sess.vault}.call(ctx, qualified, args)
 		opts := filter.Options{Vault: sess.vault, Origin: org.sources}
 		if err != nil {
 			msg, _ := s.filter.ApplyText(err.Error(), opts)

@@ -157,6 +157,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, string) {
 		Timeout:    x.Timeout,
 		Dispatcher: d,
 		Functions:  s.functions(),
+		Owner:      caller.Principal,
 		OnLog:      onLog,
 		OnProgress: x.OnProgress,
 	})

@@ -332,7 +332,12 @@ type dispatcher struct {
 
 var _ executor.Dispatcher = dispatcher{}
 
-func (d dispatcher) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+// Call runs a program's tool call.
+func (d dispatcher) Call(ctx context.Context, c executor.Call) (json.RawMessage, error) {
+	return d.call(ctx, c.Name, c.Args)
+}
+
+func (d dispatcher) call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
 	if r := d.s.limits.allowToolCall(d.caller.Principal); r != nil {
 		d.s.metrics.refusals.WithLabelValues(r.limit).Inc()
 		d.s.metrics.toolCalls.WithLabelValues(name, "rate_limited").Inc()

@@ -119,7 +119,7 @@ func (s *Server) runSkill(ctx context.Context, name string, args json.RawMessage
 		Code:       sk.Code,
 		Language:   executor.Language(sk.Language),
 		Args:       args,
-		Nested:     true,
+		Parent:     executor.RunFrom(ctx),
 		Dispatcher: dispatcher{s: s, caller: caller},
 		Functions:  s.functions(),
 	})
