@@ -94,6 +94,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runConfig(rest, stdout, stderr)
 	case "memory":
 		return runMemory(ctx, rest, stdin, stdout, stderr)
+	case workerCommandName:
+		return runWorker(stdin, stdout)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "codecell %s\n", version)
 		return nil

@@ -128,6 +128,7 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 
 func executorConfig(c SandboxConfig) executor.Config {
 	return executor.Config{
+		WorkerCommand:      workerCommand(),
 		PoolSize:           c.PoolSize,
 		QueueWait:          c.QueueWait.D(),
 		Timeout:            c.Timeout.D(),
