@@ -15,7 +15,7 @@ import (
 // given up: its worker process killed (process isolation) or its
 // goroutine left behind (in-process). Interrupts reach a VM within a
 // millisecond unless it is inside a built-in's own loop.
-const killGrace = 40 * time.Millisecond
+const killGrace = 25 * time.Millisecond
 
 // Executor runs programs in fresh QuickJS VMs from a pool. It is safe for
 // concurrent use.
@@ -412,33 +412,46 @@ func (r *Run) spec(req Request) *jobSpec {
 }
 
 // arm stops the run at its deadline or when ctx ends, and returns the
-// function that disarms both.
+// function that disarms both. The VM is given up killGrace after the
+// deadline by a timer armed now, rather than one started when the first
+// fires: on a loaded machine each timer may fire late, and the delays
+// would add up.
 func (r *Run) arm(ctx context.Context) func() {
-	unwatch := context.AfterFunc(ctx, func() { r.stop(canceledError(ctx)) })
-	timer := time.AfterFunc(time.Until(r.deadline), func() { r.stop(r.timeoutError()) })
+	unwatch := context.AfterFunc(ctx, func() {
+		r.stop(canceledError(ctx))
+		time.AfterFunc(killGrace, r.giveUp)
+	})
+	left := time.Until(r.deadline)
+	timer := time.AfterFunc(left, func() { r.stop(r.timeoutError()) })
+	kill := time.AfterFunc(left+killGrace, func() {
+		r.stop(r.timeoutError())
+		r.giveUp()
+	})
 	return func() {
 		unwatch()
 		timer.Stop()
+		kill.Stop()
 	}
 }
 
 // stop ends the run for reason; the first reason wins. It may be called
-// from any goroutine. It interrupts the VM, and gives the VM up when the
-// run has not ended within killGrace.
+// from any goroutine. It interrupts the VM; giveUp follows when the VM
+// does not stop.
 func (r *Run) stop(reason *Error) {
 	r.stopOnce.Do(func() {
 		r.reason = reason
 		close(r.stopped)
-		if r.isOver() {
-			return
+		if !r.isOver() {
+			r.sb.interrupt(r)
 		}
-		r.sb.interrupt(r)
-		time.AfterFunc(killGrace, func() {
-			if !r.isOver() {
-				r.sb.abandon(r)
-			}
-		})
 	})
+}
+
+// giveUp abandons the VM of a run that has not ended.
+func (r *Run) giveUp() {
+	if !r.isOver() {
+		r.sb.abandon(r)
+	}
 }
 
 // deliver hands the run its outcome; the first one counts.

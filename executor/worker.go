@@ -218,6 +218,7 @@ func (p *procPool) startWorker() (*worker, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", p.argv[0], err)
 	}
+	lowerPriority(cmd.Process.Pid)
 	w := &worker{
 		p:     p,
 		cmd:   cmd,
