@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,6 +35,8 @@ type Executor struct {
 	mu     sync.Mutex
 	live   map[*Run]struct{}
 	closed bool
+	// nested counts the nested runs whose VMs are alive.
+	nested atomic.Int64
 }
 
 // New starts an executor and its pool: the VMs, or the worker processes,
@@ -249,7 +252,11 @@ func (r *Run) nest(ctx context.Context, p *Run, timeout *time.Duration) *Error {
 		}
 		return p.timeoutError()
 	}
-	r.onEnd = func() { <-level }
+	r.e.nested.Add(1)
+	r.onEnd = func() {
+		r.e.nested.Add(-1)
+		<-level
+	}
 	*timeout = min(*timeout, time.Until(p.deadline))
 	return nil
 }
@@ -392,15 +399,11 @@ func (r *Run) spec(req Request) *jobSpec {
 	if layout == nil {
 		layout = emptyLayout
 	}
-	mem := cfg.MemoryLimit
-	if r.depth > 0 {
-		mem = max(mem/int64(cfg.MaxNestedRuns)>>r.depth, 1<<20)
-	}
 	return &jobSpec{
 		Src:         r.src,
 		Args:        req.Args,
 		Layout:      layout,
-		Memory:      mem,
+		Memory:      r.heap(),
 		Stack:       cfg.MaxStackFrames,
 		MaxCalls:    cfg.MaxToolCalls,
 		MaxLogLines: cfg.MaxLogLines,
@@ -654,11 +657,14 @@ type Stats struct {
 	// Ready is the number of VMs (or worker processes) prepared for the
 	// next runs.
 	Ready int
+	// Nested is the number of nested runs whose VMs are alive, in every
+	// run tree.
+	Nested int
 }
 
 // Stats returns a snapshot of the pool.
 func (e *Executor) Stats() Stats {
-	s := Stats{Size: e.cfg.PoolSize, Running: e.sched.running()}
+	s := Stats{Size: e.cfg.PoolSize, Running: e.sched.running(), Nested: int(e.nested.Load())}
 	if e.local != nil {
 		s.Ready = len(e.local.pool.ready)
 	} else {

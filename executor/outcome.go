@@ -60,7 +60,9 @@ func (r *Run) memoryError() *Error {
 	return limitError(KindMemory, "the program used more than its %s heap limit. Process data in smaller pieces, or keep less of it in memory", formatBytes(r.heap()))
 }
 
-// heap returns the run's heap limit.
+// heap returns the run's heap limit: a nested run's is its root's divided
+// among the MaxNestedRuns alive at its depth, and halved at each depth, so
+// that a tree holds at most about twice the root's heap.
 func (r *Run) heap() int64 {
 	cfg := r.e.cfg
 	if r.depth == 0 {
