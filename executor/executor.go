@@ -654,6 +654,8 @@ type Stats struct {
 	Size int
 	// Running is the number of programs running now.
 	Running int
+	// Queued is the number of programs waiting for the pool.
+	Queued int
 	// Ready is the number of VMs (or worker processes) prepared for the
 	// next runs.
 	Ready int
@@ -664,7 +666,7 @@ type Stats struct {
 
 // Stats returns a snapshot of the pool.
 func (e *Executor) Stats() Stats {
-	s := Stats{Size: e.cfg.PoolSize, Running: e.sched.running(), Nested: int(e.nested.Load())}
+	s := Stats{Size: e.cfg.PoolSize, Running: e.sched.running(), Queued: e.sched.waiting(), Nested: int(e.nested.Load())}
 	if e.local != nil {
 		s.Ready = len(e.local.pool.ready)
 	} else {

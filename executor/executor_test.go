@@ -607,3 +607,47 @@ func TestCheck(t *testing.T) {
 		t.Errorf("unknown language: %v", err)
 	}
 }
+
+// TestFairShare: owner A fills a pool of two with busy loops and queues a
+// third; B's run, queued after it, gets the first slot that frees and
+// succeeds long before A's loops end.
+func TestFairShare(t *testing.T) {
+	t.Parallel()
+	eachMode(t, func(t *testing.T, mode executor.Isolation) {
+		e := newExecutor(t, mode, executor.Config{PoolSize: 2, QueueWait: time.Minute})
+		waitReady(t, e)
+		type end struct {
+			who string
+			res *executor.Result
+		}
+		ends := make(chan end, 4)
+		start := func(who, owner, code string, timeout time.Duration) {
+			go func() {
+				ends <- end{who, e.Run(t.Context(), executor.Request{Code: code, Owner: owner, Timeout: timeout, Dispatcher: echo, Functions: layout})}
+			}()
+		}
+		start("a1", "A", "while (true) {}", 300*time.Millisecond)
+		start("a2", "A", "while (true) {}", 3*time.Second)
+		waitRunning(t, e, 2)
+		start("a3", "A", "while (true) {}", 3*time.Second)
+		for e.Stats().Queued < 1 { // a3 queues first
+			time.Sleep(time.Millisecond)
+		}
+		start("b", "B", "(await util.echo({ok: 'B'})).ok", 0)
+		var order []string
+		for range 4 {
+			x := <-ends
+			order = append(order, x.who)
+			if x.who == "b" {
+				wantOK(t, x.res, `"B"`)
+			} else {
+				wantKind(t, x.res, executor.KindTimeout, "deadline")
+			}
+		}
+		// First come, first served would give a1's slot to a3, and B would
+		// wait for a2.
+		if got := strings.Join(order, " "); got != "a1 b a2 a3" {
+			t.Errorf("runs ended in the order %s, want a1 b a2 a3", got)
+		}
+	})
+}

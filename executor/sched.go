@@ -162,6 +162,17 @@ func (s *scheduler) running() int {
 	return s.busy
 }
 
+// waiting returns the number of acquires that wait for a slot.
+func (s *scheduler) waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, q := range s.queues {
+		n += len(q)
+	}
+	return n
+}
+
 // close refuses every later acquire and wakes the waiters, which fail.
 func (s *scheduler) close() {
 	s.mu.Lock()
