@@ -651,3 +651,74 @@ func TestFairShare(t *testing.T) {
 		}
 	})
 }
+
+// TestMisreportedKinds: failures that used to come out as the wrong kind,
+// each followed by a normal run.
+func TestMisreportedKinds(t *testing.T) {
+	t.Parallel()
+	eachMode(t, func(t *testing.T, mode executor.Isolation) {
+		e := newExecutor(t, mode, executor.Config{PoolSize: 1, MemoryLimit: 16 << 20, Timeout: 500 * time.Millisecond})
+		for _, tt := range []struct {
+			name, code string
+			kind       executor.Kind
+			msg        string
+		}{
+			// QuickJS throws null when the heap has no room left for the
+			// error object.
+			{"out of memory building objects", "new Array(1e6).fill(0).map((x, i) => ({i}))", executor.KindMemory, "16 MiB heap limit"},
+			{"out of memory in replace", "const s = 'x'.repeat(7 << 20); s.replace(/x/g, 'yy')", executor.KindMemory, "heap limit"},
+			{"out of memory returning the result", "'x'.repeat(10 << 20)", executor.KindMemory, "heap limit"},
+			{"out of memory caught and rethrown", "try { new Array(1e6).fill(0).map((x, i) => ({i})) } catch (e) { throw e }", executor.KindRuntime, "or used up its 16 MiB heap"},
+			{"null thrown on purpose", "throw null", executor.KindRuntime, "the program threw null"},
+			{"endless microtasks", "function f() { Promise.resolve().then(f) } f(); await new Promise(() => {})", executor.KindTimeout, "deadline"},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				wantKind(t, run(t, e, tt.code), tt.kind, tt.msg)
+				wantOK(t, run(t, e, "(await util.echo({ok: 1})).ok"), "1")
+			})
+		}
+	})
+}
+
+// TestPositionsAreTheProgramsOwn: whatever a program plants on the
+// prototypes the runtime uses, an error's position is a line of the
+// program, and the right one.
+func TestPositionsAreTheProgramsOwn(t *testing.T) {
+	t.Parallel()
+	pollutions := map[string]string{
+		"accessor on Array.prototype[0]":    "Object.defineProperty(Array.prototype, 0, {get() { throw new Error('planted') }, set(v) { throw new Error('planted') }, configurable: true});",
+		"accessors on Array.prototype[0-9]": "for (let i = 0; i < 10; i++) Object.defineProperty(Array.prototype, i, {get() { return 'x' }, set(v) {}, configurable: true});",
+		"setters on Object.prototype":       "for (const k of ['code', 'tool', 'stack', 'message', 'name', 'problems']) Object.defineProperty(Object.prototype, k, {set(v) { throw new Error('planted') }, configurable: true});",
+		"getter on Object.prototype.get":    "Object.defineProperty(Object.prototype, 'get', {get() { return () => 1 }, configurable: true});",
+		"replaced String.prototype.split":   "String.prototype.split = () => { throw new Error('planted') };",
+		"Object.prototype.toJSON":           "Object.prototype.toJSON = function () { return 'hijacked' };",
+	}
+	failures := []struct {
+		name, code string
+		kind       executor.Kind
+		line       int
+	}{
+		{"tool error", "\n\nawait util.fail({})", executor.KindTool, 3},
+		{"type error", "\nnull.x", executor.KindRuntime, 2},
+		{"bad call", "\n\n\nawait util.echo('x')", executor.KindRuntime, 4},
+		{"thrown error", "\nthrow new RangeError('mine')", executor.KindRuntime, 2},
+	}
+	eachMode(t, func(t *testing.T, mode executor.Isolation) {
+		e := newExecutor(t, mode, executor.Config{PoolSize: 2})
+		for name, pollute := range pollutions {
+			for _, f := range failures {
+				t.Run(name+"/"+f.name, func(t *testing.T) {
+					res := run(t, e, pollute+f.code)
+					wantKind(t, res, f.kind, "")
+					if res.Error.Line != f.line {
+						t.Errorf("line %d, want %d (%s; stack %q)", res.Error.Line, f.line, res.Error.Message, res.Error.Stack)
+					}
+					if strings.Contains(res.Error.Stack, ":10485") {
+						t.Errorf("the stack shows the runtime's frames: %q", res.Error.Stack)
+					}
+					wantOK(t, run(t, e, "1 + 1"), "2")
+				})
+			}
+		}
+	})
+}

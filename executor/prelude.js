@@ -66,6 +66,50 @@
     defineProperty(o, k, { __proto__: null, value: v, writable: true, enumerable: true, configurable: true });
   }
 
+  // encode is JSON.stringify for the plain data toPlain makes. QuickJS's
+  // JSON.stringify keeps its own bookkeeping in ordinary arrays, so an
+  // accessor a program planted on Array.prototype[0] breaks it for
+  // objects and arrays; then encode writes the JSON itself.
+  function encode(v) {
+    try {
+      return stringify(v);
+    } catch (e) {
+      return encodeSlowly(v);
+    }
+  }
+
+  function encodeSlowly(v) {
+    if (v === null) return "null";
+    switch (typeof v) {
+      case "string":
+        return stringify(v);
+      case "number":
+        return finite(v) ? toStr(v) : "null";
+      case "boolean":
+        return v ? "true" : "false";
+      case "undefined":
+        return "null";
+    }
+    let s;
+    if (isArray(v)) {
+      s = "[";
+      for (let i = 0; i < v.length; i++) {
+        if (i > 0) s += ",";
+        s += encodeSlowly(v[i]);
+      }
+      return s + "]";
+    }
+    s = "{";
+    const ks = keys(v);
+    for (let i = 0; i < ks.length; i++) {
+      const x = v[ks[i]];
+      if (x === undefined) continue;
+      if (s.length > 1) s += ",";
+      s += stringify(ks[i]) + ":" + encodeSlowly(x);
+    }
+    return s + "}";
+  }
+
   class ToolError extends Error {
     constructor(message, code, tool, problems) {
       super(message);
@@ -113,7 +157,7 @@
     if (args === undefined) args = {};
     let json;
     try {
-      json = stringify(toPlain(args, "args", list()));
+      json = encode(toPlain(args, "args", list()));
     } catch (e) {
       throw siteError(TypeErrorCtor, name + ": " + (e && e.message ? e.message : toStr(e)), skip);
     }
@@ -313,15 +357,15 @@
         if (e.code !== undefined) d.code = toStr(e.code);
         if (e.tool !== undefined) d.tool = toStr(e.tool);
         if (isArray(e.problems)) d.problems = toPlain(e.problems, "problems", list());
-        return stringify(d);
+        return encode(d);
       }
       let text;
       try {
-        text = typeof e === "string" ? e : stringify(toPlain(e, "value", list()));
+        text = typeof e === "string" ? e : encode(toPlain(e, "value", list()));
       } catch (_) {
         text = toStr(e);
       }
-      return stringify({ __proto__: null, name: "", message: toStr(text), thrown: e === null ? "null" : typeof e });
+      return encode({ __proto__: null, name: "", message: toStr(text), thrown: e === null ? "null" : typeof e });
     } catch (_) {
       return '{"name":"","message":"an exception that cannot be described"}';
     }
@@ -331,12 +375,12 @@
     let json;
     try {
       const plain = toPlain(value, "result", list());
-      json = plain === undefined ? "null" : stringify(plain);
+      json = plain === undefined ? "null" : encode(plain);
     } catch (e) {
       let d;
       try {
         d = e instanceof TypeErrorCtor ?
-          stringify({ __proto__: null, name: "TypeError", message: toStr(e.message), kind: "result_not_serializable" }) :
+          encode({ __proto__: null, name: "TypeError", message: toStr(e.message), kind: "result_not_serializable" }) :
           describe(e);
       } catch (_) {
         d = '{"name":"","message":"the result cannot be converted to JSON"}';
