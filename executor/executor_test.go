@@ -722,3 +722,35 @@ func TestPositionsAreTheProgramsOwn(t *testing.T) {
 		}
 	})
 }
+
+// TestSyntaxErrorsAtTheUsersLine: a program that does not parse is
+// reported at its own line and column, never at the wrapper's.
+func TestSyntaxErrorsAtTheUsersLine(t *testing.T) {
+	t.Parallel()
+	eachMode(t, func(t *testing.T, mode executor.Isolation) {
+		e := newExecutor(t, mode, executor.Config{PoolSize: 1})
+		for _, tt := range []struct {
+			code      string
+			lang      executor.Language
+			msg       string
+			line, col int
+		}{
+			{"return 1+", executor.JavaScript, "end of file", 1, 10},
+			{"return 1+", executor.TypeScript, "end of file", 1, 10},
+			{"const a = 1;\nreturn a +", executor.JavaScript, "end of file", 2, 11},
+			{"const a: number = 1;\nreturn a +", executor.TypeScript, "end of file", 2, 11},
+			{"return 1 }", executor.JavaScript, `Unexpected "}"`, 1, 10},
+			{"await 1;\nreturn (", executor.JavaScript, "end of file", 2, 9},
+			{"if (x) {\n  return 1\n", executor.JavaScript, "end of file", 3, 1},
+			{"return `abc", executor.JavaScript, "Unterminated string literal", 1, 8},
+		} {
+			t.Run(string(tt.lang)+" "+tt.code, func(t *testing.T) {
+				res := e.Run(t.Context(), executor.Request{Code: tt.code, Language: tt.lang})
+				wantKind(t, res, executor.KindSyntax, tt.msg)
+				if res.Error.Line != tt.line || res.Error.Column != tt.col {
+					t.Errorf("at %d:%d, want %d:%d (%s)", res.Error.Line, res.Error.Column, tt.line, tt.col, res.Error.Message)
+				}
+			})
+		}
+	})
+}
