@@ -742,7 +742,7 @@ func TestSyntaxErrorsAtTheUsersLine(t *testing.T) {
 			{"return 1 }", executor.JavaScript, `Unexpected "}"`, 1, 10},
 			{"await 1;\nreturn (", executor.JavaScript, "end of file", 2, 9},
 			{"if (x) {\n  return 1\n", executor.JavaScript, "end of file", 3, 1},
-			{"return `abc", executor.JavaScript, "Unterminated string literal", 1, 8},
+			{"return `abc", executor.JavaScript, "Unterminated string literal", 1, 12},
 		} {
 			t.Run(string(tt.lang)+" "+tt.code, func(t *testing.T) {
 				res := e.Run(t.Context(), executor.Request{Code: tt.code, Language: tt.lang})
