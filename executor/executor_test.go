@@ -754,3 +754,32 @@ func TestSyntaxErrorsAtTheUsersLine(t *testing.T) {
 		}
 	})
 }
+
+// TestMisspelledNamespaceCall: a name a namespace does not have is still
+// called, and the dispatcher's unknown_tool error, with its suggestion,
+// reaches the program as a ToolError; "in", Object.keys and the ordinary
+// object names are unaffected.
+func TestMisspelledNamespaceCall(t *testing.T) {
+	t.Parallel()
+	d := dispatcher(func(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+		if name == "util.echo" {
+			return args, nil
+		}
+		return nil, &codedError{code: "unknown_tool", tool: name, msg: "util has no tool echoz; did you mean util.echo?"}
+	})
+	eachMode(t, func(t *testing.T, mode executor.Isolation) {
+		e := newExecutor(t, mode, executor.Config{PoolSize: 1})
+		res := e.Run(t.Context(), executor.Request{Code: "\nawait util.echoz({text: 'x'})", Dispatcher: d, Functions: layout})
+		wantKind(t, res, executor.KindTool, "did you mean util.echo?")
+		if res.Error.Code != "unknown_tool" || res.Error.Tool != "util.echoz" || res.Error.Line != 2 {
+			t.Errorf("code %q tool %q line %d", res.Error.Code, res.Error.Tool, res.Error.Line)
+		}
+		res = e.Run(t.Context(), executor.Request{Code: `
+const caught = await util.echoz({}).catch(e => [e.name, e.code, e.tool]);
+const same = await util;
+[caught, "echoz" in util, Object.keys(util).includes("echoz"), Object.prototype.hasOwnProperty.call(util, "echoz"),
+ typeof util.echoz, typeof util.then, typeof util.toString, same === util, String(util), util[Symbol.toStringTag] === undefined]`,
+			Dispatcher: d, Functions: layout})
+		wantOK(t, res, `[["ToolError","unknown_tool","util.echoz"],false,false,false,"function","undefined","function",true,"[object Object]",true]`)
+	})
+}
