@@ -17,6 +17,8 @@
   const hostLog = g.__cc_log;
   const hostDone = g.__cc_done;
   const hostProgress = g.__cc_progress;
+  const hostHeap = g.__cc_heap;
+  delete g.__cc_heap;
   delete g.__cc_progress;
   delete g.__cc_call;
   delete g.__cc_log;
@@ -30,6 +32,10 @@
   const isView = ArrayBuffer.isView;
   const keys = Object.keys;
   const getPrototypeOf = Object.getPrototypeOf;
+  const getOwnPropertyNames = Object.getOwnPropertyNames;
+  const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+  const ArrayProto = Array.prototype;
+  const InternalErrorCtor = g.InternalError;
   const setPrototypeOf = Object.setPrototypeOf;
   const defineProperty = Object.defineProperty;
   const freeze = Object.freeze;
@@ -371,11 +377,48 @@
     }
   }
 
+  // outOfMemory reports whether e is how the engine says the heap is full.
+  function outOfMemory(e) {
+    return e === null || (InternalErrorCtor !== undefined && e instanceof InternalErrorCtor && e.message === "out of memory");
+  }
+
+  // planted reports whether the program has put something on the array
+  // prototypes that JSON.stringify's own arrays would run: an index
+  // accessor, or another prototype for Array.prototype.
+  function planted() {
+    if (getPrototypeOf(ArrayProto) !== ObjectProto) return true;
+    const protos = [ArrayProto, ObjectProto];
+    for (let p = 0; p < 2; p++) {
+      const names = getOwnPropertyNames(protos[p]);
+      for (let i = 0; i < names.length; i++) {
+        const n = names[i];
+        if (toStr(+n >>> 0) !== n) continue;
+        const d = getOwnPropertyDescriptor(protos[p], n);
+        if (d.get !== undefined || d.set !== undefined) return true;
+      }
+    }
+    return false;
+  }
+
+  // finish hands the program's result to the host as JSON. A result too
+  // large to encode within the heap is encoded again with the heap
+  // limit lifted (hostHeap), when no code of the program can run during
+  // the encoding; the host restores the limit with hostDone.
   function finish(value) {
     let json;
     try {
       const plain = toPlain(value, "result", list());
-      json = plain === undefined ? "null" : encode(plain);
+      if (plain === undefined) {
+        json = "null";
+      } else {
+        try {
+          json = encode(plain);
+        } catch (e) {
+          if (!outOfMemory(e) || planted()) throw e;
+          hostHeap();
+          json = encode(plain);
+        }
+      }
     } catch (e) {
       let d;
       try {

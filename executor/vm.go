@@ -462,6 +462,7 @@ func newInstance(prelude []byte, layout *Layout) (in *instance, err error) {
 		"__cc_log":      in.hostLog,
 		"__cc_done":     in.hostDone,
 		"__cc_progress": in.hostProgress,
+		"__cc_heap":     in.hostHeap,
 	} {
 		if err := vm.RegisterFunc(name, f, false); err != nil {
 			return in, fmt.Errorf("register %s: %w", name, err)
@@ -593,6 +594,14 @@ func (in *instance) hostProgress(message string, fraction any) {
 		message = message[:1024]
 	}
 	j.host.progress(message, f)
+}
+
+// hostHeap lifts the heap limit for the prelude to encode a large result,
+// when no code of the program can run until hostDone restores it.
+func (in *instance) hostHeap() {
+	if j := in.job; j != nil && !j.settled {
+		in.vm.SetMemoryLimit(uintptr(3 * j.spec.Memory))
+	}
 }
 
 // hostDone receives the program's outcome from the prelude: its result as
