@@ -483,16 +483,22 @@ func (r *Run) timeoutError() *Error {
 // onCall starts a tool call the program made; its result goes back to the
 // sandbox when it is done.
 func (r *Run) onCall(id uint32, name string, args []byte) {
+	if r.record(id, name, args) {
+		r.e.calls.Add(1)
+		go r.dispatch(id, name, args)
+	}
+}
+
+// record traces a call the program made, and reports whether to run it.
+func (r *Run) record(id uint32, name string, args []byte) bool {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.over || int(id) != len(r.calls) {
-		r.mu.Unlock()
-		return
+		return false
 	}
 	r.calls = append(r.calls, CallRecord{Tool: name, ArgsBytes: len(args)})
 	r.completed = append(r.completed, false)
-	r.mu.Unlock()
-	r.e.calls.Add(1)
-	go r.dispatch(id, name, args)
+	return true
 }
 
 // dispatch runs one tool call and hands its completion to the sandbox.

@@ -173,7 +173,8 @@ func TestErrors(t *testing.T) {
 			{name: "thrown null", code: "throw null", kind: executor.KindRuntime, msg: "null"},
 			{name: "uncaught tool error", code: "await util.fail({})", kind: executor.KindTool, msg: "not_found"},
 			{name: "tool error points at its call", code: "const x = 1;\n  await util.fail({})", kind: executor.KindTool, msg: "not_found", line: 2, col: 18},
-			{name: "tool error through a function", code: "function g() { return tools.call('util.fail', {}) }\nawait g()", kind: executor.KindTool, msg: "not_found", line: 1},
+			// A failed call surfaces where the program awaits it.
+		{name: "tool error through a function", code: "function g() { return tools.call('util.fail', {}) }\nawait g()", kind: executor.KindTool, msg: "not_found", line: 2},
 			{name: "bad call points at its line", code: "\n\nawait util.echo('x')", kind: executor.KindRuntime, msg: "takes one object argument", line: 3},
 			{name: "function result", code: "() => 1", kind: executor.KindResult, msg: "result is a function"},
 			{name: "symbol result", code: "({s: Symbol('x')})", kind: executor.KindResult, msg: "result.s is a symbol"},
@@ -657,7 +658,7 @@ func TestFairShare(t *testing.T) {
 func TestMisreportedKinds(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode executor.Isolation) {
-		e := newExecutor(t, mode, executor.Config{PoolSize: 1, MemoryLimit: 16 << 20, Timeout: 500 * time.Millisecond})
+		e := newExecutor(t, mode, executor.Config{PoolSize: 1, MemoryLimit: 16 << 20, Timeout: 5 * time.Second})
 		for _, tt := range []struct {
 			name, code string
 			kind       executor.Kind
@@ -669,7 +670,7 @@ func TestMisreportedKinds(t *testing.T) {
 			{"out of memory in replace", "const s = 'x'.repeat(7 << 20); s.replace(/x/g, 'yy')", executor.KindMemory, "heap limit"},
 			{"out of memory returning the result", "'x'.repeat(10 << 20)", executor.KindMemory, "heap limit"},
 			{"null thrown on purpose", "throw null", executor.KindRuntime, "the program threw null, or used up its 16 MiB heap"},
-			{"endless microtasks", "function f() { Promise.resolve().then(f) } f(); await new Promise(() => {})", executor.KindTimeout, "deadline"},
+			{"endless microtasks", "function f() { Promise.resolve().then(f) } f(); await new Promise(() => {})", executor.KindTimeout, "5s deadline"},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				wantKind(t, run(t, e, tt.code), tt.kind, tt.msg)

@@ -40,7 +40,7 @@ func (s *localSandbox) start(r *Run, spec *jobSpec) error {
 	if err != nil {
 		return err
 	}
-	j := newVMJob(spec, localHost{r})
+	j := newVMJob(spec, &localHost{r: r})
 	r.mu.Lock()
 	r.vj = j
 	r.mu.Unlock()
@@ -78,12 +78,46 @@ func (s *localSandbox) abandon(r *Run) {
 	r.deliver(outcome{status: outLost})
 }
 
-// localHost reports a job's events straight to its run.
-type localHost struct{ r *Run }
+// localHost reports a job's events straight to its run. It holds the
+// tool calls the program makes until the VM has nothing else to do: then
+// a call that is the only one in flight runs on the VM's goroutine, and
+// several run concurrently on goroutines of their own. A program that
+// awaits its calls one by one so pays no goroutine hand-off per call.
+type localHost struct {
+	r     *Run
+	calls []heldCall
+}
 
-func (h localHost) call(id uint32, name, args string) { h.r.onCall(id, name, []byte(args)) }
-func (h localHost) log(level int, text string)        { h.r.onLog(level, text) }
-func (h localHost) progress(message string, f float64) {
+type heldCall struct {
+	id   uint32
+	name string
+	args []byte
+}
+
+func (h *localHost) call(id uint32, name, args string) {
+	if b := []byte(args); h.r.record(id, name, b) {
+		h.calls = append(h.calls, heldCall{id, name, b})
+	}
+}
+
+func (h *localHost) flush(inFlight int) {
+	if len(h.calls) == 1 && inFlight == 1 {
+		c := h.calls[0]
+		h.calls = h.calls[:0]
+		h.r.e.calls.Add(1)
+		h.r.dispatch(c.id, c.name, c.args)
+		return
+	}
+	for _, c := range h.calls {
+		h.r.e.calls.Add(1)
+		go h.r.dispatch(c.id, c.name, c.args)
+	}
+	clear(h.calls)
+	h.calls = h.calls[:0]
+}
+
+func (h *localHost) log(level int, text string) { h.r.onLog(level, text) }
+func (h *localHost) progress(message string, f float64) {
 	h.r.onProgress(message, f)
 }
 

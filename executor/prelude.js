@@ -38,6 +38,7 @@
   const InternalErrorCtor = g.InternalError;
   const setPrototypeOf = Object.setPrototypeOf;
   const defineProperty = Object.defineProperty;
+  const deleteProperty = Reflect.deleteProperty;
   const freeze = Object.freeze;
   const apply = Reflect.apply;
   const then = Promise.prototype.then;
@@ -153,21 +154,36 @@
 
   // call starts a tool call in the host and returns a promise for its
   // result. Several calls started before awaiting run concurrently. skip
-  // counts the runtime frames between the error made here and the
-  // program. The error is the call site: should the call fail, the
-  // ToolError takes its stack, so it points at the program's line.
+  // counts the runtime frames between siteError and the program.
   function call(name, args, skip) {
     if (typeof name !== "string") {
       throw siteError(TypeErrorCtor, 'tools.call: the first argument must be a tool name such as "util.echo"', skip);
     }
-    if (args === undefined) args = {};
     let json;
     try {
-      json = encode(toPlain(args, "args", list()));
+      json = argsJSON(args);
     } catch (e) {
       throw siteError(TypeErrorCtor, name + ": " + (e && e.message ? e.message : toStr(e)), skip);
     }
-    return hostCall(name, json, new ErrorCtor(""), skip - 1);
+    return hostCall(name, json);
+  }
+
+  // argsJSON encodes a call's arguments. The common case, an object of
+  // strings, numbers, booleans and nulls, is encoded as it is; anything
+  // else goes through toPlain, which says where a value has no JSON form.
+  function argsJSON(args) {
+    if (args === undefined) return "{}";
+    if (isPlainObject(args)) {
+      const ks = keys(args);
+      let flat = true;
+      for (let i = 0; i < ks.length && flat; i++) {
+        const v = args[ks[i]];
+        const t = typeof v;
+        flat = t === "string" || t === "boolean" || v === null || (t === "number" && finite(v));
+      }
+      if (flat && typeof args.toJSON !== "function") return encode(args);
+    }
+    return encode(toPlain(args, "args", list()));
   }
 
   function makeFunction(name, positional) {
@@ -222,6 +238,8 @@
     };
     return new ProxyCtor({}, {
       get: function (t, k) {
+        const f = made[k];
+        if (f !== undefined) return f;
         if (own(k)) return fn(k);
         if (typeof k !== "string" || k === "then" || k in ObjectProto) return t[k];
         return fn(k);
@@ -478,8 +496,11 @@
       }]);
     },
     // settleCall settles a tool call's promise with its result, or rejects
-    // it with a ToolError that points at the call's site.
-    settleCall: function (resolve, reject, ok, json, site, skip) {
+    // it with a ToolError. The error has no stack of its own: QuickJS
+    // gives an Error without one the stack of the frame it is thrown in,
+    // which is the program's, where it awaits the call. (Making an error
+    // at each call's site instead would cost every call a backtrace.)
+    settleCall: function (resolve, reject, ok, json) {
       let v;
       try {
         v = parse(json);
@@ -493,7 +514,7 @@
         return;
       }
       const err = new ToolError(toStr(v.message), toStr(v.code), toStr(v.tool), v.problems);
-      defineProperty(err, "stack", { __proto__: null, value: siteStack(site, skip), writable: true, configurable: true });
+      deleteProperty(err, "stack");
       apply(reject, undefined, [err]);
     },
   };

@@ -12,8 +12,9 @@ import (
 // from its own goroutines, several at once when a program awaits calls
 // together, with a context derived from the run's request context: it
 // keeps the request's values, carries the run's deadline, and is cancelled
-// when the run ends. An error whose chain implements CodedError reports
-// its code and tool to the program.
+// when the run ends. The executor owns the result once Call returns: it
+// must not be written to afterwards. An error whose chain implements
+// CodedError reports its code and tool to the program.
 type Dispatcher interface {
 	Call(ctx context.Context, c Call) (json.RawMessage, error)
 }

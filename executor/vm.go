@@ -71,6 +71,13 @@ type jobHost interface {
 	progress(message string, fraction float64)
 }
 
+// flusher is a jobHost that holds the calls a job makes until the VM
+// waits: flush starts them, inFlight being the job's calls not yet
+// settled, these included.
+type flusher interface {
+	flush(inFlight int)
+}
+
 // outcomeStatus says how a job ended.
 type outcomeStatus uint8
 
@@ -165,18 +172,14 @@ type vmJob struct {
 	out     outcome
 }
 
-// pendingCall is a tool call in flight: its promise, and the error made at
-// its site, whose stack a failure takes.
+// pendingCall is a tool call in flight: its promise.
 type pendingCall struct {
-	pc   *quickjs.PromiseCapability
-	site quickjs.Value
-	skip int
+	pc *quickjs.PromiseCapability
 }
 
 func (p pendingCall) free() {
 	p.pc.Resolve.Free()
 	p.pc.Reject.Free()
-	p.site.Free()
 }
 
 func newVMJob(spec *jobSpec, host jobHost) *vmJob {
@@ -270,7 +273,12 @@ func (j *vmJob) run(in *instance) (out outcome) {
 }
 
 // end releases what the job holds in the VM and stops its interrupter.
+// Calls the host still holds start now, as they would have had the
+// program waited for them.
 func (j *vmJob) end() {
+	if f, ok := j.host.(flusher); ok {
+		f.flush(-1)
+	}
 	for id, p := range j.pending {
 		p.free()
 		delete(j.pending, id)
@@ -376,6 +384,10 @@ func (j *vmJob) execute() {
 			return
 		}
 		results = j.inbox.drain(results[:0])
+		if f, ok := j.host.(flusher); ok && len(results) == 0 {
+			f.flush(len(j.pending))
+			results = j.inbox.drain(results[:0])
+		}
 		if len(results) == 0 {
 			select {
 			case <-j.inbox.signal:
@@ -415,7 +427,10 @@ func (j *vmJob) complete(c callResult) {
 	if !j.enter() {
 		return
 	}
-	if _, err := j.in.settleCall.Call(quickjs.UndefinedValue, p.pc.Resolve, p.pc.Reject, c.ok, string(c.payload), p.site, p.skip); err != nil {
+	// The payload is handed over, never written again: no copy for the
+	// string the engine copies anyway.
+	payload := unsafe.String(unsafe.SliceData(c.payload), len(c.payload))
+	if _, err := j.in.settleCall.Call(quickjs.UndefinedValue, p.pc.Resolve, p.pc.Reject, c.ok, payload); err != nil {
 		j.failWith(err)
 	}
 }
@@ -533,7 +548,7 @@ var logLevels = [...]string{"log", "info", "warn", "error", "debug"}
 // hostCall starts a tool call and returns a promise for its result. The
 // host runs the call; its completion comes back through the inbox and is
 // settled on the job's goroutine.
-func (in *instance) hostCall(name, args string, site quickjs.Value, skip int) quickjs.Value {
+func (in *instance) hostCall(name, args string) quickjs.Value {
 	j := in.job
 	if j == nil || j.decided || j.isStopped() {
 		return quickjs.UndefinedValue
@@ -549,7 +564,7 @@ func (in *instance) hostCall(name, args string, site quickjs.Value, skip int) qu
 	}
 	id := j.calls
 	j.calls++
-	j.pending[id] = pendingCall{pc: pc, site: site.Dup(), skip: skip}
+	j.pending[id] = pendingCall{pc: pc}
 	j.host.call(id, name, args)
 	return pc.Promise
 }
