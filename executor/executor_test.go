@@ -174,7 +174,7 @@ func TestErrors(t *testing.T) {
 			{name: "uncaught tool error", code: "await util.fail({})", kind: executor.KindTool, msg: "not_found"},
 			{name: "tool error points at its call", code: "const x = 1;\n  await util.fail({})", kind: executor.KindTool, msg: "not_found", line: 2, col: 18},
 			// A failed call surfaces where the program awaits it.
-		{name: "tool error through a function", code: "function g() { return tools.call('util.fail', {}) }\nawait g()", kind: executor.KindTool, msg: "not_found", line: 2},
+			{name: "tool error through a function", code: "function g() { return tools.call('util.fail', {}) }\nawait g()", kind: executor.KindTool, msg: "not_found", line: 2},
 			{name: "bad call points at its line", code: "\n\nawait util.echo('x')", kind: executor.KindRuntime, msg: "takes one object argument", line: 3},
 			{name: "function result", code: "() => 1", kind: executor.KindResult, msg: "result is a function"},
 			{name: "symbol result", code: "({s: Symbol('x')})", kind: executor.KindResult, msg: "result.s is a symbol"},
