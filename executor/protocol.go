@@ -137,9 +137,6 @@ func (e enc) bool(v bool) enc {
 	return append(e, 0)
 }
 func (e enc) str(s string) enc { return append(e.u32(uint32(len(s))), s...) }
-func (e enc) bytes(b []byte) enc {
-	return append(e.u32(uint32(len(b))), b...)
-}
 
 // dec reads the fields of a frame body; after the first short read every
 // field is zero and err is set.
@@ -183,7 +180,6 @@ func (d *dec) bool() bool { return d.u8() != 0 }
 func (d *dec) str() string {
 	return string(d.take(int(d.u32())))
 }
-func (d *dec) bytes() []byte { return d.take(int(d.u32())) }
 
 // rest returns what is left of the body.
 func (d *dec) rest() []byte {
