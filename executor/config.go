@@ -29,6 +29,9 @@ const (
 	// maxCodeBytes bounds MaxCodeBytes: a program has fewer lines than
 	// the prelude's first line number (preludeLine).
 	maxCodeBytes = preludeLine / 2
+	// maxMemory bounds MemoryLimit: a worker's frames, a result lifted to
+	// three heaps among them, fit the protocol.
+	maxMemory = (maxFrame - 1<<20) / 3
 )
 
 // Isolation says where the VMs of runs live.
@@ -126,7 +129,7 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.MaxLogLines, DefaultMaxLogLines)
 	def(&c.MaxLogBytes, DefaultMaxLogBytes)
 	if c.MaxResultBytes == 0 {
-		c.MaxResultBytes = int(min(c.MemoryLimit, int64(maxFrame/2)))
+		c.MaxResultBytes = int(min(c.MemoryLimit, maxMemory))
 	}
 	def(&c.MaxDepth, DefaultMaxDepth)
 	def(&c.MaxNestedRuns, DefaultMaxNestedRuns)
@@ -170,8 +173,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxCodeBytes > maxCodeBytes {
 		errs = append(errs, fmt.Errorf("executor config: max code bytes %d is above the maximum of %d", c.MaxCodeBytes, maxCodeBytes))
 	}
-	if c.MemoryLimit > maxFrame/2 {
-		errs = append(errs, fmt.Errorf("executor config: memory limit %s is above the maximum of %s", formatBytes(c.MemoryLimit), formatBytes(maxFrame/2)))
+	if c.MemoryLimit > maxMemory {
+		errs = append(errs, fmt.Errorf("executor config: memory limit %s is above the maximum of %s", formatBytes(c.MemoryLimit), formatBytes(maxMemory)))
 	}
 	if c.Timeout > c.MaxTimeout {
 		errs = append(errs, fmt.Errorf("executor config: timeout %s is above max timeout %s", c.Timeout, c.MaxTimeout))

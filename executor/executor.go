@@ -50,7 +50,7 @@ func New(cfg Config) (*Executor, error) {
 	e := &Executor{cfg: cfg, log: log, sched: newScheduler(cfg.PoolSize), live: map[*Run]struct{}{}}
 	switch cfg.Isolation {
 	case IsolationProcess:
-		e.procs = newProcPool(cfg.PoolSize, cfg.WorkerCommand, log)
+		e.procs = newProcPool(cfg.PoolSize, cfg.WorkerCommand, cfg.MemoryLimit, log)
 	default:
 		code, err := compilePrelude()
 		if err != nil {

@@ -61,10 +61,13 @@ type frame struct {
 type frameReader struct {
 	r   *bufio.Reader
 	hdr [frameHeader]byte
+	// max bounds the frames it accepts: the executor accepts from a
+	// worker what a VM can produce, no more.
+	max uint32
 }
 
 func newFrameReader(r io.Reader) *frameReader {
-	return &frameReader{r: bufio.NewReaderSize(r, 64<<10)}
+	return &frameReader{r: bufio.NewReaderSize(r, 64<<10), max: maxFrame}
 }
 
 // read returns the next frame, with a body of its own.
@@ -73,7 +76,7 @@ func (fr *frameReader) read() (frame, error) {
 		return frame{}, err
 	}
 	size := binary.LittleEndian.Uint32(fr.hdr[0:4])
-	if size < frameHeader-4 || size > maxFrame {
+	if size < frameHeader-4 || size > fr.max {
 		return frame{}, fmt.Errorf("%w: size %d", errFrame, size)
 	}
 	f := frame{typ: fr.hdr[4], job: binary.LittleEndian.Uint32(fr.hdr[5:9])}

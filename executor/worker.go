@@ -24,8 +24,11 @@ const helloTimeout = 20 * time.Second
 type procPool struct {
 	argv []string
 	log  *slog.Logger
-	idle chan *worker
-	quit chan struct{}
+	// maxFrame bounds what a worker may send: a result or a tool call as
+	// large as a heap, lifted to encode a result (hostHeap).
+	maxFrame uint32
+	idle     chan *worker
+	quit     chan struct{}
 	// layout is the layout of the latest run: new workers prepare their
 	// first VM with it.
 	layout atomic.Pointer[Layout]
@@ -38,14 +41,15 @@ type procPool struct {
 	closed  bool
 }
 
-func newProcPool(size int, argv []string, log *slog.Logger) *procPool {
+func newProcPool(size int, argv []string, memory int64, log *slog.Logger) *procPool {
 	p := &procPool{
-		argv:    argv,
-		log:     log,
-		idle:    make(chan *worker, size),
-		quit:    make(chan struct{}),
-		workers: map[*worker]struct{}{},
-		failed:  make(chan struct{}),
+		argv:     argv,
+		log:      log,
+		maxFrame: uint32(min(3*memory+1<<20, maxFrame)),
+		idle:     make(chan *worker, size),
+		quit:     make(chan struct{}),
+		workers:  map[*worker]struct{}{},
+		failed:   make(chan struct{}),
 	}
 	p.layout.Store(emptyLayout)
 	for range size {
@@ -236,6 +240,7 @@ func (p *procPool) startWorker() (*worker, error) {
 		w.logStderr(stderr)
 	}()
 	fr := newFrameReader(stdout)
+	fr.max = p.maxFrame
 	hello := make(chan error, 1)
 	go func() {
 		f, err := fr.read()
