@@ -40,7 +40,7 @@ const (
 	frameHeader         = 4 + 1 + 4
 	// maxFrame bounds a frame's size: a tool result or a program's result
 	// is at most a heap, and a heap at most a few GiB.
-	maxFrame = 1 << 31
+	maxFrame = 1<<31 - 1
 )
 
 // workerMagic opens every worker's output: anything else on its stdout
