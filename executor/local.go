@@ -136,6 +136,7 @@ type vmPool struct {
 	wake   chan struct{}
 	quit   chan struct{}
 	done   chan struct{}
+	closed atomic.Bool
 }
 
 func newVMPool(size int, prelude []byte, log *slog.Logger) *vmPool {
@@ -217,11 +218,27 @@ func (p *vmPool) take(layout *Layout) (*instance, error) {
 
 // discard hands a used VM to the maintainer to close.
 func (p *vmPool) discard(in *instance) {
+	if p.closed.Load() {
+		in.close() // a job left behind at Close ends
+		return
+	}
 	select {
 	case p.retire <- in:
 		p.poke()
 	default:
 		in.close()
+	}
+	if p.closed.Load() {
+		// Close began meanwhile, and may have drained the queue before
+		// this VM arrived.
+		for {
+			select {
+			case in := <-p.retire:
+				in.close()
+			default:
+				return
+			}
+		}
 	}
 }
 
@@ -235,6 +252,7 @@ func (p *vmPool) poke() {
 // close stops the maintainer and closes every VM it holds. Jobs in
 // progress close their own VMs.
 func (p *vmPool) close() {
+	p.closed.Store(true)
 	close(p.quit)
 	<-p.done
 	for {
