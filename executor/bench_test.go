@@ -69,15 +69,34 @@ func BenchmarkRunTrivial(b *testing.B) {
 	})
 }
 
+// tools are the dispatchers the call benchmarks run against: one that
+// answers at once, which measures the bridge, and one that takes 500 µs
+// as a fast real tool would, which shows what running calls together
+// buys.
+var tools = []struct {
+	name string
+	d    executor.Dispatcher
+}{
+	{"instant", echo},
+	{"500µs", dispatcher(func(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+		time.Sleep(500 * time.Microsecond)
+		return args, nil
+	})},
+}
+
 // BenchmarkRun100ToolCalls measures a program making 100 sequential calls.
 func BenchmarkRun100ToolCalls(b *testing.B) {
 	eachModeB(b, executor.Config{}, func(b *testing.B, e *executor.Executor) {
-		req := executor.Request{
-			Code:       "let s = 0; for (let i = 0; i < 100; i++) s += (await util.echo({i})).i; s",
-			Functions:  layout,
-			Dispatcher: echo,
+		for _, tool := range tools {
+			b.Run("tool="+tool.name, func(b *testing.B) {
+				req := executor.Request{
+					Code:       "let s = 0; for (let i = 0; i < 100; i++) s += (await util.echo({i})).i; s",
+					Functions:  layout,
+					Dispatcher: tool.d,
+				}
+				reportLatency(b, func() { mustOK(b, e.Run(context.Background(), req)) })
+			})
 		}
-		reportLatency(b, func() { mustOK(b, e.Run(context.Background(), req)) })
 	})
 }
 
@@ -85,12 +104,16 @@ func BenchmarkRun100ToolCalls(b *testing.B) {
 // together.
 func BenchmarkRun100ParallelCalls(b *testing.B) {
 	eachModeB(b, executor.Config{MaxConcurrentCalls: 100}, func(b *testing.B, e *executor.Executor) {
-		req := executor.Request{
-			Code:       "(await Promise.all(Array.from({length: 100}, (_, i) => util.echo({i})))).length",
-			Functions:  layout,
-			Dispatcher: echo,
+		for _, tool := range tools {
+			b.Run("tool="+tool.name, func(b *testing.B) {
+				req := executor.Request{
+					Code:       "(await Promise.all(Array.from({length: 100}, (_, i) => util.echo({i})))).length",
+					Functions:  layout,
+					Dispatcher: tool.d,
+				}
+				reportLatency(b, func() { mustOK(b, e.Run(context.Background(), req)) })
+			})
 		}
-		reportLatency(b, func() { mustOK(b, e.Run(context.Background(), req)) })
 	})
 }
 
