@@ -189,7 +189,12 @@ func (e *Executor) Run(ctx context.Context, req Request) (res *Result) {
 
 	disarm := r.arm(ctx)
 	if err := r.sb.start(r, r.spec(req)); err != nil {
-		r.deliver(outcome{status: outInternal, message: "could not start a sandbox: " + err.Error()})
+		o := outcome{status: outInternal, message: "could not start a sandbox: " + err.Error()}
+		if r.parent != nil {
+			// Its root's worker is gone: the root is being killed.
+			o = outcome{status: outLost, kind: KindCanceled}
+		}
+		r.deliver(o)
 		r.ended()
 	}
 	<-r.done
