@@ -658,7 +658,8 @@ func TestFairShare(t *testing.T) {
 func TestMisreportedKinds(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode executor.Isolation) {
-		e := newExecutor(t, mode, executor.Config{PoolSize: 1, MemoryLimit: 16 << 20, Timeout: 5 * time.Second})
+		// Generous: -race slows the engine ten-fold.
+		e := newExecutor(t, mode, executor.Config{PoolSize: 1, MemoryLimit: 16 << 20, Timeout: time.Minute, MaxTimeout: time.Minute})
 		for _, tt := range []struct {
 			name, code string
 			kind       executor.Kind
@@ -670,10 +671,15 @@ func TestMisreportedKinds(t *testing.T) {
 			{"out of memory in replace", "const s = 'x'.repeat(7 << 20); s.replace(/x/g, 'yy')", executor.KindMemory, "heap limit"},
 			{"out of memory returning the result", "'x'.repeat(10 << 20)", executor.KindMemory, "heap limit"},
 			{"null thrown on purpose", "throw null", executor.KindRuntime, "the program threw null, or used up its 16 MiB heap"},
-			{"endless microtasks", "function f() { Promise.resolve().then(f) } f(); await new Promise(() => {})", executor.KindTimeout, "5s deadline"},
+			{"endless microtasks", "function f() { Promise.resolve().then(f) } f(); await new Promise(() => {})", executor.KindTimeout, "500ms deadline"},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
-				wantKind(t, run(t, e, tt.code), tt.kind, tt.msg)
+				var timeout time.Duration
+				if tt.kind == executor.KindTimeout {
+					timeout = 500 * time.Millisecond
+				}
+				res := e.Run(t.Context(), executor.Request{Code: tt.code, Dispatcher: echo, Functions: layout, Timeout: timeout})
+				wantKind(t, res, tt.kind, tt.msg)
 				wantOK(t, run(t, e, "(await util.echo({ok: 1})).ok"), "1")
 			})
 		}
@@ -789,7 +795,8 @@ const same = await util;
 func TestLargeResults(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode executor.Isolation) {
-		e := newExecutor(t, mode, executor.Config{PoolSize: 1, MemoryLimit: 64 << 20})
+		// Generous: -race slows the engine ten-fold.
+		e := newExecutor(t, mode, executor.Config{PoolSize: 1, MemoryLimit: 64 << 20, Timeout: time.Minute, MaxTimeout: time.Minute})
 		if got := e.Config().MaxResultBytes; got != 64<<20 {
 			t.Errorf("MaxResultBytes defaults to %d, want the memory limit", got)
 		}
