@@ -796,11 +796,11 @@ func TestLargeResults(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode executor.Isolation) {
 		// Generous: -race slows the engine ten-fold.
-		e := newExecutor(t, mode, executor.Config{PoolSize: 1, MemoryLimit: 64 << 20, Timeout: time.Minute, MaxTimeout: time.Minute})
-		if got := e.Config().MaxResultBytes; got != 64<<20 {
+		e := newExecutor(t, mode, executor.Config{PoolSize: 1, MemoryLimit: 16 << 20, Timeout: time.Minute, MaxTimeout: time.Minute})
+		if got := e.Config().MaxResultBytes; got != 16<<20 {
 			t.Errorf("MaxResultBytes defaults to %d, want the memory limit", got)
 		}
-		for _, size := range []int{1700 << 10, 20 << 20} {
+		for _, size := range []int{1700 << 10, 5 << 20} {
 			res := run(t, e, fmt.Sprintf("Array.from({length: %d}, (_, i) => 'row ' + i + ' ' + 'x'.repeat(1000))", size/1010))
 			if res.Status != executor.StatusOK {
 				t.Fatalf("%d bytes: %v", size, res.Error)
@@ -812,7 +812,7 @@ func TestLargeResults(t *testing.T) {
 		// The heap is lifted for the encoding only when no code of the
 		// program can run during it.
 		planted := "Object.defineProperty(Array.prototype, 0, {set(v) {}, configurable: true});"
-		wantKind(t, run(t, e, planted+fmt.Sprintf("Array.from({length: %d}, (_, i) => 'row ' + i + ' ' + 'x'.repeat(1000))", (20<<20)/1010)), executor.KindMemory, "64 MiB heap limit")
+		wantKind(t, run(t, e, planted+fmt.Sprintf("Array.from({length: %d}, (_, i) => 'row ' + i + ' ' + 'x'.repeat(1000))", (5<<20)/1010)), executor.KindMemory, "16 MiB heap limit")
 		wantOK(t, run(t, e, "1 + 1"), "2")
 	})
 }
