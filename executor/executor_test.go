@@ -156,7 +156,7 @@ func TestResults(t *testing.T) {
 func TestErrors(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode executor.Isolation) {
-		e := newExecutor(t, mode, executor.Config{PoolSize: 2, Timeout: 300 * time.Millisecond})
+		e := newExecutor(t, mode, executor.Config{PoolSize: 2, Timeout: 10 * time.Second}) // no case times out; -race is slow
 		tests := []struct {
 			name, code string
 			kind       executor.Kind
