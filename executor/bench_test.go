@@ -3,12 +3,20 @@ package executor_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/codecell/codecell/executor"
 )
+
+// The benchmarks run in both isolation modes, as sub-benchmarks named by
+// the mode, so that the cost of the process boundary reads off side by
+// side:
+//
+//	go test -tags sqlite_fts5 -run '^$' -bench . -count 6 ./executor | benchstat -col /mode -
 
 // reportLatency records each iteration's duration and reports percentiles.
 func reportLatency(b *testing.B, each func()) {
@@ -32,53 +40,183 @@ func mustOK(b *testing.B, res *executor.Result) {
 	}
 }
 
+// eachModeB runs f as a sub-benchmark per isolation mode, with an
+// executor whose pool is ready.
+func eachModeB(b *testing.B, cfg executor.Config, f func(b *testing.B, e *executor.Executor)) {
+	for _, mode := range modes {
+		b.Run("mode="+string(mode), func(b *testing.B) {
+			e := newExecutor(b, mode, cfg)
+			waitReady(b, e)
+			f(b, e)
+		})
+	}
+}
+
+// waitReady waits until the pool has prepared its VMs or workers.
+func waitReady(tb testing.TB, e *executor.Executor) {
+	deadline := time.Now().Add(30 * time.Second)
+	for e.Stats().Ready < e.Stats().Size && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // BenchmarkRunTrivial measures one `1+1` run at a time, the latency an
-// agent sees in-process.
+// agent sees.
 func BenchmarkRunTrivial(b *testing.B) {
-	e := newExecutor(b, executor.Config{})
-	ctx := context.Background()
-	req := executor.Request{Code: "1+1", Functions: layout, Dispatcher: echo}
-	reportLatency(b, func() { mustOK(b, e.Run(ctx, req)) })
+	eachModeB(b, executor.Config{}, func(b *testing.B, e *executor.Executor) {
+		req := executor.Request{Code: "1+1", Functions: layout, Dispatcher: echo}
+		reportLatency(b, func() { mustOK(b, e.Run(context.Background(), req)) })
+	})
+}
+
+// tools are the dispatchers the call benchmarks run against: one that
+// answers at once, which measures the bridge, and one that takes 500 µs
+// as a fast real tool would, which shows what running calls together
+// buys.
+var tools = []struct {
+	name string
+	d    executor.Dispatcher
+}{
+	{"instant", echo},
+	{"500µs", dispatcher(func(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+		time.Sleep(500 * time.Microsecond)
+		return args, nil
+	})},
 }
 
 // BenchmarkRun100ToolCalls measures a program making 100 sequential calls.
 func BenchmarkRun100ToolCalls(b *testing.B) {
-	e := newExecutor(b, executor.Config{})
-	ctx := context.Background()
-	req := executor.Request{
-		Code:       "let s = 0; for (let i = 0; i < 100; i++) s += (await util.echo({i})).i; s",
-		Functions:  layout,
-		Dispatcher: echo,
+	eachModeB(b, executor.Config{}, func(b *testing.B, e *executor.Executor) {
+		for _, tool := range tools {
+			b.Run("tool="+tool.name, func(b *testing.B) {
+				req := executor.Request{
+					Code:       "let s = 0; for (let i = 0; i < 100; i++) s += (await util.echo({i})).i; s",
+					Functions:  layout,
+					Dispatcher: tool.d,
+				}
+				reportLatency(b, func() { mustOK(b, e.Run(context.Background(), req)) })
+			})
+		}
+	})
+}
+
+// BenchmarkRun100ParallelCalls measures a program awaiting 100 calls
+// together.
+func BenchmarkRun100ParallelCalls(b *testing.B) {
+	eachModeB(b, executor.Config{MaxConcurrentCalls: 100}, func(b *testing.B, e *executor.Executor) {
+		for _, tool := range tools {
+			b.Run("tool="+tool.name, func(b *testing.B) {
+				req := executor.Request{
+					Code:       "(await Promise.all(Array.from({length: 100}, (_, i) => util.echo({i})))).length",
+					Functions:  layout,
+					Dispatcher: tool.d,
+				}
+				reportLatency(b, func() { mustOK(b, e.Run(context.Background(), req)) })
+			})
+		}
+	})
+}
+
+// BenchmarkBridgedCall measures one tool call from the program's await to
+// its result, over 1000 sequential calls in one run.
+func BenchmarkBridgedCall(b *testing.B) {
+	eachModeB(b, executor.Config{MaxToolCalls: 1000}, func(b *testing.B, e *executor.Executor) {
+		req := executor.Request{
+			Code:       "let s = 0; for (let i = 0; i < 1000; i++) s += (await util.echo({i})).i; s",
+			Functions:  layout,
+			Dispatcher: echo,
+		}
+		start, cpu := time.Now(), cpuTime()
+		for b.Loop() {
+			mustOK(b, e.Run(context.Background(), req))
+		}
+		b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N)/1000, "µs/call")
+		// CPU time of this process per call: the cost of a call in-process
+		// however busy the machine is (a worker's CPU is not counted).
+		b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N)/1000, "cpu-µs/call")
+	})
+}
+
+// cpuTime returns the CPU time this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
 	}
-	reportLatency(b, func() { mustOK(b, e.Run(ctx, req)) })
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkRunSaturated keeps the pool busy from many goroutines and
 // reports executions per second.
 func BenchmarkRunSaturated(b *testing.B) {
-	e := newExecutor(b, executor.Config{})
-	ctx := context.Background()
-	req := executor.Request{Code: "1+1", Functions: layout, Dispatcher: echo}
-	b.SetParallelism(4)
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			mustOK(b, e.Run(ctx, req))
-		}
+	eachModeB(b, executor.Config{}, func(b *testing.B, e *executor.Executor) {
+		req := executor.Request{Code: "1+1", Functions: layout, Dispatcher: echo}
+		b.SetParallelism(4)
+		start := time.Now()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				mustOK(b, e.Run(context.Background(), req))
+			}
+		})
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
 	})
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
 }
 
-// BenchmarkToolCallResult measures moving a 100 KB tool result into the VM.
-func BenchmarkToolCallResult(b *testing.B) {
-	e := newExecutor(b, executor.Config{})
-	big := make([]map[string]any, 1000)
-	for i := range big {
-		big[i] = map[string]any{"id": i, "name": "customer name", "email": "x@example.com", "tags": []string{"a", "b"}}
+// bigResult is a tool result of about 1 MB: rows as a search or a list
+// tool returns them.
+func bigResult(b *testing.B) json.RawMessage {
+	b.Helper()
+	type row struct {
+		ID       int      `json:"id"`
+		Title    string   `json:"title"`
+		State    string   `json:"state"`
+		Comments int      `json:"comments"`
+		Author   string   `json:"author"`
+		Labels   []string `json:"labels"`
+		Body     string   `json:"body"`
 	}
-	payload, _ := json.Marshal(big)
+	rows := make([]row, 3000)
+	for i := range rows {
+		state := "open"
+		if i%3 == 0 {
+			state = "closed"
+		}
+		rows[i] = row{ID: i, Title: fmt.Sprintf("Issue number %d about the parser", i), State: state, Comments: i % 17,
+			Author: fmt.Sprintf("user%d", i%101), Labels: []string{"bug", "parser"},
+			Body: "Steps to reproduce: run the parser on the attached file and watch it fail. Expected: no failure. Actual: a failure ✓."}
+	}
+	payload, err := json.Marshal(map[string]any{"total": len(rows), "items": rows})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return payload
+}
+
+// BenchmarkToolCallResult measures moving a ~1 MB tool result into the
+// VM: the program only asks for its size.
+func BenchmarkToolCallResult(b *testing.B) {
+	payload := bigResult(b)
 	d := dispatcher(func(context.Context, string, json.RawMessage) (json.RawMessage, error) { return payload, nil })
-	req := executor.Request{Code: "(await util.echo({})).length", Functions: layout, Dispatcher: d}
-	b.SetBytes(int64(len(payload)))
-	reportLatency(b, func() { mustOK(b, e.Run(context.Background(), req)) })
+	eachModeB(b, executor.Config{}, func(b *testing.B, e *executor.Executor) {
+		req := executor.Request{Code: "(await util.echo({})).items.length", Functions: layout, Dispatcher: d}
+		b.SetBytes(int64(len(payload)))
+		reportLatency(b, func() { mustOK(b, e.Run(context.Background(), req)) })
+	})
+}
+
+// BenchmarkFilterBigResult measures the data path an agent uses most: a
+// program that receives a ~1 MB tool result and keeps a few fields of the
+// rows it wants. MB/s is the result's size over the whole run.
+func BenchmarkFilterBigResult(b *testing.B) {
+	payload := bigResult(b)
+	d := dispatcher(func(context.Context, string, json.RawMessage) (json.RawMessage, error) { return payload, nil })
+	eachModeB(b, executor.Config{}, func(b *testing.B, e *executor.Executor) {
+		req := executor.Request{
+			Code:       "const r = await util.echo({}); return r.items.filter(i => i.comments > 12 && i.state === 'open').map(i => ({id: i.id, title: i.title}))",
+			Functions:  layout,
+			Dispatcher: d,
+		}
+		b.SetBytes(int64(len(payload)))
+		reportLatency(b, func() { mustOK(b, e.Run(context.Background(), req)) })
+	})
 }

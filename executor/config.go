@@ -20,18 +20,48 @@ const (
 	DefaultMaxConcurrentCalls = 32
 	DefaultMaxLogLines        = 1000
 	DefaultMaxLogBytes        = 64 << 10
-	DefaultMaxResultBytes     = 1 << 20
+	DefaultMaxDepth           = 4
+	DefaultMaxNestedRuns      = 4
 
 	// maxStackFrames bounds MaxStackFrames: deeper JavaScript recursion
 	// would grow the Go stack of the transpiled engine without need.
 	maxStackFrames = 20000
+	// maxCodeBytes bounds MaxCodeBytes: a program has fewer lines than
+	// the prelude's first line number (preludeLine).
+	maxCodeBytes = preludeLine / 2
+	// maxMemory bounds MemoryLimit: a worker's frames, a result lifted to
+	// three heaps among them, fit the protocol.
+	maxMemory = (maxFrame - 1<<20) / 3
+)
+
+// Isolation says where the VMs of runs live.
+type Isolation string
+
+// The isolation modes; see the package documentation for what each
+// guarantees.
+const (
+	// IsolationProcess runs VMs in sandbox worker processes, one per pool
+	// slot, which the executor kills when a run outlives its deadline.
+	IsolationProcess Isolation = "process"
+	// IsolationInProcess runs VMs on goroutines of this process, for
+	// embedding and benchmarks: a run stuck inside a built-in cannot be
+	// stopped.
+	IsolationInProcess Isolation = "inprocess"
 )
 
 // Config sets the executor's pool and the limits of every run. A zero
 // field takes its default; New validates the rest.
 type Config struct {
-	// PoolSize is the number of programs that run at once, and of VMs kept
-	// ready for them. Default: GOMAXPROCS.
+	// Isolation is where VMs live. Empty means IsolationProcess when
+	// WorkerCommand is set and IsolationInProcess otherwise; asking for
+	// IsolationProcess without a WorkerCommand is an error.
+	Isolation Isolation
+	// WorkerCommand is the argv of a sandbox worker: a program that calls
+	// ServeWorker with its stdin and stdout, such as codecell's hidden
+	// "sandbox-worker" command. It starts with an empty environment.
+	WorkerCommand []string
+	// PoolSize is the number of programs that run at once, and of VMs (or
+	// worker processes) kept ready for them. Default: GOMAXPROCS.
 	PoolSize int
 	// QueueWait is how long a run waits for a free VM before it fails with
 	// KindBusy. Default 10s.
@@ -57,8 +87,16 @@ type Config struct {
 	// Defaults 1000 lines and 64 KiB.
 	MaxLogLines int
 	MaxLogBytes int
-	// MaxResultBytes caps the size of a run's result as JSON. Default 1 MiB.
+	// MaxResultBytes caps the size of a run's result as JSON. Default: the
+	// memory limit, since a result is built in the heap anyway; cutting a
+	// large result to a response budget is the caller's business.
 	MaxResultBytes int
+	// MaxDepth caps how deep runs nest (a skill calling a skill …); a root
+	// run is at depth 0. Default 4.
+	MaxDepth int
+	// MaxNestedRuns caps the nested runs of one root that are alive at
+	// once at each depth; more wait. Default 4.
+	MaxNestedRuns int
 	// Logger receives the executor's own logs (never program output).
 	// Nil discards them.
 	Logger *slog.Logger
@@ -90,7 +128,17 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.MaxConcurrentCalls, DefaultMaxConcurrentCalls)
 	def(&c.MaxLogLines, DefaultMaxLogLines)
 	def(&c.MaxLogBytes, DefaultMaxLogBytes)
-	def(&c.MaxResultBytes, DefaultMaxResultBytes)
+	if c.MaxResultBytes == 0 {
+		c.MaxResultBytes = int(min(c.MemoryLimit, maxMemory))
+	}
+	def(&c.MaxDepth, DefaultMaxDepth)
+	def(&c.MaxNestedRuns, DefaultMaxNestedRuns)
+	if c.Isolation == "" {
+		c.Isolation = IsolationInProcess
+		if len(c.WorkerCommand) > 0 {
+			c.Isolation = IsolationProcess
+		}
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -111,6 +159,23 @@ func (c Config) withDefaults() (Config, error) {
 	positive("max log lines", c.MaxLogLines > 0)
 	positive("max log bytes", c.MaxLogBytes > 0)
 	positive("max result bytes", c.MaxResultBytes > 0)
+	positive("max depth", c.MaxDepth > 0)
+	positive("max nested runs", c.MaxNestedRuns > 0)
+	switch c.Isolation {
+	case IsolationInProcess:
+	case IsolationProcess:
+		if len(c.WorkerCommand) == 0 || c.WorkerCommand[0] == "" {
+			errs = append(errs, errors.New("executor config: process isolation needs a worker command"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("executor config: unknown isolation %q; use %q or %q", c.Isolation, IsolationProcess, IsolationInProcess))
+	}
+	if c.MaxCodeBytes > maxCodeBytes {
+		errs = append(errs, fmt.Errorf("executor config: max code bytes %d is above the maximum of %d", c.MaxCodeBytes, maxCodeBytes))
+	}
+	if c.MemoryLimit > maxMemory {
+		errs = append(errs, fmt.Errorf("executor config: memory limit %s is above the maximum of %s", formatBytes(c.MemoryLimit), formatBytes(maxMemory)))
+	}
 	if c.Timeout > c.MaxTimeout {
 		errs = append(errs, fmt.Errorf("executor config: timeout %s is above max timeout %s", c.Timeout, c.MaxTimeout))
 	}

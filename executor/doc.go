@@ -4,10 +4,10 @@
 // It owns the sandbox: a pool that gives every run a fresh VM prepared in
 // the background, the prelude that installs tool namespaces (util.echo),
 // tools.call, console and progress, the bridge that turns tool calls into
-// concurrent Go calls through a Dispatcher, TypeScript stripping with
+// concurrent calls through a Dispatcher, TypeScript stripping with
 // esbuild, and the limits — deadline, heap, stack, code size, tool calls,
-// console output, result size and queue wait — each reported as its own
-// error Kind.
+// console output, result size, nesting depth and queue wait — each
+// reported as its own error Kind.
 //
 // It imports no other codecell package: tools reach it only through the
 // Dispatcher interface and a Layout of function names. It does not filter
@@ -15,4 +15,48 @@
 //
 // A program has no file system, network, timers or process access; the
 // only way out is a tool call.
+//
+// # Isolation
+//
+// QuickJS polls for an interrupt only in its bytecode loop: a built-in
+// that loops in C (indexOf over {length: 2**53-1}, join over a sparse
+// array of length 2**32-1, sort over the largest typed array) never
+// looks, and a goroutine cannot be stopped from outside. So where the VMs
+// live decides what a deadline means.
+//
+// With IsolationProcess (the default when Config.WorkerCommand is set),
+// the VMs of each pool slot live in a sandbox worker process: the same
+// binary, started with an empty environment, in a process group of its
+// own, at a lower scheduling priority, dying with the server (stdin EOF;
+// on Linux also the parent-death signal). The executor speaks to it over
+// pipes in length-prefixed binary frames (protocol.go): the program and
+// its limits, tool calls and their results, console lines, progress, an
+// interrupt, the outcome. At a run's deadline, or when its context ends,
+// the executor interrupts the VM; when the run has not ended killGrace
+// later, it kills the worker, ends the run with its reason (timeout or
+// canceled) and starts a replacement in the background. So no run
+// outlives its deadline or its cancellation by more than killGrace and
+// the time the machine takes to schedule the server (the built-in sweep
+// in the tests measures it); the pool keeps its size; Close kills the
+// workers and returns at once. A worker prepares the VM of its next run
+// ahead, as the in-process pool does. Nested runs live in their root's
+// worker, so killing the root kills them; one that alone cannot be
+// stopped ends its own run at once, and its worker is killed when the
+// root ends. The boundary costs a pipe round trip per tool call and a
+// copy of each payload (see the benchmarks).
+//
+// With IsolationInProcess the VMs run on goroutines of this process, for
+// embedding and benchmarks. Interrupts stop any program that runs
+// bytecode, and the caller gets its result by the deadline and killGrace
+// whatever the program does; but a VM stuck inside a built-in keeps its
+// goroutine, its heap and its pool slot until the built-in returns, which
+// may be never: a hostile program can take the pool's capacity away.
+//
+// # Nesting
+//
+// A tool call may run a program of its own (a skill) by naming the
+// calling run, Call.Run, as the Parent of its Request. Nested runs are
+// charged to their root: they take no pool slot, end when their parent
+// ends and by its deadline, nest at most Config.MaxDepth deep, and share
+// a bounded heap and concurrency (see Request.Parent).
 package executor

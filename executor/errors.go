@@ -38,6 +38,8 @@ const (
 	KindOutput Kind = "output_limit"
 	// KindResultSize: the program's result is larger than allowed.
 	KindResultSize Kind = "result_too_large"
+	// KindDepth: runs nested deeper than allowed (a skill calling itself).
+	KindDepth Kind = "depth_limit"
 	// KindBusy: no VM became free within the queue wait.
 	KindBusy Kind = "busy"
 	// KindCanceled: the caller cancelled the run.

@@ -2,85 +2,102 @@ package executor
 
 import (
 	"context"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
-	"strconv"
+	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"modernc.org/quickjs"
 )
 
-//go:embed prelude.js
-var preludeJS string
+// killGrace is how long a stopped run may take to end before its VM is
+// given up: its worker process killed (process isolation) or its
+// goroutine left behind (in-process). Interrupts reach a VM within a
+// millisecond unless it is inside a built-in's own loop.
+const killGrace = 25 * time.Millisecond
 
 // Executor runs programs in fresh QuickJS VMs from a pool. It is safe for
 // concurrent use.
 type Executor struct {
-	cfg  Config
-	pool *pool
+	cfg   Config
+	log   *slog.Logger
+	sched *scheduler
+	// Exactly one of local and procs is set, by cfg.Isolation.
+	local *localSandbox
+	procs *procPool
 
 	// calls tracks tool-call goroutines, which may outlive their run
 	// until the dispatcher honours the run's cancelled context.
 	calls sync.WaitGroup
 
-	closeOnce sync.Once
+	mu     sync.Mutex
+	live   map[*Run]struct{}
+	closed bool
+	// nested counts the nested runs whose VMs are alive.
+	nested atomic.Int64
 }
 
-// New starts an executor and its pool's maintainer.
+// New starts an executor and its pool: the VMs, or the worker processes,
+// that the first runs will use are prepared in the background.
 func New(cfg Config) (*Executor, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	code, err := compilePrelude()
-	if err != nil {
-		return nil, err
+	log := cfg.Logger.With("component", "executor")
+	e := &Executor{cfg: cfg, log: log, sched: newScheduler(cfg.PoolSize), live: map[*Run]struct{}{}}
+	switch cfg.Isolation {
+	case IsolationProcess:
+		e.procs = newProcPool(cfg.PoolSize, cfg.WorkerCommand, cfg.MemoryLimit, log)
+	default:
+		code, err := compilePrelude()
+		if err != nil {
+			return nil, err
+		}
+		e.local = &localSandbox{pool: newVMPool(cfg.PoolSize, code, log)}
 	}
-	return &Executor{
-		cfg:  cfg,
-		pool: newPool(cfg.PoolSize, code, runtimeLimits{cfg.MaxLogBytes, cfg.MaxResultBytes}, cfg.Logger.With("component", "executor")),
-	}, nil
-}
-
-func compilePrelude() ([]byte, error) {
-	vm, err := quickjs.NewVM()
-	if err != nil {
-		return nil, fmt.Errorf("compile prelude: %w", err)
-	}
-	defer vm.Close()
-	code, err := vm.Compile(preludeJS, quickjs.EvalGlobal)
-	if err != nil {
-		return nil, fmt.Errorf("compile prelude: %w", err)
-	}
-	return code, nil
+	return e, nil
 }
 
 // Config returns the executor's configuration with defaults applied.
 func (e *Executor) Config() Config { return e.cfg }
 
-// Close stops the pool and waits for tool calls still in flight. Runs in
-// progress must have returned.
+// errClosing is the reason runs in progress end with when the executor
+// closes.
+var errClosing = &Error{Kind: KindCanceled, Message: "the server is shutting down; the run was stopped"}
+
+// Close ends every run in progress (as KindCanceled), stops the pool and
+// its worker processes, and waits for tool calls still in flight, whose
+// contexts it has cancelled. With in-process isolation, a VM stuck inside
+// a built-in is left behind: its goroutine ends when the built-in does.
 func (e *Executor) Close() error {
-	e.closeOnce.Do(func() {
-		e.pool.close()
-		e.calls.Wait()
-	})
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	runs := make([]*Run, 0, len(e.live))
+	for r := range e.live {
+		runs = append(runs, r)
+	}
+	e.mu.Unlock()
+	e.sched.close()
+	for _, r := range runs {
+		r.stop(errClosing)
+		r.sb.abandon(r)
+	}
+	if e.procs != nil {
+		e.procs.close()
+	}
+	if e.local != nil {
+		e.local.pool.close()
+	}
+	e.calls.Wait()
 	return nil
 }
-
-// evalAsync is QuickJS's JS_EVAL_FLAG_ASYNC: a global script that may use
-// top-level await, evaluating to a promise of {value: completion value}.
-const evalAsync = 1 << 7
-
-// wrapPrefix turns a program that uses top-level return into the body of
-// an async function. It stays on the program's first line, so lines keep
-// their numbers.
-const wrapPrefix = "(async function () {"
 
 // Run runs one program and returns its record. Every failure, including
 // the limits, is in the record's Error; Run never panics on any program.
@@ -109,70 +126,160 @@ func (e *Executor) Run(ctx context.Context, req Request) (res *Result) {
 	}
 	timeout = min(timeout, e.cfg.MaxTimeout)
 
-	if !req.Nested {
-		queued := time.Now()
-		if fail := e.acquire(ctx); fail != nil {
-			res.Telemetry.QueueWaitMS = ms(time.Since(queued))
+	r := &Run{
+		e:       e,
+		req:     &req,
+		code:    req.Code,
+		src:     src,
+		smap:    smap,
+		owner:   req.Owner,
+		stopped: make(chan struct{}),
+		done:    make(chan struct{}),
+		logs:    []LogLine{},
+		calls:   []CallRecord{},
+	}
+	var giveBack func()
+	if p := req.Parent; p != nil {
+		if fail := r.nest(ctx, p, &timeout); fail != nil {
 			res.Error = fail
 			return res
 		}
-		defer func() { <-e.pool.slots }()
+	} else {
+		queued := time.Now()
+		sb, release, fail := e.acquire(ctx, req.Owner)
 		res.Telemetry.QueueWaitMS = ms(time.Since(queued))
-	}
-
-	layout := req.Functions
-	if layout == nil {
-		layout = emptyLayout
-	}
-	in, err := e.pool.take(layout)
-	if err != nil {
-		res.Error = &Error{Kind: KindInternal, Message: "could not start a sandbox: " + err.Error()}
-		return res
-	}
-	defer e.pool.discard(in)
-
-	r := newRun(e, in, &req, smap, timeout)
-	in.run = r
-	defer func() {
-		in.run = nil
-		r.finish()
-		if p := recover(); p != nil {
-			e.cfg.Logger.Error("run panicked", "panic", fmt.Sprint(p))
-			res.Error = &Error{Kind: KindInternal, Message: "the sandbox failed unexpectedly; the run was abandoned (this is a bug in codecell, not in your program)"}
+		if fail != nil {
+			res.Error = fail
+			return res
 		}
-		res.Logs = r.logs
-		res.Calls = r.calls
-		res.Telemetry.BytesFromTools = r.bytesFromTools
-	}()
-	r.arm(ctx)
+		r.root, r.sb = r, sb
+		r.levels = make([]chan struct{}, e.cfg.MaxDepth)
+		for i := range r.levels {
+			r.levels[i] = make(chan struct{}, e.cfg.MaxNestedRuns)
+		}
+		if w, ok := sb.(*worker); ok {
+			giveBack = func() { w.p.giveBack(w); release() }
+		} else {
+			r.onEnd = release
+		}
+	}
+	r.timeout = timeout
+	r.deadline = time.Now().Add(timeout)
+	if p := req.Parent; p != nil && p.deadline.Before(r.deadline) {
+		r.deadline = p.deadline
+	}
+	tctx, cancel := context.WithCancelCause(ctx)
+	tctx, cancelDeadline := context.WithDeadline(tctx, r.deadline)
+	r.ctx = context.WithValue(tctx, runKey{}, r)
+	r.cancel = func() { cancel(errRunEnded); cancelDeadline() }
+	r.inflight = make(chan struct{}, e.cfg.MaxConcurrentCalls)
 
-	r.execute(src)
-	if r.fail != nil {
-		res.Error = r.fail
+	if !e.track(r) {
+		r.cancel()
+		if r.onEnd != nil {
+			r.onEnd()
+		}
+		if giveBack != nil {
+			giveBack()
+		}
+		res.Error = errClosed
 		return res
 	}
-	res.Value = r.value
-	res.Telemetry.ResultBytes = len(r.value)
+	defer e.untrack(r)
+
+	disarm := r.arm(ctx)
+	if err := r.sb.start(r, r.spec(req)); err != nil {
+		o := outcome{status: outInternal, message: "could not start a sandbox: " + err.Error()}
+		if r.parent != nil {
+			// Its root's worker is gone: the root is being killed.
+			o = outcome{status: outLost, kind: KindCanceled}
+		}
+		r.deliver(o)
+		r.ended()
+	}
+	<-r.done
+	disarm()
+	r.finish(res)
+	if giveBack != nil {
+		giveBack()
+	}
 	return res
 }
 
-// acquire waits for a pool slot, up to the queue wait.
-func (e *Executor) acquire(ctx context.Context) *Error {
-	select {
-	case e.pool.slots <- struct{}{}:
-		return nil
-	default:
+// acquire waits for a pool slot for owner, up to the queue wait, and
+// returns the sandbox to run in and the function that gives the slot
+// back.
+func (e *Executor) acquire(ctx context.Context, owner string) (sandbox, func(), *Error) {
+	busy := func() *Error {
+		return limitError(KindBusy, "all %d sandboxes stayed busy for %s (the queue wait limit); retry in a few seconds", e.cfg.PoolSize, e.cfg.QueueWait)
 	}
-	wait := time.NewTimer(e.cfg.QueueWait)
-	defer wait.Stop()
-	select {
-	case e.pool.slots <- struct{}{}:
-		return nil
-	case <-wait.C:
-		return limitError(KindBusy, "all %d sandboxes stayed busy for %s (the queue wait limit); retry in a few seconds", cap(e.pool.slots), e.cfg.QueueWait)
-	case <-ctx.Done():
-		return canceledError(ctx)
+	release, fail := e.sched.acquire(ctx, owner, e.cfg.QueueWait, busy)
+	if fail != nil {
+		return nil, nil, fail
 	}
+	if e.local != nil {
+		return e.local, release, nil
+	}
+	w, fail := e.procs.get(ctx)
+	if fail != nil {
+		release()
+		return nil, nil, fail
+	}
+	return w, release, nil
+}
+
+// nest makes r a nested run of p: it checks the depth, waits for a place
+// at r's depth in the root's tree, and shortens the timeout to the
+// parent's.
+func (r *Run) nest(ctx context.Context, p *Run, timeout *time.Duration) *Error {
+	cfg := r.e.cfg
+	if p.e != r.e {
+		return &Error{Kind: KindInvalidRequest, Message: "the parent run belongs to another executor"}
+	}
+	r.parent, r.root, r.depth, r.sb = p, p.root, p.depth+1, p.sb
+	r.owner = p.root.owner
+	if r.depth > cfg.MaxDepth {
+		return limitError(KindDepth, "runs nested more than %d deep (skills calling skills); a skill probably calls itself without end", cfg.MaxDepth)
+	}
+	if p.isOver() {
+		return &Error{Kind: KindCanceled, Message: "the calling run has ended"}
+	}
+	wait, stop := context.WithDeadline(ctx, p.deadline)
+	defer stop()
+	level := r.root.levels[r.depth-1]
+	select {
+	case level <- struct{}{}:
+	case <-p.done:
+		return &Error{Kind: KindCanceled, Message: "the calling run has ended"}
+	case <-wait.Done():
+		if ctx.Err() != nil {
+			return canceledError(ctx)
+		}
+		return p.timeoutError()
+	}
+	r.e.nested.Add(1)
+	r.onEnd = func() {
+		r.e.nested.Add(-1)
+		<-level
+	}
+	*timeout = min(*timeout, time.Until(p.deadline))
+	return nil
+}
+
+func (e *Executor) track(r *Run) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.live[r] = struct{}{}
+	return true
+}
+
+func (e *Executor) untrack(r *Run) {
+	e.mu.Lock()
+	delete(e.live, r)
+	e.mu.Unlock()
 }
 
 // prepare checks the request and returns the JavaScript to run.
@@ -195,6 +302,8 @@ func (e *Executor) prepare(req Request) (string, *sourceMap, *Error) {
 func canceledError(ctx context.Context) *Error {
 	msg := "the run was cancelled by the client"
 	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errRunEnded):
+		msg = "the run was stopped because the run that called it ended"
 	case errors.Is(cause, context.DeadlineExceeded):
 		msg = "the request's deadline passed before the run finished"
 	case cause != nil && !errors.Is(cause, context.Canceled):
@@ -203,119 +312,83 @@ func canceledError(ctx context.Context) *Error {
 	return &Error{Kind: KindCanceled, Message: msg}
 }
 
-// run is the state of one program on its VM. Apart from stop and the
-// channels, it is touched only on the run's goroutine: the host functions
-// run there, called by the VM.
-type run struct {
-	e        *Executor
-	in       *instance
-	req      *Request
-	smap     *sourceMap
-	src      string // the JavaScript evaluated
-	wrapped  bool
-	deadline time.Time
-	timeout  time.Duration
+// errRunEnded is the cause of a tool call's context ending with its run.
+var errRunEnded = errors.New("the run ended")
 
-	ctx    context.Context // for tool calls; cancelled when the run ends
-	cancel context.CancelFunc
+type runKey struct{}
+
+// RunFrom returns the run whose tool call ctx belongs to, or nil. It is
+// Call.Run, for code that a dispatcher reaches only through a context.
+func RunFrom(ctx context.Context) *Run {
+	r, _ := ctx.Value(runKey{}).(*Run)
+	return r
+}
+
+// Run is a run in progress, as its tool calls see it: the handle that a
+// nested run's Request names as its Parent.
+type Run struct {
+	e      *Executor
+	req    *Request
+	parent *Run
+	root   *Run
+	depth  int
+	owner  string
+	code   string // the program as written
+	src    string // the JavaScript evaluated
+	smap   *sourceMap
+
+	timeout  time.Duration
+	deadline time.Time
+	// ctx is the tool calls' context; cancel ends it with the run.
+	ctx    context.Context
+	cancel func()
+
+	sb sandbox
+	// job names the run in its worker; vj is its job in this process.
+	job uint32
+	vj  *vmJob
+	// levels bound the nested runs of a root alive at each depth.
+	levels   []chan struct{}
+	inflight chan struct{}
 
 	stopOnce sync.Once
 	stopped  chan struct{} // closed by stop
 	reason   *Error        // why it stopped, written before stopped closes
-	exited   chan struct{} // closed when the run is over
-	// disarm stops the deadline timer and the cancellation watch.
-	disarm func()
-	// mu orders stop against finish: after finish, stop starts no
-	// interrupter.
-	mu           sync.Mutex
-	over         bool
-	interrupters sync.WaitGroup
 
-	done     chan completion
-	pending  map[int]*quickjs.PromiseCapability
-	inflight chan struct{}
+	doneOnce sync.Once
+	done     chan struct{} // closed once out is set
+	out      outcome
 
-	settled        bool
-	value          json.RawMessage
-	fail           *Error
+	endOnce sync.Once
+	onEnd   func() // called once the VM is gone
+
+	mu             sync.Mutex
+	over           bool // the record is built; later events are dropped
 	logs           []LogLine
-	logBytes       int
 	calls          []CallRecord
+	completed      []bool
 	bytesFromTools int
 }
 
-type completion struct {
-	id     int
-	result json.RawMessage
-	err    error
-	dur    time.Duration
-}
+// Depth returns how deep the run is nested: 0 for a root run.
+func (r *Run) Depth() int { return r.depth }
 
-func newRun(e *Executor, in *instance, req *Request, smap *sourceMap, timeout time.Duration) *run {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &run{
-		e:        e,
-		in:       in,
-		req:      req,
-		smap:     smap,
-		timeout:  timeout,
-		deadline: time.Now().Add(timeout),
-		ctx:      ctx,
-		cancel:   cancel,
-		stopped:  make(chan struct{}),
-		exited:   make(chan struct{}),
-		done:     make(chan completion),
-		pending:  map[int]*quickjs.PromiseCapability{},
-		inflight: make(chan struct{}, e.cfg.MaxConcurrentCalls),
-		logs:     []LogLine{},
-		calls:    []CallRecord{},
+// Owner returns the principal the run's root was started for.
+func (r *Run) Owner() string { return r.owner }
+
+// Deadline returns when the run is stopped.
+func (r *Run) Deadline() time.Time { return r.deadline }
+
+func (r *Run) isOver() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
 	}
 }
 
-// arm stops the run at its deadline or when ctx ends. Nothing waits on a
-// goroutine for that: the timer and the context call stop when they fire.
-func (r *run) arm(ctx context.Context) {
-	unwatch := context.AfterFunc(ctx, func() { r.stop(canceledError(ctx)) })
-	timer := time.AfterFunc(time.Until(r.deadline), func() { r.stop(r.timeoutError()) })
-	r.disarm = func() {
-		unwatch()
-		timer.Stop()
-	}
-}
-
-// stop ends the run for reason: the first reason wins. It may be called
-// from any goroutine, and starts one that interrupts the VM until the run
-// exits; it repeats the interrupt because every call into the VM clears a
-// pending one.
-func (r *run) stop(reason *Error) {
-	r.stopOnce.Do(func() {
-		r.reason = reason
-		close(r.stopped)
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if r.over {
-			return
-		}
-		r.interrupters.Add(1)
-		go r.interrupt()
-	})
-}
-
-func (r *run) interrupt() {
-	defer r.interrupters.Done()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for {
-		r.in.vm.Interrupt()
-		select {
-		case <-r.exited:
-			return
-		case <-tick.C:
-		}
-	}
-}
-
-func (r *run) isStopped() bool {
+func (r *Run) isStopped() bool {
 	select {
 	case <-r.stopped:
 		return true
@@ -324,251 +397,266 @@ func (r *run) isStopped() bool {
 	}
 }
 
-func (r *run) timeoutError() *Error {
+// spec is what the VM needs to run the program.
+func (r *Run) spec(req Request) *jobSpec {
+	cfg := r.e.cfg
+	layout := req.Functions
+	if layout == nil {
+		layout = emptyLayout
+	}
+	return &jobSpec{
+		Src:         r.src,
+		Args:        req.Args,
+		Layout:      layout,
+		Memory:      r.heap(),
+		Stack:       cfg.MaxStackFrames,
+		MaxCalls:    cfg.MaxToolCalls,
+		MaxLogLines: cfg.MaxLogLines,
+		MaxLogBytes: cfg.MaxLogBytes,
+		MaxResult:   cfg.MaxResultBytes,
+		Timeout:     time.Until(r.deadline),
+		Nested:      r.depth > 0,
+	}
+}
+
+// arm stops the run at its deadline or when ctx ends, and returns the
+// function that disarms both. The VM is given up killGrace after the
+// deadline by a timer armed now, rather than one started when the first
+// fires: on a loaded machine each timer may fire late, and the delays
+// would add up.
+func (r *Run) arm(ctx context.Context) func() {
+	unwatch := context.AfterFunc(ctx, func() {
+		r.stop(canceledError(ctx))
+		time.AfterFunc(killGrace, r.giveUp)
+	})
+	left := time.Until(r.deadline)
+	timer := time.AfterFunc(left, func() { r.stop(r.timeoutError()) })
+	kill := time.AfterFunc(left+killGrace, func() {
+		r.stop(r.timeoutError())
+		r.giveUp()
+	})
+	return func() {
+		unwatch()
+		timer.Stop()
+		kill.Stop()
+	}
+}
+
+// stop ends the run for reason; the first reason wins. It may be called
+// from any goroutine. It interrupts the VM; giveUp follows when the VM
+// does not stop.
+func (r *Run) stop(reason *Error) {
+	r.stopOnce.Do(func() {
+		r.reason = reason
+		close(r.stopped)
+		if !r.isOver() {
+			r.sb.interrupt(r)
+		}
+	})
+}
+
+// giveUp abandons the VM of a run that has not ended.
+func (r *Run) giveUp() {
+	if !r.isOver() {
+		r.sb.abandon(r)
+	}
+}
+
+// deliver hands the run its outcome; the first one counts.
+func (r *Run) deliver(o outcome) {
+	r.doneOnce.Do(func() {
+		r.out = o
+		close(r.done)
+	})
+}
+
+// ended reports that the run's VM is gone, which frees its place in the
+// pool or in its root's tree.
+func (r *Run) ended() {
+	r.endOnce.Do(func() {
+		if r.onEnd != nil {
+			r.onEnd()
+		}
+	})
+}
+
+func (r *Run) timeoutError() *Error {
 	return limitError(KindTimeout, "the program ran past its %s deadline (this server allows timeout_ms up to %d). Do less work per run, await tool calls together with Promise.all, or pass a larger timeout_ms",
 		r.timeout, r.e.cfg.MaxTimeout.Milliseconds())
 }
 
-// finish releases what the run holds in the VM and stops its goroutines.
-func (r *run) finish() {
-	for id, pc := range r.pending {
-		r.calls[id].Code = "not_completed"
-		pc.Resolve.Free()
-		pc.Reject.Free()
-		delete(r.pending, id)
+// onCall starts a tool call the program made; its result goes back to the
+// sandbox when it is done.
+func (r *Run) onCall(id uint32, name string, args []byte) {
+	if r.record(id, name, args) {
+		r.e.calls.Add(1)
+		go r.dispatch(id, name, args)
 	}
-	r.disarm()
-	r.mu.Lock()
-	r.over = true
-	r.mu.Unlock()
-	close(r.exited)
-	r.cancel()
-	r.interrupters.Wait()
 }
 
-// enter prepares a call into the VM: it reports false once the run has
-// stopped, and otherwise arms the VM's own timeout with the time left, a
-// second line of defence behind watch.
-func (r *run) enter() bool {
-	if r.isStopped() {
+// record traces a call the program made, and reports whether to run it.
+func (r *Run) record(id uint32, name string, args []byte) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.over || int(id) != len(r.calls) {
 		return false
 	}
-	left := time.Until(r.deadline)
-	if left <= 0 {
-		r.stop(r.timeoutError())
-		return false
-	}
-	r.in.vm.SetEvalTimeout(left)
+	r.calls = append(r.calls, CallRecord{Tool: name, ArgsBytes: len(args)})
+	r.completed = append(r.completed, false)
 	return true
 }
 
-// execute runs the program to its end.
-func (r *run) execute(src string) {
-	r.src = src
+// dispatch runs one tool call and hands its completion to the sandbox.
+func (r *Run) dispatch(id uint32, name string, args json.RawMessage) {
+	defer r.e.calls.Done()
+	select {
+	case r.inflight <- struct{}{}:
+	case <-r.done:
+		return
+	}
+	defer func() { <-r.inflight }()
+
+	start := time.Now()
+	out, err := callTool(r.ctx, r.req.Dispatcher, Call{Name: name, Args: args, Run: r})
+	dur := time.Since(start)
+	if r.ctx.Err() != nil {
+		// The run is ending (cancelled, past its deadline, or over): a
+		// call that failed for that reason tells the program nothing, and
+		// the run's own reason is the one to report.
+		return
+	}
+	c := callResult{id: id, ok: err == nil, payload: out}
+	code := ""
+	if err != nil {
+		code, c.payload = rejectionOf(name, err)
+	}
+	r.mu.Lock()
+	if !r.over {
+		rec := &r.calls[id]
+		rec.DurationMS = ms(dur)
+		rec.OK = err == nil
+		rec.Code = code
+		if err == nil {
+			rec.ResultBytes = len(out)
+			r.bytesFromTools += len(out)
+		}
+		r.completed[id] = true
+	}
+	r.mu.Unlock()
+	if !r.isOver() {
+		r.sb.complete(r, c)
+	}
+}
+
+// callTool calls the dispatcher and turns a panic into an error. The
+// result goes to the VM as it is: the VM parses it, and rejects the call
+// if it is not JSON.
+func callTool(ctx context.Context, d Dispatcher, c Call) (out json.RawMessage, err error) {
+	if d == nil {
+		return nil, fmt.Errorf("no tools are available to this program (tried %s)", c.Name)
+	}
 	defer func() {
-		if r.reason != nil && r.isStopped() {
-			r.fail = r.reason
+		if p := recover(); p != nil {
+			out, err = nil, fmt.Errorf("tool %s crashed; this is a bug in the tool, not in your program", c.Name)
 		}
 	}()
-	vm := r.in.vm
-	vm.SetMemoryLimit(uintptr(r.e.cfg.MemoryLimit))
-	vm.SetMaxStackSize(uintptr(r.e.cfg.MaxStackFrames))
+	out, err = d.Call(ctx, c)
+	if err == nil && len(out) == 0 {
+		out = json.RawMessage("null")
+	}
+	return out, err
+}
 
-	if len(r.req.Args) > 0 {
-		if !r.enter() {
-			return
-		}
-		if _, err := r.in.setArgs.Call(quickjs.UndefinedValue, string(r.req.Args)); err != nil {
-			r.failWith(err)
-			return
+// rejection is the reason a tool call's promise is rejected with; the
+// prelude turns it into a ToolError.
+type rejection struct {
+	Message  string `json:"message"`
+	Code     string `json:"code"`
+	Tool     string `json:"tool"`
+	Problems any    `json:"problems,omitempty"`
+}
+
+// detailedError is an error with structured details for the program, such
+// as the argument problems of a validation error.
+type detailedError interface {
+	ErrorDetails() any
+}
+
+// rejectionOf describes a failed call for the program: its code and the
+// rejection as JSON.
+func rejectionOf(name string, err error) (string, []byte) {
+	rj := rejection{Message: err.Error(), Code: "tool_failed", Tool: name}
+	var ce CodedError
+	if errors.As(err, &ce) {
+		rj.Code = ce.ErrorCode()
+		if t := ce.ErrorTool(); t != "" {
+			rj.Tool = t
 		}
 	}
+	var de detailedError
+	if errors.As(err, &de) {
+		rj.Problems = de.ErrorDetails()
+	}
+	b, merr := json.Marshal(rj)
+	if merr != nil {
+		rj.Problems = nil
+		b, _ = json.Marshal(rj) // strings always marshal
+	}
+	return rj.Code, b
+}
 
-	if !r.enter() {
+// onLog records one console line; the VM has checked its limits.
+func (r *Run) onLog(level int, text string) {
+	if level < 0 || level >= len(logLevels) {
+		level = 0
+	}
+	line := LogLine{Level: logLevels[level], Message: text}
+	r.mu.Lock()
+	if r.over {
+		r.mu.Unlock()
 		return
 	}
-	promise, err := vm.EvalValue(src, quickjs.EvalGlobal|evalAsync)
-	if isReturnOutsideFunction(err) {
-		r.wrapped = true
-		if !r.enter() {
-			return
-		}
-		promise, err = vm.EvalValue(wrapPrefix+src+"\n})()", quickjs.EvalGlobal)
+	r.logs = append(r.logs, line)
+	r.mu.Unlock()
+	if r.req.OnLog != nil {
+		r.req.OnLog(line)
 	}
-	if err != nil {
-		r.failWith(err)
+}
+
+// onProgress forwards one progress report.
+func (r *Run) onProgress(message string, fraction float64) {
+	r.mu.Lock()
+	over := r.over
+	r.mu.Unlock()
+	if !over && r.req.OnProgress != nil {
+		r.req.OnProgress(message, fraction)
+	}
+}
+
+// finish fills res from the run's outcome and ends its tool calls.
+func (r *Run) finish(res *Result) {
+	r.cancel()
+	r.mu.Lock()
+	r.over = true
+	for i, done := range r.completed {
+		if !done {
+			r.calls[i].Code = "not_completed"
+		}
+	}
+	res.Logs = r.logs
+	res.Calls = r.calls
+	res.Telemetry.BytesFromTools = r.bytesFromTools
+	r.mu.Unlock()
+	if r.isStopped() {
+		res.Error = r.reason
 		return
 	}
-	if !r.enter() {
-		promise.Free()
+	if r.out.status == outValue {
+		res.Value = r.out.payload
+		res.Telemetry.ResultBytes = len(r.out.payload)
 		return
 	}
-	_, err = r.in.settle.Call(quickjs.UndefinedValue, promise, r.wrapped)
-	promise.Free()
-	if err != nil {
-		r.failWith(err)
-		return
-	}
-
-	for {
-		if !r.enter() || r.settled {
-			return
-		}
-		if _, err := vm.ExecutePendingJobs(); err != nil {
-			r.failWith(err)
-			return
-		}
-		if r.settled || r.isStopped() {
-			return
-		}
-		if len(r.pending) == 0 {
-			r.fail = &Error{Kind: KindUnsettled, Message: "the program is waiting for a promise that can never settle: no tool call is in flight and the sandbox has no timers or I/O. Make sure every promise you await is resolved or rejected"}
-			return
-		}
-		select {
-		case c := <-r.done:
-			r.complete(c)
-		case <-r.stopped:
-			return
-		}
-		for more := true; more; {
-			select {
-			case c := <-r.done:
-				r.complete(c)
-			default:
-				more = false
-			}
-		}
-	}
-}
-
-// failWith records an error that came out of the VM, unless the run was
-// stopped, whose reason is the better explanation.
-func (r *run) failWith(err error) {
-	if r.isStopped() || r.fail != nil {
-		return
-	}
-	var je *quickjs.Error
-	if !errors.As(err, &je) {
-		r.fail = &Error{Kind: KindInternal, Message: "the sandbox failed: " + err.Error()}
-		return
-	}
-	r.fail = r.exception(exception{Name: je.Name, Message: je.Message, Stack: je.Stack, raw: je.Error()}, je.LineNumber, je.ColumnNumber)
-}
-
-// exception is an error as the prelude describes it.
-type exception struct {
-	Name     string          `json:"name"`
-	Message  string          `json:"message"`
-	Stack    string          `json:"stack"`
-	Code     string          `json:"code"`
-	Tool     string          `json:"tool"`
-	Problems json.RawMessage `json:"problems"`
-	Thrown   string          `json:"thrown"`
-	Kind     Kind            `json:"kind"`
-	Size     int             `json:"size"`
-	raw      string
-}
-
-// exception turns a JavaScript exception into a run error of the right
-// kind, with its position in the program as written.
-func (r *run) exception(x exception, line, col int) *Error {
-	cfg := r.e.cfg
-	switch {
-	case x.Kind == KindResultSize:
-		return limitError(KindResultSize, "the result is %s of JSON; the limit is %s. Return a summary, filter the data in your program, or return one page at a time", formatBytes(int64(x.Size)), formatBytes(int64(cfg.MaxResultBytes)))
-	case x.Kind == KindResult:
-		return &Error{Kind: KindResult, Name: x.Name, Message: x.Message}
-	case x.Name == "InternalError" && x.Message == "out of memory":
-		return limitError(KindMemory, "the program used more than its %s heap limit. Process data in smaller pieces, or keep less of it in memory", formatBytes(cfg.MemoryLimit))
-	case x.Name == "InternalError" && x.Message == "stack overflow":
-		return limitError(KindStack, "the call stack grew past its limit of %d frames; look for unbounded recursion", cfg.MaxStackFrames)
-	case x.Name == "InternalError" && x.Message == "interrupted":
-		return r.timeoutError()
-	}
-	e := &Error{Kind: KindRuntime, Name: x.Name, Stack: r.mapStack(x.Stack)}
-	switch {
-	case x.Name == "SyntaxError" && line > 0:
-		e.Kind = KindSyntax
-		e.Line, e.Column = r.position(line, col)
-	default:
-		e.Line, e.Column = r.stackPosition(x.Stack)
-	}
-	switch {
-	case x.Name == "ToolError":
-		e.Kind = KindTool
-		e.Tool, e.Code, e.Problems = x.Tool, x.Code, x.Problems
-		e.Message = fmt.Sprintf("uncaught ToolError from %s (%s): %s. Catch it with try/catch to handle the failure in your program", x.Tool, x.Code, x.Message)
-	case x.Thrown != "":
-		e.Message = fmt.Sprintf("uncaught exception: the program threw a %s, not an Error: %s", x.Thrown, x.Message)
-	case x.Name != "":
-		e.Message = x.Name + ": " + x.Message
-	case x.raw != "":
-		e.Message = "uncaught exception: " + x.raw
-	default:
-		e.Message = "uncaught exception: " + x.Message
-	}
-	return e
-}
-
-var stackPos = regexp.MustCompile(`<eval>:(\d+):(\d+)`)
-
-// stackPosition returns the program position of the innermost frame of a
-// stack trace that lies in the program.
-func (r *run) stackPosition(stack string) (int, int) {
-	m := stackPos.FindStringSubmatch(stack)
-	if m == nil {
-		return 0, 0
-	}
-	line, _ := strconv.Atoi(m[1])
-	col, _ := strconv.Atoi(m[2])
-	return r.position(line, col)
-}
-
-// mapStack rewrites the positions in a stack trace to the program as
-// written.
-func (r *run) mapStack(stack string) string {
-	if stack == "" || (r.smap == nil && !r.wrapped) {
-		return stack
-	}
-	if r.wrapped {
-		// The wrapper's closing line is not the program's.
-		last := strings.Count(r.src, "\n") + 1
-		var kept []string
-		for _, l := range strings.SplitAfter(stack, "\n") {
-			if m := stackPos.FindStringSubmatch(l); m != nil {
-				if n, _ := strconv.Atoi(m[1]); n > last {
-					continue
-				}
-			}
-			kept = append(kept, l)
-		}
-		stack = strings.Join(kept, "")
-	}
-	return stackPos.ReplaceAllStringFunc(stack, func(s string) string {
-		m := stackPos.FindStringSubmatch(s)
-		line, _ := strconv.Atoi(m[1])
-		col, _ := strconv.Atoi(m[2])
-		line, col = r.position(line, col)
-		return fmt.Sprintf("<eval>:%d:%d", line, col)
-	})
-}
-
-// position maps a 1-based position in the evaluated source to the program
-// as written: it removes the wrapper and follows the TypeScript source map.
-func (r *run) position(line, col int) (int, int) {
-	if r.wrapped && line == 1 {
-		col = max(col-len(wrapPrefix), 1)
-	}
-	if l, c, ok := r.smap.original(line, col); ok {
-		return l, c
-	}
-	return line, col
-}
-
-func isReturnOutsideFunction(err error) bool {
-	var je *quickjs.Error
-	return errors.As(err, &je) && je.Name == "SyntaxError" && strings.Contains(je.Message, "return not in a function")
+	res.Error = r.outcomeError(r.out)
 }
 
 // Stats is a snapshot of the pool.
@@ -577,11 +665,23 @@ type Stats struct {
 	Size int
 	// Running is the number of programs running now.
 	Running int
-	// Ready is the number of VMs prepared for the next runs.
+	// Queued is the number of programs waiting for the pool.
+	Queued int
+	// Ready is the number of VMs (or worker processes) prepared for the
+	// next runs.
 	Ready int
+	// Nested is the number of nested runs whose VMs are alive, in every
+	// run tree.
+	Nested int
 }
 
 // Stats returns a snapshot of the pool.
 func (e *Executor) Stats() Stats {
-	return Stats{Size: cap(e.pool.slots), Running: len(e.pool.slots), Ready: len(e.pool.ready)}
+	s := Stats{Size: e.cfg.PoolSize, Running: e.sched.running(), Queued: e.sched.waiting(), Nested: int(e.nested.Load())}
+	if e.local != nil {
+		s.Ready = len(e.local.pool.ready)
+	} else {
+		s.Ready = len(e.procs.idle)
+	}
+	return s
 }

@@ -23,7 +23,7 @@ func FuzzRun(f *testing.F) {
 		f.Add(seed, false)
 		f.Add(seed, true)
 	}
-	e, err := executor.New(executor.Config{PoolSize: 2, Timeout: 200 * time.Millisecond, MemoryLimit: 8 << 20, MaxToolCalls: 20})
+	e, err := executor.New(inMode(executor.IsolationProcess, executor.Config{PoolSize: 2, Timeout: 200 * time.Millisecond, MemoryLimit: 8 << 20, MaxToolCalls: 20}))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -1,7 +1,15 @@
 // The runtime a program sees, installed in every fresh VM before it runs.
-// It evaluates to the host's private handle {install, settle}; the host
-// functions it captures (__cc_*) are removed from the global object, so the
-// only way out of the sandbox is tools.call and the namespaces built on it.
+// It evaluates to the host's private handle {install, begin, settle,
+// settleCall}; the host functions it captures (__cc_*) are removed from the
+// global object, so the only way out of the sandbox is tools.call and the
+// namespaces built on it.
+//
+// The program runs after this file and may replace any built-in or plant
+// accessors on any prototype. So the runtime captures what it uses first,
+// writes only into objects and arrays it made without a prototype (no
+// setter a program planted can see those writes, and JSON.stringify finds
+// no toJSON on them), and lets no frame of its own pass for the
+// program's: its bytecode is named <ccrt>, where the program is <eval>.
 (function () {
   "use strict";
   const g = globalThis;
@@ -9,6 +17,8 @@
   const hostLog = g.__cc_log;
   const hostDone = g.__cc_done;
   const hostProgress = g.__cc_progress;
+  const hostHeap = g.__cc_heap;
+  delete g.__cc_heap;
   delete g.__cc_progress;
   delete g.__cc_call;
   delete g.__cc_log;
@@ -22,7 +32,13 @@
   const isView = ArrayBuffer.isView;
   const keys = Object.keys;
   const getPrototypeOf = Object.getPrototypeOf;
+  const getOwnPropertyNames = Object.getOwnPropertyNames;
+  const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+  const ArrayProto = Array.prototype;
+  const InternalErrorCtor = g.InternalError;
+  const setPrototypeOf = Object.setPrototypeOf;
   const defineProperty = Object.defineProperty;
+  const deleteProperty = Reflect.deleteProperty;
   const freeze = Object.freeze;
   const apply = Reflect.apply;
   const then = Promise.prototype.then;
@@ -32,29 +48,86 @@
   const PromiseCtor = Promise;
   const ErrorCtor = Error;
   const TypeErrorCtor = TypeError;
+  const SyntaxErrorCtor = SyntaxError;
   const toStr = String;
   const finite = isFinite;
-  const mapEntries = Map.prototype.entries;
+  const mapForEach = Map.prototype.forEach;
+  const setForEach = Set.prototype.forEach;
   const hasOwn = Object.prototype.hasOwnProperty;
   const ProxyCtor = Proxy;
   const split = String.prototype.split;
   const indexOf = String.prototype.indexOf;
-  const strSlice = String.prototype.slice;
+  const slice = String.prototype.slice;
   const join = Array.prototype.join;
-  const setValues = Set.prototype.values;
 
   const maxDepth = 256;
-  const limits = { logBytes: 65536, resultBytes: 1048576 };
+  let logBytes = 65536;
+
+  // list is an array without a prototype: writing list[i] defines an
+  // element, whatever accessors a program put on Array.prototype.
+  function list() {
+    return setPrototypeOf([], null);
+  }
+
+  // put defines an own property; a setter on a prototype never sees it.
+  function put(o, k, v) {
+    defineProperty(o, k, { __proto__: null, value: v, writable: true, enumerable: true, configurable: true });
+  }
+
+  // encode is JSON.stringify for the plain data toPlain makes. QuickJS's
+  // JSON.stringify keeps its own bookkeeping in ordinary arrays, so an
+  // accessor a program planted on Array.prototype[0] breaks it for
+  // objects and arrays; then encode writes the JSON itself.
+  function encode(v) {
+    try {
+      return stringify(v);
+    } catch (e) {
+      return encodeSlowly(v);
+    }
+  }
+
+  function encodeSlowly(v) {
+    if (v === null) return "null";
+    switch (typeof v) {
+      case "string":
+        return stringify(v);
+      case "number":
+        return finite(v) ? toStr(v) : "null";
+      case "boolean":
+        return v ? "true" : "false";
+      case "undefined":
+        return "null";
+    }
+    let s;
+    if (isArray(v)) {
+      s = "[";
+      for (let i = 0; i < v.length; i++) {
+        if (i > 0) s += ",";
+        s += encodeSlowly(v[i]);
+      }
+      return s + "]";
+    }
+    s = "{";
+    const ks = keys(v);
+    for (let i = 0; i < ks.length; i++) {
+      const x = v[ks[i]];
+      if (x === undefined) continue;
+      if (s.length > 1) s += ",";
+      s += stringify(ks[i]) + ":" + encodeSlowly(x);
+    }
+    return s + "}";
+  }
 
   class ToolError extends Error {
     constructor(message, code, tool, problems) {
       super(message);
-      this.name = "ToolError";
-      this.code = code;
-      this.tool = tool;
-      if (problems !== undefined) this.problems = problems;
+      put(this, "name", "ToolError");
+      put(this, "code", code);
+      put(this, "tool", tool);
+      if (problems !== undefined) put(this, "problems", problems);
     }
   }
+  defineProperty(ToolError.prototype, "name", { __proto__: null, value: "ToolError", writable: true, configurable: true });
 
   function isPlainObject(v) {
     if (v === null || typeof v !== "object") return false;
@@ -62,41 +135,56 @@
     return p === ObjectProto || p === null;
   }
 
+  // siteStack is the stack of an error made at a call site, less the
+  // first skip frames: those of the runtime above the program's own.
+  function siteStack(site, skip) {
+    const lines = apply(split, toStr(site.stack), ["\n"]);
+    const kept = list();
+    for (let i = skip; i < lines.length; i++) kept[kept.length] = lines[i];
+    return apply(join, kept, ["\n"]);
+  }
+
   // siteError makes an error whose stack starts at the program's own
   // frame: it drops the frames of siteError and of the skip-1 runtime
   // functions above the caller, so positions point at the program's line.
   function siteError(Ctor, message, skip) {
     const e = new Ctor(message);
-    if (Ctor === ToolError) skip++; // its constructor's own frame
-    const lines = apply(split, toStr(e.stack), ["\n"]);
-    const kept = [];
-    for (let i = skip; i < lines.length; i++) kept[kept.length] = lines[i];
-    defineProperty(e, "stack", { value: apply(join, kept, ["\n"]), writable: true, configurable: true });
+    defineProperty(e, "stack", { __proto__: null, value: siteStack(e, skip), writable: true, configurable: true });
     return e;
   }
 
-  // call starts a tool call in Go and returns a promise for its result.
-  // Several calls started before awaiting run concurrently. skip counts
-  // the runtime frames between siteError and the program.
+  // call starts a tool call in the host and returns a promise for its
+  // result. Several calls started before awaiting run concurrently. skip
+  // counts the runtime frames between siteError and the program.
   function call(name, args, skip) {
     if (typeof name !== "string") {
       throw siteError(TypeErrorCtor, 'tools.call: the first argument must be a tool name such as "util.echo"', skip);
     }
-    if (args === undefined) args = {};
     let json;
     try {
-      json = stringify(toPlain(args, "args", []));
+      json = argsJSON(args);
     } catch (e) {
       throw siteError(TypeErrorCtor, name + ": " + (e && e.message ? e.message : toStr(e)), skip);
     }
-    const failure = siteError(ToolError, "", skip);
-    return apply(then, hostCall(name, json), [undefined, function (e) {
-      failure.message = e.message;
-      failure.code = e.code;
-      failure.tool = e.tool || name;
-      if (e.problems !== undefined) failure.problems = e.problems;
-      throw failure;
-    }]);
+    return hostCall(name, json);
+  }
+
+  // argsJSON encodes a call's arguments. The common case, an object of
+  // strings, numbers, booleans and nulls, is encoded as it is; anything
+  // else goes through toPlain, which says where a value has no JSON form.
+  function argsJSON(args) {
+    if (args === undefined) return "{}";
+    if (isPlainObject(args)) {
+      const ks = keys(args);
+      let flat = true;
+      for (let i = 0; i < ks.length && flat; i++) {
+        const v = args[ks[i]];
+        const t = typeof v;
+        flat = t === "string" || t === "boolean" || v === null || (t === "number" && finite(v));
+      }
+      if (flat && typeof args.toJSON !== "function") return encode(args);
+    }
+    return encode(toPlain(args, "args", list()));
   }
 
   function makeFunction(name, positional) {
@@ -111,27 +199,39 @@
         throw siteError(TypeErrorCtor, name + " takes at most " + positional.length +
           " positional arguments, got " + a.length, 2);
       }
-      const args = {};
+      const args = { __proto__: null };
       for (let i = 0; i < a.length; i++) {
         if (a[i] !== undefined) args[positional[i]] = a[i];
       }
       return call(name, args, 3);
     };
-    defineProperty(f, "name", { value: name });
+    defineProperty(f, "name", { __proto__: null, value: name });
     return f;
   }
 
   // namespace is a category's object: a read-only view whose functions are
   // made on first use, so that preparing a VM costs the same for a
   // category of three tools as for one of three hundred.
+  //
+  // A name the category does not have still reads as a function, one that
+  // calls the tool by that name: the call fails as any call of an unknown
+  // tool does, with a ToolError of code unknown_tool from the dispatcher,
+  // which names the nearest tool. A misspelled github.search_issuez({})
+  // then says what went wrong instead of "not a function", and a tool
+  // added to the catalogue after the VM was prepared is reachable. The
+  // price is that typeof ns.anything is "function"; `"name" in ns`,
+  // Object.keys(ns) and hasOwnProperty list only the tools that exist, and
+  // are the way to test for one. Names every object answers (toString,
+  // constructor, …), symbols and "then" (so that a namespace is never
+  // taken for a promise) read as on an ordinary object.
   function namespace(ns, tools) {
-    const made = Object.create(null);
+    const made = { __proto__: null };
     const own = function (k) {
       return typeof k === "string" && apply(hasOwn, tools, [k]);
     };
     const fn = function (k) {
       let f = made[k];
-      if (f === undefined) f = made[k] = makeFunction(ns + "." + k, tools[k]);
+      if (f === undefined) f = made[k] = makeFunction(ns + "." + k, own(k) ? tools[k] : list());
       return f;
     };
     const refuse = function () {
@@ -139,7 +239,11 @@
     };
     return new ProxyCtor({}, {
       get: function (t, k) {
-        return own(k) ? fn(k) : t[k];
+        const f = made[k];
+        if (f !== undefined) return f;
+        if (own(k)) return fn(k);
+        if (typeof k !== "string" || k === "then" || k in ObjectProto) return t[k];
+        return fn(k);
       },
       has: function (t, k) {
         return own(k);
@@ -165,7 +269,7 @@
     if (typeof v === "bigint") return toStr(v) + "n";
     if (v instanceof ErrorCtor) return v.stack ? v.name + ": " + v.message + "\n" + v.stack.trimEnd() : toStr(v);
     try {
-      const seen = [];
+      const seen = list();
       return stringify(v, function (k, x) {
         if (typeof x === "bigint") return toStr(x) + "n";
         if (typeof x === "function") return "[Function " + (x.name || "anonymous") + "]";
@@ -174,7 +278,7 @@
         if (x !== null && typeof x === "object") {
           if (contains(seen, x)) return "[Circular]";
           seen[seen.length] = x;
-          if (x instanceof MapCtor || x instanceof SetCtor) return toPlain(x, "", []);
+          if (x instanceof MapCtor || x instanceof SetCtor) return toPlain(x, "", list());
         }
         return x;
       });
@@ -185,26 +289,30 @@
 
   const levels = ["log", "info", "warn", "error", "debug"];
   const console = {};
-  levels.forEach(function (level, n) {
-    console[level] = function () {
+  for (let n = 0; n < levels.length; n++) {
+    console[levels[n]] = function () {
       let s = "";
       for (let i = 0; i < arguments.length; i++) {
         if (i > 0) s += " ";
         s += inspect(arguments[i]);
-        if (s.length > limits.logBytes) break; // the host ends the run
+        if (s.length > logBytes) {
+          s = apply(slice, s, [0, logBytes + 1]); // the host ends the run
+          break;
+        }
       }
       hostLog(n, s);
     };
-  });
+  }
   console.trace = console.debug;
 
-  function contains(list, x) {
-    for (let i = 0; i < list.length; i++) if (list[i] === x) return true;
+  function contains(xs, x) {
+    for (let i = 0; i < xs.length; i++) if (xs[i] === x) return true;
     return false;
   }
 
   // toPlain turns a program's value into plain JSON data, or throws an
-  // error that says where the value cannot be represented.
+  // error that says where the value cannot be represented. What it makes
+  // has no prototypes.
   function toPlain(v, path, stack) {
     switch (typeof v) {
       case "string":
@@ -233,30 +341,30 @@
     if (typeof v.toJSON === "function") {
       out = toPlain(v.toJSON(), path, stack);
     } else if (isArray(v) || isView(v)) {
-      out = [];
+      out = list();
       for (let i = 0; i < v.length; i++) {
         const x = toPlain(v[i], path + "[" + i + "]", stack);
         out[i] = x === undefined ? null : x;
       }
     } else if (v instanceof MapCtor) {
-      out = {};
-      for (const [k, x] of apply(mapEntries, v, [])) {
+      out = { __proto__: null };
+      apply(mapForEach, v, [function (x, k) {
         const y = toPlain(x, path + "." + toStr(k), stack);
         if (y !== undefined) out[toStr(k)] = y;
-      }
+      }]);
     } else if (v instanceof SetCtor) {
-      out = [];
-      for (const x of apply(setValues, v, [])) {
+      out = list();
+      apply(setForEach, v, [function (x) {
         const y = toPlain(x, path + "[" + out.length + "]", stack);
         out[out.length] = y === undefined ? null : y;
-      }
+      }]);
     } else if (v instanceof ErrorCtor) {
-      out = { name: toStr(v.name), message: toStr(v.message) };
+      out = { __proto__: null, name: toStr(v.name), message: toStr(v.message) };
       if (v.code !== undefined) out.code = toPlain(v.code, path + ".code", stack);
     } else if (v instanceof PromiseCtor) {
       throw new TypeErrorCtor(path + " is a Promise; await it first");
     } else {
-      out = {};
+      out = { __proto__: null };
       const ks = keys(v);
       for (let i = 0; i < ks.length; i++) {
         const y = toPlain(v[ks[i]], path + "." + ks[i], stack);
@@ -270,43 +378,76 @@
   function describe(e) {
     try {
       if (e instanceof ErrorCtor) {
-        const d = { name: toStr(e.name), message: toStr(e.message), stack: toStr(e.stack || "") };
+        const d = { __proto__: null, name: toStr(e.name), message: toStr(e.message), stack: toStr(e.stack || "") };
         if (e.code !== undefined) d.code = toStr(e.code);
         if (e.tool !== undefined) d.tool = toStr(e.tool);
-        if (isArray(e.problems)) d.problems = e.problems;
-        return stringify(d);
+        if (isArray(e.problems)) d.problems = toPlain(e.problems, "problems", list());
+        return encode(d);
       }
       let text;
       try {
-        text = typeof e === "string" ? e : stringify(toPlain(e, "value", []));
+        text = typeof e === "string" ? e : encode(toPlain(e, "value", list()));
       } catch (_) {
         text = toStr(e);
       }
-      return stringify({ name: "", message: toStr(text), thrown: typeof e });
+      return encode({ __proto__: null, name: "", message: toStr(text), thrown: e === null ? "null" : typeof e });
     } catch (_) {
       return '{"name":"","message":"an exception that cannot be described"}';
     }
   }
 
+  // outOfMemory reports whether e is how the engine says the heap is full.
+  function outOfMemory(e) {
+    return e === null || (InternalErrorCtor !== undefined && e instanceof InternalErrorCtor && e.message === "out of memory");
+  }
+
+  // planted reports whether the program has put something on the array
+  // prototypes that JSON.stringify's own arrays would run: an index
+  // accessor, or another prototype for Array.prototype.
+  function planted() {
+    if (getPrototypeOf(ArrayProto) !== ObjectProto) return true;
+    const protos = [ArrayProto, ObjectProto];
+    for (let p = 0; p < 2; p++) {
+      const names = getOwnPropertyNames(protos[p]);
+      for (let i = 0; i < names.length; i++) {
+        const n = names[i];
+        if (toStr(+n >>> 0) !== n) continue;
+        const d = getOwnPropertyDescriptor(protos[p], n);
+        if (d.get !== undefined || d.set !== undefined) return true;
+      }
+    }
+    return false;
+  }
+
+  // finish hands the program's result to the host as JSON. A result too
+  // large to encode within the heap is encoded again with the heap
+  // limit lifted (hostHeap), when no code of the program can run during
+  // the encoding; the host restores the limit with hostDone.
   function finish(value) {
     let json;
     try {
-      const plain = toPlain(value, "result", []);
-      json = plain === undefined ? "null" : stringify(plain);
+      const plain = toPlain(value, "result", list());
+      if (plain === undefined) {
+        json = "null";
+      } else {
+        try {
+          json = encode(plain);
+        } catch (e) {
+          if (!outOfMemory(e) || planted()) throw e;
+          hostHeap();
+          json = encode(plain);
+        }
+      }
     } catch (e) {
       let d;
       try {
         d = e instanceof TypeErrorCtor ?
-          stringify({ name: "TypeError", message: toStr(e.message), kind: "result_not_serializable" }) :
+          encode({ __proto__: null, name: "TypeError", message: toStr(e.message), kind: "result_not_serializable" }) :
           describe(e);
       } catch (_) {
         d = '{"name":"","message":"the result cannot be converted to JSON"}';
       }
       hostDone(false, d);
-      return;
-    }
-    if (json.length > limits.resultBytes) {
-      hostDone(false, '{"name":"RangeError","message":"result too large","kind":"result_too_large","size":' + json.length + "}");
       return;
     }
     hostDone(true, json);
@@ -331,25 +472,24 @@
       if (opts !== undefined && !isPlainObject(opts)) {
         throw siteError(TypeErrorCtor, "tools.paginate: the third argument must be an object such as {max: 500}", 2);
       }
-      const req = { tool: apply(strSlice, name, [dot + 1]), args: args === undefined ? {} : args };
+      const req = { tool: apply(slice, name, [dot + 1]), args: args === undefined ? {} : args };
       if (opts !== undefined && opts.max !== undefined) req.max = opts.max;
-      return call(apply(strSlice, name, [0, dot]) + ".paginate", req, 3);
+      return call(apply(slice, name, [0, dot]) + ".paginate", req, 3);
     },
   });
   // progress reports how far the program got; the client sees it when it
   // asked for progress notifications.
   g.progress = function progress(message, fraction) {
-    hostProgress(message === undefined ? "" : toStr(message), fraction === undefined ? -1 : +fraction);
+    const m = message === undefined ? "" : toStr(message);
+    hostProgress(m.length > 1024 ? apply(slice, m, [0, 1024]) : m, fraction === undefined ? -1 : +fraction);
   };
   g.console = console;
   defineProperty(g, "ToolError", { value: ToolError, writable: true, configurable: true });
 
   return {
     // install creates a namespace object per category, with a function per
-    // tool, from [[qualifiedName, [positional...]], ...], and sets limits.
-    install: function (layoutJSON, logBytes, resultBytes) {
-      limits.logBytes = logBytes;
-      limits.resultBytes = resultBytes;
+    // tool, from {category: {name: [positional...]}}.
+    install: function (layoutJSON) {
       const layout = parse(layoutJSON);
       const spaces = keys(layout);
       for (let i = 0; i < spaces.length; i++) {
@@ -358,9 +498,13 @@
         defineProperty(g, ns, { value: namespace(ns, layout[ns]), writable: true, configurable: true });
       }
     },
-    // setArgs installs the global args of a program run as a tool.
-    setArgs: function (argsJSON) {
-      defineProperty(g, "args", { value: parse(argsJSON), writable: true, configurable: true });
+    // begin sets the console limit of the job about to run and, for a
+    // program run as a tool, installs its arguments as the global args.
+    begin: function (maxLogBytes, argsJSON) {
+      logBytes = maxLogBytes;
+      if (argsJSON !== undefined) {
+        defineProperty(g, "args", { value: parse(argsJSON), writable: true, configurable: true });
+      }
     },
     // settle reports the outcome of the program's promise to the host. A
     // program evaluated as a global script resolves to {value}.
@@ -370,6 +514,28 @@
       }, function (e) {
         hostDone(false, describe(e));
       }]);
+    },
+    // settleCall settles a tool call's promise with its result, or rejects
+    // it with a ToolError. The error has no stack of its own: QuickJS
+    // gives an Error without one the stack of the frame it is thrown in,
+    // which is the program's, where it awaits the call. (Making an error
+    // at each call's site instead would cost every call a backtrace.)
+    settleCall: function (resolve, reject, ok, json) {
+      let v;
+      try {
+        v = parse(json);
+      } catch (e) {
+        if (!(e instanceof SyntaxErrorCtor)) throw e;
+        ok = false;
+        v = { message: "the tool returned a result that is not JSON", code: "tool_failed" };
+      }
+      if (ok) {
+        apply(resolve, undefined, [v]);
+        return;
+      }
+      const err = new ToolError(toStr(v.message), toStr(v.code), toStr(v.tool), v.problems);
+      deleteProperty(err, "stack");
+      apply(reject, undefined, [err]);
     },
   };
 })()

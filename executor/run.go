@@ -4,15 +4,30 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
 // Dispatcher runs the tool calls a program makes. The executor calls it
 // from its own goroutines, several at once when a program awaits calls
-// together. An error whose chain implements CodedError reports its code
-// and tool to the program.
+// together, with a context derived from the run's request context: it
+// keeps the request's values, carries the run's deadline, and is cancelled
+// when the run ends. The executor owns the result once Call returns: it
+// must not be written to afterwards. An error whose chain implements
+// CodedError reports its code and tool to the program.
 type Dispatcher interface {
-	Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error)
+	Call(ctx context.Context, c Call) (json.RawMessage, error)
+}
+
+// Call is one tool call of a program.
+type Call struct {
+	// Name is the tool's qualified name, as the program wrote it.
+	Name string
+	// Args is the call's arguments as JSON.
+	Args json.RawMessage
+	// Run is the run that made the call: a tool that runs a program of its
+	// own (a skill) names it as the Parent of that program's Request.
+	Run *Run
 }
 
 // CodedError is an error with a machine-readable code, such as a tool's
@@ -53,15 +68,28 @@ type Request struct {
 	// Args, when set, is installed as the global args: the arguments of a
 	// program run as a tool (a skill).
 	Args json.RawMessage
-	// Nested marks a run started by a tool call of a run in progress (a
-	// skill). It takes no pool slot, since its caller holds one and may be
-	// the only one; the caller bounds the nesting depth.
-	Nested bool
-	// OnLog, when set, sees each console line as it is printed, on the
-	// run's goroutine. It must not block.
+	// Parent, when set, makes this a nested run: a program a tool call of
+	// a run in progress runs (a skill), named by Call.Run or RunFrom. A
+	// nested run takes no pool slot and is charged to its root: it ends
+	// when its parent does, at the latest at the parent's deadline; it
+	// runs where the root's VM runs (in its worker process, which takes
+	// it down when it is killed); at most Config.MaxNestedRuns of a root's
+	// nested runs are alive at each depth, the others wait; its heap is
+	// Config.MemoryLimit / (MaxNestedRuns × 2^depth), at least 1 MiB, so
+	// that a root and all its nested runs together hold at most about
+	// twice the root's heap. Runs nest at most Config.MaxDepth deep; a
+	// deeper one fails with KindDepth.
+	Parent *Run
+	// Owner is the principal the run is for. When runs wait for the pool,
+	// slots go round-robin across owners. A nested run is its root's
+	// owner's.
+	Owner string
+	// OnLog, when set, sees each console line as it is printed, in order,
+	// on a goroutine of the executor. It must not block.
 	OnLog func(LogLine)
 	// OnProgress, when set, sees each progress(message, fraction) call of
-	// the program, on the run's goroutine. It must not block.
+	// the program, in order, on a goroutine of the executor. It must not
+	// block.
 	OnProgress func(message string, fraction float64)
 }
 
@@ -126,8 +154,11 @@ type Function struct {
 // Layout is the set of tool functions a program sees, prepared once for
 // many runs.
 type Layout struct {
+	id   uint32 // names the layout to workers
 	json string
 }
+
+var layoutIDs atomic.Uint32
 
 // NewLayout prepares the namespaces for fns. Names that are not
 // "category.name" are left out (tools.call reaches any name).
@@ -148,7 +179,7 @@ func NewLayout(fns []Function) *Layout {
 		spaces[c][n] = pos
 	}
 	b, _ := json.Marshal(spaces) // strings and string slices always marshal
-	return &Layout{json: string(b)}
+	return &Layout{id: layoutIDs.Add(1), json: string(b)}
 }
 
 var emptyLayout = NewLayout(nil)

@@ -29,7 +29,12 @@ type dispatcher struct {
 
 var _ executor.Dispatcher = dispatcher{}
 
-func (d dispatcher) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+// Call runs a program's tool call.
+func (d dispatcher) Call(ctx context.Context, c executor.Call) (json.RawMessage, error) {
+	return d.call(ctx, c.Name, c.Args)
+}
+
+func (d dispatcher) call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
 	if r := d.s.limits.allowToolCall(d.caller.Principal, d.local); r != nil {
 		d.s.metrics.refusals.WithLabelValues(r.limit).Inc()
 		d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, d.caller, name), "rate_limited").Inc()
@@ -105,7 +110,8 @@ type runKey struct{}
 // maxArtifacts bounds the artifacts a run's record lists.
 const maxArtifacts = 100
 
-func (d *runDispatcher) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+func (d *runDispatcher) Call(ctx context.Context, c executor.Call) (json.RawMessage, error) {
+	name, args := c.Name, c.Args
 	ctx = context.WithValue(ctx, runKey{}, d)
 	start := time.Now()
 	rep := tools.Reporter{Artifact: d.addArtifact}
@@ -117,7 +123,7 @@ func (d *runDispatcher) Call(ctx context.Context, name string, args json.RawMess
 			d.progress(name+": "+message, fraction)
 		}
 	}
-	out, err := d.dispatcher.Call(tools.WithReporter(ctx, rep), name, args)
+	out, err := d.dispatcher.call(tools.WithReporter(ctx, rep), name, args)
 	call := memory.ToolCall{
 		ExecutionID: d.execID,
 		Tool:        metricName(d.s.reg, d.caller, name),
@@ -144,8 +150,8 @@ type nestedDispatcher struct {
 	depth int
 }
 
-func (n nestedDispatcher) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-	return n.run.Call(context.WithValue(ctx, skillDepthKey{}, n.depth), name, args)
+func (n nestedDispatcher) Call(ctx context.Context, c executor.Call) (json.RawMessage, error) {
+	return n.run.Call(context.WithValue(ctx, skillDepthKey{}, n.depth), c)
 }
 
 // addArtifact records an artifact a tool made: binary contents of an

@@ -95,6 +95,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 		Timeout:    x.Timeout,
 		Dispatcher: d,
 		Functions:  s.functions(caller),
+		Owner:      caller.Principal,
 		OnLog:      x.OnLog,
 		OnProgress: x.OnProgress,
 	})

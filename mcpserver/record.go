@@ -261,6 +261,19 @@ func cutText(s string, n int) string {
 	return s[:n] + fmt.Sprintf("… [%d more bytes cut]", len(s)-n)
 }
 
+// tailText keeps at most n bytes of the end of s, on a character
+// boundary, and says how much was cut before it.
+func tailText(s string, n int) string {
+	if n >= len(s) {
+		return s
+	}
+	i := len(s) - max(n, 0)
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return fmt.Sprintf("[%d bytes cut] …", i) + s[i:]
+}
+
 // marshalRecord serializes rec with its own size in Stats: the size
 // changes the digits it is written with, so it settles in a few rounds.
 func marshalRecord(rec *Record) []byte {

@@ -25,9 +25,6 @@ import (
 // runs with its caller's rights, and must not be able to plant code in
 // the caller's catalogue or publish the caller's data.
 
-// maxSkillDepth bounds skills calling skills.
-const maxSkillDepth = 4
-
 // adminSkills are the skills category's own tools; no skill may take
 // their names.
 var adminSkills = map[string]bool{"save": true, "list": true, "delete": true, "publish": true, "unpublish": true}
@@ -187,28 +184,28 @@ func (s *Server) skillTool(sk memory.Skill) tools.Tool {
 	}
 }
 
-// runSkill runs a skill's code as its caller, nested in the caller's run.
+// runSkill runs a skill's code as its caller, nested in the caller's run:
+// the executor charges it to that run (its deadline, heap and worker) and
+// stops skills calling skills at its depth limit.
 func (s *Server) runSkill(ctx context.Context, name, code string, lang executor.Language, args json.RawMessage) (json.RawMessage, error) {
-	depth := skillDepth(ctx)
-	if depth >= maxSkillDepth {
-		return nil, tools.Errorf("skill_failed", "skills call each other more than %d levels deep; look for a skill that calls itself", maxSkillDepth)
-	}
 	caller := tools.CallerFrom(ctx)
 	var d executor.Dispatcher = dispatcher{s: s, caller: caller}
 	if run, ok := ctx.Value(runKey{}).(*runDispatcher); ok {
-		d = nestedDispatcher{run: run, depth: depth + 1}
+		d = nestedDispatcher{run: run, depth: skillDepth(ctx) + 1}
 	}
 	res := s.exec.Run(ctx, executor.Request{
 		Code:       code,
 		Language:   lang,
 		Args:       args,
-		Nested:     true,
+		Parent:     executor.RunFrom(ctx),
+		Owner:      caller.Principal,
 		Dispatcher: d,
 		Functions:  s.functions(caller),
 	})
 	if res.Error != nil {
-		// Skills calling skills nest their errors: keep each level short.
-		msg := fmt.Sprintf("skill %s failed: %s: %s", name, res.Error.Kind, cutText(res.Error.Message, 512))
+		// Skills calling skills nest their errors, the first cause last:
+		// keep each level short, and its end.
+		msg := fmt.Sprintf("skill %s failed: %s: %s", name, res.Error.Kind, tailText(res.Error.Message, 512))
 		if res.Error.Line > 0 {
 			msg += fmt.Sprintf(" (line %d of the skill)", res.Error.Line)
 		}

@@ -113,7 +113,7 @@ func TestSkillDepthLimit(t *testing.T) {
 	mustRun(t, c, `await skills.save({name: "again", description: "Calls itself.", code: "return await skills.again()"})`)
 	start := time.Now()
 	res := mustRunErr(t, c, `await skills.again()`)
-	if !strings.Contains(res, "more than 4 levels deep") || len(res) > 4<<10 {
+	if !strings.Contains(res, "nested more than 4 deep") || len(res) > 4<<10 {
 		t.Errorf("%d bytes: %.500s", len(res), res)
 	}
 	if d := time.Since(start); d > 10*time.Second {

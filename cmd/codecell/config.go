@@ -186,7 +186,7 @@ func defaultConfig() Config {
 			MaxConcurrentCalls: 32,
 			MaxLogLines:        1000,
 			MaxLogBytes:        64 << 10,
-			MaxResultBytes:     1 << 20,
+			MaxResultBytes:     0, // the heap limit
 		},
 		Limits: LimitsConfig{
 			ExecutionsPerMinute:  600,
@@ -626,7 +626,9 @@ func (c *Config) validate(env func(string) string) []error {
 	positive("sandbox.max_concurrent_calls", int64(s.MaxConcurrentCalls))
 	positive("sandbox.max_log_lines", int64(s.MaxLogLines))
 	positive("sandbox.max_log_bytes", int64(s.MaxLogBytes))
-	positive("sandbox.max_result_bytes", int64(s.MaxResultBytes))
+	if s.MaxResultBytes < 0 {
+		bad("sandbox.max_result_bytes", "must not be negative (0 means the heap limit)")
+	}
 
 	seen := map[string]bool{}
 	for i := range c.Auth.Tokens {

@@ -108,6 +108,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return runConfig(rest, stdout, stderr)
 	case "memory":
 		return runMemory(ctx, rest, stdin, stdout, stderr)
+	case workerCommandName:
+		return runWorker(stdin, stdout)
 	case "version", "--version", "-version":
 		if len(rest) > 0 {
 			return usageError{fmt.Sprintf("version takes no arguments, got %q", rest)}

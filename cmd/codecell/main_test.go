@@ -112,7 +112,7 @@ func exercise(t *testing.T, c *client.Client) {
 		{"stack", map[string]any{"code": "function f() { return f() } f()"}, "", executor.KindStack},
 		{"tool call limit", map[string]any{"code": "for (;;) util.echo({text: 'x'})", "timeout_ms": 30000}, "", executor.KindToolCalls},
 		{"output limit", map[string]any{"code": "for (;;) console.log('spam')", "timeout_ms": 30000}, "", executor.KindOutput},
-		{"result too large", map[string]any{"code": "'x'.repeat(2 << 20)", "timeout_ms": 30000}, "", executor.KindResultSize},
+		{"large result", map[string]any{"code": "'x'.repeat(2 << 20).length", "timeout_ms": 30000}, "2097152", ""},
 		{"code too large", map[string]any{"code": "/*" + strings.Repeat("x", 200<<10) + "*/"}, "", executor.KindCodeSize},
 		{"unsettled promise", map[string]any{"code": "await new Promise(() => {})"}, "", executor.KindUnsettled},
 		{"unserializable", map[string]any{"code": "() => 1"}, "", executor.KindResult},

@@ -77,7 +77,7 @@ var flagSpecs = []flagSpec{
 	{"memory-limit", "sandbox.memory_limit_mib", "MIB", "heap limit of a run, MiB", "", scopeRun},
 	{"max-tool-calls", "sandbox.max_tool_calls", "N", "tool calls allowed per run", "", scopeRun},
 	{"max-code-bytes", "sandbox.max_code_bytes", "BYTES", "largest program accepted, bytes", "", scopeRun},
-	{"max-result-bytes", "sandbox.max_result_bytes", "BYTES", "largest result a program may return, bytes of JSON", "", scopeRun},
+	{"max-result-bytes", "sandbox.max_result_bytes", "BYTES", "largest result a program may return, bytes of JSON", "0: the heap limit", scopeRun},
 }
 
 // settings collects where the configuration comes from: a file and the
@@ -200,6 +200,7 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 
 func executorConfig(c SandboxConfig) executor.Config {
 	return executor.Config{
+		WorkerCommand:      workerCommand(),
 		PoolSize:           c.PoolSize,
 		QueueWait:          c.QueueWait.D(),
 		Timeout:            c.Timeout.D(),

@@ -29,7 +29,7 @@ import (
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	data := t.TempDir()
-	cmd := exec.Command(binary, "serve", "-http", "127.0.0.1:0", "-pool", "20", "-shutdown-grace", "1s")
+	cmd := exec.Command(binary, "serve", "-http", "127.0.0.1:0", "-pool", "20", "-shutdown-grace", "3s") // room for twenty sandbox workers to start on a loaded machine
 	cmd.Env = append(os.Environ(), "CODECELL_SERVER_DATA_DIR="+data)
 	pr, pw, _ := os.Pipe()
 	cmd.Stderr = pw

@@ -1,6 +1,7 @@
 package catalog_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"strings"
@@ -56,7 +57,7 @@ func TestREADMEExample(t *testing.T) {
 	}
 	defer ex.Close()
 
-	res := ex.Run(t.Context(), executor.Request{Code: code, Dispatcher: reg, Functions: executor.NewLayout(fns)})
+	res := ex.Run(t.Context(), executor.Request{Code: code, Dispatcher: registryDispatcher{reg}, Functions: executor.NewLayout(fns)})
 	if res.Error != nil {
 		t.Fatalf("the README's program failed: %s: %s", res.Error.Kind, res.Error.Message)
 	}
@@ -77,4 +78,11 @@ func TestREADMEExample(t *testing.T) {
 	if len(res.Calls) != 2 {
 		t.Errorf("%d tool calls, want 2: %+v", len(res.Calls), res.Calls)
 	}
+}
+
+// registryDispatcher runs a program's calls on the registry.
+type registryDispatcher struct{ reg *tools.Registry }
+
+func (d registryDispatcher) Call(ctx context.Context, c executor.Call) (json.RawMessage, error) {
+	return d.reg.Call(ctx, c.Name, c.Args)
 }

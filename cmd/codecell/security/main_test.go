@@ -236,6 +236,7 @@ type record struct {
 	} `json:"logs"`
 	Stats struct {
 		DurationMS   float64 `json:"ms"`
+		QueueMS      float64 `json:"queue_ms"`
 		ToModelBytes int     `json:"to_model_bytes"`
 	} `json:"stats"`
 	raw string

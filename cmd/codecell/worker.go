@@ -1,0 +1,30 @@
+package main
+
+import (
+	"io"
+	"os"
+
+	"github.com/codecell/codecell/executor"
+)
+
+// workerCommandName is the hidden command that runs a sandbox worker: the
+// process in which the executor runs programs under process isolation.
+// Users never type it; the server starts its workers with it.
+const workerCommandName = "sandbox-worker"
+
+// runWorker serves the executor that started this process over stdin and
+// stdout until stdin ends.
+func runWorker(stdin io.Reader, stdout io.Writer) error {
+	return executor.ServeWorker(stdin, stdout)
+}
+
+// workerCommand is the argv the executor starts its workers with: this
+// binary, with the hidden command. Without it (the path of this binary is
+// unknown) the executor runs programs in-process.
+func workerCommand() []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return []string{exe, workerCommandName}
+}

@@ -1,0 +1,268 @@
+package executor
+
+import (
+	"log/slog"
+	"sync/atomic"
+	"time"
+)
+
+// sandbox is where the VMs of runs live: this process (localSandbox) or a
+// worker process (worker). A root run gets one with its pool slot; a
+// nested run uses its root's.
+type sandbox interface {
+	// start starts r's program. The sandbox reports the program's tool
+	// calls, console lines and progress to r, then its outcome with
+	// r.deliver, and calls r.ended once the VM is gone.
+	start(r *Run, spec *jobSpec) error
+	// complete hands r's VM a finished tool call.
+	complete(r *Run, c callResult)
+	// interrupt asks r's VM to stop.
+	interrupt(r *Run)
+	// abandon ends r now, when its VM did not stop in time: a worker
+	// process is killed with every run in it, unless r is a nested run,
+	// whose worker is killed once its root ends; a VM in this process is
+	// left to finish on its own goroutine.
+	abandon(r *Run)
+}
+
+var (
+	_ sandbox = (*localSandbox)(nil)
+	_ sandbox = (*worker)(nil)
+)
+
+// localSandbox runs VMs on goroutines of this process.
+type localSandbox struct {
+	pool *vmPool
+}
+
+func (s *localSandbox) start(r *Run, spec *jobSpec) error {
+	in, err := s.pool.take(spec.Layout)
+	if err != nil {
+		return err
+	}
+	j := newVMJob(spec, &localHost{r: r})
+	r.mu.Lock()
+	r.vj = j
+	r.mu.Unlock()
+	if r.isStopped() {
+		j.stop()
+	}
+	go func() {
+		out := j.run(in)
+		s.pool.discard(in)
+		r.deliver(out)
+		r.ended()
+	}()
+	return nil
+}
+
+func (s *localSandbox) complete(r *Run, c callResult) {
+	r.mu.Lock()
+	j := r.vj
+	r.mu.Unlock()
+	if j != nil {
+		j.inbox.push(c)
+	}
+}
+
+func (s *localSandbox) interrupt(r *Run) {
+	r.mu.Lock()
+	j := r.vj
+	r.mu.Unlock()
+	if j != nil {
+		j.stop()
+	}
+}
+
+func (s *localSandbox) abandon(r *Run) {
+	r.deliver(outcome{status: outLost})
+}
+
+// localHost reports a job's events straight to its run. It holds the
+// tool calls the program makes until the VM has nothing else to do: then
+// a call that is the only one in flight runs on the VM's goroutine, and
+// several run concurrently on goroutines of their own. A program that
+// awaits its calls one by one so pays no goroutine hand-off per call.
+type localHost struct {
+	r     *Run
+	calls []heldCall
+}
+
+type heldCall struct {
+	id   uint32
+	name string
+	args []byte
+}
+
+func (h *localHost) call(id uint32, name, args string) {
+	if b := []byte(args); h.r.record(id, name, b) {
+		h.calls = append(h.calls, heldCall{id, name, b})
+	}
+}
+
+func (h *localHost) flush(inFlight int) {
+	if len(h.calls) == 1 && inFlight == 1 {
+		c := h.calls[0]
+		h.calls = h.calls[:0]
+		h.r.e.calls.Add(1)
+		h.r.dispatch(c.id, c.name, c.args)
+		return
+	}
+	for _, c := range h.calls {
+		h.r.e.calls.Add(1)
+		go h.r.dispatch(c.id, c.name, c.args)
+	}
+	clear(h.calls)
+	h.calls = h.calls[:0]
+}
+
+func (h *localHost) log(level int, text string) { h.r.onLog(level, text) }
+func (h *localHost) progress(message string, f float64) {
+	h.r.onProgress(message, f)
+}
+
+// vmPool hands out fresh VMs in this process. It keeps up to cap(ready)
+// VMs prepared ahead of time by its maintainer goroutine, which also
+// closes the VMs that jobs are done with. A VM serves exactly one job.
+type vmPool struct {
+	prelude []byte // prelude bytecode
+	log     *slog.Logger
+	// layout is what the maintainer installs in the VMs it prepares: the
+	// layout of the latest run.
+	layout atomic.Pointer[Layout]
+
+	ready  chan *instance
+	retire chan *instance
+	wake   chan struct{}
+	quit   chan struct{}
+	done   chan struct{}
+	closed atomic.Bool
+}
+
+func newVMPool(size int, prelude []byte, log *slog.Logger) *vmPool {
+	p := &vmPool{
+		prelude: prelude,
+		log:     log,
+		ready:   make(chan *instance, size),
+		retire:  make(chan *instance, 2*size),
+		wake:    make(chan struct{}, 1),
+		quit:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	p.layout.Store(emptyLayout)
+	go p.maintain()
+	return p
+}
+
+// maintain keeps the ready queue full and closes retired VMs until quit.
+// Preparing comes first: a run waits for a ready VM, while a retired one
+// can wait for an idle moment to be closed.
+func (p *vmPool) maintain() {
+	defer close(p.done)
+	backoff := time.Duration(0)
+	for {
+		for backoff == 0 && len(p.ready) < cap(p.ready) {
+			select {
+			case <-p.quit:
+				return
+			default:
+			}
+			in, err := newInstance(p.prelude, p.layout.Load())
+			if err != nil {
+				// Runs still get VMs, made on demand; try again later.
+				p.log.Error("prepare vm", "err", err)
+				backoff = min(max(2*backoff, 10*time.Millisecond), time.Second)
+				break
+			}
+			p.ready <- in // only maintain sends, and there is room
+		}
+		var retry <-chan time.Time
+		if backoff > 0 {
+			retry = time.After(backoff)
+		}
+		select {
+		case in := <-p.retire:
+			in.close()
+		case <-p.wake:
+		case <-retry:
+			backoff = 0
+		case <-p.quit:
+			return
+		}
+	}
+}
+
+// take returns a prepared VM with layout installed, or makes one when none
+// is ready. VMs prepared with another layout (the catalogue changed) are
+// closed, and the maintainer prepares the next ones with layout.
+func (p *vmPool) take(layout *Layout) (*instance, error) {
+	if p.layout.Load() != layout {
+		p.layout.Store(layout)
+	}
+	for {
+		select {
+		case in := <-p.ready:
+			p.poke()
+			if in.layout == layout {
+				return in, nil
+			}
+			p.discard(in)
+			continue
+		default:
+		}
+		break
+	}
+	p.poke()
+	return newInstance(p.prelude, layout)
+}
+
+// discard hands a used VM to the maintainer to close.
+func (p *vmPool) discard(in *instance) {
+	if p.closed.Load() {
+		in.close() // a job left behind at Close ends
+		return
+	}
+	select {
+	case p.retire <- in:
+		p.poke()
+	default:
+		in.close()
+	}
+	if p.closed.Load() {
+		// Close began meanwhile, and may have drained the queue before
+		// this VM arrived.
+		for {
+			select {
+			case in := <-p.retire:
+				in.close()
+			default:
+				return
+			}
+		}
+	}
+}
+
+func (p *vmPool) poke() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close stops the maintainer and closes every VM it holds. Jobs in
+// progress close their own VMs.
+func (p *vmPool) close() {
+	p.closed.Store(true)
+	close(p.quit)
+	<-p.done
+	for {
+		select {
+		case in := <-p.ready:
+			in.close()
+		case in := <-p.retire:
+			in.close()
+		default:
+			return
+		}
+	}
+}

@@ -1,0 +1,483 @@
+package executor
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// helloTimeout bounds a worker's start: the time from starting the
+// process to its first frame.
+const helloTimeout = 20 * time.Second
+
+// procPool keeps one sandbox worker process per pool slot. A worker runs
+// one root run at a time, with the nested runs of that root beside it.
+// When a run has to be given up, its worker is killed, and a spawner
+// starts a replacement in the background.
+type procPool struct {
+	argv []string
+	log  *slog.Logger
+	// maxFrame bounds what a worker may send: a result or a tool call as
+	// large as a heap, lifted to encode a result (hostHeap).
+	maxFrame uint32
+	idle     chan *worker
+	quit     chan struct{}
+	// layout is the layout of the latest run: new workers prepare their
+	// first VM with it.
+	layout atomic.Pointer[Layout]
+
+	wg      sync.WaitGroup // spawners and the goroutines of giveBack
+	mu      sync.Mutex
+	workers map[*worker]struct{}
+	lastErr error         // why the latest start failed
+	failed  chan struct{} // closed, and replaced, when a start fails
+	closed  bool
+}
+
+func newProcPool(size int, argv []string, memory int64, log *slog.Logger) *procPool {
+	p := &procPool{
+		argv:     argv,
+		log:      log,
+		maxFrame: uint32(min(3*memory+1<<20, maxFrame)),
+		idle:     make(chan *worker, size),
+		quit:     make(chan struct{}),
+		workers:  map[*worker]struct{}{},
+		failed:   make(chan struct{}),
+	}
+	p.layout.Store(emptyLayout)
+	for range size {
+		p.wg.Add(1)
+		go p.spawn()
+	}
+	return p
+}
+
+// spawn starts a worker, trying again with a growing pause, and makes it
+// idle.
+func (p *procPool) spawn() {
+	defer p.wg.Done()
+	var backoff time.Duration
+	for {
+		w, err := p.startWorker()
+		if err == nil {
+			p.idle <- w // there are never more workers than room
+			return
+		}
+		select {
+		case <-p.quit:
+			return
+		default:
+		}
+		p.log.Error("start sandbox worker", "err", err)
+		p.mu.Lock()
+		p.lastErr = err
+		close(p.failed)
+		p.failed = make(chan struct{})
+		p.mu.Unlock()
+		backoff = min(max(2*backoff, 20*time.Millisecond), 2*time.Second)
+		select {
+		case <-time.After(backoff):
+		case <-p.quit:
+			return
+		}
+	}
+}
+
+// get waits for an idle worker. Every slot has one, idle or starting, so
+// the wait is the time a worker takes to start, bounded by helloTimeout:
+// it fails at once when a start fails.
+func (p *procPool) get(ctx interface{ Done() <-chan struct{} }) (*worker, *Error) {
+	p.mu.Lock()
+	failed := p.failed
+	p.mu.Unlock()
+	timer := time.NewTimer(helloTimeout)
+	defer timer.Stop()
+	for {
+		select {
+		case w := <-p.idle:
+			w.mu.Lock()
+			dead := w.dead
+			w.mu.Unlock()
+			if dead { // it died while idle
+				p.replace(w)
+				continue
+			}
+			return w, nil
+		case <-ctx.Done():
+			return nil, &Error{Kind: KindCanceled, Message: "the run was cancelled while it waited for a sandbox"}
+		case <-p.quit:
+			return nil, errClosed
+		case <-failed:
+		case <-timer.C:
+		}
+		p.mu.Lock()
+		err := p.lastErr
+		p.mu.Unlock()
+		if err == nil {
+			err = errors.New("no worker process became ready")
+		}
+		return nil, &Error{Kind: KindInternal, Message: "could not start a sandbox worker process: " + err.Error()}
+	}
+}
+
+// giveBack takes back the worker of a root run that has ended: it is
+// idle again, or killed and replaced when it is dead, holds a VM that
+// could not be stopped, or still runs nested jobs after a grace period.
+func (p *procPool) giveBack(w *worker) {
+	w.mu.Lock()
+	dead, tainted, busy := w.dead, w.tainted, len(w.jobs) > 0
+	w.mu.Unlock()
+	switch {
+	case dead:
+		p.replace(w)
+	case tainted:
+		w.kill()
+		p.replace(w)
+	case busy:
+		// Nested jobs of the run that ended are winding down.
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			deadline := time.Now().Add(2 * killGrace)
+			for time.Now().Before(deadline) {
+				w.mu.Lock()
+				busy = len(w.jobs) > 0
+				w.mu.Unlock()
+				if !busy {
+					p.idle <- w
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+			w.kill()
+			p.replace(w)
+		}()
+	default:
+		p.idle <- w
+	}
+}
+
+// replace starts a worker in place of w, which is dead or dying.
+func (p *procPool) replace(w *worker) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.workers, w)
+	if p.closed {
+		return
+	}
+	p.wg.Add(1)
+	go p.spawn()
+}
+
+// close kills every worker and waits for them to be reaped.
+func (p *procPool) close() {
+	p.mu.Lock()
+	p.closed = true
+	close(p.quit)
+	ws := make([]*worker, 0, len(p.workers))
+	for w := range p.workers {
+		ws = append(ws, w)
+	}
+	p.mu.Unlock()
+	for _, w := range ws {
+		w.kill()
+	}
+	p.wg.Wait()
+	// Spawners that were starting a worker as close began have killed it.
+	p.mu.Lock()
+	for w := range p.workers {
+		ws = append(ws, w)
+	}
+	p.mu.Unlock()
+	for _, w := range ws {
+		w.kill()
+		<-w.gone
+	}
+}
+
+// startWorker starts a worker process and waits for its hello.
+func (p *procPool) startWorker() (*worker, error) {
+	cmd := exec.Command(p.argv[0], p.argv[1:]...)
+	cmd.Env = []string{} // nothing of the server's: no secrets, no configuration
+	cmd.SysProcAttr = workerAttr()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", p.argv[0], err)
+	}
+	lowerPriority(cmd.Process.Pid)
+	w := &worker{
+		p:     p,
+		cmd:   cmd,
+		pid:   cmd.Process.Pid,
+		w:     newFrameWriter(stdin),
+		stdin: stdin,
+		jobs:  map[uint32]*Run{},
+		sent:  map[uint32]bool{},
+		gone:  make(chan struct{}),
+	}
+	var logging sync.WaitGroup
+	logging.Add(1)
+	go func() {
+		defer logging.Done()
+		w.logStderr(stderr)
+	}()
+	fr := newFrameReader(stdout)
+	fr.max = p.maxFrame
+	hello := make(chan error, 1)
+	go func() {
+		f, err := fr.read()
+		if err == nil && (f.typ != frameHello || string(f.body) != workerMagic) {
+			err = errors.New("it did not open with the sandbox protocol; is the worker command right?")
+		}
+		hello <- err
+	}()
+	timer := time.NewTimer(helloTimeout)
+	defer timer.Stop()
+	select {
+	case err = <-hello:
+	case <-timer.C:
+		err = fmt.Errorf("no word from it within %s", helloTimeout)
+	case <-p.quit:
+		err = errors.New("the executor closed")
+	}
+	if err == nil {
+		p.mu.Lock()
+		if p.closed {
+			err = errors.New("the executor closed")
+		} else {
+			p.workers[w] = struct{}{}
+		}
+		p.mu.Unlock()
+	}
+	if err != nil {
+		w.dead = true
+		cmd.Process.Kill()
+		go func() {
+			<-hello
+			logging.Wait()
+			cmd.Wait()
+			close(w.gone)
+		}()
+		return nil, fmt.Errorf("sandbox worker %d: %w", w.pid, err)
+	}
+	// The first VM it prepares has the layout runs use now.
+	w.mu.Lock()
+	w.sendLayout(p.layout.Load())
+	w.mu.Unlock()
+	go func() {
+		w.read(fr)
+		logging.Wait()
+		err := cmd.Wait()
+		if !w.killed.Load() {
+			p.log.Error("sandbox worker exited", "pid", w.pid, "err", err)
+		}
+		close(w.gone)
+	}()
+	return w, nil
+}
+
+// worker is a sandbox worker process, seen from the executor.
+type worker struct {
+	p     *procPool
+	cmd   *exec.Cmd
+	pid   int
+	w     *frameWriter
+	stdin io.Closer
+
+	mu      sync.Mutex
+	jobs    map[uint32]*Run
+	next    uint32
+	sent    map[uint32]bool // layouts the worker has
+	dead    bool            // killed, or exited: takes no more jobs
+	tainted bool            // holds a VM that did not stop; killed when its root ends
+	killed  atomic.Bool
+	gone    chan struct{} // closed once the process is reaped
+}
+
+// sendLayout sends l unless the worker has it. w.mu is held.
+func (w *worker) sendLayout(l *Layout) error {
+	if w.sent[l.id] {
+		return nil
+	}
+	w.sent[l.id] = true
+	return w.w.write(frameLayout, 0, enc(nil).u32(l.id), []byte(l.json))
+}
+
+func (w *worker) start(r *Run, spec *jobSpec) error {
+	w.p.layout.Store(spec.Layout)
+	w.mu.Lock()
+	if w.dead {
+		w.mu.Unlock()
+		return errors.New("the sandbox worker is gone")
+	}
+	w.next++
+	id := w.next
+	r.job = id
+	w.jobs[id] = r
+	err := w.sendLayout(spec.Layout)
+	if err == nil {
+		err = w.w.write(frameRun, id, encodeSpec(spec, spec.Layout.id), spec.Args)
+	}
+	if err != nil {
+		delete(w.jobs, id)
+		w.mu.Unlock()
+		w.kill()
+		return fmt.Errorf("send the program to sandbox worker %d: %w", w.pid, err)
+	}
+	w.mu.Unlock()
+	if r.isStopped() {
+		w.interrupt(r)
+	}
+	return nil
+}
+
+func (w *worker) complete(r *Run, c callResult) {
+	w.w.write(frameResult, r.job, enc(nil).u32(c.id).bool(c.ok), c.payload)
+}
+
+func (w *worker) interrupt(r *Run) {
+	w.mu.Lock()
+	id, dead := r.job, w.dead
+	w.mu.Unlock()
+	if id != 0 && !dead {
+		w.w.write(frameInterrupt, id, nil, nil)
+	}
+}
+
+func (w *worker) abandon(r *Run) {
+	if r.parent == nil {
+		w.kill()
+		return
+	}
+	// A nested run's VM is in its root's worker: the root goes on, and the
+	// worker is killed when it ends.
+	w.mu.Lock()
+	w.tainted = true
+	w.mu.Unlock()
+	r.deliver(outcome{status: outLost})
+}
+
+// kill kills the process and ends every run in it.
+func (w *worker) kill() {
+	w.killed.Store(true)
+	w.end(outcome{status: outLost, kind: KindCanceled})
+}
+
+// end marks the worker dead, kills the process if it still runs, and ends
+// every run in it with o.
+func (w *worker) end(o outcome) {
+	w.mu.Lock()
+	w.dead = true
+	jobs := w.jobs
+	w.jobs = map[uint32]*Run{}
+	w.mu.Unlock()
+	w.cmd.Process.Kill()
+	for _, r := range jobs {
+		r.deliver(o)
+		r.ended()
+	}
+}
+
+// read delivers the worker's frames to its runs until the process ends
+// or breaks the protocol, and then ends the runs left.
+func (w *worker) read(fr *frameReader) {
+	defer w.end(outcome{status: outLost})
+	for {
+		f, err := fr.read()
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !w.killed.Load() {
+				w.p.log.Error("sandbox worker", "pid", w.pid, "err", err)
+			}
+			return
+		}
+		w.mu.Lock()
+		r := w.jobs[f.job]
+		if f.typ == frameDone {
+			delete(w.jobs, f.job)
+		}
+		w.mu.Unlock()
+		if r == nil {
+			if f.typ != frameDone && f.typ != frameCall && f.typ != frameLog && f.typ != frameProgress {
+				w.p.log.Error("sandbox worker sent an unknown frame", "pid", w.pid, "type", f.typ)
+				return
+			}
+			continue
+		}
+		d := dec{b: f.body}
+		switch f.typ {
+		case frameCall:
+			id := d.u32()
+			name := d.str()
+			args := d.rest()
+			if d.err == nil {
+				r.onCall(id, name, args)
+			}
+		case frameLog:
+			level := d.u8()
+			if d.err == nil {
+				r.onLog(int(level), string(d.rest()))
+			}
+		case frameProgress:
+			fraction := f64frombits(d.u64())
+			if d.err == nil {
+				r.onProgress(string(d.rest()), fraction)
+			}
+		case frameDone:
+			o, err := decodeOutcome(f.body)
+			if err != nil {
+				o = outcome{status: outInternal, message: "malformed outcome from the sandbox worker"}
+			}
+			r.deliver(o)
+			r.ended()
+		default:
+			w.p.log.Error("sandbox worker sent an unknown frame", "pid", w.pid, "type", f.typ)
+			return
+		}
+		if d.err != nil {
+			w.p.log.Error("sandbox worker sent a malformed frame", "pid", w.pid, "type", f.typ)
+			return
+		}
+	}
+}
+
+// logStderr passes what the worker writes on stderr (the Go runtime's
+// reports of a crash, normally nothing) to the log, a bounded number of
+// lines of bounded length, and drains the rest.
+func (w *worker) logStderr(r io.Reader) {
+	const maxLines, maxLine = 200, 1 << 10
+	br := bufio.NewReader(r)
+	for n := 0; ; n++ {
+		line, err := br.ReadSlice('\n')
+		for errors.Is(err, bufio.ErrBufferFull) {
+			_, err = br.ReadSlice('\n')
+		}
+		if len(line) > 0 && n < maxLines {
+			line = bytes.TrimRight(line, "\n")
+			if len(line) > maxLine {
+				line = line[:maxLine]
+			}
+			w.p.log.Warn("sandbox worker stderr", "pid", w.pid, "line", string(line))
+		}
+		if err != nil {
+			return
+		}
+	}
+}
