@@ -30,9 +30,11 @@ func ShapeSource(name string) string { return "upstream/" + name }
 const (
 	learnMaxResults  = 32
 	learnStableAfter = 8
-	// learnQueue bounds the results waiting to be observed, one per tool
-	// at most; a result that finds the queue full is not observed.
-	learnQueue = 64
+	// learnQueue and learnQueueBytes bound the results waiting to be
+	// observed, one per tool at most; a result that finds the queue full
+	// is not observed.
+	learnQueue      = 64
+	learnQueueBytes = 8 << 20
 	// shapeIOTimeout bounds reading and writing the shapes in the store.
 	shapeIOTimeout = 5 * time.Second
 )
@@ -157,13 +159,18 @@ func (u *upstream) observe(orig string, out json.RawMessage) {
 	}
 	st.pending = true
 	u.mu.Unlock()
-	select {
-	case u.src.samples <- sample{u: u, orig: orig, st: st, value: bytes.Clone(out)}:
-	default:
-		u.mu.Lock()
-		st.pending = false
-		u.mu.Unlock()
+	n := int64(len(out))
+	if u.src.queued.Add(n) <= learnQueueBytes {
+		select {
+		case u.src.samples <- sample{u: u, orig: orig, st: st, value: bytes.Clone(out)}:
+			return
+		default:
+		}
 	}
+	u.src.queued.Add(-n)
+	u.mu.Lock()
+	st.pending = false
+	u.mu.Unlock()
 }
 
 // learn observes the results offered, one at a time, until ctx ends.
@@ -173,6 +180,7 @@ func (s *Source) learn(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case smp := <-s.samples:
+			s.queued.Add(-int64(len(smp.value)))
 			smp.u.learn(ctx, smp)
 		}
 	}

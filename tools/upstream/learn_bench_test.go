@@ -26,7 +26,8 @@ func BenchmarkObserve(b *testing.B) {
 			for b.Loop() {
 				u.observe("t", result)
 				select {
-				case <-s.samples:
+				case smp := <-s.samples:
+					s.queued.Add(-int64(len(smp.value)))
 					queued++
 					st.pending = false
 				default:

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/codecell/codecell/tools"
@@ -117,8 +118,9 @@ type Source struct {
 	log       *slog.Logger
 	reg       Catalogue
 	blobs     Blobs
-	upstreams []*upstream // sorted by name
-	samples   chan sample // results waiting to be learned from
+	upstreams []*upstream  // sorted by name
+	samples   chan sample  // results waiting to be learned from
+	queued    atomic.Int64 // their bytes
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
 	closeOnce sync.Once
