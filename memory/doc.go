@@ -26,7 +26,8 @@
 //
 // Server state: the audit log of executions and tool calls, stored results
 // (zstd-compressed blobs), workspace files and skills, each scoped to a
-// principal, with retention enforced by Store.Prune. A skill belongs to
+// principal, with retention enforced by Store.Prune; and what tool sources
+// learned of their tools' results (toolshapes.go), shared by every caller. A skill belongs to
 // its owner, who may publish a fixed snapshot of it for every principal to
 // call (skills.go). Export and Import move what agents stored in and out
 // as JSONL.

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -39,6 +40,13 @@ type Tool struct {
 	InputSchema json.RawMessage
 	// OutputSchema is the JSON Schema of the result; nil when undocumented.
 	OutputSchema json.RawMessage
+	// InferredOutput is the shape of the tool's results as learned from
+	// observed ones (see Inferrer), for a tool that declares no
+	// OutputSchema; a declared one wins. The catalogue shows it marked as
+	// inferred. It is a hint, never a contract: results are not checked
+	// against it, and it is not an output schema to advertise (direct
+	// mode leaves it out).
+	InferredOutput *InferredSchema
 	// Annotations are hints for callers.
 	Annotations Annotations
 	// Examples show calls with their results.
@@ -169,6 +177,14 @@ func (t *Tool) check() error {
 			return fmt.Errorf("tool %s: alias %q is its own name", t.Name, a)
 		case slices.Contains(t.Aliases[:i], a):
 			return fmt.Errorf("tool %s: alias %q given twice", t.Name, a)
+		}
+	}
+	if io := t.InferredOutput; io != nil {
+		if s := bytes.TrimSpace(io.Schema); len(s) == 0 || s[0] != '{' || !json.Valid(s) {
+			return fmt.Errorf("tool %s: inferred output schema: want a JSON object", t.Name)
+		}
+		if io.Observed < 1 {
+			return fmt.Errorf("tool %s: inferred output schema: observed %d results, want at least 1", t.Name, io.Observed)
 		}
 	}
 	for _, r := range t.Related {

@@ -22,7 +22,8 @@ type ToolInfo struct {
 	Signature Cost   `json:"signature"`
 	Full      Cost   `json:"full"`
 	// Output is a one-line shape of the result, such as
-	// "{total_count: number, items: Issue[]}".
+	// "{total_count: number, items: Issue[]}", followed by "(inferred)"
+	// when it comes from the tool's inferred output schema.
 	Output string `json:"output"`
 }
 
@@ -51,7 +52,11 @@ func (s *snapshot) toolInfo(t *tools.Tool) ToolInfo {
 func (s *snapshot) outputShape(t *tools.Tool) string {
 	v, ok := s.shapes.Load(t.Name)
 	if !ok {
-		v, _ = s.shapes.LoadOrStore(t.Name, OutputShape(t.OutputSchema))
+		shape := OutputShape(t.OutputSchema)
+		if len(t.OutputSchema) == 0 && t.InferredOutput != nil {
+			shape = OutputShape(t.InferredOutput.Schema) + " (inferred)"
+		}
+		v, _ = s.shapes.LoadOrStore(t.Name, shape)
 	}
 	return v.(string)
 }
@@ -237,7 +242,7 @@ func shapeOf(d *schemaDoc, s any, depth int) string {
 			if items, ok := o.vals["items"]; ok {
 				it = shapeOf(d, items, depth+1)
 			}
-			if strings.ContainsAny(it, "|&") && !strings.HasPrefix(it, "{") {
+			if compound(it, '|') || compound(it, '&') {
 				it = "(" + it + ")"
 			}
 			out = append(out, it+"[]")

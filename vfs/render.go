@@ -221,9 +221,13 @@ func renderFull(s *snapshot, t *tools.Tool) []byte {
 	b.WriteString("\n## Input schema\n\n")
 	writeJSONBlock(&b, t.InputSchema, `{"type":"object"}`)
 	b.WriteString("\n## Output schema\n\n")
-	if len(t.OutputSchema) == 0 {
+	switch {
+	case len(t.OutputSchema) == 0 && t.InferredOutput != nil:
+		fmt.Fprintf(&b, "%s Results are not checked against it.\n\n", InferredNote(t.InferredOutput.Observed))
+		writeJSONBlock(&b, t.InferredOutput.Schema, "")
+	case len(t.OutputSchema) == 0:
 		b.WriteString("Not documented: the result is `unknown`.\n")
-	} else {
+	default:
 		writeJSONBlock(&b, t.OutputSchema, "")
 	}
 

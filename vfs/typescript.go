@@ -30,7 +30,9 @@ import (
 // patternProperties become index signatures; defaults and constraints
 // (minimum, maxLength, pattern, format, ...) become JSDoc tags. The
 // second overload exists when t.Positional is set. A tool without an
-// output schema returns Promise<unknown>.
+// output schema returns Promise<unknown>, unless it has an inferred one
+// (t.InferredOutput): that is rendered the same way, its JSDoc saying it
+// was inferred and from how many results (InferredNote).
 //
 // Names that are reserved words in TypeScript declarations get a trailing
 // underscore, and the JSDoc says how to call them.
@@ -39,7 +41,11 @@ func Declaration(t *tools.Tool) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("declare %s: input schema: %w", t.Name, err)
 	}
-	out, err := parseSchema(t.OutputSchema, "")
+	outSchema, inferred := t.OutputSchema, ""
+	if len(outSchema) == 0 && t.InferredOutput != nil {
+		outSchema, inferred = t.InferredOutput.Schema, InferredNote(t.InferredOutput.Observed)
+	}
+	out, err := parseSchema(outSchema, "")
 	if err != nil {
 		return "", fmt.Errorf("declare %s: output schema: %w", t.Name, err)
 	}
@@ -63,7 +69,11 @@ func Declaration(t *tools.Tool) (string, error) {
 			resultType = g.typeOf(outDoc, out, ind)
 		} else if typ := g.typeOf(outDoc, out, ind); typ != "unknown" {
 			resultType = resultName
-			resultDecl = g.declare(resultName, outDoc, out, ind)
+			var lead []string
+			if inferred != "" {
+				lead = []string{inferred}
+			}
+			resultDecl = g.declare(resultName, outDoc, out, ind, lead...)
 		}
 	}
 
@@ -116,6 +126,16 @@ func Declaration(t *tools.Tool) (string, error) {
 	}
 	b.WriteString("}\n")
 	return b.String(), nil
+}
+
+// InferredNote is the sentence that marks a result type inferred from
+// observed results rather than declared by the tool.
+func InferredNote(observed int) string {
+	results := "results"
+	if observed == 1 {
+		results = "result"
+	}
+	return fmt.Sprintf("Inferred from %d observed %s, not declared by the tool: a hint, not a contract.", observed, results)
 }
 
 // isBareRef reports whether s is only a reference (with the definitions it
@@ -187,12 +207,15 @@ func (g *tsgen) unique(name string) string {
 }
 
 // declare renders "interface Name {...}" for plain object schemas and
-// "type Name = ...;" for everything else, with the schema's JSDoc.
-func (g *tsgen) declare(name string, d *schemaDoc, s any, ind string) string {
+// "type Name = ...;" for everything else, with the schema's JSDoc after
+// the lead lines.
+func (g *tsgen) declare(name string, d *schemaDoc, s any, ind string, lead ...string) string {
 	var b strings.Builder
 	o, _ := s.(*object)
 	if o != nil {
-		writeDoc(&b, ind, descLines(o), append(tags(o), requiredSets(o)...))
+		writeDoc(&b, ind, append(lead, descLines(o)...), append(tags(o), requiredSets(o)...))
+	} else {
+		writeDoc(&b, ind, lead, nil)
 	}
 	if o != nil && isPlainObject(o) {
 		fmt.Fprintf(&b, "%sinterface %s %s\n", ind, name, g.objectBody(d, o, ind, 0))

@@ -74,3 +74,72 @@ func TestSourceAvailabilityAndAliases(t *testing.T) {
 		t.Errorf("manifest (%d bytes): %s", len(m), m)
 	}
 }
+
+// TestInferredOutput renders a tool whose result shape was inferred from
+// observed results: a type marked as inferred at levels 2 and 3 and in
+// search hits, never in what direct mode would advertise; a declared
+// output schema wins over an inferred one.
+func TestInferredOutput(t *testing.T) {
+	t.Parallel()
+	inferred := &tools.InferredSchema{Observed: 3, Schema: json.RawMessage(
+		`{"type":"array","items":{"type":["object","string"],"properties":{"name":{"type":"string"},"uri":{"type":"string","format":"uri"}},"required":["uri"]}}`)}
+	links := tools.Tool{Name: "everything.get_resource_links", Summary: "Returns resource links.", Handler: nopHandler}
+	declared := tools.Tool{Name: "everything.get_structured_content", Summary: "Returns the weather.", Handler: nopHandler,
+		OutputSchema:   json.RawMessage(`{"type":"object","properties":{"temperature":{"type":"number"}},"required":["temperature"]}`),
+		InferredOutput: &tools.InferredSchema{Observed: 1, Schema: json.RawMessage(`{"type":"string"}`)}}
+	r := tools.NewRegistry()
+	if err := r.Register(links, declared); err != nil {
+		t.Fatal(err)
+	}
+	before := vfs.New(r).Stats().Direct
+	withInferred := links
+	withInferred.InferredOutput = inferred
+	if err := r.Register(withInferred); err != nil {
+		t.Fatal(err)
+	}
+	f := vfs.New(r)
+	read := func(p string) string {
+		t.Helper()
+		b, err := f.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	dts := read("everything/get_resource_links.d.ts")
+	for _, want := range []string{
+		"function get_resource_links(args?: GetResourceLinksArgs): Promise<GetResourceLinksResult>;",
+		"/** Inferred from 3 observed results, not declared by the tool: a hint, not a contract. */\n  type GetResourceLinksResult = ({",
+		"uri: string;",
+		"name?: string;",
+		"} | string)[];",
+	} {
+		if !strings.Contains(dts, want) {
+			t.Errorf(".d.ts lacks %q:\n%s", want, dts)
+		}
+	}
+	checkTS(t, "get_resource_links.d.ts", dts)
+	md := read("everything/get_resource_links.md")
+	if want := "## Output schema\n\nInferred from 3 observed results, not declared by the tool: a hint, not a contract. Results are not checked against it.\n\n```json\n{\n  \"type\": \"array\","; !strings.Contains(md, want) {
+		t.Errorf(".md lacks %q:\n%s", want, md)
+	}
+	if out, _ := f.Output(links.Name); out != "({…} | string)[] (inferred)" {
+		t.Errorf("output shape %q", out)
+	}
+	if one := vfs.InferredNote(1); !strings.Contains(one, "1 observed result,") {
+		t.Errorf("note for one result: %q", one)
+	}
+
+	// A declared schema wins.
+	dts = read("everything/get_structured_content.d.ts")
+	if strings.Contains(dts, "Inferred") || !strings.Contains(dts, "temperature: number;") {
+		t.Errorf("declared output schema lost to an inferred one:\n%s", dts)
+	}
+	if out, _ := f.Output(declared.Name); strings.Contains(out, "inferred") {
+		t.Errorf("output shape of a declared schema %q", out)
+	}
+	// Direct mode's tools/list would not change.
+	if after := f.Stats().Direct; after != before {
+		t.Errorf("direct mode's tool list changed with an inferred schema: %+v, before %+v", after, before)
+	}
+}

@@ -194,6 +194,7 @@ func startUpstreams(cfg Config, reg *tools.Registry, store *memory.Store, log *s
 		Registry: reg,
 		Lookup:   envLookup(os.Environ()),
 		Blobs:    storeBlobs{store},
+		Shapes:   store,
 		Logger:   log,
 		Version:  version,
 	})

@@ -50,6 +50,9 @@ func (u *upstream) call(ctx context.Context, orig, name string, args json.RawMes
 			if err == nil {
 				out, err = u.redactResult(name, out)
 			}
+			if err == nil {
+				u.observe(orig, out)
+			}
 			return out, err
 		}
 		if ctx.Err() != nil {

@@ -19,6 +19,17 @@
 // alias, so everything["get-sum"] and tools.call("everything.get-sum")
 // work too. See ToolNames for the rules and how collisions are resolved.
 //
+// Result shapes: for a tool that declares no output schema, the source
+// learns the shape of its results from the results it returns, never from
+// errors (tools.Inferrer), and registers the tool again with that schema
+// as its tools.Tool.InferredOutput, which the catalogue shows marked as
+// inferred — a hint, never checked against results nor advertised as an
+// output schema. Results are observed off the call's path by one
+// goroutine, at most 32 per tool and none once 8 in a row left the shape
+// as it was; with Config.Shapes what was learned survives restarts, and
+// it is learned again when the server's version or the tool's input
+// schema changes.
+//
 // It does not speak MCP to codecell's own clients (package mcpserver),
 // render the catalogue (package vfs) or filter results (package filter):
 // upstream results pass the same gate and filter as every other tool's.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/codecell/codecell/tools"
@@ -37,6 +38,10 @@ type Config struct {
 	// Blobs keeps binary contents of results; nil drops their bytes (the
 	// program still gets a handle with the size).
 	Blobs Blobs
+	// Shapes keeps, across restarts, the shapes of results learned for
+	// tools that declare no output schema (see doc.go); nil keeps them in
+	// memory only.
+	Shapes Shapes
 	// Logger receives the source's logs and the servers' stderr; nil
 	// discards them.
 	Logger *slog.Logger
@@ -113,7 +118,9 @@ type Source struct {
 	log       *slog.Logger
 	reg       Catalogue
 	blobs     Blobs
-	upstreams []*upstream // sorted by name
+	upstreams []*upstream  // sorted by name
+	samples   chan sample  // results waiting to be learned from
+	queued    atomic.Int64 // their bytes
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -135,12 +142,14 @@ func Start(cfg Config) (*Source, error) {
 	cfg.defaults()
 	ctx, stop := context.WithCancel(context.Background())
 	s := &Source{
-		cfg:   cfg,
-		log:   cfg.Logger.With("component", "upstream"),
-		reg:   cfg.Registry,
-		blobs: cfg.Blobs,
-		stop:  stop,
+		cfg:     cfg,
+		log:     cfg.Logger.With("component", "upstream"),
+		reg:     cfg.Registry,
+		blobs:   cfg.Blobs,
+		samples: make(chan sample, learnQueue),
+		stop:    stop,
 	}
+	s.wg.Go(func() { s.learn(ctx) })
 	for _, name := range slices.Sorted(maps.Keys(cfg.Servers)) {
 		u := newUpstream(s, name, cfg.Servers[name])
 		s.upstreams = append(s.upstreams, u)

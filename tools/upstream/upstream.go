@@ -37,6 +37,10 @@ type upstream struct {
 	settled     chan struct{} // closed when the first attempt ended
 	settledOnce sync.Once
 
+	// regMu orders the changes of the server's tools in the registry:
+	// a refresh, and a tool registered again with a learned shape.
+	regMu sync.Mutex
+
 	mu       sync.Mutex
 	state    State
 	reason   string
@@ -44,7 +48,9 @@ type upstream struct {
 	changed  chan struct{} // closed and replaced at every state change
 	tools    map[string]*remoteTool
 	names    map[string]string // original → short name
+	notes    map[string]string // original → what ToolNames noted of its name
 	printed  map[string][32]byte
+	learned  map[string]*learning // original → what is learned of its results
 	restarts int
 	lastWhy  string // the last failure logged
 	server   string
@@ -67,7 +73,9 @@ func newUpstream(s *Source, name string, cfg Server) *upstream {
 		changed:  make(chan struct{}),
 		tools:    map[string]*remoteTool{},
 		names:    map[string]string{},
+		notes:    map[string]string{},
 		printed:  map[string][32]byte{},
+		learned:  map[string]*learning{},
 	}
 	if u.timeout <= 0 {
 		u.timeout = DefaultCallTimeout
@@ -150,6 +158,7 @@ func (u *upstream) run(ctx context.Context) {
 		u.fail(fmt.Sprintf("cannot start: %v", u.resErr))
 		return // the environment does not change while codecell runs
 	}
+	u.loadShapes(ctx)
 	failures := 0
 	for attempt := 0; ctx.Err() == nil; attempt++ {
 		c, err := u.connect(ctx, attempt > 0)
@@ -311,6 +320,8 @@ func (u *upstream) refresh(ctx context.Context, c *conn) error {
 		origs = append(origs, t.Name)
 	}
 	short, notes := ToolNames(u.category, origs)
+	u.regMu.Lock()
+	defer u.regMu.Unlock()
 	// Only tools of this source may live in the category.
 	mine := map[string]bool{}
 	u.mu.Lock()
@@ -325,12 +336,17 @@ func (u *upstream) refresh(ctx context.Context, c *conn) error {
 	}
 	var add []tools.Tool
 	printed := map[string][32]byte{}
+	learned := map[string]*learning{}
 	for _, o := range origs {
 		t := byName[o]
 		fp := fingerprint(t, short[o])
 		printed[o] = fp
 		u.mu.Lock()
-		same := u.printed[o] == fp && u.names[o] == short[o]
+		reset := false
+		if _, declared := compiles(t.OutputSchema); !declared {
+			learned[o], reset = u.learningFor(t, basisOf(c.info.Name, c.info.Version, t))
+		}
+		same := u.printed[o] == fp && u.names[o] == short[o] && u.notes[o] == notes[o] && !reset
 		u.mu.Unlock()
 		if same {
 			continue
@@ -359,7 +375,7 @@ func (u *upstream) refresh(ctx context.Context, c *conn) error {
 		}
 	}
 	u.mu.Lock()
-	u.tools, u.names, u.printed = byName, short, printed
+	u.tools, u.names, u.notes, u.printed, u.learned = byName, short, notes, printed, learned
 	u.mu.Unlock()
 	if len(add) > 0 || len(remove) > 0 {
 		u.log.Info("tools updated", "registered", len(add), "removed", len(remove), "tools", len(origs))
@@ -426,6 +442,8 @@ func (u *upstream) tool(t *remoteTool, short, note string) tools.Tool {
 	}
 	if s, ok := compiles(t.OutputSchema); ok {
 		out.OutputSchema = s
+	} else {
+		out.InferredOutput = u.inferred(t.Name)
 	}
 	if a := t.Annotations; a != nil {
 		yes := func(p *bool, def bool) bool {
@@ -514,6 +532,7 @@ func (u *upstream) unregisterAll() {
 		names = append(names, u.category+"."+s)
 	}
 	u.names, u.tools, u.printed = map[string]string{}, map[string]*remoteTool{}, map[string][32]byte{}
+	u.notes, u.learned = map[string]string{}, map[string]*learning{}
 	u.mu.Unlock()
 	if len(names) > 0 {
 		u.src.reg.Unregister(names...)
