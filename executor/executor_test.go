@@ -627,26 +627,37 @@ func TestFairShare(t *testing.T) {
 			res *executor.Result
 		}
 		ends := make(chan end, 4)
-		start := func(who, owner, code string, timeout time.Duration) {
+		start := func(ctx context.Context, who, owner, code string, timeout time.Duration) {
 			go func() {
-				ends <- end{who, e.Run(t.Context(), executor.Request{Code: code, Owner: owner, Timeout: timeout, Dispatcher: echo, Functions: layout})}
+				ends <- end{who, e.Run(ctx, executor.Request{Code: code, Owner: owner, Timeout: timeout, Dispatcher: echo, Functions: layout})}
 			}()
 		}
-		start("a1", "A", "while (true) {}", 300*time.Millisecond)
-		start("a2", "A", "while (true) {}", 3*time.Second)
+		// a1 ends when the test says, once a3 and then b wait: the order
+		// of the queue, not the machine's speed, decides who gets its slot.
+		a1ctx, endA1 := context.WithCancel(t.Context())
+		defer endA1()
+		start(a1ctx, "a1", "A", "while (true) {}", time.Minute)
+		start(t.Context(), "a2", "A", "while (true) {}", 3*time.Second)
 		waitRunning(t, e, 2)
-		start("a3", "A", "while (true) {}", 3*time.Second)
+		start(t.Context(), "a3", "A", "while (true) {}", 3*time.Second)
 		for e.Stats().Queued < 1 { // a3 queues first
 			time.Sleep(time.Millisecond)
 		}
-		start("b", "B", "(await util.echo({ok: 'B'})).ok", 0)
+		start(t.Context(), "b", "B", "(await util.echo({ok: 'B'})).ok", 0)
+		for e.Stats().Queued < 2 {
+			time.Sleep(time.Millisecond)
+		}
+		endA1()
 		var order []string
 		for range 4 {
 			x := <-ends
 			order = append(order, x.who)
-			if x.who == "b" {
+			switch x.who {
+			case "b":
 				wantOK(t, x.res, `"B"`)
-			} else {
+			case "a1":
+				wantKind(t, x.res, executor.KindCanceled, "cancel")
+			default:
 				wantKind(t, x.res, executor.KindTimeout, "deadline")
 			}
 		}
