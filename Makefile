@@ -92,5 +92,17 @@ LOAD_DURATION ?= 30s
 load: build
 	$(GO) run ./cmd/codecell-load -bin $(BIN) -clients $(LOAD_CLIENTS) -duration $(LOAD_DURATION) | tee bin/load.md
 
+## fuzz: every fuzz target for FUZZTIME each (make test runs their seeds
+## only). The sandbox's FuzzBuiltins checks that every run ends within its
+## deadline + 100 ms, whatever built-in it abuses.
+FUZZTIME ?= 2m
+FUZZ_TARGETS := executor:FuzzBuiltins executor:FuzzRun executor:FuzzFrames filter:FuzzApply filter:FuzzApplyText \
+	filter:FuzzFlow filter:FuzzJSON filter:FuzzResolve vfs:FuzzPaths memory:FuzzValidatePath tools:FuzzInferrer tools/openapi:FuzzParse
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; echo "== $$pkg $$fn ($(FUZZTIME))"; \
+		$(GO) test -tags $(TAGS) -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) ./$$pkg/ || exit 1; \
+	done
+
 clean:
 	rm -rf bin
