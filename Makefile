@@ -64,6 +64,7 @@ lint:
 bench:
 	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchtime $(BENCHTIME) ./executor/ ./cmd/codecell/ ./filter/ ./mcpserver/
 	$(GO) test -run '^$$' -bench Search -benchtime 5000x ./tools/search/
+	$(GO) test -run '^$$' -bench 'BenchmarkCall|BenchmarkGitHub' -benchtime $(BENCHTIME) ./tools/openapi/ ./tools/upstream/
 
 ## bench-memory: store benchmarks, up to 100k memories (several minutes).
 bench-memory:
