@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/codecell/codecell/tools/search"
 )
 
-const searchToolsDescription = `Find catalogue tools by task ("open bugs in a repo") or name. Hits show their output shape and what reading their signature or docs costs. detail: name, summary (default), signature (adds the .d.ts) or full.`
+const searchToolsDescription = `Find catalogue tools by task ("open bugs in a repo") or name. Hits show their output shape and what reading their signature or docs costs. detail: name, summary (default), signature (their .d.ts) or full (their .md).`
 
 const searchToolsInput = `{
 	"type": "object",
@@ -58,6 +59,9 @@ func (s *Server) searchTools(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if err != nil {
 		return mcp.NewToolResultError(fmt.Sprintf("search_tools: %v", err)), nil
 	}
+	if text, ok := declarations(hits, search.Detail(args.Detail)); ok {
+		return mcp.NewToolResultText(text), nil
+	}
 	b, err := json.Marshal(struct {
 		Hits []search.Hit `json:"hits"`
 		Next string       `json:"next,omitempty"`
@@ -78,4 +82,34 @@ func nextStep(hits []search.Hit) string {
 		return fmt.Sprintf("Call it from execute_code: await %s({...}).", h.Name)
 	}
 	return fmt.Sprintf("read_tools %q gives the signature of %s (%d bytes).", "/"+h.Cost.SignaturePath, h.Name, h.Cost.Signature.Bytes)
+}
+
+// declarations renders hits at the signature and full levels as what
+// they are, TypeScript declarations or Markdown pages one after the
+// other, rather than as strings inside JSON, whose escapes (\n, \", \u003c)
+// and per-hit costs make a model read about twice the tokens of the
+// declarations themselves. The next step ends the text. ok is false when
+// there is nothing to render so (no hit, a lower level, a hit without
+// its document), and the hits are then given as JSON.
+func declarations(hits []search.Hit, detail search.Detail) (text string, ok bool) {
+	if len(hits) == 0 || (detail != search.DetailSignature && detail != search.DetailFull) {
+		return "", false
+	}
+	var b strings.Builder
+	for _, h := range hits {
+		doc := h.Signature
+		if detail == search.DetailFull {
+			doc = h.Full
+		}
+		if doc == "" {
+			return "", false
+		}
+		b.WriteString(strings.TrimRight(doc, "\n"))
+		b.WriteString("\n\n")
+	}
+	if detail == search.DetailSignature {
+		b.WriteString("// ") // the whole text stays TypeScript
+	}
+	b.WriteString(nextStep(hits))
+	return b.String(), true
 }
