@@ -473,8 +473,8 @@ var toolUse = regexp.MustCompile(`\b(everything|fs|kg)\.(\w+)\(`)
 func (a *agent) run(code string) json.RawMessage {
 	a.h.tb.Helper()
 	for _, m := range toolUse.FindAllStringSubmatch(code, -1) {
-		if name := m[1] + "." + m[2]; !strings.Contains(a.seen.String(), `"`+name+`"`) {
-			a.h.tb.Fatalf("the program calls %s, which the agent has not read about", name)
+		if !readAbout(a.seen.String(), m[1], m[2]) {
+			a.h.tb.Fatalf("the program calls %s.%s, which the agent has not read about", m[1], m[2])
 		}
 	}
 	out := a.step(call{"execute_code", map[string]any{"code": code, "timeout_ms": 60000}})[0]
@@ -561,6 +561,15 @@ func tableCells(tb testing.TB, row string) []json.RawMessage {
 		}
 		row = strings.TrimPrefix(row, ",")
 	}
+}
+
+// readAbout reports whether what the agent read names the tool ns.tool or
+// declares it.
+func readAbout(seen, ns, tool string) bool {
+	if regexp.MustCompile(`\b` + regexp.QuoteMeta(ns+"."+tool) + `\b`).MatchString(seen) {
+		return true
+	}
+	return strings.Contains(seen, "declare namespace "+ns+" {") && strings.Contains(seen, "function "+tool+"(")
 }
 
 // decode decodes a JSON text the model read.
