@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/search"
 )
 
@@ -49,8 +51,9 @@ func (s *Server) searchTools(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if err := decodeArgs(s.searchToolsSchema, "search_tools", req, &args); err != nil {
 		return mcp.NewToolResultError(err.Error()), nil
 	}
+	caller := s.caller(ctx)
 	hits, err := s.search.Search(search.Query{
-		Caller:   s.caller(ctx),
+		Caller:   caller,
 		Text:     args.Query,
 		Category: args.Category,
 		Limit:    args.Limit,
@@ -59,7 +62,15 @@ func (s *Server) searchTools(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if err != nil {
 		return mcp.NewToolResultError(fmt.Sprintf("search_tools: %v", err)), nil
 	}
-	if text, ok := declarations(hits, search.Detail(args.Detail)); ok {
+	view := s.reg.View(caller)
+	about := func(name string) string {
+		t, ok := view.Get(name)
+		if !ok {
+			return ""
+		}
+		return beyondSummary(t)
+	}
+	if text, ok := declarations(hits, search.Detail(args.Detail), about); ok {
 		return mcp.NewToolResultText(text), nil
 	}
 	b, err := json.Marshal(struct {
@@ -88,10 +99,14 @@ func nextStep(hits []search.Hit) string {
 // they are, TypeScript declarations or Markdown pages one after the
 // other, rather than as strings inside JSON, whose escapes (\n, \", \u003c)
 // and per-hit costs make a model read about twice the tokens of the
-// declarations themselves. The next step ends the text. ok is false when
-// there is nothing to render so (no hit, a lower level, a hit without
-// its document), and the hits are then given as JSON.
-func declarations(hits []search.Hit, detail search.Detail) (text string, ok bool) {
+// declarations themselves. A declaration is preceded by what the tool's
+// description says beyond its summary (about), as a comment: what it
+// returns and how is often there ("Returns full paths to all matching
+// items"), and without it one signature is not enough to write the
+// call. The next step ends the text. ok is false when there is nothing
+// to render so (no hit, a lower level, a hit without its document), and
+// the hits are then given as JSON.
+func declarations(hits []search.Hit, detail search.Detail, about func(name string) string) (text string, ok bool) {
 	if len(hits) == 0 || (detail != search.DetailSignature && detail != search.DetailFull) {
 		return "", false
 	}
@@ -104,6 +119,11 @@ func declarations(hits []search.Hit, detail search.Detail) (text string, ok bool
 		if doc == "" {
 			return "", false
 		}
+		if d := about(h.Name); d != "" && detail == search.DetailSignature {
+			b.WriteString("// ")
+			b.WriteString(strings.ReplaceAll(d, "\n", "\n// "))
+			b.WriteByte('\n')
+		}
 		b.WriteString(strings.TrimRight(doc, "\n"))
 		b.WriteString("\n\n")
 	}
@@ -112,4 +132,28 @@ func declarations(hits []search.Hit, detail search.Detail) (text string, ok bool
 	}
 	b.WriteString(nextStep(hits))
 	return b.String(), true
+}
+
+// maxAbout bounds the description a signature hit carries; the tool's
+// .md has all of it.
+const maxAbout = 800
+
+// beyondSummary is what t's description says beyond its summary, which
+// the declaration's JSDoc already gives, cut to maxAbout bytes at a word.
+func beyondSummary(t *tools.Tool) string {
+	d := strings.TrimSpace(t.Description)
+	if rest, ok := strings.CutPrefix(d, strings.TrimSpace(t.Summary)); ok {
+		d = strings.TrimSpace(rest)
+	}
+	if len(d) <= maxAbout {
+		return d
+	}
+	cut := strings.LastIndexByte(d[:maxAbout], ' ')
+	if cut <= 0 {
+		cut = maxAbout
+	}
+	for !utf8.RuneStart(d[cut]) {
+		cut--
+	}
+	return d[:cut] + " … (the rest in its .md)"
 }

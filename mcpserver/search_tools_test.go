@@ -1,10 +1,13 @@
 package mcpserver_test
 
 import (
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/tools"
 )
 
 // TestSearchToolsDetail holds what each level of search_tools gives a
@@ -18,18 +21,18 @@ func TestSearchToolsDetail(t *testing.T) {
 		name, query, detail string
 		prefix              string
 		want, not           []string
+		declarations        int // how many TypeScript declarations
 	}{
 		{"summary is JSON", "open bugs in a repo", "summary", `{"hits":[`,
-			[]string{`"name":"github.search_issues"`, `"signature_path":"github/search_issues.d.ts"`}, nil},
-		{"signature is TypeScript", "open bugs in a repo", "signature", "declare namespace github {",
-			[]string{"function search_issues(args: SearchIssuesArgs): Promise<SearchIssuesResult>;", "\n// Call it from execute_code: await github.search_issues({...})."},
-			[]string{`"hits"`, `\n`, `\u003c`, `"cost"`}},
-		{"several signatures follow each other", "search issues", "signature", "declare namespace ",
-			[]string{"}\n\ndeclare namespace "}, []string{`"hits"`}},
+			[]string{`"name":"github.search_issues"`, `"signature_path":"github/search_issues.d.ts"`}, nil, 0},
+		{"signature is TypeScript, each declaration after what the description adds to the summary", "open bugs in a repo", "signature",
+			"// Runs a GitHub issue search. The query uses GitHub's search qualifiers (repo:, is:open, label:, author:, assignee:, created:>2024-01-01, ...). Results are sorted by best match unless `sort` is given. At most 1,000 results are reachable through paging.\ndeclare namespace github {",
+			[]string{"function search_issues(args: SearchIssuesArgs): Promise<SearchIssuesResult>;", "}\n\n// ", "\n// Call it from execute_code: await github.search_issues({...})."},
+			[]string{`"hits"`, `\n`, `\u003c`, `"cost"`}, 3},
 		{"full is Markdown", "open bugs in a repo", "full", "# github.search_issues\n",
-			[]string{"## Input schema"}, []string{`"hits"`, `\n`}},
+			[]string{"## Input schema"}, []string{`"hits"`, `\n`}, 0},
 		{"no hit is JSON", "zzqx vvkw", "signature", `{"hits":`,
-			[]string{`No tool matched`}, nil},
+			[]string{`No tool matched`}, nil, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			res := callTool(t, c, "search_tools", map[string]any{"query": tt.query, "detail": tt.detail, "limit": 3})
@@ -42,11 +45,33 @@ func TestSearchToolsDetail(t *testing.T) {
 					t.Errorf("lacks %q:\n%s", w, got)
 				}
 			}
+			if n := strings.Count(got, "declare namespace "); n != tt.declarations {
+				t.Errorf("%d declarations, want %d:\n%s", n, tt.declarations, got)
+			}
 			for _, n := range tt.not {
 				if strings.Contains(got, n) {
 					t.Errorf("has %q:\n%s", n, got)
 				}
 			}
 		})
+	}
+}
+
+// TestSearchToolsLongDescription holds that a signature hit carries a
+// long description cut at a word, and says where the rest is.
+func TestSearchToolsLongDescription(t *testing.T) {
+	t.Parallel()
+	srv := catalogServer(t, mcpserver.Config{})
+	long := "Zebra quagga inventory. " + strings.Repeat("Every stripe is counted twice before the herd moves on. ", 30)
+	err := srv.Registry().Register(tools.Tool{Name: "zoo.count_zebras", Summary: "Zebra quagga inventory.", Description: long,
+		Handler: func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`1`), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := start(t, transports[0].connect(t, srv))
+	got := text(callTool(t, c, "search_tools", map[string]any{"query": "zebra quagga inventory", "detail": "signature", "limit": 1}))
+	comment, _, _ := strings.Cut(got, "\ndeclare namespace zoo {")
+	if !strings.HasPrefix(comment, "// Every stripe") || !strings.HasSuffix(comment, " is … (the rest in its .md)") || len(comment) > 3+800+len(" … (the rest in its .md)") {
+		t.Errorf("the description in the hit (%d bytes):\n%s", len(comment), got)
 	}
 }
