@@ -313,11 +313,15 @@ func readAll(a *agent, root string) map[string]string {
 }
 
 // discoverFiles is what a code-mode agent reads before a program over
-// the notes: the manifest, then search_files in full (its page says what
-// it returns: full paths, one a line) and read_text_file's signature.
+// the notes: the manifest, then the signatures of search_files (whose
+// description says what it returns: full paths, one a line) and
+// read_text_file.
 func discoverFiles(a *agent) {
 	a.manifest()
-	a.step(find("find files matching a glob pattern", "fs", "full"), find("read a text file", "fs", "signature"))
+	a.step(find("find files matching a glob pattern", "fs", "signature"), find("read a text file", "fs", "signature"))
+	if !strings.Contains(a.seen.String(), "Returns full paths to all matching items") {
+		a.h.tb.Fatal("the agent has not read what search_files returns")
+	}
 }
 
 func noteID(base string) int {
