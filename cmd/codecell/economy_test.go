@@ -452,10 +452,14 @@ func (a *agent) answer(v any) {
 	a.wrote += a.count(text)
 }
 
-// manifest reads the manifest, unless the host already put it in context
-// (with the server's instructions).
+// listed matches a category of the benchmark and its tools in the
+// manifest or in the instructions.
+var listed = regexp.MustCompile(`(?m)(^- |")(everything|fs|kg)"?: ?"?\d+ tools`)
+
+// manifest reads the manifest, unless the host already has the
+// categories in context (with the server's instructions).
 func (a *agent) manifest() {
-	if !strings.Contains(a.h.preamble, `"categories"`) {
+	if len(listed.FindAllString(a.h.preamble, -1)) < len(upstreamCategories) {
 		a.step(call{"read_tools", map[string]any{"path": "/manifest.json"}})
 	}
 }
