@@ -48,7 +48,7 @@ func (s *Server) instructionsFor(c tools.Caller) string {
 	}
 	var out strings.Builder
 	out.WriteString(base)
-	out.WriteString("\n\nThe catalogue's categories when you connected (read_tools \"/manifest.json\" lists them as they are now):\n")
+	out.WriteString("\nCategories (read_tools \"/manifest.json\" lists them as they are now):\n")
 	for _, name := range slices.Sorted(maps.Keys(m.Categories)) {
 		fmt.Fprintf(&out, "- %s: %s\n", name, m.Categories[name])
 	}

@@ -47,7 +47,7 @@ func TestInstructionsListTheCategories(t *testing.T) {
 			for _, want := range []string{
 				"codecell runs your JavaScript or TypeScript",
 				`search_tools {query, category, detail: "signature"}`,
-				"\n\nThe catalogue's categories when you connected (read_tools \"/manifest.json\" lists them as they are now):\n",
+				"\nCategories (read_tools \"/manifest.json\" lists them as they are now):\n",
 				fmt.Sprintf("\n- github: %d tools: Repos, issues, pull requests, commits\n", len(view.ListCategory("github"))),
 				"\n- util: 3 tools: Small utilities: echo values, read the clock, wait.",
 			} {
