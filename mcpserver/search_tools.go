@@ -103,35 +103,28 @@ func nextStep(hits []search.Hit) string {
 // description says beyond its summary (about), as a comment: what it
 // returns and how is often there ("Returns full paths to all matching
 // items"), and without it one signature is not enough to write the
-// call. The next step ends the text. ok is false when there is nothing
+// call. The declarations say how to call the tools, so no next step
+// follows them. ok is false when there is nothing
 // to render so (no hit, a lower level, a hit without its document), and
 // the hits are then given as JSON.
 func declarations(hits []search.Hit, detail search.Detail, about func(name string) string) (text string, ok bool) {
 	if len(hits) == 0 || (detail != search.DetailSignature && detail != search.DetailFull) {
 		return "", false
 	}
-	var b strings.Builder
+	blocks := make([]string, 0, len(hits))
 	for _, h := range hits {
-		doc := h.Signature
+		doc := strings.TrimRight(h.Signature, "\n")
 		if detail == search.DetailFull {
-			doc = h.Full
+			doc = strings.TrimRight(h.Full, "\n")
+		} else if d := about(h.Name); d != "" {
+			doc = "// " + strings.ReplaceAll(d, "\n", "\n// ") + "\n" + doc
 		}
 		if doc == "" {
 			return "", false
 		}
-		if d := about(h.Name); d != "" && detail == search.DetailSignature {
-			b.WriteString("// ")
-			b.WriteString(strings.ReplaceAll(d, "\n", "\n// "))
-			b.WriteByte('\n')
-		}
-		b.WriteString(strings.TrimRight(doc, "\n"))
-		b.WriteString("\n\n")
+		blocks = append(blocks, doc)
 	}
-	if detail == search.DetailSignature {
-		b.WriteString("// ") // the whole text stays TypeScript
-	}
-	b.WriteString(nextStep(hits))
-	return b.String(), true
+	return strings.Join(blocks, "\n\n"), true
 }
 
 // maxAbout bounds the description a signature hit carries; the tool's
