@@ -28,8 +28,12 @@ func (s *Server) instructionHooks(h *server.Hooks) {
 	})
 }
 
+// maxCategoryLine bounds a category's line in the instructions, which
+// every conversation carries; the manifest has the whole summary.
+const maxCategoryLine = 80
+
 // instructionsFor is the server's instructions followed by c's manifest,
-// one category a line (the manifest's budget bounds it). The categories
+// one category a line, cut to maxCategoryLine bytes. The categories
 // are those of the moment: upstream servers still connecting say so, and
 // the instructions say where to read the current list. Without a
 // manifest the instructions stand alone.
@@ -50,7 +54,11 @@ func (s *Server) instructionsFor(c tools.Caller) string {
 	out.WriteString(base)
 	out.WriteString("\nCategories (read_tools \"/manifest.json\" lists them as they are now):\n")
 	for _, name := range slices.Sorted(maps.Keys(m.Categories)) {
-		fmt.Fprintf(&out, "- %s: %s\n", name, m.Categories[name])
+		line := m.Categories[name]
+		if short := cutAtWord(line, maxCategoryLine); short != line {
+			line = short + "…"
+		}
+		fmt.Fprintf(&out, "- %s: %s\n", name, line)
 	}
 	return strings.TrimRight(out.String(), "\n")
 }

@@ -23,7 +23,7 @@ func TestInstructionsListTheCategories(t *testing.T) {
 	t.Parallel()
 	srv := catalogServer(t, mcpserver.Config{})
 	view := srv.Registry().View(tools.Caller{Principal: "local"})
-	instructions := func(t *testing.T, version string) string {
+	instructions := func(t *testing.T, srv *mcpserver.Server, version string) string {
 		t.Helper()
 		c := transports[0].connect(t, srv)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -43,7 +43,7 @@ func TestInstructionsListTheCategories(t *testing.T) {
 	}
 	for _, version := range []string{mcp.LATEST_PROTOCOL_VERSION, "2025-11-25"} {
 		t.Run(version, func(t *testing.T) {
-			got := instructions(t, version)
+			got := instructions(t, srv, version)
 			for _, want := range []string{
 				"codecell runs your JavaScript or TypeScript",
 				`search_tools {query, category, detail: "signature"}`,
@@ -58,6 +58,11 @@ func TestInstructionsListTheCategories(t *testing.T) {
 			if n := strings.Count(got, "\n- "); n != len(view.Categories()) {
 				t.Errorf("%d categories listed:\n%s", n, got)
 			}
+			for l := range strings.SplitSeq(got[strings.Index(got, "\n- ")+1:], "\n") {
+				if _, desc, _ := strings.Cut(l, ": "); len(desc) > 80+len("…") {
+					t.Errorf("a category's line is %d bytes long: %s", len(desc), l)
+				}
+			}
 		})
 	}
 
@@ -67,7 +72,26 @@ func TestInstructionsListTheCategories(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := instructions(t, mcp.LATEST_PROTOCOL_VERSION); !strings.Contains(got, "\n- later: 1 tool") {
+		if got := instructions(t, srv, mcp.LATEST_PROTOCOL_VERSION); !strings.Contains(got, "\n- later: 1 tool") {
+			t.Errorf("instructions:\n%s", got)
+		}
+	})
+	t.Run("a long summary is cut", func(t *testing.T) {
+		reg := tools.NewRegistry()
+		err := reg.Register(tools.Tool{Name: "zoo.count", Summary: "Count the animals.",
+			Handler: func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`1`), nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := reg.DescribeCategory("zoo", "Animals of the zoo, with a summary much longer than a line of the instructions should be, so that it is cut."); err != nil {
+			t.Fatal(err)
+		}
+		small, err := mcpserver.New(forTests(t, mcpserver.Config{}), reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { small.Close() })
+		if got := instructions(t, small, mcp.LATEST_PROTOCOL_VERSION); !strings.HasSuffix(got, "\n- zoo: 1 tool: Animals of the zoo, with a summary much longer than a line of the…") {
 			t.Errorf("instructions:\n%s", got)
 		}
 	})

@@ -141,12 +141,20 @@ func beyondSummary(t *tools.Tool) string {
 	if len(d) <= maxAbout {
 		return d
 	}
-	cut := strings.LastIndexByte(d[:maxAbout], ' ')
-	if cut <= 0 {
-		cut = maxAbout
+	return cutAtWord(d, maxAbout) + " … (the rest in its .md)"
+}
+
+// cutAtWord is the start of s, at most n bytes, cut before a word.
+func cutAtWord(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	for !utf8.RuneStart(d[cut]) {
+	cut := strings.LastIndexByte(s[:n], ' ')
+	if cut <= 0 {
+		cut = n
+	}
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return d[:cut] + " … (the rest in its .md)"
+	return strings.TrimRight(s[:cut], " ,;:")
 }
