@@ -119,30 +119,61 @@ func economyDir(t *testing.T) string {
 	}
 }
 
-// checkTargets holds the results to issue 11's targets.
-func checkTargets(t *testing.T, tasks []economyTask, results [][2]tally) {
-	t.Helper()
-	var direct, code int
+// target is one of issue 11's targets and how the results meet it.
+type target struct {
+	what   string
+	missed []string // what misses it; nothing when it is met
+	best   string   // the figure that shows it, when met
+}
+
+// targets holds the results to issue 11's targets: at least 99% fewer
+// tokens in code mode on each data-heavy task and 98.7% overall, code
+// mode never worse on a light task, at most 3 round trips in code mode.
+func targets(tasks []economyTask, results [][2]tally) []target {
+	heavy := target{what: "≥ 99% fewer tokens on each data-heavy task"}
+	light := target{what: "code mode never worse than direct on a light task"}
+	trips := target{what: "≤ 3 model round trips per task in code mode"}
+	overall := target{what: "≥ 98.7% fewer tokens overall"}
+	var direct, code, lighter, most int
+	low := 100.0
 	for i, task := range tasks {
 		d, c := results[i][0].total(), results[i][1].total()
 		direct += d
 		code += c
-		switch task.kind {
-		case kindDataHeavy:
-			if s := saving(d, c); s < 99 {
-				t.Errorf("%s: code mode saves %.2f%% of the tokens, want ≥ 99%% on a data-heavy task", task.name, s)
-			}
-		case kindLight:
-			if c > d {
-				t.Errorf("%s: code mode takes %d tokens, direct %d: worse on a light task", task.name, c, d)
-			}
+		switch s := saving(d, c); {
+		case task.kind == kindDataHeavy && s < 99:
+			heavy.missed = append(heavy.missed, fmt.Sprintf("%s saves %.2f%%", task.name, s))
+		case task.kind == kindDataHeavy:
+			low = min(low, s)
+		case task.kind == kindLight && c > d:
+			light.missed = append(light.missed, fmt.Sprintf("%s takes %d tokens in code mode, %d direct", task.name, c, d))
+		case task.kind == kindLight:
+			lighter++
 		}
 		if n := results[i][1].trips; n > 3 {
-			t.Errorf("%s: %d round trips in code mode, want ≤ 3", task.name, n)
+			trips.missed = append(trips.missed, fmt.Sprintf("%s takes %d", task.name, n))
+		} else {
+			most = max(most, n)
 		}
 	}
+	heavy.best = fmt.Sprintf("the least is %.2f%%", low)
+	light.best = fmt.Sprintf("all %d light tasks cost less in code mode", lighter)
+	trips.best = fmt.Sprintf("at most %d", most)
 	if s := saving(direct, code); s < 98.7 {
-		t.Errorf("overall, code mode saves %.2f%% of the tokens, want ≥ 98.7%%", s)
+		overall.missed = append(overall.missed, fmt.Sprintf("%.2f%%", s))
+	} else {
+		overall.best = fmt.Sprintf("%.2f%%", s)
+	}
+	return []target{heavy, overall, light, trips}
+}
+
+// checkTargets fails the test for each target missed.
+func checkTargets(t *testing.T, tasks []economyTask, results [][2]tally) {
+	t.Helper()
+	for _, tg := range targets(tasks, results) {
+		if len(tg.missed) > 0 {
+			t.Errorf("target %s missed: %s", tg.what, strings.Join(tg.missed, "; "))
+		}
 	}
 }
 
@@ -182,8 +213,11 @@ type host struct {
 }
 
 // upstreamCategories are the servers of the benchmark, by their names in
-// codecell's configuration.
+// codecell's configuration; upstreamToolCount is how many tools they have
+// (the versions pinned in testdata/upstreams).
 var upstreamCategories = []string{"everything", "fs", "kg"}
+
+const upstreamToolCount = 36
 
 // startHost starts codecell in mode over stdio. The filesystem server
 // serves corpus, the memory server keeps its graph under root/mode.
@@ -234,7 +268,7 @@ func startHost(tb testing.TB, node, dir, root, corpus string, mode agentMode) *h
 			tb.Fatalf("tools/list: %v", err)
 		}
 		list = res.Tools
-		if mode == modeCode || len(upstreamTools(list)) == 36 {
+		if mode == modeCode || len(upstreamTools(list)) == upstreamToolCount {
 			break
 		}
 		if ctx.Err() != nil {
@@ -605,10 +639,16 @@ func canonical(tb testing.TB, v any) string {
 // economyReport is the Markdown table of the results.
 func economyReport(tasks []economyTask, results [][2]tally, data *corpus) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Context economy: tokens the model reads and writes (o200k_base) for each task, done by a direct-mode agent\n")
-	fmt.Fprintf(&b, "(every tool definition in context, one call per step, every result in full) and by a code-mode agent\n")
-	fmt.Fprintf(&b, "(manifest, search_tools, one execute_code). The data: %d notes, %d bytes in all, and a CSV of %d people (%d bytes).\n\n",
-		len(data.notes), data.bytes, len(data.people), data.csv)
+	fmt.Fprintf(&b, `Context economy (make bench-economy): the tokens a model reads and writes for each task, counted with the
+o200k_base BPE, when a scripted agent does it in direct mode (codecell --expose direct: the definitions of the
+three servers' %d tools in context, one call per step, every result in full) and in code mode (codecell's
+instructions and three tools in context, search_tools, one execute_code, its filtered result). Both reach the
+answer worked out from the generated data: %d notes of %d bytes in all, and a CSV of %d people (%d bytes).
+Counted once each: what the host puts in context (instructions, none in direct mode; each tool's name,
+description and input schema), every call the model writes (name and arguments, programs included), every
+result as the host hands it over (its text, or its structured content where that is longer), and the answer.
+
+`, upstreamToolCount, len(data.notes), data.bytes, len(data.people), data.csv)
 	b.WriteString("| task | kind | tokens direct | tokens code mode | saving | round trips direct / code |\n")
 	b.WriteString("|---|---|--:|--:|--:|:-:|\n")
 	var sum [2]tally
@@ -629,6 +669,15 @@ func economyReport(tasks []economyTask, results [][2]tally, data *corpus) string
 	fmt.Fprintf(&b, "| **data-heavy** | | %d | %d | %.2f%% | |\n", heavy[0], heavy[1], saving(heavy[0], heavy[1]))
 	fmt.Fprintf(&b, "| **all** | | %d | %d | %.2f%% | %d / %d |\n\n", sum[0].total(), sum[1].total(), saving(sum[0].total(), sum[1].total()), sum[0].trips, sum[1].trips)
 
+	b.WriteString("Issue 11's targets:\n\n")
+	for _, tg := range targets(tasks, results) {
+		if len(tg.missed) > 0 {
+			fmt.Fprintf(&b, "- %s: **missed** (%s)\n", tg.what, strings.Join(tg.missed, "; "))
+		} else {
+			fmt.Fprintf(&b, "- %s: met (%s)\n", tg.what, tg.best)
+		}
+	}
+	b.WriteString("\n")
 	b.WriteString("Where the tokens go: in context from the host (instructions, tool definitions), read (results), written (calls, programs, answer).\n\n")
 	b.WriteString("| task | direct: host / read / written | code mode: host / read / written |\n")
 	b.WriteString("|---|--:|--:|\n")
