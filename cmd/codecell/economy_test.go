@@ -42,9 +42,11 @@ import (
 // tokens the model reads and writes are counted with the o200k_base BPE
 // (github.com/tiktoken-go/tokenizer, whose ranks are compiled in). It is
 // behind the economy build tag so that `make test` neither runs it nor
-// compiles the tokenizer:
+// compiles the tokenizer. `make bench-economy` runs it and writes
+// bin/economy.md; CODECELL_ECONOMY_REPORT names that file,
+// CODECELL_ECONOMY_TRANSCRIPTS a directory for every conversation:
 //
-//	CODECELL_ECONOMY_REPORT=bin/economy.md go test -tags sqlite_fts5,economy -run TestContextEconomy -v ./cmd/codecell/
+//	go test -tags sqlite_fts5,economy -run TestContextEconomy ./cmd/codecell/
 
 // TestContextEconomy runs the tasks in both modes, checks their answers,
 // writes the table and holds codecell to the issue's targets.
