@@ -10,7 +10,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 BENCHTIME ?= 2s
 STATICCHECK := v0.8.2
 
-.PHONY: build run test lint bench bench-memory bench-disclosure load node-deps openapi-fixtures clean
+.PHONY: build run test lint bench bench-memory bench-disclosure bench-economy load node-deps openapi-fixtures fuzz clean
 
 build:
 	@echo "building $(BIN); the first build compiles the SQLite (cgo) and QuickJS sources and takes about two minutes"
@@ -56,6 +56,7 @@ lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet -tags $(TAGS) ./...
+	$(GO) vet -tags $(TAGS),economy ./cmd/codecell/
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK) -tags $(TAGS) ./...
 	$(GO) mod tidy -diff
 
@@ -76,6 +77,17 @@ bench-disclosure:
 	@mkdir -p bin
 	CODECELL_DISCLOSURE_REPORT=$(CURDIR)/bin/disclosure.md $(GO) test -tags $(TAGS) -count=1 -run TestDisclosureBudgets ./mcpserver/
 	@cat bin/disclosure.md
+
+## bench-economy: tokens an agent spends on tasks over the reference MCP
+## servers (filesystem, memory, everything) in direct mode and in code mode,
+## through the built binary, counted with the o200k_base BPE; writes
+## bin/economy.md. ECONOMY_TRANSCRIPTS=DIR keeps each conversation.
+ECONOMY_TRANSCRIPTS ?=
+bench-economy: node-deps
+	@mkdir -p bin && rm -f bin/economy.md
+	CODECELL_REQUIRE_NODE=1 CODECELL_ECONOMY_REPORT=$(CURDIR)/bin/economy.md CODECELL_ECONOMY_TRANSCRIPTS=$(if $(ECONOMY_TRANSCRIPTS),$(abspath $(ECONOMY_TRANSCRIPTS))) \
+		$(GO) test -tags $(TAGS),economy -count=1 -timeout 20m -run TestContextEconomy ./cmd/codecell/
+	@cat bin/economy.md
 
 ## bench-peers: codecell beside a peer, the ATP server (isolated-vm), on the
 ## same workloads, interleaved, over HTTP on loopback; writes bin/peers.md.

@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/search"
 )
 
-const searchToolsDescription = `Find catalogue tools by task ("open bugs in a repo") or name. Hits show their output shape and what reading their signature or docs costs. detail: name, summary (default), signature (adds the .d.ts) or full.`
+const searchToolsDescription = `Find catalogue tools by task ("open bugs in a repo") or name. Hits show their output shape and what reading their signature or docs costs. detail: name, summary (default), signature (their .d.ts) or full (their .md).`
 
 const searchToolsInput = `{
 	"type": "object",
@@ -48,8 +51,9 @@ func (s *Server) searchTools(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if err := decodeArgs(s.searchToolsSchema, "search_tools", req, &args); err != nil {
 		return mcp.NewToolResultError(err.Error()), nil
 	}
+	caller := s.caller(ctx)
 	hits, err := s.search.Search(search.Query{
-		Caller:   s.caller(ctx),
+		Caller:   caller,
 		Text:     args.Query,
 		Category: args.Category,
 		Limit:    args.Limit,
@@ -57,6 +61,17 @@ func (s *Server) searchTools(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	})
 	if err != nil {
 		return mcp.NewToolResultError(fmt.Sprintf("search_tools: %v", err)), nil
+	}
+	view := s.reg.View(caller)
+	about := func(name string) string {
+		t, ok := view.Get(name)
+		if !ok {
+			return ""
+		}
+		return beyondSummary(t)
+	}
+	if text, ok := declarations(hits, search.Detail(args.Detail), about); ok {
+		return mcp.NewToolResultText(text), nil
 	}
 	b, err := json.Marshal(struct {
 		Hits []search.Hit `json:"hits"`
@@ -78,4 +93,68 @@ func nextStep(hits []search.Hit) string {
 		return fmt.Sprintf("Call it from execute_code: await %s({...}).", h.Name)
 	}
 	return fmt.Sprintf("read_tools %q gives the signature of %s (%d bytes).", "/"+h.Cost.SignaturePath, h.Name, h.Cost.Signature.Bytes)
+}
+
+// declarations renders hits at the signature and full levels as what
+// they are, TypeScript declarations or Markdown pages one after the
+// other, rather than as strings inside JSON, whose escapes (\n, \", \u003c)
+// and per-hit costs make a model read about twice the tokens of the
+// declarations themselves. A declaration is preceded by what the tool's
+// description says beyond its summary (about), as a comment: what it
+// returns and how is often there ("Returns full paths to all matching
+// items"), and without it one signature is not enough to write the
+// call. The declarations say how to call the tools, so no next step
+// follows them. ok is false when there is nothing
+// to render so (no hit, a lower level, a hit without its document), and
+// the hits are then given as JSON.
+func declarations(hits []search.Hit, detail search.Detail, about func(name string) string) (text string, ok bool) {
+	if len(hits) == 0 || (detail != search.DetailSignature && detail != search.DetailFull) {
+		return "", false
+	}
+	blocks := make([]string, 0, len(hits))
+	for _, h := range hits {
+		doc := strings.TrimRight(h.Signature, "\n")
+		if detail == search.DetailFull {
+			doc = strings.TrimRight(h.Full, "\n")
+		} else if d := about(h.Name); d != "" {
+			doc = "// " + strings.ReplaceAll(d, "\n", "\n// ") + "\n" + doc
+		}
+		if doc == "" {
+			return "", false
+		}
+		blocks = append(blocks, doc)
+	}
+	return strings.Join(blocks, "\n\n"), true
+}
+
+// maxAbout bounds the description a signature hit carries; the tool's
+// .md has all of it.
+const maxAbout = 800
+
+// beyondSummary is what t's description says beyond its summary, which
+// the declaration's JSDoc already gives, cut to maxAbout bytes at a word.
+func beyondSummary(t *tools.Tool) string {
+	d := strings.TrimSpace(t.Description)
+	if rest, ok := strings.CutPrefix(d, strings.TrimSpace(t.Summary)); ok {
+		d = strings.TrimSpace(rest)
+	}
+	if len(d) <= maxAbout {
+		return d
+	}
+	return cutAtWord(d, maxAbout) + " … (the rest in its .md)"
+}
+
+// cutAtWord is the start of s, at most n bytes, cut before a word.
+func cutAtWord(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := strings.LastIndexByte(s[:n], ' ')
+	if cut <= 0 {
+		cut = n
+	}
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strings.TrimRight(s[:cut], " ,;:")
 }

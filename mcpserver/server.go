@@ -247,6 +247,7 @@ func (s *Server) hooks() *server.Hooks {
 	s.sessions.hooks(h)
 	s.owners.hooks(h)
 	s.subs.hooks(h)
+	s.instructionHooks(h)
 	return h
 }
 
