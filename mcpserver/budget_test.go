@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/client"
+
 	"github.com/codecell/codecell/executor"
+	"github.com/codecell/codecell/mcpserver"
 )
 
 // TestRecordWithinBudget checks what hosts hand the model: the
@@ -42,6 +45,7 @@ func TestRecordWithinBudget(t *testing.T) {
 				args["budget_bytes"] = tc.budget
 				budget = tc.budget
 			}
+			before := ledger(t, c)
 			res, rec := execute(t, c, args)
 			// The text content is the record as the server serialized it
 			// (an in-process client hands structuredContent over decoded).
@@ -56,8 +60,9 @@ func TestRecordWithinBudget(t *testing.T) {
 			if !reflect.DeepEqual(fromText, fromStructured) {
 				t.Errorf("the text content is not the serialized record:\n%.200s\n%.200s", txt, structured)
 			}
-			if rec.Stats.ToModelBytes != len(txt) {
-				t.Errorf("stats.to_model_bytes = %d, want %d", rec.Stats.ToModelBytes, len(txt))
+			// The ledger counts what the host hands the model.
+			if got := ledger(t, c).ToModelBytes - before.ToModelBytes; got != len(txt) {
+				t.Errorf("the ledger counted %d bytes to the model, want %d", got, len(txt))
 			}
 			if tc.kind == "" && (res.IsError || rec.Status != executor.StatusOK) {
 				t.Fatalf("run failed: %.500s", structured)
@@ -67,4 +72,14 @@ func TestRecordWithinBudget(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ledger reads the session's running totals.
+func ledger(t *testing.T, c *client.Client) mcpserver.Totals {
+	t.Helper()
+	var totals mcpserver.Totals
+	if err := json.Unmarshal([]byte(readResource(t, c, mcpserver.LedgerURI)), &totals); err != nil {
+		t.Fatal(err)
+	}
+	return totals
 }

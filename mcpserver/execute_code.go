@@ -11,7 +11,7 @@ import (
 	"github.com/codecell/codecell/executor"
 )
 
-const executeCodeDescription = `Run a JavaScript/TypeScript program in a sandbox where catalogue tools are async functions: await github.search_issues({...}). Workflow: read_tools "/manifest.json" for categories, "/{category}/index.json" for tools, "/{category}/{tool}.d.ts" for a signature; then send one program that calls what it needs, filters the data and returns only what you need. The program is an async function body (await, return; else the last expression is the result). Use Promise.all for independent calls. A failed call throws ToolError (.code, .tool). No network, files or timers. Returns the result, console lines and a summary of the calls; errors say what to fix.`
+const executeCodeDescription = `Run a JavaScript/TypeScript program in a sandbox where catalogue tools are async functions: await github.search_issues({...}). Find them with search_tools. The program is an async function body: call what you need, filter the data, return only the answer. Await independent calls with Promise.all. A failed call throws ToolError (.code, .tool). No network, files or timers.`
 
 // executeCodeInput is the input schema of execute_code. Its timeout
 // maximum is filled in from the executor's configuration.

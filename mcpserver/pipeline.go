@@ -157,6 +157,9 @@ func (s *Server) record(ctx context.Context, sess *session, flow *filter.Flow, e
 			FromToolsBytes: res.Telemetry.BytesFromTools,
 		},
 	}
+	if x.Details || anyFailed(res.Calls) {
+		rec.Calls = summarizeCalls(res.Calls)
+	}
 	// Tool names are the program's to choose: an unknown one is text
 	// like any other.
 	for i := range rec.Calls {
@@ -258,6 +261,15 @@ func (s *Server) filterToolName(view *tools.View, name string, opts filter.Optio
 		return name
 	}
 	return s.filterText(name, 128, opts)
+}
+
+func anyFailed(calls []executor.CallRecord) bool {
+	for _, c := range calls {
+		if !c.OK {
+			return true
+		}
+	}
+	return false
 }
 
 // summarizeFilter is what the record says of the filter's report: nil

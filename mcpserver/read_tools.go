@@ -12,7 +12,7 @@ import (
 	"github.com/codecell/codecell/vfs"
 )
 
-const readToolsDescription = `Read the tool catalogue as files: "/manifest.json" (categories), "/{category}/index.json" (its tools), "/{category}/{tool}.d.ts" (signature), "/{category}/{tool}.md" (docs). Directories list entries with sizes; a wrong path returns the nearest directory and a suggestion.`
+const readToolsDescription = `Read the tool catalogue as files: "/manifest.json", "/{category}/index.json", "/{category}/{tool}.d.ts" (signature), "/{category}/{tool}.md" (docs). A wrong path suggests the nearest.`
 
 const readToolsInput = `{
 	"type": "object",

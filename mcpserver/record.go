@@ -33,7 +33,8 @@ type Record struct {
 	// Artifacts are outputs kept beside the result, such as the images an
 	// upstream server returned, each readable at its URI.
 	Artifacts []tools.Artifact `json:"artifacts,omitempty"`
-	// Calls summarises the tool calls by tool, in the order of first call.
+	// Calls summarises the tool calls by tool, in the order of first call,
+	// when one failed or the request asked for details.
 	Calls []CallSummary `json:"calls,omitempty"`
 	// Trace lists every tool call; only when the request asked for details.
 	Trace []executor.CallRecord `json:"trace,omitempty"`
@@ -72,15 +73,16 @@ type CallSummary struct {
 	Errors []string `json:"errors,omitempty"`
 }
 
-// Stats measures a run and the context it saved: the bytes the program
-// read from tools against the bytes the model receives (the serialized
-// record), with estimated tokens.
+// Stats measures a run. The context it saved — the bytes the program read
+// from tools against the bytes the model receives (the serialized record)
+// — goes to the session ledger and the metrics, not into the record,
+// which the model reads.
 type Stats struct {
 	DurationMS     float64 `json:"ms"`
 	QueueWaitMS    float64 `json:"queue_ms,omitempty"`
 	ToolCalls      int     `json:"tool_calls"`
-	FromToolsBytes int     `json:"from_tools_bytes"`
-	ToModelBytes   int     `json:"to_model_bytes"`
+	FromToolsBytes int     `json:"-"`
+	ToModelBytes   int     `json:"-"`
 }
 
 // FilterSummary is what the output filter found and did, counted rather
@@ -274,21 +276,13 @@ func tailText(s string, n int) string {
 	return fmt.Sprintf("[%d bytes cut] …", i) + s[i:]
 }
 
-// marshalRecord serializes rec with its own size in Stats: the size
-// changes the digits it is written with, so it settles in a few rounds.
+// marshalRecord serializes rec, noting its size in Stats.
 func marshalRecord(rec *Record) []byte {
-	var b []byte
-	for range 4 {
-		var err error
-		b, err = json.Marshal(rec)
-		if err != nil {
-			// Every field is a plain value or valid JSON.
-			panic(fmt.Sprintf("marshal run record: %v", err))
-		}
-		if rec.Stats.ToModelBytes == len(b) {
-			break
-		}
-		rec.Stats.ToModelBytes = len(b)
+	b, err := json.Marshal(rec)
+	if err != nil {
+		// Every field is a plain value or valid JSON.
+		panic(fmt.Sprintf("marshal run record: %v", err))
 	}
+	rec.Stats.ToModelBytes = len(b)
 	return b
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/codecell/codecell/tools/search"
 )
 
-const searchToolsDescription = `Find catalogue tools by task ("open bugs in a repo") or name. Hits show their output shape and what reading their signature or docs costs. detail: name, summary (default), signature (their .d.ts) or full (their .md).`
+const searchToolsDescription = `Find catalogue tools by task ("open bugs in a repo") or name. detail: name, summary (default; with output shape and costs), signature (their .d.ts) or full (their .md).`
 
 const searchToolsInput = `{
 	"type": "object",
