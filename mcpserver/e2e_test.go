@@ -249,8 +249,8 @@ func TestListToolsIsCodeMode(t *testing.T) {
 	for _, tool := range res.Tools {
 		names = append(names, tool.Name)
 		if tool.Name == "execute_code" {
-			if !strings.Contains(tool.Description, "read_tools") {
-				t.Errorf("execute_code description does not point at read_tools")
+			if !strings.Contains(tool.Description, "search_tools") {
+				t.Errorf("execute_code description does not point at search_tools")
 			}
 			b, err := json.Marshal(tool)
 			if err != nil {
