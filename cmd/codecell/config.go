@@ -64,6 +64,7 @@ type ServerConfig struct {
 
 // SandboxConfig holds the executor's pool and limits.
 type SandboxConfig struct {
+	Isolation          string   `toml:"isolation"`
 	PoolSize           int      `toml:"pool_size"`
 	QueueWait          Duration `toml:"queue_wait"`
 	Timeout            Duration `toml:"timeout"`
@@ -176,6 +177,7 @@ func defaultConfig() Config {
 			UpstreamWait:  Duration(2 * time.Second),
 		},
 		Sandbox: SandboxConfig{
+			Isolation:          "process",
 			QueueWait:          Duration(10 * time.Second),
 			Timeout:            Duration(5 * time.Second),
 			MaxTimeout:         Duration(60 * time.Second),
@@ -586,6 +588,7 @@ func (c *Config) validate(env func(string) string) []error {
 	oneOf("server.expose", c.Server.Expose, "code", "direct", "both")
 	oneOf("server.log_level", c.Server.LogLevel, "debug", "info", "warn", "error")
 	oneOf("server.log_format", c.Server.LogFormat, "text", "json")
+	oneOf("sandbox.isolation", c.Sandbox.Isolation, "process", "inprocess")
 	if c.Server.HTTP != "" {
 		if _, _, err := net.SplitHostPort(c.Server.HTTP); err != nil {
 			bad("server.http", "%q is not host:port (e.g. 127.0.0.1:7410)", c.Server.HTTP)

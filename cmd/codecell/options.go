@@ -199,8 +199,13 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 }
 
 func executorConfig(c SandboxConfig) executor.Config {
+	var worker []string
+	if c.Isolation != string(executor.IsolationInProcess) {
+		worker = workerCommand()
+	}
 	return executor.Config{
-		WorkerCommand:      workerCommand(),
+		Isolation:          executor.Isolation(c.Isolation),
+		WorkerCommand:      worker,
 		PoolSize:           c.PoolSize,
 		QueueWait:          c.QueueWait.D(),
 		Timeout:            c.Timeout.D(),
