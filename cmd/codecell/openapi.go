@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/openapi"
@@ -48,7 +47,7 @@ func startOpenAPI(cfg Config, reg *tools.Registry, store *memory.Store, log *slo
 		}
 		opts := openapi.Options{Name: name, Getenv: os.Getenv, CacheDir: cache, Recorder: requestLog{s.log}, Logger: log}
 		if store != nil {
-			opts.Artifacts = storedResults{store}
+			opts.Artifacts = storeBlobs{store}
 		}
 		src, err := openapi.New(oc, opts)
 		if err != nil {
@@ -115,16 +114,4 @@ type requestLog struct{ log *slog.Logger }
 func (r requestLog) RecordRequest(ctx context.Context, q openapi.Request) {
 	r.log.Info("http request", "principal", tools.CallerFrom(ctx).Principal, "tool", q.Tool, "method", q.Method, "host", q.Host,
 		"status", q.Status, "error", q.Error, "attempt", q.Attempt, "ms", q.Duration.Milliseconds())
-}
-
-// storedResults keeps the binary responses of the OpenAPI sources as
-// stored results of the caller, readable as codecell://results/{id}.
-type storedResults struct{ store *memory.Store }
-
-func (a storedResults) PutArtifact(ctx context.Context, mimeType string, data []byte) (string, error) {
-	info, err := a.store.PutResult(ctx, memory.PutResultInput{ContentType: mimeType, Data: data})
-	if err != nil {
-		return "", err
-	}
-	return mcpserver.ResultsPrefix + info.ID, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
+	"github.com/codecell/codecell/tools/openapi"
 	"github.com/codecell/codecell/tools/upstream"
 )
 
@@ -224,8 +225,8 @@ func waitUpstreams(src *upstream.Source, d time.Duration, log *slog.Logger) {
 	log.Info("upstream servers", "ready", ready, "configured", len(src.Status()))
 }
 
-// storeBlobs keeps upstream results' binary contents as stored results,
-// readable as codecell://results/{id}.
+// storeBlobs keeps the binary contents of upstream results and OpenAPI
+// responses as stored results, readable as codecell://results/{id}.
 type storeBlobs struct{ s *memory.Store }
 
 func (b storeBlobs) PutBlob(ctx context.Context, mimeType string, data []byte) (string, error) {
@@ -236,7 +237,15 @@ func (b storeBlobs) PutBlob(ctx context.Context, mimeType string, data []byte) (
 	return mcpserver.ResultsPrefix + info.ID, nil
 }
 
-var _ upstream.Blobs = storeBlobs{}
+// PutArtifact keeps an OpenAPI source's binary response the same way.
+func (b storeBlobs) PutArtifact(ctx context.Context, mimeType string, data []byte) (string, error) {
+	return b.PutBlob(ctx, mimeType, data)
+}
+
+var (
+	_ upstream.Blobs    = storeBlobs{}
+	_ openapi.Artifacts = storeBlobs{}
+)
 
 // hideUpstreamSecrets returns servers with the values of env and headers
 // replaced, for printing.
