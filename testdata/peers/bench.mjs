@@ -225,7 +225,7 @@ tool_call_burst = 10000000
     async run(code) {
       const r = await client.callTool({ name: "execute_code", arguments: { code } });
       if (r.isError) throw new Error("codecell: " + (r.content || []).map(c => c.text).join(""));
-      return { result: r.structuredContent.result, serverMs: r.structuredContent.telemetry?.duration_ms };
+      return { result: r.structuredContent.result, serverMs: r.structuredContent.stats?.ms };
     },
     close: () => client.close(),
   };
@@ -262,7 +262,7 @@ function check(server, w, got) {
 }
 
 // One execution: its latency at the client, and the run's duration as the
-// server reports it (codecell: telemetry.duration_ms; ATP: stats.duration,
+// server reports it (codecell: stats.ms; ATP: stats.duration,
 // whole milliseconds), which tells the run from the transport around it.
 async function timed(server, w, code) {
   const t0 = performance.now();
@@ -381,7 +381,7 @@ for (let k = 1; k <= runs; k++) results.push(await oneRun(k));
 
 let md = header() + "\n";
 results.forEach((r, i) => {
-  md += `\n## Run ${i + 1} of ${runs}\n\n${r.load}.\n\n${table(r.rows)}\n\nThe run alone, as each server reports it (codecell: telemetry.duration_ms; ATP: stats.duration, whole ms), p50, and what the client saw beyond it:\n\n${serverTable(r.rows)}\n`;
+  md += `\n## Run ${i + 1} of ${runs}\n\n${r.load}.\n\n${table(r.rows)}\n\nThe run alone, as each server reports it (codecell: stats.ms; ATP: stats.duration, whole ms), p50, and what the client saw beyond it:\n\n${serverTable(r.rows)}\n`;
 });
 if (runs > 1) {
   md += `\n## Range over the ${runs} runs (ATP/codecell, p50)\n\n| workload | min | max |\n|---|---:|---:|\n`;
