@@ -132,7 +132,9 @@ func (s *Server) directTool(t *tools.Tool) (server.ServerTool, bool) {
 		if err != nil {
 			return nil, err
 		}
-		out, err := dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: sess.vault, flow: flow}.call(ctx, qualified, args)
+		track := &tracker{flow: flow}
+		out, err := dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: sess.vault, track: track}.call(ctx, qualified, args)
+		track.settled()
 		opts := filter.Options{Vault: sess.vault, Flow: flow}
 		if err != nil {
 			msg := s.filterText(err.Error(), s.budget-64, opts)

@@ -22,9 +22,9 @@ type dispatcher struct {
 	caller tools.Caller
 	local  bool          // the caller is the local user over stdio
 	vault  *filter.Vault // the caller's session's tokens
-	// flow tracks what the run received from each source, for the
+	// track follows what the run received from each source, for the
 	// data-flow rules and the output filter; nil tracks nothing.
-	flow *filter.Flow
+	track *tracker
 }
 
 var _ executor.Dispatcher = dispatcher{}
@@ -40,9 +40,13 @@ func (d dispatcher) call(ctx context.Context, name string, args json.RawMessage)
 		d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, d.caller, name), "rate_limited").Inc()
 		return nil, r
 	}
+	var flow *filter.Flow
+	if d.track != nil {
+		flow = d.track.settled()
+	}
 	args, err := resolveTokens(d.vault, name, args)
-	if err == nil && d.flow != nil {
-		err = checkFlow(d.flow, name, args)
+	if err == nil && flow != nil {
+		err = checkFlow(flow, name, args)
 	}
 	if err != nil {
 		d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, d.caller, name), tools.CodeOf(err)).Inc()
@@ -52,18 +56,18 @@ func (d dispatcher) call(ctx context.Context, name string, args json.RawMessage)
 		return nil, err
 	}
 	ctx = tools.WithCaller(ctx, d.caller)
-	if d.flow != nil {
+	if flow != nil {
 		// What a tool stores (a memory, a workspace file) keeps the
 		// sources of the values it was given.
-		if p := d.flow.Provenance(args); !p.IsZero() {
+		if p := flow.Provenance(args); !p.IsZero() {
 			if b, err := json.Marshal(p); err == nil {
 				ctx = memory.WithProvenance(ctx, b)
 			}
 		}
 	}
 	out, err := d.s.reg.Call(ctx, name, args)
-	if err == nil && d.flow != nil {
-		d.flow.Observe(name, out, storedProvenance(out))
+	if err == nil && d.track != nil {
+		d.track.observe(name, out)
 	}
 	status := "ok"
 	if err != nil {
@@ -185,6 +189,43 @@ func errorCode(err error) string {
 		return r.ErrorCode()
 	}
 	return tools.CodeOf(err)
+}
+
+// tracker is a run's data flow, fed off the call's path: a tool's result
+// is observed while the program reads it, and whatever needs the flow
+// complete — the next call's check, the filter of any output — waits for
+// the observations in progress. On a large result the two then overlap
+// instead of adding up.
+type tracker struct {
+	flow *filter.Flow
+
+	mu      sync.Mutex
+	pending []chan struct{}
+}
+
+// observe records result as received from source, in the background.
+func (t *tracker) observe(source string, result json.RawMessage) {
+	data := bytes.Clone(result) // the executor owns result once the call returns
+	done := make(chan struct{})
+	t.mu.Lock()
+	t.pending = append(t.pending, done)
+	t.mu.Unlock()
+	go func() {
+		defer close(done)
+		t.flow.Observe(source, data, storedProvenance(data))
+	}()
+}
+
+// settled waits for the observations in progress and returns the flow.
+func (t *tracker) settled() *filter.Flow {
+	t.mu.Lock()
+	pending := t.pending
+	t.pending = nil
+	t.mu.Unlock()
+	for _, done := range pending {
+		<-done
+	}
+	return t.flow
 }
 
 // checkFlow refuses a call whose arguments carry a value a data-flow rule

@@ -55,11 +55,13 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 	if err != nil {
 		s.log.Error("flow", "err", err) // the rules were checked when the server was made
 	}
-	d := &runDispatcher{dispatcher: dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: vault, flow: flow}, execID: id}
+	track := &tracker{flow: flow}
+	d := &runDispatcher{dispatcher: dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: vault, track: track}, execID: id}
 	textOpts := filter.Options{Vault: vault, Flow: flow}
 	if x.OnLog != nil {
 		onLog := x.OnLog
 		x.OnLog = func(l executor.LogLine) {
+			track.settled() // a line may print a value a tool just returned
 			l.Message = s.filterText(l.Message, maxStreamedText, textOpts)
 			onLog(l)
 		}
@@ -81,6 +83,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 			}
 			sent++
 			last = now
+			track.settled()
 			onProgress(s.filterText(message, maxStreamedText, textOpts), fraction)
 		}
 	}
@@ -100,7 +103,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 		OnProgress: x.OnProgress,
 	})
 	s.metrics.observeRun(res)
-	rec, body := s.record(context.WithoutCancel(tools.WithCaller(ctx, caller)), sess, flow, id, x, res, d.runArtifacts())
+	rec, body := s.record(context.WithoutCancel(tools.WithCaller(ctx, caller)), sess, track.settled(), id, x, res, d.runArtifacts())
 	s.audit.record(auditRecord{exec: executionRecord(id, caller, x, started, res), calls: d.auditCalls()})
 	s.log.Info("run", "id", id, "principal", caller.Principal, "session_hash", sessionHash(caller.Session), "status", res.Status, "kind", errorKind(res),
 		"ms", res.Telemetry.DurationMS, "calls", res.Telemetry.ToolCalls, "code_bytes", len(x.Code), "returned_bytes", len(body))
