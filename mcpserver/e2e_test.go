@@ -322,6 +322,24 @@ func TestDirectOnly(t *testing.T) {
 	if len(res.Tools) < 3 {
 		t.Errorf("direct mode lists %d tools", len(res.Tools))
 	}
+	// Its instructions speak of the tools it lists, not of execute_code.
+	c2, err := client.NewInProcessClient(srv.MCP())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = "2025-11-25"
+	init.Params.ClientInfo = mcp.Implementation{Name: "t", Version: "1"}
+	got, err := c2.Initialize(t.Context(), init)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(got.Instructions, "execute_code") || !strings.Contains(got.Instructions, "category__tool") {
+		t.Errorf("direct mode's instructions: %q", got.Instructions)
+	}
 }
 
 func TestDirectMode(t *testing.T) {

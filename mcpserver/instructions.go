@@ -32,12 +32,20 @@ func (s *Server) instructionHooks(h *server.Hooks) {
 // every conversation carries; the manifest has the whole summary.
 const maxCategoryLine = 80
 
+// directInstructions are the instructions of a server that lists only the
+// catalogue's tools (--expose direct).
+const directInstructions = "codecell serves its catalogue's tools as ordinary MCP tools, named category__tool. Their results are filtered: sensitive values come as tokens such as ⟦email:…⟧, which other tools of this server accept in their place, and a long result is cut to a budget."
+
 // instructionsFor is the server's instructions followed by c's manifest,
 // one category a line, cut to maxCategoryLine bytes. The categories
 // are those of the moment: upstream servers still connecting say so, and
 // the instructions say where to read the current list. Without a
 // manifest the instructions stand alone.
 func (s *Server) instructionsFor(c tools.Caller) string {
+	if s.cfg.Expose == ExposeDirect {
+		// No code-mode tools are listed: say what the tools are instead.
+		return directInstructions
+	}
 	base := strings.TrimRight(instructions, "\n")
 	b, err := s.vfs.For(c).ReadFile("manifest.json")
 	if err != nil {
