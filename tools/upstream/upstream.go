@@ -514,14 +514,31 @@ func serverSummary(c *conn) string {
 	if name == "" {
 		name = c.info.Name
 	}
-	line := summaryOf(c.instr, "", "", "")
-	if strings.TrimSpace(c.instr) == "" {
+	prose := proseOf(c.instr)
+	line := summaryOf(prose, "", "", "")
+	if prose == "" {
 		if name == "" {
 			return ""
 		}
 		line = "The MCP server " + name + "."
 	}
 	return line
+}
+
+// proseOf drops the Markdown headings, rules and blank lines that open a
+// server's instructions ("# Everything Server – Server Instructions"), so
+// that a summary starts at its first sentence.
+func proseOf(instr string) string {
+	rest := instr
+	for rest != "" {
+		line, next, _ := strings.Cut(rest, "\n")
+		t := strings.TrimSpace(line)
+		if t != "" && !strings.HasPrefix(t, "#") && strings.Trim(t, "-=*_ ") != "" {
+			return strings.TrimSpace(rest)
+		}
+		rest = next
+	}
+	return ""
 }
 
 // unregisterAll removes the server's tools and category status.
