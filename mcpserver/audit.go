@@ -29,8 +29,9 @@ type auditor struct {
 }
 
 type auditRecord struct {
-	exec  memory.Execution
-	calls []memory.ToolCall
+	exec     memory.Execution
+	calls    []memory.ToolCall
+	requests []memory.HTTPRequest
 }
 
 func newAuditor(store auditLog, log *slog.Logger, latency func(string, time.Duration)) *auditor {
@@ -60,6 +61,13 @@ func (a *auditor) write(r auditRecord) {
 			a.log.Error("audit tool calls", "id", r.exec.ID, "calls", len(r.calls), "err", err)
 		}
 		a.latency("record_tool_calls", time.Since(start))
+	}
+	if len(r.requests) > 0 {
+		start := time.Now()
+		if err := a.store.RecordHTTPRequests(ctx, r.requests...); err != nil {
+			a.log.Error("audit http requests", "id", r.exec.ID, "requests", len(r.requests), "err", err)
+		}
+		a.latency("record_http_requests", time.Since(start))
 	}
 }
 

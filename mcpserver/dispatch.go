@@ -104,6 +104,7 @@ type runDispatcher struct {
 
 	mu        sync.Mutex
 	calls     []memory.ToolCall
+	requests  []memory.HTTPRequest
 	artifacts []tools.Artifact
 }
 
@@ -118,7 +119,7 @@ func (d *runDispatcher) Call(ctx context.Context, c executor.Call) (json.RawMess
 	name, args := c.Name, c.Args
 	ctx = context.WithValue(ctx, runKey{}, d)
 	start := time.Now()
-	rep := tools.Reporter{Artifact: d.addArtifact}
+	rep := tools.Reporter{Artifact: d.addArtifact, Request: d.addRequest}
 	if d.progress != nil {
 		rep.Progress = func(message string, fraction float64) {
 			if message == "" {
@@ -166,6 +167,26 @@ func (d *runDispatcher) addArtifact(a tools.Artifact) {
 	if len(d.artifacts) < maxArtifacts {
 		d.artifacts = append(d.artifacts, a)
 	}
+}
+
+// maxRequests bounds the HTTP requests a run's audit record keeps.
+const maxRequests = 10000
+
+// addRequest keeps an HTTP request a tool sent, for the audit log.
+func (d *runDispatcher) addRequest(q tools.Request) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.requests) < maxRequests {
+		d.requests = append(d.requests, memory.HTTPRequest{ExecutionID: d.execID, Tool: q.Tool, Method: q.Method, Host: q.Host,
+			Status: q.Status, Error: q.Error, Attempt: q.Attempt, Duration: q.Duration, StartedAt: q.Started})
+	}
+}
+
+// auditRequests returns the HTTP requests sent so far.
+func (d *runDispatcher) auditRequests() []memory.HTTPRequest {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.requests
 }
 
 // runArtifacts returns the artifacts made so far.

@@ -19,10 +19,12 @@ type Store interface {
 
 var _ Store = (*memory.Store)(nil)
 
-// auditLog records runs and their tool calls.
+// auditLog records runs, their tool calls and the HTTP requests those
+// sent.
 type auditLog interface {
 	RecordExecution(ctx context.Context, e memory.Execution) error
 	RecordToolCalls(ctx context.Context, calls ...memory.ToolCall) error
+	RecordHTTPRequests(ctx context.Context, reqs ...memory.HTTPRequest) error
 }
 
 // resultStore keeps whole results that the model got cut.

@@ -302,3 +302,75 @@ func scanToolCalls(rows *sql.Rows) ([]ToolCall, error) {
 	}
 	return out, rows.Err()
 }
+
+// HTTPRequest is the audit record of one HTTP request a tool call of an
+// execution sent (one attempt): never its headers, body, query string or
+// credentials.
+type HTTPRequest struct {
+	ExecutionID string        `json:"execution_id"`
+	Tool        string        `json:"tool"`
+	Method      string        `json:"method"`
+	Host        string        `json:"host"`
+	Status      int           `json:"status,omitempty"`
+	Error       string        `json:"error,omitempty"`
+	Attempt     int           `json:"attempt"`
+	Duration    time.Duration `json:"duration_ns"`
+	StartedAt   time.Time     `json:"started_at"`
+}
+
+// RecordHTTPRequests appends HTTP request records. Their execution must
+// have been recorded first.
+func (s *Store) RecordHTTPRequests(ctx context.Context, reqs ...HTTPRequest) error {
+	if len(reqs) == 0 {
+		return nil
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		for _, r := range reqs {
+			if r.StartedAt.IsZero() {
+				r.StartedAt = s.now()
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO http_requests (execution_id, tool, method, host, status, error, attempt, duration_us, started_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.ExecutionID, clip(r.Tool, 200), clip(r.Method, 16), clip(r.Host, 255), r.Status, clip(r.Error, 64),
+				max(r.Attempt, 1), r.Duration.Microseconds(), ms(r.StartedAt)); err != nil {
+				if strings.Contains(err.Error(), "FOREIGN KEY") {
+					return fmt.Errorf("%w: execution %q is not recorded; call RecordExecution first", ErrNotFound, r.ExecutionID)
+				}
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record http requests: %w", err)
+	}
+	return nil
+}
+
+// HTTPRequests returns the HTTP requests of an execution, in the order
+// they were sent.
+func (s *Store) HTTPRequests(ctx context.Context, executionID string) ([]HTTPRequest, error) {
+	var out []HTTPRequest
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT execution_id, tool, method, host, status, error, attempt, duration_us, started_at
+			FROM http_requests WHERE execution_id = ? ORDER BY id`, executionID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r HTTPRequest
+			var us, started int64
+			if err := rows.Scan(&r.ExecutionID, &r.Tool, &r.Method, &r.Host, &r.Status, &r.Error, &r.Attempt, &us, &started); err != nil {
+				return err
+			}
+			r.Duration = time.Duration(us) * time.Microsecond
+			r.StartedAt = fromMS(started)
+			out = append(out, r)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("http requests of %s: %w", executionID, err)
+	}
+	return out, nil
+}

@@ -1,6 +1,9 @@
 package tools
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Reporter receives what a tool reports while it runs, beside its result:
 // how far it got, and artifacts — binary or large outputs kept elsewhere
@@ -12,6 +15,22 @@ import "context"
 type Reporter struct {
 	Progress func(message string, fraction float64)
 	Artifact func(Artifact)
+	// Request receives a record of each HTTP request the call sent, for
+	// the audit log.
+	Request func(Request)
+}
+
+// Request is what the audit log keeps of one HTTP request a tool sent (one
+// attempt): never its headers, body, query string or credentials.
+type Request struct {
+	Tool     string
+	Method   string
+	Host     string
+	Status   int    // 0 when no response came
+	Error    string // a word such as "timeout", or ""
+	Attempt  int
+	Duration time.Duration
+	Started  time.Time
 }
 
 // Artifact is an output a tool kept outside its result, such as the image
@@ -41,6 +60,13 @@ func WithReporter(ctx context.Context, r Reporter) context.Context {
 func ReportProgress(ctx context.Context, message string, fraction float64) {
 	if r, ok := ctx.Value(reporterKey{}).(Reporter); ok && r.Progress != nil {
 		r.Progress(message, fraction)
+	}
+}
+
+// ReportRequest tells the caller of an HTTP request the call sent.
+func ReportRequest(ctx context.Context, q Request) {
+	if r, ok := ctx.Value(reporterKey{}).(Reporter); ok && r.Request != nil {
+		r.Request(q)
 	}
 }
 

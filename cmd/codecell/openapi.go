@@ -112,6 +112,9 @@ func (s *openAPISources) close() {
 type requestLog struct{ log *slog.Logger }
 
 func (r requestLog) RecordRequest(ctx context.Context, q openapi.Request) {
+	// In a run, the request joins the run's audit record.
+	tools.ReportRequest(ctx, tools.Request{Tool: q.Tool, Method: q.Method, Host: q.Host, Status: q.Status, Error: q.Error,
+		Attempt: q.Attempt, Duration: q.Duration, Started: q.Started})
 	r.log.Info("http request", "principal", tools.CallerFrom(ctx).Principal, "tool", q.Tool, "method", q.Method, "host", q.Host,
 		"status", q.Status, "error", q.Error, "attempt", q.Attempt, "ms", q.Duration.Milliseconds())
 }

@@ -19,6 +19,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/codecell/codecell/memory"
 )
 
 // openAPISpec is a slice of GitHub's REST API, shared with tools/openapi's
@@ -169,7 +171,8 @@ func (l *lockedBuffer) String() string {
 func TestOpenAPIEndToEnd(t *testing.T) {
 	t.Parallel()
 	a := newLocalAPI(t)
-	c, logs := openAPIServer(t, a, nil)
+	data := t.TempDir()
+	c, logs := openAPIServer(t, a, []string{"CODECELL_SERVER_DATA_DIR=" + data})
 	tests := []struct {
 		name, code string
 		result     string // the result, exactly; "" to skip
@@ -250,6 +253,46 @@ func TestOpenAPIEndToEnd(t *testing.T) {
 	}
 	if strings.Contains(log, apiSecret) {
 		t.Error("the log holds the token")
+	}
+	// The audit log has every request with its run: method, host, status.
+	st, err := memory.Open(t.Context(), memory.Config{Path: filepath.Join(data, "codecell.db"), ReadOnly: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var audited []string
+	for range 50 { // the audit log is written off the request's path
+		audited = audited[:0]
+		execs, err := st.ListExecutions(t.Context(), memory.ExecutionQuery{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range execs {
+			reqs, err := st.HTTPRequests(t.Context(), e.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range reqs {
+				audited = append(audited, fmt.Sprintf("%s %s %s %d %s", r.Tool, r.Method, r.Host, r.Status, r.Error))
+			}
+		}
+		if len(audited) >= 6 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	all := strings.Join(audited, "\n")
+	for _, want := range []string{
+		"gh.repos_get GET " + host + " 404 ",
+		"gh.rate_limited GET " + host + " 429 ",
+		"gh.moved GET " + host + " 0 redirect_refused",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the audit log lacks %q:\n%s", want, all)
+		}
+	}
+	if strings.Contains(all, apiSecret) {
+		t.Error("the audit log holds the token")
 	}
 }
 
