@@ -182,36 +182,5 @@ func (r *run) knownJob(ks *knownScan, j *textJob, inKey bool) {
 
 // knownNode is the stage for every string, key and number of n.
 func (r *run) knownNode(ks *knownScan, n *node) {
-	switch n.kind {
-	case kindObject:
-		changed := false
-		for i := range n.kids {
-			key := n.kids[i].key
-			if len(r.f.allowFields) > 0 && r.f.allowFields[normalizeField(key)] {
-				continue
-			}
-			if k := r.knownText(ks, key, true); k != key {
-				n.kids[i].key = k
-				changed = true
-			}
-			r.path = append(r.path, seg{key: n.kids[i].key, isKey: true})
-			r.knownNode(ks, &n.kids[i])
-			r.path = r.path[:len(r.path)-1]
-		}
-		if changed {
-			uniqueKeys(n.kids)
-		}
-	case kindArray:
-		for i := range n.kids {
-			r.path = append(r.path, seg{index: i})
-			r.knownNode(ks, &n.kids[i])
-			r.path = r.path[:len(r.path)-1]
-		}
-	case kindString:
-		n.str = r.knownText(ks, n.str, false)
-	case kindNumber:
-		if s := r.knownText(ks, n.str, false); s != n.str {
-			*n = node{kind: kindString, str: s, key: n.key}
-		}
-	}
+	r.rewriteNode(n, func(s string, inKey bool) string { return r.knownText(ks, s, inKey) })
 }

@@ -125,6 +125,15 @@ func (r *run) sweepSpans(sw *sweeper, s string, skip []span, inKey bool, out []s
 
 // sweepNode sweeps every string, key and number in n.
 func (r *run) sweepNode(sw *sweeper, n *node) {
+	r.rewriteNode(n, func(s string, inKey bool) string { return r.sweepText(sw, s, inKey) })
+}
+
+// rewriteNode replaces every string, key and number in n by what text
+// makes of it, keeping r.path at the value being rewritten. Keys of
+// allowed fields, and everything under them, are left alone; a number
+// that text changes (a card number among the digits of a longer one)
+// becomes a string.
+func (r *run) rewriteNode(n *node, text func(s string, inKey bool) string) {
 	switch n.kind {
 	case kindObject:
 		changed := false
@@ -133,12 +142,12 @@ func (r *run) sweepNode(sw *sweeper, n *node) {
 			if len(r.f.allowFields) > 0 && r.f.allowFields[normalizeField(key)] {
 				continue
 			}
-			if k := r.sweepText(sw, key, true); k != key {
+			if k := text(key, true); k != key {
 				n.kids[i].key = k
 				changed = true
 			}
 			r.path = append(r.path, seg{key: n.kids[i].key, isKey: true})
-			r.sweepNode(sw, &n.kids[i])
+			r.rewriteNode(&n.kids[i], text)
 			r.path = r.path[:len(r.path)-1]
 		}
 		if changed {
@@ -147,15 +156,13 @@ func (r *run) sweepNode(sw *sweeper, n *node) {
 	case kindArray:
 		for i := range n.kids {
 			r.path = append(r.path, seg{index: i})
-			r.sweepNode(sw, &n.kids[i])
+			r.rewriteNode(&n.kids[i], text)
 			r.path = r.path[:len(r.path)-1]
 		}
 	case kindString:
-		n.str = r.sweepText(sw, n.str, false)
+		n.str = text(n.str, false)
 	case kindNumber:
-		// A number holding a value (a card number among the digits of a
-		// longer one) becomes a string with the value replaced.
-		if s := r.sweepText(sw, n.str, false); s != n.str {
+		if s := text(n.str, false); s != n.str {
 			*n = node{kind: kindString, str: s, key: n.key}
 		}
 	}
