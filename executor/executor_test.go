@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -649,9 +650,11 @@ func TestFairShare(t *testing.T) {
 		}
 		endA1()
 		var order []string
+		queued := map[string]float64{}
 		for range 4 {
 			x := <-ends
 			order = append(order, x.who)
+			queued[x.who] = x.res.Telemetry.QueueWaitMS
 			switch x.who {
 			case "b":
 				wantOK(t, x.res, `"B"`)
@@ -662,10 +665,12 @@ func TestFairShare(t *testing.T) {
 			}
 		}
 		// First come, first served would give a1's slot to a3, and B would
-		// wait for a2. (B may end before a1's Run has returned: a1's slot
-		// is free once its VM is.)
-		if got := strings.Join(order, " "); got != "a1 b a2 a3" && got != "b a1 a2 a3" {
-			t.Errorf("runs ended in the order %s, want a1 b a2 a3", got)
+		// wait for a2's, about 3 s. Fair, B takes a1's slot and ends before
+		// a3. (When B ends relative to a2 depends on how fast a killed
+		// worker is replaced, so the order of those two is not asserted.)
+		got := strings.Join(order, " ")
+		if slices.Index(order, "b") > slices.Index(order, "a3") || queued["b"] >= queued["a3"] {
+			t.Errorf("runs ended in the order %s with queue waits %v ms: B waited behind A", got, queued)
 		}
 	})
 }
