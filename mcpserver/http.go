@@ -24,24 +24,42 @@ type Token struct {
 	Token     string
 }
 
-type principalKey struct{}
+// identity is who authenticated a request: the principal and, for an
+// OAuth access token, the scopes it grants (sorted, space-separated).
+type identity struct {
+	principal string
+	scopes    string
+}
+
+type identityKey struct{}
 
 // withPrincipal returns ctx carrying the authenticated principal.
 func withPrincipal(ctx context.Context, p string) context.Context {
-	return context.WithValue(ctx, principalKey{}, p)
+	return withIdentity(ctx, identity{principal: p})
 }
 
-// principalFrom returns the principal withPrincipal stored.
+// withIdentity returns ctx carrying the authenticated identity.
+func withIdentity(ctx context.Context, id identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// identityFrom returns the identity withIdentity stored.
+func identityFrom(ctx context.Context) (identity, bool) {
+	id, ok := ctx.Value(identityKey{}).(identity)
+	return id, ok
+}
+
+// principalFrom returns the authenticated principal.
 func principalFrom(ctx context.Context) (string, bool) {
-	p, ok := ctx.Value(principalKey{}).(string)
-	return p, ok
+	id, ok := identityFrom(ctx)
+	return id.principal, ok
 }
 
-// copyPrincipal carries the principal from the HTTP request into the
+// copyPrincipal carries the identity from the HTTP request into the
 // context mcp-go hands to handlers.
 func copyPrincipal(ctx context.Context, r *http.Request) context.Context {
-	if p, ok := principalFrom(r.Context()); ok {
-		return withPrincipal(ctx, p)
+	if id, ok := identityFrom(r.Context()); ok {
+		return withIdentity(ctx, id)
 	}
 	return ctx
 }

@@ -343,8 +343,8 @@ func (s *Server) functions(c tools.Caller) *executor.Layout {
 // MCP session (none for a request of the stateless protocol).
 func (s *Server) caller(ctx context.Context) tools.Caller {
 	c := tools.Caller{Principal: s.cfg.Principal}
-	if p, ok := principalFrom(ctx); ok {
-		c.Principal = p
+	if id, ok := identityFrom(ctx); ok {
+		c.Principal, c.Scopes = id.principal, id.scopes
 	}
 	if session := server.ClientSessionFromContext(ctx); session != nil {
 		c.Session = session.SessionID()

@@ -534,6 +534,10 @@ func asError(ctx context.Context, name string, err error) *Error {
 type Caller struct {
 	Principal string
 	Session   string
+	// Scopes are the OAuth scopes the caller's access token grants,
+	// sorted and space-separated as in a token's "scope" claim; "" when
+	// it was not authenticated by OAuth.
+	Scopes string
 }
 
 type callerKey struct{}
