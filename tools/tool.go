@@ -74,6 +74,11 @@ type Tool struct {
 	// Deprecated marks a tool its source advises against using; listings
 	// and declarations say so and search ranks it lower.
 	Deprecated bool
+	// Runtime marks a tool of the programs' runtime rather than of the
+	// catalogue (llm.call, approval.request, cache.get): a program calls
+	// it like any other, and the tree shows it under /runtime/ instead of
+	// as a category of its own.
+	Runtime bool
 	// Handler runs the tool.
 	Handler Handler
 }
