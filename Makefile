@@ -10,7 +10,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 BENCHTIME ?= 2s
 STATICCHECK := v0.8.2
 
-.PHONY: build run test lint bench bench-memory bench-disclosure bench-economy load node-deps openapi-fixtures fuzz clean
+.PHONY: build run test lint bench bench-memory bench-disclosure bench-economy load node-deps openapi-fixtures fuzz install-check clean
 
 build:
 	@echo "building $(BIN); the first build compiles the SQLite (cgo) and QuickJS sources and takes about two minutes"
@@ -116,6 +116,10 @@ fuzz:
 		pkg=$${t%%:*}; fn=$${t##*:}; echo "== $$pkg $$fn ($(FUZZTIME))"; \
 		$(GO) test -tags $(TAGS) -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) ./$$pkg/ || exit 1; \
 	done
+
+## install-check: the README's `go install` line, from an empty module cache (CI runs it).
+install-check:
+	.ci/go-install
 
 clean:
 	rm -rf bin

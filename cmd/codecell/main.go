@@ -19,14 +19,24 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
 	"github.com/codecell/codecell/tools"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
+// version is set at build time with -ldflags "-X main.version=…"; a
+// binary built by `go install …@v1.2.3` reports its module version instead.
 var version = "0.1.0-dev"
+
+func init() {
+	if info, ok := debug.ReadBuildInfo(); ok && version == "0.1.0-dev" {
+		if v := info.Main.Version; v != "" && v != "(devel)" {
+			version = v
+		}
+	}
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
