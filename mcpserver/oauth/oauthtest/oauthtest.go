@@ -159,6 +159,13 @@ func (s *Server) PublicKey(kid string) any {
 	return jwk.Public().Key
 }
 
+// PrivateKey returns the private key of kid, to sign what the server
+// would not.
+func (s *Server) PrivateKey(kid string) any {
+	k, _ := s.key(kid)
+	return k.priv
+}
+
 func (s *Server) key(kid string) (signingKey, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
