@@ -10,6 +10,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -302,5 +305,79 @@ func TestStaticTokensWithoutOAuth(t *testing.T) {
 	r.Body.Close()
 	if r.StatusCode != http.StatusNotFound {
 		t.Fatalf("metadata without OAuth: status %d, want 404", r.StatusCode)
+	}
+}
+
+// sdkNode returns the Node.js that `make node-deps` installed beside the
+// official TypeScript SDK. Without it the test is skipped, unless
+// CODECELL_REQUIRE_NODE is set, as `make test` does.
+func sdkNode(t *testing.T) (bin, dir string) {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "testdata", "sdk"))
+	if err == nil {
+		bin = filepath.Join(dir, "node_modules", ".bin", "node")
+		if _, err = os.Stat(bin); err == nil {
+			return bin, dir
+		}
+	}
+	if os.Getenv("CODECELL_REQUIRE_NODE") != "" {
+		t.Fatalf("the MCP TypeScript SDK is not installed (%v); run make node-deps", err)
+	}
+	t.Skip("run make node-deps to test with the official TypeScript SDK")
+	return "", ""
+}
+
+// TestTypeScriptSDKOAuth runs the official TypeScript SDK client's OAuth
+// flows (testdata/sdk/oauth.mjs) against the server and the test
+// authorization server: discovery from the 401, dynamic registration, the
+// authorization code with PKCE and the resource indicator, and the client
+// credentials grant. The tool sees the principal and scopes of each.
+func TestTypeScriptSDKOAuth(t *testing.T) {
+	t.Parallel()
+	bin, dir := sdkNode(t)
+	o := newOAuthServer(t, nil)
+	for _, tc := range []struct {
+		flow string
+		args []string
+	}{
+		{"code", nil},
+		{"client_credentials", []string{oauthtest.IntrospectionClientID, oauthtest.IntrospectionSecret, o.as.URL}},
+	} {
+		t.Run(tc.flow, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, append([]string{"oauth.mjs", tc.flow, o.resource}, tc.args...)...)
+			cmd.Dir = dir
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("oauth.mjs %s: %v\n%s", tc.flow, err, out)
+			}
+			var res struct {
+				OK    bool `json:"ok"`
+				Steps struct {
+					Registered bool   `json:"registered"`
+					PKCE       string `json:"pkce"`
+					Resource   string `json:"resource"`
+					Scope      string `json:"scope"`
+				} `json:"steps"`
+				ClientID string            `json:"client_id"`
+				Who      map[string]string `json:"who"`
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil || !res.OK {
+				t.Fatalf("oauth.mjs %s: %v\n%s", tc.flow, err, out)
+			}
+			want := map[string]string{"principal": oauthtest.IntrospectionClientID, "scopes": "mcp tools:read"}
+			if tc.flow == "code" {
+				if !res.Steps.Registered || res.Steps.PKCE != "S256" || res.Steps.Resource != o.resource || res.Steps.Scope != "mcp" {
+					t.Fatalf("authorization request: %+v", res.Steps)
+				}
+				want = map[string]string{"principal": "user-of-" + res.ClientID, "scopes": "mcp"}
+			}
+			if res.Who["principal"] != want["principal"] || res.Who["scopes"] != want["scopes"] {
+				t.Fatalf("the tool saw %v, want %v", res.Who, want)
+			}
+		})
 	}
 }
