@@ -122,7 +122,7 @@ func (v *Validator) askIntrospection(ctx context.Context, token string) (Identit
 		return Identity{}, invalid("token not valid yet (nbf)")
 	}
 	if ans.Iss != "" && !slices.Contains(v.cfg.Issuers, ans.Iss) {
-		return Identity{}, invalid("issuer %q is not accepted", ans.Iss)
+		return Identity{}, invalid("issuer is not accepted (introspection names one that is not configured)")
 	}
 	// An answer without aud is the authorization server's word that the
 	// token is good for this client; one with aud must name this server.

@@ -62,7 +62,7 @@ func (v *Validator) verifyJWT(ctx context.Context, token string) (Identity, erro
 		return Identity{}, invalid("malformed claims")
 	}
 	if !slices.Contains(v.cfg.Issuers, unverified.Issuer) {
-		return Identity{}, invalid("issuer %q is not accepted", unverified.Issuer)
+		return Identity{}, invalid("issuer is not accepted (the token names one that is not configured)")
 	}
 	ks := v.keys[""]
 	if ks == nil {
