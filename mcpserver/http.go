@@ -12,10 +12,13 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/codecell/codecell/mcpserver/oauth"
 )
 
 // Token authenticates an HTTP client as a principal.
@@ -32,11 +35,6 @@ type identity struct {
 }
 
 type identityKey struct{}
-
-// withPrincipal returns ctx carrying the authenticated principal.
-func withPrincipal(ctx context.Context, p string) context.Context {
-	return withIdentity(ctx, identity{principal: p})
-}
 
 // withIdentity returns ctx carrying the authenticated identity.
 func withIdentity(ctx context.Context, id identity) context.Context {
@@ -83,13 +81,9 @@ func newAuthenticator(tokens []Token) *authenticator {
 
 func (a *authenticator) enabled() bool { return len(a.hashes) > 0 }
 
-// principal returns who the Authorization header authenticates.
-func (a *authenticator) principal(header string) (string, bool) {
-	scheme, tok, ok := strings.Cut(header, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
-		return "", false
-	}
-	h := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+// principal returns who a static bearer token authenticates.
+func (a *authenticator) principal(tok string) (string, bool) {
+	h := sha256.Sum256([]byte(tok))
 	found := -1
 	for i := range a.hashes {
 		if subtle.ConstantTimeCompare(h[:], a.hashes[i][:]) == 1 {
@@ -100,6 +94,158 @@ func (a *authenticator) principal(header string) (string, bool) {
 		return "", false
 	}
 	return a.principals[found], true
+}
+
+// bearer returns the token of an Authorization: Bearer header.
+func bearer(header string) (string, bool) {
+	scheme, tok, ok := strings.Cut(header, " ")
+	tok = strings.TrimSpace(tok)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+		return "", false
+	}
+	return tok, true
+}
+
+// errNoToken is a request without a bearer token.
+var errNoToken = errors.New("missing bearer token: send Authorization: Bearer <token>")
+
+// errBadStatic is a bearer token that is neither a static token nor, with
+// OAuth off, anything else.
+var errBadStatic = errors.New("invalid bearer token")
+
+// authRequired reports whether HTTP requests must authenticate.
+func (s *Server) authRequired() bool { return s.auth.enabled() || s.oauth != nil }
+
+// authenticate returns who the request's bearer token authenticates: a
+// static token's principal, or an OAuth access token's principal and
+// scopes.
+func (s *Server) authenticate(r *http.Request) (identity, error) {
+	tok, ok := bearer(r.Header.Get("Authorization"))
+	if !ok {
+		return identity{}, errNoToken
+	}
+	if p, ok := s.auth.principal(tok); ok {
+		return identity{principal: p}, nil
+	}
+	if s.oauth == nil {
+		return identity{}, errBadStatic
+	}
+	id, err := s.oauth.Validate(r.Context(), tok)
+	if err != nil {
+		return identity{}, err
+	}
+	return identity{principal: id.Principal, scopes: strings.Join(id.Scopes, " ")}, nil
+}
+
+// refuseAuth answers a request that did not authenticate: 401 with a
+// Bearer challenge (RFC 6750) that, with OAuth on, names the
+// protected-resource metadata (RFC 9728) where a client learns which
+// authorization server to ask; 403 for a token without the required
+// scopes; 503 when the authorization server could not be asked.
+func (s *Server) refuseAuth(w http.ResponseWriter, err error) {
+	s.metrics.refusals.WithLabelValues("auth").Inc()
+	params := []string{`realm="codecell"`}
+	if s.oauth != nil {
+		params = append(params, `resource_metadata="`+s.resourceMetadata+`"`)
+	}
+	code, msg := http.StatusUnauthorized, err.Error()
+	var se *oauth.ScopeError
+	switch {
+	case errors.Is(err, errNoToken):
+		if s.oauth != nil {
+			msg += ", or get an access token from the authorization server named at " + s.resourceMetadata
+		}
+	case errors.As(err, &se):
+		code = http.StatusForbidden
+		params = append(params, `error="insufficient_scope"`, `scope="`+strings.Join(s.oauth.RequiredScopes(), " ")+`"`)
+		s.log.Info("refused an access token", "principal", se.Identity.Principal, "missing_scopes", strings.Join(se.Missing, " "))
+	case errors.Is(err, oauth.ErrUnavailable):
+		s.log.Warn("cannot check an access token", "err", err)
+		httpError(w, http.StatusServiceUnavailable, "cannot check the access token now: "+err.Error())
+		return
+	default:
+		params = append(params, `error="invalid_token"`)
+		if errors.Is(err, oauth.ErrInvalidToken) {
+			params = append(params, `error_description="`+headerSafe(err.Error())+`"`)
+			s.log.Debug("refused an access token", "reason", err)
+		}
+	}
+	if scopes := s.requiredScopes(); scopes != "" && code == http.StatusUnauthorized {
+		params = append(params, `scope="`+scopes+`"`)
+	}
+	w.Header().Set("WWW-Authenticate", "Bearer "+strings.Join(params, ", "))
+	httpError(w, code, msg)
+}
+
+func (s *Server) requiredScopes() string {
+	if s.oauth == nil {
+		return ""
+	}
+	return strings.Join(s.oauth.RequiredScopes(), " ")
+}
+
+// headerSafe makes s fit a quoted-string of a header: printable ASCII
+// without quotes or backslashes, at most 200 bytes.
+func headerSafe(s string) string {
+	b := make([]byte, 0, min(len(s), 200))
+	for i := 0; i < len(s) && len(b) < 200; i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b = append(b, '\'')
+		case c >= 0x20 && c < 0x7f:
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+// initOAuth makes the validator of OAuth access tokens, when configured,
+// and the address of the protected-resource metadata.
+func (s *Server) initOAuth() error {
+	if s.cfg.OAuth == nil {
+		return nil
+	}
+	cfg := *s.cfg.OAuth
+	if cfg.Logger == nil {
+		cfg.Logger = s.log
+	}
+	v, err := oauth.New(cfg)
+	if err != nil {
+		return err
+	}
+	u, err := url.Parse(cfg.Resource)
+	if err != nil {
+		return fmt.Errorf("oauth resource: %w", err)
+	}
+	s.oauth = v
+	s.resourceMetadata = u.Scheme + "://" + u.Host + server.ProtectedResourceMetadataPath(cfg.Resource)
+	return nil
+}
+
+// addOAuthRoutes serves the protected-resource metadata (RFC 9728) at
+// the well-known path, at its variant suffixed with the resource's path
+// (RFC 9728 §3.1) and with /mcp, where MCP clients look for it.
+func (s *Server) addOAuthRoutes(mux *http.ServeMux) {
+	if s.oauth == nil {
+		return
+	}
+	md := s.oauth.Metadata()
+	h := s.hostOnly(server.NewProtectedResourceMetadataHandler(server.ProtectedResourceMetadataConfig{
+		Resource:               md.Resource,
+		AuthorizationServers:   md.AuthorizationServers,
+		ScopesSupported:        md.ScopesSupported,
+		BearerMethodsSupported: []string{"header"},
+		ResourceName:           Name,
+	}))
+	paths := []string{
+		server.WellKnownProtectedResourcePath,
+		server.WellKnownProtectedResourcePath + PathStreamable,
+		server.ProtectedResourceMetadataPath(md.Resource),
+	}
+	slices.Sort(paths)
+	for _, p := range slices.Compact(paths) {
+		mux.Handle(p, h)
+	}
 }
 
 // guard wraps the MCP endpoints: it refuses foreign Host headers on a
@@ -119,21 +265,13 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			httpError(w, http.StatusForbidden, fmt.Sprintf("origin %q is not allowed; add it to server.allowed_origins", origin))
 			return
 		}
-		if s.auth.enabled() {
-			p, ok := s.auth.principal(r.Header.Get("Authorization"))
-			if !ok {
-				s.metrics.refusals.WithLabelValues("auth").Inc()
-				challenge := `Bearer realm="codecell"`
-				msg := "missing bearer token: send Authorization: Bearer <token>"
-				if r.Header.Get("Authorization") != "" {
-					challenge += `, error="invalid_token"`
-					msg = "invalid bearer token"
-				}
-				w.Header().Set("WWW-Authenticate", challenge)
-				httpError(w, http.StatusUnauthorized, msg)
+		if s.authRequired() {
+			id, err := s.authenticate(r)
+			if err != nil {
+				s.refuseAuth(w, err)
 				return
 			}
-			r = r.WithContext(withPrincipal(r.Context(), p))
+			r = r.WithContext(withIdentity(r.Context(), id))
 		}
 		if code, msg := s.checkSession(r); code != 0 {
 			s.metrics.refusals.WithLabelValues("session").Inc()
@@ -194,8 +332,11 @@ Try it with the MCP Inspector:
   npx @modelcontextprotocol/inspector   (transport "Streamable HTTP", URL %s%s)
 Health: %s%s   Metrics (Prometheus): %s%s
 `, s.cfg.Version, base, PathStreamable, base, PathSSE, base, PathStreamable, base, PathHealth, base, PathMetrics)
-	if s.auth.enabled() {
+	if s.authRequired() {
 		fmt.Fprintln(w, "Every MCP request needs Authorization: Bearer <token>.")
+	}
+	if s.oauth != nil {
+		fmt.Fprintf(w, "OAuth: access tokens from the authorization server named at %s\n", s.resourceMetadata)
 	}
 }
 

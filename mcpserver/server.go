@@ -22,6 +22,7 @@ import (
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/filter"
+	"github.com/codecell/codecell/mcpserver/oauth"
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/search"
 	"github.com/codecell/codecell/vfs"
@@ -49,6 +50,9 @@ type Config struct {
 	// Auth lists the bearer tokens HTTP clients must present; none means
 	// HTTP is open (serve it on loopback only).
 	Auth []Token
+	// OAuth, when set, also accepts OAuth access tokens on HTTP and
+	// serves the protected-resource metadata (http.go).
+	OAuth *oauth.Config
 	// ReadTimeout bounds the time to read an HTTP request, headers and
 	// body; IdleTimeout closes keep-alive connections idle that long.
 	// Defaults 30 s and 2 min.
@@ -107,6 +111,11 @@ type Server struct {
 	subs    subscriptions
 	events  *eventStore
 	audit   *auditor
+
+	// oauth validates access tokens, nil when OAuth is off;
+	// resourceMetadata is the URL of the protected-resource metadata.
+	oauth            *oauth.Validator
+	resourceMetadata string
 
 	// stopping ends the runs still in progress when the server shuts
 	// down; see Stop.
@@ -175,6 +184,9 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 			s.Close()
 		}
 	}()
+	if err = s.initOAuth(); err != nil {
+		return nil, fmt.Errorf("new server: %w", err)
+	}
 	s.vfs = vfs.New(reg, vfs.WithManifestHint(manifestHint))
 	s.search = search.New(reg, func(c tools.Caller) search.Docs { return s.vfs.For(c) })
 	for _, sc := range []struct {

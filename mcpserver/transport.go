@@ -204,6 +204,7 @@ func (s *Server) newHTTP() *httpTransports {
 	h.mux.Handle(PathMessage, s.guard(h.sse.MessageHandler()))
 	h.mux.Handle("GET "+PathMetrics, s.guard(s.metrics.handler()))
 	h.mux.Handle("GET /{$}", s.hostOnly(http.HandlerFunc(s.home)))
+	s.addOAuthRoutes(h.mux)
 	h.mux.Handle("GET "+PathHealth, s.hostOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"status":"ok"}`)

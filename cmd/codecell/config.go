@@ -82,6 +82,8 @@ type SandboxConfig struct {
 // AuthConfig holds the bearer tokens HTTP clients present.
 type AuthConfig struct {
 	Tokens []TokenConfig `toml:"tokens"`
+	// OAuth is the [auth.oauth] table (config_oauth.go).
+	OAuth OAuthConfig `toml:"oauth"`
 }
 
 // TokenConfig maps one bearer token to the principal it authenticates.
@@ -533,6 +535,7 @@ func unknownEnv(environ []string, cfg Config) []error {
 		named[t.TokenEnv] = true
 	}
 	maps.Copy(named, openAPIEnv(cfg))
+	named[cfg.Auth.OAuth.ClientSecretEnv] = true
 	var errs []error
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
@@ -720,6 +723,7 @@ func (c *Config) validate(env func(string) string) []error {
 	if m.WorkspaceMaxBytes < m.WorkspaceMaxFileBytes {
 		bad("memory.workspace_max_bytes", "is below memory.workspace_max_file_bytes")
 	}
+	errs = append(errs, c.validateOAuth(env)...)
 	return append(errs, c.validateOpenAPI(env)...)
 }
 
@@ -836,7 +840,7 @@ func configFields() []configField {
 		for j := range sec.Type.NumField() {
 			f := sec.Type.Field(j)
 			k := f.Type.Kind()
-			if k == reflect.Map || (k == reflect.Slice && f.Type.Elem().Kind() != reflect.String) {
+			if k == reflect.Map || k == reflect.Struct || (k == reflect.Slice && f.Type.Elem().Kind() != reflect.String) {
 				continue
 			}
 			out = append(out, configField{

@@ -298,6 +298,7 @@ func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *
 		Executor:       exec,
 		Expose:         expose,
 		Auth:           tokens,
+		OAuth:          cfg.Auth.OAuth.serverConfig(),
 		AllowedOrigins: cfg.Server.AllowedOrigins,
 		Limits:         serverLimits(cfg.Limits),
 		Sessions:       sessionLimits(cfg.Limits),

@@ -32,9 +32,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	log := newLogger(cfg, stderr)
 	addr := cfg.Server.HTTP
-	if addr != "" && publicBind(addr) && len(cfg.Auth.Tokens) == 0 {
+	if addr != "" && publicBind(addr) && len(cfg.Auth.Tokens) == 0 && !cfg.Auth.OAuth.enabled() {
 		return fmt.Errorf("refusing to serve on %s without authentication: anyone who can reach it could run code here. "+
-			"Configure bearer tokens ([[auth.tokens]] in the config file, or CODECELL_AUTH_TOKENS=principal=token), or bind a loopback address such as 127.0.0.1:7410", addr)
+			"Configure bearer tokens ([[auth.tokens]] in the config file, or CODECELL_AUTH_TOKENS=principal=token) or OAuth ([auth.oauth]), or bind a loopback address such as 127.0.0.1:7410", addr)
 	}
 	var ln net.Listener
 	if addr != "" {

@@ -1,0 +1,366 @@
+// Package oauth makes codecell an OAuth 2.1 resource server, as the MCP
+// authorization specification asks of an HTTP server: it validates the
+// access tokens clients present, either as JWTs signed by a configured
+// authorization server (keys from its JWKS, discovered through RFC 8414 or
+// OpenID Connect metadata, cached and refreshed) or by asking the
+// authorization server (token introspection, RFC 7662), and checks issuer,
+// audience (RFC 8707), lifetime and scopes.
+//
+// It owns token validation and nothing else: it serves no HTTP, knows no
+// MCP, and issues no tokens. The protected-resource metadata (RFC 9728) and
+// the 401 challenges are mcpserver's; static bearer tokens are too.
+// Validation errors never contain the token.
+package oauth
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Defaults of Config.
+const (
+	DefaultPrincipalClaim        = "sub"
+	DefaultClockSkew             = time.Minute
+	DefaultKeysMaxAge            = time.Hour
+	DefaultKeysMinInterval       = 30 * time.Second
+	DefaultIntrospectionCacheTTL = 2 * time.Minute
+	// introspectionCacheSize bounds the introspection answers kept.
+	introspectionCacheSize = 4096
+)
+
+// Config configures a Validator.
+type Config struct {
+	// Issuers are the issuer identifiers (RFC 8414) of the authorization
+	// servers whose tokens are accepted. At least one.
+	Issuers []string
+	// Resource is this server's resource identifier (RFC 8707, RFC 9728):
+	// the absolute URL clients connect to, such as
+	// https://mcp.example.com/mcp. Required.
+	Resource string
+	// Audiences are the "aud" values accepted; default Resource alone.
+	Audiences []string
+	// JWKSURL, when set, is where the signing keys of every issuer are;
+	// otherwise each issuer's metadata names its jwks_uri.
+	JWKSURL string
+	// IntrospectionURL, when set, is asked about tokens that are not JWTs
+	// (RFC 7662), authenticated with ClientID and ClientSecret (HTTP
+	// Basic). JWTs are verified locally unless no key set can be found.
+	IntrospectionURL       string
+	ClientID, ClientSecret string
+	// PrincipalClaim names the claim whose value is the principal; default
+	// "sub".
+	PrincipalClaim string
+	// RequiredScopes must all be granted by a token.
+	RequiredScopes []string
+	// ClockSkew is the leeway for exp, nbf and iat; default one minute.
+	ClockSkew time.Duration
+	// KeysMaxAge is how long a key set is used before it is fetched again;
+	// default one hour.
+	KeysMaxAge time.Duration
+	// KeysMinInterval is the least time between two fetches of a key set
+	// (or of an issuer's metadata) for a token whose kid is unknown: a
+	// flood of forged kids cannot hammer the authorization server.
+	// Default 30 s.
+	KeysMinInterval time.Duration
+	// IntrospectionCacheTTL bounds how long an introspection answer is
+	// reused, never beyond the token's expiry; default two minutes.
+	IntrospectionCacheTTL time.Duration
+	// HTTPClient fetches metadata and keys and calls introspection;
+	// default a client with a 10 s timeout.
+	HTTPClient *http.Client
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// Logger receives what the validator does (never tokens); nil
+	// discards.
+	Logger *slog.Logger
+}
+
+// Identity is who a valid access token authenticates.
+type Identity struct {
+	// Principal is the value of the principal claim.
+	Principal string
+	// Scopes are the scopes the token grants, sorted, without duplicates.
+	Scopes []string
+	// Issuer is the authorization server that issued the token.
+	Issuer string
+	// Expiry is when the token expires; zero when an introspection answer
+	// did not say.
+	Expiry time.Time
+}
+
+// ErrInvalidToken is the kind of every refusal of the token itself:
+// malformed, badly signed, expired, for another audience or issuer,
+// unknown, inactive. The error's text says which, never the token.
+var ErrInvalidToken = errors.New("invalid access token")
+
+// ErrUnavailable means the token could not be checked because the
+// authorization server (its metadata, keys or introspection endpoint)
+// did not answer usefully.
+var ErrUnavailable = errors.New("authorization server unavailable")
+
+// ScopeError is a valid token that lacks required scopes.
+type ScopeError struct {
+	// Identity is who the token authenticates.
+	Identity Identity
+	// Missing are the required scopes it does not grant.
+	Missing []string
+}
+
+func (e *ScopeError) Error() string {
+	return "access token lacks the scopes " + strings.Join(e.Missing, " ")
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidToken, fmt.Sprintf(format, args...))
+}
+
+// ConfigError is a bad Config field.
+type ConfigError struct {
+	Field, Problem string
+}
+
+func (e *ConfigError) Error() string { return "oauth: " + e.Field + ": " + e.Problem }
+
+// Validator validates access tokens. It is safe for concurrent use and
+// starts no goroutines: keys are fetched when a token needs them.
+type Validator struct {
+	cfg  Config
+	log  *slog.Logger
+	http *http.Client
+
+	// keys holds a key set per issuer, or one under "" for JWKSURL.
+	keys map[string]*keySet
+	// meta holds each issuer's discovered metadata.
+	meta map[string]*issuerMeta
+
+	introMu    sync.Mutex
+	introCache map[[sha256.Size]byte]introEntry
+}
+
+// New returns a validator for cfg. It fetches nothing yet.
+func New(cfg Config) (*Validator, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if cfg.PrincipalClaim == "" {
+		cfg.PrincipalClaim = DefaultPrincipalClaim
+	}
+	if len(cfg.Audiences) == 0 {
+		cfg.Audiences = []string{cfg.Resource}
+	}
+	if cfg.ClockSkew == 0 {
+		cfg.ClockSkew = DefaultClockSkew
+	}
+	if cfg.KeysMaxAge <= 0 {
+		cfg.KeysMaxAge = DefaultKeysMaxAge
+	}
+	if cfg.KeysMinInterval <= 0 {
+		cfg.KeysMinInterval = DefaultKeysMinInterval
+	}
+	if cfg.IntrospectionCacheTTL <= 0 {
+		cfg.IntrospectionCacheTTL = DefaultIntrospectionCacheTTL
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg.RequiredScopes = normScopes(cfg.RequiredScopes)
+	v := &Validator{
+		cfg:        cfg,
+		log:        cfg.Logger.With("component", "oauth"),
+		http:       cfg.HTTPClient,
+		keys:       map[string]*keySet{},
+		meta:       map[string]*issuerMeta{},
+		introCache: map[[sha256.Size]byte]introEntry{},
+	}
+	for _, iss := range cfg.Issuers {
+		v.meta[iss] = &issuerMeta{v: v, issuer: iss}
+		if cfg.JWKSURL == "" {
+			v.keys[iss] = &keySet{v: v, issuer: iss}
+		}
+	}
+	if cfg.JWKSURL != "" {
+		v.keys[""] = &keySet{v: v, url: cfg.JWKSURL}
+	}
+	return v, nil
+}
+
+// check returns every problem of cfg, joined.
+func (c Config) check() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &ConfigError{field, fmt.Sprintf(format, args...)})
+	}
+	absURL := func(field, s string) {
+		u, err := url.Parse(s)
+		if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+			bad(field, "%q is not an absolute http(s) URL", s)
+		}
+	}
+	if len(c.Issuers) == 0 {
+		bad("Issuers", "name at least one authorization server")
+	}
+	for _, iss := range c.Issuers {
+		absURL("Issuers", iss)
+		if u, err := url.Parse(iss); err == nil && (u.RawQuery != "" || u.Fragment != "") {
+			bad("Issuers", "%q: an issuer has no query or fragment (RFC 8414)", iss)
+		}
+	}
+	if c.Resource == "" {
+		bad("Resource", "is empty; give the URL clients connect to, such as https://mcp.example.com/mcp")
+	} else {
+		absURL("Resource", c.Resource)
+	}
+	if c.JWKSURL != "" {
+		absURL("JWKSURL", c.JWKSURL)
+	}
+	if c.IntrospectionURL != "" {
+		absURL("IntrospectionURL", c.IntrospectionURL)
+		if c.ClientID == "" {
+			bad("ClientID", "introspection needs the client credentials of this server")
+		}
+	}
+	if c.ClockSkew < 0 {
+		bad("ClockSkew", "must not be negative")
+	}
+	return errors.Join(errs...)
+}
+
+// Metadata is what the protected-resource metadata (RFC 9728) says of
+// this server.
+type Metadata struct {
+	Resource             string
+	AuthorizationServers []string
+	ScopesSupported      []string
+}
+
+// Metadata returns what the protected-resource metadata document says.
+func (v *Validator) Metadata() Metadata {
+	return Metadata{
+		Resource:             v.cfg.Resource,
+		AuthorizationServers: slices.Clone(v.cfg.Issuers),
+		ScopesSupported:      slices.Clone(v.cfg.RequiredScopes),
+	}
+}
+
+// RequiredScopes returns the scopes every token must grant, sorted.
+func (v *Validator) RequiredScopes() []string { return slices.Clone(v.cfg.RequiredScopes) }
+
+// Validate returns who the access token authenticates. Errors are
+// ErrInvalidToken, ErrUnavailable (both wrapped, with the reason) or a
+// *ScopeError.
+func (v *Validator) Validate(ctx context.Context, token string) (Identity, error) {
+	if token == "" {
+		return Identity{}, invalid("empty token")
+	}
+	var (
+		id  Identity
+		err error
+	)
+	if looksLikeJWT(token) {
+		id, err = v.verifyJWT(ctx, token)
+		if errors.Is(err, errNoKeys) && v.cfg.IntrospectionURL != "" {
+			id, err = v.introspect(ctx, token)
+		}
+	} else if v.cfg.IntrospectionURL != "" {
+		id, err = v.introspect(ctx, token)
+	} else {
+		err = invalid("not a JWT, and no introspection endpoint is configured")
+	}
+	if err != nil {
+		return Identity{}, err
+	}
+	if missing := missingScopes(v.cfg.RequiredScopes, id.Scopes); len(missing) > 0 {
+		return Identity{}, &ScopeError{Identity: id, Missing: missing}
+	}
+	return id, nil
+}
+
+// looksLikeJWT reports a JWS compact serialization: three base64url
+// parts, the first a JSON header.
+func looksLikeJWT(tok string) bool {
+	if strings.Count(tok, ".") != 2 {
+		return false
+	}
+	h, _, _ := strings.Cut(tok, ".")
+	return strings.HasPrefix(h, "eyJ") // base64url of `{"`
+}
+
+// normScopes sorts scopes and drops empty and duplicate ones.
+func normScopes(s []string) []string {
+	out := slices.DeleteFunc(slices.Clone(s), func(x string) bool { return x == "" })
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// scopesOf reads a scope claim: a space-separated string ("scope", and
+// "scp" at some providers) or an array of strings ("scp").
+func scopesOf(raw ...json.RawMessage) ([]string, error) {
+	var out []string
+	for _, r := range raw {
+		if len(r) == 0 || string(r) == "null" {
+			continue
+		}
+		var s string
+		if err := json.Unmarshal(r, &s); err == nil {
+			out = append(out, strings.Fields(s)...)
+			continue
+		}
+		var list []string
+		if err := json.Unmarshal(r, &list); err != nil {
+			return nil, errors.New("scope claim is neither a string nor a list of strings")
+		}
+		for _, s := range list {
+			out = append(out, strings.Fields(s)...)
+		}
+	}
+	return normScopes(out), nil
+}
+
+func missingScopes(required, granted []string) []string {
+	var missing []string
+	for _, r := range required {
+		if _, ok := slices.BinarySearch(granted, r); !ok {
+			missing = append(missing, r)
+		}
+	}
+	return missing
+}
+
+// principalOf reads the principal claim from claims.
+func (v *Validator) principalOf(claims map[string]json.RawMessage) (string, error) {
+	raw, ok := claims[v.cfg.PrincipalClaim]
+	if !ok {
+		return "", invalid("no %q claim names the principal", v.cfg.PrincipalClaim)
+	}
+	var p string
+	if err := json.Unmarshal(raw, &p); err != nil || strings.TrimSpace(p) == "" {
+		return "", invalid("the %q claim is not a non-empty string", v.cfg.PrincipalClaim)
+	}
+	return p, nil
+}
+
+// audienceOK reports whether aud names one of the accepted audiences.
+func (v *Validator) audienceOK(aud []string) bool {
+	for _, a := range aud {
+		if slices.Contains(v.cfg.Audiences, a) {
+			return true
+		}
+	}
+	return false
+}
