@@ -103,7 +103,7 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		Details:     args.Details,
 	}
 	if task != nil {
-		x.MaxTimeout = s.tasks.cfg.MaxDuration
+		x.MaxTimeout = max(s.tasks.cfg.MaxDuration, s.exec.Config().MaxTimeout)
 		if x.Timeout == 0 {
 			x.Timeout = x.MaxTimeout
 		}

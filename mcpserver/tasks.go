@@ -43,8 +43,8 @@ type TaskConfig struct {
 	// Disabled turns task support off: execute_code is not advertised
 	// as supporting tasks, and the server has no tasks capability.
 	Disabled bool
-	// MaxDuration caps a task run's deadline, in place of the sandbox's
-	// max timeout; it is also a task run's deadline when the request
+	// MaxDuration caps a task run's deadline in place of the sandbox's
+	// max timeout, when above it; it is also a task run's deadline when the request
 	// sets no timeout_ms. Default DefaultTaskMaxDuration.
 	MaxDuration time.Duration
 	// ResultTTL is how long a task's record is kept, at least, after its
