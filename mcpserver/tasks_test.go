@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -353,7 +352,7 @@ func TestExecuteCodeAsTask(t *testing.T) {
 // minutes to completion: the run outlives the request that started it by
 // far, and costs no CPU while it waits. It is skipped with -short.
 func TestTaskTwoMinutes(t *testing.T) {
-	if testing.Short() && os.Getenv("CODECELL_LONG_TASK") == "" {
+	if testing.Short() {
 		t.Skip("a two-minute task; run without -short")
 	}
 	t.Parallel()
