@@ -180,3 +180,34 @@ func waitStats(t testing.TB, e *executor.Executor, ok func(executor.Stats) bool)
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// BenchmarkPark measures what parking costs a tool call: a program that
+// makes one call which waits in Park (giving its slot back and taking one
+// again) against one whose call does not park.
+func BenchmarkPark(b *testing.B) {
+	for _, mode := range modes {
+		e := newExecutor(b, mode, executor.Config{PoolSize: 1})
+		for _, park := range []bool{false, true} {
+			name := string(mode) + "/plain"
+			if park {
+				name = string(mode) + "/parked"
+			}
+			d := caller(func(ctx context.Context, c executor.Call) (json.RawMessage, error) {
+				if !park {
+					return json.RawMessage(`1`), nil
+				}
+				err := executor.Park(ctx, func() error { return nil })
+				return json.RawMessage(`1`), err
+			})
+			b.Run(name, func(b *testing.B) {
+				for b.Loop() {
+					res := e.Run(context.Background(), executor.Request{Code: `return await util.ask({})`, Dispatcher: d, Functions: parkLayout})
+					if res.Error != nil {
+						b.Fatal(res.Error)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/run")
+			})
+		}
+	}
+}
