@@ -22,6 +22,9 @@ const (
 	DefaultMaxLogBytes        = 64 << 10
 	DefaultMaxDepth           = 4
 	DefaultMaxNestedRuns      = 4
+	// DefaultMaxWaiting is Config.MaxWaiting's default: this many times
+	// the pool size.
+	DefaultMaxWaiting = 2
 
 	// maxStackFrames bounds MaxStackFrames: deeper JavaScript recursion
 	// would grow the Go stack of the transpiled engine without need.
@@ -97,6 +100,13 @@ type Config struct {
 	// MaxNestedRuns caps the nested runs of one root that are alive at
 	// once at each depth; more wait. Default 4.
 	MaxNestedRuns int
+	// MaxWaiting caps the runs that wait outside the pool at once: runs
+	// whose tool calls all wait on something outside the sandbox (see
+	// Park) give their slot back while they wait, and their VMs (worker
+	// processes) stay alive beside the pool, which so grows by at most
+	// MaxWaiting. A run that would pass the cap waits holding its slot.
+	// Default: DefaultMaxWaiting times PoolSize.
+	MaxWaiting int
 	// Logger receives the executor's own logs (never program output).
 	// Nil discards them.
 	Logger *slog.Logger
@@ -133,6 +143,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	def(&c.MaxDepth, DefaultMaxDepth)
 	def(&c.MaxNestedRuns, DefaultMaxNestedRuns)
+	def(&c.MaxWaiting, DefaultMaxWaiting*c.PoolSize)
 	if c.Isolation == "" {
 		c.Isolation = IsolationInProcess
 		if len(c.WorkerCommand) > 0 {
@@ -161,6 +172,7 @@ func (c Config) withDefaults() (Config, error) {
 	positive("max result bytes", c.MaxResultBytes > 0)
 	positive("max depth", c.MaxDepth > 0)
 	positive("max nested runs", c.MaxNestedRuns > 0)
+	positive("max waiting", c.MaxWaiting > 0)
 	switch c.Isolation {
 	case IsolationInProcess:
 	case IsolationProcess:

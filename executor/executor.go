@@ -37,6 +37,8 @@ type Executor struct {
 	closed bool
 	// nested counts the nested runs whose VMs are alive.
 	nested atomic.Int64
+	// waiting counts the runs that wait outside the pool (see Park).
+	waiting atomic.Int64
 }
 
 // New starts an executor and its pool: the VMs, or the worker processes,
@@ -50,7 +52,7 @@ func New(cfg Config) (*Executor, error) {
 	e := &Executor{cfg: cfg, log: log, sched: newScheduler(cfg.PoolSize), live: map[*Run]struct{}{}}
 	switch cfg.Isolation {
 	case IsolationProcess:
-		e.procs = newProcPool(cfg.PoolSize, cfg.WorkerCommand, cfg.MemoryLimit, log)
+		e.procs = newProcPool(cfg.PoolSize, cfg.MaxWaiting, cfg.WorkerCommand, cfg.MemoryLimit, log)
 	default:
 		code, err := compilePrelude()
 		if err != nil {
@@ -124,7 +126,11 @@ func (e *Executor) Run(ctx context.Context, req Request) (res *Result) {
 	if timeout <= 0 {
 		timeout = e.cfg.Timeout
 	}
-	timeout = min(timeout, e.cfg.MaxTimeout)
+	maxTimeout := e.cfg.MaxTimeout
+	if req.MaxTimeout > 0 {
+		maxTimeout = req.MaxTimeout
+	}
+	timeout = min(timeout, maxTimeout)
 
 	r := &Run{
 		e:       e,
@@ -133,6 +139,7 @@ func (e *Executor) Run(ctx context.Context, req Request) (res *Result) {
 		src:     src,
 		smap:    smap,
 		owner:   req.Owner,
+		maxTime: maxTimeout,
 		stopped: make(chan struct{}),
 		done:    make(chan struct{}),
 		logs:    []LogLine{},
@@ -157,10 +164,11 @@ func (e *Executor) Run(ctx context.Context, req Request) (res *Result) {
 		for i := range r.levels {
 			r.levels[i] = make(chan struct{}, e.cfg.MaxNestedRuns)
 		}
+		r.hold.release = release
 		if w, ok := sb.(*worker); ok {
-			giveBack = func() { w.p.giveBack(w); release() }
+			giveBack = func() { w.p.giveBack(w); r.releaseSlot() }
 		} else {
-			r.onEnd = release
+			r.onEnd = r.releaseSlot
 		}
 	}
 	r.timeout = timeout
@@ -338,7 +346,10 @@ type Run struct {
 	smap   *sourceMap
 
 	timeout  time.Duration
+	maxTime  time.Duration // the cap on timeout the run was admitted with
 	deadline time.Time
+	// hold is a root run's hold on its pool slot (see Park).
+	hold hold
 	// ctx is the tool calls' context; cancel ends it with the run.
 	ctx    context.Context
 	cancel func()
@@ -482,7 +493,7 @@ func (r *Run) ended() {
 
 func (r *Run) timeoutError() *Error {
 	return limitError(KindTimeout, "the program ran past its %s deadline (this server allows timeout_ms up to %d). Do less work per run, await tool calls together with Promise.all, or pass a larger timeout_ms",
-		r.timeout, r.e.cfg.MaxTimeout.Milliseconds())
+		r.timeout, r.maxTime.Milliseconds())
 }
 
 // onCall starts a tool call the program made; its result goes back to the
@@ -673,11 +684,14 @@ type Stats struct {
 	// Nested is the number of nested runs whose VMs are alive, in every
 	// run tree.
 	Nested int
+	// Waiting is the number of runs that wait outside the pool, their
+	// slots given back (see Park).
+	Waiting int
 }
 
 // Stats returns a snapshot of the pool.
 func (e *Executor) Stats() Stats {
-	s := Stats{Size: e.cfg.PoolSize, Running: e.sched.running(), Queued: e.sched.waiting(), Nested: int(e.nested.Load())}
+	s := Stats{Size: e.cfg.PoolSize, Running: e.sched.running(), Queued: e.sched.waiting(), Nested: int(e.nested.Load()), Waiting: int(e.waiting.Load())}
 	if e.local != nil {
 		s.Ready = len(e.local.pool.ready)
 	} else {

@@ -57,8 +57,12 @@ type Request struct {
 	// Language is JavaScript when empty.
 	Language Language
 	// Timeout is the run's deadline; 0 means the configured default. It is
-	// capped at the configured maximum.
+	// capped at MaxTimeout.
 	Timeout time.Duration
+	// MaxTimeout, when positive, caps Timeout in place of
+	// Config.MaxTimeout, above or below it: a long run the caller admits
+	// as such (an MCP task) may last longer than a request's run.
+	MaxTimeout time.Duration
 	// Dispatcher runs the program's tool calls; nil means the program can
 	// make none.
 	Dispatcher Dispatcher

@@ -38,6 +38,18 @@ var errClosed = &Error{Kind: KindCanceled, Message: "the executor is shutting do
 // acquire waits up to wait for a slot for owner. It returns the function
 // that gives the slot back.
 func (s *scheduler) acquire(ctx context.Context, owner string, wait time.Duration, busy func() *Error) (func(), *Error) {
+	return s.enqueue(ctx, owner, wait, busy, false)
+}
+
+// reacquire is acquire for a run that gave its slot back while it waited
+// outside the pool (see Park): it waits ahead of its owner's runs that
+// have not started, and its owner's turn comes by the fair share as for
+// any other run.
+func (s *scheduler) reacquire(ctx context.Context, owner string, wait time.Duration, busy func() *Error) (func(), *Error) {
+	return s.enqueue(ctx, owner, wait, busy, true)
+}
+
+func (s *scheduler) enqueue(ctx context.Context, owner string, wait time.Duration, busy func() *Error, front bool) (func(), *Error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -52,7 +64,11 @@ func (s *scheduler) acquire(ctx context.Context, owner string, wait time.Duratio
 	if len(s.queues[owner]) == 0 {
 		s.order = append(s.order, owner)
 	}
-	s.queues[owner] = append(s.queues[owner], w)
+	if front {
+		s.queues[owner] = append([]*waiter{w}, s.queues[owner]...)
+	} else {
+		s.queues[owner] = append(s.queues[owner], w)
+	}
 	s.mu.Unlock()
 
 	timer := time.NewTimer(wait)

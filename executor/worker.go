@@ -17,7 +17,8 @@ import (
 // process to its first frame.
 const helloTimeout = 20 * time.Second
 
-// procPool keeps one sandbox worker process per pool slot. A worker runs
+// procPool keeps one sandbox worker process per pool slot, and one more
+// per run that waits outside the pool (see Park). A worker runs
 // one root run at a time, with the nested runs of that root beside it.
 // When a run has to be given up, its worker is killed, and a spawner
 // starts a replacement in the background.
@@ -39,14 +40,19 @@ type procPool struct {
 	lastErr error         // why the latest start failed
 	failed  chan struct{} // closed, and replaced, when a start fails
 	closed  bool
+	// surplus is the number of workers to retire: grown for runs that
+	// waited outside the pool and have come back to it. The next workers
+	// given back are killed instead of kept.
+	surplus int
 }
 
-func newProcPool(size int, argv []string, memory int64, log *slog.Logger) *procPool {
+// newProcPool starts size workers; grow may add up to room more.
+func newProcPool(size, room int, argv []string, memory int64, log *slog.Logger) *procPool {
 	p := &procPool{
 		argv:     argv,
 		log:      log,
 		maxFrame: uint32(min(3*memory+1<<20, maxFrame)),
-		idle:     make(chan *worker, size),
+		idle:     make(chan *worker, size+room),
 		quit:     make(chan struct{}),
 		workers:  map[*worker]struct{}{},
 		failed:   make(chan struct{}),
@@ -159,17 +165,63 @@ func (p *procPool) giveBack(w *worker) {
 			w.kill()
 			p.replace(w)
 		}()
+	case p.retire():
+		w.kill()
+		p.mu.Lock()
+		delete(p.workers, w)
+		p.mu.Unlock()
 	default:
 		p.idle <- w
 	}
 }
 
-// replace starts a worker in place of w, which is dead or dying.
+// grow starts a worker for the pool slot a run gave back while it waits
+// outside the pool, keeping its own worker (see Park).
+func (p *procPool) grow() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.surplus > 0 {
+		p.surplus-- // a worker that was to be retired stays
+		return
+	}
+	if p.closed {
+		return
+	}
+	p.wg.Add(1)
+	go p.spawn()
+}
+
+// shrink undoes a grow once the run that waited is back in the pool, or
+// ended: the next worker given back is retired.
+func (p *procPool) shrink() {
+	p.mu.Lock()
+	p.surplus++
+	p.mu.Unlock()
+}
+
+// retire reports whether a worker given back is one too many, and counts
+// it retired.
+func (p *procPool) retire() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.surplus == 0 {
+		return false
+	}
+	p.surplus--
+	return true
+}
+
+// replace starts a worker in place of w, which is dead or dying, unless
+// the pool has one too many.
 func (p *procPool) replace(w *worker) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.workers, w)
 	if p.closed {
+		return
+	}
+	if p.surplus > 0 {
+		p.surplus--
 		return
 	}
 	p.wg.Add(1)

@@ -61,6 +61,7 @@ func (s *Server) executeCodeTool() mcp.Tool {
 		// The hints' defaults (not read-only, possibly destructive, open
 		// world) are what a program with tools may be; only the title is set.
 		Annotations: mcp.ToolAnnotation{Title: "Execute code"},
+		Execution:   s.tasks.execution(),
 	}
 }
 
@@ -81,6 +82,8 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if err := decodeArgs(s.executeCodeSchema, "execute_code", req, &args); err != nil {
 		return s.refused(executor.KindInvalidRequest, fmt.Sprintf(`%v. Send {"code": "...", "language": "javascript"|"typescript", "timeout_ms": n}`, err)), nil
 	}
+	ctx, task, end := s.tasks.start(ctx, req) // a task's run outlives the request
+	defer end()
 	principal := s.caller(ctx).Principal
 	if r := s.limits.allowExecution(principal, s.isLocal(ctx)); r != nil {
 		s.metrics.refusals.WithLabelValues(r.limit).Inc()
@@ -98,6 +101,12 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		Timeout:     time.Duration(args.TimeoutMS) * time.Millisecond,
 		BudgetBytes: args.BudgetBytes,
 		Details:     args.Details,
+	}
+	if task != nil {
+		x.MaxTimeout = max(s.tasks.cfg.MaxDuration, s.exec.Config().MaxTimeout)
+		if x.Timeout == 0 {
+			x.Timeout = x.MaxTimeout
+		}
 	}
 	notified := s.streamTo(ctx, req, &x)
 	rec, body := s.Execute(ctx, x)

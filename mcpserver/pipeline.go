@@ -22,6 +22,9 @@ type Execution struct {
 	Code     string
 	Language executor.Language
 	Timeout  time.Duration
+	// MaxTimeout, when positive, caps Timeout in place of the sandbox's
+	// max timeout: a task's run may last longer.
+	MaxTimeout time.Duration
 	// BudgetBytes overrides the response budget, up to its cap: the
 	// serialized record stays within it.
 	BudgetBytes int
@@ -96,6 +99,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 		Code:       x.Code,
 		Language:   x.Language,
 		Timeout:    x.Timeout,
+		MaxTimeout: x.MaxTimeout,
 		Dispatcher: d,
 		Functions:  s.functions(caller),
 		Owner:      caller.Principal,

@@ -83,6 +83,8 @@ type Config struct {
 	// Principal names the caller of requests that carry no authenticated
 	// identity, such as stdio's local user. Default "local".
 	Principal string
+	// Tasks configures execute_code run as an MCP task (tasks.go).
+	Tasks TaskConfig
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -111,6 +113,7 @@ type Server struct {
 	subs    subscriptions
 	events  *eventStore
 	audit   *auditor
+	tasks   *taskRuns
 
 	// oauth validates access tokens, nil when OAuth is off;
 	// resourceMetadata is the URL of the protected-resource metadata.
@@ -173,6 +176,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		metrics:  newMetrics(exec),
 		events:   newEventStore(256, 8<<20, 1024),
 	}
+	s.tasks = newTaskRuns(cfg.Tasks, func(ctx context.Context) string { return s.caller(ctx).Principal })
 	if cfg.Store != nil {
 		s.audit = newAuditor(cfg.Store, log.With("part", "audit"), s.metrics.observeStore)
 	}
@@ -202,7 +206,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 			return nil, fmt.Errorf("new server: %s schema: %w", sc.name, err)
 		}
 	}
-	s.mcp = server.NewMCPServer(Name, cfg.Version,
+	s.mcp = server.NewMCPServer(Name, cfg.Version, append(s.tasks.options(),
 		server.WithInstructions(instructions),
 		server.WithToolCapabilities(true),
 		server.WithRecovery(),
@@ -212,7 +216,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		server.WithPromptCapabilities(false),
 		server.WithCompletions(),
 		server.WithResourceCompletionProvider(completions{s}),
-	)
+	)...)
 	if cfg.Expose != ExposeDirect {
 		s.mcp.AddTool(s.executeCodeTool(), s.executeCode)
 		s.mcp.AddTool(s.readToolsTool(), s.readTools)
@@ -260,6 +264,7 @@ func (s *Server) hooks() *server.Hooks {
 	s.owners.hooks(h)
 	s.subs.hooks(h)
 	s.instructionHooks(h)
+	s.tasks.hooks(h)
 	return h
 }
 

@@ -37,6 +37,9 @@ func TestToolSnapshots(t *testing.T) {
 			InputSchema:  in,
 			OutputSchema: tool.RawOutputSchema,
 		})
+		if tool.Execution != nil {
+			snaps[len(snaps)-1].Execution = tool.Execution
+		}
 	}
 	for _, tool := range srv.Registry().ListCategory("skills") {
 		snaps = append(snaps, toolstest.Of(tool))

@@ -41,6 +41,8 @@ type Config struct {
 	Upstream map[string]upstream.Server `toml:"upstream"`
 	// OpenAPI holds the [openapi.NAME] sources (config_openapi.go).
 	OpenAPI map[string]openapi.Config `toml:"openapi"`
+	// Tasks holds the [tasks] section (config_tasks.go).
+	Tasks TasksConfig `toml:"tasks"`
 }
 
 // ServerConfig holds transports, the catalogue and logging.
@@ -209,6 +211,7 @@ func defaultConfig() Config {
 			BudgetBytes:    16 << 10,
 			MaxBudgetBytes: 256 << 10,
 		},
+		Tasks: defaultTasks(),
 		Memory: MemoryConfig{
 			Embedder:              "offline",
 			EmbedderKeyEnv:        "CODECELL_EMBEDDER_API_KEY",
@@ -724,6 +727,7 @@ func (c *Config) validate(env func(string) string) []error {
 		bad("memory.workspace_max_bytes", "is below memory.workspace_max_file_bytes")
 	}
 	errs = append(errs, c.validateOAuth(env)...)
+	errs = append(errs, c.validateTasks()...)
 	return append(errs, c.validateOpenAPI(env)...)
 }
 

@@ -227,6 +227,7 @@ func executorConfig(c SandboxConfig) executor.Config {
 func newServer(cfg Config, store *memory.Store, log *slog.Logger) (srv *mcpserver.Server, close func(), err error) {
 	ec := executorConfig(cfg.Sandbox)
 	ec.Logger = log
+	ec.MaxWaiting = cfg.Tasks.MaxWaiting
 	exec, err := executor.New(ec)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sandbox: %w", err)
@@ -310,6 +311,7 @@ func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *
 		Budget:         fcfg.Budget,
 		MaxBudget:      fcfg.MaxBudget,
 		Store:          store,
+		Tasks:          cfg.Tasks.server(),
 		Logger:         log,
 	}, reg)
 	if err != nil {

@@ -43,6 +43,9 @@ type Snapshot struct {
 	// indented, keys in the order they were written.
 	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	// Execution is an MCP tool's mcp.ToolExecution (task support); nil
+	// leaves it out.
+	Execution any `json:"execution,omitempty"`
 }
 
 // Of returns the snapshot of a catalogue tool.

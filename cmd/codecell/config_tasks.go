@@ -1,0 +1,58 @@
+package main
+
+import (
+	"time"
+
+	"github.com/codecell/codecell/mcpserver"
+)
+
+// This file reads the [tasks] section: execute_code run as an MCP task
+// (long runs a client polls), and the runs that wait outside the pool.
+//
+//	[tasks]
+//	max_duration = "10m"   # a task run's longest deadline
+//	result_ttl = "10m"     # how long a task's record is kept after its run
+//	max_waiting = 0        # runs waiting outside the pool; 0: twice the pool
+
+// defaultTasks is the [tasks] section's defaults.
+func defaultTasks() TasksConfig {
+	return TasksConfig{MaxDuration: Duration(10 * time.Minute), ResultTTL: Duration(10 * time.Minute)}
+}
+
+// TasksConfig holds the [tasks] section.
+type TasksConfig struct {
+	// Disabled turns MCP tasks off: execute_code runs only as ordinary
+	// calls.
+	Disabled bool `toml:"disabled"`
+	// MaxDuration caps a task run's deadline, in place of
+	// sandbox.max_timeout. Default 10 minutes.
+	MaxDuration Duration `toml:"max_duration"`
+	// ResultTTL is how long, at least, a task's record is kept in memory
+	// after its run. Default 10 minutes.
+	ResultTTL Duration `toml:"result_ttl"`
+	// MaxWaiting caps the runs that wait outside the pool on a person or
+	// a model (elicitation, sampling), their slots given back and their
+	// VMs kept. Default: twice sandbox.pool_size.
+	MaxWaiting int `toml:"max_waiting"`
+}
+
+// validateTasks checks the [tasks] section.
+func (c *Config) validateTasks() []error {
+	var errs []error
+	t := c.Tasks
+	if t.MaxDuration <= 0 {
+		errs = append(errs, configError{"tasks.max_duration", "must be positive"})
+	}
+	if t.ResultTTL <= 0 {
+		errs = append(errs, configError{"tasks.result_ttl", "must be positive"})
+	}
+	if t.MaxWaiting < 0 {
+		errs = append(errs, configError{"tasks.max_waiting", "must not be negative (0 means twice the pool size)"})
+	}
+	return errs
+}
+
+// server is the section as the MCP server takes it.
+func (t TasksConfig) server() mcpserver.TaskConfig {
+	return mcpserver.TaskConfig{Disabled: t.Disabled, MaxDuration: t.MaxDuration.D(), ResultTTL: t.ResultTTL.D()}
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTypeScriptSDKTasks drives execute_code as MCP tasks with the
+// official TypeScript SDK's client (its experimental tasks API, protocol
+// 2025-11-25) over Streamable HTTP, as two principals: a task polled to
+// completion past sandbox.max_timeout, an ordinary call still cut at it, a
+// task past tasks.max_duration, a task cancelled mid-run whose sandbox
+// serves the next run, and another principal who can neither get, fetch,
+// cancel nor list it (testdata/sdk/tasks.mjs).
+func TestTypeScriptSDKTasks(t *testing.T) {
+	t.Parallel()
+	node(t)
+	const alice, bob = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef"
+	config := filepath.Join(t.TempDir(), "codecell.toml")
+	if err := os.WriteFile(config, []byte(`
+[sandbox]
+pool_size = 1
+queue_wait = "2s"
+timeout = "1s"
+max_timeout = "1s"
+
+[tasks]
+max_duration = "4s"
+
+[[auth.tokens]]
+principal = "alice"
+token = "`+alice+`"
+
+[[auth.tokens]]
+principal = "bob"
+token = "`+bob+`"
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, base, _ := startHTTP(t, "--config", config)
+	out, err := runNode(t, 2*time.Minute, "tasks.mjs", base+"/mcp", alice, bob)
+	if err != nil {
+		t.Fatalf("TypeScript SDK client: %v\n%s", err, out)
+	}
+	for _, check := range []string{"advertised", "task completed", "ordinary call keeps max_timeout", "task timeout", "task cancelled", "another principal"} {
+		if !strings.Contains(out, `"check":"`+check+`","ok":true`) {
+			t.Errorf("check %s did not pass:\n%s", check, out)
+		}
+	}
+	t.Logf("%s", out)
+}
