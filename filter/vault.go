@@ -2,8 +2,8 @@ package filter
 
 import (
 	"bytes"
-	"context"
 	"container/list"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/json"
