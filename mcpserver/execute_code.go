@@ -82,7 +82,7 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		return s.refused(executor.KindInvalidRequest, fmt.Sprintf(`%v. Send {"code": "...", "language": "javascript"|"typescript", "timeout_ms": n}`, err)), nil
 	}
 	principal := s.caller(ctx).Principal
-	if r := s.limits.allowExecution(principal, s.isLocal(ctx)); r != nil {
+	if r := s.limits.allowExecution(ctx, principal, s.isLocal(ctx)); r != nil {
 		s.metrics.refusals.WithLabelValues(r.limit).Inc()
 		return s.refused(KindRateLimited, r.Error()), nil
 	}
