@@ -41,6 +41,8 @@ type Config struct {
 	Upstream map[string]upstream.Server `toml:"upstream"`
 	// OpenAPI holds the [openapi.NAME] sources (config_openapi.go).
 	OpenAPI map[string]openapi.Config `toml:"openapi"`
+	// Cluster holds what instances on one store share (config_multi.go).
+	Cluster ClusterConfig `toml:"cluster"`
 }
 
 // ServerConfig holds transports, the catalogue and logging.
@@ -533,6 +535,7 @@ func unknownEnv(environ []string, cfg Config) []error {
 		named[t.TokenEnv] = true
 	}
 	maps.Copy(named, openAPIEnv(cfg))
+	named[cfg.Cluster.KeyEnv] = true
 	var errs []error
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
@@ -720,6 +723,7 @@ func (c *Config) validate(env func(string) string) []error {
 	if m.WorkspaceMaxBytes < m.WorkspaceMaxFileBytes {
 		bad("memory.workspace_max_bytes", "is below memory.workspace_max_file_bytes")
 	}
+	errs = append(errs, c.validateCluster(env)...)
 	return append(errs, c.validateOpenAPI(env)...)
 }
 
