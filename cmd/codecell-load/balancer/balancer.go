@@ -5,7 +5,7 @@
 //   - Streamable HTTP sessions live in the memory of the instance that
 //     opened them: a request with an Mcp-Session-Id goes to that instance
 //     (affinity, learnt from the initialize response). When that instance
-//     is gone, the balancer answers 404, which tells an MCP client to
+//     cannot be reached, the balancer answers 404, which tells an MCP client to
 //     initialize a new session (MCP's Streamable HTTP transport); the new
 //     session lands on a live instance.
 //   - A request without a session (initialize, and every request of the
@@ -157,7 +157,9 @@ func (b *Balancer) forward(w http.ResponseWriter, r *http.Request, body []byte, 
 				switch {
 				case errors.Is(err, errRetry):
 					retry = true
-				case refused(err) && sid != "":
+				case sid != "" && r.Context().Err() == nil:
+					// The session's instance cannot be reached: refused,
+					// or a kept-alive connection to it broke.
 					b.sessionGone(w, sid)
 				case refused(err) && !last:
 					retry = true
