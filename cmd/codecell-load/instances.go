@@ -95,53 +95,55 @@ func cpuTimes(servers []*exec.Cmd) []time.Duration {
 	return append(out, d)
 }
 
-// procCPU reads a process's user and system time, its children's that it
-// waited for included (a server's sandbox workers are its children, but
-// live: their own time is read with the process group below).
+// procCPU reads the CPU time of a process and of its live children: a
+// server's sandbox workers are its children (the time of those it has
+// waited for is in its own cutime and cstime).
 func procCPU(pid int) (time.Duration, error) {
-	total, err := statCPU(pid)
+	total, _, err := statCPU(pid)
 	if err != nil {
 		return 0, err
 	}
-	// Sandbox worker processes run in process groups of their own, as
-	// children of the server: add every live child's time.
-	kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	for _, f := range strings.Fields(string(kids)) {
-		if k, err := strconv.Atoi(f); err == nil {
-			if d, err := statCPU(k); err == nil {
-				total += d
-			}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		k, err := strconv.Atoi(e.Name())
+		if err != nil || k == pid {
+			continue
+		}
+		if d, ppid, err := statCPU(k); err == nil && ppid == pid {
+			total += d
 		}
 	}
 	return total, nil
 }
 
-// statCPU is utime + stime + cutime + cstime from /proc/PID/stat.
-func statCPU(pid int) (time.Duration, error) {
+// statCPU is utime + stime + cutime + cstime from /proc/PID/stat, and the
+// parent's PID.
+func statCPU(pid int) (time.Duration, int, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, errors.New("bad /proc stat")
+		return 0, 0, errors.New("bad /proc stat")
 	}
+	// After the command: state, ppid, …; utime is the line's field 14,
+	// here f[11], then stime, cutime, cstime.
 	f := strings.Fields(s[i+1:])
-	// Fields after the command: state is f[0]; utime is field 14 of the
-	// line, f[11]; then stime, cutime, cstime.
 	if len(f) < 15 {
-		return 0, errors.New("short /proc stat")
+		return 0, 0, errors.New("short /proc stat")
 	}
+	ppid, _ := strconv.Atoi(f[1])
 	var ticks int64
 	for _, x := range f[11:15] {
 		v, err := strconv.ParseInt(x, 10, 64)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		ticks += v
 	}
-	return time.Duration(ticks) * time.Second / 100, nil // USER_HZ
+	return time.Duration(ticks) * time.Second / 100, ppid, nil // USER_HZ
 }
 
 // reportCPU says how busy each server and the driver were over the run:
