@@ -10,7 +10,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 BENCHTIME ?= 2s
 STATICCHECK := v0.8.2
 
-.PHONY: build run test lint bench bench-memory bench-disclosure bench-economy load node-deps openapi-fixtures fuzz install-check clean
+.PHONY: build run test lint bench bench-memory bench-disclosure bench-economy load load-multi node-deps openapi-fixtures fuzz install-check clean
 
 build:
 	@echo "building $(BIN); the first build compiles the SQLite (cgo) and QuickJS sources and takes about two minutes"
@@ -104,6 +104,12 @@ LOAD_CLIENTS ?= 200
 LOAD_DURATION ?= 30s
 load: build
 	$(GO) run ./cmd/codecell-load -bin $(BIN) -clients $(LOAD_CLIENTS) -duration $(LOAD_DURATION) | tee bin/load.md
+
+## load-multi: the same load over N instances on one store, behind a
+## round-robin balancer with session affinity (make load-multi N=4).
+N ?= 2
+load-multi: build
+	$(GO) run ./cmd/codecell-load -bin $(BIN) -instances $(N) -clients $(LOAD_CLIENTS) -duration $(LOAD_DURATION) | tee bin/load-$(N).md
 
 ## fuzz: every fuzz target for FUZZTIME each (make test runs their seeds
 ## only). The sandbox's FuzzBuiltins checks that every run ends within its

@@ -3,6 +3,7 @@ package filter
 import (
 	"bytes"
 	"container/list"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Rule forbids an exfiltration flow: a value whose source tools include
@@ -93,13 +95,25 @@ type VaultOptions struct {
 	MaxBytes int
 	// Rules are the exfiltration rules checked by Resolve.
 	Rules []Rule
+	// Store, when set, keeps the vault's entries beyond this process,
+	// sealed, so that its tokens resolve on every instance that shares
+	// the store (see TokenStore): Flush writes what was minted, and
+	// Resolve reads a token it does not hold from the store.
+	Store TokenStore
+	// Session names the vault's MCP session in the Store ("" for the
+	// principal's session-less state).
+	Session string
+	// TTL is how long a stored entry lives after it was last minted.
+	// 0 means one hour.
+	TTL time.Duration
 }
 
 // maxSources bounds the source tools remembered per value.
 const maxSources = 32
 
 // Vault maps the tokens of one MCP session to their values, in memory
-// only, and resolves tokens in tool arguments. A session belongs to one
+// (and, with VaultOptions.Store, sealed in a store that other instances
+// share), and resolves tokens in tool arguments. A session belongs to one
 // principal, and tokens are derived under that principal's key (see
 // NewVault). It is safe for concurrent use. The zero value is not usable;
 // call NewVault.
@@ -118,6 +132,8 @@ type Vault struct {
 	lru     list.List // of *vaultEntry, most recent first
 	bytes   int       // as Stats counts them
 	evicted int
+
+	shared *sharedVault // nil unless VaultOptions.Store is set
 }
 
 // VaultStats is what a vault holds, for the server to cap and evict
@@ -191,6 +207,11 @@ func NewVault(key Key, principal string, opts VaultOptions) (*Vault, error) {
 	if v.maxBytes <= 0 {
 		v.maxBytes = 64 << 20
 	}
+	if opts.Store != nil {
+		if v.shared, err = newSharedVault(pk, principal, opts); err != nil {
+			return nil, fmt.Errorf("new vault: %w", err)
+		}
+	}
 	return v, nil
 }
 
@@ -253,10 +274,23 @@ func (v *Vault) tokenize(c Class, value string, raw bool, sources []string) stri
 	}
 	// Clone: value may be a slice of a large document.
 	e.value = strings.Clone(value)
+	v.insertLocked(e)
+	v.shared.markLocked(e)
+	v.evictLocked()
+	return token
+}
+
+// insertLocked indexes a new entry as the most recently used.
+func (v *Vault) insertLocked(e *vaultEntry) {
 	e.elem = v.lru.PushFront(e)
-	v.byToken[token] = e
-	v.byValue[valueKey{c, e.value}] = e
+	v.byToken[e.token] = e
+	v.byValue[valueKey{e.class, e.value}] = e
 	v.bytes += e.cost()
+}
+
+// evictLocked drops the least recently used entries beyond the bounds. A
+// vault with a Store can read them back when they are used again.
+func (v *Vault) evictLocked() {
 	for len(v.byToken) > v.maxEntries || v.bytes > v.maxBytes {
 		old := v.lru.Back().Value.(*vaultEntry)
 		v.lru.Remove(old.elem)
@@ -265,7 +299,6 @@ func (v *Vault) tokenize(c Class, value string, raw bool, sources []string) stri
 		v.bytes -= old.cost()
 		v.evicted++
 	}
-	return token
 }
 
 // addSources adds sources to e, keeping the byte count.
@@ -274,8 +307,12 @@ func (v *Vault) addSources(e *vaultEntry, add []string) {
 		return
 	}
 	before := e.cost()
+	n := len(e.sources)
 	e.sources = addSources(e.sources, add)
 	v.bytes += e.cost() - before
+	if len(e.sources) != n {
+		v.shared.markLocked(e) // the stored copy must learn its sources
+	}
 }
 
 func addSources(have, add []string) []string {
@@ -316,6 +353,12 @@ func mayHoldToken(b []byte) bool {
 // names the token, never the value. A string that merely resembles a token
 // (wrong shape) is left alone.
 func (v *Vault) Resolve(args json.RawMessage, destTool string) (json.RawMessage, error) {
+	return v.ResolveContext(context.Background(), args, destTool)
+}
+
+// ResolveContext is Resolve for a vault with a Store, which reads the
+// tokens it does not hold from the store under ctx.
+func (v *Vault) ResolveContext(ctx context.Context, args json.RawMessage, destTool string) (json.RawMessage, error) {
 	if !mayHoldToken(args) {
 		return args, nil
 	}
@@ -324,7 +367,7 @@ func (v *Vault) Resolve(args json.RawMessage, destTool string) (json.RawMessage,
 		return nil, fmt.Errorf("resolve tokens: %w", err)
 	}
 	changed := false
-	if err := v.resolveNode(&root, destTool, &changed); err != nil {
+	if err := v.resolveNode(ctx, &root, destTool, &changed); err != nil {
 		return nil, err
 	}
 	if !changed {
@@ -335,11 +378,11 @@ func (v *Vault) Resolve(args json.RawMessage, destTool string) (json.RawMessage,
 
 // ResolveString replaces the tokens in s, with the checks of Resolve.
 func (v *Vault) ResolveString(s, destTool string) (string, error) {
-	out, _, err := v.resolveText(s, destTool)
+	out, _, err := v.resolveText(context.Background(), s, destTool)
 	return out, err
 }
 
-func (v *Vault) resolveNode(n *node, tool string, changed *bool) error {
+func (v *Vault) resolveNode(ctx context.Context, n *node, tool string, changed *bool) error {
 	switch n.kind {
 	case kindString:
 		refs := findTokenRefs(n.str)
@@ -347,7 +390,7 @@ func (v *Vault) resolveNode(n *node, tool string, changed *bool) error {
 			return nil
 		}
 		if len(refs) == 1 && refs[0].start == 0 && refs[0].end == len(n.str) {
-			e, err := v.lookup(refs[0], n.str, tool)
+			e, err := v.lookup(ctx, refs[0], n.str, tool)
 			if err != nil {
 				return err
 			}
@@ -362,7 +405,7 @@ func (v *Vault) resolveNode(n *node, tool string, changed *bool) error {
 			n.str = e.value
 			return nil
 		}
-		s, _, err := v.resolveRefs(n.str, refs, tool)
+		s, _, err := v.resolveRefs(ctx, n.str, refs, tool)
 		if err != nil {
 			return err
 		}
@@ -371,7 +414,7 @@ func (v *Vault) resolveNode(n *node, tool string, changed *bool) error {
 	case kindArray, kindObject:
 		for i := range n.kids {
 			if k := n.kids[i].key; strings.Contains(k, tokenOpen) {
-				s, ok, err := v.resolveText(k, tool)
+				s, ok, err := v.resolveText(ctx, k, tool)
 				if err != nil {
 					return err
 				}
@@ -382,7 +425,7 @@ func (v *Vault) resolveNode(n *node, tool string, changed *bool) error {
 			}
 		}
 		for i := range n.kids {
-			if err := v.resolveNode(&n.kids[i], tool, changed); err != nil {
+			if err := v.resolveNode(ctx, &n.kids[i], tool, changed); err != nil {
 				return err
 			}
 		}
@@ -390,19 +433,19 @@ func (v *Vault) resolveNode(n *node, tool string, changed *bool) error {
 	return nil
 }
 
-func (v *Vault) resolveText(s, tool string) (string, bool, error) {
+func (v *Vault) resolveText(ctx context.Context, s, tool string) (string, bool, error) {
 	refs := findTokenRefs(s)
 	if len(refs) == 0 {
 		return s, false, nil
 	}
-	return v.resolveRefs(s, refs, tool)
+	return v.resolveRefs(ctx, s, refs, tool)
 }
 
-func (v *Vault) resolveRefs(s string, refs []tokenRef, tool string) (string, bool, error) {
+func (v *Vault) resolveRefs(ctx context.Context, s string, refs []tokenRef, tool string) (string, bool, error) {
 	var b strings.Builder
 	last := 0
 	for _, r := range refs {
-		e, err := v.lookup(r, s, tool)
+		e, err := v.lookup(ctx, r, s, tool)
 		if err != nil {
 			return "", false, err
 		}
@@ -416,7 +459,7 @@ func (v *Vault) resolveRefs(s string, refs []tokenRef, tool string) (string, boo
 
 // lookup finds the entry of a token and checks the rules. The entry it
 // returns is a copy, safe to read without the lock.
-func (v *Vault) lookup(r tokenRef, s, tool string) (vaultEntry, error) {
+func (v *Vault) lookup(ctx context.Context, r tokenRef, s, tool string) (vaultEntry, error) {
 	token := s[r.start:r.end]
 	if r.redacted() {
 		return vaultEntry{}, &TokenError{Token: token, Tool: tool, Err: ErrRedacted}
@@ -429,6 +472,12 @@ func (v *Vault) lookup(r tokenRef, s, tool string) (vaultEntry, error) {
 		cp = vaultEntry{token: e.token, class: e.class, value: e.value, raw: e.raw, sources: slices.Clone(e.sources)}
 	}
 	v.mu.Unlock()
+	if !ok && v.shared != nil {
+		var err error
+		if cp, ok, err = v.load(ctx, token); err != nil {
+			return vaultEntry{}, err
+		}
+	}
 	if !ok {
 		return vaultEntry{}, &TokenError{Token: token, Tool: tool, Err: ErrUnknownToken}
 	}

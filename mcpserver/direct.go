@@ -136,6 +136,7 @@ func (s *Server) directTool(t *tools.Tool) (server.ServerTool, bool) {
 		out, err := dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: sess.vault, track: track}.call(ctx, qualified, args)
 		track.settled()
 		opts := filter.Options{Vault: sess.vault, Flow: flow}
+		defer s.flush(ctx, sess)
 		if err != nil {
 			msg := s.filterText(err.Error(), s.budget-64, opts)
 			return mcp.NewToolResultError(fmt.Sprintf("%s (%s)", msg, errorCode(err))), nil

@@ -35,7 +35,7 @@ func (d dispatcher) Call(ctx context.Context, c executor.Call) (json.RawMessage,
 }
 
 func (d dispatcher) call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-	if r := d.s.limits.allowToolCall(d.caller.Principal, d.local); r != nil {
+	if r := d.s.limits.allowToolCall(ctx, d.caller.Principal, d.local); r != nil {
 		d.s.metrics.refusals.WithLabelValues(r.limit).Inc()
 		d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, d.caller, name), "rate_limited").Inc()
 		return nil, r
@@ -44,7 +44,7 @@ func (d dispatcher) call(ctx context.Context, name string, args json.RawMessage)
 	if d.track != nil {
 		flow = d.track.settled()
 	}
-	args, err := resolveTokens(d.vault, name, args)
+	args, err := resolveTokens(ctx, d.vault, name, args)
 	if err == nil && flow != nil {
 		err = checkFlow(flow, name, args)
 	}
@@ -299,11 +299,11 @@ func storedProvenance(out json.RawMessage) filter.Provenance {
 
 // resolveTokens turns the tokens in a call's arguments back into their
 // values, under the exfiltration rules.
-func resolveTokens(v *filter.Vault, name string, args json.RawMessage) (json.RawMessage, error) {
+func resolveTokens(ctx context.Context, v *filter.Vault, name string, args json.RawMessage) (json.RawMessage, error) {
 	if v == nil || !bytes.Contains(args, []byte("⟦")) {
 		return args, nil
 	}
-	out, err := v.Resolve(args, name)
+	out, err := v.ResolveContext(ctx, args, name)
 	var re *filter.RuleError
 	var te *filter.TokenError
 	switch {

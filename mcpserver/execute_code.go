@@ -85,7 +85,7 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	ctx, task, end := s.tasks.start(ctx, req) // a task's run outlives the request
 	defer end()
 	principal := s.caller(ctx).Principal
-	if r := s.limits.allowExecution(principal, s.isLocal(ctx)); r != nil {
+	if r := s.limits.allowExecution(ctx, principal, s.isLocal(ctx)); r != nil {
 		s.metrics.refusals.WithLabelValues(r.limit).Inc()
 		return s.refused(KindRateLimited, r.Error()), nil
 	}

@@ -91,6 +91,11 @@ type limiter struct {
 	executions map[string]*rate.Limiter
 	calls      map[string]*rate.Limiter
 
+	// shared, when set, holds the per-principal rate limits across the
+	// instances of one store instead of the buckets above, which then
+	// serve only while the store cannot be reached (ratelimit.go).
+	shared *sharedQuota
+
 	admission admission
 }
 
@@ -127,12 +132,16 @@ func take(b *rate.Limiter) (time.Duration, bool) {
 
 // allowExecution spends one of principal's executions; local requests
 // (stdio) are not rate-limited unless Limits.Stdio says so.
-func (l *limiter) allowExecution(principal string, local bool) *refusal {
+func (l *limiter) allowExecution(ctx context.Context, principal string, local bool) *refusal {
 	if local && !l.lim.Stdio {
 		return nil
 	}
-	b := l.bucket(l.executions, principal, l.lim.ExecutionsPerMinute, l.lim.ExecutionBurst)
-	if d, ok := take(b); !ok {
+	d, ok, err := l.shared.take(ctx, "executions/"+principal, l.lim.ExecutionsPerMinute, l.lim.ExecutionBurst)
+	if err != nil {
+		b := l.bucket(l.executions, principal, l.lim.ExecutionsPerMinute, l.lim.ExecutionBurst)
+		d, ok = take(b)
+	}
+	if !ok {
 		return &refusal{
 			limit:      "executions_per_principal",
 			message:    fmt.Sprintf("rate limit: %q may start %d executions per minute (bursts of %d)", principal, l.lim.ExecutionsPerMinute, l.lim.ExecutionBurst),
@@ -143,12 +152,16 @@ func (l *limiter) allowExecution(principal string, local bool) *refusal {
 }
 
 // allowToolCall spends one of principal's tool calls, as allowExecution.
-func (l *limiter) allowToolCall(principal string, local bool) *refusal {
+func (l *limiter) allowToolCall(ctx context.Context, principal string, local bool) *refusal {
 	if local && !l.lim.Stdio {
 		return nil
 	}
-	b := l.bucket(l.calls, principal, l.lim.ToolCallsPerMinute, l.lim.ToolCallBurst)
-	if d, ok := take(b); !ok {
+	d, ok, err := l.shared.take(ctx, "tool_calls/"+principal, l.lim.ToolCallsPerMinute, l.lim.ToolCallBurst)
+	if err != nil {
+		b := l.bucket(l.calls, principal, l.lim.ToolCallsPerMinute, l.lim.ToolCallBurst)
+		d, ok = take(b)
+	}
+	if !ok {
 		return &refusal{
 			limit:      "tool_calls_per_principal",
 			message:    fmt.Sprintf("rate limit: %q may make %d tool calls per minute (bursts of %d)", principal, l.lim.ToolCallsPerMinute, l.lim.ToolCallBurst),

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -80,6 +81,15 @@ type Config struct {
 	Store Store
 	// Sessions bound the memory that session state (token vaults) holds.
 	Sessions SessionLimits
+	// Shared, when set, is the store that the instances behind one load
+	// balancer share: token vaults and per-principal rate limits hold
+	// across them (shared.go). It needs FilterKey, the same on every
+	// instance. Nil keeps both in this process.
+	Shared SharedStore
+	// DrainDelay is how long ServeHTTP keeps serving, with /readyz at
+	// 503 and new sessions refused, before it stops accepting
+	// connections: the time a balancer takes to stop routing here.
+	DrainDelay time.Duration
 	// Principal names the caller of requests that carry no authenticated
 	// identity, such as stdio's local user. Default "local".
 	Principal string
@@ -132,6 +142,9 @@ type Server struct {
 	unsubscribe       func()
 	unsubscribeSkills func()
 	closeOnce         sync.Once
+
+	// draining and poolWarm answer /readyz (ready.go).
+	draining, poolWarm atomic.Bool
 }
 
 // New builds a server over the tools in reg.
@@ -183,6 +196,10 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	if err = s.initFilter(); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
 	}
+	if err = s.initShared(); err != nil {
+		return nil, fmt.Errorf("new server: %w", err)
+	}
+	s.initOperations()
 	defer func() {
 		if err != nil {
 			s.Close()

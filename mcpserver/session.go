@@ -13,11 +13,13 @@ import (
 )
 
 // Session state: the vault of tokens and the ledger a caller's runs
-// share. It is kept in memory only, keyed by principal and MCP session
+// share. It is kept in memory, keyed by principal and MCP session
 // together, so a session ID presented by another principal never reaches
 // it (the HTTP guard refuses such a request before that). A request of
 // the stateless protocol (2026-07-28) has no session: its state is the
-// principal's own session-less one.
+// principal's own session-less one. With Config.Shared, the vaults'
+// entries are also written, sealed, to the shared store, so that a token
+// minted on one instance resolves on every other (shared.go).
 
 // Totals are a session's running totals, readable as a resource.
 type Totals struct {
@@ -91,6 +93,9 @@ type sessions struct {
 	limits  SessionLimits
 	evicted func(reason string)
 	now     func() time.Time
+	// shared keeps the vaults' entries for other instances; nil keeps
+	// them in this process only.
+	shared *sharedTokens
 
 	mu sync.Mutex
 	m  map[sessionKey]*session
@@ -115,7 +120,11 @@ func (ss *sessions) get(principal, id string) (*session, error) {
 		s.mu.Unlock()
 		return s, nil
 	}
-	v, err := filter.NewVault(ss.key, principal, filter.VaultOptions{Rules: ss.rules, MaxBytes: ss.limits.VaultBytes})
+	opts := filter.VaultOptions{Rules: ss.rules, MaxBytes: ss.limits.VaultBytes}
+	if ss.shared != nil {
+		opts.Store, opts.Session, opts.TTL = ss.shared, id, ss.limits.IdleTTL
+	}
+	v, err := filter.NewVault(ss.key, principal, opts)
 	if err != nil {
 		return nil, fmt.Errorf("new vault: %w", err)
 	}
@@ -126,17 +135,22 @@ func (ss *sessions) get(principal, id string) (*session, error) {
 }
 
 // drop forgets every principal's state of session id, when the MCP
-// session ends.
+// session ends, and its tokens in the shared store.
 func (ss *sessions) drop(id string) {
 	if id == "" {
 		return
 	}
 	ss.mu.Lock()
-	defer ss.mu.Unlock()
+	var ended []sessionKey
 	for k := range ss.m {
 		if k.session == id {
 			delete(ss.m, k)
+			ended = append(ended, k)
 		}
+	}
+	ss.mu.Unlock()
+	for _, k := range ended {
+		ss.shared.forget(k)
 	}
 }
 

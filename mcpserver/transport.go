@@ -199,12 +199,13 @@ func (s *Server) newHTTP() *httpTransports {
 		),
 		mux: http.NewServeMux(),
 	}
-	h.mux.Handle(PathStreamable, s.guard(h.streamable))
+	h.mux.Handle(PathStreamable, s.guard(s.drainGate(h.streamable)))
 	h.mux.Handle(PathSSE, s.guard(h.sse.SSEHandler()))
 	h.mux.Handle(PathMessage, s.guard(h.sse.MessageHandler()))
 	h.mux.Handle("GET "+PathMetrics, s.guard(s.metrics.handler()))
 	h.mux.Handle("GET /{$}", s.hostOnly(http.HandlerFunc(s.home)))
 	s.addOAuthRoutes(h.mux)
+	h.mux.Handle("GET "+PathReady, s.hostOnly(http.HandlerFunc(s.readyz)))
 	h.mux.Handle("GET "+PathHealth, s.hostOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"status":"ok"}`)
@@ -259,6 +260,11 @@ func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener, grace time.Dura
 	case err := <-errc:
 		return fmt.Errorf("serve http: %w", err)
 	case <-ctx.Done():
+	}
+	s.Drain()
+	if d := s.cfg.DrainDelay; d > 0 {
+		s.log.Info("draining before shutdown", "delay", d)
+		time.Sleep(d)
 	}
 	s.log.Info("shutting down", "grace", grace)
 	// Long-lived streams (SSE, GET listeners) never finish by themselves.

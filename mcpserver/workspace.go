@@ -48,6 +48,7 @@ func (s *Server) readWorkspaceResource(ctx context.Context, req mcp.ReadResource
 		opts := filter.Options{}
 		if sess, err := s.sessions.get(c.Principal, c.Session); err == nil {
 			opts.Vault = sess.vault
+			defer s.flush(ctx, sess)
 		}
 		text := s.filterText(string(data), s.maxBudget, opts)
 		return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: mimeOf(p), Text: text}}, nil

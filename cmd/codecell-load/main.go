@@ -5,7 +5,13 @@
 // failures and the server's resident memory. It exits 1 on any failure
 // that is not an intended refusal (rate limit or busy).
 //
+// With -instances N it starts N servers on one store (cluster.shared on)
+// behind a round-robin balancer with session affinity (package balancer),
+// as a team would run codecell behind a load balancer, and reports each
+// server's CPU time beside the driver's own.
+//
 //	codecell-load -bin bin/codecell -clients 200 -duration 30s
+//	codecell-load -bin bin/codecell -instances 4
 package main
 
 import (
@@ -88,6 +94,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	clients := fs.Int("clients", 200, "concurrent MCP clients")
 	duration := fs.Duration("duration", 30*time.Second, "how long to send requests")
 	pool := fs.Int("pool", 0, "sandbox pool size for the server (0: its default)")
+	instances := fs.Int("instances", 1, "servers to start on one store, behind a balancer")
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, "Usage: codecell-load [flags]\n\nStart the codecell binary on a loopback port and drive it with many MCP clients over\nStreamable HTTP; print throughput, latency, refusals, failures and memory.\n\nFlags:\n")
@@ -100,6 +107,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("codecell-load takes no arguments, got %q", fs.Args())}
 	}
+	if *instances < 1 {
+		return usageError{fmt.Sprintf("-instances %d: want at least 1", *instances)}
+	}
 	if _, err := os.Stat(*bin); err != nil {
 		return usageError{fmt.Sprintf("no codecell binary at %s: build it with make build, or name it with -bin", *bin)}
 	}
@@ -109,14 +119,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer os.RemoveAll(data)
 
-	srv, base, err := startServer(*bin, data, *pool)
+	servers, base, stopServers, err := startServers(*bin, data, *pool, *instances)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		srv.Process.Signal(syscall.SIGTERM)
-		srv.Wait()
-	}()
+	defer stopServers()
 
 	httpClient := &http.Client{Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute}}
 	conns := make([]*client.Client, *clients)
@@ -145,9 +152,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
 		for {
-			if kb, err := rssKB(srv.Process.Pid); err == nil {
+			var sum int64
+			for _, srv := range servers {
+				if kb, err := rssKB(srv.Process.Pid); err == nil {
+					sum += kb
+				}
+			}
+			if sum > 0 {
 				rssMu.Lock()
-				rss = append(rss, kb)
+				rss = append(rss, sum)
 				rssMu.Unlock()
 			}
 			select {
@@ -162,6 +175,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	for _, o := range ops {
 		total += o.weight
 	}
+	cpuBefore := cpuTimes(servers)
 	deadline := time.Now().Add(*duration)
 	results := make(chan []sample, *clients)
 	var wg sync.WaitGroup
@@ -205,12 +219,18 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	elapsed := time.Since(start)
 	stopWatch()
 	close(results)
+	cpu := cpuTimes(servers)
+	for i := range cpu {
+		cpu[i] -= cpuBefore[i]
+	}
 
 	var all []sample
 	for r := range results {
 		all = append(all, r...)
 	}
-	return report(stdout, all, elapsed, *clients, rss)
+	err = report(stdout, all, elapsed, *clients, rss)
+	reportCPU(stdout, cpu, elapsed)
+	return err
 }
 
 func text(res *mcp.CallToolResult) string {
@@ -282,14 +302,14 @@ func report(w io.Writer, all []sample, elapsed time.Duration, clients int, rss [
 }
 
 // startServer starts the binary on a loopback port with limits raised for
-// load, and returns it with its base URL.
-func startServer(bin, data string, pool int) (*exec.Cmd, string, error) {
+// load, and returns it with its base URL. env adds to its environment.
+func startServer(bin, data string, pool int, env ...string) (*exec.Cmd, string, error) {
 	args := []string{"serve", "--http", "127.0.0.1:0", "--log-level", "warn"}
 	if pool > 0 {
 		args = append(args, "--pool", strconv.Itoa(pool))
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(append(os.Environ(),
 		"CODECELL_SERVER_DATA_DIR="+data,
 		"CODECELL_LIMITS_EXECUTIONS_PER_MINUTE=100000000",
 		"CODECELL_LIMITS_EXECUTION_BURST=100000",
@@ -297,7 +317,7 @@ func startServer(bin, data string, pool int) (*exec.Cmd, string, error) {
 		"CODECELL_LIMITS_TOOL_CALL_BURST=100000",
 		"CODECELL_LIMITS_MAX_IN_FLIGHT=256",
 		"CODECELL_LIMITS_MAX_QUEUED=1024",
-	)
+	), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, "", err

@@ -43,6 +43,8 @@ type Config struct {
 	OpenAPI map[string]openapi.Config `toml:"openapi"`
 	// Tasks holds the [tasks] section (config_tasks.go).
 	Tasks TasksConfig `toml:"tasks"`
+	// Cluster holds what instances on one store share (config_multi.go).
+	Cluster ClusterConfig `toml:"cluster"`
 }
 
 // ServerConfig holds transports, the catalogue and logging.
@@ -539,6 +541,7 @@ func unknownEnv(environ []string, cfg Config) []error {
 	}
 	maps.Copy(named, openAPIEnv(cfg))
 	named[cfg.Auth.OAuth.ClientSecretEnv] = true
+	named[cfg.Cluster.KeyEnv] = true
 	var errs []error
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
@@ -728,6 +731,7 @@ func (c *Config) validate(env func(string) string) []error {
 	}
 	errs = append(errs, c.validateOAuth(env)...)
 	errs = append(errs, c.validateTasks()...)
+	errs = append(errs, c.validateCluster(env)...)
 	return append(errs, c.validateOpenAPI(env)...)
 }
 

@@ -290,6 +290,10 @@ func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *
 	if err != nil {
 		return nil, nil, fmt.Errorf("filter: %w", err)
 	}
+	shared, err := sharedState(cfg, store, key)
+	if err != nil {
+		return nil, nil, err
+	}
 	var tokens []mcpserver.Token
 	for _, t := range cfg.Auth.Tokens {
 		tokens = append(tokens, mcpserver.Token{Principal: t.Principal, Token: t.Token})
@@ -312,6 +316,8 @@ func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *
 		MaxBudget:      fcfg.MaxBudget,
 		Store:          store,
 		Tasks:          cfg.Tasks.server(),
+		Shared:         shared,
+		DrainDelay:     cfg.Cluster.DrainDelay.D(),
 		Logger:         log,
 	}, reg)
 	if err != nil {
@@ -362,7 +368,7 @@ func filterSetup(cfg Config) (filter.Config, filter.Key, []filter.Rule, error) {
 	if err != nil {
 		return filter.Config{}, filter.Key{}, nil, err
 	}
-	key, err := filter.LoadOrCreateKey(path)
+	key, err := loadFilterKey(cfg, path, os.Getenv)
 	if err != nil {
 		return filter.Config{}, filter.Key{}, nil, fmt.Errorf("filter key: %w", err)
 	}

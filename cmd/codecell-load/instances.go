@@ -1,0 +1,161 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/codecell/codecell/cmd/codecell-load/balancer"
+)
+
+// startServers starts n servers on one store in data, and, for more than
+// one, a balancer in front of them; it returns the servers, the base URL
+// clients use, and a function that stops everything.
+func startServers(bin, data string, pool, n int) ([]*exec.Cmd, string, func(), error) {
+	var servers []*exec.Cmd
+	stop := func() {
+		for _, srv := range servers {
+			srv.Process.Signal(syscall.SIGTERM)
+		}
+		for _, srv := range servers {
+			srv.Wait()
+		}
+	}
+	if n == 1 {
+		srv, base, err := startServer(bin, data, pool)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		return []*exec.Cmd{srv}, base, stop, nil
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, "", nil, err
+	}
+	env := []string{
+		"CODECELL_MEMORY_PATH=" + filepath.Join(data, "shared.db"),
+		"CODECELL_CLUSTER_SHARED=true",
+		"CODECELL_CLUSTER_KEY_ENV=CODECELL_LOAD_FILTER_KEY",
+		"CODECELL_LOAD_FILTER_KEY=" + hex.EncodeToString(key),
+	}
+	var urls []string
+	for i := range n {
+		dir := filepath.Join(data, fmt.Sprintf("instance-%d", i))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			stop()
+			return nil, "", nil, err
+		}
+		srv, base, err := startServer(bin, dir, pool, env...)
+		if err != nil {
+			stop()
+			return nil, "", nil, fmt.Errorf("instance %d: %w", i, err)
+		}
+		servers = append(servers, srv)
+		urls = append(urls, base)
+	}
+	lb, err := balancer.New(urls)
+	if err != nil {
+		stop()
+		return nil, "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		stop()
+		return nil, "", nil, err
+	}
+	hs := &http.Server{Handler: lb, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	return servers, "http://" + ln.Addr().String(), func() {
+		hs.Close()
+		stop()
+	}, nil
+}
+
+// cpuTimes returns the CPU time each server has used, then this
+// process's own (the clients and the balancer), last.
+func cpuTimes(servers []*exec.Cmd) []time.Duration {
+	out := make([]time.Duration, 0, len(servers)+1)
+	for _, srv := range servers {
+		d, _ := procCPU(srv.Process.Pid)
+		out = append(out, d)
+	}
+	d, _ := procCPU(os.Getpid())
+	return append(out, d)
+}
+
+// procCPU reads the CPU time of a process and of its live children: a
+// server's sandbox workers are its children (the time of those it has
+// waited for is in its own cutime and cstime).
+func procCPU(pid int) (time.Duration, error) {
+	total, _, err := statCPU(pid)
+	if err != nil {
+		return 0, err
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		k, err := strconv.Atoi(e.Name())
+		if err != nil || k == pid {
+			continue
+		}
+		if d, ppid, err := statCPU(k); err == nil && ppid == pid {
+			total += d
+		}
+	}
+	return total, nil
+}
+
+// statCPU is utime + stime + cutime + cstime from /proc/PID/stat, and the
+// parent's PID.
+func statCPU(pid int) (time.Duration, int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, 0, errors.New("bad /proc stat")
+	}
+	// After the command: state, ppid, …; utime is the line's field 14,
+	// here f[11], then stime, cutime, cstime.
+	f := strings.Fields(s[i+1:])
+	if len(f) < 15 {
+		return 0, 0, errors.New("short /proc stat")
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	var ticks int64
+	for _, x := range f[11:15] {
+		v, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			return 0, 0, err
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / 100, ppid, nil // USER_HZ
+}
+
+// reportCPU says how busy each server and the driver were over the run:
+// where the time went.
+func reportCPU(w io.Writer, cpu []time.Duration, elapsed time.Duration) {
+	var parts []string
+	var servers time.Duration
+	for i, d := range cpu[:len(cpu)-1] {
+		servers += d
+		parts = append(parts, fmt.Sprintf("server %d %.1f s", i+1, d.Seconds()))
+	}
+	driver := cpu[len(cpu)-1]
+	fmt.Fprintf(w, "CPU: %s; servers %.2f cores, clients and balancer %.2f cores of %d (over %s).\n",
+		strings.Join(parts, ", "), servers.Seconds()/elapsed.Seconds(), driver.Seconds()/elapsed.Seconds(), runtime.NumCPU(), elapsed.Round(time.Second))
+}

@@ -1,0 +1,137 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/codecell/codecell/memory"
+)
+
+// Operations behind a load balancer: /readyz says whether an instance
+// should get traffic, and a draining instance (SIGTERM during a rolling
+// restart) says no at once, refuses new sessions and stateless requests
+// with 503, and finishes what its sessions have in flight.
+
+// PathReady is the readiness endpoint: 200 when the instance can serve,
+// 503 with the reason otherwise. /healthz only says the process answers.
+const PathReady = "/readyz"
+
+// errDraining is the reason a draining instance gives.
+var errDraining = errors.New("draining: the instance is shutting down")
+
+// storeReadiness is a store that can say whether it is ready
+// (memory.Store.Ready: reachable, schema current).
+type storeReadiness interface {
+	Ready(ctx context.Context) error
+}
+
+// poolStatser is a store that reports its connection pool
+// (memory.Store.PoolStats; a PostgreSQL store's pgxpool the same way).
+type poolStatser interface {
+	PoolStats() memory.PoolStats
+}
+
+var (
+	_ storeReadiness = (*memory.Store)(nil)
+	_ poolStatser    = (*memory.Store)(nil)
+)
+
+// readyTimeout bounds the store's part of a readiness check.
+const readyTimeout = 2 * time.Second
+
+// ready returns nil when the server can take traffic, or the reason it
+// cannot.
+func (s *Server) ready(ctx context.Context) error {
+	if s.draining.Load() {
+		return errDraining
+	}
+	if !s.poolWarm.Load() {
+		st := s.exec.Stats()
+		if st.Ready == 0 && st.Running == 0 {
+			return fmt.Errorf("executor pool not ready: no sandbox prepared yet (pool of %d)", st.Size)
+		}
+		// Once warm, a busy pool with nothing prepared is load, not a
+		// fault: the queue serves it.
+		s.poolWarm.Store(true)
+	}
+	if rs, ok := s.cfg.Store.(storeReadiness); ok {
+		ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+		defer cancel()
+		if err := rs.Ready(ctx); err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+	}
+	return nil
+}
+
+// readyz answers PathReady.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if err := s.ready(r.Context()); err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		json.NewEncoder(w).Encode(map[string]string{"status": "unavailable", "reason": err.Error()})
+		return
+	}
+	w.Write([]byte(`{"status":"ready"}` + "\n"))
+}
+
+// Drain makes the server refuse new work while it finishes what it has:
+// /readyz answers 503 so that a balancer stops routing to it, and new
+// sessions and stateless requests get 503 with Retry-After, while the
+// requests of open sessions are still served. ServeHTTP drains before it
+// shuts down.
+func (s *Server) Drain() {
+	if !s.draining.Swap(true) {
+		s.log.Info("draining: refusing new sessions, finishing those in flight")
+	}
+}
+
+// drainGate refuses, while the server drains, the Streamable HTTP
+// requests that would start new work here: initialize (no session yet)
+// and stateless requests. A client retries them, and the balancer sends
+// them to another instance.
+func (s *Server) drainGate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.draining.Load() && r.Method == http.MethodPost &&
+			(r.Header.Get(server.HeaderKeySessionID) == "" || mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion))) {
+			s.metrics.refusals.WithLabelValues("draining").Inc()
+			w.Header().Set("Retry-After", "1")
+			w.Header().Set("Connection", "close")
+			httpError(w, http.StatusServiceUnavailable, "this instance is shutting down; retry, and the balancer sends the request to another")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// initOperations registers the store's connection-pool gauges when the
+// store reports them.
+func (s *Server) initOperations() {
+	ps, ok := s.cfg.Store.(poolStatser)
+	if !ok {
+		return
+	}
+	gauge := func(name, help string, f func(memory.PoolStats) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return f(ps.PoolStats()) })
+	}
+	counter := func(name, help string, f func(memory.PoolStats) float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return f(ps.PoolStats()) })
+	}
+	s.metrics.reg.MustRegister(
+		gauge("codecell_store_connections_max", "Connections the store's pool may open (0: no limit).", func(p memory.PoolStats) float64 { return float64(p.MaxOpen) }),
+		gauge("codecell_store_connections_open", "Connections the store's pool holds open.", func(p memory.PoolStats) float64 { return float64(p.Open) }),
+		gauge("codecell_store_connections_in_use", "Connections of the store's pool in use.", func(p memory.PoolStats) float64 { return float64(p.InUse) }),
+		gauge("codecell_store_connections_idle", "Idle connections of the store's pool.", func(p memory.PoolStats) float64 { return float64(p.Idle) }),
+		counter("codecell_store_connection_waits_total", "Times a store operation waited for a free connection.", func(p memory.PoolStats) float64 { return float64(p.WaitCount) }),
+		counter("codecell_store_connection_wait_seconds_total", "Time store operations waited for a free connection.", func(p memory.PoolStats) float64 { return p.WaitDuration.Seconds() }),
+	)
+}
