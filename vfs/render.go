@@ -58,7 +58,9 @@ func renderManifest(s *snapshot) []byte {
 			b.WriteByte(':')
 			b.WriteString(quote(desc))
 		}
-		b.WriteString(`},"next":`)
+		b.WriteString(`},"runtime":`)
+		b.WriteString(quote(manifestRuntime(s)))
+		b.WriteString(`,"next":`)
 		b.WriteString(quote(s.hint))
 		b.WriteString("}\n")
 		out = []byte(b.String())
@@ -216,7 +218,7 @@ func renderFull(s *snapshot, t *tools.Tool) []byte {
 	for _, a := range t.Aliases {
 		fmt.Fprintf(&b, " or `await %s(args)`", memberCall(cat, a))
 	}
-	fmt.Fprintf(&b, "\n- Signature: %s/%s%s\n", cat, short, SignatureExt)
+	fmt.Fprintf(&b, "\n- Signature: %s\n", s.signaturePath(t))
 
 	b.WriteString("\n## Input schema\n\n")
 	writeJSONBlock(&b, t.InputSchema, `{"type":"object"}`)
