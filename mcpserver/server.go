@@ -81,6 +81,11 @@ type Config struct {
 	Principal string
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
+	// LLM bounds the programs' llm calls (MCP sampling, llm.go).
+	LLM LLMConfig
+	// Approval names the tool calls the client's user approves first
+	// (MCP elicitation, approval.go).
+	Approval ApprovalConfig
 }
 
 // Server is a codecell MCP server. Create it with New, serve it with
@@ -116,6 +121,11 @@ type Server struct {
 	sessions          *sessions
 	sweeper           sync.WaitGroup
 	budget, maxBudget int
+
+	// llm, llmUse and approvals serve the runtime tools (runtime.go).
+	llm       LLMConfig
+	llmUse    *llmUsage
+	approvals *approvalPolicy
 
 	unsubscribe       func()
 	unsubscribeSkills func()
@@ -200,7 +210,11 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		server.WithPromptCapabilities(false),
 		server.WithCompletions(),
 		server.WithResourceCompletionProvider(completions{s}),
+		server.WithElicitation(),
 	)
+	if err = s.initRuntime(); err != nil {
+		return nil, fmt.Errorf("new server: %w", err)
+	}
 	if cfg.Expose != ExposeDirect {
 		s.mcp.AddTool(s.executeCodeTool(), s.executeCode)
 		s.mcp.AddTool(s.readToolsTool(), s.readTools)

@@ -32,7 +32,21 @@ func renderManifest(s *snapshot) []byte {
 		total += len(c.tools)
 	}
 	var out []byte
-	for _, limit := range []int{-1, 48, 32, 24, 16, 0} {
+	// The runtime's line names its namespaces while the whole fits, and
+	// else only where to read them, before descriptions are shortened.
+	type step struct {
+		limit   int
+		runtime string
+	}
+	var steps []step
+	for i, limit := range []int{-1, 48, 32, 24, 16, 0} {
+		if i == 0 {
+			steps = append(steps, step{limit, manifestRuntime(s)})
+		}
+		steps = append(steps, step{limit, RuntimeDir + "/" + IndexFile})
+	}
+	for _, st := range steps {
+		limit := st.limit
 		var b strings.Builder
 		fmt.Fprintf(&b, `{"total":%d,"categories":{`, total)
 		for i, c := range s.cats {
@@ -59,7 +73,7 @@ func renderManifest(s *snapshot) []byte {
 			b.WriteString(quote(desc))
 		}
 		b.WriteString(`},"runtime":`)
-		b.WriteString(quote(manifestRuntime(s)))
+		b.WriteString(quote(st.runtime))
 		b.WriteString(`,"next":`)
 		b.WriteString(quote(s.hint))
 		b.WriteString("}\n")

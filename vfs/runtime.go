@@ -191,11 +191,11 @@ func renderRuntimeFull(s *snapshot, ns *runtimeNS) []byte {
 	return []byte(b.String())
 }
 
-// manifestRuntime is the manifest's line on the runtime.
+// manifestRuntime is the manifest's line on the runtime, in full.
 func manifestRuntime(s *snapshot) string {
 	names := make([]string, len(s.runtime))
 	for i, ns := range s.runtime {
 		names[i] = ns.name
 	}
-	return strings.Join(names, ", ") + ": in every program; read " + RuntimeDir + "/" + IndexFile
+	return strings.Join(names, ", ") + ": " + RuntimeDir + "/" + IndexFile
 }
