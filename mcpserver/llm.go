@@ -32,7 +32,8 @@ type LLMConfig struct {
 	MaxTokens        int
 }
 
-func (c LLMConfig) withDefaults() LLMConfig {
+// WithDefaults returns c with its zero fields set to their defaults.
+func (c LLMConfig) WithDefaults() LLMConfig {
 	def := func(v *int, d int) {
 		if *v <= 0 {
 			*v = d

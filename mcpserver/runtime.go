@@ -20,7 +20,7 @@ import (
 // initRuntime registers the llm and approval runtime namespaces and
 // enables the server capabilities they use.
 func (s *Server) initRuntime() error {
-	s.llm = s.cfg.LLM.withDefaults()
+	s.llm = s.cfg.LLM.WithDefaults()
 	s.llmUse = newLLMUsage(s.llm)
 	var err error
 	if s.approvals, err = newApprovalPolicy(s.cfg.Approval); err != nil {

@@ -41,6 +41,10 @@ type Config struct {
 	Upstream map[string]upstream.Server `toml:"upstream"`
 	// OpenAPI holds the [openapi.NAME] sources (config_openapi.go).
 	OpenAPI map[string]openapi.Config `toml:"openapi"`
+	// LLM and Approval are the programs' runtime: [llm] budgets and the
+	// [approval] policy (config_llm.go).
+	LLM      LLMConfig      `toml:"llm"`
+	Approval ApprovalConfig `toml:"approval"`
 }
 
 // ServerConfig holds transports, the catalogue and logging.
@@ -166,7 +170,7 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 // defaultConfig is the configuration of a fresh install. The commented file
 // that `codecell config init` writes must say the same (a test checks).
 func defaultConfig() Config {
-	return Config{
+	c := Config{
 		Server: ServerConfig{
 			Expose:        "code",
 			ShutdownGrace: Duration(10 * time.Second),
@@ -216,6 +220,8 @@ func defaultConfig() Config {
 			WorkspaceMaxBytes:     256 << 20,
 		},
 	}
+	defaultRuntimeConfig(&c)
+	return c
 }
 
 //go:embed config.default.toml
@@ -720,6 +726,7 @@ func (c *Config) validate(env func(string) string) []error {
 	if m.WorkspaceMaxBytes < m.WorkspaceMaxFileBytes {
 		bad("memory.workspace_max_bytes", "is below memory.workspace_max_file_bytes")
 	}
+	errs = append(errs, c.validateRuntime()...)
 	return append(errs, c.validateOpenAPI(env)...)
 }
 

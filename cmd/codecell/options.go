@@ -310,6 +310,8 @@ func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *
 		MaxBudget:      fcfg.MaxBudget,
 		Store:          store,
 		Logger:         log,
+		LLM:            cfg.llmConfig(),
+		Approval:       cfg.approvalConfig(),
 	}, reg)
 	if err != nil {
 		return nil, nil, err
