@@ -241,6 +241,7 @@ func (s *Server) sample(ctx context.Context, tool string, a llmCallArgs, msgs []
 	}
 	var res *mcp.CreateMessageResult
 	err := s.waitOnClient(ctx, func(ctx context.Context) (err error) {
+		//lint:ignore SA1019 sampling is what llm.* is: deprecated by protocol 2026-07-28, still the way to reach the client's model in the versions before it, which clientCan requires
 		res, err = s.mcp.RequestSampling(ctx, req)
 		return err
 	})

@@ -30,6 +30,7 @@ func BenchmarkSamplingRoundTrip(b *testing.B) {
 			LLM:    mcpserver.LLMConfig{CallsPerMinute: 1 << 30, TokensPerDay: 1 << 50},
 		})
 		srv.MCP().AddTool(mcp.NewTool("sample_once"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			//lint:ignore SA1019 the client's own sampling round trip is what the benchmark compares with
 			res, err := srv.MCP().RequestSampling(ctx, mcp.CreateMessageRequest{CreateMessageParams: mcp.CreateMessageParams{
 				Messages:  []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("x")}},
 				MaxTokens: 10,

@@ -65,6 +65,7 @@ var runtimeTransports = []struct {
 	{"streamable-http", func(t testing.TB, srv *mcpserver.Server, opts ...client.ClientOption) *client.Client {
 		ts := httptest.NewServer(srv.Handler())
 		t.Cleanup(ts.Close)
+		//lint:ignore SA1019 protocol 2025-11-25 sends sampling requests on the standalone GET stream
 		tr, err := transport.NewStreamableHTTP(ts.URL+mcpserver.PathStreamable, transport.WithContinuousListening())
 		if err != nil {
 			t.Fatal(err)
