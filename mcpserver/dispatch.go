@@ -56,6 +56,10 @@ func (d dispatcher) call(ctx context.Context, name string, args json.RawMessage)
 		return nil, err
 	}
 	ctx = tools.WithCaller(ctx, d.caller)
+	if err := d.approve(ctx, name, args); err != nil {
+		d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, d.caller, name), tools.CodeOf(err)).Inc()
+		return nil, err
+	}
 	if flow != nil {
 		// What a tool stores (a memory, a workspace file) keeps the
 		// sources of the values it was given.
@@ -101,6 +105,11 @@ type runDispatcher struct {
 	// progress, when set, passes on what tools report of their progress
 	// (an upstream server's notifications), as the run's progress.
 	progress func(message string, fraction float64)
+	// purpose is the run's purpose as execute_code gave it, shown when
+	// a call needs approval; llm is its llm budget spent (llm.go, under
+	// the llmUsage's lock).
+	purpose string
+	llm     llmBudget
 
 	mu        sync.Mutex
 	calls     []memory.ToolCall

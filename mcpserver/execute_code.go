@@ -22,7 +22,8 @@ const executeCodeInput = `{
 		"language": {"type": "string", "enum": ["javascript", "typescript"], "default": "javascript"},
 		"timeout_ms": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Deadline, default %d."},
 		"budget_bytes": {"type": "integer", "minimum": 1024, "maximum": %d, "description": "Bytes of output, default %d."},
-		"details": {"type": "boolean", "description": "Add each call, finding and stack."}
+		"details": {"type": "boolean", "description": "Add each call, finding and stack."},
+		"purpose": {"type": "string", "maxLength": 500, "description": "What the run is for, shown when a call needs the user's approval."}
 	},
 	"required": ["code"],
 	"additionalProperties": false
@@ -71,6 +72,7 @@ type executeCodeArgs struct {
 	TimeoutMS   int64  `json:"timeout_ms"`
 	BudgetBytes int    `json:"budget_bytes"`
 	Details     bool   `json:"details"`
+	Purpose     string `json:"purpose"`
 }
 
 // executeCode is the execute_code handler: it admits the request, then
@@ -101,6 +103,7 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		Timeout:     time.Duration(args.TimeoutMS) * time.Millisecond,
 		BudgetBytes: args.BudgetBytes,
 		Details:     args.Details,
+		Purpose:     args.Purpose,
 	}
 	if task != nil {
 		x.MaxTimeout = max(s.tasks.cfg.MaxDuration, s.exec.Config().MaxTimeout)

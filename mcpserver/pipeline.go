@@ -31,6 +31,9 @@ type Execution struct {
 	// Details asks for the call trace, the filter's findings one by one
 	// and the error's stack in the record.
 	Details bool
+	// Purpose says what the run is for, shown to the user when a call
+	// needs their approval.
+	Purpose string
 	// OnLog and OnProgress, when set, see console lines and progress
 	// reports as the program makes them, filtered and budgeted.
 	OnLog      func(executor.LogLine)
@@ -91,6 +94,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 		}
 	}
 	d.progress = x.OnProgress
+	d.purpose = x.Purpose
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := context.AfterFunc(s.stopping, func() { cancel(context.Cause(s.stopping)) })

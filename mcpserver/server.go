@@ -97,6 +97,11 @@ type Config struct {
 	Tasks TaskConfig
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
+	// LLM bounds the programs' llm calls (MCP sampling, llm.go).
+	LLM LLMConfig
+	// Approval names the tool calls the client's user approves first
+	// (MCP elicitation, approval.go).
+	Approval ApprovalConfig
 }
 
 // Server is a codecell MCP server. Create it with New, serve it with
@@ -138,6 +143,11 @@ type Server struct {
 	sessions          *sessions
 	sweeper           sync.WaitGroup
 	budget, maxBudget int
+
+	// llm, llmUse and approvals serve the runtime tools (runtime.go).
+	llm       LLMConfig
+	llmUse    *llmUsage
+	approvals *approvalPolicy
 
 	unsubscribe       func()
 	unsubscribeSkills func()
@@ -233,7 +243,11 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		server.WithPromptCapabilities(false),
 		server.WithCompletions(),
 		server.WithResourceCompletionProvider(completions{s}),
+		server.WithElicitation(),
 	)...)
+	if err = s.initRuntime(); err != nil {
+		return nil, fmt.Errorf("new server: %w", err)
+	}
 	if cfg.Expose != ExposeDirect {
 		s.mcp.AddTool(s.executeCodeTool(), s.executeCode)
 		s.mcp.AddTool(s.readToolsTool(), s.readTools)

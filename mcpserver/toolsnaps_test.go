@@ -14,7 +14,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the tool snapshots under testdata/toolsnaps")
 
 // TestToolSnapshots keeps what agents see of the server's own MCP tools
-// (execute_code, read_tools, search_tools) and of its skills tools as
+// (execute_code, read_tools, search_tools) and of its skills and runtime tools as
 // golden files; "go test -tags sqlite_fts5 ./mcpserver -run ToolSnapshots
 // -update" rewrites them.
 func TestToolSnapshots(t *testing.T) {
@@ -41,8 +41,10 @@ func TestToolSnapshots(t *testing.T) {
 			snaps[len(snaps)-1].Execution = tool.Execution
 		}
 	}
-	for _, tool := range srv.Registry().ListCategory("skills") {
-		snaps = append(snaps, toolstest.Of(tool))
+	for _, cat := range []string{"skills", "llm", "approval"} {
+		for _, tool := range srv.Registry().ListCategory(cat) {
+			snaps = append(snaps, toolstest.Of(tool))
+		}
 	}
 	toolstest.Check(t, "testdata/toolsnaps", *update, snaps...)
 }

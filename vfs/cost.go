@@ -39,12 +39,16 @@ func (f *FS) Info(name string) (ToolInfo, bool) {
 
 func (s *snapshot) toolInfo(t *tools.Tool) ToolInfo {
 	c := s.byName[t.Category()]
-	sig := SignaturePath(t.Name)
-	full := FullPath(t.Name)
+	sig, full := node{kind: kindSignature, cat: c, tool: t}, node{kind: kindFull, cat: c, tool: t}
+	sigPath, fullPath := SignaturePath(t.Name), FullPath(t.Name)
+	if t.Runtime {
+		sigPath, fullPath = s.signaturePath(t), runtimePath(t.Category(), FullExt)
+		sig, full = s.lookup(sigPath), s.lookup(fullPath)
+	}
 	return ToolInfo{
 		Name:      t.Name,
-		Signature: tools.CostOf(len(s.content(sig, node{kind: kindSignature, cat: c, tool: t}))),
-		Full:      tools.CostOf(len(s.content(full, node{kind: kindFull, cat: c, tool: t}))),
+		Signature: tools.CostOf(len(s.content(sigPath, sig))),
+		Full:      tools.CostOf(len(s.content(fullPath, full))),
 		Output:    s.outputShape(t),
 	}
 }
@@ -76,6 +80,14 @@ const (
 // (name is the qualified tool name), or at LevelIndex the index of the
 // category that name names. The bytes are shared: do not modify them.
 func (f *FS) Content(name string, level Level) ([]byte, bool) {
+	_, data, ok := f.content(name, level)
+	return data, ok
+}
+
+// content returns the path and content of Content's file. A runtime
+// tool's files are its namespace's (see RuntimeDir).
+func (f *FS) content(name string, level Level) (string, []byte, bool) {
+	s := f.current()
 	var p string
 	switch level {
 	case LevelManifest:
@@ -87,31 +99,41 @@ func (f *FS) Content(name string, level Level) ([]byte, bool) {
 	case LevelFull:
 		p = FullPath(name)
 	default:
-		return nil, false
+		return "", nil, false
 	}
-	s := f.current()
+	if t := s.tools[name]; t != nil && t.Runtime && level >= LevelSignature {
+		p = s.signaturePath(t)
+		if level == LevelFull {
+			p = runtimePath(t.Category(), FullExt)
+		}
+	}
 	n := s.lookup(p)
 	if n.kind == kindNone {
-		return nil, false
+		return "", nil, false
 	}
-	return s.content(p, n), true
+	return p, s.content(p, n), true
+}
+
+// signaturePath is the tree path of t's declaration: its namespace's
+// under RuntimeDir for a runtime tool.
+func (s *snapshot) signaturePath(t *tools.Tool) string {
+	if t.Runtime {
+		return runtimePath(t.Category(), SignatureExt)
+	}
+	return SignaturePath(t.Name)
 }
 
 // Signature returns the tree path and content of the named tool's
 // declaration (level 2; name is qualified). The bytes are shared: do not
 // modify them.
 func (f *FS) Signature(name string) (path string, content []byte, ok bool) {
-	path = SignaturePath(name)
-	content, ok = f.Content(name, LevelSignature)
-	return path, content, ok
+	return f.content(name, LevelSignature)
 }
 
 // Full returns the tree path and content of the named tool's full page
 // (level 3). The bytes are shared: do not modify them.
 func (f *FS) Full(name string) (path string, content []byte, ok bool) {
-	path = FullPath(name)
-	content, ok = f.Content(name, LevelFull)
-	return path, content, ok
+	return f.content(name, LevelFull)
 }
 
 // Output returns the one-line shape of the named tool's result (see

@@ -89,6 +89,9 @@ type snapshot struct {
 	files   sync.Map // path → *lazyFile
 	shapes  sync.Map // tool name → output shape
 	hint    string
+	// runtime lists the runtime namespaces (see RuntimeDir).
+	runtime  []*runtimeNS
+	rtByName map[string]*runtimeNS
 }
 
 type category struct {
@@ -109,14 +112,37 @@ type lazyFile struct {
 
 func buildSnapshot(v *tools.View, hint string) *snapshot {
 	s := &snapshot{version: v.Version(), hint: hint, byName: map[string]*category{}, tools: map[string]*tools.Tool{}}
-	// Categories without tools are those whose source is unavailable.
+	list := v.List()
+	// Runtime tools are namespaces under RuntimeDir, not categories; a
+	// category is one when it has a catalogue tool, or none at all (its
+	// source is unavailable).
+	rt := map[string][]*tools.Tool{}
+	catalogue := map[string]bool{}
+	for _, t := range list {
+		if t.Runtime {
+			rt[t.Category()] = append(rt[t.Category()], t)
+		} else {
+			catalogue[t.Category()] = true
+		}
+	}
+	s.runtime, s.rtByName = buildRuntime(v, rt)
 	for _, name := range v.Categories() {
+		if name == RuntimeDir || (!catalogue[name] && rt[name] != nil) {
+			continue
+		}
 		c := &category{name: name, summary: v.CategorySummary(name), status: v.CategoryStatus(name), byShort: map[string]*tools.Tool{}}
 		s.byName[name] = c
 		s.cats = append(s.cats, c)
 	}
-	for _, t := range v.List() {
+	for _, t := range list {
+		if t.Runtime {
+			s.tools[t.Name] = t
+			continue
+		}
 		c := s.byName[t.Category()]
+		if c == nil {
+			continue // a catalogue category named RuntimeDir
+		}
 		c.tools = append(c.tools, t)
 		c.byShort[t.ShortName()] = t
 		s.tools[t.Name] = t
@@ -152,6 +178,10 @@ const (
 	kindIndex
 	kindSignature
 	kindFull
+	kindRuntime // RuntimeDir
+	kindRuntimeIndex
+	kindRuntimeSignature
+	kindRuntimeFull
 )
 
 type node struct {
@@ -161,10 +191,12 @@ type node struct {
 	// grp is the group of a kindGroup directory or of a grouped
 	// category's kindIndex; the category's own for its root.
 	grp *group
+	// rt is the namespace of a runtime file.
+	rt *runtimeNS
 }
 
 func (n node) isDir() bool {
-	return n.kind == kindRoot || n.kind == kindCategory || n.kind == kindGroup
+	return n.kind == kindRoot || n.kind == kindCategory || n.kind == kindGroup || n.kind == kindRuntime
 }
 
 // lookup resolves a valid io/fs path.
@@ -176,6 +208,9 @@ func (s *snapshot) lookup(name string) node {
 		return node{kind: kindManifest}
 	}
 	catName, rest, nested := strings.Cut(name, "/")
+	if catName == RuntimeDir {
+		return s.lookupRuntime(rest, nested)
+	}
 	c := s.byName[catName]
 	if c == nil {
 		return node{}
@@ -234,6 +269,12 @@ func (s *snapshot) render(n node) []byte {
 		return []byte(d)
 	case kindFull:
 		return renderFull(s, n.tool)
+	case kindRuntimeIndex:
+		return renderRuntimeIndex(s)
+	case kindRuntimeSignature:
+		return renderRuntimeSignature(n.rt)
+	case kindRuntimeFull:
+		return renderRuntimeFull(s, n.rt)
 	}
 	return nil
 }
@@ -247,6 +288,9 @@ func (s *snapshot) entries(dir string, n node) []fs.DirEntry {
 		for _, c := range s.cats {
 			out = append(out, dirEntry{info: &fileInfo{name: c.name, dir: true}})
 		}
+		out = append(out, dirEntry{info: &fileInfo{name: RuntimeDir, dir: true}})
+	case kindRuntime:
+		out = s.runtimeEntries()
 	case kindCategory, kindGroup:
 		if n.grp != nil {
 			out = s.groupEntries(dir, n.cat, n.grp)

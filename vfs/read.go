@@ -157,6 +157,8 @@ func (s *snapshot) listing(dir string, n node) []Entry {
 				e.About = dn.cat.summary
 			case kindGroup:
 				e.About = dn.grp.about()
+			case kindRuntime:
+				e.About = "what every program has besides the catalogue: llm, approval, progress, tools.paginate, …"
 			}
 		} else {
 			info, _ := de.Info()
@@ -200,6 +202,9 @@ func (s *snapshot) suggest(p string) string {
 				ext = SignatureExt
 			}
 			if q := cat + "/" + tool + ext; exists(q) {
+				return q
+			}
+			if q := RuntimeDir + "/" + cat + ext; exists(q) {
 				return q
 			}
 		}

@@ -32,7 +32,21 @@ func renderManifest(s *snapshot) []byte {
 		total += len(c.tools)
 	}
 	var out []byte
-	for _, limit := range []int{-1, 48, 32, 24, 16, 0} {
+	// The runtime's line names its namespaces while the whole fits, and
+	// else only where to read them, before descriptions are shortened.
+	type step struct {
+		limit   int
+		runtime string
+	}
+	var steps []step
+	for i, limit := range []int{-1, 48, 32, 24, 16, 0} {
+		if i == 0 {
+			steps = append(steps, step{limit, manifestRuntime(s)})
+		}
+		steps = append(steps, step{limit, RuntimeDir + "/" + IndexFile})
+	}
+	for _, st := range steps {
+		limit := st.limit
 		var b strings.Builder
 		fmt.Fprintf(&b, `{"total":%d,"categories":{`, total)
 		for i, c := range s.cats {
@@ -58,7 +72,9 @@ func renderManifest(s *snapshot) []byte {
 			b.WriteByte(':')
 			b.WriteString(quote(desc))
 		}
-		b.WriteString(`},"next":`)
+		b.WriteString(`},"runtime":`)
+		b.WriteString(quote(st.runtime))
+		b.WriteString(`,"next":`)
 		b.WriteString(quote(s.hint))
 		b.WriteString("}\n")
 		out = []byte(b.String())
@@ -216,7 +232,7 @@ func renderFull(s *snapshot, t *tools.Tool) []byte {
 	for _, a := range t.Aliases {
 		fmt.Fprintf(&b, " or `await %s(args)`", memberCall(cat, a))
 	}
-	fmt.Fprintf(&b, "\n- Signature: %s/%s%s\n", cat, short, SignatureExt)
+	fmt.Fprintf(&b, "\n- Signature: %s\n", s.signaturePath(t))
 
 	b.WriteString("\n## Input schema\n\n")
 	writeJSONBlock(&b, t.InputSchema, `{"type":"object"}`)

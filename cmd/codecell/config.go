@@ -45,6 +45,10 @@ type Config struct {
 	Tasks TasksConfig `toml:"tasks"`
 	// Cluster holds what instances on one store share (config_multi.go).
 	Cluster ClusterConfig `toml:"cluster"`
+	// LLM and Approval are the programs' runtime: [llm] budgets and the
+	// [approval] policy (config_llm.go).
+	LLM      LLMConfig      `toml:"llm"`
+	Approval ApprovalConfig `toml:"approval"`
 }
 
 // ServerConfig holds transports, the catalogue and logging.
@@ -172,7 +176,7 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 // defaultConfig is the configuration of a fresh install. The commented file
 // that `codecell config init` writes must say the same (a test checks).
 func defaultConfig() Config {
-	return Config{
+	c := Config{
 		Server: ServerConfig{
 			Expose:        "code",
 			ShutdownGrace: Duration(10 * time.Second),
@@ -223,6 +227,8 @@ func defaultConfig() Config {
 			WorkspaceMaxBytes:     256 << 20,
 		},
 	}
+	defaultRuntimeConfig(&c)
+	return c
 }
 
 //go:embed config.default.toml
@@ -732,6 +738,7 @@ func (c *Config) validate(env func(string) string) []error {
 	errs = append(errs, c.validateOAuth(env)...)
 	errs = append(errs, c.validateTasks()...)
 	errs = append(errs, c.validateCluster(env)...)
+	errs = append(errs, c.validateRuntime()...)
 	return append(errs, c.validateOpenAPI(env)...)
 }
 

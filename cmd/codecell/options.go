@@ -319,6 +319,8 @@ func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *
 		Shared:         shared,
 		DrainDelay:     cfg.Cluster.DrainDelay.D(),
 		Logger:         log,
+		LLM:            cfg.llmConfig(),
+		Approval:       cfg.approvalConfig(),
 	}, reg)
 	if err != nil {
 		return nil, nil, err

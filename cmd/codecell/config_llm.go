@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+
+	"github.com/codecell/codecell/mcpserver"
+)
+
+// This file reads the [llm] and [approval] sections: the budgets of the
+// programs' llm calls (MCP sampling to the client) and the tool calls the
+// client's user approves first (MCP elicitation).
+//
+//	[llm]
+//	max_calls_per_run = 50
+//	tokens_per_day = 1000000
+//
+//	[approval]
+//	required_for = ["destructive", "gh.*_delete*"]
+//	on_unsupported = "refuse"
+//
+//	[approval.principal.ci]
+//	on_unsupported = "allow"
+
+// LLMConfig is the [llm] section (mcpserver.LLMConfig).
+type LLMConfig struct {
+	MaxCallsPerRun   int `toml:"max_calls_per_run"`
+	MaxTokensPerRun  int `toml:"max_tokens_per_run"`
+	CallsPerMinute   int `toml:"calls_per_minute"`
+	TokensPerDay     int `toml:"tokens_per_day"`
+	DefaultMaxTokens int `toml:"default_max_tokens"`
+	MaxTokens        int `toml:"max_tokens"`
+}
+
+// ApprovalConfig is the [approval] section (mcpserver.ApprovalConfig).
+type ApprovalConfig struct {
+	RequiredFor   []string `toml:"required_for"`
+	OnUnsupported string   `toml:"on_unsupported"`
+	// Principal overrides the policy for a principal:
+	// [approval.principal.NAME].
+	Principal map[string]ApprovalPrincipalConfig `toml:"principal"`
+}
+
+// ApprovalPrincipalConfig is one [approval.principal.NAME] table; a key
+// left out keeps the section's.
+type ApprovalPrincipalConfig struct {
+	RequiredFor   []string `toml:"required_for"`
+	OnUnsupported string   `toml:"on_unsupported"`
+}
+
+// defaultRuntimeConfig sets the defaults of [llm] and [approval].
+func defaultRuntimeConfig(c *Config) {
+	d := mcpserver.LLMConfig{}.WithDefaults()
+	c.LLM = LLMConfig{
+		MaxCallsPerRun:   d.MaxCallsPerRun,
+		MaxTokensPerRun:  d.MaxTokensPerRun,
+		CallsPerMinute:   d.CallsPerMinute,
+		TokensPerDay:     d.TokensPerDay,
+		DefaultMaxTokens: d.DefaultMaxTokens,
+		MaxTokens:        d.MaxTokens,
+	}
+	c.Approval = ApprovalConfig{RequiredFor: []string{}, OnUnsupported: "refuse"}
+}
+
+// validateRuntime checks [llm] and [approval].
+func (c *Config) validateRuntime() []error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, configError{key, fmt.Sprintf(format, args...)})
+	}
+	l := c.LLM
+	for key, v := range map[string]int{
+		"llm.max_calls_per_run": l.MaxCallsPerRun, "llm.max_tokens_per_run": l.MaxTokensPerRun,
+		"llm.calls_per_minute": l.CallsPerMinute, "llm.tokens_per_day": l.TokensPerDay,
+		"llm.default_max_tokens": l.DefaultMaxTokens, "llm.max_tokens": l.MaxTokens,
+	} {
+		if v < 1 {
+			bad(key, "must be at least 1")
+		}
+	}
+	if l.DefaultMaxTokens > l.MaxTokens {
+		bad("llm.default_max_tokens", "%d is above llm.max_tokens %d", l.DefaultMaxTokens, l.MaxTokens)
+	}
+	check := func(at string, requiredFor []string, onUnsupported string) {
+		if onUnsupported != "" && onUnsupported != "refuse" && onUnsupported != "allow" {
+			bad(at+".on_unsupported", "%q is not one of refuse, allow", onUnsupported)
+		}
+		for i, g := range requiredFor {
+			if _, err := path.Match(g, ""); err != nil || g == "" {
+				bad(fmt.Sprintf("%s.required_for[%d]", at, i), "%q is not \"destructive\", \"write\" or a tool name glob such as \"gh.*_delete*\"", g)
+			}
+		}
+	}
+	check("approval", c.Approval.RequiredFor, c.Approval.OnUnsupported)
+	for _, name := range slices.Sorted(maps.Keys(c.Approval.Principal)) {
+		p := c.Approval.Principal[name]
+		check("approval.principal."+name, p.RequiredFor, p.OnUnsupported)
+	}
+	slices.SortFunc(errs, func(a, b error) int {
+		if a.Error() < b.Error() {
+			return -1
+		}
+		return 1
+	})
+	return errs
+}
+
+// llmConfig is the server's view of [llm].
+func (c *Config) llmConfig() mcpserver.LLMConfig {
+	l := c.LLM
+	return mcpserver.LLMConfig{
+		MaxCallsPerRun:   l.MaxCallsPerRun,
+		MaxTokensPerRun:  l.MaxTokensPerRun,
+		CallsPerMinute:   l.CallsPerMinute,
+		TokensPerDay:     l.TokensPerDay,
+		DefaultMaxTokens: l.DefaultMaxTokens,
+		MaxTokens:        l.MaxTokens,
+	}
+}
+
+// approvalConfig is the server's view of [approval].
+func (c *Config) approvalConfig() mcpserver.ApprovalConfig {
+	a := c.Approval
+	out := mcpserver.ApprovalConfig{ApprovalPolicy: mcpserver.ApprovalPolicy{RequiredFor: a.RequiredFor, OnUnsupported: a.OnUnsupported}}
+	if len(a.Principal) > 0 {
+		out.Principals = map[string]mcpserver.ApprovalPolicy{}
+		for name, p := range a.Principal {
+			out.Principals[name] = mcpserver.ApprovalPolicy{RequiredFor: p.RequiredFor, OnUnsupported: p.OnUnsupported}
+		}
+	}
+	return out
+}

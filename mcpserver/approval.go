@@ -1,0 +1,274 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/codecell/codecell/filter"
+	"github.com/codecell/codecell/tools"
+)
+
+// ApprovalPolicy says which tool calls codecell asks the client's user
+// to approve (MCP elicitation) before making them.
+type ApprovalPolicy struct {
+	// RequiredFor lists what needs approval: "destructive" (tools
+	// annotated destructive), "write" (tools not annotated read-only), or
+	// a glob on qualified tool names ("gh.*_delete*", "crm.*"). A nil
+	// list in a principal's policy keeps the server's.
+	RequiredFor []string
+	// OnUnsupported is what happens when the client cannot be asked (no
+	// elicitation capability, or a request of the stateless protocol):
+	// "refuse" (the default: fail closed) or "allow".
+	OnUnsupported string
+}
+
+// ApprovalConfig is the server's approval policy and each principal's
+// overrides.
+type ApprovalConfig struct {
+	ApprovalPolicy
+	// Principals override the policy per principal: a field left empty
+	// keeps the server's.
+	Principals map[string]ApprovalPolicy
+}
+
+// The error codes of approvals.
+const (
+	// CodeApprovalDeclined: the user declined or cancelled a call the
+	// policy asked them to approve.
+	CodeApprovalDeclined = "approval_declined"
+	// CodeApprovalUnavailable: a call needs approval and the client cannot
+	// be asked (on_unsupported = "refuse").
+	CodeApprovalUnavailable = "approval_unavailable"
+)
+
+// approvalPolicy is an ApprovalConfig checked and resolved per principal.
+type approvalPolicy struct {
+	base       ApprovalPolicy
+	principals map[string]ApprovalPolicy
+}
+
+func newApprovalPolicy(c ApprovalConfig) (*approvalPolicy, error) {
+	p := &approvalPolicy{base: c.ApprovalPolicy, principals: map[string]ApprovalPolicy{}}
+	if p.base.OnUnsupported == "" {
+		p.base.OnUnsupported = "refuse"
+	}
+	check := func(where string, ap ApprovalPolicy) error {
+		var errs []error
+		switch ap.OnUnsupported {
+		case "", "refuse", "allow":
+		default:
+			errs = append(errs, fmt.Errorf("approval%s.on_unsupported %q: want refuse or allow", where, ap.OnUnsupported))
+		}
+		for _, g := range ap.RequiredFor {
+			if _, err := path.Match(g, ""); err != nil || g == "" {
+				errs = append(errs, fmt.Errorf("approval%s.required_for %q: not a glob", where, g))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	errs := []error{check("", p.base)}
+	for name, ap := range c.Principals {
+		errs = append(errs, check(".principal."+name, ap))
+		if ap.RequiredFor == nil {
+			ap.RequiredFor = p.base.RequiredFor
+		}
+		if ap.OnUnsupported == "" {
+			ap.OnUnsupported = p.base.OnUnsupported
+		}
+		p.principals[name] = ap
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("approval policy: %w", err)
+	}
+	return p, nil
+}
+
+func (p *approvalPolicy) of(principal string) ApprovalPolicy {
+	if ap, ok := p.principals[principal]; ok {
+		return ap
+	}
+	return p.base
+}
+
+// requires returns the entry of ap that makes a call of t need approval,
+// or "". The runtime's own tools never need it.
+func (ap ApprovalPolicy) requires(t *tools.Tool) string {
+	if t.Runtime {
+		return ""
+	}
+	for _, r := range ap.RequiredFor {
+		switch r {
+		case "destructive":
+			if t.Annotations.Destructive {
+				return r
+			}
+		case "write":
+			if !t.Annotations.ReadOnly {
+				return r
+			}
+		default:
+			if ok, _ := path.Match(r, t.Name); ok {
+				return r
+			}
+		}
+	}
+	return ""
+}
+
+// approve asks the client's user to approve a call the policy names,
+// and refuses it unless they accept. args are the call's arguments,
+// tokens resolved; the user sees them as the output filter shows them.
+func (d dispatcher) approve(ctx context.Context, name string, args json.RawMessage) error {
+	s := d.s
+	ap := s.approvals.of(d.caller.Principal)
+	if len(ap.RequiredFor) == 0 {
+		return nil
+	}
+	t, ok := s.reg.View(d.caller).Get(name)
+	if !ok {
+		return nil // the registry reports the unknown tool
+	}
+	why := ap.requires(t)
+	if why == "" {
+		return nil
+	}
+	refuse := func(code, format string, a ...any) error {
+		s.log.Info("approval", "tool", t.Name, "principal", d.caller.Principal, "outcome", code)
+		return &tools.Error{Code: code, Tool: t.Name, Message: fmt.Sprintf(format, a...)}
+	}
+	if err := s.clientCan(ctx, t.Name, capElicitation); err != nil {
+		if ap.OnUnsupported == "allow" {
+			s.log.Warn("a call that needs approval made without it: the client cannot be asked", "tool", t.Name, "principal", d.caller.Principal)
+			return nil
+		}
+		return refuse(CodeApprovalUnavailable, "this call needs the user's approval (approval.required_for %q) and the client cannot be asked: %s", why, strings.TrimPrefix(err.Error(), t.Name+": "))
+	}
+	var purpose string
+	var flow *filter.Flow
+	if run := runFrom(ctx); run != nil {
+		purpose = run.purpose
+	}
+	if d.track != nil {
+		flow = d.track.settled()
+	}
+	shown := s.filterText(compactJSON(args), 1024, filter.Options{Vault: d.vault, Flow: flow})
+	var msg strings.Builder
+	fmt.Fprintf(&msg, "A program wants to call %s", t.Name)
+	if t.Annotations.Destructive {
+		msg.WriteString(" (destructive)")
+	}
+	fmt.Fprintf(&msg, ".\nArguments: %s\n", shown)
+	if purpose != "" {
+		fmt.Fprintf(&msg, "Purpose of the run: %s\n", s.filterText(purpose, 512, filter.Options{Vault: d.vault}))
+	}
+	msg.WriteString("Accept to allow this one call; decline to refuse it.")
+	var res *mcp.ElicitationResult
+	err := s.waitOnClient(ctx, func(ctx context.Context) (err error) {
+		res, err = s.mcp.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
+			Message:         msg.String(),
+			RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`),
+		}})
+		return err
+	})
+	if err != nil {
+		err = s.clientError(ctx, t.Name, "elicitation", err)
+		if tools.CodeOf(err) == CodeCapabilityMissing {
+			return refuse(CodeApprovalUnavailable, "this call needs the user's approval and the client could not be asked: %v", err)
+		}
+		return err
+	}
+	switch res.Action {
+	case mcp.ElicitationResponseActionAccept:
+		s.log.Info("approval", "tool", t.Name, "principal", d.caller.Principal, "outcome", "accepted")
+		return nil
+	case mcp.ElicitationResponseActionCancel:
+		return refuse(CodeApprovalDeclined, "the user cancelled the approval of this call (approval.required_for %q); it was not made", why)
+	}
+	return refuse(CodeApprovalDeclined, "the user declined this call (approval.required_for %q); it was not made", why)
+}
+
+const approvalRequestInput = `{
+	"type": "object",
+	"properties": {
+		"message": {"type": "string", "minLength": 1, "description": "What the user is asked, in their words."},
+		"schema": {"type": "object", "description": "A flat JSON Schema object of primitive properties the user fills in; none asks for a plain accept or decline."},
+		"options": {"type": "object", "properties": {"schema": {"type": "object"}}, "additionalProperties": false, "description": "The second positional argument: {schema}."}
+	},
+	"required": ["message"],
+	"additionalProperties": false
+}`
+
+// approvalTools are the approval runtime namespace.
+func (s *Server) approvalTools() []tools.Tool {
+	return []tools.Tool{{
+		Name:         "approval.request",
+		Summary:      "Ask the client's user to decide (MCP elicitation): (message, {schema?}) → {action: accept|decline|cancel, content}.",
+		Description:  "Request shows the message to the user of the MCP client that runs this program, with a form when a schema is given, and waits for their answer. Branch on action: only \"accept\" carries content. The wait counts against the run's deadline: give execute_code a timeout_ms long enough for a person.",
+		InputSchema:  json.RawMessage(approvalRequestInput),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"action":{"type":"string","enum":["accept","decline","cancel"]},"content":{"type":"object"}},"required":["action"]}`),
+		Annotations:  tools.Annotations{ReadOnly: true, OpenWorld: true},
+		Examples: []tools.Example{{
+			Args:   json.RawMessage(`{"message":"Close the 12 stale issues?","schema":{"type":"object","properties":{"comment":{"type":"string"}}}}`),
+			Result: json.RawMessage(`{"action":"accept","content":{"comment":"Closed as stale."}}`),
+		}},
+		Errors: []tools.ErrorDoc{
+			{Code: CodeCapabilityMissing, Description: "The client did not declare elicitation, or the request has no session to ask (protocol 2026-07-28); the message says what to enable."},
+			{Code: tools.CodeToolFailed, Description: "The client failed the request."},
+		},
+		Notes:      "Tool calls the server's policy (approval.required_for) names are approved by codecell itself before they are made; a declined one fails with approval_declined, and with approval_unavailable when the client cannot be asked.",
+		Positional: []string{"message", "options"},
+		Runtime:    true,
+		Handler:    s.approvalRequest,
+	}}
+}
+
+type approvalRequestArgs struct {
+	Message string          `json:"message"`
+	Schema  json.RawMessage `json:"schema"`
+}
+
+type approvalResult struct {
+	Action  string `json:"action"`
+	Content any    `json:"content,omitempty"`
+}
+
+// approvalRequest takes approval.request(message, {schema}): the
+// positional options object's fields are the arguments' own.
+func (s *Server) approvalRequest(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+	var a struct {
+		approvalRequestArgs
+		Options *approvalRequestArgs `json:"options"`
+	}
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, tools.DecodeError(err)
+	}
+	if a.Options != nil && a.Schema == nil {
+		a.Schema = a.Options.Schema
+	}
+	if err := s.clientCan(ctx, "approval.request", capElicitation); err != nil {
+		return nil, err
+	}
+	schema := a.Schema
+	if schema == nil {
+		schema = json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	var res *mcp.ElicitationResult
+	err := s.waitOnClient(ctx, func(ctx context.Context) (err error) {
+		res, err = s.mcp.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: a.Message, RequestedSchema: schema}})
+		return err
+	})
+	if err != nil {
+		return nil, s.clientError(ctx, "approval.request", "elicitation", err)
+	}
+	out := approvalResult{Action: string(res.Action)}
+	if res.Action == mcp.ElicitationResponseActionAccept {
+		out.Content = res.Content
+	}
+	return json.Marshal(out)
+}
