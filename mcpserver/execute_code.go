@@ -11,7 +11,7 @@ import (
 	"github.com/codecell/codecell/executor"
 )
 
-const executeCodeDescription = `Run a JavaScript/TypeScript program in a sandbox where catalogue tools are async functions: await github.search_issues({...}). Find them with search_tools. The program is an async function body: call what you need, filter the data, return only the answer. Await independent calls with Promise.all. A failed call throws ToolError (.code, .tool). No network, files or timers.`
+const executeCodeDescription = `Run a JavaScript/TypeScript program in a sandbox where catalogue tools are async functions: await github.search_issues({...}). Find them with search_tools. The program is an async function body: call what you need, filter the data, return only the answer. Await independent calls with Promise.all. A failed call throws ToolError (.code, .tool). No network, files or timers. mode "plan" is a dry run: writes are recorded, not made, and returned as a plan to commit once with plan_id.`
 
 // executeCodeInput is the input schema of execute_code. Its timeout
 // maximum is filled in from the executor's configuration.
@@ -22,9 +22,11 @@ const executeCodeInput = `{
 		"language": {"type": "string", "enum": ["javascript", "typescript"], "default": "javascript"},
 		"timeout_ms": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Deadline, default %d."},
 		"budget_bytes": {"type": "integer", "minimum": 1024, "maximum": %d, "description": "Bytes of output, default %d."},
-		"details": {"type": "boolean", "description": "Add each call, finding and stack."}
+		"details": {"type": "boolean", "description": "Add each call, finding and stack."},
+		"mode": {"type": "string", "enum": ["run", "plan"], "default": "run", "description": "plan: a dry run; tools that write are recorded, not called."},
+		"plan_id": {"type": "string", "minLength": 1, "maxLength": 100, "description": "Commit this plan (instead of code)."}
 	},
-	"required": ["code"],
+	"anyOf": [{"required": ["code"]}, {"required": ["plan_id"]}],
 	"additionalProperties": false
 }`
 
@@ -70,6 +72,8 @@ type executeCodeArgs struct {
 	TimeoutMS   int64  `json:"timeout_ms"`
 	BudgetBytes int    `json:"budget_bytes"`
 	Details     bool   `json:"details"`
+	Mode        string `json:"mode"`
+	PlanID      string `json:"plan_id"`
 }
 
 // executeCode is the execute_code handler: it admits the request, then
@@ -81,10 +85,17 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if err := decodeArgs(s.executeCodeSchema, "execute_code", req, &args); err != nil {
 		return s.refused(executor.KindInvalidRequest, fmt.Sprintf(`%v. Send {"code": "...", "language": "javascript"|"typescript", "timeout_ms": n}`, err)), nil
 	}
+	if msg := planModeError(args.Mode, args.PlanID, args.Code); msg != "" {
+		return s.refused(executor.KindInvalidRequest, msg), nil
+	}
 	principal := s.caller(ctx).Principal
 	if r := s.limits.allowExecution(principal, s.isLocal(ctx)); r != nil {
 		s.metrics.refusals.WithLabelValues(r.limit).Inc()
 		return s.refused(KindRateLimited, r.Error()), nil
+	}
+	if args.PlanID != "" {
+		rec, body := s.Commit(ctx, args.PlanID, Execution{BudgetBytes: args.BudgetBytes, Details: args.Details})
+		return toolResult(rec, body), nil
 	}
 	release, r := s.limits.admit(ctx, principal, s.exec.Config().QueueWait)
 	if r != nil {
@@ -98,6 +109,7 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		Timeout:     time.Duration(args.TimeoutMS) * time.Millisecond,
 		BudgetBytes: args.BudgetBytes,
 		Details:     args.Details,
+		Mode:        args.Mode,
 	}
 	notified := s.streamTo(ctx, req, &x)
 	rec, body := s.Execute(ctx, x)
@@ -109,8 +121,7 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 
 // refused is the result of a request that never ran.
 func (s *Server) refused(kind executor.Kind, msg string) *mcp.CallToolResult {
-	rec := &Record{Status: executor.StatusError, Error: &RunError{Kind: kind, Message: msg}}
-	return toolResult(rec, finishRecord(rec, s.budget, nil))
+	return toolResult(s.refusedRecord(kind, msg))
 }
 
 // toolResult carries a record as structuredContent and, serialized, as

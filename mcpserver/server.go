@@ -76,6 +76,10 @@ type Config struct {
 	Store Store
 	// Sessions bound the memory that session state (token vaults) holds.
 	Sessions SessionLimits
+	// Plans configures dry runs and their commits (plan.go).
+	Plans PlanConfig
+	// Cache configures the cache tools and memoisation (memoize.go).
+	Cache CacheConfig
 	// Principal names the caller of requests that carry no authenticated
 	// identity, such as stdio's local user. Default "local".
 	Principal string
@@ -107,6 +111,8 @@ type Server struct {
 	subs    subscriptions
 	events  *eventStore
 	audit   *auditor
+	plans   PlanConfig
+	memo    *memoizer
 
 	// stopping ends the runs still in progress when the server shuts
 	// down; see Stop.
@@ -209,6 +215,9 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	s.addToolTree()
 	s.addPrompt()
 	s.addLedger()
+	if err = s.initPlansAndCache(); err != nil {
+		return nil, fmt.Errorf("new server: %w", err)
+	}
 	if cfg.Store != nil {
 		s.addWorkspace()
 		s.addResults()
