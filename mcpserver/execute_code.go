@@ -18,7 +18,7 @@ const executeCodeDescription = `Run a JavaScript/TypeScript program in a sandbox
 const executeCodeInput = `{
 	"type": "object",
 	"properties": {
-		"code": {"type": "string", "minLength": 1, "description": "The program."},
+		"code": {"type": "string", "minLength": 1, "description": "The program (required unless plan_id is given)."},
 		"language": {"type": "string", "enum": ["javascript", "typescript"], "default": "javascript"},
 		"timeout_ms": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Deadline, default %d."},
 		"budget_bytes": {"type": "integer", "minimum": 1024, "maximum": %d, "description": "Bytes of output, default %d."},
@@ -26,7 +26,6 @@ const executeCodeInput = `{
 		"mode": {"type": "string", "enum": ["run", "plan"], "default": "run", "description": "plan: a dry run; tools that write are recorded, not called."},
 		"plan_id": {"type": "string", "minLength": 1, "maxLength": 100, "description": "Commit this plan (instead of code)."}
 	},
-	"anyOf": [{"required": ["code"]}, {"required": ["plan_id"]}],
 	"additionalProperties": false
 }`
 

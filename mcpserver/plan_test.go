@@ -64,6 +64,7 @@ func (ts *testSource) tools() []tools.Tool {
 	}
 	counted := func(name string, ro bool) tools.Tool {
 		return tools.Tool{Name: name, Summary: "Counts its calls.", Annotations: tools.Annotations{ReadOnly: ro},
+			InputSchema: json.RawMessage(`{"type": "object"}`),
 			Handler: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 				return json.Marshal(map[string]any{"calls": count(name), "args": args})
 			}}

@@ -82,13 +82,13 @@ type CallSummary struct {
 // — goes to the session ledger and the metrics, not into the record,
 // which the model reads.
 type Stats struct {
-	DurationMS     float64 `json:"ms"`
-	QueueWaitMS    float64 `json:"queue_ms,omitempty"`
-	ToolCalls      int     `json:"tool_calls"`
+	DurationMS  float64 `json:"ms"`
+	QueueWaitMS float64 `json:"queue_ms,omitempty"`
+	ToolCalls   int     `json:"tool_calls"`
 	// CachedCalls counts the calls answered from the memo cache.
 	CachedCalls    int `json:"cached_calls,omitempty"`
 	FromToolsBytes int `json:"-"`
-	ToModelBytes   int     `json:"-"`
+	ToModelBytes   int `json:"-"`
 }
 
 // FilterSummary is what the output filter found and did, counted rather
