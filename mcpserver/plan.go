@@ -305,7 +305,7 @@ func planModeError(mode, planID, code string) string {
 	case planID != "" && (strings.TrimSpace(code) != "" || mode == ModePlan):
 		return "send either code (with mode \"plan\" for a dry run) or plan_id (to commit a plan), not both"
 	case planID == "" && strings.TrimSpace(code) == "":
-		return "send code to run, or plan_id to commit a plan"
+		return "missing property 'code': send code to run, or plan_id to commit a plan"
 	}
 	return ""
 }

@@ -41,6 +41,8 @@ type Config struct {
 	Upstream map[string]upstream.Server `toml:"upstream"`
 	// OpenAPI holds the [openapi.NAME] sources (config_openapi.go).
 	OpenAPI map[string]openapi.Config `toml:"openapi"`
+	// Cache is the programs' cache and memoisation (config_cache.go).
+	Cache CacheConfig `toml:"cache"`
 }
 
 // ServerConfig holds transports, the catalogue and logging.
@@ -77,6 +79,7 @@ type SandboxConfig struct {
 	MaxLogLines        int      `toml:"max_log_lines"`
 	MaxLogBytes        int      `toml:"max_log_bytes"`
 	MaxResultBytes     int      `toml:"max_result_bytes"`
+	PlanTTL            Duration `toml:"plan_ttl"`
 }
 
 // AuthConfig holds the bearer tokens HTTP clients present.
@@ -189,6 +192,7 @@ func defaultConfig() Config {
 			MaxLogLines:        1000,
 			MaxLogBytes:        64 << 10,
 			MaxResultBytes:     0, // the heap limit
+			PlanTTL:            Duration(time.Hour),
 		},
 		Limits: LimitsConfig{
 			ExecutionsPerMinute:  600,
@@ -215,6 +219,7 @@ func defaultConfig() Config {
 			WorkspaceMaxFileBytes: 8 << 20,
 			WorkspaceMaxBytes:     256 << 20,
 		},
+		Cache: defaultCacheConfig(),
 	}
 }
 
@@ -720,6 +725,7 @@ func (c *Config) validate(env func(string) string) []error {
 	if m.WorkspaceMaxBytes < m.WorkspaceMaxFileBytes {
 		bad("memory.workspace_max_bytes", "is below memory.workspace_max_file_bytes")
 	}
+	errs = append(errs, c.validateCache()...)
 	return append(errs, c.validateOpenAPI(env)...)
 }
 

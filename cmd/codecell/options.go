@@ -309,6 +309,8 @@ func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *
 		Budget:         fcfg.Budget,
 		MaxBudget:      fcfg.MaxBudget,
 		Store:          store,
+		Plans:          mcpserver.PlanConfig{TTL: cfg.Sandbox.PlanTTL.D()},
+		Cache:          cfg.Cache.server(),
 		Logger:         log,
 	}, reg)
 	if err != nil {
