@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
+
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/memory"
@@ -168,4 +170,38 @@ func TestCacheTools(t *testing.T) {
 			t.Fatalf("steps %s, want none", rec.Plan.Steps)
 		}
 	})
+}
+
+// BenchmarkMemoize measures a memoised call answered from the store's
+// cache against the same call made live (an instant in-process tool), in
+// a program of 20 sequential calls: µs/call is the whole call through
+// the bridge.
+func BenchmarkMemoize(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		rule []mcpserver.MemoRule
+	}{
+		{"live", nil},
+		{"cached", []mcpserver.MemoRule{{Pattern: "test.count", TTL: time.Hour}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			env := planServer(b, mcpserver.Config{Cache: mcpserver.CacheConfig{Memoize: bc.rule},
+				Limits: mcpserver.Limits{ExecutionsPerMinute: 1e6, ExecutionBurst: 1e6, ToolCallsPerMinute: 1e8, ToolCallBurst: 1e8}})
+			c, err := client.NewInProcessClient(env.srv.MCP())
+			if err != nil {
+				b.Fatal(err)
+			}
+			c = start(b, c)
+			const calls = 20
+			code := `for (let i = 0; i < 20; i++) await test.count({q: "same"}); return 1`
+			execute(b, c, map[string]any{"code": code}) // warm: the first call fills the cache
+			b.ResetTimer()
+			for b.Loop() {
+				if _, rec := execute(b, c, map[string]any{"code": code}); rec.Status != executor.StatusOK {
+					b.Fatalf("run: %+v", rec.Error)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*calls), "µs/call")
+		})
+	}
 }

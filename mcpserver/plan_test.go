@@ -111,7 +111,7 @@ type planEnv struct {
 
 // planServer serves, over Streamable HTTP, a server with a store on a
 // settable clock and the test source, for alice and bob.
-func planServer(t *testing.T, cfg mcpserver.Config) *planEnv {
+func planServer(t testing.TB, cfg mcpserver.Config) *planEnv {
 	t.Helper()
 	clk := &clock{t: time.Now()}
 	st, err := memory.Open(t.Context(), memory.Config{Path: filepath.Join(t.TempDir(), "db"), Now: clk.now}, nil)
