@@ -11,14 +11,12 @@ import (
 	"github.com/codecell/codecell/tools"
 )
 
-const commitPlanDescription = `Commit a plan that execute_code {mode: "plan"} made: run exactly its recorded writes, in order, once, stopping at the first failure. The record gives each step's outcome (ok, error, not_run) and, when all ran, their results. A plan expires, is yours alone, and cannot be committed twice.`
+const commitPlanDescription = `Make the writes of a plan from execute_code {mode: "plan"}: in order, once, stopping at a failure.`
 
 const commitPlanInput = `{
 	"type": "object",
 	"properties": {
-		"plan_id": {"type": "string", "minLength": 1, "maxLength": 100, "description": "The plan_id of a dry run's record."},
-		"budget_bytes": {"type": "integer", "minimum": 1024, "description": "Bytes of output."},
-		"details": {"type": "boolean", "description": "Add each call and finding."}
+		"plan_id": {"type": "string", "minLength": 1, "maxLength": 100}
 	},
 	"required": ["plan_id"],
 	"additionalProperties": false
@@ -26,15 +24,12 @@ const commitPlanInput = `{
 
 func (s *Server) commitPlanTool() mcp.Tool {
 	return mcp.Tool{
-		Name:            "commit_plan",
-		Description:     commitPlanDescription,
-		RawInputSchema:  json.RawMessage(commitPlanInput),
-		RawOutputSchema: json.RawMessage(executeCodeOutput),
-		Annotations: mcp.ToolAnnotation{
-			Title:          "Commit a plan",
-			ReadOnlyHint:   mcp.ToBoolPtr(false),
-			IdempotentHint: mcp.ToBoolPtr(false),
-		},
+		Name:           "commit_plan",
+		Description:    commitPlanDescription,
+		RawInputSchema: json.RawMessage(commitPlanInput),
+		// Like execute_code's, the hints' defaults (not read-only,
+		// possibly destructive) are what a plan's writes may be.
+		Annotations: mcp.ToolAnnotation{Title: "Commit a plan"},
 	}
 }
 
@@ -50,9 +45,7 @@ var commitPlanSchema = func() *tools.Schema {
 // is a record with isError set and error.kind naming it.
 func (s *Server) commitPlan(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var args struct {
-		PlanID      string `json:"plan_id"`
-		BudgetBytes int    `json:"budget_bytes"`
-		Details     bool   `json:"details"`
+		PlanID string `json:"plan_id"`
 	}
 	if err := decodeArgs(commitPlanSchema, "commit_plan", req, &args); err != nil {
 		return s.refused(executor.KindInvalidRequest, fmt.Sprintf(`%v. Send {"plan_id": "plan_..."}`, err)), nil
@@ -61,6 +54,6 @@ func (s *Server) commitPlan(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		s.metrics.refusals.WithLabelValues(r.limit).Inc()
 		return s.refused(KindRateLimited, r.Error()), nil
 	}
-	rec, body := s.Commit(ctx, args.PlanID, Execution{BudgetBytes: args.BudgetBytes, Details: args.Details})
+	rec, body := s.Commit(ctx, args.PlanID, Execution{})
 	return toolResult(rec, body), nil
 }

@@ -11,20 +11,20 @@ import (
 	"github.com/codecell/codecell/executor"
 )
 
-const executeCodeDescription = `Run a JavaScript/TypeScript program in a sandbox where catalogue tools are async functions: await github.search_issues({...}). Find them with search_tools. The program is an async function body: call what you need, filter the data, return only the answer. Await independent calls with Promise.all. A failed call throws ToolError (.code, .tool). No network, files or timers. mode "plan" is a dry run: writes are recorded, not made, and returned as a plan to commit once with plan_id.`
+const executeCodeDescription = `Run a JavaScript/TypeScript program in a sandbox where catalogue tools are async functions: await github.search_issues({...}). Find them with search_tools. The program is an async function body: call what you need, filter the data, return only the answer. Await independent calls with Promise.all. A failed call throws ToolError (.code, .tool). No network, files or timers.`
 
 // executeCodeInput is the input schema of execute_code. Its timeout
 // maximum is filled in from the executor's configuration.
 const executeCodeInput = `{
 	"type": "object",
 	"properties": {
-		"code": {"type": "string", "minLength": 1, "description": "The program (required unless plan_id is given)."},
+		"code": {"type": "string", "minLength": 1, "description": "The program."},
 		"language": {"type": "string", "enum": ["javascript", "typescript"], "default": "javascript"},
 		"timeout_ms": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Deadline, default %d."},
 		"budget_bytes": {"type": "integer", "minimum": 1024, "maximum": %d, "description": "Bytes of output, default %d."},
 		"details": {"type": "boolean", "description": "Add each call, finding and stack."},
-		"mode": {"type": "string", "enum": ["run", "plan"], "default": "run", "description": "plan: a dry run; tools that write are recorded, not called."},
-		"plan_id": {"type": "string", "minLength": 1, "maxLength": 100, "description": "Commit this plan (instead of code)."}
+		"mode": {"type": "string", "enum": ["run", "plan"]},
+		"plan_id": {"type": "string", "maxLength": 100, "description": "Commit a plan (mode plan made it)."}
 	},
 	"additionalProperties": false
 }`
