@@ -528,7 +528,8 @@ func (r *Run) dispatch(id uint32, name string, args json.RawMessage) {
 	defer func() { <-r.inflight }()
 
 	start := time.Now()
-	out, err := callTool(r.ctx, r.req.Dispatcher, Call{Name: name, Args: args, Run: r})
+	var cached bool
+	out, err := callTool(r.ctx, r.req.Dispatcher, Call{Name: name, Args: args, Run: r, cached: &cached})
 	dur := time.Since(start)
 	if r.ctx.Err() != nil {
 		// The run is ending (cancelled, past its deadline, or over): a
@@ -547,6 +548,7 @@ func (r *Run) dispatch(id uint32, name string, args json.RawMessage) {
 		rec.DurationMS = ms(dur)
 		rec.OK = err == nil
 		rec.Code = code
+		rec.Cached = cached
 		if err == nil {
 			rec.ResultBytes = len(out)
 			r.bytesFromTools += len(out)

@@ -28,6 +28,18 @@ type Call struct {
 	// Run is the run that made the call: a tool that runs a program of its
 	// own (a skill) names it as the Parent of that program's Request.
 	Run *Run
+	// cached, when set, is where MarkCached notes that the result came
+	// from a cache; the call's trace record then says so.
+	cached *bool
+}
+
+// MarkCached tells the run's trace that the call was answered from a
+// cache instead of by the tool. The dispatcher calls it before it
+// returns the result.
+func (c Call) MarkCached() {
+	if c.cached != nil {
+		*c.cached = true
+	}
 }
 
 // CodedError is an error with a machine-readable code, such as a tool's
@@ -135,6 +147,8 @@ type CallRecord struct {
 	ArgsBytes  int     `json:"args_bytes"`
 	// ResultBytes is the size of the result the program received.
 	ResultBytes int `json:"result_bytes"`
+	// Cached: the dispatcher answered from a cache (Call.MarkCached).
+	Cached bool `json:"cached,omitempty"`
 }
 
 // Telemetry measures a run.

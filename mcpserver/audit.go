@@ -128,5 +128,9 @@ func executionRecord(id string, caller tools.Caller, x Execution, started time.T
 	e.Duration = time.Duration(res.Telemetry.DurationMS * float64(time.Millisecond))
 	e.ToolCalls = res.Telemetry.ToolCalls
 	e.ResultBytes = int64(res.Telemetry.ResultBytes)
+	if x.Mode != "run" {
+		e.Mode = x.Mode
+	}
+	e.PlanHash = x.planHash
 	return e
 }

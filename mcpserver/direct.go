@@ -133,7 +133,7 @@ func (s *Server) directTool(t *tools.Tool) (server.ServerTool, bool) {
 			return nil, err
 		}
 		track := &tracker{flow: flow}
-		out, err := dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: sess.vault, track: track}.call(ctx, qualified, args)
+		out, _, err := dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: sess.vault, track: track}.call(ctx, qualified, args)
 		track.settled()
 		opts := filter.Options{Vault: sess.vault, Flow: flow}
 		defer s.flush(ctx, sess)

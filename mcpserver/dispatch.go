@@ -25,21 +25,37 @@ type dispatcher struct {
 	// track follows what the run received from each source, for the
 	// data-flow rules and the output filter; nil tracks nothing.
 	track *tracker
+	// plan, in a dry run, records the writes instead of making them.
+	plan *planRecorder
 }
+
+// served says how a call was answered.
+type served uint8
+
+const (
+	servedLive    served = iota // the tool ran
+	servedCached                // from the memo cache (memoize.go)
+	servedPlanned               // recorded in a dry run's plan (plan.go)
+)
 
 var _ executor.Dispatcher = dispatcher{}
 
 // Call runs a program's tool call.
 func (d dispatcher) Call(ctx context.Context, c executor.Call) (json.RawMessage, error) {
-	return d.call(ctx, c.Name, c.Args)
+	out, how, err := d.call(ctx, c.Name, c.Args)
+	if how == servedCached {
+		c.MarkCached()
+	}
+	return out, err
 }
 
-func (d dispatcher) call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+func (d dispatcher) call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, served, error) {
 	if r := d.s.limits.allowToolCall(ctx, d.caller.Principal, d.local); r != nil {
 		d.s.metrics.refusals.WithLabelValues(r.limit).Inc()
 		d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, d.caller, name), "rate_limited").Inc()
-		return nil, r
+		return nil, servedLive, r
 	}
+	asWritten := args // a plan keeps the arguments with their tokens
 	var flow *filter.Flow
 	if d.track != nil {
 		flow = d.track.settled()
@@ -53,32 +69,50 @@ func (d dispatcher) call(ctx context.Context, name string, args json.RawMessage)
 		if tools.CodeOf(err) == "policy_violation" {
 			d.s.log.Warn("a data-flow rule blocked a tool call", "tool", metricName(d.s.reg, d.caller, name), "principal", d.caller.Principal)
 		}
-		return nil, err
+		return nil, servedLive, err
 	}
 	ctx = tools.WithCaller(ctx, d.caller)
-	if err := d.approve(ctx, name, args); err != nil {
-		d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, d.caller, name), tools.CodeOf(err)).Inc()
-		return nil, err
-	}
+	var provenance json.RawMessage
 	if flow != nil {
 		// What a tool stores (a memory, a workspace file) keeps the
 		// sources of the values it was given.
 		if p := flow.Provenance(args); !p.IsZero() {
 			if b, err := json.Marshal(p); err == nil {
 				ctx = memory.WithProvenance(ctx, b)
+				provenance = b
 			}
 		}
 	}
-	out, err := d.s.reg.Call(ctx, name, args)
+	t, _ := d.s.reg.View(d.caller).Get(name)
+	if d.plan.records(t) {
+		// A recorded call is checked as a real one would be, so that a
+		// plan holds only calls that can run.
+		if err := d.s.reg.View(d.caller).Validate(name, args); err != nil {
+			return nil, servedLive, err
+		}
+		out, err := d.plan.add(t.Name, asWritten, provenance)
+		d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, d.caller, name), "planned").Inc()
+		return out, servedPlanned, err
+	}
+	// A call the policy names waits for the user's approval; a plan's
+	// writes are approved when they are committed, not when recorded.
+	if err := d.approve(ctx, name, args); err != nil {
+		d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, d.caller, name), tools.CodeOf(err)).Inc()
+		return nil, servedLive, err
+	}
+	out, cached, err := d.s.memo.call(ctx, t, args, func() (json.RawMessage, error) { return d.s.reg.Call(ctx, name, args) })
 	if err == nil && d.track != nil {
 		d.track.observe(name, out)
 	}
-	status := "ok"
-	if err != nil {
+	status, how := "ok", servedLive
+	switch {
+	case err != nil:
 		status = tools.CodeOf(err)
+	case cached:
+		status, how = "cached", servedCached
 	}
 	d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, d.caller, name), status).Inc()
-	return out, err
+	return out, how, err
 }
 
 // metricName keeps metric labels bounded and free of what programs made
@@ -137,7 +171,10 @@ func (d *runDispatcher) Call(ctx context.Context, c executor.Call) (json.RawMess
 			d.progress(name+": "+message, fraction)
 		}
 	}
-	out, err := d.dispatcher.call(tools.WithReporter(ctx, rep), name, args)
+	out, how, err := d.dispatcher.call(tools.WithReporter(ctx, rep), name, args)
+	if how == servedCached {
+		c.MarkCached()
+	}
 	call := memory.ToolCall{
 		ExecutionID: d.execID,
 		Tool:        metricName(d.s.reg, d.caller, name),
@@ -145,6 +182,8 @@ func (d *runDispatcher) Call(ctx context.Context, c executor.Call) (json.RawMess
 		Status:      "ok",
 		Duration:    time.Since(start),
 		StartedAt:   start,
+		Cached:      how == servedCached,
+		Planned:     how == servedPlanned,
 	}
 	if err != nil {
 		call.Status = "error"

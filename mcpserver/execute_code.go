@@ -23,9 +23,10 @@ const executeCodeInput = `{
 		"timeout_ms": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Deadline, default %d."},
 		"budget_bytes": {"type": "integer", "minimum": 1024, "maximum": %d, "description": "Bytes of output, default %d."},
 		"details": {"type": "boolean", "description": "Add each call, finding and stack."},
-		"purpose": {"type": "string", "maxLength": 500, "description": "What the run is for, shown when a call needs the user's approval."}
+		"purpose": {"type": "string", "maxLength": 500, "description": "What the run is for, shown when a call needs the user's approval."},
+		"mode": {"type": "string", "enum": ["run", "plan"]},
+		"plan_id": {"type": "string", "maxLength": 100, "description": "Commit a plan (mode plan made it)."}
 	},
-	"required": ["code"],
 	"additionalProperties": false
 }`
 
@@ -73,6 +74,8 @@ type executeCodeArgs struct {
 	BudgetBytes int    `json:"budget_bytes"`
 	Details     bool   `json:"details"`
 	Purpose     string `json:"purpose"`
+	Mode        string `json:"mode"`
+	PlanID      string `json:"plan_id"`
 }
 
 // executeCode is the execute_code handler: it admits the request, then
@@ -84,12 +87,19 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if err := decodeArgs(s.executeCodeSchema, "execute_code", req, &args); err != nil {
 		return s.refused(executor.KindInvalidRequest, fmt.Sprintf(`%v. Send {"code": "...", "language": "javascript"|"typescript", "timeout_ms": n}`, err)), nil
 	}
+	if msg := planModeError(args.Mode, args.PlanID, args.Code); msg != "" {
+		return s.refused(executor.KindInvalidRequest, msg), nil
+	}
 	ctx, task, end := s.tasks.start(ctx, req) // a task's run outlives the request
 	defer end()
 	principal := s.caller(ctx).Principal
 	if r := s.limits.allowExecution(ctx, principal, s.isLocal(ctx)); r != nil {
 		s.metrics.refusals.WithLabelValues(r.limit).Inc()
 		return s.refused(KindRateLimited, r.Error()), nil
+	}
+	if args.PlanID != "" {
+		rec, body := s.Commit(ctx, args.PlanID, Execution{BudgetBytes: args.BudgetBytes, Details: args.Details, Purpose: args.Purpose})
+		return toolResult(rec, body), nil
 	}
 	release, r := s.limits.admit(ctx, principal, s.exec.Config().QueueWait)
 	if r != nil {
@@ -104,6 +114,7 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		BudgetBytes: args.BudgetBytes,
 		Details:     args.Details,
 		Purpose:     args.Purpose,
+		Mode:        args.Mode,
 	}
 	if task != nil {
 		x.MaxTimeout = max(s.tasks.cfg.MaxDuration, s.exec.Config().MaxTimeout)
@@ -121,8 +132,7 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 
 // refused is the result of a request that never ran.
 func (s *Server) refused(kind executor.Kind, msg string) *mcp.CallToolResult {
-	rec := &Record{Status: executor.StatusError, Error: &RunError{Kind: kind, Message: msg}}
-	return toolResult(rec, finishRecord(rec, s.budget, nil))
+	return toolResult(s.refusedRecord(kind, msg))
 }
 
 // toolResult carries a record as structuredContent and, serialized, as

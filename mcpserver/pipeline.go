@@ -38,6 +38,13 @@ type Execution struct {
 	// reports as the program makes them, filtered and budgeted.
 	OnLog      func(executor.LogLine)
 	OnProgress func(message string, fraction float64)
+	// Mode "plan" makes the run a dry run (plan.go); "" or "run" runs it.
+	Mode string
+
+	// planned is the plan the record shows; planHash names it in the
+	// audit log.
+	planned  *PlanRecord
+	planHash string
 }
 
 // Execute runs a program as execute_code does, for the caller that ctx
@@ -63,6 +70,12 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 	}
 	track := &tracker{flow: flow}
 	d := &runDispatcher{dispatcher: dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: vault, track: track}, execID: id}
+	if x.Mode == ModePlan {
+		if s.cfg.Store == nil {
+			return s.refusedRecord(KindNoStore, "plans need the store (memory.path); this server runs without one")
+		}
+		d.plan = &planRecorder{}
+	}
 	textOpts := filter.Options{Vault: vault, Flow: flow}
 	if x.OnLog != nil {
 		onLog := x.OnLog
@@ -111,6 +124,14 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 		OnProgress: x.OnProgress,
 	})
 	s.metrics.observeRun(res)
+	if d.plan != nil {
+		var note string
+		x.planned, note = s.savePlan(ctx, caller, id, d.plan, res)
+		x.planned.note = note
+		if x.planned.ID != "" {
+			x.planHash = memory.PlanIDHash(x.planned.ID)
+		}
+	}
 	rec, body := s.record(context.WithoutCancel(tools.WithCaller(ctx, caller)), sess, track.settled(), id, x, res, d.runArtifacts())
 	s.flush(ctx, sess)
 	s.audit.record(auditRecord{exec: executionRecord(id, caller, x, started, res), calls: d.auditCalls(), requests: d.auditRequests()})
@@ -171,6 +192,15 @@ func (s *Server) record(ctx context.Context, sess *session, flow *filter.Flow, e
 	}
 	if x.Details || anyFailed(res.Calls) {
 		rec.Calls = summarizeCalls(res.Calls)
+	}
+	for _, c := range res.Calls {
+		if c.Cached {
+			rec.Stats.CachedCalls++
+		}
+	}
+	if x.planned != nil {
+		rec.Plan = s.filterPlan(x.planned, opts)
+		rec.Note = x.planned.note
 	}
 	// Tool names are the program's to choose: an unknown one is text
 	// like any other.

@@ -38,6 +38,8 @@ type Record struct {
 	Calls []CallSummary `json:"calls,omitempty"`
 	// Trace lists every tool call; only when the request asked for details.
 	Trace []executor.CallRecord `json:"trace,omitempty"`
+	// Plan is a dry run's plan, or a commit's outcomes (plan.go).
+	Plan *PlanRecord `json:"plan,omitempty"`
 	// Stats measures the run and the context it saved.
 	Stats Stats `json:"stats"`
 	// Filter says what the output filter did, when it did anything.
@@ -69,6 +71,8 @@ type CallSummary struct {
 	Tool   string `json:"tool"`
 	Calls  int    `json:"calls"`
 	Failed int    `json:"failed,omitempty"`
+	// Cached counts the calls answered from the memo cache.
+	Cached int `json:"cached,omitempty"`
 	// Errors are the distinct error codes of the failed calls.
 	Errors []string `json:"errors,omitempty"`
 }
@@ -78,11 +82,13 @@ type CallSummary struct {
 // — goes to the session ledger and the metrics, not into the record,
 // which the model reads.
 type Stats struct {
-	DurationMS     float64 `json:"ms"`
-	QueueWaitMS    float64 `json:"queue_ms,omitempty"`
-	ToolCalls      int     `json:"tool_calls"`
-	FromToolsBytes int     `json:"-"`
-	ToModelBytes   int     `json:"-"`
+	DurationMS  float64 `json:"ms"`
+	QueueWaitMS float64 `json:"queue_ms,omitempty"`
+	ToolCalls   int     `json:"tool_calls"`
+	// CachedCalls counts the calls answered from the memo cache.
+	CachedCalls    int `json:"cached_calls,omitempty"`
+	FromToolsBytes int `json:"-"`
+	ToModelBytes   int `json:"-"`
 }
 
 // FilterSummary is what the output filter found and did, counted rather
@@ -127,6 +133,9 @@ func summarizeCalls(calls []executor.CallRecord) []CallSummary {
 		}
 		s := &out[i]
 		s.Calls++
+		if c.Cached {
+			s.Cached++
+		}
 		if !c.OK {
 			s.Failed++
 			code := c.Code

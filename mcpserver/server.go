@@ -90,6 +90,10 @@ type Config struct {
 	// 503 and new sessions refused, before it stops accepting
 	// connections: the time a balancer takes to stop routing here.
 	DrainDelay time.Duration
+	// Plans configures dry runs and their commits (plan.go).
+	Plans PlanConfig
+	// Cache configures the cache tools and memoisation (memoize.go).
+	Cache CacheConfig
 	// Principal names the caller of requests that carry no authenticated
 	// identity, such as stdio's local user. Default "local".
 	Principal string
@@ -134,6 +138,8 @@ type Server struct {
 	// resourceMetadata is the URL of the protected-resource metadata.
 	oauth            *oauth.Validator
 	resourceMetadata string
+	plans   PlanConfig
+	memo    *memoizer
 
 	// stopping ends the runs still in progress when the server shuts
 	// down; see Stop.
@@ -256,6 +262,9 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	s.addToolTree()
 	s.addPrompt()
 	s.addLedger()
+	if err = s.initPlansAndCache(); err != nil {
+		return nil, fmt.Errorf("new server: %w", err)
+	}
 	if cfg.Store != nil {
 		s.addWorkspace()
 		s.addResults()

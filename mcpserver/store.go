@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"time"
 
 	"github.com/codecell/codecell/memory"
 )
@@ -15,6 +16,8 @@ type Store interface {
 	resultStore
 	workspaceFiles
 	skillStore
+	planStore
+	cacheStore
 }
 
 var _ Store = (*memory.Store)(nil)
@@ -50,4 +53,20 @@ type skillStore interface {
 	AllSkills(ctx context.Context) ([]memory.Skill, error)
 	PublishedSkills(ctx context.Context) ([]memory.Skill, error)
 	OnSkillChange(fn func(memory.SkillChange)) (cancel func())
+}
+
+// planStore keeps the plans of dry runs until they are committed once.
+type planStore interface {
+	SavePlan(ctx context.Context, in memory.SavePlanInput) (string, memory.Plan, error)
+	ClaimPlan(ctx context.Context, id, commitExecutionID string) (memory.Plan, error)
+	FinishPlanStep(ctx context.Context, id string, seq int, status, errorCode string) error
+	FinishPlan(ctx context.Context, id, state string) error
+}
+
+// cacheStore keeps the caller's cache entries: cache.get/set/delete and
+// memoised results.
+type cacheStore interface {
+	CacheGet(ctx context.Context, kind, key string) (memory.CacheEntry, error)
+	CacheSet(ctx context.Context, in memory.CacheSetInput) (time.Time, error)
+	CacheDelete(ctx context.Context, kind, key string) (bool, error)
 }

@@ -8,14 +8,15 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/tools/toolstest"
 )
 
 var update = flag.Bool("update", false, "rewrite the tool snapshots under testdata/toolsnaps")
 
 // TestToolSnapshots keeps what agents see of the server's own MCP tools
-// (execute_code, read_tools, search_tools) and of its skills and runtime tools as
-// golden files; "go test -tags sqlite_fts5 ./mcpserver -run ToolSnapshots
+// (execute_code, commit_plan, read_tools, search_tools) and of its skills
+// and runtime tools as golden files; "go test -tags sqlite_fts5 ./mcpserver -run ToolSnapshots
 // -update" rewrites them.
 func TestToolSnapshots(t *testing.T) {
 	srv, _ := storeServer(t, filepath.Join(t.TempDir(), "db"))
@@ -41,7 +42,7 @@ func TestToolSnapshots(t *testing.T) {
 			snaps[len(snaps)-1].Execution = tool.Execution
 		}
 	}
-	for _, cat := range []string{"skills", "llm", "approval"} {
+	for _, cat := range []string{"skills", "llm", "approval", mcpserver.CacheCategory} {
 		for _, tool := range srv.Registry().ListCategory(cat) {
 			snaps = append(snaps, toolstest.Of(tool))
 		}

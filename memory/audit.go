@@ -32,6 +32,11 @@ type Execution struct {
 	ResultBytes  int64         `json:"result_bytes"`
 	StartedAt    time.Time     `json:"started_at"`
 	UpdatedAt    time.Time     `json:"updated_at"`
+	// Mode is "plan" for a dry run, "commit" for the commit of a plan,
+	// and empty for an ordinary run; PlanHash is then the plan's
+	// PlanIDHash (the id itself, which commits it, is not logged).
+	Mode     string `json:"mode,omitempty"`
+	PlanHash string `json:"plan_hash,omitempty"`
 }
 
 // ToolCall is the audit record of one tool call made by an execution.
@@ -47,6 +52,10 @@ type ToolCall struct {
 	ErrorCode string        `json:"error_code,omitempty"`
 	Duration  time.Duration `json:"duration_ns"`
 	StartedAt time.Time     `json:"started_at"`
+	// Cached: the result came from the memo cache, not from the tool.
+	// Planned: a dry run recorded the call instead of making it.
+	Cached  bool `json:"cached,omitempty"`
+	Planned bool `json:"planned,omitempty"`
 }
 
 // Hash returns the hex SHA-256 of b, the form of CodeHash and ArgsHash.
@@ -74,11 +83,11 @@ func (s *Store) RecordExecution(ctx context.Context, e Execution) error {
 	now := s.now()
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO executions (id, principal, session, language, code, code_hash, status, error_kind, error_message,
-			duration_us, tool_calls, result_bytes, started_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (id) DO UPDATE SET status = excluded.status, error_kind = excluded.error_kind, error_message = excluded.error_message,
+			duration_us, tool_calls, result_bytes, started_at, updated_at, mode, plan_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET plan_hash = excluded.plan_hash, status = excluded.status, error_kind = excluded.error_kind, error_message = excluded.error_message,
 			duration_us = excluded.duration_us, tool_calls = excluded.tool_calls, result_bytes = excluded.result_bytes, updated_at = excluded.updated_at`,
 			e.ID, e.Principal, e.Session, e.Language, e.Code, e.CodeHash, e.Status, e.ErrorKind, clip(e.ErrorMessage, 4000),
-			e.Duration.Microseconds(), e.ToolCalls, e.ResultBytes, ms(e.StartedAt), ms(now))
+			e.Duration.Microseconds(), e.ToolCalls, e.ResultBytes, ms(e.StartedAt), ms(now), e.Mode, e.PlanHash)
 		return err
 	})
 	if err != nil {
@@ -101,8 +110,8 @@ func (s *Store) RecordToolCalls(ctx context.Context, calls ...ToolCall) error {
 			if c.StartedAt.IsZero() {
 				c.StartedAt = s.now()
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO tool_calls (execution_id, tool, args_hash, status, error_code, duration_us, started_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?)`, c.ExecutionID, c.Tool, c.ArgsHash, c.Status, c.ErrorCode, c.Duration.Microseconds(), ms(c.StartedAt)); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO tool_calls (execution_id, tool, args_hash, status, error_code, duration_us, started_at, cached, planned)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.ExecutionID, c.Tool, c.ArgsHash, c.Status, c.ErrorCode, c.Duration.Microseconds(), ms(c.StartedAt), c.Cached, c.Planned); err != nil {
 				if strings.Contains(err.Error(), "FOREIGN KEY") {
 					return fmt.Errorf("%w: execution %q is not recorded; call RecordExecution first", ErrNotFound, c.ExecutionID)
 				}
@@ -181,7 +190,7 @@ func (s *Store) ListExecutions(ctx context.Context, q ExecutionQuery) ([]Executi
 	out := []Execution{}
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT id, principal, session, language, `+code+`, code_hash, status, error_kind, error_message,
-			duration_us, tool_calls, result_bytes, started_at, updated_at FROM executions `+where+` ORDER BY started_at DESC, id DESC LIMIT ?`,
+			duration_us, tool_calls, result_bytes, started_at, updated_at, mode, plan_hash FROM executions `+where+` ORDER BY started_at DESC, id DESC LIMIT ?`,
 			append(args, q.Limit)...)
 		if err != nil {
 			return err
@@ -206,7 +215,7 @@ func scanExecution(sc interface{ Scan(...any) error }) (Execution, error) {
 	var e Execution
 	var dur, started, updated int64
 	err := sc.Scan(&e.ID, &e.Principal, &e.Session, &e.Language, &e.Code, &e.CodeHash, &e.Status, &e.ErrorKind, &e.ErrorMessage,
-		&dur, &e.ToolCalls, &e.ResultBytes, &started, &updated)
+		&dur, &e.ToolCalls, &e.ResultBytes, &started, &updated, &e.Mode, &e.PlanHash)
 	e.Duration = time.Duration(dur) * time.Microsecond
 	e.StartedAt, e.UpdatedAt = fromMS(started), fromMS(updated)
 	return e, err
@@ -220,7 +229,7 @@ func (s *Store) GetExecution(ctx context.Context, id string) (Execution, []ToolC
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		var err error
 		e, err = scanExecution(tx.QueryRowContext(ctx, `SELECT id, principal, session, language, code, code_hash, status, error_kind, error_message,
-			duration_us, tool_calls, result_bytes, started_at, updated_at FROM executions WHERE id = ?`, id))
+			duration_us, tool_calls, result_bytes, started_at, updated_at, mode, plan_hash FROM executions WHERE id = ?`, id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("execution %q: %w", id, ErrNotFound)
 		}
@@ -284,7 +293,7 @@ func (s *Store) ListToolCalls(ctx context.Context, q ToolCallQuery) ([]ToolCall,
 }
 
 // toolCallColumns are the columns scanToolCalls reads, in order.
-const toolCallColumns = `id, execution_id, tool, args_hash, status, error_code, duration_us, started_at`
+const toolCallColumns = `id, execution_id, tool, args_hash, status, error_code, duration_us, started_at, cached, planned`
 
 // scanToolCalls reads the rows of a query of toolCallColumns, and closes them.
 func scanToolCalls(rows *sql.Rows) ([]ToolCall, error) {
@@ -293,7 +302,7 @@ func scanToolCalls(rows *sql.Rows) ([]ToolCall, error) {
 	for rows.Next() {
 		var c ToolCall
 		var dur, at int64
-		if err := rows.Scan(&c.ID, &c.ExecutionID, &c.Tool, &c.ArgsHash, &c.Status, &c.ErrorCode, &dur, &at); err != nil {
+		if err := rows.Scan(&c.ID, &c.ExecutionID, &c.Tool, &c.ArgsHash, &c.Status, &c.ErrorCode, &dur, &at, &c.Cached, &c.Planned); err != nil {
 			return nil, err
 		}
 		c.Duration = time.Duration(dur) * time.Microsecond

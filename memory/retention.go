@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 )
 
 // PruneReport counts what Prune deleted.
@@ -11,6 +12,10 @@ type PruneReport struct {
 	Executions int64 `json:"executions"`
 	Results    int64 `json:"results"`
 	Episodic   int64 `json:"episodic"`
+	// Cache counts expired cache entries; Plans, plans expired before a
+	// commit and commits older than ExecutionsMaxAge.
+	Cache int64 `json:"cache"`
+	Plans int64 `json:"plans"`
 }
 
 // Prune enforces Config.Retention: it deletes audit records (with their
@@ -60,6 +65,17 @@ func (s *Store) Prune(ctx context.Context) (PruneReport, error) {
 				(SELECT id, sum(stored_size) OVER (ORDER BY created_at DESC, id DESC) AS total FROM results) WHERE total > ?)`, r.ResultsMaxBytes); err != nil {
 				return err
 			}
+		}
+		if err := exec(tx, &rep.Cache, `DELETE FROM cache_entries WHERE expires_at <= ?`, ms(now)); err != nil {
+			return err
+		}
+		keepPlans := r.ExecutionsMaxAge
+		if keepPlans < 0 {
+			keepPlans = 30 * 24 * time.Hour
+		}
+		if err := exec(tx, &rep.Plans, `DELETE FROM plans WHERE (state = ? AND expires_at <= ?) OR (state <> ? AND created_at < ?)`,
+			PlanPlanned, ms(now), PlanPlanned, ms(now.Add(-keepPlans))); err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM memory_code_log WHERE seq <= (SELECT max(seq) FROM memory_code_log) - ?`, codeLogKeep); err != nil {
 			return err

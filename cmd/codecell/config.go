@@ -49,6 +49,8 @@ type Config struct {
 	// [approval] policy (config_llm.go).
 	LLM      LLMConfig      `toml:"llm"`
 	Approval ApprovalConfig `toml:"approval"`
+	// Cache is the programs' cache and memoisation (config_cache.go).
+	Cache CacheConfig `toml:"cache"`
 }
 
 // ServerConfig holds transports, the catalogue and logging.
@@ -85,6 +87,7 @@ type SandboxConfig struct {
 	MaxLogLines        int      `toml:"max_log_lines"`
 	MaxLogBytes        int      `toml:"max_log_bytes"`
 	MaxResultBytes     int      `toml:"max_result_bytes"`
+	PlanTTL            Duration `toml:"plan_ttl"`
 }
 
 // AuthConfig holds the bearer tokens HTTP clients present.
@@ -199,6 +202,7 @@ func defaultConfig() Config {
 			MaxLogLines:        1000,
 			MaxLogBytes:        64 << 10,
 			MaxResultBytes:     0, // the heap limit
+			PlanTTL:            Duration(time.Hour),
 		},
 		Limits: LimitsConfig{
 			ExecutionsPerMinute:  600,
@@ -226,6 +230,7 @@ func defaultConfig() Config {
 			WorkspaceMaxFileBytes: 8 << 20,
 			WorkspaceMaxBytes:     256 << 20,
 		},
+		Cache: defaultCacheConfig(),
 	}
 	defaultRuntimeConfig(&c)
 	return c
@@ -739,6 +744,7 @@ func (c *Config) validate(env func(string) string) []error {
 	errs = append(errs, c.validateTasks()...)
 	errs = append(errs, c.validateCluster(env)...)
 	errs = append(errs, c.validateRuntime()...)
+	errs = append(errs, c.validateCache()...)
 	return append(errs, c.validateOpenAPI(env)...)
 }
 

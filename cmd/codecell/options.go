@@ -318,6 +318,8 @@ func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *
 		Tasks:          cfg.Tasks.server(),
 		Shared:         shared,
 		DrainDelay:     cfg.Cluster.DrainDelay.D(),
+		Plans:          mcpserver.PlanConfig{TTL: cfg.Sandbox.PlanTTL.D()},
+		Cache:          cfg.Cache.server(),
 		Logger:         log,
 		LLM:            cfg.llmConfig(),
 		Approval:       cfg.approvalConfig(),

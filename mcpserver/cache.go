@@ -1,0 +1,185 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/tools"
+)
+
+// The cache tools give programs a per-principal key-value cache in the
+// store, with a time to live: cache.get, cache.set and cache.delete. They
+// are part of the programs' runtime (tools.Tool.Runtime).
+
+// CacheCategory is the category of the cache tools.
+const CacheCategory = "cache"
+
+// initPlansAndCache checks the plan and cache configuration, makes the
+// memoizer, and registers the cache tools and commit_plan when there is
+// a store.
+func (s *Server) initPlansAndCache() error {
+	s.plans = s.cfg.Plans.withDefaults()
+	if err := s.cfg.Cache.Validate(); err != nil {
+		return err
+	}
+	s.cfg.Cache = s.cfg.Cache.withDefaults()
+	if s.cfg.Store == nil {
+		return nil
+	}
+	s.memo = newMemoizer(s.cfg.Store, s.cfg.Cache, s.log.With("part", "memoize"))
+	if err := s.reg.DescribeCategory(CacheCategory, "A cache of your own that outlives runs: cache.set(key, value, {ttl}) keeps a JSON value for a while, cache.get(key) reads it."); err != nil {
+		return err
+	}
+	if err := s.reg.Register(s.cacheTools()...); err != nil {
+		return err
+	}
+	if s.cfg.Expose != ExposeDirect {
+		s.mcp.AddTool(s.commitPlanTool(), s.commitPlan)
+	}
+	return nil
+}
+
+type cacheKey struct {
+	Key string `json:"key"`
+}
+
+type cacheSetArgs struct {
+	Key     string          `json:"key"`
+	Value   json.RawMessage `json:"value"`
+	TTL     json.RawMessage `json:"ttl"`
+	Options struct {
+		TTL json.RawMessage `json:"ttl"`
+	} `json:"options"`
+}
+
+const (
+	cacheKeySchema = `{"type": "string", "minLength": 1, "maxLength": 256, "description": "Any text up to 256 bytes."}`
+	cacheTTLSchema = `{"type": ["number", "string"], "description": "Seconds, or a duration such as \"90s\", \"5m\", \"2h\"."}`
+)
+
+func (s *Server) cacheTools() []tools.Tool {
+	c := s.cfg.Cache
+	limits := fmt.Sprintf("Entries are yours alone (per principal) and live in the store: other runs and sessions of yours read them until they expire. The default time to live is %s, the longest %s; a value is at most %d bytes of JSON, and you keep at most %d entries.",
+		c.DefaultTTL, c.MaxTTL, c.MaxValueBytes, c.MaxEntries)
+	return []tools.Tool{
+		{
+			Name:         "cache.get",
+			Summary:      "Read a value you cached with cache.set; found is false once it expired.",
+			Description:  "Get returns the value stored under key by cache.set, with its expiry. " + limits,
+			InputSchema:  json.RawMessage(`{"type": "object", "properties": {"key": ` + cacheKeySchema + `}, "required": ["key"], "additionalProperties": false}`),
+			OutputSchema: json.RawMessage(`{"type": "object", "properties": {"found": {"type": "boolean"}, "value": {}, "expires_at": {"type": "string", "format": "date-time"}}, "required": ["found"]}`),
+			Annotations:  tools.Annotations{ReadOnly: true, Idempotent: true},
+			Examples:     []tools.Example{{Args: json.RawMessage(`{"key": "rates:eur"}`), Result: json.RawMessage(`{"found": true, "value": {"usd": 1.08}, "expires_at": "2025-01-31T09:05:00Z"}`)}},
+			Positional:   []string{"key"},
+			Related:      []string{"cache.set", "cache.delete"},
+			Runtime:      true,
+			Handler:      tools.Handle(s.cacheGet),
+		},
+		{
+			Name:        "cache.set",
+			Summary:     "Keep a JSON value under a key for a while (ttl), for later runs: cache.set(key, value, {ttl: \"5m\"}).",
+			Description: "Set stores value under key, replacing what was there, until the time to live passes. " + limits,
+			InputSchema: json.RawMessage(`{"type": "object", "properties": {"key": ` + cacheKeySchema + `, "value": {"description": "Any JSON value."},
+				"ttl": ` + cacheTTLSchema + `, "options": {"type": "object", "properties": {"ttl": ` + cacheTTLSchema + `}, "additionalProperties": false}},
+				"required": ["key", "value"], "additionalProperties": false}`),
+			OutputSchema: json.RawMessage(`{"type": "object", "properties": {"expires_at": {"type": "string", "format": "date-time"}}, "required": ["expires_at"]}`),
+			Annotations:  tools.Annotations{Idempotent: true},
+			Examples:     []tools.Example{{Title: "Keep exchange rates for five minutes", Args: json.RawMessage(`{"key": "rates:eur", "value": {"usd": 1.08}, "ttl": "5m"}`)}},
+			Errors: []tools.ErrorDoc{
+				{Code: tools.CodeInvalidArguments, Description: "A time to live that is not positive or over the maximum."},
+				{Code: memory.CodeTooLarge, Description: "The value is over the size limit."},
+				{Code: memory.CodeQuotaExceeded, Description: "You keep too many entries; delete some or let them expire."},
+			},
+			Positional: []string{"key", "value", "options"},
+			Related:    []string{"cache.get", "cache.delete"},
+			Runtime:    true,
+			Handler:    tools.Handle(s.cacheSet),
+		},
+		{
+			Name:         "cache.delete",
+			Summary:      "Remove a cached value before it expires.",
+			InputSchema:  json.RawMessage(`{"type": "object", "properties": {"key": ` + cacheKeySchema + `}, "required": ["key"], "additionalProperties": false}`),
+			OutputSchema: json.RawMessage(`{"type": "object", "properties": {"deleted": {"type": "boolean"}}, "required": ["deleted"]}`),
+			Annotations:  tools.Annotations{Destructive: true, Idempotent: true},
+			Positional:   []string{"key"},
+			Related:      []string{"cache.set"},
+			Runtime:      true,
+			Handler:      tools.Handle(s.cacheDelete),
+		},
+	}
+}
+
+type cacheGetResult struct {
+	Found     bool            `json:"found"`
+	Value     json.RawMessage `json:"value,omitempty"`
+	ExpiresAt *time.Time      `json:"expires_at,omitempty"`
+}
+
+func (s *Server) cacheGet(ctx context.Context, in cacheKey) (cacheGetResult, error) {
+	e, err := s.cfg.Store.CacheGet(ctx, memory.CacheUser, in.Key)
+	if errors.Is(err, memory.ErrNotFound) {
+		return cacheGetResult{}, nil
+	}
+	if err != nil {
+		return cacheGetResult{}, err
+	}
+	return cacheGetResult{Found: true, Value: e.Value, ExpiresAt: &e.ExpiresAt}, nil
+}
+
+func (s *Server) cacheSet(ctx context.Context, in cacheSetArgs) (map[string]time.Time, error) {
+	c := s.cfg.Cache
+	raw := in.TTL
+	if len(raw) == 0 {
+		raw = in.Options.TTL
+	}
+	ttl := c.DefaultTTL
+	if len(raw) > 0 {
+		d, err := parseTTL(raw)
+		if err != nil {
+			return nil, tools.Errorf(tools.CodeInvalidArguments, "ttl: %v", err)
+		}
+		ttl = d
+	}
+	if ttl <= 0 || ttl > c.MaxTTL {
+		return nil, tools.Errorf(tools.CodeInvalidArguments, "ttl %s: want more than 0 and at most %s", ttl, c.MaxTTL)
+	}
+	if len(in.Value) > c.MaxValueBytes {
+		return nil, &tools.Error{Code: memory.CodeTooLarge, Message: fmt.Sprintf("the value is %d bytes of JSON, over the limit of %d; cache less, or keep it in the workspace", len(in.Value), c.MaxValueBytes)}
+	}
+	exp, err := s.cfg.Store.CacheSet(ctx, memory.CacheSetInput{Kind: memory.CacheUser, Key: in.Key, Value: in.Value, TTL: ttl, MaxEntries: c.MaxEntries})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]time.Time{"expires_at": exp}, nil
+}
+
+func (s *Server) cacheDelete(ctx context.Context, in cacheKey) (map[string]bool, error) {
+	ok, err := s.cfg.Store.CacheDelete(ctx, memory.CacheUser, in.Key)
+	return map[string]bool{"deleted": ok}, err
+}
+
+// parseTTL reads seconds (a number) or a Go duration ("5m").
+func parseTTL(raw json.RawMessage) (time.Duration, error) {
+	var secs float64
+	if err := json.Unmarshal(raw, &secs); err == nil {
+		if secs <= 0 || secs > math.MaxInt64/float64(time.Second) {
+			return 0, fmt.Errorf("%v seconds: want a positive number", secs)
+		}
+		return time.Duration(secs * float64(time.Second)), nil
+	}
+	var text string
+	if err := json.Unmarshal(raw, &text); err != nil {
+		return 0, errors.New("want seconds or a duration such as \"5m\"")
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(text))
+	if err != nil {
+		return 0, fmt.Errorf("%q: want a duration such as \"90s\", \"5m\" or \"2h\"", text)
+	}
+	return d, nil
+}
