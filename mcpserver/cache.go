@@ -21,8 +21,7 @@ import (
 const CacheCategory = "cache"
 
 // initPlansAndCache checks the plan and cache configuration, makes the
-// memoizer, and registers the cache tools and commit_plan when there is
-// a store.
+// memoizer, and registers the cache tools when there is a store.
 func (s *Server) initPlansAndCache() error {
 	s.plans = s.cfg.Plans.withDefaults()
 	if err := s.cfg.Cache.Validate(); err != nil {
@@ -38,9 +37,6 @@ func (s *Server) initPlansAndCache() error {
 	}
 	if err := s.reg.Register(s.cacheTools()...); err != nil {
 		return err
-	}
-	if s.cfg.Expose != ExposeDirect {
-		s.mcp.AddTool(s.commitPlanTool(), s.commitPlan)
 	}
 	return nil
 }

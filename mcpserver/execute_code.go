@@ -11,7 +11,7 @@ import (
 	"github.com/codecell/codecell/executor"
 )
 
-const executeCodeDescription = `Run a JavaScript/TypeScript program in a sandbox where catalogue tools are async functions: await github.search_issues({...}). Find them with search_tools. The program is an async function body: call what you need, filter the data, return only the answer. Await independent calls with Promise.all. A failed call throws ToolError (.code, .tool). No network, files or timers.`
+const executeCodeDescription = `Run a JavaScript/TypeScript program (an async function body) in a sandbox where catalogue tools are async functions: await github.search_issues({...}); find them with search_tools. Filter the data in the program and return only the answer; await independent calls with Promise.all. A failed call throws ToolError (.code, .tool). No network, files or timers.`
 
 // executeCodeInput is the input schema of execute_code. Its timeout
 // maximum is filled in from the executor's configuration.
@@ -23,7 +23,7 @@ const executeCodeInput = `{
 		"timeout_ms": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Deadline, default %d."},
 		"budget_bytes": {"type": "integer", "minimum": 1024, "maximum": %d, "description": "Bytes of output, default %d."},
 		"details": {"type": "boolean", "description": "Add each call, finding and stack."},
-		"purpose": {"type": "string", "maxLength": 500, "description": "What the run is for, shown when a call needs the user's approval."},
+		"purpose": {"type": "string", "maxLength": 500, "description": "Shown when a call needs the user's approval."},
 		"mode": {"type": "string", "enum": ["run", "plan"]},
 		"plan_id": {"type": "string", "maxLength": 100, "description": "Commit a plan (mode plan made it)."}
 	},

@@ -19,8 +19,8 @@ import (
 // of a tool that is not annotated read-only recorded instead of made: the
 // program receives {planned: true, id: <step>} and reads still run for
 // real. The recorded writes — the plan — are saved in the store, and the
-// record shows them, filtered, with the plan's id. commit_plan {plan_id}
-// (or execute_code {plan_id}) then makes exactly those calls, in order,
+// record shows them, filtered, with the plan's id. execute_code {plan_id}
+// then makes exactly those calls, in order,
 // once, as the principal that planned them, stopping at the first
 // failure.
 //
@@ -141,7 +141,7 @@ func (s *Server) savePlan(ctx context.Context, caller tools.Caller, execID strin
 		return rec, "The plan could not be saved; run the program again."
 	}
 	rec.ID, rec.ExpiresAt = id, &saved.ExpiresAt
-	return rec, fmt.Sprintf("Nothing was written: steps lists the %d writes the program would make. Commit exactly these, once, with commit_plan {plan_id} (or execute_code {plan_id}) before expires_at.", len(steps))
+	return rec, fmt.Sprintf("Nothing was written: steps lists the %d writes the program would make. Commit exactly these, once, with execute_code {plan_id} before expires_at.", len(steps))
 }
 
 // filterPlan passes a plan's steps through the filter, as the result is:

@@ -144,15 +144,15 @@ func planServer(t testing.TB, cfg mcpserver.Config) *planEnv {
 	return &planEnv{srv: srv, store: st, clock: clk, src: src, url: ts.URL + "/mcp"}
 }
 
-// commit calls commit_plan and decodes the record.
+// commit sends execute_code {plan_id} and decodes the record.
 func commit(t *testing.T, c *client.Client, planID string) *mcpserver.Record {
 	t.Helper()
 	req := mcp.CallToolRequest{}
-	req.Params.Name = "commit_plan"
+	req.Params.Name = "execute_code"
 	req.Params.Arguments = map[string]any{"plan_id": planID}
 	res, err := c.CallTool(t.Context(), req)
 	if err != nil {
-		t.Fatalf("call commit_plan: %v", err)
+		t.Fatalf("commit: %v", err)
 	}
 	b, _ := json.Marshal(res.StructuredContent)
 	var rec mcpserver.Record
@@ -282,7 +282,6 @@ func TestPlanAndCommit(t *testing.T) {
 		}
 	})
 	t.Run("second commit refused", func(t *testing.T) {
-		// execute_code {plan_id} commits as commit_plan does.
 		_, again := execute(t, alice, map[string]any{"plan_id": rec.Plan.ID})
 		wantKindRec(t, again, mcpserver.KindPlanCommitted)
 	})

@@ -15,7 +15,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the tool snapshots under testdata/toolsnaps")
 
 // TestToolSnapshots keeps what agents see of the server's own MCP tools
-// (execute_code, commit_plan, read_tools, search_tools) and of its skills
+// (execute_code, read_tools, search_tools) and of its skills
 // and runtime tools as golden files; "go test -tags sqlite_fts5 ./mcpserver -run ToolSnapshots
 // -update" rewrites them.
 func TestToolSnapshots(t *testing.T) {
