@@ -328,8 +328,18 @@ func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *
 		return nil, nil, err
 	}
 	// Counted once everything is registered (the server adds the skills):
-	// the figure the manifest shows, less upstream tools still on their way.
-	log.Info("tools ready", "tools", len(reg.List()), "categories", len(reg.Categories()), "catalog", cfg.Server.Catalog)
+	// the figures the manifest shows, less upstream tools still on their
+	// way; the programs' runtime (llm, approval, cache) is apart.
+	catalogue, runtime, categories := 0, 0, map[string]bool{}
+	for _, t := range reg.List() {
+		if t.Runtime {
+			runtime++
+			continue
+		}
+		catalogue++
+		categories[t.Category()] = true
+	}
+	log.Info("tools ready", "tools", catalogue, "categories", len(categories), "runtime", runtime, "catalog", cfg.Server.Catalog)
 	return srv, up, nil
 }
 
