@@ -88,6 +88,9 @@ type SandboxConfig struct {
 	MaxLogBytes        int      `toml:"max_log_bytes"`
 	MaxResultBytes     int      `toml:"max_result_bytes"`
 	PlanTTL            Duration `toml:"plan_ttl"`
+	// MaxTaskDuration caps the deadline of a run made as an MCP task, in
+	// place of max_timeout ([tasks], config_tasks.go).
+	MaxTaskDuration Duration `toml:"max_task_duration"`
 }
 
 // AuthConfig holds the bearer tokens HTTP clients present.
@@ -203,6 +206,7 @@ func defaultConfig() Config {
 			MaxLogBytes:        64 << 10,
 			MaxResultBytes:     0, // the heap limit
 			PlanTTL:            Duration(time.Hour),
+			MaxTaskDuration:    Duration(10 * time.Minute),
 		},
 		Limits: LimitsConfig{
 			ExecutionsPerMinute:  600,

@@ -9,14 +9,15 @@ import (
 // This file reads the [tasks] section: execute_code run as an MCP task
 // (long runs a client polls), and the runs that wait outside the pool.
 //
+//	[sandbox]
+//	max_task_duration = "10m"  # a task run's longest deadline
 //	[tasks]
-//	max_duration = "10m"   # a task run's longest deadline
-//	result_ttl = "10m"     # how long a task's record is kept after its run
-//	max_waiting = 0        # runs waiting outside the pool; 0: twice the pool
+//	result_ttl = "10m"         # how long a task's record is kept after its run
+//	max_waiting = 0            # runs waiting outside the pool; 0: twice the pool
 
 // defaultTasks is the [tasks] section's defaults.
 func defaultTasks() TasksConfig {
-	return TasksConfig{MaxDuration: Duration(10 * time.Minute), ResultTTL: Duration(10 * time.Minute)}
+	return TasksConfig{ResultTTL: Duration(10 * time.Minute)}
 }
 
 // TasksConfig holds the [tasks] section.
@@ -24,9 +25,6 @@ type TasksConfig struct {
 	// Disabled turns MCP tasks off: execute_code runs only as ordinary
 	// calls.
 	Disabled bool `toml:"disabled"`
-	// MaxDuration caps a task run's deadline, in place of
-	// sandbox.max_timeout. Default 10 minutes.
-	MaxDuration Duration `toml:"max_duration"`
 	// ResultTTL is how long, at least, a task's record is kept in memory
 	// after its run. Default 10 minutes.
 	ResultTTL Duration `toml:"result_ttl"`
@@ -40,8 +38,8 @@ type TasksConfig struct {
 func (c *Config) validateTasks() []error {
 	var errs []error
 	t := c.Tasks
-	if t.MaxDuration <= 0 {
-		errs = append(errs, configError{"tasks.max_duration", "must be positive"})
+	if c.Sandbox.MaxTaskDuration <= 0 {
+		errs = append(errs, configError{"sandbox.max_task_duration", "must be positive"})
 	}
 	if t.ResultTTL <= 0 {
 		errs = append(errs, configError{"tasks.result_ttl", "must be positive"})
@@ -52,7 +50,7 @@ func (c *Config) validateTasks() []error {
 	return errs
 }
 
-// server is the section as the MCP server takes it.
-func (t TasksConfig) server() mcpserver.TaskConfig {
-	return mcpserver.TaskConfig{Disabled: t.Disabled, MaxDuration: t.MaxDuration.D(), ResultTTL: t.ResultTTL.D()}
+// tasksServer is the configuration of tasks as the MCP server takes it.
+func (c *Config) tasksServer() mcpserver.TaskConfig {
+	return mcpserver.TaskConfig{Disabled: c.Tasks.Disabled, MaxDuration: c.Sandbox.MaxTaskDuration.D(), ResultTTL: c.Tasks.ResultTTL.D()}
 }

@@ -315,7 +315,7 @@ func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *
 		Budget:         fcfg.Budget,
 		MaxBudget:      fcfg.MaxBudget,
 		Store:          store,
-		Tasks:          cfg.Tasks.server(),
+		Tasks:          cfg.tasksServer(),
 		Shared:         shared,
 		DrainDelay:     cfg.Cluster.DrainDelay.D(),
 		Plans:          mcpserver.PlanConfig{TTL: cfg.Sandbox.PlanTTL.D()},

@@ -12,7 +12,7 @@ import (
 // official TypeScript SDK's client (its experimental tasks API, protocol
 // 2025-11-25) over Streamable HTTP, as two principals: a task polled to
 // completion past sandbox.max_timeout, an ordinary call still cut at it, a
-// task past tasks.max_duration, a task cancelled mid-run whose sandbox
+// task past sandbox.max_task_duration, a task cancelled mid-run whose sandbox
 // serves the next run, and another principal who can neither get, fetch,
 // cancel nor list it (testdata/sdk/tasks.mjs).
 func TestTypeScriptSDKTasks(t *testing.T) {
@@ -26,9 +26,7 @@ pool_size = 1
 queue_wait = "2s"
 timeout = "1s"
 max_timeout = "1s"
-
-[tasks]
-max_duration = "4s"
+max_task_duration = "4s"
 
 [[auth.tokens]]
 principal = "alice"

@@ -2,7 +2,7 @@
 // tasks support (protocol 2025-11-25). It runs execute_code as tasks over
 // Streamable HTTP, as two principals, and prints one JSON line per check;
 // it exits non-zero when any fails. The server runs with one sandbox,
-// sandbox.max_timeout 1s and tasks.max_duration 4s (see node_test.go).
+// sandbox.max_timeout 1s and sandbox.max_task_duration 4s (see node_test.go).
 //
 //   node tasks.mjs http://127.0.0.1:7410/mcp ALICE_TOKEN BOB_TOKEN
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
