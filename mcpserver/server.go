@@ -79,6 +79,9 @@ type Config struct {
 	// Principal names the caller of requests that carry no authenticated
 	// identity, such as stdio's local user. Default "local".
 	Principal string
+	// Access says which tools each caller may reach (toolsets.go); the
+	// zero value lets every caller reach every tool.
+	Access Access
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -107,6 +110,7 @@ type Server struct {
 	subs    subscriptions
 	events  *eventStore
 	audit   *auditor
+	access  *accessPolicy // nil: every caller reaches every tool
 
 	// stopping ends the runs still in progress when the server shuts
 	// down; see Stop.
@@ -190,7 +194,12 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 			return nil, fmt.Errorf("new server: %s schema: %w", sc.name, err)
 		}
 	}
+	if err = s.initAccess(); err != nil {
+		return nil, fmt.Errorf("new server: %w", err)
+	}
+	direct := cfg.Expose == ExposeDirect || cfg.Expose == ExposeBoth
 	s.mcp = server.NewMCPServer(Name, cfg.Version,
+		server.WithToolFilter(s.filterDirectTools),
 		server.WithInstructions(instructions),
 		server.WithToolCapabilities(true),
 		server.WithRecovery(),
@@ -216,7 +225,6 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 			return nil, fmt.Errorf("new server: %w", err)
 		}
 	}
-	direct := cfg.Expose == ExposeDirect || cfg.Expose == ExposeBoth
 	if direct {
 		s.mcp.AddTools(s.directTools()...)
 	}
