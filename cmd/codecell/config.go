@@ -41,6 +41,8 @@ type Config struct {
 	Upstream map[string]upstream.Server `toml:"upstream"`
 	// OpenAPI holds the [openapi.NAME] sources (config_openapi.go).
 	OpenAPI map[string]openapi.Config `toml:"openapi"`
+	// Access says which tools each caller may reach (config_access.go).
+	Access AccessConfig `toml:"access"`
 }
 
 // ServerConfig holds transports, the catalogue and logging.
@@ -60,6 +62,8 @@ type ServerConfig struct {
 	MCPConfig string `toml:"mcp_config"`
 	// UpstreamWait bounds how long startup waits for upstream servers.
 	UpstreamWait Duration `toml:"upstream_wait"`
+	// ReadOnly keeps only the tools annotated read-only (config_access.go).
+	ReadOnly bool `toml:"read_only"`
 }
 
 // SandboxConfig holds the executor's pool and limits.
@@ -404,6 +408,10 @@ func decodeFile(path string, cfg *Config) []error {
 				reported[key] = true
 				continue
 			}
+			if f := sec.Field(j); f.Kind() == reflect.Map && f.Type().Elem().Kind() == reflect.Struct { // [access.principal.NAME]
+				errs = append(errs, decodeNamedTables(md, kk, values[field], f, reported)...)
+				continue
+			}
 			// A fresh value: one that fails to decode leaves the default.
 			v := reflect.New(sec.Field(j).Type())
 			if err := md.PrimitiveDecode(values[field], v.Interface()); err != nil {
@@ -720,6 +728,7 @@ func (c *Config) validate(env func(string) string) []error {
 	if m.WorkspaceMaxBytes < m.WorkspaceMaxFileBytes {
 		bad("memory.workspace_max_bytes", "is below memory.workspace_max_file_bytes")
 	}
+	errs = append(errs, c.validateAccess()...)
 	return append(errs, c.validateOpenAPI(env)...)
 }
 
