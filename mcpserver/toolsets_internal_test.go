@@ -193,3 +193,33 @@ func TestScopeToolsets(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkToolsetOf measures what the registry pays per view lookup and
+// per call to learn a caller's toolset.
+func BenchmarkToolsetOf(b *testing.B) {
+	p, err := newAccessPolicy(Access{
+		ReadOnly:   false,
+		Principals: map[string]AccessRule{"alice": {Allow: []string{"memory.*"}}, "*": {Deny: []string{"*.delete*"}}},
+		Scopes:     map[string]AccessRule{"codecell:read": {ReadOnly: true}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name   string
+		caller tools.Caller
+	}{
+		{"principal", tools.Caller{Principal: "alice", Session: "s"}},
+		{"principal and scopes", tools.Caller{Principal: "bob", Session: "s", Scopes: "codecell:read email openid profile"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if p.toolset(bc.caller).Key == "" {
+					b.Fatal("no toolset")
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/lookup")
+		})
+	}
+}
