@@ -110,8 +110,9 @@ func auditStatus(res *executor.Result) (status, kind, msg string) {
 
 // executionRecord builds the audit record of a finished run. Runs are
 // recorded once, when they end (each write is a transaction; two per run
-// halved the throughput the store allows).
-func executionRecord(id string, caller tools.Caller, x Execution, started time.Time, res *executor.Result) memory.Execution {
+// halved the throughput the store allows). It names the caller's
+// toolset, ts.
+func executionRecord(id string, caller tools.Caller, ts callerToolset, x Execution, started time.Time, res *executor.Result) memory.Execution {
 	lang := string(x.Language)
 	if lang == "" {
 		lang = string(executor.JavaScript)
@@ -123,6 +124,9 @@ func executionRecord(id string, caller tools.Caller, x Execution, started time.T
 		Language:  lang,
 		Code:      x.Code,
 		StartedAt: started,
+
+		Toolset:            ts.Key,
+		ToolsetDescription: ts.desc,
 	}
 	e.Status, e.ErrorKind, e.ErrorMessage = auditStatus(res)
 	e.Duration = time.Duration(res.Telemetry.DurationMS * float64(time.Millisecond))

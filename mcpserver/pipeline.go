@@ -134,7 +134,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 	}
 	rec, body := s.record(context.WithoutCancel(tools.WithCaller(ctx, caller)), sess, track.settled(), id, x, res, d.runArtifacts())
 	s.flush(ctx, sess)
-	s.audit.record(auditRecord{exec: executionRecord(id, caller, x, started, res), calls: d.auditCalls(), requests: d.auditRequests()})
+	s.audit.record(auditRecord{exec: executionRecord(id, caller, s.access.of(caller), x, started, res), calls: d.auditCalls(), requests: d.auditRequests()})
 	s.log.Info("run", "id", id, "principal", caller.Principal, "session_hash", sessionHash(caller.Session), "status", res.Status, "kind", errorKind(res),
 		"ms", res.Telemetry.DurationMS, "calls", res.Telemetry.ToolCalls, "code_bytes", len(x.Code), "returned_bytes", len(body))
 	return rec, body

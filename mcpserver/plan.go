@@ -264,7 +264,8 @@ func (s *Server) Commit(ctx context.Context, planID string, x Execution) (*Recor
 	x.Mode, x.planned = "commit", &PlanRecord{ID: planID, Steps: steps}
 	x.planHash = memory.PlanIDHash(planID)
 	rec, body := s.record(context.WithoutCancel(tools.WithCaller(ctx, caller)), sess, track.settled(), id, x, res, d.runArtifacts())
-	s.audit.record(auditRecord{exec: executionRecord(id, caller, x, started, res), calls: d.auditCalls(), requests: d.auditRequests()})
+	s.flush(ctx, sess)
+	s.audit.record(auditRecord{exec: executionRecord(id, caller, s.access.of(caller), x, started, res), calls: d.auditCalls(), requests: d.auditRequests()})
 	s.log.Info("commit", "id", id, "principal", caller.Principal, "plan_hash", x.planHash, "state", state, "steps", len(p.Steps))
 	return rec, body
 }

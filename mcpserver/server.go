@@ -99,6 +99,9 @@ type Config struct {
 	Principal string
 	// Tasks configures execute_code run as an MCP task (tasks.go).
 	Tasks TaskConfig
+	// Access says which tools each caller may reach (toolsets.go); the
+	// zero value lets every caller reach every tool.
+	Access Access
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 	// LLM bounds the programs' llm calls (MCP sampling, llm.go).
@@ -138,8 +141,9 @@ type Server struct {
 	// resourceMetadata is the URL of the protected-resource metadata.
 	oauth            *oauth.Validator
 	resourceMetadata string
-	plans   PlanConfig
-	memo    *memoizer
+	plans            PlanConfig
+	memo             *memoizer
+	access           *accessPolicy // nil: every caller reaches every tool
 
 	// stopping ends the runs still in progress when the server shuts
 	// down; see Stop.
@@ -239,7 +243,12 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 			return nil, fmt.Errorf("new server: %s schema: %w", sc.name, err)
 		}
 	}
+	if err = s.initAccess(); err != nil {
+		return nil, fmt.Errorf("new server: %w", err)
+	}
+	direct := cfg.Expose == ExposeDirect || cfg.Expose == ExposeBoth
 	s.mcp = server.NewMCPServer(Name, cfg.Version, append(s.tasks.options(),
+		server.WithToolFilter(s.filterDirectTools),
 		server.WithInstructions(instructions),
 		server.WithToolCapabilities(true),
 		server.WithRecovery(),
@@ -272,7 +281,6 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 			return nil, fmt.Errorf("new server: %w", err)
 		}
 	}
-	direct := cfg.Expose == ExposeDirect || cfg.Expose == ExposeBoth
 	if direct {
 		s.mcp.AddTools(s.directTools()...)
 	}

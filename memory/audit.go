@@ -30,8 +30,13 @@ type Execution struct {
 	Duration     time.Duration `json:"duration_ns"`
 	ToolCalls    int           `json:"tool_calls"`
 	ResultBytes  int64         `json:"result_bytes"`
-	StartedAt    time.Time     `json:"started_at"`
-	UpdatedAt    time.Time     `json:"updated_at"`
+	// Toolset is the key of the toolset the principal had for the run,
+	// and ToolsetDescription its rules as text; both are empty when every
+	// tool was reachable.
+	Toolset            string    `json:"toolset,omitempty"`
+	ToolsetDescription string    `json:"toolset_description,omitempty"`
+	StartedAt          time.Time `json:"started_at"`
+	UpdatedAt          time.Time `json:"updated_at"`
 	// Mode is "plan" for a dry run, "commit" for the commit of a plan,
 	// and empty for an ordinary run; PlanHash is then the plan's
 	// PlanIDHash (the id itself, which commits it, is not logged).
@@ -83,11 +88,11 @@ func (s *Store) RecordExecution(ctx context.Context, e Execution) error {
 	now := s.now()
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO executions (id, principal, session, language, code, code_hash, status, error_kind, error_message,
-			duration_us, tool_calls, result_bytes, started_at, updated_at, mode, plan_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			duration_us, tool_calls, result_bytes, toolset, toolset_description, started_at, updated_at, mode, plan_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET plan_hash = excluded.plan_hash, status = excluded.status, error_kind = excluded.error_kind, error_message = excluded.error_message,
 			duration_us = excluded.duration_us, tool_calls = excluded.tool_calls, result_bytes = excluded.result_bytes, updated_at = excluded.updated_at`,
 			e.ID, e.Principal, e.Session, e.Language, e.Code, e.CodeHash, e.Status, e.ErrorKind, clip(e.ErrorMessage, 4000),
-			e.Duration.Microseconds(), e.ToolCalls, e.ResultBytes, ms(e.StartedAt), ms(now), e.Mode, e.PlanHash)
+			e.Duration.Microseconds(), e.ToolCalls, e.ResultBytes, clip(e.Toolset, 200), clip(e.ToolsetDescription, 4000), ms(e.StartedAt), ms(now), e.Mode, e.PlanHash)
 		return err
 	})
 	if err != nil {
@@ -190,7 +195,7 @@ func (s *Store) ListExecutions(ctx context.Context, q ExecutionQuery) ([]Executi
 	out := []Execution{}
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT id, principal, session, language, `+code+`, code_hash, status, error_kind, error_message,
-			duration_us, tool_calls, result_bytes, started_at, updated_at, mode, plan_hash FROM executions `+where+` ORDER BY started_at DESC, id DESC LIMIT ?`,
+			duration_us, tool_calls, result_bytes, toolset, toolset_description, started_at, updated_at, mode, plan_hash FROM executions `+where+` ORDER BY started_at DESC, id DESC LIMIT ?`,
 			append(args, q.Limit)...)
 		if err != nil {
 			return err
@@ -215,7 +220,7 @@ func scanExecution(sc interface{ Scan(...any) error }) (Execution, error) {
 	var e Execution
 	var dur, started, updated int64
 	err := sc.Scan(&e.ID, &e.Principal, &e.Session, &e.Language, &e.Code, &e.CodeHash, &e.Status, &e.ErrorKind, &e.ErrorMessage,
-		&dur, &e.ToolCalls, &e.ResultBytes, &started, &updated, &e.Mode, &e.PlanHash)
+		&dur, &e.ToolCalls, &e.ResultBytes, &e.Toolset, &e.ToolsetDescription, &started, &updated, &e.Mode, &e.PlanHash)
 	e.Duration = time.Duration(dur) * time.Microsecond
 	e.StartedAt, e.UpdatedAt = fromMS(started), fromMS(updated)
 	return e, err
@@ -229,7 +234,7 @@ func (s *Store) GetExecution(ctx context.Context, id string) (Execution, []ToolC
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		var err error
 		e, err = scanExecution(tx.QueryRowContext(ctx, `SELECT id, principal, session, language, code, code_hash, status, error_kind, error_message,
-			duration_us, tool_calls, result_bytes, started_at, updated_at, mode, plan_hash FROM executions WHERE id = ?`, id))
+			duration_us, tool_calls, result_bytes, toolset, toolset_description, started_at, updated_at, mode, plan_hash FROM executions WHERE id = ?`, id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("execution %q: %w", id, ErrNotFound)
 		}

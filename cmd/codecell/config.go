@@ -51,6 +51,8 @@ type Config struct {
 	Approval ApprovalConfig `toml:"approval"`
 	// Cache is the programs' cache and memoisation (config_cache.go).
 	Cache CacheConfig `toml:"cache"`
+	// Access says which tools each caller may reach (config_access.go).
+	Access AccessConfig `toml:"access"`
 }
 
 // ServerConfig holds transports, the catalogue and logging.
@@ -70,6 +72,8 @@ type ServerConfig struct {
 	MCPConfig string `toml:"mcp_config"`
 	// UpstreamWait bounds how long startup waits for upstream servers.
 	UpstreamWait Duration `toml:"upstream_wait"`
+	// ReadOnly keeps only the tools annotated read-only (config_access.go).
+	ReadOnly bool `toml:"read_only"`
 }
 
 // SandboxConfig holds the executor's pool and limits.
@@ -426,6 +430,10 @@ func decodeFile(path string, cfg *Config) []error {
 				reported[key] = true
 				continue
 			}
+			if f := sec.Field(j); f.Kind() == reflect.Map && f.Type().Elem().Kind() == reflect.Struct { // [access.principal.NAME]
+				errs = append(errs, decodeNamedTables(md, kk, values[field], f, reported)...)
+				continue
+			}
 			// A fresh value: one that fails to decode leaves the default.
 			v := reflect.New(sec.Field(j).Type())
 			if err := md.PrimitiveDecode(values[field], v.Interface()); err != nil {
@@ -749,6 +757,7 @@ func (c *Config) validate(env func(string) string) []error {
 	errs = append(errs, c.validateCluster(env)...)
 	errs = append(errs, c.validateRuntime()...)
 	errs = append(errs, c.validateCache()...)
+	errs = append(errs, c.validateAccess()...)
 	return append(errs, c.validateOpenAPI(env)...)
 }
 

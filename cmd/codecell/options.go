@@ -64,6 +64,7 @@ func commandScope(command string) flagScope {
 var flagSpecs = []flagSpec{
 	{"http", "server.http", "ADDR", "serve Streamable HTTP (/mcp) and SSE (/sse) on this address instead of stdio, e.g. 127.0.0.1:7410", "serve stdio", scopeServe},
 	{"expose", "server.expose", "MODE", "MCP tools to list: code, direct or both", "", scopeServe},
+	{"read-only", "server.read_only", "", "serve only the tools annotated read-only, to every caller", "", scopeServe},
 	{"catalog", "server.catalog", "PATH", "a tool catalogue directory or file to load", "only the built-in tools", scopeRun},
 	{"mcp-config", "server.mcp_config", "FILE", "MCP servers to bridge, in Claude Desktop's format ({\"mcpServers\": {...}}); [upstream.NAME] tables in the config file add more", "none", scopeRun},
 	{"data-dir", "server.data_dir", "DIR", "directory for the store and the filter key", "", scopeStore},
@@ -107,10 +108,15 @@ func (s *settings) register(fs *flag.FlagSet, scope flagScope) {
 		usage := fmt.Sprintf("%s (%s; default %s)", spec.usage, spec.key, defaultText(def, spec, f))
 		key := spec.key
 		s.args[spec.name] = spec.arg
-		fs.Func(spec.name, usage, func(val string) error {
+		set := func(val string) error {
 			s.set[key] = val
 			return nil
-		})
+		}
+		if f.typ.Kind() == reflect.Bool {
+			fs.BoolFunc(spec.name, usage, set) // --read-only, --read-only=false
+		} else {
+			fs.Func(spec.name, usage, set)
+		}
 	}
 }
 
@@ -320,6 +326,7 @@ func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *
 		DrainDelay:     cfg.Cluster.DrainDelay.D(),
 		Plans:          mcpserver.PlanConfig{TTL: cfg.Sandbox.PlanTTL.D()},
 		Cache:          cfg.Cache.server(),
+		Access:         serverAccess(cfg),
 		Logger:         log,
 		LLM:            cfg.llmConfig(),
 		Approval:       cfg.approvalConfig(),

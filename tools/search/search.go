@@ -232,7 +232,9 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	for _, t := range qa.terms {
 		weights[t] = 1
 	}
-	for t := range weights {
+	// The query's own words' synonyms, not theirs in turn: ranging over
+	// weights while adding to it would reach some of those, at random.
+	for _, t := range qterms {
 		for _, s := range synonyms[t] {
 			if _, ok := weights[s]; !ok {
 				weights[s] = synonymWeight
