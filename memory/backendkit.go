@@ -1,0 +1,210 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/codecell/codecell/tools"
+)
+
+// This file is what another backend of the store (package
+// memory/postgres) shares with this one, so that the two validate,
+// report errors, embed, rank and fuse alike: the rules live once, here,
+// and each backend keeps only its SQL.
+
+// NewID returns a random identifier of 26 lower-case letters and digits,
+// as the store gives results, memories (their uid) and stores.
+func NewID() string { return newID() }
+
+// Invalid is a *tools.Error with tools.CodeInvalidArguments wrapping
+// ErrInvalid.
+func Invalid(format string, args ...any) error { return invalidf(format, args...) }
+
+// NotFound is a *tools.Error with tools.CodeNotFound wrapping ErrNotFound.
+func NotFound(format string, args ...any) error { return notFoundf(format, args...) }
+
+// TooLarge is a *tools.Error with CodeTooLarge wrapping ErrTooLarge.
+func TooLarge(format string, args ...any) error { return tooLargef(format, args...) }
+
+// Quota is a *tools.Error with CodeQuotaExceeded wrapping ErrQuota.
+func Quota(format string, args ...any) error {
+	return toolErr(CodeQuotaExceeded, ErrQuota, format, args...)
+}
+
+// Conflict is a *tools.Error with CodeConflict wrapping ErrConflict.
+func Conflict(format string, args ...any) error {
+	return toolErr(CodeConflict, ErrConflict, format, args...)
+}
+
+// PathToolError turns a *PathError from ValidatePath into the
+// *tools.Error the workspace operations report.
+func PathToolError(err error) error { return pathErr(err) }
+
+// Clip shortens s to at most n bytes on a rune boundary, marking the cut.
+func Clip(s string, n int) string { return clip(s, n) }
+
+// Defaults returns l with every unset limit at its default.
+func (l Limits) Defaults() Limits { return l.withDefaults() }
+
+// Defaults returns r with every unset field at its default.
+func (r Retention) Defaults() Retention { return r.withDefaults() }
+
+// Provenance returns the provenance to record: given, or else the
+// context's (WithProvenance), compacted; nil when there is none. field
+// prefixes the message of an invalid one.
+func Provenance(ctx context.Context, given json.RawMessage, field string) (json.RawMessage, error) {
+	return (&Store{}).provenance(ctx, given, field)
+}
+
+// PreparedMemory is a RememberInput checked and completed: defaults set,
+// tags, metadata and entities normalized, provenance taken from the
+// context, and the text its vector is made from.
+type PreparedMemory struct {
+	Input      RememberInput
+	Importance float64
+	Metadata   json.RawMessage
+	Provenance json.RawMessage
+	// Text is what the embedder is given: content and tags.
+	Text string
+}
+
+// PrepareMemory checks in against lim and completes it as Remember does;
+// now is the time an episodic memory happened when in has none. field
+// prefixes messages ("memories[3].").
+func PrepareMemory(ctx context.Context, in RememberInput, lim Limits, now time.Time, field string) (PreparedMemory, error) {
+	s := &Store{lim: lim.withDefaults(), now: func() time.Time { return now }}
+	p, err := s.prepareRemember(ctx, in, field)
+	if err != nil {
+		return PreparedMemory{}, err
+	}
+	return PreparedMemory{Input: p.in, Importance: p.importance, Metadata: p.metadata, Provenance: p.provenance, Text: p.text}, nil
+}
+
+// NormalizeRecall checks a recall and sets its defaults, as Recall does.
+func NormalizeRecall(in *RecallInput, lim Limits) error {
+	return (&Store{lim: lim.withDefaults()}).normalizeRecall(in)
+}
+
+// Embed embeds texts with e and checks the vectors it returns, normalized
+// to unit length; failures are *tools.Error values as Remember reports
+// them.
+func Embed(ctx context.Context, e Embedder, texts []string) ([][]float32, error) {
+	return embedWith(ctx, e, texts)
+}
+
+// CheckEmbedder says whether e can serve a store: a name, and dimensions
+// a multiple of 8 between 8 and 8192.
+func CheckEmbedder(e Embedder) error { return checkEmbedder(e) }
+
+// Scored is a memory id with the score one retriever gave it.
+type Scored struct {
+	ID    int64
+	Score float64
+}
+
+// Fuse merges a vector list and a keyword list, each best first, into
+// hits as Recall does: in hybrid mode by reciprocal rank fusion (scaled so
+// that first place in both lists scores 1), else by the list's own score.
+// The hits are in no particular order; see SortHits.
+func Fuse(mode string, vec, kw []Scored) []Hit {
+	conv := func(xs []Scored) []scored {
+		out := make([]scored, len(xs))
+		for i, x := range xs {
+			out[i] = scored{id: x.ID, score: x.Score}
+		}
+		return out
+	}
+	return fuse(mode, conv(vec), conv(kw))
+}
+
+// Recency blends recency into hits as Recall does: score =
+// (1-w)·score + w·0.5^(age/half-life), where created gives each hit's
+// creation time.
+func Recency(hits []Hit, created map[int64]time.Time, now time.Time, w, halfLifeDays float64) {
+	for i := range hits {
+		t, ok := created[hits[i].ID]
+		if !ok {
+			continue
+		}
+		r := recencyOf(now, t, halfLifeDays)
+		hits[i].Recency = &r
+		hits[i].Score = (1-w)*hits[i].Score + w*r
+	}
+}
+
+// SortHits orders hits best first, ties by id.
+func SortHits(hits []Hit) {
+	sortHits(hits)
+}
+
+// EncodeTags and DecodeTags are the stored form of a memory's tags, a
+// JSON array.
+func EncodeTags(tags []string) string { return encodeTags(tags) }
+
+// DecodeTags reads the stored form of a memory's tags.
+func DecodeTags(s string) []string { return decodeTags(s) }
+
+// ValidSkillName reports whether name can name a skill (it becomes a tool
+// name).
+func ValidSkillName(name string) bool { return skillNameRE.MatchString(name) }
+
+// PrepareSkill checks a skill to save against lim and completes it as
+// SaveSkill does: language defaulted, input schema compacted and compiled,
+// owner and code hash set. It returns the schema as stored (nil for
+// none).
+func PrepareSkill(owner string, sk Skill, lim Limits) (Skill, error) {
+	lim = lim.withDefaults()
+	if !skillNameRE.MatchString(sk.Name) {
+		return Skill{}, invalidf("name %q: skill names are lower-case identifiers ([a-z][a-z0-9_]*, at most 64 characters), because they become tool names", clip(sk.Name, 70))
+	}
+	if err := validateText("description", sk.Description, lim.MaxContentBytes, true); err != nil {
+		return Skill{}, err
+	}
+	if strings.ContainsAny(strings.SplitN(sk.Description, "\n", 2)[0], "\r") {
+		return Skill{}, invalidf("description: the first line may not contain carriage returns")
+	}
+	if err := validateText("code", sk.Code, lim.MaxSkillCodeBytes, true); err != nil {
+		return Skill{}, err
+	}
+	switch sk.Language {
+	case "":
+		sk.Language = "javascript"
+	case "javascript", "typescript":
+	default:
+		return Skill{}, invalidf("language %q: use javascript or typescript", clip(sk.Language, 20))
+	}
+	if len(sk.InputSchema) > 0 && string(sk.InputSchema) != "null" {
+		obj, err := normalizeObject("input_schema", sk.InputSchema, lim.MaxMetadataBytes)
+		if err != nil {
+			return Skill{}, err
+		}
+		if _, err := tools.CompileSchema(obj); err != nil {
+			return Skill{}, invalidf("input_schema is not a valid JSON Schema: %v", err)
+		}
+		sk.InputSchema = obj
+	} else {
+		sk.InputSchema = nil
+	}
+	sk.Owner = owner
+	sk.CodeSHA256 = Hash([]byte(sk.Code))
+	sk.Snapshot = false
+	return sk, nil
+}
+
+// SkillChangeOf completes a change with the fields its kind implies and
+// the skills version it made.
+func SkillChangeOf(principal, name string, kind SkillChangeKind, version int64) SkillChange {
+	return SkillChange{Principal: principal, Name: name, Kind: kind, Version: version,
+		Deleted:  kind == SkillDeleted || kind == SkillUnpublished,
+		Everyone: kind == SkillPublished || kind == SkillUnpublished}
+}
+
+// CheckToolShape checks a tool shape to store and returns it compacted.
+func CheckToolShape(source, tool string, shape json.RawMessage) (string, error) {
+	return checkToolShape(source, tool, shape)
+}
+
+// AuditCodeLimit is the most code an audit record keeps.
+const AuditCodeLimit = maxAuditCode
