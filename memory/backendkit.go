@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -208,3 +209,67 @@ func CheckToolShape(source, tool string, shape json.RawMessage) (string, error) 
 
 // AuditCodeLimit is the most code an audit record keeps.
 const AuditCodeLimit = maxAuditCode
+
+// Quantizer makes the binary codes of vectors that the coarse vector
+// pass compares: the same construction for every backend, so that codes
+// copied from one store serve another.
+type Quantizer struct{ q *quantizer }
+
+// NewQuantizer returns the quantizer of vectors of dims dimensions.
+func NewQuantizer(dims int) *Quantizer { return &Quantizer{q: newQuantizer(dims)} }
+
+// Name identifies the construction; codes made by another are rebuilt.
+func (q *Quantizer) Name() string { return quantizerName }
+
+// Code returns the binary code of the unit vector v.
+func (q *Quantizer) Code(v []float32) []byte { return q.q.code(v) }
+
+// CodeSet is one principal's binary codes held in memory, searched by
+// Hamming distance: the coarse pass of vector recall on a large store.
+// It is not safe for concurrent use.
+type CodeSet struct{ cs codeSet }
+
+// NewCodeSet returns an empty set for codes of q.
+func NewCodeSet(q *Quantizer) *CodeSet {
+	return &CodeSet{cs: codeSet{words: (q.q.bits + 63) / 64}}
+}
+
+// Len is the number of codes held.
+func (c *CodeSet) Len() int { return len(c.cs.ids) }
+
+// Bytes is about how much memory the set holds.
+func (c *CodeSet) Bytes() int64 { return c.cs.bytes() }
+
+// CodeEntry is one memory's code.
+type CodeEntry struct {
+	ID    int64
+	Layer Layer
+	Code  []byte
+}
+
+// Apply puts entries (replacing a held id's) and removes gone ids.
+func (c *CodeSet) Apply(puts []CodeEntry, gone []int64) {
+	es := make([]codeEntry, 0, len(puts))
+	for _, p := range puts {
+		li, _ := layerIndex(string(p.Layer))
+		es = append(es, codeEntry{id: p.ID, layer: li, code: codeWords(p.Code, c.cs.words)})
+	}
+	slices.SortFunc(es, func(a, b codeEntry) int { return cmpID(a.id, b.id) })
+	es = slices.CompactFunc(es, func(a, b codeEntry) bool { return a.id == b.id })
+	gone = slices.Clone(gone)
+	slices.Sort(gone)
+	c.cs.apply(es, gone)
+}
+
+// Nearest returns the ids of the k codes of layers (all when nil)
+// nearest to code, nearest first, ties by id.
+func (c *CodeSet) Nearest(code []byte, layers []Layer, k int) []int64 {
+	return c.cs.nearest(codeWords(code, c.cs.words), layerMask(layers), k)
+}
+
+// EncodeVector is the stored form of a vector: float32 little-endian.
+func EncodeVector(v []float32) []byte { return encodeVector(v) }
+
+// DecodeVector reads the stored form of a vector into dst (reused when
+// large enough).
+func DecodeVector(b []byte, dst []float32) ([]float32, error) { return decodeVector(b, dst) }
