@@ -56,7 +56,7 @@ func (r Retention) Defaults() Retention { return r.withDefaults() }
 // context's (WithProvenance), compacted; nil when there is none. field
 // prefixes the message of an invalid one.
 func Provenance(ctx context.Context, given json.RawMessage, field string) (json.RawMessage, error) {
-	return (&Store{}).provenance(ctx, given, field)
+	return (&Store{lim: Limits{}.withDefaults()}).provenance(ctx, given, field)
 }
 
 // PreparedMemory is a RememberInput checked and completed: defaults set,

@@ -231,7 +231,7 @@ func (s *Store) ListSkills(ctx context.Context) ([]memory.Skill, error) {
 func (s *Store) CallableSkills(ctx context.Context) ([]memory.Skill, error) {
 	return s.listSkills(ctx, `SELECT * FROM (`+ownSkillSelect+` WHERE s.principal = $1
 		UNION ALL `+publishedSkillSelect+` WHERE name NOT IN (SELECT name FROM skills WHERE principal = $1)) c
-		ORDER BY 2 COLLATE "C"`, tools.CallerFrom(ctx).Principal)
+		ORDER BY c.name COLLATE "C"`, tools.CallerFrom(ctx).Principal)
 }
 
 // PublishedSkills returns every published snapshot by name.
