@@ -273,3 +273,126 @@ func EncodeVector(v []float32) []byte { return encodeVector(v) }
 // DecodeVector reads the stored form of a vector into dst (reused when
 // large enough).
 func DecodeVector(b []byte, dst []float32) ([]float32, error) { return decodeVector(b, dst) }
+
+// ApplyUpdate returns cur changed by in, validated against lim, as Update
+// does (tags normalized, metadata merged, task fields checked).
+func ApplyUpdate(cur Memory, in UpdateInput, lim Limits) (Memory, error) {
+	return (&Store{lim: lim.withDefaults()}).applyUpdate(cur, in)
+}
+
+// NormalizeEntities checks and de-duplicates entity names as Remember and
+// Update do.
+func NormalizeEntities(names []string) ([]string, error) { return normalizeEntities(names) }
+
+// NormalizeFilter checks a filter and puts it in canonical form (layers
+// sorted, tags lower-cased), as Recall and Forget do.
+func NormalizeFilter(f *Filter) error { return f.normalize() }
+
+// CheckForget checks what in asks to forget, as Forget does, and reports
+// whether it selects by filter (or Before, or All) rather than by ids.
+func CheckForget(in *ForgetInput) (byFilter bool, err error) { return checkForget(in) }
+
+// EmbedText is the text a memory's vector is made from: its content and
+// tags.
+func EmbedText(content string, tags []string) string { return embedText(content, tags) }
+
+// MergeRecord is the stored record of a memory that consolidation merged
+// away, as memory_merges keeps it.
+func MergeRecord(m Memory, uid string) string {
+	rec, _ := json.Marshal(exported(m, uid))
+	return string(rec)
+}
+
+// MergedOf reads back a memory_merges row as Get shows it in MergedFrom.
+func MergedOf(id int64, record string, similarity, overlap float64, at time.Time) MergedMemory {
+	return mergedOf(id, record, similarity, overlap, at)
+}
+
+// PrepareEntity checks an entity to upsert as UpsertEntity does and
+// returns it trimmed, with its properties compacted.
+func PrepareEntity(in EntityInput, lim Limits) (EntityInput, json.RawMessage, error) {
+	return prepareEntity(in, lim)
+}
+
+// MergeEntity returns the stored entity cur updated by the prepared in
+// and props at time now, as UpsertEntity does.
+func MergeEntity(cur Entity, in EntityInput, props json.RawMessage, lim Limits, now time.Time) (Entity, error) {
+	return mergeEntity(cur, in, props, lim, now)
+}
+
+// PrepareRelation checks a relation to record as Relate does and returns
+// it trimmed, with its weight and compacted properties.
+func PrepareRelation(in RelateInput, lim Limits) (RelateInput, float64, json.RawMessage, error) {
+	return prepareRelation(in, lim)
+}
+
+// LinkedPerEntity is how many linked memories Neighbors shows per entity.
+const LinkedPerEntity = linkedPerNode
+
+// NormalizeNeighbors sets a Neighbors walk's defaults, checks it and
+// returns the relation types to follow.
+func NormalizeNeighbors(in *NeighborsInput) ([]string, error) { return normalizeNeighbors(in) }
+
+// WalkNeighbors walks g breadth-first from start as the normalized in
+// asks, as Neighbors does.
+func WalkNeighbors(ctx context.Context, g GraphReader, start Entity, in NeighborsInput, types []string) (NeighborsResult, error) {
+	return walkNeighbors(ctx, g, start, in, types)
+}
+
+// NormalizePath sets a Path search's defaults, checks it and returns the
+// relation types to follow.
+func NormalizePath(in *PathInput) ([]string, error) { return normalizePath(in) }
+
+// FindPath searches g for a shortest path between two entities as the
+// normalized in asks, as Path does.
+func FindPath(ctx context.Context, g GraphReader, from, to Entity, in PathInput, types []string) (PathResult, error) {
+	return findPath(ctx, g, from, to, in, types)
+}
+
+// TaskOf is m as a task at time now (overdue or not).
+func TaskOf(m Memory, now time.Time) Task { return taskOf(m, now) }
+
+// PrepareTaskQuery sets q's defaults, checks it and says what it selects
+// at time now, as ListTasks does.
+func PrepareTaskQuery(q *TaskQuery, now time.Time) (TaskSelection, error) { return prepareTaskQuery(q, now) }
+
+// TaskRemember is the memory AddTask stores for in.
+func TaskRemember(in TaskInput) RememberInput {
+	return RememberInput{Layer: Prospective, Content: in.Content, DueAt: in.DueAt, Status: in.Status, Tags: in.Tags,
+		Metadata: in.Metadata, Importance: in.Importance, Entities: in.Entities}
+}
+
+// TaskUpdateOf turns a task update of the stored memory cur into the
+// memory update UpdateTask makes at time now.
+func TaskUpdateOf(cur Memory, in TaskUpdate, now time.Time) (UpdateInput, error) {
+	return taskUpdate(cur, in, now)
+}
+
+// NormalizeConsolidate sets a consolidation pass's defaults, checks it
+// and returns the layers to consolidate.
+func NormalizeConsolidate(in *ConsolidateInput) ([]Layer, error) { return normalizeConsolidate(in) }
+
+// ConsolidateItem is a memory with its stored vector, as consolidation
+// compares them.
+type ConsolidateItem struct {
+	Memory Memory
+	Vector []float32
+}
+
+// GroupDuplicates groups the items of one layer as Consolidate does.
+func GroupDuplicates(items []ConsolidateItem, in ConsolidateInput) []DuplicateGroup {
+	its := make([]*consolidateItem, len(items))
+	for i, it := range items {
+		its[i] = &consolidateItem{mem: it.Memory, vec: it.Vector, words: wordSet(it.Memory.Content)}
+	}
+	return groupDuplicates(its, in)
+}
+
+// ReportGroups adds groups to res as Consolidate reports them.
+func ReportGroups(res *ConsolidateResult, groups []DuplicateGroup) { reportGroups(res, groups) }
+
+// MergeSurvivor returns g's survivor as it is after the merge.
+func MergeSurvivor(g DuplicateGroup, lim Limits) Memory { return mergeSurvivor(g, lim) }
+
+// Round4 rounds to four decimals, as consolidation records similarities.
+func Round4(x float64) float64 { return round4(x) }
