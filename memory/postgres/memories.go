@@ -111,18 +111,37 @@ func (s *Store) insertMemory(ctx context.Context, tx pgx.Tx, principal string, p
 	if _, err := tx.Exec(ctx, `INSERT INTO memory_code_log (memory_id, principal) VALUES ($1, $2)`, id, principal); err != nil {
 		return 0, fmt.Errorf("log code: %w", err)
 	}
-	for _, name := range in.Entities {
-		var eid int64
-		err := tx.QueryRow(ctx, `INSERT INTO entities (principal, name, created_at, updated_at) VALUES ($1, $2, $3, $3)
-			ON CONFLICT (principal, lower(name)) DO UPDATE SET updated_at = entities.updated_at RETURNING id`, principal, name, ms(now)).Scan(&eid)
-		if err != nil {
-			return 0, fmt.Errorf("link entity: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO memory_entities (memory_id, entity_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, id, eid); err != nil {
-			return 0, fmt.Errorf("link entity: %w", err)
-		}
+	if err := linkEntities(ctx, tx, principal, id, in.Entities, now); err != nil {
+		return 0, err
 	}
 	return id, nil
+}
+
+// ensureEntity returns the id of the principal's entity name, creating it
+// bare, and whether it created it.
+func ensureEntity(ctx context.Context, tx pgx.Tx, principal, name string, now time.Time) (int64, bool, error) {
+	var id int64
+	var created bool
+	err := tx.QueryRow(ctx, `INSERT INTO entities (principal, name, created_at, updated_at) VALUES ($1, $2, $3, $3)
+		ON CONFLICT (principal, lower(name)) DO UPDATE SET updated_at = entities.updated_at RETURNING id, xmax = 0`, principal, name, ms(now)).Scan(&id, &created)
+	if err != nil {
+		return 0, false, fmt.Errorf("find entity: %w", err)
+	}
+	return id, created, nil
+}
+
+// linkEntities links memory id to the named entities, creating them.
+func linkEntities(ctx context.Context, tx pgx.Tx, principal string, id int64, names []string, now time.Time) error {
+	for _, name := range names {
+		eid, _, err := ensureEntity(ctx, tx, principal, name, now)
+		if err != nil {
+			return fmt.Errorf("link entity: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO memory_entities (memory_id, entity_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, id, eid); err != nil {
+			return fmt.Errorf("link entity: %w", err)
+		}
+	}
+	return nil
 }
 
 const memoryColumns = `m.id, m.layer, m.content, m.tags, m.metadata, m.importance, m.source, m.session,
@@ -208,14 +227,17 @@ func (s *Store) Get(ctx context.Context, id int64) (memory.Memory, error) {
 	if len(ms) == 0 {
 		var survivor int64
 		if s.pool.QueryRow(ctx, `SELECT survivor_id FROM memory_merges WHERE merged_id = $1 AND principal = $2`, id, principal).Scan(&survivor) == nil {
-			return memory.Memory{}, memory.NotFound("memory %d was merged into memory %d by consolidation; get that one", id, survivor)
+			return memory.Memory{}, memory.NotFound("memory %d was merged into memory %d by consolidation; get %d instead", id, survivor, survivor)
 		}
 		return memory.Memory{}, memory.NotFound("memory %d not found", id)
+	}
+	m := ms[0]
+	if m.MergedFrom, err = loadMerges(ctx, s.pool, id); err != nil {
+		return memory.Memory{}, err
 	}
 	if err := s.touch(ctx, []int64{id}); err != nil {
 		return memory.Memory{}, err
 	}
-	m := ms[0]
 	m.AccessCount++
 	t := s.now().UTC().Truncate(time.Millisecond)
 	m.AccessedAt = &t
@@ -231,50 +253,6 @@ func (s *Store) touch(ctx context.Context, ids []int64) error {
 		return fmt.Errorf("touch: %w", err)
 	}
 	return nil
-}
-
-// Forget deletes the caller's memories by id (in.IDs); filters are not
-// served by this backend yet.
-func (s *Store) Forget(ctx context.Context, in memory.ForgetInput) (memory.ForgetResult, error) {
-	principal := tools.CallerFrom(ctx).Principal
-	if len(in.IDs) == 0 {
-		return memory.ForgetResult{}, memory.Invalid("give ids to forget (this store forgets by id)")
-	}
-	var out memory.ForgetResult
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		if err := lockCodes(ctx, tx); err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, `SELECT id FROM memories WHERE principal = $1 AND id = ANY($2) ORDER BY id`, principal, in.IDs)
-		if err != nil {
-			return err
-		}
-		found, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return err
-		}
-		for _, id := range in.IDs {
-			if !slices.Contains(found, id) {
-				out.NotFound = append(out.NotFound, id)
-			}
-		}
-		out.IDs, out.Deleted, out.DryRun = found, len(found), in.DryRun
-		if in.DryRun || len(found) == 0 {
-			return nil
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM memories WHERE principal = $1 AND id = ANY($2)`, principal, found); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO memory_code_log (memory_id, principal) SELECT unnest($1::bigint[]), $2`, found, principal); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `UPDATE memory_counts SET n = n - $2 WHERE principal = $1`, principal, len(found))
-		return err
-	})
-	if err != nil {
-		return memory.ForgetResult{}, fmt.Errorf("forget: %w", err)
-	}
-	return out, nil
 }
 
 // Recall searches the caller's memories as memory.Store.Recall does:

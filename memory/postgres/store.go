@@ -201,7 +201,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // ToolSet is the store's operations for memory.RegisterTools.
 func (s *Store) ToolSet() memory.ToolSet {
-	return memory.ToolSet{Limits: s.lim, Now: s.now, Workspace: s}
+	return memory.ToolSet{Limits: s.lim, Now: s.now, Memories: s, Graph: s, Tasks: s, Consolidator: s, Workspace: s}
 }
 
 // Migration is one schema migration, numbered by its file name.

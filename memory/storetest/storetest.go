@@ -21,6 +21,10 @@ import (
 // results, workspace, skills, tool shapes) and memories with recall.
 type Backend interface {
 	memory.WorkspaceOps
+	memory.MemoryOps
+	memory.GraphOps
+	memory.TaskOps
+	memory.ConsolidateOps
 	RecordExecution(ctx context.Context, e memory.Execution) error
 	RecordToolCalls(ctx context.Context, calls ...memory.ToolCall) error
 	RecordHTTPRequests(ctx context.Context, reqs ...memory.HTTPRequest) error
@@ -36,12 +40,9 @@ type Backend interface {
 	CallableSkills(ctx context.Context) ([]memory.Skill, error)
 	PublishedSkills(ctx context.Context) ([]memory.Skill, error)
 	OnSkillChange(fn func(memory.SkillChange)) (cancel func())
+	ToolSet() memory.ToolSet
 	PutToolShape(ctx context.Context, source, tool string, shape json.RawMessage) error
 	ToolShapes(ctx context.Context, source string) (map[string]json.RawMessage, error)
-	Remember(ctx context.Context, in memory.RememberInput) (memory.Memory, error)
-	Get(ctx context.Context, id int64) (memory.Memory, error)
-	Forget(ctx context.Context, in memory.ForgetInput) (memory.ForgetResult, error)
-	Recall(ctx context.Context, in memory.RecallInput) (memory.RecallResult, error)
 }
 
 var _ Backend = (*memory.Store)(nil)
@@ -67,6 +68,13 @@ func Run(t *testing.T, open Opener) {
 	t.Run("tool_shapes", func(t *testing.T) { testToolShapes(t, open) })
 	t.Run("memories", func(t *testing.T) { testMemories(t, open) })
 	t.Run("recall", func(t *testing.T) { testRecall(t, open) })
+	t.Run("update", func(t *testing.T) { testUpdate(t, open) })
+	t.Run("forget_by_filter", func(t *testing.T) { testForgetByFilter(t, open) })
+	t.Run("memory_stats", func(t *testing.T) { testMemoryStats(t, open) })
+	t.Run("graph", func(t *testing.T) { testGraph(t, open) })
+	t.Run("tasks", func(t *testing.T) { testTasks(t, open) })
+	t.Run("consolidate", func(t *testing.T) { testConsolidate(t, open) })
+	t.Run("tools", func(t *testing.T) { testTools(t, open) })
 }
 
 func wantCode(t *testing.T, err error, sentinel error) {
