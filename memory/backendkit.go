@@ -354,7 +354,9 @@ func TaskOf(m Memory, now time.Time) Task { return taskOf(m, now) }
 
 // PrepareTaskQuery sets q's defaults, checks it and says what it selects
 // at time now, as ListTasks does.
-func PrepareTaskQuery(q *TaskQuery, now time.Time) (TaskSelection, error) { return prepareTaskQuery(q, now) }
+func PrepareTaskQuery(q *TaskQuery, now time.Time) (TaskSelection, error) {
+	return prepareTaskQuery(q, now)
+}
 
 // TaskRemember is the memory AddTask stores for in.
 func TaskRemember(in TaskInput) RememberInput {
