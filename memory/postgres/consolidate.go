@@ -22,6 +22,11 @@ func (s *Store) Consolidate(ctx context.Context, in memory.ConsolidateInput) (me
 	if err != nil {
 		return memory.ConsolidateResult{}, err
 	}
+	release, err := s.vectorsReady(ctx)
+	if err != nil {
+		return memory.ConsolidateResult{}, err
+	}
+	defer release()
 	res := memory.ConsolidateResult{Groups: []memory.MergeGroup{}, DryRun: in.DryRun}
 	var groups []memory.DuplicateGroup
 	err = s.readTx(ctx, func(tx pgx.Tx) error {

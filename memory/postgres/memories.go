@@ -45,6 +45,11 @@ func (s *Store) RememberBatch(ctx context.Context, ins []memory.RememberInput) (
 		}
 		ps[i], texts[i] = p, p.Text
 	}
+	release, err := s.vectorsReady(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	vs, err := memory.Embed(ctx, s.emb, texts)
 	if err != nil {
 		return nil, err
@@ -270,6 +275,11 @@ func (s *Store) Recall(ctx context.Context, in memory.RecallInput) (memory.Recal
 	if in.Mode == memory.ModeHybrid {
 		depth = min(max(in.Limit*5, 50), 500)
 	}
+	release, err := s.vectorsReady(ctx)
+	if err != nil {
+		return memory.RecallResult{}, err
+	}
+	defer release()
 	var qvec []float32
 	if in.Mode != memory.ModeKeyword {
 		vs, err := memory.Embed(ctx, s.emb, []string{in.Query})
@@ -280,7 +290,7 @@ func (s *Store) Recall(ctx context.Context, in memory.RecallInput) (memory.Recal
 	}
 	out := memory.RecallResult{Mode: in.Mode, Results: []memory.Hit{}, Exact: true}
 	now := s.now()
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var vec, kw []memory.Scored
 		var err error
 		if qvec != nil {
@@ -521,6 +531,14 @@ type codeSets struct {
 	quant *memory.Quantizer
 	seq   int64
 	sets  map[string]*memory.CodeSet
+}
+
+// reset drops every set held and makes codes of q from now on.
+func (c *codeSets) reset(q *memory.Quantizer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.sets)
+	c.quant = q
 }
 
 // codeLogCatchUp is how far behind the log a copy catches up entry by

@@ -33,6 +33,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/tools"
 )
 
 // Config configures a Store.
@@ -68,9 +69,17 @@ type Store struct {
 	pool   *pgxpool.Pool
 	enc    *zstd.Encoder
 	dec    *zstd.Decoder
-	emb    memory.Embedder
-	quant  *memory.Quantizer
 	origin string
+
+	// vmu guards the embedder, the quantizer and vecErr; Reindex holds it
+	// to write, memory operations to read.
+	vmu   sync.RWMutex
+	emb   memory.Embedder
+	quant *memory.Quantizer
+	// vecErr, when set, wraps memory.ErrEmbedderMismatch: the stored
+	// vectors are another embedder's, and memory operations fail until
+	// Reindex.
+	vecErr error
 	closed atomic.Bool
 
 	codes codeSets
@@ -151,7 +160,10 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	if err := s.checkEmbedder(ctx); err != nil {
+	s.vmu.Lock()
+	err = s.checkEmbedder(ctx)
+	s.vmu.Unlock()
+	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -290,8 +302,10 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	return v, err
 }
 
-// checkEmbedder records the embedder in a new store, and refuses one
-// whose vectors another embedder made (there is no Reindex here yet).
+// checkEmbedder records the embedder in a new store, and notes in vecErr
+// when the stored vectors are another embedder's: memory operations then
+// fail with memory.CodeEmbedderMismatch until Reindex (as on SQLite). The
+// caller holds vmu to write.
 func (s *Store) checkEmbedder(ctx context.Context) error {
 	want := fmt.Sprintf("%s/%d", s.emb.Name(), s.emb.Dimensions())
 	_, err := s.pool.Exec(ctx, `INSERT INTO meta (key, value) VALUES ('embedder', $1) ON CONFLICT (key) DO NOTHING`, want)
@@ -302,10 +316,36 @@ func (s *Store) checkEmbedder(ctx context.Context) error {
 	if err := s.pool.QueryRow(ctx, `SELECT value FROM meta WHERE key = 'embedder'`).Scan(&have); err != nil {
 		return fmt.Errorf("embedder: %w", err)
 	}
+	s.vecErr = nil
 	if have != want {
-		return fmt.Errorf("%w: the database's vectors were made by %s, the configured embedder is %s", memory.ErrEmbedderMismatch, have, want)
+		s.vecErr = fmt.Errorf("%w: the database's vectors were made by %s, the configured embedder is %s; configure %s again, or run `codecell memory reindex`",
+			memory.ErrEmbedderMismatch, have, want, have)
+		s.log.Warn("embedder mismatch; memory operations disabled until reindex", "stored", have, "configured", want)
 	}
 	return nil
+}
+
+// vectorsReady holds vmu to read while a memory operation uses the
+// embedder and quantizer, and fails with memory.CodeEmbedderMismatch
+// when the stored vectors are another embedder's; it checks the database
+// again first, in case another instance reindexed with this one's
+// embedder. The caller calls release when err is nil.
+func (s *Store) vectorsReady(ctx context.Context) (release func(), err error) {
+	s.vmu.RLock()
+	if s.vecErr == nil {
+		return s.vmu.RUnlock, nil
+	}
+	s.vmu.RUnlock()
+	s.vmu.Lock()
+	err = s.checkEmbedder(ctx)
+	if err == nil && s.vecErr != nil {
+		err = &tools.Error{Code: memory.CodeEmbedderMismatch, Message: s.vecErr.Error(), Err: s.vecErr}
+	}
+	s.vmu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return s.vectorsReady(ctx)
 }
 
 // tx runs fn in a transaction and commits it when fn returns nil.

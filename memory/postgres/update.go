@@ -37,6 +37,11 @@ func (s *Store) Update(ctx context.Context, in memory.UpdateInput) (memory.Memor
 	if err != nil {
 		return memory.Memory{}, err
 	}
+	release, err := s.vectorsReady(ctx)
+	if err != nil {
+		return memory.Memory{}, err
+	}
+	defer release()
 	for attempt := 0; ; attempt++ {
 		cur, err := s.peek(ctx, principal, in.ID)
 		if err != nil {
@@ -309,7 +314,12 @@ func (s *Store) MemoryStats(ctx context.Context) (memory.MemoryStats, error) {
 		st.Tasks[string(t)] = 0
 	}
 	st.Tasks["overdue"] = 0
+	s.vmu.RLock()
 	st.Embedder = map[string]any{"name": s.emb.Name(), "dimensions": s.emb.Dimensions(), "exact_search_limit": s.cfg.ExactSearchLimit}
+	if s.vecErr != nil {
+		st.Embedder["error"] = s.vecErr.Error()
+	}
+	s.vmu.RUnlock()
 	now := ms(s.now())
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var err error

@@ -41,6 +41,16 @@ type Backend interface {
 	PublishedSkills(ctx context.Context) ([]memory.Skill, error)
 	OnSkillChange(fn func(memory.SkillChange)) (cancel func())
 	ToolSet() memory.ToolSet
+	ListExecutions(ctx context.Context, q memory.ExecutionQuery) ([]memory.Execution, error)
+	ListToolCalls(ctx context.Context, q memory.ToolCallQuery) ([]memory.ToolCall, error)
+	StatResult(ctx context.Context, id string) (memory.ResultInfo, error)
+	ReadResult(ctx context.Context, id string, offset, length int64) (memory.ResultInfo, []byte, error)
+	ListResults(ctx context.Context, session string, limit int) ([]memory.ResultInfo, error)
+	DeleteResult(ctx context.Context, id string) error
+	Prune(ctx context.Context) (memory.PruneReport, error)
+	Stats(ctx context.Context) (memory.StoreStats, error)
+	EmbedderStatus(ctx context.Context) (memory.EmbedderStatus, error)
+	Reindex(ctx context.Context, e memory.Embedder) (memory.ReindexReport, error)
 	PutToolShape(ctx context.Context, source, tool string, shape json.RawMessage) error
 	ToolShapes(ctx context.Context, source string) (map[string]json.RawMessage, error)
 }
@@ -75,6 +85,11 @@ func Run(t *testing.T, open Opener) {
 	t.Run("tasks", func(t *testing.T) { testTasks(t, open) })
 	t.Run("consolidate", func(t *testing.T) { testConsolidate(t, open) })
 	t.Run("tools", func(t *testing.T) { testTools(t, open) })
+	t.Run("audit_listings", func(t *testing.T) { testAuditListings(t, open) })
+	t.Run("result_listings", func(t *testing.T) { testResultListings(t, open) })
+	t.Run("prune", func(t *testing.T) { testPrune(t, open) })
+	t.Run("stats", func(t *testing.T) { testStats(t, open) })
+	t.Run("reindex", func(t *testing.T) { testReindex(t, open) })
 }
 
 func wantCode(t *testing.T, err error, sentinel error) {
