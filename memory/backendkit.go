@@ -398,3 +398,7 @@ func MergeSurvivor(g DuplicateGroup, lim Limits) Memory { return mergeSurvivor(g
 
 // Round4 rounds to four decimals, as consolidation records similarities.
 func Round4(x float64) float64 { return round4(x) }
+
+// KeywordCommonDocs is the default bound of keyword recall's common-word
+// cut (see RecallResult.CommonWords).
+const KeywordCommonDocs = keywordCommonDocs

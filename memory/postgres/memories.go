@@ -299,7 +299,11 @@ func (s *Store) Recall(ctx context.Context, in memory.RecallInput) (memory.Recal
 			}
 		}
 		if in.Mode != memory.ModeVector {
-			if kw, err = keywordSearch(ctx, tx, principal, in.Filter, in.Query, depth); err != nil {
+			commonLimit := s.cfg.KeywordCommonDocs
+			if in.Exact {
+				commonLimit = 0
+			}
+			if kw, out.CommonWords, err = keywordSearch(ctx, tx, principal, in.Filter, in.Query, depth, commonLimit); err != nil {
 				return err
 			}
 		}
@@ -495,11 +499,29 @@ func scoreRows(ctx context.Context, tx pgx.Tx, query string, args []any, q []flo
 }
 
 // keywordSearch ranks the principal's memories that pass f and hold any
-// word of text by ts_rank_cd, best first, ties by id.
-func keywordSearch(ctx context.Context, tx pgx.Tx, principal string, f memory.Filter, text string, depth int) ([]memory.Scored, error) {
+// word of text by ts_rank_cd, best first, ties by id. When the principal
+// has more than commonLimit memories (0: no limit), words found in more
+// than commonLimit of them are left out of the ranking, as on SQLite
+// (memory.KeywordCommonDocs), unless every word is that common; it
+// returns them.
+func keywordSearch(ctx context.Context, tx pgx.Tx, principal string, f memory.Filter, text string, depth, commonLimit int) ([]memory.Scored, []string, error) {
 	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 	if len(words) == 0 {
-		return nil, nil
+		return nil, nil, nil
+	}
+	seen := map[string]bool{}
+	words = slices.DeleteFunc(words, func(w string) bool {
+		dup := seen[w]
+		seen[w] = true
+		return dup
+	})
+	words = words[:min(len(words), 64)]
+	var common []string
+	if commonLimit > 0 {
+		var err error
+		if words, common, err = commonWords(ctx, tx, principal, words, commonLimit); err != nil {
+			return nil, nil, err
+		}
 	}
 	cond, args := where(principal, f, 2)
 	// Words OR-ed, each stemmed as the column was; a word that is a stop
@@ -509,7 +531,7 @@ func keywordSearch(ctx context.Context, tx pgx.Tx, principal string, f memory.Fi
 		SELECT m.id, ts_rank_cd(m.tsv, q.q, 1) AS r FROM memories m, q WHERE m.tsv @@ q.q AND `+cond+`
 		ORDER BY r DESC, m.id LIMIT `+fmt.Sprint(depth), append([]any{query}, args...)...)
 	if err != nil {
-		return nil, fmt.Errorf("keyword search: %w", err)
+		return nil, nil, fmt.Errorf("keyword search: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Scored, error) {
 		var sc memory.Scored
@@ -519,9 +541,40 @@ func keywordSearch(ctx context.Context, tx pgx.Tx, principal string, f memory.Fi
 		return sc, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("keyword search: %w", err)
+		return nil, nil, fmt.Errorf("keyword search: %w", err)
 	}
-	return out, nil
+	return out, common, nil
+}
+
+// commonWords splits the query words into those to rank by and those
+// found in more than limit of the principal's memories; words found in
+// none are dropped. A principal with at most limit memories ranks on
+// every word.
+func commonWords(ctx context.Context, tx pgx.Tx, principal string, words []string, limit int) (keep, common []string, err error) {
+	var total int
+	if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT n FROM memory_counts WHERE principal = $1), 0)`, principal).Scan(&total); err != nil {
+		return nil, nil, fmt.Errorf("keyword search: %w", err)
+	}
+	if total <= limit {
+		return words, nil, nil
+	}
+	for _, w := range words {
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM memories WHERE principal = $1 AND tsv @@ to_tsquery('english', $2) LIMIT $3) c`,
+			principal, w, limit+1).Scan(&n); err != nil {
+			return nil, nil, fmt.Errorf("keyword search: %w", err)
+		}
+		switch {
+		case n > limit:
+			common = append(common, w)
+		case n > 0:
+			keep = append(keep, w)
+		}
+	}
+	if len(keep) == 0 {
+		return words, nil, nil
+	}
+	return keep, common, nil
 }
 
 // codeSets holds principals' binary codes in memory, current as of the

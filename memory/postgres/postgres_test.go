@@ -2,8 +2,12 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/tools"
 
 	"github.com/codecell/codecell/memory/postgres"
 	"github.com/codecell/codecell/memory/postgres/pgtest"
@@ -64,5 +68,51 @@ func TestMigrateConcurrently(t *testing.T) {
 	}
 	if n != len(ms) || applied != len(ms) {
 		t.Fatalf("schema_migrations has %d rows (%d versions), want one per migration (%d)", n, applied, len(ms))
+	}
+}
+
+// TestCommonWords: on a principal with more memories than
+// KeywordCommonDocs, a query word most of them hold is left out of the
+// keyword ranking and reported; an exact recall keeps it.
+func TestCommonWords(t *testing.T) {
+	dsn := pgtest.Database(t)
+	st, err := postgres.Open(t.Context(), postgres.Config{DSN: dsn, MaxConns: 2, KeywordCommonDocs: 5}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	alice := tools.WithCaller(t.Context(), tools.Caller{Principal: "alice"})
+	for i := range 8 {
+		content := fmt.Sprintf("deploy step %d of the web app", i)
+		if i < 2 {
+			content = fmt.Sprintf("deploy billing step %d", i)
+		}
+		if _, err := st.Remember(alice, memory.RememberInput{Content: content}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		name   string
+		exact  bool
+		common string
+		hits   int
+	}{
+		{"cut", false, "[deploy]", 2},
+		{"exact", true, "[]", 8},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := st.Recall(alice, memory.RecallInput{Query: "Deploy billing deploy", Mode: memory.ModeKeyword, Limit: 20, Exact: tt.exact})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(res.CommonWords) != tt.common || len(res.Results) != tt.hits {
+				t.Fatalf("common words %v, %d hits; want %s, %d", res.CommonWords, len(res.Results), tt.common, tt.hits)
+			}
+		})
+	}
+	// Nothing but common words: ranked on them all.
+	res, err := st.Recall(alice, memory.RecallInput{Query: "deploy", Mode: memory.ModeKeyword, Limit: 20})
+	if err != nil || len(res.CommonWords) != 0 || len(res.Results) != 8 {
+		t.Fatalf("only common words: %v, %d hits, %v", res.CommonWords, len(res.Results), err)
 	}
 }

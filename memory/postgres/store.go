@@ -54,6 +54,10 @@ type Config struct {
 	ExactSearchLimit int
 	// CoarseFactor: binary-code candidates per wanted result (default 30).
 	CoarseFactor int
+	// KeywordCommonDocs: on a principal with more memories than this,
+	// keyword recall leaves out query words found in more than this many
+	// of them (default memory.KeywordCommonDocs; negative: never).
+	KeywordCommonDocs int
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 }
@@ -126,6 +130,12 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 	}
 	if s.cfg.CoarseFactor <= 0 {
 		s.cfg.CoarseFactor = 30
+	}
+	switch {
+	case s.cfg.KeywordCommonDocs == 0:
+		s.cfg.KeywordCommonDocs = memory.KeywordCommonDocs
+	case s.cfg.KeywordCommonDocs < 0:
+		s.cfg.KeywordCommonDocs = 0
 	}
 	s.emb = cfg.Embedder
 	if s.emb == nil {
