@@ -7,11 +7,10 @@ import (
 	"testing"
 
 	"github.com/codecell/codecell/memory"
-	"github.com/codecell/codecell/tools"
-
 	"github.com/codecell/codecell/memory/postgres"
 	"github.com/codecell/codecell/memory/postgres/pgtest"
 	"github.com/codecell/codecell/memory/storetest"
+	"github.com/codecell/codecell/tools"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
