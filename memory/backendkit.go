@@ -3,6 +3,8 @@ package memory
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -402,3 +404,63 @@ func Round4(x float64) float64 { return round4(x) }
 // KeywordCommonDocs is the default bound of keyword recall's common-word
 // cut (see RecallResult.CommonWords).
 const KeywordCommonDocs = keywordCommonDocs
+
+// ReadExport reads and decodes every line of an export, checking the
+// header (the first record; its Version is the format's).
+func ReadExport(r io.Reader) ([]Record, error) { return readExport(r) }
+
+// PrepareImport checks the memory of an import record as Import does and
+// completes it as Remember would, keeping its session and provenance;
+// its stable identity is rec.Memory.UID.
+func PrepareImport(ctx context.Context, rec Record, lim Limits, now time.Time) (PreparedMemory, error) {
+	if rec.Memory == nil {
+		return PreparedMemory{}, fmt.Errorf("%w: memory record without memory", ErrInvalid)
+	}
+	s := &Store{lim: lim.withDefaults(), now: func() time.Time { return now }}
+	p, err := s.prepareImport(ctx, rec)
+	if err != nil {
+		return PreparedMemory{}, err
+	}
+	return PreparedMemory{Input: p.in, Importance: p.importance, Metadata: p.metadata, Provenance: p.provenance, Text: p.text}, nil
+}
+
+// ImportedSkill checks the skill of an import record of an export of the
+// given format version, and says whose it is and whether it is (also)
+// published, as Import does.
+func ImportedSkill(rec Record, version int) (sk Skill, owner string, publish bool, err error) {
+	return importedSkill(rec, version)
+}
+
+// ImportOutcome is what an import did with one record.
+type ImportOutcome = importOutcome
+
+// Import outcomes.
+const (
+	Imported = imported // added
+	Updated  = updated  // replaced an older version
+	Skipped  = skipped  // already present, as it is or newer
+	Refused  = refused  // not imported: a conflict, reported
+)
+
+// OutcomeOf says what an import does with a record updated at rec when
+// the store holds a version updated at stored (Unix milliseconds), if
+// present: add it, replace the older one, or skip it.
+func OutcomeOf(present bool, stored int64, rec time.Time) ImportOutcome {
+	return outcomeOf(present, stored, rec)
+}
+
+// Count adds a record of kind and what was done with it to r.
+func (r *ImportReport) Count(kind string, o ImportOutcome) {
+	switch o {
+	case imported:
+		r.Imported.add(kind)
+	case updated:
+		r.Updated.add(kind)
+	case skipped:
+		r.Skipped++
+	}
+}
+
+// ValidateEntityName checks an entity name as the graph operations do;
+// field names it in the message.
+func ValidateEntityName(field, name string) error { return validateEntityName(field, name) }

@@ -60,7 +60,7 @@ func (s *Store) RememberBatch(ctx context.Context, ins []memory.RememberInput) (
 			return err
 		}
 		for i, p := range ps {
-			if ids[i], err = s.insertMemory(ctx, tx, principal, p, vs[i], now); err != nil {
+			if ids[i], err = s.insertMemory(ctx, tx, principal, p, vs[i], now, now, ""); err != nil {
 				return err
 			}
 		}
@@ -84,8 +84,14 @@ func lockCodes(ctx context.Context, tx pgx.Tx) error {
 	return err
 }
 
-func (s *Store) insertMemory(ctx context.Context, tx pgx.Tx, principal string, p memory.PreparedMemory, v []float32, now time.Time) (int64, error) {
+// insertMemory inserts a prepared memory with its vector, code, tags and
+// entity links; uid "" gives it a new stable identity. The caller holds
+// codesLock and counts it in memory_counts.
+func (s *Store) insertMemory(ctx context.Context, tx pgx.Tx, principal string, p memory.PreparedMemory, v []float32, created, updated time.Time, uid string) (int64, error) {
 	in := p.Input
+	if uid == "" {
+		uid = memory.NewID()
+	}
 	var status *string
 	if in.Layer == memory.Prospective {
 		st := string(in.Status)
@@ -94,9 +100,9 @@ func (s *Store) insertMemory(ctx context.Context, tx pgx.Tx, principal string, p
 	var id int64
 	err := tx.QueryRow(ctx, `INSERT INTO memories
 		(principal, layer, content, tags, metadata, importance, source, session, occurred_at, due_at, status, created_at, updated_at, provenance, uid, tsv)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13, $14, to_tsvector('english', $3 || ' ' || $15)) RETURNING id`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $16, $13, $14, to_tsvector('english', $3 || ' ' || $15)) RETURNING id`,
 		principal, string(in.Layer), in.Content, memory.EncodeTags(in.Tags), string(p.Metadata), p.Importance, in.Source, in.Session,
-		nullMS(in.OccurredAt), nullMS(in.DueAt), status, ms(now), provArg(p.Provenance), memory.NewID(), strings.Join(in.Tags, " ")).Scan(&id)
+		nullMS(in.OccurredAt), nullMS(in.DueAt), status, ms(created), provArg(p.Provenance), uid, joinTags(in.Tags), ms(updated)).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("insert memory: %w", err)
 	}
@@ -116,7 +122,7 @@ func (s *Store) insertMemory(ctx context.Context, tx pgx.Tx, principal string, p
 	if _, err := tx.Exec(ctx, `INSERT INTO memory_code_log (memory_id, principal) VALUES ($1, $2)`, id, principal); err != nil {
 		return 0, fmt.Errorf("log code: %w", err)
 	}
-	if err := linkEntities(ctx, tx, principal, id, in.Entities, now); err != nil {
+	if err := linkEntities(ctx, tx, principal, id, in.Entities, created); err != nil {
 		return 0, err
 	}
 	return id, nil

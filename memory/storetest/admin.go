@@ -1,8 +1,10 @@
 package storetest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -220,4 +222,84 @@ func testReindex(t *testing.T, open Opener) {
 	}
 	_, err = other.Recall(alice, memory.RecallInput{Query: "backup"})
 	wantCode(t, err, memory.ErrEmbedderMismatch)
+}
+
+// Fill stores a little of everything an export carries, for alice and
+// bob, and returns the id of the memory that consolidation kept.
+func Fill(t *testing.T, st Backend) int64 {
+	t.Helper()
+	ctx := t.Context()
+	alice, bob := as(ctx, "alice"), as(ctx, "bob")
+	ms := remember(t, st, alice,
+		memory.RememberInput{Content: "The on-call rota is in the ops wiki", Tags: []string{"oncall"}, Entities: []string{"ops"}, Importance: ptr(0.9)},
+		memory.RememberInput{Content: "The on-call rota is in the ops wiki", Tags: []string{"wiki"}},
+		memory.RememberInput{Content: "Quarterly planning starts in March", Layer: memory.Episodic},
+	)
+	remember(t, st, bob, memory.RememberInput{Content: "Bob keeps his notes in notes.md"})
+	if res, err := st.Consolidate(alice, memory.ConsolidateInput{Threshold: 0.7}); err != nil || res.Merged != 1 {
+		t.Fatalf("consolidate: %+v %v", res, err)
+	}
+	if _, err := st.Relate(alice, memory.RelateInput{From: "ops", To: "pagerduty", Type: "uses"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SaveSkill(alice, memory.Skill{Name: "rota", Description: "Who is on call", Code: "return 'dana'"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PublishSkill(alice, "rota"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.WriteFile(bob, "notes.md", []byte("# notes\n")); err != nil {
+		t.Fatal(err)
+	}
+	return ms[0].ID
+}
+
+// testExportImport: an export imports into an empty store with every
+// record, recall and the merge provenance working there; importing it
+// again changes nothing; the copy exports the same records.
+func testExportImport(t *testing.T, open Opener) {
+	src, _ := open(t)
+	dst, _ := open(t)
+	ctx := t.Context()
+	Fill(t, src)
+	var buf bytes.Buffer
+	exp, err := src.Export(ctx, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (memory.ExportReport{Memories: 3, Entities: 2, Relations: 1, Skills: 1, PublishedSkills: 1, Files: 1}); exp != want {
+		t.Fatalf("exported %+v, want %+v", exp, want)
+	}
+	data := buf.Bytes()
+	rep, err := dst.Import(ctx, bytes.NewReader(data))
+	if err != nil || rep.Imported != exp || rep.Skipped != 0 {
+		t.Fatalf("import = %+v %v", rep, err)
+	}
+	alice, bob := as(ctx, "alice"), as(ctx, "bob")
+	res, err := dst.Recall(alice, memory.RecallInput{Query: "who is on call, the rota", Limit: 1})
+	if err != nil || len(res.Results) != 1 || res.Results[0].Content != "The on-call rota is in the ops wiki" {
+		t.Fatalf("recall in the copy: %+v %v", res.Results, err)
+	}
+	got, err := dst.Get(alice, res.Results[0].ID)
+	if err != nil || len(got.MergedFrom) != 1 || fmt.Sprint(got.Tags) != "[oncall wiki]" || fmt.Sprint(got.Entities) != "[ops]" {
+		t.Fatalf("survivor in the copy: %+v %v", got, err)
+	}
+	if sk, err := dst.CallableSkills(bob); err != nil || len(sk) != 1 || sk[0].Owner != "alice" {
+		t.Fatalf("bob's callable skills in the copy: %+v %v", sk, err)
+	}
+	if _, data, err := dst.ReadFile(bob, "notes.md"); err != nil || string(data) != "# notes\n" {
+		t.Fatalf("bob's file in the copy: %q %v", data, err)
+	}
+	if p, err := dst.Path(alice, memory.PathInput{From: "ops", To: "pagerduty"}); err != nil || !p.Found {
+		t.Fatalf("graph in the copy: %+v %v", p, err)
+	}
+	again, err := dst.Import(ctx, bytes.NewReader(data))
+	if err != nil || again.Imported != (memory.ExportReport{}) || again.Updated != (memory.ExportReport{}) || again.Skipped != 9 {
+		t.Fatalf("second import = %+v %v", again, err)
+	}
+	if back, err := dst.Export(ctx, io.Discard); err != nil || back != exp {
+		t.Fatalf("the copy exports %+v %v, want %+v", back, err, exp)
+	}
+	_, err = dst.Import(ctx, bytes.NewReader([]byte(`{"kind": "memory"}`)))
+	wantCode(t, err, memory.ErrInvalid)
 }

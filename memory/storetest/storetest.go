@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -51,6 +52,8 @@ type Backend interface {
 	Stats(ctx context.Context) (memory.StoreStats, error)
 	EmbedderStatus(ctx context.Context) (memory.EmbedderStatus, error)
 	Reindex(ctx context.Context, e memory.Embedder) (memory.ReindexReport, error)
+	Export(ctx context.Context, w io.Writer) (memory.ExportReport, error)
+	Import(ctx context.Context, r io.Reader) (memory.ImportReport, error)
 	PutToolShape(ctx context.Context, source, tool string, shape json.RawMessage) error
 	ToolShapes(ctx context.Context, source string) (map[string]json.RawMessage, error)
 }
@@ -90,6 +93,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("prune", func(t *testing.T) { testPrune(t, open) })
 	t.Run("stats", func(t *testing.T) { testStats(t, open) })
 	t.Run("reindex", func(t *testing.T) { testReindex(t, open) })
+	t.Run("export_import", func(t *testing.T) { testExportImport(t, open) })
 }
 
 func wantCode(t *testing.T, err error, sentinel error) {
