@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -153,5 +154,24 @@ func TestExportAcrossBackends(t *testing.T) {
 				t.Fatalf("recall after import: %+v %v", res.Results, err)
 			}
 		})
+	}
+}
+
+// TestReady: a migrated store is ready; one whose database another
+// binary migrated further, or that is closed, is not.
+func TestReady(t *testing.T) {
+	st := open(t, pgtest.Database(t))
+	if err := st.Ready(t.Context()); err != nil {
+		t.Fatalf("fresh store: %v", err)
+	}
+	if _, err := st.Pool().Exec(t.Context(), `INSERT INTO schema_migrations (version, name) VALUES (9999, 'later')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Ready(t.Context()); !errors.Is(err, memory.ErrSchema) {
+		t.Fatalf("newer schema: %v, want ErrSchema", err)
+	}
+	st.Close()
+	if err := st.Ready(t.Context()); !errors.Is(err, memory.ErrClosed) {
+		t.Fatalf("closed: %v, want ErrClosed", err)
 	}
 }

@@ -464,3 +464,29 @@ func provOf(p *string) []byte {
 	}
 	return []byte(*p)
 }
+
+// Register describes memory's categories in r and registers every memory
+// and workspace tool over this store (memory.RegisterTools).
+func (s *Store) Register(r *tools.Registry) error { return memory.RegisterTools(r, s.ToolSet()) }
+
+// Ready reports whether the store can serve: the database answers and
+// its schema is the one this binary's migrations make (another instance
+// may have migrated it further, or not yet at all). For a readiness
+// probe.
+func (s *Store) Ready(ctx context.Context) error {
+	if s.closed.Load() {
+		return memory.ErrClosed
+	}
+	have, err := s.SchemaVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("ready: %w", err)
+	}
+	ms, err := Migrations()
+	if err != nil {
+		return fmt.Errorf("ready: %w", err)
+	}
+	if want := ms[len(ms)-1].Version; have != want {
+		return fmt.Errorf("ready: %w: the database's schema is at version %d, this binary's at %d", memory.ErrSchema, have, want)
+	}
+	return nil
+}
