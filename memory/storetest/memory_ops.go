@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -369,5 +370,45 @@ func testTools(t *testing.T, open Opener) {
 		if !strings.Contains(string(out), s.want) {
 			t.Fatalf("%s = %s, want it to hold %s", s.tool, out, s.want)
 		}
+	}
+}
+
+// testConcurrentUpdates: four writers, on two instances where the
+// backend has them, each add a tag to the same memory at once; none is
+// lost (each update applies to what the others committed).
+func testConcurrentUpdates(t *testing.T, open Opener) {
+	a, second := open(t)
+	b := a
+	if second != nil {
+		b = second()
+	}
+	alice := as(t.Context(), "alice")
+	m := remember(t, a, alice, memory.RememberInput{Content: "Shared runbook for the payments outage"})[0]
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		st := a
+		if i%2 == 1 {
+			st = b
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = st.Update(alice, memory.UpdateInput{ID: m.ID, AddTags: []string{fmt.Sprintf("w%d", i)}})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("writer %d: %v", i, err)
+		}
+	}
+	got, err := a.Get(alice, m.ID)
+	if err != nil || fmt.Sprint(got.Tags) != "[w0 w1 w2 w3]" {
+		t.Fatalf("after concurrent updates: tags %v, %v", got.Tags, err)
+	}
+	res, err := b.Recall(alice, memory.RecallInput{Query: "w3", Mode: memory.ModeKeyword})
+	if err != nil || len(res.Results) != 1 {
+		t.Fatalf("the last tag is not indexed: %+v %v", res.Results, err)
 	}
 }

@@ -82,6 +82,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("memories", func(t *testing.T) { testMemories(t, open) })
 	t.Run("recall", func(t *testing.T) { testRecall(t, open) })
 	t.Run("update", func(t *testing.T) { testUpdate(t, open) })
+	t.Run("concurrent_updates", func(t *testing.T) { testConcurrentUpdates(t, open) })
 	t.Run("forget_by_filter", func(t *testing.T) { testForgetByFilter(t, open) })
 	t.Run("memory_stats", func(t *testing.T) { testMemoryStats(t, open) })
 	t.Run("graph", func(t *testing.T) { testGraph(t, open) })
