@@ -67,31 +67,9 @@ type consolidateItem struct {
 // so a memory joins a group only if it is close to the survivor itself.
 func (s *Store) Consolidate(ctx context.Context, in ConsolidateInput) (ConsolidateResult, error) {
 	principal := tools.CallerFrom(ctx).Principal
-	if in.Threshold == 0 {
-		in.Threshold = 0.9
-	}
-	if in.Threshold < 0.5 || in.Threshold > 1 {
-		return ConsolidateResult{}, invalidf("threshold is %v; it must be between 0.5 and 1", in.Threshold)
-	}
-	if in.MinOverlap == 0 {
-		in.MinOverlap = 0.5
-	}
-	if in.MinOverlap < 0 || in.MinOverlap > 1 {
-		return ConsolidateResult{}, invalidf("min_overlap is %v; it must be between 0 and 1", in.MinOverlap)
-	}
-	if in.Limit == 0 {
-		in.Limit = 2000
-	}
-	if in.Limit < 2 || in.Limit > 5000 {
-		return ConsolidateResult{}, invalidf("limit is %d; it must be between 2 and 5000", in.Limit)
-	}
-	f := Filter{Layers: in.Layers}
-	if err := f.normalize(); err != nil {
+	layers, err := normalizeConsolidate(&in)
+	if err != nil {
 		return ConsolidateResult{}, err
-	}
-	layers := f.Layers
-	if len(layers) == 0 {
-		layers = Layers
 	}
 	s.vmu.RLock()
 	defer s.vmu.RUnlock()
@@ -99,81 +77,22 @@ func (s *Store) Consolidate(ctx context.Context, in ConsolidateInput) (Consolida
 		return ConsolidateResult{}, err
 	}
 	res := ConsolidateResult{Groups: []MergeGroup{}, DryRun: in.DryRun}
-	type group struct {
-		survivor *consolidateItem
-		members  []*consolidateItem
-		sims     []float64
-		overlaps []float64
-	}
-	var groups []group
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	var groups []DuplicateGroup
+	err = s.read(ctx, func(tx *sql.Tx) error {
 		for _, layer := range layers {
 			items, err := loadForConsolidation(ctx, tx, principal, layer, in.Limit)
 			if err != nil {
 				return err
 			}
 			res.Examined += len(items)
-			order := slices.Clone(items)
-			slices.SortStableFunc(order, func(a, b *consolidateItem) int {
-				switch {
-				case a.mem.Importance != b.mem.Importance:
-					if a.mem.Importance > b.mem.Importance {
-						return -1
-					}
-					return 1
-				case a.mem.AccessCount != b.mem.AccessCount:
-					if a.mem.AccessCount > b.mem.AccessCount {
-						return -1
-					}
-					return 1
-				}
-				return cmpID(a.mem.ID, b.mem.ID)
-			})
-			taken := map[int64]bool{}
-			for _, sv := range order {
-				if taken[sv.mem.ID] {
-					continue
-				}
-				g := group{survivor: sv}
-				for _, c := range order {
-					if c == sv || taken[c.mem.ID] {
-						continue
-					}
-					sim := float64(dot(sv.vec, c.vec))
-					if sim < in.Threshold {
-						continue
-					}
-					ov := jaccard(sv.words, c.words)
-					if ov < in.MinOverlap {
-						continue
-					}
-					g.members = append(g.members, c)
-					g.sims = append(g.sims, sim)
-					g.overlaps = append(g.overlaps, ov)
-				}
-				if len(g.members) == 0 {
-					continue
-				}
-				taken[sv.mem.ID] = true
-				for _, m := range g.members {
-					taken[m.mem.ID] = true
-				}
-				groups = append(groups, g)
-			}
+			groups = append(groups, groupDuplicates(items, in)...)
 		}
 		return nil
 	})
 	if err != nil {
 		return ConsolidateResult{}, fmt.Errorf("consolidate: %w", err)
 	}
-	for _, g := range groups {
-		mg := MergeGroup{Survivor: MemoryLink{ID: g.survivor.mem.ID, Layer: g.survivor.mem.Layer, Content: clip(g.survivor.mem.Content, 300)}}
-		for i, m := range g.members {
-			mg.Merged = append(mg.Merged, MergedEntry{ID: m.mem.ID, Content: clip(m.mem.Content, 300), Similarity: round4(g.sims[i]), Overlap: round4(g.overlaps[i])})
-		}
-		res.Groups = append(res.Groups, mg)
-		res.Merged += len(g.members)
-	}
+	reportGroups(&res, groups)
 	if in.DryRun || len(groups) == 0 {
 		return res, nil
 	}
@@ -183,47 +102,16 @@ func (s *Store) Consolidate(ctx context.Context, in ConsolidateInput) (Consolida
 	type plan struct {
 		next    Memory
 		vec     []float32
-		g       group
+		g       DuplicateGroup
 		touched []Memory // every memory of the group as read
 	}
 	plans := make([]plan, len(groups))
 	var texts []string
 	var need []int
 	for i, g := range groups {
-		next := g.survivor.mem
-		tags := slices.Clone(next.Tags)
-		meta := map[string]json.RawMessage{}
-		json.Unmarshal(next.Metadata, &meta)
-		ents := slices.Clone(next.Entities)
-		touched := []Memory{g.survivor.mem}
-		for _, m := range g.members {
-			touched = append(touched, m.mem)
-			tags = append(tags, m.mem.Tags...)
-			var mm map[string]json.RawMessage
-			if json.Unmarshal(m.mem.Metadata, &mm) == nil {
-				for k, v := range mm {
-					if _, ok := meta[k]; !ok {
-						meta[k] = v
-					}
-				}
-			}
-			ents = append(ents, m.mem.Entities...)
-			next.Importance = max(next.Importance, m.mem.Importance)
-			next.AccessCount += m.mem.AccessCount
-			if m.mem.CreatedAt.Before(next.CreatedAt) {
-				next.CreatedAt = m.mem.CreatedAt
-			}
-		}
-		slices.Sort(tags)
-		next.Tags = slices.Compact(tags)
-		if len(next.Tags) > s.lim.MaxTags {
-			next.Tags = next.Tags[:s.lim.MaxTags]
-		}
-		b, _ := json.Marshal(meta)
-		next.Metadata = b
-		next.Entities = ents
-		plans[i] = plan{next: next, g: g, touched: touched}
-		if !slices.Equal(next.Tags, g.survivor.mem.Tags) {
+		next := mergeSurvivor(g, s.lim)
+		plans[i] = plan{next: next, g: g, touched: append([]Memory{g.Survivor}, g.Members...)}
+		if !slices.Equal(next.Tags, g.Survivor.Tags) {
 			texts = append(texts, embedText(next.Content, next.Tags))
 			need = append(need, i)
 		}
@@ -265,16 +153,16 @@ func (s *Store) Consolidate(ctx context.Context, in ConsolidateInput) (Consolida
 				return err
 			}
 			var merged []int64
-			for i, m := range p.g.members {
-				rec, _ := json.Marshal(exported(m.mem, ""))
-				if _, err := tx.ExecContext(ctx, `UPDATE memory_merges SET survivor_id = ? WHERE survivor_id = ?`, sv.ID, m.mem.ID); err != nil {
+			for i, m := range p.g.Members {
+				rec, _ := json.Marshal(exported(m, ""))
+				if _, err := tx.ExecContext(ctx, `UPDATE memory_merges SET survivor_id = ? WHERE survivor_id = ?`, sv.ID, m.ID); err != nil {
 					return fmt.Errorf("move provenance: %w", err)
 				}
 				if _, err := tx.ExecContext(ctx, `INSERT INTO memory_merges (merged_id, survivor_id, principal, record, similarity, overlap, merged_at)
-					VALUES (?, ?, ?, ?, ?, ?, ?)`, m.mem.ID, sv.ID, principal, string(rec), round4(p.g.sims[i]), round4(p.g.overlaps[i]), ms(now)); err != nil {
+					VALUES (?, ?, ?, ?, ?, ?, ?)`, m.ID, sv.ID, principal, string(rec), round4(p.g.Similarities[i]), round4(p.g.Overlaps[i]), ms(now)); err != nil {
 					return fmt.Errorf("record provenance: %w", err)
 				}
-				merged = append(merged, m.mem.ID)
+				merged = append(merged, m.ID)
 			}
 			if err := deleteMemories(ctx, tx, principal, merged); err != nil {
 				return err
@@ -287,6 +175,152 @@ func (s *Store) Consolidate(ctx context.Context, in ConsolidateInput) (Consolida
 	}
 	s.log.Info("consolidated", "examined", res.Examined, "merged", res.Merged, "groups", len(res.Groups))
 	return res, nil
+}
+
+// normalizeConsolidate sets a pass's defaults, checks it and returns the
+// layers to consolidate.
+func normalizeConsolidate(in *ConsolidateInput) ([]Layer, error) {
+	if in.Threshold == 0 {
+		in.Threshold = 0.9
+	}
+	if in.Threshold < 0.5 || in.Threshold > 1 {
+		return nil, invalidf("threshold is %v; it must be between 0.5 and 1", in.Threshold)
+	}
+	if in.MinOverlap == 0 {
+		in.MinOverlap = 0.5
+	}
+	if in.MinOverlap < 0 || in.MinOverlap > 1 {
+		return nil, invalidf("min_overlap is %v; it must be between 0 and 1", in.MinOverlap)
+	}
+	if in.Limit == 0 {
+		in.Limit = 2000
+	}
+	if in.Limit < 2 || in.Limit > 5000 {
+		return nil, invalidf("limit is %d; it must be between 2 and 5000", in.Limit)
+	}
+	f := Filter{Layers: in.Layers}
+	if err := f.normalize(); err != nil {
+		return nil, err
+	}
+	if len(f.Layers) == 0 {
+		return Layers, nil
+	}
+	return f.Layers, nil
+}
+
+// DuplicateGroup is a survivor and the memories of its layer that
+// duplicate it, with each one's similarity and word overlap to it.
+type DuplicateGroup struct {
+	Survivor     Memory
+	Members      []Memory
+	Similarities []float64
+	Overlaps     []float64
+}
+
+// groupDuplicates groups the items of one layer: survivors in order of
+// importance, access count, then id, each taking the items not yet taken
+// that are close to it.
+func groupDuplicates(items []*consolidateItem, in ConsolidateInput) []DuplicateGroup {
+	order := slices.Clone(items)
+	slices.SortStableFunc(order, func(a, b *consolidateItem) int {
+		switch {
+		case a.mem.Importance != b.mem.Importance:
+			if a.mem.Importance > b.mem.Importance {
+				return -1
+			}
+			return 1
+		case a.mem.AccessCount != b.mem.AccessCount:
+			if a.mem.AccessCount > b.mem.AccessCount {
+				return -1
+			}
+			return 1
+		}
+		return cmpID(a.mem.ID, b.mem.ID)
+	})
+	var groups []DuplicateGroup
+	taken := map[int64]bool{}
+	for _, sv := range order {
+		if taken[sv.mem.ID] {
+			continue
+		}
+		g := DuplicateGroup{Survivor: sv.mem}
+		var members []*consolidateItem
+		for _, c := range order {
+			if c == sv || taken[c.mem.ID] {
+				continue
+			}
+			sim := float64(dot(sv.vec, c.vec))
+			if sim < in.Threshold {
+				continue
+			}
+			ov := jaccard(sv.words, c.words)
+			if ov < in.MinOverlap {
+				continue
+			}
+			members = append(members, c)
+			g.Members = append(g.Members, c.mem)
+			g.Similarities = append(g.Similarities, sim)
+			g.Overlaps = append(g.Overlaps, ov)
+		}
+		if len(members) == 0 {
+			continue
+		}
+		taken[sv.mem.ID] = true
+		for _, m := range members {
+			taken[m.mem.ID] = true
+		}
+		groups = append(groups, g)
+	}
+	return groups
+}
+
+// reportGroups adds groups to res as Consolidate reports them.
+func reportGroups(res *ConsolidateResult, groups []DuplicateGroup) {
+	for _, g := range groups {
+		mg := MergeGroup{Survivor: MemoryLink{ID: g.Survivor.ID, Layer: g.Survivor.Layer, Content: clip(g.Survivor.Content, 300)}}
+		for i, m := range g.Members {
+			mg.Merged = append(mg.Merged, MergedEntry{ID: m.ID, Content: clip(m.Content, 300), Similarity: round4(g.Similarities[i]), Overlap: round4(g.Overlaps[i])})
+		}
+		res.Groups = append(res.Groups, mg)
+		res.Merged += len(g.Members)
+	}
+}
+
+// mergeSurvivor returns the survivor of g as it is after the merge: the
+// members' tags, metadata keys it lacks, entities and access counts
+// added, the highest importance, the earliest creation time.
+func mergeSurvivor(g DuplicateGroup, lim Limits) Memory {
+	next := g.Survivor
+	tags := slices.Clone(next.Tags)
+	meta := map[string]json.RawMessage{}
+	json.Unmarshal(next.Metadata, &meta)
+	ents := slices.Clone(next.Entities)
+	for _, m := range g.Members {
+		tags = append(tags, m.Tags...)
+		var mm map[string]json.RawMessage
+		if json.Unmarshal(m.Metadata, &mm) == nil {
+			for k, v := range mm {
+				if _, ok := meta[k]; !ok {
+					meta[k] = v
+				}
+			}
+		}
+		ents = append(ents, m.Entities...)
+		next.Importance = max(next.Importance, m.Importance)
+		next.AccessCount += m.AccessCount
+		if m.CreatedAt.Before(next.CreatedAt) {
+			next.CreatedAt = m.CreatedAt
+		}
+	}
+	slices.Sort(tags)
+	next.Tags = slices.Compact(tags)
+	if maxTags := lim.withDefaults().MaxTags; len(next.Tags) > maxTags {
+		next.Tags = next.Tags[:maxTags]
+	}
+	b, _ := json.Marshal(meta)
+	next.Metadata = b
+	next.Entities = ents
+	return next
 }
 
 func round4(x float64) float64 {

@@ -163,23 +163,13 @@ func (r ImportReport) String() string {
 // after a header line. It reads one snapshot. Server records (audit log,
 // results) are not exported.
 func (s *Store) Export(ctx context.Context, w io.Writer) (ExportReport, error) {
-	var rep ExportReport
-	bw := bufio.NewWriterSize(w, 64<<10)
-	enc := json.NewEncoder(bw)
-	enc.SetEscapeHTML(false)
 	s.vmu.RLock()
 	name := s.emb.Name()
 	s.vmu.RUnlock()
-	emit := func(rec Record) error {
-		if err := enc.Encode(rec); err != nil {
-			return err
-		}
-		rep.add(rec.Kind)
-		return nil
-	}
+	ew := NewExportWriter(w)
+	emit := ew.Emit
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		now := s.now().UTC()
-		if err := enc.Encode(Record{Kind: "header", Version: ExportVersion, Embedder: name, Exported: &now}); err != nil {
+		if err := ew.Header(name, s.now()); err != nil {
 			return err
 		}
 		// Entities first: memories and relations refer to them by name.
@@ -278,12 +268,52 @@ func (s *Store) Export(ctx context.Context, w io.Writer) (ExportReport, error) {
 		return rows.Err()
 	})
 	if err != nil {
-		return rep, fmt.Errorf("export: %w", err)
+		return ew.Report(), fmt.Errorf("export: %w", err)
 	}
-	if err := bw.Flush(); err != nil {
-		return rep, fmt.Errorf("export: %w", err)
+	return ew.Flush()
+}
+
+// ExportWriter writes an export: a header line, then records, each
+// counted. Every backend's Export writes through one.
+type ExportWriter struct {
+	bw  *bufio.Writer
+	enc *json.Encoder
+	rep ExportReport
+}
+
+// NewExportWriter returns a writer of an export to w.
+func NewExportWriter(w io.Writer) *ExportWriter {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	return &ExportWriter{bw: bw, enc: enc}
+}
+
+// Header writes the header line: the format version, the embedder of the
+// stored vectors and the time of the export.
+func (ew *ExportWriter) Header(embedder string, now time.Time) error {
+	now = now.UTC()
+	return ew.enc.Encode(Record{Kind: "header", Version: ExportVersion, Embedder: embedder, Exported: &now})
+}
+
+// Emit writes one record.
+func (ew *ExportWriter) Emit(rec Record) error {
+	if err := ew.enc.Encode(rec); err != nil {
+		return err
 	}
-	return rep, nil
+	ew.rep.add(rec.Kind)
+	return nil
+}
+
+// Report counts the records written so far.
+func (ew *ExportWriter) Report() ExportReport { return ew.rep }
+
+// Flush writes what is buffered and returns the count of records.
+func (ew *ExportWriter) Flush() (ExportReport, error) {
+	if err := ew.bw.Flush(); err != nil {
+		return ew.rep, fmt.Errorf("export: %w", err)
+	}
+	return ew.rep, nil
 }
 
 // exportMemories emits the memories in id order, a page at a time.
@@ -382,15 +412,10 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (ImportReport, error) {
 			return rep, fmt.Errorf("import: record %d: %w: memory record without memory", i+1, ErrInvalid)
 		}
 		m := rec.Memory
-		ctxP := tools.WithCaller(ctx, tools.Caller{Principal: rec.Principal, Session: m.Session})
-		imp := m.Importance
-		p, err := s.prepareRemember(ctxP, RememberInput{Layer: m.Layer, Content: m.Content, Tags: m.Tags, Metadata: m.Metadata,
-			Importance: &imp, Source: m.Source, Session: m.Session, OccurredAt: m.OccurredAt, DueAt: m.DueAt, Status: m.Status, Entities: m.Entities,
-			Provenance: m.Provenance}, "")
+		p, err := s.prepareImport(ctx, rec)
 		if err != nil {
 			return rep, fmt.Errorf("import: record %d (memory %d): %w", i+1, m.ID, err)
 		}
-		p.uid = m.UID
 		mems = append(mems, &importMemory{rec: i, p: p, m: m, owner: rec.Principal, merges: rec.Merges})
 	}
 	s.vmu.RLock()
@@ -459,14 +484,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (ImportReport, error) {
 			if err != nil {
 				return fmt.Errorf("record %d (%s): %w", i+1, rec.Kind, err)
 			}
-			switch outcome {
-			case imported:
-				rep.Imported.add(rec.Kind)
-			case updated:
-				rep.Updated.add(rec.Kind)
-			case skipped:
-				rep.Skipped++
-			}
+			rep.Count(rec.Kind, outcome)
 		}
 		return nil
 	})
@@ -482,6 +500,19 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (ImportReport, error) {
 	}
 	s.log.Info("imported", "report", rep.String())
 	return rep, nil
+}
+
+// prepareImport checks the memory of an import record as Remember would,
+// keeping its session, provenance and stable identity.
+func (s *Store) prepareImport(ctx context.Context, rec Record) (prepared, error) {
+	m := rec.Memory
+	ctx = tools.WithCaller(ctx, tools.Caller{Principal: rec.Principal, Session: m.Session})
+	imp := m.Importance
+	p, err := s.prepareRemember(ctx, RememberInput{Layer: m.Layer, Content: m.Content, Tags: m.Tags, Metadata: m.Metadata,
+		Importance: &imp, Source: m.Source, Session: m.Session, OccurredAt: m.OccurredAt, DueAt: m.DueAt, Status: m.Status, Entities: m.Entities,
+		Provenance: m.Provenance}, "")
+	p.uid = m.UID
+	return p, err
 }
 
 // readExport reads and decodes every line of an export, checking the
@@ -692,20 +723,9 @@ func (s *Store) importSkill(ctx context.Context, tx *sql.Tx, rec Record, version
 	if rec.Skill == nil {
 		return 0, nil, fmt.Errorf("%w: skill record without skill", ErrInvalid)
 	}
-	sk := *rec.Skill
-	if !skillNameRE.MatchString(sk.Name) {
-		return 0, nil, fmt.Errorf("%w: skill name %q", ErrInvalid, clip(sk.Name, 70))
-	}
-	if sk.Language == "" {
-		sk.Language = "javascript"
-	}
-	if sk.Language != "javascript" && sk.Language != "typescript" {
-		return 0, nil, fmt.Errorf("%w: skill %s: language %q", ErrInvalid, sk.Name, clip(sk.Language, 20))
-	}
-	owner := rec.Principal
-	publish := rec.Kind == "published_skill"
-	if version == 1 && owner == legacySkillScope {
-		owner, publish = legacySkillOwner, true
+	sk, owner, publish, err := importedSkill(rec, version)
+	if err != nil {
+		return 0, nil, err
 	}
 	var schema any
 	if len(sk.InputSchema) > 0 {
@@ -743,7 +763,7 @@ func (s *Store) importSkill(ctx context.Context, tx *sql.Tx, rec Record, version
 	}
 	var other string
 	var at int64
-	err := tx.QueryRowContext(ctx, `SELECT owner, published_at FROM published_skills WHERE name = ?`, sk.Name).Scan(&other, &at)
+	err = tx.QueryRowContext(ctx, `SELECT owner, published_at FROM published_skills WHERE name = ?`, sk.Name).Scan(&other, &at)
 	pubOutcome := imported
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -781,6 +801,31 @@ func (s *Store) importSkill(ctx context.Context, tx *sql.Tx, rec Record, version
 		return outcome, changes, nil
 	}
 	return pubOutcome, changes, nil
+}
+
+// importedSkill checks the skill of an import record and says whose it
+// is and whether it is (also) published: a version-1 skill of the former
+// shared scope is the local user's, published.
+func importedSkill(rec Record, version int) (sk Skill, owner string, publish bool, err error) {
+	if rec.Skill == nil {
+		return Skill{}, "", false, fmt.Errorf("%w: skill record without skill", ErrInvalid)
+	}
+	sk = *rec.Skill
+	if !skillNameRE.MatchString(sk.Name) {
+		return Skill{}, "", false, fmt.Errorf("%w: skill name %q", ErrInvalid, clip(sk.Name, 70))
+	}
+	if sk.Language == "" {
+		sk.Language = "javascript"
+	}
+	if sk.Language != "javascript" && sk.Language != "typescript" {
+		return Skill{}, "", false, fmt.Errorf("%w: skill %s: language %q", ErrInvalid, sk.Name, clip(sk.Language, 20))
+	}
+	owner = rec.Principal
+	publish = rec.Kind == "published_skill"
+	if version == 1 && owner == legacySkillScope {
+		owner, publish = legacySkillOwner, true
+	}
+	return sk, owner, publish, nil
 }
 
 func (s *Store) importFile(ctx context.Context, tx *sql.Tx, rec Record) (importOutcome, error) {

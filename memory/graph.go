@@ -62,17 +62,7 @@ func validateType(field, t string) error {
 // reports whether it was created.
 func (s *Store) UpsertEntity(ctx context.Context, in EntityInput) (Entity, bool, error) {
 	principal := tools.CallerFrom(ctx).Principal
-	in.Name = strings.TrimSpace(in.Name)
-	if err := validateEntityName("name", in.Name); err != nil {
-		return Entity{}, false, err
-	}
-	if err := validateType("type", in.Type); err != nil {
-		return Entity{}, false, err
-	}
-	if err := validateText("description", in.Description, s.lim.MaxContentBytes, false); err != nil {
-		return Entity{}, false, err
-	}
-	props, err := normalizeObject("properties", in.Properties, s.lim.MaxMetadataBytes)
+	in, props, err := prepareEntity(in, s.lim)
 	if err != nil {
 		return Entity{}, false, err
 	}
@@ -95,23 +85,9 @@ func (s *Store) UpsertEntity(ctx context.Context, in EntityInput) (Entity, bool,
 			e = Entity{ID: id, Name: in.Name, Type: in.Type, Description: in.Description, Properties: props, CreatedAt: now, UpdatedAt: now}
 			return nil
 		}
-		e = cur
-		if in.Type != "" {
-			e.Type = in.Type
+		if e, err = mergeEntity(cur, in, props, s.lim, now); err != nil {
+			return err
 		}
-		if in.Description != "" {
-			e.Description = in.Description
-		}
-		if len(in.Properties) > 0 {
-			merged, err := mergeObjects(e.Properties, props)
-			if err != nil {
-				return err
-			}
-			if e.Properties, err = normalizeObject("properties", merged, s.lim.MaxMetadataBytes); err != nil {
-				return err
-			}
-		}
-		e.UpdatedAt = now
 		if _, err := tx.ExecContext(ctx, `UPDATE entities SET type = ?, description = ?, properties = ?, updated_at = ? WHERE id = ?`,
 			e.Type, e.Description, string(e.Properties), ms(now), e.ID); err != nil {
 			return fmt.Errorf("update entity: %w", err)
@@ -122,6 +98,47 @@ func (s *Store) UpsertEntity(ctx context.Context, in EntityInput) (Entity, bool,
 		return Entity{}, false, err
 	}
 	return e, created, nil
+}
+
+// prepareEntity checks an entity to upsert and returns it trimmed, with
+// its properties compacted.
+func prepareEntity(in EntityInput, lim Limits) (EntityInput, json.RawMessage, error) {
+	lim = lim.withDefaults()
+	in.Name = strings.TrimSpace(in.Name)
+	if err := validateEntityName("name", in.Name); err != nil {
+		return in, nil, err
+	}
+	if err := validateType("type", in.Type); err != nil {
+		return in, nil, err
+	}
+	if err := validateText("description", in.Description, lim.MaxContentBytes, false); err != nil {
+		return in, nil, err
+	}
+	props, err := normalizeObject("properties", in.Properties, lim.MaxMetadataBytes)
+	return in, props, err
+}
+
+// mergeEntity returns the stored entity cur updated by in: a non-empty
+// type or description replaces the stored one, properties are merged.
+func mergeEntity(cur Entity, in EntityInput, props json.RawMessage, lim Limits, now time.Time) (Entity, error) {
+	e := cur
+	if in.Type != "" {
+		e.Type = in.Type
+	}
+	if in.Description != "" {
+		e.Description = in.Description
+	}
+	if len(in.Properties) > 0 {
+		merged, err := mergeObjects(e.Properties, props)
+		if err != nil {
+			return e, err
+		}
+		if e.Properties, err = normalizeObject("properties", merged, lim.withDefaults().MaxMetadataBytes); err != nil {
+			return e, err
+		}
+	}
+	e.UpdatedAt = now
+	return e, nil
 }
 
 const entityColumns = `id, name, type, description, properties, created_at, updated_at`
@@ -210,27 +227,7 @@ type RelateResult struct {
 // are created.
 func (s *Store) Relate(ctx context.Context, in RelateInput) (RelateResult, error) {
 	principal := tools.CallerFrom(ctx).Principal
-	in.From, in.To, in.Type = strings.TrimSpace(in.From), strings.TrimSpace(in.To), strings.TrimSpace(in.Type)
-	if err := validateEntityName("from", in.From); err != nil {
-		return RelateResult{}, err
-	}
-	if err := validateEntityName("to", in.To); err != nil {
-		return RelateResult{}, err
-	}
-	if in.Type == "" {
-		return RelateResult{}, invalidf("type is empty; name the relation, such as \"works_on\" or \"depends_on\"")
-	}
-	if err := validateType("type", in.Type); err != nil {
-		return RelateResult{}, err
-	}
-	weight := 1.0
-	if in.Weight != nil {
-		if *in.Weight < 0 || *in.Weight > 1e6 || *in.Weight != *in.Weight {
-			return RelateResult{}, invalidf("weight is %v; it must be between 0 and 1000000", *in.Weight)
-		}
-		weight = *in.Weight
-	}
-	props, err := normalizeObject("properties", in.Properties, s.lim.MaxMetadataBytes)
+	in, weight, props, err := prepareRelation(in, s.lim)
 	if err != nil {
 		return RelateResult{}, err
 	}
@@ -276,6 +273,33 @@ func (s *Store) Relate(ctx context.Context, in RelateInput) (RelateResult, error
 		return RelateResult{}, err
 	}
 	return res, nil
+}
+
+// prepareRelation checks a relation to record and returns it trimmed,
+// with its weight (default 1) and compacted properties.
+func prepareRelation(in RelateInput, lim Limits) (RelateInput, float64, json.RawMessage, error) {
+	in.From, in.To, in.Type = strings.TrimSpace(in.From), strings.TrimSpace(in.To), strings.TrimSpace(in.Type)
+	if err := validateEntityName("from", in.From); err != nil {
+		return in, 0, nil, err
+	}
+	if err := validateEntityName("to", in.To); err != nil {
+		return in, 0, nil, err
+	}
+	if in.Type == "" {
+		return in, 0, nil, invalidf("type is empty; name the relation, such as \"works_on\" or \"depends_on\"")
+	}
+	if err := validateType("type", in.Type); err != nil {
+		return in, 0, nil, err
+	}
+	weight := 1.0
+	if in.Weight != nil {
+		if *in.Weight < 0 || *in.Weight > 1e6 || *in.Weight != *in.Weight {
+			return in, 0, nil, invalidf("weight is %v; it must be between 0 and 1000000", *in.Weight)
+		}
+		weight = *in.Weight
+	}
+	props, err := normalizeObject("properties", in.Properties, lim.withDefaults().MaxMetadataBytes)
+	return in, weight, props, err
 }
 
 const relationSelect = `SELECT r.id, f.name, t.name, r.type, r.weight, r.properties, r.created_at, r.updated_at
@@ -375,16 +399,46 @@ func normalizeWalk(dir *Direction, types []string) ([]string, error) {
 	return slices.Compact(out), nil
 }
 
-// edge is one step of a walk: the relation and the entity it leads to.
-type edge struct {
-	rel  int64
-	next int64
+// Edge is one step of a walk: the relation Rel and the entity Next it
+// leads to.
+type Edge struct {
+	Rel  int64
+	Next int64
+}
+
+// GraphReader is what the graph walks (Neighbors, Path) read, within one
+// snapshot of a backend's graph.
+type GraphReader interface {
+	// Edges returns the edges leaving each of ids, following dir and
+	// types (all when empty), sorted by (node, next, relation).
+	Edges(ctx context.Context, ids []int64, dir Direction, types []string) (map[int64][]Edge, error)
+	EntityByID(ctx context.Context, id int64) (Entity, error)
+	RelationByID(ctx context.Context, id int64) (Relation, error)
+	// LinkedMemories returns up to LinkedPerEntity memories linked to
+	// the entity, most important first, then newest.
+	LinkedMemories(ctx context.Context, entity int64) ([]MemoryLink, error)
+}
+
+// sqlGraph reads the graph of this store within a transaction.
+type sqlGraph struct{ q queryer }
+
+func (g sqlGraph) EntityByID(ctx context.Context, id int64) (Entity, error) {
+	return entityByID(ctx, g.q, id)
+}
+func (g sqlGraph) RelationByID(ctx context.Context, id int64) (Relation, error) {
+	return relationByID(ctx, g.q, id)
+}
+func (g sqlGraph) LinkedMemories(ctx context.Context, entity int64) ([]MemoryLink, error) {
+	return linkedMemories(ctx, g.q, entity)
+}
+func (g sqlGraph) Edges(ctx context.Context, ids []int64, dir Direction, types []string) (map[int64][]Edge, error) {
+	return edges(ctx, g.q, ids, dir, types)
 }
 
 // edges returns the edges leaving each of ids, following dir and types,
 // sorted by (node, next, rel) so that walks are deterministic.
-func edges(ctx context.Context, q queryer, ids []int64, dir Direction, types []string) (map[int64][]edge, error) {
-	out := map[int64][]edge{}
+func edges(ctx context.Context, q queryer, ids []int64, dir Direction, types []string) (map[int64][]Edge, error) {
+	out := map[int64][]Edge{}
 	for start := 0; start < len(ids); start += 400 {
 		chunk := ids[start:min(start+400, len(ids))]
 		var parts []string
@@ -415,8 +469,8 @@ func edges(ctx context.Context, q queryer, ids []int64, dir Direction, types []s
 		}
 		for rows.Next() {
 			var node int64
-			var e edge
-			if err := rows.Scan(&node, &e.next, &e.rel); err != nil {
+			var e Edge
+			if err := rows.Scan(&node, &e.Next, &e.Rel); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("walk graph: %w", err)
 			}
@@ -434,19 +488,7 @@ func edges(ctx context.Context, q queryer, ids []int64, dir Direction, types []s
 // edges.
 func (s *Store) Neighbors(ctx context.Context, in NeighborsInput) (NeighborsResult, error) {
 	principal := tools.CallerFrom(ctx).Principal
-	if in.Depth == 0 {
-		in.Depth = 1
-	}
-	if in.Depth < 1 || in.Depth > maxDepth {
-		return NeighborsResult{}, invalidf("depth is %d; it must be between 1 and %d", in.Depth, maxDepth)
-	}
-	if in.Limit == 0 {
-		in.Limit = 100
-	}
-	if in.Limit < 1 || in.Limit > maxNeighbors {
-		return NeighborsResult{}, invalidf("limit is %d; it must be between 1 and %d", in.Limit, maxNeighbors)
-	}
-	types, err := normalizeWalk(&in.Direction, in.Types)
+	types, err := normalizeNeighbors(&in)
 	if err != nil {
 		return NeighborsResult{}, err
 	}
@@ -456,7 +498,37 @@ func (s *Store) Neighbors(ctx context.Context, in NeighborsInput) (NeighborsResu
 		if err != nil {
 			return err
 		}
-		res.Entity = start
+		res, err = walkNeighbors(ctx, sqlGraph{tx}, start, in, types)
+		return err
+	})
+	if err != nil {
+		return NeighborsResult{}, err
+	}
+	return res, nil
+}
+
+// normalizeNeighbors sets a walk's defaults, checks it and returns the
+// relation types to follow.
+func normalizeNeighbors(in *NeighborsInput) ([]string, error) {
+	if in.Depth == 0 {
+		in.Depth = 1
+	}
+	if in.Depth < 1 || in.Depth > maxDepth {
+		return nil, invalidf("depth is %d; it must be between 1 and %d", in.Depth, maxDepth)
+	}
+	if in.Limit == 0 {
+		in.Limit = 100
+	}
+	if in.Limit < 1 || in.Limit > maxNeighbors {
+		return nil, invalidf("limit is %d; it must be between 1 and %d", in.Limit, maxNeighbors)
+	}
+	return normalizeWalk(&in.Direction, in.Types)
+}
+
+// walkNeighbors walks g breadth-first from start as in (normalized) asks.
+func walkNeighbors(ctx context.Context, g GraphReader, start Entity, in NeighborsInput, types []string) (NeighborsResult, error) {
+	res := NeighborsResult{Entity: start}
+	err := func() error {
 		seen := map[int64]bool{start.ID: true}
 		frontier := []int64{start.ID}
 		relIDs := map[int64]bool{}
@@ -467,24 +539,24 @@ func (s *Store) Neighbors(ctx context.Context, in NeighborsInput) (NeighborsResu
 		var reached []found
 	walk:
 		for depth := 1; depth <= in.Depth && len(frontier) > 0; depth++ {
-			es, err := edges(ctx, tx, frontier, in.Direction, types)
+			es, err := g.Edges(ctx, frontier, in.Direction, types)
 			if err != nil {
 				return err
 			}
 			var next []int64
 			for _, node := range frontier {
 				for _, e := range es[node] {
-					relIDs[e.rel] = true
-					if seen[e.next] {
+					relIDs[e.Rel] = true
+					if seen[e.Next] {
 						continue
 					}
 					if len(reached) >= in.Limit {
 						res.Truncated = true
 						break walk
 					}
-					seen[e.next] = true
-					reached = append(reached, found{id: e.next, via: e.rel, depth: depth})
-					next = append(next, e.next)
+					seen[e.Next] = true
+					reached = append(reached, found{id: e.Next, via: e.Rel, depth: depth})
+					next = append(next, e.Next)
 				}
 			}
 			slices.Sort(next)
@@ -492,11 +564,11 @@ func (s *Store) Neighbors(ctx context.Context, in NeighborsInput) (NeighborsResu
 		}
 		res.Neighbors = make([]Neighbor, 0, len(reached))
 		for _, f := range reached {
-			e, err := entityByID(ctx, tx, f.id)
+			e, err := g.EntityByID(ctx, f.id)
 			if err != nil {
 				return err
 			}
-			r, err := relationByID(ctx, tx, f.via)
+			r, err := g.RelationByID(ctx, f.via)
 			if err != nil {
 				return err
 			}
@@ -520,7 +592,7 @@ func (s *Store) Neighbors(ctx context.Context, in NeighborsInput) (NeighborsResu
 		}
 		res.Relations = make([]Relation, 0, len(ids))
 		for _, id := range ids {
-			r, err := relationByID(ctx, tx, id)
+			r, err := g.RelationByID(ctx, id)
 			if err != nil {
 				return err
 			}
@@ -529,17 +601,18 @@ func (s *Store) Neighbors(ctx context.Context, in NeighborsInput) (NeighborsResu
 			}
 		}
 		if in.Memories {
-			if res.Memories, err = linkedMemories(ctx, tx, start.ID); err != nil {
+			var err error
+			if res.Memories, err = g.LinkedMemories(ctx, start.ID); err != nil {
 				return err
 			}
 			for i := range res.Neighbors {
-				if res.Neighbors[i].Memories, err = linkedMemories(ctx, tx, res.Neighbors[i].Entity.ID); err != nil {
+				if res.Neighbors[i].Memories, err = g.LinkedMemories(ctx, res.Neighbors[i].Entity.ID); err != nil {
 					return err
 				}
 			}
 		}
 		return nil
-	})
+	}()
 	if err != nil {
 		return NeighborsResult{}, err
 	}
@@ -591,17 +664,11 @@ type PathResult struct {
 // and relation ids, so the answer is stable.
 func (s *Store) Path(ctx context.Context, in PathInput) (PathResult, error) {
 	principal := tools.CallerFrom(ctx).Principal
-	if in.MaxDepth == 0 {
-		in.MaxDepth = 4
-	}
-	if in.MaxDepth < 1 || in.MaxDepth > maxPathDepth {
-		return PathResult{}, invalidf("max_depth is %d; it must be between 1 and %d", in.MaxDepth, maxPathDepth)
-	}
-	types, err := normalizeWalk(&in.Direction, in.Types)
+	types, err := normalizePath(&in)
 	if err != nil {
 		return PathResult{}, err
 	}
-	res := PathResult{Entities: []string{}, Steps: []Relation{}}
+	var res PathResult
 	err = s.read(ctx, func(tx *sql.Tx) error {
 		from, err := entityByName(ctx, tx, principal, strings.TrimSpace(in.From))
 		if err != nil {
@@ -611,35 +678,8 @@ func (s *Store) Path(ctx context.Context, in PathInput) (PathResult, error) {
 		if err != nil {
 			return err
 		}
-		if from.ID == to.ID {
-			res.Found = true
-			res.Entities = []string{from.Name}
-			return nil
-		}
-		parent := map[int64]edge{from.ID: {}}
-		frontier := []int64{from.ID}
-		for depth := 1; depth <= in.MaxDepth && len(frontier) > 0; depth++ {
-			es, err := edges(ctx, tx, frontier, in.Direction, types)
-			if err != nil {
-				return err
-			}
-			var next []int64
-			for _, node := range frontier {
-				for _, e := range es[node] {
-					if _, ok := parent[e.next]; ok {
-						continue
-					}
-					parent[e.next] = edge{rel: e.rel, next: node}
-					if e.next == to.ID {
-						return s.buildPath(ctx, tx, parent, from.ID, to.ID, &res)
-					}
-					next = append(next, e.next)
-				}
-			}
-			slices.Sort(next)
-			frontier = next
-		}
-		return nil
+		res, err = findPath(ctx, sqlGraph{tx}, from, to, in, types)
+		return err
 	})
 	if err != nil {
 		return PathResult{}, err
@@ -647,25 +687,73 @@ func (s *Store) Path(ctx context.Context, in PathInput) (PathResult, error) {
 	return res, nil
 }
 
-func (s *Store) buildPath(ctx context.Context, tx *sql.Tx, parent map[int64]edge, from, to int64, res *PathResult) error {
+// normalizePath sets a path search's defaults, checks it and returns
+// the relation types to follow.
+func normalizePath(in *PathInput) ([]string, error) {
+	if in.MaxDepth == 0 {
+		in.MaxDepth = 4
+	}
+	if in.MaxDepth < 1 || in.MaxDepth > maxPathDepth {
+		return nil, invalidf("max_depth is %d; it must be between 1 and %d", in.MaxDepth, maxPathDepth)
+	}
+	return normalizeWalk(&in.Direction, in.Types)
+}
+
+// findPath searches g breadth-first for a shortest path from one entity
+// to another as in (normalized) asks.
+func findPath(ctx context.Context, g GraphReader, from, to Entity, in PathInput, types []string) (PathResult, error) {
+	res := PathResult{Entities: []string{}, Steps: []Relation{}}
+	if from.ID == to.ID {
+		res.Found = true
+		res.Entities = []string{from.Name}
+		return res, nil
+	}
+	parent := map[int64]Edge{from.ID: {}}
+	frontier := []int64{from.ID}
+	for depth := 1; depth <= in.MaxDepth && len(frontier) > 0; depth++ {
+		es, err := g.Edges(ctx, frontier, in.Direction, types)
+		if err != nil {
+			return PathResult{}, err
+		}
+		var next []int64
+		for _, node := range frontier {
+			for _, e := range es[node] {
+				if _, ok := parent[e.Next]; ok {
+					continue
+				}
+				parent[e.Next] = Edge{Rel: e.Rel, Next: node}
+				if e.Next == to.ID {
+					err := buildPath(ctx, g, parent, from.ID, to.ID, &res)
+					return res, err
+				}
+				next = append(next, e.Next)
+			}
+		}
+		slices.Sort(next)
+		frontier = next
+	}
+	return res, nil
+}
+
+func buildPath(ctx context.Context, g GraphReader, parent map[int64]Edge, from, to int64, res *PathResult) error {
 	var nodes []int64
 	var rels []int64
-	for n := to; n != from; n = parent[n].next {
+	for n := to; n != from; n = parent[n].Next {
 		nodes = append(nodes, n)
-		rels = append(rels, parent[n].rel)
+		rels = append(rels, parent[n].Rel)
 	}
 	nodes = append(nodes, from)
 	slices.Reverse(nodes)
 	slices.Reverse(rels)
 	for _, n := range nodes {
-		e, err := entityByID(ctx, tx, n)
+		e, err := g.EntityByID(ctx, n)
 		if err != nil {
 			return err
 		}
 		res.Entities = append(res.Entities, e.Name)
 	}
 	for _, r := range rels {
-		rel, err := relationByID(ctx, tx, r)
+		rel, err := g.RelationByID(ctx, r)
 		if err != nil {
 			return err
 		}

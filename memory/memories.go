@@ -622,22 +622,28 @@ func loadMerges(ctx context.Context, q queryer, survivor int64) ([]MergedMemory,
 	defer rows.Close()
 	var out []MergedMemory
 	for rows.Next() {
-		var mm MergedMemory
+		var id int64
 		var rec string
+		var sim, overlap float64
 		var at int64
-		if err := rows.Scan(&mm.ID, &rec, &mm.Similarity, &mm.Overlap, &at); err != nil {
+		if err := rows.Scan(&id, &rec, &sim, &overlap, &at); err != nil {
 			return nil, fmt.Errorf("load merges: %w", err)
 		}
-		mm.MergedAt = fromMS(at)
-		var r ExportedMemory
-		if json.Unmarshal([]byte(rec), &r) == nil {
-			r.Memory.Session = r.Session
-			mm.Content = r.Content
-			mm.Record = &r.Memory
-		}
-		out = append(out, mm)
+		out = append(out, mergedOf(id, rec, sim, overlap, fromMS(at)))
 	}
 	return out, rows.Err()
+}
+
+// mergedOf reads back a memory_merges row.
+func mergedOf(id int64, record string, similarity, overlap float64, at time.Time) MergedMemory {
+	mm := MergedMemory{ID: id, Similarity: similarity, Overlap: overlap, MergedAt: at}
+	var r ExportedMemory
+	if json.Unmarshal([]byte(record), &r) == nil {
+		r.Memory.Session = r.Session
+		mm.Content = r.Content
+		mm.Record = &r.Memory
+	}
+	return mm
 }
 
 // touch records an access of the memories; a read-only store does not.
@@ -1034,15 +1040,8 @@ type ForgetResult struct {
 // tags and links, and reports how many.
 func (s *Store) Forget(ctx context.Context, in ForgetInput) (ForgetResult, error) {
 	principal := tools.CallerFrom(ctx).Principal
-	if err := in.Filter.normalize(); err != nil {
+	if _, err := checkForget(&in); err != nil {
 		return ForgetResult{}, err
-	}
-	byFilter := !in.Filter.empty() || in.Before != nil
-	if len(in.IDs) == 0 && !byFilter && !in.All {
-		return ForgetResult{}, invalidf("say what to forget: ids, a filter (layers, tags, session, since, until, entity, before), or all: true to forget every memory")
-	}
-	if len(in.IDs) > 0 && (byFilter || in.All) {
-		return ForgetResult{}, invalidf("give either ids or a filter, not both")
 	}
 	res := ForgetResult{IDs: []int64{}, DryRun: in.DryRun}
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -1096,6 +1095,22 @@ func (s *Store) Forget(ctx context.Context, in ForgetInput) (ForgetResult, error
 		return ForgetResult{}, err
 	}
 	return res, nil
+}
+
+// checkForget checks what in asks to forget and reports whether it
+// selects by filter (or Before, or All) rather than by ids.
+func checkForget(in *ForgetInput) (bool, error) {
+	if err := in.Filter.normalize(); err != nil {
+		return false, err
+	}
+	byFilter := !in.Filter.empty() || in.Before != nil
+	if len(in.IDs) == 0 && !byFilter && !in.All {
+		return false, invalidf("say what to forget: ids, a filter (layers, tags, session, since, until, entity, before), or all: true to forget every memory")
+	}
+	if len(in.IDs) > 0 && (byFilter || in.All) {
+		return false, invalidf("give either ids or a filter, not both")
+	}
+	return byFilter || in.All, nil
 }
 
 func existingIDs(ctx context.Context, q queryer, principal string, ids []int64) (map[int64]bool, error) {

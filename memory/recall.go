@@ -134,15 +134,7 @@ func (s *Store) Recall(ctx context.Context, in RecallInput) (RecallResult, error
 				return err
 			}
 		}
-		slices.SortFunc(hits, func(a, b Hit) int {
-			if a.Score != b.Score {
-				if a.Score > b.Score {
-					return -1
-				}
-				return 1
-			}
-			return cmpID(a.ID, b.ID)
-		})
+		sortHits(hits)
 		if len(hits) > in.Limit {
 			hits = hits[:in.Limit]
 		}
@@ -291,19 +283,37 @@ func applyRecency(ctx context.Context, tx *sql.Tx, hits []Hit, now time.Time, w,
 		return fmt.Errorf("recency: %w", err)
 	}
 	defer rows.Close()
-	halfLife := halfLifeDays * 24 * float64(time.Hour.Milliseconds())
 	for rows.Next() {
 		var id, t int64
 		if err := rows.Scan(&id, &t); err != nil {
 			return fmt.Errorf("recency: %w", err)
 		}
-		age := math.Max(0, float64(now.UnixMilli()-t))
-		r := math.Pow(0.5, age/halfLife)
+		r := recencyOf(now, fromMS(t), halfLifeDays)
 		h := &hits[idx[id]]
 		h.Recency = &r
 		h.Score = (1-w)*h.Score + w*r
 	}
 	return rows.Err()
+}
+
+// recencyOf is 0.5^(age/half-life) of a memory of time t.
+func recencyOf(now, t time.Time, halfLifeDays float64) float64 {
+	halfLife := halfLifeDays * 24 * float64(time.Hour.Milliseconds())
+	age := math.Max(0, float64(now.UnixMilli()-t.UnixMilli()))
+	return math.Pow(0.5, age/halfLife)
+}
+
+// sortHits orders hits best first, ties by id.
+func sortHits(hits []Hit) {
+	slices.SortFunc(hits, func(a, b Hit) int {
+		if a.Score != b.Score {
+			if a.Score > b.Score {
+				return -1
+			}
+			return 1
+		}
+		return cmpID(a.ID, b.ID)
+	})
 }
 
 // vectorCount returns how many memories the principal has.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/codecell/codecell/tools"
@@ -109,44 +108,16 @@ const legacySkillScope = "skills"
 // snapshot of the skill is not changed: publish again to replace it.
 func (s *Store) SaveSkill(ctx context.Context, sk Skill) (Skill, error) {
 	owner := tools.CallerFrom(ctx).Principal
-	if !skillNameRE.MatchString(sk.Name) {
-		return Skill{}, invalidf("name %q: skill names are lower-case identifiers ([a-z][a-z0-9_]*, at most 64 characters), because they become tool names", clip(sk.Name, 70))
-	}
-	if err := validateText("description", sk.Description, s.lim.MaxContentBytes, true); err != nil {
+	sk, err := PrepareSkill(owner, sk, s.lim)
+	if err != nil {
 		return Skill{}, err
-	}
-	if strings.ContainsAny(strings.SplitN(sk.Description, "\n", 2)[0], "\r") {
-		return Skill{}, invalidf("description: the first line may not contain carriage returns")
-	}
-	if err := validateText("code", sk.Code, s.lim.MaxSkillCodeBytes, true); err != nil {
-		return Skill{}, err
-	}
-	switch sk.Language {
-	case "":
-		sk.Language = "javascript"
-	case "javascript", "typescript":
-	default:
-		return Skill{}, invalidf("language %q: use javascript or typescript", clip(sk.Language, 20))
 	}
 	var schema any
-	if len(sk.InputSchema) > 0 && string(sk.InputSchema) != "null" {
-		obj, err := normalizeObject("input_schema", sk.InputSchema, s.lim.MaxMetadataBytes)
-		if err != nil {
-			return Skill{}, err
-		}
-		if _, err := tools.CompileSchema(obj); err != nil {
-			return Skill{}, invalidf("input_schema is not a valid JSON Schema: %v", err)
-		}
-		sk.InputSchema = obj
-		schema = string(obj)
-	} else {
-		sk.InputSchema = nil
+	if sk.InputSchema != nil {
+		schema = string(sk.InputSchema)
 	}
-	sk.Owner = owner
-	sk.CodeSHA256 = Hash([]byte(sk.Code))
-	sk.Snapshot = false
 	ch := SkillChange{Principal: owner, Name: sk.Name, Kind: SkillSaved}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		now := s.now().UTC().Truncate(time.Millisecond)
 		var created int64
 		var v int64

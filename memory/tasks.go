@@ -31,19 +31,18 @@ type Task struct {
 
 // AddTask stores a task for the caller.
 func (s *Store) AddTask(ctx context.Context, in TaskInput) (Task, error) {
-	m, err := s.Remember(ctx, RememberInput{
-		Layer: Prospective, Content: in.Content, DueAt: in.DueAt, Status: in.Status, Tags: in.Tags,
-		Metadata: in.Metadata, Importance: in.Importance, Entities: in.Entities,
-	})
+	m, err := s.Remember(ctx, TaskRemember(in))
 	if err != nil {
 		return Task{}, err
 	}
 	return s.task(m), nil
 }
 
-func (s *Store) task(m Memory) Task {
+func (s *Store) task(m Memory) Task { return taskOf(m, s.now()) }
+
+func taskOf(m Memory, now time.Time) Task {
 	open := m.Status == StatusOpen || m.Status == StatusInProgress
-	return Task{Memory: m, Overdue: open && m.DueAt != nil && m.DueAt.Before(s.now())}
+	return Task{Memory: m, Overdue: open && m.DueAt != nil && m.DueAt.Before(now)}
 }
 
 // TaskQuery selects tasks.
@@ -65,53 +64,21 @@ type TaskQuery struct {
 // then by id.
 func (s *Store) ListTasks(ctx context.Context, q TaskQuery) ([]Task, error) {
 	principal := tools.CallerFrom(ctx).Principal
-	if q.Limit == 0 {
-		q.Limit = 50
-	}
-	if q.Limit < 1 || q.Limit > 500 {
-		return nil, invalidf("limit is %d; it must be between 1 and 500", q.Limit)
-	}
-	statuses := slices.Clone(q.Statuses)
-	if len(statuses) == 0 || q.Overdue {
-		statuses = []TaskStatus{StatusOpen, StatusInProgress}
-	}
-	for i, st := range statuses {
-		if !st.valid() {
-			return nil, invalidf("status[%d] %q is not a task status; use open, in_progress, done or cancelled", i, clip(string(st), 40))
-		}
-	}
-	if q.DueWithinHours < 0 {
-		return nil, invalidf("due_within_hours is %v; it must be 0 or more", q.DueWithinHours)
-	}
-	f := Filter{Layers: []Layer{Prospective}, Tags: q.Tags}
-	if err := f.normalize(); err != nil {
+	sel, err := prepareTaskQuery(&q, s.now())
+	if err != nil {
 		return nil, err
 	}
-	where, args := f.where(principal)
-	where += " AND m.status IN (" + placeholders(len(statuses)) + ")"
-	for _, st := range statuses {
+	where, args := sel.Filter.where(principal)
+	where += " AND m.status IN (" + placeholders(len(sel.Statuses)) + ")"
+	for _, st := range sel.Statuses {
 		args = append(args, string(st))
 	}
-	now := s.now()
-	var before *time.Time
-	if q.Overdue {
-		before = &now
-	}
-	if q.DueBefore != nil && (before == nil || q.DueBefore.Before(*before)) {
-		before = q.DueBefore
-	}
-	if q.DueWithinHours > 0 {
-		t := now.Add(time.Duration(q.DueWithinHours * float64(time.Hour)))
-		if before == nil || t.Before(*before) {
-			before = &t
-		}
-	}
-	if before != nil {
+	if sel.DueBefore != nil {
 		where += " AND m.due_at IS NOT NULL AND m.due_at < ?"
-		args = append(args, ms(*before))
+		args = append(args, ms(*sel.DueBefore))
 	}
 	var out []Task
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err = s.read(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT m.id FROM memories m WHERE `+where+` ORDER BY m.due_at IS NULL, m.due_at, m.id LIMIT ?`, append(args, q.Limit)...)
 		if err != nil {
 			return err
@@ -162,22 +129,9 @@ func (s *Store) UpdateTask(ctx context.Context, in TaskUpdate) (Task, error) {
 	if err != nil {
 		return Task{}, err
 	}
-	if cur.Layer != Prospective {
-		return Task{}, invalidf("memory %d is a %s memory, not a task; use memory.update", in.ID, cur.Layer)
-	}
-	up := UpdateInput{ID: in.ID, Status: in.Status, DueAt: in.DueAt, Content: in.Content}
-	if note := strings.TrimSpace(in.Note); note != "" {
-		if err := validateText("note", note, 2000, false); err != nil {
-			return Task{}, err
-		}
-		var meta map[string]any
-		if json.Unmarshal(cur.Metadata, &meta) != nil || meta == nil {
-			meta = map[string]any{}
-		}
-		notes, _ := meta["notes"].([]any)
-		notes = append(notes, map[string]any{"at": s.now().UTC().Format(time.RFC3339), "note": note})
-		patch, _ := json.Marshal(map[string]any{"notes": notes})
-		up.MergeMetadata = patch
+	up, err := taskUpdate(cur, in, s.now())
+	if err != nil {
+		return Task{}, err
 	}
 	m, err := s.Update(ctx, up)
 	if err != nil {
@@ -202,4 +156,76 @@ func (s *Store) peek(ctx context.Context, id int64) (Memory, error) {
 		return nil
 	})
 	return m, err
+}
+
+// TaskSelection is what a TaskQuery selects: prospective memories that
+// pass Filter, in one of Statuses, due before DueBefore when set.
+type TaskSelection struct {
+	Filter    Filter
+	Statuses  []TaskStatus
+	DueBefore *time.Time
+}
+
+// prepareTaskQuery sets q's defaults, checks it and says what it selects
+// at time now.
+func prepareTaskQuery(q *TaskQuery, now time.Time) (TaskSelection, error) {
+	if q.Limit == 0 {
+		q.Limit = 50
+	}
+	if q.Limit < 1 || q.Limit > 500 {
+		return TaskSelection{}, invalidf("limit is %d; it must be between 1 and 500", q.Limit)
+	}
+	statuses := slices.Clone(q.Statuses)
+	if len(statuses) == 0 || q.Overdue {
+		statuses = []TaskStatus{StatusOpen, StatusInProgress}
+	}
+	for i, st := range statuses {
+		if !st.valid() {
+			return TaskSelection{}, invalidf("status[%d] %q is not a task status; use open, in_progress, done or cancelled", i, clip(string(st), 40))
+		}
+	}
+	if q.DueWithinHours < 0 {
+		return TaskSelection{}, invalidf("due_within_hours is %v; it must be 0 or more", q.DueWithinHours)
+	}
+	f := Filter{Layers: []Layer{Prospective}, Tags: q.Tags}
+	if err := f.normalize(); err != nil {
+		return TaskSelection{}, err
+	}
+	var before *time.Time
+	if q.Overdue {
+		before = &now
+	}
+	if q.DueBefore != nil && (before == nil || q.DueBefore.Before(*before)) {
+		before = q.DueBefore
+	}
+	if q.DueWithinHours > 0 {
+		t := now.Add(time.Duration(q.DueWithinHours * float64(time.Hour)))
+		if before == nil || t.Before(*before) {
+			before = &t
+		}
+	}
+	return TaskSelection{Filter: f, Statuses: statuses, DueBefore: before}, nil
+}
+
+// taskUpdate turns a task update of the stored memory cur into the
+// memory update it makes at time now (a note appended to metadata.notes).
+func taskUpdate(cur Memory, in TaskUpdate, now time.Time) (UpdateInput, error) {
+	if cur.Layer != Prospective {
+		return UpdateInput{}, invalidf("memory %d is a %s memory, not a task; use memory.update", in.ID, cur.Layer)
+	}
+	up := UpdateInput{ID: in.ID, Status: in.Status, DueAt: in.DueAt, Content: in.Content}
+	if note := strings.TrimSpace(in.Note); note != "" {
+		if err := validateText("note", note, 2000, false); err != nil {
+			return UpdateInput{}, err
+		}
+		var meta map[string]any
+		if json.Unmarshal(cur.Metadata, &meta) != nil || meta == nil {
+			meta = map[string]any{}
+		}
+		notes, _ := meta["notes"].([]any)
+		notes = append(notes, map[string]any{"at": now.UTC().Format(time.RFC3339), "note": note})
+		patch, _ := json.Marshal(map[string]any{"notes": notes})
+		up.MergeMetadata = patch
+	}
+	return up, nil
 }

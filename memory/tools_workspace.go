@@ -42,14 +42,30 @@ type readOut struct {
 // WorkspaceTools returns the workspace tools (category "workspace"),
 // callable positionally from programs: workspace.write(path, data),
 // workspace.read(path), workspace.list(prefix?), workspace.remove(path).
-func (s *Store) WorkspaceTools() []tools.Tool {
+func (s *Store) WorkspaceTools() []tools.Tool { return s.ToolSet().WorkspaceTools() }
+
+// WorkspaceOps is what the workspace tools call.
+type WorkspaceOps interface {
+	WriteFile(ctx context.Context, p string, data []byte) (FileInfo, bool, error)
+	ReadFile(ctx context.Context, p string) (FileInfo, []byte, error)
+	ListFiles(ctx context.Context, prefix string) (WorkspaceListing, error)
+	RemoveFile(ctx context.Context, p string) (bool, error)
+}
+
+// WorkspaceTools returns the workspace tools when ts has a Workspace.
+func (ts ToolSet) WorkspaceTools() []tools.Tool {
+	s := ts.Workspace
+	if s == nil {
+		return nil
+	}
+	lim := ts.Limits.Defaults()
 	return []tools.Tool{
 		{
 			Name:    "workspace.write",
 			Summary: "Write a file (text, or base64 with encoding: \"base64\") to the persistent workspace, replacing any file there.",
 			Description: fmt.Sprintf("Write stores data at path in the caller's workspace, which persists across runs, sessions and restarts. "+
 				"data is a string: UTF-8 text, or base64 when encoding is base64. To store an object, JSON.stringify it. Limits: %d bytes per file, "+
-				"%d bytes and %d files per workspace.", s.lim.MaxFileBytes, s.lim.MaxWorkspaceBytes, s.lim.MaxWorkspaceFiles),
+				"%d bytes and %d files per workspace.", lim.MaxFileBytes, lim.MaxWorkspaceBytes, lim.MaxWorkspaceFiles),
 			InputSchema: raw(`{"type": "object", "properties": {
 				"path": ` + pathSchema + `,
 				"data": {"type": "string", "description": "The content."},

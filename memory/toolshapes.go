@@ -27,24 +27,15 @@ const maxToolShapeKey = 256
 // MaxToolShapeBytes. It is server state, not a principal's: every caller
 // shares it.
 func (s *Store) PutToolShape(ctx context.Context, source, tool string, shape json.RawMessage) error {
-	if err := checkToolShapeKey("source", source); err != nil {
+	compact, err := checkToolShape(source, tool, shape)
+	if err != nil {
 		return err
-	}
-	if err := checkToolShapeKey("tool", tool); err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, shape); err != nil {
-		return invalidf("tool shape of %s %s is not valid JSON: %v", clip(source, 40), clip(tool, 40), err)
-	}
-	if buf.Len() > MaxToolShapeBytes {
-		return tooLargef("tool shape of %s %s is %d bytes as JSON; the limit is %d bytes", clip(source, 40), clip(tool, 40), buf.Len(), MaxToolShapeBytes)
 	}
 	now := ms(s.now())
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO tool_shapes (source, tool, shape, updated_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (source, tool) DO UPDATE SET shape = excluded.shape, updated_at = excluded.updated_at`,
-			source, tool, buf.String(), now); err != nil {
+			source, tool, compact, now); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `DELETE FROM tool_shapes WHERE source = ? AND tool NOT IN (
@@ -81,6 +72,24 @@ func (s *Store) ToolShapes(ctx context.Context, source string) (map[string]json.
 		return nil, fmt.Errorf("read tool shapes: %w", err)
 	}
 	return out, nil
+}
+
+// checkToolShape checks a tool shape to store and returns it compacted.
+func checkToolShape(source, tool string, shape json.RawMessage) (string, error) {
+	if err := checkToolShapeKey("source", source); err != nil {
+		return "", err
+	}
+	if err := checkToolShapeKey("tool", tool); err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, shape); err != nil {
+		return "", invalidf("tool shape of %s %s is not valid JSON: %v", clip(source, 40), clip(tool, 40), err)
+	}
+	if buf.Len() > MaxToolShapeBytes {
+		return "", tooLargef("tool shape of %s %s is %d bytes as JSON; the limit is %d bytes", clip(source, 40), clip(tool, 40), buf.Len(), MaxToolShapeBytes)
+	}
+	return buf.String(), nil
 }
 
 func checkToolShapeKey(what, v string) error {

@@ -162,6 +162,9 @@ type MemoryConfig struct {
 	ResultsMaxAge         Duration `toml:"results_max_age"`
 	WorkspaceMaxFileBytes int64    `toml:"workspace_max_file_bytes"`
 	WorkspaceMaxBytes     int64    `toml:"workspace_max_bytes"`
+	// Backend and DSN choose the store (config_backend.go).
+	Backend string `toml:"backend"`
+	DSN     string `toml:"dsn"`
 }
 
 // Duration is a time.Duration written as "5s" or "1m30s".
@@ -232,6 +235,7 @@ func defaultConfig() Config {
 		Tasks: defaultTasks(),
 		Memory: MemoryConfig{
 			Embedder:              "offline",
+			Backend:               backendSQLite,
 			EmbedderKeyEnv:        "CODECELL_EMBEDDER_API_KEY",
 			AuditMaxAge:           Duration(30 * 24 * time.Hour),
 			ResultsMaxAge:         Duration(7 * 24 * time.Hour),
@@ -758,6 +762,7 @@ func (c *Config) validate(env func(string) string) []error {
 	errs = append(errs, c.validateRuntime()...)
 	errs = append(errs, c.validateCache()...)
 	errs = append(errs, c.validateAccess()...)
+	errs = append(errs, m.validateBackend()...)
 	return append(errs, c.validateOpenAPI(env)...)
 }
 

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// This file checks memory.backend and memory.dsn: which store the server
+// keeps its state in. sqlite is the embedded default (memory.path);
+// postgres is a database several instances share (memory/postgres), named
+// by memory.dsn or CODECELL_MEMORY_DSN.
+
+const (
+	backendSQLite   = "sqlite"
+	backendPostgres = "postgres"
+)
+
+// validateBackend reports a bad memory.backend or memory.dsn. The DSN is
+// parsed, never printed: it may hold a password.
+func (m MemoryConfig) validateBackend() []error {
+	switch m.Backend {
+	case backendSQLite, "":
+		if m.DSN != "" {
+			return []error{configError{"memory.dsn", `applies to memory.backend = "postgres" only`}}
+		}
+	case backendPostgres:
+		if m.DSN == "" {
+			return []error{configError{"memory.dsn", `is required with memory.backend = "postgres" (or set CODECELL_MEMORY_DSN), e.g. postgres://codecell@db.internal/codecell`}}
+		}
+		if _, err := pgx.ParseConfig(m.DSN); err != nil {
+			return []error{configError{"memory.dsn", "is not a PostgreSQL connection string (postgres://user@host/db or key=value pairs)"}}
+		}
+		if m.Path != "" {
+			return []error{configError{"memory.path", `applies to memory.backend = "sqlite" only`}}
+		}
+	default:
+		return []error{configError{"memory.backend", fmt.Sprintf("%q: use sqlite or postgres", m.Backend)}}
+	}
+	return nil
+}
