@@ -19,6 +19,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/filter"
@@ -81,6 +82,9 @@ type Config struct {
 	Principal string
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
+	// TracerProvider, when set, traces requests, runs and tool calls;
+	// nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Server is a codecell MCP server. Create it with New, serve it with
@@ -103,6 +107,7 @@ type Server struct {
 	owners  *sessionOwners
 	limits  *limiter
 	metrics *metrics
+	tracer  trace.Tracer
 	levels  levelSet
 	subs    subscriptions
 	events  *eventStore
@@ -162,6 +167,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		owners:   newSessionOwners(cfg.Principal),
 		limits:   newLimiter(cfg.Limits),
 		metrics:  newMetrics(exec),
+		tracer:   newTracer(cfg.TracerProvider),
 		events:   newEventStore(256, 8<<20, 1024),
 	}
 	if cfg.Store != nil {
@@ -201,6 +207,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		server.WithCompletions(),
 		server.WithResourceCompletionProvider(completions{s}),
 	)
+	s.traceRequests()
 	if cfg.Expose != ExposeDirect {
 		s.mcp.AddTool(s.executeCodeTool(), s.executeCode)
 		s.mcp.AddTool(s.readToolsTool(), s.readTools)
