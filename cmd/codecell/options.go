@@ -13,6 +13,8 @@ import (
 	"runtime"
 	"strings"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/mcpserver"
@@ -224,7 +226,7 @@ func executorConfig(c SandboxConfig) executor.Config {
 // newServer builds the sandbox, the catalogue and the MCP server from cfg,
 // over the store, whose memory and workspace tools join the catalogue.
 // close stops the server, then the sandbox.
-func newServer(cfg Config, store *memory.Store, log *slog.Logger) (srv *mcpserver.Server, close func(), err error) {
+func newServer(cfg Config, store *memory.Store, log *slog.Logger, tp trace.TracerProvider) (srv *mcpserver.Server, close func(), err error) {
 	ec := executorConfig(cfg.Sandbox)
 	ec.Logger = log
 	exec, err := executor.New(ec)
@@ -236,7 +238,7 @@ func newServer(cfg Config, store *memory.Store, log *slog.Logger) (srv *mcpserve
 			exec.Close()
 		}
 	}()
-	srv, up, err := buildServer(cfg, store, exec, log)
+	srv, up, err := buildServer(cfg, store, exec, log, tp)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -253,7 +255,7 @@ func newServer(cfg Config, store *memory.Store, log *slog.Logger) (srv *mcpserve
 // buildServer builds the catalogue and the MCP server, and starts
 // connecting to the upstream servers, whose tools join the catalogue as
 // they become ready; the caller closes the server, then the source.
-func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *slog.Logger) (_ *mcpserver.Server, up *upstream.Source, err error) {
+func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *slog.Logger, tp trace.TracerProvider) (_ *mcpserver.Server, up *upstream.Source, err error) {
 	reg := tools.NewRegistry()
 	if err := builtin.Register(reg); err != nil {
 		return nil, nil, err
@@ -310,6 +312,7 @@ func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *
 		MaxBudget:      fcfg.MaxBudget,
 		Store:          store,
 		Logger:         log,
+		TracerProvider: tp,
 	}, reg)
 	if err != nil {
 		return nil, nil, err
