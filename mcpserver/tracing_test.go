@@ -110,17 +110,17 @@ func dump(s tracetest.SpanStub) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s|%s|%s|", s.Name, s.Status.Description, s.SpanContext.TraceState())
 	for _, kv := range s.Attributes {
-		fmt.Fprintf(&b, "%s=%s;", kv.Key, kv.Value.Emit())
+		fmt.Fprintf(&b, "%s=%s;", kv.Key, kv.Value.String())
 	}
 	for _, e := range s.Events {
 		fmt.Fprintf(&b, "event %s:", e.Name)
 		for _, kv := range e.Attributes {
-			fmt.Fprintf(&b, "%s=%s;", kv.Key, kv.Value.Emit())
+			fmt.Fprintf(&b, "%s=%s;", kv.Key, kv.Value.String())
 		}
 	}
 	for _, l := range s.Links {
 		for _, kv := range l.Attributes {
-			fmt.Fprintf(&b, "link %s=%s;", kv.Key, kv.Value.Emit())
+			fmt.Fprintf(&b, "link %s=%s;", kv.Key, kv.Value.String())
 		}
 	}
 	return b.String()
@@ -186,8 +186,8 @@ func TestTraceOfARun(t *testing.T) {
 				"codecell.language":       "javascript",
 				"codecell.code.bytes":     fmt.Sprint(len(tracedProgram)),
 			} {
-				if v, _ := attr(run, key); v.Emit() != want {
-					t.Errorf("run span %s = %q, want %q", key, v.Emit(), want)
+				if v, _ := attr(run, key); v.String() != want {
+					t.Errorf("run span %s = %q, want %q", key, v.String(), want)
 				}
 			}
 			if v, _ := attr(run, "codecell.execution.id"); v.AsString() == "" {
@@ -201,7 +201,7 @@ func TestTraceOfARun(t *testing.T) {
 				t.Errorf("failing call's status %+v, want error http_500", fail.Status)
 			}
 			if v, _ := attr(fail, "codecell.error.code"); v.AsString() != "http_500" {
-				t.Errorf("failing call's error code %q", v.Emit())
+				t.Errorf("failing call's error code %q", v.String())
 			}
 			for _, name := range []string{"execute_tool vault.read", "execute_tool vault.write"} {
 				s := byName[name]
@@ -209,7 +209,7 @@ func TestTraceOfARun(t *testing.T) {
 					t.Errorf("%s: status %+v", name, s.Status)
 				}
 				if v, _ := attr(s, "gen_ai.tool.name"); v.AsString() != strings.TrimPrefix(name, "execute_tool ") {
-					t.Errorf("%s: tool name %q", name, v.Emit())
+					t.Errorf("%s: tool name %q", name, v.String())
 				}
 			}
 			if v, _ := attr(byName["execute_tool vault.read"], "codecell.tool.result_bytes"); v.AsInt64() != int64(len(`{"value":"`+secret+`"}`)) {
@@ -226,7 +226,7 @@ func TestTraceOfARun(t *testing.T) {
 				t.Error("the filter span does not say it cut the result")
 			}
 			if v, _ := attr(byName["tool.execute_code"], "gen_ai.tool.name"); v.AsString() != "execute_code" {
-				t.Errorf("tool span's tool %q", v.Emit())
+				t.Errorf("tool span's tool %q", v.String())
 			}
 		})
 	}
