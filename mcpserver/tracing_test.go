@@ -222,6 +222,12 @@ func TestTraceOfARun(t *testing.T) {
 				!strings.Contains(got, "server.address=vault.example") || !strings.Contains(got, "http.response.status_code=204") {
 				t.Errorf("write's HTTP request event: %s", got)
 			}
+			if _, ok := attr(byName["codecell.queue_wait"], "codecell.queue_wait_ms"); !ok {
+				t.Error("the queue wait span does not say how long the run waited")
+			}
+			if v, _ := attr(byName["codecell.store"], "codecell.store.bytes"); v.AsInt64() <= 1024 {
+				t.Errorf("the store span stored %d bytes, want the whole result", v.AsInt64())
+			}
 			if v, _ := attr(byName["codecell.filter"], "codecell.filter.cut"); !v.AsBool() {
 				t.Error("the filter span does not say it cut the result")
 			}
