@@ -162,7 +162,8 @@ func (d *runDispatcher) Call(ctx context.Context, c executor.Call) (json.RawMess
 	name, args := c.Name, c.Args
 	ctx = context.WithValue(ctx, runKey{}, d)
 	start := time.Now()
-	rep := tools.Reporter{Artifact: d.addArtifact, Request: d.addRequest}
+	ctx, span := d.s.startToolCall(ctx, d.caller, name, args)
+	rep := tools.Reporter{Artifact: d.addArtifact, Request: func(q tools.Request) { d.addRequest(q); traceRequest(span, q) }}
 	if d.progress != nil {
 		rep.Progress = func(message string, fraction float64) {
 			if message == "" {
@@ -175,6 +176,7 @@ func (d *runDispatcher) Call(ctx context.Context, c executor.Call) (json.RawMess
 	if how == servedCached {
 		c.MarkCached()
 	}
+	endToolCall(span, out, err)
 	call := memory.ToolCall{
 		ExecutionID: d.execID,
 		Tool:        metricName(d.s.reg, d.caller, name),

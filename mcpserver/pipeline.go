@@ -64,6 +64,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 	}
 	id := newExecutionID()
 	started := time.Now()
+	ctx, span := s.startRun(ctx, id, x)
 	flow, err := s.filter.NewFlow(filter.FlowOptions{Rules: s.cfg.Rules})
 	if err != nil {
 		s.log.Error("flow", "err", err) // the rules were checked when the server was made
@@ -112,6 +113,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 	defer cancel(nil)
 	stop := context.AfterFunc(s.stopping, func() { cancel(context.Cause(s.stopping)) })
 	defer stop()
+	span.running()
 	res := s.exec.Run(runCtx, executor.Request{
 		Code:       x.Code,
 		Language:   x.Language,
@@ -124,6 +126,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 		OnProgress: x.OnProgress,
 	})
 	s.metrics.observeRun(res)
+	span.ran(res)
 	if d.plan != nil {
 		var note string
 		x.planned, note = s.savePlan(ctx, caller, id, d.plan, res)
@@ -137,6 +140,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 	s.audit.record(auditRecord{exec: executionRecord(id, caller, s.access.of(caller), x, started, res), calls: d.auditCalls(), requests: d.auditRequests()})
 	s.log.Info("run", "id", id, "principal", caller.Principal, "session_hash", sessionHash(caller.Session), "status", res.Status, "kind", errorKind(res),
 		"ms", res.Telemetry.DurationMS, "calls", res.Telemetry.ToolCalls, "code_bytes", len(x.Code), "returned_bytes", len(body))
+	span.end(body)
 	return rec, body
 }
 
@@ -218,11 +222,13 @@ func (s *Server) record(ctx context.Context, sess *session, flow *filter.Flow, e
 	for i, l := range res.Logs {
 		lines[i] = l.Message
 	}
+	fspan := s.startFilter(ctx, res)
 	out, err := s.filter.Apply(filter.Input{Result: res.Value, Logs: lines}, opts)
 	var full json.RawMessage
 	if err != nil {
 		// The executor only returns valid JSON; a failure here is ours.
 		s.log.Error("filter", "id", execID, "err", err)
+		endFilter(fspan, nil, err)
 		rec.Result = json.RawMessage("null")
 	} else {
 		full = out.Full
@@ -233,6 +239,7 @@ func (s *Server) record(ctx context.Context, sess *session, flow *filter.Flow, e
 			}
 		}
 		rec.Filter = summarizeFilter(&out.Report, x.Details)
+		endFilter(fspan, rec.Filter, nil)
 		for class, n := range out.Report.Findings {
 			s.metrics.findings.WithLabelValues(string(class)).Add(float64(n))
 		}
@@ -340,8 +347,10 @@ func (s *Server) storeResult(ctx context.Context, execID string, full json.RawMe
 		}
 	}
 	start := time.Now()
+	span := s.startStore(ctx, len(full))
 	info, err := s.cfg.Store.PutResult(ctx, in)
 	s.metrics.observeStore("put_result", time.Since(start))
+	endStore(span, err)
 	if err != nil {
 		s.log.Error("store result", "id", execID, "err", err)
 		return ""

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/filter"
@@ -109,6 +110,9 @@ type Config struct {
 	// Approval names the tool calls the client's user approves first
 	// (MCP elicitation, approval.go).
 	Approval ApprovalConfig
+	// TracerProvider, when set, traces requests, runs and tool calls;
+	// nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Server is a codecell MCP server. Create it with New, serve it with
@@ -131,6 +135,7 @@ type Server struct {
 	owners  *sessionOwners
 	limits  *limiter
 	metrics *metrics
+	tracer  trace.Tracer
 	levels  levelSet
 	subs    subscriptions
 	events  *eventStore
@@ -207,6 +212,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		owners:   newSessionOwners(cfg.Principal),
 		limits:   newLimiter(cfg.Limits),
 		metrics:  newMetrics(exec),
+		tracer:   newTracer(cfg.TracerProvider),
 		events:   newEventStore(256, 8<<20, 1024),
 	}
 	s.tasks = newTaskRuns(cfg.Tasks, func(ctx context.Context) string { return s.caller(ctx).Principal })
@@ -260,6 +266,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		server.WithResourceCompletionProvider(completions{s}),
 		server.WithElicitation(),
 	)...)
+	s.traceRequests()
 	if err = s.initRuntime(); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
 	}

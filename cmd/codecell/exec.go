@@ -49,7 +49,7 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return err
 	}
 	defer store.Close()
-	srv, closeServer, err := newServer(cfg, store, log)
+	srv, closeServer, err := newServer(cfg, store, log, nil)
 	if err != nil {
 		return err
 	}

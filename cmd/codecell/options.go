@@ -13,6 +13,8 @@ import (
 	"runtime"
 	"strings"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/mcpserver"
@@ -230,7 +232,7 @@ func executorConfig(c SandboxConfig) executor.Config {
 // newServer builds the sandbox, the catalogue and the MCP server from cfg,
 // over the store, whose memory and workspace tools join the catalogue.
 // close stops the server, then the sandbox.
-func newServer(cfg Config, store *memory.Store, log *slog.Logger) (srv *mcpserver.Server, close func(), err error) {
+func newServer(cfg Config, store *memory.Store, log *slog.Logger, tp trace.TracerProvider) (srv *mcpserver.Server, close func(), err error) {
 	ec := executorConfig(cfg.Sandbox)
 	ec.Logger = log
 	ec.MaxWaiting = cfg.Tasks.MaxWaiting
@@ -243,7 +245,7 @@ func newServer(cfg Config, store *memory.Store, log *slog.Logger) (srv *mcpserve
 			exec.Close()
 		}
 	}()
-	srv, up, err := buildServer(cfg, store, exec, log)
+	srv, up, err := buildServer(cfg, store, exec, log, tp)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -260,7 +262,7 @@ func newServer(cfg Config, store *memory.Store, log *slog.Logger) (srv *mcpserve
 // buildServer builds the catalogue and the MCP server, and starts
 // connecting to the upstream servers, whose tools join the catalogue as
 // they become ready; the caller closes the server, then the source.
-func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *slog.Logger) (_ *mcpserver.Server, up *upstream.Source, err error) {
+func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *slog.Logger, tp trace.TracerProvider) (_ *mcpserver.Server, up *upstream.Source, err error) {
 	reg := tools.NewRegistry()
 	if err := builtin.Register(reg); err != nil {
 		return nil, nil, err
@@ -330,6 +332,7 @@ func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *
 		Logger:         log,
 		LLM:            cfg.llmConfig(),
 		Approval:       cfg.approvalConfig(),
+		TracerProvider: tp,
 	}, reg)
 	if err != nil {
 		return nil, nil, err

@@ -49,7 +49,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	defer store.Close()
-	srv, closeServer, err := newServer(cfg, store, log)
+	tp, stopTracing, err := startTracing(ctx, os.Getenv, log)
+	if err != nil {
+		return err
+	}
+	defer flushTraces(stopTracing, log) // after the server closes
+	srv, closeServer, err := newServer(cfg, store, log, tp)
 	if err != nil {
 		return err
 	}
