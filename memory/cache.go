@@ -64,11 +64,8 @@ func (s *Store) CacheGet(ctx context.Context, kind, key string) (CacheEntry, err
 // It also sweeps the caller's expired entries of that kind.
 func (s *Store) CacheSet(ctx context.Context, in CacheSetInput) (time.Time, error) {
 	principal := tools.CallerFrom(ctx).Principal
-	if in.TTL <= 0 {
-		return time.Time{}, invalidf("cache set: the time to live must be positive")
-	}
-	if in.Kind == "" || in.Key == "" {
-		return time.Time{}, invalidf("cache set: kind and key must not be empty")
+	if err := CheckCacheSet(in); err != nil {
+		return time.Time{}, err
 	}
 	now := s.now()
 	expires := now.Add(in.TTL)
@@ -84,7 +81,7 @@ func (s *Store) CacheSet(ctx context.Context, in CacheSetInput) (time.Time, erro
 				return err
 			}
 			if !exists && n >= in.MaxEntries {
-				return toolErr(CodeQuotaExceeded, ErrQuota, "the cache holds %d entries already, its limit; delete some (cache.delete) or let them expire", n)
+				return CacheFull(n)
 			}
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO cache_entries (principal, kind, key, value, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)

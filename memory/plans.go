@@ -98,9 +98,9 @@ const maxPlanSteps = 10000
 // the audit log keep it in.
 func PlanIDHash(id string) string { return Hash([]byte(id)) }
 
-// stepsHash hashes the steps' tools and arguments, in order, each part
+// planStepsHash hashes the steps' tools and arguments, in order, each part
 // length-prefixed so that no two lists hash alike.
-func stepsHash(steps []PlanStep) string {
+func planStepsHash(steps []PlanStep) string {
 	h := sha256.New()
 	var n [8]byte
 	part := func(b []byte) {
@@ -121,26 +121,14 @@ func stepsHash(steps []PlanStep) string {
 // commit the plan once.
 func (s *Store) SavePlan(ctx context.Context, in SavePlanInput) (string, Plan, error) {
 	principal := tools.CallerFrom(ctx).Principal
-	if in.TTL <= 0 {
-		return "", Plan{}, invalidf("save plan: the time to live must be positive")
-	}
-	if len(in.Steps) == 0 || len(in.Steps) > maxPlanSteps {
-		return "", Plan{}, invalidf("save plan: want 1 to %d steps, got %d", maxPlanSteps, len(in.Steps))
-	}
-	id := "plan_" + newID()
 	now := s.now()
-	p := Plan{IDHash: PlanIDHash(id), Principal: principal, Session: in.Session, ExecutionID: in.ExecutionID, State: PlanPlanned,
-		CreatedAt: now.UTC(), ExpiresAt: now.Add(in.TTL).UTC()}
-	for i, st := range in.Steps {
-		if !json.Valid(st.Args) {
-			return "", Plan{}, invalidf("save plan: step %d: arguments are not JSON", i+1)
-		}
-		st.Seq, st.Status, st.ErrorCode = i+1, StepPending, ""
-		p.Steps = append(p.Steps, st)
+	id, p, hash, err := NewPlan(principal, in, now)
+	if err != nil {
+		return "", Plan{}, err
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO plans (id_hash, principal, session, execution_id, steps_hash, state, created_at, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, p.IDHash, principal, in.Session, in.ExecutionID, stepsHash(p.Steps), PlanPlanned, ms(now), ms(p.ExpiresAt)); err != nil {
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, p.IDHash, principal, in.Session, in.ExecutionID, hash, PlanPlanned, ms(now), ms(p.ExpiresAt)); err != nil {
 			return err
 		}
 		for _, st := range p.Steps {
@@ -183,23 +171,19 @@ func (s *Store) ClaimPlan(ctx context.Context, id, commitExecutionID string) (Pl
 			FROM plans WHERE id_hash = ? AND principal = ?`, h, principal).
 			Scan(&p.Principal, &p.Session, &p.ExecutionID, &stored, &p.State, &created, &expires, &committed)
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFoundf("no plan %s for you: plans are bound to the principal that made them; make a new one with execute_code {mode: \"plan\"}", clip(id, 40))
+			return PlanNotFound(id)
 		}
 		if err != nil {
 			return err
 		}
 		p.IDHash, p.CreatedAt, p.ExpiresAt, p.CommittedAt = h, fromMS(created), fromMS(expires), timePtr(committed)
-		if p.State != PlanPlanned {
-			return toolErr(CodePlanCommitted, ErrPlanCommitted, "plan %s was committed already (%s); a plan runs once: make a new one to run its writes again", clip(id, 40), p.State)
+		if p.State == PlanPlanned {
+			if p.Steps, err = planSteps(ctx, tx, h); err != nil {
+				return err
+			}
 		}
-		if now := s.now(); !now.Before(p.ExpiresAt) {
-			return toolErr(CodePlanExpired, ErrPlanExpired, "plan %s expired at %s; make a new one", clip(id, 40), p.ExpiresAt.Format(time.RFC3339))
-		}
-		if p.Steps, err = planSteps(ctx, tx, h); err != nil {
+		if err := CheckClaim(id, p, stored, s.now()); err != nil {
 			return err
-		}
-		if stepsHash(p.Steps) != stored {
-			return toolErr(CodePlanAltered, ErrPlanAltered, "plan %s was altered in the store since it was made; it will not run", clip(id, 40))
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE plans SET state = ?, committed_at = ?, commit_execution_id = ? WHERE id_hash = ? AND state = ?`,
 			PlanCommitting, ms(s.now()), commitExecutionID, h, PlanPlanned)
@@ -207,7 +191,7 @@ func (s *Store) ClaimPlan(ctx context.Context, id, commitExecutionID string) (Pl
 			return err
 		}
 		if n, _ := res.RowsAffected(); n != 1 {
-			return toolErr(CodePlanCommitted, ErrPlanCommitted, "plan %s was committed already; a plan runs once", clip(id, 40))
+			return PlanCommittedError(id, "")
 		}
 		p.State = PlanCommitting
 		return nil

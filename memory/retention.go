@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"time"
 )
 
 // PruneReport counts what Prune deleted.
@@ -69,12 +68,8 @@ func (s *Store) Prune(ctx context.Context) (PruneReport, error) {
 		if err := exec(tx, &rep.Cache, `DELETE FROM cache_entries WHERE expires_at <= ?`, ms(now)); err != nil {
 			return err
 		}
-		keepPlans := r.ExecutionsMaxAge
-		if keepPlans < 0 {
-			keepPlans = 30 * 24 * time.Hour
-		}
 		if err := exec(tx, &rep.Plans, `DELETE FROM plans WHERE (state = ? AND expires_at <= ?) OR (state <> ? AND created_at < ?)`,
-			PlanPlanned, ms(now), PlanPlanned, ms(now.Add(-keepPlans))); err != nil {
+			PlanPlanned, ms(now), PlanPlanned, ms(now.Add(-KeepPlans(r)))); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM memory_code_log WHERE seq <= (SELECT max(seq) FROM memory_code_log) - ?`, codeLogKeep); err != nil {

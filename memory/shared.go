@@ -39,8 +39,8 @@ func (s *Store) PutVaultTokens(ctx context.Context, tokens ...VaultToken) error 
 		}
 		defer st.Close()
 		for _, t := range tokens {
-			if t.Principal == "" || t.Token == "" || len(t.Sealed) == 0 {
-				return fmt.Errorf("put vault tokens: %w: a token needs a principal, a token and a sealed value", ErrInvalid)
+			if err := CheckVaultToken(t); err != nil {
+				return err
 			}
 			if _, err := st.ExecContext(ctx, t.Principal, t.Session, t.Token, t.Sealed, ms(t.Expires)); err != nil {
 				return fmt.Errorf("put vault tokens: %w", err)
@@ -87,8 +87,8 @@ func (s *Store) DeleteVaultTokens(ctx context.Context, principal, session string
 // it is spent. The reservation is one atomic statement, so instances
 // reserving together never get more than limit between them.
 func (s *Store) ReserveQuota(ctx context.Context, key string, start time.Time, limit, n int) (int, error) {
-	if n <= 0 || limit <= 0 {
-		return 0, fmt.Errorf("reserve quota: %w: want n > 0 and limit > 0, got %d and %d", ErrInvalid, n, limit)
+	if err := CheckReserve(limit, n); err != nil {
+		return 0, err
 	}
 	var total int
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -98,8 +98,7 @@ func (s *Store) ReserveQuota(ctx context.Context, key string, start time.Time, l
 	if err != nil {
 		return 0, fmt.Errorf("reserve quota: %w", err)
 	}
-	before := total - n
-	return max(0, min(n, limit-before)), nil
+	return Reserved(total, limit, n), nil
 }
 
 // PruneShared deletes expired vault tokens and the rate windows that
@@ -143,7 +142,7 @@ func (s *Store) CheckFilterKey(ctx context.Context, id string) error {
 			return setMeta(ctx, tx, filterKeyMeta, id)
 		}
 		if have != id {
-			return fmt.Errorf("%w: this instance's filter key is %s, the store's instances use %s; give every instance the same key (filter.key_file on a shared secret, or cluster.key_env)", ErrKeyMismatch, id, have)
+			return FilterKeyMismatch(id, have)
 		}
 		return nil
 	})

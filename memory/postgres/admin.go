@@ -25,15 +25,35 @@ import (
 const codeLogKeep = 2 * codeLogCatchUp
 
 const executionColumns = `id, principal, session, language, %s, code_hash, status, error_kind, error_message,
-	duration_us, tool_calls, result_bytes, started_at, updated_at`
+	duration_us, tool_calls, result_bytes, toolset, toolset_description, started_at, updated_at, mode, plan_hash`
 
 func scanExecution(sc interface{ Scan(...any) error }) (memory.Execution, error) {
 	var e memory.Execution
 	var dur, started, updated int64
 	err := sc.Scan(&e.ID, &e.Principal, &e.Session, &e.Language, &e.Code, &e.CodeHash, &e.Status, &e.ErrorKind, &e.ErrorMessage,
-		&dur, &e.ToolCalls, &e.ResultBytes, &started, &updated)
+		&dur, &e.ToolCalls, &e.ResultBytes, &e.Toolset, &e.ToolsetDescription, &started, &updated, &e.Mode, &e.PlanHash)
 	e.Duration, e.StartedAt, e.UpdatedAt = time.Duration(dur)*time.Microsecond, fromMS(started), fromMS(updated)
 	return e, err
+}
+
+// toolCallColumns are the columns scanToolCall reads, in order; cached
+// and planned are stored as 0 or 1.
+const toolCallColumns = `id, execution_id, tool, args_hash, status, error_code, duration_us, started_at, cached <> 0, planned <> 0`
+
+func scanToolCall(r pgx.CollectableRow) (memory.ToolCall, error) {
+	var c memory.ToolCall
+	var d, at int64
+	err := r.Scan(&c.ID, &c.ExecutionID, &c.Tool, &c.ArgsHash, &c.Status, &c.ErrorCode, &d, &at, &c.Cached, &c.Planned)
+	c.Duration, c.StartedAt = time.Duration(d)*time.Microsecond, fromMS(at)
+	return c, err
+}
+
+// flag is a boolean as the store keeps it, 0 or 1 as on SQLite.
+func flag(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // args collects the parameters of a query and numbers their placeholders.
@@ -110,18 +130,12 @@ func (s *Store) ListToolCalls(ctx context.Context, q memory.ToolCallQuery) ([]me
 	if !q.Since.IsZero() {
 		conds = append(conds, "started_at >= "+a.p(ms(q.Since)))
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, execution_id, tool, args_hash, status, error_code, duration_us, started_at FROM tool_calls
+	rows, err := s.pool.Query(ctx, `SELECT `+toolCallColumns+` FROM tool_calls
 		WHERE `+strings.Join(conds, " AND ")+` ORDER BY started_at DESC, id DESC LIMIT `+a.p(q.Limit), a...)
 	if err != nil {
 		return nil, fmt.Errorf("list tool calls: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.ToolCall, error) {
-		var c memory.ToolCall
-		var d, at int64
-		err := r.Scan(&c.ID, &c.ExecutionID, &c.Tool, &c.ArgsHash, &c.Status, &c.ErrorCode, &d, &at)
-		c.Duration, c.StartedAt = time.Duration(d)*time.Microsecond, fromMS(at)
-		return c, err
-	})
+	out, err := pgx.CollectRows(rows, scanToolCall)
 	if err != nil {
 		return nil, fmt.Errorf("list tool calls: %w", err)
 	}
@@ -222,8 +236,9 @@ func (s *Store) DeleteResult(ctx context.Context, id string) error {
 // Prune enforces Config.Retention as memory.Store.Prune does: audit
 // records (with their tool calls) and stored results too old or beyond
 // the row and byte limits, oldest first, and episodic memories older than
-// EpisodicMaxAge; it also trims the change log of binary codes to its
-// latest codeLogKeep entries. Every instance may call it: it runs in one
+// EpisodicMaxAge, expired cache entries, plans expired before a commit
+// and claimed plans older than the audit log's age limit; it also trims
+// the change log of binary codes to its latest codeLogKeep entries. Every instance may call it: it runs in one
 // transaction, and two at once only delete what the other left.
 func (s *Store) Prune(ctx context.Context) (memory.PruneReport, error) {
 	var rep memory.PruneReport
@@ -263,6 +278,13 @@ func (s *Store) Prune(ctx context.Context) (memory.PruneReport, error) {
 				(SELECT id, sum(stored_size) OVER (ORDER BY created_at DESC, id COLLATE "C" DESC) AS total FROM results) t WHERE total > $1)`, r.ResultsMaxBytes); err != nil {
 				return err
 			}
+		}
+		if err := exec(&rep.Cache, `DELETE FROM cache_entries WHERE expires_at <= $1`, ms(now)); err != nil {
+			return err
+		}
+		if err := exec(&rep.Plans, `DELETE FROM plans WHERE (state = $1 AND expires_at <= $2) OR (state <> $1 AND created_at < $3)`,
+			memory.PlanPlanned, ms(now), ms(now.Add(-memory.KeepPlans(r)))); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM memory_code_log WHERE seq <= (SELECT max(seq) FROM memory_code_log) - $1`, codeLogKeep); err != nil {
 			return err

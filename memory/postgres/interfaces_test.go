@@ -1,6 +1,8 @@
 package postgres_test
 
 import (
+	"context"
+
 	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/memory/postgres"
@@ -8,14 +10,28 @@ import (
 )
 
 // The PostgreSQL store serves what the SQLite store serves: the server's
-// state (mcpserver.Store), every group of memory's tools, and the
-// contract suite's whole surface.
+// state (mcpserver.Store: audit, results, workspace, skills, plans,
+// cache), the state instances share (mcpserver.SharedStore), every group
+// of memory's tools, and the contract suite's whole surface.
 var (
 	_ mcpserver.Store       = (*postgres.Store)(nil)
+	_ mcpserver.SharedStore = (*postgres.Store)(nil)
 	_ storetest.Backend     = (*postgres.Store)(nil)
 	_ memory.MemoryOps      = (*postgres.Store)(nil)
 	_ memory.GraphOps       = (*postgres.Store)(nil)
 	_ memory.TaskOps        = (*postgres.Store)(nil)
 	_ memory.ConsolidateOps = (*postgres.Store)(nil)
 	_ memory.WorkspaceOps   = (*postgres.Store)(nil)
+)
+
+// mcpserver's optional interfaces are unexported (storeReadiness and
+// poolStatser in ready.go, quotaStore in ratelimit.go), and cmd checks
+// the filter key on the store it shares (config_multi.go): the same
+// method sets, spelt out.
+var (
+	_ interface{ Ready(context.Context) error } = (*postgres.Store)(nil)
+	_ interface{ PoolStats() memory.PoolStats } = (*postgres.Store)(nil)
+	_ interface {
+		CheckFilterKey(context.Context, string) error
+	} = (*postgres.Store)(nil)
 )

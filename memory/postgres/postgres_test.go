@@ -32,7 +32,16 @@ func TestContract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) (storetest.Backend, func() storetest.Backend) {
 		dsn := pgtest.Database(t)
 		return open(t, dsn), func() storetest.Backend { return open(t, dsn) }
-	})
+	}, storetest.WithAlterPlan(alterPlan))
+}
+
+// alterPlan changes a stored plan's first step in the database, as
+// someone with access to it could.
+func alterPlan(t *testing.T, st storetest.Backend, idHash string) {
+	t.Helper()
+	if _, err := st.(*postgres.Store).Pool().Exec(t.Context(), `UPDATE plan_steps SET args = '{"path":"evil","data":"1"}'::bytea WHERE plan_hash = $1 AND seq = 1`, idHash); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestMigrateConcurrently: four instances starting together on a fresh

@@ -33,11 +33,14 @@ func (s *Store) RecordExecution(ctx context.Context, e memory.Execution) error {
 	}
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO executions (id, principal, session, language, code, code_hash, status, error_kind, error_message,
-			duration_us, tool_calls, result_bytes, started_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-			ON CONFLICT (id) DO UPDATE SET status = excluded.status, error_kind = excluded.error_kind, error_message = excluded.error_message,
-			duration_us = excluded.duration_us, tool_calls = excluded.tool_calls, result_bytes = excluded.result_bytes, updated_at = excluded.updated_at`,
+			duration_us, tool_calls, result_bytes, toolset, toolset_description, started_at, updated_at, mode, plan_hash)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+			ON CONFLICT (id) DO UPDATE SET plan_hash = excluded.plan_hash, status = excluded.status, error_kind = excluded.error_kind,
+			error_message = excluded.error_message, duration_us = excluded.duration_us, tool_calls = excluded.tool_calls,
+			result_bytes = excluded.result_bytes, updated_at = excluded.updated_at`,
 			e.ID, e.Principal, e.Session, e.Language, e.Code, e.CodeHash, e.Status, e.ErrorKind, memory.Clip(e.ErrorMessage, 4000),
-			e.Duration.Microseconds(), e.ToolCalls, e.ResultBytes, ms(e.StartedAt), ms(s.now()))
+			e.Duration.Microseconds(), e.ToolCalls, e.ResultBytes, memory.Clip(e.Toolset, 200), memory.Clip(e.ToolsetDescription, 4000),
+			ms(e.StartedAt), ms(s.now()), e.Mode, e.PlanHash)
 		return err
 	})
 	if err != nil {
@@ -60,8 +63,9 @@ func (s *Store) RecordToolCalls(ctx context.Context, calls ...memory.ToolCall) e
 			if c.StartedAt.IsZero() {
 				c.StartedAt = s.now()
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO tool_calls (execution_id, tool, args_hash, status, error_code, duration_us, started_at)
-				VALUES ($1, $2, $3, $4, $5, $6, $7)`, c.ExecutionID, c.Tool, c.ArgsHash, c.Status, c.ErrorCode, c.Duration.Microseconds(), ms(c.StartedAt)); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO tool_calls (execution_id, tool, args_hash, status, error_code, duration_us, started_at, cached, planned)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, c.ExecutionID, c.Tool, c.ArgsHash, c.Status, c.ErrorCode, c.Duration.Microseconds(), ms(c.StartedAt),
+				flag(c.Cached), flag(c.Planned)); err != nil {
 				if isCode(err, foreignKeyViolation) {
 					return fmt.Errorf("%w: execution %q is not recorded; call RecordExecution first", memory.ErrNotFound, c.ExecutionID)
 				}
@@ -78,31 +82,18 @@ func (s *Store) RecordToolCalls(ctx context.Context, calls ...memory.ToolCall) e
 
 // GetExecution returns an audit record with its tool calls.
 func (s *Store) GetExecution(ctx context.Context, id string) (memory.Execution, []memory.ToolCall, error) {
-	var e memory.Execution
-	var dur, started, updated int64
-	err := s.pool.QueryRow(ctx, `SELECT id, principal, session, language, code, code_hash, status, error_kind, error_message,
-		duration_us, tool_calls, result_bytes, started_at, updated_at FROM executions WHERE id = $1`, id).Scan(
-		&e.ID, &e.Principal, &e.Session, &e.Language, &e.Code, &e.CodeHash, &e.Status, &e.ErrorKind, &e.ErrorMessage,
-		&dur, &e.ToolCalls, &e.ResultBytes, &started, &updated)
+	e, err := scanExecution(s.pool.QueryRow(ctx, `SELECT `+fmt.Sprintf(executionColumns, "code")+` FROM executions WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return e, nil, fmt.Errorf("execution %s: %w", id, memory.ErrNotFound)
+		return memory.Execution{}, nil, fmt.Errorf("execution %s: %w", id, memory.ErrNotFound)
 	}
+	if err != nil {
+		return memory.Execution{}, nil, fmt.Errorf("get execution %s: %w", id, err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+toolCallColumns+` FROM tool_calls WHERE execution_id = $1 ORDER BY id`, id)
 	if err != nil {
 		return e, nil, fmt.Errorf("get execution %s: %w", id, err)
 	}
-	e.Duration, e.StartedAt, e.UpdatedAt = time.Duration(dur)*time.Microsecond, fromMS(started), fromMS(updated)
-	rows, err := s.pool.Query(ctx, `SELECT id, execution_id, tool, args_hash, status, error_code, duration_us, started_at
-		FROM tool_calls WHERE execution_id = $1 ORDER BY id`, id)
-	if err != nil {
-		return e, nil, fmt.Errorf("get execution %s: %w", id, err)
-	}
-	calls, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.ToolCall, error) {
-		var c memory.ToolCall
-		var d, at int64
-		err := r.Scan(&c.ID, &c.ExecutionID, &c.Tool, &c.ArgsHash, &c.Status, &c.ErrorCode, &d, &at)
-		c.Duration, c.StartedAt = time.Duration(d)*time.Microsecond, fromMS(at)
-		return c, err
-	})
+	calls, err := pgx.CollectRows(rows, scanToolCall)
 	if err != nil {
 		return e, nil, fmt.Errorf("get execution %s: %w", id, err)
 	}

@@ -1,9 +1,12 @@
 package storetest_test
 
 import (
+	"database/sql"
 	"path/filepath"
 	"testing"
 	"time"
+
+	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/memory/storetest"
@@ -21,5 +24,19 @@ func TestSQLite(t *testing.T) {
 			return st
 		}
 		return open(), open
-	})
+	}, storetest.WithAlterPlan(alterPlan))
+}
+
+// alterPlan changes a stored plan's first step in the database file, as
+// someone with access to it could.
+func alterPlan(t *testing.T, st storetest.Backend, idHash string) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+st.(*memory.Store).DBPath()+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(t.Context(), `UPDATE plan_steps SET args = CAST('{"path":"evil","data":"1"}' AS BLOB) WHERE plan_hash = ? AND seq = 1`, idHash); err != nil {
+		t.Fatal(err)
+	}
 }

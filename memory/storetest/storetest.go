@@ -19,13 +19,16 @@ import (
 )
 
 // Backend is what the contract covers: the server's state (audit,
-// results, workspace, skills, tool shapes) and memories with recall.
+// results, workspace, skills, tool shapes, plans, cache), the state
+// instances share (vault tokens, rate windows, filter key) and memories
+// with recall.
 type Backend interface {
 	memory.WorkspaceOps
 	memory.MemoryOps
 	memory.GraphOps
 	memory.TaskOps
 	memory.ConsolidateOps
+	StateBackend
 	RecordExecution(ctx context.Context, e memory.Execution) error
 	RecordToolCalls(ctx context.Context, calls ...memory.ToolCall) error
 	RecordHTTPRequests(ctx context.Context, reqs ...memory.HTTPRequest) error
@@ -72,8 +75,19 @@ func as(ctx context.Context, principal string) context.Context {
 }
 
 // Run runs the contract against the backend open makes.
-func Run(t *testing.T, open Opener) {
+func Run(t *testing.T, open Opener, opts ...Option) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	t.Run("audit", func(t *testing.T) { testAudit(t, open) })
+	t.Run("audit_modes", func(t *testing.T) { testAuditModes(t, open) })
+	t.Run("plans", func(t *testing.T) { testPlans(t, open, o) })
+	t.Run("cache", func(t *testing.T) { testCache(t, open) })
+	t.Run("vault_tokens", func(t *testing.T) { testVaultTokens(t, open) })
+	t.Run("reserve_quota", func(t *testing.T) { testReserveQuota(t, open) })
+	t.Run("filter_key", func(t *testing.T) { testFilterKey(t, open) })
+	t.Run("ready_and_pool", func(t *testing.T) { testReadyAndPool(t, open) })
 	t.Run("results", func(t *testing.T) { testResults(t, open) })
 	t.Run("workspace", func(t *testing.T) { testWorkspace(t, open) })
 	t.Run("skills", func(t *testing.T) { testSkills(t, open) })

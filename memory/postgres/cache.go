@@ -1,0 +1,111 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/tools"
+)
+
+// The cache, as memory/cache.go keeps it on SQLite: short-lived values
+// per principal, of two kinds (memory.CacheUser, memory.CacheMemo); reads
+// never return an expired entry and Prune deletes them.
+
+// cacheLockClass is the first key of the transaction-level advisory lock
+// a CacheSet with a limit takes on its principal and kind (the second
+// key): SQLite's single writer counts and inserts with nobody between,
+// and so must two instances here, or both could add the last entry the
+// limit allows.
+const cacheLockClass = 0x63616368 // "cach"
+
+// CacheGet returns the caller's unexpired entry, or memory.ErrNotFound.
+func (s *Store) CacheGet(ctx context.Context, kind, key string) (memory.CacheEntry, error) {
+	if s.closed.Load() {
+		return memory.CacheEntry{}, memory.ErrClosed
+	}
+	principal := tools.CallerFrom(ctx).Principal
+	var e memory.CacheEntry
+	var created, expires int64
+	err := s.pool.QueryRow(ctx, `SELECT value, created_at, expires_at FROM cache_entries
+		WHERE principal = $1 AND kind = $2 AND key = $3 AND expires_at > $4`, principal, kind, key, ms(s.now())).Scan(&e.Value, &created, &expires)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memory.CacheEntry{}, memory.ErrNotFound
+	}
+	if err != nil {
+		return memory.CacheEntry{}, fmt.Errorf("cache get: %w", err)
+	}
+	e.CreatedAt, e.ExpiresAt = fromMS(created), fromMS(expires)
+	return e, nil
+}
+
+// CacheSet stores or replaces the caller's entry and returns its expiry.
+// It also sweeps the caller's expired entries of that kind. With
+// in.MaxEntries, a new key beyond that many unexpired entries fails with
+// memory.CodeQuotaExceeded, however many instances set at once.
+func (s *Store) CacheSet(ctx context.Context, in memory.CacheSetInput) (time.Time, error) {
+	principal := tools.CallerFrom(ctx).Principal
+	if err := memory.CheckCacheSet(in); err != nil {
+		return time.Time{}, err
+	}
+	now := s.now()
+	expires := now.Add(in.TTL)
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		if in.MaxEntries > 0 {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1::int4, $2::int4)`, cacheLockClass, cacheLockKey(principal, in.Kind)); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM cache_entries WHERE principal = $1 AND kind = $2 AND expires_at <= $3`, principal, in.Kind, ms(now)); err != nil {
+			return err
+		}
+		if in.MaxEntries > 0 {
+			var n int
+			var exists bool
+			if err := tx.QueryRow(ctx, `SELECT count(*), coalesce(bool_or(key = $1), false) FROM cache_entries WHERE principal = $2 AND kind = $3`,
+				in.Key, principal, in.Kind).Scan(&n, &exists); err != nil {
+				return err
+			}
+			if !exists && n >= in.MaxEntries {
+				return memory.CacheFull(n)
+			}
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO cache_entries (principal, kind, key, value, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (principal, kind, key) DO UPDATE SET value = excluded.value, created_at = excluded.created_at, expires_at = excluded.expires_at`,
+			principal, in.Kind, in.Key, in.Value, ms(now), ms(expires))
+		return err
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("cache set: %w", err)
+	}
+	return expires.UTC(), nil
+}
+
+// cacheLockKey is the second key of a principal's cache lock for kind.
+func cacheLockKey(principal, kind string) int32 {
+	h := fnv.New32a()
+	h.Write([]byte(principal))
+	h.Write([]byte{0})
+	h.Write([]byte(kind))
+	return int32(h.Sum32())
+}
+
+// CacheDelete deletes the caller's entry and reports whether an
+// unexpired one was there.
+func (s *Store) CacheDelete(ctx context.Context, kind, key string) (bool, error) {
+	principal := tools.CallerFrom(ctx).Principal
+	var live bool
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `WITH gone AS (DELETE FROM cache_entries WHERE principal = $1 AND kind = $2 AND key = $3 RETURNING expires_at)
+			SELECT EXISTS (SELECT 1 FROM gone WHERE expires_at > $4)`, principal, kind, key, ms(s.now())).Scan(&live)
+	})
+	if err != nil {
+		return false, fmt.Errorf("cache delete: %w", err)
+	}
+	return live, nil
+}
