@@ -28,8 +28,10 @@ type runtimeNS struct {
 	name    string
 	summary string
 	tools   []*tools.Tool
-	// dts and md are a built-in helper's files.
-	dts, md string
+	// dts and md are a built-in page's files; about is what search
+	// indexes of it besides its name and summary (the whole page would
+	// match too much).
+	dts, md, about string
 }
 
 // builtinRuntime are the runtime's built-in pages: the helpers every
@@ -52,6 +54,7 @@ var builtinRuntime = []runtimeNS{
 	{
 		name:    "plan",
 		summary: "execute_code {mode: \"plan\"}: a dry run whose writes are recorded, each returning {planned: true, id}; execute_code {plan_id} commits them, once",
+		about:   "Preview the changes a program would make before making any, review its writes, and make them later exactly once: a batch of writes approved at once. A plan expires.",
 		dts: `/**
  * What a call of a tool that is not read-only returns in a dry run
  * (execute_code {code, mode: "plan"}): the call was recorded as step id of
@@ -91,6 +94,7 @@ interface PlanOutcome {
 	{
 		name:    "tasks",
 		summary: "long runs as MCP tasks: the client polls for the record, up to [tasks] max_duration; a run waiting on the user or a model gives its slot back",
+		about:   "A long-running program lasting minutes, beyond the time limit of an ordinary call: the client starts it as a task, polls its status, and gets or cancels it.",
 		dts: `// A program runs the same as an MCP task: there is nothing to call. The
 // client asks for a task (tools/call of execute_code with params.task) and
 // polls for the record; see runtime/tasks.md.
@@ -150,6 +154,33 @@ func buildRuntime(v *tools.View, rt map[string][]*tools.Tool) ([]*runtimeNS, map
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].name < list[j].name })
 	return list, byName
+}
+
+// Pages returns the runtime's built-in pages (plan, progress, tasks,
+// tools) for package search to rank with the tools (search.PageDocs):
+// each as a tools.Tool that is not registered, named as Signature and Full
+// know it, with its index line as the summary and a few sentences on
+// what it is for as the description. A registered namespace of the same name hides the page.
+func (f *FS) Pages() []*tools.Tool { return f.current().pages }
+
+// builtinPages describes the built-in namespaces among list as Pages does.
+func builtinPages(list []*runtimeNS) []*tools.Tool {
+	var out []*tools.Tool
+	for _, ns := range list {
+		if len(ns.tools) == 0 {
+			out = append(out, &tools.Tool{Name: ns.name, Summary: ns.summary, Description: ns.about, Runtime: true})
+		}
+	}
+	return out
+}
+
+// builtinPage returns the built-in namespace name when no tool has the
+// name.
+func (s *snapshot) builtinPage(name string) *runtimeNS {
+	if ns := s.rtByName[name]; ns != nil && len(ns.tools) == 0 && s.tools[name] == nil {
+		return ns
+	}
+	return nil
 }
 
 // runtimeLine is the one line index.json gives a namespace: its calls
