@@ -11,12 +11,15 @@ import (
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/builtin"
 	"github.com/codecell/codecell/tools/catalog"
+	"github.com/codecell/codecell/vfs"
 )
 
 // TestSearchFindsTheRuntime: search_tools finds the programs' runtime as
 // readily as a catalogue tool — the registered namespaces (approval,
 // cache) and the built-in pages (plan, tasks), whose hits point at their
-// runtime/ files — on a server with the store and the fixture catalogue.
+// runtime/ files — on a server with the store and the fixture catalogue,
+// whose manifest, within its budget, leads to runtime/index.json, which
+// lists them all.
 func TestSearchFindsTheRuntime(t *testing.T) {
 	t.Parallel()
 	st, err := memory.Open(t.Context(), memory.Config{Path: filepath.Join(t.TempDir(), "db")}, nil)
@@ -81,6 +84,31 @@ func TestSearchFindsTheRuntime(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("the manifest leads to them within its budget", func(t *testing.T) {
+		m := text(callTool(t, c, "read_tools", map[string]any{"path": "/manifest.json"}))
+		var man struct {
+			Runtime string `json:"runtime"`
+		}
+		if err := json.Unmarshal([]byte(m), &man); err != nil {
+			t.Fatalf("manifest: %v\n%s", err, m)
+		}
+		if !strings.HasSuffix(man.Runtime, "runtime/index.json") || len(m) > vfs.ManifestBudget {
+			t.Errorf("manifest (%d bytes, budget %d): runtime line %q", len(m), vfs.ManifestBudget, man.Runtime)
+		}
+		idx := text(callTool(t, c, "read_tools", map[string]any{"path": "/runtime/index.json"}))
+		var index struct {
+			Runtime map[string]string `json:"runtime"`
+		}
+		if err := json.Unmarshal([]byte(idx), &index); err != nil {
+			t.Fatalf("runtime/index.json: %v\n%s", err, idx)
+		}
+		for _, ns := range []string{"approval", "cache", "llm", "plan", "progress", "tasks", "tools"} {
+			if index.Runtime[ns] == "" {
+				t.Errorf("runtime/index.json lacks %s:\n%s", ns, idx)
+			}
+		}
+	})
 
 	t.Run("a page at signature level is its declarations", func(t *testing.T) {
 		got := text(callTool(t, c, "search_tools", map[string]any{"query": "dry run writes", "detail": "signature", "limit": 1}))
