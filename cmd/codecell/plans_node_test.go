@@ -79,7 +79,7 @@ token = "`+bob+`"
 		"plan: an expired plan is refused",
 		"plan: a destructive step asks approval at commit (decline)",
 		"plan: a destructive step asks approval at commit (accept)",
-		"sampling: llm.call in a run",
+		"sampling and elicitation in a run",
 		"memoize: cached calls counted in the trace",
 		"cache: set, get and delete across runs",
 	} {
@@ -179,15 +179,20 @@ func checkPlansAudit(t *testing.T, st *memory.Store) {
 	if n := count(reads, func(c memory.ToolCall) bool { return !c.Cached }); n != 4 {
 		t.Errorf("%d fs.read_text_file calls made audited, want 4", n)
 	}
-	if n := count(calls("llm.call"), func(c memory.ToolCall) bool { return c.Status == "ok" }); n != 1 {
-		t.Errorf("%d llm.call calls audited, want 1", n)
+	for _, tool := range []string{"llm.call", "approval.request"} {
+		if n := count(calls(tool), func(c memory.ToolCall) bool { return c.Status == "ok" }); n != 1 {
+			t.Errorf("%d %s calls audited, want 1", n, tool)
+		}
 	}
 	deletes := calls("crm.delete_contact")
 	if n := count(deletes, func(c memory.ToolCall) bool { return c.Status == "error" && c.ErrorCode == "approval_declined" }); n != 1 {
 		t.Errorf("%d declined crm.delete_contact calls audited, want 1: %+v", n, deletes)
 	}
 	if n := count(deletes, func(c memory.ToolCall) bool { return c.Status == "ok" && !c.Planned }); n != 1 {
-		t.Errorf("%d approved crm.delete_contact calls audited, want 1: %+v", n, deletes)
+		t.Errorf("%d crm.delete_contact calls made audited, want 1: %+v", n, deletes)
+	}
+	if n := count(deletes, func(c memory.ToolCall) bool { return c.Status == "approved" }); n != 1 {
+		t.Errorf("%d approvals of crm.delete_contact audited, want 1: %+v", n, deletes)
 	}
 	for _, tool := range []string{"cache.set", "cache.get", "cache.delete"} {
 		if len(calls(tool)) == 0 {

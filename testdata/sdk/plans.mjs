@@ -183,9 +183,14 @@ for (const answer of ["decline", "accept"]) {
   });
 }
 
-await check("sampling: llm.call in a run", async () => {
-  const rec = await run(alice, `return (await llm.call({prompt: "plans", maxTokens: 20})).text`);
-  assert(rec.status === "ok" && rec.result === "echo:plans", JSON.stringify(rec));
+await check("sampling and elicitation in a run", async () => {
+  approvalAnswer = "decline";
+  const rec = await run(alice, `
+    const text = (await llm.call({prompt: "plans", maxTokens: 20})).text;
+    const asked = await approval.request("Go on with the plans?");
+    return {text, action: asked.action};`);
+  assert(rec.status === "ok" && rec.result.text === "echo:plans" && rec.result.action === "decline", JSON.stringify(rec));
+  return rec.result;
 });
 
 // fs.read_text_file is memoised: the file changes on disk, and the run
