@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/codecell/codecell/filter"
+	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
 )
 
@@ -169,6 +171,7 @@ func (d dispatcher) approve(ctx context.Context, name string, args json.RawMessa
 	}
 	msg.WriteString("Accept to allow this one call; decline to refuse it.")
 	var res *mcp.ElicitationResult
+	asked := time.Now()
 	err := s.waitOnClient(ctx, func(ctx context.Context) (err error) {
 		res, err = s.mcp.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
 			Message:         msg.String(),
@@ -186,11 +189,24 @@ func (d dispatcher) approve(ctx context.Context, name string, args json.RawMessa
 	switch res.Action {
 	case mcp.ElicitationResponseActionAccept:
 		s.log.Info("approval", "tool", t.Name, "principal", d.caller.Principal, "outcome", "accepted")
+		if run := runFrom(ctx); run != nil {
+			run.noteApproved(metricName(s.reg, d.caller, name), asked)
+		}
 		return nil
 	case mcp.ElicitationResponseActionCancel:
 		return refuse(CodeApprovalDeclined, "the user cancelled the approval of this call (approval.required_for %q); it was not made", why)
 	}
 	return refuse(CodeApprovalDeclined, "the user declined this call (approval.required_for %q); it was not made", why)
+}
+
+// noteApproved keeps an accepted approval of a call of tool in the run's
+// audit record: a row of its own before the call's, with status
+// "approved" and the time the user took. (A refused call's own row says
+// why: error code approval_declined or approval_unavailable.)
+func (d *runDispatcher) noteApproved(tool string, asked time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls = append(d.calls, memory.ToolCall{ExecutionID: d.execID, Tool: tool, Status: "approved", Duration: time.Since(asked), StartedAt: asked})
 }
 
 const approvalRequestInput = `{

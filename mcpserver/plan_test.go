@@ -304,11 +304,20 @@ func TestPlanAndCommit(t *testing.T) {
 		hash := memory.PlanIDHash(rec.Plan.ID)
 		for _, e := range execs {
 			if e.PlanHash == hash {
-				modes[e.Mode]++
+				modes[e.Mode+"/"+e.ErrorKind]++
 			}
 		}
-		if modes["plan"] != 1 || modes["commit"] != 1 {
-			t.Fatalf("audit records of the plan by mode: %v; want one plan, one commit", modes)
+		if modes["plan/"] != 1 || modes["commit/"] != 1 || modes["commit/plan_committed"] != 1 || len(modes) != 3 {
+			t.Fatalf("audit records of the plan by mode: %v; want one plan, one commit, one commit refused", modes)
+		}
+		// Bob's try is audited as his.
+		who = "bob"
+		execs, err = env.store.ListExecutions(t.Context(), memory.ExecutionQuery{Principal: &who})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(execs) != 1 || execs[0].Mode != "commit" || execs[0].PlanHash != hash || execs[0].ErrorKind != string(mcpserver.KindPlanNotFound) {
+			t.Fatalf("bob's audit records: %+v; want his refused commit", execs)
 		}
 	})
 }

@@ -11,7 +11,11 @@ import (
 
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/search"
+	"github.com/codecell/codecell/vfs"
 )
+
+// The tree gives search its built-in runtime pages (runtime/plan.md, …).
+var _ search.PageDocs = (*vfs.FS)(nil)
 
 const searchToolsDescription = `Find catalogue tools by task ("open bugs in a repo") or name. detail: name, summary (default; with output shape and costs), signature (their .d.ts) or full (their .md).`
 

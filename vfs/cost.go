@@ -107,6 +107,12 @@ func (f *FS) content(name string, level Level) (string, []byte, bool) {
 			p = runtimePath(t.Category(), FullExt)
 		}
 	}
+	if ns := s.builtinPage(name); ns != nil && level >= LevelSignature {
+		p = runtimePath(ns.name, SignatureExt)
+		if level == LevelFull {
+			p = runtimePath(ns.name, FullExt)
+		}
+	}
 	n := s.lookup(p)
 	if n.kind == kindNone {
 		return "", nil, false
@@ -124,8 +130,8 @@ func (s *snapshot) signaturePath(t *tools.Tool) string {
 }
 
 // Signature returns the tree path and content of the named tool's
-// declaration (level 2; name is qualified). The bytes are shared: do not
-// modify them.
+// declaration (level 2; name is qualified, or a built-in runtime page's,
+// see Pages). The bytes are shared: do not modify them.
 func (f *FS) Signature(name string) (path string, content []byte, ok bool) {
 	return f.content(name, LevelSignature)
 }

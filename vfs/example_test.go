@@ -45,7 +45,7 @@ func Example() {
 	info, _ := fsys.Info("weather.current")
 	fmt.Println(info.Output, info.Signature.Bytes, "bytes")
 	// Output:
-	// {"total":1,"categories":{"weather":"1 tool: Forecasts and conditions"},"runtime":"progress, tools: runtime/index.json","next":"Read <category>/index.json for its tools, <category>/<tool>.d.ts for a signature, <category>/<tool>.md for full docs. Call in code: await <category>.<tool>(args)."}
+	// {"total":1,"categories":{"weather":"1 tool: Forecasts and conditions"},"runtime":"plan, progress, tasks, tools: runtime/index.json","next":"Read <category>/index.json for its tools, <category>/<tool>.d.ts for a signature, <category>/<tool>.md for full docs. Call in code: await <category>.<tool>(args)."}
 	// declare namespace weather {
 	//   /**
 	//    * Current weather at a place.

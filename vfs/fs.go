@@ -92,6 +92,9 @@ type snapshot struct {
 	// runtime lists the runtime namespaces (see RuntimeDir).
 	runtime  []*runtimeNS
 	rtByName map[string]*runtimeNS
+	// pages are the built-in runtime namespaces as search documents
+	// (FS.Pages).
+	pages []*tools.Tool
 }
 
 type category struct {
@@ -126,6 +129,7 @@ func buildSnapshot(v *tools.View, hint string) *snapshot {
 		}
 	}
 	s.runtime, s.rtByName = buildRuntime(v, rt)
+	s.pages = builtinPages(s.runtime)
 	for _, name := range v.Categories() {
 		if name == RuntimeDir || (!catalogue[name] && rt[name] != nil) {
 			continue

@@ -11,7 +11,8 @@ import (
 
 // RuntimeDir is the directory of the programs' runtime: the namespaces a
 // program has besides the catalogue's (llm, approval, cache, progress,
-// tools.paginate). Tools marked tools.Tool.Runtime are shown there, one
+// tools.paginate), and pages on the ways a program can run (plan: dry
+// runs; tasks: long runs). Tools marked tools.Tool.Runtime are shown there, one
 // namespace per category, instead of as categories of their own:
 //
 //	runtime/index.json   level 1: each runtime namespace, one line
@@ -27,12 +28,16 @@ type runtimeNS struct {
 	name    string
 	summary string
 	tools   []*tools.Tool
-	// dts and md are a built-in helper's files.
-	dts, md string
+	// dts and md are a built-in page's files; about is what search
+	// indexes of it besides its name and summary (the whole page would
+	// match too much).
+	dts, md, about string
 }
 
-// builtinRuntime are the helpers every program has, defined by the
-// executor's prelude rather than registered as tools.
+// builtinRuntime are the runtime's built-in pages: the helpers every
+// program has, defined by the executor's prelude rather than registered
+// as tools (progress, tools), and the ways a program can run, which
+// execute_code and the MCP server provide (plan, tasks).
 var builtinRuntime = []runtimeNS{
 	{
 		name:    "progress",
@@ -45,6 +50,70 @@ var builtinRuntime = []runtimeNS{
 ): void;
 `,
 		md: "# progress\n\n`progress(message, fraction?)` reports how far the program got. The client sees it as an MCP progress notification when it asked for progress (a `progressToken`); otherwise it is dropped. It returns at once.\n\n- Messages are filtered like the result and cut to 1 KiB.\n- At most 500 reports per run reach the client, none closer than 10 ms apart unless `fraction` is 1.\n\n```js\nfor (let i = 0; i < ids.length; i++) {\n  progress(`item ${i + 1} of ${ids.length}`, (i + 1) / ids.length);\n  await crm.update({id: ids[i]});\n}\n```\n",
+	},
+	{
+		name:    "plan",
+		summary: "execute_code {mode: \"plan\"}: a dry run whose writes are recorded, each returning {planned: true, id}; execute_code {plan_id} commits them, once",
+		about:   "Preview the changes a program would make before making any, review its writes, and make them later exactly once: a batch of writes approved at once. A plan expires.",
+		dts: `/**
+ * What a call of a tool that is not read-only returns in a dry run
+ * (execute_code {code, mode: "plan"}): the call was recorded as step id of
+ * the plan, not made. Reads run for real.
+ */
+interface Planned {
+  planned: true;
+  /** The step's number in the plan, from 1. */
+  id: number;
+}
+
+/** The record's plan after a dry run: commit it with execute_code {plan_id}. */
+interface PlanRecord {
+  plan_id: string;
+  /** After this (sandbox.plan_ttl after the dry run) the plan cannot be committed. */
+  expires_at: string;
+  /** The writes in order, their arguments filtered as any output. */
+  steps: { step: number; tool: string; args: Record<string, unknown> }[];
+}
+
+/** The record's plan after a commit: each step's outcome. */
+interface PlanOutcome {
+  plan_id: string;
+  steps: { step: number; tool: string; status: "ok" | "error" | "not_run"; error_code?: string }[];
+}
+`,
+		md: "# plan: dry runs\n\n" +
+			"`execute_code {code, mode: \"plan\"}` runs the program with every call of a tool that is not read-only **recorded instead of made**; `execute_code {plan_id}` then makes exactly those calls, in order, once.\n\n" +
+			"- In the dry run a write returns the placeholder `{planned: true, id}` (`Planned` in runtime/plan.d.ts), `id` being its step number; reads run for real, and so do `llm`, `approval` and `cache`. A skill's writes are recorded too. Write the program so it does not depend on what a write returns.\n" +
+			"- The record's `plan` holds `plan_id`, `expires_at` and `steps` (`[{step, tool, args}]`), the arguments filtered as any output: a value read from a tool or a secret shows as a token such as `⟦email:7f3a9c21⟧`, and the commit sends the real value. Nothing was written.\n" +
+			"- Commit with `execute_code {plan_id}` and no code, before `expires_at` (`sandbox.plan_ttl`, default 1 h), as the principal that planned it. The steps run in order and stop at the first failure (`error.kind` `plan_step_failed`; the record's steps say `ok`, `error` or `not_run`); the result lists the steps' results.\n" +
+			"- Calls that `approval.required_for` names ask the user when the plan is committed, not when it is recorded; a declined step fails the commit there.\n" +
+			"- A plan runs once and cannot be changed: a second commit is refused (`plan_committed`), an expired one (`plan_expired`), another principal's or an unknown id (`plan_not_found`), one altered in the store (`plan_altered`). A plan holds at most 1000 writes; plans need the store (`no_store`).\n" +
+			"- The audit log keeps the dry run (mode `plan`), each commit (mode `commit`, refused ones too) and each recorded call (`planned`), linked by the plan's hash.\n\n" +
+			"```js\n// execute_code {mode: \"plan\", code:}\nconst stale = (await crm.search_contacts({query: \"stale\"})).contacts;\nfor (const c of stale) await crm.delete_contact({id: c.id}); // recorded: {planned: true, id}\nreturn stale.length;\n// then, once the plan looks right: execute_code {plan_id: \"plan_…\"}\n```\n",
+	},
+	{
+		name:    "tasks",
+		summary: "long runs as MCP tasks: the client polls for the record, up to [tasks] max_duration; a run waiting on the user or a model gives its slot back",
+		about:   "A long-running program lasting minutes, beyond the time limit of an ordinary call: the client starts it as a task, polls its status, and gets or cancels it.",
+		dts: `// A program runs the same as an MCP task: there is nothing to call. The
+// client asks for a task (tools/call of execute_code with params.task) and
+// polls for the record; see runtime/tasks.md.
+
+/** What tasks/get tells the client of a task run. */
+interface TaskStatus {
+  taskId: string;
+  status: "working" | "input_required" | "completed" | "failed" | "cancelled";
+  /** How long the task and its record are kept, in ms. */
+  ttl: number;
+}
+`,
+		md: "# tasks: long runs\n\n" +
+			"A run longer than an ordinary call may last (`sandbox.max_timeout`) runs as an MCP task (protocol 2025-11-25). The program is the same; the client decides.\n\n" +
+			"- The client sends `execute_code` with `task: {}` in the request's params and gets a task handle at once; it polls `tasks/get`, fetches the run record with `tasks/result` (the record an ordinary call returns), may cancel the run with `tasks/cancel`, and lists its tasks with `tasks/list`.\n" +
+			"- A task run may last up to `[tasks] max_duration` (default 10 min) in place of `sandbox.max_timeout`; `timeout_ms` still shortens it. Its record is kept `[tasks] result_ttl` (default 10 min) after the run ends.\n" +
+			"- A task is its principal's: another principal cannot get, fetch, cancel or list it. Tasks live in the memory of the instance that started them; a restart loses them.\n" +
+			"- While a run waits on the user (`approval.request`, a call that needs approval) or the client's model (`llm.call`), it gives its execution slot back to the pool; at most `[tasks] max_waiting` runs (default twice the pool) wait so at once.\n" +
+			"- Report how far a long run got with `progress(message, fraction)` (runtime/progress.md); the client sees it as MCP progress.\n",
 	},
 	{
 		name:    "tools",
@@ -85,6 +154,33 @@ func buildRuntime(v *tools.View, rt map[string][]*tools.Tool) ([]*runtimeNS, map
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].name < list[j].name })
 	return list, byName
+}
+
+// Pages returns the runtime's built-in pages (plan, progress, tasks,
+// tools) for package search to rank with the tools (search.PageDocs):
+// each as a tools.Tool that is not registered, named as Signature and Full
+// know it, with its index line as the summary and a few sentences on
+// what it is for as the description. A registered namespace of the same name hides the page.
+func (f *FS) Pages() []*tools.Tool { return f.current().pages }
+
+// builtinPages describes the built-in namespaces among list as Pages does.
+func builtinPages(list []*runtimeNS) []*tools.Tool {
+	var out []*tools.Tool
+	for _, ns := range list {
+		if len(ns.tools) == 0 {
+			out = append(out, &tools.Tool{Name: ns.name, Summary: ns.summary, Description: ns.about, Runtime: true})
+		}
+	}
+	return out
+}
+
+// builtinPage returns the built-in namespace name when no tool has the
+// name.
+func (s *snapshot) builtinPage(name string) *runtimeNS {
+	if ns := s.rtByName[name]; ns != nil && len(ns.tools) == 0 && s.tools[name] == nil {
+		return ns
+	}
+	return nil
 }
 
 // runtimeLine is the one line index.json gives a namespace: its calls
@@ -147,7 +243,7 @@ func renderRuntimeIndex(s *snapshot) []byte {
 		b.WriteString(quote(shorten(ns.line(), 240)))
 	}
 	b.WriteString(`},"about":`)
-	b.WriteString(quote("Every program has these besides the catalogue's namespaces; call them like tools."))
+	b.WriteString(quote("Every program has these besides the catalogue's namespaces, called like tools; plan and tasks are ways to run one."))
 	b.WriteString(`,"next":`)
 	b.WriteString(quote("runtime/<ns>.d.ts: signatures; runtime/<ns>.md: full docs"))
 	b.WriteString("}\n")

@@ -74,6 +74,8 @@ func TestRuntimeTree(t *testing.T) {
 		"cache":    "cache.get: Read a cached value.",
 		"progress": "progress(message, fraction?)",
 		"tools":    "tools.paginate(fn, args, {max})",
+		"plan":     `execute_code {mode: "plan"}`,
+		"tasks":    "MCP tasks",
 	} {
 		if !strings.Contains(index.Runtime[ns], want) {
 			t.Errorf("runtime/index.json %s: %q, want it to hold %q", ns, index.Runtime[ns], want)
@@ -89,6 +91,9 @@ func TestRuntimeTree(t *testing.T) {
 		{"runtime/cache.d.ts", []string{"declare namespace cache", "function get("}},
 		{"runtime/progress.d.ts", []string{"declare function progress("}},
 		{"runtime/tools.md", []string{"tools.paginate"}},
+		{"runtime/plan.d.ts", []string{"interface Planned {", "planned: true;", "id: number;"}},
+		{"runtime/plan.md", []string{"{planned: true, id}", "execute_code {plan_id}", "sandbox.plan_ttl", "plan_expired", "approval.required_for"}},
+		{"runtime/tasks.md", []string{"tasks/get", "[tasks] max_duration", "slot back"}},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			b, err := f.ReadFile(tc.path)
@@ -111,7 +116,7 @@ func TestRuntimeTree(t *testing.T) {
 	for _, de := range des {
 		names = append(names, de.Name())
 	}
-	if got, want := strings.Join(names, " "), "cache.d.ts cache.md index.json llm.d.ts llm.md progress.d.ts progress.md tools.d.ts tools.md"; got != want {
+	if got, want := strings.Join(names, " "), "cache.d.ts cache.md index.json llm.d.ts llm.md plan.d.ts plan.md progress.d.ts progress.md tasks.d.ts tasks.md tools.d.ts tools.md"; got != want {
 		t.Errorf("runtime/ lists %s, want %s", got, want)
 	}
 

@@ -79,8 +79,9 @@ func TestGolden(t *testing.T) {
 	}
 	r := newCatalog(t)
 	// The manifest, the indexes, two files a tool, and the runtime's
-	// index with the prelude's two helpers' files.
-	if want := 1 + len(r.Categories()) + 2*len(r.List()) + 1 + 2*2; len(seen) != want {
+	// index with the files of its four built-in pages (plan, progress,
+	// tasks, tools).
+	if want := 1 + len(r.Categories()) + 2*len(r.List()) + 1 + 2*4; len(seen) != want {
 		t.Errorf("walked %d files, want %d: the whole tree", len(seen), want)
 	}
 	_ = filepath.WalkDir(golden, func(p string, d fs.DirEntry, err error) error {

@@ -117,6 +117,18 @@ type Docs interface {
 	Output(name string) (string, bool)
 }
 
+// PageDocs is a Docs that documents more than the registry's tools:
+// pages a caller must find as readily as a tool, such as the built-in
+// pages of the programs' runtime (a *vfs.FS has runtime/plan.md on dry
+// runs). Search ranks them with the caller's tools. Each page is given as
+// a tools.Tool that is not registered: its Name, which Signature and Full
+// know it by, its Summary, and what else to index as its Description;
+// a name without a dot is its own category and short name.
+type PageDocs interface {
+	Docs
+	Pages() []*tools.Tool
+}
+
 // Index searches a registry, each caller within its own view of it
 // (tools.View). It is safe for concurrent use.
 type Index struct {
@@ -134,10 +146,17 @@ func New(reg *tools.Registry, docs func(tools.Caller) Docs) *Index {
 	return &Index{reg: reg, docs: docs}
 }
 
-// current returns the index of c's view.
+// current returns the index of c's view, with the pages of its docs
+// (PageDocs).
 func (ix *Index) current(c tools.Caller) *index {
 	v := ix.reg.View(c)
-	return v.Memo(ix, func(v *tools.View) any { return build(v.List(), v.Version()) }).(*index)
+	return v.Memo(ix, func(v *tools.View) any {
+		ts := v.List()
+		if p, ok := ix.docs(c).(PageDocs); ok {
+			ts = append(slices.Clip(ts), p.Pages()...)
+		}
+		return build(ts, v.Version())
+	}).(*index)
 }
 
 // Search ranks the tools against q and returns the best hits, best first.
@@ -405,14 +424,18 @@ func build(ts []*tools.Tool, version uint64) *index {
 			cat = int32(len(ix.catID))
 			ix.catID[t.Category()] = cat
 		}
-		nameWords := words(t.ShortName())
+		short := t.ShortName()
+		if short == "" {
+			short = t.Name // a page (PageDocs)
+		}
+		nameWords := words(short)
 		d := doc{tool: t, cat: cat, readOnly: t.Annotations.ReadOnly}
 		if len(nameWords) > 0 {
 			d.polarity = polarity[stem(nameWords[0])]
 		}
 		ix.docs = append(ix.docs, d)
 		ft := &fieldTerms[i]
-		nameTerms := terms(t.ShortName())
+		nameTerms := terms(short)
 		ft[fieldName] = append(append(nameTerms, forms(nameWords)...), bigrams(nameTerms)...)
 		ft[fieldCategory] = terms(t.Category() + " " + strings.ReplaceAll(t.Group, "/", " "))
 		ft[fieldSummary] = terms(t.Summary + " " + t.Title)
