@@ -193,7 +193,7 @@ func (s *Server) Commit(ctx context.Context, planID string, x Execution) (*Recor
 		// tried by another principal, is what the log is for.
 		x.Mode, x.planHash = "commit", memory.PlanIDHash(planID)
 		refused := &executor.Result{Status: executor.StatusError, Error: &executor.Error{Kind: kind, Message: msg}}
-		s.audit.record(auditRecord{exec: executionRecord(id, caller, x, started, refused)})
+		s.audit.record(auditRecord{exec: executionRecord(id, caller, s.access.of(caller), x, started, refused)})
 		return s.refusedRecord(kind, msg)
 	}
 	sess, err := s.sessions.get(caller.Principal, caller.Session)

@@ -93,7 +93,7 @@ interface PlanOutcome {
 	},
 	{
 		name:    "tasks",
-		summary: "long runs as MCP tasks: the client polls for the record, up to [tasks] max_duration; a run waiting on the user or a model gives its slot back",
+		summary: "long runs as MCP tasks: the client polls for the record, up to sandbox.max_task_duration; a run waiting on the user or a model gives its slot back",
 		about:   "A long-running program lasting minutes, beyond the time limit of an ordinary call: the client starts it as a task, polls its status, and gets or cancels it.",
 		dts: `// A program runs the same as an MCP task: there is nothing to call. The
 // client asks for a task (tools/call of execute_code with params.task) and
@@ -110,7 +110,7 @@ interface TaskStatus {
 		md: "# tasks: long runs\n\n" +
 			"A run longer than an ordinary call may last (`sandbox.max_timeout`) runs as an MCP task (protocol 2025-11-25). The program is the same; the client decides.\n\n" +
 			"- The client sends `execute_code` with `task: {}` in the request's params and gets a task handle at once; it polls `tasks/get`, fetches the run record with `tasks/result` (the record an ordinary call returns), may cancel the run with `tasks/cancel`, and lists its tasks with `tasks/list`.\n" +
-			"- A task run may last up to `[tasks] max_duration` (default 10 min) in place of `sandbox.max_timeout`; `timeout_ms` still shortens it. Its record is kept `[tasks] result_ttl` (default 10 min) after the run ends.\n" +
+			"- A task run may last up to `sandbox.max_task_duration` (default 10 min) in place of `sandbox.max_timeout`; `timeout_ms` still shortens it. Its record is kept `[tasks] result_ttl` (default 10 min) after the run ends.\n" +
 			"- A task is its principal's: another principal cannot get, fetch, cancel or list it. Tasks live in the memory of the instance that started them; a restart loses them.\n" +
 			"- While a run waits on the user (`approval.request`, a call that needs approval) or the client's model (`llm.call`), it gives its execution slot back to the pool; at most `[tasks] max_waiting` runs (default twice the pool) wait so at once.\n" +
 			"- Report how far a long run got with `progress(message, fraction)` (runtime/progress.md); the client sees it as MCP progress.\n",

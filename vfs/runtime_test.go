@@ -93,7 +93,7 @@ func TestRuntimeTree(t *testing.T) {
 		{"runtime/tools.md", []string{"tools.paginate"}},
 		{"runtime/plan.d.ts", []string{"interface Planned {", "planned: true;", "id: number;"}},
 		{"runtime/plan.md", []string{"{planned: true, id}", "execute_code {plan_id}", "sandbox.plan_ttl", "plan_expired", "approval.required_for"}},
-		{"runtime/tasks.md", []string{"tasks/get", "[tasks] max_duration", "slot back"}},
+		{"runtime/tasks.md", []string{"tasks/get", "sandbox.max_task_duration", "slot back"}},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			b, err := f.ReadFile(tc.path)
