@@ -72,11 +72,12 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if readOnlyMemoryCommands[sub] {
 		open = openStoreReadOnly
 	}
-	store, err := open(ctx, cfg, log)
+	st, err := open(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer st.Close()
+	backend := backendOf(cfg)
 
 	printJSON := func(v any) error {
 		enc := json.NewEncoder(stdout)
@@ -85,6 +86,10 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	switch sub {
 	case "stats":
+		store, ok := st.(statser)
+		if !ok {
+			return errUnsupported{"memory stats", backend}
+		}
 		stats, err := store.Stats(ctx)
 		if err != nil {
 			return fmt.Errorf("memory stats: %w", err)
@@ -111,6 +116,10 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if fs.NArg() == 0 {
 			return usageError{"memory search needs a query"}
 		}
+		store, ok := st.(recaller)
+		if !ok {
+			return errUnsupported{"memory search", backend}
+		}
 		pctx := tools.WithCaller(ctx, tools.Caller{Principal: *principal})
 		res, err := store.Recall(pctx, memory.RecallInput{Query: strings.Join(fs.Args(), " "), Limit: *limit})
 		if err != nil {
@@ -134,6 +143,10 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return tw.Flush()
 
 	case "export":
+		store, ok := st.(exporter)
+		if !ok {
+			return errUnsupported{"memory export", backend}
+		}
 		w := stdout
 		if fs.NArg() > 0 && fs.Arg(0) != "-" {
 			f, err := os.OpenFile(fs.Arg(0), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
@@ -151,6 +164,10 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return nil
 
 	case "import":
+		store, ok := st.(importer)
+		if !ok {
+			return errUnsupported{"memory import", backend}
+		}
 		if fs.NArg() != 1 {
 			return usageError{"memory import needs a file, or - for stdin"}
 		}
@@ -171,6 +188,10 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return nil
 
 	case "reindex":
+		store, ok := st.(reindexer)
+		if !ok {
+			return errUnsupported{"memory reindex", backend}
+		}
 		emb, err := embedder(cfg, log)
 		if err != nil {
 			return err

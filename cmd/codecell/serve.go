@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/codecell/codecell/mcpserver"
-	"github.com/codecell/codecell/memory"
 )
 
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -56,8 +55,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer closeServer()
 	sources := startOpenAPI(cfg, srv.Registry(), store, log)
 	defer sources.close()
-	stopPruning := prunePeriodically(ctx, store, time.Hour, log)
-	defer stopPruning()
+	if p, ok := store.(pruner); ok {
+		stopPruning := prunePeriodically(ctx, p, time.Hour, log)
+		defer stopPruning()
+	} else {
+		log.Info("pruning skipped: this store cannot prune yet; audit records and stored results are kept", "backend", backendOf(cfg))
+	}
 
 	if addr == "" {
 		log.Info("serving MCP over stdio", "version", version)
@@ -109,7 +112,7 @@ func listen(addr string) (net.Listener, error) {
 
 // prunePeriodically applies the store's retention every interval (it was
 // applied at open) until the returned function is called.
-func prunePeriodically(ctx context.Context, store *memory.Store, every time.Duration, log *slog.Logger) (stop func()) {
+func prunePeriodically(ctx context.Context, store pruner, every time.Duration, log *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
