@@ -27,6 +27,8 @@ Commands:
   import FILE|-         read a JSONL export (memories are re-embedded); what the
                         store already holds is skipped, so importing twice is safe
   reindex               rebuild every vector with the configured embedder
+  migrate --to postgres copy the SQLite store into PostgreSQL, verified
+                        (codecell memory migrate --help)
 
 stats, search and export only read: they open the store read-only and fail
 when there is none.
@@ -38,18 +40,21 @@ var readOnlyMemoryCommands = map[string]bool{"stats": true, "search": true, "exp
 func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, memoryUsage)
-		return usageError{"memory needs a command: stats, search, export, import or reindex"}
+		return usageError{"memory needs a command: stats, search, export, import, reindex or migrate"}
 	}
 	if isHelp(args[0]) {
 		fmt.Fprint(stdout, memoryUsage)
 		return nil
 	}
 	sub, rest := args[0], args[1:]
+	if sub == "migrate" {
+		return runMemoryMigrate(ctx, rest, stdout, stderr)
+	}
 	switch sub {
 	case "stats", "search", "export", "import", "reindex":
 	default:
 		fmt.Fprint(stderr, memoryUsage)
-		return usageError{fmt.Sprintf("unknown memory command %q; want stats, search, export, import or reindex", sub)}
+		return usageError{fmt.Sprintf("unknown memory command %q; want stats, search, export, import, reindex or migrate", sub)}
 	}
 	fs := newConfigCommand("memory "+sub, strings.TrimSuffix(memoryUsage, "\n"), stderr)
 	principal := fs.String("principal", "local", "whose memories to search (search only; local is the stdio user)")
