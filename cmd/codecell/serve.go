@@ -193,6 +193,10 @@ func stdioLaunch(cfg Config, pv provenance) (launch, error) {
 		default:
 			text = fmt.Sprint(v)
 		}
+		if f.key == "memory.dsn" {
+			// Named, its password never printed: the operator adds it.
+			text = hideDSNPassword(text)
+		}
 		if pathKey(f.key) && text != "" {
 			if text, err = filepath.Abs(text); err != nil {
 				return l, err
