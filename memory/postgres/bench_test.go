@@ -114,6 +114,25 @@ func BenchmarkStores(b *testing.B) {
 			b.ReportMetric(ms(percentile(lat, 0.5)), "p50-ms")
 			b.ReportMetric(ms(percentile(lat, 0.95)), "p95-ms")
 		})
+		// Keyword recall alone, where the two stores differ most (BM25
+		// over FTS5 against ts_rank_cd over a GIN index).
+		b.Run(fmt.Sprintf("keyword/backend=%s/n=%d", st.name, n), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(5, 5))
+			var lat []time.Duration
+			for range b.N {
+				lat = lat[:0]
+				for q := 0; q < 50; q++ {
+					text := synthText(r)
+					t0 := time.Now()
+					if _, err := st.s.Recall(ctx, memory.RecallInput{Query: text, Mode: memory.ModeKeyword}); err != nil {
+						b.Fatal(err)
+					}
+					lat = append(lat, time.Since(t0))
+				}
+			}
+			b.ReportMetric(ms(percentile(lat, 0.5)), "p50-ms")
+			b.ReportMetric(ms(percentile(lat, 0.95)), "p95-ms")
+		})
 		b.Run(fmt.Sprintf("recall@10/backend=%s/n=%d", st.name, n), func(b *testing.B) {
 			for range b.N {
 				rec, exactP50, approxP50 := recallAt10(b, ctx, st.s, 100)
