@@ -254,6 +254,10 @@ func newServer(cfg Config, store store, log *slog.Logger) (srv *mcpserver.Server
 // connecting to the upstream servers, whose tools join the catalogue as
 // they become ready; the caller closes the server, then the source.
 func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Logger) (_ *mcpserver.Server, up *upstream.Source, err error) {
+	ms, err := serverStore(store, backendOf(cfg))
+	if err != nil {
+		return nil, nil, err
+	}
 	reg := tools.NewRegistry()
 	if err := builtin.Register(reg); err != nil {
 		return nil, nil, err
@@ -308,7 +312,7 @@ func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Log
 		Rules:          rules,
 		Budget:         fcfg.Budget,
 		MaxBudget:      fcfg.MaxBudget,
-		Store:          store,
+		Store:          ms,
 		Logger:         log,
 	}, reg)
 	if err != nil {

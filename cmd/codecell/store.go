@@ -15,14 +15,15 @@ import (
 	"github.com/codecell/codecell/tools/upstream"
 )
 
-// store is what the commands need of a store, whichever its backend: what
-// the MCP server keeps there (audit, results, workspace, skills), what the
-// tool sources keep there (learned tool shapes, binary results), and the
-// operations of the memory and workspace tools. What only one backend can
-// do yet (pruning, stats, export…) is asked for where it is used, by an
-// interface assertion, and the command says so when the store lacks it.
+// store is what the commands need of a store, whichever its backend: the
+// operations of the memory and workspace tools, what the tool sources
+// keep there (learned tool shapes, binary results), and Close. What the
+// MCP server keeps there (mcpserver.Store: audit, results, workspace,
+// skills…) and what only one backend can do yet (pruning, stats,
+// export…) are asked for where they are used, by interface assertions,
+// and the command says so when the store lacks them.
 type store interface {
-	mcpserver.Store
+	resultPutter
 	upstream.Shapes
 	ToolSet() memory.ToolSet
 	Close() error
@@ -32,6 +33,16 @@ var (
 	_ store = (*memory.Store)(nil)
 	_ store = (*postgres.Store)(nil)
 )
+
+// serverStore is the store as the MCP server uses it, or an error that
+// says what the backend lacks.
+func serverStore(st store, backend string) (mcpserver.Store, error) {
+	ms, ok := st.(mcpserver.Store)
+	if !ok {
+		return nil, fmt.Errorf("the %s store cannot keep everything the MCP server keeps yet (mcpserver.Store); use memory.backend = \"sqlite\"", backend)
+	}
+	return ms, nil
+}
 
 // storePath is the database file the configuration names.
 func storePath(cfg Config) (string, error) {
