@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -40,7 +41,7 @@ Exit status 1 when the copy does not verify.
 
 // runMemoryMigrate is codecell memory migrate.
 func runMemoryMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newConfigCommand("memory migrate", memoryMigrateUsage, stderr)
+	fs := newConfigCommand("memory migrate", strings.TrimSuffix(memoryMigrateUsage, "\n"), stderr)
 	to := fs.String("to", "", "the backend to copy into: postgres")
 	dsn := fs.String("dsn", "", "the PostgreSQL database (postgres://user@host/db); default memory.dsn")
 	from := fs.String("from", "", "the SQLite store to copy; default the configured one")
