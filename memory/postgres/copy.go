@@ -662,6 +662,14 @@ func (c *copier) checkMeta(ctx context.Context) (TableCopy, error) {
 				memory.ErrEmbedderMismatch, have, want, have)
 		}
 	}
+	var stored string
+	err = c.tx.QueryRow(ctx, `SELECT coalesce((SELECT value FROM meta WHERE key = 'embedder'), '')`).Scan(&stored)
+	if err != nil {
+		return tc, fmt.Errorf("meta: %w", err)
+	}
+	if stored != "" && stored != want {
+		return tc, fmt.Errorf("%w: the target's vectors were made by %s and the configured embedder is %s", memory.ErrEmbedderMismatch, stored, want)
+	}
 	if v, ok := meta["skills_version"]; ok {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
