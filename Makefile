@@ -13,7 +13,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 BENCHTIME ?= 2s
 STATICCHECK := v0.8.2
 
-.PHONY: build run test lint bench bench-memory bench-disclosure bench-economy load load-multi node-deps openapi-fixtures fuzz install-check clean
+.PHONY: build run test lint bench bench-memory bench-store bench-disclosure bench-economy load load-multi node-deps openapi-fixtures fuzz install-check clean
 
 build:
 	@echo "building $(BIN); the first build compiles the SQLite (cgo) and QuickJS sources and takes about two minutes"
@@ -74,6 +74,14 @@ bench:
 bench-memory:
 	$(GO) test -tags $(TAGS) -run '^$$' -bench 'BenchmarkInsert|BenchmarkRecall|BenchmarkBinaryRecall' -benchtime 1x -timeout 30m ./memory/
 	$(GO) test -tags $(TAGS) -run TestRecallQuality -v ./memory/
+
+## bench-store: the SQLite and PostgreSQL stores side by side on the same
+## data: memory migrate of a 100k-memory store (time, counts, checksums), then
+## recall latency (p50/p95) and recall@10 against the exact scan on both.
+## Needs PostgreSQL's binaries (the tests start a throwaway server); about
+## ten minutes. CODECELL_BENCH_MEMORIES sets another size.
+bench-store:
+	$(GO) test -tags $(TAGS) -run '^$$' -bench BenchmarkStores -benchtime 1x -timeout 60m -v ./memory/postgres/
 
 ## bench-disclosure: bytes an agent reads at each disclosure level, code mode vs direct mode.
 bench-disclosure:

@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -38,4 +41,31 @@ func (m MemoryConfig) validateBackend() []error {
 		return []error{configError{"memory.backend", fmt.Sprintf("%q: use sqlite or postgres", m.Backend)}}
 	}
 	return nil
+}
+
+// hiddenPassword stands for a password where a DSN is shown.
+const hiddenPassword = "(hidden)"
+
+// passwordPair is a password in a key=value DSN, quoted or not.
+var passwordPair = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+
+// hideDSNPassword returns dsn with its password, if any, replaced by
+// hiddenPassword: where a configuration is shown (config check, the
+// connection help of serve) the database is named, the password never.
+func hideDSNPassword(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), hiddenPassword)
+		}
+		if q := u.Query(); q.Has("password") {
+			q.Set("password", hiddenPassword)
+			u.RawQuery = q.Encode()
+		}
+		s, _ := url.PathUnescape(u.String())
+		return s
+	}
+	if !strings.Contains(dsn, "=") {
+		return dsn
+	}
+	return passwordPair.ReplaceAllString(dsn, "${1}"+hiddenPassword)
 }

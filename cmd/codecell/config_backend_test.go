@@ -38,3 +38,21 @@ func TestValidateBackend(t *testing.T) {
 		})
 	}
 }
+
+func TestHideDSNPassword(t *testing.T) {
+	for _, tc := range []struct{ dsn, want string }{
+		{"postgres://codecell:s3cret@db.internal:5432/codecell?sslmode=require", "postgres://codecell:(hidden)@db.internal:5432/codecell?sslmode=require"},
+		{"postgresql://codecell@db/codecell", "postgresql://codecell@db/codecell"},
+		{"postgres:///codecell?host=/run/pg&password=s3cret", "postgres:///codecell?host=/run/pg&password=(hidden)"},
+		{"host=db user=codecell password=s3cret dbname=codecell", "host=db user=codecell password=(hidden) dbname=codecell"},
+		{`host=db password = 'it\'s s3cret' dbname=codecell`, "host=db password = (hidden) dbname=codecell"},
+		{"host=db dbname=codecell", "host=db dbname=codecell"},
+	} {
+		t.Run(tc.dsn, func(t *testing.T) {
+			got := hideDSNPassword(tc.dsn)
+			if strings.Contains(got, "s3cret") || got != tc.want {
+				t.Errorf("hideDSNPassword(%q) = %q, want %q", tc.dsn, got, tc.want)
+			}
+		})
+	}
+}

@@ -126,6 +126,7 @@ func runConfigCheck(args []string, stdout, stderr io.Writer) error {
 	}
 	set, _ := cfg.upstreams() // valid: parse checked it
 	cfg.Upstream = hideUpstreamSecrets(cfg.Upstream)
+	cfg.Memory.DSN = hideDSNPassword(cfg.Memory.DSN)
 	fmt.Fprint(stdout, describeProvenance(fs.loaded))
 	fmt.Fprint(stdout, describeUpstreams(cfg, set))
 	return toml.NewEncoder(stdout).Encode(cfg)

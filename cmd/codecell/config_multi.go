@@ -9,7 +9,6 @@ import (
 
 	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/mcpserver"
-	"github.com/codecell/codecell/memory"
 )
 
 // This file reads the [cluster] section: several instances behind one load
@@ -78,14 +77,25 @@ func loadFilterKey(cfg Config, path string, env func(string) string) (filter.Key
 // cluster.shared is on, after checking that this instance's filter key is
 // the one the others use (the store keeps its fingerprint, never the
 // key); nil when it is off.
-func sharedState(cfg Config, store *memory.Store, key filter.Key) (mcpserver.SharedStore, error) {
+func sharedState(cfg Config, st store, key filter.Key) (mcpserver.SharedStore, error) {
 	if !cfg.Cluster.Shared {
 		return nil, nil
 	}
+	shared, ok := st.(clusterStore)
+	if !ok {
+		return nil, fmt.Errorf("cluster: the %s store cannot share vaults and rate limits", backendOf(cfg))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := store.CheckFilterKey(ctx, key.ID()); err != nil {
+	if err := shared.CheckFilterKey(ctx, key.ID()); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	return store, nil
+	return shared, nil
+}
+
+// clusterStore is a store that instances can share state through: both
+// backends are one.
+type clusterStore interface {
+	mcpserver.SharedStore
+	CheckFilterKey(ctx context.Context, id string) error
 }

@@ -79,8 +79,8 @@ const usage = `codecell — an MCP server that runs agents' code against a tool 
 Usage:
   codecell serve [flags]         serve MCP over stdio (default) or HTTP (--http ADDR)
   codecell exec [flags] FILE|-   run a program through the same path as execute_code
-  codecell memory stats|search|export|import|reindex
-                                 inspect and back up what agents stored
+  codecell memory stats|search|export|import|reindex|migrate
+                                 inspect, back up or move what agents stored
   codecell config init|check|rotate-key
                                  write a commented config file, validate one, or rotate the token key
   codecell version               print the version

@@ -27,6 +27,8 @@ Commands:
   import FILE|-         read a JSONL export (memories are re-embedded); what the
                         store already holds is skipped, so importing twice is safe
   reindex               rebuild every vector with the configured embedder
+  migrate --to postgres copy the SQLite store into PostgreSQL, verified
+                        (codecell memory migrate --help)
 
 stats, search and export only read: they open the store read-only and fail
 when there is none.
@@ -38,18 +40,21 @@ var readOnlyMemoryCommands = map[string]bool{"stats": true, "search": true, "exp
 func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, memoryUsage)
-		return usageError{"memory needs a command: stats, search, export, import or reindex"}
+		return usageError{"memory needs a command: stats, search, export, import, reindex or migrate"}
 	}
 	if isHelp(args[0]) {
 		fmt.Fprint(stdout, memoryUsage)
 		return nil
 	}
 	sub, rest := args[0], args[1:]
+	if sub == "migrate" {
+		return runMemoryMigrate(ctx, rest, stdout, stderr)
+	}
 	switch sub {
 	case "stats", "search", "export", "import", "reindex":
 	default:
 		fmt.Fprint(stderr, memoryUsage)
-		return usageError{fmt.Sprintf("unknown memory command %q; want stats, search, export, import or reindex", sub)}
+		return usageError{fmt.Sprintf("unknown memory command %q; want stats, search, export, import, reindex or migrate", sub)}
 	}
 	fs := newConfigCommand("memory "+sub, strings.TrimSuffix(memoryUsage, "\n"), stderr)
 	principal := fs.String("principal", "local", "whose memories to search (search only; local is the stdio user)")
@@ -72,11 +77,12 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if readOnlyMemoryCommands[sub] {
 		open = openStoreReadOnly
 	}
-	store, err := open(ctx, cfg, log)
+	st, err := open(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer st.Close()
+	backend := backendOf(cfg)
 
 	printJSON := func(v any) error {
 		enc := json.NewEncoder(stdout)
@@ -85,6 +91,10 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	switch sub {
 	case "stats":
+		store, ok := st.(statser)
+		if !ok {
+			return errUnsupported{"memory stats", backend}
+		}
 		stats, err := store.Stats(ctx)
 		if err != nil {
 			return fmt.Errorf("memory stats: %w", err)
@@ -111,6 +121,10 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if fs.NArg() == 0 {
 			return usageError{"memory search needs a query"}
 		}
+		store, ok := st.(recaller)
+		if !ok {
+			return errUnsupported{"memory search", backend}
+		}
 		pctx := tools.WithCaller(ctx, tools.Caller{Principal: *principal})
 		res, err := store.Recall(pctx, memory.RecallInput{Query: strings.Join(fs.Args(), " "), Limit: *limit})
 		if err != nil {
@@ -134,6 +148,10 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return tw.Flush()
 
 	case "export":
+		store, ok := st.(exporter)
+		if !ok {
+			return errUnsupported{"memory export", backend}
+		}
 		w := stdout
 		if fs.NArg() > 0 && fs.Arg(0) != "-" {
 			f, err := os.OpenFile(fs.Arg(0), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
@@ -151,6 +169,10 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return nil
 
 	case "import":
+		store, ok := st.(importer)
+		if !ok {
+			return errUnsupported{"memory import", backend}
+		}
 		if fs.NArg() != 1 {
 			return usageError{"memory import needs a file, or - for stdin"}
 		}
@@ -171,6 +193,10 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return nil
 
 	case "reindex":
+		store, ok := st.(reindexer)
+		if !ok {
+			return errUnsupported{"memory reindex", backend}
+		}
 		emb, err := embedder(cfg, log)
 		if err != nil {
 			return err

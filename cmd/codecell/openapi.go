@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/openapi"
 )
@@ -33,7 +32,7 @@ type openAPISources struct {
 // responses become stored results; every request is logged (method,
 // host, status). A source that cannot load is logged as unavailable, with
 // the reason, and the server goes on without it.
-func startOpenAPI(cfg Config, reg *tools.Registry, store *memory.Store, log *slog.Logger) *openAPISources {
+func startOpenAPI(cfg Config, reg *tools.Registry, store resultPutter, log *slog.Logger) *openAPISources {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &openAPISources{cancel: cancel, log: log.With("component", "openapi")}
 	cache := ""

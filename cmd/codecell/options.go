@@ -232,7 +232,7 @@ func executorConfig(c SandboxConfig) executor.Config {
 // newServer builds the sandbox, the catalogue and the MCP server from cfg,
 // over the store, whose memory and workspace tools join the catalogue.
 // close stops the server, then the sandbox.
-func newServer(cfg Config, store *memory.Store, log *slog.Logger, tp trace.TracerProvider) (srv *mcpserver.Server, close func(), err error) {
+func newServer(cfg Config, store store, log *slog.Logger, tp trace.TracerProvider) (srv *mcpserver.Server, close func(), err error) {
 	ec := executorConfig(cfg.Sandbox)
 	ec.Logger = log
 	ec.MaxWaiting = cfg.Tasks.MaxWaiting
@@ -262,12 +262,16 @@ func newServer(cfg Config, store *memory.Store, log *slog.Logger, tp trace.Trace
 // buildServer builds the catalogue and the MCP server, and starts
 // connecting to the upstream servers, whose tools join the catalogue as
 // they become ready; the caller closes the server, then the source.
-func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *slog.Logger, tp trace.TracerProvider) (_ *mcpserver.Server, up *upstream.Source, err error) {
+func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Logger, tp trace.TracerProvider) (_ *mcpserver.Server, up *upstream.Source, err error) {
+	ms, err := serverStore(store, backendOf(cfg))
+	if err != nil {
+		return nil, nil, err
+	}
 	reg := tools.NewRegistry()
 	if err := builtin.Register(reg); err != nil {
 		return nil, nil, err
 	}
-	if err := store.Register(reg); err != nil {
+	if err := memory.RegisterTools(reg, toolSet(store, backendOf(cfg), log)); err != nil {
 		return nil, nil, err
 	}
 	if cfg.Server.Catalog != "" {
@@ -322,7 +326,7 @@ func buildServer(cfg Config, store *memory.Store, exec *executor.Executor, log *
 		Rules:          rules,
 		Budget:         fcfg.Budget,
 		MaxBudget:      fcfg.MaxBudget,
-		Store:          store,
+		Store:          ms,
 		Tasks:          cfg.tasksServer(),
 		Shared:         shared,
 		DrainDelay:     cfg.Cluster.DrainDelay.D(),

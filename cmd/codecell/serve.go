@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/codecell/codecell/mcpserver"
-	"github.com/codecell/codecell/memory"
 )
 
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -61,8 +60,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer closeServer()
 	sources := startOpenAPI(cfg, srv.Registry(), store, log)
 	defer sources.close()
-	stopPruning := prunePeriodically(ctx, store, time.Hour, log)
-	defer stopPruning()
+	if p, ok := store.(pruner); ok {
+		stopPruning := prunePeriodically(ctx, p, time.Hour, log)
+		defer stopPruning()
+	} else {
+		log.Info("pruning skipped: this store cannot prune yet; audit records and stored results are kept", "backend", backendOf(cfg))
+	}
 
 	if addr == "" {
 		log.Info("serving MCP over stdio", "version", version)
@@ -114,7 +117,7 @@ func listen(addr string) (net.Listener, error) {
 
 // prunePeriodically applies the store's retention every interval (it was
 // applied at open) until the returned function is called.
-func prunePeriodically(ctx context.Context, store *memory.Store, every time.Duration, log *slog.Logger) (stop func()) {
+func prunePeriodically(ctx context.Context, store pruner, every time.Duration, log *slog.Logger) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -194,6 +197,10 @@ func stdioLaunch(cfg Config, pv provenance) (launch, error) {
 			text = strings.Join(v, ",")
 		default:
 			text = fmt.Sprint(v)
+		}
+		if f.key == "memory.dsn" {
+			// Named, its password never printed: the operator adds it.
+			text = hideDSNPassword(text)
 		}
 		if pathKey(f.key) && text != "" {
 			if text, err = filepath.Abs(text); err != nil {

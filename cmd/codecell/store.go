@@ -7,8 +7,42 @@ import (
 	"log/slog"
 	"path/filepath"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/memory/postgres"
+	"github.com/codecell/codecell/tools/upstream"
 )
+
+// store is what the commands need of a store, whichever its backend: the
+// operations of the memory and workspace tools, what the tool sources
+// keep there (learned tool shapes, binary results), and Close. What the
+// MCP server keeps there (mcpserver.Store: audit, results, workspace,
+// skills…) and what only one backend can do yet (pruning, stats,
+// export…) are asked for where they are used, by interface assertions,
+// and the command says so when the store lacks them.
+type store interface {
+	resultPutter
+	upstream.Shapes
+	ToolSet() memory.ToolSet
+	Close() error
+}
+
+var (
+	_ store = (*memory.Store)(nil)
+	_ store = (*postgres.Store)(nil)
+)
+
+// serverStore is the store as the MCP server uses it, or an error that
+// says what the backend lacks.
+func serverStore(st store, backend string) (mcpserver.Store, error) {
+	ms, ok := st.(mcpserver.Store)
+	if !ok {
+		return nil, fmt.Errorf("the %s store cannot keep everything the MCP server keeps yet (mcpserver.Store); use memory.backend = \"sqlite\"", backend)
+	}
+	return ms, nil
+}
 
 // storePath is the database file the configuration names.
 func storePath(cfg Config) (string, error) {
@@ -20,6 +54,14 @@ func storePath(cfg Config) (string, error) {
 		return "", err
 	}
 	return filepath.Join(dir, "codecell.db"), nil
+}
+
+// backendOf is the configured backend's name: sqlite or postgres.
+func backendOf(cfg Config) string {
+	if cfg.Memory.Backend == backendPostgres {
+		return backendPostgres
+	}
+	return backendSQLite
 }
 
 // embedder builds the configured embedder; nil means the offline default.
@@ -44,19 +86,44 @@ func embedder(cfg Config, log *slog.Logger) (memory.Embedder, error) {
 	return e, nil
 }
 
-// openStore opens the store the configuration names, creating it and its
-// directory on first use.
-func openStore(ctx context.Context, cfg Config, log *slog.Logger) (*memory.Store, error) {
-	return openStoreMode(ctx, cfg, log, false)
+// storeLimits and storeRetention are the [memory] section's bounds, the
+// same for either backend.
+func storeLimits(cfg Config) memory.Limits {
+	return memory.Limits{
+		MaxFileBytes:      cfg.Memory.WorkspaceMaxFileBytes,
+		MaxWorkspaceBytes: cfg.Memory.WorkspaceMaxBytes,
+	}
 }
 
-// openStoreReadOnly opens the store the configuration names for reading
-// only: it creates nothing, and says so when there is no store.
-func openStoreReadOnly(ctx context.Context, cfg Config, log *slog.Logger) (*memory.Store, error) {
-	return openStoreMode(ctx, cfg, log, true)
+func storeRetention(cfg Config) memory.Retention {
+	return memory.Retention{
+		ExecutionsMaxAge: cfg.Memory.AuditMaxAge.D(),
+		ResultsMaxAge:    cfg.Memory.ResultsMaxAge.D(),
+	}
 }
 
-func openStoreMode(ctx context.Context, cfg Config, log *slog.Logger, readOnly bool) (*memory.Store, error) {
+// openStore opens the store the configuration names, creating it (and
+// the directory of a SQLite file, or the schema of a PostgreSQL
+// database) on first use.
+func openStore(ctx context.Context, cfg Config, log *slog.Logger) (store, error) {
+	if backendOf(cfg) == backendPostgres {
+		return openPostgres(ctx, cfg, log, false)
+	}
+	return openSQLite(ctx, cfg, log, false)
+}
+
+// openStoreReadOnly opens the store the configuration names for reading:
+// it creates nothing, and says so when there is no store. A SQLite store
+// is opened read-only; a PostgreSQL database must hold codecell's schema
+// already (opening it then changes nothing, the schema being current).
+func openStoreReadOnly(ctx context.Context, cfg Config, log *slog.Logger) (store, error) {
+	if backendOf(cfg) == backendPostgres {
+		return openPostgres(ctx, cfg, log, true)
+	}
+	return openSQLite(ctx, cfg, log, true)
+}
+
+func openSQLite(ctx context.Context, cfg Config, log *slog.Logger, readOnly bool) (*memory.Store, error) {
 	path, err := storePath(cfg)
 	if err != nil {
 		return nil, err
@@ -66,17 +133,11 @@ func openStoreMode(ctx context.Context, cfg Config, log *slog.Logger, readOnly b
 		return nil, err
 	}
 	st, err := memory.Open(ctx, memory.Config{
-		Path:     path,
-		ReadOnly: readOnly,
-		Embedder: emb,
-		Limits: memory.Limits{
-			MaxFileBytes:      cfg.Memory.WorkspaceMaxFileBytes,
-			MaxWorkspaceBytes: cfg.Memory.WorkspaceMaxBytes,
-		},
-		Retention: memory.Retention{
-			ExecutionsMaxAge: cfg.Memory.AuditMaxAge.D(),
-			ResultsMaxAge:    cfg.Memory.ResultsMaxAge.D(),
-		},
+		Path:      path,
+		ReadOnly:  readOnly,
+		Embedder:  emb,
+		Limits:    storeLimits(cfg),
+		Retention: storeRetention(cfg),
 	}, log)
 	if errors.Is(err, memory.ErrNoStore) {
 		return nil, fmt.Errorf("%w: nothing has been stored there yet (a server creates the store when it first runs; -data-dir or memory.path in the configuration name another)", err)
@@ -85,4 +146,45 @@ func openStoreMode(ctx context.Context, cfg Config, log *slog.Logger, readOnly b
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	return st, nil
+}
+
+// openPostgres opens the PostgreSQL store of memory.dsn. The DSN is never
+// printed: it may hold a password.
+func openPostgres(ctx context.Context, cfg Config, log *slog.Logger, mustExist bool) (*postgres.Store, error) {
+	if mustExist {
+		ok, err := hasSchema(ctx, cfg.Memory.DSN)
+		if err != nil {
+			return nil, fmt.Errorf("open postgres store: %w", err)
+		}
+		if !ok {
+			return nil, fmt.Errorf("open postgres store: %w: the database of memory.dsn holds no codecell schema yet (a server creates it when it first runs; codecell memory migrate copies a SQLite store into it)", memory.ErrNoStore)
+		}
+	}
+	emb, err := embedder(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	st, err := postgres.Open(ctx, postgres.Config{
+		DSN:       cfg.Memory.DSN,
+		Embedder:  emb,
+		Limits:    storeLimits(cfg),
+		Retention: storeRetention(cfg),
+	}, log)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
+	return st, nil
+}
+
+// hasSchema reports whether the database of dsn holds codecell's schema
+// (its migrations table).
+func hasSchema(ctx context.Context, dsn string) (bool, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var ok bool
+	err = conn.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&ok)
+	return ok, err
 }

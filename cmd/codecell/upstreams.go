@@ -179,7 +179,7 @@ func envLookup(environ []string) upstream.Lookup {
 // startUpstreams starts connecting to the configured upstream servers,
 // whose tools join reg; it returns nil when there are none. Binary
 // contents of their results are kept in the store.
-func startUpstreams(cfg Config, reg *tools.Registry, store *memory.Store, log *slog.Logger) (*upstream.Source, error) {
+func startUpstreams(cfg Config, reg *tools.Registry, store blobShapes, log *slog.Logger) (*upstream.Source, error) {
 	set, errs := cfg.upstreams()
 	if len(errs) > 0 {
 		return nil, configProblem{errors.Join(errs...)}
@@ -225,9 +225,21 @@ func waitUpstreams(src *upstream.Source, d time.Duration, log *slog.Logger) {
 	log.Info("upstream servers", "ready", ready, "configured", len(src.Status()))
 }
 
+// resultPutter keeps whole results.
+type resultPutter interface {
+	PutResult(ctx context.Context, in memory.PutResultInput) (memory.ResultInfo, error)
+}
+
+// blobShapes is what the upstream source keeps in the store: binary
+// contents and the shapes it learned of its tools' results.
+type blobShapes interface {
+	resultPutter
+	upstream.Shapes
+}
+
 // storeBlobs keeps the binary contents of upstream results and OpenAPI
 // responses as stored results, readable as codecell://results/{id}.
-type storeBlobs struct{ s *memory.Store }
+type storeBlobs struct{ s resultPutter }
 
 func (b storeBlobs) PutBlob(ctx context.Context, mimeType string, data []byte) (string, error) {
 	info, err := b.s.PutResult(ctx, memory.PutResultInput{ContentType: mimeType, Data: data})

@@ -1,0 +1,275 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/memory/postgres"
+	"github.com/codecell/codecell/memory/postgres/pgtest"
+	"github.com/codecell/codecell/tools"
+)
+
+// Benchmarks of the two stores side by side, on the same data. Reproduce
+// with
+//
+//	make bench-store
+//
+// or, for another size, CODECELL_BENCH_MEMORIES=10000 make bench-store.
+//
+// BenchmarkStores builds a SQLite store of 100k synthetic memories with
+// memory/bench_test.go's generator (the same vocabulary, Zipf-distributed
+// words, seed, layers and tags), copies it into PostgreSQL with
+// CopyFromSQLite (timed, with its counts and checksums compared), and then
+// measures recall on both stores: the same rows, the same queries.
+
+// recaller is the operation measured, on either store.
+type recaller interface {
+	Recall(ctx context.Context, in memory.RecallInput) (memory.RecallResult, error)
+}
+
+func benchSize(b *testing.B) int {
+	n := 100_000
+	if v := os.Getenv("CODECELL_BENCH_MEMORIES"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
+			b.Fatalf("CODECELL_BENCH_MEMORIES=%q: want a positive number", v)
+		}
+	}
+	return n
+}
+
+func BenchmarkStores(b *testing.B) {
+	n := benchSize(b)
+	ctx := tools.WithCaller(b.Context(), tools.Caller{Principal: "bench"})
+	path := filepath.Join(b.TempDir(), "bench.db")
+	lite, err := memory.Open(ctx, memory.Config{Path: path}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lite.Close()
+	start := time.Now()
+	fillSynthetic(b, ctx, lite, n, 42)
+	b.Logf("built a SQLite store of %d memories in %s", n, time.Since(start).Round(time.Second))
+
+	pg, err := postgres.Open(ctx, postgres.Config{DSN: pgtest.Database(b)}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pg.Close()
+
+	b.Run(fmt.Sprintf("migrate/n=%d", n), func(b *testing.B) {
+		if b.N > 1 {
+			b.Skip("runs once: -benchtime 1x")
+		}
+		rep, err := postgres.CopyFromSQLite(ctx, pg, path, postgres.CopyOptions{})
+		var out strings.Builder
+		rep.WriteTable(&out)
+		b.Logf("memory migrate of %d memories:\n%s", n, out.String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		var rows int64
+		for _, t := range rep.Tables {
+			if t.Compared {
+				rows += t.TargetRows
+			}
+		}
+		verified := 0.0
+		if rep.Verified() {
+			verified = 1
+		}
+		b.ReportMetric(rep.Duration.Seconds(), "s")
+		b.ReportMetric(float64(rows), "rows")
+		b.ReportMetric(float64(rows)/rep.Duration.Seconds(), "rows/s")
+		b.ReportMetric(verified, "verified")
+	})
+
+	for _, st := range []struct {
+		name string
+		s    recaller
+	}{{"sqlite", lite}, {"postgres", pg}} {
+		b.Run(fmt.Sprintf("recall/backend=%s/n=%d", st.name, n), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(5, 5))
+			var lat []time.Duration
+			for range b.N {
+				lat = lat[:0]
+				for q := 0; q < 200; q++ {
+					text := synthText(r)
+					t0 := time.Now()
+					if _, err := st.s.Recall(ctx, memory.RecallInput{Query: text}); err != nil {
+						b.Fatal(err)
+					}
+					lat = append(lat, time.Since(t0))
+				}
+			}
+			b.ReportMetric(ms(percentile(lat, 0.5)), "p50-ms")
+			b.ReportMetric(ms(percentile(lat, 0.95)), "p95-ms")
+		})
+		// Keyword recall alone, where the two stores differ most (BM25
+		// over FTS5 against ts_rank_cd over a GIN index).
+		b.Run(fmt.Sprintf("keyword/backend=%s/n=%d", st.name, n), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(5, 5))
+			var lat []time.Duration
+			for range b.N {
+				lat = lat[:0]
+				for q := 0; q < 50; q++ {
+					text := synthText(r)
+					t0 := time.Now()
+					if _, err := st.s.Recall(ctx, memory.RecallInput{Query: text, Mode: memory.ModeKeyword}); err != nil {
+						b.Fatal(err)
+					}
+					lat = append(lat, time.Since(t0))
+				}
+			}
+			b.ReportMetric(ms(percentile(lat, 0.5)), "p50-ms")
+			b.ReportMetric(ms(percentile(lat, 0.95)), "p95-ms")
+		})
+		b.Run(fmt.Sprintf("recall@10/backend=%s/n=%d", st.name, n), func(b *testing.B) {
+			for range b.N {
+				rec, exactP50, approxP50 := recallAt10(b, ctx, st.s, 100)
+				b.ReportMetric(rec, "recall@10")
+				b.ReportMetric(ms(exactP50), "exact-p50-ms")
+				b.ReportMetric(ms(approxP50), "vector-p50-ms")
+			}
+		})
+	}
+}
+
+// recallAt10 compares vector recall the default way (the binary-code
+// pass, above ExactSearchLimit memories) with the exact scan on queries
+// drawn like the data, as memory/quantized_test.go's quantizedRecallAt10
+// does, and returns the mean recall@10 and both median latencies.
+func recallAt10(tb testing.TB, ctx context.Context, s recaller, queries int) (float64, time.Duration, time.Duration) {
+	tb.Helper()
+	r := rand.New(rand.NewPCG(99, 3))
+	var sum float64
+	var exactLat, approxLat []time.Duration
+	for q := 0; q < queries; q++ {
+		text := synthText(r)
+		t0 := time.Now()
+		exact, err := s.Recall(ctx, memory.RecallInput{Query: text, Mode: memory.ModeVector, Exact: true})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		exactLat = append(exactLat, time.Since(t0))
+		t0 = time.Now()
+		approx, err := s.Recall(ctx, memory.RecallInput{Query: text, Mode: memory.ModeVector})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		approxLat = append(approxLat, time.Since(t0))
+		if !exact.Exact {
+			tb.Fatal("the exact recall says it was not exact")
+		}
+		var want []int64
+		for _, h := range exact.Results {
+			want = append(want, h.ID)
+		}
+		hit := 0
+		for _, h := range approx.Results {
+			if slices.Contains(want, h.ID) {
+				hit++
+			}
+		}
+		if len(want) > 0 {
+			sum += float64(hit) / float64(len(want))
+		}
+	}
+	return sum / float64(queries), percentile(exactLat, 0.5), percentile(approxLat, 0.5)
+}
+
+func percentile(ds []time.Duration, p float64) time.Duration {
+	sorted := slices.Clone(ds)
+	slices.Sort(sorted)
+	return sorted[int(p*float64(len(sorted)-1))]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// The generator of memory/quantized_test.go, which this package cannot
+// import: the same words, pseudo-words, distribution and seeds, so that
+// the figures compare with memory's BenchmarkRecall.
+
+var synthWords = strings.Fields(`deploy server database backup cluster kubernetes node pod service
+	latency error timeout retry queue worker cache redis postgres index query migration schema table
+	user account login password token session cookie header request response api endpoint route
+	build test lint release version branch merge commit review pipeline docker image registry tag
+	disk memory cpu network dns certificate tls proxy load balancer firewall port socket thread
+	invoice payment billing customer order refund report dashboard metric alert incident outage
+	meeting sprint roadmap design document spec ticket bug feature estimate deadline priority team
+	python golang rust javascript typescript java compiler runtime library package module dependency
+	config file directory path log trace span event stream topic partition consumer producer batch`)
+
+var synthVocab = func() []string {
+	out := slices.Clone(synthWords)
+	cons, vows := "bcdfghklmnprstvz", "aeiou"
+	r := rand.New(rand.NewPCG(3, 3))
+	seen := map[string]bool{}
+	for len(out) < len(synthWords)+4000 {
+		var b strings.Builder
+		for k := 0; k < 2+r.IntN(3); k++ {
+			b.WriteByte(cons[r.IntN(len(cons))])
+			b.WriteByte(vows[r.IntN(len(vows))])
+		}
+		w := b.String()
+		if !seen[w] && !stopword(w) {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	return out
+}()
+
+// stopword reports whether package memory drops w as a stop word: the
+// hashing embedder gives a stop word alone no feature at all.
+func stopword(w string) bool {
+	v, err := memory.NewHashEmbedder(memory.DefaultDimensions).Embed(context.Background(), []string{w})
+	if err != nil {
+		panic(err)
+	}
+	return !slices.ContainsFunc(v[0], func(x float32) bool { return x != 0 })
+}
+
+func synthText(r *rand.Rand) string {
+	z := rand.NewZipf(r, 1.1, 2, uint64(len(synthVocab)-1))
+	n := 6 + r.IntN(10)
+	w := make([]string, n)
+	for i := range w {
+		w[i] = synthVocab[z.Uint64()]
+	}
+	return strings.Join(w, " ")
+}
+
+func fillSynthetic(tb testing.TB, ctx context.Context, s *memory.Store, n int, seed uint64) {
+	tb.Helper()
+	r := rand.New(rand.NewPCG(seed, 7))
+	batch := make([]memory.RememberInput, 0, 500)
+	for i := 0; i < n; i++ {
+		batch = append(batch, memory.RememberInput{Layer: memory.Layers[i%3], Content: synthText(r), Tags: []string{fmt.Sprintf("t%d", i%7)}})
+		if len(batch) == cap(batch) || i == n-1 {
+			if _, err := s.RememberBatch(ctx, batch); err != nil {
+				tb.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+}
+
+// TestStopwordProbe: the probe finds package memory's stop words and
+// only them, so that the vocabulary is memory's.
+func TestStopwordProbe(t *testing.T) {
+	for w, want := range map[string]bool{"the": true, "here": true, "were": true, "deploy": false, "bebe": false, "kubernetes": false} {
+		if got := stopword(w); got != want {
+			t.Errorf("stopword(%q) = %v, want %v", w, got, want)
+		}
+	}
+}
