@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -29,41 +30,82 @@ import (
 	"github.com/codecell/codecell/cmd/codecell-load/balancer"
 )
 
-// The store the instances of TestMultiInstance share, as the variables
-// that open it, and how the test reads the memories back. SQLite here
-// (one file, WAL); a PostgreSQL run sets memory.backend and memory.dsn
-// instead, and reads the rows with its own driver.
-var (
-	multiStoreEnv = func(t *testing.T) []string {
-		return []string{"CODECELL_MEMORY_PATH=" + filepath.Join(t.TempDir(), "shared.db")}
-	}
-	multiStoredContents = func(t *testing.T, env []string, principal, prefix string) map[string]bool {
-		t.Helper()
-		path := strings.TrimPrefix(env[0], "CODECELL_MEMORY_PATH=")
-		db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		rows, err := db.Query(`SELECT content FROM memories WHERE principal = ? AND content LIKE ?`, principal, prefix+"%")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		out := map[string]bool{}
-		for rows.Next() {
-			var c string
-			if err := rows.Scan(&c); err != nil {
+// multiStore is a store the instances of TestMultiInstance share: the
+// variables that open it, and how the test reads the memories back.
+type multiStore struct {
+	env      func(t *testing.T) []string
+	contents func(t *testing.T, env []string, principal, prefix string) map[string]bool
+}
+
+// multiStores are both backends: one SQLite file (WAL), and a PostgreSQL
+// database the test starts.
+var multiStores = map[string]multiStore{
+	"sqlite": {
+		env: func(t *testing.T) []string {
+			return []string{"CODECELL_MEMORY_PATH=" + filepath.Join(t.TempDir(), "shared.db")}
+		},
+		contents: func(t *testing.T, env []string, principal, prefix string) map[string]bool {
+			t.Helper()
+			path := strings.TrimPrefix(env[0], "CODECELL_MEMORY_PATH=")
+			db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000")
+			if err != nil {
 				t.Fatal(err)
 			}
-			out[c] = true
-		}
-		if err := rows.Err(); err != nil {
+			defer db.Close()
+			return storedContents(t, db, `SELECT content FROM memories WHERE principal = ? AND content LIKE ?`, principal, prefix)
+		},
+	},
+	"postgres": {
+		env: func(t *testing.T) []string {
+			_, dsn := postgresDatabase(t)
+			return []string{"CODECELL_MEMORY_BACKEND=postgres", "CODECELL_MEMORY_DSN=" + dsn}
+		},
+		contents: func(t *testing.T, env []string, principal, prefix string) map[string]bool {
+			t.Helper()
+			conn, err := pgx.Connect(t.Context(), strings.TrimPrefix(env[1], "CODECELL_MEMORY_DSN="))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(context.Background())
+			rows, err := conn.Query(t.Context(), `SELECT content FROM memories WHERE principal = $1 AND content LIKE $2`, principal, prefix+"%")
+			if err != nil {
+				t.Fatal(err)
+			}
+			contents, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := map[string]bool{}
+			for _, c := range contents {
+				out[c] = true
+			}
+			return out
+		},
+	},
+}
+
+// storedContents returns the contents the query finds for principal
+// whose text starts with prefix.
+func storedContents(t *testing.T, db *sql.DB, query, principal, prefix string) map[string]bool {
+	t.Helper()
+	rows, err := db.Query(query, principal, prefix+"%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
 			t.Fatal(err)
 		}
-		return out
+		out[c] = true
 	}
-)
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
 
 const (
 	multiAlice = "alice-multi-0123456789"
@@ -176,11 +218,19 @@ func runOn(t *testing.T, c *client.Client, code string) string {
 // balancer with session affinity (cmd/codecell-load/balancer), as a team
 // would behind a load balancer.
 func TestMultiInstance(t *testing.T) {
-	t.Parallel()
+	for name, st := range multiStores {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testMultiInstance(t, st)
+		})
+	}
+}
+
+func testMultiInstance(t *testing.T, st multiStore) {
 	raw := make([]byte, 32)
 	rand.Read(raw)
 	keyHex := hex.EncodeToString(raw)
-	store := multiStoreEnv(t)
+	store := st.env(t)
 	env := append(append([]string{}, store...),
 		"CODECELL_CLUSTER_SHARED=true",
 		"CODECELL_CLUSTER_KEY_ENV=TEAM_FILTER_KEY", "TEAM_FILTER_KEY="+keyHex,
@@ -363,7 +413,7 @@ func TestMultiInstance(t *testing.T) {
 			t.Fatalf("a worker panicked: %v", p)
 		}
 
-		stored := multiStoredContents(t, store, "bob", "ack-")
+		stored := st.contents(t, store, "bob", "ack-")
 		lost := 0
 		for _, a := range acked {
 			if !stored[a] {
