@@ -117,10 +117,12 @@ load: build
 	$(GO) run ./cmd/codecell-load -bin $(BIN) -clients $(LOAD_CLIENTS) -duration $(LOAD_DURATION) | tee bin/load.md
 
 ## load-multi: the same load over N instances on one store, behind a
-## round-robin balancer with session affinity (make load-multi N=4).
+## round-robin balancer with session affinity (make load-multi N=4), on
+## SQLite or on a throwaway PostgreSQL (STORE=postgres).
 N ?= 2
+STORE ?= sqlite
 load-multi: build
-	$(GO) run ./cmd/codecell-load -bin $(BIN) -instances $(N) -clients $(LOAD_CLIENTS) -duration $(LOAD_DURATION) | tee bin/load-$(N).md
+	$(GO) run ./cmd/codecell-load -bin $(BIN) -instances $(N) -store $(STORE) -clients $(LOAD_CLIENTS) -duration $(LOAD_DURATION) | tee bin/load-$(N)-$(STORE).md
 
 ## fuzz: every fuzz target for FUZZTIME each (make test runs their seeds
 ## only). The sandbox's FuzzBuiltins checks that every run ends within its

@@ -20,10 +20,11 @@ import (
 	"github.com/codecell/codecell/cmd/codecell-load/balancer"
 )
 
-// startServers starts n servers on one store in data, and, for more than
-// one, a balancer in front of them; it returns the servers, the base URL
-// clients use, and a function that stops everything.
-func startServers(bin, data string, pool, n int) ([]*exec.Cmd, string, func(), error) {
+// startServers starts n servers on one store in data (or the one
+// storeEnv names), and, for more than one, a balancer in front of them; it
+// returns the servers, the base URL clients use, and a function that stops
+// everything.
+func startServers(bin, data string, pool, n int, storeEnv []string) ([]*exec.Cmd, string, func(), error) {
 	var servers []*exec.Cmd
 	stop := func() {
 		for _, srv := range servers {
@@ -34,7 +35,7 @@ func startServers(bin, data string, pool, n int) ([]*exec.Cmd, string, func(), e
 		}
 	}
 	if n == 1 {
-		srv, base, err := startServer(bin, data, pool)
+		srv, base, err := startServer(bin, data, pool, storeEnv...)
 		if err != nil {
 			return nil, "", nil, err
 		}
@@ -44,12 +45,15 @@ func startServers(bin, data string, pool, n int) ([]*exec.Cmd, string, func(), e
 	if _, err := rand.Read(key); err != nil {
 		return nil, "", nil, err
 	}
-	env := []string{
-		"CODECELL_MEMORY_PATH=" + filepath.Join(data, "shared.db"),
+	env := storeEnv
+	if len(env) == 0 {
+		env = []string{"CODECELL_MEMORY_PATH=" + filepath.Join(data, "shared.db")}
+	}
+	env = append(env,
 		"CODECELL_CLUSTER_SHARED=true",
 		"CODECELL_CLUSTER_KEY_ENV=CODECELL_LOAD_FILTER_KEY",
-		"CODECELL_LOAD_FILTER_KEY=" + hex.EncodeToString(key),
-	}
+		"CODECELL_LOAD_FILTER_KEY="+hex.EncodeToString(key),
+	)
 	var urls []string
 	for i := range n {
 		dir := filepath.Join(data, fmt.Sprintf("instance-%d", i))

@@ -37,6 +37,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/codecell/codecell/memory/postgres/pgtest"
 )
 
 func main() {
@@ -95,6 +97,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	duration := fs.Duration("duration", 30*time.Second, "how long to send requests")
 	pool := fs.Int("pool", 0, "sandbox pool size for the server (0: its default)")
 	instances := fs.Int("instances", 1, "servers to start on one store, behind a balancer")
+	storeKind := fs.String("store", "sqlite", "the store: sqlite, or postgres (a throwaway server started from the machine's PostgreSQL binaries)")
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, "Usage: codecell-load [flags]\n\nStart the codecell binary on a loopback port and drive it with many MCP clients over\nStreamable HTTP; print throughput, latency, refusals, failures and memory.\n\nFlags:\n")
@@ -119,7 +122,24 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer os.RemoveAll(data)
 
-	servers, base, stopServers, err := startServers(*bin, data, *pool, *instances)
+	var storeEnv []string
+	switch *storeKind {
+	case "sqlite":
+	case "postgres":
+		pg, err := pgtest.Start(ctx)
+		if err != nil {
+			return err
+		}
+		defer pg.Stop()
+		dsn, err := pg.CreateDatabase(ctx)
+		if err != nil {
+			return err
+		}
+		storeEnv = []string{"CODECELL_MEMORY_BACKEND=postgres", "CODECELL_MEMORY_DSN=" + dsn}
+	default:
+		return usageError{fmt.Sprintf("-store %q: want sqlite or postgres", *storeKind)}
+	}
+	servers, base, stopServers, err := startServers(*bin, data, *pool, *instances, storeEnv)
 	if err != nil {
 		return err
 	}
