@@ -50,3 +50,33 @@ token = "`+bob+`"
 	}
 	t.Logf("%s", out)
 }
+
+// TestTypeScriptSDKTwoMinuteTask: a run of two minutes, started as an MCP
+// task by the official TypeScript SDK's client and polled to completion
+// (testdata/sdk/longtask.mjs). It mostly sleeps; -short skips it.
+func TestTypeScriptSDKTwoMinuteTask(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a two-minute task; -short skips it")
+	}
+	t.Parallel()
+	node(t)
+	const token = "long-task-token-0123456789abcdef"
+	config := filepath.Join(t.TempDir(), "codecell.toml")
+	if err := os.WriteFile(config, []byte(`
+[sandbox]
+max_timeout = "5s"
+max_task_duration = "3m"
+
+[[auth.tokens]]
+principal = "alice"
+token = "`+token+`"
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, base, _ := startHTTP(t, "--config", config)
+	out, err := runNode(t, 4*time.Minute, "longtask.mjs", base+"/mcp", token)
+	if err != nil || !strings.Contains(out, `"check":"two-minute task","ok":true`) {
+		t.Fatalf("TypeScript SDK client: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+}
