@@ -44,6 +44,10 @@ type procPool struct {
 	// waited outside the pool and have come back to it. The next workers
 	// given back are killed instead of kept.
 	surplus int
+	// owed is the number of workers the pool may grow by and has not
+	// started: runs waiting outside the pool keep their own, and another
+	// is started only when a run finds none idle.
+	owed int
 }
 
 // newProcPool starts size workers; grow may add up to room more.
@@ -103,6 +107,12 @@ func (p *procPool) get(ctx interface{ Done() <-chan struct{} }) (*worker, *Error
 	p.mu.Lock()
 	failed := p.failed
 	p.mu.Unlock()
+	select {
+	case w := <-p.idle:
+		p.idle <- w // taken below, with the dead-worker check
+	default:
+		p.startOwed()
+	}
 	timer := time.NewTimer(helloTimeout)
 	defer timer.Stop()
 	for {
@@ -175,8 +185,10 @@ func (p *procPool) giveBack(w *worker) {
 	}
 }
 
-// grow starts a worker for the pool slot a run gave back while it waits
-// outside the pool, keeping its own worker (see Park).
+// grow lets the pool have one more worker, for the slot a run gave back
+// while it waits outside the pool keeping its own (see Park). The worker
+// is started when a run finds none idle, so that a wait while nobody else
+// needs a sandbox costs no process.
 func (p *procPool) grow() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -184,19 +196,32 @@ func (p *procPool) grow() {
 		p.surplus-- // a worker that was to be retired stays
 		return
 	}
-	if p.closed {
+	p.owed++
+}
+
+// startOwed starts a worker the pool has grown by, if any is owed.
+func (p *procPool) startOwed() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.owed == 0 || p.closed {
 		return
 	}
+	p.owed--
 	p.wg.Add(1)
 	go p.spawn()
 }
 
 // shrink undoes a grow once the run that waited is back in the pool, or
-// ended: the next worker given back is retired.
+// ended: a worker owed is no longer, or the next worker given back is
+// retired.
 func (p *procPool) shrink() {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.owed > 0 {
+		p.owed--
+		return
+	}
 	p.surplus++
-	p.mu.Unlock()
 }
 
 // retire reports whether a worker given back is one too many, and counts
