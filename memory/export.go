@@ -439,19 +439,9 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (ImportReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("import: %w", err)
 	}
-	for start := 0; start < len(missing); start += 512 {
-		batch := missing[start:min(start+512, len(missing))]
-		texts := make([]string, len(batch))
-		for i, m := range batch {
-			texts[i] = m.p.text
-		}
-		vs, err := embedWith(ctx, s.emb, texts)
-		if err != nil {
-			return rep, fmt.Errorf("import: %w", err)
-		}
-		for i, m := range batch {
-			m.vec = vs[i]
-		}
+	err = EmbedEach(ctx, s.emb, missing, func(m *importMemory) string { return m.p.text }, func(m *importMemory, v []float32) { m.vec = v })
+	if err != nil {
+		return rep, fmt.Errorf("import: %w", err)
 	}
 
 	var changes []SkillChange
@@ -460,33 +450,16 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (ImportReport, error) {
 		for _, m := range mems {
 			memByRec[m.rec] = m
 		}
-		for i, rec := range recs {
-			var outcome importOutcome
-			var err error
-			switch rec.Kind {
-			case "header":
-				continue
-			case "memory":
-				outcome, err = s.importMemory(ctx, tx, memByRec[i])
-			case "entity":
-				outcome, err = importEntity(ctx, tx, rec)
-			case "relation":
-				outcome, err = importRelation(ctx, tx, rec)
-			case "skill", "published_skill":
-				var chs []SkillChange
-				outcome, chs, err = s.importSkill(ctx, tx, rec, version, &rep)
-				changes = append(changes, chs...)
-			case "file":
-				outcome, err = s.importFile(ctx, tx, rec)
-			default:
-				err = fmt.Errorf("%w: unknown record kind %q", ErrInvalid, rec.Kind)
-			}
-			if err != nil {
-				return fmt.Errorf("record %d (%s): %w", i+1, rec.Kind, err)
-			}
-			rep.Count(rec.Kind, outcome)
-		}
-		return nil
+		changes, err = ApplyImport(recs, ImportSteps{
+			Memory:   func(i int) (ImportOutcome, error) { return s.importMemory(ctx, tx, memByRec[i]) },
+			Entity:   func(rec Record) (ImportOutcome, error) { return importEntity(ctx, tx, rec) },
+			Relation: func(rec Record) (ImportOutcome, error) { return importRelation(ctx, tx, rec) },
+			Skill: func(rec Record) (ImportOutcome, []SkillChange, error) {
+				return s.importSkill(ctx, tx, rec, version, &rep)
+			},
+			File: func(rec Record) (ImportOutcome, error) { return s.importFile(ctx, tx, rec) },
+		}, &rep)
+		return err
 	})
 	if err != nil {
 		var te *tools.Error

@@ -249,53 +249,26 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (memory.ImportReport, e
 	if err != nil {
 		return rep, fmt.Errorf("import: %w", err)
 	}
-	for start := 0; start < len(missing); start += 512 {
-		batch := missing[start:min(start+512, len(missing))]
-		texts := make([]string, len(batch))
-		for i, m := range batch {
-			texts[i] = m.p.Text
-		}
-		vs, err := memory.Embed(ctx, s.emb, texts)
-		if err != nil {
-			return rep, fmt.Errorf("import: %w", err)
-		}
-		for i, m := range batch {
-			m.vec = vs[i]
-		}
+	err = memory.EmbedEach(ctx, s.emb, missing, func(m *importMemory) string { return m.p.Text }, func(m *importMemory, v []float32) { m.vec = v })
+	if err != nil {
+		return rep, fmt.Errorf("import: %w", err)
 	}
 	var changes []memory.SkillChange
 	err = s.tx(ctx, func(tx pgx.Tx) error {
-		rep, changes = memory.ImportReport{}, nil
+		rep = memory.ImportReport{}
 		if err := lockCodes(ctx, tx); err != nil {
 			return err
 		}
-		for i, rec := range recs {
-			var outcome memory.ImportOutcome
-			var err error
-			switch rec.Kind {
-			case "header":
-				continue
-			case "memory":
-				outcome, err = s.importMemory(ctx, tx, mems[i])
-			case "entity":
-				outcome, err = importEntity(ctx, tx, rec)
-			case "relation":
-				outcome, err = importRelation(ctx, tx, rec)
-			case "skill", "published_skill":
-				var chs []memory.SkillChange
-				outcome, chs, err = s.importSkill(ctx, tx, rec, version, &rep)
-				changes = append(changes, chs...)
-			case "file":
-				outcome, err = s.importFile(ctx, tx, rec)
-			default:
-				err = fmt.Errorf("%w: unknown record kind %q", memory.ErrInvalid, rec.Kind)
-			}
-			if err != nil {
-				return fmt.Errorf("record %d (%s): %w", i+1, rec.Kind, err)
-			}
-			rep.Count(rec.Kind, outcome)
-		}
-		return nil
+		changes, err = memory.ApplyImport(recs, memory.ImportSteps{
+			Memory:   func(i int) (memory.ImportOutcome, error) { return s.importMemory(ctx, tx, mems[i]) },
+			Entity:   func(rec memory.Record) (memory.ImportOutcome, error) { return importEntity(ctx, tx, rec) },
+			Relation: func(rec memory.Record) (memory.ImportOutcome, error) { return importRelation(ctx, tx, rec) },
+			Skill: func(rec memory.Record) (memory.ImportOutcome, []memory.SkillChange, error) {
+				return s.importSkill(ctx, tx, rec, version, &rep)
+			},
+			File: func(rec memory.Record) (memory.ImportOutcome, error) { return s.importFile(ctx, tx, rec) },
+		}, &rep)
+		return err
 	})
 	if err != nil {
 		return memory.ImportReport{}, fmt.Errorf("import: %w", err)
