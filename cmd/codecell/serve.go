@@ -265,7 +265,7 @@ codecell %s is listening.
 
   Streamable HTTP   %s%s
   SSE               %s%s   (messages to %s%s)
-  Health            %s%s
+  Health            %s%s   (ready: %s%s)
   Metrics           %s%s
 
   MCP Inspector     npx @modelcontextprotocol/inspector
@@ -279,7 +279,7 @@ codecell %s is listening.
 Press Ctrl-C to stop.
 
 `, version, base, mcpserver.PathStreamable, base, mcpserver.PathSSE, base, mcpserver.PathMessage,
-		base, mcpserver.PathHealth, base, mcpserver.PathMetrics, base, mcpserver.PathStreamable, shellJoin(inspector), desktop)
+		base, mcpserver.PathHealth, base, mcpserver.PathReady, base, mcpserver.PathMetrics, base, mcpserver.PathStreamable, shellJoin(inspector), desktop)
 }
 
 // shellJoin quotes args for a POSIX shell where they need it.
