@@ -401,12 +401,27 @@ func (s *Store) Reindex(ctx context.Context, e memory.Embedder) (memory.ReindexR
 	defer s.vmu.Unlock()
 	rep := memory.ReindexReport{Embedder: e.Name(), Dimensions: e.Dimensions()}
 	quant := memory.NewQuantizer(e.Dimensions())
-	oldEmb, oldQuant := s.emb, s.quant
+	oldEmb, oldQuant, oldFill := s.emb, s.quant, s.fillEmb
 	s.emb, s.quant = e, quant // putVector codes with the new quantizer
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		rep.Memories = 0
 		if err := lockCodes(ctx, tx); err != nil {
 			return err
+		}
+		// pgvector's column has the embedder's dimensions: made again,
+		// filled by putVector, indexed at the end.
+		_, had, err := embeddingDims(ctx, tx)
+		if err != nil {
+			return err
+		}
+		s.fillEmb = had || s.pgv
+		if s.fillEmb {
+			if _, err := tx.Exec(ctx, `DROP TABLE IF EXISTS memory_embeddings`); err != nil {
+				return fmt.Errorf("drop embeddings: %w", err)
+			}
+			if err := createEmbeddings(ctx, tx, e.Dimensions()); err != nil {
+				return err
+			}
 		}
 		var prev string
 		if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT value FROM meta WHERE key = 'embedder'), '')`).Scan(&prev); err != nil {
@@ -454,12 +469,17 @@ func (s *Store) Reindex(ctx context.Context, e memory.Embedder) (memory.ReindexR
 			rep.Memories += len(items)
 			after = items[len(items)-1].id
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO meta (key, value) VALUES ('embedder', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+		if s.fillEmb {
+			if err := buildIndex(ctx, tx); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO meta (key, value) VALUES ('embedder', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
 			fmt.Sprintf("%s/%d", e.Name(), e.Dimensions()))
 		return err
 	})
 	if err != nil {
-		s.emb, s.quant = oldEmb, oldQuant
+		s.emb, s.quant, s.fillEmb = oldEmb, oldQuant, oldFill
 		return rep, toolOr("reindex", err)
 	}
 	s.vecErr = nil

@@ -384,6 +384,15 @@ func (c *copier) run(ctx context.Context, rep *CopyReport) error {
 		}
 		rep.Tables = append(rep.Tables, tc)
 	}
+	if c.opts.Mode != CopyVerify {
+		tc, err := c.fillEmbeddings(ctx)
+		if err != nil {
+			return fmt.Errorf("memory_embeddings: %w", err)
+		}
+		if tc != nil {
+			rep.Tables = append(rep.Tables, *tc)
+		}
+	}
 	fts := 0
 	for _, name := range srcTables {
 		switch {
@@ -1187,4 +1196,19 @@ func (c *copier) notifySkills(ctx context.Context) error {
 // quoteSQLite quotes a SQLite identifier.
 func quoteSQLite(name string) string {
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}
+
+// fillEmbeddings gives every copied vector its pgvector embedding when
+// the target has memory_embeddings (pgvector.go); nil when it has not.
+func (c *copier) fillEmbeddings(ctx context.Context) (*TableCopy, error) {
+	_, exists, err := embeddingDims(ctx, c.tx)
+	if err != nil || !exists {
+		return nil, err
+	}
+	n, err := fillEmbeddings(ctx, c.tx)
+	if err != nil {
+		return nil, err
+	}
+	return &TableCopy{Table: "memory_embeddings", Action: ActionRebuilt, Inserted: n,
+		Reason: "pgvector's column and HNSW index, made from the copied vectors (memory_vectors)"}, nil
 }

@@ -84,9 +84,10 @@ func lockCodes(ctx context.Context, tx pgx.Tx) error {
 	return err
 }
 
-// insertMemory inserts a prepared memory with its vector, code, tags and
-// entity links; uid "" gives it a new stable identity. The caller holds
-// codesLock and counts it in memory_counts.
+// insertMemory inserts a prepared memory with its vector, code, pgvector
+// embedding (when the database has them), tags and entity links; uid ""
+// gives it a new stable identity. The caller holds codesLock and vmu to
+// read, and counts it in memory_counts.
 func (s *Store) insertMemory(ctx context.Context, tx pgx.Tx, principal string, p memory.PreparedMemory, v []float32, created, updated time.Time, uid string) (int64, error) {
 	in := p.Input
 	if uid == "" {
@@ -118,6 +119,11 @@ func (s *Store) insertMemory(ctx context.Context, tx pgx.Tx, principal string, p
 	if _, err := tx.Exec(ctx, `INSERT INTO memory_codes (memory_id, principal, layer, code) VALUES ($1, $2, $3, $4)`,
 		id, principal, string(in.Layer), s.quant.Code(v)); err != nil {
 		return 0, fmt.Errorf("insert code: %w", err)
+	}
+	if s.fillEmb {
+		if err := putEmbedding(ctx, tx, id, v); err != nil {
+			return 0, err
+		}
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO memory_code_log (memory_id, principal) VALUES ($1, $2)`, id, principal); err != nil {
 		return 0, fmt.Errorf("log code: %w", err)
@@ -414,8 +420,9 @@ func onlyLayers(f memory.Filter) bool {
 }
 
 // vectorSearch ranks the principal's memories that pass f by cosine
-// similarity to q: exactly up to ExactSearchLimit vectors, else by the
-// binary-code pass re-scored with the full vectors.
+// similarity to q: exactly up to ExactSearchLimit vectors, else by
+// pgvector's HNSW index (pgvectorSearch) or by the binary-code pass
+// re-scored with the full vectors. The caller holds vmu to read.
 func (s *Store) vectorSearch(ctx context.Context, tx pgx.Tx, principal string, f memory.Filter, q []float32, depth, limit int, exact bool) ([]memory.Scored, bool, error) {
 	var n int
 	if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT n FROM memory_counts WHERE principal = $1), 0)`, principal).Scan(&n); err != nil {
@@ -423,6 +430,9 @@ func (s *Store) vectorSearch(ctx context.Context, tx pgx.Tx, principal string, f
 	}
 	if n == 0 {
 		return nil, true, nil
+	}
+	if s.pgv {
+		return pgvectorSearch(ctx, tx, principal, f, q, depth, exact || n <= s.cfg.ExactSearchLimit)
 	}
 	if exact || n <= s.cfg.ExactSearchLimit {
 		cond, args := where(principal, f, 1)

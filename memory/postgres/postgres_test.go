@@ -28,11 +28,42 @@ func open(t *testing.T, dsn string) *postgres.Store {
 	return st
 }
 
+func openConfig(t *testing.T, cfg postgres.Config) *postgres.Store {
+	t.Helper()
+	st, err := postgres.Open(t.Context(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// TestContract runs the contract suite in both vector modes. With
+// pgvector, ExactSearchLimit 1 sends every vector recall of more than
+// one memory through the HNSW index, so that the contract covers it and
+// not only the plain scan.
 func TestContract(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) (storetest.Backend, func() storetest.Backend) {
-		dsn := pgtest.Database(t)
-		return open(t, dsn), func() storetest.Backend { return open(t, dsn) }
-	}, storetest.WithAlterPlan(alterPlan))
+	for _, tt := range []struct {
+		mode       string
+		exactLimit int
+	}{
+		{postgres.VectorsCodes, 0},
+		{postgres.VectorsPgvector, 1},
+	} {
+		t.Run(tt.mode, func(t *testing.T) {
+			if tt.mode == postgres.VectorsPgvector {
+				needPgvector(t)
+			}
+			storetest.Run(t, func(t *testing.T) (storetest.Backend, func() storetest.Backend) {
+				cfg := postgres.Config{DSN: pgtest.Database(t), MaxConns: 4, Vectors: tt.mode, ExactSearchLimit: tt.exactLimit}
+				st := openConfig(t, cfg)
+				if got := st.VectorMode(); got != tt.mode {
+					t.Fatalf("vector mode %s, want %s", got, tt.mode)
+				}
+				return st, func() storetest.Backend { return openConfig(t, cfg) }
+			}, storetest.WithAlterPlan(alterPlan))
+		})
+	}
 }
 
 // alterPlan changes a stored plan's first step in the database, as

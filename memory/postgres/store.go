@@ -60,6 +60,11 @@ type Config struct {
 	KeywordCommonDocs int
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// Vectors chooses how vector recall runs: VectorsAuto (pgvector when
+	// the database can create the extension, else binary codes),
+	// VectorsPgvector (fail to open without it) or VectorsCodes (never
+	// pgvector). "" is VectorsAuto. See pgvector.go.
+	Vectors string
 }
 
 // Store is codecell's store on a PostgreSQL database. It is safe for
@@ -84,7 +89,13 @@ type Store struct {
 	// vectors are another embedder's, and memory operations fail until
 	// Reindex.
 	vecErr error
-	closed atomic.Bool
+	// pgv: vector recall runs on pgvector's HNSW index (decided at
+	// Open). fillEmb: the database has memory_embeddings, which every
+	// write of a vector fills, whatever this instance searches with.
+	// Both are guarded by vmu.
+	pgv     bool
+	fillEmb bool
+	closed  atomic.Bool
 
 	codes codeSets
 
@@ -172,6 +183,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 	}
 	s.vmu.Lock()
 	err = s.checkEmbedder(ctx)
+	if err == nil {
+		err = s.setupVectors(ctx)
+	}
 	s.vmu.Unlock()
 	if err != nil {
 		s.Close()
@@ -348,6 +362,11 @@ func (s *Store) vectorsReady(ctx context.Context) (release func(), err error) {
 	s.vmu.RUnlock()
 	s.vmu.Lock()
 	err = s.checkEmbedder(ctx)
+	if err == nil && s.vecErr == nil {
+		// Another instance reindexed with this one's embedder: the
+		// embeddings may need their table again.
+		err = s.ensureEmbeddings(ctx)
+	}
 	if err == nil && s.vecErr != nil {
 		err = &tools.Error{Code: memory.CodeEmbedderMismatch, Message: s.vecErr.Error(), Err: s.vecErr}
 	}

@@ -162,8 +162,9 @@ func writeTags(ctx context.Context, tx pgx.Tx, id int64, tags []string) error {
 	return nil
 }
 
-// putVector stores v as memory id's vector and binary code, replacing
-// any it had, and logs the change of code. The caller holds codesLock.
+// putVector stores v as memory id's vector, binary code and pgvector
+// embedding (when the database has them), replacing any it had, and logs
+// the change of code. The caller holds codesLock and vmu.
 func (s *Store) putVector(ctx context.Context, tx pgx.Tx, id int64, principal string, layer memory.Layer, v []float32) error {
 	if _, err := tx.Exec(ctx, `INSERT INTO memory_vectors (memory_id, principal, layer, embedding) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (memory_id) DO UPDATE SET principal = excluded.principal, layer = excluded.layer, embedding = excluded.embedding`,
@@ -174,6 +175,11 @@ func (s *Store) putVector(ctx context.Context, tx pgx.Tx, id int64, principal st
 		ON CONFLICT (memory_id) DO UPDATE SET principal = excluded.principal, layer = excluded.layer, code = excluded.code`,
 		id, principal, string(layer), s.quant.Code(v)); err != nil {
 		return fmt.Errorf("store code of memory %d: %w", id, err)
+	}
+	if s.fillEmb {
+		if err := putEmbedding(ctx, tx, id, v); err != nil {
+			return err
+		}
 	}
 	return logCodes(ctx, tx, principal, []int64{id})
 }

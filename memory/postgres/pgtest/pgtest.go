@@ -19,6 +19,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"sort"
+	"strings"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -218,3 +219,76 @@ func Database(tb testing.TB) string {
 	}
 	return dsn
 }
+
+// HasExtension reports whether the server Main started can create the
+// extension name (its control file is installed). It skips the test when
+// there are no PostgreSQL binaries, as Database does.
+func HasExtension(tb testing.TB, name string) bool {
+	tb.Helper()
+	conn := connectShared(tb)
+	defer conn.Close(context.Background())
+	var ok bool
+	if err := conn.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = $1)`, name).Scan(&ok); err != nil {
+		tb.Fatal(err)
+	}
+	return ok
+}
+
+// DatabaseAs returns the DSN of a fresh database on the server Main
+// started that role owns and connects as: a role without superuser
+// rights (created if missing), which may create tables in the database
+// but, for instance, not an untrusted extension. The extensions named
+// are created in the database first, as a superuser would.
+func DatabaseAs(tb testing.TB, role string, extensions ...string) string {
+	tb.Helper()
+	conn := connectShared(tb)
+	defer conn.Close(context.Background())
+	ctx := context.Background()
+	ident := pgx.Identifier{role}.Sanitize()
+	if _, err := conn.Exec(ctx, `DO $$ BEGIN
+		IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = `+quoteLiteral(role)+`) THEN
+			CREATE ROLE `+ident+` LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE;
+		END IF; END $$`); err != nil {
+		tb.Fatalf("pgtest: create role: %v", err)
+	}
+	name := fmt.Sprintf("t%d_%d", os.Getpid(), shared.srv.n.Add(1))
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name+" OWNER "+ident); err != nil {
+		tb.Fatalf("pgtest: create database: %v", err)
+	}
+	if len(extensions) > 0 {
+		db, err := pgx.Connect(ctx, shared.srv.DSN(name))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer db.Close(ctx)
+		for _, e := range extensions {
+			if _, err := db.Exec(ctx, "CREATE EXTENSION "+pgx.Identifier{e}.Sanitize()); err != nil {
+				tb.Fatalf("pgtest: create extension %s: %v", e, err)
+			}
+		}
+	}
+	q := url.Values{"host": {shared.srv.dir}, "user": {role}, "sslmode": {"disable"}}
+	return "postgres:///" + name + "?" + q.Encode()
+}
+
+// connectShared connects to the postgres database of the server Main
+// started, as the superuser.
+func connectShared(tb testing.TB) *pgx.Conn {
+	tb.Helper()
+	if errors.Is(shared.err, ErrNoPostgres) {
+		tb.Skipf("PostgreSQL tests need PostgreSQL's binaries: %v", shared.err)
+	}
+	if shared.err != nil {
+		tb.Fatalf("PostgreSQL test server: %v", shared.err)
+	}
+	if shared.srv == nil {
+		tb.Fatal("pgtest: call pgtest.Main from TestMain")
+	}
+	conn, err := pgx.Connect(context.Background(), shared.srv.DSN("postgres"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return conn
+}
+
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
