@@ -85,7 +85,6 @@ func TestVectorModes(t *testing.T) {
 	})
 }
 
-
 // countEmbeddings counts the rows of memory_embeddings.
 func countEmbeddings(t *testing.T, st *postgres.Store) int {
 	t.Helper()
