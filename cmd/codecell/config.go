@@ -163,8 +163,9 @@ type MemoryConfig struct {
 	WorkspaceMaxFileBytes int64    `toml:"workspace_max_file_bytes"`
 	WorkspaceMaxBytes     int64    `toml:"workspace_max_bytes"`
 	// Backend and DSN choose the store (config_backend.go).
-	Backend string `toml:"backend"`
-	DSN     string `toml:"dsn"`
+	Backend   string `toml:"backend"`
+	DSN       string `toml:"dsn"`
+	PGVectors string `toml:"pg_vectors"`
 }
 
 // Duration is a time.Duration written as "5s" or "1m30s".
@@ -236,6 +237,7 @@ func defaultConfig() Config {
 		Memory: MemoryConfig{
 			Embedder:              "offline",
 			Backend:               backendSQLite,
+			PGVectors:             defaultPGVectors,
 			EmbedderKeyEnv:        "CODECELL_EMBEDDER_API_KEY",
 			AuditMaxAge:           Duration(30 * 24 * time.Hour),
 			ResultsMaxAge:         Duration(7 * 24 * time.Hour),

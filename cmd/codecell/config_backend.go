@@ -7,16 +7,22 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/codecell/codecell/memory/postgres"
 )
 
 // This file checks memory.backend and memory.dsn: which store the server
 // keeps its state in. sqlite is the embedded default (memory.path);
 // postgres is a database several instances share (memory/postgres), named
-// by memory.dsn or CODECELL_MEMORY_DSN.
+// by memory.dsn or CODECELL_MEMORY_DSN, whose vector recall
+// memory.pg_vectors chooses (postgres.Config.Vectors).
 
 const (
 	backendSQLite   = "sqlite"
 	backendPostgres = "postgres"
+	// defaultPGVectors is memory.pg_vectors' default: pgvector when the
+	// database has it.
+	defaultPGVectors = postgres.VectorsAuto
 )
 
 // validateBackend reports a bad memory.backend or memory.dsn. The DSN is
@@ -27,7 +33,15 @@ func (m MemoryConfig) validateBackend() []error {
 		if m.DSN != "" {
 			return []error{configError{"memory.dsn", `applies to memory.backend = "postgres" only`}}
 		}
+		if m.PGVectors != "" && m.PGVectors != defaultPGVectors {
+			return []error{configError{"memory.pg_vectors", `applies to memory.backend = "postgres" only`}}
+		}
 	case backendPostgres:
+		switch m.PGVectors {
+		case postgres.VectorsAuto, postgres.VectorsPgvector, postgres.VectorsCodes, "":
+		default:
+			return []error{configError{"memory.pg_vectors", fmt.Sprintf("%q: use %s (pgvector when the database has it), %s or %s", m.PGVectors, postgres.VectorsAuto, postgres.VectorsPgvector, postgres.VectorsCodes)}}
+		}
 		if m.DSN == "" {
 			return []error{configError{"memory.dsn", `is required with memory.backend = "postgres" (or set CODECELL_MEMORY_DSN), e.g. postgres://codecell@db.internal/codecell`}}
 		}

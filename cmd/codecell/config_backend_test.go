@@ -19,6 +19,11 @@ func TestValidateBackend(t *testing.T) {
 		{"dsn with sqlite", MemoryConfig{Backend: "sqlite", DSN: "postgres://db"}, "memory.dsn: applies to"},
 		{"path with postgres", MemoryConfig{Backend: "postgres", DSN: "postgres://db", Path: "/x.db"}, "memory.path: applies to"},
 		{"unknown", MemoryConfig{Backend: "mysql"}, `memory.backend: "mysql"`},
+		{"pg_vectors pgvector", MemoryConfig{Backend: "postgres", DSN: "postgres://db", PGVectors: "pgvector"}, ""},
+		{"pg_vectors codes", MemoryConfig{Backend: "postgres", DSN: "postgres://db", PGVectors: "codes"}, ""},
+		{"pg_vectors auto with sqlite", MemoryConfig{Backend: "sqlite", PGVectors: "auto"}, ""},
+		{"pg_vectors unknown", MemoryConfig{Backend: "postgres", DSN: "postgres://db", PGVectors: "ivfflat"}, `memory.pg_vectors: "ivfflat"`},
+		{"pg_vectors with sqlite", MemoryConfig{Backend: "sqlite", PGVectors: "pgvector"}, "memory.pg_vectors: applies to"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -166,6 +166,7 @@ func openPostgres(ctx context.Context, cfg Config, log *slog.Logger, mustExist b
 	}
 	st, err := postgres.Open(ctx, postgres.Config{
 		DSN:       cfg.Memory.DSN,
+		Vectors:   cfg.Memory.PGVectors,
 		Embedder:  emb,
 		Limits:    storeLimits(cfg),
 		Retention: storeRetention(cfg),
