@@ -29,7 +29,11 @@ import (
 // memory/bench_test.go's generator (the same vocabulary, Zipf-distributed
 // words, seed, layers and tags), copies it into PostgreSQL with
 // CopyFromSQLite (timed, with its counts and checksums compared), and then
-// measures recall on both stores: the same rows, the same queries.
+// measures recall on both stores: the same rows, the same queries. On
+// PostgreSQL it measures both vector modes on one database: an instance
+// with binary codes (backend=postgres) and one with pgvector's HNSW index
+// (backend=postgres-pgvector, opened after the copy: its open fills the
+// embeddings and builds the index, timed as pgvector-open).
 
 // recaller is the operation measured, on either store.
 type recaller interface {
@@ -60,7 +64,8 @@ func BenchmarkStores(b *testing.B) {
 	fillSynthetic(b, ctx, lite, n, 42)
 	b.Logf("built a SQLite store of %d memories in %s", n, time.Since(start).Round(time.Second))
 
-	pg, err := postgres.Open(ctx, postgres.Config{DSN: pgtest.Database(b)}, nil)
+	dsn := pgtest.Database(b)
+	pg, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Vectors: postgres.VectorsCodes}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -93,10 +98,33 @@ func BenchmarkStores(b *testing.B) {
 		b.ReportMetric(verified, "verified")
 	})
 
-	for _, st := range []struct {
+	stores := []struct {
 		name string
 		s    recaller
-	}{{"sqlite", lite}, {"postgres", pg}} {
+	}{{"sqlite", lite}, {"postgres", pg}}
+	if pgtest.HasExtension(b, "vector") {
+		var pgv *postgres.Store
+		b.Run(fmt.Sprintf("pgvector-open/n=%d", n), func(b *testing.B) {
+			if b.N > 1 {
+				b.Skip("runs once: -benchtime 1x")
+			}
+			start := time.Now()
+			if pgv, err = postgres.Open(ctx, postgres.Config{DSN: dsn, Vectors: postgres.VectorsPgvector}, nil); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(time.Since(start).Seconds(), "s")
+		})
+		if pgv != nil {
+			defer pgv.Close()
+			stores = append(stores, struct {
+				name string
+				s    recaller
+			}{"postgres-pgvector", pgv})
+		}
+	} else {
+		b.Log("pgvector is not installed on this machine's PostgreSQL (run .ci/pgvector): backend=postgres-pgvector left out")
+	}
+	for _, st := range stores {
 		b.Run(fmt.Sprintf("recall/backend=%s/n=%d", st.name, n), func(b *testing.B) {
 			r := rand.New(rand.NewPCG(5, 5))
 			var lat []time.Duration
@@ -133,6 +161,24 @@ func BenchmarkStores(b *testing.B) {
 			b.ReportMetric(ms(percentile(lat, 0.5)), "p50-ms")
 			b.ReportMetric(ms(percentile(lat, 0.95)), "p95-ms")
 		})
+		// Vector recall alone: the binary-code pass or the HNSW index.
+		b.Run(fmt.Sprintf("vector/backend=%s/n=%d", st.name, n), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(5, 5))
+			var lat []time.Duration
+			for range b.N {
+				lat = lat[:0]
+				for q := 0; q < 100; q++ {
+					text := synthText(r)
+					t0 := time.Now()
+					if _, err := st.s.Recall(ctx, memory.RecallInput{Query: text, Mode: memory.ModeVector}); err != nil {
+						b.Fatal(err)
+					}
+					lat = append(lat, time.Since(t0))
+				}
+			}
+			b.ReportMetric(ms(percentile(lat, 0.5)), "p50-ms")
+			b.ReportMetric(ms(percentile(lat, 0.95)), "p95-ms")
+		})
 		b.Run(fmt.Sprintf("recall@10/backend=%s/n=%d", st.name, n), func(b *testing.B) {
 			for range b.N {
 				rec, exactP50, approxP50 := recallAt10(b, ctx, st.s, 100)
@@ -145,7 +191,7 @@ func BenchmarkStores(b *testing.B) {
 }
 
 // recallAt10 compares vector recall the default way (the binary-code
-// pass, above ExactSearchLimit memories) with the exact scan on queries
+// pass or the HNSW index, above ExactSearchLimit memories) with the exact scan on queries
 // drawn like the data, as memory/quantized_test.go's quantizedRecallAt10
 // does, and returns the mean recall@10 and both median latencies.
 func recallAt10(tb testing.TB, ctx context.Context, s recaller, queries int) (float64, time.Duration, time.Duration) {

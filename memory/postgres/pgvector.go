@@ -219,6 +219,13 @@ func fillEmbeddings(ctx context.Context, tx pgx.Tx) (int64, error) {
 		total += int64(len(ids))
 		after = ids[len(ids)-1]
 	}
+	if total > bulkEmbeddings {
+		// Statistics for the planner, which otherwise takes the new
+		// table for nearly empty and scans it rather than the index.
+		if _, err := tx.Exec(ctx, `ANALYZE memory_embeddings`); err != nil {
+			return total, fmt.Errorf("fill embeddings: %w", err)
+		}
+	}
 	return total, buildIndex(ctx, tx)
 }
 
@@ -280,8 +287,11 @@ func pgvectorSearch(ctx context.Context, tx pgx.Tx, principal string, f memory.F
 	cond, args := where(principal, f, 2)
 	args = append([]any{vectorText(q)}, args...)
 	from := ` FROM memory_embeddings e JOIN memories m ON m.id = e.memory_id WHERE ` + cond
-	// As sqlite-vec's cosine distance, turned back to a similarity.
-	const score = `SELECT e.memory_id, 1 - (e.embedding <=> $1::text::vector)`
+	// The query vector parsed once, by an InitPlan: a cast of the
+	// parameter itself would be evaluated for every row of a generic
+	// plan. As sqlite-vec's cosine distance, turned back to a similarity.
+	const qv = `(SELECT $1::text::vector)`
+	const score = `SELECT e.memory_id, 1 - (e.embedding <=> ` + qv + `)`
 	if !exact {
 		if _, err := tx.Exec(ctx, `SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)`,
 			strconv.Itoa(efSearch(depth))); err != nil {
@@ -289,7 +299,7 @@ func pgvectorSearch(ctx context.Context, tx pgx.Tx, principal string, f memory.F
 		}
 		// ORDER BY the distance operator itself: the form the index
 		// serves.
-		res, err := collectScored(ctx, tx, score+from+` ORDER BY e.embedding <=> $1::text::vector LIMIT `+strconv.Itoa(depth), args)
+		res, err := collectScored(ctx, tx, score+from+` ORDER BY e.embedding <=> `+qv+` LIMIT `+strconv.Itoa(depth), args)
 		if err != nil || len(res) >= depth {
 			return res, false, err
 		}
