@@ -9,9 +9,11 @@
 //
 // Instances share everything through the database: schema migrations run
 // once under an advisory lock; skills changes reach every instance by
-// LISTEN/NOTIFY; the binary codes of the coarse vector pass are held in
-// memory by every instance and kept current from a change table read
-// before each search (see RATIONALE.md).
+// LISTEN/NOTIFY. Vector recall runs on pgvector's HNSW index when the
+// database has the extension (pgvector.go); otherwise the binary codes of
+// the coarse vector pass are held in memory by every instance and kept
+// current from a change table read before each search (see
+// RATIONALE.md).
 package postgres
 
 import (
