@@ -116,10 +116,19 @@ func BenchmarkStores(b *testing.B) {
 		})
 		if pgv != nil {
 			defer pgv.Close()
+			// A second instance asking the index for more candidates.
+			ef, err := postgres.Open(ctx, postgres.Config{DSN: dsn, Vectors: postgres.VectorsPgvector, EfSearch: 100}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ef.Close()
 			stores = append(stores, struct {
 				name string
 				s    recaller
-			}{"postgres-pgvector", pgv})
+			}{"postgres-pgvector", pgv}, struct {
+				name string
+				s    recaller
+			}{"postgres-pgvector-ef100", ef})
 		}
 	} else {
 		b.Log("pgvector is not installed on this machine's PostgreSQL (run .ci/pgvector): backend=postgres-pgvector left out")

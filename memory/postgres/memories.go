@@ -432,7 +432,7 @@ func (s *Store) vectorSearch(ctx context.Context, tx pgx.Tx, principal string, f
 		return nil, true, nil
 	}
 	if s.pgv {
-		return pgvectorSearch(ctx, tx, principal, f, q, depth, exact || n <= s.cfg.ExactSearchLimit)
+		return pgvectorSearch(ctx, tx, s.cfg.EfSearch, principal, f, q, depth, exact || n <= s.cfg.ExactSearchLimit)
 	}
 	if exact || n <= s.cfg.ExactSearchLimit {
 		cond, args := where(principal, f, 1)

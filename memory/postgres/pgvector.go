@@ -272,9 +272,9 @@ func vectorText(v []float32) string {
 	return string(append(b, ']'))
 }
 
-// efSearch is hnsw.ef_search for depth results: at least pgvector's
-// default 40, twice the depth, at most the 1000 pgvector allows.
-func efSearch(depth int) int { return min(max(40, 2*depth), 1000) }
+// efSearch is hnsw.ef_search for depth results: at least least (pgvector's
+// default 40 when 0), twice the depth, at most the 1000 pgvector allows.
+func efSearch(least, depth int) int { return min(max(cmp.Or(least, 40), 2*depth), 1000) }
 
 // pgvectorSearch ranks the principal's memories that pass f by cosine
 // similarity to q in PostgreSQL: with exact, by a plain scan of their
@@ -283,7 +283,7 @@ func efSearch(depth int) int { return min(max(40, 2*depth), 1000) }
 // and a plain scan when it does not (the filter leaves fewer than depth
 // memories, or more than hnsw.max_scan_tuples had to be visited). It
 // reports whether the ranking is exact.
-func pgvectorSearch(ctx context.Context, tx pgx.Tx, principal string, f memory.Filter, q []float32, depth int, exact bool) ([]memory.Scored, bool, error) {
+func pgvectorSearch(ctx context.Context, tx pgx.Tx, efLeast int, principal string, f memory.Filter, q []float32, depth int, exact bool) ([]memory.Scored, bool, error) {
 	cond, args := where(principal, f, 2)
 	args = append([]any{vectorText(q)}, args...)
 	from := ` FROM memory_embeddings e JOIN memories m ON m.id = e.memory_id WHERE ` + cond
@@ -294,7 +294,7 @@ func pgvectorSearch(ctx context.Context, tx pgx.Tx, principal string, f memory.F
 	const score = `SELECT e.memory_id, 1 - (e.embedding <=> ` + qv + `)`
 	if !exact {
 		if _, err := tx.Exec(ctx, `SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)`,
-			strconv.Itoa(efSearch(depth))); err != nil {
+			strconv.Itoa(efSearch(efLeast, depth))); err != nil {
 			return nil, false, fmt.Errorf("vector search: %w", err)
 		}
 		// ORDER BY the distance operator itself: the form the index

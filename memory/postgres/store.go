@@ -67,6 +67,11 @@ type Config struct {
 	// VectorsPgvector (fail to open without it) or VectorsCodes (never
 	// pgvector). "" is VectorsAuto. See pgvector.go.
 	Vectors string
+	// EfSearch is the least hnsw.ef_search of a vector recall on
+	// pgvector (default 40, pgvector's own): a recall of depth d uses
+	// max(EfSearch, 2d), at most 1000. Higher finds more of the true
+	// nearest neighbours, more slowly.
+	EfSearch int
 }
 
 // Store is codecell's store on a PostgreSQL database. It is safe for
