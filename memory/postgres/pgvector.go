@@ -70,7 +70,7 @@ func (s *Store) setupVectors(ctx context.Context) error {
 		case mode == VectorsPgvector:
 			return fmt.Errorf("vectors: %w: %w", ErrNoPgvector, err)
 		default:
-			s.log.Info("pgvector is not available; vector recall uses binary codes", "err", err)
+			s.log.Debug("pgvector is not available; vector recall uses binary codes", "err", err)
 		}
 	}
 	if err := s.ensureEmbeddings(ctx); err != nil {
@@ -80,7 +80,7 @@ func (s *Store) setupVectors(ctx context.Context) error {
 	if s.pgv {
 		mode = VectorsPgvector
 	}
-	s.log.Info("vector recall", "mode", mode)
+	s.log.Debug("vector recall", "mode", mode)
 	return nil
 }
 
