@@ -28,33 +28,34 @@ const (
 // validateBackend reports a bad memory.backend or memory.dsn. The DSN is
 // parsed, never printed: it may hold a password.
 func (m MemoryConfig) validateBackend() []error {
+	var errs []error
+	bad := func(key, problem string) { errs = append(errs, configError{key, problem}) }
 	switch m.Backend {
 	case backendSQLite, "":
 		if m.DSN != "" {
-			return []error{configError{"memory.dsn", `applies to memory.backend = "postgres" only`}}
+			bad("memory.dsn", `applies to memory.backend = "postgres" only`)
 		}
 		if m.PGVectors != "" && m.PGVectors != defaultPGVectors {
-			return []error{configError{"memory.pg_vectors", `applies to memory.backend = "postgres" only`}}
+			bad("memory.pg_vectors", `applies to memory.backend = "postgres" only`)
 		}
 	case backendPostgres:
 		switch m.PGVectors {
 		case postgres.VectorsAuto, postgres.VectorsPgvector, postgres.VectorsCodes, "":
 		default:
-			return []error{configError{"memory.pg_vectors", fmt.Sprintf("%q: use %s (pgvector when the database has it), %s or %s", m.PGVectors, postgres.VectorsAuto, postgres.VectorsPgvector, postgres.VectorsCodes)}}
+			bad("memory.pg_vectors", fmt.Sprintf("%q: use %s (pgvector when the database has it), %s or %s", m.PGVectors, postgres.VectorsAuto, postgres.VectorsPgvector, postgres.VectorsCodes))
 		}
 		if m.DSN == "" {
-			return []error{configError{"memory.dsn", `is required with memory.backend = "postgres" (or set CODECELL_MEMORY_DSN), e.g. postgres://codecell@db.internal/codecell`}}
-		}
-		if _, err := pgx.ParseConfig(m.DSN); err != nil {
-			return []error{configError{"memory.dsn", "is not a PostgreSQL connection string (postgres://user@host/db or key=value pairs)"}}
+			bad("memory.dsn", `is required with memory.backend = "postgres" (or set CODECELL_MEMORY_DSN), e.g. postgres://codecell@db.internal/codecell`)
+		} else if _, err := pgx.ParseConfig(m.DSN); err != nil {
+			bad("memory.dsn", "is not a PostgreSQL connection string (postgres://user@host/db or key=value pairs)")
 		}
 		if m.Path != "" {
-			return []error{configError{"memory.path", `applies to memory.backend = "sqlite" only`}}
+			bad("memory.path", `applies to memory.backend = "sqlite" only`)
 		}
 	default:
-		return []error{configError{"memory.backend", fmt.Sprintf("%q: use sqlite or postgres", m.Backend)}}
+		bad("memory.backend", fmt.Sprintf("%q: use sqlite or postgres", m.Backend))
 	}
-	return nil
+	return errs
 }
 
 // hiddenPassword stands for a password where a DSN is shown.
