@@ -543,7 +543,10 @@ func keywordSearch(ctx context.Context, tx pgx.Tx, principal string, f memory.Fi
 	// Words OR-ed, each stemmed as the column was; a word that is a stop
 	// word drops out of the query.
 	query := strings.Join(words, " | ")
-	rows, err := tx.Query(ctx, `WITH q AS (SELECT to_tsquery('english', $1) AS q)
+	// MATERIALIZED: the query is parsed once. Inlined, the generic plan
+	// of pgx's prepared statement called to_tsquery for every row, in the
+	// recheck and in the rank.
+	rows, err := tx.Query(ctx, `WITH q AS MATERIALIZED (SELECT to_tsquery('english', $1) AS q)
 		SELECT m.id, ts_rank_cd(m.tsv, q.q, 1) AS r FROM memories m, q WHERE m.tsv @@ q.q AND `+cond+`
 		ORDER BY r DESC, m.id LIMIT `+fmt.Sprint(depth), append([]any{query}, args...)...)
 	if err != nil {
@@ -574,13 +577,18 @@ func commonWords(ctx context.Context, tx pgx.Tx, principal string, words []strin
 	if total <= limit {
 		return words, nil, nil
 	}
-	for _, w := range words {
-		var n int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM memories WHERE principal = $1 AND tsv @@ to_tsquery('english', $2) LIMIT $3) c`,
-			principal, w, limit+1).Scan(&n); err != nil {
-			return nil, nil, fmt.Errorf("keyword search: %w", err)
-		}
-		switch {
+	// Every word's count in one round trip, each stopping at limit+1.
+	rows, err := tx.Query(ctx, `SELECT (SELECT count(*) FROM (SELECT 1 FROM memories WHERE principal = $1 AND tsv @@ to_tsquery('english', u.w) LIMIT $3) c)
+		FROM unnest($2::text[]) WITH ORDINALITY AS u(w, i) ORDER BY u.i`, principal, words, limit+1)
+	if err != nil {
+		return nil, nil, fmt.Errorf("keyword search: %w", err)
+	}
+	counts, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return nil, nil, fmt.Errorf("keyword search: %w", err)
+	}
+	for i, w := range words {
+		switch n := counts[i]; {
 		case n > limit:
 			common = append(common, w)
 		case n > 0:
