@@ -4,55 +4,17 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
+
+	"github.com/codecell/codecell/memory/internal/synth"
 )
 
-// synthWords is a vocabulary for synthetic memories.
-var synthWords = strings.Fields(`deploy server database backup cluster kubernetes node pod service
-	latency error timeout retry queue worker cache redis postgres index query migration schema table
-	user account login password token session cookie header request response api endpoint route
-	build test lint release version branch merge commit review pipeline docker image registry tag
-	disk memory cpu network dns certificate tls proxy load balancer firewall port socket thread
-	invoice payment billing customer order refund report dashboard metric alert incident outage
-	meeting sprint roadmap design document spec ticket bug feature estimate deadline priority team
-	python golang rust javascript typescript java compiler runtime library package module dependency
-	config file directory path log trace span event stream topic partition consumer producer batch`)
+// synthVocab is the shared synthetic vocabulary (memory/internal/synth),
+// without this package's stop words.
+var synthVocab = synth.Vocab(func(w string) bool { return stopwords[w] })
 
-// synthVocab is synthWords followed by 4000 pronounceable pseudo-words:
-// real text has a long tail of rare words, and queries over a tiny
-// vocabulary would match every memory.
-var synthVocab = func() []string {
-	out := slices.Clone(synthWords)
-	cons, vows := "bcdfghklmnprstvz", "aeiou"
-	r := rand.New(rand.NewPCG(3, 3))
-	seen := map[string]bool{}
-	for len(out) < len(synthWords)+4000 {
-		var b strings.Builder
-		for k := 0; k < 2+r.IntN(3); k++ {
-			b.WriteByte(cons[r.IntN(len(cons))])
-			b.WriteByte(vows[r.IntN(len(vows))])
-		}
-		w := b.String()
-		if !seen[w] && !stopwords[w] {
-			seen[w] = true
-			out = append(out, w)
-		}
-	}
-	return out
-}()
-
-// synthText returns a deterministic pseudo-sentence of words drawn from
-// synthVocab with a Zipf distribution, as word frequencies in text are.
-func synthText(r *rand.Rand) string {
-	z := rand.NewZipf(r, 1.1, 2, uint64(len(synthVocab)-1))
-	n := 6 + r.IntN(10)
-	w := make([]string, n)
-	for i := range w {
-		w[i] = synthVocab[z.Uint64()]
-	}
-	return strings.Join(w, " ")
-}
+// synthText returns a deterministic pseudo-sentence drawn from synthVocab.
+func synthText(r *rand.Rand) string { return synth.Text(synthVocab, r) }
 
 func fillSynthetic(tb testing.TB, s *Store, n int, seed uint64) {
 	tb.Helper()

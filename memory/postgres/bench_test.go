@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/memory/internal/synth"
 	"github.com/codecell/codecell/memory/postgres"
 	"github.com/codecell/codecell/memory/postgres/pgtest"
 	"github.com/codecell/codecell/tools"
@@ -250,39 +251,10 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// The generator of memory/quantized_test.go, which this package cannot
-// import: the same words, pseudo-words, distribution and seeds, so that
-// the figures compare with memory's BenchmarkRecall.
-
-var synthWords = strings.Fields(`deploy server database backup cluster kubernetes node pod service
-	latency error timeout retry queue worker cache redis postgres index query migration schema table
-	user account login password token session cookie header request response api endpoint route
-	build test lint release version branch merge commit review pipeline docker image registry tag
-	disk memory cpu network dns certificate tls proxy load balancer firewall port socket thread
-	invoice payment billing customer order refund report dashboard metric alert incident outage
-	meeting sprint roadmap design document spec ticket bug feature estimate deadline priority team
-	python golang rust javascript typescript java compiler runtime library package module dependency
-	config file directory path log trace span event stream topic partition consumer producer batch`)
-
-var synthVocab = func() []string {
-	out := slices.Clone(synthWords)
-	cons, vows := "bcdfghklmnprstvz", "aeiou"
-	r := rand.New(rand.NewPCG(3, 3))
-	seen := map[string]bool{}
-	for len(out) < len(synthWords)+4000 {
-		var b strings.Builder
-		for k := 0; k < 2+r.IntN(3); k++ {
-			b.WriteByte(cons[r.IntN(len(cons))])
-			b.WriteByte(vows[r.IntN(len(vows))])
-		}
-		w := b.String()
-		if !seen[w] && !stopword(w) {
-			seen[w] = true
-			out = append(out, w)
-		}
-	}
-	return out
-}()
+// synthVocab is the generator memory's benchmarks use (memory/internal/synth),
+// without package memory's stop words, so that the figures compare with
+// memory's BenchmarkRecall.
+var synthVocab = synth.Vocab(stopword)
 
 // stopword reports whether package memory drops w as a stop word: the
 // hashing embedder gives a stop word alone no feature at all.
@@ -294,15 +266,7 @@ func stopword(w string) bool {
 	return !slices.ContainsFunc(v[0], func(x float32) bool { return x != 0 })
 }
 
-func synthText(r *rand.Rand) string {
-	z := rand.NewZipf(r, 1.1, 2, uint64(len(synthVocab)-1))
-	n := 6 + r.IntN(10)
-	w := make([]string, n)
-	for i := range w {
-		w[i] = synthVocab[z.Uint64()]
-	}
-	return strings.Join(w, " ")
-}
+func synthText(r *rand.Rand) string { return synth.Text(synthVocab, r) }
 
 func fillSynthetic(tb testing.TB, ctx context.Context, s *memory.Store, n int, seed uint64) {
 	tb.Helper()
