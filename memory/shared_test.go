@@ -1,11 +1,8 @@
 package memory
 
 import (
-	"context"
 	"errors"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -86,58 +83,6 @@ func TestVaultTokens(t *testing.T) {
 			t.Errorf("pruned %d, %v; want 2", n, err)
 		}
 	})
-}
-
-// TestReserveQuotaAcrossStores reserves one window's quota from two
-// stores on one file, as two instances do, from many goroutines each:
-// together they get exactly the limit, never more.
-func TestReserveQuotaAcrossStores(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "codecell.db")
-	a := openTest(t, Config{Path: path})
-	b := openTest(t, Config{Path: path})
-	start := time.UnixMilli(1_700_000_040_000)
-	tests := []struct {
-		name         string
-		limit, batch int
-	}{
-		{name: "one at a time", limit: 50, batch: 1},
-		{name: "batches that do not divide the limit", limit: 50, batch: 7},
-		{name: "batch over the limit", limit: 5, batch: 8},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var got atomic.Int64
-			var wg sync.WaitGroup
-			for i := range 8 {
-				st := a
-				if i%2 == 1 {
-					st = b
-				}
-				wg.Go(func() {
-					for range 20 {
-						n, err := st.ReserveQuota(context.Background(), "executions/"+tt.name, start, tt.limit, tt.batch)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						got.Add(int64(n))
-					}
-				})
-			}
-			wg.Wait()
-			if got.Load() != int64(tt.limit) {
-				t.Errorf("reserved %d in all, want %d", got.Load(), tt.limit)
-			}
-			// The next window starts empty.
-			if n, err := a.ReserveQuota(t.Context(), "executions/"+tt.name, start.Add(time.Minute), tt.limit, 1); n != 1 || err != nil {
-				t.Errorf("next window: %d, %v; want 1", n, err)
-			}
-		})
-	}
-	if _, err := a.ReserveQuota(t.Context(), "k", start, 10, 0); !errors.Is(err, ErrInvalid) {
-		t.Errorf("n = 0: %v, want ErrInvalid", err)
-	}
 }
 
 func TestCheckFilterKey(t *testing.T) {
