@@ -36,6 +36,8 @@ type Registry struct {
 	toolsets   func(Caller) Toolset
 	subs       map[int]func(Change)
 	nextSub    int
+	loads      map[*Load]struct{} // loads in progress (BeginLoad)
+	loadsIdle  chan struct{}      // closed when the last load ends; nil when none is in progress
 
 	views viewCache
 }
@@ -64,6 +66,7 @@ func NewRegistry() *Registry {
 		scopes:     map[string]map[string]*entry{},
 		categories: map[string]string{},
 		statuses:   map[string]CategoryStatus{},
+		loads:      map[*Load]struct{}{},
 		scopeAt:    map[string]uint64{},
 		subs:       map[int]func(Change){},
 		views:      viewCache{max: MaxCachedViews, m: map[viewKey]*View{}},
@@ -206,15 +209,27 @@ type CategoryStatus struct {
 	// Unavailable is set while the source cannot be reached: its tools,
 	// if it has any, fail when called.
 	Unavailable bool `json:"unavailable,omitempty"`
+	// Loading is set while the source loads its tools (BeginLoad): they
+	// are not there yet, or not all of them.
+	Loading bool `json:"loading,omitempty"`
 	// Reason says why, for the manifest and the category's index: what
-	// failed and what is being done about it.
+	// failed and what is being done about it, or, while loading, what
+	// the source does first.
 	Reason string `json:"reason,omitempty"`
+	// Load is the load in progress while Loading, whose State is how far
+	// it got now; nil otherwise.
+	Load *Load `json:"-"`
 }
+
+// Absent reports whether the category's source is loading or unavailable,
+// so that its tools are not there, or not all of them.
+func (st CategoryStatus) Absent() bool { return st.Unavailable || st.Loading }
 
 // SetCategoryStatus records whether a category's source is available. An
 // unavailable category is listed even when it holds no tools, so that an
 // agent sees a source that failed rather than nothing; the zero status
 // clears it. Setting a status equal to the current one changes nothing.
+// A source that loads for a while says so with BeginLoad instead.
 func (r *Registry) SetCategoryStatus(name string, st CategoryStatus) error {
 	if !ValidCategory(name) {
 		return fmt.Errorf("category name %q: want a lower-case identifier ([a-z][a-z0-9_]*)", name)

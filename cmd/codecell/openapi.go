@@ -55,17 +55,27 @@ func startOpenAPI(cfg Config, reg *tools.Registry, store resultPutter, log *slog
 			s.log.Error("openapi source unavailable", "source", name, "reason", err.Error())
 			continue
 		}
+		// Listed as loading from the first request on, until it is done.
+		load, err := reg.BeginLoad(src.Category(), "loading the OpenAPI description")
+		if err != nil {
+			s.log.Error("openapi source unavailable", "source", name, "reason", err.Error())
+			continue
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			if taken := categoryTaken(reg, src.Category()); taken {
-				s.log.Error("openapi source unavailable", "source", name, "reason", fmt.Sprintf("category %s already holds other tools; rename [openapi.%s]", src.Category(), name))
+				reason := fmt.Sprintf("category %s already holds other tools; rename [openapi.%s]", src.Category(), name)
+				s.log.Error("openapi source unavailable", "source", name, "reason", reason)
+				load.Fail(reason)
 				return
 			}
 			if _, err := src.Open(ctx, reg); err != nil {
 				s.log.Error("openapi source unavailable", "source", name, "reason", err.Error())
+				load.Fail(err.Error())
 				return
 			}
+			load.Done()
 			s.mu.Lock()
 			s.sources = append(s.sources, src)
 			s.mu.Unlock()
