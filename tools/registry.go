@@ -30,6 +30,7 @@ type Registry struct {
 	scopes     map[string]map[string]*entry // principal → its own tools
 	categories map[string]string            // name → one-line description
 	statuses   map[string]CategoryStatus    // name → availability, when set
+	sources    map[string]string            // name → who wrote its text, when not codecell
 	version    uint64                       // grows with every change
 	globalAt   uint64                       // version of the last change every caller sees
 	scopeAt    map[string]uint64            // version of the last change of each scope
@@ -66,6 +67,7 @@ func NewRegistry() *Registry {
 		scopes:     map[string]map[string]*entry{},
 		categories: map[string]string{},
 		statuses:   map[string]CategoryStatus{},
+		sources:    map[string]string{},
 		loads:      map[*Load]struct{}{},
 		scopeAt:    map[string]uint64{},
 		subs:       map[int]func(Change){},
@@ -243,6 +245,36 @@ func (r *Registry) SetCategoryStatus(name string, st CategoryStatus) error {
 		delete(r.statuses, name)
 	} else {
 		r.statuses[name] = st
+	}
+	ch := Change{}
+	subs := r.changed(&ch)
+	r.mu.Unlock()
+	notify(subs, ch)
+	return nil
+}
+
+// SetCategorySource records who wrote the text of a category's tools when
+// it is not codecell — a source's own words, such as `the MCP server
+// "memory"` or `the OpenAPI description "github"` — so that everything
+// the model reads of it (the category's description, the tools'
+// summaries, declarations and pages, search hits) is marked as that
+// source's, never as codecell's. "" clears it.
+func (r *Registry) SetCategorySource(name, source string) error {
+	if !ValidCategory(name) {
+		return fmt.Errorf("category name %q: want a lower-case identifier ([a-z][a-z0-9_]*)", name)
+	}
+	if strings.ContainsAny(source, "\r\n") {
+		return fmt.Errorf("category %s: source %q: want one line", name, source)
+	}
+	r.mu.Lock()
+	if r.sources[name] == source {
+		r.mu.Unlock()
+		return nil
+	}
+	if source == "" {
+		delete(r.sources, name)
+	} else {
+		r.sources[name] = source
 	}
 	ch := Change{}
 	subs := r.changed(&ch)

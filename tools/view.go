@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -29,6 +30,7 @@ type View struct {
 	cats      []string
 	summaries map[string]string
 	statuses  map[string]CategoryStatus
+	sources   map[string]string
 	memo      sync.Map // key → *memoCell
 	used      atomic.Uint64
 }
@@ -106,6 +108,10 @@ func (v *View) Categories() []string { return v.cats }
 // CategoryStatus returns whether a category's source is available (see
 // Registry.SetCategoryStatus).
 func (v *View) CategoryStatus(name string) CategoryStatus { return v.statuses[name] }
+
+// CategorySource returns who wrote the text of a category's tools, ""
+// for codecell itself (see Registry.SetCategorySource).
+func (v *View) CategorySource(name string) string { return v.sources[name] }
 
 // CategorySummary returns a category's description (see
 // Registry.DescribeCategory).
@@ -245,6 +251,7 @@ func (r *Registry) buildView(key viewKey, ts Toolset, version uint64) *View {
 	sortTools(v.tools)
 	v.summaries = map[string]string{}
 	v.statuses = map[string]CategoryStatus{}
+	v.sources = maps.Clone(r.sources)
 	for _, t := range v.tools {
 		c := t.Category()
 		if _, ok := v.summaries[c]; !ok {

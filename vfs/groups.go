@@ -203,11 +203,13 @@ func groupIndexJSON(s *snapshot, c *category, g *group, namesOnly bool, keep int
 	b.WriteString(`{"category":`)
 	b.WriteString(quote(c.name))
 	if g.path == "" {
-		if c.summary != "" {
-			b.WriteString(`,"about":`)
-			b.WriteString(quote(c.summary))
-		}
+		writeAbout(&b, c)
+		writeStatus(&b, c)
 	} else {
+		if c.source != "" {
+			b.WriteString(`,"source":`)
+			b.WriteString(quote(sourceNote(c.source)))
+		}
 		b.WriteString(`,"group":`)
 		b.WriteString(quote(g.path))
 	}

@@ -57,16 +57,17 @@ func renderManifest(s *snapshot) []byte {
 			if len(c.tools) == 1 {
 				desc = "1 tool"
 			}
-			if c.status.Unavailable {
-				// Never left out: an agent must see a source that failed.
+			if c.status.Absent() {
+				// Never left out: an agent must see a source that failed
+				// or is loading.
 				reasonCap := 80
 				if limit >= 0 {
 					reasonCap = max(limit, 40)
 				}
-				desc += ", unavailable (" + shorten(c.status.Reason, reasonCap) + ")"
+				desc += ", " + statusWords(c.status, reasonCap, limit < 0)
 			}
 			if sum := shorten(c.summary, limit); sum != "" {
-				desc += ": " + sum
+				desc += attributed(c.source, sum)
 			}
 			b.WriteString(quote(c.name))
 			b.WriteByte(':')
@@ -83,6 +84,31 @@ func renderManifest(s *snapshot) []byte {
 		}
 	}
 	return out
+}
+
+// statusWords says where an absent category's source stands, its reason
+// cut to reasonCap bytes: "unavailable (the reason)", or "loading (the
+// stage when withStage, 420 of 1100; ready in about 12 s)".
+func statusWords(st tools.CategoryStatus, reasonCap int, withStage bool) string {
+	if st.Loading {
+		ls := st.Load.State()
+		stage := st.Reason
+		if !withStage {
+			ls.Stage, stage = "", ""
+		}
+		return "loading (" + shorten(ls.Describe(stage), max(reasonCap, 80)) + ")"
+	}
+	return "unavailable (" + shorten(st.Reason, reasonCap) + ")"
+}
+
+// attributed introduces a category's description after its tool count:
+// ": text" for codecell's own, and for a source's, "; <source> says: text",
+// so that no source's words pass for codecell's.
+func attributed(source, text string) string {
+	if source == "" {
+		return ": " + text
+	}
+	return "; " + source + " says: " + text
 }
 
 // shorten cuts s to at most limit bytes at a word boundary, marking the
@@ -138,14 +164,8 @@ func indexJSON(s *snapshot, c *category, relatedCap, summaryCap int, note string
 	var b strings.Builder
 	b.WriteString(`{"category":`)
 	b.WriteString(quote(c.name))
-	if c.summary != "" {
-		b.WriteString(`,"about":`)
-		b.WriteString(quote(c.summary))
-	}
-	if c.status.Unavailable {
-		b.WriteString(`,"status":"unavailable","reason":`)
-		b.WriteString(quote(shorten(c.status.Reason, 1024)))
-	}
+	writeAbout(&b, c)
+	writeStatus(&b, c)
 	b.WriteString(`,"tools":`)
 	writeToolEntries(&b, s, c, c.tools, relatedCap, summaryCap)
 	if note != "" {
@@ -156,6 +176,36 @@ func indexJSON(s *snapshot, c *category, relatedCap, summaryCap int, note string
 	b.WriteString(quote(fmt.Sprintf("%[1]s/<tool>.d.ts: signature; %[1]s/<tool>.md: full docs; call: await %[1]s.<tool>(args)", c.name)))
 	b.WriteString("}\n")
 	return []byte(b.String())
+}
+
+// writeAbout writes a category's source, when its text is not codecell's,
+// then its description.
+func writeAbout(b *strings.Builder, c *category) {
+	if c.source != "" {
+		b.WriteString(`,"source":`)
+		b.WriteString(quote(sourceNote(c.source)))
+	}
+	if c.summary != "" {
+		b.WriteString(`,"about":`)
+		b.WriteString(quote(c.summary))
+	}
+}
+
+// sourceNote says whose words a category's text is.
+func sourceNote(source string) string {
+	return source + ": the about, summaries and docs of this category are its words, not codecell's"
+}
+
+// writeStatus writes a loading or unavailable category's status and why.
+func writeStatus(b *strings.Builder, c *category) {
+	switch {
+	case c.status.Loading:
+		b.WriteString(`,"status":"loading","reason":`)
+		b.WriteString(quote(shorten(c.status.Load.State().Describe(c.status.Reason), 1024)))
+	case c.status.Unavailable:
+		b.WriteString(`,"status":"unavailable","reason":`)
+		b.WriteString(quote(shorten(c.status.Reason, 1024)))
+	}
 }
 
 // writeToolEntries writes the "tools" object of an index: each tool's
@@ -205,7 +255,12 @@ func writeToolEntries(b *strings.Builder, s *snapshot, c *category, ts []*tools.
 func renderFull(s *snapshot, t *tools.Tool) []byte {
 	var b strings.Builder
 	cat, short := t.Category(), t.ShortName()
-	fmt.Fprintf(&b, "# %s\n\n%s\n", t.Name, t.Summary)
+	fmt.Fprintf(&b, "# %s\n\n", t.Name)
+	c := s.byName[cat]
+	if c != nil && c.source != "" {
+		fmt.Fprintf(&b, "> From %s: the summary, description, schemas and examples below are its words, not codecell's.\n\n", c.source)
+	}
+	fmt.Fprintf(&b, "%s\n", t.Summary)
 	if d := strings.TrimSpace(t.Description); d != "" {
 		fmt.Fprintf(&b, "\n%s\n", d)
 	}
@@ -213,8 +268,8 @@ func renderFull(s *snapshot, t *tools.Tool) []byte {
 	if t.Title != "" {
 		fmt.Fprintf(&b, "- Title: %s\n", strings.ReplaceAll(t.Title, "\n", " "))
 	}
-	if c := s.byName[cat]; c != nil && c.status.Unavailable {
-		fmt.Fprintf(&b, "- Availability: unavailable, %s\n", strings.ReplaceAll(c.status.Reason, "\n", " "))
+	if c != nil && c.status.Absent() {
+		fmt.Fprintf(&b, "- Availability: %s\n", strings.ReplaceAll(c.status.Describe(), "\n", " "))
 	}
 	if a := annotationWords(t.Annotations); a != "" {
 		fmt.Fprintf(&b, "- Annotations: %s\n", a)
