@@ -178,12 +178,19 @@ type Layout struct {
 
 var layoutIDs atomic.Uint32
 
-// NewLayout prepares the namespaces for fns. Names that are not
-// "category.name" are left out (tools.call reaches any name).
+// NewLayout prepares the namespaces for fns. A name without a dot
+// ("github") makes an empty namespace: every call through it reaches the
+// dispatcher, which can say why the category has no tools (its source is
+// loading, or unavailable) where the program would otherwise get a
+// ReferenceError. Other names that are not "category.name" are left out
+// (tools.call reaches any name).
 func NewLayout(fns []Function) *Layout {
 	spaces := map[string]map[string][]string{} // category → name → positional
 	for _, f := range fns {
 		c, n, ok := strings.Cut(f.Name, ".")
+		if !ok && c != "" && spaces[c] == nil {
+			spaces[c] = map[string][]string{}
+		}
 		if !ok || c == "" || n == "" {
 			continue
 		}

@@ -406,6 +406,14 @@ func (s *Server) functions(c tools.Caller) *executor.Layout {
 				fns = append(fns, executor.Function{Name: t.Category() + "." + a, Positional: t.Positional})
 			}
 		}
+		// A category whose source is loading or unavailable is a
+		// namespace even without tools, so that calling it says why
+		// rather than "ReferenceError: 'github' is not defined".
+		for _, c := range v.Categories() {
+			if v.CategoryStatus(c).Absent() {
+				fns = append(fns, executor.Function{Name: c})
+			}
+		}
 		return executor.NewLayout(fns)
 	}).(*executor.Layout)
 }
