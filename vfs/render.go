@@ -262,7 +262,7 @@ func renderFull(s *snapshot, t *tools.Tool) []byte {
 	}
 	fmt.Fprintf(&b, "%s\n", t.Summary)
 	if d := strings.TrimSpace(t.Description); d != "" {
-		fmt.Fprintf(&b, "\n%s\n", d)
+		fmt.Fprintf(&b, "\n%s\n", bounded(d, maxBlock))
 	}
 	b.WriteString("\n")
 	if t.Title != "" {
@@ -309,9 +309,9 @@ func renderFull(s *snapshot, t *tools.Tool) []byte {
 			if title == "" {
 				title = "Example " + strconv.Itoa(i+1)
 			}
-			fmt.Fprintf(&b, "\n### %s\n\n```js\nconst result = await %s.%s(%s);\n", title, cat, short, indentJSON(ex.Args, "{}"))
+			fmt.Fprintf(&b, "\n### %s\n\n```js\nconst result = await %s.%s(%s);\n", title, cat, short, bounded(indentJSON(ex.Args, "{}"), maxBlock))
 			if len(ex.Result) > 0 {
-				fmt.Fprintf(&b, "// result:\n// %s\n", strings.ReplaceAll(indentJSON(ex.Result, "null"), "\n", "\n// "))
+				fmt.Fprintf(&b, "// result:\n// %s\n", strings.ReplaceAll(bounded(indentJSON(ex.Result, "null"), maxBlock), "\n", "\n// "))
 			}
 			b.WriteString("```\n")
 		}
@@ -323,7 +323,7 @@ func renderFull(s *snapshot, t *tools.Tool) []byte {
 		}
 	}
 	if n := strings.TrimSpace(t.Notes); n != "" {
-		fmt.Fprintf(&b, "\n## Notes\n\n%s\n", n)
+		fmt.Fprintf(&b, "\n## Notes\n\n%s\n", bounded(n, maxBlock))
 	}
 	if rel := s.related(t); len(rel) > 0 {
 		b.WriteString("\n## Related\n\n")
@@ -373,18 +373,99 @@ func annotationWords(a tools.Annotations) string {
 }
 
 func writeJSONBlock(b *strings.Builder, raw json.RawMessage, dflt string) {
-	fmt.Fprintf(b, "```json\n%s\n```\n", indentJSON(raw, dflt))
+	fmt.Fprintf(b, "```json\n%s\n```\n", bounded(indentJSON(raw, dflt), maxBlock))
 }
 
-// indentJSON pretty-prints raw with two-space indentation, keeping key
-// order; empty raw gives dflt.
+// Bounds of what a full page shows of one schema, example or text, so
+// that a pathological schema (20,000 properties, nested a thousand deep)
+// makes a page of bounded size in bounded time; read_tools pages what
+// remains.
+const (
+	maxBlock       = 64 << 10
+	maxIndentDepth = 12 // deeper JSON is shown compact
+)
+
+// bounded cuts s at a line to at most limit bytes, saying how much was
+// left out.
+func bounded(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	cut := cutLine(s, 0, limit)
+	return s[:cut] + fmt.Sprintf("… %d more bytes left out: this page shows the first %d", len(s)-cut, limit)
+}
+
+// indentJSON pretty-prints raw as json.Indent does with two spaces,
+// keeping key order, but writes what is nested deeper than
+// maxIndentDepth compact, so that its size stays near raw's; empty raw
+// gives dflt.
 func indentJSON(raw json.RawMessage, dflt string) string {
 	if len(raw) == 0 {
 		raw = json.RawMessage(dflt)
 	}
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
 		return string(raw)
 	}
-	return buf.String()
+	src := compact.Bytes()
+	var b strings.Builder
+	b.Grow(len(src) * 2)
+	depth := 0
+	newline := func(d int) {
+		b.WriteByte('\n')
+		for range d {
+			b.WriteString("  ")
+		}
+	}
+	inStr, esc := false, false
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		if inStr {
+			b.WriteByte(c)
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+			b.WriteByte(c)
+		case '{', '[':
+			b.WriteByte(c)
+			if i+1 < len(src) && (src[i+1] == '}' || src[i+1] == ']') {
+				b.WriteByte(src[i+1]) // empty: {} or []
+				i++
+				continue
+			}
+			depth++
+			if depth <= maxIndentDepth {
+				newline(depth)
+			}
+		case '}', ']':
+			depth--
+			if depth < maxIndentDepth {
+				newline(depth)
+			}
+			b.WriteByte(c)
+		case ',':
+			b.WriteByte(c)
+			if depth <= maxIndentDepth {
+				newline(depth)
+			}
+		case ':':
+			b.WriteByte(c)
+			if depth <= maxIndentDepth {
+				b.WriteByte(' ')
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
