@@ -113,6 +113,11 @@ type Config struct {
 	// TracerProvider, when set, traces requests, runs and tool calls;
 	// nil traces nothing.
 	TracerProvider trace.TracerProvider
+	// LoadWait is how long a client's initialize waits for the tool
+	// sources still loading (tools.Registry.BeginLoad). Zero answers at
+	// once: those sources are then listed as loading, with when they
+	// should be ready.
+	LoadWait time.Duration
 }
 
 // Server is a codecell MCP server. Create it with New, serve it with
@@ -242,8 +247,8 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		schema json.RawMessage
 	}{
 		{&s.executeCodeSchema, "execute_code", s.executeCodeInputSchema()},
-		{&s.searchToolsSchema, "search_tools", json.RawMessage(searchToolsInput)},
-		{&s.readToolsSchema, "read_tools", json.RawMessage(readToolsInput)},
+		{&s.searchToolsSchema, "search_tools", s.searchToolsInputSchema()},
+		{&s.readToolsSchema, "read_tools", s.readToolsInputSchema()},
 	} {
 		if *sc.dst, err = tools.CompileSchema(sc.schema); err != nil {
 			return nil, fmt.Errorf("new server: %s schema: %w", sc.name, err)
