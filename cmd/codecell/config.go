@@ -72,6 +72,10 @@ type ServerConfig struct {
 	MCPConfig string `toml:"mcp_config"`
 	// UpstreamWait bounds how long startup waits for upstream servers.
 	UpstreamWait Duration `toml:"upstream_wait"`
+	// LoadWait bounds how long a client's initialize waits for the tool
+	// sources still loading (OpenAPI descriptions); 0 answers at once,
+	// with those sources listed as loading.
+	LoadWait Duration `toml:"load_wait"`
 	// ReadOnly keeps only the tools annotated read-only (config_access.go).
 	ReadOnly bool `toml:"read_only"`
 }
@@ -637,6 +641,9 @@ func (c *Config) validate(env func(string) string) []error {
 	}
 	if c.Server.UpstreamWait < 0 {
 		bad("server.upstream_wait", "must not be negative")
+	}
+	if c.Server.LoadWait < 0 {
+		bad("server.load_wait", "must not be negative")
 	}
 	errs = append(errs, c.checkUpstreams()...)
 	positive := func(key string, v int64) {

@@ -39,12 +39,19 @@ func startOpenAPI(cfg Config, reg *tools.Registry, store resultPutter, log *slog
 	if dir, err := cfg.dataDir(); err == nil {
 		cache = filepath.Join(dir, "openapi")
 	}
+	set, _ := cfg.upstreams() // valid: checked at start, where moved categories are logged
 	for _, name := range slices.Sorted(maps.Keys(cfg.OpenAPI)) {
 		oc := cfg.OpenAPI[name]
 		if oc.Disabled {
 			continue
 		}
-		opts := openapi.Options{Name: name, Getenv: os.Getenv, CacheDir: cache, Recorder: requestLog{s.log}, Logger: log}
+		// A name taken by another source or by codecell is served as
+		// another category (categories.go).
+		category := name
+		if pl, ok := set.plan.openAPI[name]; ok {
+			category = pl.category
+		}
+		opts := openapi.Options{Name: category, Getenv: os.Getenv, CacheDir: cache, Recorder: requestLog{s.log}, Logger: log}
 		if store != nil {
 			opts.Artifacts = storeBlobs{store}
 		}
@@ -52,6 +59,10 @@ func startOpenAPI(cfg Config, reg *tools.Registry, store resultPutter, log *slog
 		if err != nil {
 			// The configuration was checked at start; the environment may
 			// have changed since.
+			s.log.Error("openapi source unavailable", "source", name, "reason", err.Error())
+			continue
+		}
+		if err := reg.SetCategorySource(src.Category(), fmt.Sprintf("the OpenAPI description %q", name)); err != nil {
 			s.log.Error("openapi source unavailable", "source", name, "reason", err.Error())
 			continue
 		}

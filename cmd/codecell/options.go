@@ -337,6 +337,7 @@ func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Log
 		LLM:            cfg.llmConfig(),
 		Approval:       cfg.approvalConfig(),
 		TracerProvider: tp,
+		LoadWait:       cfg.Server.LoadWait.D(),
 	}, reg)
 	if err != nil {
 		return nil, nil, err
