@@ -113,6 +113,9 @@ type category struct {
 	// root is the group tree of a category shown in groups, nil for one
 	// shown flat (see GroupThreshold).
 	root *group
+	// groupOf is each tool's group path in a grouped category: its own
+	// Group, or one made from its name (see buildGroups).
+	groupOf map[*tools.Tool]string
 }
 
 type lazyFile struct {
