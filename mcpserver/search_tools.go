@@ -97,10 +97,11 @@ func (s *Server) searchTools(ctx context.Context, req mcp.CallToolRequest) (*mcp
 }
 
 // sourceHit is a hit as search_tools gives it: with, for a tool whose
-// text is a source's rather than codecell's, the source.
+// text is a source's rather than codecell's, the source, first, so that
+// a model reads whose words follow before it reads them.
 type sourceHit struct {
-	search.Hit
 	From string `json:"from,omitempty"`
+	search.Hit
 }
 
 // searchJSON renders hits as JSON within budget bytes: the best hits that
