@@ -233,7 +233,7 @@ type hitDoc struct {
 const minShare = 1536
 
 // fitDocs joins the documents of the hits after head within budget bytes.
-// Each gets an equal share of the room, a short one giving what it does
+// Each gets a share of the room (weight), a short one giving what it does
 // not need to the others; a document longer than its share is cut where
 // vfs.PageOf cuts it, with where the rest is. When the shares would be
 // smaller than minShare, the last hits are left out, and named.
@@ -258,16 +258,19 @@ func fitDocs(head string, docs []hitDoc, markdown bool, budget int) string {
 			full[i] = d.block()
 		}
 		room := budget - len(head) - len(tail) - 2*(keep-1)
-		// Water-filling: the shortest documents first, each at most an
-		// equal share of what is left.
+		// Water-filling: the shortest documents first, each at most its
+		// share of what is left, the best hit's share twice the others'.
 		order := make([]int, keep)
+		weights := 0
 		for i := range order {
 			order[i] = i
+			weights += weight(i)
 		}
 		slices.SortStableFunc(order, func(a, b int) int { return len(full[a]) - len(full[b]) })
 		fits := true
-		for n, i := range order {
-			share := room / (keep - n)
+		for _, i := range order {
+			share := room * weight(i) / weights
+			weights -= weight(i)
 			blocks[i] = full[i]
 			if len(full[i]) > share {
 				if share < minShare {
@@ -287,6 +290,15 @@ func fitDocs(head string, docs []hitDoc, markdown bool, budget int) string {
 		}
 	}
 	return head
+}
+
+// weight is the hit of rank i's part of the room: the best hit, the one
+// most likely meant, gets twice the others'.
+func weight(i int) int {
+	if i == 0 {
+		return 2
+	}
+	return 1
 }
 
 // block is the document with, for a signature, the description's rest as
