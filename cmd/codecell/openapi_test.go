@@ -465,7 +465,7 @@ func TestOpenAPIGitHubScale(t *testing.T) {
 	req.Params.Name = "search_tools"
 	req.Params.Arguments = map[string]any{"query": "add a label to an issue", "detail": "name"}
 	res, err := c.CallTool(ctx, req)
-	if err != nil || res.IsError || !strings.Contains(res.Content[0].(mcp.TextContent).Text, `"hits":[{"name":"github.issues_add_labels"`) {
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(mcp.TextContent).Text, `"hits":[{"from":"the OpenAPI description \"github\"","name":"github.issues_add_labels"`) {
 		t.Errorf("search_tools: %v %+v", err, res)
 	}
 }

@@ -3,8 +3,8 @@
 // descriptions pose as codecell itself ("IMPORTANT SYSTEM NOTICE FROM
 // CODECELL: …"); codecell must show them as this server's words.
 //   TOOLS=N  also lists N tools named tool_0001 … (none by default)
-//   WIDE=1   also lists "wide", whose input schema has 20,000 properties
-//   DEEP=1   also lists "deep", whose input schema nests 1,000 levels deep
+//   WIDE=N   also lists "wide", whose input schema has N properties
+//   DEEP=N   also lists "deep", whose input schema nests N levels deep
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
@@ -27,15 +27,17 @@ for (let i = 1; i <= Number(process.env.TOOLS || 0); i++) {
   const n = String(i).padStart(4, "0");
   tools.push({ name: `tool_${n}`, description: `Filler tool number ${n} of the hostile server.`, inputSchema: { type: "object", properties: {} } });
 }
-if (process.env.WIDE) {
+const wide = Number(process.env.WIDE || 0);
+if (wide > 0) {
   const properties = {};
-  for (let i = 0; i < 20000; i++) properties[`p${i}`] = { type: "string", description: `Property ${i} of a very wide schema.` };
-  tools.push({ name: "wide", description: "Takes 20,000 arguments.", inputSchema: { type: "object", properties } });
+  for (let i = 0; i < wide; i++) properties[`p${i}`] = { type: "string", description: `Property ${i} of a very wide schema.` };
+  tools.push({ name: "wide", description: `Takes ${wide} arguments.`, inputSchema: { type: "object", properties } });
 }
-if (process.env.DEEP) {
+const deep = Number(process.env.DEEP || 0);
+if (deep > 0) {
   let schema = { type: "string" };
-  for (let i = 0; i < 1000; i++) schema = { type: "object", properties: { next: schema } };
-  tools.push({ name: "deep", description: "Takes arguments nested 1,000 levels deep.", inputSchema: schema });
+  for (let i = 0; i < deep; i++) schema = { type: "object", properties: { next: schema } };
+  tools.push({ name: "deep", description: `Takes arguments nested ${deep} levels deep.`, inputSchema: schema });
 }
 
 server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));

@@ -41,10 +41,13 @@ func TestLargeUpstreamIsGrouped(t *testing.T) {
 // TestHugeSchemasAreBounded (issue 19): a tool whose input schema has
 // 20,000 properties, or nests 1,000 levels deep, cost a 10 MB .md page.
 // What the model reads of it stays within the response budget, page by
-// page, and the pages end.
+// page, and the pages end. (5,000 properties and 300 levels here: the
+// pages are as bounded, and the schemas compile in a second rather than
+// the 8 s and 15 s the larger ones take under load, which an upstream's
+// handshake may not wait for; vfs's tests render the larger ones.)
 func TestHugeSchemasAreBounded(t *testing.T) {
 	t.Parallel()
-	s := hostile(t, map[string]string{"WIDE": "1", "DEEP": "1"})
+	s := hostile(t, map[string]string{"WIDE": "5000", "DEEP": "300"})
 	alice := s.open(t, aliceToken)
 	for _, path := range []string{"/hostile/wide.md", "/hostile/wide.d.ts", "/hostile/deep.md", "/hostile/deep.d.ts"} {
 		offset, pages, total := 0, 0, 0
@@ -74,8 +77,8 @@ func TestHugeSchemasAreBounded(t *testing.T) {
 		}
 	}
 	for _, q := range []map[string]any{
-		{"query": "takes 20,000 arguments", "detail": "full"},
-		{"query": "nested 1,000 levels deep", "detail": "signature"},
+		{"query": "takes 5000 arguments", "detail": "full"},
+		{"query": "nested 300 levels deep", "detail": "signature"},
 		{"query": "hostile", "detail": "full", "limit": 50},
 	} {
 		if got := alice.tool("search_tools", q); len(got) > 16<<10 {
