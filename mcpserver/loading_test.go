@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -80,9 +81,17 @@ func TestLoadingSourceSaysSo(t *testing.T) {
 		t.Errorf("a program cannot tell loading apart: %+v", rec)
 	}
 
-	resp, err := ts.Client().Get(ts.URL + mcpserver.PathReady)
-	if err != nil {
-		t.Fatal(err)
+	// Ready once the sandbox pool is warm, whatever the source does.
+	var resp *http.Response
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		if resp, err = ts.Client().Get(ts.URL + mcpserver.PathReady); err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode == http.StatusOK || time.Now().After(deadline) {
+			break
+		}
+		resp.Body.Close()
+		time.Sleep(50 * time.Millisecond)
 	}
 	var ready struct {
 		Status  string `json:"status"`
