@@ -53,6 +53,10 @@ type Config struct {
 	Cache CacheConfig `toml:"cache"`
 	// Access says which tools each caller may reach (config_access.go).
 	Access AccessConfig `toml:"access"`
+
+	// file is the configuration file read, "" for none: the confinement
+	// of upstream servers denies it to them (harden.go).
+	file string
 }
 
 // ServerConfig holds transports, the catalogue and logging.

@@ -460,6 +460,7 @@ func (c *configCommand) parse(args []string) (Config, error) {
 	}
 	cfg, loaded, err := c.st.load()
 	c.loaded = loaded
+	cfg.file = loaded.file
 	if c.strict && len(loaded.unknownEnv) > 0 {
 		var cp configProblem
 		if errors.As(err, &cp) {

@@ -21,6 +21,7 @@ import (
 )
 
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	hardened := hardenProcess()
 	fs := newConfigCommand("serve", "Usage: codecell serve [flags]\n\nServe MCP over stdio (for MCP hosts such as Claude Desktop), or over Streamable HTTP and SSE with --http ADDR.", stderr)
 	cfg, err := fs.parse(args)
 	if err != nil {
@@ -30,6 +31,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return usageError{fmt.Sprintf("serve takes no arguments, got %q (flags go before them: codecell serve --http ADDR)", fs.Args())}
 	}
 	log := newLogger(cfg, stderr)
+	hardened.log(log)
 	addr := cfg.Server.HTTP
 	if addr != "" && publicBind(addr) && len(cfg.Auth.Tokens) == 0 && !cfg.Auth.OAuth.enabled() {
 		return fmt.Errorf("refusing to serve on %s without authentication: anyone who can reach it could run code here. "+

@@ -190,7 +190,15 @@ func startUpstreams(cfg Config, reg *tools.Registry, store blobShapes, log *slog
 	if len(set.servers) == 0 {
 		return nil, nil
 	}
+	var confine upstream.Confine
+	for _, s := range set.servers {
+		if t, _ := s.Transport(); t == upstream.Stdio && !s.Disabled && !s.Unconfined {
+			confine = upstreamConfinement(cfg, log)
+			break
+		}
+	}
 	src, err := upstream.Start(upstream.Config{
+		Confine:  confine,
 		Servers:  set.servers,
 		Registry: reg,
 		Lookup:   envLookup(os.Environ()),

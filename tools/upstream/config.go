@@ -76,6 +76,10 @@ type Server struct {
 	Category string `json:"category,omitempty" toml:"category,omitempty"`
 	// Disabled keeps the server configured but not started.
 	Disabled bool `json:"disabled,omitempty" toml:"disabled,omitempty"`
+	// Unconfined starts a stdio server without the confinement codecell
+	// gives its children (Config.Confine), for a server that needs what
+	// it denies; see the Security page of the documentation.
+	Unconfined bool `json:"unconfined,omitempty" toml:"unconfined,omitempty"`
 }
 
 // Defaults of the per-server settings.
@@ -196,6 +200,9 @@ func (s *Server) Check() []Problem {
 		}
 		if len(s.Args) > 0 {
 			bad("args", "is for stdio servers")
+		}
+		if s.Unconfined {
+			bad("unconfined", "is for stdio servers; codecell starts no process for an HTTP server")
 		}
 	}
 	if s.Command != "" && len(s.Headers) > 0 {

@@ -54,6 +54,7 @@ type dialer struct {
 	server    Server
 	kind      Transport
 	res       resolved
+	confine   Confine
 	red       redactor
 	log       *slog.Logger
 	version   string
@@ -85,7 +86,7 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 	var err error
 	switch d.kind {
 	case Stdio:
-		c.proc, err = startProcess(d.name, d.server, d.res, d.log, d.red)
+		c.proc, err = startProcess(d.name, d.server, d.res, d.confine, d.log, d.red)
 		if err != nil {
 			stop()
 			return nil, err
@@ -114,7 +115,11 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 	defer cancel()
 	if err = c.start(life, hctx, d); err != nil {
 		if c.proc != nil && c.proc.waitExit(ctx, 500*time.Millisecond) {
-			err = fmt.Errorf("%s", c.proc.exitReason())
+			why := c.proc.exitReason()
+			if c.proc.confined {
+				why += confinedHint
+			}
+			err = fmt.Errorf("%s", why)
 		} else if errors.Is(context.Cause(hctx), errHandshakeTimeout) {
 			err = fmt.Errorf("%w: no answer to initialize within %s", errHandshakeTimeout, d.handshake)
 		}

@@ -107,6 +107,7 @@ func expand(s string, lookup Lookup) (string, error) {
 type resolved struct {
 	args    []string
 	env     []string // NAME=value, sorted: DefaultEnvironment, then Env
+	ownEnv  []string // NAME=value, sorted: the server's Env alone
 	headers map[string]string
 	secrets []string
 }
@@ -129,6 +130,7 @@ func resolve(s Server, lookup Lookup) (resolved, error) {
 			return r, fmt.Errorf("env %s: %w", k, err)
 		}
 		env[k] = v
+		r.ownEnv = append(r.ownEnv, k+"="+v)
 		r.secrets = append(r.secrets, v)
 	}
 	for _, k := range slices.Sorted(maps.Keys(env)) {

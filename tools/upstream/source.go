@@ -42,6 +42,10 @@ type Config struct {
 	// tools that declare no output schema (see doc.go); nil keeps them in
 	// memory only.
 	Shapes Shapes
+	// Confine, when set, confines every stdio server whose configuration
+	// does not set unconfined: its child process is started through the
+	// wrapper Confine returns. Nil starts them as they are.
+	Confine Confine
 	// Logger receives the source's logs and the servers' stderr; nil
 	// discards them.
 	Logger *slog.Logger

@@ -233,7 +233,7 @@ var errConflict = errors.New("category conflict")
 // connected before.
 func (u *upstream) connect(ctx context.Context, again bool) (*conn, error) {
 	d := dialer{
-		name: u.name, server: u.cfg, kind: u.kind, res: u.res, red: u.red, log: u.log,
+		name: u.name, server: u.cfg, kind: u.kind, res: u.res, red: u.red, log: u.log, confine: u.src.cfg.Confine,
 		version: u.src.cfg.Version, handshake: u.src.cfg.HandshakeTimeout, grace: u.src.cfg.Grace, ping: u.src.cfg.PingInterval,
 	}
 	c, err := d.dial(ctx)
