@@ -15,6 +15,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
@@ -199,6 +200,7 @@ func startUpstreams(cfg Config, reg *tools.Registry, store blobShapes, log *slog
 	}
 	src, err := upstream.Start(upstream.Config{
 		Confine:  confine,
+		Scrub:    scrubText,
 		Servers:  set.servers,
 		Registry: reg,
 		Lookup:   envLookup(os.Environ()),
@@ -211,6 +213,25 @@ func startUpstreams(cfg Config, reg *tools.Registry, store blobShapes, log *slog
 		return nil, fmt.Errorf("upstream servers: %w", err)
 	}
 	return src, nil
+}
+
+// scrubText replaces the sensitive values the filter's detectors find in
+// text from an upstream server (its stderr, log notifications and error
+// messages) with the filter's redaction markers.
+func scrubText(s string) string {
+	ms := filter.ScanString(s)
+	if len(ms) == 0 {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for _, m := range ms {
+		b.WriteString(s[last:m.Start])
+		b.WriteString(filter.RedactionMarker(m.Class))
+		last = m.End
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // waitUpstreams waits up to d for every upstream server to be tried once,

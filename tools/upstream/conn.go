@@ -11,10 +11,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"golang.org/x/time/rate"
 )
 
 // conn is one live connection to an upstream server: its MCP client, the
@@ -40,6 +42,8 @@ type conn struct {
 	lostWhy  string
 
 	listChanged chan struct{} // notifications/tools/list_changed, coalesced
+	logs        *rate.Limiter // of the log notifications logged
+	logsDropped atomic.Int64  // log notifications not logged since the last one that was
 	stop        context.CancelFunc
 	wg          sync.WaitGroup // goroutines the connection started
 	grace       time.Duration
@@ -79,6 +83,7 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 		progress:    map[string]progressFunc{},
 		lost:        make(chan struct{}),
 		listChanged: make(chan struct{}, 1),
+		logs:        rate.NewLimiter(logRate, logBurst),
 		stop:        stop,
 		grace:       d.grace,
 	}
@@ -184,11 +189,65 @@ func (c *conn) notified(n mcp.JSONRPCNotification, d dialer) {
 			fn(p, total, d.red.String(msg))
 		}
 	case "notifications/message":
-		if d.log.Enabled(context.Background(), slog.LevelDebug) {
-			b, _ := json.Marshal(n.Params.AdditionalFields["data"])
-			d.log.Debug(d.name+": "+d.red.String(string(b)), "stream", "log")
+		if !d.log.Enabled(context.Background(), slog.LevelDebug) {
+			return
 		}
+		dropped := func() {
+			if n := c.logsDropped.Swap(0); n > 0 {
+				d.log.Debug(fmt.Sprintf("%s: %d log notifications not logged (more than %d a second)", d.name, n, logRate), "stream", "log")
+			}
+		}
+		if !c.logs.Allow() {
+			if c.logsDropped.Add(1) == 1 {
+				// Said with the next one logged, or in a second.
+				time.AfterFunc(time.Second, dropped)
+			}
+			return
+		}
+		dropped()
+		f := n.Params.AdditionalFields
+		level, _ := f["level"].(string)
+		logger, _ := f["logger"].(string)
+		d.log.Debug(d.name+": "+logText(f["data"], d.red, maxLogText), "stream", "log",
+			"level", logText(level, d.red, 16), "logger", logText(logger, d.red, 64))
 	}
+}
+
+// A server's log notifications are logged at debug level, at most logRate
+// a second in bursts of logBurst, each cut to maxLogText bytes.
+const (
+	logRate    = 20
+	logBurst   = 100
+	maxLogText = 300
+)
+
+// logText is the data of a log notification as one line of at most limit
+// bytes, its secrets replaced: a string as it is, anything else as JSON.
+func logText(data any, red redactor, limit int) string {
+	s, ok := data.(string)
+	if !ok {
+		b, _ := json.Marshal(data)
+		s = string(b)
+	}
+	// Cut before the scrubbing, which need not read megabytes, and after
+	// it, so that no secret is cut in two.
+	s = cutBytes(s, 4<<10)
+	s = strings.Join(strings.Fields(red.String(s)), " ")
+	if len(s) > limit {
+		s = cutBytes(s, limit) + "…"
+	}
+	return s
+}
+
+// cutBytes cuts s to at most n bytes, on a rune boundary.
+func cutBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // pingEvery checks an HTTP connection's health: a server that stopped

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -163,6 +164,13 @@ func newFakeServer(say func(string)) *server.MCPServer {
 			}
 			return text(strconv.Quote(v)), nil
 		})
+	if os.Getenv("CODECELL_FAKE_BAD_NAMES") != "" {
+		// Names no catalogue can take.
+		for _, n := range []string{"bad\nname", "nul\x00name", strings.Repeat("long", 75), "\xff\xfe", ""} {
+			srv.AddTool(mcp.NewTool(n, mcp.WithDescription("A tool with a bad name.")),
+				func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("bad"), nil })
+		}
+	}
 	var added sync.Once
 	srv.AddTool(mcp.NewTool("add-tool", mcp.WithDescription("Adds the tool late, announcing the change.")),
 		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {

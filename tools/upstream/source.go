@@ -46,6 +46,12 @@ type Config struct {
 	// does not set unconfined: its child process is started through the
 	// wrapper Confine returns. Nil starts them as they are.
 	Confine Confine
+	// Scrub, when set, replaces sensitive values (credentials, personal
+	// data) in text that comes from a server before codecell logs or shows
+	// it: its stderr, its log notifications, its error messages and the
+	// reasons it is unavailable. Values of its configured env and headers
+	// are replaced whether or not it is set.
+	Scrub func(string) string
 	// Logger receives the source's logs and the servers' stderr; nil
 	// discards them.
 	Logger *slog.Logger

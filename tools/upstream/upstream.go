@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/codecell/codecell/tools"
@@ -53,6 +54,7 @@ type upstream struct {
 	learned  map[string]*learning // original → what is learned of its results
 	restarts int
 	lastWhy  string // the last failure logged
+	skipped  string // the tools skipped for their names, as last logged
 	server   string
 	summary  string
 }
@@ -86,7 +88,7 @@ func newUpstream(s *Source, name string, cfg Server) *upstream {
 	}
 	u.slots = make(chan struct{}, n)
 	u.res, u.resErr = resolve(cfg, s.cfg.Lookup)
-	u.red = newRedactor(u.res.secrets)
+	u.red = newRedactor(u.res.secrets, s.cfg.Scrub)
 	u.summary = fmt.Sprintf("Tools of the MCP server %q (%s).", name, u.where())
 	if cfg.Disabled {
 		u.state = StateDisabled
@@ -310,14 +312,27 @@ func (u *upstream) refresh(ctx context.Context, c *conn) error {
 		return fmt.Errorf("list tools: %s", describe(err, u.red))
 	}
 	byName := map[string]*remoteTool{}
-	var origs []string
+	var origs, skipped []string
 	for i := range list {
 		t := &list[i]
-		if t.Name == "" || byName[t.Name] != nil || !u.allowed(t.Name) {
+		if why := nameProblem(t.Name); why != "" {
+			skipped = append(skipped, fmt.Sprintf("tool %d of its list (%s)", i+1, why))
+			continue
+		}
+		if byName[t.Name] != nil || !u.allowed(t.Name) {
 			continue
 		}
 		byName[t.Name] = t
 		origs = append(origs, t.Name)
+	}
+	if s := strings.Join(skipped, "; "); s != "" {
+		u.mu.Lock()
+		again := u.skipped == s
+		u.skipped = s
+		u.mu.Unlock()
+		if !again {
+			u.log.Warn("skipped tools whose names cannot be registered", "count", len(skipped), "tools", s)
+		}
 	}
 	short, notes := ToolNames(u.category, origs)
 	u.regMu.Lock()
@@ -335,6 +350,7 @@ func (u *upstream) refresh(ctx context.Context, c *conn) error {
 		}
 	}
 	var add []tools.Tool
+	var addOrig []string
 	printed := map[string][32]byte{}
 	learned := map[string]*learning{}
 	for _, o := range origs {
@@ -352,6 +368,7 @@ func (u *upstream) refresh(ctx context.Context, c *conn) error {
 			continue
 		}
 		add = append(add, u.tool(t, short[o], notes[o]))
+		addOrig = append(addOrig, o)
 	}
 	keep := map[string]bool{}
 	for _, o := range origs {
@@ -371,7 +388,22 @@ func (u *upstream) refresh(ctx context.Context, c *conn) error {
 	}
 	if len(add) > 0 {
 		if err := u.src.reg.Register(add...); err != nil {
-			return fmt.Errorf("register tools: %w", err)
+			// One tool the registry refuses does not take the others
+			// with it: each is registered alone, and those refused are
+			// left out.
+			for i, t := range add {
+				if err := u.src.reg.Register(t); err != nil {
+					o := addOrig[i]
+					u.log.Warn("skipped a tool the catalogue refuses", "tool", t.Name, "err", u.red.String(err.Error()))
+					u.src.reg.Unregister(t.Name)
+					delete(byName, o)
+					delete(short, o)
+					delete(notes, o)
+					delete(printed, o)
+					delete(learned, o)
+					origs = slices.DeleteFunc(origs, func(x string) bool { return x == o })
+				}
+			}
 		}
 	}
 	u.mu.Lock()
@@ -381,6 +413,28 @@ func (u *upstream) refresh(ctx context.Context, c *conn) error {
 		u.log.Info("tools updated", "registered", len(add), "removed", len(remove), "tools", len(origs))
 	}
 	return nil
+}
+
+// maxToolName bounds an upstream tool's original name, in bytes, as MCP
+// does (1 to 128 characters).
+const maxToolName = 128
+
+// nameProblem says why an upstream's tool name cannot be registered (it
+// becomes the tool's alias, and names it in the catalogue), or "". It
+// never quotes the name: what is wrong with it may be what it would do to
+// a log or a reader.
+func nameProblem(name string) string {
+	switch {
+	case name == "":
+		return "an empty name"
+	case len(name) > maxToolName:
+		return fmt.Sprintf("a name of %d bytes, more than %d", len(name), maxToolName)
+	case !utf8.ValidString(name):
+		return "a name that is not UTF-8"
+	case strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' }) >= 0:
+		return "a name with a control character or a line break"
+	}
+	return ""
 }
 
 // allowed applies the allow and deny globs to an original name and the

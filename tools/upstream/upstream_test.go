@@ -484,6 +484,28 @@ func TestListChangedRefreshesTools(t *testing.T) {
 	}
 }
 
+// TestBadToolNamesAreSkipped (issue 19): a tool whose name has a
+// newline, a NUL, 300 bytes or no UTF-8 is left out with a warning that
+// names the server, not the bytes, and the server's other tools serve.
+func TestBadToolNamesAreSkipped(t *testing.T) {
+	t.Parallel()
+	e := start(t, map[string]upstream.Server{"fake": fake(t, "serve", "CODECELL_FAKE_BAD_NAMES=1")})
+	if st := e.status("fake"); st.State != upstream.StateReady {
+		t.Fatalf("status %v; logs:\n%s", st, e.logs)
+	}
+	if out, err := e.call(t, "fake.echo", `{"text":"ok"}`); err != nil || string(out) != `"ok"` {
+		t.Errorf("fake.echo = %s, %v", out, err)
+	}
+	logs := e.logs.String()
+	if !strings.Contains(logs, "skipped tools whose names cannot be registered") || !strings.Contains(logs, "upstream=fake") ||
+		!strings.Contains(logs, "count=4") || !strings.Contains(logs, "a name with a control character") || !strings.Contains(logs, "a name of 300 bytes") {
+		t.Errorf("no warning naming the server and why:\n%s", logs)
+	}
+	if strings.Contains(logs, "longlonglong") || strings.Contains(logs, "bad\\nname") {
+		t.Errorf("the warning quotes a bad name:\n%s", logs)
+	}
+}
+
 // TestAllowAndDeny filters tools by glob, on original or registered names.
 func TestAllowAndDeny(t *testing.T) {
 	t.Parallel()
