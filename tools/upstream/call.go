@@ -58,6 +58,11 @@ func (u *upstream) call(ctx context.Context, orig, name string, args json.RawMes
 		if ctx.Err() != nil {
 			return nil, u.ended(ctx, name, "")
 		}
+		var big *tooLargeError
+		if errors.As(err, &big) {
+			return nil, &tools.Error{Code: CodeUpstreamTooLarge, Tool: name,
+				Message: fmt.Sprintf("upstream %q sent a result of %s, more than its max_response_bytes (%s); ask for less, such as a smaller page or range, or raise max_response_bytes for it", u.name, sizeText(big.size), sizeText(big.max))}
+		}
 		var rpc *rpcError
 		if errors.As(err, &rpc) {
 			return nil, &tools.Error{Code: CodeUpstreamError, Tool: name,

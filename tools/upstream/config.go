@@ -71,6 +71,11 @@ type Server struct {
 	// MaxConcurrentCalls bounds the calls in flight to this server; more
 	// wait their turn. 0 means DefaultMaxConcurrentCalls.
 	MaxConcurrentCalls int `json:"max_concurrent_calls,omitempty" toml:"max_concurrent_calls,omitzero"`
+	// MaxResponseBytes bounds each message the server sends (a tool's
+	// result, a page of its tool list, a notification), read without
+	// holding more than that; a call whose result is larger fails with
+	// upstream_too_large. 0 means DefaultMaxResponseBytes.
+	MaxResponseBytes int64 `json:"max_response_bytes,omitempty" toml:"max_response_bytes,omitzero"`
 	// Category is the namespace of the server's tools; empty means the
 	// server's name, sanitised (CategoryFor).
 	Category string `json:"category,omitempty" toml:"category,omitempty"`
@@ -241,6 +246,9 @@ func (s *Server) Check() []Problem {
 	}
 	if s.Timeout < 0 {
 		bad("timeout", "must not be negative")
+	}
+	if s.MaxResponseBytes < 0 {
+		bad("max_response_bytes", "must not be negative (0 means %d)", DefaultMaxResponseBytes)
 	}
 	if s.MaxConcurrentCalls < 0 {
 		bad("max_concurrent_calls", "must not be negative (0 means %d)", DefaultMaxConcurrentCalls)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +37,9 @@ type conn struct {
 	ids      atomic.Int64
 	mu       sync.Mutex
 	progress map[string]progressFunc // progress token → the call's reporter
+	tooLarge map[string]int64        // request id → the size of its oversized response
+	maxMsg   int64                   // the server's max_response_bytes
+	dropLog  *rate.Limiter           // of the warnings about dropped messages
 
 	lost     chan struct{} // closed when the connection ended
 	lostOnce sync.Once
@@ -54,17 +58,19 @@ type progressFunc func(progress, total float64, message string)
 
 // dialer is what a connection needs from its upstream.
 type dialer struct {
-	name      string
-	server    Server
-	kind      Transport
-	res       resolved
-	confine   Confine
-	red       redactor
-	log       *slog.Logger
-	version   string
-	handshake time.Duration
-	grace     time.Duration
-	ping      time.Duration
+	name    string
+	server  Server
+	kind    Transport
+	res     resolved
+	confine Confine
+	// maxResponse bounds each message from the server.
+	maxResponse int64
+	red         redactor
+	log         *slog.Logger
+	version     string
+	handshake   time.Duration
+	grace       time.Duration
+	ping        time.Duration
 }
 
 // errLegacySSE is an HTTP server that refused Streamable HTTP's
@@ -81,6 +87,9 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 	c := &conn{
 		kind:        d.kind,
 		progress:    map[string]progressFunc{},
+		tooLarge:    map[string]int64{},
+		maxMsg:      d.maxResponse,
+		dropLog:     rate.NewLimiter(rate.Every(10*time.Second), 3),
 		lost:        make(chan struct{}),
 		listChanged: make(chan struct{}, 1),
 		logs:        rate.NewLimiter(logRate, logBurst),
@@ -96,16 +105,17 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 			stop()
 			return nil, err
 		}
-		c.tr = transport.NewIO(c.proc.stdout, c.proc.stdin, nil)
+		c.tr = transport.NewIO(newLimitReader(c.proc.stdout, jsonLines, d.maxResponse, c.oversized(d)), c.proc.stdin, nil)
 	case StreamableHTTP:
 		c.tr, err = transport.NewStreamableHTTP(d.server.URL,
+			transport.WithHTTPBasicClient(c.httpClient(d)),
 			transport.WithHTTPHeaders(d.res.headers),
 			//lint:ignore SA1019 upstream servers speak protocol versions before 2026-07-28, where the GET stream carries list_changed.
 			transport.WithContinuousListening(),
 			transport.WithHTTPLogger(quiet))
 	case SSE:
 		var sse *transport.SSE
-		sse, err = transport.NewSSE(d.server.URL, transport.WithHeaders(d.res.headers), transport.WithSSELogger(quiet))
+		sse, err = transport.NewSSE(d.server.URL, transport.WithHTTPClient(c.httpClient(d)), transport.WithHeaders(d.res.headers), transport.WithSSELogger(quiet))
 		if err == nil {
 			sse.SetConnectionLostHandler(func(err error) { c.markLost("the SSE stream ended: " + d.red.String(err.Error())) })
 			c.tr = sse
@@ -145,6 +155,49 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 		c.wg.Go(func() { c.pingEvery(life, d.ping, d.red) })
 	}
 	return c, nil
+}
+
+// httpClient is the HTTP client of a connection to an HTTP server: its
+// responses' messages are bounded as they are read.
+func (c *conn) httpClient(d dialer) *http.Client {
+	return &http.Client{Transport: limitTransport{base: http.DefaultTransport, max: d.maxResponse, drop: c.oversized(d)}}
+}
+
+// oversized records a message the server sent that was larger than its
+// max_response_bytes: a response, for the call that waits for it; a
+// notification or request, or a message without an id, is dropped, with
+// a warning now and then.
+func (c *conn) oversized(d dialer) oversized {
+	return func(id json.RawMessage, method bool, size int64) {
+		var rid mcp.RequestId
+		if id != nil && !method && json.Unmarshal(id, &rid) == nil {
+			c.mu.Lock()
+			c.tooLarge[rid.String()] = size
+			c.mu.Unlock()
+			return
+		}
+		if c.dropLog.Allow() {
+			d.log.Warn("dropped a message larger than max_response_bytes", "bytes", size, "max_response_bytes", d.maxResponse, "request_or_notification", method)
+		}
+	}
+}
+
+// tooLargeError is a call whose response was larger than the server's
+// max_response_bytes, and was not read into memory.
+type tooLargeError struct {
+	size, max int64
+}
+
+func (e *tooLargeError) Error() string {
+	return fmt.Sprintf("the server sent a response of %s, more than max_response_bytes (%s)", sizeText(e.size), sizeText(e.max))
+}
+
+// sizeText writes a byte count for people.
+func sizeText(n int64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 // start starts the transport on the connection's lifetime and performs
@@ -329,6 +382,11 @@ func (c *conn) nextID() mcp.RequestId {
 }
 
 func (c *conn) send(ctx context.Context, id mcp.RequestId, method string, params any) (json.RawMessage, error) {
+	defer func() {
+		c.mu.Lock()
+		delete(c.tooLarge, id.String())
+		c.mu.Unlock()
+	}()
 	resp, err := c.tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -338,6 +396,12 @@ func (c *conn) send(ctx context.Context, id mcp.RequestId, method string, params
 		return nil, err
 	}
 	if resp.Error != nil {
+		c.mu.Lock()
+		size, over := c.tooLarge[id.String()]
+		c.mu.Unlock()
+		if over {
+			return nil, &tooLargeError{size: size, max: c.maxMsg}
+		}
 		return nil, &rpcError{Code: resp.Error.Code, Message: resp.Error.Message}
 	}
 	return resp.Result, nil

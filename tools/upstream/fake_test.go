@@ -171,6 +171,10 @@ func newFakeServer(say func(string)) *server.MCPServer {
 				func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("bad"), nil })
 		}
 	}
+	srv.AddTool(mcp.NewTool("big", mcp.WithDescription("Returns a text of n bytes."), mcp.WithNumber("n", mcp.Required())),
+		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text(strings.Repeat("a", int(r.GetFloat("n", 0)))), nil
+		})
 	var added sync.Once
 	srv.AddTool(mcp.NewTool("add-tool", mcp.WithDescription("Adds the tool late, announcing the change.")),
 		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {

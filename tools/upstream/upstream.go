@@ -34,6 +34,8 @@ type upstream struct {
 	resErr   error // a ${VAR} that could not be resolved
 	timeout  time.Duration
 	slots    chan struct{}
+	// maxResponse bounds each message from the server.
+	maxResponse int64
 
 	settled     chan struct{} // closed when the first attempt ended
 	settledOnce sync.Once
@@ -87,6 +89,10 @@ func newUpstream(s *Source, name string, cfg Server) *upstream {
 		n = DefaultMaxConcurrentCalls
 	}
 	u.slots = make(chan struct{}, n)
+	u.maxResponse = cfg.MaxResponseBytes
+	if u.maxResponse <= 0 {
+		u.maxResponse = DefaultMaxResponseBytes
+	}
 	u.res, u.resErr = resolve(cfg, s.cfg.Lookup)
 	u.red = newRedactor(u.res.secrets, s.cfg.Scrub)
 	u.summary = fmt.Sprintf("Tools of the MCP server %q (%s).", name, u.where())
@@ -235,7 +241,7 @@ var errConflict = errors.New("category conflict")
 // connected before.
 func (u *upstream) connect(ctx context.Context, again bool) (*conn, error) {
 	d := dialer{
-		name: u.name, server: u.cfg, kind: u.kind, res: u.res, red: u.red, log: u.log, confine: u.src.cfg.Confine,
+		name: u.name, server: u.cfg, kind: u.kind, res: u.res, red: u.red, log: u.log, confine: u.src.cfg.Confine, maxResponse: u.maxResponse,
 		version: u.src.cfg.Version, handshake: u.src.cfg.HandshakeTimeout, grace: u.src.cfg.Grace, ping: u.src.cfg.PingInterval,
 	}
 	c, err := d.dial(ctx)
@@ -521,6 +527,7 @@ func (u *upstream) tool(t *remoteTool, short, note string) tools.Tool {
 		{Code: CodeUpstreamError, Description: "The server answered with an error, or the call failed on the way to or from it; the message is the server's."},
 		{Code: CodeUpstreamUnavailable, Description: "The server is not connected (it could not be started or reached, or is restarting); the message says why."},
 		{Code: CodeUpstreamTimeout, Description: fmt.Sprintf("The server did not answer within %s.", u.timeout)},
+		{Code: CodeUpstreamTooLarge, Description: fmt.Sprintf("The result was larger than %s (the server's max_response_bytes); ask for less, such as a smaller page or range.", sizeText(u.maxResponse))},
 	}
 	out.Notes = strings.Join(notes, "\n")
 	return out
