@@ -44,7 +44,7 @@ func startOpenAPI(cfg Config, reg *tools.Registry, store resultPutter, log *slog
 		if oc.Disabled {
 			continue
 		}
-		opts := openapi.Options{Name: name, Getenv: os.Getenv, CacheDir: cache, Recorder: requestLog{s.log}, Logger: log}
+		opts := openapi.Options{Name: name, Getenv: os.Getenv, CacheDir: cache, Recorder: requestLog{s.log}, Logger: log, Shared: sharedByPrincipals(cfg)}
 		if store != nil {
 			opts.Artifacts = storeBlobs{store}
 		}

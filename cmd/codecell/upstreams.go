@@ -200,6 +200,7 @@ func startUpstreams(cfg Config, reg *tools.Registry, store blobShapes, log *slog
 	}
 	src, err := upstream.Start(upstream.Config{
 		Confine:  confine,
+		Shared:   sharedByPrincipals(cfg),
 		Scrub:    scrubText,
 		Servers:  set.servers,
 		Registry: reg,
@@ -213,6 +214,13 @@ func startUpstreams(cfg Config, reg *tools.Registry, store blobShapes, log *slog
 		return nil, fmt.Errorf("upstream servers: %w", err)
 	}
 	return src, nil
+}
+
+// sharedByPrincipals reports whether several principals may call the
+// tool sources: HTTP with bearer tokens or OAuth. Over stdio, or HTTP
+// without authentication, every caller is one principal.
+func sharedByPrincipals(cfg Config) bool {
+	return cfg.Server.HTTP != "" && (len(cfg.Auth.Tokens) > 0 || cfg.Auth.OAuth.enabled())
 }
 
 // scrubText replaces the sensitive values the filter's detectors find in

@@ -304,14 +304,14 @@ func (s *Source) authorize(req *request) {
 }
 
 // send sends req, retrying as maxAttempts says, under the source's
-// concurrency bound and rate limit, and records every attempt.
+// concurrency bound (shared out between principals, Options.Shared) and
+// rate limit, and records every attempt.
 func (s *Source) send(ctx context.Context, o *operation, req *request) (*response, error) {
-	select {
-	case s.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	release, _, err := s.slots.Acquire(ctx)
+	if err != nil {
+		return nil, err
 	}
-	defer func() { <-s.sem }()
+	defer release()
 	tool := s.category + "." + o.name
 	idempotent := annotationsOf(req.method).Idempotent
 	for attempt := 1; ; attempt++ {

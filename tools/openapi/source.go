@@ -70,6 +70,11 @@ type Options struct {
 	Artifacts Artifacts
 	// Logger receives the source's logs; nil discards them.
 	Logger *slog.Logger
+	// Shared says several principals call the source (codecell serves
+	// HTTP with authentication): one principal then holds at most all
+	// but a quarter of its max_concurrent_calls (tools.DefaultShare), so
+	// that its hanging calls cannot hold them all.
+	Shared bool
 }
 
 // Source is one OpenAPI document bridged as tools: Open loads the
@@ -84,7 +89,7 @@ type Source struct {
 	opts     Options
 	log      *slog.Logger
 	client   *http.Client
-	sem      chan struct{}
+	slots    *tools.Slots
 	limiter  *rate.Limiter
 	docURL   *url.URL // the document's URL, when fetched
 
@@ -117,8 +122,11 @@ func New(cfg Config, opts Options) (*Source, error) {
 		set:      set,
 		opts:     opts,
 		log:      log.With("component", "openapi", "source", category),
-		sem:      make(chan struct{}, set.maxCalls),
+		slots:    tools.NewSlots(set.maxCalls, set.maxCalls),
 		hosts:    map[string]bool{},
+	}
+	if opts.Shared {
+		s.slots = tools.NewSlots(set.maxCalls, 0)
 	}
 	if set.limit != rate.Inf {
 		s.limiter = rate.NewLimiter(set.limit, set.burst)

@@ -19,19 +19,24 @@ func (u *upstream) handler(orig, name string) tools.Handler {
 }
 
 // call forwards one call. It waits for a free slot of the server's
-// concurrency limit, and for a server that is connecting, within the
+// concurrency limit (of which one principal holds at most its share), and
+// for a server that is connecting, within the
 // call's deadline (the run's, and the server's timeout); a transport
 // failure is retried once for tools annotated read-only, nothing else is.
 // Progress the server reports reaches the caller's tools.Reporter.
 func (u *upstream) call(ctx context.Context, orig, name string, args json.RawMessage) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, u.timeout, errCallTimeout)
 	defer cancel()
-	select {
-	case u.slots <- struct{}{}:
-		defer func() { <-u.slots }()
-	case <-ctx.Done():
-		return nil, u.ended(ctx, name, fmt.Sprintf("while waiting for one of the %d calls in flight to it to finish", cap(u.slots)))
+	release, atShare, err := u.slots.Acquire(ctx)
+	if err != nil {
+		while := fmt.Sprintf("while waiting for one of the %d calls in flight to it to finish", u.slots.Total())
+		if atShare {
+			while = fmt.Sprintf("while waiting for one of your %d calls in flight to it to finish (one principal may have %d of its %d at once: max_calls_per_principal)",
+				u.slots.Share(), u.slots.Share(), u.slots.Total())
+		}
+		return nil, u.ended(ctx, name, while)
 	}
+	defer release()
 	progress := func(p, total float64, message string) {
 		f := -1.0
 		if total > 0 {

@@ -71,6 +71,12 @@ type Server struct {
 	// MaxConcurrentCalls bounds the calls in flight to this server; more
 	// wait their turn. 0 means DefaultMaxConcurrentCalls.
 	MaxConcurrentCalls int `json:"max_concurrent_calls,omitempty" toml:"max_concurrent_calls,omitzero"`
+	// MaxCallsPerPrincipal bounds the calls in flight to this server of
+	// one principal, so that one principal's hanging calls cannot take
+	// every slot of MaxConcurrentCalls; 0 means all but a quarter of
+	// them (tools.DefaultShare) where several principals call
+	// (Config.Shared), else all of them.
+	MaxCallsPerPrincipal int `json:"max_calls_per_principal,omitempty" toml:"max_calls_per_principal,omitzero"`
 	// MaxResponseBytes bounds each message the server sends (a tool's
 	// result, a page of its tool list, a notification), read without
 	// holding more than that; a call whose result is larger fails with
@@ -246,6 +252,9 @@ func (s *Server) Check() []Problem {
 	}
 	if s.Timeout < 0 {
 		bad("timeout", "must not be negative")
+	}
+	if s.MaxCallsPerPrincipal < 0 {
+		bad("max_calls_per_principal", "must not be negative (0 means all but a quarter of max_concurrent_calls)")
 	}
 	if s.MaxResponseBytes < 0 {
 		bad("max_response_bytes", "must not be negative (0 means %d)", DefaultMaxResponseBytes)

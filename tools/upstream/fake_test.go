@@ -121,6 +121,7 @@ func newFakeServer(say func(string)) *server.MCPServer {
 		})
 	srv.AddTool(mcp.NewTool("hang", mcp.WithDescription("Never answers; says when it is cancelled.")),
 		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			say("hang: started")
 			<-ctx.Done()
 			say("hang: cancelled by the client")
 			return nil, ctx.Err()

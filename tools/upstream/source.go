@@ -46,6 +46,12 @@ type Config struct {
 	// does not set unconfined: its child process is started through the
 	// wrapper Confine returns. Nil starts them as they are.
 	Confine Confine
+	// Shared says several principals call these servers (codecell serves
+	// HTTP with authentication): a server's calls in flight are then
+	// shared out, one principal holding at most max_calls_per_principal
+	// of them (by default all but a quarter). Otherwise a principal may
+	// hold them all unless max_calls_per_principal says less.
+	Shared bool
 	// Scrub, when set, replaces sensitive values (credentials, personal
 	// data) in text that comes from a server before codecell logs or shows
 	// it: its stderr, its log notifications, its error messages and the

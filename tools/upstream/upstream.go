@@ -33,7 +33,7 @@ type upstream struct {
 	res      resolved
 	resErr   error // a ${VAR} that could not be resolved
 	timeout  time.Duration
-	slots    chan struct{}
+	slots    *tools.Slots
 	// maxResponse bounds each message from the server.
 	maxResponse int64
 
@@ -88,7 +88,11 @@ func newUpstream(s *Source, name string, cfg Server) *upstream {
 	if n <= 0 {
 		n = DefaultMaxConcurrentCalls
 	}
-	u.slots = make(chan struct{}, n)
+	share := cfg.MaxCallsPerPrincipal
+	if share <= 0 && !s.cfg.Shared {
+		share = n // one principal: nobody to keep room for
+	}
+	u.slots = tools.NewSlots(n, share)
 	u.maxResponse = cfg.MaxResponseBytes
 	if u.maxResponse <= 0 {
 		u.maxResponse = DefaultMaxResponseBytes

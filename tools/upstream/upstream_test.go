@@ -443,6 +443,40 @@ func TestConcurrencyLimitQueues(t *testing.T) {
 	}
 }
 
+// TestSlotsAreSharedOut (issue 19): where several principals call, one
+// principal's hanging calls hold at most its share of a server's slots,
+// and another principal's call goes through.
+func TestSlotsAreSharedOut(t *testing.T) {
+	t.Parallel()
+	s := fake(t, "serve")
+	s.MaxConcurrentCalls = 4
+	e := start(t, map[string]upstream.Server{"fake": s}, func(c *upstream.Config) { c.Shared = true })
+	alice, stop := context.WithCancel(tools.WithCaller(t.Context(), tools.Caller{Principal: "alice"}))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop()
+	for range 4 {
+		wg.Go(func() { _, _ = e.reg.Call(alice, "fake.hang", json.RawMessage(`{}`)) })
+	}
+	// Alice's fourth waits for her share; bob's call does not wait for her.
+	eventually(t, "alice's calls in flight", func() bool { return strings.Count(e.logs.String(), "hang: started") >= 3 })
+	bob, cancel := context.WithTimeout(tools.WithCaller(t.Context(), tools.Caller{Principal: "bob"}), 10*time.Second)
+	defer cancel()
+	if out, err := e.reg.Call(bob, "fake.echo", json.RawMessage(`{"text":"bob"}`)); err != nil || string(out) != `"bob"` {
+		t.Errorf("bob's call while alice's hang: %s, %v", out, err)
+	}
+	if n := strings.Count(e.logs.String(), "hang: started"); n != 3 {
+		t.Errorf("%d of alice's calls in flight, want her share of 3", n)
+	}
+	// Alice's own next call says why it waits.
+	short, cancel2 := context.WithTimeout(alice, 200*time.Millisecond)
+	defer cancel2()
+	_, err := e.reg.Call(short, "fake.echo", json.RawMessage(`{"text":"alice"}`))
+	if err == nil || !strings.Contains(err.Error(), "max_calls_per_principal") {
+		t.Errorf("alice's call beyond her share: %v", err)
+	}
+}
+
 // TestProgressIsForwarded passes the server's progress notifications to
 // the caller's reporter.
 func TestProgressIsForwarded(t *testing.T) {
