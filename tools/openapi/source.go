@@ -96,6 +96,7 @@ type Source struct {
 	mu    sync.RWMutex
 	ops   map[string]*operation
 	hosts map[string]bool // hosts requests may go to
+	creds map[string]bool // hosts the credentials may go to (credentialed)
 	names []string        // registered tool names
 	reg   *tools.Registry
 }
@@ -202,11 +203,22 @@ func (s *Source) OpenDocument(reg *tools.Registry, doc *Document) (*Report, erro
 	for h := range s.set.hosts {
 		hosts[h] = true
 	}
+	// Credentials go to the configured hosts only: base_url's, else the
+	// document's own server (not an operation's), and allowed_hosts.
+	creds := map[string]bool{}
+	for h := range s.set.hosts {
+		creds[h] = true
+	}
+	if s.set.base == nil {
+		if u, err := s.baseFor(doc, &operation{}); err == nil {
+			creds[strings.ToLower(u.Host)] = true
+		}
+	}
 	for _, o := range b.ops {
 		hosts[strings.ToLower(o.base.Host)] = true
 	}
 	s.mu.Lock()
-	s.ops, s.hosts, s.reg = b.ops, hosts, reg
+	s.ops, s.hosts, s.creds, s.reg = b.ops, hosts, creds, reg
 	s.mu.Unlock()
 	about := doc.Title
 	if about == "" {
@@ -263,6 +275,9 @@ func (s *Source) checkRedirect(req *http.Request, via []*http.Request) error {
 	}
 	if via[len(via)-1].URL.Scheme == "https" && req.URL.Scheme != "https" {
 		return fmt.Errorf("%w: the API redirected from https to %s", errRedirectRefused, req.URL.Scheme)
+	}
+	if !s.credentialed(req.URL.Host) {
+		s.stripCredentials(req)
 	}
 	return nil
 }
