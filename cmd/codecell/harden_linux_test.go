@@ -3,12 +3,17 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestConfineShim runs the upstream-exec shim of the built binary: what
@@ -60,5 +65,71 @@ func TestConfineShim(t *testing.T) {
 	}
 	if out, err := shim(confineSpec{Protect: []string{"relative"}}, "true"); err == nil || !strings.Contains(out, "cannot protect") {
 		t.Errorf("a relative protected path: %v: %s", err, out)
+	}
+}
+
+// startWithoutLandlock starts cmd as on a kernel without Landlock: from a
+// thread whose seccomp filter answers landlock_create_ruleset with ENOSYS,
+// which the child inherits (with no_new_privs, which the filter needs).
+func startWithoutLandlock(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		filter := []unix.SockFilter{
+			{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 0}, // the syscall number
+			{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.SYS_LANDLOCK_CREATE_RULESET, Jt: 0, Jf: 1},
+			{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
+			{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
+		}
+		prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			done <- err
+			return
+		}
+		if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&prog)), 0, 0); err != nil {
+			done <- err
+			return
+		}
+		done <- cmd.Start()
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWithoutLandlock: on a kernel without Landlock, codecell says in its
+// log that its stdio upstream servers run unconfined, and serves them.
+func TestWithoutLandlock(t *testing.T) {
+	t.Parallel()
+	node, dir := upstreamNode(t)
+	work := t.TempDir()
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"everything": map[string]any{"command": node, "args": []string{serverScript(dir, "server-everything"), "stdio"}}}})
+	mcpConfig := filepath.Join(work, "mcp.json")
+	os.WriteFile(mcpConfig, cfg, 0o600)
+	for _, landlock := range []bool{false, true} {
+		cmd := exec.Command(binary, "exec", "--mcp-config", mcpConfig, "-")
+		cmd.Env = append(os.Environ(), dataDir(t)...)
+		cmd.Stdin = strings.NewReader(`await everything.echo({message: "served"})`)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if landlock {
+			if abi, _ := landlockABI(); abi < 1 {
+				continue
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			startWithoutLandlock(t, cmd)
+		}
+		if err := cmd.Wait(); err != nil || !strings.Contains(out.String(), "Echo: served") {
+			t.Errorf("landlock %v: %v\n%s\n%s", landlock, err, out.String(), errb.String())
+		}
+		unconfined := strings.Contains(errb.String(), "stdio upstream servers run unconfined: this kernel has no Landlock")
+		if unconfined == landlock {
+			t.Errorf("landlock %v: the log says unconfined %v:\n%s", landlock, unconfined, errb.String())
+		}
 	}
 }
