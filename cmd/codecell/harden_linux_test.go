@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -131,5 +132,41 @@ func TestWithoutLandlock(t *testing.T) {
 		if unconfined == landlock {
 			t.Errorf("landlock %v: the log says unconfined %v:\n%s", landlock, unconfined, errb.String())
 		}
+	}
+}
+
+// BenchmarkConfinedStart measures what the shim adds to a server's start:
+// /bin/true started directly, and through codecell upstream-exec with a
+// data directory and a configuration file protected (the ruleset is built
+// at every start).
+//
+//	go test -tags sqlite_fts5 -run '^$' -bench BenchmarkConfinedStart -benchtime 50x ./cmd/codecell/
+func BenchmarkConfinedStart(b *testing.B) {
+	if abi, why := landlockABI(); abi < 1 {
+		b.Skip(why)
+	}
+	home, _ := filepath.EvalSymlinks(b.TempDir())
+	data := filepath.Join(home, ".local", "share", "codecell")
+	os.MkdirAll(data, 0o700)
+	os.MkdirAll(filepath.Join(home, ".config", "codecell"), 0o700)
+	for i := range 40 { // a home directory's usual entries
+		os.Mkdir(filepath.Join(home, fmt.Sprintf(".app%02d", i)), 0o755)
+	}
+	spec, _ := json.Marshal(confineSpec{Protect: []string{data, filepath.Join(home, ".config", "codecell")}})
+	for _, bc := range []struct {
+		name string
+		argv []string
+	}{
+		{"direct", []string{"/bin/true"}},
+		{"confined", []string{binary, confineCommandName, string(spec), "--", "/bin/true"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if out, err := exec.Command(bc.argv[0], bc.argv[1:]...).CombinedOutput(); err != nil {
+					b.Fatalf("%v: %s", err, out)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/start")
+		})
 	}
 }
