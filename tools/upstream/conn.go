@@ -131,7 +131,7 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 	if err = c.start(life, hctx, d); err != nil {
 		if c.proc != nil && c.proc.waitExit(ctx, 500*time.Millisecond) {
 			why := c.proc.exitReason()
-			if c.proc.confined {
+			if c.proc.confined && deniedRE.MatchString(why) {
 				why += confinedHint
 			}
 			err = fmt.Errorf("%s", why)

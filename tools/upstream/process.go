@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -232,8 +233,12 @@ func (p *process) exitReason() string {
 	return msg
 }
 
+// deniedRE finds, in how a server ended, the errors a confinement causes.
+var deniedRE = regexp.MustCompile(`(?i)permission denied|operation not permitted|\bEACCES\b|\bEPERM\b`)
+
 // confinedHint is added to the reason of a confined server that ended
-// before it answered: what the confinement denies, and how to lift it.
+// before it answered with a permission error: what the confinement
+// denies, and how to lift it.
 const confinedHint = " (it runs confined: codecell's data and configuration are out of its reach, and it cannot create files or directories directly in the directories that hold them, such as your home directory; if it needs that, set unconfined = true for it)"
 
 // stderrTail logs a child's stderr line by line and keeps its last lines

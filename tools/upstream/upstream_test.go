@@ -540,6 +540,49 @@ func TestBadToolNamesAreSkipped(t *testing.T) {
 	}
 }
 
+// TestConfine starts stdio servers through Config.Confine unless they are
+// unconfined, and a confined server that ends with a permission error is
+// unavailable with a reason that says how to lift the confinement.
+func TestConfine(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []upstream.Launch
+	denied := fake(t, "serve")
+	free := fake(t, "serve")
+	free.Unconfined = true
+	e := start(t, map[string]upstream.Server{"denied": denied, "free": free, "other": fake(t, "exit")}, func(c *upstream.Config) {
+		c.Backoff = time.Minute
+		c.Confine = func(l upstream.Launch) (upstream.Launch, error) {
+			mu.Lock()
+			seen = append(seen, l)
+			mu.Unlock()
+			if l.Name == "denied" {
+				return upstream.Launch{Name: l.Name, Path: "/bin/sh", Args: []string{"-c", "echo 'open /data/key: permission denied' >&2; exit 1"}, Env: l.Env}, nil
+			}
+			return l, nil
+		}
+	})
+	if st := e.status("denied"); st.State != upstream.StateUnavailable || !strings.Contains(st.Reason, "set unconfined = true") {
+		t.Errorf("denied: %+v", st)
+	}
+	if st := e.status("other"); strings.Contains(st.Reason, "unconfined") {
+		t.Errorf("a server that failed for another reason is told about the confinement: %+v", st)
+	}
+	if st := e.status("free"); st.State != upstream.StateReady {
+		t.Errorf("free: %+v", st)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, l := range seen {
+		if l.Name == "free" {
+			t.Error("an unconfined server went through Confine")
+		}
+		if l.Name == "denied" && !slices.Contains(l.ConfigEnv, "CODECELL_FAKE_UPSTREAM=serve") {
+			t.Errorf("Launch.ConfigEnv %q lacks the server's env", l.ConfigEnv)
+		}
+	}
+}
+
 // TestAllowAndDeny filters tools by glob, on original or registered names.
 func TestAllowAndDeny(t *testing.T) {
 	t.Parallel()
