@@ -3,6 +3,7 @@ package security
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -25,6 +26,7 @@ func TestUpstreamSlotsAreSharedOut(t *testing.T) {
 	// own that this test abandons.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	answer := make(chan string, 1)
 	go func() {
 		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": map[string]any{
 			"name": "execute_code", "arguments": map[string]any{"code": `await Promise.all([1, 2, 3, 4].map(() => evil.hang({})))`, "timeout_ms": 60000}}})
@@ -34,9 +36,14 @@ func TestUpstreamSlotsAreSharedOut(t *testing.T) {
 		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answer <- err.Error()
+			return
 		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		answer <- string(b)
 	}()
 	hangs := func() int {
 		b, _ := os.ReadFile(filepath.Join(e.loot, "hangs"))
@@ -45,7 +52,12 @@ func TestUpstreamSlotsAreSharedOut(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for hangs() < 3 {
 		if time.Now().After(deadline) {
-			t.Fatalf("alice's calls did not reach the upstream: %d", hangs())
+			select {
+			case a := <-answer:
+				t.Fatalf("alice's calls did not reach the upstream (%d); her program's answer: %.800s", hangs(), a)
+			default:
+				t.Fatalf("alice's calls did not reach the upstream (%d) and her program has not answered", hangs())
+			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
