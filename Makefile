@@ -9,7 +9,6 @@ BIN      := bin/codecell
 ADDR     ?= 127.0.0.1:7410
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
-# Packages whose tests run under the race detector; the rest run without it.
 BENCHTIME ?= 2s
 STATICCHECK := v0.8.2
 
