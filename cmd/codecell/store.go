@@ -40,9 +40,13 @@ type pruner interface {
 	Prune(ctx context.Context) (memory.PruneReport, error)
 }
 
+// Both backends serve all of it, and the state instances share
+// (clusterStore).
 var (
-	_ store = (*memory.Store)(nil)
-	_ store = (*postgres.Store)(nil)
+	_ store        = (*memory.Store)(nil)
+	_ store        = (*postgres.Store)(nil)
+	_ clusterStore = (*memory.Store)(nil)
+	_ clusterStore = (*postgres.Store)(nil)
 )
 
 // storePath is the database file the configuration names.
