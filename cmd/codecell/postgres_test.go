@@ -14,19 +14,19 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 
 	"github.com/codecell/codecell/memory"
-	"github.com/codecell/codecell/memory/postgres/pgtest"
+	"github.com/codecell/codecell/memory/postgres/pgserver"
 	"github.com/codecell/codecell/tools"
 )
 
 // postgresDatabase starts a throwaway PostgreSQL server for the test and
 // returns the DSN of a fresh database on it. It skips the test when the
 // machine has no PostgreSQL binaries.
-func postgresDatabase(t *testing.T) (*pgtest.Server, string) {
+func postgresDatabase(t *testing.T) (*pgserver.Server, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	srv, err := pgtest.Start(ctx)
-	if errors.Is(err, pgtest.ErrNoPostgres) {
+	srv, err := pgserver.Start(ctx)
+	if errors.Is(err, pgserver.ErrNoPostgres) {
 		t.Skipf("needs PostgreSQL's binaries: %v", err)
 	}
 	if err != nil {
