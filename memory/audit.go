@@ -69,7 +69,8 @@ func Hash(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-const maxAuditCode = 1 << 20
+// AuditCodeLimit is the most code an audit record keeps.
+const AuditCodeLimit = 1 << 20
 
 // RecordExecution inserts or updates the audit record e.ID.
 func (s *Store) RecordExecution(ctx context.Context, e Execution) error {
@@ -79,8 +80,8 @@ func (s *Store) RecordExecution(ctx context.Context, e Execution) error {
 	if e.CodeHash == "" {
 		e.CodeHash = Hash([]byte(e.Code))
 	}
-	if len(e.Code) > maxAuditCode {
-		e.Code = e.Code[:maxAuditCode]
+	if len(e.Code) > AuditCodeLimit {
+		e.Code = e.Code[:AuditCodeLimit]
 	}
 	if e.StartedAt.IsZero() {
 		e.StartedAt = s.now()
@@ -91,8 +92,8 @@ func (s *Store) RecordExecution(ctx context.Context, e Execution) error {
 			duration_us, tool_calls, result_bytes, toolset, toolset_description, started_at, updated_at, mode, plan_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET plan_hash = excluded.plan_hash, status = excluded.status, error_kind = excluded.error_kind, error_message = excluded.error_message,
 			duration_us = excluded.duration_us, tool_calls = excluded.tool_calls, result_bytes = excluded.result_bytes, updated_at = excluded.updated_at`,
-			e.ID, e.Principal, e.Session, e.Language, e.Code, e.CodeHash, e.Status, e.ErrorKind, clip(e.ErrorMessage, 4000),
-			e.Duration.Microseconds(), e.ToolCalls, e.ResultBytes, clip(e.Toolset, 200), clip(e.ToolsetDescription, 4000), ms(e.StartedAt), ms(now), e.Mode, e.PlanHash)
+			e.ID, e.Principal, e.Session, e.Language, e.Code, e.CodeHash, e.Status, e.ErrorKind, Clip(e.ErrorMessage, 4000),
+			e.Duration.Microseconds(), e.ToolCalls, e.ResultBytes, Clip(e.Toolset, 200), Clip(e.ToolsetDescription, 4000), ms(e.StartedAt), ms(now), e.Mode, e.PlanHash)
 		return err
 	})
 	if err != nil {
@@ -344,7 +345,7 @@ func (s *Store) RecordHTTPRequests(ctx context.Context, reqs ...HTTPRequest) err
 				r.StartedAt = s.now()
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO http_requests (execution_id, tool, method, host, status, error, attempt, duration_us, started_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.ExecutionID, clip(r.Tool, 200), clip(r.Method, 16), clip(r.Host, 255), r.Status, clip(r.Error, 64),
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.ExecutionID, Clip(r.Tool, 200), Clip(r.Method, 16), Clip(r.Host, 255), r.Status, Clip(r.Error, 64),
 				max(r.Attempt, 1), r.Duration.Microseconds(), ms(r.StartedAt)); err != nil {
 				if strings.Contains(err.Error(), "FOREIGN KEY") {
 					return fmt.Errorf("%w: execution %q is not recorded; call RecordExecution first", ErrNotFound, r.ExecutionID)

@@ -15,17 +15,17 @@ import (
 // and the hash over its steps that ClaimPlan checks.
 func NewPlan(principal string, in SavePlanInput, now time.Time) (id string, p Plan, stepsHash string, err error) {
 	if in.TTL <= 0 {
-		return "", Plan{}, "", invalidf("save plan: the time to live must be positive")
+		return "", Plan{}, "", Invalid("save plan: the time to live must be positive")
 	}
 	if len(in.Steps) == 0 || len(in.Steps) > maxPlanSteps {
-		return "", Plan{}, "", invalidf("save plan: want 1 to %d steps, got %d", maxPlanSteps, len(in.Steps))
+		return "", Plan{}, "", Invalid("save plan: want 1 to %d steps, got %d", maxPlanSteps, len(in.Steps))
 	}
-	id = "plan_" + newID()
+	id = "plan_" + NewID()
 	p = Plan{IDHash: PlanIDHash(id), Principal: principal, Session: in.Session, ExecutionID: in.ExecutionID, State: PlanPlanned,
 		CreatedAt: now.UTC(), ExpiresAt: now.Add(in.TTL).UTC()}
 	for i, st := range in.Steps {
 		if !json.Valid(st.Args) {
-			return "", Plan{}, "", invalidf("save plan: step %d: arguments are not JSON", i+1)
+			return "", Plan{}, "", Invalid("save plan: step %d: arguments are not JSON", i+1)
 		}
 		st.Seq, st.Status, st.ErrorCode = i+1, StepPending, ""
 		p.Steps = append(p.Steps, st)
@@ -36,7 +36,7 @@ func NewPlan(principal string, in SavePlanInput, now time.Time) (id string, p Pl
 // PlanNotFound is ClaimPlan's error for an id that is not a plan of the
 // caller's.
 func PlanNotFound(id string) error {
-	return notFoundf("no plan %s for you: plans are bound to the principal that made them; make a new one with execute_code {mode: \"plan\"}", clip(id, 40))
+	return NotFound("no plan %s for you: plans are bound to the principal that made them; make a new one with execute_code {mode: \"plan\"}", Clip(id, 40))
 }
 
 // CheckClaim is ClaimPlan's verdict on the caller's plan id as stored (p,
@@ -49,10 +49,10 @@ func CheckClaim(id string, p Plan, storedHash string, now time.Time) error {
 		return PlanCommittedError(id, p.State)
 	}
 	if !now.Before(p.ExpiresAt) {
-		return toolErr(CodePlanExpired, ErrPlanExpired, "plan %s expired at %s; make a new one", clip(id, 40), p.ExpiresAt.Format(time.RFC3339))
+		return toolErr(CodePlanExpired, ErrPlanExpired, "plan %s expired at %s; make a new one", Clip(id, 40), p.ExpiresAt.Format(time.RFC3339))
 	}
 	if planStepsHash(p.Steps) != storedHash {
-		return toolErr(CodePlanAltered, ErrPlanAltered, "plan %s was altered in the store since it was made; it will not run", clip(id, 40))
+		return toolErr(CodePlanAltered, ErrPlanAltered, "plan %s was altered in the store since it was made; it will not run", Clip(id, 40))
 	}
 	return nil
 }
@@ -61,9 +61,9 @@ func CheckClaim(id string, p Plan, storedHash string, now time.Time) error {
 // committed or failed; empty when a concurrent claim took it first).
 func PlanCommittedError(id, state string) error {
 	if state == "" {
-		return toolErr(CodePlanCommitted, ErrPlanCommitted, "plan %s was committed already; a plan runs once", clip(id, 40))
+		return toolErr(CodePlanCommitted, ErrPlanCommitted, "plan %s was committed already; a plan runs once", Clip(id, 40))
 	}
-	return toolErr(CodePlanCommitted, ErrPlanCommitted, "plan %s was committed already (%s); a plan runs once: make a new one to run its writes again", clip(id, 40), state)
+	return toolErr(CodePlanCommitted, ErrPlanCommitted, "plan %s was committed already (%s); a plan runs once: make a new one to run its writes again", Clip(id, 40), state)
 }
 
 // KeepPlans is how long Prune keeps a plan that was claimed, counted from
@@ -79,10 +79,10 @@ func KeepPlans(r Retention) time.Duration {
 // CheckCacheSet checks an entry to set as CacheSet does.
 func CheckCacheSet(in CacheSetInput) error {
 	if in.TTL <= 0 {
-		return invalidf("cache set: the time to live must be positive")
+		return Invalid("cache set: the time to live must be positive")
 	}
 	if in.Kind == "" || in.Key == "" {
-		return invalidf("cache set: kind and key must not be empty")
+		return Invalid("cache set: kind and key must not be empty")
 	}
 	return nil
 }
@@ -116,10 +116,6 @@ func Reserved(total, limit, n int) int {
 	before := total - n
 	return max(0, min(n, limit-before))
 }
-
-// FilterKeyMeta is the meta key under which a store keeps the shared
-// filter key's fingerprint (CheckFilterKey).
-const FilterKeyMeta = filterKeyMeta
 
 // FilterKeyMismatch is CheckFilterKey's error when the store's instances
 // use the key with fingerprint have and this one's is id.

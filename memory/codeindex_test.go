@@ -225,7 +225,7 @@ func TestRescoreMatchesExact(t *testing.T) {
 	rows.Close()
 	r := rand.New(rand.NewPCG(42, 42))
 	for q := 0; q < 20; q++ {
-		vs, err := embedWith(ctx, s.emb, []string{synthText(r)})
+		vs, err := Embed(ctx, s.emb, []string{synthText(r)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -67,7 +67,7 @@ type consolidateItem struct {
 // so a memory joins a group only if it is close to the survivor itself.
 func (s *Store) Consolidate(ctx context.Context, in ConsolidateInput) (ConsolidateResult, error) {
 	principal := tools.CallerFrom(ctx).Principal
-	layers, err := normalizeConsolidate(&in)
+	layers, err := NormalizeConsolidate(&in)
 	if err != nil {
 		return ConsolidateResult{}, err
 	}
@@ -92,7 +92,7 @@ func (s *Store) Consolidate(ctx context.Context, in ConsolidateInput) (Consolida
 	if err != nil {
 		return ConsolidateResult{}, fmt.Errorf("consolidate: %w", err)
 	}
-	reportGroups(&res, groups)
+	ReportGroups(&res, groups)
 	if in.DryRun || len(groups) == 0 {
 		return res, nil
 	}
@@ -109,14 +109,14 @@ func (s *Store) Consolidate(ctx context.Context, in ConsolidateInput) (Consolida
 	var texts []string
 	var need []int
 	for i, g := range groups {
-		next := mergeSurvivor(g, s.lim)
+		next := MergeSurvivor(g, s.lim)
 		plans[i] = plan{next: next, g: g, touched: append([]Memory{g.Survivor}, g.Members...)}
 		if !slices.Equal(next.Tags, g.Survivor.Tags) {
-			texts = append(texts, embedText(next.Content, next.Tags))
+			texts = append(texts, EmbedText(next.Content, next.Tags))
 			need = append(need, i)
 		}
 	}
-	vs, err := embedWith(ctx, s.emb, texts)
+	vs, err := Embed(ctx, s.emb, texts)
 	if err != nil {
 		return ConsolidateResult{}, err
 	}
@@ -135,7 +135,7 @@ func (s *Store) Consolidate(ctx context.Context, in ConsolidateInput) (Consolida
 			}
 			sv := p.next
 			if _, err := tx.ExecContext(ctx, `UPDATE memories SET tags = ?, metadata = ?, importance = ?, access_count = ?, created_at = ?, updated_at = ? WHERE id = ?`,
-				encodeTags(sv.Tags), string(sv.Metadata), sv.Importance, sv.AccessCount, ms(sv.CreatedAt), max(ms(now), ms(sv.UpdatedAt)+1), sv.ID); err != nil {
+				EncodeTags(sv.Tags), string(sv.Metadata), sv.Importance, sv.AccessCount, ms(sv.CreatedAt), max(ms(now), ms(sv.UpdatedAt)+1), sv.ID); err != nil {
 				return fmt.Errorf("update survivor %d: %w", sv.ID, err)
 			}
 			if err := writeTags(ctx, tx, sv.ID, sv.Tags); err != nil {
@@ -159,7 +159,7 @@ func (s *Store) Consolidate(ctx context.Context, in ConsolidateInput) (Consolida
 					return fmt.Errorf("move provenance: %w", err)
 				}
 				if _, err := tx.ExecContext(ctx, `INSERT INTO memory_merges (merged_id, survivor_id, principal, record, similarity, overlap, merged_at)
-					VALUES (?, ?, ?, ?, ?, ?, ?)`, m.ID, sv.ID, principal, string(rec), round4(p.g.Similarities[i]), round4(p.g.Overlaps[i]), ms(now)); err != nil {
+					VALUES (?, ?, ?, ?, ?, ?, ?)`, m.ID, sv.ID, principal, string(rec), Round4(p.g.Similarities[i]), Round4(p.g.Overlaps[i]), ms(now)); err != nil {
 					return fmt.Errorf("record provenance: %w", err)
 				}
 				merged = append(merged, m.ID)
@@ -177,26 +177,26 @@ func (s *Store) Consolidate(ctx context.Context, in ConsolidateInput) (Consolida
 	return res, nil
 }
 
-// normalizeConsolidate sets a pass's defaults, checks it and returns the
-// layers to consolidate.
-func normalizeConsolidate(in *ConsolidateInput) ([]Layer, error) {
+// NormalizeConsolidate sets a consolidation pass's defaults, checks it
+// and returns the layers to consolidate.
+func NormalizeConsolidate(in *ConsolidateInput) ([]Layer, error) {
 	if in.Threshold == 0 {
 		in.Threshold = 0.9
 	}
 	if in.Threshold < 0.5 || in.Threshold > 1 {
-		return nil, invalidf("threshold is %v; it must be between 0.5 and 1", in.Threshold)
+		return nil, Invalid("threshold is %v; it must be between 0.5 and 1", in.Threshold)
 	}
 	if in.MinOverlap == 0 {
 		in.MinOverlap = 0.5
 	}
 	if in.MinOverlap < 0 || in.MinOverlap > 1 {
-		return nil, invalidf("min_overlap is %v; it must be between 0 and 1", in.MinOverlap)
+		return nil, Invalid("min_overlap is %v; it must be between 0 and 1", in.MinOverlap)
 	}
 	if in.Limit == 0 {
 		in.Limit = 2000
 	}
 	if in.Limit < 2 || in.Limit > 5000 {
-		return nil, invalidf("limit is %d; it must be between 2 and 5000", in.Limit)
+		return nil, Invalid("limit is %d; it must be between 2 and 5000", in.Limit)
 	}
 	f := Filter{Layers: in.Layers}
 	if err := f.normalize(); err != nil {
@@ -274,22 +274,22 @@ func groupDuplicates(items []*consolidateItem, in ConsolidateInput) []DuplicateG
 	return groups
 }
 
-// reportGroups adds groups to res as Consolidate reports them.
-func reportGroups(res *ConsolidateResult, groups []DuplicateGroup) {
+// ReportGroups adds groups to res as Consolidate reports them.
+func ReportGroups(res *ConsolidateResult, groups []DuplicateGroup) {
 	for _, g := range groups {
-		mg := MergeGroup{Survivor: MemoryLink{ID: g.Survivor.ID, Layer: g.Survivor.Layer, Content: clip(g.Survivor.Content, 300)}}
+		mg := MergeGroup{Survivor: MemoryLink{ID: g.Survivor.ID, Layer: g.Survivor.Layer, Content: Clip(g.Survivor.Content, 300)}}
 		for i, m := range g.Members {
-			mg.Merged = append(mg.Merged, MergedEntry{ID: m.ID, Content: clip(m.Content, 300), Similarity: round4(g.Similarities[i]), Overlap: round4(g.Overlaps[i])})
+			mg.Merged = append(mg.Merged, MergedEntry{ID: m.ID, Content: Clip(m.Content, 300), Similarity: Round4(g.Similarities[i]), Overlap: Round4(g.Overlaps[i])})
 		}
 		res.Groups = append(res.Groups, mg)
 		res.Merged += len(g.Members)
 	}
 }
 
-// mergeSurvivor returns the survivor of g as it is after the merge: the
+// MergeSurvivor returns the survivor of g as it is after the merge: the
 // members' tags, metadata keys it lacks, entities and access counts
 // added, the highest importance, the earliest creation time.
-func mergeSurvivor(g DuplicateGroup, lim Limits) Memory {
+func MergeSurvivor(g DuplicateGroup, lim Limits) Memory {
 	next := g.Survivor
 	tags := slices.Clone(next.Tags)
 	meta := map[string]json.RawMessage{}
@@ -314,7 +314,7 @@ func mergeSurvivor(g DuplicateGroup, lim Limits) Memory {
 	}
 	slices.Sort(tags)
 	next.Tags = slices.Compact(tags)
-	if maxTags := lim.withDefaults().MaxTags; len(next.Tags) > maxTags {
+	if maxTags := lim.Defaults().MaxTags; len(next.Tags) > maxTags {
 		next.Tags = next.Tags[:maxTags]
 	}
 	b, _ := json.Marshal(meta)
@@ -323,7 +323,8 @@ func mergeSurvivor(g DuplicateGroup, lim Limits) Memory {
 	return next
 }
 
-func round4(x float64) float64 {
+// Round4 rounds to four decimals, as consolidation records similarities.
+func Round4(x float64) float64 {
 	return float64(int64(x*10000+0.5)) / 10000
 }
 
@@ -342,7 +343,7 @@ func loadForConsolidation(ctx context.Context, tx *sql.Tx, principal string, lay
 			rows.Close()
 			return nil, err
 		}
-		v, err := decodeVector(blob, nil)
+		v, err := DecodeVector(blob, nil)
 		if err != nil {
 			rows.Close()
 			return nil, err

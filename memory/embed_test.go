@@ -355,7 +355,7 @@ func TestEmbedderMismatchAndReindex(t *testing.T) {
 		t.Fatalf("vector of %d bytes after reindex, want %d", len(blob), 128*4)
 	}
 	var norm float64
-	v, _ := decodeVector(blob, nil)
+	v, _ := DecodeVector(blob, nil)
 	for _, x := range v {
 		norm += float64(x) * float64(x)
 	}
@@ -368,7 +368,7 @@ var _ = tools.CodeInvalidArguments
 
 func BenchmarkQuantize(b *testing.B) {
 	e := NewHashEmbedder(DefaultDimensions)
-	vs, err := embedWith(b.Context(), e, []string{"deploy the billing service to the staging cluster after the migration"})
+	vs, err := Embed(b.Context(), e, []string{"deploy the billing service to the staging cluster after the migration"})
 	if err != nil {
 		b.Fatal(err)
 	}

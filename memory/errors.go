@@ -51,15 +51,19 @@ func toolErr(code string, sentinel error, format string, args ...any) *tools.Err
 	return &tools.Error{Code: code, Message: fmt.Sprintf(format, args...), Err: sentinel}
 }
 
-func invalidf(format string, args ...any) *tools.Error {
+// Invalid is a *tools.Error with tools.CodeInvalidArguments wrapping
+// ErrInvalid.
+func Invalid(format string, args ...any) *tools.Error {
 	return toolErr(tools.CodeInvalidArguments, ErrInvalid, format, args...)
 }
 
-func notFoundf(format string, args ...any) *tools.Error {
+// NotFound is a *tools.Error with tools.CodeNotFound wrapping ErrNotFound.
+func NotFound(format string, args ...any) *tools.Error {
 	return toolErr(tools.CodeNotFound, ErrNotFound, format, args...)
 }
 
-func tooLargef(format string, args ...any) *tools.Error {
+// TooLarge is a *tools.Error with CodeTooLarge wrapping ErrTooLarge.
+func TooLarge(format string, args ...any) *tools.Error {
 	return toolErr(CodeTooLarge, ErrTooLarge, format, args...)
 }
 

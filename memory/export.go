@@ -395,7 +395,7 @@ type importMemory struct {
 // published, as migration 4 does.
 func (s *Store) Import(ctx context.Context, r io.Reader) (ImportReport, error) {
 	var rep ImportReport
-	recs, err := readExport(r)
+	recs, err := ReadExport(r)
 	if err != nil {
 		return rep, err
 	}
@@ -488,9 +488,9 @@ func (s *Store) prepareImport(ctx context.Context, rec Record) (prepared, error)
 	return p, err
 }
 
-// readExport reads and decodes every line of an export, checking the
-// header.
-func readExport(r io.Reader) ([]Record, error) {
+// ReadExport reads and decodes every line of an export, checking the
+// header (the first record; its Version is the format's).
+func ReadExport(r io.Reader) ([]Record, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
 	var recs []Record
@@ -518,14 +518,15 @@ func readExport(r io.Reader) ([]Record, error) {
 	return recs, nil
 }
 
-// importOutcome is what an import did with one record.
-type importOutcome int
+// ImportOutcome is what an import did with one record.
+type ImportOutcome int
 
+// Import outcomes.
 const (
-	imported importOutcome = iota // added
-	updated                       // replaced an older version
-	skipped                       // already present, as it is or newer
-	refused                       // not imported: a conflict, reported
+	Imported ImportOutcome = iota // added
+	Updated                       // replaced an older version
+	Skipped                       // already present, as it is or newer
+	Refused                       // not imported: a conflict, reported
 )
 
 // memoryPresent reports whether the store holds the memory m: one with
@@ -546,19 +547,19 @@ func memoryPresent(ctx context.Context, q queryer, m *importMemory) (bool, error
 	return n > 0, nil
 }
 
-func (s *Store) importMemory(ctx context.Context, tx *sql.Tx, m *importMemory) (importOutcome, error) {
+func (s *Store) importMemory(ctx context.Context, tx *sql.Tx, m *importMemory) (ImportOutcome, error) {
 	// Look again: another import may have added it since the read.
 	present, err := memoryPresent(ctx, tx, m)
 	if err != nil {
 		return 0, err
 	}
 	if present {
-		return skipped, nil
+		return Skipped, nil
 	}
 	if m.vec == nil {
 		// Added and then removed between the read and this write: a
 		// rare race; import it with a vector computed now.
-		vs, err := embedWith(ctx, s.emb, []string{m.p.text})
+		vs, err := Embed(ctx, s.emb, []string{m.p.text})
 		if err != nil {
 			return 0, err
 		}
@@ -598,7 +599,7 @@ func (s *Store) importMemory(ctx context.Context, tx *sql.Tx, m *importMemory) (
 			return 0, fmt.Errorf("provenance of memory %d: %w", m.m.ID, err)
 		}
 	}
-	return imported, nil
+	return Imported, nil
 }
 
 // storedAge returns the updated_at of the row the query selects, or false
@@ -615,33 +616,34 @@ func storedAge(ctx context.Context, tx *sql.Tx, query string, args ...any) (int6
 	return u, true, nil
 }
 
-// outcomeOf says what to do with a record updated at rec when the store
-// holds a version updated at stored (if present).
-func outcomeOf(present bool, stored int64, rec time.Time) importOutcome {
+// OutcomeOf says what an import does with a record updated at rec when
+// the store holds a version updated at stored (Unix milliseconds), if
+// present: add it, replace the older one, or skip it.
+func OutcomeOf(present bool, stored int64, rec time.Time) ImportOutcome {
 	switch {
 	case !present:
-		return imported
+		return Imported
 	case ms(rec) > stored:
-		return updated
+		return Updated
 	}
-	return skipped
+	return Skipped
 }
 
-func importEntity(ctx context.Context, tx *sql.Tx, rec Record) (importOutcome, error) {
+func importEntity(ctx context.Context, tx *sql.Tx, rec Record) (ImportOutcome, error) {
 	if rec.Entity == nil {
 		return 0, fmt.Errorf("%w: entity record without entity", ErrInvalid)
 	}
 	e := rec.Entity
-	if err := validateEntityName("entity name", e.Name); err != nil {
+	if err := ValidateEntityName("entity name", e.Name); err != nil {
 		return 0, err
 	}
 	stored, present, err := storedAge(ctx, tx, `SELECT updated_at FROM entities WHERE principal = ? AND name = ? COLLATE NOCASE`, rec.Principal, e.Name)
 	if err != nil {
 		return 0, err
 	}
-	outcome := outcomeOf(present, stored, e.UpdatedAt)
-	if outcome == skipped {
-		return skipped, nil
+	outcome := OutcomeOf(present, stored, e.UpdatedAt)
+	if outcome == Skipped {
+		return Skipped, nil
 	}
 	props := string(e.Properties)
 	if props == "" {
@@ -656,7 +658,7 @@ func importEntity(ctx context.Context, tx *sql.Tx, rec Record) (importOutcome, e
 	return outcome, nil
 }
 
-func importRelation(ctx context.Context, tx *sql.Tx, rec Record) (importOutcome, error) {
+func importRelation(ctx context.Context, tx *sql.Tx, rec Record) (ImportOutcome, error) {
 	if rec.Relation == nil {
 		return 0, fmt.Errorf("%w: relation record without relation", ErrInvalid)
 	}
@@ -673,9 +675,9 @@ func importRelation(ctx context.Context, tx *sql.Tx, rec Record) (importOutcome,
 	if err != nil {
 		return 0, err
 	}
-	outcome := outcomeOf(present, stored, rl.UpdatedAt)
-	if outcome == skipped {
-		return skipped, nil
+	outcome := OutcomeOf(present, stored, rl.UpdatedAt)
+	if outcome == Skipped {
+		return Skipped, nil
 	}
 	props := string(rl.Properties)
 	if props == "" {
@@ -692,11 +694,11 @@ func importRelation(ctx context.Context, tx *sql.Tx, rec Record) (importOutcome,
 
 // importSkill imports an owner's own copy or a published snapshot, and
 // returns the skill changes to announce once the import is committed.
-func (s *Store) importSkill(ctx context.Context, tx *sql.Tx, rec Record, version int, rep *ImportReport) (importOutcome, []SkillChange, error) {
+func (s *Store) importSkill(ctx context.Context, tx *sql.Tx, rec Record, version int, rep *ImportReport) (ImportOutcome, []SkillChange, error) {
 	if rec.Skill == nil {
 		return 0, nil, fmt.Errorf("%w: skill record without skill", ErrInvalid)
 	}
-	sk, owner, publish, err := importedSkill(rec, version)
+	sk, owner, publish, err := ImportedSkill(rec, version)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -705,14 +707,14 @@ func (s *Store) importSkill(ctx context.Context, tx *sql.Tx, rec Record, version
 		schema = string(sk.InputSchema)
 	}
 	var changes []SkillChange
-	outcome := skipped
+	outcome := Skipped
 	// The owner's own copy (a version-1 shared skill is both).
 	if !publish || version == 1 {
 		stored, present, err := storedAge(ctx, tx, `SELECT updated_at FROM skills WHERE principal = ? AND name = ?`, owner, sk.Name)
 		if err != nil {
 			return 0, nil, err
 		}
-		if outcome = outcomeOf(present, stored, sk.UpdatedAt); outcome != skipped {
+		if outcome = OutcomeOf(present, stored, sk.UpdatedAt); outcome != Skipped {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO skills (principal, name, description, code, language, input_schema, version, created_at, updated_at)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (principal, name) DO UPDATE SET description = excluded.description,
 				code = excluded.code, language = excluded.language, input_schema = excluded.input_schema,
@@ -737,7 +739,7 @@ func (s *Store) importSkill(ctx context.Context, tx *sql.Tx, rec Record, version
 	var other string
 	var at int64
 	err = tx.QueryRowContext(ctx, `SELECT owner, published_at FROM published_skills WHERE name = ?`, sk.Name).Scan(&other, &at)
-	pubOutcome := imported
+	pubOutcome := Imported
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
@@ -747,13 +749,13 @@ func (s *Store) importSkill(ctx context.Context, tx *sql.Tx, rec Record, version
 		if version == 1 {
 			return outcome, changes, nil
 		}
-		return refused, changes, nil
+		return Refused, changes, nil
 	case ms(publishedAt) > at:
-		pubOutcome = updated
+		pubOutcome = Updated
 	default:
-		pubOutcome = skipped
+		pubOutcome = Skipped
 	}
-	if pubOutcome != skipped {
+	if pubOutcome != Skipped {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO published_skills (name, owner, description, code, code_sha256, language, input_schema,
 			version, created_at, updated_at, published_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET description = excluded.description, code = excluded.code, code_sha256 = excluded.code_sha256,
@@ -776,22 +778,23 @@ func (s *Store) importSkill(ctx context.Context, tx *sql.Tx, rec Record, version
 	return pubOutcome, changes, nil
 }
 
-// importedSkill checks the skill of an import record and says whose it
-// is and whether it is (also) published: a version-1 skill of the former
-// shared scope is the local user's, published.
-func importedSkill(rec Record, version int) (sk Skill, owner string, publish bool, err error) {
+// ImportedSkill checks the skill of an import record of an export of the
+// given format version, and says whose it is and whether it is (also)
+// published, as Import does: a version-1 skill of the former shared scope
+// is the local user's, published.
+func ImportedSkill(rec Record, version int) (sk Skill, owner string, publish bool, err error) {
 	if rec.Skill == nil {
 		return Skill{}, "", false, fmt.Errorf("%w: skill record without skill", ErrInvalid)
 	}
 	sk = *rec.Skill
 	if !skillNameRE.MatchString(sk.Name) {
-		return Skill{}, "", false, fmt.Errorf("%w: skill name %q", ErrInvalid, clip(sk.Name, 70))
+		return Skill{}, "", false, fmt.Errorf("%w: skill name %q", ErrInvalid, Clip(sk.Name, 70))
 	}
 	if sk.Language == "" {
 		sk.Language = "javascript"
 	}
 	if sk.Language != "javascript" && sk.Language != "typescript" {
-		return Skill{}, "", false, fmt.Errorf("%w: skill %s: language %q", ErrInvalid, sk.Name, clip(sk.Language, 20))
+		return Skill{}, "", false, fmt.Errorf("%w: skill %s: language %q", ErrInvalid, sk.Name, Clip(sk.Language, 20))
 	}
 	owner = rec.Principal
 	publish = rec.Kind == "published_skill"
@@ -801,7 +804,7 @@ func importedSkill(rec Record, version int) (sk Skill, owner string, publish boo
 	return sk, owner, publish, nil
 }
 
-func (s *Store) importFile(ctx context.Context, tx *sql.Tx, rec Record) (importOutcome, error) {
+func (s *Store) importFile(ctx context.Context, tx *sql.Tx, rec Record) (ImportOutcome, error) {
 	if rec.File == nil {
 		return 0, fmt.Errorf("%w: file record without file", ErrInvalid)
 	}
@@ -816,9 +819,9 @@ func (s *Store) importFile(ctx context.Context, tx *sql.Tx, rec Record) (importO
 	if err != nil {
 		return 0, err
 	}
-	outcome := outcomeOf(present, stored, f.UpdatedAt)
-	if outcome == skipped {
-		return skipped, nil
+	outcome := OutcomeOf(present, stored, f.UpdatedAt)
+	if outcome == Skipped {
+		return Skipped, nil
 	}
 	prov, err := s.provenance(ctx, f.Provenance, "file "+f.Path+": ")
 	if err != nil {

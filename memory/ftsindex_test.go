@@ -45,7 +45,7 @@ func TestMigrateFTSPerPrincipal(t *testing.T) {
 	for i, m := range mems {
 		id := int64(i + 1)
 		if _, err := old.Exec(`INSERT INTO memories (id, principal, layer, content, tags, created_at, updated_at) VALUES (?, ?, 'semantic', ?, ?, 1, 1)`,
-			id, m.principal, m.content, encodeTags(m.tags)); err != nil {
+			id, m.principal, m.content, EncodeTags(m.tags)); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := old.Exec(`INSERT INTO memory_fts (rowid, content, tags) VALUES (?, ?, ?)`, id, m.content, strings.Join(m.tags, " ")); err != nil {

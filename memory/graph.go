@@ -50,10 +50,10 @@ const maxTypeLen = 64
 
 func validateType(field, t string) error {
 	if len(t) > maxTypeLen {
-		return invalidf("%s is %d bytes; the limit is %d", field, len(t), maxTypeLen)
+		return Invalid("%s is %d bytes; the limit is %d", field, len(t), maxTypeLen)
 	}
 	if strings.IndexFunc(t, func(r rune) bool { return r < ' ' }) >= 0 {
-		return invalidf("%s may not contain control characters", field)
+		return Invalid("%s may not contain control characters", field)
 	}
 	return nil
 }
@@ -62,7 +62,7 @@ func validateType(field, t string) error {
 // reports whether it was created.
 func (s *Store) UpsertEntity(ctx context.Context, in EntityInput) (Entity, bool, error) {
 	principal := tools.CallerFrom(ctx).Principal
-	in, props, err := prepareEntity(in, s.lim)
+	in, props, err := PrepareEntity(in, s.lim)
 	if err != nil {
 		return Entity{}, false, err
 	}
@@ -85,7 +85,7 @@ func (s *Store) UpsertEntity(ctx context.Context, in EntityInput) (Entity, bool,
 			e = Entity{ID: id, Name: in.Name, Type: in.Type, Description: in.Description, Properties: props, CreatedAt: now, UpdatedAt: now}
 			return nil
 		}
-		if e, err = mergeEntity(cur, in, props, s.lim, now); err != nil {
+		if e, err = MergeEntity(cur, in, props, s.lim, now); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE entities SET type = ?, description = ?, properties = ?, updated_at = ? WHERE id = ?`,
@@ -100,12 +100,12 @@ func (s *Store) UpsertEntity(ctx context.Context, in EntityInput) (Entity, bool,
 	return e, created, nil
 }
 
-// prepareEntity checks an entity to upsert and returns it trimmed, with
-// its properties compacted.
-func prepareEntity(in EntityInput, lim Limits) (EntityInput, json.RawMessage, error) {
-	lim = lim.withDefaults()
+// PrepareEntity checks an entity to upsert as UpsertEntity does and
+// returns it trimmed, with its properties compacted.
+func PrepareEntity(in EntityInput, lim Limits) (EntityInput, json.RawMessage, error) {
+	lim = lim.Defaults()
 	in.Name = strings.TrimSpace(in.Name)
-	if err := validateEntityName("name", in.Name); err != nil {
+	if err := ValidateEntityName("name", in.Name); err != nil {
 		return in, nil, err
 	}
 	if err := validateType("type", in.Type); err != nil {
@@ -118,9 +118,10 @@ func prepareEntity(in EntityInput, lim Limits) (EntityInput, json.RawMessage, er
 	return in, props, err
 }
 
-// mergeEntity returns the stored entity cur updated by in: a non-empty
-// type or description replaces the stored one, properties are merged.
-func mergeEntity(cur Entity, in EntityInput, props json.RawMessage, lim Limits, now time.Time) (Entity, error) {
+// MergeEntity returns the stored entity cur updated by the prepared in
+// and props at time now, as UpsertEntity does: a non-empty type or
+// description replaces the stored one, properties are merged.
+func MergeEntity(cur Entity, in EntityInput, props json.RawMessage, lim Limits, now time.Time) (Entity, error) {
 	e := cur
 	if in.Type != "" {
 		e.Type = in.Type
@@ -133,7 +134,7 @@ func mergeEntity(cur Entity, in EntityInput, props json.RawMessage, lim Limits, 
 		if err != nil {
 			return e, err
 		}
-		if e.Properties, err = normalizeObject("properties", merged, lim.withDefaults().MaxMetadataBytes); err != nil {
+		if e.Properties, err = normalizeObject("properties", merged, lim.Defaults().MaxMetadataBytes); err != nil {
 			return e, err
 		}
 	}
@@ -158,7 +159,7 @@ func scanEntity(sc interface{ Scan(...any) error }) (Entity, error) {
 func entityByName(ctx context.Context, q queryer, principal, name string) (Entity, error) {
 	e, err := scanEntity(q.QueryRowContext(ctx, `SELECT `+entityColumns+` FROM entities WHERE principal = ? AND name = ? COLLATE NOCASE`, principal, name))
 	if errors.Is(err, sql.ErrNoRows) {
-		return e, notFoundf("entity %q not found", name)
+		return e, NotFound("entity %q not found", name)
 	}
 	if err != nil {
 		return e, fmt.Errorf("find entity: %w", err)
@@ -227,7 +228,7 @@ type RelateResult struct {
 // are created.
 func (s *Store) Relate(ctx context.Context, in RelateInput) (RelateResult, error) {
 	principal := tools.CallerFrom(ctx).Principal
-	in, weight, props, err := prepareRelation(in, s.lim)
+	in, weight, props, err := PrepareRelation(in, s.lim)
 	if err != nil {
 		return RelateResult{}, err
 	}
@@ -275,18 +276,18 @@ func (s *Store) Relate(ctx context.Context, in RelateInput) (RelateResult, error
 	return res, nil
 }
 
-// prepareRelation checks a relation to record and returns it trimmed,
-// with its weight (default 1) and compacted properties.
-func prepareRelation(in RelateInput, lim Limits) (RelateInput, float64, json.RawMessage, error) {
+// PrepareRelation checks a relation to record as Relate does and returns
+// it trimmed, with its weight (default 1) and compacted properties.
+func PrepareRelation(in RelateInput, lim Limits) (RelateInput, float64, json.RawMessage, error) {
 	in.From, in.To, in.Type = strings.TrimSpace(in.From), strings.TrimSpace(in.To), strings.TrimSpace(in.Type)
-	if err := validateEntityName("from", in.From); err != nil {
+	if err := ValidateEntityName("from", in.From); err != nil {
 		return in, 0, nil, err
 	}
-	if err := validateEntityName("to", in.To); err != nil {
+	if err := ValidateEntityName("to", in.To); err != nil {
 		return in, 0, nil, err
 	}
 	if in.Type == "" {
-		return in, 0, nil, invalidf("type is empty; name the relation, such as \"works_on\" or \"depends_on\"")
+		return in, 0, nil, Invalid("type is empty; name the relation, such as \"works_on\" or \"depends_on\"")
 	}
 	if err := validateType("type", in.Type); err != nil {
 		return in, 0, nil, err
@@ -294,11 +295,11 @@ func prepareRelation(in RelateInput, lim Limits) (RelateInput, float64, json.Raw
 	weight := 1.0
 	if in.Weight != nil {
 		if *in.Weight < 0 || *in.Weight > 1e6 || *in.Weight != *in.Weight {
-			return in, 0, nil, invalidf("weight is %v; it must be between 0 and 1000000", *in.Weight)
+			return in, 0, nil, Invalid("weight is %v; it must be between 0 and 1000000", *in.Weight)
 		}
 		weight = *in.Weight
 	}
-	props, err := normalizeObject("properties", in.Properties, lim.withDefaults().MaxMetadataBytes)
+	props, err := normalizeObject("properties", in.Properties, lim.Defaults().MaxMetadataBytes)
 	return in, weight, props, err
 }
 
@@ -374,10 +375,11 @@ type NeighborsResult struct {
 }
 
 const (
-	maxDepth      = 5
-	maxPathDepth  = 8
-	maxNeighbors  = 1000
-	linkedPerNode = 20
+	maxDepth     = 5
+	maxPathDepth = 8
+	maxNeighbors = 1000
+	// LinkedPerEntity is how many linked memories Neighbors shows per entity.
+	LinkedPerEntity = 20
 )
 
 func normalizeWalk(dir *Direction, types []string) ([]string, error) {
@@ -385,13 +387,13 @@ func normalizeWalk(dir *Direction, types []string) ([]string, error) {
 		*dir = Both
 	}
 	if *dir != Out && *dir != In && *dir != Both {
-		return nil, invalidf("direction %q: use out, in or both", clip(string(*dir), 20))
+		return nil, Invalid("direction %q: use out, in or both", Clip(string(*dir), 20))
 	}
 	out := make([]string, 0, len(types))
 	for i, t := range types {
 		t = strings.TrimSpace(t)
 		if t == "" {
-			return nil, invalidf("types[%d] is empty", i)
+			return nil, Invalid("types[%d] is empty", i)
 		}
 		out = append(out, t)
 	}
@@ -488,7 +490,7 @@ func edges(ctx context.Context, q queryer, ids []int64, dir Direction, types []s
 // edges.
 func (s *Store) Neighbors(ctx context.Context, in NeighborsInput) (NeighborsResult, error) {
 	principal := tools.CallerFrom(ctx).Principal
-	types, err := normalizeNeighbors(&in)
+	types, err := NormalizeNeighbors(&in)
 	if err != nil {
 		return NeighborsResult{}, err
 	}
@@ -498,7 +500,7 @@ func (s *Store) Neighbors(ctx context.Context, in NeighborsInput) (NeighborsResu
 		if err != nil {
 			return err
 		}
-		res, err = walkNeighbors(ctx, sqlGraph{tx}, start, in, types)
+		res, err = WalkNeighbors(ctx, sqlGraph{tx}, start, in, types)
 		return err
 	})
 	if err != nil {
@@ -507,26 +509,27 @@ func (s *Store) Neighbors(ctx context.Context, in NeighborsInput) (NeighborsResu
 	return res, nil
 }
 
-// normalizeNeighbors sets a walk's defaults, checks it and returns the
-// relation types to follow.
-func normalizeNeighbors(in *NeighborsInput) ([]string, error) {
+// NormalizeNeighbors sets a Neighbors walk's defaults, checks it and
+// returns the relation types to follow.
+func NormalizeNeighbors(in *NeighborsInput) ([]string, error) {
 	if in.Depth == 0 {
 		in.Depth = 1
 	}
 	if in.Depth < 1 || in.Depth > maxDepth {
-		return nil, invalidf("depth is %d; it must be between 1 and %d", in.Depth, maxDepth)
+		return nil, Invalid("depth is %d; it must be between 1 and %d", in.Depth, maxDepth)
 	}
 	if in.Limit == 0 {
 		in.Limit = 100
 	}
 	if in.Limit < 1 || in.Limit > maxNeighbors {
-		return nil, invalidf("limit is %d; it must be between 1 and %d", in.Limit, maxNeighbors)
+		return nil, Invalid("limit is %d; it must be between 1 and %d", in.Limit, maxNeighbors)
 	}
 	return normalizeWalk(&in.Direction, in.Types)
 }
 
-// walkNeighbors walks g breadth-first from start as in (normalized) asks.
-func walkNeighbors(ctx context.Context, g GraphReader, start Entity, in NeighborsInput, types []string) (NeighborsResult, error) {
+// WalkNeighbors walks g breadth-first from start as the normalized in
+// asks, as Neighbors does.
+func WalkNeighbors(ctx context.Context, g GraphReader, start Entity, in NeighborsInput, types []string) (NeighborsResult, error) {
 	res := NeighborsResult{Entity: start}
 	err := func() error {
 		seen := map[int64]bool{start.ID: true}
@@ -621,7 +624,7 @@ func walkNeighbors(ctx context.Context, g GraphReader, start Entity, in Neighbor
 
 func linkedMemories(ctx context.Context, q queryer, entity int64) ([]MemoryLink, error) {
 	rows, err := q.QueryContext(ctx, `SELECT m.id, m.layer, m.content FROM memory_entities me JOIN memories m ON m.id = me.memory_id
-		WHERE me.entity_id = ? ORDER BY m.importance DESC, m.id DESC LIMIT ?`, entity, linkedPerNode)
+		WHERE me.entity_id = ? ORDER BY m.importance DESC, m.id DESC LIMIT ?`, entity, LinkedPerEntity)
 	if err != nil {
 		return nil, fmt.Errorf("linked memories: %w", err)
 	}
@@ -634,7 +637,7 @@ func linkedMemories(ctx context.Context, q queryer, entity int64) ([]MemoryLink,
 			return nil, fmt.Errorf("linked memories: %w", err)
 		}
 		l.Layer = Layer(layer)
-		l.Content = clip(l.Content, 300)
+		l.Content = Clip(l.Content, 300)
 		out = append(out, l)
 	}
 	return out, rows.Err()
@@ -664,7 +667,7 @@ type PathResult struct {
 // and relation ids, so the answer is stable.
 func (s *Store) Path(ctx context.Context, in PathInput) (PathResult, error) {
 	principal := tools.CallerFrom(ctx).Principal
-	types, err := normalizePath(&in)
+	types, err := NormalizePath(&in)
 	if err != nil {
 		return PathResult{}, err
 	}
@@ -678,7 +681,7 @@ func (s *Store) Path(ctx context.Context, in PathInput) (PathResult, error) {
 		if err != nil {
 			return err
 		}
-		res, err = findPath(ctx, sqlGraph{tx}, from, to, in, types)
+		res, err = FindPath(ctx, sqlGraph{tx}, from, to, in, types)
 		return err
 	})
 	if err != nil {
@@ -687,21 +690,21 @@ func (s *Store) Path(ctx context.Context, in PathInput) (PathResult, error) {
 	return res, nil
 }
 
-// normalizePath sets a path search's defaults, checks it and returns
-// the relation types to follow.
-func normalizePath(in *PathInput) ([]string, error) {
+// NormalizePath sets a Path search's defaults, checks it and returns the
+// relation types to follow.
+func NormalizePath(in *PathInput) ([]string, error) {
 	if in.MaxDepth == 0 {
 		in.MaxDepth = 4
 	}
 	if in.MaxDepth < 1 || in.MaxDepth > maxPathDepth {
-		return nil, invalidf("max_depth is %d; it must be between 1 and %d", in.MaxDepth, maxPathDepth)
+		return nil, Invalid("max_depth is %d; it must be between 1 and %d", in.MaxDepth, maxPathDepth)
 	}
 	return normalizeWalk(&in.Direction, in.Types)
 }
 
-// findPath searches g breadth-first for a shortest path from one entity
-// to another as in (normalized) asks.
-func findPath(ctx context.Context, g GraphReader, from, to Entity, in PathInput, types []string) (PathResult, error) {
+// FindPath searches g for a shortest path between two entities as the
+// normalized in asks, as Path does.
+func FindPath(ctx context.Context, g GraphReader, from, to Entity, in PathInput, types []string) (PathResult, error) {
 	res := PathResult{Entities: []string{}, Steps: []Relation{}}
 	if from.ID == to.ID {
 		res.Found = true

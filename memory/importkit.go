@@ -58,7 +58,7 @@ func EmbedEach[T any](ctx context.Context, e Embedder, items []T, text func(T) s
 		for i, it := range batch {
 			texts[i] = text(it)
 		}
-		vs, err := embedWith(ctx, e, texts)
+		vs, err := Embed(ctx, e, texts)
 		if err != nil {
 			return err
 		}

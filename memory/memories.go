@@ -129,13 +129,13 @@ const (
 // validateText checks a required or optional string field.
 func validateText(field, s string, maxBytes int, required bool) error {
 	if required && strings.TrimSpace(s) == "" {
-		return invalidf("%s is empty; give the text to store", field)
+		return Invalid("%s is empty; give the text to store", field)
 	}
 	if !utf8.ValidString(s) {
-		return invalidf("%s is not valid UTF-8", field)
+		return Invalid("%s is not valid UTF-8", field)
 	}
 	if len(s) > maxBytes {
-		return tooLargef("%s is %d bytes; the limit is %d bytes", field, len(s), maxBytes)
+		return TooLarge("%s is %d bytes; the limit is %d bytes", field, len(s), maxBytes)
 	}
 	return nil
 }
@@ -146,20 +146,20 @@ func normalizeTags(field string, tags []string, limit int) ([]string, error) {
 	for i, t := range tags {
 		t = strings.ToLower(strings.TrimSpace(t))
 		if t == "" {
-			return nil, invalidf("%s[%d] is empty; tags are short non-empty labels", field, i)
+			return nil, Invalid("%s[%d] is empty; tags are short non-empty labels", field, i)
 		}
 		if len(t) > maxTagLen || !utf8.ValidString(t) {
-			return nil, invalidf("%s[%d] %q: tags are at most %d bytes of UTF-8", field, i, clip(t, 40), maxTagLen)
+			return nil, Invalid("%s[%d] %q: tags are at most %d bytes of UTF-8", field, i, Clip(t, 40), maxTagLen)
 		}
 		if strings.IndexFunc(t, unicode.IsControl) >= 0 {
-			return nil, invalidf("%s[%d]: tags may not contain control characters", field, i)
+			return nil, Invalid("%s[%d]: tags may not contain control characters", field, i)
 		}
 		out = append(out, t)
 	}
 	slices.Sort(out)
 	out = slices.Compact(out)
 	if len(out) > limit {
-		return nil, invalidf("%s has %d tags; the limit is %d", field, len(out), limit)
+		return nil, Invalid("%s has %d tags; the limit is %d", field, len(out), limit)
 	}
 	return out, nil
 }
@@ -172,24 +172,26 @@ func normalizeObject(field string, raw json.RawMessage, limit int) (json.RawMess
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-		return nil, invalidf("%s must be a JSON object such as {\"key\": \"value\"}", field)
+		return nil, Invalid("%s must be a JSON object such as {\"key\": \"value\"}", field)
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
-		return nil, invalidf("%s: %v", field, err)
+		return nil, Invalid("%s: %v", field, err)
 	}
 	if buf.Len() > limit {
-		return nil, tooLargef("%s is %d bytes as JSON; the limit is %d bytes", field, buf.Len(), limit)
+		return nil, TooLarge("%s is %d bytes as JSON; the limit is %d bytes", field, buf.Len(), limit)
 	}
 	return json.RawMessage(buf.Bytes()), nil
 }
 
-func normalizeEntities(names []string) ([]string, error) {
+// NormalizeEntities checks and de-duplicates entity names as Remember and
+// Update do.
+func NormalizeEntities(names []string) ([]string, error) {
 	out := make([]string, 0, len(names))
 	seen := map[string]bool{}
 	for i, n := range names {
 		n = strings.TrimSpace(n)
-		if err := validateEntityName(fmt.Sprintf("entities[%d]", i), n); err != nil {
+		if err := ValidateEntityName(fmt.Sprintf("entities[%d]", i), n); err != nil {
 			return nil, err
 		}
 		if k := strings.ToLower(n); !seen[k] {
@@ -198,20 +200,22 @@ func normalizeEntities(names []string) ([]string, error) {
 		}
 	}
 	if len(out) > maxEntities {
-		return nil, invalidf("entities has %d names; the limit is %d", len(out), maxEntities)
+		return nil, Invalid("entities has %d names; the limit is %d", len(out), maxEntities)
 	}
 	return out, nil
 }
 
-func validateEntityName(field, n string) error {
+// ValidateEntityName checks an entity name as the graph operations do;
+// field names it in the message.
+func ValidateEntityName(field, n string) error {
 	if n == "" {
-		return invalidf("%s is empty; entities are named", field)
+		return Invalid("%s is empty; entities are named", field)
 	}
 	if len(n) > maxEntityNameLen || !utf8.ValidString(n) {
-		return invalidf("%s: names are at most %d bytes of UTF-8", field, maxEntityNameLen)
+		return Invalid("%s: names are at most %d bytes of UTF-8", field, maxEntityNameLen)
 	}
 	if strings.IndexFunc(n, unicode.IsControl) >= 0 {
-		return invalidf("%s: names may not contain control characters", field)
+		return Invalid("%s: names may not contain control characters", field)
 	}
 	return nil
 }
@@ -221,14 +225,14 @@ func checkImportance(field string, v *float64) (float64, error) {
 		return 0.5, nil
 	}
 	if *v < 0 || *v > 1 || *v != *v {
-		return 0, invalidf("%s is %v; it must be between 0 and 1", field, *v)
+		return 0, Invalid("%s is %v; it must be between 0 and 1", field, *v)
 	}
 	return *v, nil
 }
 
 func parseLayer(field string, l Layer) error {
 	if !l.valid() {
-		return invalidf("%s %q is not a layer; use one of episodic, semantic, procedural, prospective", field, clip(string(l), 40))
+		return Invalid("%s %q is not a layer; use one of episodic, semantic, procedural, prospective", field, Clip(string(l), 40))
 	}
 	return nil
 }
@@ -273,7 +277,7 @@ func (s *Store) prepareRemember(ctx context.Context, in RememberInput, field str
 	if err := validateText(field+"session", p.in.Session, maxSessionLen, false); err != nil {
 		return p, err
 	}
-	if p.in.Entities, err = normalizeEntities(in.Entities); err != nil {
+	if p.in.Entities, err = NormalizeEntities(in.Entities); err != nil {
 		return p, err
 	}
 	if p.provenance, err = s.provenance(ctx, in.Provenance, field); err != nil {
@@ -284,21 +288,22 @@ func (s *Store) prepareRemember(ctx context.Context, in RememberInput, field str
 			p.in.Status = StatusOpen
 		}
 		if !p.in.Status.valid() {
-			return p, invalidf("%sstatus %q is not a task status; use one of open, in_progress, done, cancelled", field, clip(string(in.Status), 40))
+			return p, Invalid("%sstatus %q is not a task status; use one of open, in_progress, done, cancelled", field, Clip(string(in.Status), 40))
 		}
 	} else if in.Status != "" || in.DueAt != nil {
-		return p, invalidf("%sstatus and due_at apply to the prospective layer only; this memory's layer is %s (use memory.task_add for tasks)", field, p.in.Layer)
+		return p, Invalid("%sstatus and due_at apply to the prospective layer only; this memory's layer is %s (use memory.task_add for tasks)", field, p.in.Layer)
 	}
 	if p.in.Layer == Episodic && p.in.OccurredAt == nil {
 		t := s.now().UTC()
 		p.in.OccurredAt = &t
 	}
-	p.text = embedText(in.Content, p.in.Tags)
+	p.text = EmbedText(in.Content, p.in.Tags)
 	return p, nil
 }
 
-// embedText is what a memory's vector is made from: its content and tags.
-func embedText(content string, tags []string) string {
+// EmbedText is the text a memory's vector is made from: its content and
+// tags.
+func EmbedText(content string, tags []string) string {
 	if len(tags) == 0 {
 		return content
 	}
@@ -340,7 +345,7 @@ func (s *Store) RememberBatch(ctx context.Context, ins []RememberInput) ([]Memor
 	if err := s.vectorsReady(); err != nil {
 		return nil, err
 	}
-	vs, err := embedWith(ctx, s.emb, texts)
+	vs, err := Embed(ctx, s.emb, texts)
 	if err != nil {
 		return nil, err
 	}
@@ -387,10 +392,10 @@ func utcPtr(t *time.Time) *time.Time {
 // full-text entry (in fts, the principal's index: ensureFTSTable) and
 // entity links.
 func (s *Store) insertMemory(ctx context.Context, tx *sql.Tx, principal, fts string, p prepared, v []float32, created, updated time.Time) (int64, error) {
-	tagsJSON := encodeTags(p.in.Tags)
+	tagsJSON := EncodeTags(p.in.Tags)
 	uid := p.uid
 	if uid == "" {
-		uid = newID()
+		uid = NewID()
 	}
 	var status any
 	if p.in.Layer == Prospective {
@@ -443,7 +448,9 @@ func insertTags(ctx context.Context, tx *sql.Tx, id int64, tags []string) error 
 	return nil
 }
 
-func encodeTags(tags []string) string {
+// EncodeTags and DecodeTags are the stored form of a memory's tags, a
+// JSON array.
+func EncodeTags(tags []string) string {
 	if len(tags) == 0 {
 		return "[]"
 	}
@@ -451,7 +458,8 @@ func encodeTags(tags []string) string {
 	return string(b)
 }
 
-func decodeTags(s string) []string {
+// DecodeTags reads the stored form of a memory's tags.
+func DecodeTags(s string) []string {
 	var out []string
 	if err := json.Unmarshal([]byte(s), &out); err != nil || out == nil {
 		return []string{}
@@ -485,7 +493,7 @@ func scanMemory(sc interface{ Scan(...any) error }) (Memory, error) {
 	}
 	m.Provenance = provenanceOf(prov)
 	m.Layer = Layer(layer)
-	m.Tags = decodeTags(tags)
+	m.Tags = DecodeTags(tags)
 	m.Metadata = json.RawMessage(meta)
 	m.OccurredAt, m.DueAt, m.AccessedAt = timePtr(occurred), timePtr(due), timePtr(accessed)
 	m.Status = TaskStatus(status.String)
@@ -598,9 +606,9 @@ func (s *Store) Get(ctx context.Context, id int64) (Memory, error) {
 	}
 	if m.ID == 0 {
 		if merged != 0 {
-			return Memory{}, notFoundf("memory %d was merged into memory %d by consolidation; get %d instead", id, merged, merged)
+			return Memory{}, NotFound("memory %d was merged into memory %d by consolidation; get %d instead", id, merged, merged)
 		}
-		return Memory{}, notFoundf("memory %d not found", id)
+		return Memory{}, NotFound("memory %d not found", id)
 	}
 	if s.w == nil {
 		return m, nil // read-only: no access is recorded
@@ -629,13 +637,13 @@ func loadMerges(ctx context.Context, q queryer, survivor int64) ([]MergedMemory,
 		if err := rows.Scan(&id, &rec, &sim, &overlap, &at); err != nil {
 			return nil, fmt.Errorf("load merges: %w", err)
 		}
-		out = append(out, mergedOf(id, rec, sim, overlap, fromMS(at)))
+		out = append(out, MergedOf(id, rec, sim, overlap, fromMS(at)))
 	}
 	return out, rows.Err()
 }
 
-// mergedOf reads back a memory_merges row.
-func mergedOf(id int64, record string, similarity, overlap float64, at time.Time) MergedMemory {
+// MergedOf reads back a memory_merges row as Get shows it in MergedFrom.
+func MergedOf(id int64, record string, similarity, overlap float64, at time.Time) MergedMemory {
 	mm := MergedMemory{ID: id, Similarity: similarity, Overlap: overlap, MergedAt: at}
 	var r ExportedMemory
 	if json.Unmarshal([]byte(record), &r) == nil {
@@ -696,7 +704,7 @@ type UpdateInput struct {
 func (s *Store) Update(ctx context.Context, in UpdateInput) (Memory, error) {
 	principal := tools.CallerFrom(ctx).Principal
 	if in.ID <= 0 {
-		return Memory{}, invalidf("id must be a positive memory id")
+		return Memory{}, Invalid("id must be a positive memory id")
 	}
 	prov, err := s.provenance(ctx, in.Provenance, "")
 	if err != nil {
@@ -717,7 +725,7 @@ func (s *Store) Update(ctx context.Context, in UpdateInput) (Memory, error) {
 				return err
 			}
 			if len(ms) == 0 {
-				return notFoundf("memory %d not found", in.ID)
+				return NotFound("memory %d not found", in.ID)
 			}
 			cur = ms[0]
 			return nil
@@ -731,7 +739,7 @@ func (s *Store) Update(ctx context.Context, in UpdateInput) (Memory, error) {
 		var vec []float32
 		reembed := next.Content != cur.Content || !slices.Equal(next.Tags, cur.Tags)
 		if reembed {
-			vs, err := embedWith(ctx, s.emb, []string{embedText(next.Content, next.Tags)})
+			vs, err := Embed(ctx, s.emb, []string{EmbedText(next.Content, next.Tags)})
 			if err != nil {
 				return Memory{}, err
 			}
@@ -739,11 +747,11 @@ func (s *Store) Update(ctx context.Context, in UpdateInput) (Memory, error) {
 		}
 		var entities []string
 		if in.Entities != nil {
-			if entities, err = normalizeEntities(*in.Entities); err != nil {
+			if entities, err = NormalizeEntities(*in.Entities); err != nil {
 				return Memory{}, err
 			}
 		}
-		addEntities, err := normalizeEntities(in.AddEntities)
+		addEntities, err := NormalizeEntities(in.AddEntities)
 		if err != nil {
 			return Memory{}, err
 		}
@@ -753,7 +761,7 @@ func (s *Store) Update(ctx context.Context, in UpdateInput) (Memory, error) {
 			var updated int64
 			if err := tx.QueryRowContext(ctx, `SELECT updated_at FROM memories WHERE id = ? AND principal = ?`, in.ID, principal).Scan(&updated); err != nil {
 				if errors.Is(err, sql.ErrNoRows) {
-					return notFoundf("memory %d not found", in.ID)
+					return NotFound("memory %d not found", in.ID)
 				}
 				return fmt.Errorf("update memory: %w", err)
 			}
@@ -767,7 +775,7 @@ func (s *Store) Update(ctx context.Context, in UpdateInput) (Memory, error) {
 			}
 			if _, err := tx.ExecContext(ctx, `UPDATE memories SET layer = ?, content = ?, tags = ?, metadata = ?, importance = ?, source = ?,
 				occurred_at = ?, due_at = ?, status = ?, updated_at = ? WHERE id = ?`,
-				string(next.Layer), next.Content, encodeTags(next.Tags), string(next.Metadata), next.Importance, next.Source,
+				string(next.Layer), next.Content, EncodeTags(next.Tags), string(next.Metadata), next.Importance, next.Source,
 				nullMS(next.OccurredAt), nullMS(next.DueAt), status, max(ms(now), updated+1), in.ID); err != nil {
 				return fmt.Errorf("update memory: %w", err)
 			}
@@ -827,7 +835,7 @@ func (s *Store) Update(ctx context.Context, in UpdateInput) (Memory, error) {
 				return err
 			}
 			if len(ms) == 0 {
-				return notFoundf("memory %d not found", in.ID)
+				return NotFound("memory %d not found", in.ID)
 			}
 			out = ms[0]
 			return nil
@@ -909,7 +917,7 @@ func (s *Store) applyUpdate(cur Memory, in UpdateInput) (Memory, error) {
 	}
 	if in.Status != nil {
 		if !in.Status.valid() {
-			return next, invalidf("status %q is not a task status; use one of open, in_progress, done, cancelled", clip(string(*in.Status), 40))
+			return next, Invalid("status %q is not a task status; use one of open, in_progress, done, cancelled", Clip(string(*in.Status), 40))
 		}
 		next.Status = *in.Status
 	}
@@ -919,7 +927,7 @@ func (s *Store) applyUpdate(cur Memory, in UpdateInput) (Memory, error) {
 		}
 	} else {
 		if in.Status != nil || in.DueAt != nil {
-			return next, invalidf("status and due_at apply to the prospective layer only; memory %d is %s", cur.ID, next.Layer)
+			return next, Invalid("status and due_at apply to the prospective layer only; memory %d is %s", cur.ID, next.Layer)
 		}
 		next.Status, next.DueAt = "", nil
 	}
@@ -933,7 +941,7 @@ func mergeObjects(base, patch json.RawMessage) (json.RawMessage, error) {
 		b = map[string]json.RawMessage{}
 	}
 	if err := json.Unmarshal(patch, &p); err != nil {
-		return nil, invalidf("merge_metadata must be a JSON object")
+		return nil, Invalid("merge_metadata must be a JSON object")
 	}
 	for k, v := range p {
 		if string(v) == "null" {
@@ -978,7 +986,7 @@ func (f *Filter) normalize() error {
 	}
 	f.Tags = tags
 	if f.Since != nil && f.Until != nil && f.Until.Before(*f.Since) {
-		return invalidf("until (%s) is before since (%s)", f.Until.Format(time.RFC3339), f.Since.Format(time.RFC3339))
+		return Invalid("until (%s) is before since (%s)", f.Until.Format(time.RFC3339), f.Since.Format(time.RFC3339))
 	}
 	return nil
 }
@@ -1040,7 +1048,7 @@ type ForgetResult struct {
 // tags and links, and reports how many.
 func (s *Store) Forget(ctx context.Context, in ForgetInput) (ForgetResult, error) {
 	principal := tools.CallerFrom(ctx).Principal
-	if _, err := checkForget(&in); err != nil {
+	if _, err := CheckForget(&in); err != nil {
 		return ForgetResult{}, err
 	}
 	res := ForgetResult{IDs: []int64{}, DryRun: in.DryRun}
@@ -1097,18 +1105,18 @@ func (s *Store) Forget(ctx context.Context, in ForgetInput) (ForgetResult, error
 	return res, nil
 }
 
-// checkForget checks what in asks to forget and reports whether it
-// selects by filter (or Before, or All) rather than by ids.
-func checkForget(in *ForgetInput) (bool, error) {
+// CheckForget checks what in asks to forget, as Forget does, and reports
+// whether it selects by filter (or Before, or All) rather than by ids.
+func CheckForget(in *ForgetInput) (bool, error) {
 	if err := in.Filter.normalize(); err != nil {
 		return false, err
 	}
 	byFilter := !in.Filter.empty() || in.Before != nil
 	if len(in.IDs) == 0 && !byFilter && !in.All {
-		return false, invalidf("say what to forget: ids, a filter (layers, tags, session, since, until, entity, before), or all: true to forget every memory")
+		return false, Invalid("say what to forget: ids, a filter (layers, tags, session, since, until, entity, before), or all: true to forget every memory")
 	}
 	if len(in.IDs) > 0 && (byFilter || in.All) {
-		return false, invalidf("give either ids or a filter, not both")
+		return false, Invalid("give either ids or a filter, not both")
 	}
 	return byFilter || in.All, nil
 }
@@ -1157,7 +1165,8 @@ func deleteMemories(ctx context.Context, tx *sql.Tx, principal string, ids []int
 	return nil
 }
 
-func clip(s string, n int) string {
+// Clip shortens s to at most n bytes on a rune boundary, marking the cut.
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -236,7 +236,7 @@ func (s *Store) GetPlan(ctx context.Context, id string) (Plan, error) {
 			FROM plans WHERE id_hash = ? AND principal = ?`, h, principal).
 			Scan(&p.Principal, &p.Session, &p.ExecutionID, &p.State, &created, &expires, &committed)
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFoundf("no plan %s for you", clip(id, 40))
+			return NotFound("no plan %s for you", Clip(id, 40))
 		}
 		if err != nil {
 			return err
@@ -255,7 +255,7 @@ func (s *Store) GetPlan(ctx context.Context, id string) (Plan, error) {
 func (s *Store) FinishPlanStep(ctx context.Context, id string, seq int, status, errorCode string) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE plan_steps SET status = ?, error_code = ? WHERE plan_hash = ? AND seq = ?`,
-			status, clip(errorCode, 64), PlanIDHash(id), seq)
+			status, Clip(errorCode, 64), PlanIDHash(id), seq)
 		return err
 	})
 	if err != nil {

@@ -45,10 +45,10 @@ func (s *Store) provenance(ctx context.Context, given json.RawMessage, field str
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, p); err != nil {
-		return nil, invalidf("%sprovenance is not valid JSON: %v", field, err)
+		return nil, Invalid("%sprovenance is not valid JSON: %v", field, err)
 	}
 	if buf.Len() > s.lim.MaxMetadataBytes {
-		return nil, tooLargef("%sprovenance is %d bytes as JSON; the limit is %d bytes", field, buf.Len(), s.lim.MaxMetadataBytes)
+		return nil, TooLarge("%sprovenance is %d bytes as JSON; the limit is %d bytes", field, buf.Len(), s.lim.MaxMetadataBytes)
 	}
 	return json.RawMessage(buf.Bytes()), nil
 }

@@ -103,7 +103,7 @@ func (s *Store) Recall(ctx context.Context, in RecallInput) (RecallResult, error
 	}
 	var qvec []float32
 	if in.Mode != ModeKeyword {
-		vs, err := embedWith(ctx, s.emb, []string{in.Query})
+		vs, err := Embed(ctx, s.emb, []string{in.Query})
 		if err != nil {
 			return RecallResult{}, err
 		}
@@ -134,7 +134,7 @@ func (s *Store) Recall(ctx context.Context, in RecallInput) (RecallResult, error
 				return err
 			}
 		}
-		sortHits(hits)
+		SortHits(hits)
 		if len(hits) > in.Limit {
 			hits = hits[:in.Limit]
 		}
@@ -178,7 +178,7 @@ func cmpID(a, b int64) int {
 func (s *Store) normalizeRecall(in *RecallInput) error {
 	in.Query = strings.TrimSpace(in.Query)
 	if in.Query == "" {
-		return invalidf("query is empty; describe what to recall")
+		return Invalid("query is empty; describe what to recall")
 	}
 	if err := validateText("query", in.Query, s.lim.MaxContentBytes, true); err != nil {
 		return err
@@ -193,23 +193,23 @@ func (s *Store) normalizeRecall(in *RecallInput) error {
 		in.Limit = 10
 	}
 	if in.Limit < 1 || in.Limit > 100 {
-		return invalidf("limit is %d; it must be between 1 and 100", in.Limit)
+		return Invalid("limit is %d; it must be between 1 and 100", in.Limit)
 	}
 	switch in.Mode {
 	case "":
 		in.Mode = ModeHybrid
 	case ModeHybrid, ModeVector, ModeKeyword:
 	default:
-		return invalidf("mode %q: use hybrid, vector or keyword", clip(in.Mode, 20))
+		return Invalid("mode %q: use hybrid, vector or keyword", Clip(in.Mode, 20))
 	}
 	if in.RecencyWeight < 0 || in.RecencyWeight > 1 || math.IsNaN(in.RecencyWeight) {
-		return invalidf("recency_weight is %v; it must be between 0 and 1", in.RecencyWeight)
+		return Invalid("recency_weight is %v; it must be between 0 and 1", in.RecencyWeight)
 	}
 	if in.HalfLifeDays == 0 {
 		in.HalfLifeDays = 30
 	}
 	if in.HalfLifeDays <= 0 || math.IsNaN(in.HalfLifeDays) || in.HalfLifeDays > 36500 {
-		return invalidf("half_life_days is %v; it must be more than 0 and at most 36500", in.HalfLifeDays)
+		return Invalid("half_life_days is %v; it must be more than 0 and at most 36500", in.HalfLifeDays)
 	}
 	return nil
 }
@@ -303,8 +303,8 @@ func recencyOf(now, t time.Time, halfLifeDays float64) float64 {
 	return math.Pow(0.5, age/halfLife)
 }
 
-// sortHits orders hits best first, ties by id.
-func sortHits(hits []Hit) {
+// SortHits orders hits best first, ties by id.
+func SortHits(hits []Hit) {
 	slices.SortFunc(hits, func(a, b Hit) int {
 		if a.Score != b.Score {
 			if a.Score > b.Score {
@@ -389,7 +389,7 @@ func (s *Store) vectorSearch(ctx context.Context, tx *sql.Tx, principal string, 
 func exactSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, q []float32, depth int) ([]scored, error) {
 	var query string
 	var args []any
-	blob := encodeVector(q)
+	blob := EncodeVector(q)
 	if f.onlyLayers() {
 		query = `SELECT memory_id, vec_distance_cosine(embedding, ?) AS d FROM memory_vectors WHERE principal = ?`
 		args = []any{blob, principal}
@@ -524,7 +524,7 @@ func rescore(ctx context.Context, tx *sql.Tx, ids []int64, q []float32, depth in
 				rows.Close()
 				return nil, fmt.Errorf("re-score: %w", err)
 			}
-			if buf, err = decodeVector(blob, buf); err != nil {
+			if buf, err = DecodeVector(blob, buf); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("re-score memory %d: %w", id, err)
 			}
@@ -554,20 +554,21 @@ func sortScored(xs []scored) {
 	})
 }
 
-// keywordCommonDocs bounds the work of the keyword ranking on a large
-// store. FTS5 computes BM25 for every memory that contains a query word, at
-// about half a microsecond each, so a word found in most memories (in
-// 100k synthetic memories, "deploy" is in 60k) costs tens of milliseconds
-// while it weighs little: a word's IDF, ln((N-n+0.5)/(n+0.5)), falls as the
-// number n of memories holding it grows, and FTS5 sets it to almost zero
-// once n > N/2. So a query word found in more than keywordCommonDocs of
-// the caller's memories is left out of the keyword ranking and reported in
-// RecallResult.CommonWords, unless every word of the query is that common
-// or the search is exact; the vector ranking still sees it. The scores of
-// the other words do not change: FTS5 computes each word's IDF over the
-// whole index whatever else the query holds. Principals with at most
-// keywordCommonDocs memories are always ranked on every word.
-const keywordCommonDocs = 2000
+// KeywordCommonDocs bounds the work of the keyword ranking on a large
+// store (the default of both backends). FTS5 computes BM25 for every
+// memory that contains a query word, at about half a microsecond each, so
+// a word found in most memories (in 100k synthetic memories, "deploy" is
+// in 60k) costs tens of milliseconds while it weighs little: a word's IDF,
+// ln((N-n+0.5)/(n+0.5)), falls as the number n of memories holding it
+// grows, and FTS5 sets it to almost zero once n > N/2. So a query word
+// found in more than KeywordCommonDocs of the caller's memories is left
+// out of the keyword ranking and reported in RecallResult.CommonWords,
+// unless every word of the query is that common or the search is exact;
+// the vector ranking still sees it. The scores of the other words do not
+// change: FTS5 computes each word's IDF over the whole index whatever else
+// the query holds. Principals with at most KeywordCommonDocs memories are
+// always ranked on every word.
+const KeywordCommonDocs = 2000
 
 // ftsWords returns the words of a free-text query, stop words dropped and
 // each quoted as an FTS5 phrase so that no word is read as an operator.

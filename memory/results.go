@@ -47,9 +47,10 @@ type PutResultInput struct {
 
 var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
-// newID returns a random identifier of 26 lower-case letters and digits
-// (128 bits), safe in URIs and file names.
-func newID() string {
+// NewID returns a random identifier of 26 lower-case letters and digits
+// (128 bits), safe in URIs and file names, as the store gives results,
+// memories (their uid) and stores.
+func NewID() string {
 	var b [16]byte
 	rand.Read(b[:])
 	return idEncoding.EncodeToString(b[:])
@@ -60,7 +61,7 @@ func newID() string {
 func (s *Store) PutResult(ctx context.Context, in PutResultInput) (ResultInfo, error) {
 	c := tools.CallerFrom(ctx)
 	if int64(len(in.Data)) > s.lim.MaxResultBytes {
-		return ResultInfo{}, tooLargef("result is %d bytes; the limit for stored results is %d bytes", len(in.Data), s.lim.MaxResultBytes)
+		return ResultInfo{}, TooLarge("result is %d bytes; the limit for stored results is %d bytes", len(in.Data), s.lim.MaxResultBytes)
 	}
 	if in.ContentType == "" {
 		in.ContentType = "application/json"
@@ -73,7 +74,7 @@ func (s *Store) PutResult(ctx context.Context, in PutResultInput) (ResultInfo, e
 		return ResultInfo{}, err
 	}
 	info := ResultInfo{Provenance: prov,
-		ID: newID(), Principal: c.Principal, Session: in.Session, ExecutionID: in.ExecutionID, ContentType: in.ContentType,
+		ID: NewID(), Principal: c.Principal, Session: in.Session, ExecutionID: in.ExecutionID, ContentType: in.ContentType,
 		Size: int64(len(in.Data)), SHA256: Hash(in.Data), CreatedAt: s.now().UTC().Truncate(time.Millisecond),
 	}
 	blob := s.enc.EncodeAll(in.Data, nil)
@@ -110,7 +111,7 @@ func (s *Store) StatResult(ctx context.Context, id string) (ResultInfo, error) {
 		var err error
 		r, err = scanResult(tx.QueryRowContext(ctx, `SELECT `+resultColumns+` FROM results WHERE id = ? AND principal = ?`, id, principal))
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFoundf("result %q not found (results expire; run the code again to recreate it)", clip(id, 40))
+			return NotFound("result %q not found (results expire; run the code again to recreate it)", Clip(id, 40))
 		}
 		return err
 	})
@@ -127,7 +128,7 @@ func (s *Store) GetResult(ctx context.Context, id string) (ResultInfo, []byte, e
 		var err error
 		r, err = scanResult(tx.QueryRowContext(ctx, `SELECT `+resultColumns+`, data FROM results WHERE id = ? AND principal = ?`, id, principal), &blob)
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFoundf("result %q not found (results expire; run the code again to recreate it)", clip(id, 40))
+			return NotFound("result %q not found (results expire; run the code again to recreate it)", Clip(id, 40))
 		}
 		return err
 	})
@@ -146,7 +147,7 @@ func (s *Store) GetResult(ctx context.Context, id string) (ResultInfo, []byte, e
 // length means to the end.
 func (s *Store) ReadResult(ctx context.Context, id string, offset, length int64) (ResultInfo, []byte, error) {
 	if offset < 0 {
-		return ResultInfo{}, nil, invalidf("offset is %d; it must be 0 or more", offset)
+		return ResultInfo{}, nil, Invalid("offset is %d; it must be 0 or more", offset)
 	}
 	r, data, err := s.GetResult(ctx, id)
 	if err != nil {
@@ -206,7 +207,7 @@ func (s *Store) DeleteResult(ctx context.Context, id string) error {
 			return fmt.Errorf("delete result: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return notFoundf("result %q not found", clip(id, 40))
+			return NotFound("result %q not found", Clip(id, 40))
 		}
 		return nil
 	})

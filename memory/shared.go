@@ -125,21 +125,21 @@ func (s *Store) PruneShared(ctx context.Context, windowsBefore time.Time) (int64
 // instances on the store use: their tokens would not resolve on it.
 var ErrKeyMismatch = errors.New("filter key mismatch")
 
-// filterKeyMeta is the meta key that holds the shared filter key's
-// fingerprint.
-const filterKeyMeta = "filter_key_id"
+// FilterKeyMeta is the meta key under which a store keeps the shared
+// filter key's fingerprint (CheckFilterKey).
+const FilterKeyMeta = "filter_key_id"
 
 // CheckFilterKey records id, a fingerprint of the filter key (never the
 // key), as the one every instance on this store must use, or, when one is
 // recorded already, fails with ErrKeyMismatch unless id is the same.
 func (s *Store) CheckFilterKey(ctx context.Context, id string) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
-		have, ok, err := getMeta(ctx, tx, filterKeyMeta)
+		have, ok, err := getMeta(ctx, tx, FilterKeyMeta)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return setMeta(ctx, tx, filterKeyMeta, id)
+			return setMeta(ctx, tx, FilterKeyMeta, id)
 		}
 		if have != id {
 			return FilterKeyMismatch(id, have)

@@ -255,7 +255,7 @@ func (s *Store) GetSkill(ctx context.Context, name string) (Skill, error) {
 		var err error
 		sk, err = scanSkill(tx.QueryRowContext(ctx, ownSkillSelect+` WHERE s.principal = ? AND s.name = ?`, owner, name))
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFoundf("you have no skill %q", clip(name, 70))
+			return NotFound("you have no skill %q", Clip(name, 70))
 		}
 		return err
 	})
@@ -274,7 +274,7 @@ func (s *Store) ResolveSkill(ctx context.Context, name string) (Skill, error) {
 			sk, err = scanSkill(tx.QueryRowContext(ctx, publishedSkillSelect+` WHERE name = ?`, name))
 		}
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFoundf("no skill %q: neither yours nor published", clip(name, 70))
+			return NotFound("no skill %q: neither yours nor published", Clip(name, 70))
 		}
 		return err
 	})
@@ -342,7 +342,7 @@ func (s *Store) DeleteSkill(ctx context.Context, name string) error {
 			return fmt.Errorf("delete skill: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return notFoundf("you have no skill %q", clip(name, 70))
+			return NotFound("you have no skill %q", Clip(name, 70))
 		}
 		return s.skillChanged(ctx, tx, &ch)
 	})
@@ -364,7 +364,7 @@ func (s *Store) PublishSkill(ctx context.Context, name string) (Skill, error) {
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		sk, err := scanSkill(tx.QueryRowContext(ctx, ownSkillSelect+` WHERE s.principal = ? AND s.name = ?`, owner, name))
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFoundf("you have no skill %q to publish; save it first", clip(name, 70))
+			return NotFound("you have no skill %q to publish; save it first", Clip(name, 70))
 		}
 		if err != nil {
 			return fmt.Errorf("publish skill: %w", err)
@@ -383,7 +383,7 @@ func (s *Store) PublishSkill(ctx context.Context, name string) (Skill, error) {
 		case err != nil:
 			return fmt.Errorf("publish skill: %w", err)
 		case other != owner:
-			return toolErr(CodeConflict, ErrConflict, "skill %q is published by %s, and only its owner can replace it; publish yours under another name", name, clip(other, 70))
+			return toolErr(CodeConflict, ErrConflict, "skill %q is published by %s, and only its owner can replace it; publish yours under another name", name, Clip(other, 70))
 		}
 		now := s.now().UTC().Truncate(time.Millisecond)
 		var schema any
@@ -422,9 +422,9 @@ func (s *Store) UnpublishSkill(ctx context.Context, name string) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			var other string
 			if tx.QueryRowContext(ctx, `SELECT owner FROM published_skills WHERE name = ?`, name).Scan(&other) == nil {
-				return toolErr(CodeConflict, ErrConflict, "skill %q is published by %s; only its owner can unpublish it", name, clip(other, 70))
+				return toolErr(CodeConflict, ErrConflict, "skill %q is published by %s; only its owner can unpublish it", name, Clip(other, 70))
 			}
-			return notFoundf("you have not published a skill %q", clip(name, 70))
+			return NotFound("you have not published a skill %q", Clip(name, 70))
 		}
 		return s.skillChanged(ctx, tx, &ch)
 	})

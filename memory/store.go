@@ -96,7 +96,8 @@ type Limits struct {
 	MaxSkills         int   // skills per principal: 500
 }
 
-func (l Limits) withDefaults() Limits {
+// Defaults returns l with every unset limit at its default.
+func (l Limits) Defaults() Limits {
 	def := func(v *int, d int) {
 		if *v <= 0 {
 			*v = d
@@ -132,7 +133,8 @@ type Retention struct {
 	EpisodicMaxAge time.Duration
 }
 
-func (r Retention) withDefaults() Retention {
+// Defaults returns r with every unset field at its default.
+func (r Retention) Defaults() Retention {
 	if r.ExecutionsMaxAge == 0 {
 		r.ExecutionsMaxAge = 30 * 24 * time.Hour
 	}
@@ -225,13 +227,13 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 
 	s := &Store{
 		cfg:        cfg,
-		lim:        cfg.Limits.withDefaults(),
-		ret:        cfg.Retention.withDefaults(),
+		lim:        cfg.Limits.Defaults(),
+		ret:        cfg.Retention.Defaults(),
 		log:        log,
 		now:        cfg.Now,
 		skillSubs:  map[int]func(SkillChange){},
-		commonDocs: keywordCommonDocs,
-		origin:     newID(),
+		commonDocs: KeywordCommonDocs,
+		origin:     NewID(),
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -250,7 +252,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 	if s.emb == nil {
 		s.emb = NewHashEmbedder(DefaultDimensions)
 	}
-	if err := checkEmbedder(s.emb); err != nil {
+	if err := CheckEmbedder(s.emb); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 

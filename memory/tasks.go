@@ -38,9 +38,10 @@ func (s *Store) AddTask(ctx context.Context, in TaskInput) (Task, error) {
 	return s.task(m), nil
 }
 
-func (s *Store) task(m Memory) Task { return taskOf(m, s.now()) }
+func (s *Store) task(m Memory) Task { return TaskOf(m, s.now()) }
 
-func taskOf(m Memory, now time.Time) Task {
+// TaskOf is m as a task at time now (overdue or not).
+func TaskOf(m Memory, now time.Time) Task {
 	open := m.Status == StatusOpen || m.Status == StatusInProgress
 	return Task{Memory: m, Overdue: open && m.DueAt != nil && m.DueAt.Before(now)}
 }
@@ -64,7 +65,7 @@ type TaskQuery struct {
 // then by id.
 func (s *Store) ListTasks(ctx context.Context, q TaskQuery) ([]Task, error) {
 	principal := tools.CallerFrom(ctx).Principal
-	sel, err := prepareTaskQuery(&q, s.now())
+	sel, err := PrepareTaskQuery(&q, s.now())
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +130,7 @@ func (s *Store) UpdateTask(ctx context.Context, in TaskUpdate) (Task, error) {
 	if err != nil {
 		return Task{}, err
 	}
-	up, err := taskUpdate(cur, in, s.now())
+	up, err := TaskUpdateOf(cur, in, s.now())
 	if err != nil {
 		return Task{}, err
 	}
@@ -150,7 +151,7 @@ func (s *Store) peek(ctx context.Context, id int64) (Memory, error) {
 			return err
 		}
 		if len(ms) == 0 {
-			return notFoundf("memory %d not found", id)
+			return NotFound("memory %d not found", id)
 		}
 		m = ms[0]
 		return nil
@@ -166,14 +167,14 @@ type TaskSelection struct {
 	DueBefore *time.Time
 }
 
-// prepareTaskQuery sets q's defaults, checks it and says what it selects
-// at time now.
-func prepareTaskQuery(q *TaskQuery, now time.Time) (TaskSelection, error) {
+// PrepareTaskQuery sets q's defaults, checks it and says what it selects
+// at time now, as ListTasks does.
+func PrepareTaskQuery(q *TaskQuery, now time.Time) (TaskSelection, error) {
 	if q.Limit == 0 {
 		q.Limit = 50
 	}
 	if q.Limit < 1 || q.Limit > 500 {
-		return TaskSelection{}, invalidf("limit is %d; it must be between 1 and 500", q.Limit)
+		return TaskSelection{}, Invalid("limit is %d; it must be between 1 and 500", q.Limit)
 	}
 	statuses := slices.Clone(q.Statuses)
 	if len(statuses) == 0 || q.Overdue {
@@ -181,11 +182,11 @@ func prepareTaskQuery(q *TaskQuery, now time.Time) (TaskSelection, error) {
 	}
 	for i, st := range statuses {
 		if !st.valid() {
-			return TaskSelection{}, invalidf("status[%d] %q is not a task status; use open, in_progress, done or cancelled", i, clip(string(st), 40))
+			return TaskSelection{}, Invalid("status[%d] %q is not a task status; use open, in_progress, done or cancelled", i, Clip(string(st), 40))
 		}
 	}
 	if q.DueWithinHours < 0 {
-		return TaskSelection{}, invalidf("due_within_hours is %v; it must be 0 or more", q.DueWithinHours)
+		return TaskSelection{}, Invalid("due_within_hours is %v; it must be 0 or more", q.DueWithinHours)
 	}
 	f := Filter{Layers: []Layer{Prospective}, Tags: q.Tags}
 	if err := f.normalize(); err != nil {
@@ -207,11 +208,12 @@ func prepareTaskQuery(q *TaskQuery, now time.Time) (TaskSelection, error) {
 	return TaskSelection{Filter: f, Statuses: statuses, DueBefore: before}, nil
 }
 
-// taskUpdate turns a task update of the stored memory cur into the
-// memory update it makes at time now (a note appended to metadata.notes).
-func taskUpdate(cur Memory, in TaskUpdate, now time.Time) (UpdateInput, error) {
+// TaskUpdateOf turns a task update of the stored memory cur into the
+// memory update UpdateTask makes at time now (a note appended to
+// metadata.notes).
+func TaskUpdateOf(cur Memory, in TaskUpdate, now time.Time) (UpdateInput, error) {
 	if cur.Layer != Prospective {
-		return UpdateInput{}, invalidf("memory %d is a %s memory, not a task; use memory.update", in.ID, cur.Layer)
+		return UpdateInput{}, Invalid("memory %d is a %s memory, not a task; use memory.update", in.ID, cur.Layer)
 	}
 	up := UpdateInput{ID: in.ID, Status: in.Status, DueAt: in.DueAt, Content: in.Content}
 	if note := strings.TrimSpace(in.Note); note != "" {

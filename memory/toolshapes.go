@@ -27,7 +27,7 @@ const maxToolShapeKey = 256
 // MaxToolShapeBytes. It is server state, not a principal's: every caller
 // shares it.
 func (s *Store) PutToolShape(ctx context.Context, source, tool string, shape json.RawMessage) error {
-	compact, err := checkToolShape(source, tool, shape)
+	compact, err := CheckToolShape(source, tool, shape)
 	if err != nil {
 		return err
 	}
@@ -74,8 +74,8 @@ func (s *Store) ToolShapes(ctx context.Context, source string) (map[string]json.
 	return out, nil
 }
 
-// checkToolShape checks a tool shape to store and returns it compacted.
-func checkToolShape(source, tool string, shape json.RawMessage) (string, error) {
+// CheckToolShape checks a tool shape to store and returns it compacted.
+func CheckToolShape(source, tool string, shape json.RawMessage) (string, error) {
 	if err := checkToolShapeKey("source", source); err != nil {
 		return "", err
 	}
@@ -84,17 +84,17 @@ func checkToolShape(source, tool string, shape json.RawMessage) (string, error) 
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, shape); err != nil {
-		return "", invalidf("tool shape of %s %s is not valid JSON: %v", clip(source, 40), clip(tool, 40), err)
+		return "", Invalid("tool shape of %s %s is not valid JSON: %v", Clip(source, 40), Clip(tool, 40), err)
 	}
 	if buf.Len() > MaxToolShapeBytes {
-		return "", tooLargef("tool shape of %s %s is %d bytes as JSON; the limit is %d bytes", clip(source, 40), clip(tool, 40), buf.Len(), MaxToolShapeBytes)
+		return "", TooLarge("tool shape of %s %s is %d bytes as JSON; the limit is %d bytes", Clip(source, 40), Clip(tool, 40), buf.Len(), MaxToolShapeBytes)
 	}
 	return buf.String(), nil
 }
 
 func checkToolShapeKey(what, v string) error {
 	if v == "" || len(v) > maxToolShapeKey {
-		return invalidf("tool shape: %s name must be 1 to %d bytes, got %d", what, maxToolShapeKey, len(v))
+		return Invalid("tool shape: %s name must be 1 to %d bytes, got %d", what, maxToolShapeKey, len(v))
 	}
 	return nil
 }

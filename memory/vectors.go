@@ -223,7 +223,7 @@ func (s *Store) rebuildCodes(ctx context.Context, tx *sql.Tx) error {
 			rows.Close()
 			return fmt.Errorf("read vectors: %w", err)
 		}
-		if buf, err = decodeVector(blob, buf); err != nil {
+		if buf, err = DecodeVector(blob, buf); err != nil {
 			rows.Close()
 			return fmt.Errorf("memory %d: %w", it.id, err)
 		}
@@ -321,7 +321,7 @@ func (s *Store) Reindex(ctx context.Context, e Embedder) (ReindexReport, error) 
 	if e == nil {
 		return ReindexReport{}, fmt.Errorf("reindex: %w: no embedder", ErrInvalid)
 	}
-	if err := checkEmbedder(e); err != nil {
+	if err := CheckEmbedder(e); err != nil {
 		return ReindexReport{}, fmt.Errorf("reindex: %w", err)
 	}
 	s.vmu.Lock()
@@ -357,7 +357,7 @@ func (s *Store) Reindex(ctx context.Context, e Embedder) (ReindexReport, error) 
 					rows.Close()
 					return fmt.Errorf("read memories: %w", err)
 				}
-				it.text = embedText(content, decodeTags(tags))
+				it.text = EmbedText(content, DecodeTags(tags))
 				items = append(items, it)
 			}
 			rows.Close()
@@ -371,7 +371,7 @@ func (s *Store) Reindex(ctx context.Context, e Embedder) (ReindexReport, error) 
 			for i, it := range items {
 				texts[i] = it.text
 			}
-			vs, err := embedWith(ctx, e, texts)
+			vs, err := Embed(ctx, e, texts)
 			if err != nil {
 				return err
 			}
@@ -398,7 +398,7 @@ func (s *Store) Reindex(ctx context.Context, e Embedder) (ReindexReport, error) 
 func putVector(ctx context.Context, tx *sql.Tx, q *quantizer, id int64, principal, layer string, v []float32) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO memory_vectors (memory_id, principal, layer, embedding) VALUES (?, ?, ?, ?)
 		ON CONFLICT (memory_id) DO UPDATE SET principal = excluded.principal, layer = excluded.layer, embedding = excluded.embedding`,
-		id, principal, layer, encodeVector(v)); err != nil {
+		id, principal, layer, EncodeVector(v)); err != nil {
 		return fmt.Errorf("store vector of memory %d: %w", id, err)
 	}
 	return insertCode(ctx, tx, id, principal, layer, q.code(v))

@@ -27,7 +27,7 @@ const (
 // segment), separated by single slashes. It returns a *PathError saying
 // what is wrong.
 func ValidatePath(p string) error {
-	bad := func(reason string) error { return &PathError{Path: clip(p, 80), Reason: reason} }
+	bad := func(reason string) error { return &PathError{Path: Clip(p, 80), Reason: reason} }
 	switch {
 	case p == "":
 		return bad("empty; give a relative path such as notes/todo.md")
@@ -81,7 +81,9 @@ func pathRune(r rune) bool {
 	return false
 }
 
-func pathErr(err error) error {
+// PathToolError turns a *PathError from ValidatePath into the
+// *tools.Error the workspace operations report.
+func PathToolError(err error) error {
 	var pe *PathError
 	if errors.As(err, &pe) {
 		return &tools.Error{Code: CodeInvalidPath, Message: pe.Error(), Err: pe}
@@ -126,14 +128,14 @@ func (s *Store) PutFile(ctx context.Context, in FileInput) (FileInfo, bool, erro
 	principal := tools.CallerFrom(ctx).Principal
 	p, data := in.Path, in.Data
 	if err := ValidatePath(p); err != nil {
-		return FileInfo{}, false, pathErr(err)
+		return FileInfo{}, false, PathToolError(err)
 	}
 	prov, err := s.provenance(ctx, in.Provenance, "")
 	if err != nil {
 		return FileInfo{}, false, err
 	}
 	if int64(len(data)) > s.lim.MaxFileBytes {
-		return FileInfo{}, false, tooLargef("file %s is %d bytes; the limit per file is %d bytes", p, len(data), s.lim.MaxFileBytes)
+		return FileInfo{}, false, TooLarge("file %s is %d bytes; the limit per file is %d bytes", p, len(data), s.lim.MaxFileBytes)
 	}
 	blob := s.enc.EncodeAll(data, nil)
 	now := s.now().UTC().Truncate(time.Millisecond)
@@ -180,7 +182,7 @@ func (s *Store) PutFile(ctx context.Context, in FileInput) (FileInfo, bool, erro
 func (s *Store) ReadFile(ctx context.Context, p string) (FileInfo, []byte, error) {
 	principal := tools.CallerFrom(ctx).Principal
 	if err := ValidatePath(p); err != nil {
-		return FileInfo{}, nil, pathErr(err)
+		return FileInfo{}, nil, PathToolError(err)
 	}
 	var fi FileInfo
 	var blob []byte
@@ -190,7 +192,7 @@ func (s *Store) ReadFile(ctx context.Context, p string) (FileInfo, []byte, error
 		err := tx.QueryRowContext(ctx, `SELECT path, size, stored_size, sha256, data, created_at, updated_at, provenance FROM workspace_files WHERE principal = ? AND path = ?`,
 			principal, p).Scan(&fi.Path, &fi.Size, &fi.StoredSize, &fi.SHA256, &blob, &c, &u, &prov)
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFoundf("no file %s in the workspace; workspace.list() shows the files", p)
+			return NotFound("no file %s in the workspace; workspace.list() shows the files", p)
 		}
 		fi.CreatedAt, fi.UpdatedAt, fi.Provenance = fromMS(c), fromMS(u), provenanceOf(prov)
 		return err
@@ -221,7 +223,7 @@ type WorkspaceListing struct {
 func (s *Store) ListFiles(ctx context.Context, prefix string) (WorkspaceListing, error) {
 	principal := tools.CallerFrom(ctx).Principal
 	if len(prefix) > MaxPathBytes || strings.IndexByte(prefix, 0) >= 0 || strings.HasPrefix(prefix, "/") {
-		return WorkspaceListing{}, pathErr(&PathError{Path: clip(prefix, 80), Reason: "not a valid prefix: relative, no NUL, at most 256 bytes"})
+		return WorkspaceListing{}, PathToolError(&PathError{Path: Clip(prefix, 80), Reason: "not a valid prefix: relative, no NUL, at most 256 bytes"})
 	}
 	out := WorkspaceListing{Files: []FileInfo{}, QuotaBytes: s.lim.MaxWorkspaceBytes, QuotaFiles: s.lim.MaxWorkspaceFiles}
 	err := s.read(ctx, func(tx *sql.Tx) error {
@@ -258,7 +260,7 @@ func (s *Store) ListFiles(ctx context.Context, prefix string) (WorkspaceListing,
 func (s *Store) RemoveFile(ctx context.Context, p string) (bool, error) {
 	principal := tools.CallerFrom(ctx).Principal
 	if err := ValidatePath(p); err != nil {
-		return false, pathErr(err)
+		return false, PathToolError(err)
 	}
 	var removed bool
 	err := s.write(ctx, func(tx *sql.Tx) error {
