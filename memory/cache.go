@@ -114,3 +114,20 @@ func (s *Store) CacheDelete(ctx context.Context, kind, key string) (bool, error)
 	}
 	return n > 0, nil
 }
+
+// CheckCacheSet checks an entry to set as CacheSet does.
+func CheckCacheSet(in CacheSetInput) error {
+	if in.TTL <= 0 {
+		return Invalid("cache set: the time to live must be positive")
+	}
+	if in.Kind == "" || in.Key == "" {
+		return Invalid("cache set: kind and key must not be empty")
+	}
+	return nil
+}
+
+// CacheFull is CacheSet's error when the caller holds n unexpired
+// entries of the kind, its limit, and sets a new key.
+func CacheFull(n int) error {
+	return Quota("the cache holds %d entries already, its limit; delete some (cache.delete) or let them expire", n)
+}

@@ -38,24 +38,89 @@ type codeIndex struct {
 	limit int64 // bytes; negative: keep nothing
 
 	mu    sync.Mutex
-	quant *quantizer // what made the codes held
+	quant *Quantizer // what made the codes held
 	seq   int64      // the last memory_code_log entry applied
-	sets  map[string]*codeSet
+	sets  map[string]*CodeSet
+	used  map[string]uint64 // when each set was last used, by clock
 	bytes int64
 	clock uint64
 }
 
-// codeSet holds one principal's codes in ascending id order.
-type codeSet struct {
+// CodeSet is one principal's binary codes held in memory, searched by
+// Hamming distance: the coarse pass of vector recall on a large store.
+// It holds them in ascending id order. It is not safe for concurrent use.
+type CodeSet struct {
 	ids    []int64
 	layers []uint8  // index in Layers
 	codes  []uint64 // words per code, little-endian, zero-padded
 	words  int
-	used   uint64
+}
+
+// NewCodeSet returns an empty set for codes of q, with room for n.
+func NewCodeSet(q *Quantizer, n int) *CodeSet {
+	words := q.words()
+	return &CodeSet{words: words, ids: make([]int64, 0, n), layers: make([]uint8, 0, n), codes: make([]uint64, 0, n*words)}
+}
+
+// words is how many 64-bit words one of q's codes is compared by.
+func (q *Quantizer) words() int { return (q.bits + 63) / 64 }
+
+// SetBytes is about how much memory a CodeSet of n of q's codes holds.
+func (q *Quantizer) SetBytes(n int) int64 { return setBytes(n, q.words()) }
+
+// Len is the number of codes held.
+func (cs *CodeSet) Len() int { return len(cs.ids) }
+
+// CodeEntry is one memory's code.
+type CodeEntry struct {
+	ID    int64
+	Layer Layer
+	Code  []byte
+}
+
+// Append adds the code of memory id, which must be above every id held
+// (a set loaded in id order).
+func (cs *CodeSet) Append(id int64, layer Layer, code []byte) error {
+	l, ok := layerIndex(string(layer))
+	if !ok {
+		return fmt.Errorf("memory %d has layer %q", id, layer)
+	}
+	if n := len(cs.ids); n > 0 && id <= cs.ids[n-1] {
+		return fmt.Errorf("memory %d appended after %d", id, cs.ids[n-1])
+	}
+	cs.ids = append(cs.ids, id)
+	cs.layers = append(cs.layers, l)
+	var buf [8]byte
+	for w := 0; w < cs.words; w++ {
+		clear(buf[:])
+		copy(buf[:], code[min(8*w, len(code)):])
+		cs.codes = append(cs.codes, binary.LittleEndian.Uint64(buf[:]))
+	}
+	return nil
+}
+
+// Apply puts entries (replacing a held id's) and removes gone ids.
+func (cs *CodeSet) Apply(puts []CodeEntry, gone []int64) {
+	es := make([]codeEntry, 0, len(puts))
+	for _, p := range puts {
+		li, _ := layerIndex(string(p.Layer))
+		es = append(es, codeEntry{id: p.ID, layer: li, code: codeWords(p.Code, cs.words)})
+	}
+	slices.SortFunc(es, func(a, b codeEntry) int { return cmpID(a.id, b.id) })
+	es = slices.CompactFunc(es, func(a, b codeEntry) bool { return a.id == b.id })
+	gone = slices.Clone(gone)
+	slices.Sort(gone)
+	cs.apply(es, gone)
+}
+
+// Nearest returns the ids of the k codes of layers (all when nil)
+// nearest to code, nearest first, ties by id.
+func (cs *CodeSet) Nearest(code []byte, layers []Layer, k int) []int64 {
+	return cs.nearest(codeWords(code, cs.words), layerMask(layers), k)
 }
 
 func newCodeIndex(limit int64) *codeIndex {
-	return &codeIndex{limit: limit, sets: map[string]*codeSet{}}
+	return &codeIndex{limit: limit, sets: map[string]*CodeSet{}, used: map[string]uint64{}}
 }
 
 // codeWords converts a code to the words it is compared by.
@@ -85,14 +150,15 @@ func layerMask(layers []Layer) uint8 {
 	return m
 }
 
-func (cs *codeSet) bytes() int64 { return setBytes(len(cs.ids), cs.words) }
+// Bytes is about how much memory the set holds.
+func (cs *CodeSet) Bytes() int64 { return setBytes(len(cs.ids), cs.words) }
 
 func setBytes(n, words int) int64 { return int64(n) * int64(8+1+8*words) }
 
 // nearest returns the ids of the k codes of layers (all when nil) nearest to
 // code by Hamming distance, nearest first, ties by id. ok is false when the
 // principal's codes are not held: the caller ranks in SQL.
-func (ci *codeIndex) nearest(ctx context.Context, tx *sql.Tx, q *quantizer, principal string, layers []Layer, code []byte, k int) (ids []int64, ok bool, err error) {
+func (ci *codeIndex) nearest(ctx context.Context, tx *sql.Tx, q *Quantizer, principal string, layers []Layer, code []byte, k int) (ids []int64, ok bool, err error) {
 	if ci.limit < 0 {
 		return nil, false, nil
 	}
@@ -127,12 +193,13 @@ func (ci *codeIndex) nearest(ctx context.Context, tx *sql.Tx, q *quantizer, prin
 		}
 	}
 	ci.clock++
-	set.used = ci.clock
-	return set.nearest(codeWords(code, set.words), layerMask(layers), k), true, nil
+	ci.used[principal] = ci.clock
+	return set.Nearest(code, layers, k), true, nil
 }
 
 func (ci *codeIndex) dropAll() {
 	clear(ci.sets)
+	clear(ci.used)
 	ci.bytes = 0
 }
 
@@ -159,7 +226,7 @@ func (ci *codeIndex) catchUp(ctx context.Context, tx *sql.Tx, head int64) (err e
 	}
 	var held int64
 	for _, set := range ci.sets {
-		held += int64(len(set.ids))
+		held += int64(set.Len())
 	}
 	most := max(1024, held/8)
 	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT memory_id FROM memory_code_log WHERE seq > ? AND seq <= ? LIMIT ?`, from, head, most+1)
@@ -184,7 +251,7 @@ func (ci *codeIndex) catchUp(ctx context.Context, tx *sql.Tx, head int64) (err e
 		return nil
 	}
 	slices.Sort(changed)
-	puts := map[string][]codeEntry{}
+	puts := map[string][]CodeEntry{}
 	found := map[int64]bool{}
 	for start := 0; start < len(changed); start += 500 {
 		chunk := changed[start:min(start+500, len(changed))]
@@ -197,24 +264,20 @@ func (ci *codeIndex) catchUp(ctx context.Context, tx *sql.Tx, head int64) (err e
 			return fmt.Errorf("code index: %w", err)
 		}
 		for rows.Next() {
-			var e codeEntry
-			var principal, layer string
-			var code []byte
-			if err := rows.Scan(&e.id, &principal, &layer, &code); err != nil {
+			var e CodeEntry
+			var principal string
+			if err := rows.Scan(&e.ID, &principal, &e.Layer, &e.Code); err != nil {
 				rows.Close()
 				return fmt.Errorf("code index: %w", err)
 			}
-			found[e.id] = true
-			set := ci.sets[principal]
-			if set == nil {
+			found[e.ID] = true
+			if ci.sets[principal] == nil {
 				continue
 			}
-			var ok bool
-			if e.layer, ok = layerIndex(layer); !ok {
+			if !slices.Contains(Layers, e.Layer) {
 				rows.Close()
-				return fmt.Errorf("code index: memory %d has layer %q", e.id, layer)
+				return fmt.Errorf("code index: memory %d has layer %q", e.ID, e.Layer)
 			}
-			e.code = codeWords(code, set.words)
 			puts[principal] = append(puts[principal], e)
 		}
 		rows.Close()
@@ -229,42 +292,41 @@ func (ci *codeIndex) catchUp(ctx context.Context, tx *sql.Tx, head int64) (err e
 		}
 	}
 	for principal, set := range ci.sets {
-		before := set.bytes()
-		set.apply(puts[principal], gone)
-		ci.bytes += set.bytes() - before
+		before := set.Bytes()
+		set.Apply(puts[principal], gone)
+		ci.bytes += set.Bytes() - before
 	}
 	return nil
 }
 
 // load reads the principal's codes, or returns nil when they would not fit.
-func (ci *codeIndex) load(ctx context.Context, tx *sql.Tx, principal string) (*codeSet, error) {
+func (ci *codeIndex) load(ctx context.Context, tx *sql.Tx, principal string) (*CodeSet, error) {
 	n, err := vectorCount(ctx, tx, principal)
 	if err != nil {
 		return nil, err
 	}
-	words := (ci.quant.bits + 63) / 64
-	need := setBytes(n, words)
+	need := ci.quant.SetBytes(n)
 	if need > ci.limit {
 		return nil, nil
 	}
 	for ci.bytes+need > ci.limit && len(ci.sets) > 0 {
 		var lru string
-		var oldest *codeSet
+		var oldest *CodeSet
 		for p, set := range ci.sets {
-			if oldest == nil || set.used < oldest.used {
+			if oldest == nil || ci.used[p] < ci.used[lru] {
 				lru, oldest = p, set
 			}
 		}
-		ci.bytes -= oldest.bytes()
+		ci.bytes -= oldest.Bytes()
 		delete(ci.sets, lru)
+		delete(ci.used, lru)
 	}
-	set := &codeSet{words: words, ids: make([]int64, 0, n), layers: make([]uint8, 0, n), codes: make([]uint64, 0, n*words)}
+	set := NewCodeSet(ci.quant, n)
 	rows, err := tx.QueryContext(ctx, `SELECT memory_id, layer, code FROM memory_codes WHERE principal = ? ORDER BY memory_id`, principal)
 	if err != nil {
 		return nil, fmt.Errorf("code index: %w", err)
 	}
 	defer rows.Close()
-	var buf [8]byte
 	for rows.Next() {
 		var id int64
 		var layer string
@@ -272,23 +334,15 @@ func (ci *codeIndex) load(ctx context.Context, tx *sql.Tx, principal string) (*c
 		if err := rows.Scan(&id, &layer, &code); err != nil {
 			return nil, fmt.Errorf("code index: %w", err)
 		}
-		l, ok := layerIndex(layer)
-		if !ok {
-			return nil, fmt.Errorf("code index: memory %d has layer %q", id, layer)
-		}
-		set.ids = append(set.ids, id)
-		set.layers = append(set.layers, l)
-		for w := 0; w < words; w++ {
-			clear(buf[:])
-			copy(buf[:], code[min(8*w, len(code)):])
-			set.codes = append(set.codes, binary.LittleEndian.Uint64(buf[:]))
+		if err := set.Append(id, Layer(layer), code); err != nil {
+			return nil, fmt.Errorf("code index: %w", err)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("code index: %w", err)
 	}
 	ci.sets[principal] = set
-	ci.bytes += set.bytes()
+	ci.bytes += set.Bytes()
 	return set, nil
 }
 
@@ -300,7 +354,7 @@ type codeEntry struct {
 }
 
 // apply replaces or inserts puts (ascending ids) and removes gone.
-func (cs *codeSet) apply(puts []codeEntry, gone []int64) {
+func (cs *CodeSet) apply(puts []codeEntry, gone []int64) {
 	var inserts []codeEntry
 	for _, e := range puts {
 		if i, ok := slices.BinarySearch(cs.ids, e.id); ok {
@@ -348,7 +402,7 @@ func (cs *codeSet) apply(puts []codeEntry, gone []int64) {
 // nearest ranks the set's codes of the layers in mask (all when 0) by
 // Hamming distance to q and returns the ids of the first k, nearest
 // first, ties by id.
-func (cs *codeSet) nearest(q []uint64, mask uint8, k int) []int64 {
+func (cs *CodeSet) nearest(q []uint64, mask uint8, k int) []int64 {
 	const skip = ^uint16(0)
 	n, w := len(cs.ids), cs.words
 	dist := make([]uint16, n)

@@ -41,7 +41,7 @@ func checkAll(tb testing.TB, s *Store, seed uint64, principals ...string) {
 	tb.Helper()
 	r := rand.New(rand.NewPCG(seed, 1))
 	for q := 0; q < 6; q++ {
-		code := s.quant.code(s.emb.(*HashEmbedder).vector(synthText(r)))
+		code := s.quant.Code(s.emb.(*HashEmbedder).vector(synthText(r)))
 		for _, p := range principals {
 			for _, layers := range [][]Layer{nil, {Semantic}, {Episodic, Procedural}} {
 				for _, k := range []int{1, 10, 200, 5000} {
@@ -142,7 +142,7 @@ func TestCodeIndexLimit(t *testing.T) {
 		mustRemember(t, s, bob, RememberInput{Content: synthText(r)})
 	}
 	words := (s.quant.bits + 63) / 64
-	code := s.quant.code(s.emb.(*HashEmbedder).vector("deploy the database"))
+	code := s.quant.Code(s.emb.(*HashEmbedder).vector("deploy the database"))
 
 	s.codes = newCodeIndex(setBytes(200, words)) // bob fits, the main principal does not
 	if checkCoarse(t, s, "", nil, code, 10) {
@@ -178,7 +178,7 @@ func TestCodeIndexLimit(t *testing.T) {
 
 func TestCodeSetApply(t *testing.T) {
 	code := func(v uint64) []uint64 { return []uint64{v, ^v} }
-	cs := &codeSet{words: 2}
+	cs := &CodeSet{words: 2}
 	cs.apply([]codeEntry{{id: 2, layer: 1, code: code(2)}, {id: 4, layer: 1, code: code(4)}, {id: 6, layer: 1, code: code(6)}}, nil)
 	cs.apply([]codeEntry{{id: 1, layer: 0, code: code(1)}, {id: 4, layer: 3, code: code(40)}, {id: 9, layer: 2, code: code(9)}}, []int64{6, 7})
 	if want := []int64{1, 2, 4, 9}; !slices.Equal(cs.ids, want) {
@@ -242,11 +242,11 @@ func TestRescoreMatchesExact(t *testing.T) {
 			t.Fatalf("%d re-scored, %d exact", len(got), len(want))
 		}
 		for i := range got {
-			if math.Abs(got[i].score-want[i].score) > 1e-5 {
+			if math.Abs(got[i].Score-want[i].Score) > 1e-5 {
 				t.Fatalf("rank %d: re-scored %v, exact %v", i, got[i], want[i])
 			}
 			// Ranks agree except where two scores are within float error.
-			if got[i].id != want[i].id && math.Abs(got[i].score-want[i].score) > 1e-6 {
+			if got[i].ID != want[i].ID && math.Abs(got[i].Score-want[i].Score) > 1e-6 {
 				t.Fatalf("rank %d: re-scored %v, exact %v", i, got[i], want[i])
 			}
 		}

@@ -85,7 +85,7 @@ func (s *Store) Consolidate(ctx context.Context, in ConsolidateInput) (Consolida
 				return err
 			}
 			res.Examined += len(items)
-			groups = append(groups, groupDuplicates(items, in)...)
+			groups = append(groups, GroupDuplicates(items, in)...)
 		}
 		return nil
 	})
@@ -130,7 +130,7 @@ func (s *Store) Consolidate(ctx context.Context, in ConsolidateInput) (Consolida
 				var upd int64
 				err := tx.QueryRowContext(ctx, `SELECT updated_at FROM memories WHERE id = ? AND principal = ?`, m.ID, principal).Scan(&upd)
 				if err != nil || upd != ms(m.UpdatedAt) {
-					return toolErr(CodeConflict, ErrInvalid, "memory %d changed or was deleted during consolidation; nothing was merged; run consolidate again", m.ID)
+					return &tools.Error{Code: CodeConflict, Message: fmt.Sprintf("memory %d changed or was deleted during consolidation; nothing was merged; run consolidate again", m.ID), Err: ErrInvalid}
 				}
 			}
 			sv := p.next
@@ -154,12 +154,11 @@ func (s *Store) Consolidate(ctx context.Context, in ConsolidateInput) (Consolida
 			}
 			var merged []int64
 			for i, m := range p.g.Members {
-				rec, _ := json.Marshal(exported(m, ""))
 				if _, err := tx.ExecContext(ctx, `UPDATE memory_merges SET survivor_id = ? WHERE survivor_id = ?`, sv.ID, m.ID); err != nil {
 					return fmt.Errorf("move provenance: %w", err)
 				}
 				if _, err := tx.ExecContext(ctx, `INSERT INTO memory_merges (merged_id, survivor_id, principal, record, similarity, overlap, merged_at)
-					VALUES (?, ?, ?, ?, ?, ?, ?)`, m.ID, sv.ID, principal, string(rec), Round4(p.g.Similarities[i]), Round4(p.g.Overlaps[i]), ms(now)); err != nil {
+					VALUES (?, ?, ?, ?, ?, ?, ?)`, m.ID, sv.ID, principal, MergeRecord(m, ""), Round4(p.g.Similarities[i]), Round4(p.g.Overlaps[i]), ms(now)); err != nil {
 					return fmt.Errorf("record provenance: %w", err)
 				}
 				merged = append(merged, m.ID)
@@ -199,7 +198,7 @@ func NormalizeConsolidate(in *ConsolidateInput) ([]Layer, error) {
 		return nil, Invalid("limit is %d; it must be between 2 and 5000", in.Limit)
 	}
 	f := Filter{Layers: in.Layers}
-	if err := f.normalize(); err != nil {
+	if err := f.Normalize(); err != nil {
 		return nil, err
 	}
 	if len(f.Layers) == 0 {
@@ -328,7 +327,7 @@ func Round4(x float64) float64 {
 	return float64(int64(x*10000+0.5)) / 10000
 }
 
-func loadForConsolidation(ctx context.Context, tx *sql.Tx, principal string, layer Layer, limit int) ([]*consolidateItem, error) {
+func loadForConsolidation(ctx context.Context, tx *sql.Tx, principal string, layer Layer, limit int) ([]ConsolidateItem, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT m.id, v.embedding FROM memories m JOIN memory_vectors v ON v.memory_id = m.id
 		WHERE m.principal = ? AND m.layer = ? ORDER BY m.created_at DESC, m.id DESC LIMIT ?`, principal, string(layer), limit)
 	if err != nil {
@@ -360,9 +359,9 @@ func loadForConsolidation(ctx context.Context, tx *sql.Tx, principal string, lay
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*consolidateItem, len(mems))
+	out := make([]ConsolidateItem, len(mems))
 	for i, m := range mems {
-		out[i] = &consolidateItem{mem: m, vec: vecs[m.ID], words: wordSet(m.Content)}
+		out[i] = ConsolidateItem{Memory: m, Vector: vecs[m.ID]}
 	}
 	return out, nil
 }
@@ -389,4 +388,27 @@ func jaccard(a, b map[string]bool) float64 {
 		}
 	}
 	return float64(inter) / float64(len(a)+len(b)-inter)
+}
+
+// MergeRecord is the stored record of a memory that consolidation merged
+// away, as memory_merges keeps it.
+func MergeRecord(m Memory, uid string) string {
+	rec, _ := json.Marshal(exported(m, uid))
+	return string(rec)
+}
+
+// ConsolidateItem is a memory with its stored vector, as consolidation
+// compares them.
+type ConsolidateItem struct {
+	Memory Memory
+	Vector []float32
+}
+
+// GroupDuplicates groups the items of one layer as Consolidate does.
+func GroupDuplicates(items []ConsolidateItem, in ConsolidateInput) []DuplicateGroup {
+	its := make([]*consolidateItem, len(items))
+	for i, it := range items {
+		its[i] = &consolidateItem{mem: it.Memory, vec: it.Vector, words: wordSet(it.Memory.Content)}
+	}
+	return groupDuplicates(its, in)
 }

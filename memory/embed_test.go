@@ -372,10 +372,10 @@ func BenchmarkQuantize(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	q := newQuantizer(DefaultDimensions)
+	q := NewQuantizer(DefaultDimensions)
 	b.ReportAllocs()
 	for b.Loop() {
-		q.code(vs[0])
+		q.Code(vs[0])
 	}
 }
 

@@ -89,3 +89,13 @@ func (e *NoStoreError) Error() string {
 }
 
 func (e *NoStoreError) Unwrap() error { return ErrNoStore }
+
+// Quota is a *tools.Error with CodeQuotaExceeded wrapping ErrQuota.
+func Quota(format string, args ...any) *tools.Error {
+	return toolErr(CodeQuotaExceeded, ErrQuota, format, args...)
+}
+
+// Conflict is a *tools.Error with CodeConflict wrapping ErrConflict.
+func Conflict(format string, args ...any) *tools.Error {
+	return toolErr(CodeConflict, ErrConflict, format, args...)
+}

@@ -370,7 +370,7 @@ func (s *Store) exportMemories(ctx context.Context, tx *sql.Tx, emit func(Record
 // importMemory is a memory record of an import, validated.
 type importMemory struct {
 	rec    int // index of the record
-	p      prepared
+	p      PreparedMemory
 	m      *ExportedMemory
 	owner  string
 	merges []MergedMemory
@@ -412,7 +412,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (ImportReport, error) {
 			return rep, fmt.Errorf("import: record %d: %w: memory record without memory", i+1, ErrInvalid)
 		}
 		m := rec.Memory
-		p, err := s.prepareImport(ctx, rec)
+		p, err := PrepareImport(ctx, rec, s.lim, s.now())
 		if err != nil {
 			return rep, fmt.Errorf("import: record %d (memory %d): %w", i+1, m.ID, err)
 		}
@@ -439,7 +439,7 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (ImportReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("import: %w", err)
 	}
-	err = EmbedEach(ctx, s.emb, missing, func(m *importMemory) string { return m.p.text }, func(m *importMemory, v []float32) { m.vec = v })
+	err = EmbedEach(ctx, s.emb, missing, func(m *importMemory) string { return m.p.Text }, func(m *importMemory, v []float32) { m.vec = v })
 	if err != nil {
 		return rep, fmt.Errorf("import: %w", err)
 	}
@@ -475,16 +475,20 @@ func (s *Store) Import(ctx context.Context, r io.Reader) (ImportReport, error) {
 	return rep, nil
 }
 
-// prepareImport checks the memory of an import record as Remember would,
-// keeping its session, provenance and stable identity.
-func (s *Store) prepareImport(ctx context.Context, rec Record) (prepared, error) {
+// PrepareImport checks the memory of an import record as Import does and
+// completes it as Remember would, keeping its session, provenance and
+// stable identity (UID).
+func PrepareImport(ctx context.Context, rec Record, lim Limits, now time.Time) (PreparedMemory, error) {
 	m := rec.Memory
+	if m == nil {
+		return PreparedMemory{}, fmt.Errorf("%w: memory record without memory", ErrInvalid)
+	}
 	ctx = tools.WithCaller(ctx, tools.Caller{Principal: rec.Principal, Session: m.Session})
 	imp := m.Importance
-	p, err := s.prepareRemember(ctx, RememberInput{Layer: m.Layer, Content: m.Content, Tags: m.Tags, Metadata: m.Metadata,
+	p, err := PrepareMemory(ctx, RememberInput{Layer: m.Layer, Content: m.Content, Tags: m.Tags, Metadata: m.Metadata,
 		Importance: &imp, Source: m.Source, Session: m.Session, OccurredAt: m.OccurredAt, DueAt: m.DueAt, Status: m.Status, Entities: m.Entities,
-		Provenance: m.Provenance}, "")
-	p.uid = m.UID
+		Provenance: m.Provenance}, lim, now, "")
+	p.UID = m.UID
 	return p, err
 }
 
@@ -539,7 +543,7 @@ func memoryPresent(ctx context.Context, q queryer, m *importMemory) (bool, error
 		err = q.QueryRowContext(ctx, `SELECT count(*) FROM memories WHERE uid = ?`, m.m.UID).Scan(&n)
 	} else {
 		err = q.QueryRowContext(ctx, `SELECT count(*) FROM memories WHERE principal = ? AND layer = ? AND content = ? AND created_at = ?`,
-			m.owner, string(m.p.in.Layer), m.p.in.Content, ms(m.m.CreatedAt)).Scan(&n)
+			m.owner, string(m.p.Input.Layer), m.p.Input.Content, ms(m.m.CreatedAt)).Scan(&n)
 	}
 	if err != nil {
 		return false, fmt.Errorf("find memory: %w", err)
@@ -559,7 +563,7 @@ func (s *Store) importMemory(ctx context.Context, tx *sql.Tx, m *importMemory) (
 	if m.vec == nil {
 		// Added and then removed between the read and this write: a
 		// rare race; import it with a vector computed now.
-		vs, err := Embed(ctx, s.emb, []string{m.p.text})
+		vs, err := Embed(ctx, s.emb, []string{m.p.Text})
 		if err != nil {
 			return 0, err
 		}
@@ -823,7 +827,7 @@ func (s *Store) importFile(ctx context.Context, tx *sql.Tx, rec Record) (ImportO
 	if outcome == Skipped {
 		return Skipped, nil
 	}
-	prov, err := s.provenance(ctx, f.Provenance, "file "+f.Path+": ")
+	prov, err := Provenance(ctx, f.Provenance, "file "+f.Path+": ", s.lim)
 	if err != nil {
 		return 0, err
 	}
@@ -835,4 +839,80 @@ func (s *Store) importFile(ctx context.Context, tx *sql.Tx, rec Record) (ImportO
 		return 0, fmt.Errorf("file %s: %w", f.Path, err)
 	}
 	return outcome, nil
+}
+
+// ImportSteps are what a backend does with each kind of record of an
+// export, within the transaction it imports in; ApplyImport calls them in
+// the records' order. Memory gets the index of its record.
+type ImportSteps struct {
+	Memory                 func(i int) (ImportOutcome, error)
+	Entity, Relation, File func(rec Record) (ImportOutcome, error)
+	Skill                  func(rec Record) (ImportOutcome, []SkillChange, error)
+}
+
+// ApplyImport imports recs with the backend's steps, counts in rep what
+// was done, and returns the skill changes to announce once the
+// transaction commits. Every backend imports through it, so that they
+// count and refuse alike.
+func ApplyImport(recs []Record, steps ImportSteps, rep *ImportReport) ([]SkillChange, error) {
+	var changes []SkillChange
+	for i, rec := range recs {
+		var outcome ImportOutcome
+		var err error
+		switch rec.Kind {
+		case "header":
+			continue
+		case "memory":
+			outcome, err = steps.Memory(i)
+		case "entity":
+			outcome, err = steps.Entity(rec)
+		case "relation":
+			outcome, err = steps.Relation(rec)
+		case "skill", "published_skill":
+			var chs []SkillChange
+			outcome, chs, err = steps.Skill(rec)
+			changes = append(changes, chs...)
+		case "file":
+			outcome, err = steps.File(rec)
+		default:
+			err = fmt.Errorf("%w: unknown record kind %q", ErrInvalid, rec.Kind)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("record %d (%s): %w", i+1, rec.Kind, err)
+		}
+		rep.Count(rec.Kind, outcome)
+	}
+	return changes, nil
+}
+
+// EmbedEach embeds the text of each item with e, 512 at a time, and hands
+// each its vector.
+func EmbedEach[T any](ctx context.Context, e Embedder, items []T, text func(T) string, set func(T, []float32)) error {
+	for start := 0; start < len(items); start += 512 {
+		batch := items[start:min(start+512, len(items))]
+		texts := make([]string, len(batch))
+		for i, it := range batch {
+			texts[i] = text(it)
+		}
+		vs, err := Embed(ctx, e, texts)
+		if err != nil {
+			return err
+		}
+		for i, it := range batch {
+			set(it, vs[i])
+		}
+	}
+	return nil
+}
+
+// Count adds a record of kind and what was done with it to r.
+func (r *ImportReport) Count(kind string, o ImportOutcome) {
+	switch o {
+	case Imported:
+		r.Imported.add(kind)
+	case Updated:
+		r.Updated.add(kind)
+	case Skipped:
+		r.Skipped++
+	}
 }

@@ -13,7 +13,7 @@ import (
 // referenceKeyword is the plain BM25 ranking of the FTS5 query made of
 // words over the principal's index, filtered in SQL: what keywordSearch
 // must return.
-func referenceKeyword(tb testing.TB, tx *sql.Tx, principal string, f Filter, words []string, depth int) []scored {
+func referenceKeyword(tb testing.TB, tx *sql.Tx, principal string, f Filter, words []string, depth int) []Scored {
 	tb.Helper()
 	table, ok, err := ftsTable(tb.Context(), tx, principal)
 	if err != nil || !ok {

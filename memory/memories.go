@@ -237,67 +237,76 @@ func parseLayer(field string, l Layer) error {
 	return nil
 }
 
-// prepared is a validated RememberInput ready to insert.
-type prepared struct {
-	in         RememberInput
-	importance float64
-	metadata   json.RawMessage
-	provenance json.RawMessage
-	text       string
-	uid        string // stable identity; "" means a new one
+// PreparedMemory is a RememberInput checked and completed: defaults set,
+// tags, metadata and entities normalized, provenance taken from the
+// context, and the text its vector is made from.
+type PreparedMemory struct {
+	Input      RememberInput
+	Importance float64
+	Metadata   json.RawMessage
+	Provenance json.RawMessage
+	// Text is what the embedder is given: content and tags.
+	Text string
+	// UID is the stable identity of an imported memory (PrepareImport);
+	// "" means a new one.
+	UID string
 }
 
-func (s *Store) prepareRemember(ctx context.Context, in RememberInput, field string) (prepared, error) {
-	p := prepared{in: in}
-	if p.in.Layer == "" {
-		p.in.Layer = Semantic
+// PrepareMemory checks in against lim and completes it as Remember does;
+// now is the time an episodic memory happened when in has none. field
+// prefixes messages ("memories[3].").
+func PrepareMemory(ctx context.Context, in RememberInput, lim Limits, now time.Time, field string) (PreparedMemory, error) {
+	lim = lim.Defaults()
+	p := PreparedMemory{Input: in}
+	if p.Input.Layer == "" {
+		p.Input.Layer = Semantic
 	}
-	if err := parseLayer(field+"layer", p.in.Layer); err != nil {
+	if err := parseLayer(field+"layer", p.Input.Layer); err != nil {
 		return p, err
 	}
-	if err := validateText(field+"content", in.Content, s.lim.MaxContentBytes, true); err != nil {
+	if err := validateText(field+"content", in.Content, lim.MaxContentBytes, true); err != nil {
 		return p, err
 	}
 	var err error
-	if p.in.Tags, err = normalizeTags(field+"tags", in.Tags, s.lim.MaxTags); err != nil {
+	if p.Input.Tags, err = normalizeTags(field+"tags", in.Tags, lim.MaxTags); err != nil {
 		return p, err
 	}
-	if p.metadata, err = normalizeObject(field+"metadata", in.Metadata, s.lim.MaxMetadataBytes); err != nil {
+	if p.Metadata, err = normalizeObject(field+"metadata", in.Metadata, lim.MaxMetadataBytes); err != nil {
 		return p, err
 	}
-	if p.importance, err = checkImportance(field+"importance", in.Importance); err != nil {
+	if p.Importance, err = checkImportance(field+"importance", in.Importance); err != nil {
 		return p, err
 	}
 	if err := validateText(field+"source", in.Source, maxSourceLen, false); err != nil {
 		return p, err
 	}
-	if p.in.Session == "" {
-		p.in.Session = tools.CallerFrom(ctx).Session
+	if p.Input.Session == "" {
+		p.Input.Session = tools.CallerFrom(ctx).Session
 	}
-	if err := validateText(field+"session", p.in.Session, maxSessionLen, false); err != nil {
+	if err := validateText(field+"session", p.Input.Session, maxSessionLen, false); err != nil {
 		return p, err
 	}
-	if p.in.Entities, err = NormalizeEntities(in.Entities); err != nil {
+	if p.Input.Entities, err = NormalizeEntities(in.Entities); err != nil {
 		return p, err
 	}
-	if p.provenance, err = s.provenance(ctx, in.Provenance, field); err != nil {
+	if p.Provenance, err = Provenance(ctx, in.Provenance, field, lim); err != nil {
 		return p, err
 	}
-	if p.in.Layer == Prospective {
-		if p.in.Status == "" {
-			p.in.Status = StatusOpen
+	if p.Input.Layer == Prospective {
+		if p.Input.Status == "" {
+			p.Input.Status = StatusOpen
 		}
-		if !p.in.Status.valid() {
+		if !p.Input.Status.valid() {
 			return p, Invalid("%sstatus %q is not a task status; use one of open, in_progress, done, cancelled", field, Clip(string(in.Status), 40))
 		}
 	} else if in.Status != "" || in.DueAt != nil {
-		return p, Invalid("%sstatus and due_at apply to the prospective layer only; this memory's layer is %s (use memory.task_add for tasks)", field, p.in.Layer)
+		return p, Invalid("%sstatus and due_at apply to the prospective layer only; this memory's layer is %s (use memory.task_add for tasks)", field, p.Input.Layer)
 	}
-	if p.in.Layer == Episodic && p.in.OccurredAt == nil {
-		t := s.now().UTC()
-		p.in.OccurredAt = &t
+	if p.Input.Layer == Episodic && p.Input.OccurredAt == nil {
+		t := now.UTC()
+		p.Input.OccurredAt = &t
 	}
-	p.text = EmbedText(in.Content, p.in.Tags)
+	p.Text = EmbedText(in.Content, p.Input.Tags)
 	return p, nil
 }
 
@@ -326,19 +335,19 @@ func (s *Store) RememberBatch(ctx context.Context, ins []RememberInput) ([]Memor
 		return nil, nil
 	}
 	principal := tools.CallerFrom(ctx).Principal
-	ps := make([]prepared, len(ins))
+	ps := make([]PreparedMemory, len(ins))
 	texts := make([]string, len(ins))
 	for i, in := range ins {
 		field := ""
 		if len(ins) > 1 {
 			field = fmt.Sprintf("items[%d].", i)
 		}
-		p, err := s.prepareRemember(ctx, in, field)
+		p, err := PrepareMemory(ctx, in, s.lim, s.now(), field)
 		if err != nil {
 			return nil, err
 		}
 		ps[i] = p
-		texts[i] = p.text
+		texts[i] = p.Text
 	}
 	s.vmu.RLock()
 	defer s.vmu.RUnlock()
@@ -371,10 +380,10 @@ func (s *Store) RememberBatch(ctx context.Context, ins []RememberInput) ([]Memor
 	out := make([]Memory, len(ps))
 	for i, p := range ps {
 		out[i] = Memory{
-			ID: ids[i], Layer: p.in.Layer, Content: p.in.Content, Tags: p.in.Tags, Metadata: p.metadata,
-			Importance: p.importance, Source: p.in.Source, Session: p.in.Session,
-			OccurredAt: utcPtr(p.in.OccurredAt), DueAt: utcPtr(p.in.DueAt), Status: p.in.Status,
-			Entities: p.in.Entities, Provenance: p.provenance, CreatedAt: now, UpdatedAt: now,
+			ID: ids[i], Layer: p.Input.Layer, Content: p.Input.Content, Tags: p.Input.Tags, Metadata: p.Metadata,
+			Importance: p.Importance, Source: p.Input.Source, Session: p.Input.Session,
+			OccurredAt: utcPtr(p.Input.OccurredAt), DueAt: utcPtr(p.Input.DueAt), Status: p.Input.Status,
+			Entities: p.Input.Entities, Provenance: p.Provenance, CreatedAt: now, UpdatedAt: now,
 		}
 	}
 	return out, nil
@@ -388,24 +397,24 @@ func utcPtr(t *time.Time) *time.Time {
 	return &u
 }
 
-// insertMemory writes one prepared memory, its tags, vector, code,
+// insertMemory writes one PreparedMemory memory, its tags, vector, code,
 // full-text entry (in fts, the principal's index: ensureFTSTable) and
 // entity links.
-func (s *Store) insertMemory(ctx context.Context, tx *sql.Tx, principal, fts string, p prepared, v []float32, created, updated time.Time) (int64, error) {
-	tagsJSON := EncodeTags(p.in.Tags)
-	uid := p.uid
+func (s *Store) insertMemory(ctx context.Context, tx *sql.Tx, principal, fts string, p PreparedMemory, v []float32, created, updated time.Time) (int64, error) {
+	tagsJSON := EncodeTags(p.Input.Tags)
+	uid := p.UID
 	if uid == "" {
 		uid = NewID()
 	}
 	var status any
-	if p.in.Layer == Prospective {
-		status = string(p.in.Status)
+	if p.Input.Layer == Prospective {
+		status = string(p.Input.Status)
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO memories
 		(principal, layer, content, tags, metadata, importance, source, session, occurred_at, due_at, status, created_at, updated_at, provenance, uid)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		principal, string(p.in.Layer), p.in.Content, tagsJSON, string(p.metadata), p.importance, p.in.Source, p.in.Session,
-		nullMS(p.in.OccurredAt), nullMS(p.in.DueAt), status, ms(created), ms(updated), provenanceArg(p.provenance), uid)
+		principal, string(p.Input.Layer), p.Input.Content, tagsJSON, string(p.Metadata), p.Importance, p.Input.Source, p.Input.Session,
+		nullMS(p.Input.OccurredAt), nullMS(p.Input.DueAt), status, ms(created), ms(updated), provenanceArg(p.Provenance), uid)
 	if err != nil {
 		return 0, fmt.Errorf("insert memory: %w", err)
 	}
@@ -413,17 +422,17 @@ func (s *Store) insertMemory(ctx context.Context, tx *sql.Tx, principal, fts str
 	if err != nil {
 		return 0, fmt.Errorf("insert memory: %w", err)
 	}
-	if err := insertTags(ctx, tx, id, p.in.Tags); err != nil {
+	if err := insertTags(ctx, tx, id, p.Input.Tags); err != nil {
 		return 0, err
 	}
-	if err := putVector(ctx, tx, s.quant, id, principal, string(p.in.Layer), v); err != nil {
+	if err := putVector(ctx, tx, s.quant, id, principal, string(p.Input.Layer), v); err != nil {
 		return 0, err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO `+fts+` (rowid, content, tags) VALUES (?, ?, ?)`, id, p.in.Content, strings.Join(p.in.Tags, " ")); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO `+fts+` (rowid, content, tags) VALUES (?, ?, ?)`, id, p.Input.Content, strings.Join(p.Input.Tags, " ")); err != nil {
 		return 0, fmt.Errorf("index memory text: %w", err)
 	}
-	if len(p.in.Entities) > 0 {
-		if err := s.linkEntities(ctx, tx, principal, id, p.in.Entities, created); err != nil {
+	if len(p.Input.Entities) > 0 {
+		if err := s.linkEntities(ctx, tx, principal, id, p.Input.Entities, created); err != nil {
 			return 0, err
 		}
 	}
@@ -706,7 +715,7 @@ func (s *Store) Update(ctx context.Context, in UpdateInput) (Memory, error) {
 	if in.ID <= 0 {
 		return Memory{}, Invalid("id must be a positive memory id")
 	}
-	prov, err := s.provenance(ctx, in.Provenance, "")
+	prov, err := Provenance(ctx, in.Provenance, "", s.lim)
 	if err != nil {
 		return Memory{}, err
 	}
@@ -732,7 +741,7 @@ func (s *Store) Update(ctx context.Context, in UpdateInput) (Memory, error) {
 		}); err != nil {
 			return Memory{}, err
 		}
-		next, err := s.applyUpdate(cur, in)
+		next, err := ApplyUpdate(cur, in, s.lim)
 		if err != nil {
 			return Memory{}, err
 		}
@@ -826,7 +835,7 @@ func (s *Store) Update(ctx context.Context, in UpdateInput) (Memory, error) {
 			if attempt < 5 {
 				continue
 			}
-			return Memory{}, toolErr(CodeConflict, ErrInvalid, "memory %d keeps changing under concurrent updates; try again", in.ID)
+			return Memory{}, &tools.Error{Code: CodeConflict, Message: fmt.Sprintf("memory %d keeps changing under concurrent updates; try again", in.ID), Err: ErrInvalid}
 		}
 		var out Memory
 		err = s.read(ctx, func(tx *sql.Tx) error {
@@ -844,12 +853,14 @@ func (s *Store) Update(ctx context.Context, in UpdateInput) (Memory, error) {
 	}
 }
 
-// applyUpdate returns cur changed by in, validated.
-func (s *Store) applyUpdate(cur Memory, in UpdateInput) (Memory, error) {
+// ApplyUpdate returns cur changed by in, validated against lim, as Update
+// does (tags normalized, metadata merged, task fields checked).
+func ApplyUpdate(cur Memory, in UpdateInput, lim Limits) (Memory, error) {
+	lim = lim.Defaults()
 	next := cur
 	var err error
 	if in.Content != nil {
-		if err := validateText("content", *in.Content, s.lim.MaxContentBytes, true); err != nil {
+		if err := validateText("content", *in.Content, lim.MaxContentBytes, true); err != nil {
 			return next, err
 		}
 		next.Content = *in.Content
@@ -861,32 +872,32 @@ func (s *Store) applyUpdate(cur Memory, in UpdateInput) (Memory, error) {
 		next.Layer = *in.Layer
 	}
 	if in.Tags != nil {
-		if next.Tags, err = normalizeTags("tags", *in.Tags, s.lim.MaxTags); err != nil {
+		if next.Tags, err = normalizeTags("tags", *in.Tags, lim.MaxTags); err != nil {
 			return next, err
 		}
 	}
 	if len(in.AddTags) > 0 || len(in.DropTags) > 0 {
-		add, err := normalizeTags("add_tags", in.AddTags, s.lim.MaxTags)
+		add, err := normalizeTags("add_tags", in.AddTags, lim.MaxTags)
 		if err != nil {
 			return next, err
 		}
-		drop, err := normalizeTags("remove_tags", in.DropTags, s.lim.MaxTags)
+		drop, err := normalizeTags("remove_tags", in.DropTags, lim.MaxTags)
 		if err != nil {
 			return next, err
 		}
 		tags := slices.Clone(next.Tags)
 		tags = slices.DeleteFunc(tags, func(t string) bool { return slices.Contains(drop, t) })
-		if next.Tags, err = normalizeTags("tags", append(tags, add...), s.lim.MaxTags); err != nil {
+		if next.Tags, err = normalizeTags("tags", append(tags, add...), lim.MaxTags); err != nil {
 			return next, err
 		}
 	}
 	if len(in.Metadata) > 0 {
-		if next.Metadata, err = normalizeObject("metadata", in.Metadata, s.lim.MaxMetadataBytes); err != nil {
+		if next.Metadata, err = normalizeObject("metadata", in.Metadata, lim.MaxMetadataBytes); err != nil {
 			return next, err
 		}
 	}
 	if len(in.MergeMetadata) > 0 {
-		patch, err := normalizeObject("merge_metadata", in.MergeMetadata, s.lim.MaxMetadataBytes)
+		patch, err := normalizeObject("merge_metadata", in.MergeMetadata, lim.MaxMetadataBytes)
 		if err != nil {
 			return next, err
 		}
@@ -894,7 +905,7 @@ func (s *Store) applyUpdate(cur Memory, in UpdateInput) (Memory, error) {
 		if err != nil {
 			return next, err
 		}
-		if next.Metadata, err = normalizeObject("metadata", merged, s.lim.MaxMetadataBytes); err != nil {
+		if next.Metadata, err = normalizeObject("metadata", merged, lim.MaxMetadataBytes); err != nil {
 			return next, err
 		}
 	}
@@ -972,7 +983,9 @@ func (f Filter) onlyLayers() bool {
 	return len(f.Tags) == 0 && f.Session == "" && f.Since == nil && f.Until == nil && f.Entity == ""
 }
 
-func (f *Filter) normalize() error {
+// Normalize checks a filter and puts it in canonical form (layers
+// sorted, tags lower-cased), as Recall and Forget do.
+func (f *Filter) Normalize() error {
 	for i, l := range f.Layers {
 		if err := parseLayer(fmt.Sprintf("layers[%d]", i), l); err != nil {
 			return err
@@ -1108,7 +1121,7 @@ func (s *Store) Forget(ctx context.Context, in ForgetInput) (ForgetResult, error
 // CheckForget checks what in asks to forget, as Forget does, and reports
 // whether it selects by filter (or Before, or All) rather than by ids.
 func CheckForget(in *ForgetInput) (bool, error) {
-	if err := in.Filter.normalize(); err != nil {
+	if err := in.Filter.Normalize(); err != nil {
 		return false, err
 	}
 	byFilter := !in.Filter.empty() || in.Before != nil

@@ -281,3 +281,69 @@ func (s *Store) FinishPlan(ctx context.Context, id, state string) error {
 	}
 	return nil
 }
+
+// NewPlan checks a plan to save for principal as SavePlan does and makes
+// it at now: its id, the plan as saved (steps numbered from 1, pending)
+// and the hash over its steps that ClaimPlan checks.
+func NewPlan(principal string, in SavePlanInput, now time.Time) (id string, p Plan, stepsHash string, err error) {
+	if in.TTL <= 0 {
+		return "", Plan{}, "", Invalid("save plan: the time to live must be positive")
+	}
+	if len(in.Steps) == 0 || len(in.Steps) > maxPlanSteps {
+		return "", Plan{}, "", Invalid("save plan: want 1 to %d steps, got %d", maxPlanSteps, len(in.Steps))
+	}
+	id = "plan_" + NewID()
+	p = Plan{IDHash: PlanIDHash(id), Principal: principal, Session: in.Session, ExecutionID: in.ExecutionID, State: PlanPlanned,
+		CreatedAt: now.UTC(), ExpiresAt: now.Add(in.TTL).UTC()}
+	for i, st := range in.Steps {
+		if !json.Valid(st.Args) {
+			return "", Plan{}, "", Invalid("save plan: step %d: arguments are not JSON", i+1)
+		}
+		st.Seq, st.Status, st.ErrorCode = i+1, StepPending, ""
+		p.Steps = append(p.Steps, st)
+	}
+	return id, p, planStepsHash(p.Steps), nil
+}
+
+// PlanNotFound is ClaimPlan's error for an id that is not a plan of the
+// caller's.
+func PlanNotFound(id string) error {
+	return NotFound("no plan %s for you: plans are bound to the principal that made them; make a new one with execute_code {mode: \"plan\"}", Clip(id, 40))
+}
+
+// CheckClaim is ClaimPlan's verdict on the caller's plan id as stored (p,
+// with its state, expiry and steps, and storedHash, the hash saved with
+// it) at now: nil when it may be claimed, else the error ClaimPlan
+// returns (CodePlanCommitted, CodePlanExpired or CodePlanAltered, in that
+// order of precedence).
+func CheckClaim(id string, p Plan, storedHash string, now time.Time) error {
+	if p.State != PlanPlanned {
+		return PlanCommittedError(id, p.State)
+	}
+	if !now.Before(p.ExpiresAt) {
+		return toolErr(CodePlanExpired, ErrPlanExpired, "plan %s expired at %s; make a new one", Clip(id, 40), p.ExpiresAt.Format(time.RFC3339))
+	}
+	if planStepsHash(p.Steps) != storedHash {
+		return toolErr(CodePlanAltered, ErrPlanAltered, "plan %s was altered in the store since it was made; it will not run", Clip(id, 40))
+	}
+	return nil
+}
+
+// PlanCommittedError is ClaimPlan's error for a plan in state (committing,
+// committed or failed; empty when a concurrent claim took it first).
+func PlanCommittedError(id, state string) error {
+	if state == "" {
+		return toolErr(CodePlanCommitted, ErrPlanCommitted, "plan %s was committed already; a plan runs once", Clip(id, 40))
+	}
+	return toolErr(CodePlanCommitted, ErrPlanCommitted, "plan %s was committed already (%s); a plan runs once: make a new one to run its writes again", Clip(id, 40), state)
+}
+
+// KeepPlans is how long Prune keeps a plan that was claimed, counted from
+// its creation: the audit log's age limit, or 30 days without one. (A
+// plan never claimed goes once it expires.)
+func KeepPlans(r Retention) time.Duration {
+	if r.ExecutionsMaxAge < 0 {
+		return 30 * 24 * time.Hour
+	}
+	return r.ExecutionsMaxAge
+}

@@ -32,9 +32,11 @@ func ProvenanceFrom(ctx context.Context) json.RawMessage {
 	return p
 }
 
-// provenance returns the provenance to record, given or from ctx,
-// compacted; nil (and a nil column value) when there is none.
-func (s *Store) provenance(ctx context.Context, given json.RawMessage, field string) (json.RawMessage, error) {
+// Provenance returns the provenance to record: given, or else the
+// context's (WithProvenance), compacted, at most lim.MaxMetadataBytes;
+// nil (and a nil column value) when there is none. field prefixes the
+// message of an invalid one.
+func Provenance(ctx context.Context, given json.RawMessage, field string, lim Limits) (json.RawMessage, error) {
 	p := given
 	if len(bytes.TrimSpace(p)) == 0 {
 		p = ProvenanceFrom(ctx)
@@ -47,8 +49,8 @@ func (s *Store) provenance(ctx context.Context, given json.RawMessage, field str
 	if err := json.Compact(&buf, p); err != nil {
 		return nil, Invalid("%sprovenance is not valid JSON: %v", field, err)
 	}
-	if buf.Len() > s.lim.MaxMetadataBytes {
-		return nil, TooLarge("%sprovenance is %d bytes as JSON; the limit is %d bytes", field, buf.Len(), s.lim.MaxMetadataBytes)
+	if limit := lim.Defaults().MaxMetadataBytes; buf.Len() > limit {
+		return nil, TooLarge("%sprovenance is %d bytes as JSON; the limit is %d bytes", field, buf.Len(), limit)
 	}
 	return json.RawMessage(buf.Bytes()), nil
 }

@@ -77,10 +77,10 @@ type RecallResult struct {
 	CommonWords []string `json:"common_words,omitempty"`
 }
 
-// scored is a memory id with a score from one retriever.
-type scored struct {
-	id    int64
-	score float64
+// Scored is a memory id with the score one retriever gave it.
+type Scored struct {
+	ID    int64
+	Score float64
 }
 
 // Recall searches the caller's memories: vector similarity and BM25 each
@@ -89,7 +89,7 @@ type scored struct {
 // answer. Returned memories have their access counted.
 func (s *Store) Recall(ctx context.Context, in RecallInput) (RecallResult, error) {
 	principal := tools.CallerFrom(ctx).Principal
-	if err := s.normalizeRecall(&in); err != nil {
+	if err := NormalizeRecall(&in, s.lim); err != nil {
 		return RecallResult{}, err
 	}
 	s.vmu.RLock()
@@ -112,7 +112,7 @@ func (s *Store) Recall(ctx context.Context, in RecallInput) (RecallResult, error
 	out := RecallResult{Mode: in.Mode, Results: []Hit{}, Exact: true}
 	now := s.now()
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		var vec, kw []scored
+		var vec, kw []Scored
 		var err error
 		if qvec != nil {
 			if vec, out.Exact, err = s.vectorSearch(ctx, tx, principal, in.Filter, qvec, depth, in.Limit, in.Exact); err != nil {
@@ -128,7 +128,7 @@ func (s *Store) Recall(ctx context.Context, in RecallInput) (RecallResult, error
 				return err
 			}
 		}
-		hits := fuse(in.Mode, vec, kw)
+		hits := Fuse(in.Mode, vec, kw)
 		if in.RecencyWeight > 0 {
 			if err := applyRecency(ctx, tx, hits, now, in.RecencyWeight, in.HalfLifeDays); err != nil {
 				return err
@@ -175,18 +175,20 @@ func cmpID(a, b int64) int {
 	return 0
 }
 
-func (s *Store) normalizeRecall(in *RecallInput) error {
+// NormalizeRecall checks a recall against lim and sets its defaults, as
+// Recall does.
+func NormalizeRecall(in *RecallInput, lim Limits) error {
 	in.Query = strings.TrimSpace(in.Query)
 	if in.Query == "" {
 		return Invalid("query is empty; describe what to recall")
 	}
-	if err := validateText("query", in.Query, s.lim.MaxContentBytes, true); err != nil {
+	if err := validateText("query", in.Query, lim.Defaults().MaxContentBytes, true); err != nil {
 		return err
 	}
 	if in.Layer != "" {
 		in.Layers = append(in.Layers, in.Layer)
 	}
-	if err := in.Filter.normalize(); err != nil {
+	if err := in.Filter.Normalize(); err != nil {
 		return err
 	}
 	if in.Limit == 0 {
@@ -214,9 +216,12 @@ func (s *Store) normalizeRecall(in *RecallInput) error {
 	return nil
 }
 
-// fuse merges the ranked lists. In hybrid mode each list contributes
-// 1/(rrfK+rank), scaled so that first place in every list scores 1.
-func fuse(mode string, vec, kw []scored) []Hit {
+// Fuse merges a vector list and a keyword list, each best first, into
+// hits as Recall does: in hybrid mode by reciprocal rank fusion (each list
+// contributes 1/(rrfK+rank), scaled so that first place in both lists
+// scores 1), else by the list's own score.
+// The hits are in no particular order; see SortHits.
+func Fuse(mode string, vec, kw []Scored) []Hit {
 	byID := map[int64]*Hit{}
 	var order []int64
 	get := func(id int64) *Hit {
@@ -236,8 +241,8 @@ func fuse(mode string, vec, kw []scored) []Hit {
 		lists++
 	}
 	for i, c := range vec {
-		h := get(c.id)
-		v := c.score
+		h := get(c.ID)
+		v := c.Score
 		h.VectorScore, h.VectorRank = &v, i+1
 		switch mode {
 		case ModeHybrid:
@@ -247,8 +252,8 @@ func fuse(mode string, vec, kw []scored) []Hit {
 		}
 	}
 	for i, c := range kw {
-		h := get(c.id)
-		v := c.score
+		h := get(c.ID)
+		v := c.Score
 		h.KeywordScore, h.KeywordRank = &v, i+1
 		switch mode {
 		case ModeHybrid:
@@ -272,10 +277,8 @@ func applyRecency(ctx context.Context, tx *sql.Tx, hits []Hit, now time.Time, w,
 	if len(hits) == 0 {
 		return nil
 	}
-	idx := map[int64]int{}
 	args := make([]any, len(hits))
 	for i, h := range hits {
-		idx[h.ID] = i
 		args[i] = h.ID
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT id, coalesce(occurred_at, created_at) FROM memories WHERE id IN (`+placeholders(len(hits))+`)`, args...)
@@ -283,17 +286,19 @@ func applyRecency(ctx context.Context, tx *sql.Tx, hits []Hit, now time.Time, w,
 		return fmt.Errorf("recency: %w", err)
 	}
 	defer rows.Close()
+	created := map[int64]time.Time{}
 	for rows.Next() {
 		var id, t int64
 		if err := rows.Scan(&id, &t); err != nil {
 			return fmt.Errorf("recency: %w", err)
 		}
-		r := recencyOf(now, fromMS(t), halfLifeDays)
-		h := &hits[idx[id]]
-		h.Recency = &r
-		h.Score = (1-w)*h.Score + w*r
+		created[id] = fromMS(t)
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	Recency(hits, created, now, w, halfLifeDays)
+	return nil
 }
 
 // recencyOf is 0.5^(age/half-life) of a memory of time t.
@@ -335,7 +340,7 @@ func vectorCount(ctx context.Context, q queryer, principal string) (int, error) 
 // otherwise it takes the limit·CoarseFactor nearest binary codes (see
 // coarseSearch) and re-scores them with the full vectors. It reports
 // whether the scan was exact.
-func (s *Store) vectorSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, q []float32, depth, limit int, exact bool) ([]scored, bool, error) {
+func (s *Store) vectorSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, q []float32, depth, limit int, exact bool) ([]Scored, bool, error) {
 	var n int
 	var err error
 	if f.onlyLayers() {
@@ -355,7 +360,7 @@ func (s *Store) vectorSearch(ctx context.Context, tx *sql.Tx, principal string, 
 		return res, true, err
 	}
 	coarse := max(limit*s.cfg.CoarseFactor, depth)
-	qcode := s.quant.code(q)
+	qcode := s.quant.Code(q)
 	for {
 		cands, err := s.coarseSearch(ctx, tx, principal, f.Layers, qcode, coarse)
 		if err != nil {
@@ -386,7 +391,7 @@ func (s *Store) vectorSearch(ctx context.Context, tx *sql.Tx, principal string, 
 }
 
 // exactSearch scans every vector that passes f.
-func exactSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, q []float32, depth int) ([]scored, error) {
+func exactSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, q []float32, depth int) ([]Scored, error) {
 	var query string
 	var args []any
 	blob := EncodeVector(q)
@@ -412,18 +417,18 @@ func exactSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, q 
 		return nil, fmt.Errorf("vector search: %w", err)
 	}
 	defer rows.Close()
-	var out []scored
+	var out []Scored
 	for rows.Next() {
-		var c scored
+		var c Scored
 		var d sql.NullFloat64
-		if err := rows.Scan(&c.id, &d); err != nil {
+		if err := rows.Scan(&c.ID, &d); err != nil {
 			return nil, fmt.Errorf("vector search: %w", err)
 		}
 		if !d.Valid {
 			// A zero vector has no direction: it matches nothing.
 			continue
 		}
-		c.score = 1 - d.Float64
+		c.Score = 1 - d.Float64
 		out = append(out, c)
 	}
 	return out, rows.Err()
@@ -504,8 +509,8 @@ func filterIDs(ctx context.Context, tx *sql.Tx, principal string, f Filter, ids 
 
 // rescore computes the exact similarity of each candidate and returns the
 // best depth.
-func rescore(ctx context.Context, tx *sql.Tx, ids []int64, q []float32, depth int) ([]scored, error) {
-	out := make([]scored, 0, len(ids))
+func rescore(ctx context.Context, tx *sql.Tx, ids []int64, q []float32, depth int) ([]Scored, error) {
+	out := make([]Scored, 0, len(ids))
 	var buf []float32
 	for start := 0; start < len(ids); start += 500 {
 		chunk := ids[start:min(start+500, len(ids))]
@@ -528,7 +533,7 @@ func rescore(ctx context.Context, tx *sql.Tx, ids []int64, q []float32, depth in
 				rows.Close()
 				return nil, fmt.Errorf("re-score memory %d: %w", id, err)
 			}
-			out = append(out, scored{id: id, score: float64(dot(buf, q))})
+			out = append(out, Scored{ID: id, Score: float64(dot(buf, q))})
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -542,15 +547,15 @@ func rescore(ctx context.Context, tx *sql.Tx, ids []int64, q []float32, depth in
 	return out, nil
 }
 
-func sortScored(xs []scored) {
-	slices.SortFunc(xs, func(a, b scored) int {
-		if a.score != b.score {
-			if a.score > b.score {
+func sortScored(xs []Scored) {
+	slices.SortFunc(xs, func(a, b Scored) int {
+		if a.Score != b.Score {
+			if a.Score > b.Score {
 				return -1
 			}
 			return 1
 		}
-		return cmpID(a.id, b.id)
+		return cmpID(a.ID, b.ID)
 	})
 }
 
@@ -627,7 +632,7 @@ func commonWords(ctx context.Context, tx *sql.Tx, principal, table string, words
 // principal's alone. Words found in more than commonLimit of its memories
 // are left out (see keywordCommonDocs; 0 keeps every word); it returns
 // them, unquoted.
-func keywordSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, text string, depth, commonLimit int) ([]scored, []string, error) {
+func keywordSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, text string, depth, commonLimit int) ([]Scored, []string, error) {
 	words := ftsWords(text)
 	if len(words) == 0 {
 		return nil, nil, nil
@@ -660,7 +665,7 @@ func keywordSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, 
 		}
 		ids := make([]int64, len(all))
 		for i, c := range all {
-			ids[i] = c.id
+			ids[i] = c.ID
 		}
 		pass, err := filterIDs(ctx, tx, principal, f, ids)
 		if err != nil {
@@ -670,9 +675,9 @@ func keywordSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, 
 		for _, id := range pass {
 			ok[id] = true
 		}
-		out := make([]scored, 0, min(depth, len(pass)))
+		out := make([]Scored, 0, min(depth, len(pass)))
 		for _, c := range all {
-			if ok[c.id] && len(out) < depth {
+			if ok[c.ID] && len(out) < depth {
 				out = append(out, c)
 			}
 		}
@@ -693,7 +698,7 @@ func keywordSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, 
 
 // bm25Top returns the limit best matches of the FTS5 query q in the index
 // table.
-func bm25Top(ctx context.Context, tx *sql.Tx, table, q string, limit int) ([]scored, error) {
+func bm25Top(ctx context.Context, tx *sql.Tx, table, q string, limit int) ([]Scored, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT rowid, bm25(`+table+`, 1.0, 0.5) AS s FROM `+table+`
 		WHERE `+table+` MATCH ? ORDER BY s, rowid LIMIT ?`, q, limit)
 	if err != nil {
@@ -702,19 +707,34 @@ func bm25Top(ctx context.Context, tx *sql.Tx, table, q string, limit int) ([]sco
 	return scanBM25(rows)
 }
 
-func scanBM25(rows *sql.Rows) ([]scored, error) {
+func scanBM25(rows *sql.Rows) ([]Scored, error) {
 	defer rows.Close()
-	var out []scored
+	var out []Scored
 	for rows.Next() {
-		var c scored
-		if err := rows.Scan(&c.id, &c.score); err != nil {
+		var c Scored
+		if err := rows.Scan(&c.ID, &c.Score); err != nil {
 			return nil, fmt.Errorf("keyword search: %w", err)
 		}
-		c.score = -c.score // FTS5's bm25 is lower-is-better
+		c.Score = -c.Score // FTS5's bm25 is lower-is-better
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("keyword search: %w", err)
 	}
 	return out, nil
+}
+
+// Recency blends recency into hits as Recall does: score =
+// (1-w)·score + w·0.5^(age/half-life), where created gives each hit's
+// creation time.
+func Recency(hits []Hit, created map[int64]time.Time, now time.Time, w, halfLifeDays float64) {
+	for i := range hits {
+		t, ok := created[hits[i].ID]
+		if !ok {
+			continue
+		}
+		r := recencyOf(now, t, halfLifeDays)
+		hits[i].Recency = &r
+		hits[i].Score = (1-w)*hits[i].Score + w*r
+	}
 }

@@ -69,7 +69,7 @@ func (s *Store) PutResult(ctx context.Context, in PutResultInput) (ResultInfo, e
 	if in.Session == "" {
 		in.Session = c.Session
 	}
-	prov, err := s.provenance(ctx, in.Provenance, "")
+	prov, err := Provenance(ctx, in.Provenance, "", s.lim)
 	if err != nil {
 		return ResultInfo{}, err
 	}

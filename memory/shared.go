@@ -204,3 +204,33 @@ func (s *Store) PoolStats() PoolStats {
 	}
 	return ps
 }
+
+// CheckVaultToken checks a token to store as PutVaultTokens does.
+func CheckVaultToken(t VaultToken) error {
+	if t.Principal == "" || t.Token == "" || len(t.Sealed) == 0 {
+		return fmt.Errorf("put vault tokens: %w: a token needs a principal, a token and a sealed value", ErrInvalid)
+	}
+	return nil
+}
+
+// CheckReserve checks the arguments of ReserveQuota.
+func CheckReserve(limit, n int) error {
+	if n <= 0 || limit <= 0 {
+		return fmt.Errorf("reserve quota: %w: want n > 0 and limit > 0, got %d and %d", ErrInvalid, n, limit)
+	}
+	return nil
+}
+
+// Reserved is what ReserveQuota grants of n when the window's counter,
+// n included, reached total: n while the window has room, less at its
+// end, 0 once limit is spent.
+func Reserved(total, limit, n int) int {
+	before := total - n
+	return max(0, min(n, limit-before))
+}
+
+// FilterKeyMismatch is CheckFilterKey's error when the store's instances
+// use the key with fingerprint have and this one's is id.
+func FilterKeyMismatch(id, have string) error {
+	return fmt.Errorf("%w: this instance's filter key is %s, the store's instances use %s; give every instance the same key (filter.key_file on a shared secret, or cluster.key_env)", ErrKeyMismatch, id, have)
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/codecell/codecell/tools"
@@ -129,7 +130,7 @@ func (s *Store) SaveSkill(ctx context.Context, sk Skill) (Skill, error) {
 				return fmt.Errorf("save skill: %w", err)
 			}
 			if n >= s.lim.MaxSkills {
-				return toolErr(CodeQuotaExceeded, ErrQuota, "you have %d skills, the limit; delete one first", n)
+				return Quota("you have %d skills, the limit; delete one first", n)
 			}
 			created = ms(now)
 		case err != nil:
@@ -176,13 +177,11 @@ func publishedState(ctx context.Context, q queryer, sk *Skill) error {
 // it bumps the store-wide skills version, sets ch.Version and logs the
 // change for the other processes (skillwatch.go).
 func (s *Store) skillChanged(ctx context.Context, tx *sql.Tx, ch *SkillChange) error {
-	ch.Deleted = ch.Kind == SkillDeleted || ch.Kind == SkillUnpublished
-	ch.Everyone = ch.Kind == SkillPublished || ch.Kind == SkillUnpublished
 	v, err := bumpSkillsVersion(ctx, tx)
 	if err != nil {
 		return err
 	}
-	ch.Version = v
+	*ch = SkillChangeOf(ch.Principal, ch.Name, ch.Kind, v)
 	return s.logSkillChange(ctx, tx, *ch)
 }
 
@@ -378,12 +377,12 @@ func (s *Store) PublishSkill(ctx context.Context, name string) (Skill, error) {
 				return fmt.Errorf("publish skill: %w", err)
 			}
 			if n >= s.lim.MaxSkills {
-				return toolErr(CodeQuotaExceeded, ErrQuota, "you have published %d skills, the limit; unpublish one first", n)
+				return Quota("you have published %d skills, the limit; unpublish one first", n)
 			}
 		case err != nil:
 			return fmt.Errorf("publish skill: %w", err)
 		case other != owner:
-			return toolErr(CodeConflict, ErrConflict, "skill %q is published by %s, and only its owner can replace it; publish yours under another name", name, Clip(other, 70))
+			return Conflict("skill %q is published by %s, and only its owner can replace it; publish yours under another name", name, Clip(other, 70))
 		}
 		now := s.now().UTC().Truncate(time.Millisecond)
 		var schema any
@@ -422,7 +421,7 @@ func (s *Store) UnpublishSkill(ctx context.Context, name string) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			var other string
 			if tx.QueryRowContext(ctx, `SELECT owner FROM published_skills WHERE name = ?`, name).Scan(&other) == nil {
-				return toolErr(CodeConflict, ErrConflict, "skill %q is published by %s; only its owner can unpublish it", name, Clip(other, 70))
+				return Conflict("skill %q is published by %s; only its owner can unpublish it", name, Clip(other, 70))
 			}
 			return NotFound("you have not published a skill %q", Clip(name, 70))
 		}
@@ -511,4 +510,59 @@ func migrateSharedSkills(ctx context.Context, tx *sql.Tx) error {
 		return fmt.Errorf("shared skills: %w", err)
 	}
 	return nil
+}
+
+// ValidSkillName reports whether name can name a skill (it becomes a tool
+// name).
+func ValidSkillName(name string) bool { return skillNameRE.MatchString(name) }
+
+// PrepareSkill checks a skill to save against lim and completes it as
+// SaveSkill does: language defaulted, input schema compacted and compiled,
+// owner and code hash set. It returns the schema as stored (nil for
+// none).
+func PrepareSkill(owner string, sk Skill, lim Limits) (Skill, error) {
+	lim = lim.Defaults()
+	if !skillNameRE.MatchString(sk.Name) {
+		return Skill{}, Invalid("name %q: skill names are lower-case identifiers ([a-z][a-z0-9_]*, at most 64 characters), because they become tool names", Clip(sk.Name, 70))
+	}
+	if err := validateText("description", sk.Description, lim.MaxContentBytes, true); err != nil {
+		return Skill{}, err
+	}
+	if strings.ContainsAny(strings.SplitN(sk.Description, "\n", 2)[0], "\r") {
+		return Skill{}, Invalid("description: the first line may not contain carriage returns")
+	}
+	if err := validateText("code", sk.Code, lim.MaxSkillCodeBytes, true); err != nil {
+		return Skill{}, err
+	}
+	switch sk.Language {
+	case "":
+		sk.Language = "javascript"
+	case "javascript", "typescript":
+	default:
+		return Skill{}, Invalid("language %q: use javascript or typescript", Clip(sk.Language, 20))
+	}
+	if len(sk.InputSchema) > 0 && string(sk.InputSchema) != "null" {
+		obj, err := normalizeObject("input_schema", sk.InputSchema, lim.MaxMetadataBytes)
+		if err != nil {
+			return Skill{}, err
+		}
+		if _, err := tools.CompileSchema(obj); err != nil {
+			return Skill{}, Invalid("input_schema is not a valid JSON Schema: %v", err)
+		}
+		sk.InputSchema = obj
+	} else {
+		sk.InputSchema = nil
+	}
+	sk.Owner = owner
+	sk.CodeSHA256 = Hash([]byte(sk.Code))
+	sk.Snapshot = false
+	return sk, nil
+}
+
+// SkillChangeOf completes a change with the fields its kind implies and
+// the skills version it made.
+func SkillChangeOf(principal, name string, kind SkillChangeKind, version int64) SkillChange {
+	return SkillChange{Principal: principal, Name: name, Kind: kind, Version: version,
+		Deleted:  kind == SkillDeleted || kind == SkillUnpublished,
+		Everyone: kind == SkillPublished || kind == SkillUnpublished}
 }

@@ -193,7 +193,7 @@ type Store struct {
 	vmu   sync.RWMutex // guards the fields below; Reindex takes it to write
 	emb   Embedder
 	vecOK error // nil when emb matches the stored vectors
-	quant *quantizer
+	quant *Quantizer
 	codes *codeIndex
 	// codesStale: the binary codes were made by another quantizer and a
 	// read-only store cannot rebuild them; vector search scans exactly.

@@ -189,7 +189,7 @@ func PrepareTaskQuery(q *TaskQuery, now time.Time) (TaskSelection, error) {
 		return TaskSelection{}, Invalid("due_within_hours is %v; it must be 0 or more", q.DueWithinHours)
 	}
 	f := Filter{Layers: []Layer{Prospective}, Tags: q.Tags}
-	if err := f.normalize(); err != nil {
+	if err := f.Normalize(); err != nil {
 		return TaskSelection{}, err
 	}
 	var before *time.Time
@@ -230,4 +230,10 @@ func TaskUpdateOf(cur Memory, in TaskUpdate, now time.Time) (UpdateInput, error)
 		up.MergeMetadata = patch
 	}
 	return up, nil
+}
+
+// TaskRemember is the memory AddTask stores for in.
+func TaskRemember(in TaskInput) RememberInput {
+	return RememberInput{Layer: Prospective, Content: in.Content, DueAt: in.DueAt, Status: in.Status, Tags: in.Tags,
+		Metadata: in.Metadata, Importance: in.Importance, Entities: in.Entities}
 }

@@ -17,7 +17,7 @@ const (
 	metaQuantizer = "quantizer"
 )
 
-// quantizer turns a unit vector into a binary code whose Hamming distances
+// Quantizer turns a unit vector into a binary code whose Hamming distances
 // follow the vectors' angles: bit i is the sign of the projection on a
 // pseudo-random direction (sign random projection, "SimHash"; Charikar
 // 2002). Two vectors at angle θ differ in each bit with probability θ/π, so
@@ -33,7 +33,10 @@ const (
 // matrix. The code has twice as many bits as the vector has dimensions (at
 // most 1024): measured recall@10 of the coarse pass is much better with
 // 2·dims bits than with dims.
-type quantizer struct {
+//
+// It is the same construction for every backend, so that codes copied
+// from one store serve another.
+type Quantizer struct {
 	dims, bits, m int
 	signs         [][2][]float32 // per block, the two rounds of ±1 flips
 }
@@ -42,13 +45,14 @@ type quantizer struct {
 // Open rebuild the codes.
 const quantizerName = "srht2-v1"
 
-func newQuantizer(dims int) *quantizer {
+// NewQuantizer returns the quantizer of vectors of dims dimensions.
+func NewQuantizer(dims int) *Quantizer {
 	bits := min(2*dims, 1024)
 	m := 1
 	for m < dims {
 		m *= 2
 	}
-	q := &quantizer{dims: dims, bits: bits, m: m}
+	q := &Quantizer{dims: dims, bits: bits, m: m}
 	state := uint64(0x9e3779b97f4a7c15) ^ uint64(dims)
 	for b := 0; b*m < bits; b++ {
 		var blk [2][]float32
@@ -70,9 +74,12 @@ func newQuantizer(dims int) *quantizer {
 	return q
 }
 
-// code returns the binary code of v, bit i at byte i/8, bit i%8 (the
-// layout of sqlite-vec's bit vectors).
-func (q *quantizer) code(v []float32) []byte {
+// Name identifies the construction; codes made by another are rebuilt.
+func (q *Quantizer) Name() string { return quantizerName }
+
+// Code returns the binary code of the unit vector v, bit i at byte i/8,
+// bit i%8 (the layout of sqlite-vec's bit vectors).
+func (q *Quantizer) Code(v []float32) []byte {
 	out := make([]byte, q.bits/8)
 	buf := make([]float32, q.m)
 	for b, blk := range q.signs {
@@ -153,7 +160,7 @@ func (s *Store) initVectors(ctx context.Context) error {
 				return nil
 			}
 			if s.w == nil {
-				s.quant, s.vecOK = newQuantizer(s.emb.Dimensions()), nil
+				s.quant, s.vecOK = NewQuantizer(s.emb.Dimensions()), nil
 				return nil
 			}
 			return s.adoptEmbedder(ctx, tx, s.emb)
@@ -165,7 +172,7 @@ func (s *Store) initVectors(ctx context.Context) error {
 			s.log.Warn("embedder mismatch; memory operations disabled until reindex", "stored", name, "stored_dims", dims, "configured", s.emb.Name(), "configured_dims", s.emb.Dimensions())
 			return nil
 		}
-		s.quant = newQuantizer(dims)
+		s.quant = NewQuantizer(dims)
 		qn, _, err := getMeta(ctx, tx, metaQuantizer)
 		if err != nil {
 			return err
@@ -186,7 +193,7 @@ func (s *Store) initVectors(ctx context.Context) error {
 // adoptEmbedder records e as the embedder of the (empty or rebuilt)
 // vectors and drops the codes of the previous one.
 func (s *Store) adoptEmbedder(ctx context.Context, tx *sql.Tx, e Embedder) error {
-	q := newQuantizer(e.Dimensions())
+	q := NewQuantizer(e.Dimensions())
 	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_codes`); err != nil {
 		return fmt.Errorf("clear binary codes: %w", err)
 	}
@@ -227,7 +234,7 @@ func (s *Store) rebuildCodes(ctx context.Context, tx *sql.Tx) error {
 			rows.Close()
 			return fmt.Errorf("memory %d: %w", it.id, err)
 		}
-		it.code = s.quant.code(buf)
+		it.code = s.quant.Code(buf)
 		items = append(items, it)
 	}
 	rows.Close()
@@ -395,11 +402,11 @@ func (s *Store) Reindex(ctx context.Context, e Embedder) (ReindexReport, error) 
 
 // putVector stores v (unit length) as memory id's vector and binary code,
 // replacing any it had.
-func putVector(ctx context.Context, tx *sql.Tx, q *quantizer, id int64, principal, layer string, v []float32) error {
+func putVector(ctx context.Context, tx *sql.Tx, q *Quantizer, id int64, principal, layer string, v []float32) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO memory_vectors (memory_id, principal, layer, embedding) VALUES (?, ?, ?, ?)
 		ON CONFLICT (memory_id) DO UPDATE SET principal = excluded.principal, layer = excluded.layer, embedding = excluded.embedding`,
 		id, principal, layer, EncodeVector(v)); err != nil {
 		return fmt.Errorf("store vector of memory %d: %w", id, err)
 	}
-	return insertCode(ctx, tx, id, principal, layer, q.code(v))
+	return insertCode(ctx, tx, id, principal, layer, q.Code(v))
 }

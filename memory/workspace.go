@@ -130,7 +130,7 @@ func (s *Store) PutFile(ctx context.Context, in FileInput) (FileInfo, bool, erro
 	if err := ValidatePath(p); err != nil {
 		return FileInfo{}, false, PathToolError(err)
 	}
-	prov, err := s.provenance(ctx, in.Provenance, "")
+	prov, err := Provenance(ctx, in.Provenance, "", s.lim)
 	if err != nil {
 		return FileInfo{}, false, err
 	}
@@ -156,10 +156,10 @@ func (s *Store) PutFile(ctx context.Context, in FileInput) (FileInfo, bool, erro
 			return err
 		}
 		if created && count >= int64(s.lim.MaxWorkspaceFiles) {
-			return toolErr(CodeQuotaExceeded, ErrQuota, "the workspace holds %d files, the limit; remove some first", count)
+			return Quota("the workspace holds %d files, the limit; remove some first", count)
 		}
 		if after := total - old + fi.Size; after > s.lim.MaxWorkspaceBytes {
-			return toolErr(CodeQuotaExceeded, ErrQuota, "writing %s (%d bytes) would bring the workspace to %d bytes; the limit is %d bytes; remove files first",
+			return Quota("writing %s (%d bytes) would bring the workspace to %d bytes; the limit is %d bytes; remove files first",
 				p, fi.Size, after, s.lim.MaxWorkspaceBytes)
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO workspace_files (principal, path, size, stored_size, sha256, data, created_at, updated_at, provenance)

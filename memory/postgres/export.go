@@ -524,7 +524,7 @@ func (s *Store) importFile(ctx context.Context, tx pgx.Tx, rec memory.Record) (m
 	if outcome == memory.Skipped {
 		return outcome, nil
 	}
-	prov, err := memory.Provenance(ctx, f.Provenance, "file "+f.Path+": ")
+	prov, err := memory.Provenance(ctx, f.Provenance, "file "+f.Path+": ", s.lim)
 	if err != nil {
 		return 0, err
 	}

@@ -717,7 +717,7 @@ func loadSet(ctx context.Context, tx pgx.Tx, q *memory.Quantizer, principal stri
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("code index: %w", err)
 	}
-	set := memory.NewCodeSet(q)
+	set := memory.NewCodeSet(q, len(es))
 	set.Apply(es, nil)
 	return set, nil
 }

@@ -164,7 +164,7 @@ func (s *Store) PutResult(ctx context.Context, in memory.PutResultInput) (memory
 	if in.Session == "" {
 		in.Session = c.Session
 	}
-	prov, err := memory.Provenance(ctx, in.Provenance, "")
+	prov, err := memory.Provenance(ctx, in.Provenance, "", s.lim)
 	if err != nil {
 		return memory.ResultInfo{}, err
 	}
@@ -222,7 +222,7 @@ func (s *Store) PutFile(ctx context.Context, in memory.FileInput) (memory.FileIn
 	if err := memory.ValidatePath(p); err != nil {
 		return memory.FileInfo{}, false, memory.PathToolError(err)
 	}
-	prov, err := memory.Provenance(ctx, in.Provenance, "")
+	prov, err := memory.Provenance(ctx, in.Provenance, "", s.lim)
 	if err != nil {
 		return memory.FileInfo{}, false, err
 	}

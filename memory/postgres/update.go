@@ -23,7 +23,7 @@ func (s *Store) Update(ctx context.Context, in memory.UpdateInput) (memory.Memor
 	if in.ID <= 0 {
 		return memory.Memory{}, memory.Invalid("id must be a positive memory id")
 	}
-	prov, err := memory.Provenance(ctx, in.Provenance, "")
+	prov, err := memory.Provenance(ctx, in.Provenance, "", s.lim)
 	if err != nil {
 		return memory.Memory{}, err
 	}
