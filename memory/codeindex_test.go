@@ -35,13 +35,23 @@ func checkCoarse(tb testing.TB, s *Store, principal string, layers []Layer, code
 	return ok
 }
 
+// embedOne is e's vector of text.
+func embedOne(tb testing.TB, e Embedder, text string) []float32 {
+	tb.Helper()
+	vs, err := e.Embed(context.Background(), []string{text})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return vs[0]
+}
+
 // checkAll compares both rankings over a spread of queries, principals,
 // layers and depths.
 func checkAll(tb testing.TB, s *Store, seed uint64, principals ...string) {
 	tb.Helper()
 	r := rand.New(rand.NewPCG(seed, 1))
 	for q := 0; q < 6; q++ {
-		code := s.quant.Code(s.emb.(*HashEmbedder).vector(synthText(r)))
+		code := s.quant.Code(embedOne(tb, s.emb, synthText(r)))
 		for _, p := range principals {
 			for _, layers := range [][]Layer{nil, {Semantic}, {Episodic, Procedural}} {
 				for _, k := range []int{1, 10, 200, 5000} {
@@ -141,10 +151,9 @@ func TestCodeIndexLimit(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		mustRemember(t, s, bob, RememberInput{Content: synthText(r)})
 	}
-	words := (s.quant.bits + 63) / 64
-	code := s.quant.Code(s.emb.(*HashEmbedder).vector("deploy the database"))
+	code := s.quant.Code(embedOne(t, s.emb, "deploy the database"))
 
-	s.codes = newCodeIndex(setBytes(200, words)) // bob fits, the main principal does not
+	s.codes = newCodeIndex(s.quant.SetBytes(200)) // bob fits, the main principal does not
 	if checkCoarse(t, s, "", nil, code, 10) {
 		t.Fatal("a principal over the limit was held")
 	}
@@ -152,7 +161,7 @@ func TestCodeIndexLimit(t *testing.T) {
 		t.Fatal("bob was not held")
 	}
 
-	s.codes = newCodeIndex(setBytes(350, words)) // one at a time
+	s.codes = newCodeIndex(s.quant.SetBytes(350)) // one at a time
 	for i := 0; i < 4; i++ {
 		for _, p := range []string{"", "bob"} {
 			if !checkCoarse(t, s, p, nil, code, 10) {

@@ -248,7 +248,7 @@ func groupDuplicates(items []*consolidateItem, in ConsolidateInput) []DuplicateG
 			if c == sv || taken[c.mem.ID] {
 				continue
 			}
-			sim := float64(dot(sv.vec, c.vec))
+			sim := float64(Dot(sv.vec, c.vec))
 			if sim < in.Threshold {
 				continue
 			}

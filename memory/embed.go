@@ -104,9 +104,9 @@ func normalize(v []float32) bool {
 	return true
 }
 
-// dot is the inner product of two vectors of the same length; for unit
+// Dot is the inner product of two vectors of the same length; for unit
 // vectors it is their cosine similarity.
-func dot(a, b []float32) float32 {
+func Dot(a, b []float32) float32 {
 	var s0, s1, s2, s3 float32
 	n := len(a)
 	b = b[:n]

@@ -42,7 +42,7 @@ func TestHashEmbedder(t *testing.T) {
 		}
 		normalize(v)
 	}
-	near, far := dot(vs[0], vs[1]), dot(vs[0], vs[2])
+	near, far := Dot(vs[0], vs[1]), Dot(vs[0], vs[2])
 	if near < 0.5 || far > 0.2 {
 		t.Fatalf("similarity of paraphrase %.3f, of unrelated %.3f", near, far)
 	}

@@ -39,9 +39,13 @@ var (
 	ErrInvalid          = errors.New("invalid argument")
 	ErrClosed           = errors.New("store closed")
 	ErrConflict         = errors.New("conflict")
-	ErrReadOnly         = errors.New("store opened read-only")
 	ErrNoStore          = errors.New("no store")
 	ErrSchema           = errors.New("schema version")
+)
+
+// Errors of the SQLite store alone.
+var (
+	ErrReadOnly = errors.New("store opened read-only")
 	// ErrNoFTS5: this binary's SQLite has no full-text search.
 	ErrNoFTS5 = errors.New("this build's SQLite lacks FTS5, which the store needs: build codecell with `make build`, or with `go build -tags sqlite_fts5` (also for go test and go run)")
 )

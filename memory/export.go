@@ -358,7 +358,7 @@ func (s *Store) exportMemories(ctx context.Context, tx *sql.Tx, emit func(Record
 			if err != nil {
 				return err
 			}
-			em := exported(r.m, r.uid.String)
+			em := ExportedMemory{Memory: r.m, Session: r.m.Session, UID: r.uid.String}
 			if err := emit(Record{Kind: "memory", Principal: r.p, Memory: &em, Merges: merges}); err != nil {
 				return err
 			}
@@ -583,8 +583,7 @@ func (s *Store) importMemory(ctx context.Context, tx *sql.Tx, m *importMemory) (
 	for _, mg := range m.merges {
 		rec := "{}"
 		if mg.Record != nil {
-			b, _ := json.Marshal(exported(*mg.Record, ""))
-			rec = string(b)
+			rec = MergeRecord(*mg.Record, "")
 		}
 		// Merged ids of the source store may collide here: keep
 		// provenance under a fresh negative id when they do.
@@ -627,7 +626,7 @@ func OutcomeOf(present bool, stored int64, rec time.Time) ImportOutcome {
 	switch {
 	case !present:
 		return Imported
-	case ms(rec) > stored:
+	case rec.UnixMilli() > stored:
 		return Updated
 	}
 	return Skipped
@@ -802,8 +801,8 @@ func ImportedSkill(rec Record, version int) (sk Skill, owner string, publish boo
 	}
 	owner = rec.Principal
 	publish = rec.Kind == "published_skill"
-	if version == 1 && owner == legacySkillScope {
-		owner, publish = legacySkillOwner, true
+	if version == 1 && owner == LegacySkillScope {
+		owner, publish = LegacySkillOwner, true
 	}
 	return sk, owner, publish, nil
 }

@@ -37,7 +37,7 @@ func TestMigrateFTSPerPrincipal(t *testing.T) {
 		t.Fatal(err)
 	}
 	emb := NewHashEmbedder(DefaultDimensions)
-	for k, v := range map[string]string{metaEmbedder: emb.Name(), metaDims: strconv.Itoa(emb.Dimensions()), metaQuantizer: quantizerName} {
+	for k, v := range map[string]string{metaEmbedder: emb.Name(), metaDims: strconv.Itoa(emb.Dimensions()), metaQuantizer: NewQuantizer(emb.Dimensions()).Name()} {
 		if _, err := old.Exec(`INSERT INTO meta (key, value) VALUES (?, ?)`, k, v); err != nil {
 			t.Fatal(err)
 		}

@@ -19,7 +19,7 @@ func referenceKeyword(tb testing.TB, tx *sql.Tx, principal string, f Filter, wor
 	if err != nil || !ok {
 		tb.Fatalf("no index for %q: %v", principal, err)
 	}
-	where, args := f.where(principal)
+	where, args := filterWhere(f, principal)
 	rows, err := tx.QueryContext(tb.Context(), `SELECT m.id, bm25(`+table+`, 1.0, 0.5) AS s FROM `+table+` JOIN memories m ON m.id = `+table+`.rowid
 		WHERE `+table+` MATCH ? AND `+where+` ORDER BY s, m.id LIMIT ?`, append(append([]any{strings.Join(words, " OR ")}, args...), depth)...)
 	if err != nil {

@@ -382,14 +382,16 @@ func (s *Store) RememberBatch(ctx context.Context, ins []RememberInput) ([]Memor
 		out[i] = Memory{
 			ID: ids[i], Layer: p.Input.Layer, Content: p.Input.Content, Tags: p.Input.Tags, Metadata: p.Metadata,
 			Importance: p.Importance, Source: p.Input.Source, Session: p.Input.Session,
-			OccurredAt: utcPtr(p.Input.OccurredAt), DueAt: utcPtr(p.Input.DueAt), Status: p.Input.Status,
+			OccurredAt: StoredTime(p.Input.OccurredAt), DueAt: StoredTime(p.Input.DueAt), Status: p.Input.Status,
 			Entities: p.Input.Entities, Provenance: p.Provenance, CreatedAt: now, UpdatedAt: now,
 		}
 	}
 	return out, nil
 }
 
-func utcPtr(t *time.Time) *time.Time {
+// StoredTime is t as the store keeps it: in UTC, to the millisecond;
+// nil stays nil.
+func StoredTime(t *time.Time) *time.Time {
 	if t == nil {
 		return nil
 	}
@@ -921,10 +923,10 @@ func ApplyUpdate(cur Memory, in UpdateInput, lim Limits) (Memory, error) {
 		next.Source = *in.Source
 	}
 	if in.OccurredAt != nil {
-		next.OccurredAt = utcPtr(in.OccurredAt)
+		next.OccurredAt = StoredTime(in.OccurredAt)
 	}
 	if in.DueAt != nil {
-		next.DueAt = utcPtr(in.DueAt)
+		next.DueAt = StoredTime(in.DueAt)
 	}
 	if in.Status != nil {
 		if !in.Status.valid() {
@@ -974,12 +976,13 @@ type Filter struct {
 	Entity  string     `json:"entity,omitempty"` // linked to this entity
 }
 
-func (f Filter) empty() bool {
+// Empty reports whether the filter selects every memory.
+func (f Filter) Empty() bool {
 	return len(f.Layers) == 0 && len(f.Tags) == 0 && f.Session == "" && f.Since == nil && f.Until == nil && f.Entity == ""
 }
 
 // onlyLayers reports whether the filter selects by layer alone.
-func (f Filter) onlyLayers() bool {
+func onlyLayers(f Filter) bool {
 	return len(f.Tags) == 0 && f.Session == "" && f.Since == nil && f.Until == nil && f.Entity == ""
 }
 
@@ -1004,8 +1007,8 @@ func (f *Filter) Normalize() error {
 	return nil
 }
 
-// where renders the filter as SQL over the memories table aliased m.
-func (f Filter) where(principal string) (string, []any) {
+// filterWhere renders the filter as SQL over the memories table aliased m.
+func filterWhere(f Filter, principal string) (string, []any) {
 	conds := []string{"m.principal = ?"}
 	args := []any{principal}
 	if len(f.Layers) > 0 {
@@ -1083,7 +1086,7 @@ func (s *Store) Forget(ctx context.Context, in ForgetInput) (ForgetResult, error
 				}
 			}
 		} else {
-			where, args := in.Filter.where(principal)
+			where, args := filterWhere(in.Filter, principal)
 			if in.Before != nil {
 				where += " AND m.created_at < ?"
 				args = append(args, ms(*in.Before))
@@ -1124,7 +1127,7 @@ func CheckForget(in *ForgetInput) (bool, error) {
 	if err := in.Filter.Normalize(); err != nil {
 		return false, err
 	}
-	byFilter := !in.Filter.empty() || in.Before != nil
+	byFilter := !in.Filter.Empty() || in.Before != nil
 	if len(in.IDs) == 0 && !byFilter && !in.All {
 		return false, Invalid("say what to forget: ids, a filter (layers, tags, session, since, until, entity, before), or all: true to forget every memory")
 	}

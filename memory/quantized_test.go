@@ -10,8 +10,9 @@ import (
 )
 
 // synthVocab is the shared synthetic vocabulary (memory/internal/synth),
-// without this package's stop words.
-var synthVocab = synth.Vocab(func(w string) bool { return stopwords[w] })
+// without the stop words that keyword recall drops (QueryWords of a
+// lower-case word is the word, or nothing).
+var synthVocab = synth.Vocab(func(w string) bool { return len(QueryWords(w)) == 0 })
 
 // synthText returns a deterministic pseudo-sentence drawn from synthVocab.
 func synthText(r *rand.Rand) string { return synth.Text(synthVocab, r) }

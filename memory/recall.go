@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -343,10 +344,10 @@ func vectorCount(ctx context.Context, q queryer, principal string) (int, error) 
 func (s *Store) vectorSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, q []float32, depth, limit int, exact bool) ([]Scored, bool, error) {
 	var n int
 	var err error
-	if f.onlyLayers() {
+	if onlyLayers(f) {
 		n, err = vectorCount(ctx, tx, principal)
 	} else {
-		where, args := f.where(principal)
+		where, args := filterWhere(f, principal)
 		err = tx.QueryRowContext(ctx, `SELECT count(*) FROM memories m WHERE `+where, args...).Scan(&n)
 	}
 	if err != nil {
@@ -366,14 +367,14 @@ func (s *Store) vectorSearch(ctx context.Context, tx *sql.Tx, principal string, 
 		if err != nil {
 			return nil, false, err
 		}
-		if !f.onlyLayers() {
+		if !onlyLayers(f) {
 			if cands, err = filterIDs(ctx, tx, principal, f, cands); err != nil {
 				return nil, false, err
 			}
 		}
 		// Too few candidates passed the filter: widen the pass, or
 		// scan exactly once the pass would cover most of the store.
-		if len(cands) < depth && !f.onlyLayers() {
+		if len(cands) < depth && !onlyLayers(f) {
 			total, err := vectorCount(ctx, tx, principal)
 			if err != nil {
 				return nil, false, err
@@ -395,7 +396,7 @@ func exactSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, q 
 	var query string
 	var args []any
 	blob := EncodeVector(q)
-	if f.onlyLayers() {
+	if onlyLayers(f) {
 		query = `SELECT memory_id, vec_distance_cosine(embedding, ?) AS d FROM memory_vectors WHERE principal = ?`
 		args = []any{blob, principal}
 		if len(f.Layers) > 0 {
@@ -406,7 +407,7 @@ func exactSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, q 
 		}
 		query += ` ORDER BY d, memory_id LIMIT ?`
 	} else {
-		where, wargs := f.where(principal)
+		where, wargs := filterWhere(f, principal)
 		query = `SELECT m.id, vec_distance_cosine(v.embedding, ?) AS d FROM memories m JOIN memory_vectors v ON v.memory_id = m.id
 			WHERE ` + where + ` ORDER BY d, m.id LIMIT ?`
 		args = append([]any{blob}, wargs...)
@@ -478,7 +479,7 @@ func filterIDs(ctx context.Context, tx *sql.Tx, principal string, f Filter, ids 
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	where, args := f.where(principal)
+	where, args := filterWhere(f, principal)
 	var out []int64
 	for start := 0; start < len(ids); start += 500 {
 		chunk := ids[start:min(start+500, len(ids))]
@@ -533,7 +534,7 @@ func rescore(ctx context.Context, tx *sql.Tx, ids []int64, q []float32, depth in
 				rows.Close()
 				return nil, fmt.Errorf("re-score memory %d: %w", id, err)
 			}
-			out = append(out, Scored{ID: id, Score: float64(dot(buf, q))})
+			out = append(out, Scored{ID: id, Score: float64(Dot(buf, q))})
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -555,7 +556,7 @@ func sortScored(xs []Scored) {
 			}
 			return 1
 		}
-		return cmpID(a.ID, b.ID)
+		return cmp.Compare(a.ID, b.ID)
 	})
 }
 
@@ -575,21 +576,31 @@ func sortScored(xs []Scored) {
 // always ranked on every word.
 const KeywordCommonDocs = 2000
 
-// ftsWords returns the words of a free-text query, stop words dropped and
-// each quoted as an FTS5 phrase so that no word is read as an operator.
-func ftsWords(text string) []string {
-	words := tokenize(text)
+// QueryWords returns the words of a free-text query that keyword recall
+// ranks by: tokenized as the hashing embedder does, stop words dropped,
+// each once, at most 64.
+func QueryWords(text string) []string {
 	seen := map[string]bool{}
-	var terms []string
-	for _, w := range words {
+	var words []string
+	for _, w := range tokenize(text) {
 		if stopwords[w] || seen[w] {
 			continue
 		}
 		seen[w] = true
-		terms = append(terms, `"`+strings.ReplaceAll(w, `"`, `""`)+`"`)
-		if len(terms) == 64 {
+		words = append(words, w)
+		if len(words) == 64 {
 			break
 		}
+	}
+	return words
+}
+
+// ftsWords returns the words of a free-text query (QueryWords), each
+// quoted as an FTS5 phrase so that no word is read as an operator.
+func ftsWords(text string) []string {
+	var terms []string
+	for _, w := range QueryWords(text) {
+		terms = append(terms, `"`+strings.ReplaceAll(w, `"`, `""`)+`"`)
 	}
 	return terms
 }
@@ -651,7 +662,7 @@ func keywordSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, 
 		common[i] = strings.ReplaceAll(strings.Trim(w, `"`), `""`, `"`)
 	}
 	q := strings.Join(words, " OR ")
-	if f.empty() {
+	if f.Empty() {
 		out, err := bm25Top(ctx, tx, table, q, depth)
 		return out, common, err
 	}
@@ -686,7 +697,7 @@ func keywordSearch(ctx context.Context, tx *sql.Tx, principal string, f Filter, 
 		}
 	}
 	// The filter passes few of the matches: filter while ranking.
-	where, args := f.where(principal)
+	where, args := filterWhere(f, principal)
 	rows, err := tx.QueryContext(ctx, `SELECT m.id, bm25(`+table+`, 1.0, 0.5) AS s FROM `+table+` JOIN memories m ON m.id = `+table+`.rowid
 		WHERE `+table+` MATCH ? AND `+where+` ORDER BY s, m.id LIMIT ?`, append(append([]any{q}, args...), depth)...)
 	if err != nil {

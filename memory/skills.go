@@ -95,13 +95,13 @@ var skillNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
 const metaSkillsVersion = "skills_version"
 
-// legacySkillOwner owns the skills of the former shared scope after
+// LegacySkillOwner owns the skills of the former shared scope after
 // migration 4: the local user, as the stdio server names it.
-const legacySkillOwner = "local"
+const LegacySkillOwner = "local"
 
-// legacySkillScope is the principal under which skills were shared before
+// LegacySkillScope is the principal under which skills were shared before
 // they had owners.
-const legacySkillScope = "skills"
+const LegacySkillScope = "skills"
 
 // SaveSkill creates or replaces the caller's own skill sk.Name and returns
 // it as stored. Language is javascript (default) or typescript;
@@ -474,7 +474,7 @@ func (s *Store) notifySkills(ch SkillChange) {
 // included when it has no copy of its own, calls what it called before.
 func migrateSharedSkills(ctx context.Context, tx *sql.Tx) error {
 	rows, err := tx.QueryContext(ctx, `SELECT name, description, code, language, input_schema, version, created_at, updated_at
-		FROM skills WHERE principal = ?`, legacySkillScope)
+		FROM skills WHERE principal = ?`, LegacySkillScope)
 	if err != nil {
 		return fmt.Errorf("shared skills: %w", err)
 	}
@@ -499,14 +499,14 @@ func migrateSharedSkills(ctx context.Context, tx *sql.Tx) error {
 	for _, r := range all {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO published_skills (name, owner, description, code, code_sha256, language, input_schema,
 			version, created_at, updated_at, published_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.name, legacySkillOwner, r.desc, r.code, Hash([]byte(r.code)), r.lang, r.schema, r.version, r.c, r.u, r.u); err != nil {
+			r.name, LegacySkillOwner, r.desc, r.code, Hash([]byte(r.code)), r.lang, r.schema, r.version, r.c, r.u, r.u); err != nil {
 			return fmt.Errorf("publish shared skill %s: %w", r.name, err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE OR IGNORE skills SET principal = ? WHERE principal = ?`, legacySkillOwner, legacySkillScope); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE OR IGNORE skills SET principal = ? WHERE principal = ?`, LegacySkillOwner, LegacySkillScope); err != nil {
 		return fmt.Errorf("shared skills: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM skills WHERE principal = ?`, legacySkillScope); err != nil {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM skills WHERE principal = ?`, LegacySkillScope); err != nil {
 		return fmt.Errorf("shared skills: %w", err)
 	}
 	return nil

@@ -240,7 +240,7 @@ func TestMigrateSharedSkills(t *testing.T) {
 	if _, err := s.ResolveSkill(as(ctx, "carol"), "private"); err == nil {
 		t.Error("bob's private skill became callable")
 	}
-	if own, _ := s.ListSkills(as(ctx, legacySkillScope)); len(own) != 0 {
+	if own, _ := s.ListSkills(as(ctx, LegacySkillScope)); len(own) != 0 {
 		t.Errorf("the shared scope still holds skills: %+v", own)
 	}
 	// The local user owns the published ones: it can withdraw them.

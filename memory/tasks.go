@@ -69,7 +69,7 @@ func (s *Store) ListTasks(ctx context.Context, q TaskQuery) ([]Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	where, args := sel.Filter.where(principal)
+	where, args := filterWhere(sel.Filter, principal)
 	where += " AND m.status IN (" + placeholders(len(sel.Statuses)) + ")"
 	for _, st := range sel.Statuses {
 		args = append(args, string(st))

@@ -177,10 +177,10 @@ func (s *Store) initVectors(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if qn != quantizerName && s.w == nil {
+		if qn != s.quant.Name() && s.w == nil {
 			s.codesStale = true
-		} else if qn != quantizerName {
-			s.log.Info("rebuilding binary codes", "from", qn, "to", quantizerName)
+		} else if qn != s.quant.Name() {
+			s.log.Info("rebuilding binary codes", "from", qn, "to", s.quant.Name())
 			if err := s.rebuildCodes(ctx, tx); err != nil {
 				return err
 			}
@@ -197,7 +197,7 @@ func (s *Store) adoptEmbedder(ctx context.Context, tx *sql.Tx, e Embedder) error
 	if _, err := tx.ExecContext(ctx, `DELETE FROM memory_codes`); err != nil {
 		return fmt.Errorf("clear binary codes: %w", err)
 	}
-	for k, v := range map[string]string{metaEmbedder: e.Name(), metaDims: strconv.Itoa(e.Dimensions()), metaQuantizer: quantizerName} {
+	for k, v := range map[string]string{metaEmbedder: e.Name(), metaDims: strconv.Itoa(e.Dimensions()), metaQuantizer: q.Name()} {
 		if err := setMeta(ctx, tx, k, v); err != nil {
 			return err
 		}
@@ -246,7 +246,7 @@ func (s *Store) rebuildCodes(ctx context.Context, tx *sql.Tx) error {
 			return err
 		}
 	}
-	return setMeta(ctx, tx, metaQuantizer, quantizerName)
+	return setMeta(ctx, tx, metaQuantizer, s.quant.Name())
 }
 
 // insertCode stores (or replaces) the binary code of memory id.
