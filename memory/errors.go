@@ -43,13 +43,6 @@ var (
 	ErrSchema           = errors.New("schema version")
 )
 
-// Errors of the SQLite store alone.
-var (
-	ErrReadOnly = errors.New("store opened read-only")
-	// ErrNoFTS5: this binary's SQLite has no full-text search.
-	ErrNoFTS5 = errors.New("this build's SQLite lacks FTS5, which the store needs: build codecell with `make build`, or with `go build -tags sqlite_fts5` (also for go test and go run)")
-)
-
 // toolErr returns a *tools.Error with code and message that wraps sentinel.
 func toolErr(code string, sentinel error, format string, args ...any) *tools.Error {
 	return &tools.Error{Code: code, Message: fmt.Sprintf(format, args...), Err: sentinel}
@@ -82,17 +75,6 @@ func (e *PathError) Error() string {
 }
 
 func (e *PathError) Unwrap() error { return ErrInvalidPath }
-
-// NoStoreError is a read-only Open of a path where there is no database.
-type NoStoreError struct {
-	Path string
-}
-
-func (e *NoStoreError) Error() string {
-	return fmt.Sprintf("no store at %s", e.Path)
-}
-
-func (e *NoStoreError) Unwrap() error { return ErrNoStore }
 
 // Quota is a *tools.Error with CodeQuotaExceeded wrapping ErrQuota.
 func Quota(format string, args ...any) *tools.Error {

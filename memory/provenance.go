@@ -3,7 +3,6 @@ package memory
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 )
 
@@ -53,20 +52,4 @@ func Provenance(ctx context.Context, given json.RawMessage, field string, lim Li
 		return nil, TooLarge("%sprovenance is %d bytes as JSON; the limit is %d bytes", field, buf.Len(), limit)
 	}
 	return json.RawMessage(buf.Bytes()), nil
-}
-
-// provenanceArg is p as a column value.
-func provenanceArg(p json.RawMessage) any {
-	if p == nil {
-		return nil
-	}
-	return string(p)
-}
-
-// provenanceOf is a provenance column as read.
-func provenanceOf(v sql.NullString) json.RawMessage {
-	if !v.Valid {
-		return nil
-	}
-	return json.RawMessage(v.String)
 }

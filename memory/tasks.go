@@ -1,15 +1,10 @@
 package memory
 
 import (
-	"context"
-	"database/sql"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/codecell/codecell/tools"
 )
 
 // TaskInput is a new task: a prospective memory.
@@ -28,17 +23,6 @@ type Task struct {
 	Memory
 	Overdue bool `json:"overdue"`
 }
-
-// AddTask stores a task for the caller.
-func (s *Store) AddTask(ctx context.Context, in TaskInput) (Task, error) {
-	m, err := s.Remember(ctx, TaskRemember(in))
-	if err != nil {
-		return Task{}, err
-	}
-	return s.task(m), nil
-}
-
-func (s *Store) task(m Memory) Task { return TaskOf(m, s.now()) }
 
 // TaskOf is m as a task at time now (overdue or not).
 func TaskOf(m Memory, now time.Time) Task {
@@ -61,58 +45,6 @@ type TaskQuery struct {
 	Limit          int      `json:"limit,omitempty"` // default 50, at most 500
 }
 
-// ListTasks returns the caller's tasks, soonest due first (undated last),
-// then by id.
-func (s *Store) ListTasks(ctx context.Context, q TaskQuery) ([]Task, error) {
-	principal := tools.CallerFrom(ctx).Principal
-	sel, err := PrepareTaskQuery(&q, s.now())
-	if err != nil {
-		return nil, err
-	}
-	where, args := filterWhere(sel.Filter, principal)
-	where += " AND m.status IN (" + placeholders(len(sel.Statuses)) + ")"
-	for _, st := range sel.Statuses {
-		args = append(args, string(st))
-	}
-	if sel.DueBefore != nil {
-		where += " AND m.due_at IS NOT NULL AND m.due_at < ?"
-		args = append(args, ms(*sel.DueBefore))
-	}
-	var out []Task
-	err = s.read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT m.id FROM memories m WHERE `+where+` ORDER BY m.due_at IS NULL, m.due_at, m.id LIMIT ?`, append(args, q.Limit)...)
-		if err != nil {
-			return err
-		}
-		var ids []int64
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		ms, err := loadMemories(ctx, tx, principal, ids)
-		if err != nil {
-			return err
-		}
-		out = make([]Task, len(ms))
-		for i, m := range ms {
-			out[i] = s.task(m)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", err)
-	}
-	return out, nil
-}
-
 // TaskUpdate changes a task. Note, if set, is appended to the task's
 // metadata "notes" list with the time.
 type TaskUpdate struct {
@@ -121,42 +53,6 @@ type TaskUpdate struct {
 	DueAt   *time.Time  `json:"due_at,omitempty"`
 	Content *string     `json:"content,omitempty"`
 	Note    string      `json:"note,omitempty"`
-}
-
-// UpdateTask changes the caller's task in.ID, which must be a prospective
-// memory.
-func (s *Store) UpdateTask(ctx context.Context, in TaskUpdate) (Task, error) {
-	cur, err := s.peek(ctx, in.ID)
-	if err != nil {
-		return Task{}, err
-	}
-	up, err := TaskUpdateOf(cur, in, s.now())
-	if err != nil {
-		return Task{}, err
-	}
-	m, err := s.Update(ctx, up)
-	if err != nil {
-		return Task{}, err
-	}
-	return s.task(m), nil
-}
-
-// peek reads a memory without counting an access.
-func (s *Store) peek(ctx context.Context, id int64) (Memory, error) {
-	principal := tools.CallerFrom(ctx).Principal
-	var m Memory
-	err := s.read(ctx, func(tx *sql.Tx) error {
-		ms, err := loadMemories(ctx, tx, principal, []int64{id})
-		if err != nil {
-			return err
-		}
-		if len(ms) == 0 {
-			return NotFound("memory %d not found", id)
-		}
-		m = ms[0]
-		return nil
-	})
-	return m, err
 }
 
 // TaskSelection is what a TaskQuery selects: prospective memories that

@@ -39,11 +39,6 @@ type readOut struct {
 	Provenance json.RawMessage `json:"provenance,omitempty"`
 }
 
-// WorkspaceTools returns the workspace tools (category "workspace"),
-// callable positionally from programs: workspace.write(path, data),
-// workspace.read(path), workspace.list(prefix?), workspace.remove(path).
-func (s *Store) WorkspaceTools() []tools.Tool { return s.ToolSet().WorkspaceTools() }
-
 // WorkspaceOps is what the workspace tools call.
 type WorkspaceOps interface {
 	WriteFile(ctx context.Context, p string, data []byte) (FileInfo, bool, error)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/memory/postgres/pgserver"
+	"github.com/codecell/codecell/memory/sqlite"
 	"github.com/codecell/codecell/tools"
 )
 
@@ -109,7 +110,7 @@ func TestMemoryMigrate(t *testing.T) {
 	srv, dsn := postgresDatabase(t)
 	data := t.TempDir()
 	path := filepath.Join(data, "codecell.db")
-	st, err := memory.Open(t.Context(), memory.Config{Path: path}, nil)
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: path}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/memory/postgres"
+	"github.com/codecell/codecell/memory/sqlite"
 	"github.com/codecell/codecell/tools/upstream"
 )
 
@@ -43,9 +44,9 @@ type pruner interface {
 // Both backends serve all of it, and the state instances share
 // (clusterStore).
 var (
-	_ store        = (*memory.Store)(nil)
+	_ store        = (*sqlite.Store)(nil)
 	_ store        = (*postgres.Store)(nil)
-	_ clusterStore = (*memory.Store)(nil)
+	_ clusterStore = (*sqlite.Store)(nil)
 	_ clusterStore = (*postgres.Store)(nil)
 )
 
@@ -128,7 +129,7 @@ func openStoreReadOnly(ctx context.Context, cfg Config, log *slog.Logger) (store
 	return openSQLite(ctx, cfg, log, true)
 }
 
-func openSQLite(ctx context.Context, cfg Config, log *slog.Logger, readOnly bool) (*memory.Store, error) {
+func openSQLite(ctx context.Context, cfg Config, log *slog.Logger, readOnly bool) (*sqlite.Store, error) {
 	path, err := storePath(cfg)
 	if err != nil {
 		return nil, err
@@ -137,7 +138,7 @@ func openSQLite(ctx context.Context, cfg Config, log *slog.Logger, readOnly bool
 	if err != nil {
 		return nil, err
 	}
-	st, err := memory.Open(ctx, memory.Config{
+	st, err := sqlite.Open(ctx, sqlite.Config{
 		Path:      path,
 		ReadOnly:  readOnly,
 		Embedder:  emb,

@@ -233,7 +233,7 @@ func (s *Store) DeleteResult(ctx context.Context, id string) error {
 	return nil
 }
 
-// Prune enforces Config.Retention as memory.Store.Prune does: audit
+// Prune enforces Config.Retention as sqlite.Store.Prune does: audit
 // records (with their tool calls) and stored results too old or beyond
 // the row and byte limits, oldest first, and episodic memories older than
 // EpisodicMaxAge, expired cache entries, plans expired before a commit

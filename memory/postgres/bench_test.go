@@ -16,6 +16,7 @@ import (
 	"github.com/codecell/codecell/memory/internal/synth"
 	"github.com/codecell/codecell/memory/postgres"
 	"github.com/codecell/codecell/memory/postgres/pgtest"
+	"github.com/codecell/codecell/memory/sqlite"
 	"github.com/codecell/codecell/tools"
 )
 
@@ -56,7 +57,7 @@ func BenchmarkStores(b *testing.B) {
 	n := benchSize(b)
 	ctx := tools.WithCaller(b.Context(), tools.Caller{Principal: "bench"})
 	path := filepath.Join(b.TempDir(), "bench.db")
-	lite, err := memory.Open(ctx, memory.Config{Path: path}, nil)
+	lite, err := sqlite.Open(ctx, sqlite.Config{Path: path}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -268,7 +269,7 @@ func stopword(w string) bool {
 
 func synthText(r *rand.Rand) string { return synth.Text(synthVocab, r) }
 
-func fillSynthetic(tb testing.TB, ctx context.Context, s *memory.Store, n int, seed uint64) {
+func fillSynthetic(tb testing.TB, ctx context.Context, s *sqlite.Store, n int, seed uint64) {
 	tb.Helper()
 	r := rand.New(rand.NewPCG(seed, 7))
 	batch := make([]memory.RememberInput, 0, 500)

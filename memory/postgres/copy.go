@@ -21,6 +21,7 @@ import (
 	_ "github.com/mattn/go-sqlite3" // the "sqlite3" driver, to read the source
 
 	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/memory/sqlite"
 )
 
 // This file copies a SQLite store (package memory) into a PostgreSQL
@@ -302,9 +303,9 @@ func openSQLiteSource(ctx context.Context, path string) (*sql.DB, error) {
 	}
 	if tables == 0 {
 		db.Close()
-		return nil, fmt.Errorf("copy: %s: %w", path, &memory.NoStoreError{Path: path})
+		return nil, fmt.Errorf("copy: %s: %w", path, &sqlite.NoStoreError{Path: path})
 	}
-	if want := memory.SchemaVersion(); version != want {
+	if want := sqlite.SchemaVersion(); version != want {
 		db.Close()
 		return nil, fmt.Errorf("copy: %s: %w: the store has schema version %d and this build copies %d; open it once with this build (codecell serve, or memory import of an empty file) to migrate it", path, memory.ErrSchema, version, want)
 	}

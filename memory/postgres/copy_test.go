@@ -14,6 +14,7 @@ import (
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/memory/postgres"
 	"github.com/codecell/codecell/memory/postgres/pgtest"
+	"github.com/codecell/codecell/memory/sqlite"
 	"github.com/codecell/codecell/tools"
 )
 
@@ -24,7 +25,7 @@ import (
 func sqliteFixture(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "codecell.db")
-	st, err := memory.Open(t.Context(), memory.Config{Path: path}, nil)
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: path}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -249,7 +249,7 @@ func (s *Store) Neighbors(ctx context.Context, in memory.NeighborsInput) (memory
 }
 
 // Path finds a shortest path from in.From to in.To, as
-// memory.Store.Path does.
+// sqlite.Store.Path does.
 func (s *Store) Path(ctx context.Context, in memory.PathInput) (memory.PathResult, error) {
 	principal := tools.CallerFrom(ctx).Principal
 	types, err := memory.NormalizePath(&in)

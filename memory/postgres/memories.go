@@ -272,7 +272,7 @@ func (s *Store) touch(ctx context.Context, ids []int64) error {
 	return nil
 }
 
-// Recall searches the caller's memories as memory.Store.Recall does:
+// Recall searches the caller's memories as sqlite.Store.Recall does:
 // vector similarity and keyword relevance each rank candidates and
 // reciprocal rank fusion merges the two lists. The keyword ranking is
 // ts_rank_cd over a tsvector (see RATIONALE.md for how it differs from

@@ -12,6 +12,7 @@ import (
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/memory/postgres"
 	"github.com/codecell/codecell/memory/postgres/pgtest"
+	"github.com/codecell/codecell/memory/sqlite"
 	"github.com/codecell/codecell/memory/storetest"
 	"github.com/codecell/codecell/tools"
 )
@@ -36,43 +37,6 @@ func openConfig(t *testing.T, cfg postgres.Config) *postgres.Store {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
-}
-
-// TestContract runs the contract suite in both vector modes. With
-// pgvector, ExactSearchLimit 1 sends every vector recall of more than
-// one memory through the HNSW index, so that the contract covers it and
-// not only the plain scan.
-func TestContract(t *testing.T) {
-	for _, tt := range []struct {
-		mode       string
-		exactLimit int
-	}{
-		{postgres.VectorsCodes, 0},
-		{postgres.VectorsPgvector, 1},
-	} {
-		t.Run(tt.mode, func(t *testing.T) {
-			if tt.mode == postgres.VectorsPgvector {
-				needPgvector(t)
-			}
-			storetest.Run(t, func(t *testing.T) (storetest.Backend, func() storetest.Backend) {
-				cfg := postgres.Config{DSN: pgtest.Database(t), MaxConns: 4, Vectors: tt.mode, ExactSearchLimit: tt.exactLimit}
-				st := openConfig(t, cfg)
-				if got := st.VectorMode(); got != tt.mode {
-					t.Fatalf("vector mode %s, want %s", got, tt.mode)
-				}
-				return st, func() storetest.Backend { return openConfig(t, cfg) }
-			}, storetest.WithAlterPlan(alterPlan))
-		})
-	}
-}
-
-// alterPlan changes a stored plan's first step in the database, as
-// someone with access to it could.
-func alterPlan(t *testing.T, st storetest.Backend, idHash string) {
-	t.Helper()
-	if _, err := st.(*postgres.Store).Pool().Exec(t.Context(), `UPDATE plan_steps SET args = '{"path":"evil","data":"1"}'::bytea WHERE plan_hash = $1 AND seq = 1`, idHash); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestMigrateConcurrently: four instances starting together on a fresh
@@ -162,8 +126,8 @@ func TestCommonWords(t *testing.T) {
 // TestExportAcrossBackends: an export of SQLite imports into PostgreSQL
 // and one of PostgreSQL into SQLite, every record of it.
 func TestExportAcrossBackends(t *testing.T) {
-	lite := func() *memory.Store {
-		st, err := memory.Open(t.Context(), memory.Config{Path: filepath.Join(t.TempDir(), "codecell.db")}, nil)
+	lite := func() *sqlite.Store {
+		st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "codecell.db")}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/memory/postgres"
 	"github.com/codecell/codecell/memory/postgres/pgtest"
+	"github.com/codecell/codecell/memory/sqlite"
 	"github.com/codecell/codecell/memory/storetest"
 	"github.com/codecell/codecell/tools"
 )
@@ -21,7 +22,7 @@ import (
 // read and write, and a plan saved and claimed. It reports µs/op.
 func BenchmarkSharedState(b *testing.B) {
 	ctx := tools.WithCaller(b.Context(), tools.Caller{Principal: "bench"})
-	lite, err := memory.Open(ctx, memory.Config{Path: filepath.Join(b.TempDir(), "bench.db")}, nil)
+	lite, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(b.TempDir(), "bench.db")}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

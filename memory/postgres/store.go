@@ -52,7 +52,7 @@ type Config struct {
 	// Retention bounds how long server records are kept; see Prune.
 	Retention memory.Retention
 	// ExactSearchLimit is the number of a principal's vectors up to which
-	// vector recall scans exactly (default 2000, as memory.Config).
+	// vector recall scans exactly (default 2000, as sqlite.Config).
 	ExactSearchLimit int
 	// CoarseFactor: binary-code candidates per wanted result (default 30).
 	CoarseFactor int

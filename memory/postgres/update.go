@@ -15,7 +15,7 @@ import (
 )
 
 // Update applies in to the caller's memory and returns the result, as
-// memory.Store.Update does: the change is computed and re-embedded outside
+// sqlite.Store.Update does: the change is computed and re-embedded outside
 // the transaction, and applied only if the memory did not change
 // meanwhile (else it is computed again, up to five times).
 func (s *Store) Update(ctx context.Context, in memory.UpdateInput) (memory.Memory, error) {
@@ -210,7 +210,7 @@ func logCodes(ctx context.Context, tx pgx.Tx, principal string, ids []int64) err
 
 // Forget deletes the caller's memories chosen by in (ids, or a filter,
 // Before, All), with their vectors, tags and links, as
-// memory.Store.Forget does.
+// sqlite.Store.Forget does.
 func (s *Store) Forget(ctx context.Context, in memory.ForgetInput) (memory.ForgetResult, error) {
 	principal := tools.CallerFrom(ctx).Principal
 	if _, err := memory.CheckForget(&in); err != nil {
@@ -309,7 +309,7 @@ func loadMerges(ctx context.Context, q querier, survivor int64) ([]memory.Merged
 }
 
 // MemoryStats returns the caller's memory statistics, as
-// memory.Store.MemoryStats does.
+// sqlite.Store.MemoryStats does.
 func (s *Store) MemoryStats(ctx context.Context) (memory.MemoryStats, error) {
 	principal := tools.CallerFrom(ctx).Principal
 	st := memory.MemoryStats{Layers: map[memory.Layer]int{}, Tasks: map[string]int{}, TopTags: []memory.TagCount{}}

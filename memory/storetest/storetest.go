@@ -61,8 +61,6 @@ type Backend interface {
 	ToolShapes(ctx context.Context, source string) (map[string]json.RawMessage, error)
 }
 
-var _ Backend = (*memory.Store)(nil)
-
 // Opener opens a fresh, empty store for one test, closed by the test's
 // cleanup. A second call within the same test opens a second instance on
 // the same database (for cross-instance behaviour); a backend without

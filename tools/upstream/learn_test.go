@@ -10,7 +10,7 @@ import (
 
 	"github.com/evanw/esbuild/pkg/api"
 
-	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/memory/sqlite"
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/upstream"
 	"github.com/codecell/codecell/vfs"
@@ -18,9 +18,9 @@ import (
 
 // openShapes opens a store for learned result shapes in a file of the
 // test's own.
-func openShapes(t *testing.T) *memory.Store {
+func openShapes(t *testing.T) *sqlite.Store {
 	t.Helper()
-	s, err := memory.Open(t.Context(), memory.Config{Path: filepath.Join(t.TempDir(), "codecell.db")}, nil)
+	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "codecell.db")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
