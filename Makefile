@@ -91,7 +91,7 @@ bench-memory:
 ## Needs PostgreSQL's binaries (the tests start a throwaway server); about
 ## ten minutes. CODECELL_BENCH_MEMORIES sets another size.
 bench-store:
-	$(GO) test -tags $(TAGS) -run '^$$' -bench BenchmarkStores -benchtime 1x -timeout 60m -v ./memory/postgres/
+	$(GO) test -tags $(TAGS) -run '^$$' -bench BenchmarkStores -benchtime 1x -timeout 60m -v ./memory/storecopy/
 
 ## bench-disclosure: bytes an agent reads at each disclosure level, code mode vs direct mode.
 bench-disclosure:

@@ -14,7 +14,7 @@ import (
 )
 
 // The knowledge graph, as memory/graph.go keeps it: the checks and the
-// walks are package memory's (backendkit.go), the SQL is here.
+// walks are package memory's (WalkNeighbors, FindPath), the SQL is here.
 
 const entityColumns = `id, name, type, description, properties, created_at, updated_at`
 

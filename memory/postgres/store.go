@@ -2,10 +2,12 @@
 // runs several codecell instances on one database. It implements the
 // interfaces that package memory's tools and package mcpserver declare
 // (audit log, stored results, workspace, skills, tool shapes, memories
-// and recall) with the rules of package memory (backendkit.go): the same
-// validation, errors, limits and rank fusion, so that one contract suite
-// (memory/storetest) holds for both backends. It does not own the tools
-// (memory.RegisterTools) nor the MCP surface.
+// and recall) with the rules of package memory: the same validation,
+// errors, limits and rank fusion, so that one contract suite
+// (memory/storetest) holds for both backends. Its files mirror those of
+// memory/sqlite. It does not own the tools (memory.RegisterTools), the
+// MCP surface, nor the copy from SQLite (memory/storecopy), and links no
+// SQLite.
 //
 // Instances share everything through the database: schema migrations run
 // once under an advisory lock; skills changes reach every instance by

@@ -1,5 +1,5 @@
 // Package storetest is the contract that every backend of codecell's
-// store passes: the SQLite store (package memory) and the PostgreSQL one
+// store passes: the SQLite store (memory/sqlite) and the PostgreSQL one
 // (memory/postgres) run the same Run. It checks behaviour through the
 // interfaces their consumers declare, with real stores, no fakes.
 package storetest

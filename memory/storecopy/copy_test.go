@@ -1,4 +1,4 @@
-package postgres_test
+package storecopy_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/codecell/codecell/memory/postgres"
 	"github.com/codecell/codecell/memory/postgres/pgtest"
 	"github.com/codecell/codecell/memory/sqlite"
+	"github.com/codecell/codecell/memory/storecopy"
 	"github.com/codecell/codecell/tools"
 )
 
@@ -81,10 +82,10 @@ func sqliteFixture(t *testing.T) string {
 	return path
 }
 
-func table(rep postgres.CopyReport, name string) (postgres.TableCopy, bool) {
-	i := slices.IndexFunc(rep.Tables, func(t postgres.TableCopy) bool { return t.Table == name })
+func table(rep storecopy.CopyReport, name string) (storecopy.TableCopy, bool) {
+	i := slices.IndexFunc(rep.Tables, func(t storecopy.TableCopy) bool { return t.Table == name })
 	if i < 0 {
-		return postgres.TableCopy{}, false
+		return storecopy.TableCopy{}, false
 	}
 	return rep.Tables[i], true
 }
@@ -95,7 +96,7 @@ func TestCopyFromSQLite(t *testing.T) {
 	dst := open(t, dsn)
 	ctx := t.Context()
 
-	rep, err := postgres.CopyFromSQLite(ctx, dst, path, postgres.CopyOptions{})
+	rep, err := storecopy.CopyFromSQLite(ctx, dst, path, storecopy.CopyOptions{})
 	if err != nil {
 		var b strings.Builder
 		rep.WriteTable(&b)
@@ -126,7 +127,7 @@ func TestCopyFromSQLite(t *testing.T) {
 		})
 	}
 	for _, name := range []string{"skill_changes", "memory_code_log"} {
-		if tc, ok := table(rep, name); !ok || tc.Action != postgres.ActionNotNeeded || tc.Reason == "" {
+		if tc, ok := table(rep, name); !ok || tc.Action != storecopy.ActionNotNeeded || tc.Reason == "" {
 			t.Errorf("%s: %+v, want not needed, with a reason", name, tc)
 		}
 	}
@@ -178,11 +179,11 @@ func TestCopyFromSQLite(t *testing.T) {
 
 	// Again: refused into a target with data; appending adds nothing and
 	// verifies; forcing replaces with the same rows.
-	if _, err := postgres.CopyFromSQLite(ctx, dst, path, postgres.CopyOptions{}); !errors.Is(err, postgres.ErrTargetNotEmpty) {
+	if _, err := storecopy.CopyFromSQLite(ctx, dst, path, storecopy.CopyOptions{}); !errors.Is(err, storecopy.ErrTargetNotEmpty) {
 		t.Fatalf("second copy into a full target: %v, want ErrTargetNotEmpty", err)
 	}
-	for _, mode := range []postgres.CopyMode{postgres.CopyAppend, postgres.CopyForce, postgres.CopyVerify} {
-		again, err := postgres.CopyFromSQLite(ctx, dst, path, postgres.CopyOptions{Mode: mode})
+	for _, mode := range []storecopy.CopyMode{storecopy.CopyAppend, storecopy.CopyForce, storecopy.CopyVerify} {
+		again, err := storecopy.CopyFromSQLite(ctx, dst, path, storecopy.CopyOptions{Mode: mode})
 		if err != nil {
 			var b strings.Builder
 			again.WriteTable(&b)
@@ -192,15 +193,15 @@ func TestCopyFromSQLite(t *testing.T) {
 			tc, _ := table(again, name)
 			first, _ := table(rep, name)
 			switch {
-			case mode == postgres.CopyAppend && name == "memory_counts":
+			case mode == storecopy.CopyAppend && name == "memory_counts":
 				if tc.Compared {
 					t.Errorf("append again: memory_counts compared, though the target's counts include its own memories")
 				}
 			case tc.SourceRows != n || !tc.Match():
 				t.Errorf("%s again, %s: %+v, want %d source rows, matching", again.Mode, name, tc, n)
-			case mode == postgres.CopyAppend && name != "memory_counts" && (tc.Inserted != 0 || tc.Kept != n):
+			case mode == storecopy.CopyAppend && name != "memory_counts" && (tc.Inserted != 0 || tc.Kept != n):
 				t.Errorf("append again, %s: inserted %d and kept %d rows, want 0 and %d", name, tc.Inserted, tc.Kept, n)
-			case mode != postgres.CopyAppend && tc.TargetSum != first.TargetSum:
+			case mode != storecopy.CopyAppend && tc.TargetSum != first.TargetSum:
 				// The recalls above counted accesses on PostgreSQL: force
 				// puts the source's rows back, which verify then finds.
 				t.Errorf("%s again, %s: target sum %s, first copy's %s", again.Mode, name, tc.TargetSum, first.TargetSum)
@@ -219,7 +220,7 @@ func TestCopyAppendKeepsTarget(t *testing.T) {
 	if _, _, err := dst.WriteFile(alice, "notes/today.md", []byte("other content")); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := postgres.CopyFromSQLite(ctx, dst, path, postgres.CopyOptions{Mode: postgres.CopyAppend})
+	rep, err := storecopy.CopyFromSQLite(ctx, dst, path, storecopy.CopyOptions{Mode: storecopy.CopyAppend})
 	if err != nil {
 		t.Fatalf("append: %v", err)
 	}
@@ -238,14 +239,14 @@ func TestCopyVerifyFindsChange(t *testing.T) {
 	path := sqliteFixture(t)
 	dst := open(t, pgtest.Database(t))
 	ctx := t.Context()
-	if _, err := postgres.CopyFromSQLite(ctx, dst, path, postgres.CopyOptions{}); err != nil {
+	if _, err := storecopy.CopyFromSQLite(ctx, dst, path, storecopy.CopyOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := dst.Pool().Exec(ctx, `UPDATE skills SET description = 'changed' WHERE name = 'sum'`); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := postgres.CopyFromSQLite(ctx, dst, path, postgres.CopyOptions{Mode: postgres.CopyVerify})
-	if !errors.Is(err, postgres.ErrCopyMismatch) {
+	rep, err := storecopy.CopyFromSQLite(ctx, dst, path, storecopy.CopyOptions{Mode: storecopy.CopyVerify})
+	if !errors.Is(err, storecopy.ErrCopyMismatch) {
 		t.Fatalf("verify after a change: %v, want ErrCopyMismatch", err)
 	}
 	tc, _ := table(rep, "skills")
@@ -269,7 +270,36 @@ func TestCopyRefusesOtherEmbedder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if _, err := postgres.CopyFromSQLite(t.Context(), st, path, postgres.CopyOptions{}); !errors.Is(err, memory.ErrEmbedderMismatch) {
+	if _, err := storecopy.CopyFromSQLite(t.Context(), st, path, storecopy.CopyOptions{}); !errors.Is(err, memory.ErrEmbedderMismatch) {
 		t.Fatalf("copy into a store of another embedder: %v, want ErrEmbedderMismatch", err)
+	}
+}
+
+// TestCopyFillsEmbeddings: a copy into a database in pgvector mode gives
+// every copied vector its embedding (listed as rebuilt), and vector
+// recall on the HNSW path finds the copied memories.
+func TestCopyFillsEmbeddings(t *testing.T) {
+	needPgvector(t)
+	path := sqliteFixture(t)
+	st := openConfig(t, postgres.Config{DSN: pgtest.Database(t), MaxConns: 4, Vectors: postgres.VectorsPgvector, ExactSearchLimit: 1})
+	rep, err := storecopy.CopyFromSQLite(t.Context(), st, path, storecopy.CopyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(rep.Tables, func(tc storecopy.TableCopy) bool { return tc.Table == "memory_embeddings" })
+	if i < 0 || rep.Tables[i].Action != storecopy.ActionRebuilt {
+		t.Fatalf("the report lists no rebuilt memory_embeddings: %+v", rep.Tables)
+	}
+	var vectors, embeddings int64
+	if err := st.Pool().QueryRow(t.Context(), `SELECT (SELECT count(*) FROM memory_vectors), (SELECT count(*) FROM memory_embeddings)`).Scan(&vectors, &embeddings); err != nil {
+		t.Fatal(err)
+	}
+	if vectors == 0 || embeddings != vectors || rep.Tables[i].Inserted != vectors {
+		t.Fatalf("%d vectors, %d embeddings, %d inserted by the copy", vectors, embeddings, rep.Tables[i].Inserted)
+	}
+	alice := tools.WithCaller(t.Context(), tools.Caller{Principal: "alice"})
+	res, err := st.Recall(alice, memory.RecallInput{Query: "staging database backup", Mode: memory.ModeVector, Limit: 1})
+	if err != nil || len(res.Results) != 1 || !strings.Contains(res.Results[0].Content, "staging database") {
+		t.Fatalf("recall after copy: %+v %v", res.Results, err)
 	}
 }

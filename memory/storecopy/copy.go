@@ -1,4 +1,17 @@
-package postgres
+// Package storecopy copies a SQLite store (memory/sqlite) into a
+// PostgreSQL store (memory/postgres), table by table, and verifies the
+// copy: for every table it counts the rows and computes a checksum over a
+// canonical form of each row, the same way on both sides (see rowSet),
+// and compares them. Everything happens in one PostgreSQL transaction
+// (postgres.Store.CopyIn), committed only when every copied table
+// verifies: a failed or unverified copy leaves the target as it was. It
+// is what `codecell memory migrate` runs; it owns nothing else, and the
+// backends do not import it.
+//
+// Its tests hold what needs both backends side by side: the copy, an
+// export of one imported into the other, and the benchmarks that measure
+// the two on the same data (make bench-store).
+package storecopy
 
 import (
 	"bytes"
@@ -6,7 +19,6 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,16 +33,9 @@ import (
 	_ "github.com/mattn/go-sqlite3" // the "sqlite3" driver, to read the source
 
 	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/memory/postgres"
 	"github.com/codecell/codecell/memory/sqlite"
 )
-
-// This file copies a SQLite store (package memory) into a PostgreSQL
-// store, table by table, and verifies the copy: for every table it
-// counts the rows and computes a checksum over a canonical form of each
-// row, the same way on both sides (see rowHasher), and compares them.
-// Everything happens in one PostgreSQL transaction, committed only when
-// every copied table verifies: a failed or unverified copy leaves the
-// target as it was.
 
 // CopyMode says what CopyFromSQLite does with a target that holds data.
 type CopyMode int
@@ -247,13 +252,9 @@ func isFTS(name string) bool {
 // binary codes are copied (or recomputed from the vectors when the
 // source's were made by another quantizer). A copy that does not verify
 // is rolled back and fails with ErrCopyMismatch, its report beside.
-func CopyFromSQLite(ctx context.Context, dst *Store, path string, opts CopyOptions) (CopyReport, error) {
+func CopyFromSQLite(ctx context.Context, dst *postgres.Store, path string, opts CopyOptions) (CopyReport, error) {
 	start := time.Now()
 	rep := CopyReport{Source: path, Mode: [...]string{"into-empty", "force", "append", "verify"}[opts.Mode]}
-	// The embedder and quantizer stay those the copy checks against
-	// (Reindex swaps them under the write lock).
-	dst.vmu.RLock()
-	defer dst.vmu.RUnlock()
 	src, err := openSQLiteSource(ctx, path)
 	if err != nil {
 		return rep, err
@@ -264,9 +265,10 @@ func CopyFromSQLite(ctx context.Context, dst *Store, path string, opts CopyOptio
 		return rep, fmt.Errorf("copy: read %s: %w", path, err)
 	}
 	defer stx.Rollback()
-	c := &copier{dst: dst, src: stx, opts: opts}
-	err = dst.tx(ctx, func(tx pgx.Tx) error {
-		c.tx = tx
+	// The embedder and quantizer stay those the copy checks against
+	// (Reindex waits for the transaction).
+	err = dst.CopyIn(ctx, func(tx postgres.CopyTx) error {
+		c := &copier{tx: tx, src: stx, opts: opts}
 		return c.run(ctx, &rep)
 	})
 	rep.Duration = time.Since(start)
@@ -313,9 +315,8 @@ func openSQLiteSource(ctx context.Context, path string) (*sql.DB, error) {
 }
 
 type copier struct {
-	dst  *Store
 	src  *sql.Tx
-	tx   pgx.Tx
+	tx   postgres.CopyTx
 	opts CopyOptions
 	// seqs are the source's AUTOINCREMENT counters, by table.
 	seqs map[string]int64
@@ -338,9 +339,6 @@ type tableSpec struct {
 }
 
 func (c *copier) run(ctx context.Context, rep *CopyReport) error {
-	if _, err := c.tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(codesLock)); err != nil {
-		return err
-	}
 	srcTables, err := c.sourceTables(ctx)
 	if err != nil {
 		return err
@@ -426,7 +424,7 @@ func (c *copier) run(ctx context.Context, rep *CopyReport) error {
 	if c.opts.Mode == CopyVerify {
 		return errVerified
 	}
-	return c.notifySkills(ctx)
+	return c.tx.NotifySkills(ctx)
 }
 
 // errVerified ends a CopyVerify transaction: it rolls back, though it
@@ -668,7 +666,7 @@ func (c *copier) checkMeta(ctx context.Context) (TableCopy, error) {
 		return tc, err
 	}
 	tc.SourceRows = int64(len(meta))
-	want := fmt.Sprintf("%s/%d", c.dst.emb.Name(), c.dst.emb.Dimensions())
+	want := fmt.Sprintf("%s/%d", c.tx.Embedder.Name(), c.tx.Embedder.Dimensions())
 	if name, ok := meta["embedder"]; ok {
 		have := name + "/" + meta["embedder_dims"]
 		if have != want {
@@ -842,8 +840,8 @@ func (c *copier) sourceRows(ctx context.Context, spec tableSpec) (next func() ([
 		if err := c.src.QueryRowContext(ctx, `SELECT coalesce((SELECT value FROM meta WHERE key = 'quantizer'), '')`).Scan(&quant); err != nil {
 			return nil, "", err
 		}
-		if quant != c.dst.quant.Name() {
-			recompute = fmt.Sprintf("the source's codes were made by quantizer %q; recomputed from the vectors with %q", quant, c.dst.quant.Name())
+		if quant != c.tx.Quantizer.Name() {
+			recompute = fmt.Sprintf("the source's codes were made by quantizer %q; recomputed from the vectors with %q", quant, c.tx.Quantizer.Name())
 			query = `SELECT memory_id, principal, layer, embedding FROM memory_vectors`
 		}
 	}
@@ -874,7 +872,7 @@ func (c *copier) sourceRows(ctx context.Context, spec tableSpec) (next func() ([
 				rows.Close()
 				return nil, fmt.Errorf("memory %d: %w", id, err)
 			}
-			byName := map[string]any{"memory_id": id, "principal": principal, "layer": layer, "code": c.dst.quant.Code(vec)}
+			byName := map[string]any{"memory_id": id, "principal": principal, "layer": layer, "code": c.tx.Quantizer.Code(vec)}
 			out := make([]any, len(spec.cols))
 			for i, col := range spec.cols {
 				out[i] = byName[col.name]
@@ -1179,21 +1177,6 @@ func (c *copier) rebuildCounts(ctx context.Context) (TableCopy, error) {
 	return tc, nil
 }
 
-// notifySkills tells the instances on the database that any skill may
-// have changed (delivered when the copy commits).
-func (c *copier) notifySkills(ctx context.Context) error {
-	var v int64
-	if err := c.tx.QueryRow(ctx, `SELECT coalesce((SELECT value::bigint FROM meta WHERE key = 'skills_version'), 0)`).Scan(&v); err != nil {
-		return err
-	}
-	payload, err := json.Marshal(notice{Origin: "copy", Kind: memory.SkillPublished, Version: v})
-	if err != nil {
-		return err
-	}
-	_, err = c.tx.Exec(ctx, `SELECT pg_notify($1, $2)`, skillsChannel, string(payload))
-	return err
-}
-
 // quoteSQLite quotes a SQLite identifier.
 func quoteSQLite(name string) string {
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
@@ -1202,12 +1185,8 @@ func quoteSQLite(name string) string {
 // fillEmbeddings gives every copied vector its pgvector embedding when
 // the target has memory_embeddings (pgvector.go); nil when it has not.
 func (c *copier) fillEmbeddings(ctx context.Context) (*TableCopy, error) {
-	_, exists, err := embeddingDims(ctx, c.tx)
+	n, exists, err := c.tx.FillEmbeddings(ctx)
 	if err != nil || !exists {
-		return nil, err
-	}
-	n, err := fillEmbeddings(ctx, c.tx)
-	if err != nil {
 		return nil, err
 	}
 	return &TableCopy{Table: "memory_embeddings", Action: ActionRebuilt, Inserted: n,

@@ -1,4 +1,4 @@
-package postgres_test
+package storecopy_test
 
 import (
 	"encoding/json"

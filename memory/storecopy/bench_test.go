@@ -1,4 +1,4 @@
-package postgres_test
+package storecopy_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/codecell/codecell/memory/postgres"
 	"github.com/codecell/codecell/memory/postgres/pgtest"
 	"github.com/codecell/codecell/memory/sqlite"
+	"github.com/codecell/codecell/memory/storecopy"
 	"github.com/codecell/codecell/tools"
 )
 
@@ -77,7 +78,7 @@ func BenchmarkStores(b *testing.B) {
 		if b.N > 1 {
 			b.Skip("runs once: -benchtime 1x")
 		}
-		rep, err := postgres.CopyFromSQLite(ctx, pg, path, postgres.CopyOptions{})
+		rep, err := storecopy.CopyFromSQLite(ctx, pg, path, storecopy.CopyOptions{})
 		var out strings.Builder
 		rep.WriteTable(&out)
 		b.Logf("memory migrate of %d memories:\n%s", n, out.String())
