@@ -526,3 +526,47 @@ func timePtr(v sql.NullInt64) *time.Time {
 }
 
 var _ io.Closer = (*Store)(nil)
+
+// Ready reports whether the store can serve: it answers a query on a
+// reader and on the writer, and its schema is this build's. The error
+// says which of these failed.
+func (s *Store) Ready(ctx context.Context) error {
+	if s.closed.Load() {
+		return memory.ErrClosed
+	}
+	var v int
+	if err := s.r.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+		return fmt.Errorf("store unreachable: %w", err)
+	}
+	if want := SchemaVersion(); v != want {
+		return fmt.Errorf("%w: the database has schema version %d, this build needs %d", memory.ErrSchema, v, want)
+	}
+	if s.w != nil && s.w != s.r {
+		if err := s.w.PingContext(ctx); err != nil {
+			return fmt.Errorf("store writer unreachable: %w", err)
+		}
+	}
+	return nil
+}
+
+// PoolStats returns the statistics of the store's connections: the
+// readers' pool and the single writer added together.
+func (s *Store) PoolStats() memory.PoolStats {
+	var ps memory.PoolStats
+	add := func(db *sql.DB) {
+		st := db.Stats()
+		ps.MaxOpen += st.MaxOpenConnections
+		ps.Open += st.OpenConnections
+		ps.InUse += st.InUse
+		ps.Idle += st.Idle
+		ps.WaitCount += st.WaitCount
+		ps.WaitDuration += st.WaitDuration
+	}
+	if s.r != nil {
+		add(s.r)
+	}
+	if s.w != nil && s.w != s.r {
+		add(s.w)
+	}
+	return ps
+}

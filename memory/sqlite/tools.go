@@ -28,3 +28,8 @@ var (
 // Tools returns the memory tools (category "memory"). Their handlers act
 // for tools.CallerFrom(ctx).Principal.
 func (s *Store) Tools() []tools.Tool { return s.ToolSet().MemoryTools() }
+
+// WorkspaceTools returns the workspace tools (category "workspace"),
+// callable positionally from programs: workspace.write(path, data),
+// workspace.read(path), workspace.list(prefix?), workspace.remove(path).
+func (s *Store) WorkspaceTools() []tools.Tool { return s.ToolSet().WorkspaceTools() }
