@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/json"
@@ -48,4 +49,31 @@ func NewID() string {
 	var b [16]byte
 	rand.Read(b[:])
 	return idEncoding.EncodeToString(b[:])
+}
+
+// ResultGetter reads a whole stored result: a backend's GetResult.
+type ResultGetter interface {
+	GetResult(ctx context.Context, id string) (ResultInfo, []byte, error)
+}
+
+// ReadResult returns bytes [offset, offset+length) of the caller's result
+// id as g stores it, decompressed (fewer at the end; none past it), for
+// paging. A negative length means to the end. Both backends' ReadResult
+// is this.
+func ReadResult(ctx context.Context, g ResultGetter, id string, offset, length int64) (ResultInfo, []byte, error) {
+	if offset < 0 {
+		return ResultInfo{}, nil, Invalid("offset is %d; it must be 0 or more", offset)
+	}
+	r, data, err := g.GetResult(ctx, id)
+	if err != nil {
+		return ResultInfo{}, nil, err
+	}
+	if offset >= int64(len(data)) {
+		return r, []byte{}, nil
+	}
+	end := int64(len(data))
+	if length >= 0 && offset+length < end {
+		end = offset + length
+	}
+	return r, data[offset:end], nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/codecell/codecell/tools"
@@ -150,4 +151,45 @@ func SkillChangeOf(principal, name string, kind SkillChangeKind, version int64) 
 	return SkillChange{Principal: principal, Name: name, Kind: kind, Version: version,
 		Deleted:  kind == SkillDeleted || kind == SkillUnpublished,
 		Everyone: kind == SkillPublished || kind == SkillUnpublished}
+}
+
+// SkillSubscribers are the functions a store calls after every change of
+// a skill (OnSkillChange), in the order they subscribed. The zero value
+// is ready to use; it is safe for concurrent use.
+type SkillSubscribers struct {
+	mu   sync.Mutex
+	fns  map[int]func(SkillChange)
+	next int
+}
+
+// Subscribe adds fn; cancel removes it.
+func (s *SkillSubscribers) Subscribe(fn func(SkillChange)) (cancel func()) {
+	s.mu.Lock()
+	if s.fns == nil {
+		s.fns = map[int]func(SkillChange){}
+	}
+	id := s.next
+	s.next++
+	s.fns[id] = fn
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.fns, id)
+		s.mu.Unlock()
+	}
+}
+
+// Notify calls every subscriber with ch, on the caller's goroutine.
+func (s *SkillSubscribers) Notify(ch SkillChange) {
+	s.mu.Lock()
+	fns := make([]func(SkillChange), 0, len(s.fns))
+	for i := 0; i < s.next; i++ {
+		if fn, ok := s.fns[i]; ok {
+			fns = append(fns, fn)
+		}
+	}
+	s.mu.Unlock()
+	for _, fn := range fns {
+		fn(ch)
+	}
 }

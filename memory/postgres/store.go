@@ -84,9 +84,7 @@ type Store struct {
 
 	codes codeSets
 
-	smu       sync.Mutex
-	skillSubs map[int]func(memory.SkillChange)
-	nextSub   int
+	skillSubs memory.SkillSubscribers
 
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
@@ -111,7 +109,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 	}
 	log = log.With("component", "memory", "backend", "postgres")
 	s := &Store{cfg: cfg, lim: cfg.Limits.Defaults(), ret: cfg.Retention.Defaults(), log: log, now: cfg.Now,
-		origin: memory.NewID(), skillSubs: map[int]func(memory.SkillChange){}, listen: make(chan struct{})}
+		origin: memory.NewID(), listen: make(chan struct{})}
 	if s.now == nil {
 		s.now = time.Now
 	}

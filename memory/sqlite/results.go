@@ -102,21 +102,7 @@ func (s *Store) GetResult(ctx context.Context, id string) (memory.ResultInfo, []
 // decompressed (fewer at the end; none past it), for paging. A negative
 // length means to the end.
 func (s *Store) ReadResult(ctx context.Context, id string, offset, length int64) (memory.ResultInfo, []byte, error) {
-	if offset < 0 {
-		return memory.ResultInfo{}, nil, memory.Invalid("offset is %d; it must be 0 or more", offset)
-	}
-	r, data, err := s.GetResult(ctx, id)
-	if err != nil {
-		return memory.ResultInfo{}, nil, err
-	}
-	if offset >= int64(len(data)) {
-		return r, []byte{}, nil
-	}
-	end := int64(len(data))
-	if length >= 0 && offset+length < end {
-		end = offset + length
-	}
-	return r, data[offset:end], nil
+	return memory.ReadResult(ctx, s, id, offset, length)
 }
 
 // ListResults returns the caller's results, newest first; session, if

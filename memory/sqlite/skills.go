@@ -353,31 +353,10 @@ func (s *Store) UnpublishSkill(ctx context.Context, name string) error {
 // called from several goroutines at once; it must return quickly and must
 // not close the Store. The returned function ends the subscription.
 func (s *Store) OnSkillChange(fn func(memory.SkillChange)) (cancel func()) {
-	s.smu.Lock()
-	id := s.nextSub
-	s.nextSub++
-	s.skillSubs[id] = fn
-	s.smu.Unlock()
-	return func() {
-		s.smu.Lock()
-		delete(s.skillSubs, id)
-		s.smu.Unlock()
-	}
+	return s.skillSubs.Subscribe(fn)
 }
 
-func (s *Store) notifySkills(ch memory.SkillChange) {
-	s.smu.Lock()
-	fns := make([]func(memory.SkillChange), 0, len(s.skillSubs))
-	for i := 0; i < s.nextSub; i++ {
-		if fn, ok := s.skillSubs[i]; ok {
-			fns = append(fns, fn)
-		}
-	}
-	s.smu.Unlock()
-	for _, fn := range fns {
-		fn(ch)
-	}
-}
+func (s *Store) notifySkills(ch memory.SkillChange) { s.skillSubs.Notify(ch) }
 
 // migrateSharedSkills is the Go step of migration 4: the skills of the
 // former shared scope become the local user's own skills, published. A

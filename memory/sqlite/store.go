@@ -127,9 +127,7 @@ type Store struct {
 	// read-only store cannot rebuild them; vector search scans exactly.
 	codesStale bool
 
-	smu       sync.Mutex
-	skillSubs map[int]func(memory.SkillChange)
-	nextSub   int
+	skillSubs memory.SkillSubscribers
 
 	// origin identifies this Store in skill_changes.
 	origin string
@@ -159,7 +157,6 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 		ret:        cfg.Retention.Defaults(),
 		log:        log,
 		now:        cfg.Now,
-		skillSubs:  map[int]func(memory.SkillChange){},
 		commonDocs: memory.KeywordCommonDocs,
 		origin:     memory.NewID(),
 	}
