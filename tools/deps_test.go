@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// The import direction of DESIGN.md:
+// The import direction of docs/design.md:
 //
 //	cmd → mcpserver → {executor, vfs, filter, memory, tools/<source>} → tools
 //	memory/<backend> → memory
@@ -23,7 +23,7 @@ const (
 	direction = "cmd → mcpserver → {executor, vfs, filter, memory, tools/<source>} → tools; memory/<backend> → memory"
 )
 
-// group returns the place in DESIGN.md's table of a package path relative
+// group returns the place in docs/design.md's table of a package path relative
 // to the module: a top-level package with its subpackages, "tools", or
 // "tools/<name>" and "cmd/<name>" for the packages below tools and cmd,
 // which are peers; below memory, each backend and the copier are groups
@@ -63,7 +63,7 @@ func isBackend(g string) bool {
 }
 
 // arrowProblem says what is wrong with an import of to by from (paths
-// relative to the module), or "" when DESIGN.md allows it. test says the
+// relative to the module), or "" when docs/design.md allows it. test says the
 // import is made by from's tests, which may also use their peers below
 // mcpserver as fixtures (a catalogue, the builtin tools, the tree), and
 // mcpserver's tests the embedded store (memory/sqlite), and a command's
@@ -72,11 +72,11 @@ func isBackend(g string) bool {
 func arrowProblem(from, to string, test bool) string {
 	gf, ok := group(from)
 	if !ok {
-		return fmt.Sprintf("package %s has no place in DESIGN.md's table (%s): give it one there and in this test", from, direction)
+		return fmt.Sprintf("package %s has no place in docs/design.md's table (%s): give it one there and in this test", from, direction)
 	}
 	gt, ok := group(to)
 	if !ok {
-		return fmt.Sprintf("package %s has no place in DESIGN.md's table (%s): give it one there and in this test", to, direction)
+		return fmt.Sprintf("package %s has no place in docs/design.md's table (%s): give it one there and in this test", to, direction)
 	}
 	if gf == gt {
 		return "" // within one package's own subtree
@@ -86,7 +86,7 @@ func arrowProblem(from, to string, test bool) string {
 		by = from + "'s tests"
 	}
 	bad := func(why string) string {
-		return fmt.Sprintf("bad arrow %s → %s: %s (DESIGN.md: %s)", by, to, why, direction)
+		return fmt.Sprintf("bad arrow %s → %s: %s (docs/design.md: %s)", by, to, why, direction)
 	}
 	fromCmd := strings.HasPrefix(gf, "cmd/")
 	switch {
@@ -242,7 +242,7 @@ func listPackages(t *testing.T) []listed {
 
 // TestImportDirection checks every import of every codecell package, and
 // of its tests, with the build tags the project builds with, against
-// DESIGN.md; and that no package of the product imports a test helper (a
+// docs/design.md; and that no package of the product imports a test helper (a
 // package that imports testing, such as pgtest or toolstest).
 func TestImportDirection(t *testing.T) {
 	t.Parallel()
