@@ -36,7 +36,7 @@ const (
 // the mcpServers object of Claude Desktop's claude_desktop_config.json
 // (command, args, env, cwd; or url, headers and type), to which codecell
 // adds its own settings (allow, deny, timeout, max_concurrent_calls,
-// category, disabled). Its TOML form is a [upstream.NAME] table of
+// category, disabled, trust_annotations). Its TOML form is a [upstream.NAME] table of
 // codecell's configuration with the same keys.
 type Server struct {
 	// Command starts a stdio server: a path, or a name looked up in the
@@ -76,6 +76,13 @@ type Server struct {
 	Category string `json:"category,omitempty" toml:"category,omitempty"`
 	// Disabled keeps the server configured but not started.
 	Disabled bool `json:"disabled,omitempty" toml:"disabled,omitempty"`
+	// TrustAnnotations lets the server's tool annotations decide what
+	// only known read-only tools may do: pass --read-only and read-only
+	// toolsets, run for real in a dry run, skip the approval of writes,
+	// be memoised. Off by default: MCP's annotations are hints, and a
+	// server may call a tool that writes readOnlyHint, so its tools
+	// count as tools that may write and destroy, whatever they claim.
+	TrustAnnotations bool `json:"trust_annotations,omitempty" toml:"trust_annotations,omitempty"`
 }
 
 // Defaults of the per-server settings.
