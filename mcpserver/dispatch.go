@@ -266,10 +266,11 @@ func (d *runDispatcher) Call(ctx context.Context, c executor.Call) (json.RawMess
 }
 
 // nestedDispatcher makes the calls of a skill's run through the run that
-// called the skill: as its caller, with its session's tokens, rate limit,
-// origins and audit record, depth skills deep.
+// called the skill (or, outside a run, the dispatcher of the call that
+// did): as its caller, with its session's tokens, rate limit, origins and
+// audit record, depth skills deep.
 type nestedDispatcher struct {
-	run   *runDispatcher
+	run   executor.Dispatcher
 	depth int
 }
 
