@@ -94,17 +94,21 @@ func (d dispatcher) Call(ctx context.Context, c executor.Call) (json.RawMessage,
 }
 
 func (d dispatcher) call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, served, error) {
-	if r := d.s.limits.allowToolCall(ctx, d.caller.Principal, d.local); r != nil {
-		d.s.metrics.refusals.WithLabelValues(r.limit).Inc()
-		d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, d.caller, name), "rate_limited").Inc()
-		return nil, servedLive, r
+	t, _ := d.s.reg.View(d.caller).Get(name)
+	helper := t != nil && t.Gated
+	// A helper's calls are charged one by one; the helper itself is not.
+	if !helper {
+		if r := d.s.limits.allowToolCall(ctx, d.caller.Principal, d.local); r != nil {
+			d.s.metrics.refusals.WithLabelValues(r.limit).Inc()
+			d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, d.caller, name), "rate_limited").Inc()
+			return nil, servedLive, r
+		}
 	}
 	asWritten := args // a plan keeps the arguments with their tokens
 	var flow *filter.Flow
 	if d.track != nil {
 		flow = d.track.settled()
 	}
-	t, _ := d.s.reg.View(d.caller).Get(name)
 	var err error
 	if d.s.showsClient(t) {
 		// What the client's model or user is shown is never
@@ -152,7 +156,6 @@ func (d dispatcher) call(ctx context.Context, name string, args json.RawMessage)
 		d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, d.caller, name), "planned").Inc()
 		return out, servedPlanned, err
 	}
-	helper := t != nil && t.Gated
 	var out json.RawMessage
 	cached := false
 	if helper {

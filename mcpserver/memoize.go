@@ -115,7 +115,7 @@ func (m *memoizer) ttl(t *tools.Tool) time.Duration {
 		}
 		if !t.Annotations.KnownReadOnly() {
 			if _, seen := m.warned.LoadOrStore(t.Name, struct{}{}); !seen {
-				m.log.Warn("a memoize rule matches a tool that is not read-only; it is called every time", "tool", t.Name, "pattern", r.Pattern)
+				m.log.Warn("a memoize rule matches a tool not known to be read-only (an upstream server's tools need trust_annotations); it is called every time", "tool", t.Name, "pattern", r.Pattern)
 			}
 			return 0
 		}

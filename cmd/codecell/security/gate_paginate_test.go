@@ -119,3 +119,26 @@ func TestGatePaginateDryRun(t *testing.T) {
 	}
 	alice.normal()
 }
+
+// TestGatePaginateMemoised: with a memo rule on the operation, each page
+// is memoised as a page of its own — never the first page again, never
+// the page's envelope for a plain call.
+func TestGatePaginateMemoised(t *testing.T) {
+	t.Parallel()
+	api := newHostileAPI(t)
+	s := start(t, "--config", gateConfig(t, api, nil, "[cache.memoize]\n\"api.list_things\" = \"5m\"\n"))
+	alice := s.connect(t, aliceToken, &user{}, "api", "vault")
+	const pages = `(await tools.paginate(api.list_things, {kb: 1}, {max: 3})).map(p => p.page)`
+	for i := range 2 {
+		if rec := alice.run(pages); rec.Status != "ok" || string(rec.Result) != "[1,2,3]" {
+			t.Errorf("run %d: %.400s", i+1, rec.raw)
+		}
+	}
+	if n := len(api.got("GET /things")); n != 3 {
+		t.Errorf("%d pages fetched, want 3 (the second run from the memo)", n)
+	}
+	if rec := alice.run(`(await api.list_things({kb: 1}))[0].page`); rec.Status != "ok" || string(rec.Result) != "1" {
+		t.Errorf("a plain call after the pages: %.400s", rec.raw)
+	}
+	alice.normal()
+}
