@@ -109,6 +109,9 @@ func (p *planSealer) seal(steps []plannedStep) ([]memory.PlanStep, []byte, error
 
 // open returns the steps of a claimed plan with their arguments opened.
 func (p *planSealer) open(steps []memory.PlanStep, secret []byte) ([]plannedStep, error) {
+	if len(steps) == 0 {
+		return nil, errPlanSeal // a plan is saved with one step at least
+	}
 	a, err := p.aead(secret)
 	if err != nil {
 		return nil, err
