@@ -90,7 +90,8 @@ type pageState struct {
 }
 
 // pageSealer seals continuations under a key of the source's own, made
-// when the source is: a continuation serves only the server that made it.
+// when the source is: a continuation serves only the server that made it,
+// for the operation and the principal it was made for.
 type pageSealer struct {
 	aead cipher.AEAD
 }
@@ -111,7 +112,7 @@ func newPageSealer() (*pageSealer, error) {
 	return &pageSealer{aead: a}, nil
 }
 
-func (p *pageSealer) seal(st pageState, tool string) (string, error) {
+func (p *pageSealer) seal(st pageState, bound string) (string, error) {
 	plain, err := json.Marshal(st)
 	if err != nil {
 		return "", err
@@ -120,15 +121,15 @@ func (p *pageSealer) seal(st pageState, tool string) (string, error) {
 	if _, err := rand.Read(nonce); err != nil {
 		return "", err
 	}
-	return base64.RawURLEncoding.EncodeToString(p.aead.Seal(nonce, nonce, plain, []byte(tool))), nil
+	return base64.RawURLEncoding.EncodeToString(p.aead.Seal(nonce, nonce, plain, []byte(bound))), nil
 }
 
-func (p *pageSealer) open(next, tool string) (pageState, bool) {
+func (p *pageSealer) open(next, bound, tool string) (pageState, bool) {
 	box, err := base64.RawURLEncoding.DecodeString(next)
 	if err != nil || len(box) < p.aead.NonceSize() {
 		return pageState{}, false
 	}
-	plain, err := p.aead.Open(nil, box[:p.aead.NonceSize()], box[p.aead.NonceSize():], []byte(tool))
+	plain, err := p.aead.Open(nil, box[:p.aead.NonceSize()], box[p.aead.NonceSize():], []byte(bound))
 	if err != nil {
 		return pageState{}, false
 	}
@@ -172,11 +173,12 @@ func (s *Source) paginateHandler(ctx context.Context, raw json.RawMessage) (json
 		return nil, &tools.Error{Code: tools.CodeInvalidArguments, Message: fmt.Sprintf("%s.%s does not return pages; call it directly", s.category, o.name)}
 	}
 	tool := s.category + "." + o.name
+	bound := tool + "\x00" + tools.CallerFrom(ctx).Principal
 	st := pageState{Tool: tool, Max: in.Max, MaxBytes: in.MaxBytes}
 	if in.Next != "" {
 		var ok bool
-		if st, ok = s.pages.open(in.Next, tool); !ok {
-			return nil, &tools.Error{Code: tools.CodeInvalidArguments, Message: fmt.Sprintf("next is not a continuation of a pagination of %s by this server: pass back the next of the previous page as it came", tool)}
+		if st, ok = s.pages.open(in.Next, bound, tool); !ok {
+			return nil, &tools.Error{Code: tools.CodeInvalidArguments, Message: fmt.Sprintf("next is not a continuation of a pagination of %s by this server for this caller: pass back the next of the previous page as it came", tool)}
 		}
 	}
 	if st.Max <= 0 {
@@ -235,7 +237,7 @@ func (s *Source) paginateHandler(ctx context.Context, raw json.RawMessage) (json
 		res.Items = []json.RawMessage{}
 	}
 	if st.Items < st.Max && page < maxPages && s.nextPage(&st, o, pr, got) {
-		if res.Next, err = s.pages.seal(st, tool); err != nil {
+		if res.Next, err = s.pages.seal(st, bound); err != nil {
 			return nil, fmt.Errorf("seal the continuation: %w", err)
 		}
 	}

@@ -119,3 +119,27 @@ func TestPaginateThroughTheGate(t *testing.T) {
 		}
 	})
 }
+
+// TestPaginateContinuationIsTheCallers: a continuation serves only the
+// principal it was made for.
+func TestPaginateContinuationIsTheCallers(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t)
+	_, reg, _ := openSource(t, a, openapi.Config{}, openapi.Options{})
+	g := &gate{reg: reg}
+	alice := tools.WithCaller(g.ctx(context.Background()), tools.Caller{Principal: "alice"})
+	bob := tools.WithCaller(g.ctx(context.Background()), tools.Caller{Principal: "bob"})
+	out, err := reg.Call(alice, "gh.paginate", json.RawMessage(`{"tool":"issues_list_for_repo","args":{"owner":"octo","repo":"hello"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page struct{ Next string }
+	json.Unmarshal(out, &page)
+	next := json.RawMessage(`{"tool":"issues_list_for_repo","args":{"owner":"octo","repo":"hello"},"next":"` + page.Next + `"}`)
+	if _, err := reg.Call(bob, "gh.paginate", next); tools.CodeOf(err) != tools.CodeInvalidArguments {
+		t.Errorf("bob followed alice's continuation: %v", err)
+	}
+	if _, err := reg.Call(alice, "gh.paginate", next); err != nil {
+		t.Errorf("alice's own continuation: %v", err)
+	}
+}
