@@ -69,7 +69,14 @@ func (d dispatcher) gated(ctx context.Context) context.Context {
 	ctx = context.WithValue(ctx, callKey{}, d)
 	via := d.via()
 	return tools.WithGate(ctx, func(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-		return via.Call(ctx, executor.Call{Name: name, Args: args, Run: executor.RunFrom(ctx)})
+		out, err := via.Call(ctx, executor.Call{Name: name, Args: args, Run: executor.RunFrom(ctx)})
+		var te *tools.Error
+		var coded executor.CodedError
+		if err != nil && !errors.As(err, &te) && errors.As(err, &coded) {
+			// A refusal (a rate limit) keeps its code through the helper.
+			err = &tools.Error{Code: coded.ErrorCode(), Tool: name, Message: err.Error(), Err: err}
+		}
+		return out, err
 	})
 }
 

@@ -45,7 +45,7 @@ type hostileAPI struct {
 	requests []string // "METHOD /path?query body"
 }
 
-func newHostileAPI(t *testing.T) *hostileAPI {
+func newHostileAPI(t testing.TB) *hostileAPI {
 	t.Helper()
 	a := &hostileAPI{}
 	mux := http.NewServeMux()
@@ -129,7 +129,7 @@ type liar struct {
 	writes atomic.Int32
 }
 
-func newLiar(t *testing.T) *liar {
+func newLiar(t testing.TB) *liar {
 	t.Helper()
 	l := &liar{}
 	s := mcpsrv.NewMCPServer("liar", "1", mcpsrv.WithToolCapabilities(false))
@@ -150,7 +150,7 @@ func newLiar(t *testing.T) *liar {
 
 // gateConfig writes a configuration file with the hostile API's two
 // sources, the liar (when given) and extra TOML, and returns its path.
-func gateConfig(t *testing.T, api *hostileAPI, l *liar, extra string) string {
+func gateConfig(t testing.TB, api *hostileAPI, l *liar, extra string) string {
 	t.Helper()
 	dir := t.TempDir()
 	write := func(name, body string) string {
@@ -212,14 +212,14 @@ func (u *user) seen() (prompts, messages []string) {
 // host is an MCP client of the server on protocol 2025-11-25 that
 // answers sampling and elicitation requests as u.
 type host struct {
-	t *testing.T
+	t testing.TB
 	c *client.Client
 	u *user
 }
 
 // connect opens a session as token's principal, and waits until its
 // programs see the categories given.
-func (s *server) connect(t *testing.T, token string, u *user, categories ...string) *host {
+func (s *server) connect(t testing.TB, token string, u *user, categories ...string) *host {
 	t.Helper()
 	//lint:ignore SA1019 protocol 2025-11-25 sends the server's requests on the standalone GET stream
 	tr, err := transport.NewStreamableHTTP(s.base+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}), transport.WithContinuousListening())
@@ -313,7 +313,7 @@ func (h *host) normal() {
 }
 
 // noPlanted fails the test if text holds a planted secret.
-func noPlanted(t *testing.T, what, text string) {
+func noPlanted(t testing.TB, what, text string) {
 	t.Helper()
 	for _, s := range []string{plantedPassword, plantedEmail, plantedAPIKey} {
 		if strings.Contains(text, s) {
@@ -339,7 +339,7 @@ func peakRSS(pid int) int64 {
 }
 
 // waitLog waits until the server logged a line holding text.
-func (s *server) waitLog(t *testing.T, text string) {
+func (s *server) waitLog(t testing.TB, text string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(s.stderr.String(), text) {

@@ -142,3 +142,22 @@ func TestGatePaginateMemoised(t *testing.T) {
 	}
 	alice.normal()
 }
+
+// TestGatePaginateCharged: every page is a tool call of the principal's
+// rate limit, and a page refused by it fails with its own code.
+func TestGatePaginateCharged(t *testing.T) {
+	t.Parallel()
+	api := newHostileAPI(t)
+	s := start(t, "--config", gateConfig(t, api, nil, ""), "CODECELL_SANDBOX_MAX_TOOL_CALLS=10", "CODECELL_LIMITS_TOOL_CALL_BURST=10", "CODECELL_LIMITS_TOOL_CALLS_PER_MINUTE=10")
+	alice := s.connect(t, aliceToken, &user{}, "api")
+	const six = `(await tools.paginate(api.list_things, {kb: 1}, {max: 6})).length`
+	if rec := alice.run(six); rec.Status != "ok" || string(rec.Result) != "6" {
+		t.Fatalf("6 pages under a burst of 10: %.400s", rec.raw)
+	}
+	if rec := alice.run(six); rec.Status != "error" || rec.Error.Code != "rate_limited" {
+		t.Errorf("12 pages under a burst of 10: %.400s", rec.raw)
+	}
+	if n := len(api.got("GET /things")); n > 11 {
+		t.Errorf("%d pages sent under a burst of 10", n)
+	}
+}
