@@ -82,8 +82,8 @@ bench:
 
 ## bench-memory: store benchmarks, up to 100k memories (several minutes).
 bench-memory:
-	$(GO) test -tags $(TAGS) -run '^$$' -bench 'BenchmarkInsert|BenchmarkRecall|BenchmarkBinaryRecall' -benchtime 1x -timeout 30m ./memory/
-	$(GO) test -tags $(TAGS) -run TestRecallQuality -v ./memory/
+	$(GO) test -tags $(TAGS) -run '^$$' -bench 'BenchmarkInsert|BenchmarkRecall|BenchmarkBinaryRecall' -benchtime 1x -timeout 30m ./memory/sqlite/
+	$(GO) test -tags $(TAGS) -run TestRecallQuality -v ./memory/sqlite/
 
 ## bench-store: the SQLite and PostgreSQL stores side by side on the same
 ## data: memory migrate of a 100k-memory store (time, counts, checksums), then
@@ -91,7 +91,7 @@ bench-memory:
 ## Needs PostgreSQL's binaries (the tests start a throwaway server); about
 ## ten minutes. CODECELL_BENCH_MEMORIES sets another size.
 bench-store:
-	$(GO) test -tags $(TAGS) -run '^$$' -bench BenchmarkStores -benchtime 1x -timeout 60m -v ./memory/postgres/
+	$(GO) test -tags $(TAGS) -run '^$$' -bench BenchmarkStores -benchtime 1x -timeout 60m -v ./memory/storecopy/
 
 ## bench-disclosure: bytes an agent reads at each disclosure level, code mode vs direct mode.
 bench-disclosure:

@@ -60,12 +60,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer closeServer()
 	sources := startOpenAPI(cfg, srv.Registry(), store, log)
 	defer sources.close()
-	if p, ok := store.(pruner); ok {
-		stopPruning := prunePeriodically(ctx, p, time.Hour, log)
-		defer stopPruning()
-	} else {
-		log.Info("pruning skipped: this store cannot prune yet; audit records and stored results are kept", "backend", backendOf(cfg))
-	}
+	stopPruning := prunePeriodically(ctx, store, time.Hour, log)
+	defer stopPruning()
 
 	if addr == "" {
 		log.Info("serving MCP over stdio", "version", version)
