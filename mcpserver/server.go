@@ -147,6 +147,7 @@ type Server struct {
 	oauth            *oauth.Validator
 	resourceMetadata string
 	plans            PlanConfig
+	planSeal         *planSealer // plan.go, planseal.go
 	memo             *memoizer
 	access           *accessPolicy // nil: every caller reaches every tool
 
@@ -163,6 +164,9 @@ type Server struct {
 	llm       LLMConfig
 	llmUse    *llmUsage
 	approvals *approvalPolicy
+	// credentials redacts credentials only: in answers to a program's
+	// approval.request (approval.go).
+	credentials *filter.Filter
 
 	unsubscribe       func()
 	unsubscribeSkills func()
@@ -347,6 +351,10 @@ func (s *Server) initFilter() error {
 			return err
 		}
 		key = k
+	}
+	var err error
+	if s.planSeal, err = newPlanSealer(key); err != nil {
+		return err
 	}
 	s.sessions = newSessions(key, s.cfg.Rules, s.cfg.Sessions, func(reason string) {
 		s.metrics.sessionsEvicted.WithLabelValues(reason).Inc()

@@ -77,6 +77,9 @@ type response struct {
 
 func (s *Source) handler(o *operation) tools.Handler {
 	return func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+		if p, ok := tools.PageFrom(ctx, s.category+"."+o.name); ok {
+			return s.page(ctx, o, args, p) // paginate.go
+		}
 		resp, err := s.call(ctx, o, args, nil)
 		if err != nil {
 			return nil, err

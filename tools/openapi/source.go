@@ -92,6 +92,8 @@ type Source struct {
 	slots    *tools.Slots
 	limiter  *rate.Limiter
 	docURL   *url.URL // the document's URL, when fetched
+	// pages seals paginate's continuations (paginate.go).
+	pages *pageSealer
 
 	mu    sync.RWMutex
 	ops   map[string]*operation
@@ -131,6 +133,9 @@ func New(cfg Config, opts Options) (*Source, error) {
 	}
 	if set.limit != rate.Inf {
 		s.limiter = rate.NewLimiter(set.limit, set.burst)
+	}
+	if s.pages, err = newPageSealer(); err != nil {
+		return nil, err
 	}
 	if set.specIsURL {
 		s.docURL, _ = url.Parse(cfg.Spec)

@@ -35,7 +35,7 @@ const (
 // the mcpServers object of Claude Desktop's claude_desktop_config.json
 // (command, args, env, cwd; or url, headers and type), to which codecell
 // adds its own settings (allow, deny, timeout, max_concurrent_calls,
-// category, disabled). Its TOML form is a [upstream.NAME] table of
+// category, disabled, trust_annotations). Its TOML form is a [upstream.NAME] table of
 // codecell's configuration with the same keys.
 type Server struct {
 	// Command starts a stdio server: a path, or a name looked up in the
@@ -90,6 +90,13 @@ type Server struct {
 	// gives its children (Config.Confine), for a server that needs what
 	// it denies; see the Security page of the documentation.
 	Unconfined bool `json:"unconfined,omitempty" toml:"unconfined,omitempty"`
+	// TrustAnnotations lets the server's tool annotations decide what
+	// only known read-only tools may do: pass --read-only and read-only
+	// toolsets, run for real in a dry run, skip the approval of writes,
+	// be memoised. Off by default: MCP's annotations are hints, and a
+	// server may call a tool that writes readOnlyHint, so its tools
+	// count as tools that may write and destroy, whatever they claim.
+	TrustAnnotations bool `json:"trust_annotations,omitempty" toml:"trust_annotations,omitempty"`
 }
 
 // Defaults of the per-server settings.

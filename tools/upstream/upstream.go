@@ -527,6 +527,7 @@ func (u *upstream) tool(t *remoteTool, short, note string) tools.Tool {
 		// the outside world.
 		out.Annotations = tools.Annotations{Destructive: true, OpenWorld: true}
 	}
+	out.Annotations.Untrusted = !u.cfg.TrustAnnotations
 	out.Errors = []tools.ErrorDoc{
 		{Code: CodeUpstreamError, Description: "The server answered with an error, or the call failed on the way to or from it; the message is the server's."},
 		{Code: CodeUpstreamUnavailable, Description: "The server is not connected (it could not be started or reached, or is restarting); the message says why."},

@@ -69,7 +69,7 @@ type server struct {
 
 // start runs the binary with extra flags and environment variables
 // (KEY=VALUE entries of extra go to the environment, the rest are flags).
-func start(t *testing.T, extra ...string) *server {
+func start(t testing.TB, extra ...string) *server {
 	t.Helper()
 	args := []string{"serve", "--http", "127.0.0.1:0"}
 	env := append(os.Environ(),
