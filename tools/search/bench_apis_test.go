@@ -120,9 +120,10 @@ func loadAPIs(tb testing.TB, sets ...string) *tools.Registry {
 // cachedTool is what a cached tool keeps: what search and the tree read.
 type cachedTool struct {
 	Name, Title, Summary, Description, Notes, Group, Route string
-	InputSchema, OutputSchema                           json.RawMessage
-	Annotations                                         tools.Annotations
-	Deprecated                                          bool
+	InputSchema                                            json.RawMessage `json:",omitempty"`
+	OutputSchema                                           json.RawMessage `json:",omitempty"`
+	Annotations                                            tools.Annotations
+	Deprecated                                             bool
 }
 
 var apiCache sync.Map // path → []tools.Tool

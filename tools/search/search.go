@@ -43,6 +43,7 @@ import (
 	"sync"
 
 	"github.com/codecell/codecell/tools"
+	"github.com/codecell/codecell/tools/lexicon"
 )
 
 // Detail is how much of each hit to return.
@@ -251,13 +252,11 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	for _, t := range qa.terms {
 		weights[t] = 1
 	}
-	// The query's own words' synonyms, not theirs in turn: ranging over
-	// weights while adding to it would reach some of those, at random.
-	for _, t := range qterms {
-		for _, s := range synonyms[t] {
-			if _, ok := weights[s]; !ok {
-				weights[s] = synonymWeight
-			}
+	// Related terms (synonyms, the API verbs a verb stands for) of the
+	// query's own words, not theirs in turn.
+	for t, w := range qa.lx.Related {
+		if _, ok := weights[t]; !ok {
+			weights[t] = w
 		}
 	}
 	for _, f := range qa.forms {
@@ -303,15 +302,7 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			s *= 0.5 + 0.5*float64(matched[d])/float64(exact)
 		}
 		doc := &c.docs[d]
-		if qa.question && qa.polarity == 0 && !doc.readOnly {
-			s *= questionFactor
-		}
-		if qa.polarity != 0 && doc.polarity == -qa.polarity {
-			s *= oppositeFactor
-		}
-		if qa.polarity != 0 && doc.readOnly {
-			s *= actionFactor
-		}
+		s *= intentFactor(&qa, doc, weights)
 		if doc.tool.Deprecated {
 			s *= deprecatedFactor
 		}
@@ -334,6 +325,78 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		out = out[:limit]
 	}
 	return out
+}
+
+// intentFactor scales a document's score by how well what it does fits
+// what the query asks: the CRUD sense of each (lexicon.Class), the
+// resource it acts on, the action it names, and whether both are about
+// the one asking.
+func intentFactor(qa *query, doc *doc, weights map[string]float64) float64 {
+	f := 1.0
+	q := qa.lx
+	dc := doc.op.Class
+	if dc == 0 && doc.readOnly {
+		dc = lexicon.Read
+	}
+	f *= classFactor(q.Class, dc, q.Plural)
+	if dc == 0 || doc.op.Object == "" {
+		// A tool whose name and route say nothing: the hints of the
+		// catalogue's own metadata.
+		if qa.question && qa.polarity == 0 && !doc.readOnly {
+			f *= questionFactor
+		}
+		if qa.polarity != 0 && doc.readOnly {
+			f *= actionFactor
+		}
+	}
+	if qa.polarity != 0 && doc.polarity == -qa.polarity {
+		f *= oppositeFactor
+	}
+	if o := doc.op.Object; o != "" {
+		if w, ok := weights[o]; ok && w >= lexicon.SynonymWeight {
+			f *= 1 + objectBoost*min(w, 1)
+		}
+	}
+	for _, v := range doc.op.Verbs {
+		if w, ok := weights[v]; ok && w >= lexicon.SynonymWeight {
+			f *= 1 + verbBoost*min(w, 1)
+			break
+		}
+	}
+	switch {
+	case q.Self && doc.self:
+		f *= 1 + selfBoost
+	case !q.Self && doc.self:
+		f *= otherFactor
+	}
+	return f
+}
+
+// classFactor weighs what a document does (d) against what the query
+// asks (q): more when they agree, less when one reads and the other
+// writes, or one creates and the other removes.
+func classFactor(q, d lexicon.Class, plural bool) float64 {
+	if q == 0 || d == 0 {
+		return 1
+	}
+	if q&d != 0 {
+		if plural && q&lexicon.List != 0 && d&lexicon.List == 0 && d&lexicon.Read != 0 {
+			return 1 + classBoost/2 // a plural asks for a list rather than one
+		}
+		return 1 + classBoost
+	}
+	qRead, dRead := q&^lexicon.Read == 0, d&^lexicon.Read == 0
+	switch {
+	case qRead && dRead:
+		return 1
+	case qRead != dRead:
+		return readWriteFactor
+	case (q|d)&lexicon.Act != 0:
+		return 1
+	case q&lexicon.Create != 0 && d&lexicon.Delete != 0, q&lexicon.Delete != 0 && d&lexicon.Create != 0:
+		return createDeleteFactor
+	}
+	return otherWriteFactor
 }
 
 // distinct returns the distinct terms of ts, sorted.
@@ -375,6 +438,8 @@ const (
 	fieldName = iota
 	fieldCategory
 	fieldSummary
+	fieldLead
+	fieldIntent
 	fieldParams
 	fieldOutput
 	fieldText
@@ -382,8 +447,8 @@ const (
 )
 
 var (
-	fieldWeight = [numFields]float64{fieldName: 4, fieldCategory: 1.5, fieldSummary: 2.5, fieldParams: 1.2, fieldOutput: 0.5, fieldText: 0.8}
-	fieldB      = [numFields]float64{fieldName: 0.3, fieldCategory: 0.3, fieldSummary: 0.6, fieldParams: 0.5, fieldOutput: 0.5, fieldText: 0.75}
+	fieldWeight = [numFields]float64{fieldName: 4, fieldCategory: 1.5, fieldSummary: 2.5, fieldLead: 1.5, fieldIntent: 3, fieldParams: 1.2, fieldOutput: 0.5, fieldText: 0.6}
+	fieldB      = [numFields]float64{fieldName: 0.3, fieldCategory: 0.3, fieldSummary: 0.6, fieldLead: 0.6, fieldIntent: 0.3, fieldParams: 0.5, fieldOutput: 0.5, fieldText: 0.75}
 )
 
 const k1 = 1.2
@@ -402,6 +467,10 @@ type doc struct {
 	// short name starts with (see polarity).
 	readOnly bool
 	polarity int8
+	// op is what the tool does, as its name and route say; self is set
+	// for a tool on the authenticated user's own things.
+	op   lexicon.Operation
+	self bool
 	// summary and name hold the distinct terms of the tool's summary
 	// and short name, sorted.
 	summary, name []string
@@ -438,14 +507,26 @@ func build(ts []*tools.Tool, version uint64) *index {
 		nameTerms := terms(short)
 		ft[fieldName] = append(append(nameTerms, forms(nameWords)...), bigrams(nameTerms)...)
 		ft[fieldCategory] = terms(t.Category() + " " + strings.ReplaceAll(t.Group, "/", " "))
-		ft[fieldSummary] = terms(t.Summary + " " + t.Title)
+		summary := lexicon.Clean(t.Summary)
+		ft[fieldSummary] = terms(summary + " " + t.Title)
 		ix.docs[i].summary = distinct(ft[fieldSummary])
 		ix.docs[i].name = distinct(nameTerms)
+		// The description's first sentence says what the tool does; a
+		// summary made from it is not counted twice.
+		lead, rest := lexicon.Lead(lexicon.Clean(t.Description))
+		if strings.TrimRight(lead, ".") == strings.TrimRight(summary, ".…") {
+			lead = ""
+		}
+		ft[fieldLead] = terms(lead)
+		op := lexicon.Describe(short, t.Route)
+		ix.docs[i].op = op
+		ix.docs[i].self = op.Self || mentionsSelf(summary+" "+lead)
+		ft[fieldIntent] = intentTerms(op)
 		in := schemaText(t.InputSchema)
 		out := schemaText(t.OutputSchema)
 		ft[fieldParams] = terms(strings.Join(in.names, " "))
 		ft[fieldOutput] = terms(strings.Join(out.names, " "))
-		ft[fieldText] = terms(t.Description + " " + strings.Join(in.descriptions, " "))
+		ft[fieldText] = terms(lexicon.Clean(rest + " " + strings.Join(in.descriptions, " ")))
 		for f := range numFields {
 			totalLen[f] += float64(len(ft[f]))
 		}
@@ -489,4 +570,40 @@ func build(ts []*tools.Tool, version uint64) *index {
 		ix.postings[term] = ps
 	}
 	return ix
+}
+
+// classWords are the words the intent field gives each class, the words
+// the query's verbs stand for (lexicon.Analyze's related terms).
+var classWords = []struct {
+	class lexicon.Class
+	word  string
+}{
+	{lexicon.Create, "creat"}, {lexicon.Get, "get"}, {lexicon.List, "list"},
+	{lexicon.Update, "updat"}, {lexicon.Delete, "delet"}, {lexicon.Search, "search"},
+}
+
+// intentTerms are the terms of what a tool does: its class's word, its
+// object, the resources above it, its action verbs and the field it sets.
+func intentTerms(op lexicon.Operation) []string {
+	var out []string
+	for _, cw := range classWords {
+		if op.Class&cw.class != 0 {
+			out = append(out, cw.word)
+		}
+	}
+	if op.Object != "" {
+		out = append(out, op.Object, op.Object)
+	}
+	out = append(out, op.Context...)
+	out = append(out, op.Verbs...)
+	out = append(out, op.Attribute...)
+	return out
+}
+
+// mentionsSelf reports whether text says a tool works on the
+// authenticated user's own things.
+func mentionsSelf(text string) bool {
+	t := strings.ToLower(text)
+	return strings.Contains(t, "authenticated user") || strings.Contains(t, "current user") ||
+		strings.Contains(t, "calling user") || strings.Contains(t, "current user's")
 }

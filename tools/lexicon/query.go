@@ -1,0 +1,139 @@
+package lexicon
+
+import "strings"
+
+// Query is what a request says, as ranking needs it.
+type Query struct {
+	// Terms are the index terms of its own words (Terms), its phrases
+	// read as the words they stand for.
+	Terms []string
+	// Related are other terms it may be worded as, with the weight of
+	// their match (below 1): synonyms, and the API verbs its verb stands
+	// for.
+	Related map[string]float64
+	// Class is what it asks to do, 0 when it does not say.
+	Class Class
+	// Verbs are the stems of the action verbs it uses beyond CRUD.
+	Verbs []string
+	// Question is set for a request for information ("which …", "who …",
+	// "is …?", "how many …").
+	Question bool
+	// Self is set when it is about the one asking ("my repos", "who am
+	// I").
+	Self bool
+	// Plural is set when it names things in the plural ("list issues").
+	Plural bool
+}
+
+// Analyze reads a request.
+func Analyze(text string) Query {
+	raw := Words(text)
+	ws := rewrite(raw)
+	var q Query
+	q.Related = map[string]float64{}
+	own := map[string]bool{}
+	for _, w := range raw {
+		if selfWords[w] {
+			q.Self = true
+		}
+	}
+	if len(raw) > 0 {
+		switch ws := raw; ws[0] {
+		case "which", "what", "who", "whom", "whose", "where", "when":
+			q.Question = true
+		case "is", "are", "does", "did", "do", "has", "have", "can", "was", "were":
+			q.Question = len(ws) > 1
+		case "how":
+			q.Question = len(ws) > 1 && (ws[1] == "many" || ws[1] == "much")
+		}
+		if strings.HasSuffix(strings.TrimSpace(text), "?") {
+			q.Question = true
+		}
+	}
+	spelled := Spell(ws)
+	for _, w := range spelled {
+		if IsStop(w) {
+			continue
+		}
+		t := Stem(w)
+		q.Terms = append(q.Terms, t)
+		own[t] = true
+		if IsPlural(w) {
+			q.Plural = true
+		}
+	}
+	// The verb: the first word that is one, among the first few.
+	if !q.Question {
+		for i, w := range ws {
+			if i > 3 {
+				break
+			}
+			v, ok := verbs[w]
+			if !ok || IsPlural(w) {
+				continue
+			}
+			q.Class = v.class
+			if v.class&Act != 0 {
+				q.Verbs = append(q.Verbs, Stem(w))
+			}
+			for _, a := range v.api {
+				if t := Stem(a); !own[t] {
+					q.Related[t] = max(q.Related[t], VerbWeight)
+				}
+			}
+			if (v.class == Get || v.class == Get|List) && q.Plural {
+				q.Class = List
+			}
+			break
+		}
+	} else {
+		switch {
+		case q.Plural || raw[0] == "who" || raw[0] == "whom" || len(raw) > 1 && raw[1] == "many":
+			q.Class = List | Get | Search
+		default:
+			q.Class = Get | List
+		}
+	}
+	if q.Class == 0 && len(q.Terms) > 0 {
+		// A noun phrase ("songs on an album") asks to read.
+		q.Class = Get | List | Search
+	}
+	for t := range own {
+		for _, s := range synonyms[t] {
+			if !own[s] {
+				q.Related[s] = max(q.Related[s], SynonymWeight)
+			}
+		}
+	}
+	if q.Self {
+		for _, t := range []string{Stem("authenticated"), "current", "me"} {
+			if !own[t] {
+				q.Related[t] = max(q.Related[t], SynonymWeight)
+			}
+		}
+	}
+	return q
+}
+
+// rewrite reads the phrases of ws as the words they stand for.
+func rewrite(ws []string) []string {
+	var out []string
+	for i := 0; i < len(ws); i++ {
+		matched := false
+		for n := 4; n >= 1; n-- {
+			if i+n > len(ws) {
+				continue
+			}
+			if rep, ok := phrases[strings.Join(ws[i:i+n], " ")]; ok {
+				out = append(out, strings.Fields(rep)...)
+				i += n - 1
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			out = append(out, ws[i])
+		}
+	}
+	return out
+}
