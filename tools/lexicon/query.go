@@ -15,6 +15,10 @@ type Query struct {
 	Class Class
 	// Verbs are the stems of the action verbs it uses beyond CRUD.
 	Verbs []string
+	// Verb is the stem of the word that says what it asks to do, "" when
+	// none does: a word to rank by its sense (Class) more than by its
+	// letters.
+	Verb string
 	// Question is set for a request for information ("which …", "who …",
 	// "is …?", "how many …").
 	Question bool
@@ -73,6 +77,7 @@ func Analyze(text string) Query {
 				continue
 			}
 			q.Class = v.class
+			q.Verb = Stem(w)
 			if v.class&Act != 0 {
 				q.Verbs = append(q.Verbs, Stem(w))
 			}
@@ -102,6 +107,17 @@ func Analyze(text string) Query {
 		for _, s := range synonyms[t] {
 			if !own[s] {
 				q.Related[s] = max(q.Related[s], SynonymWeight)
+			}
+		}
+		// The one who does it and the doing: follow and follower, review
+		// and reviewer.
+		if len(t) > 4 {
+			d := t + "er"
+			if strings.HasSuffix(t, "er") {
+				d = strings.TrimSuffix(t, "er")
+			}
+			if !own[d] {
+				q.Related[d] = max(q.Related[d], SynonymWeight)
 			}
 		}
 	}

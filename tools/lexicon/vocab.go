@@ -50,6 +50,7 @@ func init() {
 	add(List, "list enumerate browse all every", "list all")
 	add(Search|List, "find search lookup locate query filter discover", "search find query lookup filter list")
 	add(Update, "update change edit modify alter adjust set rename move mark toggle configure switch turn replace tweak correct fix", "update edit modify change set patch replace")
+	add(Update, "rename", "name title")
 	add(Delete, "delete remove destroy erase drop trash purge discard clear wipe unset", "delete remove destroy trash")
 	add(Act|Delete, "cancel abort stop halt terminate end kill", "cancel stop end terminate abort")
 	add(Act, "pause suspend freeze mute silence snooze", "pause suspend stop mute snooze")
@@ -123,12 +124,14 @@ var phrases = map[string]string{
 	"thumbs up": "reaction", "do not disturb": "dnd", "back up": "backup", "hand over": "transfer",
 	"fill in": "update", "mark as read": "read", "keep track": "track", "came in": "received", "went out": "sent",
 	"api calls": "requests", "calls left": "remaining", "who am i": "authenticated user",
+	"leave a comment": "add comment", "leave a note": "add note", "leave a review": "add review",
+	"leave a message": "send message", "leave feedback": "add feedback", "leave a reply": "add reply",
 }
 
 // abbreviations are words written for several words an API spells out,
 // or for a longer word; both the index and the query spell them out.
 var abbreviations = map[string][]string{
-	"pr": {"pull", "request"}, "prs": {"pull", "requests"},
+	"pr": {"pull", "request"}, "prs": {"pull", "requests"}, "pulls": {"pull", "requests"},
 	"repo": {"repository"}, "repos": {"repositories"},
 	"org": {"organization"}, "orgs": {"organizations"},
 	"dm": {"direct", "message"}, "dms": {"direct", "messages"},

@@ -150,6 +150,15 @@ const (
 	// objectBoost raises a tool whose object, the resource it acts on,
 	// the query names (or names by a synonym, at its weight).
 	objectBoost = 0.6
+	// objectMissFactor lowers a tool whose object the query does not
+	// name.
+	objectMissFactor = 0.75
+	// verbTermWeight is the weight of the query's verb as a term.
+	verbTermWeight = 0.7
+	// namedBoost raises the tools of a category the query names;
+	// unnamedFactor lowers the others.
+	namedBoost    = 1.3
+	unnamedFactor = 0.6
 	// verbBoost raises a tool whose named action the query asks for.
 	verbBoost = 0.4
 	// selfBoost raises a tool on the authenticated user's own things for

@@ -80,7 +80,11 @@ func readTasks(tb testing.TB, file string) []task {
 		api := strings.TrimSpace(parts[0])
 		var want []string
 		for _, w := range strings.Split(parts[1], ",") {
-			want = append(want, api+"."+strings.TrimSpace(w))
+			w = strings.TrimSpace(w)
+			if !strings.Contains(w, ".") {
+				w = api + "." + w
+			}
+			want = append(want, w)
 		}
 		out = append(out, task{api: api, want: want, query: strings.TrimSpace(parts[2])})
 	}

@@ -252,6 +252,11 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	for _, t := range qa.terms {
 		weights[t] = 1
 	}
+	// The word that says what to do counts by its sense (intentFactor)
+	// more than by its letters: "look at a chargeback" is not about views.
+	if v := qa.lx.Verb; v != "" && len(qterms) > 1 {
+		weights[v] = verbTermWeight
+	}
 	// Related terms (synonyms, the API verbs a verb stands for) of the
 	// query's own words, not theirs in turn.
 	for t, w := range qa.lx.Related {
@@ -264,6 +269,14 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	}
 	for _, b := range bigrams(qa.terms) {
 		weights[b] = bigramWeight
+	}
+	// A query that names a category ("upload a file to stripe") means
+	// its tools.
+	named := map[int32]bool{}
+	for _, t := range qterms {
+		if id, ok := c.catID[t]; ok {
+			named[id] = true
+		}
 	}
 	accp, _ := ix.pool.Get().(*[]float64)
 	if accp == nil || len(*accp) < len(c.docs) {
@@ -303,6 +316,11 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		}
 		doc := &c.docs[d]
 		s *= intentFactor(&qa, doc, weights)
+		if named[doc.cat] {
+			s *= namedBoost
+		} else if len(named) > 0 {
+			s *= unnamedFactor
+		}
 		if doc.tool.Deprecated {
 			s *= deprecatedFactor
 		}
@@ -355,6 +373,10 @@ func intentFactor(qa *query, doc *doc, weights map[string]float64) float64 {
 	if o := doc.op.Object; o != "" {
 		if w, ok := weights[o]; ok && w >= lexicon.SynonymWeight {
 			f *= 1 + objectBoost*min(w, 1)
+		} else if len(qa.terms) > 1 {
+			// It acts on something the query does not name: the
+			// discount of a customer, for "remove a customer".
+			f *= objectMissFactor
 		}
 	}
 	for _, v := range doc.op.Verbs {
@@ -377,6 +399,20 @@ func intentFactor(qa *query, doc *doc, weights map[string]float64) float64 {
 // writes, or one creates and the other removes.
 func classFactor(q, d lexicon.Class, plural bool) float64 {
 	if q == 0 || d == 0 {
+		return 1
+	}
+	// Two named actions agree when their verbs do (verbBoost), not by
+	// being actions.
+	if q&^lexicon.Act != 0 {
+		q &^= lexicon.Act
+	}
+	if d&^lexicon.Act != 0 {
+		d &^= lexicon.Act
+	}
+	if q == lexicon.Act || d == lexicon.Act {
+		if (q|d)&^lexicon.Act&^lexicon.Read == 0 && (q|d)&lexicon.Read != 0 {
+			return readWriteFactor
+		}
 		return 1
 	}
 	if q&d != 0 {
