@@ -27,6 +27,10 @@ type Query struct {
 	Self bool
 	// Plural is set when it names things in the plural ("list issues").
 	Plural bool
+	// Head is the stem of the thing it asks about: its first noun
+	// ("songs" of "songs on an album"), or what its verb makes ("comment
+	// on a task" asks for a comment); "" when it names none.
+	Head string
 }
 
 // Analyze reads a request.
@@ -99,6 +103,27 @@ func Analyze(text string) Query {
 			q.Class = Get | List
 		}
 	}
+	// "A new …" is made.
+	for _, w := range raw {
+		if w == "new" && q.Class&(Create|Update|Delete) == 0 {
+			q.Class = q.Class&^Read | Create
+		}
+	}
+	if n, ok := verbNouns[stemOrWord(q.Verb, ws)]; ok {
+		q.Head = Stem(n)
+	}
+	if q.Head == "" {
+		for _, w := range spelled {
+			if IsStop(w) || questionStarts[w] || w == "new" {
+				continue
+			}
+			if _, isVerb := verbs[w]; isVerb && Stem(w) == q.Verb {
+				continue
+			}
+			q.Head = Stem(w)
+			break
+		}
+	}
 	if q.Class == 0 && len(q.Terms) > 0 {
 		// A noun phrase ("songs on an album") asks to read.
 		q.Class = Get | List | Search
@@ -152,4 +177,21 @@ func rewrite(ws []string) []string {
 		}
 	}
 	return out
+}
+
+// questionStarts are the words a question starts with.
+var questionStarts = map[string]bool{"which": true, "what": true, "who": true, "whom": true, "whose": true, "where": true, "when": true, "how": true}
+
+// stemOrWord returns the word of ws whose stem is stem ("comment" for
+// "comment"), or stem.
+func stemOrWord(stem string, ws []string) string {
+	if stem == "" {
+		return ""
+	}
+	for _, w := range ws {
+		if Stem(w) == stem {
+			return w
+		}
+	}
+	return stem
 }

@@ -59,8 +59,12 @@ func Describe(name, route string) Operation {
 		rest = rest[1:] // post_customers: the method, which the route says
 	}
 	rpc := strings.Contains(path, ".") && !strings.Contains(path, "{")
+	pathWords := map[string]bool{}
 	if path != "" && !rpc {
 		op = describeRoute(method, path)
+		for _, w := range Spell(Words(path)) {
+			pathWords[w] = true
+		}
 	} else if method == "get" {
 		op.Class = Get | List
 	}
@@ -75,7 +79,9 @@ func Describe(name, route string) Operation {
 	}
 	verbAt := -1
 	for i, w := range kept {
-		if v, ok := verbs[w]; ok && !IsPlural(w) && (i < 2 || i == len(kept)-1) {
+		// A word of the path is the resource's (post_refunds_refund_cancel:
+		// the refund is what is cancelled).
+		if v, ok := verbs[w]; ok && !IsPlural(w) && !pathWords[w] && (i < 2 || i == len(kept)-1) {
 			verbAt = i
 			op.Class |= v.class
 			if v.class&Act != 0 {
@@ -174,11 +180,17 @@ func describeRoute(method, path string) Operation {
 			op.Class |= Get
 		}
 		objectAt = last - 1
-		for len(lw) > 1 {
-			lw = lw[1:]
-			if !IsStop(lw[0]) {
-				op.Attribute = append(op.Attribute, Stem(lw[0]))
+		// An action that names what it acts on (/addMembers, /moveAllCards)
+		// acts on that, within the resource of the path.
+		var named []string
+		for _, w := range lw[1:] {
+			if !IsStop(w) {
+				named = append(named, Stem(w))
 			}
+		}
+		if len(named) > 0 {
+			op.Object = named[len(named)-1]
+			op.Context = append(op.Context, named[:len(named)-1]...)
 		}
 	case !item && afterItem && !IsPlural(head) && (method == "put" || method == "patch"):
 		// A field of an item set on its own path: PUT /cards/{id}/closed.

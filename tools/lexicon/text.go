@@ -171,9 +171,14 @@ func isASCIILetters(w string) bool {
 // ends in s and stems to something shorter ("issues", "repos"), but not
 // in ss, us or is ("access", "status", "analysis").
 func IsPlural(w string) bool {
-	return len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") &&
+	return len(w) > 3 && !massNouns[w] && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") &&
 		!strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is") && Stem(w) != w
 }
+
+// massNouns end in s but name one thing: "the details of a pull
+// request" asks for one.
+var massNouns = map[string]bool{"details": true, "contents": true, "settings": true, "preferences": true, "news": true,
+	"analytics": true, "statistics": true, "metrics": true, "stats": true, "permissions": true, "credentials": true, "properties": true}
 
 var (
 	htmlTag     = regexp.MustCompile(`<[^>]{0,400}>`)

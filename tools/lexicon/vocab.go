@@ -48,7 +48,8 @@ func init() {
 	add(Create, "create add new make open start setup register signup establish submit file compose write draft insert build generate spin enroll provision", "create add new insert")
 	add(Get, "get fetch retrieve read show view see look check inspect display describe load pull open", "get retrieve read show view fetch info detail")
 	add(List, "list enumerate browse all every", "list all")
-	add(Search|List, "find search lookup locate query filter discover", "search find query lookup filter list")
+	add(Search|List, "find search locate query filter discover", "search find query lookup filter list")
+	add(Get|Search, "lookup", "get search find lookup")
 	add(Update, "update change edit modify alter adjust set rename move mark toggle configure switch turn replace tweak correct fix", "update edit modify change set patch replace")
 	add(Update, "rename", "name title")
 	add(Delete, "delete remove destroy erase drop trash purge discard clear wipe unset", "delete remove destroy trash")
@@ -101,7 +102,6 @@ func init() {
 	add(Act, "convert", "convert")
 	add(Act|Update, "reorder sort rank", "reorder order move position")
 	add(Act, "review", "review")
-	add(Act, "lookup", "lookup find")
 	add(Act|Create, "import sync", "import sync")
 	add(Act, "refresh reload reset", "refresh reset")
 }
@@ -124,6 +124,7 @@ var phrases = map[string]string{
 	"thumbs up": "reaction", "do not disturb": "dnd", "back up": "backup", "hand over": "transfer",
 	"fill in": "update", "mark as read": "read", "keep track": "track", "came in": "received", "went out": "sent",
 	"api calls": "requests", "calls left": "remaining", "who am i": "authenticated user",
+	"on my plate": "assigned to me", "on my list": "assigned to me",
 	"leave a comment": "add comment", "leave a note": "add note", "leave a review": "add review",
 	"leave a message": "send message", "leave feedback": "add feedback", "leave a reply": "add reply",
 }
@@ -214,6 +215,7 @@ var synonymGroups = [][]string{
 	{"signature", "sign", "esign"},
 	{"calendar", "schedule", "agenda"},
 	{"reminder", "alarm"},
+	{"dnd", "snooze", "mute", "quiet"},
 	{"reaction", "emoji", "emoticon", "smiley"},
 	{"thread", "replies", "reply"},
 	{"quota", "limit", "usage", "remaining", "left", "allowance"},
@@ -305,3 +307,13 @@ func contains(ss []string, s string) bool {
 
 // selfWords say that a request is about the one asking.
 var selfWords = map[string]bool{"my": true, "me": true, "mine": true, "myself": true, "i": true, "own": true, "am": true}
+
+// verbNouns are verbs whose action is the making of the thing they name
+// ("comment on a task" adds a comment): a request that uses one asks for
+// that thing.
+var verbNouns = map[string]string{
+	"comment": "comment", "reply": "reply", "tag": "tag", "label": "label", "pin": "pin", "star": "star",
+	"message": "message", "email": "email", "vote": "vote", "review": "review", "schedule": "schedule",
+	"remind": "reminder", "react": "reaction", "invite": "invitation", "bookmark": "bookmark", "file": "file",
+	"upload": "file", "attach": "attachment", "note": "note", "text": "message", "dm": "message", "post": "post",
+}

@@ -164,8 +164,13 @@ const (
 	// selfBoost raises a tool on the authenticated user's own things for
 	// a query about oneself ("my repos"); otherFactor lowers it for one
 	// that is not.
-	selfBoost   = 0.4
-	otherFactor = 0.85
+	selfBoost     = 0.4
+	otherFactor   = 0.85
+	notSelfFactor = 0.8
+	// otherObjectShare is the share of objectBoost a tool gets whose
+	// object the query names but not as what it asks about ("songs on an
+	// album": the album's songs, not the album).
+	otherObjectShare = 0.4
 	// deprecatedFactor scales the score of a deprecated tool: its
 	// replacement should come first.
 	deprecatedFactor = 0.6

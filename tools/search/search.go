@@ -372,7 +372,11 @@ func intentFactor(qa *query, doc *doc, weights map[string]float64) float64 {
 	}
 	if o := doc.op.Object; o != "" {
 		if w, ok := weights[o]; ok && w >= lexicon.SynonymWeight {
-			f *= 1 + objectBoost*min(w, 1)
+			b := objectBoost
+			if q.Head != "" && o != q.Head && !slices.Contains(lexicon.Synonyms(q.Head), o) {
+				b *= otherObjectShare // it names it, but asks about another
+			}
+			f *= 1 + b*min(w, 1)
 		} else if len(qa.terms) > 1 {
 			// It acts on something the query does not name: the
 			// discount of a customer, for "remove a customer".
@@ -390,6 +394,8 @@ func intentFactor(qa *query, doc *doc, weights map[string]float64) float64 {
 		f *= 1 + selfBoost
 	case !q.Self && doc.self:
 		f *= otherFactor
+	case q.Self && !doc.self:
+		f *= notSelfFactor
 	}
 	return f
 }
