@@ -27,6 +27,9 @@ type Query struct {
 	Self bool
 	// Plural is set when it names things in the plural ("list issues").
 	Plural bool
+	// VerbIsNoun is set when its verb is also what it asks for ("pin a
+	// message", "comment on a task").
+	VerbIsNoun bool
 	// Head is the stem of the thing it asks about: its first noun
 	// ("songs" of "songs on an album"), or what its verb makes ("comment
 	// on a task" asks for a comment); "" when it names none.
@@ -111,6 +114,19 @@ func Analyze(text string) Query {
 	}
 	if n, ok := verbNouns[stemOrWord(q.Verb, ws)]; ok {
 		q.Head = Stem(n)
+		q.VerbIsNoun = true
+		if !own[q.Head] {
+			q.Related[q.Head] = max(q.Related[q.Head], 1)
+		}
+	}
+	if len(raw) > 0 && (raw[0] == "who" || raw[0] == "whom") && !q.Self {
+		// Who asks about people.
+		q.Head = "user"
+		for _, s := range append([]string{"user"}, synonyms["user"]...) {
+			if !own[s] {
+				q.Related[s] = max(q.Related[s], SynonymWeight)
+			}
+		}
 	}
 	if q.Head == "" {
 		for _, w := range spelled {

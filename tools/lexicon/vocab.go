@@ -104,6 +104,8 @@ func init() {
 	add(Act, "review", "review")
 	add(Act|Create, "import sync", "import sync")
 	add(Act, "refresh reload reset", "refresh reset")
+	add(Create|Update, "store keep record put place", "create add set store save")
+	add(Update|Create, "protect secure restrict", "protection protect restrict")
 }
 
 // VerbClass returns the classes of a plain lower-case verb, and whether it
@@ -269,7 +271,7 @@ var synonymGroups = [][]string{
 // own word's; VerbWeight that of an API verb a request's verb stands for.
 const (
 	SynonymWeight = 0.4
-	VerbWeight    = 0.5
+	VerbWeight    = 0.35
 )
 
 // synonyms maps a stemmed word to the stemmed words it may stand for.
@@ -316,4 +318,6 @@ var verbNouns = map[string]string{
 	"message": "message", "email": "email", "vote": "vote", "review": "review", "schedule": "schedule",
 	"remind": "reminder", "react": "reaction", "invite": "invitation", "bookmark": "bookmark", "file": "file",
 	"upload": "file", "attach": "attachment", "note": "note", "text": "message", "dm": "message", "post": "post",
+	"follow": "follower", "subscribe": "subscription", "assign": "assignee", "approve": "approval", "protect": "protection",
+	"depend": "dependency", "pay": "payment", "refund": "refund", "charge": "charge", "transfer": "transfer", "payout": "payout",
 }

@@ -254,7 +254,7 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	}
 	// The word that says what to do counts by its sense (intentFactor)
 	// more than by its letters: "look at a chargeback" is not about views.
-	if v := qa.lx.Verb; v != "" && len(qterms) > 1 {
+	if v := qa.lx.Verb; v != "" && len(qterms) > 1 && !qa.lx.VerbIsNoun {
 		weights[v] = verbTermWeight
 	}
 	// Related terms (synonyms, the API verbs a verb stands for) of the
@@ -327,7 +327,12 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		j := jaccard(qterms, doc.summary)
 		s *= 1 + summaryBoost*j*j
 		if n := len(doc.name); n > 0 {
-			s *= 1 + nameBoost*float64(overlap(qterms, doc.name))/float64(n)
+			covered := overlap(qterms, doc.name)
+			if qa.lx.Self {
+				// "My" covers a name's "for authenticated user".
+				covered += overlap(selfTerms, doc.name)
+			}
+			s *= 1 + nameBoost*float64(min(covered, n))/float64(n)
 		}
 		out = append(out, scored{doc: d, score: s})
 		acc[d] = 0
@@ -613,6 +618,10 @@ func build(ts []*tools.Tool, version uint64) *index {
 	}
 	return ix
 }
+
+// selfTerms are the terms by which names say they act for the
+// authenticated user, sorted.
+var selfTerms = distinct([]string{lexicon.Stem("authenticated"), "current", "me", "my", "user"})
 
 // classWords are the words the intent field gives each class, the words
 // the query's verbs stand for (lexicon.Analyze's related terms).
