@@ -113,10 +113,16 @@ func Analyze(text string) Query {
 		}
 	}
 	if n, ok := verbNouns[stemOrWord(q.Verb, ws)]; ok {
-		q.Head = Stem(n)
+		// "Comment on a task" asks for a comment; "pin a message" pins the
+		// message.
 		q.VerbIsNoun = true
-		if !own[q.Head] {
-			q.Related[q.Head] = max(q.Related[q.Head], 1)
+		noun := Stem(n)
+		if !own[noun] {
+			q.Related[noun] = max(q.Related[noun], 0.7)
+		}
+		if next := wordAfter(ws, stemOrWord(q.Verb, ws)); next == "" || prepositions[next] {
+			q.Head = noun
+			q.Related[noun] = 1
 		}
 	}
 	if len(raw) > 0 && (raw[0] == "who" || raw[0] == "whom") && !q.Self {
@@ -210,4 +216,26 @@ func stemOrWord(stem string, ws []string) string {
 		}
 	}
 	return stem
+}
+
+// prepositions start the phrase after a verb that has no object of its
+// own ("comment on", "reply to").
+var prepositions = map[string]bool{"on": true, "to": true, "for": true, "about": true, "in": true, "at": true, "with": true, "into": true, "onto": true, "from": true}
+
+// wordAfter returns the word after w in ws, skipping articles; "" at the
+// end.
+func wordAfter(ws []string, w string) string {
+	for i, x := range ws {
+		if x != w {
+			continue
+		}
+		for _, y := range ws[i+1:] {
+			if y == "a" || y == "an" || y == "the" {
+				continue
+			}
+			return y
+		}
+		return ""
+	}
+	return ""
 }

@@ -157,8 +157,12 @@ const (
 	verbTermWeight = 0.7
 	// namedBoost raises the tools of a category the query names;
 	// unnamedFactor lowers the others.
-	namedBoost    = 1.3
-	unnamedFactor = 0.6
+	namedBoost    = 1.5
+	unnamedFactor = 0.5
+	// contextBoost raises a tool under a resource the query names;
+	// attributeBoost one that sets a field the query asks to set.
+	contextBoost   = 0.25
+	attributeBoost = 0.3
 	// verbBoost raises a tool whose named action the query asks for.
 	verbBoost = 0.4
 	// selfBoost raises a tool on the authenticated user's own things for

@@ -388,8 +388,20 @@ func intentFactor(qa *query, doc *doc, weights map[string]float64) float64 {
 			f *= objectMissFactor
 		}
 	}
+	for _, c := range doc.op.Context {
+		if weights[c] == 1 {
+			f *= 1 + contextBoost // the resource it is under: "a file from a repo"
+			break
+		}
+	}
+	for _, a := range doc.op.Attribute {
+		if weights[a] >= lexicon.VerbWeight {
+			f *= 1 + attributeBoost // the field it sets: "rename" sets a name
+			break
+		}
+	}
 	for _, v := range doc.op.Verbs {
-		if w, ok := weights[v]; ok && w >= lexicon.SynonymWeight {
+		if w, ok := weights[v]; ok && w >= lexicon.VerbWeight {
 			f *= 1 + verbBoost*min(w, 1)
 			break
 		}
