@@ -83,6 +83,15 @@ func Analyze(text string) Query {
 			if !ok || IsPlural(w) {
 				continue
 			}
+			// "Make a copy", "give a refund", "take a look": the noun says
+			// what to do.
+			if lightVerbs[w] {
+				if n := wordAfter(ws, w); n != "" && !IsPlural(n) {
+					if nv, ok := verbs[n]; ok {
+						w, v = n, nv
+					}
+				}
+			}
 			q.Class = v.class
 			q.Verb = Stem(w)
 			if v.class&Act != 0 {
@@ -239,3 +248,7 @@ func wordAfter(ws []string, w string) string {
 	}
 	return ""
 }
+
+// lightVerbs carry little meaning of their own before a noun that names
+// an action.
+var lightVerbs = map[string]bool{"make": true, "give": true, "take": true, "do": true, "have": true, "perform": true}

@@ -254,7 +254,7 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	}
 	// The word that says what to do counts by its sense (intentFactor)
 	// more than by its letters: "look at a chargeback" is not about views.
-	if v := qa.lx.Verb; v != "" && len(qterms) > 1 && !qa.lx.VerbIsNoun {
+	if v := qa.lx.Verb; v != "" && len(qterms) > 1 && !qa.lx.VerbIsNoun && qa.lx.Class&^lexicon.Act != 0 {
 		weights[v] = verbTermWeight
 	}
 	// Related terms (synonyms, the API verbs a verb stands for) of the
