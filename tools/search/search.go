@@ -96,6 +96,11 @@ type Hit struct {
 	Output string `json:"output"`
 	// Cost is what reading the tool's deeper levels would take.
 	Cost Costs `json:"cost"`
+	// Match is the share of the query's words the tool matches (0 to 1;
+	// a synonym or related word counts half), and Confidence what ranking
+	// makes of the hit; both are set for a query with words.
+	Match      float64    `json:"match,omitempty"`
+	Confidence Confidence `json:"confidence,omitempty"`
 }
 
 // Costs are the sizes of a tool's signature and full page, and where to
@@ -210,7 +215,12 @@ func (ix *Index) Search(q Query) ([]Hit, error) {
 	}
 	hits := make([]Hit, 0, len(ranked))
 	for _, r := range ranked {
-		hits = append(hits, hit(docs, c.docs[r.doc].tool, r.score, detail))
+		h := hit(docs, c.docs[r.doc].tool, r.score, detail)
+		if text != "" {
+			h.Match = math.Round(r.match*100) / 100
+			h.Confidence = r.conf
+		}
+		hits = append(hits, h)
 	}
 	return hits, nil
 }
@@ -241,6 +251,10 @@ func hit(docs Docs, t *tools.Tool, score float64, detail Detail) Hit {
 type scored struct {
 	doc   int32
 	score float64
+	// match is the share of the query's words the tool matches, a
+	// related word counting half; conf what ranking makes of it.
+	match float64
+	conf  Confidence
 }
 
 // rank scores every document that shares a term with the query and keeps
@@ -254,7 +268,7 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	}
 	// The word that says what to do counts by its sense (intentFactor)
 	// more than by its letters: "look at a chargeback" is not about views.
-	if v := qa.lx.Verb; v != "" && len(qterms) > 1 && !qa.lx.VerbIsNoun && qa.lx.Class&^lexicon.Act != 0 {
+	if v := qa.lx.Verb; v != "" && len(qterms) > 2 && !qa.lx.VerbIsNoun && qa.lx.Class&^lexicon.Act != 0 {
 		weights[v] = verbTermWeight
 	}
 	// Related terms (synonyms, the API verbs a verb stands for) of the
@@ -285,6 +299,7 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	}
 	acc := (*accp)[:len(c.docs)]
 	matched := make([]uint8, len(c.docs))
+	related := make([]uint8, len(c.docs))
 	var touched []int32
 	for t, w := range weights {
 		for _, p := range c.postings[t] {
@@ -297,6 +312,8 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			acc[p.doc] += w * p.weight
 			if w == 1 && matched[p.doc] < 255 {
 				matched[p.doc]++
+			} else if w < 1 && w >= lexicon.SynonymWeight && related[p.doc] < 255 {
+				related[p.doc]++
 			}
 		}
 	}
@@ -315,7 +332,8 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			s *= 0.5 + 0.5*float64(matched[d])/float64(exact)
 		}
 		doc := &c.docs[d]
-		s *= intentFactor(&qa, doc, weights)
+		intent := intentFactor(&qa, doc, weights)
+		s *= intent
 		if named[doc.cat] {
 			s *= namedBoost
 		} else if len(named) > 0 {
@@ -334,7 +352,11 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			}
 			s *= 1 + nameBoost*float64(min(covered, n))/float64(n)
 		}
-		out = append(out, scored{doc: d, score: s})
+		m := 0.0
+		if exact > 0 {
+			m = min(1, (float64(matched[d])+0.5*float64(min(int(related[d]), exact-int(matched[d]))))/float64(exact))
+		}
+		out = append(out, scored{doc: d, score: s, match: m, conf: confidence(m, intent, objectNamed(doc, weights))})
 		acc[d] = 0
 	}
 	ix.pool.Put(accp)
@@ -348,6 +370,47 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		out = out[:limit]
 	}
 	return out
+}
+
+// Confidence says how well a hit answers the query.
+type Confidence string
+
+// Confidence levels. A high hit matches most of the query's words and is
+// the kind of operation asked for, on the thing asked about; a low one
+// matches few of them, or acts on something else.
+const (
+	High   Confidence = "high"
+	Medium Confidence = "medium"
+	Low    Confidence = "low"
+)
+
+// Thresholds of Confidence on a hit's match (the share of the query's
+// words it matches).
+const (
+	HighMatch = 0.6
+	LowMatch  = 0.4
+)
+
+// confidence grades a hit from its match, its intent factor (how well
+// what it does fits what is asked: above 1 when it does) and whether it
+// acts on a thing the query names.
+func confidence(match, intent float64, object bool) Confidence {
+	switch {
+	case match < LowMatch, match < HighMatch && !object:
+		return Low
+	case match >= HighMatch && intent > 1 && object:
+		return High
+	}
+	return Medium
+}
+
+// objectNamed reports whether the query names what a document acts on,
+// or the document says nothing of it.
+func objectNamed(d *doc, weights map[string]float64) bool {
+	if d.op.Object == "" {
+		return true
+	}
+	return weights[d.op.Object] >= lexicon.SynonymWeight
 }
 
 // intentFactor scales a document's score by how well what it does fits
