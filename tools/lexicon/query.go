@@ -83,6 +83,9 @@ func Analyze(text string) Query {
 			if !ok || IsPlural(w) {
 				continue
 			}
+			if adjectives[w] && IsPlural(wordAfter(ws, w)) {
+				continue // "open bugs" are bugs that are open
+			}
 			// "Make a copy", "give a refund", "take a look": the noun says
 			// what to do.
 			if lightVerbs[w] {
@@ -155,7 +158,7 @@ func Analyze(text string) Query {
 			break
 		}
 	}
-	if q.Class == 0 && len(q.Terms) > 0 {
+	if q.Class == 0 && q.Plural {
 		// A noun phrase ("songs on an album") asks to read.
 		q.Class = Get | List | Search
 	}
@@ -252,3 +255,7 @@ func wordAfter(ws []string, w string) string {
 // lightVerbs carry little meaning of their own before a noun that names
 // an action.
 var lightVerbs = map[string]bool{"make": true, "give": true, "take": true, "do": true, "have": true, "perform": true}
+
+// adjectives are verbs that are also states: before a plural noun they
+// say which things, not what to do ("open bugs", "new releases").
+var adjectives = map[string]bool{"open": true, "close": true, "closed": true, "new": true, "pending": true, "active": true, "archived": true, "starred": true, "saved": true, "pinned": true}

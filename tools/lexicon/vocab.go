@@ -104,6 +104,7 @@ func init() {
 	add(Act, "review", "review")
 	add(Act|Create, "import sync", "import sync")
 	add(Act, "refresh reload reset", "refresh reset")
+	add(Act|Create, "ask request prompt", "request ask prompt approval")
 	add(Create|Update, "store keep record put place", "create add set store save")
 	add(Update|Create, "protect secure restrict", "protection protect restrict")
 }

@@ -445,7 +445,7 @@ func intentFactor(qa *query, doc *doc, weights map[string]float64) float64 {
 				b *= otherObjectShare // it names it, but asks about another
 			}
 			f *= 1 + b*min(w, 1)
-		} else if len(qa.terms) > 1 {
+		} else if len(qa.terms) > 1 && doc.tool.Route != "" {
 			// It acts on something the query does not name: the
 			// discount of a customer, for "remove a customer".
 			f *= objectMissFactor
