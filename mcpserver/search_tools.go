@@ -67,6 +67,7 @@ func (s *Server) searchTools(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if err != nil {
 		return mcp.NewToolResultError(fmt.Sprintf("search_tools: %v", err)), nil
 	}
+	s.learn.searched(caller, args.Query)
 	view := s.reg.View(caller)
 	about := func(name string) string {
 		t, ok := view.Get(name)

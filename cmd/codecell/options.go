@@ -328,6 +328,7 @@ func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Log
 		MaxBudget:      fcfg.MaxBudget,
 		Store:          ms,
 		Tasks:          cfg.tasksServer(),
+		Learn:          cfg.learnServer(),
 		Shared:         shared,
 		DrainDelay:     cfg.Cluster.DrainDelay.D(),
 		Plans:          mcpserver.PlanConfig{TTL: cfg.Sandbox.PlanTTL.D()},

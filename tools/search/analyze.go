@@ -175,6 +175,9 @@ const (
 	// object the query names but not as what it asks about ("songs on an
 	// album": the album's songs, not the album).
 	otherObjectShare = 0.4
+	// learnWeight is the field weight of a query word that learning from
+	// use linked to a tool: that of its name.
+	learnWeight = 4.0
 	// deprecatedFactor scales the score of a deprecated tool: its
 	// replacement should come first.
 	deprecatedFactor = 0.6

@@ -141,6 +141,10 @@ type Index struct {
 	reg  *tools.Registry
 	docs func(tools.Caller) Docs
 	pool sync.Pool // *[]float64 score accumulators
+
+	// learned is what learning from use taught: term → tool → count.
+	mu      sync.RWMutex
+	learned map[string]map[string]int
 }
 
 // New returns an index over reg whose hits take their signatures, pages,
@@ -317,6 +321,7 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			}
 		}
 	}
+	ix.addLearned(c, qterms, cat, acc, matched, &touched)
 	// Documents that match more of the query's own words rank higher: the
 	// coordination factor of classic retrieval models.
 	exact := 0
@@ -578,6 +583,7 @@ const k1 = 1.2
 type index struct {
 	version  uint64
 	docs     []doc
+	byName   map[string]int32
 	catID    map[string]int32
 	postings map[string][]posting
 }
@@ -606,7 +612,7 @@ type posting struct {
 }
 
 func build(ts []*tools.Tool, version uint64) *index {
-	ix := &index{version: version, catID: map[string]int32{}, postings: map[string][]posting{}}
+	ix := &index{version: version, catID: map[string]int32{}, postings: map[string][]posting{}, byName: make(map[string]int32, len(ts))}
 	fieldTerms := make([][numFields][]string, len(ts))
 	var totalLen [numFields]float64
 	for i, t := range ts {
@@ -625,6 +631,7 @@ func build(ts []*tools.Tool, version uint64) *index {
 			d.polarity = polarity[stem(nameWords[0])]
 		}
 		ix.docs = append(ix.docs, d)
+		ix.byName[t.Name] = int32(i)
 		ft := &fieldTerms[i]
 		nameTerms := terms(short)
 		ft[fieldName] = append(append(nameTerms, forms(nameWords)...), bigrams(nameTerms)...)
@@ -732,4 +739,92 @@ func mentionsSelf(text string) bool {
 	t := strings.ToLower(text)
 	return strings.Contains(t, "authenticated user") || strings.Contains(t, "current user") ||
 		strings.Contains(t, "calling user") || strings.Contains(t, "current user's")
+}
+
+// Link is one thing learning from use taught: that a search with the
+// word Term (an index term) was followed, Count times, by a run that
+// called the tool Tool.
+type Link struct {
+	Term  string
+	Tool  string
+	Count int
+}
+
+// LearnTerms returns the words of a query that learning from use keeps:
+// its index terms, distinct, at most 32. They are words only.
+func LearnTerms(query string) []string {
+	ts := distinct(lexicon.Analyze(query).Terms)
+	if len(ts) > 32 {
+		ts = ts[:32]
+	}
+	return ts
+}
+
+// Learn records that a search with terms (LearnTerms) was followed by a
+// run that called toolNames: later searches with those words rank those
+// tools higher, as if the words were in their names.
+func (ix *Index) Learn(terms, toolNames []string) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.learned == nil {
+		ix.learned = map[string]map[string]int{}
+	}
+	for _, t := range terms {
+		m := ix.learned[t]
+		if m == nil {
+			m = map[string]int{}
+			ix.learned[t] = m
+		}
+		for _, n := range toolNames {
+			m[n]++
+		}
+	}
+}
+
+// SetLearned replaces what the index learned from use by links (read
+// back from the store at start, or none to forget it all).
+func (ix *Index) SetLearned(links []Link) {
+	m := map[string]map[string]int{}
+	for _, l := range links {
+		if l.Count <= 0 {
+			continue
+		}
+		if m[l.Term] == nil {
+			m[l.Term] = map[string]int{}
+		}
+		m[l.Term][l.Tool] += l.Count
+	}
+	ix.mu.Lock()
+	ix.learned = m
+	ix.mu.Unlock()
+}
+
+// addLearned adds what learning from use taught to the scores: a query
+// word that led to a tool counts as that word in the tool's name would,
+// growing with how often it led there.
+func (ix *Index) addLearned(c *index, qterms []string, cat int32, acc []float64, matched []uint8, touched *[]int32) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if len(ix.learned) == 0 {
+		return
+	}
+	n := float64(len(c.docs))
+	for _, t := range qterms {
+		for name, count := range ix.learned[t] {
+			d, ok := c.byName[name]
+			if !ok || cat >= 0 && c.docs[d].cat != cat {
+				continue
+			}
+			df := float64(len(c.postings[t]))
+			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+			cnt := float64(count)
+			if acc[d] == 0 {
+				*touched = append(*touched, d)
+			}
+			acc[d] += learnWeight * idf * 2 * cnt / (cnt + 1)
+			if matched[d] < 255 {
+				matched[d]++
+			}
+		}
+	}
 }
