@@ -120,6 +120,7 @@ func TestSearchQuality(t *testing.T) {
 			failed = true
 		}
 	}
+	learningReport(t, ix, &report)
 	t.Logf("\n%s", report.String())
 	if p := os.Getenv("CODECELL_SEARCH_REPORT"); p != "" {
 		if err := os.WriteFile(p, []byte(report.String()), 0o644); err != nil {
@@ -127,6 +128,62 @@ func TestSearchQuality(t *testing.T) {
 		}
 	}
 	_ = failed
+}
+
+// learningReport measures learning from use: every other dev task is
+// searched and followed by a run that calls its expected operation
+// (search.Index.Learn with the query's words); then the learned tasks
+// are asked again (a repeated task family), beside the dev tasks not
+// learned and the held-out set, which should not get worse.
+func learningReport(t *testing.T, ix *search.Index, report *strings.Builder) {
+	t.Helper()
+	dev := readTasks(t, "dev.txt")
+	var learned, other []task
+	for i, tk := range dev {
+		if i%2 == 0 {
+			learned = append(learned, tk)
+		} else {
+			other = append(other, tk)
+		}
+	}
+	heldOut := readTasks(t, "heldout.txt")
+	measure := func(ts []task) score {
+		var s score
+		for _, tk := range ts {
+			hits, err := ix.Search(search.Query{Text: tk.query, Limit: 5, Detail: search.DetailName})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, h := range hits {
+				names = append(names, h.Name)
+			}
+			s.add(rankOf(names, tk.want))
+		}
+		return s
+	}
+	sets := []struct {
+		name string
+		ts   []task
+	}{{"dev, learned tasks asked again", learned}, {"dev, tasks not learned", other}, {"held-out", heldOut}}
+	var before []score
+	for _, st := range sets {
+		before = append(before, measure(st.ts))
+	}
+	for _, tk := range learned {
+		ix.Learn(search.LearnTerms(tk.query), tk.want[:1])
+	}
+	fmt.Fprintf(report, "\nLearning from use: each of %d dev tasks searched once and followed by a run that called its operation.\n\n", len(learned))
+	fmt.Fprintf(report, "| set | tasks | top-1 before | top-1 after | top-3 before | top-3 after |\n|---|---|---|---|---|---|\n")
+	for i, st := range sets {
+		after := measure(st.ts)
+		b := before[i]
+		fmt.Fprintf(report, "| %s | %d | %s | %s | %s | %s |\n", st.name, b.n, pct(b.top1, b.n), pct(after.top1, after.n), pct(b.top3, b.n), pct(after.top3, after.n))
+		if i > 0 && (after.top1 < b.top1-1 || after.top3 < b.top3-1) {
+			t.Errorf("learning from use hurt %s: top-1 %d → %d, top-3 %d → %d", st.name, b.top1, after.top1, b.top3, after.top3)
+		}
+	}
+	ix.SetLearned(nil)
 }
 
 // BenchmarkSearchScale measures one search over every API of apis.txt

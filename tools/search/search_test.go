@@ -492,3 +492,34 @@ func TestConfidence(t *testing.T) {
 		}
 	}
 }
+
+// TestLearnFromUse: words that found nothing rank a tool first once a
+// search with them was followed by a call of it, and SetLearned(nil)
+// forgets it.
+func TestLearnFromUse(t *testing.T) {
+	t.Parallel()
+	ix := newIndex(t, newCatalog(t))
+	const query = "what is on fire in the garden"
+	const tool = "jira.transition_ticket"
+	first := func() string {
+		hits, err := ix.Search(search.Query{Text: query, Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) == 0 {
+			return ""
+		}
+		return hits[0].Name
+	}
+	if got := first(); got == tool {
+		t.Fatalf("%s is already first", tool)
+	}
+	ix.Learn(search.LearnTerms(query), []string{tool})
+	if got := first(); got != tool {
+		t.Errorf("after learning, first hit %q, want %s", got, tool)
+	}
+	ix.SetLearned(nil)
+	if got := first(); got == tool {
+		t.Errorf("after forgetting, %s is still first", tool)
+	}
+}
