@@ -178,6 +178,9 @@ const (
 	// learnWeight is the field weight of a query word that learning from
 	// use linked to a tool: that of its name.
 	learnWeight = 4.0
+	// learnShare is the least share of a query's words (by idf) that must
+	// have led to a tool for what was learned to count.
+	learnShare = 0.85
 	// deprecatedFactor scales the score of a deprecated tool: its
 	// replacement should come first.
 	deprecatedFactor = 0.6

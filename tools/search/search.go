@@ -799,9 +799,12 @@ func (ix *Index) SetLearned(links []Link) {
 	ix.mu.Unlock()
 }
 
-// addLearned adds what learning from use taught to the scores: a query
-// word that led to a tool counts as that word in the tool's name would,
-// growing with how often it led there.
+// addLearned adds what learning from use taught to the scores: query
+// words that led to a tool count as those words in the tool's name would,
+// growing with how often they led there — when they are most of the
+// query (by idf), so that a task asked again finds what was used for it,
+// while a query that shares one common word with it ("add", "channel")
+// is not pulled towards it.
 func (ix *Index) addLearned(c *index, qterms []string, cat int32, acc []float64, matched []uint8, touched *[]int32) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
@@ -809,22 +812,43 @@ func (ix *Index) addLearned(c *index, qterms []string, cat int32, acc []float64,
 		return
 	}
 	n := float64(len(c.docs))
-	for _, t := range qterms {
+	idf := make([]float64, len(qterms))
+	total := 0.0
+	for i, t := range qterms {
+		df := float64(len(c.postings[t]))
+		idf[i] = math.Log(1 + (n-df+0.5)/(df+0.5))
+		total += idf[i]
+	}
+	type linked struct {
+		share, add float64
+		terms      uint8
+	}
+	byDoc := map[int32]*linked{}
+	for i, t := range qterms {
 		for name, count := range ix.learned[t] {
 			d, ok := c.byName[name]
 			if !ok || cat >= 0 && c.docs[d].cat != cat {
 				continue
 			}
-			df := float64(len(c.postings[t]))
-			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+			l := byDoc[d]
+			if l == nil {
+				l = &linked{}
+				byDoc[d] = l
+			}
 			cnt := float64(count)
-			if acc[d] == 0 {
-				*touched = append(*touched, d)
-			}
-			acc[d] += learnWeight * idf * 2 * cnt / (cnt + 1)
-			if matched[d] < 255 {
-				matched[d]++
-			}
+			l.share += idf[i] / total
+			l.add += learnWeight * idf[i] * 2 * cnt / (cnt + 1)
+			l.terms++
 		}
+	}
+	for d, l := range byDoc {
+		if l.share < learnShare {
+			continue
+		}
+		if acc[d] == 0 {
+			*touched = append(*touched, d)
+		}
+		acc[d] += l.add
+		matched[d] = min(255, matched[d]+l.terms)
 	}
 }
