@@ -151,7 +151,7 @@ func Analyze(text string) Query {
 			if IsStop(w) || questionStarts[w] || w == "new" {
 				continue
 			}
-			if _, isVerb := verbs[w]; isVerb && Stem(w) == q.Verb {
+			if _, isVerb := verbs[w]; isVerb && (Stem(w) == q.Verb || lightVerbs[w]) {
 				continue
 			}
 			q.Head = Stem(w)
@@ -170,7 +170,7 @@ func Analyze(text string) Query {
 		}
 		// The one who does it and the doing: follow and follower, review
 		// and reviewer.
-		if len(t) > 4 {
+		if len(t) > 4 && verbStems[t] {
 			d := t + "er"
 			if strings.HasSuffix(t, "er") {
 				d = strings.TrimSuffix(t, "er")
@@ -259,3 +259,12 @@ var lightVerbs = map[string]bool{"make": true, "give": true, "take": true, "do":
 // adjectives are verbs that are also states: before a plural noun they
 // say which things, not what to do ("open bugs", "new releases").
 var adjectives = map[string]bool{"open": true, "close": true, "closed": true, "new": true, "pending": true, "active": true, "archived": true, "starred": true, "saved": true, "pinned": true}
+
+// verbStems are the stems of the verbs of the vocabulary.
+var verbStems = func() map[string]bool {
+	m := map[string]bool{}
+	for w := range verbs {
+		m[Stem(w)] = true
+	}
+	return m
+}()
