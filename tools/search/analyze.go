@@ -175,6 +175,11 @@ const (
 	// object the query names but not as what it asks about ("songs on an
 	// album": the album's songs, not the album).
 	otherObjectShare = 0.4
+	// candidatesPerHit and minCandidates bound the documents scored in
+	// full: the best by their words alone, limit × candidatesPerHit of
+	// them and at least minCandidates.
+	candidatesPerHit = 40
+	minCandidates    = 300
 	// learnWeight is the field weight of a query word that learning from
 	// use linked to a tool: that of its name.
 	learnWeight = 4.0

@@ -99,7 +99,12 @@ func readTasks(tb testing.TB, file string) []task {
 // what search reads; its tools cannot be called).
 func loadAPIs(tb testing.TB, sets ...string) *tools.Registry {
 	tb.Helper()
+	key := strings.Join(sets, ",")
+	if r, ok := registries.Load(key); ok {
+		return r.(*tools.Registry)
+	}
 	reg := tools.NewRegistry()
+	defer registries.Store(key, reg)
 	for _, a := range readAPIs(tb) {
 		if !slices.Contains(sets, a.set) {
 			continue
@@ -130,7 +135,10 @@ type cachedTool struct {
 	Deprecated                                             bool
 }
 
-var apiCache sync.Map // path → []tools.Tool
+var (
+	apiCache   sync.Map // path → []tools.Tool
+	registries sync.Map // sets → *tools.Registry, for the repeats of a benchmark
+)
 
 func apiTools(a apiSpec) ([]tools.Tool, error) {
 	if ts, ok := apiCache.Load(a.path); ok {

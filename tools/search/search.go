@@ -330,12 +330,34 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			exact++
 		}
 	}
-	out := make([]scored, 0, len(touched))
-	for _, d := range touched {
+	// The factors below are bounded, so only the best candidates by the
+	// words alone can come first: score those in full. The rest keep
+	// their accumulators to be cleared.
+	base := func(d int32) float64 {
 		s := acc[d]
 		if exact > 0 {
 			s *= 0.5 + 0.5*float64(matched[d])/float64(exact)
 		}
+		return s
+	}
+	if keep := max(limit*candidatesPerHit, minCandidates); len(touched) > keep {
+		slices.SortFunc(touched, func(a, b int32) int {
+			if x, y := base(a), base(b); x != y {
+				if x > y {
+					return -1
+				}
+				return 1
+			}
+			return int(a - b)
+		})
+		for _, d := range touched[keep:] {
+			acc[d] = 0
+		}
+		touched = touched[:keep]
+	}
+	out := make([]scored, 0, len(touched))
+	for _, d := range touched {
+		s := base(d)
 		doc := &c.docs[d]
 		intent := intentFactor(&qa, doc, weights)
 		s *= intent
