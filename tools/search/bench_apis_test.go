@@ -104,7 +104,6 @@ func loadAPIs(tb testing.TB, sets ...string) *tools.Registry {
 		return r.(*tools.Registry)
 	}
 	reg := tools.NewRegistry()
-	defer registries.Store(key, reg)
 	for _, a := range readAPIs(tb) {
 		if !slices.Contains(sets, a.set) {
 			continue
@@ -123,6 +122,7 @@ func loadAPIs(tb testing.TB, sets ...string) *tools.Registry {
 			tb.Fatalf("%s: %v", a.name, err)
 		}
 	}
+	registries.Store(key, reg)
 	return reg
 }
 
