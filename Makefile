@@ -9,14 +9,13 @@ BIN      := bin/codecell
 ADDR     ?= 127.0.0.1:7410
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
-# Packages whose tests run under the race detector; the rest run without it.
 BENCHTIME ?= 2s
 STATICCHECK := v0.8.2
 
 .PHONY: api-fixtures build run test lint bench bench-search bench-memory bench-store bench-disclosure bench-economy load load-multi node-deps openapi-fixtures fuzz install-check clean
 
 build:
-	@echo "building $(BIN); the first build compiles the SQLite (cgo) and QuickJS sources and takes about two minutes"
+	@echo "building $(BIN); the first build compiles the SQLite (cgo) and QuickJS sources and takes minutes (9 measured cold on 2 busy cores); later ones take seconds"
 	$(GO) build -tags $(BUILD_TAGS) -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/codecell
 
 ## run: build and serve Streamable HTTP + SSE on $(ADDR), printing how to
@@ -104,8 +103,8 @@ bench-search: api-fixtures openapi-fixtures
 
 ## bench-memory: store benchmarks, up to 100k memories (several minutes).
 bench-memory:
-	$(GO) test -tags $(TAGS) -run '^$$' -bench 'BenchmarkInsert|BenchmarkRecall|BenchmarkBinaryRecall' -benchtime 1x -timeout 30m ./memory/
-	$(GO) test -tags $(TAGS) -run TestRecallQuality -v ./memory/
+	$(GO) test -tags $(TAGS) -run '^$$' -bench 'BenchmarkInsert|BenchmarkRecall|BenchmarkBinaryRecall' -benchtime 1x -timeout 30m ./memory/sqlite/
+	$(GO) test -tags $(TAGS) -run TestRecallQuality -v ./memory/sqlite/
 
 ## bench-store: the SQLite and PostgreSQL stores side by side on the same
 ## data: memory migrate of a 100k-memory store (time, counts, checksums), then
@@ -113,7 +112,7 @@ bench-memory:
 ## Needs PostgreSQL's binaries (the tests start a throwaway server); about
 ## ten minutes. CODECELL_BENCH_MEMORIES sets another size.
 bench-store:
-	$(GO) test -tags $(TAGS) -run '^$$' -bench BenchmarkStores -benchtime 1x -timeout 60m -v ./memory/postgres/
+	$(GO) test -tags $(TAGS) -run '^$$' -bench BenchmarkStores -benchtime 1x -timeout 60m -v ./memory/storecopy/
 
 ## bench-disclosure: bytes an agent reads at each disclosure level, code mode vs direct mode.
 bench-disclosure:

@@ -25,15 +25,14 @@ type LearnConfig struct {
 	Disabled bool
 }
 
-// searchLinks keeps what learning from use learned. *memory.Store and
-// the PostgreSQL store implement it.
+// searchLinks keeps what learning from use learned. Both stores
+// (memory/sqlite, memory/postgres) implement it: the contract suite
+// (memory/storetest) holds them to it.
 type searchLinks interface {
 	LearnSearch(ctx context.Context, terms, toolNames []string) error
 	SearchLinks(ctx context.Context) ([]memory.SearchLink, error)
 	ResetSearchLinks(ctx context.Context) (int64, error)
 }
-
-var _ searchLinks = (*memory.Store)(nil)
 
 // Bounds of the searches a session remembers for learning.
 const (

@@ -78,7 +78,7 @@ type Config struct {
 	Budget, MaxBudget int
 	// Store, when set, keeps the audit log, stored results, workspace
 	// files and skills. Its memory and workspace tools are registered by
-	// the caller (memory.Store.Register).
+	// the caller (memory.RegisterTools).
 	Store Store
 	// Sessions bound the memory that session state (token vaults) holds.
 	Sessions SessionLimits

@@ -263,15 +263,11 @@ func newServer(cfg Config, store store, log *slog.Logger, tp trace.TracerProvide
 // connecting to the upstream servers, whose tools join the catalogue as
 // they become ready; the caller closes the server, then the source.
 func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Logger, tp trace.TracerProvider) (_ *mcpserver.Server, up *upstream.Source, err error) {
-	ms, err := serverStore(store, backendOf(cfg))
-	if err != nil {
-		return nil, nil, err
-	}
 	reg := tools.NewRegistry()
 	if err := builtin.Register(reg); err != nil {
 		return nil, nil, err
 	}
-	if err := memory.RegisterTools(reg, toolSet(store, backendOf(cfg), log)); err != nil {
+	if err := memory.RegisterTools(reg, store.ToolSet()); err != nil {
 		return nil, nil, err
 	}
 	if cfg.Server.Catalog != "" {
@@ -326,7 +322,7 @@ func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Log
 		Rules:          rules,
 		Budget:         fcfg.Budget,
 		MaxBudget:      fcfg.MaxBudget,
-		Store:          ms,
+		Store:          store,
 		Tasks:          cfg.tasksServer(),
 		Learn:          cfg.learnServer(),
 		Shared:         shared,

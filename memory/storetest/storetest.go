@@ -1,5 +1,5 @@
 // Package storetest is the contract that every backend of codecell's
-// store passes: the SQLite store (package memory) and the PostgreSQL one
+// store passes: the SQLite store (memory/sqlite) and the PostgreSQL one
 // (memory/postgres) run the same Run. It checks behaviour through the
 // interfaces their consumers declare, with real stores, no fakes.
 package storetest
@@ -63,8 +63,6 @@ type Backend interface {
 	SearchLinks(ctx context.Context) ([]memory.SearchLink, error)
 	ResetSearchLinks(ctx context.Context) (int64, error)
 }
-
-var _ Backend = (*memory.Store)(nil)
 
 // Opener opens a fresh, empty store for one test, closed by the test's
 // cleanup. A second call within the same test opens a second instance on

@@ -295,7 +295,7 @@ func TestLimits(t *testing.T) {
 	t.Run("timeout", func(t *testing.T) {
 		a := newTestAPI(t)
 		a.delay = 500 * time.Millisecond
-		_, reg, _ := openSource(t, a, openapi.Config{Timeout: openapi.Duration(50 * time.Millisecond)}, openapi.Options{})
+		_, reg, _ := openSource(t, a, openapi.Config{Timeout: tools.Duration(50 * time.Millisecond)}, openapi.Options{})
 		_, err := reg.Call(context.Background(), "gh.echo", nil)
 		if tools.CodeOf(err) != openapi.CodeTimeout || !strings.Contains(err.Error(), "no response within 50ms") {
 			t.Errorf("slow server: %v", err)

@@ -10,7 +10,6 @@ import (
 	"path"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -67,7 +66,7 @@ type Server struct {
 	Deny []string `json:"deny,omitempty" toml:"deny,omitempty"`
 	// Timeout bounds one call, beside the run's own deadline; 0 means
 	// DefaultCallTimeout.
-	Timeout Duration `json:"timeout,omitempty" toml:"timeout,omitzero"`
+	Timeout tools.Duration `json:"timeout,omitempty" toml:"timeout,omitzero"`
 	// MaxConcurrentCalls bounds the calls in flight to this server; more
 	// wait their turn. 0 means DefaultMaxConcurrentCalls.
 	MaxConcurrentCalls int `json:"max_concurrent_calls,omitempty" toml:"max_concurrent_calls,omitzero"`
@@ -83,43 +82,6 @@ const (
 	DefaultCallTimeout        = 60 * time.Second
 	DefaultMaxConcurrentCalls = 16
 )
-
-// Duration is a time.Duration written as "30s"; in JSON a number is taken
-// as seconds, as some hosts write timeouts.
-type Duration time.Duration
-
-// UnmarshalText parses a duration such as "30s".
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return fmt.Errorf("%q is not a duration such as 30s or 2m", string(b))
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalText writes the duration as "30s".
-func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
-
-// UnmarshalJSON takes "30s" or a number of seconds.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		return d.UnmarshalText([]byte(s))
-	}
-	f, err := strconv.ParseFloat(string(b), 64)
-	if err != nil {
-		return fmt.Errorf("%s is not a duration such as \"30s\" or a number of seconds", b)
-	}
-	*d = Duration(f * float64(time.Second))
-	return nil
-}
-
-// D returns the time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
 
 // Transport returns the transport the server is configured for, and
 // whether it is an HTTP server whose transport is detected (Streamable

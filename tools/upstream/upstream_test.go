@@ -407,7 +407,7 @@ func TestCancellationReachesTheServer(t *testing.T) {
 func TestTimeoutSetting(t *testing.T) {
 	t.Parallel()
 	s := fake(t, "serve")
-	s.Timeout = upstream.Duration(200 * time.Millisecond)
+	s.Timeout = tools.Duration(200 * time.Millisecond)
 	e := start(t, map[string]upstream.Server{"fake": s})
 	_, err := e.call(t, "fake.hang", `{}`)
 	var te *tools.Error

@@ -40,7 +40,9 @@ func TestMain(m *testing.M) {
 	binary = os.Getenv("CODECELL_SECURITY_BINARY")
 	if binary == "" {
 		binary = filepath.Join(dir, "codecell")
-		build := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", binary, "..")
+		// Stamped as the Makefile stamps it, so that nothing depends on
+		// the user's Go settings (-buildvcs).
+		build := exec.Command("go", "build", "-tags", "sqlite_fts5", "-ldflags", "-X main.version=0.0.0-test", "-o", binary, "..")
 		build.Stderr = os.Stderr
 		if err := build.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "build codecell:", err)
