@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -66,6 +67,7 @@ func (s *Server) searchTools(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if err != nil {
 		return mcp.NewToolResultError(fmt.Sprintf("search_tools: %v", err)), nil
 	}
+	s.learn.searched(caller, args.Query)
 	view := s.reg.View(caller)
 	about := func(name string) string {
 		t, ok := view.Get(name)
@@ -77,10 +79,15 @@ func (s *Server) searchTools(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if text, ok := declarations(hits, search.Detail(args.Detail), about); ok {
 		return mcp.NewToolResultText(text), nil
 	}
+	scale := ""
+	if len(hits) > 0 && hits[0].Confidence != "" {
+		scale = matchScale
+	}
 	b, err := json.Marshal(struct {
-		Hits []search.Hit `json:"hits"`
-		Next string       `json:"next,omitempty"`
-	}{hits, nextStep(hits)})
+		Hits  []search.Hit `json:"hits"`
+		Scale string       `json:"scale,omitempty"`
+		Next  string       `json:"next,omitempty"`
+	}{hits, scale, nextStep(hits)})
 	if err != nil {
 		return nil, fmt.Errorf("search_tools: encode hits: %w", err)
 	}
@@ -93,10 +100,32 @@ func nextStep(hits []search.Hit) string {
 		return `No tool matched; read_tools "/manifest.json" lists the categories.`
 	}
 	h := hits[0]
+	if h.Confidence == search.Low {
+		return noConfidentMatch(hits)
+	}
 	if h.Signature != "" {
 		return fmt.Sprintf("Call it from execute_code: await %s({...}).", h.Name)
 	}
 	return fmt.Sprintf("read_tools %q gives the signature of %s (%d bytes).", "/"+h.Cost.SignaturePath, h.Name, h.Cost.Signature.Bytes)
+}
+
+// matchScale tells the agent how to read a hit's match and confidence.
+const matchScale = "match: share of your words a tool matches (1 = all); confidence: high = the kind of operation asked for, on the thing named; low = a guess"
+
+// noConfidentMatch says that no hit answers the query well, names the
+// closest, and where to browse instead.
+func noConfidentMatch(hits []search.Hit) string {
+	var names, dirs []string
+	for _, h := range hits {
+		if len(names) < 3 {
+			names = append(names, h.Name)
+		}
+		if cat, _, ok := strings.Cut(h.Name, "."); ok && len(dirs) < 2 && !slices.Contains(dirs, "/"+cat+"/index.json") {
+			dirs = append(dirs, "/"+cat+"/index.json")
+		}
+	}
+	return fmt.Sprintf("No confident match; closest: %s. Rephrase with the API's words, or browse %s with read_tools.",
+		strings.Join(names, ", "), strings.Join(dirs, " or "))
 }
 
 // declarations renders hits at the signature and full levels as what

@@ -113,6 +113,9 @@ type Config struct {
 	// TracerProvider, when set, traces requests, runs and tool calls;
 	// nil traces nothing.
 	TracerProvider trace.TracerProvider
+	// Learn configures learning from use: search_tools queries followed
+	// by runs that call tools rank those tools higher (search_learn.go).
+	Learn LearnConfig
 }
 
 // Server is a codecell MCP server. Create it with New, serve it with
@@ -126,6 +129,7 @@ type Server struct {
 
 	vfs    *vfs.FS
 	search *search.Index
+	learn  *learner // nil when learning from use is off
 
 	executeCodeSchema *tools.Schema
 	searchToolsSchema *tools.Schema
@@ -240,6 +244,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	}
 	s.vfs = vfs.New(reg, vfs.WithManifestHint(manifestHint))
 	s.search = search.New(reg, func(c tools.Caller) search.Docs { return s.vfs.For(c) })
+	s.learn = newLearner(context.Background(), cfg.Learn, s.search, cfg.Store, s.log)
 	for _, sc := range []struct {
 		dst    **tools.Schema
 		name   string

@@ -71,6 +71,11 @@ type Tool struct {
 	// directly under the category. Search counts its words with the
 	// category's.
 	Group string
+	// Route is the HTTP method and path template of a tool that calls an
+	// HTTP API ("GET /repos/{owner}/{repo}/issues"), empty for others.
+	// Search reads what the operation does and to what from it: the
+	// method on a collection or an item, and the resources the path names.
+	Route string
 	// Deprecated marks a tool its source advises against using; listings
 	// and declarations say so and search ranks it lower.
 	Deprecated bool

@@ -44,6 +44,8 @@ type Config struct {
 	OpenAPI map[string]openapi.Config `toml:"openapi"`
 	// Tasks holds the [tasks] section (config_tasks.go).
 	Tasks TasksConfig `toml:"tasks"`
+	// Search holds the [search] section (config_search.go).
+	Search SearchConfig `toml:"search"`
 	// Cluster holds what instances on one store share (config_multi.go).
 	Cluster ClusterConfig `toml:"cluster"`
 	// LLM and Approval are the programs' runtime: [llm] budgets and the
@@ -226,7 +228,8 @@ func defaultConfig() Config {
 			BudgetBytes:    16 << 10,
 			MaxBudgetBytes: 256 << 10,
 		},
-		Tasks: defaultTasks(),
+		Tasks:  defaultTasks(),
+		Search: defaultSearch(),
 		Memory: MemoryConfig{
 			Embedder:              "offline",
 			Backend:               backendSQLite,

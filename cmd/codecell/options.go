@@ -324,6 +324,7 @@ func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Log
 		MaxBudget:      fcfg.MaxBudget,
 		Store:          store,
 		Tasks:          cfg.tasksServer(),
+		Learn:          cfg.learnServer(),
 		Shared:         shared,
 		DrainDelay:     cfg.Cluster.DrainDelay.D(),
 		Plans:          mcpserver.PlanConfig{TTL: cfg.Sandbox.PlanTTL.D()},

@@ -59,6 +59,9 @@ type Backend interface {
 	Import(ctx context.Context, r io.Reader) (memory.ImportReport, error)
 	PutToolShape(ctx context.Context, source, tool string, shape json.RawMessage) error
 	ToolShapes(ctx context.Context, source string) (map[string]json.RawMessage, error)
+	LearnSearch(ctx context.Context, terms, toolNames []string) error
+	SearchLinks(ctx context.Context) ([]memory.SearchLink, error)
+	ResetSearchLinks(ctx context.Context) (int64, error)
 }
 
 // Opener opens a fresh, empty store for one test, closed by the test's
@@ -91,6 +94,7 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 	t.Run("skills", func(t *testing.T) { testSkills(t, open) })
 	t.Run("skill_changes_across_instances", func(t *testing.T) { testSkillChanges(t, open) })
 	t.Run("tool_shapes", func(t *testing.T) { testToolShapes(t, open) })
+	t.Run("search_links", func(t *testing.T) { testSearchLinks(t, open) })
 	t.Run("memories", func(t *testing.T) { testMemories(t, open) })
 	t.Run("recall", func(t *testing.T) { testRecall(t, open) })
 	t.Run("update", func(t *testing.T) { testUpdate(t, open) })

@@ -128,6 +128,7 @@ func (s *Source) tool(d *Document, sc *schemas, o *operation) (tools.Tool, []Pro
 		Errors:       errorsOf(op),
 		Notes:        s.notesOf(d, o),
 		Group:        o.group,
+		Route:        o.method + " " + o.path,
 		Deprecated:   op.Deprecated,
 		Handler:      s.handler(o),
 	}
