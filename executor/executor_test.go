@@ -1,6 +1,7 @@
 package executor_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,8 +41,18 @@ func (e *codedError) ErrorTool() string { return e.tool }
 // util.sleep by waiting for ctx, and anything else as an unknown tool.
 var echo = dispatcher(func(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
 	switch name {
-	case "util.echo", "workspace.write", "util.paginate":
+	case "util.echo", "workspace.write":
 		return args, nil
+	case "util.paginate":
+		// Two pages, each holding the request that fetched it; a
+		// request for a planned tool is a dry run's placeholder.
+		switch {
+		case bytes.Contains(args, []byte(`"tool":"planned"`)):
+			return json.RawMessage(`{"items":[],"planned":{"planned":true,"id":1}}`), nil
+		case bytes.Contains(args, []byte(`"next"`)):
+			return json.RawMessage(`{"items":[{"req":` + string(args) + `}]}`), nil
+		}
+		return json.RawMessage(`{"items":[{"req":` + string(args) + `}],"next":"p2"}`), nil
 	case "util.fail":
 		return nil, &codedError{code: "not_found", tool: name, msg: "no such record"}
 	case "util.sleep":
@@ -144,8 +155,9 @@ func TestResults(t *testing.T) {
 			{"namespace is a read-only object", "util.echo = 1; delete util.fail; [Object.keys(util).sort().join(), 'echo' in util, 'nope' in util, typeof util.nope, typeof util.echo, util.echo.name, String(util)]",
 				`["echo,fail,panic,sleep",true,false,"function","function","util.echo","[object Object]"]`},
 			{"namespace functions are stable", "util.echo === util.echo", "true"},
-			{"paginate a tool function", "await tools.paginate(util.echo, {text: 'x'}, {max: 5})", `{"tool":"echo","args":{"text":"x"},"max":5}`},
-			{"paginate a tool name", "await tools.paginate('util.echo')", `{"tool":"echo","args":{}}`},
+			{"paginate a tool function", "await tools.paginate(util.echo, {text: 'x'}, {max: 5, maxBytes: 100})", `[{"req":{"tool":"echo","args":{"text":"x"},"max":5,"max_bytes":100}},{"req":{"tool":"echo","args":{"text":"x"},"next":"p2"}}]`},
+			{"paginate a tool name", "await tools.paginate('util.echo')", `[{"req":{"tool":"echo","args":{}}},{"req":{"tool":"echo","args":{},"next":"p2"}}]`},
+			{"paginate in a dry run", "await tools.paginate('util.planned')", `{"planned":true,"id":1}`},
 			{"paginate where the category cannot", "try { await tools.paginate('nope.list', {}) } catch (e) { [e.code, e.tool] }", `["unknown_tool","nope.paginate"]`},
 		}
 		for _, tt := range tests {

@@ -536,10 +536,14 @@
     },
     // paginate calls a list operation page after page and resolves to
     // all its items, at most opts.max: tools.paginate(github.issues_list_for_repo,
-    // {owner, repo}, {max: 500}). The first argument is the tool's function
-    // or its qualified name; the pages are fetched by the paginate tool of
-    // the tool's category, {tool, args, max}, which the sources that
-    // paginate (OpenAPI documents) provide.
+    // {owner, repo}, {max: 500, maxBytes: 8e6}). The first argument is the
+    // tool's function or its qualified name. Each page is one call of the
+    // paginate tool of the tool's category, {tool, args, max, max_bytes,
+    // next}, which the sources that paginate (OpenAPI documents) provide:
+    // it returns the page's items and the continuation to the next, and
+    // the pages are gathered here, in the program's heap. In a dry run an
+    // operation that is not read-only is recorded, not paged: the result
+    // is its placeholder.
     paginate: function (fn, args, opts) {
       const name = typeof fn === "function" ? fn.name : fn;
       const dot = typeof name === "string" ? apply(indexOf, name, ["."]) : -1;
@@ -549,9 +553,25 @@
       if (opts !== undefined && !isPlainObject(opts)) {
         throw siteError(TypeErrorCtor, "tools.paginate: the third argument must be an object such as {max: 500}", 2);
       }
-      const req = { tool: apply(slice, name, [dot + 1]), args: args === undefined ? {} : args };
+      const helper = apply(slice, name, [0, dot]) + ".paginate";
+      const tool = apply(slice, name, [dot + 1]);
+      const a = args === undefined ? {} : args;
+      const req = { __proto__: null, tool: tool, args: a };
       if (opts !== undefined && opts.max !== undefined) req.max = opts.max;
-      return call(apply(slice, name, [0, dot]) + ".paginate", req, 3);
+      if (opts !== undefined && opts.maxBytes !== undefined) req.max_bytes = opts.maxBytes;
+      const items = [];
+      let n = 0;
+      const step = function (page) {
+        if (page === null || typeof page !== "object") return page;
+        if (apply(hasOwn, page, ["planned"])) return page.planned;
+        const got = apply(hasOwn, page, ["items"]) ? page.items : undefined;
+        if (isArray(got)) {
+          for (let i = 0; i < got.length; i++) put(items, n++, got[i]);
+        }
+        if (!apply(hasOwn, page, ["next"]) || typeof page.next !== "string") return items;
+        return apply(then, call(helper, { __proto__: null, tool: tool, args: a, next: page.next }, 3), [step]);
+      };
+      return apply(then, call(helper, req, 3), [step]);
     },
   });
   // progress reports how far the program got; the client sees it when it

@@ -106,10 +106,12 @@ func (s *Server) directTool(t *tools.Tool) (server.ServerTool, bool) {
 		Name:           name,
 		Description:    desc,
 		RawInputSchema: t.InputSchema,
+		// What codecell knows, not what an untrusted source claims: hosts
+		// approve read-only tools with less care.
 		Annotations: mcp.ToolAnnotation{
 			Title:           t.Name,
-			ReadOnlyHint:    mcp.ToBoolPtr(t.Annotations.ReadOnly),
-			DestructiveHint: mcp.ToBoolPtr(t.Annotations.Destructive),
+			ReadOnlyHint:    mcp.ToBoolPtr(t.Annotations.KnownReadOnly()),
+			DestructiveHint: mcp.ToBoolPtr(t.Annotations.MayDestroy()),
 			IdempotentHint:  mcp.ToBoolPtr(t.Annotations.Idempotent),
 			OpenWorldHint:   mcp.ToBoolPtr(t.Annotations.OpenWorld),
 		},

@@ -124,6 +124,10 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	}
 	notified := s.streamTo(ctx, req, &x)
 	rec, body := s.Execute(ctx, x)
+	if rec != nil {
+		c := s.caller(ctx)
+		s.learn.ran(ctx, c, s.reg.View(c), rec.Calls)
+	}
 	if notified.Load() {
 		flushNotifications(ctx)
 	}

@@ -113,9 +113,9 @@ func (m *memoizer) ttl(t *tools.Tool) time.Duration {
 		if ok, _ := path.Match(r.Pattern, t.Name); !ok {
 			continue
 		}
-		if !t.Annotations.ReadOnly {
+		if !t.Annotations.KnownReadOnly() {
 			if _, seen := m.warned.LoadOrStore(t.Name, struct{}{}); !seen {
-				m.log.Warn("a memoize rule matches a tool that is not read-only; it is called every time", "tool", t.Name, "pattern", r.Pattern)
+				m.log.Warn("a memoize rule matches a tool not known to be read-only (an upstream server's tools need trust_annotations); it is called every time", "tool", t.Name, "pattern", r.Pattern)
 			}
 			return 0
 		}
@@ -133,7 +133,12 @@ func (m *memoizer) call(ctx context.Context, t *tools.Tool, args json.RawMessage
 		out, err := fn()
 		return out, false, err
 	}
-	key, err := memoKey(t.Name, args)
+	name := t.Name
+	if p, ok := tools.PageFrom(ctx, t.Name); ok {
+		// A page of a pagination is a result of its own, page by page.
+		name += "\x00page\x00" + p.Next
+	}
+	key, err := memoKey(name, args)
 	if err != nil {
 		out, err := fn()
 		return out, false, err

@@ -70,7 +70,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 		s.log.Error("flow", "err", err) // the rules were checked when the server was made
 	}
 	track := &tracker{flow: flow}
-	d := &runDispatcher{dispatcher: dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: vault, track: track}, execID: id}
+	d := newRunDispatcher(dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: vault, track: track}, id)
 	if x.Mode == ModePlan {
 		if s.cfg.Store == nil {
 			return s.refusedRecord(KindNoStore, "plans need the store (memory.path); this server runs without one")
@@ -132,7 +132,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 		x.planned, note = s.savePlan(ctx, caller, id, d.plan, res)
 		x.planned.note = note
 		if x.planned.ID != "" {
-			x.planHash = memory.PlanIDHash(x.planned.ID)
+			x.planHash = planHash(x.planned.ID)
 		}
 	}
 	rec, body := s.record(context.WithoutCancel(tools.WithCaller(ctx, caller)), sess, track.settled(), id, x, res, d.runArtifacts())

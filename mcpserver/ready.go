@@ -29,21 +29,18 @@ const PathReady = "/readyz"
 var errDraining = errors.New("draining: the instance is shutting down")
 
 // storeReadiness is a store that can say whether it is ready
-// (memory.Store.Ready: reachable, schema current).
+// (the stores of memory/sqlite and memory/postgres: reachable, schema
+// current).
 type storeReadiness interface {
 	Ready(ctx context.Context) error
 }
 
 // poolStatser is a store that reports its connection pool
-// (memory.Store.PoolStats; a PostgreSQL store's pgxpool the same way).
+// (a SQLite store's database/sql pools; a PostgreSQL store's pgxpool the
+// same way).
 type poolStatser interface {
 	PoolStats() memory.PoolStats
 }
-
-var (
-	_ storeReadiness = (*memory.Store)(nil)
-	_ poolStatser    = (*memory.Store)(nil)
-)
 
 // readyTimeout bounds the store's part of a readiness check.
 const readyTimeout = 2 * time.Second

@@ -79,10 +79,11 @@ func (s *Server) searchTools(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if err != nil {
 		if st := view.CategoryStatus(args.Category); st.Absent() {
 			// A category that is there but has no tools yet, or any more.
-			return mcp.NewToolResultText(searchJSON(nil, "", absent, nil, budget)), nil
+			return mcp.NewToolResultText(searchJSON(nil, "", "", absent, nil, budget)), nil
 		}
 		return mcp.NewToolResultError(fmt.Sprintf("search_tools: %v", err)), nil
 	}
+	s.learn.searched(caller, args.Query)
 	about := func(name string) string {
 		t, ok := view.Get(name)
 		if !ok {
@@ -93,7 +94,11 @@ func (s *Server) searchTools(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if text, ok := declarations(hits, search.Detail(args.Detail), about, absent, budget); ok {
 		return mcp.NewToolResultText(text), nil
 	}
-	return mcp.NewToolResultText(searchJSON(hits, nextStep(hits), absent, view, budget)), nil
+	scale := ""
+	if len(hits) > 0 && hits[0].Confidence != "" {
+		scale = matchScale
+	}
+	return mcp.NewToolResultText(searchJSON(hits, scale, nextStep(hits), absent, view, budget)), nil
 }
 
 // sourceHit is a hit as search_tools gives it: with, for a tool whose
@@ -105,9 +110,10 @@ type sourceHit struct {
 }
 
 // searchJSON renders hits as JSON within budget bytes: the best hits that
-// fit, then the names of those left out, the next step, and the sources
-// that are not there (absent: loading or unavailable, so not searched).
-func searchJSON(hits []search.Hit, next string, absent map[string]string, view *tools.View, budget int) string {
+// fit, then the names of those left out, how to read a match (scale), the
+// next step, and the sources that are not there (absent: loading or
+// unavailable, so not searched).
+func searchJSON(hits []search.Hit, scale, next string, absent map[string]string, view *tools.View, budget int) string {
 	out := make([]sourceHit, len(hits))
 	for i, h := range hits {
 		out[i].Hit = h
@@ -129,9 +135,10 @@ func searchJSON(hits []search.Hit, next string, absent map[string]string, view *
 		b, _ := json.Marshal(struct { // plain data always marshals
 			Hits    []sourceHit       `json:"hits"`
 			LeftOut string            `json:"left_out,omitempty"`
+			Scale   string            `json:"scale,omitempty"`
 			Next    string            `json:"next,omitempty"`
 			Absent  map[string]string `json:"not_searched,omitempty"`
-		}{out[:keep], left, next, absent})
+		}{out[:keep], left, scale, next, absent})
 		return string(b)
 	}
 	text := render(len(out))
@@ -173,10 +180,32 @@ func nextStep(hits []search.Hit) string {
 		return `No tool matched; read_tools "/manifest.json" lists the categories.`
 	}
 	h := hits[0]
+	if h.Confidence == search.Low {
+		return noConfidentMatch(hits)
+	}
 	if h.Signature != "" {
 		return fmt.Sprintf("Call it from execute_code: await %s({...}).", h.Name)
 	}
 	return fmt.Sprintf("read_tools %q gives the signature of %s (%d bytes).", "/"+h.Cost.SignaturePath, h.Name, h.Cost.Signature.Bytes)
+}
+
+// matchScale tells the agent how to read a hit's match and confidence.
+const matchScale = "match: share of your words a tool matches (1 = all); confidence: high = the kind of operation asked for, on the thing named; low = a guess"
+
+// noConfidentMatch says that no hit answers the query well, names the
+// closest, and where to browse instead.
+func noConfidentMatch(hits []search.Hit) string {
+	var names, dirs []string
+	for _, h := range hits {
+		if len(names) < 3 {
+			names = append(names, h.Name)
+		}
+		if cat, _, ok := strings.Cut(h.Name, "."); ok && len(dirs) < 2 && !slices.Contains(dirs, "/"+cat+"/index.json") {
+			dirs = append(dirs, "/"+cat+"/index.json")
+		}
+	}
+	return fmt.Sprintf("No confident match; closest: %s. Rephrase with the API's words, or browse %s with read_tools.",
+		strings.Join(names, ", "), strings.Join(dirs, " or "))
 }
 
 // declarations renders hits at the signature and full levels as what

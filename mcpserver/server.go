@@ -78,7 +78,7 @@ type Config struct {
 	Budget, MaxBudget int
 	// Store, when set, keeps the audit log, stored results, workspace
 	// files and skills. Its memory and workspace tools are registered by
-	// the caller (memory.Store.Register).
+	// the caller (memory.RegisterTools).
 	Store Store
 	// Sessions bound the memory that session state (token vaults) holds.
 	Sessions SessionLimits
@@ -118,6 +118,9 @@ type Config struct {
 	// once: those sources are then listed as loading, with when they
 	// should be ready.
 	LoadWait time.Duration
+	// Learn configures learning from use: search_tools queries followed
+	// by runs that call tools rank those tools higher (search_learn.go).
+	Learn LearnConfig
 }
 
 // Server is a codecell MCP server. Create it with New, serve it with
@@ -131,6 +134,7 @@ type Server struct {
 
 	vfs    *vfs.FS
 	search *search.Index
+	learn  *learner // nil when learning from use is off
 
 	executeCodeSchema *tools.Schema
 	searchToolsSchema *tools.Schema
@@ -152,6 +156,7 @@ type Server struct {
 	oauth            *oauth.Validator
 	resourceMetadata string
 	plans            PlanConfig
+	planSeal         *planSealer // plan.go, planseal.go
 	memo             *memoizer
 	access           *accessPolicy // nil: every caller reaches every tool
 
@@ -168,6 +173,9 @@ type Server struct {
 	llm       LLMConfig
 	llmUse    *llmUsage
 	approvals *approvalPolicy
+	// credentials redacts credentials only: in answers to a program's
+	// approval.request (approval.go).
+	credentials *filter.Filter
 
 	unsubscribe       func()
 	unsubscribeSkills func()
@@ -241,6 +249,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	}
 	s.vfs = vfs.New(reg, vfs.WithManifestHint(manifestHint))
 	s.search = search.New(reg, func(c tools.Caller) search.Docs { return s.vfs.For(c) })
+	s.learn = newLearner(context.Background(), cfg.Learn, s.search, cfg.Store, s.log)
 	for _, sc := range []struct {
 		dst    **tools.Schema
 		name   string
@@ -352,6 +361,10 @@ func (s *Server) initFilter() error {
 			return err
 		}
 		key = k
+	}
+	var err error
+	if s.planSeal, err = newPlanSealer(key); err != nil {
+		return err
 	}
 	s.sessions = newSessions(key, s.cfg.Rules, s.cfg.Sessions, func(reason string) {
 		s.metrics.sessionsEvicted.WithLabelValues(reason).Inc()

@@ -192,6 +192,10 @@ func (s *Server) runSkill(ctx context.Context, name, code string, lang executor.
 	var d executor.Dispatcher = dispatcher{s: s, caller: caller}
 	if run, ok := ctx.Value(runKey{}).(*runDispatcher); ok {
 		d = nestedDispatcher{run: run, depth: skillDepth(ctx) + 1}
+	} else if call, ok := dispatcherFrom(ctx); ok {
+		// Outside a run (a direct call), through the gate of the call
+		// that made it: its session's tokens, its flow.
+		d = nestedDispatcher{run: call.via(), depth: skillDepth(ctx) + 1}
 	}
 	res := s.exec.Run(ctx, executor.Request{
 		Code:       code,

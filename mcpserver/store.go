@@ -8,9 +8,9 @@ import (
 )
 
 // Store is what the server keeps in the store: the audit log, stored
-// results, workspace files and skills. *memory.Store implements it; each
-// part is a small interface, declared here where it is used, so that
-// another backend needs only these methods.
+// results, workspace files and skills. Both of memory's backends
+// implement it (checked in cmd/codecell); each part is a small
+// interface, declared here where it is used.
 type Store interface {
 	auditLog
 	resultStore
@@ -19,8 +19,6 @@ type Store interface {
 	planStore
 	cacheStore
 }
-
-var _ Store = (*memory.Store)(nil)
 
 // auditLog records runs, their tool calls and the HTTP requests those
 // sent.

@@ -51,7 +51,7 @@ func startOpenAPI(cfg Config, reg *tools.Registry, store resultPutter, log *slog
 		if pl, ok := set.plan.openAPI[name]; ok {
 			category = pl.category
 		}
-		opts := openapi.Options{Name: category, Getenv: os.Getenv, CacheDir: cache, Recorder: requestLog{s.log}, Logger: log}
+		opts := openapi.Options{Name: category, Getenv: os.Getenv, CacheDir: cache, Recorder: requestLog{s.log}, Logger: log, Shared: sharedByPrincipals(cfg)}
 		if store != nil {
 			opts.Artifacts = storeBlobs{store}
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/memory/sqlite"
 )
 
 // openAPISpec is a slice of GitHub's REST API, shared with tools/openapi's
@@ -256,7 +257,7 @@ func TestOpenAPIEndToEnd(t *testing.T) {
 		t.Error("the log holds the token")
 	}
 	// The audit log has every request with its run: method, host, status.
-	st, err := memory.Open(t.Context(), memory.Config{Path: filepath.Join(data, "codecell.db"), ReadOnly: true}, nil)
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(data, "codecell.db"), ReadOnly: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

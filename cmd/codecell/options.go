@@ -263,15 +263,11 @@ func newServer(cfg Config, store store, log *slog.Logger, tp trace.TracerProvide
 // connecting to the upstream servers, whose tools join the catalogue as
 // they become ready; the caller closes the server, then the source.
 func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Logger, tp trace.TracerProvider) (_ *mcpserver.Server, up *upstream.Source, err error) {
-	ms, err := serverStore(store, backendOf(cfg))
-	if err != nil {
-		return nil, nil, err
-	}
 	reg := tools.NewRegistry()
 	if err := builtin.Register(reg); err != nil {
 		return nil, nil, err
 	}
-	if err := memory.RegisterTools(reg, toolSet(store, backendOf(cfg), log)); err != nil {
+	if err := memory.RegisterTools(reg, store.ToolSet()); err != nil {
 		return nil, nil, err
 	}
 	if cfg.Server.Catalog != "" {
@@ -326,8 +322,9 @@ func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Log
 		Rules:          rules,
 		Budget:         fcfg.Budget,
 		MaxBudget:      fcfg.MaxBudget,
-		Store:          ms,
+		Store:          store,
 		Tasks:          cfg.tasksServer(),
+		Learn:          cfg.learnServer(),
 		Shared:         shared,
 		DrainDelay:     cfg.Cluster.DrainDelay.D(),
 		Plans:          mcpserver.PlanConfig{TTL: cfg.Sandbox.PlanTTL.D()},
@@ -461,6 +458,7 @@ func (c *configCommand) parse(args []string) (Config, error) {
 	}
 	cfg, loaded, err := c.st.load()
 	c.loaded = loaded
+	cfg.file = loaded.file
 	if c.strict && len(loaded.unknownEnv) > 0 {
 		var cp configProblem
 		if errors.As(err, &cp) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
@@ -207,7 +208,17 @@ func startUpstreams(cfg Config, reg *tools.Registry, store blobShapes, log *slog
 			return nil, fmt.Errorf("upstream %s: %w", name, err)
 		}
 	}
+	var confine upstream.Confine
+	for _, s := range set.servers {
+		if t, _ := s.Transport(); t == upstream.Stdio && !s.Disabled && !s.Unconfined {
+			confine = upstreamConfinement(cfg, log)
+			break
+		}
+	}
 	src, err := upstream.Start(upstream.Config{
+		Confine:  confine,
+		Shared:   sharedByPrincipals(cfg),
+		Scrub:    scrubText,
 		Servers:  set.servers,
 		Registry: reg,
 		Lookup:   envLookup(os.Environ()),
@@ -220,6 +231,32 @@ func startUpstreams(cfg Config, reg *tools.Registry, store blobShapes, log *slog
 		return nil, fmt.Errorf("upstream servers: %w", err)
 	}
 	return src, nil
+}
+
+// sharedByPrincipals reports whether several principals may call the
+// tool sources: HTTP with bearer tokens or OAuth. Over stdio, or HTTP
+// without authentication, every caller is one principal.
+func sharedByPrincipals(cfg Config) bool {
+	return cfg.Server.HTTP != "" && (len(cfg.Auth.Tokens) > 0 || cfg.Auth.OAuth.enabled())
+}
+
+// scrubText replaces the sensitive values the filter's detectors find in
+// text from an upstream server (its stderr, log notifications and error
+// messages) with the filter's redaction markers.
+func scrubText(s string) string {
+	ms := filter.ScanString(s)
+	if len(ms) == 0 {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for _, m := range ms {
+		b.WriteString(s[last:m.Start])
+		b.WriteString(filter.RedactionMarker(m.Class))
+		last = m.End
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // waitUpstreams waits up to d for every upstream server to be tried once,
