@@ -105,7 +105,8 @@ type Config struct {
 	Access Access
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
-	// LLM bounds the programs' llm calls (MCP sampling, llm.go).
+	// LLM bounds the programs' llm calls and names the provider they
+	// may use besides the client's model (llm.go, provider.go).
 	LLM LLMConfig
 	// Approval names the tool calls the client's user approves first
 	// (MCP elicitation, approval.go).
@@ -172,6 +173,7 @@ type Server struct {
 	// llm, llmUse and approvals serve the runtime tools (runtime.go).
 	llm       LLMConfig
 	llmUse    *llmUsage
+	provider  *provider // nil: the client's model only (provider.go)
 	approvals *approvalPolicy
 	// credentials redacts credentials only: in answers to a program's
 	// approval.request (approval.go).
