@@ -281,6 +281,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		server.WithCompletions(),
 		server.WithResourceCompletionProvider(completions{s}),
 		server.WithElicitation(),
+		discoverHints(),
 	)...)
 	s.traceRequests()
 	if err = s.initRuntime(); err != nil {
@@ -336,6 +337,7 @@ func (s *Server) hooks() *server.Hooks {
 	s.subs.hooks(h)
 	s.instructionHooks(h)
 	s.tasks.hooks(h)
+	s.cacheHooks(h)
 	return h
 }
 
