@@ -205,6 +205,7 @@ func (s *Server) newHTTP() *httpTransports {
 	h.mux.Handle("GET "+PathMetrics, s.guard(s.metrics.handler()))
 	h.mux.Handle("GET /{$}", s.hostOnly(http.HandlerFunc(s.home)))
 	s.addOAuthRoutes(h.mux)
+	s.addServerCard(h.mux, h)
 	h.mux.Handle("GET "+PathReady, s.hostOnly(http.HandlerFunc(s.readyz)))
 	h.mux.Handle("GET "+PathHealth, s.hostOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
