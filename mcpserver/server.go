@@ -122,6 +122,9 @@ type Config struct {
 	// Learn configures learning from use: search_tools queries followed
 	// by runs that call tools rank those tools higher (search_learn.go).
 	Learn LearnConfig
+	// Bridge, when set, is the source of bridged MCP servers whose
+	// prompts and resources the server serves too (bridged.go).
+	Bridge Bridge
 }
 
 // Server is a codecell MCP server. Create it with New, serve it with
@@ -185,6 +188,10 @@ type Server struct {
 
 	// draining and poolWarm answer /readyz (ready.go).
 	draining, poolWarm atomic.Bool
+
+	// bridged keeps the bridged servers' prompts and resources the MCP
+	// server serves; nil without a Bridge (bridged.go).
+	bridged *bridged
 }
 
 // New builds a server over the tools in reg.
@@ -277,7 +284,8 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		server.WithLogging(),
 		server.WithHooks(s.hooks()),
 		server.WithResourceCapabilities(true, true),
-		server.WithPromptCapabilities(false),
+		server.WithPromptCapabilities(true),
+		server.WithPromptFilter(s.filterBridgedPrompts),
 		server.WithCompletions(),
 		server.WithResourceCompletionProvider(completions{s}),
 		server.WithElicitation(),
@@ -294,6 +302,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	}
 	s.addToolTree()
 	s.addPrompt()
+	s.initBridge()
 	s.addLedger()
 	if err = s.initPlansAndCache(); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
@@ -338,6 +347,7 @@ func (s *Server) hooks() *server.Hooks {
 	s.instructionHooks(h)
 	s.tasks.hooks(h)
 	s.cacheHooks(h)
+	s.bridgeHooks(h)
 	return h
 }
 

@@ -33,6 +33,7 @@ type conn struct {
 	info    mcp.Implementation
 	instr   string
 	listsCh bool // the server announces tool list changes
+	caps    mcp.ServerCapabilities
 
 	ids      atomic.Int64
 	mu       sync.Mutex
@@ -46,6 +47,11 @@ type conn struct {
 	lostWhy  string
 
 	listChanged chan struct{} // notifications/tools/list_changed, coalesced
+	// featChanged: notifications/prompts/list_changed or
+	// resources/list_changed, coalesced; updated receives the URIs of
+	// notifications/resources/updated.
+	featChanged chan struct{}
+	updated     atomic.Pointer[func(uri string)]
 	logs        *rate.Limiter // of the log notifications logged
 	logsDropped atomic.Int64  // log notifications not logged since the last one that was
 	stop        context.CancelFunc
@@ -92,6 +98,7 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 		dropLog:     rate.NewLimiter(rate.Every(10*time.Second), 3),
 		lost:        make(chan struct{}),
 		listChanged: make(chan struct{}, 1),
+		featChanged: make(chan struct{}, 1),
 		logs:        rate.NewLimiter(logRate, logBurst),
 		stop:        stop,
 		grace:       d.grace,
@@ -217,6 +224,7 @@ func (c *conn) start(life, hctx context.Context, d dialer) error {
 	c.info = res.ServerInfo
 	c.instr = res.Instructions
 	c.listsCh = res.Capabilities.Tools != nil && res.Capabilities.Tools.ListChanged
+	c.caps = res.Capabilities
 	return nil
 }
 
@@ -228,6 +236,17 @@ func (c *conn) notified(n mcp.JSONRPCNotification, d dialer) {
 		select {
 		case c.listChanged <- struct{}{}:
 		default:
+		}
+	case string(mcp.MethodNotificationPromptsListChanged), string(mcp.MethodNotificationResourcesListChanged):
+		select {
+		case c.featChanged <- struct{}{}:
+		default:
+		}
+	case string(mcp.MethodNotificationResourceUpdated):
+		if uri, ok := n.Params.AdditionalFields["uri"].(string); ok {
+			if fn := c.updated.Load(); fn != nil {
+				(*fn)(uri)
+			}
 		}
 	case string(mcp.MethodNotificationProgress):
 		f := n.Params.AdditionalFields
