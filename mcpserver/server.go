@@ -290,6 +290,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		server.WithResourceCompletionProvider(completions{s}),
 		server.WithElicitation(),
 		discoverHints(),
+		extensionCapability(),
 	)...)
 	s.traceRequests()
 	if err = s.initRuntime(); err != nil {
