@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -13,7 +14,10 @@ import (
 // The cache keeps short-lived values per principal, in two kinds: what
 // programs store with cache.set (CacheUser) and the memoised results of
 // read-only tools (CacheMemo). An entry lives until its expiry; reads
-// never return an expired entry, and Prune deletes them.
+// never return an expired entry, and Prune deletes them. An entry keeps
+// the provenance of its value, as memories and workspace files do (see
+// WithProvenance), so that a value cached by one run is known by its
+// sources in the next.
 
 // Cache kinds.
 const (
@@ -26,6 +30,9 @@ type CacheEntry struct {
 	Value     []byte
 	CreatedAt time.Time
 	ExpiresAt time.Time
+	// Provenance is the tool sources the value came from; nil when none
+	// was recorded.
+	Provenance json.RawMessage
 }
 
 // CacheSetInput is a value to cache for the caller in the context.
@@ -39,6 +46,9 @@ type CacheSetInput struct {
 	// kind: setting a new key when the caller has that many (unexpired)
 	// fails with CodeQuotaExceeded.
 	MaxEntries int
+	// Provenance, set by the server (see WithProvenance); nil takes the
+	// context's.
+	Provenance json.RawMessage
 }
 
 // CacheGet returns the caller's unexpired entry, or ErrNotFound.
@@ -46,9 +56,10 @@ func (s *Store) CacheGet(ctx context.Context, kind, key string) (CacheEntry, err
 	principal := tools.CallerFrom(ctx).Principal
 	var e CacheEntry
 	var created, expires int64
+	var prov sql.NullString
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, `SELECT value, created_at, expires_at FROM cache_entries WHERE principal = ? AND kind = ? AND key = ? AND expires_at > ?`,
-			principal, kind, key, ms(s.now())).Scan(&e.Value, &created, &expires)
+		return tx.QueryRowContext(ctx, `SELECT value, created_at, expires_at, provenance FROM cache_entries WHERE principal = ? AND kind = ? AND key = ? AND expires_at > ?`,
+			principal, kind, key, ms(s.now())).Scan(&e.Value, &created, &expires, &prov)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return CacheEntry{}, ErrNotFound
@@ -56,7 +67,7 @@ func (s *Store) CacheGet(ctx context.Context, kind, key string) (CacheEntry, err
 	if err != nil {
 		return CacheEntry{}, fmt.Errorf("cache get: %w", err)
 	}
-	e.CreatedAt, e.ExpiresAt = fromMS(created), fromMS(expires)
+	e.CreatedAt, e.ExpiresAt, e.Provenance = fromMS(created), fromMS(expires), provenanceOf(prov)
 	return e, nil
 }
 
@@ -67,9 +78,13 @@ func (s *Store) CacheSet(ctx context.Context, in CacheSetInput) (time.Time, erro
 	if err := CheckCacheSet(in); err != nil {
 		return time.Time{}, err
 	}
+	prov, err := s.provenance(ctx, in.Provenance, "")
+	if err != nil {
+		return time.Time{}, err
+	}
 	now := s.now()
 	expires := now.Add(in.TTL)
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM cache_entries WHERE principal = ? AND kind = ? AND expires_at <= ?`, principal, in.Kind, ms(now)); err != nil {
 			return err
 		}
@@ -84,9 +99,10 @@ func (s *Store) CacheSet(ctx context.Context, in CacheSetInput) (time.Time, erro
 				return CacheFull(n)
 			}
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO cache_entries (principal, kind, key, value, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (principal, kind, key) DO UPDATE SET value = excluded.value, created_at = excluded.created_at, expires_at = excluded.expires_at`,
-			principal, in.Kind, in.Key, in.Value, ms(now), ms(expires))
+		_, err := tx.ExecContext(ctx, `INSERT INTO cache_entries (principal, kind, key, value, created_at, expires_at, provenance) VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (principal, kind, key) DO UPDATE SET value = excluded.value, created_at = excluded.created_at, expires_at = excluded.expires_at,
+			provenance = excluded.provenance`,
+			principal, in.Kind, in.Key, in.Value, ms(now), ms(expires), provenanceArg(prov))
 		return err
 	})
 	if err != nil {
