@@ -369,7 +369,7 @@ func (s *Server) skillAdminTools() []tools.Tool {
 			Summary: "Accept the version another principal published of a skill you called, after it changed (skill_changed).",
 			Description: "Your first call of a skill another principal published pins that version; when its owner publishes another, your calls fail with skill_changed until you accept it here. " +
 				"Read the new version first (read_tools on its .md): it runs as you. Give the code_sha256 you read, and the call fails if it changed again meanwhile.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"code_sha256":{"type":"string","description":"The hash of the version you read."}},"required":["name"],"additionalProperties":false}`),
+			InputSchema:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"code_sha256":{"type":"string","description":"The hash of the version you read."}},"required":["name"],"additionalProperties":false}`),
 			OutputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"owner":{"type":"string"},"version":{"type":"integer"},"code_sha256":{"type":"string"}},"required":["name","owner","version","code_sha256"]}`),
 			Annotations:  tools.Annotations{Idempotent: true},
 			Positional:   []string{"name", "code_sha256"},
