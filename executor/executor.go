@@ -105,12 +105,10 @@ func (e *Executor) Close() error {
 // the limits, is in the record's Error; Run never panics on any program.
 func (e *Executor) Run(ctx context.Context, req Request) (res *Result) {
 	start := time.Now()
-	if !req.Queued.IsZero() && req.Queued.Before(start) {
-		start = req.Queued
-	}
+	waited := max(req.Waited, 0)
 	res = &Result{Status: StatusError, Value: json.RawMessage("null"), Logs: []LogLine{}, Calls: []CallRecord{}}
 	defer func() {
-		res.Telemetry.DurationMS = ms(time.Since(start))
+		res.Telemetry.DurationMS = ms(time.Since(start) + waited)
 		res.Telemetry.ToolCalls = len(res.Calls)
 		if res.Error == nil {
 			res.Status = StatusOK
@@ -156,8 +154,9 @@ func (e *Executor) Run(ctx context.Context, req Request) (res *Result) {
 			return res
 		}
 	} else {
-		sb, release, fail := e.acquire(ctx, req.Owner, r.long, e.cfg.QueueWait-time.Since(start))
-		res.Telemetry.QueueWaitMS = ms(time.Since(start))
+		queued := time.Now()
+		sb, release, fail := e.acquire(ctx, req.Owner, r.long, e.cfg.QueueWait-waited)
+		res.Telemetry.QueueWaitMS = ms(time.Since(queued) + waited)
 		if fail != nil {
 			res.Error = fail
 			return res

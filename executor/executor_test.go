@@ -875,10 +875,10 @@ func TestReservedSlots(t *testing.T) {
 	})
 }
 
-// TestQueuedCountsEarlierWaits: a run that already waited (for its
+// TestWaitedCountsEarlierWaits: a run that already waited (for its
 // caller's admission) waits only what is left of the queue wait, and its
 // telemetry counts the whole wait.
-func TestQueuedCountsEarlierWaits(t *testing.T) {
+func TestWaitedCountsEarlierWaits(t *testing.T) {
 	t.Parallel()
 	e := newExecutor(t, executor.IsolationInProcess, executor.Config{PoolSize: 1, QueueWait: 2 * time.Second})
 	ctx, cancel := context.WithCancel(t.Context())
@@ -887,7 +887,7 @@ func TestQueuedCountsEarlierWaits(t *testing.T) {
 	go func() { done <- e.Run(ctx, executor.Request{Code: "while (true) {}", Owner: "bob"}) }()
 	waitRunning(t, e, 1)
 	began := time.Now()
-	res := e.Run(t.Context(), executor.Request{Code: "1", Owner: "alice", Queued: began.Add(-1900 * time.Millisecond)})
+	res := e.Run(t.Context(), executor.Request{Code: "1", Owner: "alice", Waited: 1900 * time.Millisecond})
 	waited := time.Since(began)
 	wantKind(t, res, executor.KindBusy, "busy")
 	if res.Telemetry.QueueWaitMS < 2000 || res.Telemetry.DurationMS < res.Telemetry.QueueWaitMS {
@@ -898,9 +898,9 @@ func TestQueuedCountsEarlierWaits(t *testing.T) {
 	if waited > 1500*time.Millisecond {
 		t.Errorf("the run waited %s more, past what was left of its 2 s", waited)
 	}
-	res = e.Run(t.Context(), executor.Request{Code: "1", Owner: "alice", Queued: began.Add(-time.Hour)})
+	res = e.Run(t.Context(), executor.Request{Code: "1", Owner: "alice", Waited: time.Hour})
 	wantKind(t, res, executor.KindBusy, "busy")
 	cancel()
 	<-done
-	wantOK(t, e.Run(t.Context(), executor.Request{Code: "1", Queued: began.Add(-time.Hour)}), "1")
+	wantOK(t, e.Run(t.Context(), executor.Request{Code: "1", Waited: time.Hour}), "1")
 }

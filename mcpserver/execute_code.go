@@ -98,7 +98,6 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		return s.refused(executor.KindInvalidRequest, fmt.Sprintf("timeout_ms %d is over the %d an ordinary call may ask for; ask for less, or run the program as an MCP task (up to %d)",
 			args.TimeoutMS, limit.Milliseconds(), s.tasks.maxTimeout(limit).Milliseconds())), nil
 	}
-	arrived := time.Now()
 	ctx, task, end := s.tasks.start(ctx, req) // a task's run outlives the request
 	defer end()
 	principal := s.caller(ctx).Principal
@@ -110,6 +109,7 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		rec, body := s.Commit(ctx, args.PlanID, Execution{BudgetBytes: args.BudgetBytes, Details: args.Details, Purpose: args.Purpose})
 		return toolResult(rec, body), nil
 	}
+	arrived := time.Now()
 	release, r := s.limits.admit(ctx, principal, s.exec.Config().QueueWait)
 	if r != nil {
 		s.metrics.refusals.WithLabelValues(r.limit).Inc()
@@ -124,7 +124,7 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		Details:     args.Details,
 		Purpose:     args.Purpose,
 		Mode:        args.Mode,
-		Queued:      arrived, // the wait for admission counts against the queue wait
+		Waited:      time.Since(arrived), // the wait for admission counts against the queue wait
 	}
 	if task != nil {
 		// A task's run may ask for up to the task limit; without

@@ -25,10 +25,10 @@ type Execution struct {
 	// MaxTimeout, when positive, caps Timeout in place of the sandbox's
 	// max timeout: a task's run may last longer.
 	MaxTimeout time.Duration
-	// Queued, when set, is when the request began to wait, before
-	// Execute: the executor's queue wait counts from it (see
-	// executor.Request.Queued).
-	Queued time.Time
+	// Waited is how long the request waited for admission before
+	// Execute: the executor's queue wait counts it (see
+	// executor.Request.Waited).
+	Waited time.Duration
 	// BudgetBytes overrides the response budget, up to its cap: the
 	// serialized record stays within it.
 	BudgetBytes int
@@ -123,7 +123,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 		Language:   x.Language,
 		Timeout:    x.Timeout,
 		MaxTimeout: x.MaxTimeout,
-		Queued:     x.Queued,
+		Waited:     x.Waited,
 		Dispatcher: d,
 		Functions:  s.functions(caller),
 		Owner:      caller.Principal,
