@@ -2,6 +2,7 @@ package filter
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -79,4 +80,36 @@ func FuzzApplyBytes(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkApplyBytes filters a 1 MiB artifact as it is read: binary
+// content (random bytes with printable runs, one holding a key) and
+// content that decodes as text.
+//
+//	go test ./filter -run '^$' -bench ApplyBytes -benchtime 2s
+func BenchmarkApplyBytes(b *testing.B) {
+	flt := newTestFilter(b, Config{})
+	rnd := rand.New(rand.NewPCG(1, 2))
+	bin := make([]byte, 1<<20)
+	for i := range bin {
+		bin[i] = byte(rnd.UintN(256))
+	}
+	copy(bin[1<<19:], "tEXtComment\x00deployed with AKIAIOSFODNN7EXAMPLE by ada@example.com\x00")
+	var text strings.Builder
+	for text.Len() < 1<<20 {
+		text.WriteString(words[rnd.IntN(len(words))] + " ")
+	}
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{{"binary", bin}, {"text", []byte(text.String())}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.data)))
+			cpu := startCPU()
+			for b.Loop() {
+				flt.ApplyBytes(c.data, Options{})
+			}
+			cpu.report(b, len(c.data))
+		})
+	}
 }
