@@ -1,11 +1,13 @@
 package security
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/codecell/codecell/mcpserver/oauth/oauthtest"
 )
@@ -58,9 +60,12 @@ func TestOAuthPrincipalsAreNamespaced(t *testing.T) {
 
 	// A static token named like an issuer's principals is refused at
 	// start, saying what to change.
-	cmd := exec.Command(binary, "serve", "--http", "127.0.0.1:0", "--config", config(""))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "serve", "--http", "127.0.0.1:0", "--config", config(""))
 	cmd.Env = append(os.Environ(), "CODECELL_SERVER_DATA_DIR="+t.TempDir(), "CODECELL_AUTH_TOKENS="+one.URL+"#bob="+bobToken)
-	out, err := cmd.CombinedOutput()
+	cmd.WaitDelay = time.Second
+	out, err := cmd.CombinedOutput() // a server that starts is killed after a minute
 	if err == nil || !strings.Contains(string(out), "auth.tokens[0].principal") || !strings.Contains(string(out), "principal_prefix") || strings.Contains(string(out), bobToken) {
 		t.Fatalf("a static principal named like an issuer's: %v\n%s", err, out)
 	}
