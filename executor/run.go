@@ -100,6 +100,11 @@ type Request struct {
 	// slots go round-robin across owners. A nested run is its root's
 	// owner's.
 	Owner string
+	// Waited is how long the request already waited for a place before
+	// Run, such as for the caller's own admission ahead of the executor:
+	// the queue wait limit counts it, and the run's telemetry (queue wait
+	// and duration) includes it.
+	Waited time.Duration
 	// OnLog, when set, sees each console line as it is printed, in order,
 	// on a goroutine of the executor. It must not block.
 	OnLog func(LogLine)

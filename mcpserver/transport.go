@@ -225,8 +225,8 @@ func (s *Server) newHTTP() *httpTransports {
 		),
 		mux: http.NewServeMux(),
 	}
-	h.mux.Handle(PathStreamable, s.guard(s.drainGate(s.extensionHTTP(h.streamable))))
-	h.mux.Handle(PathSSE, s.guard(h.sse.SSEHandler()))
+	h.mux.Handle(PathStreamable, s.guard(s.drainGate(s.extensionHTTP(s.ownTaskNotes(h.streamable)))))
+	h.mux.Handle(PathSSE, s.guard(s.ownTaskNotes(h.sse.SSEHandler())))
 	h.mux.Handle(PathMessage, s.guard(s.extensionSSE(h.sse, h.sse.MessageHandler())))
 	h.mux.Handle("GET "+PathMetrics, s.guard(s.metrics.handler()))
 	h.mux.Handle("GET /{$}", s.hostOnly(http.HandlerFunc(s.home)))

@@ -89,8 +89,12 @@ type ServerConfig struct {
 
 // SandboxConfig holds the executor's pool and limits.
 type SandboxConfig struct {
-	Isolation          string   `toml:"isolation"`
-	PoolSize           int      `toml:"pool_size"`
+	Isolation string `toml:"isolation"`
+	PoolSize  int    `toml:"pool_size"`
+	// ReservedSlots are the pool's slots that runs past the default
+	// deadline (timeout) never take; 0 means a quarter of the pool,
+	// negative none (executor.Config.ReservedSlots).
+	ReservedSlots      int      `toml:"reserved_slots"`
 	QueueWait          Duration `toml:"queue_wait"`
 	Timeout            Duration `toml:"timeout"`
 	MaxTimeout         Duration `toml:"max_timeout"`
@@ -653,6 +657,9 @@ func (c *Config) validate(env func(string) string) []error {
 	s := c.Sandbox
 	if s.PoolSize < 0 {
 		bad("sandbox.pool_size", "must not be negative (0 means one per CPU)")
+	}
+	if s.PoolSize > 0 && s.ReservedSlots >= s.PoolSize {
+		bad("sandbox.reserved_slots", "%d of a pool of %d leaves runs longer than sandbox.timeout no slot; reserve fewer (0 means a quarter of the pool, -1 none)", s.ReservedSlots, s.PoolSize)
 	}
 	positive("sandbox.queue_wait", int64(s.QueueWait))
 	positive("sandbox.timeout", int64(s.Timeout))

@@ -215,6 +215,7 @@ func executorConfig(c SandboxConfig) executor.Config {
 		Isolation:          executor.Isolation(c.Isolation),
 		WorkerCommand:      worker,
 		PoolSize:           c.PoolSize,
+		ReservedSlots:      c.ReservedSlots,
 		QueueWait:          c.QueueWait.D(),
 		Timeout:            c.Timeout.D(),
 		MaxTimeout:         c.MaxTimeout.D(),
