@@ -43,6 +43,9 @@ const (
 	MethodToolsDescribe = "tools/describe"
 	// catalogPage is how many entries a tools/catalog page holds.
 	catalogPage = 100
+	// catalogQueryLimit is the most catalogue tools a query keeps, best
+	// first: enough to choose from, few enough to narrow.
+	catalogQueryLimit = 20
 	// maxDescribe is the most names one tools/describe may ask for.
 	maxDescribe = 100
 	// codeResourceNotAvailable is the draft's error for names the caller
@@ -183,7 +186,7 @@ func (s *Server) queryCatalog(ctx context.Context, q string, list []mcp.Tool) []
 	}
 	var out []mcp.Tool
 	seen := map[string]bool{}
-	hits, err := s.search.Search(search.Query{Caller: s.caller(ctx), Text: q, Limit: search.MaxLimit, Detail: search.DetailName})
+	hits, err := s.search.Search(search.Query{Caller: s.caller(ctx), Text: q, Limit: catalogQueryLimit, Detail: search.DetailName})
 	if err == nil {
 		for _, h := range hits {
 			if t, ok := byName[DirectName(h.Name)]; ok && !seen[t.Name] {

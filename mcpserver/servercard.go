@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
 
@@ -140,7 +141,19 @@ func (s *Server) serverCard(r *http.Request, h *httpTransports) serverCard {
 		Repository:  &serverCardRepo{URL: "https://github.com/codecell/codecell", Source: "github"},
 		Remotes: []serverCardRemote{
 			{Type: "streamable-http", URL: base + PathStreamable, Headers: headers, SupportedProtocolVersions: server.FilterSupportedVersions(h.streamable)},
-			{Type: "sse", URL: base + PathSSE, Headers: headers, SupportedProtocolVersions: server.FilterSupportedVersions(h.sse)},
+			{Type: "sse", URL: base + PathSSE, Headers: headers, SupportedProtocolVersions: legacyVersions(server.FilterSupportedVersions(h.sse))},
 		},
 	}
+}
+
+// legacyVersions are the versions before 2026-07-28 of vs: the SSE
+// transport is a session transport, which that protocol does not have.
+func legacyVersions(vs []string) []string {
+	var out []string
+	for _, v := range vs {
+		if !mcp.IsModernProtocol(v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }

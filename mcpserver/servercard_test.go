@@ -79,7 +79,8 @@ func TestServerCard(t *testing.T) {
 			if len(sh.Headers) != 1 || sh.Headers[0].Name != "Authorization" {
 				t.Errorf("remote headers %+v, want Authorization (tokens are configured)", sh.Headers)
 			}
-			if sse := card.Remotes[1]; sse.Type != "sse" || sse.URL != ts.URL+mcpserver.PathSSE {
+			if sse := card.Remotes[1]; sse.Type != "sse" || sse.URL != ts.URL+mcpserver.PathSSE ||
+				slices.Contains(sse.SupportedProtocolVersions, mcp.ProtocolVersion20260728) || !slices.Contains(sse.SupportedProtocolVersions, mcp.ProtocolVersion20251125) {
 				t.Errorf("sse remote %+v", sse)
 			}
 			resp2, body2 := get(t, path, resp.Header.Get("ETag"))
