@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel/propagation"
 	"golang.org/x/time/rate"
 )
 
@@ -502,17 +503,26 @@ type callParams struct {
 }
 
 type callMeta struct {
-	ProgressToken string `json:"progressToken"`
+	ProgressToken string `json:"progressToken,omitempty"`
+	// Traceparent and Tracestate continue the caller's W3C trace context
+	// (a run's tool call span, when codecell traces) in the server.
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
 }
 
 // callTool calls the tool by its original name and returns the raw
-// CallToolResult. Progress notifications for the call go to onProgress.
+// CallToolResult. Progress notifications for the call go to onProgress;
+// ctx's trace context, if any, goes with the call in its _meta.
 func (c *conn) callTool(ctx context.Context, name string, args json.RawMessage, onProgress progressFunc) (json.RawMessage, error) {
 	id := c.nextID()
 	p := callParams{Name: name, Arguments: args}
+	var meta callMeta
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	meta.Traceparent, meta.Tracestate = carrier["traceparent"], carrier["tracestate"]
 	if onProgress != nil {
 		token := id.String()
-		p.Meta = &callMeta{ProgressToken: token}
+		meta.ProgressToken = token
 		c.mu.Lock()
 		c.progress[token] = onProgress
 		c.mu.Unlock()
@@ -521,6 +531,9 @@ func (c *conn) callTool(ctx context.Context, name string, args json.RawMessage, 
 			delete(c.progress, token)
 			c.mu.Unlock()
 		}()
+	}
+	if meta != (callMeta{}) {
+		p.Meta = &meta
 	}
 	return c.send(ctx, id, string(mcp.MethodToolsCall), p)
 }
