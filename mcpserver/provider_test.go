@@ -182,7 +182,10 @@ func TestProviderStatelessProtocol(t *testing.T) {
 }
 
 // TestProviderOrSampling: with a provider and a client that can sample,
-// prefer decides; a client without sampling gets the provider.
+// prefer decides; a client without sampling gets the provider. (Over
+// Streamable HTTP: mcp-go's stdio servers share one session per process,
+// so parallel stdio servers in one test binary would take each other's
+// sampling requests.)
 func TestProviderOrSampling(t *testing.T) {
 	for _, tc := range []struct {
 		name, prefer string
@@ -206,7 +209,7 @@ func TestProviderOrSampling(t *testing.T) {
 					return answer("client:" + lastText(req)), nil
 				}}))
 			}
-			c := startLegacy(t, runtimeTransports[1].connect(t, srv, opts...))
+			c := startLegacy(t, runtimeTransports[0].connect(t, srv, opts...))
 			res, rec := execute(t, c, map[string]any{"code": `return await llm.call("hi")`})
 			if rec == nil || rec.Error != nil {
 				t.Fatalf("run failed: %s", text(res))
@@ -260,7 +263,7 @@ func TestProviderFailures(t *testing.T) {
 			t.Parallel()
 			cs := newChatServer(t, tc.reply)
 			srv := newServer(t, mcpserver.Config{LLM: mcpserver.LLMConfig{Provider: providerConfig(cs, tc.key)}})
-			c := startLegacy(t, runtimeTransports[1].connect(t, srv))
+			c := startLegacy(t, runtimeTransports[0].connect(t, srv))
 			res, rec := execute(t, c, map[string]any{"code": `return await llm.call("hi")`})
 			if rec == nil {
 				t.Fatalf("no record: %s", text(res))
@@ -295,7 +298,7 @@ func TestProviderBudgets(t *testing.T) {
 	t.Parallel()
 	cs := newChatServer(t, echo)
 	srv := newServer(t, mcpserver.Config{LLM: mcpserver.LLMConfig{Provider: providerConfig(cs, ""), MaxCallsPerRun: 2}})
-	c := startLegacy(t, runtimeTransports[1].connect(t, srv))
+	c := startLegacy(t, runtimeTransports[0].connect(t, srv))
 	_, rec := execute(t, c, map[string]any{"code": `await llm.call("a"); await llm.call("b"); return await llm.call("c")`})
 	if rec == nil || rec.Error == nil || rec.Error.Code != mcpserver.CodeQuotaExceeded {
 		t.Fatalf("record %+v, want quota_exceeded at the third call", rec)
@@ -310,7 +313,7 @@ func TestProviderBudgets(t *testing.T) {
 func TestNoModelSaysBothWays(t *testing.T) {
 	t.Parallel()
 	srv := newServer(t, mcpserver.Config{})
-	c := startLegacy(t, runtimeTransports[1].connect(t, srv))
+	c := startLegacy(t, runtimeTransports[0].connect(t, srv))
 	_, rec := execute(t, c, map[string]any{"code": `return await llm.call("hi")`})
 	if rec == nil || rec.Error == nil || rec.Error.Code != mcpserver.CodeCapabilityMissing ||
 		!strings.Contains(rec.Error.Message, "enable sampling") || !strings.Contains(rec.Error.Message, "[llm] provider") {
