@@ -45,6 +45,9 @@ type ProviderConfig struct {
 	// the run's deadline: network errors, 408, 429 and 5xx. Default 2;
 	// negative: none.
 	MaxRetries int
+	// Timeout bounds one request, for callers without a deadline of
+	// their own (a run's is shorter). Default 2 minutes.
+	Timeout time.Duration
 	// Client sends the requests; nil uses a client of its own.
 	Client *http.Client
 	// Getenv reads the key's variable; nil means os.Getenv.
@@ -111,6 +114,9 @@ func newProvider(cfg ProviderConfig) (*provider, error) {
 		cfg.MaxRetries = 2
 	}
 	cfg.MaxRetries = max(cfg.MaxRetries, 0)
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 2 * time.Minute
+	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
 	}
@@ -252,6 +258,8 @@ func (p *provider) post(ctx context.Context, body []byte) (modelAnswer, time.Dur
 	fail := func(status int, detail string, err error) (modelAnswer, time.Duration, error) {
 		return modelAnswer{}, 0, &ProviderError{Endpoint: p.endpoint, Status: status, Detail: detail, Err: err}
 	}
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	defer cancel()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return fail(0, "", err)
