@@ -146,6 +146,51 @@ allow = ["util.*"]
 		})
 	}
 
+	t.Run("a subscription reaches the server and its updates come back", func(t *testing.T) {
+		//lint:ignore SA1019 protocol 2025-11-25 sends resources/updated on the standalone GET stream
+		c, err := client.NewStreamableHttpClient(s.base+"/mcp", transport.WithContinuousListening(),
+			transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer alice-token-0123456789abcdef"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		updated := make(chan string, 16)
+		c.OnNotification(func(n mcp.JSONRPCNotification) {
+			if n.Method == string(mcp.MethodNotificationResourceUpdated) {
+				uri, _ := n.Params.AdditionalFields["uri"].(string)
+				select {
+				case updated <- uri:
+				default:
+				}
+			}
+		})
+		if err := c.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		init := mcp.InitializeRequest{}
+		init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
+		init.Params.ClientInfo = mcp.Implementation{Name: "codecell-cmd-test", Version: "1"}
+		if _, err := c.Initialize(t.Context(), init); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Subscribe(t.Context(), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: resource}}); err != nil {
+			t.Fatal(err)
+		}
+		// server-everything sends updates of the subscribed resources,
+		// at once and every 5 s, once its tool turns them on.
+		if isErr, _, txt := callExecute(t, c, map[string]any{"code": `await everything.toggle_subscriber_updates({})`}); isErr {
+			t.Fatalf("toggle: %s", txt)
+		}
+		select {
+		case uri := <-updated:
+			if uri != resource {
+				t.Errorf("resources/updated for %q, want %q", uri, resource)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("no resources/updated within 20 s")
+		}
+	})
+
 	t.Run("a toolset without the server hides them", func(t *testing.T) {
 		c := connect(t, "bob-token-0123456789abcdef", mcp.ProtocolVersion20260728)
 		ctx := t.Context()
