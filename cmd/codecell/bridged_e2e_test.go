@@ -173,6 +173,7 @@ allow = ["util.*"]
 		if _, err := c.Initialize(t.Context(), init); err != nil {
 			t.Fatal(err)
 		}
+		//lint:ignore SA1019 resources/subscribe is how protocol 2025-11-25 subscribes (2026-07-28 has subscriptions/listen)
 		if err := c.Subscribe(t.Context(), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: resource}}); err != nil {
 			t.Fatal(err)
 		}
