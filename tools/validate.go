@@ -28,23 +28,55 @@ type Schema struct {
 var printer = message.NewPrinter(language.English)
 
 // CompileSchema compiles a JSON Schema document (draft 2020-12 unless it
-// names another with $schema).
+// names another with $schema). References stay within the document: a
+// $ref to a file, a URL or any other document is an error
+// (ErrExternalRef), never a read; only the JSON Schema drafts' own
+// metaschemas, built in, are known.
 func CompileSchema(doc json.RawMessage) (*Schema, error) {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
 		return nil, fmt.Errorf("parse schema: %w", err)
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
+	c := newCompiler()
 	const loc = "codecell:///schema.json"
 	if err := c.AddResource(loc, v); err != nil {
 		return nil, fmt.Errorf("load schema: %w", err)
 	}
 	s, err := c.Compile(loc)
 	if err != nil {
-		return nil, fmt.Errorf("compile schema: %w", err)
+		return nil, compileError(err)
 	}
 	return &Schema{s: s}, nil
+}
+
+// ErrExternalRef is wrapped by the error of a schema that refers to
+// another document than itself.
+var ErrExternalRef = errors.New("references to other documents are not followed")
+
+// noLoader is the compiler's loader: it loads nothing. The compiler's
+// default reads file:// URLs, which let a schema from a remote MCP server
+// or an API description read a local file.
+type noLoader struct{}
+
+func (noLoader) Load(string) (any, error) { return nil, ErrExternalRef }
+
+// compileError says what the compiler refused; a reference to another
+// document wraps ErrExternalRef.
+func compileError(err error) error {
+	var le *jsonschema.LoadURLError
+	if errors.As(err, &le) {
+		return fmt.Errorf("compile schema: $ref to %s: %w; a schema must be one document, its $ref to its own #/$defs", le.URL, ErrExternalRef)
+	}
+	return fmt.Errorf("compile schema: %w", err)
+}
+
+// newCompiler returns a compiler of draft 2020-12 by default that loads
+// no document.
+func newCompiler() *jsonschema.Compiler {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noLoader{})
+	return c
 }
 
 // Validate checks a JSON document against the schema and returns the
