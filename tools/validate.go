@@ -2,14 +2,18 @@ package tools
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/big"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"weak"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -31,11 +35,16 @@ var printer = message.NewPrinter(language.English)
 // names another with $schema). References stay within the document: a
 // $ref to a file, a URL or any other document is an error
 // (ErrExternalRef), never a read; only the JSON Schema drafts' own
-// metaschemas, built in, are known.
+// metaschemas, built in, are known. A schema beyond the bounds
+// (MaxSchemaDepth, MaxDocumentSchemas) is refused with ErrSchemaTooLarge
+// before any work that grows with it.
 func CompileSchema(doc json.RawMessage) (*Schema, error) {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
 		return nil, fmt.Errorf("parse schema: %w", err)
+	}
+	if err := measure(v).check("the schema"); err != nil {
+		return nil, err
 	}
 	c := newCompiler()
 	const loc = "codecell:///schema.json"
@@ -226,4 +235,60 @@ func ints(is []int) string {
 		parts[i] = strconv.Itoa(n)
 	}
 	return strings.Join(parts, " ")
+}
+
+// schemaCache holds compiled standalone schemas by their hash for as long
+// as a tool holds them, so that tools with the same schema share one
+// compilation.
+type schemaCache struct {
+	mu sync.Mutex
+	m  map[[32]byte]weak.Pointer[Schema]
+}
+
+func (c *schemaCache) compile(doc json.RawMessage) (*Schema, error) {
+	key := sha256.Sum256(doc)
+	c.mu.Lock()
+	if s := c.m[key].Value(); s != nil {
+		c.mu.Unlock()
+		return s, nil
+	}
+	c.mu.Unlock()
+	s, err := CompileSchema(doc)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.m[key].Value(); old != nil {
+		return old, nil // compiled meanwhile by another call
+	}
+	if c.m == nil {
+		c.m = map[[32]byte]weak.Pointer[Schema]{}
+	}
+	c.m[key] = weak.Make(s)
+	runtime.AddCleanup(s, func(key [32]byte) {
+		c.mu.Lock()
+		if c.m[key].Value() == nil {
+			delete(c.m, key)
+		}
+		c.mu.Unlock()
+	}, key)
+	return s, nil
+}
+
+// lazySchema is a tool's input schema, compiled when the tool is first
+// called or validated, once.
+type lazySchema struct {
+	once    sync.Once
+	compile func() (*Schema, error)
+	s       *Schema
+	err     error
+}
+
+func (l *lazySchema) get() (*Schema, error) {
+	l.once.Do(func() {
+		l.s, l.err = l.compile()
+		l.compile = nil
+	})
+	return l.s, l.err
 }
