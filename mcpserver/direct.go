@@ -101,7 +101,7 @@ func (s *Server) directTool(t *tools.Tool) (server.ServerTool, bool) {
 	mt := mcp.Tool{
 		Name:           name,
 		Description:    desc,
-		RawInputSchema: t.InputSchema,
+		RawInputSchema: t.InputDocument(),
 		Annotations: mcp.ToolAnnotation{
 			Title:           t.Name,
 			ReadOnlyHint:    mcp.ToBoolPtr(t.Annotations.ReadOnly),

@@ -37,11 +37,11 @@ import (
 // Names that are reserved words in TypeScript declarations get a trailing
 // underscore, and the JSDoc says how to call them.
 func Declaration(t *tools.Tool) (string, error) {
-	in, err := parseSchema(t.InputSchema, `{"type":"object","additionalProperties":false}`)
+	in, err := parseSchema(t.InputDocument(), `{"type":"object","additionalProperties":false}`)
 	if err != nil {
 		return "", fmt.Errorf("declare %s: input schema: %w", t.Name, err)
 	}
-	outSchema, inferred := t.OutputSchema, ""
+	outSchema, inferred := t.OutputDocument(), ""
 	if len(outSchema) == 0 && t.InferredOutput != nil {
 		outSchema, inferred = t.InferredOutput.Schema, InferredNote(t.InferredOutput.Observed)
 	}
