@@ -70,6 +70,16 @@ type Options struct {
 	Artifacts Artifacts
 	// Logger receives the source's logs; nil discards them.
 	Logger *slog.Logger
+	// SnapshotDir, when set, keeps what the source makes of its document
+	// (see snapshot.go), so that a restart with the same document,
+	// configuration and Version reads it rather than parsing the
+	// document again.
+	SnapshotDir string
+	// Version names the build of codecell that makes the snapshots: a
+	// snapshot made by another is not used. It must change whenever the
+	// code does (a release's version; for a development build, a hash of
+	// the executable).
+	Version string
 }
 
 // Source is one OpenAPI document bridged as tools: Open loads the
@@ -148,33 +158,69 @@ type Report struct {
 	Problems []Problem
 	// Cached says the document came from the cache: the server answered
 	// 304 Not Modified, or could not be reached.
-	Cached   bool
+	Cached bool
+	// Snapshot says the tools came from the source's snapshot rather
+	// than from parsing the document.
+	Snapshot bool
 	Duration time.Duration
 }
 
 // Open loads the document (reading the file, or fetching the URL through
-// the cache) and registers its tools in reg (see OpenDocument). Open
-// fails when the document cannot be had or yields no tool; the error says
-// why, and never holds a credential.
+// the cache) and registers its tools in reg: from the source's snapshot
+// when it has one of this document, configuration and version, else
+// made from the document (see OpenDocument) and kept as a snapshot. Open
+// fails when the document cannot be had or yields no tool; the error
+// says why, and never holds a credential.
 func (s *Source) Open(ctx context.Context, reg *tools.Registry) (*Report, error) {
 	start := time.Now()
 	data, cached, err := s.fetchSpec(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("openapi %s: %s", s.category, s.redact(err.Error()))
 	}
+	var key [32]byte
+	if s.opts.SnapshotDir != "" {
+		key = s.snapshotKey(data)
+		b, err := s.readSnapshot(key)
+		if err == nil {
+			data = nil
+			if err = b.link(s); err == nil {
+				rep, err := s.register(reg, b)
+				if err != nil {
+					return nil, err
+				}
+				rep.Cached, rep.Snapshot, rep.Duration = cached, true, time.Since(start)
+				s.log.Info("openapi source ready", "tools", rep.Tools, "skipped", len(rep.Problems), "version", rep.Version, "cached", cached, "snapshot", true, "ms", rep.Duration.Milliseconds())
+				return rep, nil
+			}
+		}
+		if !errors.Is(err, errNoSnapshot) {
+			s.log.Warn("openapi snapshot not used; making the tools from the document", "reason", err.Error())
+		}
+	}
 	doc, err := Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("openapi %s: %s: %w", s.category, s.cfg.Spec, err)
 	}
-	rep, err := s.OpenDocument(reg, doc)
+	data = nil
+	b, err := s.build(doc)
+	if err != nil {
+		return nil, fmt.Errorf("openapi %s: %s: %w", s.category, s.cfg.Spec, err)
+	}
+	doc = nil // what is left of the document is garbage once the tools are made
+	rep, err := s.register(reg, b)
 	if err != nil {
 		return nil, err
 	}
 	rep.Cached = cached
 	rep.Duration = time.Since(start)
-	s.log.Info("openapi source ready", "tools", rep.Tools, "skipped", len(rep.Problems), "version", rep.Version, "cached", cached, "ms", rep.Duration.Milliseconds())
+	s.log.Info("openapi source ready", "tools", rep.Tools, "skipped", len(rep.Problems), "version", rep.Version, "cached", cached, "snapshot", false, "ms", rep.Duration.Milliseconds())
 	for _, p := range rep.Problems {
 		s.log.Debug("openapi operation left out", "operation", p.Operation, "problem", p.Message)
+	}
+	if s.opts.SnapshotDir != "" {
+		if err := s.writeSnapshot(key, b); err != nil {
+			s.log.Warn("could not keep the openapi snapshot; the next start parses the document again", "err", err.Error())
+		}
 	}
 	return rep, nil
 }
@@ -190,6 +236,16 @@ func (s *Source) OpenDocument(reg *tools.Registry, doc *Document) (*Report, erro
 	if err != nil {
 		return nil, fmt.Errorf("openapi %s: %s: %w", s.category, s.cfg.Spec, err)
 	}
+	rep, err := s.register(reg, b)
+	if err != nil {
+		return nil, err
+	}
+	rep.Duration = time.Since(start)
+	return rep, nil
+}
+
+// register registers what b holds in reg.
+func (s *Source) register(reg *tools.Registry, b *built) (*Report, error) {
 	hosts := map[string]bool{}
 	for h := range s.set.hosts {
 		hosts[h] = true
@@ -200,7 +256,7 @@ func (s *Source) OpenDocument(reg *tools.Registry, doc *Document) (*Report, erro
 	s.mu.Lock()
 	s.ops, s.hosts, s.reg = b.ops, hosts, reg
 	s.mu.Unlock()
-	about := doc.Title
+	about := b.title
 	if about == "" {
 		about = "HTTP API " + s.category
 	}
@@ -209,14 +265,7 @@ func (s *Source) OpenDocument(reg *tools.Registry, doc *Document) (*Report, erro
 		return nil, fmt.Errorf("openapi %s: %w", s.category, err)
 	}
 	if err := reg.Register(b.tools...); err != nil {
-		// Some schema the registry refuses: leave those tools out.
-		b.checkSchemas()
-		s.mu.Lock()
-		s.ops = b.ops
-		s.mu.Unlock()
-		if err := reg.Register(b.tools...); err != nil {
-			return nil, fmt.Errorf("openapi %s: %w", s.category, err)
-		}
+		return nil, fmt.Errorf("openapi %s: %w", s.category, err)
 	}
 	names := make([]string, len(b.tools))
 	for i, t := range b.tools {
@@ -225,7 +274,7 @@ func (s *Source) OpenDocument(reg *tools.Registry, doc *Document) (*Report, erro
 	s.mu.Lock()
 	s.names = names
 	s.mu.Unlock()
-	return &Report{Title: doc.Title, Version: doc.Version, Tools: len(b.tools), Problems: b.problems, Duration: time.Since(start)}, nil
+	return &Report{Title: b.title, Version: b.version, Tools: len(b.tools), Problems: b.problems}, nil
 }
 
 // Close ends the source's idle connections. Its tools stay registered:
