@@ -44,7 +44,7 @@ type Definitions struct {
 
 // defName is what a definition may be called: a name that needs no
 // escaping in a JSON Pointer, a URI or a JSON string.
-var defName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,200}$`)
+var defName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
 var defsSeq atomic.Uint64
 
@@ -54,7 +54,7 @@ var defsSeq atomic.Uint64
 // it is first called.
 func NewDefinitions(defs map[string]json.RawMessage) (*Definitions, error) {
 	for _, n := range slices.Sorted(maps.Keys(defs)) {
-		if !defName.MatchString(n) {
+		if len(n) > 1024 || !defName.MatchString(n) {
 			return nil, fmt.Errorf("definition %q: want a name of letters, digits, '_', '.' and '-'", n)
 		}
 		if !json.Valid(defs[n]) {
