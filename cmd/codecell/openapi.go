@@ -1,23 +1,33 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/openapi"
 )
 
 // openAPISources are the [openapi.NAME] sources of a server: each loads
-// its document in the background, so that a server starts serving at
-// once, and registers its tools when they are ready. close stops the
-// loads still running and waits for them.
+// in the background, so that a server starts serving at once, and
+// registers its tools when they are ready. close stops the loads still
+// running and waits for them.
 type openAPISources struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -27,43 +37,90 @@ type openAPISources struct {
 	sources []*openapi.Source
 }
 
-// startOpenAPI starts loading the enabled sources of cfg into reg.
-// Documents fetched from URLs are cached in the data directory; binary
+// startOpenAPI starts loading the enabled sources of cfg into reg, at
+// most as many at once as there are CPUs, the largest documents first
+// (they take longest). Each keeps a snapshot of what it made under the
+// data directory, so that the next start reads it rather than parsing
+// the document; documents fetched from URLs are cached there too. Binary
 // responses become stored results; every request is logged (method,
-// host, status). A source that cannot load is logged as unavailable, with
-// the reason, and the server goes on without it.
+// host, status). A source that cannot load — its credential's variable
+// unset, its document missing or unreadable — is unavailable with the
+// reason, in the registry and the log, and the others serve.
 func startOpenAPI(cfg Config, reg *tools.Registry, store resultPutter, log *slog.Logger) *openAPISources {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &openAPISources{cancel: cancel, log: log.With("component", "openapi")}
-	cache := ""
+	cache, snapshots := "", ""
 	if dir, err := cfg.dataDir(); err == nil {
 		cache = filepath.Join(dir, "openapi")
+		snapshots = filepath.Join(cache, "snapshots")
 	}
+	version := sync.OnceValue(func() string { return buildVersion(s.log) })
+	type load struct {
+		name string
+		cfg  openapi.Config
+		size int64
+	}
+	var loads []load
 	for _, name := range slices.Sorted(maps.Keys(cfg.OpenAPI)) {
 		oc := cfg.OpenAPI[name]
 		if oc.Disabled {
 			continue
 		}
-		opts := openapi.Options{Name: name, Getenv: os.Getenv, CacheDir: cache, Recorder: requestLog{s.log}, Logger: log}
-		if store != nil {
-			opts.Artifacts = storeBlobs{store}
-		}
-		src, err := openapi.New(oc, opts)
-		if err != nil {
-			// The configuration was checked at start; the environment may
-			// have changed since.
-			s.log.Error("openapi source unavailable", "source", name, "reason", err.Error())
+		if err := oc.Check(os.Getenv); err != nil {
+			// Missing credentials, known at once: the configuration was
+			// checked when the server started.
+			s.unavailable(reg, name, unavailableReason(name, err))
 			continue
 		}
+		var size int64
+		if !strings.Contains(oc.Spec, "://") {
+			fi, err := os.Stat(oc.Spec)
+			if err != nil {
+				what := "cannot be read"
+				if errors.Is(err, fs.ErrNotExist) {
+					what = "not found"
+				}
+				s.unavailable(reg, name, fmt.Sprintf("document %s: %s; fix spec in [openapi.%s] and restart codecell (%v)", what, oc.Spec, name, err))
+				continue
+			}
+			size = fi.Size()
+		}
+		loads = append(loads, load{name, oc, size})
+	}
+	slices.SortStableFunc(loads, func(a, b load) int { return cmp.Compare(b.size, a.size) })
+	slots := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	for _, l := range loads {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			select {
+			case slots <- struct{}{}:
+				defer func() { <-slots }()
+			case <-ctx.Done():
+				return
+			}
+			opts := openapi.Options{Name: l.name, Getenv: os.Getenv, CacheDir: cache, SnapshotDir: snapshots, Version: version(),
+				Recorder: requestLog{s.log}, Logger: log,
+				Progress: func(p openapi.Progress) {
+					s.log.Debug("openapi source loading", "source", l.name, "stage", p.Stage, "bytes", p.DocumentBytes, "estimate_ms", p.Estimate.Milliseconds())
+				}}
+			if store != nil {
+				opts.Artifacts = storeBlobs{store}
+			}
+			src, err := openapi.New(l.cfg, opts)
+			if err != nil {
+				s.unavailable(reg, l.name, unavailableReason(l.name, err))
+				return
+			}
 			if taken := categoryTaken(reg, src.Category()); taken {
-				s.log.Error("openapi source unavailable", "source", name, "reason", fmt.Sprintf("category %s already holds other tools; rename [openapi.%s]", src.Category(), name))
+				s.unavailable(reg, l.name, fmt.Sprintf("category %s already holds other tools; rename [openapi.%s]", src.Category(), l.name))
 				return
 			}
 			if _, err := src.Open(ctx, reg); err != nil {
-				s.log.Error("openapi source unavailable", "source", name, "reason", err.Error())
+				if ctx.Err() == nil {
+					reason := strings.TrimPrefix(err.Error(), "openapi "+src.Category()+": ")
+					s.unavailable(reg, l.name, reason+"; fix it and restart codecell")
+				}
 				return
 			}
 			s.mu.Lock()
@@ -72,6 +129,78 @@ func startOpenAPI(cfg Config, reg *tools.Registry, store resultPutter, log *slog
 		}()
 	}
 	return s
+}
+
+// unavailable records that the source name cannot be used, and why: in
+// the registry, where the manifest and the tree show it, and in the log.
+func (s *openAPISources) unavailable(reg *tools.Registry, name, reason string) {
+	s.log.Error("openapi source unavailable", "source", name, "reason", reason)
+	if cat := openapi.CategoryFor(name); tools.ValidCategory(cat) {
+		if err := reg.SetCategoryStatus(cat, tools.CategoryStatus{Unavailable: true, Reason: reason}); err != nil {
+			s.log.Error("openapi source status", "source", name, "err", err.Error())
+		}
+	}
+}
+
+// unavailableReason says why a source's configuration cannot be used in
+// this environment, and what to do: for a credential whose variable is
+// unset, which variable and where to set it.
+func unavailableReason(name string, err error) string {
+	if vars, only := openapi.MissingEnv(err); only {
+		return fmt.Sprintf("credential unset: %s; set the environment variable where codecell runs (for a host such as Claude Desktop, in the \"env\" of codecell's entry) and restart codecell, or disable [openapi.%s]",
+			strings.Join(vars, " and "), name)
+	}
+	return fmt.Sprintf("[openapi.%s]: %v", name, err)
+}
+
+// buildVersion names this build of codecell for the snapshots it makes,
+// so that a snapshot made by another build is never read: the release
+// version, else the commit of an unmodified checkout, else (a
+// development build) a hash of the executable.
+func buildVersion(log *slog.Logger) string {
+	if !strings.Contains(version, "dev") && !strings.Contains(version, "dirty") {
+		return version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		var rev, modified string
+		for _, kv := range info.Settings {
+			switch kv.Key {
+			case "vcs.revision":
+				rev = kv.Value
+			case "vcs.modified":
+				modified = kv.Value
+			}
+		}
+		if rev != "" && modified == "false" {
+			return "vcs-" + rev
+		}
+	}
+	start := time.Now()
+	sum, err := executableHash()
+	if err != nil {
+		log.Warn("cannot name this build for its snapshots; sources are made from their documents at each start", "err", err.Error())
+		return fmt.Sprintf("unknown-%d", time.Now().UnixNano())
+	}
+	log.Debug("build named by the executable's hash", "ms", time.Since(start).Milliseconds())
+	return "exe-" + sum
+}
+
+// executableHash is the SHA-256 of the running executable.
+func executableHash() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // categoryTaken reports whether reg already has tools in category.
