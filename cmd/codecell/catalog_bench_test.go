@@ -296,12 +296,12 @@ func (st *catalogServer) measureSurface(b *testing.B) {
 	b.ReportMetric(rest[len(rest)/2].Seconds()*1000, "search-p50-ms")
 
 	// The tool with the largest input schema of the catalogue: Kubernetes'
-	// replacement of a custom resource definition, whose body is the
-	// whole CRD schema language. Its first call compiles its schema.
-	const code = `await kubernetes.replace_apiextensions_v1_custom_resource_definition({name: "crontabs.example.com",
-  metadata: {name: "crontabs.example.com"},
-  spec: {group: "example.com", names: {kind: "CronTab", plural: "crontabs"}, scope: "Namespaced",
-    versions: [{name: "v1", served: true, storage: true, schema: {openAPIV3Schema: {type: "object", properties: {spec: {type: "object"}}}}}]}})`
+	// replacement of a stateful set, whose arguments reach 727
+	// subschemas (the pod template's). Its first call compiles them.
+	const code = `await kubernetes.replace_apps_v1_namespaced_stateful_set({name: "web", namespace: "default",
+  metadata: {name: "web"},
+  spec: {selector: {matchLabels: {app: "web"}}, serviceName: "web",
+    template: {metadata: {labels: {app: "web"}}, spec: {containers: [{name: "web", image: "nginx", ports: [{containerPort: 80}]}]}}}})`
 	var calls []float64
 	for range 2 {
 		isErr, rec, txt := callExecute(b, st.c, map[string]any{"code": code, "details": true})
