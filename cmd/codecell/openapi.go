@@ -37,11 +37,12 @@ type openAPISources struct {
 	sources []*openapi.Source
 }
 
-// startOpenAPI starts loading the enabled sources of cfg into reg, at
-// most as many at once as there are CPUs, the largest documents first
-// (they take longest). Each keeps a snapshot of what it made under the
-// data directory, so that the next start reads it rather than parsing
-// the document; documents fetched from URLs are cached there too. Binary
+// startOpenAPI starts loading the enabled sources of cfg into reg, as
+// many at once as there are CPUs, the largest documents first (they take
+// longest, and the small ones fill the gaps). Each keeps a snapshot of
+// what it made under the data directory, so that the next start reads it
+// rather than parsing the document; documents fetched from URLs are
+// cached there too. Binary
 // responses become stored results; every request is logged (method,
 // host, status). A source that cannot load — its credential's variable
 // unset, its document missing or unreadable — is unavailable with the
@@ -55,6 +56,17 @@ func startOpenAPI(cfg Config, reg *tools.Registry, store resultPutter, log *slog
 		snapshots = filepath.Join(cache, "snapshots")
 	}
 	version := sync.OnceValue(func() string { return buildVersion(s.log) })
+	opts := func(name string) openapi.Options {
+		o := openapi.Options{Name: name, Getenv: os.Getenv, CacheDir: cache, SnapshotDir: snapshots, Version: version(),
+			Recorder: requestLog{s.log}, Logger: log,
+			Progress: func(p openapi.Progress) {
+				s.log.Debug("openapi source loading", "source", name, "stage", p.Stage, "bytes", p.DocumentBytes, "estimate_ms", p.Estimate.Milliseconds())
+			}}
+		if store != nil {
+			o.Artifacts = storeBlobs{store}
+		}
+		return o
+	}
 	type load struct {
 		name string
 		cfg  openapi.Config
@@ -88,47 +100,48 @@ func startOpenAPI(cfg Config, reg *tools.Registry, store resultPutter, log *slog
 		loads = append(loads, load{name, oc, size})
 	}
 	slices.SortStableFunc(loads, func(a, b load) int { return cmp.Compare(b.size, a.size) })
-	slots := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	queue := make(chan load, len(loads))
 	for _, l := range loads {
+		queue <- l
+	}
+	close(queue)
+	for range min(len(loads), max(1, runtime.GOMAXPROCS(0))) {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			select {
-			case slots <- struct{}{}:
-				defer func() { <-slots }()
-			case <-ctx.Done():
-				return
-			}
-			opts := openapi.Options{Name: l.name, Getenv: os.Getenv, CacheDir: cache, SnapshotDir: snapshots, Version: version(),
-				Recorder: requestLog{s.log}, Logger: log,
-				Progress: func(p openapi.Progress) {
-					s.log.Debug("openapi source loading", "source", l.name, "stage", p.Stage, "bytes", p.DocumentBytes, "estimate_ms", p.Estimate.Milliseconds())
-				}}
-			if store != nil {
-				opts.Artifacts = storeBlobs{store}
-			}
-			src, err := openapi.New(l.cfg, opts)
-			if err != nil {
-				s.unavailable(reg, l.name, unavailableReason(l.name, err))
-				return
-			}
-			if taken := categoryTaken(reg, src.Category()); taken {
-				s.unavailable(reg, l.name, fmt.Sprintf("category %s already holds other tools; rename [openapi.%s]", src.Category(), l.name))
-				return
-			}
-			if _, err := src.Open(ctx, reg); err != nil {
-				if ctx.Err() == nil {
-					reason := strings.TrimPrefix(err.Error(), "openapi "+src.Category()+": ")
-					s.unavailable(reg, l.name, reason+"; fix it and restart codecell")
+			for l := range queue {
+				if ctx.Err() != nil {
+					return
 				}
-				return
+				s.open(ctx, reg, l.name, l.cfg, opts(l.name))
 			}
-			s.mu.Lock()
-			s.sources = append(s.sources, src)
-			s.mu.Unlock()
 		}()
 	}
 	return s
+}
+
+// open makes the source name and registers its tools, or records why it
+// is unavailable.
+func (s *openAPISources) open(ctx context.Context, reg *tools.Registry, name string, cfg openapi.Config, opts openapi.Options) {
+	src, err := openapi.New(cfg, opts)
+	if err != nil {
+		s.unavailable(reg, name, unavailableReason(name, err))
+		return
+	}
+	if taken := categoryTaken(reg, src.Category()); taken {
+		s.unavailable(reg, name, fmt.Sprintf("category %s already holds other tools; rename [openapi.%s]", src.Category(), name))
+		return
+	}
+	if _, err := src.Open(ctx, reg); err != nil {
+		if ctx.Err() == nil {
+			reason := strings.TrimPrefix(err.Error(), "openapi "+src.Category()+": ")
+			s.unavailable(reg, name, reason+"; fix it and restart codecell")
+		}
+		return
+	}
+	s.mu.Lock()
+	s.sources = append(s.sources, src)
+	s.mu.Unlock()
 }
 
 // unavailable records that the source name cannot be used, and why: in
