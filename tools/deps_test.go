@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// The import direction of DESIGN.md:
+// The import direction of docs/design.md:
 //
 //	cmd → mcpserver → {executor, vfs, filter, memory, tools/<source>} → tools
 //
@@ -19,7 +19,7 @@ const (
 	direction = "cmd → mcpserver → {executor, vfs, filter, memory, tools/<source>} → tools"
 )
 
-// group returns the place in DESIGN.md's table of a package path relative
+// group returns the place in docs/design.md's table of a package path relative
 // to the module: a top-level package with its subpackages, "tools", or
 // "tools/<name>" and "cmd/<name>" for the packages below tools and cmd,
 // which are peers.
@@ -41,21 +41,21 @@ func group(rel string) (string, bool) {
 }
 
 // arrowProblem says what is wrong with an import of to by from (paths
-// relative to the module), or "" when DESIGN.md allows it.
+// relative to the module), or "" when docs/design.md allows it.
 func arrowProblem(from, to string) string {
 	gf, ok := group(from)
 	if !ok {
-		return fmt.Sprintf("package %s has no place in DESIGN.md's table (%s): give it one there and in this test", from, direction)
+		return fmt.Sprintf("package %s has no place in docs/design.md's table (%s): give it one there and in this test", from, direction)
 	}
 	gt, ok := group(to)
 	if !ok {
-		return fmt.Sprintf("package %s has no place in DESIGN.md's table (%s): give it one there and in this test", to, direction)
+		return fmt.Sprintf("package %s has no place in docs/design.md's table (%s): give it one there and in this test", to, direction)
 	}
 	if gf == gt {
 		return "" // within one package's own subtree
 	}
 	bad := func(why string) string {
-		return fmt.Sprintf("bad arrow %s → %s: %s (DESIGN.md: %s)", from, to, why, direction)
+		return fmt.Sprintf("bad arrow %s → %s: %s (docs/design.md: %s)", from, to, why, direction)
 	}
 	fromCmd := strings.HasPrefix(gf, "cmd/")
 	switch {
@@ -116,7 +116,7 @@ func TestArrowRules(t *testing.T) {
 }
 
 // TestImportDirection checks every import of every codecell package, with
-// the build tags the project builds with, against DESIGN.md.
+// the build tags the project builds with, against docs/design.md.
 func TestImportDirection(t *testing.T) {
 	t.Parallel()
 	goTool, err := exec.LookPath("go")
