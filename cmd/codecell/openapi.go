@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/codecell/codecell/tools"
@@ -105,15 +106,28 @@ func startOpenAPI(cfg Config, reg *tools.Registry, store resultPutter, log *slog
 		queue <- l
 	}
 	close(queue)
-	for range min(len(loads), max(1, runtime.GOMAXPROCS(0))) {
+	workers := min(len(loads), max(1, runtime.GOMAXPROCS(0)))
+	var running atomic.Int32
+	running.Store(int32(workers))
+	var parsed atomic.Bool
+	for range workers {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			for l := range queue {
 				if ctx.Err() != nil {
-					return
+					break
 				}
-				s.open(ctx, reg, l.name, l.cfg, opts(l.name))
+				if s.open(ctx, reg, l.name, l.cfg, opts(l.name)) {
+					parsed.Store(true)
+				}
+			}
+			if running.Add(-1) == 0 && parsed.Load() {
+				// Parsing documents leaves hundreds of megabytes of
+				// garbage at once; give it back now rather than
+				// over minutes, so that the server's memory is what
+				// it holds.
+				debug.FreeOSMemory()
 			}
 		}()
 	}
@@ -121,27 +135,30 @@ func startOpenAPI(cfg Config, reg *tools.Registry, store resultPutter, log *slog
 }
 
 // open makes the source name and registers its tools, or records why it
-// is unavailable.
-func (s *openAPISources) open(ctx context.Context, reg *tools.Registry, name string, cfg openapi.Config, opts openapi.Options) {
+// is unavailable. It reports whether it parsed the source's document
+// (there was no snapshot to read).
+func (s *openAPISources) open(ctx context.Context, reg *tools.Registry, name string, cfg openapi.Config, opts openapi.Options) (parsed bool) {
 	src, err := openapi.New(cfg, opts)
 	if err != nil {
 		s.unavailable(reg, name, unavailableReason(name, err))
-		return
+		return false
 	}
 	if taken := categoryTaken(reg, src.Category()); taken {
 		s.unavailable(reg, name, fmt.Sprintf("category %s already holds other tools; rename [openapi.%s]", src.Category(), name))
-		return
+		return false
 	}
-	if _, err := src.Open(ctx, reg); err != nil {
+	rep, err := src.Open(ctx, reg)
+	if err != nil {
 		if ctx.Err() == nil {
 			reason := strings.TrimPrefix(err.Error(), "openapi "+src.Category()+": ")
 			s.unavailable(reg, name, reason+"; fix it and restart codecell")
 		}
-		return
+		return true
 	}
 	s.mu.Lock()
 	s.sources = append(s.sources, src)
 	s.mu.Unlock()
+	return !rep.Snapshot
 }
 
 // unavailable records that the source name cannot be used, and why: in
