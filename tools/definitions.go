@@ -203,10 +203,15 @@ func (d *Definitions) stubs(doc any, refs []string) {
 	m["$defs"] = defs
 }
 
-// Load serves the compiler the definitions, and nothing else.
-func (d *Definitions) Load(url string) (any, error) {
-	n, ok := strings.CutPrefix(url, "codecell:///"+d.id+"/defs/")
-	if n, ok = strings.CutSuffix(n, ".json"); !ok || d.parsed[n] == nil {
+// defsLoader serves the compiler the definitions, and nothing else. It
+// runs within compile, d.mu held.
+type defsLoader struct{ d *Definitions }
+
+func (l defsLoader) Load(url string) (any, error) {
+	d := l.d
+	rest, ok := strings.CutPrefix(url, "codecell:///"+d.id+"/defs/")
+	n, json := strings.CutSuffix(rest, ".json")
+	if !ok || !json || d.parsed[n] == nil {
 		return nil, ErrExternalRef
 	}
 	doc := d.parsed[n]
@@ -265,7 +270,7 @@ func (d *Definitions) compile(root json.RawMessage) (*Schema, error) {
 	}
 	if d.compiler == nil {
 		d.compiler = newCompiler()
-		d.compiler.UseLoader(d)
+		d.compiler.UseLoader(defsLoader{d})
 	}
 	// Definitions first, those they refer to before them, so that each
 	// compilation holds one definition: the compiler's work grows faster
