@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
@@ -320,11 +321,19 @@ func (s *Source) writeSnapshot(key [32]byte, b *built) error {
 		return err
 	}
 	// The source's snapshots of other documents, configurations or
-	// versions will not be read again.
+	// versions will not be read again, nor will the temporary files of
+	// writes that stopped half-way (those of a write in progress, by
+	// another codecell on the same directory, are recent).
 	old, _ := filepath.Glob(filepath.Join(dir, s.category+"-*"+snapshotExt))
 	for _, o := range old {
 		if o != path && strings.HasPrefix(filepath.Base(o), s.category+"-") {
 			os.Remove(o)
+		}
+	}
+	tmps, _ := filepath.Glob(filepath.Join(dir, "."+s.category+"-*.tmp"))
+	for _, t := range tmps {
+		if fi, err := os.Stat(t); err == nil && time.Since(fi.ModTime()) > 10*time.Minute {
+			os.Remove(t)
 		}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
@@ -297,10 +298,18 @@ func TestSnapshotRestart(t *testing.T) {
 		}
 	}
 	// A temporary file left by a write that stopped half-way is not a
-	// snapshot, and does not stop the next write.
-	os.WriteFile(filepath.Join(dir, ".gh-123.tmp"), data[:len(data)/2], 0o600)
+	// snapshot, and does not stop the next write, which removes it once
+	// it is old.
+	stray := filepath.Join(dir, ".gh-123.tmp")
+	os.WriteFile(stray, data[:len(data)/2], 0o600)
 	if _, fromSnap := open(t, snapshotSource(t, dir, Config{}, "v3", nil)); !fromSnap {
 		t.Error("a stray temporary file hid the snapshot")
+	}
+	long := time.Now().Add(-time.Hour)
+	os.Chtimes(stray, long, long)
+	open(t, snapshotSource(t, dir, Config{}, "v4", nil))
+	if _, err := os.Stat(stray); err == nil {
+		t.Error("an old temporary file was left behind")
 	}
 }
 
