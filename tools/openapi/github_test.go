@@ -229,6 +229,31 @@ func BenchmarkGitHubLoad(b *testing.B) {
 	b.ReportMetric(retained, "retained-MiB")
 }
 
+// BenchmarkGitHubSnapshot measures what a restart does instead of
+// BenchmarkGitHubLoad: read GitHub's snapshot, make its 1,200 tools again
+// and register them (the document is read and hashed too, as Open does).
+func BenchmarkGitHubSnapshot(b *testing.B) {
+	path := fixture(b, githubSpec)
+	dir := b.TempDir()
+	open := func() *openapi.Report {
+		s, err := openapi.New(openapi.Config{Spec: path}, openapi.Options{Name: "github", SnapshotDir: dir, Version: "bench"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rep, err := s.Open(context.Background(), tools.NewRegistry())
+		if err != nil {
+			b.Fatal(err)
+		}
+		return rep
+	}
+	open() // writes the snapshot
+	for b.Loop() {
+		if rep := open(); !rep.Snapshot {
+			b.Fatal("the snapshot was not used")
+		}
+	}
+}
+
 // TestGitHubCalls calls operations of GitHub's own description against
 // the local test server: the query, path and body are written as GitHub
 // documents them, and tools.paginate's tool follows GitHub's Link header
