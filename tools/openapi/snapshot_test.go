@@ -305,6 +305,17 @@ func TestSnapshotRestart(t *testing.T) {
 	if _, fromSnap := open(t, snapshotSource(t, dir, Config{}, "v3", nil)); !fromSnap {
 		t.Error("a stray temporary file hid the snapshot")
 	}
+	// Without a version, a build cannot tell its snapshots from another's:
+	// none is read or written.
+	empty := t.TempDir()
+	for range 2 {
+		if _, fromSnap := open(t, snapshotSource(t, empty, Config{}, "", nil)); fromSnap {
+			t.Error("a snapshot was read without a version")
+		}
+	}
+	if files, _ := os.ReadDir(empty); len(files) != 0 {
+		t.Errorf("snapshots written without a version: %v", files)
+	}
 	long := time.Now().Add(-time.Hour)
 	os.Chtimes(stray, long, long)
 	open(t, snapshotSource(t, dir, Config{}, "v4", nil))

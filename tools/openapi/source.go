@@ -70,15 +70,15 @@ type Options struct {
 	Artifacts Artifacts
 	// Logger receives the source's logs; nil discards them.
 	Logger *slog.Logger
-	// SnapshotDir, when set, keeps what the source makes of its document
-	// (see snapshot.go), so that a restart with the same document,
-	// configuration and Version reads it rather than parsing the
-	// document again.
+	// SnapshotDir, when set with Version, keeps what the source makes of
+	// its document (see snapshot.go), so that a restart with the same
+	// document, configuration and Version reads it rather than parsing
+	// the document again.
 	SnapshotDir string
 	// Version names the build of codecell that makes the snapshots: a
 	// snapshot made by another is not used. It must change whenever the
 	// code does (a release's version; for a development build, a hash of
-	// the executable).
+	// the executable). Without it, no snapshot is read or written.
 	Version string
 	// Progress, when set, is told each stage Open reaches, for a caller
 	// that shows a source while it loads. It must return quickly.
@@ -219,7 +219,8 @@ func (s *Source) Open(ctx context.Context, reg *tools.Registry) (*Report, error)
 	}
 	size := len(data)
 	var key [32]byte
-	if s.opts.SnapshotDir != "" {
+	snapshots := s.opts.SnapshotDir != "" && s.opts.Version != ""
+	if snapshots {
 		s.progress(Progress{Stage: StageSnapshot, DocumentBytes: size})
 		key = s.snapshotKey(data)
 		b, err := s.readSnapshot(key)
@@ -266,7 +267,7 @@ func (s *Source) Open(ctx context.Context, reg *tools.Registry) (*Report, error)
 	for _, p := range rep.Problems {
 		s.log.Debug("openapi operation left out", "operation", p.Operation, "problem", p.Message)
 	}
-	if s.opts.SnapshotDir != "" {
+	if snapshots {
 		if err := s.writeSnapshot(key, b); err != nil {
 			s.log.Warn("could not keep the openapi snapshot; the next start parses the document again", "err", err.Error())
 		}
