@@ -520,3 +520,55 @@ func TestOpenAPIGitHubScale(t *testing.T) {
 		t.Errorf("search_tools: %v %+v", err, res)
 	}
 }
+
+// TestOpenAPISnapshotPerBuild: a restart of the same binary reads the
+// source's snapshot; another build of codecell never does, and makes the
+// tools from the document — here another development build of the same
+// version ("0.1.0-dev", with another build tag), which only its
+// executable's hash tells apart.
+func TestOpenAPISnapshotPerBuild(t *testing.T) {
+	t.Parallel()
+	a := newLocalAPI(t)
+	other := filepath.Join(t.TempDir(), "codecell-other")
+	build := exec.Command("go", "build", "-tags", "sqlite_fts5,grpcnotrace", "-o", other, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build another codecell: %v\n%s", err, out)
+	}
+	data := t.TempDir()
+	start := func(bin string) string {
+		t.Helper()
+		spec, _ := filepath.Abs(openAPISpec)
+		cfg := filepath.Join(t.TempDir(), "codecell.toml")
+		os.WriteFile(cfg, []byte(fmt.Sprintf("[openapi.gh]\nspec = %q\nbase_url = %q\n", spec, a.URL)), 0o600)
+		c, err := client.NewStdioMCPClient(bin, []string{"CODECELL_SERVER_DATA_DIR=" + data}, "serve", "--config", cfg, "--log-level", "info")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		logs := &lockedBuffer{}
+		if r, ok := client.GetStderr(c); ok {
+			go io.Copy(logs, r)
+		}
+		initialize(t, c)
+		waitFor(t, 30*time.Second, func() bool { return strings.Contains(logs.String(), `msg="openapi source ready"`) })
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, `msg="openapi source ready"`) {
+				return l
+			}
+		}
+		return ""
+	}
+	for i, step := range []struct {
+		bin, want string
+	}{
+		{binary, "snapshot=false"},
+		{binary, "snapshot=true"},
+		{other, "snapshot=false"},
+		{other, "snapshot=true"},
+		{binary, "snapshot=false"},
+	} {
+		if l := start(step.bin); !strings.Contains(l, step.want) {
+			t.Errorf("start %d (%s): want %s, log: %s", i+1, filepath.Base(step.bin), step.want, l)
+		}
+	}
+}
