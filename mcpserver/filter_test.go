@@ -17,6 +17,7 @@ import (
 	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/memory/sqlite"
 	"github.com/codecell/codecell/tools"
 )
 
@@ -73,7 +74,7 @@ func TestSensitiveDataNeverReachesTheModel(t *testing.T) {
 			return json.RawMessage(`{"status":200}`), nil
 		}},
 	))
-	st, err := memory.Open(t.Context(), memory.Config{Path: filepath.Join(t.TempDir(), "db")}, nil)
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "db")}, nil)
 	must(err)
 	key, err := filter.LoadOrCreateKey(filepath.Join(t.TempDir(), "filter.key"))
 	must(err)

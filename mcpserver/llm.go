@@ -98,7 +98,7 @@ var llmErrors = []tools.ErrorDoc{
 // llmTools are the llm runtime namespace: sampling requests to the client
 // of the request whose program calls them.
 func (s *Server) llmTools() []tools.Tool {
-	note := "The request goes to the MCP client that sent execute_code (sampling/createMessage); its user may review it. Tokens (⟦…⟧) in the prompt are sent as they are, never resolved: the client's model sees what you see. The answer is a tool result like any other: filtered on output and followed by the data-flow rules."
+	note := "The request goes to the MCP client that sent execute_code (sampling/createMessage); its user may review it. The prompt passes the output filter first, as everything the model reads: tokens (⟦…⟧) are sent as they are, never resolved, and secrets and personal data the program read from tools are replaced as in a result, wherever they are in the prompt. The client's model sees what you see. The answer is a tool result like any other: filtered on output and followed by the data-flow rules."
 	return []tools.Tool{
 		{
 			Name:         "llm.call",
@@ -214,8 +214,11 @@ func (s *Server) sample(ctx context.Context, tool string, a llmCallArgs, msgs []
 	if a.MaxTokens > 0 {
 		maxTokens = min(a.MaxTokens, cfg.MaxTokens)
 	}
+	// The model sees the prompt as the output filter shows any output:
+	// tokens stay tokens, and what the run read is hidden as in a
+	// result.
 	req := mcp.CreateMessageRequest{CreateMessageParams: mcp.CreateMessageParams{
-		SystemPrompt:     a.System,
+		SystemPrompt:     s.clientText(ctx, a.System),
 		MaxTokens:        maxTokens,
 		StopSequences:    a.StopSequences,
 		ModelPreferences: a.ModelPreferences,
@@ -223,10 +226,11 @@ func (s *Server) sample(ctx context.Context, tool string, a llmCallArgs, msgs []
 	if a.Temperature != nil {
 		req.Temperature = *a.Temperature
 	}
-	promptBytes := len(a.System)
+	promptBytes := len(req.SystemPrompt)
 	for _, m := range msgs {
-		req.Messages = append(req.Messages, mcp.SamplingMessage{Role: mcp.Role(m.Role), Content: mcp.NewTextContent(m.Content)})
-		promptBytes += len(m.Content)
+		text := s.clientText(ctx, m.Content)
+		req.Messages = append(req.Messages, mcp.SamplingMessage{Role: mcp.Role(m.Role), Content: mcp.NewTextContent(text)})
+		promptBytes += len(text)
 	}
 	if err := s.clientCan(ctx, tool, capSampling); err != nil {
 		return llmCallResult{}, err
@@ -308,7 +312,8 @@ func (s *Server) llmClassify(ctx context.Context, a llmClassifyArgs) (llmClassif
 	}
 	fmt.Fprintf(&b, "Answer with JSON only: an array of %d label strings, the label of item 0 first.\n\nItems:\n", len(a.Items))
 	for i, it := range a.Items {
-		fmt.Fprintf(&b, "%d: %s\n", i, compactJSON(it))
+		// Each item as a result would show it: field names count.
+		fmt.Fprintf(&b, "%d: %s\n", i, compactJSON(s.clientJSON(ctx, it)))
 	}
 	data, model, attempts, err := s.askJSON(ctx, "llm.classify", b.String(), json.RawMessage(schema), a.MaxTokens)
 	if err != nil {

@@ -11,20 +11,21 @@ import (
 
 	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/memory/sqlite"
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/builtin"
 )
 
 // storeServer builds a server over a store at path, as `codecell serve`
 // does; closing happens at cleanup, server first.
-func storeServer(t *testing.T, path string) (*mcpserver.Server, *memory.Store) {
+func storeServer(t *testing.T, path string) (*mcpserver.Server, *sqlite.Store) {
 	t.Helper()
 	return storeServerTB(t, path, mcpserver.Config{})
 }
 
-func storeServerTB(t testing.TB, path string, cfg mcpserver.Config) (*mcpserver.Server, *memory.Store) {
+func storeServerTB(t testing.TB, path string, cfg mcpserver.Config) (*mcpserver.Server, *sqlite.Store) {
 	t.Helper()
-	st, err := memory.Open(t.Context(), memory.Config{Path: path}, nil)
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: path}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

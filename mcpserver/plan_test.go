@@ -18,6 +18,7 @@ import (
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/memory/sqlite"
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/builtin"
 )
@@ -103,7 +104,7 @@ func (ts *testSource) values() []string {
 
 type planEnv struct {
 	srv   *mcpserver.Server
-	store *memory.Store
+	store *sqlite.Store
 	clock *clock
 	src   *testSource
 	url   string
@@ -114,7 +115,7 @@ type planEnv struct {
 func planServer(t testing.TB, cfg mcpserver.Config) *planEnv {
 	t.Helper()
 	clk := &clock{t: time.Now()}
-	st, err := memory.Open(t.Context(), memory.Config{Path: filepath.Join(t.TempDir(), "db"), Now: clk.now}, nil)
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "db"), Now: clk.now}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +302,10 @@ func TestPlanAndCommit(t *testing.T) {
 			t.Fatal(err)
 		}
 		modes := map[string]int{}
-		hash := memory.PlanIDHash(rec.Plan.ID)
+		// The audit log names a plan by the hash of the store's id, the
+		// part of the plan id before its secret.
+		storeID, _, _ := strings.Cut(rec.Plan.ID, ".")
+		hash := memory.PlanIDHash(storeID)
 		for _, e := range execs {
 			if e.PlanHash == hash {
 				modes[e.Mode+"/"+e.ErrorKind]++

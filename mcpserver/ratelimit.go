@@ -33,7 +33,7 @@ import (
 // instance until the store is back.
 
 // quotaStore reserves units of a limit in a fixed window, across the
-// instances of one store (memory.Store.ReserveQuota).
+// instances of one store (the store's ReserveQuota).
 type quotaStore interface {
 	ReserveQuota(ctx context.Context, key string, start time.Time, limit, n int) (int, error)
 }

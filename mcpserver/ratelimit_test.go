@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/memory/sqlite"
 )
 
 // quotaFunc is a quotaStore made of a function.
@@ -23,15 +23,15 @@ func (f quotaFunc) ReserveQuota(ctx context.Context, key string, start time.Time
 func TestSharedRateLimits(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "codecell.db")
-	open := func() *memory.Store {
-		st, err := memory.Open(t.Context(), memory.Config{Path: path}, nil)
+	open := func() *sqlite.Store {
+		st, err := sqlite.Open(t.Context(), sqlite.Config{Path: path}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
 		return st
 	}
-	stores := []*memory.Store{open(), open()}
+	stores := []*sqlite.Store{open(), open()}
 	clock := time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
 	down := quotaFunc(func(context.Context, string, time.Time, int, int) (int, error) {
 		return 0, errors.New("database down")
@@ -142,7 +142,7 @@ func TestSharedWindow(t *testing.T) {
 // (a bucket in memory) and shared (reservations from a SQLite store, in
 // batches of a sixteenth of the window).
 func BenchmarkAllowExecution(b *testing.B) {
-	st, err := memory.Open(context.Background(), memory.Config{Path: filepath.Join(b.TempDir(), "codecell.db")}, nil)
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(b.TempDir(), "codecell.db")}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/codecell/codecell/mcpserver"
-	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/memory/sqlite"
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/builtin"
 	"github.com/codecell/codecell/tools/catalog"
@@ -22,7 +22,7 @@ import (
 // lists them all.
 func TestSearchFindsTheRuntime(t *testing.T) {
 	t.Parallel()
-	st, err := memory.Open(t.Context(), memory.Config{Path: filepath.Join(t.TempDir(), "db")}, nil)
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "db")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

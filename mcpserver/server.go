@@ -78,7 +78,7 @@ type Config struct {
 	Budget, MaxBudget int
 	// Store, when set, keeps the audit log, stored results, workspace
 	// files and skills. Its memory and workspace tools are registered by
-	// the caller (memory.Store.Register).
+	// the caller (memory.RegisterTools).
 	Store Store
 	// Sessions bound the memory that session state (token vaults) holds.
 	Sessions SessionLimits
@@ -113,6 +113,14 @@ type Config struct {
 	// TracerProvider, when set, traces requests, runs and tool calls;
 	// nil traces nothing.
 	TracerProvider trace.TracerProvider
+	// LoadWait is how long a client's initialize waits for the tool
+	// sources still loading (tools.Registry.BeginLoad). Zero answers at
+	// once: those sources are then listed as loading, with when they
+	// should be ready.
+	LoadWait time.Duration
+	// Learn configures learning from use: search_tools queries followed
+	// by runs that call tools rank those tools higher (search_learn.go).
+	Learn LearnConfig
 }
 
 // Server is a codecell MCP server. Create it with New, serve it with
@@ -126,6 +134,7 @@ type Server struct {
 
 	vfs    *vfs.FS
 	search *search.Index
+	learn  *learner // nil when learning from use is off
 
 	executeCodeSchema *tools.Schema
 	searchToolsSchema *tools.Schema
@@ -147,6 +156,7 @@ type Server struct {
 	oauth            *oauth.Validator
 	resourceMetadata string
 	plans            PlanConfig
+	planSeal         *planSealer // plan.go, planseal.go
 	memo             *memoizer
 	access           *accessPolicy // nil: every caller reaches every tool
 
@@ -163,6 +173,9 @@ type Server struct {
 	llm       LLMConfig
 	llmUse    *llmUsage
 	approvals *approvalPolicy
+	// credentials redacts credentials only: in answers to a program's
+	// approval.request (approval.go).
+	credentials *filter.Filter
 
 	unsubscribe       func()
 	unsubscribeSkills func()
@@ -236,14 +249,15 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	}
 	s.vfs = vfs.New(reg, vfs.WithManifestHint(manifestHint))
 	s.search = search.New(reg, func(c tools.Caller) search.Docs { return s.vfs.For(c) })
+	s.learn = newLearner(context.Background(), cfg.Learn, s.search, cfg.Store, s.log)
 	for _, sc := range []struct {
 		dst    **tools.Schema
 		name   string
 		schema json.RawMessage
 	}{
 		{&s.executeCodeSchema, "execute_code", s.executeCodeInputSchema()},
-		{&s.searchToolsSchema, "search_tools", json.RawMessage(searchToolsInput)},
-		{&s.readToolsSchema, "read_tools", json.RawMessage(readToolsInput)},
+		{&s.searchToolsSchema, "search_tools", s.searchToolsInputSchema()},
+		{&s.readToolsSchema, "read_tools", s.readToolsInputSchema()},
 	} {
 		if *sc.dst, err = tools.CompileSchema(sc.schema); err != nil {
 			return nil, fmt.Errorf("new server: %s schema: %w", sc.name, err)
@@ -348,6 +362,10 @@ func (s *Server) initFilter() error {
 		}
 		key = k
 	}
+	var err error
+	if s.planSeal, err = newPlanSealer(key); err != nil {
+		return err
+	}
 	s.sessions = newSessions(key, s.cfg.Rules, s.cfg.Sessions, func(reason string) {
 		s.metrics.sessionsEvicted.WithLabelValues(reason).Inc()
 	})
@@ -404,6 +422,14 @@ func (s *Server) functions(c tools.Caller) *executor.Layout {
 			// original one: everything["get-sum"], kg.createEntities.
 			for _, a := range t.Aliases {
 				fns = append(fns, executor.Function{Name: t.Category() + "." + a, Positional: t.Positional})
+			}
+		}
+		// A category whose source is loading or unavailable is a
+		// namespace even without tools, so that calling it says why
+		// rather than "ReferenceError: 'github' is not defined".
+		for _, c := range v.Categories() {
+			if v.CategoryStatus(c).Absent() {
+				fns = append(fns, executor.Function{Name: c})
 			}
 		}
 		return executor.NewLayout(fns)

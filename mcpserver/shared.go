@@ -23,7 +23,8 @@ import (
 // use the stateless protocol, whose requests any instance serves.
 
 // SharedStore is the state instances behind one load balancer share
-// through their store. *memory.Store implements it.
+// through their store. Both backends implement it (checked in
+// cmd/codecell).
 type SharedStore interface {
 	PutVaultTokens(ctx context.Context, tokens ...memory.VaultToken) error
 	GetVaultToken(ctx context.Context, principal, session, token string) (memory.VaultToken, error)
@@ -31,8 +32,6 @@ type SharedStore interface {
 	ReserveQuota(ctx context.Context, key string, start time.Time, limit, n int) (int, error)
 	PruneShared(ctx context.Context, windowsBefore time.Time) (int64, error)
 }
-
-var _ SharedStore = (*memory.Store)(nil)
 
 // sharedTimeout bounds a shared-state operation that no request waits
 // for, or that must finish although its request ended.

@@ -16,16 +16,16 @@ import (
 
 	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/mcpserver"
-	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/memory/sqlite"
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/builtin"
 )
 
 // instance is one codecell instance over the store at path, served over
 // HTTP with alice's and bob's tokens.
-func instance(t *testing.T, path string, key filter.Key, shared bool) (*httptest.Server, *mcpserver.Server, *memory.Store) {
+func instance(t *testing.T, path string, key filter.Key, shared bool) (*httptest.Server, *mcpserver.Server, *sqlite.Store) {
 	t.Helper()
-	st, err := memory.Open(t.Context(), memory.Config{Path: path}, nil)
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: path}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestTokensAcrossInstances(t *testing.T) {
 // would mint tokens no other instance can open.
 func TestSharedNeedsTheKey(t *testing.T) {
 	t.Parallel()
-	st, err := memory.Open(t.Context(), memory.Config{Path: filepath.Join(t.TempDir(), "codecell.db")}, nil)
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "codecell.db")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,9 @@ import (
 )
 
 // Store is what the server keeps in the store: the audit log, stored
-// results, workspace files and skills. *memory.Store implements it; each
-// part is a small interface, declared here where it is used, so that
-// another backend needs only these methods.
+// results, workspace files and skills. Both of memory's backends
+// implement it (checked in cmd/codecell); each part is a small
+// interface, declared here where it is used.
 type Store interface {
 	auditLog
 	resultStore
@@ -19,8 +19,6 @@ type Store interface {
 	planStore
 	cacheStore
 }
-
-var _ Store = (*memory.Store)(nil)
 
 // auditLog records runs, their tool calls and the HTTP requests those
 // sent.
@@ -53,6 +51,10 @@ type skillStore interface {
 	AllSkills(ctx context.Context) ([]memory.Skill, error)
 	PublishedSkills(ctx context.Context) ([]memory.Skill, error)
 	OnSkillChange(fn func(memory.SkillChange)) (cancel func())
+	// SkillPin and PinSkill keep which published snapshot of another's
+	// skill the caller runs (skills.go).
+	SkillPin(ctx context.Context, name string) (memory.SkillPin, error)
+	PinSkill(ctx context.Context, p memory.SkillPin) (memory.SkillPin, error)
 }
 
 // planStore keeps the plans of dry runs until they are committed once.

@@ -19,6 +19,7 @@ import (
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/memory/sqlite"
 	"github.com/codecell/codecell/tools"
 )
 
@@ -96,7 +97,7 @@ func startWithInstructions(t testing.TB, c *client.Client) (*client.Client, stri
 // accessServer is a server over the built-in and memory tools, directly
 // exposed too, whose stdio user is the principal "reader" and whose HTTP
 // clients are "reader" and "writer" by their tokens.
-func accessServer(t testing.TB, access mcpserver.Access) (*mcpserver.Server, *memory.Store) {
+func accessServer(t testing.TB, access mcpserver.Access) (*mcpserver.Server, *sqlite.Store) {
 	t.Helper()
 	return storeServerTB(t, filepath.Join(t.TempDir(), "codecell.db"), mcpserver.Config{
 		Principal: "reader",

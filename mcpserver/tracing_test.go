@@ -20,7 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/codecell/codecell/mcpserver"
-	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/memory/sqlite"
 	"github.com/codecell/codecell/tools"
 )
 
@@ -33,7 +33,7 @@ const secret = "PLANTED-7f3a9c1e5b"
 // with a store, traced into an in-memory exporter.
 func tracedServer(t testing.TB, tp trace.TracerProvider) *mcpserver.Server {
 	t.Helper()
-	st, err := memory.Open(t.Context(), memory.Config{Path: filepath.Join(t.TempDir(), "db")}, nil)
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "db")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

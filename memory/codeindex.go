@@ -1,61 +1,83 @@
 package memory
 
 import (
-	"context"
-	"database/sql"
 	"encoding/binary"
 	"fmt"
 	"math/bits"
 	"slices"
-	"sync"
 )
 
-// codeLogKeep is how many memory_code_log entries Prune keeps: an
-// in-process copy further behind than that reloads.
-const codeLogKeep = 100_000
-
-// DefaultCodeIndexBytes is the default bound of Config.CodeIndexBytes:
-// about 2.6 million memories with 384-dimensional vectors.
-const DefaultCodeIndexBytes = 256 << 20
-
-// codeIndex is an in-process copy of the binary codes (memory_codes), one
-// set per principal, that the coarse vector pass scans: 100k codes of 768
-// bits take about 1.5 ms to rank by Hamming distance in memory, where
-// reading them from SQLite alone costs 10–20 ms (every write, such as the
-// access that each recall records, makes SQLite drop its page cache).
-//
-// The copy follows the database through memory_code_log, which triggers
-// fill with every change of memory_codes, from this process or another:
-// before each use it applies the entries after the last one it saw, read in
-// the caller's transaction. It reloads when it fell behind the log's
-// pruning or too many entries are waiting, and drops everything when the
-// quantizer changes (Reindex). A principal's set is loaded on first use;
-// sets that would not fit in the byte limit are not kept (the caller then
-// ranks in SQL), and the least recently used are dropped to make room.
-//
-// Rankings are the same as the SQL scan's: by distance, then id.
-type codeIndex struct {
-	limit int64 // bytes; negative: keep nothing
-
-	mu    sync.Mutex
-	quant *quantizer // what made the codes held
-	seq   int64      // the last memory_code_log entry applied
-	sets  map[string]*codeSet
-	bytes int64
-	clock uint64
-}
-
-// codeSet holds one principal's codes in ascending id order.
-type codeSet struct {
+// CodeSet is one principal's binary codes held in memory, searched by
+// Hamming distance: the coarse pass of vector recall on a large store.
+// It holds them in ascending id order. It is not safe for concurrent use.
+type CodeSet struct {
 	ids    []int64
 	layers []uint8  // index in Layers
 	codes  []uint64 // words per code, little-endian, zero-padded
 	words  int
-	used   uint64
 }
 
-func newCodeIndex(limit int64) *codeIndex {
-	return &codeIndex{limit: limit, sets: map[string]*codeSet{}}
+// NewCodeSet returns an empty set for codes of q, with room for n.
+func NewCodeSet(q *Quantizer, n int) *CodeSet {
+	words := q.words()
+	return &CodeSet{words: words, ids: make([]int64, 0, n), layers: make([]uint8, 0, n), codes: make([]uint64, 0, n*words)}
+}
+
+// words is how many 64-bit words one of q's codes is compared by.
+func (q *Quantizer) words() int { return (q.bits + 63) / 64 }
+
+// SetBytes is about how much memory a CodeSet of n of q's codes holds.
+func (q *Quantizer) SetBytes(n int) int64 { return setBytes(n, q.words()) }
+
+// Len is the number of codes held.
+func (cs *CodeSet) Len() int { return len(cs.ids) }
+
+// CodeEntry is one memory's code.
+type CodeEntry struct {
+	ID    int64
+	Layer Layer
+	Code  []byte
+}
+
+// Append adds the code of memory id, which must be above every id held
+// (a set loaded in id order).
+func (cs *CodeSet) Append(id int64, layer Layer, code []byte) error {
+	l, ok := layerIndex(string(layer))
+	if !ok {
+		return fmt.Errorf("memory %d has layer %q", id, layer)
+	}
+	if n := len(cs.ids); n > 0 && id <= cs.ids[n-1] {
+		return fmt.Errorf("memory %d appended after %d", id, cs.ids[n-1])
+	}
+	cs.ids = append(cs.ids, id)
+	cs.layers = append(cs.layers, l)
+	var buf [8]byte
+	for w := 0; w < cs.words; w++ {
+		clear(buf[:])
+		copy(buf[:], code[min(8*w, len(code)):])
+		cs.codes = append(cs.codes, binary.LittleEndian.Uint64(buf[:]))
+	}
+	return nil
+}
+
+// Apply puts entries (replacing a held id's) and removes gone ids.
+func (cs *CodeSet) Apply(puts []CodeEntry, gone []int64) {
+	es := make([]codeEntry, 0, len(puts))
+	for _, p := range puts {
+		li, _ := layerIndex(string(p.Layer))
+		es = append(es, codeEntry{id: p.ID, layer: li, code: codeWords(p.Code, cs.words)})
+	}
+	slices.SortFunc(es, func(a, b codeEntry) int { return cmpID(a.id, b.id) })
+	es = slices.CompactFunc(es, func(a, b codeEntry) bool { return a.id == b.id })
+	gone = slices.Clone(gone)
+	slices.Sort(gone)
+	cs.apply(es, gone)
+}
+
+// Nearest returns the ids of the k codes of layers (all when nil)
+// nearest to code, nearest first, ties by id.
+func (cs *CodeSet) Nearest(code []byte, layers []Layer, k int) []int64 {
+	return cs.nearest(codeWords(code, cs.words), layerMask(layers), k)
 }
 
 // codeWords converts a code to the words it is compared by.
@@ -85,212 +107,10 @@ func layerMask(layers []Layer) uint8 {
 	return m
 }
 
-func (cs *codeSet) bytes() int64 { return setBytes(len(cs.ids), cs.words) }
+// Bytes is about how much memory the set holds.
+func (cs *CodeSet) Bytes() int64 { return setBytes(len(cs.ids), cs.words) }
 
 func setBytes(n, words int) int64 { return int64(n) * int64(8+1+8*words) }
-
-// nearest returns the ids of the k codes of layers (all when nil) nearest to
-// code by Hamming distance, nearest first, ties by id. ok is false when the
-// principal's codes are not held: the caller ranks in SQL.
-func (ci *codeIndex) nearest(ctx context.Context, tx *sql.Tx, q *quantizer, principal string, layers []Layer, code []byte, k int) (ids []int64, ok bool, err error) {
-	if ci.limit < 0 {
-		return nil, false, nil
-	}
-	ci.mu.Lock()
-	defer ci.mu.Unlock()
-	if ci.quant != q {
-		ci.dropAll()
-		ci.quant = q
-	}
-	var head int64
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM memory_code_log`).Scan(&head); err != nil {
-		return nil, false, fmt.Errorf("code index: %w", err)
-	}
-	set := ci.sets[principal]
-	switch {
-	case head > ci.seq:
-		if err := ci.catchUp(ctx, tx, head); err != nil {
-			return nil, false, err
-		}
-		set = ci.sets[principal]
-	case head < ci.seq && set == nil:
-		// This transaction began before changes the copy holds: it
-		// cannot load a set that matches the rest.
-		return nil, false, nil
-	}
-	// head < ci.seq with a set: the copy is newer than the transaction.
-	// Codes it lacks were deleted since, and those it has in excess are
-	// dropped when re-scoring finds no vector for them.
-	if set == nil {
-		if set, err = ci.load(ctx, tx, principal); err != nil || set == nil {
-			return nil, false, err
-		}
-	}
-	ci.clock++
-	set.used = ci.clock
-	return set.nearest(codeWords(code, set.words), layerMask(layers), k), true, nil
-}
-
-func (ci *codeIndex) dropAll() {
-	clear(ci.sets)
-	ci.bytes = 0
-}
-
-// catchUp applies the log entries up to head to the sets held. On error it
-// drops them: they may be half updated.
-func (ci *codeIndex) catchUp(ctx context.Context, tx *sql.Tx, head int64) (err error) {
-	from := ci.seq
-	ci.seq = head
-	defer func() {
-		if err != nil {
-			ci.dropAll()
-		}
-	}()
-	if len(ci.sets) == 0 {
-		return nil
-	}
-	var first int64
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(min(seq), 0) FROM memory_code_log`).Scan(&first); err != nil {
-		return fmt.Errorf("code index: %w", err)
-	}
-	if first > from+1 {
-		ci.dropAll() // entries we needed were pruned
-		return nil
-	}
-	var held int64
-	for _, set := range ci.sets {
-		held += int64(len(set.ids))
-	}
-	most := max(1024, held/8)
-	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT memory_id FROM memory_code_log WHERE seq > ? AND seq <= ? LIMIT ?`, from, head, most+1)
-	if err != nil {
-		return fmt.Errorf("code index: %w", err)
-	}
-	var changed []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return fmt.Errorf("code index: %w", err)
-		}
-		changed = append(changed, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("code index: %w", err)
-	}
-	if int64(len(changed)) > most {
-		ci.dropAll() // reloading is cheaper
-		return nil
-	}
-	slices.Sort(changed)
-	puts := map[string][]codeEntry{}
-	found := map[int64]bool{}
-	for start := 0; start < len(changed); start += 500 {
-		chunk := changed[start:min(start+500, len(changed))]
-		args := make([]any, len(chunk))
-		for i, id := range chunk {
-			args[i] = id
-		}
-		rows, err := tx.QueryContext(ctx, `SELECT memory_id, principal, layer, code FROM memory_codes WHERE memory_id IN (`+placeholders(len(chunk))+`) ORDER BY memory_id`, args...)
-		if err != nil {
-			return fmt.Errorf("code index: %w", err)
-		}
-		for rows.Next() {
-			var e codeEntry
-			var principal, layer string
-			var code []byte
-			if err := rows.Scan(&e.id, &principal, &layer, &code); err != nil {
-				rows.Close()
-				return fmt.Errorf("code index: %w", err)
-			}
-			found[e.id] = true
-			set := ci.sets[principal]
-			if set == nil {
-				continue
-			}
-			var ok bool
-			if e.layer, ok = layerIndex(layer); !ok {
-				rows.Close()
-				return fmt.Errorf("code index: memory %d has layer %q", e.id, layer)
-			}
-			e.code = codeWords(code, set.words)
-			puts[principal] = append(puts[principal], e)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("code index: %w", err)
-		}
-	}
-	var gone []int64
-	for _, id := range changed {
-		if !found[id] {
-			gone = append(gone, id)
-		}
-	}
-	for principal, set := range ci.sets {
-		before := set.bytes()
-		set.apply(puts[principal], gone)
-		ci.bytes += set.bytes() - before
-	}
-	return nil
-}
-
-// load reads the principal's codes, or returns nil when they would not fit.
-func (ci *codeIndex) load(ctx context.Context, tx *sql.Tx, principal string) (*codeSet, error) {
-	n, err := vectorCount(ctx, tx, principal)
-	if err != nil {
-		return nil, err
-	}
-	words := (ci.quant.bits + 63) / 64
-	need := setBytes(n, words)
-	if need > ci.limit {
-		return nil, nil
-	}
-	for ci.bytes+need > ci.limit && len(ci.sets) > 0 {
-		var lru string
-		var oldest *codeSet
-		for p, set := range ci.sets {
-			if oldest == nil || set.used < oldest.used {
-				lru, oldest = p, set
-			}
-		}
-		ci.bytes -= oldest.bytes()
-		delete(ci.sets, lru)
-	}
-	set := &codeSet{words: words, ids: make([]int64, 0, n), layers: make([]uint8, 0, n), codes: make([]uint64, 0, n*words)}
-	rows, err := tx.QueryContext(ctx, `SELECT memory_id, layer, code FROM memory_codes WHERE principal = ? ORDER BY memory_id`, principal)
-	if err != nil {
-		return nil, fmt.Errorf("code index: %w", err)
-	}
-	defer rows.Close()
-	var buf [8]byte
-	for rows.Next() {
-		var id int64
-		var layer string
-		var code sql.RawBytes
-		if err := rows.Scan(&id, &layer, &code); err != nil {
-			return nil, fmt.Errorf("code index: %w", err)
-		}
-		l, ok := layerIndex(layer)
-		if !ok {
-			return nil, fmt.Errorf("code index: memory %d has layer %q", id, layer)
-		}
-		set.ids = append(set.ids, id)
-		set.layers = append(set.layers, l)
-		for w := 0; w < words; w++ {
-			clear(buf[:])
-			copy(buf[:], code[min(8*w, len(code)):])
-			set.codes = append(set.codes, binary.LittleEndian.Uint64(buf[:]))
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("code index: %w", err)
-	}
-	ci.sets[principal] = set
-	ci.bytes += set.bytes()
-	return set, nil
-}
 
 // codeEntry is one code to put into a set.
 type codeEntry struct {
@@ -300,7 +120,7 @@ type codeEntry struct {
 }
 
 // apply replaces or inserts puts (ascending ids) and removes gone.
-func (cs *codeSet) apply(puts []codeEntry, gone []int64) {
+func (cs *CodeSet) apply(puts []codeEntry, gone []int64) {
 	var inserts []codeEntry
 	for _, e := range puts {
 		if i, ok := slices.BinarySearch(cs.ids, e.id); ok {
@@ -348,7 +168,7 @@ func (cs *codeSet) apply(puts []codeEntry, gone []int64) {
 // nearest ranks the set's codes of the layers in mask (all when 0) by
 // Hamming distance to q and returns the ids of the first k, nearest
 // first, ties by id.
-func (cs *codeSet) nearest(q []uint64, mask uint8, k int) []int64 {
+func (cs *CodeSet) nearest(q []uint64, mask uint8, k int) []int64 {
 	const skip = ^uint16(0)
 	n, w := len(cs.ids), cs.words
 	dist := make([]uint16, n)

@@ -1,14 +1,8 @@
 package memory
 
 import (
-	"context"
-	"database/sql"
 	"encoding/json"
-	"fmt"
 	"slices"
-	"time"
-
-	"github.com/codecell/codecell/tools"
 )
 
 // ConsolidateInput configures a consolidation pass.
@@ -57,149 +51,29 @@ type consolidateItem struct {
 	words map[string]bool
 }
 
-// Consolidate merges near-duplicate memories of the caller: two memories
-// of the same layer are duplicates when their vectors' cosine similarity
-// is at least Threshold and their words overlap by at least MinOverlap.
-// Each group keeps one survivor — the most important, then most accessed,
-// then oldest — which gains the others' tags, metadata keys, entity links
-// and access counts; the others are deleted and kept as provenance (Get on
-// the survivor lists them in merged_from). Survivors are chosen greedily,
-// so a memory joins a group only if it is close to the survivor itself.
-func (s *Store) Consolidate(ctx context.Context, in ConsolidateInput) (ConsolidateResult, error) {
-	principal := tools.CallerFrom(ctx).Principal
-	layers, err := normalizeConsolidate(&in)
-	if err != nil {
-		return ConsolidateResult{}, err
-	}
-	s.vmu.RLock()
-	defer s.vmu.RUnlock()
-	if err := s.vectorsReady(); err != nil {
-		return ConsolidateResult{}, err
-	}
-	res := ConsolidateResult{Groups: []MergeGroup{}, DryRun: in.DryRun}
-	var groups []DuplicateGroup
-	err = s.read(ctx, func(tx *sql.Tx) error {
-		for _, layer := range layers {
-			items, err := loadForConsolidation(ctx, tx, principal, layer, in.Limit)
-			if err != nil {
-				return err
-			}
-			res.Examined += len(items)
-			groups = append(groups, groupDuplicates(items, in)...)
-		}
-		return nil
-	})
-	if err != nil {
-		return ConsolidateResult{}, fmt.Errorf("consolidate: %w", err)
-	}
-	reportGroups(&res, groups)
-	if in.DryRun || len(groups) == 0 {
-		return res, nil
-	}
-
-	// Build the survivors and embed those whose tags changed, outside
-	// the write transaction.
-	type plan struct {
-		next    Memory
-		vec     []float32
-		g       DuplicateGroup
-		touched []Memory // every memory of the group as read
-	}
-	plans := make([]plan, len(groups))
-	var texts []string
-	var need []int
-	for i, g := range groups {
-		next := mergeSurvivor(g, s.lim)
-		plans[i] = plan{next: next, g: g, touched: append([]Memory{g.Survivor}, g.Members...)}
-		if !slices.Equal(next.Tags, g.Survivor.Tags) {
-			texts = append(texts, embedText(next.Content, next.Tags))
-			need = append(need, i)
-		}
-	}
-	vs, err := embedWith(ctx, s.emb, texts)
-	if err != nil {
-		return ConsolidateResult{}, err
-	}
-	for k, i := range need {
-		plans[i].vec = vs[k]
-	}
-	now := s.now().UTC().Truncate(time.Millisecond)
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		for _, p := range plans {
-			for _, m := range p.touched {
-				var upd int64
-				err := tx.QueryRowContext(ctx, `SELECT updated_at FROM memories WHERE id = ? AND principal = ?`, m.ID, principal).Scan(&upd)
-				if err != nil || upd != ms(m.UpdatedAt) {
-					return toolErr(CodeConflict, ErrInvalid, "memory %d changed or was deleted during consolidation; nothing was merged; run consolidate again", m.ID)
-				}
-			}
-			sv := p.next
-			if _, err := tx.ExecContext(ctx, `UPDATE memories SET tags = ?, metadata = ?, importance = ?, access_count = ?, created_at = ?, updated_at = ? WHERE id = ?`,
-				encodeTags(sv.Tags), string(sv.Metadata), sv.Importance, sv.AccessCount, ms(sv.CreatedAt), max(ms(now), ms(sv.UpdatedAt)+1), sv.ID); err != nil {
-				return fmt.Errorf("update survivor %d: %w", sv.ID, err)
-			}
-			if err := writeTags(ctx, tx, sv.ID, sv.Tags); err != nil {
-				return err
-			}
-			if p.vec != nil {
-				if err := putVector(ctx, tx, s.quant, sv.ID, principal, string(sv.Layer), p.vec); err != nil {
-					return err
-				}
-				if err := indexText(ctx, tx, principal, sv.ID, sv.Content, sv.Tags, true); err != nil {
-					return err
-				}
-			}
-			if err := s.linkEntities(ctx, tx, principal, sv.ID, sv.Entities, now); err != nil {
-				return err
-			}
-			var merged []int64
-			for i, m := range p.g.Members {
-				rec, _ := json.Marshal(exported(m, ""))
-				if _, err := tx.ExecContext(ctx, `UPDATE memory_merges SET survivor_id = ? WHERE survivor_id = ?`, sv.ID, m.ID); err != nil {
-					return fmt.Errorf("move provenance: %w", err)
-				}
-				if _, err := tx.ExecContext(ctx, `INSERT INTO memory_merges (merged_id, survivor_id, principal, record, similarity, overlap, merged_at)
-					VALUES (?, ?, ?, ?, ?, ?, ?)`, m.ID, sv.ID, principal, string(rec), round4(p.g.Similarities[i]), round4(p.g.Overlaps[i]), ms(now)); err != nil {
-					return fmt.Errorf("record provenance: %w", err)
-				}
-				merged = append(merged, m.ID)
-			}
-			if err := deleteMemories(ctx, tx, principal, merged); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return ConsolidateResult{}, err
-	}
-	s.log.Info("consolidated", "examined", res.Examined, "merged", res.Merged, "groups", len(res.Groups))
-	return res, nil
-}
-
-// normalizeConsolidate sets a pass's defaults, checks it and returns the
-// layers to consolidate.
-func normalizeConsolidate(in *ConsolidateInput) ([]Layer, error) {
+// NormalizeConsolidate sets a consolidation pass's defaults, checks it
+// and returns the layers to consolidate.
+func NormalizeConsolidate(in *ConsolidateInput) ([]Layer, error) {
 	if in.Threshold == 0 {
 		in.Threshold = 0.9
 	}
 	if in.Threshold < 0.5 || in.Threshold > 1 {
-		return nil, invalidf("threshold is %v; it must be between 0.5 and 1", in.Threshold)
+		return nil, Invalid("threshold is %v; it must be between 0.5 and 1", in.Threshold)
 	}
 	if in.MinOverlap == 0 {
 		in.MinOverlap = 0.5
 	}
 	if in.MinOverlap < 0 || in.MinOverlap > 1 {
-		return nil, invalidf("min_overlap is %v; it must be between 0 and 1", in.MinOverlap)
+		return nil, Invalid("min_overlap is %v; it must be between 0 and 1", in.MinOverlap)
 	}
 	if in.Limit == 0 {
 		in.Limit = 2000
 	}
 	if in.Limit < 2 || in.Limit > 5000 {
-		return nil, invalidf("limit is %d; it must be between 2 and 5000", in.Limit)
+		return nil, Invalid("limit is %d; it must be between 2 and 5000", in.Limit)
 	}
 	f := Filter{Layers: in.Layers}
-	if err := f.normalize(); err != nil {
+	if err := f.Normalize(); err != nil {
 		return nil, err
 	}
 	if len(f.Layers) == 0 {
@@ -249,7 +123,7 @@ func groupDuplicates(items []*consolidateItem, in ConsolidateInput) []DuplicateG
 			if c == sv || taken[c.mem.ID] {
 				continue
 			}
-			sim := float64(dot(sv.vec, c.vec))
+			sim := float64(Dot(sv.vec, c.vec))
 			if sim < in.Threshold {
 				continue
 			}
@@ -274,22 +148,22 @@ func groupDuplicates(items []*consolidateItem, in ConsolidateInput) []DuplicateG
 	return groups
 }
 
-// reportGroups adds groups to res as Consolidate reports them.
-func reportGroups(res *ConsolidateResult, groups []DuplicateGroup) {
+// ReportGroups adds groups to res as Consolidate reports them.
+func ReportGroups(res *ConsolidateResult, groups []DuplicateGroup) {
 	for _, g := range groups {
-		mg := MergeGroup{Survivor: MemoryLink{ID: g.Survivor.ID, Layer: g.Survivor.Layer, Content: clip(g.Survivor.Content, 300)}}
+		mg := MergeGroup{Survivor: MemoryLink{ID: g.Survivor.ID, Layer: g.Survivor.Layer, Content: Clip(g.Survivor.Content, 300)}}
 		for i, m := range g.Members {
-			mg.Merged = append(mg.Merged, MergedEntry{ID: m.ID, Content: clip(m.Content, 300), Similarity: round4(g.Similarities[i]), Overlap: round4(g.Overlaps[i])})
+			mg.Merged = append(mg.Merged, MergedEntry{ID: m.ID, Content: Clip(m.Content, 300), Similarity: Round4(g.Similarities[i]), Overlap: Round4(g.Overlaps[i])})
 		}
 		res.Groups = append(res.Groups, mg)
 		res.Merged += len(g.Members)
 	}
 }
 
-// mergeSurvivor returns the survivor of g as it is after the merge: the
+// MergeSurvivor returns the survivor of g as it is after the merge: the
 // members' tags, metadata keys it lacks, entities and access counts
 // added, the highest importance, the earliest creation time.
-func mergeSurvivor(g DuplicateGroup, lim Limits) Memory {
+func MergeSurvivor(g DuplicateGroup, lim Limits) Memory {
 	next := g.Survivor
 	tags := slices.Clone(next.Tags)
 	meta := map[string]json.RawMessage{}
@@ -314,7 +188,7 @@ func mergeSurvivor(g DuplicateGroup, lim Limits) Memory {
 	}
 	slices.Sort(tags)
 	next.Tags = slices.Compact(tags)
-	if maxTags := lim.withDefaults().MaxTags; len(next.Tags) > maxTags {
+	if maxTags := lim.Defaults().MaxTags; len(next.Tags) > maxTags {
 		next.Tags = next.Tags[:maxTags]
 	}
 	b, _ := json.Marshal(meta)
@@ -323,47 +197,9 @@ func mergeSurvivor(g DuplicateGroup, lim Limits) Memory {
 	return next
 }
 
-func round4(x float64) float64 {
+// Round4 rounds to four decimals, as consolidation records similarities.
+func Round4(x float64) float64 {
 	return float64(int64(x*10000+0.5)) / 10000
-}
-
-func loadForConsolidation(ctx context.Context, tx *sql.Tx, principal string, layer Layer, limit int) ([]*consolidateItem, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT m.id, v.embedding FROM memories m JOIN memory_vectors v ON v.memory_id = m.id
-		WHERE m.principal = ? AND m.layer = ? ORDER BY m.created_at DESC, m.id DESC LIMIT ?`, principal, string(layer), limit)
-	if err != nil {
-		return nil, err
-	}
-	vecs := map[int64][]float32{}
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		var blob []byte
-		if err := rows.Scan(&id, &blob); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		v, err := decodeVector(blob, nil)
-		if err != nil {
-			rows.Close()
-			return nil, err
-		}
-		vecs[id] = v
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	slices.Sort(ids)
-	mems, err := loadMemories(ctx, tx, principal, ids)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*consolidateItem, len(mems))
-	for i, m := range mems {
-		out[i] = &consolidateItem{mem: m, vec: vecs[m.ID], words: wordSet(m.Content)}
-	}
-	return out, nil
 }
 
 // wordSet is the set of stemmed words of text, without stop words.
@@ -388,4 +224,27 @@ func jaccard(a, b map[string]bool) float64 {
 		}
 	}
 	return float64(inter) / float64(len(a)+len(b)-inter)
+}
+
+// MergeRecord is the stored record of a memory that consolidation merged
+// away, as memory_merges keeps it.
+func MergeRecord(m Memory, uid string) string {
+	rec, _ := json.Marshal(exported(m, uid))
+	return string(rec)
+}
+
+// ConsolidateItem is a memory with its stored vector, as consolidation
+// compares them.
+type ConsolidateItem struct {
+	Memory Memory
+	Vector []float32
+}
+
+// GroupDuplicates groups the items of one layer as Consolidate does.
+func GroupDuplicates(items []ConsolidateItem, in ConsolidateInput) []DuplicateGroup {
+	its := make([]*consolidateItem, len(items))
+	for i, it := range items {
+		its[i] = &consolidateItem{mem: it.Memory, vec: it.Vector, words: wordSet(it.Memory.Content)}
+	}
+	return groupDuplicates(its, in)
 }

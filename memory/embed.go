@@ -26,7 +26,9 @@ type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
 
-func checkEmbedder(e Embedder) error {
+// CheckEmbedder says whether e can serve a store: a name, and dimensions
+// a multiple of 8 between 8 and 8192.
+func CheckEmbedder(e Embedder) error {
 	if e.Name() == "" {
 		return fmt.Errorf("embedder has no name")
 	}
@@ -36,12 +38,12 @@ func checkEmbedder(e Embedder) error {
 	return nil
 }
 
-// embedWith calls e and checks what it returned: one vector per text, each
-// of e.Dimensions() finite values. It returns the vectors normalized to
-// unit length. Failures are *tools.Error values: CodeEmbedderUnavailable
-// when the embedder failed, CodeEmbedderMismatch when it returned vectors
-// of the wrong size.
-func embedWith(ctx context.Context, e Embedder, texts []string) ([][]float32, error) {
+// Embed calls e and checks what it returned: one vector per text, each of
+// e.Dimensions() finite values. It returns the vectors normalized to unit
+// length. Failures are *tools.Error values, as Remember reports them:
+// CodeEmbedderUnavailable when the embedder failed, CodeEmbedderMismatch
+// when it returned vectors of the wrong size.
+func Embed(ctx context.Context, e Embedder, texts []string) ([][]float32, error) {
 	if len(texts) == 0 {
 		return nil, nil
 	}
@@ -102,9 +104,9 @@ func normalize(v []float32) bool {
 	return true
 }
 
-// dot is the inner product of two vectors of the same length; for unit
+// Dot is the inner product of two vectors of the same length; for unit
 // vectors it is their cosine similarity.
-func dot(a, b []float32) float32 {
+func Dot(a, b []float32) float32 {
 	var s0, s1, s2, s3 float32
 	n := len(a)
 	b = b[:n]
@@ -121,9 +123,9 @@ func dot(a, b []float32) float32 {
 	return s0 + s1 + s2 + s3
 }
 
-// encodeVector serializes v as little-endian float32, the form sqlite-vec
-// reads.
-func encodeVector(v []float32) []byte {
+// EncodeVector is the stored form of a vector: float32 little-endian, the
+// form sqlite-vec reads.
+func EncodeVector(v []float32) []byte {
 	b := make([]byte, 4*len(v))
 	for i, x := range v {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
@@ -131,7 +133,9 @@ func encodeVector(v []float32) []byte {
 	return b
 }
 
-func decodeVector(b []byte, dst []float32) ([]float32, error) {
+// DecodeVector reads the stored form of a vector into dst (reused when
+// large enough).
+func DecodeVector(b []byte, dst []float32) ([]float32, error) {
 	if len(b)%4 != 0 {
 		return nil, fmt.Errorf("vector blob of %d bytes is not float32", len(b))
 	}

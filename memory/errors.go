@@ -39,11 +39,8 @@ var (
 	ErrInvalid          = errors.New("invalid argument")
 	ErrClosed           = errors.New("store closed")
 	ErrConflict         = errors.New("conflict")
-	ErrReadOnly         = errors.New("store opened read-only")
 	ErrNoStore          = errors.New("no store")
 	ErrSchema           = errors.New("schema version")
-	// ErrNoFTS5: this binary's SQLite has no full-text search.
-	ErrNoFTS5 = errors.New("this build's SQLite lacks FTS5, which the store needs: build codecell with `make build`, or with `go build -tags sqlite_fts5` (also for go test and go run)")
 )
 
 // toolErr returns a *tools.Error with code and message that wraps sentinel.
@@ -51,15 +48,19 @@ func toolErr(code string, sentinel error, format string, args ...any) *tools.Err
 	return &tools.Error{Code: code, Message: fmt.Sprintf(format, args...), Err: sentinel}
 }
 
-func invalidf(format string, args ...any) *tools.Error {
+// Invalid is a *tools.Error with tools.CodeInvalidArguments wrapping
+// ErrInvalid.
+func Invalid(format string, args ...any) *tools.Error {
 	return toolErr(tools.CodeInvalidArguments, ErrInvalid, format, args...)
 }
 
-func notFoundf(format string, args ...any) *tools.Error {
+// NotFound is a *tools.Error with tools.CodeNotFound wrapping ErrNotFound.
+func NotFound(format string, args ...any) *tools.Error {
 	return toolErr(tools.CodeNotFound, ErrNotFound, format, args...)
 }
 
-func tooLargef(format string, args ...any) *tools.Error {
+// TooLarge is a *tools.Error with CodeTooLarge wrapping ErrTooLarge.
+func TooLarge(format string, args ...any) *tools.Error {
 	return toolErr(CodeTooLarge, ErrTooLarge, format, args...)
 }
 
@@ -75,13 +76,12 @@ func (e *PathError) Error() string {
 
 func (e *PathError) Unwrap() error { return ErrInvalidPath }
 
-// NoStoreError is a read-only Open of a path where there is no database.
-type NoStoreError struct {
-	Path string
+// Quota is a *tools.Error with CodeQuotaExceeded wrapping ErrQuota.
+func Quota(format string, args ...any) *tools.Error {
+	return toolErr(CodeQuotaExceeded, ErrQuota, format, args...)
 }
 
-func (e *NoStoreError) Error() string {
-	return fmt.Sprintf("no store at %s", e.Path)
+// Conflict is a *tools.Error with CodeConflict wrapping ErrConflict.
+func Conflict(format string, args ...any) *tools.Error {
+	return toolErr(CodeConflict, ErrConflict, format, args...)
 }
-
-func (e *NoStoreError) Unwrap() error { return ErrNoStore }

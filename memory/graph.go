@@ -2,15 +2,10 @@ package memory
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/codecell/codecell/tools"
 )
 
 // Entity is a node of the knowledge graph: a person, project, service,
@@ -50,62 +45,20 @@ const maxTypeLen = 64
 
 func validateType(field, t string) error {
 	if len(t) > maxTypeLen {
-		return invalidf("%s is %d bytes; the limit is %d", field, len(t), maxTypeLen)
+		return Invalid("%s is %d bytes; the limit is %d", field, len(t), maxTypeLen)
 	}
 	if strings.IndexFunc(t, func(r rune) bool { return r < ' ' }) >= 0 {
-		return invalidf("%s may not contain control characters", field)
+		return Invalid("%s may not contain control characters", field)
 	}
 	return nil
 }
 
-// UpsertEntity creates the caller's entity in.Name or updates it, and
-// reports whether it was created.
-func (s *Store) UpsertEntity(ctx context.Context, in EntityInput) (Entity, bool, error) {
-	principal := tools.CallerFrom(ctx).Principal
-	in, props, err := prepareEntity(in, s.lim)
-	if err != nil {
-		return Entity{}, false, err
-	}
-	var e Entity
-	var created bool
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		now := s.now().UTC().Truncate(time.Millisecond)
-		cur, err := entityByName(ctx, tx, principal, in.Name)
-		if err != nil && !errors.Is(err, ErrNotFound) {
-			return err
-		}
-		if errors.Is(err, ErrNotFound) {
-			created = true
-			res, err := tx.ExecContext(ctx, `INSERT INTO entities (principal, name, type, description, properties, created_at, updated_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?)`, principal, in.Name, in.Type, in.Description, string(props), ms(now), ms(now))
-			if err != nil {
-				return fmt.Errorf("create entity: %w", err)
-			}
-			id, _ := res.LastInsertId()
-			e = Entity{ID: id, Name: in.Name, Type: in.Type, Description: in.Description, Properties: props, CreatedAt: now, UpdatedAt: now}
-			return nil
-		}
-		if e, err = mergeEntity(cur, in, props, s.lim, now); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE entities SET type = ?, description = ?, properties = ?, updated_at = ? WHERE id = ?`,
-			e.Type, e.Description, string(e.Properties), ms(now), e.ID); err != nil {
-			return fmt.Errorf("update entity: %w", err)
-		}
-		return nil
-	})
-	if err != nil {
-		return Entity{}, false, err
-	}
-	return e, created, nil
-}
-
-// prepareEntity checks an entity to upsert and returns it trimmed, with
-// its properties compacted.
-func prepareEntity(in EntityInput, lim Limits) (EntityInput, json.RawMessage, error) {
-	lim = lim.withDefaults()
+// PrepareEntity checks an entity to upsert as UpsertEntity does and
+// returns it trimmed, with its properties compacted.
+func PrepareEntity(in EntityInput, lim Limits) (EntityInput, json.RawMessage, error) {
+	lim = lim.Defaults()
 	in.Name = strings.TrimSpace(in.Name)
-	if err := validateEntityName("name", in.Name); err != nil {
+	if err := ValidateEntityName("name", in.Name); err != nil {
 		return in, nil, err
 	}
 	if err := validateType("type", in.Type); err != nil {
@@ -118,9 +71,10 @@ func prepareEntity(in EntityInput, lim Limits) (EntityInput, json.RawMessage, er
 	return in, props, err
 }
 
-// mergeEntity returns the stored entity cur updated by in: a non-empty
-// type or description replaces the stored one, properties are merged.
-func mergeEntity(cur Entity, in EntityInput, props json.RawMessage, lim Limits, now time.Time) (Entity, error) {
+// MergeEntity returns the stored entity cur updated by the prepared in
+// and props at time now, as UpsertEntity does: a non-empty type or
+// description replaces the stored one, properties are merged.
+func MergeEntity(cur Entity, in EntityInput, props json.RawMessage, lim Limits, now time.Time) (Entity, error) {
 	e := cur
 	if in.Type != "" {
 		e.Type = in.Type
@@ -133,76 +87,12 @@ func mergeEntity(cur Entity, in EntityInput, props json.RawMessage, lim Limits, 
 		if err != nil {
 			return e, err
 		}
-		if e.Properties, err = normalizeObject("properties", merged, lim.withDefaults().MaxMetadataBytes); err != nil {
+		if e.Properties, err = normalizeObject("properties", merged, lim.Defaults().MaxMetadataBytes); err != nil {
 			return e, err
 		}
 	}
 	e.UpdatedAt = now
 	return e, nil
-}
-
-const entityColumns = `id, name, type, description, properties, created_at, updated_at`
-
-func scanEntity(sc interface{ Scan(...any) error }) (Entity, error) {
-	var e Entity
-	var props string
-	var c, u int64
-	if err := sc.Scan(&e.ID, &e.Name, &e.Type, &e.Description, &props, &c, &u); err != nil {
-		return e, err
-	}
-	e.Properties = json.RawMessage(props)
-	e.CreatedAt, e.UpdatedAt = fromMS(c), fromMS(u)
-	return e, nil
-}
-
-func entityByName(ctx context.Context, q queryer, principal, name string) (Entity, error) {
-	e, err := scanEntity(q.QueryRowContext(ctx, `SELECT `+entityColumns+` FROM entities WHERE principal = ? AND name = ? COLLATE NOCASE`, principal, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return e, notFoundf("entity %q not found", name)
-	}
-	if err != nil {
-		return e, fmt.Errorf("find entity: %w", err)
-	}
-	return e, nil
-}
-
-func entityByID(ctx context.Context, q queryer, id int64) (Entity, error) {
-	e, err := scanEntity(q.QueryRowContext(ctx, `SELECT `+entityColumns+` FROM entities WHERE id = ?`, id))
-	if err != nil {
-		return e, fmt.Errorf("find entity %d: %w", id, err)
-	}
-	return e, nil
-}
-
-// ensureEntity returns the id of the named entity, creating it bare.
-func ensureEntity(ctx context.Context, tx *sql.Tx, principal, name string, now time.Time) (int64, bool, error) {
-	var id int64
-	err := tx.QueryRowContext(ctx, `SELECT id FROM entities WHERE principal = ? AND name = ? COLLATE NOCASE`, principal, name).Scan(&id)
-	if err == nil {
-		return id, false, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return 0, false, fmt.Errorf("find entity: %w", err)
-	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO entities (principal, name, created_at, updated_at) VALUES (?, ?, ?, ?)`, principal, name, ms(now), ms(now))
-	if err != nil {
-		return 0, false, fmt.Errorf("create entity: %w", err)
-	}
-	id, err = res.LastInsertId()
-	return id, true, err
-}
-
-func (s *Store) linkEntities(ctx context.Context, tx *sql.Tx, principal string, memoryID int64, names []string, now time.Time) error {
-	for _, n := range names {
-		eid, _, err := ensureEntity(ctx, tx, principal, n, now)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) VALUES (?, ?)`, memoryID, eid); err != nil {
-			return fmt.Errorf("link memory %d to entity %q: %w", memoryID, n, err)
-		}
-	}
-	return nil
 }
 
 // RelateInput is a directed relation between two entities, created if
@@ -222,71 +112,18 @@ type RelateResult struct {
 	CreatedEntities []string `json:"created_entities,omitempty"`
 }
 
-// Relate records the relation from → to of the given type (one per
-// triple: relating again updates weight and properties). Missing entities
-// are created.
-func (s *Store) Relate(ctx context.Context, in RelateInput) (RelateResult, error) {
-	principal := tools.CallerFrom(ctx).Principal
-	in, weight, props, err := prepareRelation(in, s.lim)
-	if err != nil {
-		return RelateResult{}, err
-	}
-	var res RelateResult
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		now := s.now().UTC().Truncate(time.Millisecond)
-		from, c1, err := ensureEntity(ctx, tx, principal, in.From, now)
-		if err != nil {
-			return err
-		}
-		to, c2, err := ensureEntity(ctx, tx, principal, in.To, now)
-		if err != nil {
-			return err
-		}
-		if c1 {
-			res.CreatedEntities = append(res.CreatedEntities, in.From)
-		}
-		if c2 && from != to {
-			res.CreatedEntities = append(res.CreatedEntities, in.To)
-		}
-		var id int64
-		err = tx.QueryRowContext(ctx, `SELECT id FROM relations WHERE from_id = ? AND to_id = ? AND type = ?`, from, to, in.Type).Scan(&id)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			r, err := tx.ExecContext(ctx, `INSERT INTO relations (principal, from_id, to_id, type, weight, properties, created_at, updated_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, principal, from, to, in.Type, weight, string(props), ms(now), ms(now))
-			if err != nil {
-				return fmt.Errorf("relate: %w", err)
-			}
-			id, _ = r.LastInsertId()
-			res.Created = true
-		case err != nil:
-			return fmt.Errorf("relate: %w", err)
-		default:
-			if _, err := tx.ExecContext(ctx, `UPDATE relations SET weight = ?, properties = ?, updated_at = ? WHERE id = ?`, weight, string(props), ms(now), id); err != nil {
-				return fmt.Errorf("relate: %w", err)
-			}
-		}
-		res.Relation, err = relationByID(ctx, tx, id)
-		return err
-	})
-	if err != nil {
-		return RelateResult{}, err
-	}
-	return res, nil
-}
-
-// prepareRelation checks a relation to record and returns it trimmed,
-// with its weight (default 1) and compacted properties.
-func prepareRelation(in RelateInput, lim Limits) (RelateInput, float64, json.RawMessage, error) {
+// PrepareRelation checks a relation to record as Relate does and returns
+// it trimmed, with its weight (default 1) and compacted properties.
+func PrepareRelation(in RelateInput, lim Limits) (RelateInput, float64, json.RawMessage, error) {
 	in.From, in.To, in.Type = strings.TrimSpace(in.From), strings.TrimSpace(in.To), strings.TrimSpace(in.Type)
-	if err := validateEntityName("from", in.From); err != nil {
+	if err := ValidateEntityName("from", in.From); err != nil {
 		return in, 0, nil, err
 	}
-	if err := validateEntityName("to", in.To); err != nil {
+	if err := ValidateEntityName("to", in.To); err != nil {
 		return in, 0, nil, err
 	}
 	if in.Type == "" {
-		return in, 0, nil, invalidf("type is empty; name the relation, such as \"works_on\" or \"depends_on\"")
+		return in, 0, nil, Invalid("type is empty; name the relation, such as \"works_on\" or \"depends_on\"")
 	}
 	if err := validateType("type", in.Type); err != nil {
 		return in, 0, nil, err
@@ -294,35 +131,12 @@ func prepareRelation(in RelateInput, lim Limits) (RelateInput, float64, json.Raw
 	weight := 1.0
 	if in.Weight != nil {
 		if *in.Weight < 0 || *in.Weight > 1e6 || *in.Weight != *in.Weight {
-			return in, 0, nil, invalidf("weight is %v; it must be between 0 and 1000000", *in.Weight)
+			return in, 0, nil, Invalid("weight is %v; it must be between 0 and 1000000", *in.Weight)
 		}
 		weight = *in.Weight
 	}
-	props, err := normalizeObject("properties", in.Properties, lim.withDefaults().MaxMetadataBytes)
+	props, err := normalizeObject("properties", in.Properties, lim.Defaults().MaxMetadataBytes)
 	return in, weight, props, err
-}
-
-const relationSelect = `SELECT r.id, f.name, t.name, r.type, r.weight, r.properties, r.created_at, r.updated_at
-	FROM relations r JOIN entities f ON f.id = r.from_id JOIN entities t ON t.id = r.to_id`
-
-func scanRelation(sc interface{ Scan(...any) error }) (Relation, error) {
-	var r Relation
-	var props string
-	var c, u int64
-	if err := sc.Scan(&r.ID, &r.From, &r.To, &r.Type, &r.Weight, &props, &c, &u); err != nil {
-		return r, err
-	}
-	r.Properties = json.RawMessage(props)
-	r.CreatedAt, r.UpdatedAt = fromMS(c), fromMS(u)
-	return r, nil
-}
-
-func relationByID(ctx context.Context, q queryer, id int64) (Relation, error) {
-	r, err := scanRelation(q.QueryRowContext(ctx, relationSelect+` WHERE r.id = ?`, id))
-	if err != nil {
-		return r, fmt.Errorf("read relation: %w", err)
-	}
-	return r, nil
 }
 
 // Direction selects which edges a graph walk follows.
@@ -374,10 +188,11 @@ type NeighborsResult struct {
 }
 
 const (
-	maxDepth      = 5
-	maxPathDepth  = 8
-	maxNeighbors  = 1000
-	linkedPerNode = 20
+	maxDepth     = 5
+	maxPathDepth = 8
+	maxNeighbors = 1000
+	// LinkedPerEntity is how many linked memories Neighbors shows per entity.
+	LinkedPerEntity = 20
 )
 
 func normalizeWalk(dir *Direction, types []string) ([]string, error) {
@@ -385,13 +200,13 @@ func normalizeWalk(dir *Direction, types []string) ([]string, error) {
 		*dir = Both
 	}
 	if *dir != Out && *dir != In && *dir != Both {
-		return nil, invalidf("direction %q: use out, in or both", clip(string(*dir), 20))
+		return nil, Invalid("direction %q: use out, in or both", Clip(string(*dir), 20))
 	}
 	out := make([]string, 0, len(types))
 	for i, t := range types {
 		t = strings.TrimSpace(t)
 		if t == "" {
-			return nil, invalidf("types[%d] is empty", i)
+			return nil, Invalid("types[%d] is empty", i)
 		}
 		out = append(out, t)
 	}
@@ -419,114 +234,27 @@ type GraphReader interface {
 	LinkedMemories(ctx context.Context, entity int64) ([]MemoryLink, error)
 }
 
-// sqlGraph reads the graph of this store within a transaction.
-type sqlGraph struct{ q queryer }
-
-func (g sqlGraph) EntityByID(ctx context.Context, id int64) (Entity, error) {
-	return entityByID(ctx, g.q, id)
-}
-func (g sqlGraph) RelationByID(ctx context.Context, id int64) (Relation, error) {
-	return relationByID(ctx, g.q, id)
-}
-func (g sqlGraph) LinkedMemories(ctx context.Context, entity int64) ([]MemoryLink, error) {
-	return linkedMemories(ctx, g.q, entity)
-}
-func (g sqlGraph) Edges(ctx context.Context, ids []int64, dir Direction, types []string) (map[int64][]Edge, error) {
-	return edges(ctx, g.q, ids, dir, types)
-}
-
-// edges returns the edges leaving each of ids, following dir and types,
-// sorted by (node, next, rel) so that walks are deterministic.
-func edges(ctx context.Context, q queryer, ids []int64, dir Direction, types []string) (map[int64][]Edge, error) {
-	out := map[int64][]Edge{}
-	for start := 0; start < len(ids); start += 400 {
-		chunk := ids[start:min(start+400, len(ids))]
-		var parts []string
-		var args []any
-		typeCond := ""
-		var typeArgs []any
-		if len(types) > 0 {
-			typeCond = " AND type IN (" + placeholders(len(types)) + ")"
-			for _, t := range types {
-				typeArgs = append(typeArgs, t)
-			}
-		}
-		idArgs := make([]any, len(chunk))
-		for i, id := range chunk {
-			idArgs[i] = id
-		}
-		if dir == Out || dir == Both {
-			parts = append(parts, `SELECT from_id, to_id, id FROM relations WHERE from_id IN (`+placeholders(len(chunk))+`)`+typeCond)
-			args = append(append(args, idArgs...), typeArgs...)
-		}
-		if dir == In || dir == Both {
-			parts = append(parts, `SELECT to_id, from_id, id FROM relations WHERE to_id IN (`+placeholders(len(chunk))+`)`+typeCond)
-			args = append(append(args, idArgs...), typeArgs...)
-		}
-		rows, err := q.QueryContext(ctx, strings.Join(parts, " UNION ALL ")+` ORDER BY 1, 2, 3`, args...)
-		if err != nil {
-			return nil, fmt.Errorf("walk graph: %w", err)
-		}
-		for rows.Next() {
-			var node int64
-			var e Edge
-			if err := rows.Scan(&node, &e.Next, &e.Rel); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("walk graph: %w", err)
-			}
-			out[node] = append(out[node], e)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// Neighbors walks the graph breadth-first from in.Entity up to in.Depth
-// edges.
-func (s *Store) Neighbors(ctx context.Context, in NeighborsInput) (NeighborsResult, error) {
-	principal := tools.CallerFrom(ctx).Principal
-	types, err := normalizeNeighbors(&in)
-	if err != nil {
-		return NeighborsResult{}, err
-	}
-	var res NeighborsResult
-	err = s.read(ctx, func(tx *sql.Tx) error {
-		start, err := entityByName(ctx, tx, principal, strings.TrimSpace(in.Entity))
-		if err != nil {
-			return err
-		}
-		res, err = walkNeighbors(ctx, sqlGraph{tx}, start, in, types)
-		return err
-	})
-	if err != nil {
-		return NeighborsResult{}, err
-	}
-	return res, nil
-}
-
-// normalizeNeighbors sets a walk's defaults, checks it and returns the
-// relation types to follow.
-func normalizeNeighbors(in *NeighborsInput) ([]string, error) {
+// NormalizeNeighbors sets a Neighbors walk's defaults, checks it and
+// returns the relation types to follow.
+func NormalizeNeighbors(in *NeighborsInput) ([]string, error) {
 	if in.Depth == 0 {
 		in.Depth = 1
 	}
 	if in.Depth < 1 || in.Depth > maxDepth {
-		return nil, invalidf("depth is %d; it must be between 1 and %d", in.Depth, maxDepth)
+		return nil, Invalid("depth is %d; it must be between 1 and %d", in.Depth, maxDepth)
 	}
 	if in.Limit == 0 {
 		in.Limit = 100
 	}
 	if in.Limit < 1 || in.Limit > maxNeighbors {
-		return nil, invalidf("limit is %d; it must be between 1 and %d", in.Limit, maxNeighbors)
+		return nil, Invalid("limit is %d; it must be between 1 and %d", in.Limit, maxNeighbors)
 	}
 	return normalizeWalk(&in.Direction, in.Types)
 }
 
-// walkNeighbors walks g breadth-first from start as in (normalized) asks.
-func walkNeighbors(ctx context.Context, g GraphReader, start Entity, in NeighborsInput, types []string) (NeighborsResult, error) {
+// WalkNeighbors walks g breadth-first from start as the normalized in
+// asks, as Neighbors does.
+func WalkNeighbors(ctx context.Context, g GraphReader, start Entity, in NeighborsInput, types []string) (NeighborsResult, error) {
 	res := NeighborsResult{Entity: start}
 	err := func() error {
 		seen := map[int64]bool{start.ID: true}
@@ -619,27 +347,6 @@ func walkNeighbors(ctx context.Context, g GraphReader, start Entity, in Neighbor
 	return res, nil
 }
 
-func linkedMemories(ctx context.Context, q queryer, entity int64) ([]MemoryLink, error) {
-	rows, err := q.QueryContext(ctx, `SELECT m.id, m.layer, m.content FROM memory_entities me JOIN memories m ON m.id = me.memory_id
-		WHERE me.entity_id = ? ORDER BY m.importance DESC, m.id DESC LIMIT ?`, entity, linkedPerNode)
-	if err != nil {
-		return nil, fmt.Errorf("linked memories: %w", err)
-	}
-	defer rows.Close()
-	var out []MemoryLink
-	for rows.Next() {
-		var l MemoryLink
-		var layer string
-		if err := rows.Scan(&l.ID, &layer, &l.Content); err != nil {
-			return nil, fmt.Errorf("linked memories: %w", err)
-		}
-		l.Layer = Layer(layer)
-		l.Content = clip(l.Content, 300)
-		out = append(out, l)
-	}
-	return out, rows.Err()
-}
-
 // PathInput asks for a shortest path between two entities.
 type PathInput struct {
 	From      string    `json:"from"`
@@ -659,49 +366,21 @@ type PathResult struct {
 	Steps    []Relation `json:"steps"`
 }
 
-// Path finds a shortest path from in.From to in.To by breadth-first search;
-// among paths of equal length it picks the one through the lowest entity
-// and relation ids, so the answer is stable.
-func (s *Store) Path(ctx context.Context, in PathInput) (PathResult, error) {
-	principal := tools.CallerFrom(ctx).Principal
-	types, err := normalizePath(&in)
-	if err != nil {
-		return PathResult{}, err
-	}
-	var res PathResult
-	err = s.read(ctx, func(tx *sql.Tx) error {
-		from, err := entityByName(ctx, tx, principal, strings.TrimSpace(in.From))
-		if err != nil {
-			return err
-		}
-		to, err := entityByName(ctx, tx, principal, strings.TrimSpace(in.To))
-		if err != nil {
-			return err
-		}
-		res, err = findPath(ctx, sqlGraph{tx}, from, to, in, types)
-		return err
-	})
-	if err != nil {
-		return PathResult{}, err
-	}
-	return res, nil
-}
-
-// normalizePath sets a path search's defaults, checks it and returns
-// the relation types to follow.
-func normalizePath(in *PathInput) ([]string, error) {
+// NormalizePath sets a Path search's defaults, checks it and returns the
+// relation types to follow.
+func NormalizePath(in *PathInput) ([]string, error) {
 	if in.MaxDepth == 0 {
 		in.MaxDepth = 4
 	}
 	if in.MaxDepth < 1 || in.MaxDepth > maxPathDepth {
-		return nil, invalidf("max_depth is %d; it must be between 1 and %d", in.MaxDepth, maxPathDepth)
+		return nil, Invalid("max_depth is %d; it must be between 1 and %d", in.MaxDepth, maxPathDepth)
 	}
 	return normalizeWalk(&in.Direction, in.Types)
 }
 
-// findPath searches g breadth-first for a shortest path from one entity
-// to another as in (normalized) asks.
-func findPath(ctx context.Context, g GraphReader, from, to Entity, in PathInput, types []string) (PathResult, error) {
+// FindPath searches g for a shortest path between two entities as the
+// normalized in asks, as Path does.
+func FindPath(ctx context.Context, g GraphReader, from, to Entity, in PathInput, types []string) (PathResult, error) {
 	res := PathResult{Entities: []string{}, Steps: []Relation{}}
 	if from.ID == to.ID {
 		res.Found = true

@@ -3,7 +3,6 @@ package memory
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 )
 
@@ -32,9 +31,11 @@ func ProvenanceFrom(ctx context.Context) json.RawMessage {
 	return p
 }
 
-// provenance returns the provenance to record, given or from ctx,
-// compacted; nil (and a nil column value) when there is none.
-func (s *Store) provenance(ctx context.Context, given json.RawMessage, field string) (json.RawMessage, error) {
+// Provenance returns the provenance to record: given, or else the
+// context's (WithProvenance), compacted, at most lim.MaxMetadataBytes;
+// nil (and a nil column value) when there is none. field prefixes the
+// message of an invalid one.
+func Provenance(ctx context.Context, given json.RawMessage, field string, lim Limits) (json.RawMessage, error) {
 	p := given
 	if len(bytes.TrimSpace(p)) == 0 {
 		p = ProvenanceFrom(ctx)
@@ -45,26 +46,10 @@ func (s *Store) provenance(ctx context.Context, given json.RawMessage, field str
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, p); err != nil {
-		return nil, invalidf("%sprovenance is not valid JSON: %v", field, err)
+		return nil, Invalid("%sprovenance is not valid JSON: %v", field, err)
 	}
-	if buf.Len() > s.lim.MaxMetadataBytes {
-		return nil, tooLargef("%sprovenance is %d bytes as JSON; the limit is %d bytes", field, buf.Len(), s.lim.MaxMetadataBytes)
+	if limit := lim.Defaults().MaxMetadataBytes; buf.Len() > limit {
+		return nil, TooLarge("%sprovenance is %d bytes as JSON; the limit is %d bytes", field, buf.Len(), limit)
 	}
 	return json.RawMessage(buf.Bytes()), nil
-}
-
-// provenanceArg is p as a column value.
-func provenanceArg(p json.RawMessage) any {
-	if p == nil {
-		return nil
-	}
-	return string(p)
-}
-
-// provenanceOf is a provenance column as read.
-func provenanceOf(v sql.NullString) json.RawMessage {
-	if !v.Valid {
-		return nil
-	}
-	return json.RawMessage(v.String)
 }

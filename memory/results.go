@@ -3,14 +3,9 @@ package memory
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"encoding/base32"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"time"
-
-	"github.com/codecell/codecell/tools"
 )
 
 // ResultInfo describes a stored result. Results are kept zstd-compressed;
@@ -47,108 +42,29 @@ type PutResultInput struct {
 
 var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
-// newID returns a random identifier of 26 lower-case letters and digits
-// (128 bits), safe in URIs and file names.
-func newID() string {
+// NewID returns a random identifier of 26 lower-case letters and digits
+// (128 bits), safe in URIs and file names, as the store gives results,
+// memories (their uid) and stores.
+func NewID() string {
 	var b [16]byte
 	rand.Read(b[:])
 	return idEncoding.EncodeToString(b[:])
 }
 
-// PutResult compresses and stores a result and returns its description;
-// the ID addresses it (codecell://results/{id}).
-func (s *Store) PutResult(ctx context.Context, in PutResultInput) (ResultInfo, error) {
-	c := tools.CallerFrom(ctx)
-	if int64(len(in.Data)) > s.lim.MaxResultBytes {
-		return ResultInfo{}, tooLargef("result is %d bytes; the limit for stored results is %d bytes", len(in.Data), s.lim.MaxResultBytes)
-	}
-	if in.ContentType == "" {
-		in.ContentType = "application/json"
-	}
-	if in.Session == "" {
-		in.Session = c.Session
-	}
-	prov, err := s.provenance(ctx, in.Provenance, "")
-	if err != nil {
-		return ResultInfo{}, err
-	}
-	info := ResultInfo{Provenance: prov,
-		ID: newID(), Principal: c.Principal, Session: in.Session, ExecutionID: in.ExecutionID, ContentType: in.ContentType,
-		Size: int64(len(in.Data)), SHA256: Hash(in.Data), CreatedAt: s.now().UTC().Truncate(time.Millisecond),
-	}
-	blob := s.enc.EncodeAll(in.Data, nil)
-	info.StoredSize = int64(len(blob))
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO results (id, principal, session, execution_id, content_type, size, stored_size, sha256, data, created_at, provenance)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, info.ID, info.Principal, info.Session, info.ExecutionID, info.ContentType,
-			info.Size, info.StoredSize, info.SHA256, blob, ms(info.CreatedAt), provenanceArg(prov))
-		return err
-	})
-	if err != nil {
-		return ResultInfo{}, fmt.Errorf("put result: %w", err)
-	}
-	return info, nil
+// ResultGetter reads a whole stored result: a backend's GetResult.
+type ResultGetter interface {
+	GetResult(ctx context.Context, id string) (ResultInfo, []byte, error)
 }
 
-const resultColumns = `id, principal, session, execution_id, content_type, size, stored_size, sha256, created_at, provenance`
-
-func scanResult(sc interface{ Scan(...any) error }, extra ...any) (ResultInfo, error) {
-	var r ResultInfo
-	var at int64
-	var prov sql.NullString
-	dest := append([]any{&r.ID, &r.Principal, &r.Session, &r.ExecutionID, &r.ContentType, &r.Size, &r.StoredSize, &r.SHA256, &at, &prov}, extra...)
-	err := sc.Scan(dest...)
-	r.CreatedAt, r.Provenance = fromMS(at), provenanceOf(prov)
-	return r, err
-}
-
-// StatResult describes the caller's result id without reading it.
-func (s *Store) StatResult(ctx context.Context, id string) (ResultInfo, error) {
-	principal := tools.CallerFrom(ctx).Principal
-	var r ResultInfo
-	err := s.read(ctx, func(tx *sql.Tx) error {
-		var err error
-		r, err = scanResult(tx.QueryRowContext(ctx, `SELECT `+resultColumns+` FROM results WHERE id = ? AND principal = ?`, id, principal))
-		if errors.Is(err, sql.ErrNoRows) {
-			return notFoundf("result %q not found (results expire; run the code again to recreate it)", clip(id, 40))
-		}
-		return err
-	})
-	return r, err
-}
-
-// GetResult returns the caller's result id, decompressed. A result of
-// another principal is reported as not found.
-func (s *Store) GetResult(ctx context.Context, id string) (ResultInfo, []byte, error) {
-	principal := tools.CallerFrom(ctx).Principal
-	var r ResultInfo
-	var blob []byte
-	err := s.read(ctx, func(tx *sql.Tx) error {
-		var err error
-		r, err = scanResult(tx.QueryRowContext(ctx, `SELECT `+resultColumns+`, data FROM results WHERE id = ? AND principal = ?`, id, principal), &blob)
-		if errors.Is(err, sql.ErrNoRows) {
-			return notFoundf("result %q not found (results expire; run the code again to recreate it)", clip(id, 40))
-		}
-		return err
-	})
-	if err != nil {
-		return ResultInfo{}, nil, err
-	}
-	data, err := s.dec.DecodeAll(blob, make([]byte, 0, r.Size))
-	if err != nil {
-		return ResultInfo{}, nil, fmt.Errorf("get result %s: decompress: %w", id, err)
-	}
-	return r, data, nil
-}
-
-// ReadResult returns bytes [offset, offset+length) of the caller's result,
-// decompressed (fewer at the end; none past it), for paging. A negative
-// length means to the end.
-func (s *Store) ReadResult(ctx context.Context, id string, offset, length int64) (ResultInfo, []byte, error) {
+// ReadResult returns bytes [offset, offset+length) of the caller's result
+// id as g stores it, decompressed (fewer at the end; none past it), for
+// paging. A negative length means to the end. Both backends' ReadResult
+// is this.
+func ReadResult(ctx context.Context, g ResultGetter, id string, offset, length int64) (ResultInfo, []byte, error) {
 	if offset < 0 {
-		return ResultInfo{}, nil, invalidf("offset is %d; it must be 0 or more", offset)
+		return ResultInfo{}, nil, Invalid("offset is %d; it must be 0 or more", offset)
 	}
-	r, data, err := s.GetResult(ctx, id)
+	r, data, err := g.GetResult(ctx, id)
 	if err != nil {
 		return ResultInfo{}, nil, err
 	}
@@ -160,54 +76,4 @@ func (s *Store) ReadResult(ctx context.Context, id string, offset, length int64)
 		end = offset + length
 	}
 	return r, data[offset:end], nil
-}
-
-// ListResults returns the caller's results, newest first; session, if
-// not empty, selects one session's.
-func (s *Store) ListResults(ctx context.Context, session string, limit int) ([]ResultInfo, error) {
-	principal := tools.CallerFrom(ctx).Principal
-	if limit <= 0 || limit > 1000 {
-		limit = 100
-	}
-	out := []ResultInfo{}
-	err := s.read(ctx, func(tx *sql.Tx) error {
-		q := `SELECT ` + resultColumns + ` FROM results WHERE principal = ?`
-		args := []any{principal}
-		if session != "" {
-			q += ` AND session = ?`
-			args = append(args, session)
-		}
-		rows, err := tx.QueryContext(ctx, q+` ORDER BY created_at DESC, id LIMIT ?`, append(args, limit)...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			r, err := scanResult(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, r)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list results: %w", err)
-	}
-	return out, nil
-}
-
-// DeleteResult deletes the caller's result id.
-func (s *Store) DeleteResult(ctx context.Context, id string) error {
-	principal := tools.CallerFrom(ctx).Principal
-	return s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM results WHERE id = ? AND principal = ?`, id, principal)
-		if err != nil {
-			return fmt.Errorf("delete result: %w", err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return notFoundf("result %q not found", clip(id, 40))
-		}
-		return nil
-	})
 }

@@ -1,12 +1,10 @@
 package memory
 
 import (
-	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"regexp"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/codecell/codecell/tools"
@@ -92,423 +90,106 @@ type SkillChange struct {
 // lower-case identifiers.
 var skillNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
-const metaSkillsVersion = "skills_version"
-
-// legacySkillOwner owns the skills of the former shared scope after
+// LegacySkillOwner owns the skills of the former shared scope after
 // migration 4: the local user, as the stdio server names it.
-const legacySkillOwner = "local"
+const LegacySkillOwner = "local"
 
-// legacySkillScope is the principal under which skills were shared before
+// LegacySkillScope is the principal under which skills were shared before
 // they had owners.
-const legacySkillScope = "skills"
+const LegacySkillScope = "skills"
 
-// SaveSkill creates or replaces the caller's own skill sk.Name and returns
-// it as stored. Language is javascript (default) or typescript;
-// InputSchema, if given, must be a JSON Schema object. A published
-// snapshot of the skill is not changed: publish again to replace it.
-func (s *Store) SaveSkill(ctx context.Context, sk Skill) (Skill, error) {
-	owner := tools.CallerFrom(ctx).Principal
-	sk, err := PrepareSkill(owner, sk, s.lim)
-	if err != nil {
+// ValidSkillName reports whether name can name a skill (it becomes a tool
+// name).
+func ValidSkillName(name string) bool { return skillNameRE.MatchString(name) }
+
+// PrepareSkill checks a skill to save against lim and completes it as
+// SaveSkill does: language defaulted, input schema compacted and compiled,
+// owner and code hash set. It returns the schema as stored (nil for
+// none).
+func PrepareSkill(owner string, sk Skill, lim Limits) (Skill, error) {
+	lim = lim.Defaults()
+	if !skillNameRE.MatchString(sk.Name) {
+		return Skill{}, Invalid("name %q: skill names are lower-case identifiers ([a-z][a-z0-9_]*, at most 64 characters), because they become tool names", Clip(sk.Name, 70))
+	}
+	if err := validateText("description", sk.Description, lim.MaxContentBytes, true); err != nil {
 		return Skill{}, err
 	}
-	var schema any
-	if sk.InputSchema != nil {
-		schema = string(sk.InputSchema)
+	if strings.ContainsAny(strings.SplitN(sk.Description, "\n", 2)[0], "\r") {
+		return Skill{}, Invalid("description: the first line may not contain carriage returns")
 	}
-	ch := SkillChange{Principal: owner, Name: sk.Name, Kind: SkillSaved}
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		now := s.now().UTC().Truncate(time.Millisecond)
-		var created int64
-		var v int64
-		err := tx.QueryRowContext(ctx, `SELECT created_at, version FROM skills WHERE principal = ? AND name = ?`, owner, sk.Name).Scan(&created, &v)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM skills WHERE principal = ?`, owner).Scan(&n); err != nil {
-				return fmt.Errorf("save skill: %w", err)
-			}
-			if n >= s.lim.MaxSkills {
-				return toolErr(CodeQuotaExceeded, ErrQuota, "you have %d skills, the limit; delete one first", n)
-			}
-			created = ms(now)
-		case err != nil:
-			return fmt.Errorf("save skill: %w", err)
-		}
-		sk.Version = v + 1
-		sk.CreatedAt, sk.UpdatedAt = fromMS(created), now
-		if _, err := tx.ExecContext(ctx, `INSERT INTO skills (principal, name, description, code, language, input_schema, version, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (principal, name) DO UPDATE SET description = excluded.description, code = excluded.code,
-			language = excluded.language, input_schema = excluded.input_schema, version = excluded.version, updated_at = excluded.updated_at`,
-			owner, sk.Name, sk.Description, sk.Code, sk.Language, schema, sk.Version, created, ms(now)); err != nil {
-			return fmt.Errorf("save skill: %w", err)
-		}
-		if err := publishedState(ctx, tx, &sk); err != nil {
-			return err
-		}
-		return s.skillChanged(ctx, tx, &ch)
-	})
-	if err != nil {
+	if err := validateText("code", sk.Code, lim.MaxSkillCodeBytes, true); err != nil {
 		return Skill{}, err
 	}
-	s.notifySkills(ch)
+	switch sk.Language {
+	case "":
+		sk.Language = "javascript"
+	case "javascript", "typescript":
+	default:
+		return Skill{}, Invalid("language %q: use javascript or typescript", Clip(sk.Language, 20))
+	}
+	if len(sk.InputSchema) > 0 && string(sk.InputSchema) != "null" {
+		obj, err := normalizeObject("input_schema", sk.InputSchema, lim.MaxMetadataBytes)
+		if err != nil {
+			return Skill{}, err
+		}
+		if _, err := tools.CompileSchema(obj); err != nil {
+			return Skill{}, Invalid("input_schema is not a valid JSON Schema: %v", err)
+		}
+		sk.InputSchema = obj
+	} else {
+		sk.InputSchema = nil
+	}
+	sk.Owner = owner
+	sk.CodeSHA256 = Hash([]byte(sk.Code))
+	sk.Snapshot = false
 	return sk, nil
 }
 
-// publishedState fills in whether the owner has published sk.Name.
-func publishedState(ctx context.Context, q queryer, sk *Skill) error {
-	var v, at int64
-	err := q.QueryRowContext(ctx, `SELECT version, published_at FROM published_skills WHERE name = ? AND owner = ?`, sk.Name, sk.Owner).Scan(&v, &at)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		sk.Published, sk.PublishedVersion, sk.PublishedAt = false, 0, nil
-		return nil
-	case err != nil:
-		return fmt.Errorf("skill %s: %w", sk.Name, err)
+// SkillChangeOf completes a change with the fields its kind implies and
+// the skills version it made.
+func SkillChangeOf(principal, name string, kind SkillChangeKind, version int64) SkillChange {
+	return SkillChange{Principal: principal, Name: name, Kind: kind, Version: version,
+		Deleted:  kind == SkillDeleted || kind == SkillUnpublished,
+		Everyone: kind == SkillPublished || kind == SkillUnpublished}
+}
+
+// SkillSubscribers are the functions a store calls after every change of
+// a skill (OnSkillChange), in the order they subscribed. The zero value
+// is ready to use; it is safe for concurrent use.
+type SkillSubscribers struct {
+	mu   sync.Mutex
+	fns  map[int]func(SkillChange)
+	next int
+}
+
+// Subscribe adds fn; cancel removes it.
+func (s *SkillSubscribers) Subscribe(fn func(SkillChange)) (cancel func()) {
+	s.mu.Lock()
+	if s.fns == nil {
+		s.fns = map[int]func(SkillChange){}
 	}
-	t := fromMS(at)
-	sk.Published, sk.PublishedVersion, sk.PublishedAt = true, v, &t
-	return nil
-}
-
-// skillChanged records a change of a skill in the write transaction tx:
-// it bumps the store-wide skills version, sets ch.Version and logs the
-// change for the other processes (skillwatch.go).
-func (s *Store) skillChanged(ctx context.Context, tx *sql.Tx, ch *SkillChange) error {
-	ch.Deleted = ch.Kind == SkillDeleted || ch.Kind == SkillUnpublished
-	ch.Everyone = ch.Kind == SkillPublished || ch.Kind == SkillUnpublished
-	v, err := bumpSkillsVersion(ctx, tx)
-	if err != nil {
-		return err
-	}
-	ch.Version = v
-	return s.logSkillChange(ctx, tx, *ch)
-}
-
-func bumpSkillsVersion(ctx context.Context, tx *sql.Tx) (int64, error) {
-	var v int64
-	if err := tx.QueryRowContext(ctx, `INSERT INTO meta (key, value) VALUES (?, '1')
-		ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1 RETURNING CAST(value AS INTEGER)`, metaSkillsVersion).Scan(&v); err != nil {
-		return 0, fmt.Errorf("skills version: %w", err)
-	}
-	return v, nil
-}
-
-// SkillsVersion returns a number that grows with every change of any
-// skill (save, delete, publish, unpublish), in this process or another one
-// sharing the database.
-func (s *Store) SkillsVersion(ctx context.Context) (int64, error) {
-	var v int64
-	err := s.read(ctx, func(tx *sql.Tx) error {
-		str, _, err := getMeta(ctx, tx, metaSkillsVersion)
-		if err != nil || str == "" {
-			return err
-		}
-		_, err = fmt.Sscan(str, &v)
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("skills version: %w", err)
-	}
-	return v, nil
-}
-
-// The columns of a skill, own copy or snapshot, in the order scanSkill
-// reads them.
-const (
-	ownSkillSelect = `SELECT s.principal, s.name, s.description, s.code, s.language, s.input_schema, s.version, s.created_at, s.updated_at,
-		NULL, 0, p.version, p.published_at
-		FROM skills s LEFT JOIN published_skills p ON p.name = s.name AND p.owner = s.principal`
-	publishedSkillSelect = `SELECT owner, name, description, code, language, input_schema, version, created_at, updated_at,
-		code_sha256, 1, version, published_at FROM published_skills`
-)
-
-func scanSkill(sc interface{ Scan(...any) error }) (Skill, error) {
-	var sk Skill
-	var schema, sha sql.NullString
-	var c, u int64
-	var pubVersion, pubAt sql.NullInt64
-	if err := sc.Scan(&sk.Owner, &sk.Name, &sk.Description, &sk.Code, &sk.Language, &schema, &sk.Version, &c, &u,
-		&sha, &sk.Snapshot, &pubVersion, &pubAt); err != nil {
-		return sk, err
-	}
-	if schema.Valid {
-		sk.InputSchema = json.RawMessage(schema.String)
-	}
-	sk.CodeSHA256 = sha.String
-	if !sha.Valid {
-		sk.CodeSHA256 = Hash([]byte(sk.Code))
-	}
-	if pubVersion.Valid {
-		sk.Published, sk.PublishedVersion, sk.PublishedAt = true, pubVersion.Int64, timePtr(pubAt)
-	}
-	sk.CreatedAt, sk.UpdatedAt = fromMS(c), fromMS(u)
-	return sk, nil
-}
-
-// GetSkill returns the caller's own skill name.
-func (s *Store) GetSkill(ctx context.Context, name string) (Skill, error) {
-	owner := tools.CallerFrom(ctx).Principal
-	var sk Skill
-	err := s.read(ctx, func(tx *sql.Tx) error {
-		var err error
-		sk, err = scanSkill(tx.QueryRowContext(ctx, ownSkillSelect+` WHERE s.principal = ? AND s.name = ?`, owner, name))
-		if errors.Is(err, sql.ErrNoRows) {
-			return notFoundf("you have no skill %q", clip(name, 70))
-		}
-		return err
-	})
-	return sk, err
-}
-
-// ResolveSkill returns the skill that the caller gets when it calls name:
-// its own skill of that name, else the published one.
-func (s *Store) ResolveSkill(ctx context.Context, name string) (Skill, error) {
-	owner := tools.CallerFrom(ctx).Principal
-	var sk Skill
-	err := s.read(ctx, func(tx *sql.Tx) error {
-		var err error
-		sk, err = scanSkill(tx.QueryRowContext(ctx, ownSkillSelect+` WHERE s.principal = ? AND s.name = ?`, owner, name))
-		if errors.Is(err, sql.ErrNoRows) {
-			sk, err = scanSkill(tx.QueryRowContext(ctx, publishedSkillSelect+` WHERE name = ?`, name))
-		}
-		if errors.Is(err, sql.ErrNoRows) {
-			return notFoundf("no skill %q: neither yours nor published", clip(name, 70))
-		}
-		return err
-	})
-	return sk, err
-}
-
-// ListSkills returns the caller's own skills sorted by name.
-func (s *Store) ListSkills(ctx context.Context) ([]Skill, error) {
-	return s.listSkills(ctx, ownSkillSelect+` WHERE s.principal = ? ORDER BY s.name`, tools.CallerFrom(ctx).Principal)
-}
-
-// CallableSkills returns what the caller can call, sorted by name: its
-// own skills, and the published skills whose names it has no skill of its
-// own for. Owner and Snapshot say whose each is and which copy.
-func (s *Store) CallableSkills(ctx context.Context) ([]Skill, error) {
-	p := tools.CallerFrom(ctx).Principal
-	return s.listSkills(ctx, ownSkillSelect+` WHERE s.principal = ?
-		UNION ALL `+publishedSkillSelect+` WHERE name NOT IN (SELECT name FROM skills WHERE principal = ?)
-		ORDER BY 2`, p, p)
-}
-
-// PublishedSkills returns every published snapshot, sorted by name, for a
-// server that registers them at start-up.
-func (s *Store) PublishedSkills(ctx context.Context) ([]Skill, error) {
-	return s.listSkills(ctx, publishedSkillSelect+` ORDER BY name`)
-}
-
-// AllSkills returns every principal's own skills, sorted by owner and
-// name.
-func (s *Store) AllSkills(ctx context.Context) ([]Skill, error) {
-	return s.listSkills(ctx, ownSkillSelect+` ORDER BY s.principal, s.name`)
-}
-
-func (s *Store) listSkills(ctx context.Context, query string, args ...any) ([]Skill, error) {
-	out := []Skill{}
-	err := s.read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			sk, err := scanSkill(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, sk)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list skills: %w", err)
-	}
-	return out, nil
-}
-
-// DeleteSkill deletes the caller's own skill name. A published snapshot
-// of it stays published: UnpublishSkill withdraws it.
-func (s *Store) DeleteSkill(ctx context.Context, name string) error {
-	owner := tools.CallerFrom(ctx).Principal
-	ch := SkillChange{Principal: owner, Name: name, Kind: SkillDeleted}
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM skills WHERE principal = ? AND name = ?`, owner, name)
-		if err != nil {
-			return fmt.Errorf("delete skill: %w", err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return notFoundf("you have no skill %q", clip(name, 70))
-		}
-		return s.skillChanged(ctx, tx, &ch)
-	})
-	if err != nil {
-		return err
-	}
-	s.notifySkills(ch)
-	return nil
-}
-
-// PublishSkill publishes the caller's own skill name for every principal
-// to call: it stores a snapshot of the skill as it is now, replacing the
-// caller's earlier snapshot of it, and returns the snapshot. A name that
-// another principal has published cannot be published again.
-func (s *Store) PublishSkill(ctx context.Context, name string) (Skill, error) {
-	owner := tools.CallerFrom(ctx).Principal
-	ch := SkillChange{Principal: owner, Name: name, Kind: SkillPublished}
-	var snap Skill
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		sk, err := scanSkill(tx.QueryRowContext(ctx, ownSkillSelect+` WHERE s.principal = ? AND s.name = ?`, owner, name))
-		if errors.Is(err, sql.ErrNoRows) {
-			return notFoundf("you have no skill %q to publish; save it first", clip(name, 70))
-		}
-		if err != nil {
-			return fmt.Errorf("publish skill: %w", err)
-		}
-		var other string
-		err = tx.QueryRowContext(ctx, `SELECT owner FROM published_skills WHERE name = ?`, name).Scan(&other)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM published_skills WHERE owner = ?`, owner).Scan(&n); err != nil {
-				return fmt.Errorf("publish skill: %w", err)
-			}
-			if n >= s.lim.MaxSkills {
-				return toolErr(CodeQuotaExceeded, ErrQuota, "you have published %d skills, the limit; unpublish one first", n)
-			}
-		case err != nil:
-			return fmt.Errorf("publish skill: %w", err)
-		case other != owner:
-			return toolErr(CodeConflict, ErrConflict, "skill %q is published by %s, and only its owner can replace it; publish yours under another name", name, clip(other, 70))
-		}
-		now := s.now().UTC().Truncate(time.Millisecond)
-		var schema any
-		if sk.InputSchema != nil {
-			schema = string(sk.InputSchema)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO published_skills (name, owner, description, code, code_sha256, language, input_schema,
-			version, created_at, updated_at, published_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (name) DO UPDATE SET description = excluded.description, code = excluded.code, code_sha256 = excluded.code_sha256,
-			language = excluded.language, input_schema = excluded.input_schema, version = excluded.version,
-			created_at = excluded.created_at, updated_at = excluded.updated_at, published_at = excluded.published_at`,
-			name, owner, sk.Description, sk.Code, sk.CodeSHA256, sk.Language, schema, sk.Version, ms(sk.CreatedAt), ms(sk.UpdatedAt), ms(now)); err != nil {
-			return fmt.Errorf("publish skill: %w", err)
-		}
-		snap = sk
-		snap.Snapshot, snap.Published, snap.PublishedVersion, snap.PublishedAt = true, true, sk.Version, &now
-		return s.skillChanged(ctx, tx, &ch)
-	})
-	if err != nil {
-		return Skill{}, err
-	}
-	s.notifySkills(ch)
-	return snap, nil
-}
-
-// UnpublishSkill withdraws the caller's published skill name. The
-// caller's own copy, if any, stays.
-func (s *Store) UnpublishSkill(ctx context.Context, name string) error {
-	owner := tools.CallerFrom(ctx).Principal
-	ch := SkillChange{Principal: owner, Name: name, Kind: SkillUnpublished}
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM published_skills WHERE name = ? AND owner = ?`, name, owner)
-		if err != nil {
-			return fmt.Errorf("unpublish skill: %w", err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			var other string
-			if tx.QueryRowContext(ctx, `SELECT owner FROM published_skills WHERE name = ?`, name).Scan(&other) == nil {
-				return toolErr(CodeConflict, ErrConflict, "skill %q is published by %s; only its owner can unpublish it", name, clip(other, 70))
-			}
-			return notFoundf("you have not published a skill %q", clip(name, 70))
-		}
-		return s.skillChanged(ctx, tx, &ch)
-	})
-	if err != nil {
-		return err
-	}
-	s.notifySkills(ch)
-	return nil
-}
-
-// OnSkillChange calls fn after every change of a skill: one made through
-// this Store, on the goroutine that made it, and one made by another
-// connection to the database (another process, another Store), within
-// Config.WatchInterval, on the Store's watcher goroutine. fn may be
-// called from several goroutines at once; it must return quickly and must
-// not close the Store. The returned function ends the subscription.
-func (s *Store) OnSkillChange(fn func(SkillChange)) (cancel func()) {
-	s.smu.Lock()
-	id := s.nextSub
-	s.nextSub++
-	s.skillSubs[id] = fn
-	s.smu.Unlock()
+	id := s.next
+	s.next++
+	s.fns[id] = fn
+	s.mu.Unlock()
 	return func() {
-		s.smu.Lock()
-		delete(s.skillSubs, id)
-		s.smu.Unlock()
+		s.mu.Lock()
+		delete(s.fns, id)
+		s.mu.Unlock()
 	}
 }
 
-func (s *Store) notifySkills(ch SkillChange) {
-	s.smu.Lock()
-	fns := make([]func(SkillChange), 0, len(s.skillSubs))
-	for i := 0; i < s.nextSub; i++ {
-		if fn, ok := s.skillSubs[i]; ok {
+// Notify calls every subscriber with ch, on the caller's goroutine.
+func (s *SkillSubscribers) Notify(ch SkillChange) {
+	s.mu.Lock()
+	fns := make([]func(SkillChange), 0, len(s.fns))
+	for i := 0; i < s.next; i++ {
+		if fn, ok := s.fns[i]; ok {
 			fns = append(fns, fn)
 		}
 	}
-	s.smu.Unlock()
+	s.mu.Unlock()
 	for _, fn := range fns {
 		fn(ch)
 	}
-}
-
-// migrateSharedSkills is the Go step of migration 4: the skills of the
-// former shared scope become the local user's own skills, published. A
-// skill of that name that the local user already had keeps its own copy;
-// the shared one is still published, so every principal, the local user
-// included when it has no copy of its own, calls what it called before.
-func migrateSharedSkills(ctx context.Context, tx *sql.Tx) error {
-	rows, err := tx.QueryContext(ctx, `SELECT name, description, code, language, input_schema, version, created_at, updated_at
-		FROM skills WHERE principal = ?`, legacySkillScope)
-	if err != nil {
-		return fmt.Errorf("shared skills: %w", err)
-	}
-	type row struct {
-		name, desc, code, lang string
-		schema                 sql.NullString
-		version, c, u          int64
-	}
-	var all []row
-	for rows.Next() {
-		var r row
-		if err := rows.Scan(&r.name, &r.desc, &r.code, &r.lang, &r.schema, &r.version, &r.c, &r.u); err != nil {
-			rows.Close()
-			return fmt.Errorf("shared skills: %w", err)
-		}
-		all = append(all, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("shared skills: %w", err)
-	}
-	for _, r := range all {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO published_skills (name, owner, description, code, code_sha256, language, input_schema,
-			version, created_at, updated_at, published_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.name, legacySkillOwner, r.desc, r.code, Hash([]byte(r.code)), r.lang, r.schema, r.version, r.c, r.u, r.u); err != nil {
-			return fmt.Errorf("publish shared skill %s: %w", r.name, err)
-		}
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE OR IGNORE skills SET principal = ? WHERE principal = ?`, legacySkillOwner, legacySkillScope); err != nil {
-		return fmt.Errorf("shared skills: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM skills WHERE principal = ?`, legacySkillScope); err != nil {
-		return fmt.Errorf("shared skills: %w", err)
-	}
-	return nil
 }

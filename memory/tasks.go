@@ -1,15 +1,10 @@
 package memory
 
 import (
-	"context"
-	"database/sql"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/codecell/codecell/tools"
 )
 
 // TaskInput is a new task: a prospective memory.
@@ -29,18 +24,8 @@ type Task struct {
 	Overdue bool `json:"overdue"`
 }
 
-// AddTask stores a task for the caller.
-func (s *Store) AddTask(ctx context.Context, in TaskInput) (Task, error) {
-	m, err := s.Remember(ctx, TaskRemember(in))
-	if err != nil {
-		return Task{}, err
-	}
-	return s.task(m), nil
-}
-
-func (s *Store) task(m Memory) Task { return taskOf(m, s.now()) }
-
-func taskOf(m Memory, now time.Time) Task {
+// TaskOf is m as a task at time now (overdue or not).
+func TaskOf(m Memory, now time.Time) Task {
 	open := m.Status == StatusOpen || m.Status == StatusInProgress
 	return Task{Memory: m, Overdue: open && m.DueAt != nil && m.DueAt.Before(now)}
 }
@@ -60,58 +45,6 @@ type TaskQuery struct {
 	Limit          int      `json:"limit,omitempty"` // default 50, at most 500
 }
 
-// ListTasks returns the caller's tasks, soonest due first (undated last),
-// then by id.
-func (s *Store) ListTasks(ctx context.Context, q TaskQuery) ([]Task, error) {
-	principal := tools.CallerFrom(ctx).Principal
-	sel, err := prepareTaskQuery(&q, s.now())
-	if err != nil {
-		return nil, err
-	}
-	where, args := sel.Filter.where(principal)
-	where += " AND m.status IN (" + placeholders(len(sel.Statuses)) + ")"
-	for _, st := range sel.Statuses {
-		args = append(args, string(st))
-	}
-	if sel.DueBefore != nil {
-		where += " AND m.due_at IS NOT NULL AND m.due_at < ?"
-		args = append(args, ms(*sel.DueBefore))
-	}
-	var out []Task
-	err = s.read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT m.id FROM memories m WHERE `+where+` ORDER BY m.due_at IS NULL, m.due_at, m.id LIMIT ?`, append(args, q.Limit)...)
-		if err != nil {
-			return err
-		}
-		var ids []int64
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		ms, err := loadMemories(ctx, tx, principal, ids)
-		if err != nil {
-			return err
-		}
-		out = make([]Task, len(ms))
-		for i, m := range ms {
-			out[i] = s.task(m)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", err)
-	}
-	return out, nil
-}
-
 // TaskUpdate changes a task. Note, if set, is appended to the task's
 // metadata "notes" list with the time.
 type TaskUpdate struct {
@@ -122,42 +55,6 @@ type TaskUpdate struct {
 	Note    string      `json:"note,omitempty"`
 }
 
-// UpdateTask changes the caller's task in.ID, which must be a prospective
-// memory.
-func (s *Store) UpdateTask(ctx context.Context, in TaskUpdate) (Task, error) {
-	cur, err := s.peek(ctx, in.ID)
-	if err != nil {
-		return Task{}, err
-	}
-	up, err := taskUpdate(cur, in, s.now())
-	if err != nil {
-		return Task{}, err
-	}
-	m, err := s.Update(ctx, up)
-	if err != nil {
-		return Task{}, err
-	}
-	return s.task(m), nil
-}
-
-// peek reads a memory without counting an access.
-func (s *Store) peek(ctx context.Context, id int64) (Memory, error) {
-	principal := tools.CallerFrom(ctx).Principal
-	var m Memory
-	err := s.read(ctx, func(tx *sql.Tx) error {
-		ms, err := loadMemories(ctx, tx, principal, []int64{id})
-		if err != nil {
-			return err
-		}
-		if len(ms) == 0 {
-			return notFoundf("memory %d not found", id)
-		}
-		m = ms[0]
-		return nil
-	})
-	return m, err
-}
-
 // TaskSelection is what a TaskQuery selects: prospective memories that
 // pass Filter, in one of Statuses, due before DueBefore when set.
 type TaskSelection struct {
@@ -166,14 +63,14 @@ type TaskSelection struct {
 	DueBefore *time.Time
 }
 
-// prepareTaskQuery sets q's defaults, checks it and says what it selects
-// at time now.
-func prepareTaskQuery(q *TaskQuery, now time.Time) (TaskSelection, error) {
+// PrepareTaskQuery sets q's defaults, checks it and says what it selects
+// at time now, as ListTasks does.
+func PrepareTaskQuery(q *TaskQuery, now time.Time) (TaskSelection, error) {
 	if q.Limit == 0 {
 		q.Limit = 50
 	}
 	if q.Limit < 1 || q.Limit > 500 {
-		return TaskSelection{}, invalidf("limit is %d; it must be between 1 and 500", q.Limit)
+		return TaskSelection{}, Invalid("limit is %d; it must be between 1 and 500", q.Limit)
 	}
 	statuses := slices.Clone(q.Statuses)
 	if len(statuses) == 0 || q.Overdue {
@@ -181,14 +78,14 @@ func prepareTaskQuery(q *TaskQuery, now time.Time) (TaskSelection, error) {
 	}
 	for i, st := range statuses {
 		if !st.valid() {
-			return TaskSelection{}, invalidf("status[%d] %q is not a task status; use open, in_progress, done or cancelled", i, clip(string(st), 40))
+			return TaskSelection{}, Invalid("status[%d] %q is not a task status; use open, in_progress, done or cancelled", i, Clip(string(st), 40))
 		}
 	}
 	if q.DueWithinHours < 0 {
-		return TaskSelection{}, invalidf("due_within_hours is %v; it must be 0 or more", q.DueWithinHours)
+		return TaskSelection{}, Invalid("due_within_hours is %v; it must be 0 or more", q.DueWithinHours)
 	}
 	f := Filter{Layers: []Layer{Prospective}, Tags: q.Tags}
-	if err := f.normalize(); err != nil {
+	if err := f.Normalize(); err != nil {
 		return TaskSelection{}, err
 	}
 	var before *time.Time
@@ -207,11 +104,12 @@ func prepareTaskQuery(q *TaskQuery, now time.Time) (TaskSelection, error) {
 	return TaskSelection{Filter: f, Statuses: statuses, DueBefore: before}, nil
 }
 
-// taskUpdate turns a task update of the stored memory cur into the
-// memory update it makes at time now (a note appended to metadata.notes).
-func taskUpdate(cur Memory, in TaskUpdate, now time.Time) (UpdateInput, error) {
+// TaskUpdateOf turns a task update of the stored memory cur into the
+// memory update UpdateTask makes at time now (a note appended to
+// metadata.notes).
+func TaskUpdateOf(cur Memory, in TaskUpdate, now time.Time) (UpdateInput, error) {
 	if cur.Layer != Prospective {
-		return UpdateInput{}, invalidf("memory %d is a %s memory, not a task; use memory.update", in.ID, cur.Layer)
+		return UpdateInput{}, Invalid("memory %d is a %s memory, not a task; use memory.update", in.ID, cur.Layer)
 	}
 	up := UpdateInput{ID: in.ID, Status: in.Status, DueAt: in.DueAt, Content: in.Content}
 	if note := strings.TrimSpace(in.Note); note != "" {
@@ -228,4 +126,10 @@ func taskUpdate(cur Memory, in TaskUpdate, now time.Time) (UpdateInput, error) {
 		up.MergeMetadata = patch
 	}
 	return up, nil
+}
+
+// TaskRemember is the memory AddTask stores for in.
+func TaskRemember(in TaskInput) RememberInput {
+	return RememberInput{Layer: Prospective, Content: in.Content, DueAt: in.DueAt, Status: in.Status, Tags: in.Tags,
+		Metadata: in.Metadata, Importance: in.Importance, Entities: in.Entities}
 }

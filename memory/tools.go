@@ -17,17 +17,6 @@ const (
 	WorkspaceCategorySummary = "Files that persist across runs and sessions: write, read, list and remove text or base64 data by relative path."
 )
 
-// Register describes both categories in r and registers the memory and
-// workspace tools.
-func (s *Store) Register(r *tools.Registry) error {
-	return RegisterTools(r, s.ToolSet())
-}
-
-// ToolSet is the store's operations for the memory and workspace tools.
-func (s *Store) ToolSet() ToolSet {
-	return ToolSet{Limits: s.lim, Now: s.now, Memories: s, Graph: s, Tasks: s, Consolidator: s, Workspace: s}
-}
-
 // RegisterTools describes both categories in r and registers the tools of
 // ts: a backend that lacks a group of operations (a nil field) goes
 // without its tools.
@@ -95,14 +84,6 @@ type ConsolidateOps interface {
 	Consolidate(ctx context.Context, in ConsolidateInput) (ConsolidateResult, error)
 }
 
-var (
-	_ MemoryOps      = (*Store)(nil)
-	_ GraphOps       = (*Store)(nil)
-	_ TaskOps        = (*Store)(nil)
-	_ ConsolidateOps = (*Store)(nil)
-	_ WorkspaceOps   = (*Store)(nil)
-)
-
 // JSON Schema fragments shared by the tools.
 const (
 	layerEnum    = `{"type": "string", "enum": ["episodic", "semantic", "procedural", "prospective"]}`
@@ -143,10 +124,6 @@ var (
 )
 
 func raw(s string) json.RawMessage { return json.RawMessage(s) }
-
-// Tools returns the memory tools (category "memory"). Their handlers act
-// for tools.CallerFrom(ctx).Principal.
-func (s *Store) Tools() []tools.Tool { return s.ToolSet().MemoryTools() }
 
 // MemoryTools returns the tools of the groups ts has (category "memory").
 // Their handlers act for tools.CallerFrom(ctx).Principal.

@@ -39,11 +39,6 @@ type readOut struct {
 	Provenance json.RawMessage `json:"provenance,omitempty"`
 }
 
-// WorkspaceTools returns the workspace tools (category "workspace"),
-// callable positionally from programs: workspace.write(path, data),
-// workspace.read(path), workspace.list(prefix?), workspace.remove(path).
-func (s *Store) WorkspaceTools() []tools.Tool { return s.ToolSet().WorkspaceTools() }
-
 // WorkspaceOps is what the workspace tools call.
 type WorkspaceOps interface {
 	WriteFile(ctx context.Context, p string, data []byte) (FileInfo, bool, error)
@@ -92,11 +87,11 @@ func (ts ToolSet) WorkspaceTools() []tools.Tool {
 				case "base64":
 					b, err := base64.StdEncoding.DecodeString(in.Data)
 					if err != nil {
-						return fileOut{}, invalidf("data is not valid base64 (standard alphabet, padded): %v", err)
+						return fileOut{}, Invalid("data is not valid base64 (standard alphabet, padded): %v", err)
 					}
 					data = b
 				default:
-					return fileOut{}, invalidf("encoding %q: use utf8 or base64", clip(in.Encoding, 20))
+					return fileOut{}, Invalid("encoding %q: use utf8 or base64", Clip(in.Encoding, 20))
 				}
 				fi, created, err := s.WriteFile(ctx, in.Path, data)
 				if err != nil {
@@ -136,11 +131,11 @@ func (ts ToolSet) WorkspaceTools() []tools.Tool {
 					out.Encoding, out.Data = "base64", base64.StdEncoding.EncodeToString(data)
 				case in.Encoding == "" || in.Encoding == "utf8":
 					if !utf8.Valid(data) {
-						return readOut{}, invalidf("file %s is not UTF-8 text; read it with encoding: \"base64\"", in.Path)
+						return readOut{}, Invalid("file %s is not UTF-8 text; read it with encoding: \"base64\"", in.Path)
 					}
 					out.Encoding, out.Data = "utf8", string(data)
 				default:
-					return readOut{}, invalidf("encoding %q: use utf8 or base64", clip(in.Encoding, 20))
+					return readOut{}, Invalid("encoding %q: use utf8 or base64", Clip(in.Encoding, 20))
 				}
 				return out, nil
 			}),

@@ -2,10 +2,7 @@ package memory
 
 import (
 	"bytes"
-	"context"
-	"database/sql"
 	"encoding/json"
-	"fmt"
 )
 
 // MaxToolShapeBytes bounds what PutToolShape stores for one tool, as
@@ -19,63 +16,8 @@ const MaxToolShapes = 1000
 // maxToolShapeKey bounds a source's or a tool's name.
 const maxToolShapeKey = 256
 
-// PutToolShape stores what the tool source named source learned about the
-// results of its tool named tool — for an upstream MCP server's tool that
-// declares no output schema, the schema inferred from observed results —
-// replacing what it stored for that tool before. The content is the
-// source's business: any JSON value, kept compacted, at most
-// MaxToolShapeBytes. It is server state, not a principal's: every caller
-// shares it.
-func (s *Store) PutToolShape(ctx context.Context, source, tool string, shape json.RawMessage) error {
-	compact, err := checkToolShape(source, tool, shape)
-	if err != nil {
-		return err
-	}
-	now := ms(s.now())
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO tool_shapes (source, tool, shape, updated_at) VALUES (?, ?, ?, ?)
-			ON CONFLICT (source, tool) DO UPDATE SET shape = excluded.shape, updated_at = excluded.updated_at`,
-			source, tool, compact, now); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM tool_shapes WHERE source = ? AND tool NOT IN (
-			SELECT tool FROM tool_shapes WHERE source = ? ORDER BY updated_at DESC, tool = ? DESC, tool LIMIT ?)`,
-			source, source, tool, MaxToolShapes)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("put tool shape: %w", err)
-	}
-	return nil
-}
-
-// ToolShapes returns what the tool source named source stored with
-// PutToolShape, by tool name; an empty map when nothing.
-func (s *Store) ToolShapes(ctx context.Context, source string) (map[string]json.RawMessage, error) {
-	out := map[string]json.RawMessage{}
-	err := s.read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT tool, shape FROM tool_shapes WHERE source = ?`, source)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var tool, shape string
-			if err := rows.Scan(&tool, &shape); err != nil {
-				return err
-			}
-			out[tool] = json.RawMessage(shape)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read tool shapes: %w", err)
-	}
-	return out, nil
-}
-
-// checkToolShape checks a tool shape to store and returns it compacted.
-func checkToolShape(source, tool string, shape json.RawMessage) (string, error) {
+// CheckToolShape checks a tool shape to store and returns it compacted.
+func CheckToolShape(source, tool string, shape json.RawMessage) (string, error) {
 	if err := checkToolShapeKey("source", source); err != nil {
 		return "", err
 	}
@@ -84,17 +26,17 @@ func checkToolShape(source, tool string, shape json.RawMessage) (string, error) 
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, shape); err != nil {
-		return "", invalidf("tool shape of %s %s is not valid JSON: %v", clip(source, 40), clip(tool, 40), err)
+		return "", Invalid("tool shape of %s %s is not valid JSON: %v", Clip(source, 40), Clip(tool, 40), err)
 	}
 	if buf.Len() > MaxToolShapeBytes {
-		return "", tooLargef("tool shape of %s %s is %d bytes as JSON; the limit is %d bytes", clip(source, 40), clip(tool, 40), buf.Len(), MaxToolShapeBytes)
+		return "", TooLarge("tool shape of %s %s is %d bytes as JSON; the limit is %d bytes", Clip(source, 40), Clip(tool, 40), buf.Len(), MaxToolShapeBytes)
 	}
 	return buf.String(), nil
 }
 
 func checkToolShapeKey(what, v string) error {
 	if v == "" || len(v) > maxToolShapeKey {
-		return invalidf("tool shape: %s name must be 1 to %d bytes, got %d", what, maxToolShapeKey, len(v))
+		return Invalid("tool shape: %s name must be 1 to %d bytes, got %d", what, maxToolShapeKey, len(v))
 	}
 	return nil
 }

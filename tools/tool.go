@@ -77,6 +77,11 @@ type Tool struct {
 	// directly under the category. Search counts its words with the
 	// category's.
 	Group string
+	// Route is the HTTP method and path template of a tool that calls an
+	// HTTP API ("GET /repos/{owner}/{repo}/issues"), empty for others.
+	// Search reads what the operation does and to what from it: the
+	// method on a collection or an item, and the resources the path names.
+	Route string
 	// Deprecated marks a tool its source advises against using; listings
 	// and declarations say so and search ranks it lower.
 	Deprecated bool
@@ -85,6 +90,13 @@ type Tool struct {
 	// it like any other, and the tree shows it under /runtime/ instead of
 	// as a category of its own.
 	Runtime bool
+	// Gated marks a helper: a tool whose handler acts only by calling
+	// other tools through the gate (CallThrough), such as an OpenAPI
+	// source's paginate. Each of those calls is checked as a call of its
+	// own — approved, planned, memoised, observed by the data-flow rules
+	// and audited — so the helper's own call is validated and audited,
+	// never approved, planned or memoised itself.
+	Gated bool
 	// Handler runs the tool.
 	Handler Handler
 }
@@ -95,7 +107,22 @@ type Annotations struct {
 	Destructive bool `json:"destructive,omitempty"`
 	Idempotent  bool `json:"idempotent,omitempty"`
 	OpenWorld   bool `json:"openWorld,omitempty"`
+	// Untrusted says the hints are the claims of a source codecell does
+	// not trust to make them (an upstream MCP server without
+	// trust_annotations): shown, never the ground of a decision. See
+	// KnownReadOnly and MayDestroy.
+	Untrusted bool `json:"-"`
 }
+
+// KnownReadOnly reports whether a call of the tool is known to change
+// nothing: annotated read-only by a source codecell trusts. Read-only
+// toolsets, dry runs, approvals of writes and memoisation decide by it.
+func (a Annotations) KnownReadOnly() bool { return a.ReadOnly && !a.Untrusted }
+
+// MayDestroy reports whether a call of the tool may destroy something:
+// annotated destructive, or annotated by a source codecell does not trust,
+// whatever it claims.
+func (a Annotations) MayDestroy() bool { return a.Destructive || a.Untrusted }
 
 // Example is one documented call of a tool.
 type Example struct {

@@ -38,7 +38,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/codecell/codecell/memory/postgres/pgtest"
+	"github.com/codecell/codecell/memory/postgres/pgserver"
 )
 
 func main() {
@@ -126,7 +126,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	switch *storeKind {
 	case "sqlite":
 	case "postgres":
-		pg, err := pgtest.Start(ctx)
+		pg, err := pgserver.Start(ctx)
 		if err != nil {
 			return err
 		}

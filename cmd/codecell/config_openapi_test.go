@@ -44,7 +44,7 @@ disabled = true
 		Auth:    openapi.Auth{Type: "bearer", TokenEnv: "CODECELL_TEST_GH_TOKEN"},
 		Headers: map[string]string{"X-GitHub-Api-Version": "2022-11-28"},
 		Include: []string{"issues/*"}, Exclude: []string{"issues/delete*"}, Tags: []string{"issues"}, Methods: []string{"GET", "POST"},
-		Timeout: openapi.Duration(10 * time.Second), MaxConcurrentCalls: 4, RateLimit: "5000/h", AllowedHosts: []string{"uploads.github.com"},
+		Timeout: Duration(10 * time.Second), MaxConcurrentCalls: 4, RateLimit: "5000/h", AllowedHosts: []string{"uploads.github.com"},
 	}
 	got := cfg.OpenAPI["github"]
 	if got.Spec != want.Spec || got.BaseURL != want.BaseURL || got.Auth != want.Auth || got.Headers["X-GitHub-Api-Version"] != "2022-11-28" ||

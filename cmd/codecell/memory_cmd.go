@@ -27,6 +27,8 @@ Commands:
   import FILE|-         read a JSONL export (memories are re-embedded); what the
                         store already holds is skipped, so importing twice is safe
   reindex               rebuild every vector with the configured embedder
+  reset-learning        forget what tool search learned from use (the query
+                        words linked to the tools runs called after them)
   migrate --to postgres copy the SQLite store into PostgreSQL, verified
                         (codecell memory migrate --help)
 
@@ -51,10 +53,10 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return runMemoryMigrate(ctx, rest, stdout, stderr)
 	}
 	switch sub {
-	case "stats", "search", "export", "import", "reindex":
+	case "stats", "search", "export", "import", "reindex", "reset-learning":
 	default:
 		fmt.Fprint(stderr, memoryUsage)
-		return usageError{fmt.Sprintf("unknown memory command %q; want stats, search, export, import, reindex or migrate", sub)}
+		return usageError{fmt.Sprintf("unknown memory command %q; want stats, search, export, import, reindex, reset-learning or migrate", sub)}
 	}
 	fs := newConfigCommand("memory "+sub, strings.TrimSuffix(memoryUsage, "\n"), stderr)
 	principal := fs.String("principal", "local", "whose memories to search (search only; local is the stdio user)")
@@ -82,7 +84,6 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	defer st.Close()
-	backend := backendOf(cfg)
 
 	printJSON := func(v any) error {
 		enc := json.NewEncoder(stdout)
@@ -91,11 +92,7 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	switch sub {
 	case "stats":
-		store, ok := st.(statser)
-		if !ok {
-			return errUnsupported{"memory stats", backend}
-		}
-		stats, err := store.Stats(ctx)
+		stats, err := st.Stats(ctx)
 		if err != nil {
 			return fmt.Errorf("memory stats: %w", err)
 		}
@@ -121,12 +118,8 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if fs.NArg() == 0 {
 			return usageError{"memory search needs a query"}
 		}
-		store, ok := st.(recaller)
-		if !ok {
-			return errUnsupported{"memory search", backend}
-		}
 		pctx := tools.WithCaller(ctx, tools.Caller{Principal: *principal})
-		res, err := store.Recall(pctx, memory.RecallInput{Query: strings.Join(fs.Args(), " "), Limit: *limit})
+		res, err := st.Recall(pctx, memory.RecallInput{Query: strings.Join(fs.Args(), " "), Limit: *limit})
 		if err != nil {
 			return fmt.Errorf("memory search: %w", err)
 		}
@@ -148,10 +141,6 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return tw.Flush()
 
 	case "export":
-		store, ok := st.(exporter)
-		if !ok {
-			return errUnsupported{"memory export", backend}
-		}
 		w := stdout
 		if fs.NArg() > 0 && fs.Arg(0) != "-" {
 			f, err := os.OpenFile(fs.Arg(0), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
@@ -161,7 +150,7 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			defer f.Close()
 			w = f
 		}
-		rep, err := store.Export(ctx, w)
+		rep, err := st.Export(ctx, w)
 		if err != nil {
 			return fmt.Errorf("memory export: %w", err)
 		}
@@ -169,10 +158,6 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return nil
 
 	case "import":
-		store, ok := st.(importer)
-		if !ok {
-			return errUnsupported{"memory import", backend}
-		}
 		if fs.NArg() != 1 {
 			return usageError{"memory import needs a file, or - for stdin"}
 		}
@@ -185,7 +170,7 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			defer f.Close()
 			r = f
 		}
-		rep, err := store.Import(ctx, r)
+		rep, err := st.Import(ctx, r)
 		if err != nil {
 			return fmt.Errorf("memory import: %w", err)
 		}
@@ -193,10 +178,6 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return nil
 
 	case "reindex":
-		store, ok := st.(reindexer)
-		if !ok {
-			return errUnsupported{"memory reindex", backend}
-		}
 		emb, err := embedder(cfg, log)
 		if err != nil {
 			return err
@@ -204,11 +185,19 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if emb == nil {
 			emb = memory.NewHashEmbedder(memory.DefaultDimensions)
 		}
-		rep, err := store.Reindex(ctx, emb)
+		rep, err := st.Reindex(ctx, emb)
 		if err != nil {
 			return fmt.Errorf("memory reindex: %w", err)
 		}
 		fmt.Fprintf(stdout, "reindexed %+v\n", rep)
+		return nil
+
+	case "reset-learning":
+		n, err := st.ResetSearchLinks(ctx)
+		if err != nil {
+			return fmt.Errorf("memory reset-learning: %w", err)
+		}
+		fmt.Fprintf(stdout, "forgot %d learned links between search words and tools; servers running on this store keep theirs until they restart\n", n)
 		return nil
 	}
 	return nil

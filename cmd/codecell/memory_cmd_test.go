@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/memory/sqlite"
 	"github.com/codecell/codecell/tools"
 )
 
@@ -27,7 +28,7 @@ func memoryCmd(t *testing.T, dir string, args ...string) (string, string, error)
 // as a server would.
 func fillStore(t *testing.T, dir string) {
 	t.Helper()
-	st, err := memory.Open(t.Context(), memory.Config{Path: filepath.Join(dir, "codecell.db")}, nil)
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(dir, "codecell.db")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func fillStore(t *testing.T, dir string) {
 	}
 }
 
-// TestMemoryExportImportCommands is the README's backup example, `codecell
+// TestMemoryExportImportCommands is docs/memory.md's backup example, `codecell
 // memory export backup.jsonl && codecell memory import backup.jsonl`: the
 // import into the same store skips everything and says so; into another
 // store it imports everything once.
@@ -101,7 +102,7 @@ func TestMemoryReadOnlyCommands(t *testing.T) {
 
 	data := t.TempDir()
 	fillStore(t, data)
-	st, err := memory.Open(t.Context(), memory.Config{Path: filepath.Join(data, "codecell.db")}, nil)
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(data, "codecell.db")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

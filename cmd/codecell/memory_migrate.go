@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/codecell/codecell/memory/postgres"
+	"github.com/codecell/codecell/memory/storecopy"
 )
 
 const memoryMigrateUsage = `Usage: codecell memory migrate --to postgres [--dsn DSN] [--from FILE] [--force|--append|--verify]
@@ -66,12 +66,12 @@ func runMemoryMigrate(ctx context.Context, args []string, stdout, stderr io.Writ
 	if *to != backendPostgres {
 		return usageError{"memory migrate needs --to postgres: the only backend it copies into"}
 	}
-	opts := postgres.CopyOptions{Mode: postgres.CopyIntoEmpty}
+	opts := storecopy.CopyOptions{Mode: storecopy.CopyIntoEmpty}
 	set := 0
 	for _, m := range []struct {
 		on   bool
-		mode postgres.CopyMode
-	}{{*force, postgres.CopyForce}, {*appendRows, postgres.CopyAppend}, {*verify, postgres.CopyVerify}} {
+		mode storecopy.CopyMode
+	}{{*force, storecopy.CopyForce}, {*appendRows, storecopy.CopyAppend}, {*verify, storecopy.CopyVerify}} {
 		if m.on {
 			opts.Mode = m.mode
 			set++
@@ -105,7 +105,7 @@ func runMemoryMigrate(ctx context.Context, args []string, stdout, stderr io.Writ
 		return err
 	}
 	defer dst.Close()
-	rep, err := postgres.CopyFromSQLite(ctx, dst, source, opts)
+	rep, err := storecopy.CopyFromSQLite(ctx, dst, source, opts)
 	if len(rep.Tables) > 0 {
 		if *asJSON {
 			enc := json.NewEncoder(stdout)
@@ -120,10 +120,10 @@ func runMemoryMigrate(ctx context.Context, args []string, stdout, stderr io.Writ
 			}
 		}
 	}
-	if errors.Is(err, postgres.ErrCopyMismatch) {
+	if errors.Is(err, storecopy.ErrCopyMismatch) {
 		return fmt.Errorf("memory migrate: %w", err)
 	}
-	if errors.Is(err, postgres.ErrTargetNotEmpty) {
+	if errors.Is(err, storecopy.ErrTargetNotEmpty) {
 		return fmt.Errorf("memory migrate: %w; or --verify to compare it with the source", err)
 	}
 	if err != nil {

@@ -40,14 +40,15 @@ type openAPISources struct {
 
 // startOpenAPI starts loading the enabled sources of cfg into reg, as
 // many at once as there are CPUs, the largest documents first (they take
-// longest, and the small ones fill the gaps). Each keeps a snapshot of
+// longest, and the small ones fill the gaps); each is listed as loading,
+// with its stage, from the first request on. Each keeps a snapshot of
 // what it made under the data directory, so that the next start reads it
 // rather than parsing the document; documents fetched from URLs are
-// cached there too. Binary
-// responses become stored results; every request is logged (method,
-// host, status). A source that cannot load — its credential's variable
-// unset, its document missing or unreadable — is unavailable with the
-// reason, in the registry and the log, and the others serve.
+// cached there too. Binary responses become stored results; every
+// request is logged (method, host, status). A source that cannot load —
+// its credential's variable unset, its document missing or unreadable —
+// is unavailable with the reason, in the registry and the log, and the
+// others serve.
 func startOpenAPI(cfg Config, reg *tools.Registry, store resultPutter, log *slog.Logger) *openAPISources {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &openAPISources{cancel: cancel, log: log.With("component", "openapi")}
@@ -56,36 +57,27 @@ func startOpenAPI(cfg Config, reg *tools.Registry, store resultPutter, log *slog
 		cache = filepath.Join(dir, "openapi")
 		snapshots = filepath.Join(cache, "snapshots")
 	}
+	set, _ := cfg.upstreams() // valid: checked at start, where moved categories are logged
 	version := sync.OnceValue(func() string { return buildVersion(s.log) })
-	opts := func(name string) openapi.Options {
-		o := openapi.Options{Name: name, Getenv: os.Getenv, CacheDir: cache, SnapshotDir: snapshots, Version: version(),
-			Recorder: requestLog{s.log}, Logger: log,
-			Progress: func(p openapi.Progress) {
-				s.log.Debug("openapi source loading", "source", name, "stage", p.Stage, "bytes", p.DocumentBytes, "estimate_ms", p.Estimate.Milliseconds())
-			}}
-		if store != nil {
-			o.Artifacts = storeBlobs{store}
-		}
-		return o
-	}
-	type load struct {
-		name string
-		cfg  openapi.Config
-		size int64
-	}
-	var loads []load
+	var loads []*openAPILoad
 	for _, name := range slices.Sorted(maps.Keys(cfg.OpenAPI)) {
 		oc := cfg.OpenAPI[name]
 		if oc.Disabled {
 			continue
 		}
+		// A name taken by another source or by codecell is served as
+		// another category (categories.go).
+		category := name
+		if pl, ok := set.plan.openAPI[name]; ok {
+			category = pl.category
+		}
+		l := &openAPILoad{name: name, cfg: oc}
 		if err := oc.Check(os.Getenv); err != nil {
 			// Missing credentials, known at once: the configuration was
 			// checked when the server started.
-			s.unavailable(reg, name, unavailableReason(name, err))
+			s.unavailable(reg, name, category, unavailableReason(name, err))
 			continue
 		}
-		var size int64
 		if !strings.Contains(oc.Spec, "://") {
 			fi, err := os.Stat(oc.Spec)
 			if err != nil {
@@ -93,15 +85,35 @@ func startOpenAPI(cfg Config, reg *tools.Registry, store resultPutter, log *slog
 				if errors.Is(err, fs.ErrNotExist) {
 					what = "not found"
 				}
-				s.unavailable(reg, name, fmt.Sprintf("document %s: %s; fix spec in [openapi.%s] and restart codecell (%v)", what, oc.Spec, name, err))
+				s.unavailable(reg, name, category, fmt.Sprintf("document %s: %s; fix spec in [openapi.%s] and restart codecell (%v)", what, oc.Spec, name, err))
 				continue
 			}
-			size = fi.Size()
+			l.size = fi.Size()
 		}
-		loads = append(loads, load{name, oc, size})
+		if err := reg.SetCategorySource(category, fmt.Sprintf("the OpenAPI description %q", name)); err != nil {
+			s.log.Error("openapi source unavailable", "source", name, "reason", err.Error())
+			continue
+		}
+		// Listed as loading from the first request on, until it is done.
+		load, err := reg.BeginLoad(category, "waiting to load the OpenAPI description")
+		if err != nil {
+			s.log.Error("openapi source unavailable", "source", name, "reason", err.Error())
+			continue
+		}
+		l.load = load
+		l.opts = openapi.Options{Name: category, Getenv: os.Getenv, CacheDir: cache, SnapshotDir: snapshots,
+			Recorder: requestLog{s.log}, Logger: log, Shared: sharedByPrincipals(cfg),
+			Progress: func(p openapi.Progress) {
+				s.log.Debug("openapi source loading", "source", name, "stage", p.Stage, "bytes", p.DocumentBytes, "estimate_ms", p.Estimate.Milliseconds())
+				load.Progress(tools.LoadProgress{Stage: loadStages[p.Stage], Left: p.Estimate})
+			}}
+		if store != nil {
+			l.opts.Artifacts = storeBlobs{store}
+		}
+		loads = append(loads, l)
 	}
-	slices.SortStableFunc(loads, func(a, b load) int { return cmp.Compare(b.size, a.size) })
-	queue := make(chan load, len(loads))
+	slices.SortStableFunc(loads, func(a, b *openAPILoad) int { return cmp.Compare(b.size, a.size) })
+	queue := make(chan *openAPILoad, len(loads))
 	for _, l := range loads {
 		queue <- l
 	}
@@ -116,9 +128,11 @@ func startOpenAPI(cfg Config, reg *tools.Registry, store resultPutter, log *slog
 			defer s.wg.Done()
 			for l := range queue {
 				if ctx.Err() != nil {
-					break
+					l.load.Fail("the server stopped before the description was loaded")
+					continue
 				}
-				if s.open(ctx, reg, l.name, l.cfg, opts(l.name)) {
+				l.opts.Version = version()
+				if s.open(ctx, reg, l) {
 					parsed.Store(true)
 				}
 			}
@@ -134,41 +148,64 @@ func startOpenAPI(cfg Config, reg *tools.Registry, store resultPutter, log *slog
 	return s
 }
 
-// open makes the source name and registers its tools, or records why it
-// is unavailable. It reports whether it parsed the source's document
-// (there was no snapshot to read).
-func (s *openAPISources) open(ctx context.Context, reg *tools.Registry, name string, cfg openapi.Config, opts openapi.Options) (parsed bool) {
-	src, err := openapi.New(cfg, opts)
+// openAPILoad is one source waiting for its turn to load.
+type openAPILoad struct {
+	name string
+	cfg  openapi.Config
+	opts openapi.Options
+	size int64 // of its document, when a file
+	load *tools.Load
+}
+
+// loadStages say what a loading source does, as the tree and search show it.
+var loadStages = map[openapi.Stage]string{
+	openapi.StageFetch:    "reading the OpenAPI description",
+	openapi.StageSnapshot: "reading its snapshot",
+	openapi.StageParse:    "parsing the OpenAPI description",
+	openapi.StageBuild:    "making its tools",
+	openapi.StageRegister: "registering its tools",
+}
+
+// open makes the source and registers its tools, or records why it is
+// unavailable. It reports whether it parsed the source's document (there
+// was no snapshot to read).
+func (s *openAPISources) open(ctx context.Context, reg *tools.Registry, l *openAPILoad) (parsed bool) {
+	fail := func(reason string) {
+		s.log.Error("openapi source unavailable", "source", l.name, "reason", reason)
+		l.load.Fail(reason)
+	}
+	src, err := openapi.New(l.cfg, l.opts)
 	if err != nil {
-		s.unavailable(reg, name, unavailableReason(name, err))
+		fail(unavailableReason(l.name, err))
 		return false
 	}
 	if taken := categoryTaken(reg, src.Category()); taken {
-		s.unavailable(reg, name, fmt.Sprintf("category %s already holds other tools; rename [openapi.%s]", src.Category(), name))
+		fail(fmt.Sprintf("category %s already holds other tools; rename [openapi.%s]", src.Category(), l.name))
 		return false
 	}
 	rep, err := src.Open(ctx, reg)
 	if err != nil {
 		if ctx.Err() == nil {
-			reason := strings.TrimPrefix(err.Error(), "openapi "+src.Category()+": ")
-			s.unavailable(reg, name, reason+"; fix it and restart codecell")
+			fail(strings.TrimPrefix(err.Error(), "openapi "+src.Category()+": ") + "; fix it and restart codecell")
+		} else {
+			l.load.Fail("the server stopped before the description was loaded")
 		}
 		return true
 	}
+	l.load.Done()
 	s.mu.Lock()
 	s.sources = append(s.sources, src)
 	s.mu.Unlock()
 	return !rep.Snapshot
 }
 
-// unavailable records that the source name cannot be used, and why: in
-// the registry, where the manifest and the tree show it, and in the log.
-func (s *openAPISources) unavailable(reg *tools.Registry, name, reason string) {
+// unavailable records that the source name, served as category, cannot be
+// used, and why: in the registry, where the manifest and the tree show
+// it, and in the log.
+func (s *openAPISources) unavailable(reg *tools.Registry, name, category, reason string) {
 	s.log.Error("openapi source unavailable", "source", name, "reason", reason)
-	if cat := openapi.CategoryFor(name); tools.ValidCategory(cat) {
-		if err := reg.SetCategoryStatus(cat, tools.CategoryStatus{Unavailable: true, Reason: reason}); err != nil {
-			s.log.Error("openapi source status", "source", name, "err", err.Error())
-		}
+	if err := reg.SetCategoryStatus(category, tools.CategoryStatus{Unavailable: true, Reason: reason}); err != nil {
+		s.log.Error("openapi source status", "source", name, "err", err.Error())
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/memory/sqlite"
 )
 
 // openAPISpec is a slice of GitHub's REST API, shared with tools/openapi's
@@ -135,8 +136,9 @@ auth = { type = "bearer", token_env = "GH_E2E_TOKEN" }
 	initialize(tb, c)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		_, rec, _ := callExecute(tb, c, map[string]any{"code": "typeof gh"})
-		if string(rec.Result) == `"object"` {
+		// While it loads, gh is a namespace without tools.
+		_, rec, _ := callExecute(tb, c, map[string]any{"code": "Object.keys(gh).length > 0"})
+		if string(rec.Result) == `true` {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -256,7 +258,7 @@ func TestOpenAPIEndToEnd(t *testing.T) {
 		t.Error("the log holds the token")
 	}
 	// The audit log has every request with its run: method, host, status.
-	st, err := memory.Open(t.Context(), memory.Config{Path: filepath.Join(data, "codecell.db"), ReadOnly: true}, nil)
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(data, "codecell.db"), ReadOnly: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,11 +301,11 @@ func TestOpenAPIEndToEnd(t *testing.T) {
 
 // TestOpenAPISourceUnavailable: a source whose credential's variable is
 // unset, or whose document cannot be read, is unavailable with the reason
-// — in the manifest, its index and the log — and the server serves the
-// rest: another source's calls, the built-in tools. config check warns
-// about the credential, naming the variable, and succeeds. (codecell
-// used to exit with status 2 when a source's token_env was unset, which a
-// host shows only as "server disconnected".)
+// — in the manifest, its index and the log, and its calls fail with it —
+// and the server serves the rest: another source's calls, the built-in
+// tools. config check warns about the credential, naming the variable,
+// and succeeds. (codecell used to exit with status 2 when a source's
+// token_env was unset, which a host shows only as "server disconnected".)
 func TestOpenAPISourceUnavailable(t *testing.T) {
 	t.Parallel()
 	a := newLocalAPI(t)
@@ -341,7 +343,7 @@ spec = "no-such-file.yaml"
 		go io.Copy(logs, r)
 	}
 	initialize(t, c)
-	if isErr, rec, txt := callExecute(t, c, map[string]any{"code": "[typeof broken, typeof nokey, (await util.echo({text: 'up'})).text]"}); isErr || string(rec.Result) != `["undefined","undefined","up"]` {
+	if isErr, rec, txt := callExecute(t, c, map[string]any{"code": "[Object.keys(broken).length, Object.keys(nokey).length, (await util.echo({text: 'up'})).text]"}); isErr || string(rec.Result) != `[0,0,"up"]` {
 		t.Fatalf("%s", txt)
 	}
 	waitFor(t, 20*time.Second, func() bool {
@@ -375,6 +377,10 @@ spec = "no-such-file.yaml"
 	if log := logs.String(); !strings.Contains(log, "source=broken") || !strings.Contains(log, "document not found: no-such-file.yaml") ||
 		!strings.Contains(log, "source=nokey") || strings.Contains(log, apiSecret) {
 		t.Errorf("log:\n%s", log)
+	}
+	_, rec, txt := callExecute(t, c, map[string]any{"code": "await broken.list_things({})"})
+	if rec.Error == nil || rec.Error.Code != "unavailable" || !strings.Contains(rec.Error.Message, "broken is unavailable: ") || !strings.Contains(rec.Error.Message, "no-such-file.yaml: no such file") {
+		t.Errorf("a call to the unavailable source: %s", txt)
 	}
 }
 
@@ -516,7 +522,7 @@ func TestOpenAPIGitHubScale(t *testing.T) {
 	req.Params.Name = "search_tools"
 	req.Params.Arguments = map[string]any{"query": "add a label to an issue", "detail": "name"}
 	res, err := c.CallTool(ctx, req)
-	if err != nil || res.IsError || !strings.Contains(res.Content[0].(mcp.TextContent).Text, `"hits":[{"name":"github.issues_add_labels"`) {
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(mcp.TextContent).Text, `"hits":[{"from":"the OpenAPI description \"github\"","name":"github.issues_add_labels"`) {
 		t.Errorf("search_tools: %v %+v", err, res)
 	}
 }

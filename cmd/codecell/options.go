@@ -215,6 +215,7 @@ func executorConfig(c SandboxConfig) executor.Config {
 		Isolation:          executor.Isolation(c.Isolation),
 		WorkerCommand:      worker,
 		PoolSize:           c.PoolSize,
+		ReservedSlots:      c.ReservedSlots,
 		QueueWait:          c.QueueWait.D(),
 		Timeout:            c.Timeout.D(),
 		MaxTimeout:         c.MaxTimeout.D(),
@@ -263,15 +264,11 @@ func newServer(cfg Config, store store, log *slog.Logger, tp trace.TracerProvide
 // connecting to the upstream servers, whose tools join the catalogue as
 // they become ready; the caller closes the server, then the source.
 func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Logger, tp trace.TracerProvider) (_ *mcpserver.Server, up *upstream.Source, err error) {
-	ms, err := serverStore(store, backendOf(cfg))
-	if err != nil {
-		return nil, nil, err
-	}
 	reg := tools.NewRegistry()
 	if err := builtin.Register(reg); err != nil {
 		return nil, nil, err
 	}
-	if err := memory.RegisterTools(reg, toolSet(store, backendOf(cfg), log)); err != nil {
+	if err := memory.RegisterTools(reg, store.ToolSet()); err != nil {
 		return nil, nil, err
 	}
 	if cfg.Server.Catalog != "" {
@@ -326,8 +323,9 @@ func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Log
 		Rules:          rules,
 		Budget:         fcfg.Budget,
 		MaxBudget:      fcfg.MaxBudget,
-		Store:          ms,
+		Store:          store,
 		Tasks:          cfg.tasksServer(),
+		Learn:          cfg.learnServer(),
 		Shared:         shared,
 		DrainDelay:     cfg.Cluster.DrainDelay.D(),
 		Plans:          mcpserver.PlanConfig{TTL: cfg.Sandbox.PlanTTL.D()},
@@ -337,6 +335,7 @@ func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Log
 		LLM:            cfg.llmConfig(),
 		Approval:       cfg.approvalConfig(),
 		TracerProvider: tp,
+		LoadWait:       cfg.Server.LoadWait.D(),
 	}, reg)
 	if err != nil {
 		return nil, nil, err
@@ -460,6 +459,7 @@ func (c *configCommand) parse(args []string) (Config, error) {
 	}
 	cfg, loaded, err := c.st.load()
 	c.loaded = loaded
+	cfg.file = loaded.file
 	if c.strict && len(loaded.unknownEnv) > 0 {
 		var cp configProblem
 		if errors.As(err, &cp) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/memory/sqlite"
 )
 
 // TestTypeScriptSDKPlans drives dry runs, memoisation and the cache with
@@ -34,7 +35,9 @@ func TestTypeScriptSDKPlans(t *testing.T) {
 	work := t.TempDir()
 	mcpConfig := filepath.Join(t.TempDir(), "mcp.json")
 	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"fs": map[string]any{"command": upNode, "args": []string{serverScript(upDir, "server-filesystem"), work}},
+		// Its read-only tools are memoised and not asked about: the
+		// configuration trusts its annotations.
+		"fs": map[string]any{"command": upNode, "args": []string{serverScript(upDir, "server-filesystem"), work}, "trust_annotations": true},
 	}})
 	if err := os.WriteFile(mcpConfig, b, 0o600); err != nil {
 		t.Fatal(err)
@@ -96,7 +99,7 @@ token = "`+bob+`"
 	if err := srv.cmd.Wait(); err != nil {
 		t.Fatalf("server exit: %v\n%s", err, srv.log)
 	}
-	st, err := memory.Open(t.Context(), memory.Config{Path: filepath.Join(srv.data, "codecell.db"), ReadOnly: true}, nil)
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(srv.data, "codecell.db"), ReadOnly: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +108,7 @@ token = "`+bob+`"
 }
 
 // checkPlansAudit checks what the audit log shows of plans.mjs's runs.
-func checkPlansAudit(t *testing.T, st *memory.Store) {
+func checkPlansAudit(t *testing.T, st *sqlite.Store) {
 	t.Helper()
 	who := "alice"
 	execs, err := st.ListExecutions(t.Context(), memory.ExecutionQuery{Principal: &who, Limit: 1000})

@@ -14,19 +14,20 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 
 	"github.com/codecell/codecell/memory"
-	"github.com/codecell/codecell/memory/postgres/pgtest"
+	"github.com/codecell/codecell/memory/postgres/pgserver"
+	"github.com/codecell/codecell/memory/sqlite"
 	"github.com/codecell/codecell/tools"
 )
 
 // postgresDatabase starts a throwaway PostgreSQL server for the test and
 // returns the DSN of a fresh database on it. It skips the test when the
 // machine has no PostgreSQL binaries.
-func postgresDatabase(t *testing.T) (*pgtest.Server, string) {
+func postgresDatabase(t *testing.T) (*pgserver.Server, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	srv, err := pgtest.Start(ctx)
-	if errors.Is(err, pgtest.ErrNoPostgres) {
+	srv, err := pgserver.Start(ctx)
+	if errors.Is(err, pgserver.ErrNoPostgres) {
 		t.Skipf("needs PostgreSQL's binaries: %v", err)
 	}
 	if err != nil {
@@ -109,7 +110,7 @@ func TestMemoryMigrate(t *testing.T) {
 	srv, dsn := postgresDatabase(t)
 	data := t.TempDir()
 	path := filepath.Join(data, "codecell.db")
-	st, err := memory.Open(t.Context(), memory.Config{Path: path}, nil)
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: path}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/memory/sqlite"
 )
 
 // TestGracefulShutdown sends SIGTERM while 20 programs run: those that
@@ -105,7 +106,7 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatal("server did not exit")
 	}
 
-	st, err := memory.Open(t.Context(), memory.Config{Path: filepath.Join(data, "codecell.db")}, nil)
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(data, "codecell.db")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

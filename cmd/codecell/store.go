@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 
@@ -12,37 +13,46 @@ import (
 	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/memory/postgres"
+	"github.com/codecell/codecell/memory/sqlite"
 	"github.com/codecell/codecell/tools/upstream"
 )
 
-// store is what the commands need of a store, whichever its backend: the
-// operations of the memory and workspace tools, what the tool sources
-// keep there (learned tool shapes, binary results), and Close. What the
-// MCP server keeps there (mcpserver.Store: audit, results, workspace,
-// skills…) and what only one backend can do yet (pruning, stats,
-// export…) are asked for where they are used, by interface assertions,
-// and the command says so when the store lacks them.
+// store is what the commands need of a store, whichever its backend:
+// what the MCP server keeps there (mcpserver.Store), the operations of
+// the memory and workspace tools, what the tool sources keep there
+// (learned tool shapes, binary results), the memory subcommands and the
+// server's upkeep (pruning), and Close. Both backends have all of it.
 type store interface {
+	mcpserver.Store
 	resultPutter
 	upstream.Shapes
 	ToolSet() memory.ToolSet
+	pruner
+	Stats(ctx context.Context) (memory.StoreStats, error)
+	Recall(ctx context.Context, in memory.RecallInput) (memory.RecallResult, error)
+	Export(ctx context.Context, w io.Writer) (memory.ExportReport, error)
+	Import(ctx context.Context, r io.Reader) (memory.ImportReport, error)
+	Reindex(ctx context.Context, e memory.Embedder) (memory.ReindexReport, error)
+	// What search_tools learned from use (memory reset-learning).
+	LearnSearch(ctx context.Context, terms, toolNames []string) error
+	SearchLinks(ctx context.Context) ([]memory.SearchLink, error)
+	ResetSearchLinks(ctx context.Context) (int64, error)
 	Close() error
 }
 
-var (
-	_ store = (*memory.Store)(nil)
-	_ store = (*postgres.Store)(nil)
-)
-
-// serverStore is the store as the MCP server uses it, or an error that
-// says what the backend lacks.
-func serverStore(st store, backend string) (mcpserver.Store, error) {
-	ms, ok := st.(mcpserver.Store)
-	if !ok {
-		return nil, fmt.Errorf("the %s store cannot keep everything the MCP server keeps yet (mcpserver.Store); use memory.backend = \"sqlite\"", backend)
-	}
-	return ms, nil
+// pruner applies the store's retention (prunePeriodically).
+type pruner interface {
+	Prune(ctx context.Context) (memory.PruneReport, error)
 }
+
+// Both backends serve all of it, and the state instances share
+// (clusterStore).
+var (
+	_ store        = (*sqlite.Store)(nil)
+	_ store        = (*postgres.Store)(nil)
+	_ clusterStore = (*sqlite.Store)(nil)
+	_ clusterStore = (*postgres.Store)(nil)
+)
 
 // storePath is the database file the configuration names.
 func storePath(cfg Config) (string, error) {
@@ -123,7 +133,7 @@ func openStoreReadOnly(ctx context.Context, cfg Config, log *slog.Logger) (store
 	return openSQLite(ctx, cfg, log, true)
 }
 
-func openSQLite(ctx context.Context, cfg Config, log *slog.Logger, readOnly bool) (*memory.Store, error) {
+func openSQLite(ctx context.Context, cfg Config, log *slog.Logger, readOnly bool) (*sqlite.Store, error) {
 	path, err := storePath(cfg)
 	if err != nil {
 		return nil, err
@@ -132,7 +142,7 @@ func openSQLite(ctx context.Context, cfg Config, log *slog.Logger, readOnly bool
 	if err != nil {
 		return nil, err
 	}
-	st, err := memory.Open(ctx, memory.Config{
+	st, err := sqlite.Open(ctx, sqlite.Config{
 		Path:      path,
 		ReadOnly:  readOnly,
 		Embedder:  emb,

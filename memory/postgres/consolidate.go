@@ -13,7 +13,7 @@ import (
 )
 
 // Consolidate merges near-duplicate memories of the caller, as
-// memory.Store.Consolidate does: the grouping and the merged survivor are
+// sqlite.Store.Consolidate does: the grouping and the merged survivor are
 // package memory's; the groups are read in one snapshot and written in
 // one transaction that first checks no memory of a group changed since.
 func (s *Store) Consolidate(ctx context.Context, in memory.ConsolidateInput) (memory.ConsolidateResult, error) {

@@ -18,7 +18,7 @@ import (
 // package memory's; the SQL is here.
 
 // Export writes everything agents stored, of every principal, to w as
-// memory.Store.Export does, from one snapshot. Server records (audit log,
+// sqlite.Store.Export does, from one snapshot. Server records (audit log,
 // results) are not exported.
 func (s *Store) Export(ctx context.Context, w io.Writer) (memory.ExportReport, error) {
 	s.vmu.RLock()
@@ -199,7 +199,7 @@ type importMemory struct {
 // Import reads an export (of either backend) and adds its records to the
 // database, each under its principal, in one transaction: on any error
 // nothing is imported. It is idempotent and keeps the newer of two
-// versions, as memory.Store.Import does (see there for how records are
+// versions, as sqlite.Store.Import does (see there for how records are
 // matched).
 func (s *Store) Import(ctx context.Context, r io.Reader) (memory.ImportReport, error) {
 	var rep memory.ImportReport
@@ -524,7 +524,7 @@ func (s *Store) importFile(ctx context.Context, tx pgx.Tx, rec memory.Record) (m
 	if outcome == memory.Skipped {
 		return outcome, nil
 	}
-	prov, err := memory.Provenance(ctx, f.Provenance, "file "+f.Path+": ")
+	prov, err := memory.Provenance(ctx, f.Provenance, "file "+f.Path+": ", s.lim)
 	if err != nil {
 		return 0, err
 	}

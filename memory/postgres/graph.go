@@ -14,7 +14,7 @@ import (
 )
 
 // The knowledge graph, as memory/graph.go keeps it: the checks and the
-// walks are package memory's (backendkit.go), the SQL is here.
+// walks are package memory's (WalkNeighbors, FindPath), the SQL is here.
 
 const entityColumns = `id, name, type, description, properties, created_at, updated_at`
 
@@ -249,7 +249,7 @@ func (s *Store) Neighbors(ctx context.Context, in memory.NeighborsInput) (memory
 }
 
 // Path finds a shortest path from in.From to in.To, as
-// memory.Store.Path does.
+// sqlite.Store.Path does.
 func (s *Store) Path(ctx context.Context, in memory.PathInput) (memory.PathResult, error) {
 	principal := tools.CallerFrom(ctx).Principal
 	types, err := memory.NormalizePath(&in)
@@ -283,4 +283,31 @@ func toolOr(op string, err error) error {
 		return te
 	}
 	return fmt.Errorf("%s: %w", op, err)
+}
+
+// ensureEntity returns the id of the principal's entity name, creating it
+// bare, and whether it created it.
+func ensureEntity(ctx context.Context, tx pgx.Tx, principal, name string, now time.Time) (int64, bool, error) {
+	var id int64
+	var created bool
+	err := tx.QueryRow(ctx, `INSERT INTO entities (principal, name, created_at, updated_at) VALUES ($1, $2, $3, $3)
+		ON CONFLICT (principal, lower(name)) DO UPDATE SET updated_at = entities.updated_at RETURNING id, xmax = 0`, principal, name, ms(now)).Scan(&id, &created)
+	if err != nil {
+		return 0, false, fmt.Errorf("find entity: %w", err)
+	}
+	return id, created, nil
+}
+
+// linkEntities links memory id to the named entities, creating them.
+func linkEntities(ctx context.Context, tx pgx.Tx, principal string, id int64, names []string, now time.Time) error {
+	for _, name := range names {
+		eid, _, err := ensureEntity(ctx, tx, principal, name, now)
+		if err != nil {
+			return fmt.Errorf("link entity: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO memory_entities (memory_id, entity_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, id, eid); err != nil {
+			return fmt.Errorf("link entity: %w", err)
+		}
+	}
+	return nil
 }

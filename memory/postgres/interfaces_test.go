@@ -3,19 +3,17 @@ package postgres_test
 import (
 	"context"
 
-	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/memory/postgres"
 	"github.com/codecell/codecell/memory/storetest"
 )
 
-// The PostgreSQL store serves what the SQLite store serves: the server's
-// state (mcpserver.Store: audit, results, workspace, skills, plans,
-// cache), the state instances share (mcpserver.SharedStore), every group
-// of memory's tools, and the contract suite's whole surface.
+// The PostgreSQL store serves what the SQLite store serves: every group
+// of memory's tools and the contract suite's whole surface. That it
+// serves the MCP server's state (mcpserver.Store, mcpserver.SharedStore)
+// is checked where the two meet, in cmd/codecell (store.go): nothing but
+// cmd imports mcpserver, tests included.
 var (
-	_ mcpserver.Store       = (*postgres.Store)(nil)
-	_ mcpserver.SharedStore = (*postgres.Store)(nil)
 	_ storetest.Backend     = (*postgres.Store)(nil)
 	_ memory.MemoryOps      = (*postgres.Store)(nil)
 	_ memory.GraphOps       = (*postgres.Store)(nil)

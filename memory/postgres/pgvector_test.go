@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
@@ -160,34 +159,5 @@ func TestPgvectorKeptCurrent(t *testing.T) {
 	res, err = other.Recall(alice, memory.RecallInput{Query: "VPN certificate expiry", Mode: memory.ModeVector, Limit: 1})
 	if err != nil || len(res.Results) != 1 || res.Results[0].ID != m.ID {
 		t.Fatalf("recall after reindex: %+v %v", res.Results, err)
-	}
-}
-
-// TestCopyFillsEmbeddings: a copy into a database in pgvector mode gives
-// every copied vector its embedding (listed as rebuilt), and vector
-// recall on the HNSW path finds the copied memories.
-func TestCopyFillsEmbeddings(t *testing.T) {
-	needPgvector(t)
-	path := sqliteFixture(t)
-	st := openConfig(t, postgres.Config{DSN: pgtest.Database(t), MaxConns: 4, Vectors: postgres.VectorsPgvector, ExactSearchLimit: 1})
-	rep, err := postgres.CopyFromSQLite(t.Context(), st, path, postgres.CopyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := slices.IndexFunc(rep.Tables, func(tc postgres.TableCopy) bool { return tc.Table == "memory_embeddings" })
-	if i < 0 || rep.Tables[i].Action != postgres.ActionRebuilt {
-		t.Fatalf("the report lists no rebuilt memory_embeddings: %+v", rep.Tables)
-	}
-	var vectors, embeddings int64
-	if err := st.Pool().QueryRow(t.Context(), `SELECT (SELECT count(*) FROM memory_vectors), (SELECT count(*) FROM memory_embeddings)`).Scan(&vectors, &embeddings); err != nil {
-		t.Fatal(err)
-	}
-	if vectors == 0 || embeddings != vectors || rep.Tables[i].Inserted != vectors {
-		t.Fatalf("%d vectors, %d embeddings, %d inserted by the copy", vectors, embeddings, rep.Tables[i].Inserted)
-	}
-	alice := tools.WithCaller(t.Context(), tools.Caller{Principal: "alice"})
-	res, err := st.Recall(alice, memory.RecallInput{Query: "staging database backup", Mode: memory.ModeVector, Limit: 1})
-	if err != nil || len(res.Results) != 1 || !strings.Contains(res.Results[0].Content, "staging database") {
-		t.Fatalf("recall after copy: %+v %v", res.Results, err)
 	}
 }

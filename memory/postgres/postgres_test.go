@@ -1,18 +1,15 @@
 package postgres_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/memory/postgres"
 	"github.com/codecell/codecell/memory/postgres/pgtest"
-	"github.com/codecell/codecell/memory/storetest"
 	"github.com/codecell/codecell/tools"
 )
 
@@ -36,43 +33,6 @@ func openConfig(t *testing.T, cfg postgres.Config) *postgres.Store {
 	}
 	t.Cleanup(func() { st.Close() })
 	return st
-}
-
-// TestContract runs the contract suite in both vector modes. With
-// pgvector, ExactSearchLimit 1 sends every vector recall of more than
-// one memory through the HNSW index, so that the contract covers it and
-// not only the plain scan.
-func TestContract(t *testing.T) {
-	for _, tt := range []struct {
-		mode       string
-		exactLimit int
-	}{
-		{postgres.VectorsCodes, 0},
-		{postgres.VectorsPgvector, 1},
-	} {
-		t.Run(tt.mode, func(t *testing.T) {
-			if tt.mode == postgres.VectorsPgvector {
-				needPgvector(t)
-			}
-			storetest.Run(t, func(t *testing.T) (storetest.Backend, func() storetest.Backend) {
-				cfg := postgres.Config{DSN: pgtest.Database(t), MaxConns: 4, Vectors: tt.mode, ExactSearchLimit: tt.exactLimit}
-				st := openConfig(t, cfg)
-				if got := st.VectorMode(); got != tt.mode {
-					t.Fatalf("vector mode %s, want %s", got, tt.mode)
-				}
-				return st, func() storetest.Backend { return openConfig(t, cfg) }
-			}, storetest.WithAlterPlan(alterPlan))
-		})
-	}
-}
-
-// alterPlan changes a stored plan's first step in the database, as
-// someone with access to it could.
-func alterPlan(t *testing.T, st storetest.Backend, idHash string) {
-	t.Helper()
-	if _, err := st.(*postgres.Store).Pool().Exec(t.Context(), `UPDATE plan_steps SET args = '{"path":"evil","data":"1"}'::bytea WHERE plan_hash = $1 AND seq = 1`, idHash); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestMigrateConcurrently: four instances starting together on a fresh
@@ -156,44 +116,6 @@ func TestCommonWords(t *testing.T) {
 	res, err := st.Recall(alice, memory.RecallInput{Query: "deploy", Mode: memory.ModeKeyword, Limit: 20})
 	if err != nil || len(res.CommonWords) != 0 || len(res.Results) != 8 {
 		t.Fatalf("only common words: %v, %d hits, %v", res.CommonWords, len(res.Results), err)
-	}
-}
-
-// TestExportAcrossBackends: an export of SQLite imports into PostgreSQL
-// and one of PostgreSQL into SQLite, every record of it.
-func TestExportAcrossBackends(t *testing.T) {
-	lite := func() *memory.Store {
-		st, err := memory.Open(t.Context(), memory.Config{Path: filepath.Join(t.TempDir(), "codecell.db")}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		return st
-	}
-	for _, tt := range []struct {
-		name     string
-		src, dst storetest.Backend
-	}{
-		{"sqlite to postgres", lite(), open(t, pgtest.Database(t))},
-		{"postgres to sqlite", open(t, pgtest.Database(t)), lite()},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			storetest.Fill(t, tt.src)
-			var buf bytes.Buffer
-			exp, err := tt.src.Export(t.Context(), &buf)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep, err := tt.dst.Import(t.Context(), &buf)
-			if err != nil || rep.Imported != exp {
-				t.Fatalf("imported %+v %v, exported %+v", rep, err, exp)
-			}
-			alice := tools.WithCaller(t.Context(), tools.Caller{Principal: "alice"})
-			res, err := tt.dst.Recall(alice, memory.RecallInput{Query: "quarterly planning", Limit: 1})
-			if err != nil || len(res.Results) != 1 || res.Results[0].Content != "Quarterly planning starts in March" {
-				t.Fatalf("recall after import: %+v %v", res.Results, err)
-			}
-		})
 	}
 }
 

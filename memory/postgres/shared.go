@@ -151,20 +151,3 @@ func (s *Store) CheckFilterKey(ctx context.Context, id string) error {
 		return nil
 	})
 }
-
-// PoolStats returns the statistics of the store's pgxpool: MaxOpen is
-// its MaxConns; Open counts the connections open or being opened, InUse
-// those acquired (the notification listener holds one for good) and
-// Idle the rest; WaitCount and WaitDuration count the acquires that
-// waited because the pool was empty, and the time they waited.
-func (s *Store) PoolStats() memory.PoolStats {
-	st := s.pool.Stat()
-	return memory.PoolStats{
-		MaxOpen:      int(st.MaxConns()),
-		Open:         int(st.TotalConns()),
-		InUse:        int(st.AcquiredConns()),
-		Idle:         int(st.IdleConns()),
-		WaitCount:    st.EmptyAcquireCount(),
-		WaitDuration: st.EmptyAcquireWaitTime(),
-	}
-}

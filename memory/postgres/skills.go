@@ -89,33 +89,14 @@ func (s *Store) skillNotification(payload string) {
 	s.notifySkills(memory.SkillChangeOf(n.Principal, n.Name, n.Kind, n.Version))
 }
 
-func (s *Store) notifySkills(ch memory.SkillChange) {
-	s.smu.Lock()
-	fns := make([]func(memory.SkillChange), 0, len(s.skillSubs))
-	for _, fn := range s.skillSubs {
-		fns = append(fns, fn)
-	}
-	s.smu.Unlock()
-	for _, fn := range fns {
-		fn(ch)
-	}
-}
+func (s *Store) notifySkills(ch memory.SkillChange) { s.skillSubs.Notify(ch) }
 
 // OnSkillChange calls fn after every change of a skill, made by this
 // Store or by another instance on the database; cancel stops it. A change
 // with an empty Name means that any skill may have changed (the
 // notification connection was lost and is back).
 func (s *Store) OnSkillChange(fn func(memory.SkillChange)) (cancel func()) {
-	s.smu.Lock()
-	id := s.nextSub
-	s.nextSub++
-	s.skillSubs[id] = fn
-	s.smu.Unlock()
-	return func() {
-		s.smu.Lock()
-		delete(s.skillSubs, id)
-		s.smu.Unlock()
-	}
+	return s.skillSubs.Subscribe(fn)
 }
 
 // SaveSkill creates or replaces the caller's skill sk.Name.

@@ -1,31 +1,10 @@
-// Package postgres is codecell's store on PostgreSQL, for a team that
-// runs several codecell instances on one database. It implements the
-// interfaces that package memory's tools and package mcpserver declare
-// (audit log, stored results, workspace, skills, tool shapes, memories
-// and recall) with the rules of package memory (backendkit.go): the same
-// validation, errors, limits and rank fusion, so that one contract suite
-// (memory/storetest) holds for both backends. It does not own the tools
-// (memory.RegisterTools) nor the MCP surface.
-//
-// Instances share everything through the database: schema migrations run
-// once under an advisory lock; skills changes reach every instance by
-// LISTEN/NOTIFY. Vector recall runs on pgvector's HNSW index when the
-// database has the extension (pgvector.go); otherwise the binary codes of
-// the coarse vector pass are held in memory by every instance and kept
-// current from a change table read before each search (see
-// RATIONALE.md).
 package postgres
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,7 +14,6 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/codecell/codecell/memory"
-	"github.com/codecell/codecell/tools"
 )
 
 // Config configures a Store.
@@ -52,7 +30,7 @@ type Config struct {
 	// Retention bounds how long server records are kept; see Prune.
 	Retention memory.Retention
 	// ExactSearchLimit is the number of a principal's vectors up to which
-	// vector recall scans exactly (default 2000, as memory.Config).
+	// vector recall scans exactly (default 2000, as sqlite.Config).
 	ExactSearchLimit int
 	// CoarseFactor: binary-code candidates per wanted result (default 30).
 	CoarseFactor int
@@ -106,23 +84,15 @@ type Store struct {
 
 	codes codeSets
 
-	smu       sync.Mutex
-	skillSubs map[int]func(memory.SkillChange)
-	nextSub   int
+	skillSubs memory.SkillSubscribers
 
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
 	listen chan struct{} // closed once the listener first listens
 }
 
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
-
 // Channels of NOTIFY.
 const skillsChannel = "codecell_skills"
-
-// migrationLock is the key of the advisory lock that migrations hold.
-const migrationLock = 0x636f646563656c6c // "codecell"
 
 // codesLock is the key of the transaction-level advisory lock that every
 // writer of memory_code_log takes, so that its sequence numbers commit in
@@ -139,7 +109,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 	}
 	log = log.With("component", "memory", "backend", "postgres")
 	s := &Store{cfg: cfg, lim: cfg.Limits.Defaults(), ret: cfg.Retention.Defaults(), log: log, now: cfg.Now,
-		origin: memory.NewID(), skillSubs: map[int]func(memory.SkillChange){}, listen: make(chan struct{})}
+		origin: memory.NewID(), listen: make(chan struct{})}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -242,207 +212,12 @@ func (s *Store) Limits() memory.Limits { return s.lim }
 // Pool is the connection pool, for health checks and metrics.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// ToolSet is the store's operations for memory.RegisterTools.
-func (s *Store) ToolSet() memory.ToolSet {
-	return memory.ToolSet{Limits: s.lim, Now: s.now, Memories: s, Graph: s, Tasks: s, Consolidator: s, Workspace: s}
-}
-
-// Migration is one schema migration, numbered by its file name.
-type Migration struct {
-	Version int
-	Name    string
-	SQL     string
-}
-
-// Migrations returns the embedded migrations in order.
-func Migrations() ([]Migration, error) {
-	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var out []Migration
-	for _, n := range names {
-		base := strings.TrimPrefix(n, "migrations/")
-		v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
-		if err != nil {
-			return nil, fmt.Errorf("migration %s: no version number", base)
-		}
-		b, err := migrationFiles.ReadFile(n)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, Migration{Version: v, Name: base, SQL: string(b)})
-	}
-	slices.SortFunc(out, func(a, b Migration) int { return a.Version - b.Version })
-	return out, nil
-}
-
-// Migrate applies the migrations the database lacks, each in its own
-// transaction, holding the advisory lock migrationLock on one connection
-// for the whole run: instances that start together wait for the first,
-// then find nothing to do. It returns the versions it applied.
-func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
-	ms, err := Migrations()
-	if err != nil {
-		return nil, fmt.Errorf("migrate: %w", err)
-	}
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("migrate: %w", err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
-		return nil, fmt.Errorf("migrate: lock: %w", err)
-	}
-	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrationLock))
-	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`); err != nil {
-		return nil, fmt.Errorf("migrate: %w", err)
-	}
-	var have int
-	if err := conn.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
-		return nil, fmt.Errorf("migrate: %w", err)
-	}
-	if len(ms) > 0 && have > ms[len(ms)-1].Version {
-		return nil, fmt.Errorf("migrate: %w: the database is at version %d, newer than this binary's %d", memory.ErrSchema, have, ms[len(ms)-1].Version)
-	}
-	var applied []int
-	for _, m := range ms {
-		if m.Version <= have {
-			continue
-		}
-		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, m.SQL); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
-			return err
-		})
-		if err != nil {
-			return applied, fmt.Errorf("migrate: %s: %w", m.Name, err)
-		}
-		applied = append(applied, m.Version)
-	}
-	return applied, nil
-}
-
-// SchemaVersion is the newest migration applied.
-func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
-	var v int
-	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v)
-	return v, err
-}
-
-// checkEmbedder records the embedder in a new store, and notes in vecErr
-// when the stored vectors are another embedder's: memory operations then
-// fail with memory.CodeEmbedderMismatch until Reindex (as on SQLite). The
-// caller holds vmu to write.
-func (s *Store) checkEmbedder(ctx context.Context) error {
-	want := fmt.Sprintf("%s/%d", s.emb.Name(), s.emb.Dimensions())
-	_, err := s.pool.Exec(ctx, `INSERT INTO meta (key, value) VALUES ('embedder', $1) ON CONFLICT (key) DO NOTHING`, want)
-	if err != nil {
-		return fmt.Errorf("embedder: %w", err)
-	}
-	var have string
-	if err := s.pool.QueryRow(ctx, `SELECT value FROM meta WHERE key = 'embedder'`).Scan(&have); err != nil {
-		return fmt.Errorf("embedder: %w", err)
-	}
-	s.vecErr = nil
-	if have != want {
-		s.vecErr = fmt.Errorf("%w: the database's vectors were made by %s, the configured embedder is %s; configure %s again, or run `codecell memory reindex`",
-			memory.ErrEmbedderMismatch, have, want, have)
-		s.log.Warn("embedder mismatch; memory operations disabled until reindex", "stored", have, "configured", want)
-	}
-	return nil
-}
-
-// vectorsReady holds vmu to read while a memory operation uses the
-// embedder and quantizer, and fails with memory.CodeEmbedderMismatch
-// when the stored vectors are another embedder's; it checks the database
-// again first, in case another instance reindexed with this one's
-// embedder. The caller calls release when err is nil.
-func (s *Store) vectorsReady(ctx context.Context) (release func(), err error) {
-	s.vmu.RLock()
-	if s.vecErr == nil {
-		return s.vmu.RUnlock, nil
-	}
-	s.vmu.RUnlock()
-	s.vmu.Lock()
-	err = s.checkEmbedder(ctx)
-	if err == nil && s.vecErr == nil {
-		// Another instance reindexed with this one's embedder: the
-		// embeddings may need their table again.
-		err = s.ensureEmbeddings(ctx)
-	}
-	if err == nil && s.vecErr != nil {
-		err = &tools.Error{Code: memory.CodeEmbedderMismatch, Message: s.vecErr.Error(), Err: s.vecErr}
-	}
-	s.vmu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	return s.vectorsReady(ctx)
-}
-
 // tx runs fn in a transaction and commits it when fn returns nil.
 func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	if s.closed.Load() {
 		return memory.ErrClosed
 	}
 	return pgx.BeginFunc(ctx, s.pool, fn)
-}
-
-// listenLoop listens for other instances' skill changes until ctx ends,
-// reconnecting after a lost connection; after a reconnect it tells the
-// subscribers that anything may have changed (a change with no name).
-func (s *Store) listenLoop(ctx context.Context) {
-	first := true
-	for ctx.Err() == nil {
-		err := s.listenOnce(ctx, &first)
-		if ctx.Err() != nil {
-			return
-		}
-		s.log.Warn("lost the notification connection; reconnecting", "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Second):
-		}
-	}
-}
-
-func (s *Store) listenOnce(ctx context.Context, first *bool) error {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		if *first {
-			*first = false
-			close(s.listen)
-		}
-		return err
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, `LISTEN `+skillsChannel); err != nil {
-		conn.Conn().Close(ctx)
-		return err
-	}
-	if *first {
-		*first = false
-		close(s.listen)
-	} else {
-		s.notifySkills(memory.SkillChange{Everyone: true})
-	}
-	for {
-		n, err := conn.Conn().WaitForNotification(ctx)
-		if err != nil {
-			// The connection is in an unknown state: do not return it
-			// to the pool as it is.
-			conn.Conn().Close(context.Background())
-			return err
-		}
-		if n.Channel == skillsChannel {
-			s.skillNotification(n.Payload)
-		}
-	}
 }
 
 // IsUniqueViolation reports whether err is a unique-key violation.
@@ -476,25 +251,6 @@ func nullMS(t *time.Time) *int64 {
 	return &v
 }
 
-func provArg(p []byte) *string {
-	if p == nil {
-		return nil
-	}
-	s := string(p)
-	return &s
-}
-
-func provOf(p *string) []byte {
-	if p == nil {
-		return nil
-	}
-	return []byte(*p)
-}
-
-// Register describes memory's categories in r and registers every memory
-// and workspace tool over this store (memory.RegisterTools).
-func (s *Store) Register(r *tools.Registry) error { return memory.RegisterTools(r, s.ToolSet()) }
-
 // Ready reports whether the store can serve: the database answers and
 // its schema is the one this binary's migrations make (another instance
 // may have migrated it further, or not yet at all). For a readiness
@@ -515,4 +271,21 @@ func (s *Store) Ready(ctx context.Context) error {
 		return fmt.Errorf("ready: %w: the database's schema is at version %d, this binary's at %d", memory.ErrSchema, have, want)
 	}
 	return nil
+}
+
+// PoolStats returns the statistics of the store's pgxpool: MaxOpen is
+// its MaxConns; Open counts the connections open or being opened, InUse
+// those acquired (the notification listener holds one for good) and
+// Idle the rest; WaitCount and WaitDuration count the acquires that
+// waited because the pool was empty, and the time they waited.
+func (s *Store) PoolStats() memory.PoolStats {
+	st := s.pool.Stat()
+	return memory.PoolStats{
+		MaxOpen:      int(st.MaxConns()),
+		Open:         int(st.TotalConns()),
+		InUse:        int(st.AcquiredConns()),
+		Idle:         int(st.IdleConns()),
+		WaitCount:    st.EmptyAcquireCount(),
+		WaitDuration: st.EmptyAcquireWaitTime(),
+	}
 }

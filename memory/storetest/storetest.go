@@ -1,5 +1,5 @@
 // Package storetest is the contract that every backend of codecell's
-// store passes: the SQLite store (package memory) and the PostgreSQL one
+// store passes: the SQLite store (memory/sqlite) and the PostgreSQL one
 // (memory/postgres) run the same Run. It checks behaviour through the
 // interfaces their consumers declare, with real stores, no fakes.
 package storetest
@@ -44,6 +44,8 @@ type Backend interface {
 	CallableSkills(ctx context.Context) ([]memory.Skill, error)
 	PublishedSkills(ctx context.Context) ([]memory.Skill, error)
 	OnSkillChange(fn func(memory.SkillChange)) (cancel func())
+	SkillPin(ctx context.Context, name string) (memory.SkillPin, error)
+	PinSkill(ctx context.Context, p memory.SkillPin) (memory.SkillPin, error)
 	ToolSet() memory.ToolSet
 	ListExecutions(ctx context.Context, q memory.ExecutionQuery) ([]memory.Execution, error)
 	ListToolCalls(ctx context.Context, q memory.ToolCallQuery) ([]memory.ToolCall, error)
@@ -59,9 +61,10 @@ type Backend interface {
 	Import(ctx context.Context, r io.Reader) (memory.ImportReport, error)
 	PutToolShape(ctx context.Context, source, tool string, shape json.RawMessage) error
 	ToolShapes(ctx context.Context, source string) (map[string]json.RawMessage, error)
+	LearnSearch(ctx context.Context, terms, toolNames []string) error
+	SearchLinks(ctx context.Context) ([]memory.SearchLink, error)
+	ResetSearchLinks(ctx context.Context) (int64, error)
 }
-
-var _ Backend = (*memory.Store)(nil)
 
 // Opener opens a fresh, empty store for one test, closed by the test's
 // cleanup. A second call within the same test opens a second instance on
@@ -92,7 +95,9 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 	t.Run("workspace", func(t *testing.T) { testWorkspace(t, open) })
 	t.Run("skills", func(t *testing.T) { testSkills(t, open) })
 	t.Run("skill_changes_across_instances", func(t *testing.T) { testSkillChanges(t, open) })
+	t.Run("skill_pins", func(t *testing.T) { testSkillPins(t, open) })
 	t.Run("tool_shapes", func(t *testing.T) { testToolShapes(t, open) })
+	t.Run("search_links", func(t *testing.T) { testSearchLinks(t, open) })
 	t.Run("memories", func(t *testing.T) { testMemories(t, open) })
 	t.Run("recall", func(t *testing.T) { testRecall(t, open) })
 	t.Run("update", func(t *testing.T) { testUpdate(t, open) })

@@ -47,6 +47,11 @@ type built struct {
 	// refer to the definitions.
 	refers [][2]bool
 	paged  int // operations that page: the paginate tool serves them
+	// credHost is the host of the document's own server (not an
+	// operation's), lower-cased, when the configuration names no
+	// base_url: credentials go there (and to base_url's host and
+	// allowed_hosts), never to a host only an operation names.
+	credHost string
 }
 
 // link gives the tools their shared definitions and handlers, calling
@@ -91,6 +96,11 @@ func (s *Source) build(d *Document) (*built, error) {
 	groupOperations(ops)
 	sc := newSchemas(d.doc)
 	out := &built{title: d.Title, version: d.Version, ops: map[string]*operation{}, problems: problems}
+	if s.set.base == nil {
+		if u, err := s.baseFor(d, &operation{}); err == nil {
+			out.credHost = strings.ToLower(u.Host)
+		}
+	}
 	for _, o := range ops {
 		base, err := s.baseFor(d, o)
 		if err != nil {
@@ -151,6 +161,7 @@ func (s *Source) tool(d *Document, sc *schemas, o *operation) (tools.Tool, [2]bo
 		Errors:       errorsOf(op),
 		Notes:        s.notesOf(d, o),
 		Group:        o.group,
+		Route:        o.method + " " + o.path,
 		Deprecated:   op.Deprecated,
 	}
 	return t, refs, nil
@@ -401,22 +412,6 @@ func (s *Source) notesOf(d *Document, o *operation) string {
 		fmt.Fprintf(&b, " Its results come in pages: `await tools.paginate(%s.%s, {...}, {max: 500})` follows the response's cursor and returns the items.", s.category, o.name)
 	}
 	return b.String()
-}
-
-// paginateTool is the source's tool behind tools.paginate.
-func (s *Source) paginateTool(paged int) tools.Tool {
-	in := fmt.Sprintf(`{"type":"object","properties":{"tool":{"type":"string","description":"The short name of an operation of %[1]s whose results come in pages, such as the one tools.paginate was given."},"args":{"type":"object","description":"The operation's arguments for the first page."},"max":{"type":"integer","minimum":1,"maximum":%[2]d,"default":%[3]d,"description":"The most items to return."}},"required":["tool"],"additionalProperties":false}`,
-		s.category, MaxPaginateItems, DefaultPaginateItems)
-	return tools.Tool{
-		Name:    s.category + "." + PaginateTool,
-		Summary: fmt.Sprintf("Call a list operation of %s page after page and return all its items (what tools.paginate does).", s.category),
-		Description: fmt.Sprintf("Follows each page's Link header (rel=\"next\") or the cursor the document declares, for %d operations of %s, and returns the items of every page as one array, at most max. "+
-			"A program usually writes `await tools.paginate(%s.<tool>, {...}, {max: 500})`. The page size is raised to the most the operation's schema allows (per_page, limit, …) when it states a maximum; otherwise pass it in args for fewer requests.", paged, s.category, s.category),
-		InputSchema:  json.RawMessage(in),
-		OutputSchema: json.RawMessage(`{"type":"array","description":"The items of every page, in order."}`),
-		Annotations:  tools.Annotations{ReadOnly: true, Idempotent: true, OpenWorld: true},
-		Handler:      s.paginateHandler,
-	}
 }
 
 // groupOperations places each operation in the tree: under its first tag,

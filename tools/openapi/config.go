@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/codecell/codecell/tools"
 )
 
 // Defaults of a source's limits.
@@ -65,7 +67,7 @@ type Config struct {
 	ReadOnly bool `toml:"read_only" json:"read_only,omitempty"`
 	// Timeout bounds one request, beside the run's own deadline; 0 means
 	// DefaultTimeout.
-	Timeout Duration `toml:"timeout" json:"timeout,omitempty"`
+	Timeout tools.Duration `toml:"timeout" json:"timeout,omitempty"`
 	// MaxConcurrentCalls bounds the requests in flight to the API; more
 	// wait their turn. 0 means DefaultMaxConcurrentCalls.
 	MaxConcurrentCalls int `toml:"max_concurrent_calls" json:"max_concurrent_calls,omitempty"`
@@ -108,22 +110,6 @@ type Auth struct {
 	// KeyEnv names the variable holding the API key.
 	KeyEnv string `toml:"key_env" json:"key_env,omitempty"`
 }
-
-// Duration is a time.Duration written as "30s" or "1m30s".
-type Duration time.Duration
-
-// UnmarshalText parses a duration such as "30s".
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return fmt.Errorf("%q is not a duration such as 30s or 1m30s", string(b))
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalText writes the duration as "30s".
-func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
 
 // ConfigError is a problem with one key of a source's configuration.
 type ConfigError struct {

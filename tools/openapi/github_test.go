@@ -296,7 +296,7 @@ func TestGitHubCalls(t *testing.T) {
 		}
 	}
 	before := a.count()
-	out, err := reg.Call(context.Background(), "github.paginate", json.RawMessage(`{"tool":"issues_list_for_repo","args":{"owner":"octo","repo":"hello","state":"open"},"max":500}`))
+	out, err := paginate((&gate{reg: reg}).ctx(context.Background()), reg, "github.paginate", `{"tool":"issues_list_for_repo","args":{"owner":"octo","repo":"hello","state":"open"},"max":500}`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ import (
 
 // snapshotFormat is the version of what a snapshot holds; it changes
 // whenever built or operation does in a way a snapshot must follow.
-const snapshotFormat = 1
+const snapshotFormat = 2
 
 // snapshotMagic starts every snapshot file.
 const snapshotMagic = "codecell openapi snapshot\n"
@@ -80,10 +80,11 @@ type snapshot struct {
 	Defs           [2]map[string][]byte
 	Problems       []Problem
 	Paged          int
+	CredHost       string
 }
 
 type snapTool struct {
-	Name, Summary, Description, Notes, Group string
+	Name, Summary, Description, Notes, Group, Route string
 	Input, Output                            []byte
 	InRefs, OutRefs                          bool
 	Annotations                              tools.Annotations
@@ -133,7 +134,7 @@ type snapCursor struct {
 
 // toSnapshot copies what b holds into a snapshot.
 func (b *built) toSnapshot() *snapshot {
-	sn := &snapshot{Title: b.title, Version: b.version, Problems: b.problems, Paged: b.paged}
+	sn := &snapshot{Title: b.title, Version: b.version, Problems: b.problems, Paged: b.paged, CredHost: b.credHost}
 	for dir := range b.defs {
 		sn.Defs[dir] = make(map[string][]byte, len(b.defs[dir]))
 		for n, d := range b.defs[dir] {
@@ -141,8 +142,11 @@ func (b *built) toSnapshot() *snapshot {
 		}
 	}
 	for i, t := range b.tools {
+		if b.ops[t.ShortName()] == nil {
+			continue // the paginate tool, made again from Paged
+		}
 		sn.Tools = append(sn.Tools, snapTool{
-			Name: t.Name, Summary: t.Summary, Description: t.Description, Notes: t.Notes, Group: t.Group,
+			Name: t.Name, Summary: t.Summary, Description: t.Description, Notes: t.Notes, Group: t.Group, Route: t.Route,
 			Input: t.InputSchema, Output: t.OutputSchema, InRefs: b.refers[i][input], OutRefs: b.refers[i][output],
 			Annotations: t.Annotations, Errors: t.Errors, Deprecated: t.Deprecated,
 		})
@@ -179,10 +183,10 @@ func (b *built) toSnapshot() *snapshot {
 	return sn
 }
 
-// fromSnapshot makes what the snapshot holds again; link gives it its
+// built makes what the snapshot holds again, for s; link gives it its
 // handlers and definitions.
-func (sn *snapshot) built() (*built, error) {
-	b := &built{title: sn.Title, version: sn.Version, problems: sn.Problems, paged: sn.Paged, ops: map[string]*operation{}}
+func (sn *snapshot) built(s *Source) (*built, error) {
+	b := &built{title: sn.Title, version: sn.Version, problems: sn.Problems, paged: sn.Paged, credHost: sn.CredHost, ops: map[string]*operation{}}
 	for dir := range sn.Defs {
 		b.defs[dir] = make(map[string]json.RawMessage, len(sn.Defs[dir]))
 		for n, d := range sn.Defs[dir] {
@@ -225,10 +229,9 @@ func (sn *snapshot) built() (*built, error) {
 		b.ops[o.name] = o
 	}
 	for _, st := range sn.Tools {
-		t := tools.Tool{Name: st.Name, Summary: st.Summary, Description: st.Description, Notes: st.Notes, Group: st.Group,
+		t := tools.Tool{Name: st.Name, Summary: st.Summary, Description: st.Description, Notes: st.Notes, Group: st.Group, Route: st.Route,
 			InputSchema: st.Input, OutputSchema: st.Output, Annotations: st.Annotations, Errors: st.Errors, Deprecated: st.Deprecated}
-		short := t.ShortName()
-		if b.ops[short] == nil && short != PaginateTool {
+		if b.ops[t.ShortName()] == nil {
 			return nil, fmt.Errorf("tool %s has no operation", t.Name)
 		}
 		b.tools = append(b.tools, t)
@@ -236,6 +239,10 @@ func (sn *snapshot) built() (*built, error) {
 	}
 	if len(b.tools) == 0 {
 		return nil, errors.New("no tools")
+	}
+	if b.paged > 0 {
+		b.tools = append(b.tools, s.paginateTool(b.paged))
+		b.refers = append(b.refers, [2]bool{})
 	}
 	return b, nil
 }
@@ -276,7 +283,7 @@ func (s *Source) readSnapshot(key [32]byte) (*built, error) {
 	if err := gob.NewDecoder(bytes.NewReader(payload)).Decode(&sn); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
-	return sn.built()
+	return sn.built(s)
 }
 
 // writeSnapshot keeps b as the snapshot of key, atomically, and removes

@@ -79,7 +79,7 @@ func TestSnapshotMakesTheSameTools(t *testing.T) {
 		if err := gob.NewDecoder(&buf).Decode(&sn); err != nil {
 			t.Fatalf("%s: decode: %v", p, err)
 		}
-		got, err := sn.built()
+		got, err := sn.built(s)
 		if err == nil {
 			err = got.link(s)
 		}
@@ -92,7 +92,7 @@ func TestSnapshotMakesTheSameTools(t *testing.T) {
 
 func sameBuilt(t *testing.T, doc string, want, got *built) {
 	t.Helper()
-	if got.title != want.title || got.version != want.version || got.paged != want.paged ||
+	if got.title != want.title || got.version != want.version || got.paged != want.paged || got.credHost != want.credHost ||
 		!reflect.DeepEqual(got.problems, want.problems) || !reflect.DeepEqual(got.refers, want.refers) {
 		t.Errorf("%s: title, version, paged, problems or refers differ", doc)
 	}

@@ -83,6 +83,11 @@ type Options struct {
 	// Progress, when set, is told each stage Open reaches, for a caller
 	// that shows a source while it loads. It must return quickly.
 	Progress func(Progress)
+	// Shared says several principals call the source (codecell serves
+	// HTTP with authentication): one principal then holds at most all
+	// but a quarter of its max_concurrent_calls (tools.DefaultShare), so
+	// that its hanging calls cannot hold them all.
+	Shared bool
 }
 
 // Stage is a step of Open.
@@ -133,13 +138,16 @@ type Source struct {
 	opts     Options
 	log      *slog.Logger
 	client   *http.Client
-	sem      chan struct{}
+	slots    *tools.Slots
 	limiter  *rate.Limiter
 	docURL   *url.URL // the document's URL, when fetched
+	// pages seals paginate's continuations (paginate.go).
+	pages *pageSealer
 
 	mu    sync.RWMutex
 	ops   map[string]*operation
 	hosts map[string]bool // hosts requests may go to
+	creds map[string]bool // hosts the credentials may go to (credentialed)
 	names []string        // registered tool names
 	reg   *tools.Registry
 }
@@ -166,11 +174,17 @@ func New(cfg Config, opts Options) (*Source, error) {
 		set:      set,
 		opts:     opts,
 		log:      log.With("component", "openapi", "source", category),
-		sem:      make(chan struct{}, set.maxCalls),
+		slots:    tools.NewSlots(set.maxCalls, set.maxCalls),
 		hosts:    map[string]bool{},
+	}
+	if opts.Shared {
+		s.slots = tools.NewSlots(set.maxCalls, 0)
 	}
 	if set.limit != rate.Inf {
 		s.limiter = rate.NewLimiter(set.limit, set.burst)
+	}
+	if s.pages, err = newPageSealer(); err != nil {
+		return nil, err
 	}
 	if set.specIsURL {
 		s.docURL, _ = url.Parse(cfg.Spec)
@@ -300,11 +314,20 @@ func (s *Source) register(reg *tools.Registry, b *built) (*Report, error) {
 	for h := range s.set.hosts {
 		hosts[h] = true
 	}
+	// Credentials go to the configured hosts only: base_url's, else the
+	// document's own server (not an operation's), and allowed_hosts.
+	creds := map[string]bool{}
+	for h := range s.set.hosts {
+		creds[h] = true
+	}
+	if b.credHost != "" {
+		creds[b.credHost] = true
+	}
 	for _, o := range b.ops {
 		hosts[strings.ToLower(o.base.Host)] = true
 	}
 	s.mu.Lock()
-	s.ops, s.hosts, s.reg = b.ops, hosts, reg
+	s.ops, s.hosts, s.creds, s.reg = b.ops, hosts, creds, reg
 	s.mu.Unlock()
 	about := b.title
 	if about == "" {
@@ -354,6 +377,9 @@ func (s *Source) checkRedirect(req *http.Request, via []*http.Request) error {
 	}
 	if via[len(via)-1].URL.Scheme == "https" && req.URL.Scheme != "https" {
 		return fmt.Errorf("%w: the API redirected from https to %s", errRedirectRefused, req.URL.Scheme)
+	}
+	if !s.credentialed(req.URL.Host) {
+		s.stripCredentials(req)
 	}
 	return nil
 }

@@ -6,15 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"golang.org/x/time/rate"
 )
 
 // conn is one live connection to an upstream server: its MCP client, the
@@ -34,12 +37,17 @@ type conn struct {
 	ids      atomic.Int64
 	mu       sync.Mutex
 	progress map[string]progressFunc // progress token → the call's reporter
+	tooLarge map[string]int64        // request id → the size of its oversized response
+	maxMsg   int64                   // the server's max_response_bytes
+	dropLog  *rate.Limiter           // of the warnings about dropped messages
 
 	lost     chan struct{} // closed when the connection ended
 	lostOnce sync.Once
 	lostWhy  string
 
 	listChanged chan struct{} // notifications/tools/list_changed, coalesced
+	logs        *rate.Limiter // of the log notifications logged
+	logsDropped atomic.Int64  // log notifications not logged since the last one that was
 	stop        context.CancelFunc
 	wg          sync.WaitGroup // goroutines the connection started
 	grace       time.Duration
@@ -50,16 +58,19 @@ type progressFunc func(progress, total float64, message string)
 
 // dialer is what a connection needs from its upstream.
 type dialer struct {
-	name      string
-	server    Server
-	kind      Transport
-	res       resolved
-	red       redactor
-	log       *slog.Logger
-	version   string
-	handshake time.Duration
-	grace     time.Duration
-	ping      time.Duration
+	name    string
+	server  Server
+	kind    Transport
+	res     resolved
+	confine Confine
+	// maxResponse bounds each message from the server.
+	maxResponse int64
+	red         redactor
+	log         *slog.Logger
+	version     string
+	handshake   time.Duration
+	grace       time.Duration
+	ping        time.Duration
 }
 
 // errLegacySSE is an HTTP server that refused Streamable HTTP's
@@ -76,8 +87,12 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 	c := &conn{
 		kind:        d.kind,
 		progress:    map[string]progressFunc{},
+		tooLarge:    map[string]int64{},
+		maxMsg:      d.maxResponse,
+		dropLog:     rate.NewLimiter(rate.Every(10*time.Second), 3),
 		lost:        make(chan struct{}),
 		listChanged: make(chan struct{}, 1),
+		logs:        rate.NewLimiter(logRate, logBurst),
 		stop:        stop,
 		grace:       d.grace,
 	}
@@ -85,21 +100,22 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 	var err error
 	switch d.kind {
 	case Stdio:
-		c.proc, err = startProcess(d.name, d.server, d.res, d.log, d.red)
+		c.proc, err = startProcess(d.name, d.server, d.res, d.confine, d.log, d.red)
 		if err != nil {
 			stop()
 			return nil, err
 		}
-		c.tr = transport.NewIO(c.proc.stdout, c.proc.stdin, nil)
+		c.tr = transport.NewIO(newLimitReader(c.proc.stdout, jsonLines, d.maxResponse, c.oversized(d)), c.proc.stdin, nil)
 	case StreamableHTTP:
 		c.tr, err = transport.NewStreamableHTTP(d.server.URL,
+			transport.WithHTTPBasicClient(c.httpClient(d)),
 			transport.WithHTTPHeaders(d.res.headers),
 			//lint:ignore SA1019 upstream servers speak protocol versions before 2026-07-28, where the GET stream carries list_changed.
 			transport.WithContinuousListening(),
 			transport.WithHTTPLogger(quiet))
 	case SSE:
 		var sse *transport.SSE
-		sse, err = transport.NewSSE(d.server.URL, transport.WithHeaders(d.res.headers), transport.WithSSELogger(quiet))
+		sse, err = transport.NewSSE(d.server.URL, transport.WithHTTPClient(c.httpClient(d)), transport.WithHeaders(d.res.headers), transport.WithSSELogger(quiet))
 		if err == nil {
 			sse.SetConnectionLostHandler(func(err error) { c.markLost("the SSE stream ended: " + d.red.String(err.Error())) })
 			c.tr = sse
@@ -114,7 +130,11 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 	defer cancel()
 	if err = c.start(life, hctx, d); err != nil {
 		if c.proc != nil && c.proc.waitExit(ctx, 500*time.Millisecond) {
-			err = fmt.Errorf("%s", c.proc.exitReason())
+			why := c.proc.exitReason()
+			if c.proc.confined && deniedRE.MatchString(why) {
+				why += confinedHint
+			}
+			err = fmt.Errorf("%s", why)
 		} else if errors.Is(context.Cause(hctx), errHandshakeTimeout) {
 			err = fmt.Errorf("%w: no answer to initialize within %s", errHandshakeTimeout, d.handshake)
 		}
@@ -135,6 +155,49 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 		c.wg.Go(func() { c.pingEvery(life, d.ping, d.red) })
 	}
 	return c, nil
+}
+
+// httpClient is the HTTP client of a connection to an HTTP server: its
+// responses' messages are bounded as they are read.
+func (c *conn) httpClient(d dialer) *http.Client {
+	return &http.Client{Transport: limitTransport{base: http.DefaultTransport, max: d.maxResponse, drop: c.oversized(d)}}
+}
+
+// oversized records a message the server sent that was larger than its
+// max_response_bytes: a response, for the call that waits for it; a
+// notification or request, or a message without an id, is dropped, with
+// a warning now and then.
+func (c *conn) oversized(d dialer) oversized {
+	return func(id json.RawMessage, method bool, size int64) {
+		var rid mcp.RequestId
+		if id != nil && !method && json.Unmarshal(id, &rid) == nil {
+			c.mu.Lock()
+			c.tooLarge[rid.String()] = size
+			c.mu.Unlock()
+			return
+		}
+		if c.dropLog.Allow() {
+			d.log.Warn("dropped a message larger than max_response_bytes", "bytes", size, "max_response_bytes", d.maxResponse, "request_or_notification", method)
+		}
+	}
+}
+
+// tooLargeError is a call whose response was larger than the server's
+// max_response_bytes, and was not read into memory.
+type tooLargeError struct {
+	size, max int64
+}
+
+func (e *tooLargeError) Error() string {
+	return fmt.Sprintf("the server sent a response of %s, more than max_response_bytes (%s)", sizeText(e.size), sizeText(e.max))
+}
+
+// sizeText writes a byte count for people.
+func sizeText(n int64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 // start starts the transport on the connection's lifetime and performs
@@ -179,11 +242,65 @@ func (c *conn) notified(n mcp.JSONRPCNotification, d dialer) {
 			fn(p, total, d.red.String(msg))
 		}
 	case "notifications/message":
-		if d.log.Enabled(context.Background(), slog.LevelDebug) {
-			b, _ := json.Marshal(n.Params.AdditionalFields["data"])
-			d.log.Debug(d.name+": "+d.red.String(string(b)), "stream", "log")
+		if !d.log.Enabled(context.Background(), slog.LevelDebug) {
+			return
 		}
+		dropped := func() {
+			if n := c.logsDropped.Swap(0); n > 0 {
+				d.log.Debug(fmt.Sprintf("%s: %d log notifications not logged (more than %d a second)", d.name, n, logRate), "stream", "log")
+			}
+		}
+		if !c.logs.Allow() {
+			if c.logsDropped.Add(1) == 1 {
+				// Said with the next one logged, or in a second.
+				time.AfterFunc(time.Second, dropped)
+			}
+			return
+		}
+		dropped()
+		f := n.Params.AdditionalFields
+		level, _ := f["level"].(string)
+		logger, _ := f["logger"].(string)
+		d.log.Debug(d.name+": "+logText(f["data"], d.red, maxLogText), "stream", "log",
+			"level", logText(level, d.red, 16), "logger", logText(logger, d.red, 64))
 	}
+}
+
+// A server's log notifications are logged at debug level, at most logRate
+// a second in bursts of logBurst, each cut to maxLogText bytes.
+const (
+	logRate    = 20
+	logBurst   = 100
+	maxLogText = 300
+)
+
+// logText is the data of a log notification as one line of at most limit
+// bytes, its secrets replaced: a string as it is, anything else as JSON.
+func logText(data any, red redactor, limit int) string {
+	s, ok := data.(string)
+	if !ok {
+		b, _ := json.Marshal(data)
+		s = string(b)
+	}
+	// Cut before the scrubbing, which need not read megabytes, and after
+	// it, so that no secret is cut in two.
+	s = cutBytes(s, 4<<10)
+	s = strings.Join(strings.Fields(red.String(s)), " ")
+	if len(s) > limit {
+		s = cutBytes(s, limit) + "…"
+	}
+	return s
+}
+
+// cutBytes cuts s to at most n bytes, on a rune boundary.
+func cutBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // pingEvery checks an HTTP connection's health: a server that stopped
@@ -265,6 +382,11 @@ func (c *conn) nextID() mcp.RequestId {
 }
 
 func (c *conn) send(ctx context.Context, id mcp.RequestId, method string, params any) (json.RawMessage, error) {
+	defer func() {
+		c.mu.Lock()
+		delete(c.tooLarge, id.String())
+		c.mu.Unlock()
+	}()
 	resp, err := c.tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -274,6 +396,12 @@ func (c *conn) send(ctx context.Context, id mcp.RequestId, method string, params
 		return nil, err
 	}
 	if resp.Error != nil {
+		c.mu.Lock()
+		size, over := c.tooLarge[id.String()]
+		c.mu.Unlock()
+		if over {
+			return nil, &tooLargeError{size: size, max: c.maxMsg}
+		}
 		return nil, &rpcError{Code: resp.Error.Code, Message: resp.Error.Message}
 	}
 	return resp.Result, nil

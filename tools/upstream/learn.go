@@ -14,7 +14,8 @@ import (
 // Shapes keeps what a Source learned of the results of tools that declare
 // no output schema, so that it survives restarts: one JSON record per
 // source (ShapeSource) and tool (its name on the server), whose content
-// is the Source's business. *memory.Store is one.
+// is the Source's business. The stores of memory/sqlite and
+// memory/postgres keep them.
 type Shapes interface {
 	ToolShapes(ctx context.Context, source string) (map[string]json.RawMessage, error)
 	PutToolShape(ctx context.Context, source, tool string, shape json.RawMessage) error

@@ -1,11 +1,14 @@
 package upstream_test
 
 import (
+	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/evanw/esbuild/pkg/api"
@@ -16,16 +19,40 @@ import (
 	"github.com/codecell/codecell/vfs"
 )
 
-// openShapes opens a store for learned result shapes in a file of the
-// test's own.
-func openShapes(t *testing.T) *memory.Store {
-	t.Helper()
-	s, err := memory.Open(t.Context(), memory.Config{Path: filepath.Join(t.TempDir(), "codecell.db")}, nil)
+// shapeStore keeps learned result shapes as a store does, in memory:
+// checked and compacted by memory's rule, kept across restarts of the
+// source. (The stores' own keeping of them is memory/storetest's.)
+type shapeStore struct {
+	mu     sync.Mutex
+	shapes map[string]map[string]json.RawMessage
+}
+
+var _ upstream.Shapes = (*shapeStore)(nil)
+
+func (s *shapeStore) ToolShapes(_ context.Context, source string) (map[string]json.RawMessage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.shapes[source]), nil
+}
+
+func (s *shapeStore) PutToolShape(_ context.Context, source, tool string, shape json.RawMessage) error {
+	compact, err := memory.CheckToolShape(source, tool, shape)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shapes[source] == nil {
+		s.shapes[source] = map[string]json.RawMessage{}
+	}
+	s.shapes[source][tool] = json.RawMessage(compact)
+	return nil
+}
+
+// openShapes returns an empty store for learned result shapes.
+func openShapes(t *testing.T) *shapeStore {
+	t.Helper()
+	return &shapeStore{shapes: map[string]map[string]json.RawMessage{}}
 }
 
 func withShapes(s upstream.Shapes) func(*upstream.Config) {

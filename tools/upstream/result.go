@@ -13,7 +13,8 @@ import (
 
 // Blobs keeps the bytes of images, audio and embedded resources that
 // upstream results carry, so that they never pass through a program as
-// base64. A *memory.Store fits behind a small adapter (its PutResult).
+// base64. A store of memory/sqlite or memory/postgres fits behind a small
+// adapter (its PutResult).
 type Blobs interface {
 	// PutBlob stores data for the caller in ctx (tools.CallerFrom) and
 	// returns the URI it is read back at, such as codecell://results/{id}.
@@ -33,6 +34,10 @@ const CodeUpstreamUnavailable = "upstream_unavailable"
 // CodeUpstreamTimeout is the code of a call that outlasted the server's
 // timeout setting.
 const CodeUpstreamTimeout = "upstream_timeout"
+
+// CodeUpstreamTooLarge is the code of a call whose result was larger than
+// the server's max_response_bytes; it was not read into memory.
+const CodeUpstreamTooLarge = "upstream_too_large"
 
 // callResult is MCP's CallToolResult, its parts kept raw.
 type callResult struct {

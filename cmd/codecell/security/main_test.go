@@ -30,6 +30,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if evilMode() {
+		os.Exit(serveEvil())
+	}
 	dir, err := os.MkdirTemp("", "codecell-security")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -40,7 +43,9 @@ func TestMain(m *testing.M) {
 	binary = os.Getenv("CODECELL_SECURITY_BINARY")
 	if binary == "" {
 		binary = filepath.Join(dir, "codecell")
-		build := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", binary, "..")
+		// Stamped as the Makefile stamps it, so that nothing depends on
+		// the user's Go settings (-buildvcs).
+		build := exec.Command("go", "build", "-tags", "sqlite_fts5", "-ldflags", "-X main.version=0.0.0-test", "-o", binary, "..")
 		build.Stderr = os.Stderr
 		if err := build.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "build codecell:", err)
@@ -64,7 +69,7 @@ type server struct {
 
 // start runs the binary with extra flags and environment variables
 // (KEY=VALUE entries of extra go to the environment, the rest are flags).
-func start(t *testing.T, extra ...string) *server {
+func start(t testing.TB, extra ...string) *server {
 	t.Helper()
 	args := []string{"serve", "--http", "127.0.0.1:0"}
 	env := append(os.Environ(),

@@ -1,8 +1,0 @@
-//go:build !linux
-
-package memory
-
-import "time"
-
-// threadCPU is unavailable outside Linux.
-func threadCPU() (time.Duration, bool) { return 0, false }

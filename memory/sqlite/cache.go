@@ -1,0 +1,93 @@
+package sqlite
+
+import (
+	"github.com/codecell/codecell/memory"
+
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/codecell/codecell/tools"
+)
+
+// CacheGet returns the caller's unexpired entry, or ErrNotFound.
+func (s *Store) CacheGet(ctx context.Context, kind, key string) (memory.CacheEntry, error) {
+	principal := tools.CallerFrom(ctx).Principal
+	var e memory.CacheEntry
+	var created, expires int64
+	var prov sql.NullString
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT value, created_at, expires_at, provenance FROM cache_entries WHERE principal = ? AND kind = ? AND key = ? AND expires_at > ?`,
+			principal, kind, key, ms(s.now())).Scan(&e.Value, &created, &expires, &prov)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return memory.CacheEntry{}, memory.ErrNotFound
+	}
+	if err != nil {
+		return memory.CacheEntry{}, fmt.Errorf("cache get: %w", err)
+	}
+	e.CreatedAt, e.ExpiresAt, e.Provenance = fromMS(created), fromMS(expires), provenanceOf(prov)
+	return e, nil
+}
+
+// CacheSet stores or replaces the caller's entry and returns its expiry.
+// It also sweeps the caller's expired entries of that kind.
+func (s *Store) CacheSet(ctx context.Context, in memory.CacheSetInput) (time.Time, error) {
+	principal := tools.CallerFrom(ctx).Principal
+	if err := memory.CheckCacheSet(in); err != nil {
+		return time.Time{}, err
+	}
+	prov, err := memory.Provenance(ctx, in.Provenance, "", s.lim)
+	if err != nil {
+		return time.Time{}, err
+	}
+	now := s.now()
+	expires := now.Add(in.TTL)
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM cache_entries WHERE principal = ? AND kind = ? AND expires_at <= ?`, principal, in.Kind, ms(now)); err != nil {
+			return err
+		}
+		if in.MaxEntries > 0 {
+			var n int
+			var exists bool
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(MAX(key = ?), 0) FROM cache_entries WHERE principal = ? AND kind = ?`,
+				in.Key, principal, in.Kind).Scan(&n, &exists); err != nil {
+				return err
+			}
+			if !exists && n >= in.MaxEntries {
+				return memory.CacheFull(n)
+			}
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO cache_entries (principal, kind, key, value, created_at, expires_at, provenance) VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (principal, kind, key) DO UPDATE SET value = excluded.value, created_at = excluded.created_at, expires_at = excluded.expires_at,
+			provenance = excluded.provenance`,
+			principal, in.Kind, in.Key, in.Value, ms(now), ms(expires), provenanceArg(prov))
+		return err
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("cache set: %w", err)
+	}
+	return expires.UTC(), nil
+}
+
+// CacheDelete deletes the caller's entry and reports whether an
+// unexpired one was there.
+func (s *Store) CacheDelete(ctx context.Context, kind, key string) (bool, error) {
+	principal := tools.CallerFrom(ctx).Principal
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM cache_entries WHERE principal = ? AND kind = ? AND key = ? AND expires_at > ?`, principal, kind, key, ms(s.now()))
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		_, err = tx.ExecContext(ctx, `DELETE FROM cache_entries WHERE principal = ? AND kind = ? AND key = ?`, principal, kind, key)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("cache delete: %w", err)
+	}
+	return n > 0, nil
+}
