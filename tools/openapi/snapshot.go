@@ -85,11 +85,11 @@ type snapshot struct {
 
 type snapTool struct {
 	Name, Summary, Description, Notes, Group, Route string
-	Input, Output                            []byte
-	InRefs, OutRefs                          bool
-	Annotations                              tools.Annotations
-	Errors                                   []tools.ErrorDoc
-	Deprecated                               bool
+	Input, Output                                   []byte
+	InRefs, OutRefs                                 bool
+	Annotations                                     tools.Annotations
+	Errors                                          []tools.ErrorDoc
+	Deprecated                                      bool
 }
 
 type snapOp struct {
