@@ -95,7 +95,7 @@ func startOpenAPI(cfg Config, reg *tools.Registry, store resultPutter, log *slog
 			continue
 		}
 		// Listed as loading from the first request on, until it is done.
-		load, err := reg.BeginLoad(category, "waiting to load the OpenAPI description")
+		load, err := reg.BeginLoad(category, "loading the OpenAPI description")
 		if err != nil {
 			s.log.Error("openapi source unavailable", "source", name, "reason", err.Error())
 			continue
@@ -159,7 +159,7 @@ type openAPILoad struct {
 
 // loadStages say what a loading source does, as the tree and search show it.
 var loadStages = map[openapi.Stage]string{
-	openapi.StageFetch:    "reading the OpenAPI description",
+	openapi.StageFetch:    "loading the OpenAPI description",
 	openapi.StageSnapshot: "reading its snapshot",
 	openapi.StageParse:    "parsing the OpenAPI description",
 	openapi.StageBuild:    "making its tools",
