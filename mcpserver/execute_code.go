@@ -11,7 +11,7 @@ import (
 	"github.com/codecell/codecell/executor"
 )
 
-const executeCodeDescription = `Run a JavaScript/TypeScript program (an async function body) in a sandbox where catalogue tools are async functions: await github.search_issues({...}); find them with search_tools. Filter the data in the program and return only the answer; await independent calls with Promise.all. A failed call throws ToolError (.code, .tool). No network, files or timers.`
+const executeCodeDescription = `Run a JavaScript/TypeScript program (an async function body) in a sandbox where catalogue tools are async functions: await github.search_issues({...}); find them with search_tools. Filter data in the program, return only the answer; await independent calls with Promise.all. A failed call throws ToolError (.code, .tool). No network, files or timers.`
 
 // executeCodeInput is the input schema of execute_code. Its timeout
 // maximum is filled in from the executor's configuration.
