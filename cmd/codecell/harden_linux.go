@@ -41,6 +41,22 @@ func hardenProcess() hardening {
 	return h
 }
 
+// selfExe is the path that executes this very program: /proc/self/exe,
+// the kernel's link to the file the process was started from, which
+// names that file even after another is renamed over its path (and the
+// file cannot be written while it runs: ETXTBSY). codecell executes
+// itself through it, as the shim of its upstream servers and as sandbox
+// workers, so that a process of its user that replaces the binary's
+// path does not get its replacement run, unconfined, for the next
+// upstream or worker.
+func selfExe() (string, error) {
+	const self = "/proc/self/exe"
+	if _, err := os.Stat(self); err != nil {
+		return "", err
+	}
+	return self, nil
+}
+
 // hardenWorker makes a sandbox worker non-dumpable: it holds the values
 // programs handle, which no other process of the user should read.
 func hardenWorker() {

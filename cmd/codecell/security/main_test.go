@@ -71,6 +71,12 @@ type server struct {
 // (KEY=VALUE entries of extra go to the environment, the rest are flags).
 func start(t testing.TB, extra ...string) *server {
 	t.Helper()
+	return startBinary(t, binary, extra...)
+}
+
+// startBinary is start with another codecell binary.
+func startBinary(t testing.TB, binary string, extra ...string) *server {
+	t.Helper()
 	args := []string{"serve", "--http", "127.0.0.1:0"}
 	env := append(os.Environ(),
 		"CODECELL_SERVER_DATA_DIR="+t.TempDir(),

@@ -26,6 +26,12 @@ type evilUpstream struct {
 // start.
 func startEvil(t *testing.T, toml string, env map[string]string, extra ...string) *evilUpstream {
 	t.Helper()
+	return startEvilWith(t, binary, toml, env, extra...)
+}
+
+// startEvilWith is startEvil with another codecell binary.
+func startEvilWith(t *testing.T, binary, toml string, env map[string]string, extra ...string) *evilUpstream {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +47,7 @@ func startEvil(t *testing.T, toml string, env map[string]string, extra ...string
 		t.Fatal(err)
 	}
 	args := append([]string{"--config", config, "CODECELL_SERVER_DATA_DIR=" + e.data}, extra...)
-	e.server = start(t, args...)
+	e.server = startBinary(t, binary, args...)
 	return e
 }
 
