@@ -190,6 +190,8 @@ type MemoryLink struct {
 	ID      int64  `json:"id"`
 	Layer   Layer  `json:"layer"`
 	Content string `json:"content"`
+	// Provenance is the memory's (see Memory.Provenance).
+	Provenance json.RawMessage `json:"provenance,omitempty"`
 }
 
 // NeighborsResult is the start entity and its neighbourhood, in

@@ -306,7 +306,7 @@ func (s *Store) Neighbors(ctx context.Context, in memory.NeighborsInput) (memory
 }
 
 func linkedMemories(ctx context.Context, q queryer, entity int64) ([]memory.MemoryLink, error) {
-	rows, err := q.QueryContext(ctx, `SELECT m.id, m.layer, m.content FROM memory_entities me JOIN memories m ON m.id = me.memory_id
+	rows, err := q.QueryContext(ctx, `SELECT m.id, m.layer, m.content, m.provenance FROM memory_entities me JOIN memories m ON m.id = me.memory_id
 		WHERE me.entity_id = ? ORDER BY m.importance DESC, m.id DESC LIMIT ?`, entity, memory.LinkedPerEntity)
 	if err != nil {
 		return nil, fmt.Errorf("linked memories: %w", err)
@@ -316,9 +316,11 @@ func linkedMemories(ctx context.Context, q queryer, entity int64) ([]memory.Memo
 	for rows.Next() {
 		var l memory.MemoryLink
 		var layer string
-		if err := rows.Scan(&l.ID, &layer, &l.Content); err != nil {
+		var prov sql.NullString
+		if err := rows.Scan(&l.ID, &layer, &l.Content, &prov); err != nil {
 			return nil, fmt.Errorf("linked memories: %w", err)
 		}
+		l.Provenance = provenanceOf(prov)
 		l.Layer = memory.Layer(layer)
 		l.Content = memory.Clip(l.Content, 300)
 		out = append(out, l)
