@@ -77,6 +77,13 @@ func start(t testing.TB, extra ...string) *server {
 // startBinary is start with another codecell binary.
 func startBinary(t testing.TB, binary string, extra ...string) *server {
 	t.Helper()
+	return startFiles(t, binary, nil, extra...)
+}
+
+// startFiles is startBinary with files the server inherits, as fds 3 on,
+// as a host's may.
+func startFiles(t testing.TB, binary string, files []*os.File, extra ...string) *server {
+	t.Helper()
 	args := []string{"serve", "--http", "127.0.0.1:0"}
 	env := append(os.Environ(),
 		"CODECELL_SERVER_DATA_DIR="+t.TempDir(),
@@ -91,6 +98,7 @@ func startBinary(t testing.TB, binary string, extra ...string) *server {
 	}
 	cmd := exec.Command(binary, args...)
 	cmd.Env = env
+	cmd.ExtraFiles = files
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

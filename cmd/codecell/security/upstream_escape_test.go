@@ -6,9 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // escape serves the evil upstream's tools that try to leave its
@@ -103,4 +107,89 @@ func TestUpstreamCannotReplaceCodecell(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(e.loot, "escaped")); len(b) > 0 {
 		t.Errorf("codecell ran the replacement of its binary:\n%.600s", b)
 	}
+}
+
+// TestUpstreamCannotTouchCodecellsProcesses (issue 19, lows a9, a10,
+// a3b): what a confined upstream server can still do to codecell and its
+// sandbox workers, which run as the same user. It cannot signal them
+// (Landlock ABI 6 and later scopes signals; older kernels let it, see
+// docs/security.md), read their memory or open files, or find a secret
+// in a worker's environment (workers start with none); and it inherits
+// no descriptor of codecell's beyond its own stdin, stdout and stderr.
+func TestUpstreamCannotTouchCodecellsProcesses(t *testing.T) {
+	t.Parallel()
+	// A descriptor codecell inherits from its host without close-on-exec
+	// (a host's pipe, a terminal's log file).
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	e := startEvilFiles(t, binary, []*os.File{w}, "", nil, "CODECELL_EMBEDDER_API_KEY=sk-embedder-0123456789abcdef0123")
+	alice := e.open(t, aliceToken)
+	e.ready(t, alice)
+	alice.normal() // a worker has run a program
+	pid := e.cmd.Process.Pid
+	shell := func(cmd string) string {
+		t.Helper()
+		rec := alice.run(`(await evil.shell({cmd: `+jsString(cmd)+`})).out`, "timeout_ms", 20000)
+		var out string
+		json.Unmarshal(rec.Result, &out)
+		return out
+	}
+	// Its own process, and codecell's other children: the workers.
+	self := strings.TrimSpace(shell("echo $PPID"))
+	var workers []string
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, tk := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, tk.Name()))
+		for _, k := range strings.Fields(string(b)) {
+			if cl, _ := os.ReadFile("/proc/" + k + "/cmdline"); k != self && strings.Contains(string(cl), "sandbox-worker") {
+				workers = append(workers, k)
+			}
+		}
+	}
+	if len(workers) == 0 {
+		t.Fatal("no sandbox worker found")
+	}
+	if abi, _, errno := syscall.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION); errno == 0 && abi >= 6 {
+		for _, p := range append([]string{strconv.Itoa(pid)}, workers...) {
+			if out := shell("kill -0 " + p + " && echo SIGNALLED"); strings.Contains(out, "SIGNALLED") {
+				t.Errorf("the upstream can signal process %s: %s", p, out)
+			}
+		}
+	} else {
+		t.Log("Landlock ABI below 6: signals are not scoped here")
+	}
+	for _, w := range workers {
+		out := shell(fmt.Sprintf(`a=$(head -1 /proc/%[1]s/maps | cut -d- -f1); dd if=/proc/%[1]s/mem bs=1 skip=$((0x$a)) count=8 2>&1 >/dev/null | head -1; ls /proc/%[1]s/fd/ >/dev/null && readlink /proc/%[1]s/fd/0; tr '\0' '\n' < /proc/%[1]s/environ`, w))
+		if !strings.Contains(out, "Permission denied") || strings.Contains(out, "pipe:") {
+			t.Errorf("the upstream reached worker %s's memory or files: %s", w, out)
+		}
+		for _, secret := range []string{aliceToken, bobToken, "sk-embedder"} {
+			if strings.Contains(out, secret) {
+				t.Errorf("worker %s's environment holds a secret: %s", w, out)
+			}
+		}
+	}
+	// Its descriptors: stdin, stdout and stderr from codecell, and no
+	// pipe or socket codecell holds (such as the one it inherited).
+	held := map[string]bool{}
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	for _, f := range fds {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, f.Name())); err == nil && (strings.HasPrefix(l, "pipe:") || strings.HasPrefix(l, "socket:")) {
+			held[l] = true
+		}
+	}
+	if len(held) == 0 {
+		t.Fatal("codecell holds no pipe")
+	}
+	for _, line := range strings.Split(strings.TrimSpace(shell(`for f in /proc/$PPID/fd/*; do n=${f##*/}; [ "$n" -gt 2 ] && echo "$n $(readlink $f)"; done`)), "\n") {
+		n, link, _ := strings.Cut(line, " ")
+		if held[link] {
+			t.Errorf("the upstream inherited codecell's fd %s -> %s", n, link)
+		}
+	}
+	alice.normal()
 }
