@@ -14,7 +14,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/codecell/codecell/filter"
-	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
 )
 
@@ -134,18 +133,32 @@ const (
 	programPromptHead = "A program run by codecell asks (its own words, not codecell's):"
 )
 
+// approver asks the client's user to approve each call the policy names
+// before it is made; a helper's own call is not approved (its calls are,
+// each on its own).
+type approver struct{ s *Server }
+
+func (a approver) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
+	if !c.gated() {
+		if err := a.s.approve(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	return next.call(ctx, c)
+}
+
 // approve asks the client's user to approve a call the policy names,
-// and refuses it unless they accept. args are the call's arguments as
-// the program wrote them, tokens unresolved; the user sees them as the
-// output filter shows them, as the model would.
-func (d dispatcher) approve(ctx context.Context, name string, args json.RawMessage) error {
-	s := d.s
-	ap := s.approvals.of(d.caller.Principal)
+// and refuses it unless they accept. The user sees the call's arguments
+// as the program wrote them, tokens unresolved, as the output filter
+// shows them, as the model would.
+func (s *Server) approve(ctx context.Context, c *Call) error {
+	caller := c.Run.Caller
+	ap := s.approvals.of(caller.Principal)
 	if len(ap.RequiredFor) == 0 {
 		return nil
 	}
-	t, ok := s.reg.View(d.caller).Get(name)
-	if !ok {
+	t := c.Tool
+	if t == nil {
 		return nil // the registry reports the unknown tool
 	}
 	why := ap.requires(t)
@@ -153,27 +166,20 @@ func (d dispatcher) approve(ctx context.Context, name string, args json.RawMessa
 		return nil
 	}
 	refuse := func(code, format string, a ...any) error {
-		s.log.Info("approval", "tool", t.Name, "principal", d.caller.Principal, "outcome", code)
+		s.log.Info("approval", "tool", t.Name, "principal", caller.Principal, "outcome", code)
 		return &tools.Error{Code: code, Tool: t.Name, Message: fmt.Sprintf(format, a...)}
 	}
 	if err := s.clientCan(ctx, t.Name, capElicitation); err != nil {
 		if ap.OnUnsupported == "allow" {
-			s.log.Warn("a call that needs approval made without it: the client cannot be asked", "tool", t.Name, "principal", d.caller.Principal)
+			s.log.Warn("a call that needs approval made without it: the client cannot be asked", "tool", t.Name, "principal", caller.Principal)
 			return nil
 		}
 		return refuse(CodeApprovalUnavailable, "this call needs the user's approval (approval.required_for %q) and the client cannot be asked: %s", why, strings.TrimPrefix(err.Error(), t.Name+": "))
 	}
-	var purpose string
-	var flow *filter.Flow
-	if run := runFrom(ctx); run != nil {
-		purpose = run.purpose
-	}
-	if d.track != nil {
-		flow = d.track.settled()
-	}
-	opts := filter.Options{Vault: d.vault, Flow: flow, Budget: 1024}
+	flow := c.Run.settled()
+	opts := filter.Options{Vault: c.Run.vault, Flow: flow, Budget: 1024}
 	shown := "(not shown: not JSON)"
-	if f, err := s.filter.Apply(filter.Input{Result: args}, opts); err == nil {
+	if f, err := s.filter.Apply(filter.Input{Result: c.Written}, opts); err == nil {
 		shown = string(f.Limited)
 	}
 	var msg strings.Builder
@@ -182,13 +188,13 @@ func (d dispatcher) approve(ctx context.Context, name string, args json.RawMessa
 		msg.WriteString(" (it may change or destroy data)")
 	}
 	fmt.Fprintf(&msg, ".\nArguments, as the model sees them: %s\n", shown)
-	if purpose != "" {
-		fmt.Fprintf(&msg, "Purpose of the run, as the model gave it: %s\n", s.filterText(purpose, 512, filter.Options{Vault: d.vault, Flow: flow}))
+	if purpose := c.Run.purpose; purpose != "" {
+		fmt.Fprintf(&msg, "Purpose of the run, as the model gave it: %s\n", s.filterText(purpose, 512, filter.Options{Vault: c.Run.vault, Flow: flow}))
 	}
 	msg.WriteString("Accept to allow this one call; decline to refuse it.")
 	var res *mcp.ElicitationResult
 	asked := time.Now()
-	err := s.waitOnClient(ctx, func(ctx context.Context) (err error) {
+	err := s.waitOnClient(ctx, c, func(ctx context.Context) (err error) {
 		res, err = s.mcp.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
 			Message:         msg.String(),
 			RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`),
@@ -204,25 +210,15 @@ func (d dispatcher) approve(ctx context.Context, name string, args json.RawMessa
 	}
 	switch res.Action {
 	case mcp.ElicitationResponseActionAccept:
-		s.log.Info("approval", "tool", t.Name, "principal", d.caller.Principal, "outcome", "accepted")
-		if run := runFrom(ctx); run != nil {
-			run.noteApproved(metricName(s.reg, d.caller, name), asked)
+		s.log.Info("approval", "tool", t.Name, "principal", caller.Principal, "outcome", "accepted")
+		if log := c.Run.log; log != nil {
+			log.noteApproved(metricName(s.reg, caller, c.Name), asked)
 		}
 		return nil
 	case mcp.ElicitationResponseActionCancel:
 		return refuse(CodeApprovalDeclined, "the user cancelled the approval of this call (approval.required_for %q); it was not made", why)
 	}
 	return refuse(CodeApprovalDeclined, "the user declined this call (approval.required_for %q); it was not made", why)
-}
-
-// noteApproved keeps an accepted approval of a call of tool in the run's
-// audit record: a row of its own before the call's, with status
-// "approved" and the time the user took. (A refused call's own row says
-// why: error code approval_declined or approval_unavailable.)
-func (d *runDispatcher) noteApproved(tool string, asked time.Time) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.calls = append(d.calls, memory.ToolCall{ExecutionID: d.execID, Tool: tool, Status: "approved", Duration: time.Since(asked), StartedAt: asked})
 }
 
 const approvalRequestInput = `{
@@ -236,9 +232,9 @@ const approvalRequestInput = `{
 	"additionalProperties": false
 }`
 
-// approvalTools are the approval runtime namespace.
-func (s *Server) approvalTools() []tools.Tool {
-	return []tools.Tool{{
+// approvalHelpers are the approval runtime namespace.
+func (s *Server) approvalHelpers() []helper {
+	return []helper{{tool: tools.Tool{
 		Name:         "approval.request",
 		Summary:      "Ask the client's user to decide (MCP elicitation): (message, {schema?}) → {action: accept|decline|cancel, content}.",
 		Description:  "Request shows the message to the user of the MCP client that runs this program, with a form when a schema is given, and waits for their answer. Branch on action: only \"accept\" carries content. The wait counts against the run's deadline: give execute_code a timeout_ms long enough for a person.",
@@ -256,8 +252,7 @@ func (s *Server) approvalTools() []tools.Tool {
 		Notes:      "Tool calls the server's policy (approval.required_for) names are approved by codecell itself before they are made; a declined one fails with approval_declined, and with approval_unavailable when the client cannot be asked.",
 		Positional: []string{"message", "options"},
 		Runtime:    true,
-		Handler:    s.approvalRequest,
-	}}
+	}, call: s.approvalRequest}}
 }
 
 type approvalRequestArgs struct {
@@ -275,7 +270,7 @@ type approvalResult struct {
 // sees the message marked as the program's, as the output filter shows
 // any output; a form may not ask for credentials, and a credential the
 // user typed anyway is redacted before the program gets the answer.
-func (s *Server) approvalRequest(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+func (s *Server) approvalRequest(ctx context.Context, c *Call, raw json.RawMessage) (json.RawMessage, error) {
 	var a struct {
 		approvalRequestArgs
 		Options *approvalRequestArgs `json:"options"`
@@ -296,9 +291,9 @@ func (s *Server) approvalRequest(ctx context.Context, raw json.RawMessage) (json
 	if schema == nil {
 		schema = json.RawMessage(`{"type":"object","properties":{}}`)
 	}
-	msg := programPromptHead + "\n\n" + printable(s.filterText(a.Message, maxProgramPrompt, s.clientFilter(ctx)))
+	msg := programPromptHead + "\n\n" + printable(s.filterText(a.Message, maxProgramPrompt, clientFilter(c)))
 	var res *mcp.ElicitationResult
-	err := s.waitOnClient(ctx, func(ctx context.Context) (err error) {
+	err := s.waitOnClient(ctx, c, func(ctx context.Context) (err error) {
 		res, err = s.mcp.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: msg, RequestedSchema: schema}})
 		return err
 	})

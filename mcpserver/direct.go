@@ -133,13 +133,14 @@ func (s *Server) directTool(t *tools.Tool) (server.ServerTool, bool) {
 			return nil, err
 		}
 		// One call is one flow: it sees the call's result (Observe, in
-		// the dispatcher), and the filter hides its sensitive values.
+		// the gate), and the filter hides its sensitive values.
 		flow, err := s.filter.NewFlow(filter.FlowOptions{Rules: s.cfg.Rules})
 		if err != nil {
 			return nil, err
 		}
 		track := &tracker{flow: flow}
-		out, _, err := dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: sess.vault, track: track}.call(ctx, qualified, args)
+		run := &Run{Caller: caller, Local: s.isLocal(ctx), vault: sess.vault, flow: track}
+		out, err := s.gate.call(ctx, &Call{Run: run, Name: qualified, Args: args})
 		track.settled()
 		opts := filter.Options{Vault: sess.vault, Flow: flow}
 		defer s.flush(ctx, sess)

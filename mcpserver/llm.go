@@ -95,12 +95,12 @@ var llmErrors = []tools.ErrorDoc{
 	{Code: tools.CodeToolFailed, Description: "The client refused or failed the request (its user may have rejected it)."},
 }
 
-// llmTools are the llm runtime namespace: sampling requests to the client
-// of the request whose program calls them.
-func (s *Server) llmTools() []tools.Tool {
+// llmHelpers are the llm runtime namespace: sampling requests to the
+// client of the request whose program calls them.
+func (s *Server) llmHelpers() []helper {
 	note := "The request goes to the MCP client that sent execute_code (sampling/createMessage); its user may review it. The prompt passes the output filter first, as everything the model reads: tokens (⟦…⟧) are sent as they are, never resolved, and secrets and personal data the program read from tools are replaced as in a result, wherever they are in the prompt. The client's model sees what you see. The answer is a tool result like any other: filtered on output and followed by the data-flow rules."
-	return []tools.Tool{
-		{
+	return []helper{
+		{tool: tools.Tool{
 			Name:         "llm.call",
 			Summary:      "Ask the client's model (MCP sampling): {prompt | messages, system?, maxTokens?} → {text, model, stopReason}.",
 			Description:  "Call sends a prompt, or a conversation, to the model of the MCP client that runs this program, and returns its answer. Use it for judgement on data that should not go into the conversation: summarise, label, extract.",
@@ -116,9 +116,8 @@ func (s *Server) llmTools() []tools.Tool {
 			Positional: []string{"prompt"},
 			Related:    []string{"llm.classify", "llm.extract"},
 			Runtime:    true,
-			Handler:    tools.Handle(s.llmCall),
-		},
-		{
+		}, call: bindHelper(s.llmCall)},
+		{tool: tools.Tool{
 			Name:        "llm.classify",
 			Summary:     "Label each item with one of the labels, by the client's model: (items, labels) → {labels: string[]}.",
 			Description: "Classify asks the client's model to pick one label per item, in one request, and checks the answer: one label per item, each one of the given labels. A wrong answer is sent back to the model once with what was wrong; a second one is an error.",
@@ -144,9 +143,8 @@ func (s *Server) llmTools() []tools.Tool {
 			Positional: []string{"items", "labels"},
 			Related:    []string{"llm.call", "llm.extract"},
 			Runtime:    true,
-			Handler:    tools.Handle(s.llmClassify),
-		},
-		{
+		}, call: bindHelper(s.llmClassify)},
+		{tool: tools.Tool{
 			Name:        "llm.extract",
 			Summary:     "Extract data matching a JSON Schema from text, by the client's model: (text, schema) → {data}.",
 			Description: "Extract asks the client's model for JSON that matches the schema and checks it against the schema. A wrong answer is sent back to the model once with the validation errors; a second one is an error.",
@@ -172,8 +170,7 @@ func (s *Server) llmTools() []tools.Tool {
 			Positional: []string{"text", "schema"},
 			Related:    []string{"llm.call", "llm.classify"},
 			Runtime:    true,
-			Handler:    tools.Handle(s.llmExtract),
-		},
+		}, call: bindHelper(s.llmExtract)},
 	}
 }
 
@@ -198,17 +195,17 @@ type llmCallResult struct {
 	StopReason string `json:"stopReason,omitempty"`
 }
 
-func (s *Server) llmCall(ctx context.Context, a llmCallArgs) (llmCallResult, error) {
+func (s *Server) llmCall(ctx context.Context, c *Call, a llmCallArgs) (llmCallResult, error) {
 	msgs := a.Messages
 	if a.Prompt != "" {
 		msgs = append(msgs, llmMessage{Role: "user", Content: a.Prompt})
 	}
-	return s.sample(ctx, "llm.call", a, msgs)
+	return s.sample(ctx, c, "llm.call", a, msgs)
 }
 
 // sample sends one sampling request to the client of ctx's request,
 // within the run's and the principal's budgets.
-func (s *Server) sample(ctx context.Context, tool string, a llmCallArgs, msgs []llmMessage) (llmCallResult, error) {
+func (s *Server) sample(ctx context.Context, c *Call, tool string, a llmCallArgs, msgs []llmMessage) (llmCallResult, error) {
 	cfg := s.llm
 	maxTokens := cfg.DefaultMaxTokens
 	if a.MaxTokens > 0 {
@@ -218,7 +215,7 @@ func (s *Server) sample(ctx context.Context, tool string, a llmCallArgs, msgs []
 	// tokens stay tokens, and what the run read is hidden as in a
 	// result.
 	req := mcp.CreateMessageRequest{CreateMessageParams: mcp.CreateMessageParams{
-		SystemPrompt:     s.clientText(ctx, a.System),
+		SystemPrompt:     s.clientText(c, a.System),
 		MaxTokens:        maxTokens,
 		StopSequences:    a.StopSequences,
 		ModelPreferences: a.ModelPreferences,
@@ -228,7 +225,7 @@ func (s *Server) sample(ctx context.Context, tool string, a llmCallArgs, msgs []
 	}
 	promptBytes := len(req.SystemPrompt)
 	for _, m := range msgs {
-		text := s.clientText(ctx, m.Content)
+		text := s.clientText(c, m.Content)
 		req.Messages = append(req.Messages, mcp.SamplingMessage{Role: mcp.Role(m.Role), Content: mcp.NewTextContent(text)})
 		promptBytes += len(text)
 	}
@@ -239,12 +236,12 @@ func (s *Server) sample(ctx context.Context, tool string, a llmCallArgs, msgs []
 	// so that concurrent calls cannot overrun a budget together; the
 	// answer's actual size replaces the estimate after.
 	estimate := tools.EstimateTokens(promptBytes) + maxTokens
-	run := runFrom(ctx)
-	if err := s.llmUse.begin(tool, run, s.callerPrincipal(ctx), estimate); err != nil {
+	run, principal := c.Run.log, c.Run.Caller.Principal
+	if err := s.llmUse.begin(tool, run, principal, estimate); err != nil {
 		return llmCallResult{}, err
 	}
 	var res *mcp.CreateMessageResult
-	err := s.waitOnClient(ctx, func(ctx context.Context) (err error) {
+	err := s.waitOnClient(ctx, c, func(ctx context.Context) (err error) {
 		//lint:ignore SA1019 sampling is what llm.* is: deprecated by protocol 2026-07-28, still the way to reach the client's model in the versions before it, which clientCan requires
 		res, err = s.mcp.RequestSampling(ctx, req)
 		return err
@@ -256,7 +253,7 @@ func (s *Server) sample(ctx context.Context, tool string, a llmCallArgs, msgs []
 		out.Text, err = samplingText(res.Content)
 		used += tools.EstimateTokens(len(out.Text))
 	}
-	s.llmUse.end(run, s.callerPrincipal(ctx), estimate, used)
+	s.llmUse.end(run, principal, estimate, used)
 	if err != nil {
 		return llmCallResult{}, s.clientError(ctx, tool, "sampling", err)
 	}
@@ -302,7 +299,7 @@ type llmClassifyResult struct {
 	Attempts int      `json:"attempts"`
 }
 
-func (s *Server) llmClassify(ctx context.Context, a llmClassifyArgs) (llmClassifyResult, error) {
+func (s *Server) llmClassify(ctx context.Context, c *Call, a llmClassifyArgs) (llmClassifyResult, error) {
 	labels, _ := json.Marshal(a.Labels)
 	schema := fmt.Sprintf(`{"type":"array","items":{"enum":%s},"minItems":%d,"maxItems":%d}`, labels, len(a.Items), len(a.Items))
 	var b strings.Builder
@@ -313,9 +310,9 @@ func (s *Server) llmClassify(ctx context.Context, a llmClassifyArgs) (llmClassif
 	fmt.Fprintf(&b, "Answer with JSON only: an array of %d label strings, the label of item 0 first.\n\nItems:\n", len(a.Items))
 	for i, it := range a.Items {
 		// Each item as a result would show it: field names count.
-		fmt.Fprintf(&b, "%d: %s\n", i, compactJSON(s.clientJSON(ctx, it)))
+		fmt.Fprintf(&b, "%d: %s\n", i, compactJSON(s.clientJSON(c, it)))
 	}
-	data, model, attempts, err := s.askJSON(ctx, "llm.classify", b.String(), json.RawMessage(schema), a.MaxTokens)
+	data, model, attempts, err := s.askJSON(ctx, c, "llm.classify", b.String(), json.RawMessage(schema), a.MaxTokens)
 	if err != nil {
 		return llmClassifyResult{}, err
 	}
@@ -339,14 +336,14 @@ type llmExtractResult struct {
 	Attempts int             `json:"attempts"`
 }
 
-func (s *Server) llmExtract(ctx context.Context, a llmExtractArgs) (llmExtractResult, error) {
+func (s *Server) llmExtract(ctx context.Context, c *Call, a llmExtractArgs) (llmExtractResult, error) {
 	var b strings.Builder
 	b.WriteString("Extract from the text below the data this JSON Schema describes, and answer with JSON only, matching the schema.\n")
 	if a.Instructions != "" {
 		b.WriteString(a.Instructions + "\n")
 	}
 	fmt.Fprintf(&b, "\nSchema:\n%s\n\nText:\n%s\n", compactJSON(a.Schema), a.Text)
-	data, model, attempts, err := s.askJSON(ctx, "llm.extract", b.String(), a.Schema, a.MaxTokens)
+	data, model, attempts, err := s.askJSON(ctx, c, "llm.extract", b.String(), a.Schema, a.MaxTokens)
 	if err != nil {
 		return llmExtractResult{}, err
 	}
@@ -355,7 +352,7 @@ func (s *Server) llmExtract(ctx context.Context, a llmExtractArgs) (llmExtractRe
 
 // askJSON asks the client's model for JSON that matches schema; an
 // answer that does not is sent back once with what is wrong with it.
-func (s *Server) askJSON(ctx context.Context, tool, prompt string, schema json.RawMessage, maxTokens int) (data json.RawMessage, model string, attempts int, err error) {
+func (s *Server) askJSON(ctx context.Context, c *Call, tool, prompt string, schema json.RawMessage, maxTokens int) (data json.RawMessage, model string, attempts int, err error) {
 	sch, err := tools.CompileSchema(schema)
 	if err != nil {
 		return nil, "", 0, &tools.Error{Code: tools.CodeInvalidArguments, Tool: tool, Message: "schema: " + err.Error(), Err: err}
@@ -363,7 +360,7 @@ func (s *Server) askJSON(ctx context.Context, tool, prompt string, schema json.R
 	msgs := []llmMessage{{Role: "user", Content: prompt}}
 	var why string
 	for attempts = 1; attempts <= 2; attempts++ {
-		res, err := s.sample(ctx, tool, llmCallArgs{MaxTokens: maxTokens, System: "You answer with JSON only, no prose and no code fences."}, msgs)
+		res, err := s.sample(ctx, c, tool, llmCallArgs{MaxTokens: maxTokens, System: "You answer with JSON only, no prose and no code fences."}, msgs)
 		if err != nil {
 			return nil, "", attempts, err
 		}
@@ -423,8 +420,8 @@ type llmBudget struct {
 	calls, tokens int
 }
 
-// llmUsage keeps the llm budgets: each run's (on its dispatcher) and
-// each principal's.
+// llmUsage keeps the llm budgets: each run's (on its runLog) and each
+// principal's.
 type llmUsage struct {
 	cfg LLMConfig
 	now func() time.Time
@@ -444,9 +441,9 @@ func newLLMUsage(cfg LLMConfig) *llmUsage {
 	return &llmUsage{cfg: cfg, now: time.Now, principals: map[string]*principalLLM{}}
 }
 
-// begin charges one call of estimate tokens to run (nil outside a run)
-// and principal, or says which budget it would exceed.
-func (u *llmUsage) begin(tool string, run *runDispatcher, principal string, estimate int) error {
+// begin charges one call of estimate tokens to run (nil for a direct
+// call) and principal, or says which budget it would exceed.
+func (u *llmUsage) begin(tool string, run *runLog, principal string, estimate int) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	now := u.now().UTC()
@@ -485,7 +482,7 @@ func (u *llmUsage) begin(tool string, run *runDispatcher, principal string, esti
 }
 
 // end replaces a call's estimate by the tokens it used.
-func (u *llmUsage) end(run *runDispatcher, principal string, estimate, used int) {
+func (u *llmUsage) end(run *runLog, principal string, estimate, used int) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if p := u.principals[principal]; p != nil {

@@ -25,7 +25,7 @@ import (
 // rules say: the first call that a rule matches logs a warning instead.
 //
 // A memoised result keeps the provenance of the call's arguments (the
-// dispatcher puts it in the context, memory.WithProvenance): a tool that
+// gate puts it in the context, memory.WithProvenance): a tool that
 // returns what it was given, such as an echo or a formatter, returns it
 // from the cache too, in a run that does not know where it came from. On
 // a hit, the run's data flow learns that the result's values came from
@@ -132,56 +132,60 @@ func (m *memoizer) ttl(t *tools.Tool) time.Duration {
 	return 0
 }
 
-// call returns t's result for args: from the cache when the caller in
-// ctx has one within the TTL, else from fn, which it then keeps. A store
-// that fails is logged and bypassed: memoisation never fails a call.
-func (m *memoizer) call(ctx context.Context, t *tools.Tool, args json.RawMessage, fn func() (json.RawMessage, error)) (json.RawMessage, bool, error) {
+// pass answers a call of a memoised tool from the cache when the caller
+// in ctx has its result within the TTL, and else keeps what the rest of
+// the gate answers. A store that fails is logged and bypassed:
+// memoisation never fails a call. A helper's own call is not memoised
+// (its calls are, each on its own).
+func (m *memoizer) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
+	if c.gated() {
+		return next.call(ctx, c)
+	}
+	t := c.Tool
 	ttl := m.ttl(t)
 	if ttl == 0 {
-		out, err := fn()
-		return out, false, err
+		return next.call(ctx, c)
 	}
 	name := t.Name
 	if p, ok := tools.PageFrom(ctx, t.Name); ok {
 		// A page of a pagination is a result of its own, page by page.
 		name += "\x00page\x00" + p.Next
 	}
-	key, err := memoKey(name, args)
+	key, err := memoKey(name, c.Args)
 	if err != nil {
-		out, err := fn()
-		return out, false, err
+		return next.call(ctx, c)
 	}
 	e, err := m.store.CacheGet(ctx, memory.CacheMemo, key)
 	switch {
 	case err == nil:
-		observeMemo(ctx, t.Name, e.Value, e.Provenance)
-		return e.Value, true, nil
+		observeMemo(c, t.Name, e.Value, e.Provenance)
+		c.served = servedCached
+		return e.Value, nil
 	case !errors.Is(err, memory.ErrNotFound):
 		m.log.Error("memo get", "tool", t.Name, "err", err)
 	}
-	out, err := fn()
+	out, err := next.call(ctx, c)
 	if err != nil || len(out) > m.maxBytes {
-		return out, false, err
+		return out, err
 	}
 	if _, err := m.store.CacheSet(ctx, memory.CacheSetInput{Kind: memory.CacheMemo, Key: key, Value: out, TTL: ttl}); err != nil {
 		m.log.Error("memo set", "tool", t.Name, "err", err)
 	}
-	return out, false, nil
+	return out, nil
 }
 
 // observeMemo tells the data flow of the run that made the call, if a
 // program's, that a memoised result's values came from the sources prov
-// names (besides the tool, which the dispatcher records).
-func observeMemo(ctx context.Context, tool string, out, prov json.RawMessage) {
-	run, ok := ctx.Value(runKey{}).(*runDispatcher)
-	if !ok || run.track == nil || len(prov) == 0 {
+// names (besides the tool, which the observer records).
+func observeMemo(c *Call, tool string, out, prov json.RawMessage) {
+	if c.Run.log == nil || c.Run.flow == nil || len(prov) == 0 {
 		return
 	}
 	var p filter.Provenance
 	if json.Unmarshal(prov, &p) != nil || p.IsZero() {
 		return
 	}
-	run.track.flow.Observe(tool, out, p)
+	c.Run.flow.flow.Observe(tool, out, p)
 }
 
 // memoKey is the hex SHA-256 of the tool's name and its arguments as

@@ -74,12 +74,12 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 		s.log.Error("flow", "err", err) // the rules were checked when the server was made
 	}
 	track := &tracker{flow: flow}
-	d := newRunDispatcher(dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: vault, track: track}, id)
+	run := &Run{ID: id, Caller: caller, Local: s.isLocal(ctx), vault: vault, flow: track, purpose: x.Purpose, log: newRunLog(id)}
 	if x.Mode == ModePlan {
 		if s.cfg.Store == nil {
 			return s.refusedRecord(KindNoStore, "plans need the store (memory.path); this server runs without one")
 		}
-		d.plan = &planRecorder{}
+		run.plan = &planRecorder{}
 	}
 	textOpts := filter.Options{Vault: vault, Flow: flow}
 	if x.OnLog != nil {
@@ -111,8 +111,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 			onProgress(s.filterText(message, maxStreamedText, textOpts), fraction)
 		}
 	}
-	d.progress = x.OnProgress
-	d.purpose = x.Purpose
+	run.progress = x.OnProgress
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := context.AfterFunc(s.stopping, func() { cancel(context.Cause(s.stopping)) })
@@ -124,7 +123,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 		Timeout:    x.Timeout,
 		MaxTimeout: x.MaxTimeout,
 		Waited:     x.Waited,
-		Dispatcher: d,
+		Dispatcher: programCalls{s.gate, run},
 		Functions:  s.functions(caller),
 		Owner:      caller.Principal,
 		OnLog:      x.OnLog,
@@ -132,17 +131,17 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 	})
 	s.metrics.observeRun(res)
 	span.ran(res)
-	if d.plan != nil {
+	if run.plan != nil {
 		var note string
-		x.planned, note = s.savePlan(ctx, caller, id, d.plan, res)
+		x.planned, note = s.savePlan(ctx, caller, id, run.plan, res)
 		x.planned.note = note
 		if x.planned.ID != "" {
 			x.planHash = planHash(x.planned.ID)
 		}
 	}
-	rec, body := s.record(context.WithoutCancel(tools.WithCaller(ctx, caller)), sess, track.settled(), id, x, res, d.runArtifacts())
+	rec, body := s.record(context.WithoutCancel(tools.WithCaller(ctx, caller)), sess, track.settled(), id, x, res, run.log.runArtifacts())
 	s.flush(ctx, sess)
-	s.audit.record(auditRecord{exec: executionRecord(id, caller, s.access.of(caller), x, started, res), calls: d.auditCalls(), requests: d.auditRequests()})
+	s.audit.record(auditRecord{exec: executionRecord(id, caller, s.access.of(caller), x, started, res), calls: run.log.auditCalls(), requests: run.log.auditRequests()})
 	s.log.Info("run", "id", id, "principal", caller.Principal, "session_hash", sessionHash(caller.Session), "status", res.Status, "kind", errorKind(res),
 		"ms", res.Telemetry.DurationMS, "calls", res.Telemetry.ToolCalls, "code_bytes", len(x.Code), "returned_bytes", len(body))
 	span.end(body)

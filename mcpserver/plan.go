@@ -118,6 +118,29 @@ func (p *planRecorder) add(tool string, args, provenance json.RawMessage, known 
 	return json.RawMessage(fmt.Sprintf(`{"planned":true,"id":%d}`, len(p.steps))), nil
 }
 
+// planner records, in a dry run, each write instead of making it. A
+// recorded call is checked as a real one would be, so that a plan holds
+// only calls that can run; a plan's writes are approved when they are
+// committed, not when recorded.
+type planner struct{ reg *tools.Registry }
+
+func (pl planner) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
+	p := c.Run.plan
+	if !p.records(c.Tool) {
+		return next.call(ctx, c)
+	}
+	if err := pl.reg.View(c.Run.Caller).Validate(c.Name, c.Args); err != nil {
+		c.served = servedRejected
+		return nil, err
+	}
+	var known []filter.Known
+	if c.Run.flow != nil {
+		known = c.Run.flow.flow.KnownIn(c.Args)
+	}
+	c.served = servedPlanned
+	return p.add(c.Tool.Name, c.Written, c.Provenance, known) // the arguments with their tokens
+}
+
 func (p *planRecorder) recorded() []plannedStep {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -241,13 +264,13 @@ func (s *Server) Commit(ctx context.Context, planID string, x Execution) (*Recor
 	if sess != nil {
 		vault = sess.vault
 	}
-	d := newRunDispatcher(dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: vault}, id)
 	// What the steps return is observed like any run's tool results.
 	flow, err := s.filter.NewFlow(filter.FlowOptions{Rules: s.cfg.Rules})
 	if err != nil {
 		s.log.Error("flow", "err", err)
 	}
 	track := &tracker{flow: flow}
+	run := &Run{ID: id, Caller: caller, Local: s.isLocal(ctx), vault: vault, flow: track, log: newRunLog(id)}
 
 	type outcome struct {
 		Step      int    `json:"step"`
@@ -265,7 +288,7 @@ func (s *Server) Commit(ctx context.Context, planID string, x Execution) (*Recor
 			continue
 		}
 		start := time.Now()
-		out, err := s.commitStep(ctx, d, track, st)
+		out, err := s.commitStep(ctx, run, st)
 		cr := executor.CallRecord{Tool: st.Tool, OK: err == nil, DurationMS: float64(time.Since(start).Microseconds()) / 1000, ArgsBytes: len(st.Args), ResultBytes: len(out)}
 		status, code := memory.StepOK, ""
 		if err != nil {
@@ -305,9 +328,9 @@ func (s *Server) Commit(ctx context.Context, planID string, x Execution) (*Recor
 	shown, _ := json.Marshal(outcomes)
 	x.Mode, x.planned = "commit", &PlanRecord{ID: clientID, Steps: shown}
 	x.planHash = memory.PlanIDHash(planID)
-	rec, body := s.record(context.WithoutCancel(tools.WithCaller(ctx, caller)), sess, track.settled(), id, x, res, d.runArtifacts())
+	rec, body := s.record(context.WithoutCancel(tools.WithCaller(ctx, caller)), sess, track.settled(), id, x, res, run.log.runArtifacts())
 	s.flush(ctx, sess)
-	s.audit.record(auditRecord{exec: executionRecord(id, caller, s.access.of(caller), x, started, res), calls: d.auditCalls(), requests: d.auditRequests()})
+	s.audit.record(auditRecord{exec: executionRecord(id, caller, s.access.of(caller), x, started, res), calls: run.log.auditCalls(), requests: run.log.auditRequests()})
 	s.log.Info("commit", "id", id, "principal", caller.Principal, "plan_hash", x.planHash, "state", state, "steps", len(steps))
 	return rec, body
 }
@@ -316,25 +339,24 @@ func (s *Server) Commit(ctx context.Context, planID string, x Execution) (*Recor
 // resolved now, the data-flow rules checked against the sources the step
 // recorded, the secrets the dry run knew in its arguments hidden in what
 // the commit shows, the call audited with the commit.
-func (s *Server) commitStep(ctx context.Context, d *runDispatcher, track *tracker, st plannedStep) (json.RawMessage, error) {
+func (s *Server) commitStep(ctx context.Context, run *Run, st plannedStep) (json.RawMessage, error) {
 	var prov filter.Provenance
 	if len(st.Provenance) > 0 {
 		if err := json.Unmarshal(st.Provenance, &prov); err != nil {
 			return nil, &tools.Error{Code: "plan_altered", Tool: st.Tool, Message: "the step's recorded sources cannot be read"}
 		}
 	}
-	if track.flow != nil {
-		resolved, err := resolveTokens(ctx, d.vault, st.Tool, st.Args)
+	if flow := run.flow.flow; flow != nil {
+		resolved, err := resolveTokens(ctx, run.vault, st.Tool, st.Args)
 		if err != nil {
 			return nil, err
 		}
 		// The values in the arguments came from these sources, and are
 		// what the dry run's flow knew them to be.
-		track.flow.ObserveKnown("plan", st.known, prov)
-		track.flow.Observe("plan", resolved, prov)
+		flow.ObserveKnown("plan", st.known, prov)
+		flow.Observe("plan", resolved, prov)
 	}
-	d.track = track
-	return d.Call(ctx, executor.Call{Name: st.Tool, Args: st.Args})
+	return s.gate.call(ctx, &Call{Run: run, Name: st.Tool, Args: st.Args})
 }
 
 // refusedRecord is the record of a request that never ran.

@@ -9,7 +9,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/tools"
 )
@@ -39,7 +38,7 @@ func (s *Server) initRuntime() error {
 	if err := s.reg.DescribeCategory("approval", "Ask the client's user to decide (MCP elicitation)."); err != nil {
 		return err
 	}
-	return s.reg.Register(append(s.llmTools(), s.approvalTools()...)...)
+	return s.gate.register(append(s.llmHelpers(), s.approvalHelpers()...)...)
 }
 
 // capability is something a runtime tool needs of the client.
@@ -89,9 +88,9 @@ func (s *Server) clientCan(ctx context.Context, tool string, what capability) er
 // waitOnClient runs ask, a request to the client, and waits for its
 // answer within ctx: the run's deadline and cancellation end the wait.
 // The run gives its execution slot back while it waits on a person or a
-// model (executor.Park).
-func (s *Server) waitOnClient(ctx context.Context, ask func(context.Context) error) error {
-	return executor.Park(ctx, func() error { return ask(ctx) })
+// model (executor.Run.Park).
+func (s *Server) waitOnClient(ctx context.Context, c *Call, ask func(context.Context) error) error {
+	return c.Exec.Park(func() error { return ask(ctx) })
 }
 
 // clientError turns a failed request to the client into a tool error.
@@ -109,60 +108,39 @@ func (s *Server) clientError(ctx context.Context, tool, what string, err error) 
 	return &tools.Error{Code: tools.CodeToolFailed, Tool: tool, Message: fmt.Sprintf("the client refused or failed the %s request: %v", what, err), Err: err}
 }
 
-// runFrom returns the run whose tool call ctx is, or nil.
-func runFrom(ctx context.Context) *runDispatcher {
-	d, _ := ctx.Value(runKey{}).(*runDispatcher)
-	return d
-}
-
-// callerPrincipal is the principal a tool call is made for.
-func (s *Server) callerPrincipal(ctx context.Context) string {
-	if c := tools.CallerFrom(ctx); c.Principal != "" {
-		return c.Principal
-	}
-	return s.caller(ctx).Principal
-}
-
 // showsClient reports whether t shows what it is given to the client's
 // model or user: the llm tools (sampling) and approval.request
 // (elicitation). Their arguments are never de-tokenised — the model sees
 // a token where the program had one — and what they send passes the
 // output filter (clientText, clientJSON), as everything the model reads.
-func (s *Server) showsClient(t *tools.Tool) bool {
+func showsClient(t *tools.Tool) bool {
 	return t != nil && t.Runtime && (t.Category() == "llm" || t.Name == "approval.request")
 }
 
-// clientFilter is the filter's options for what a runtime tool called
-// with ctx shows the client: its caller's session tokens, and the run's
-// flow, so that every value the run received that the filter hides in a
-// result is hidden here too, wherever the program put it.
-func (s *Server) clientFilter(ctx context.Context) filter.Options {
-	var opts filter.Options
-	if d, ok := dispatcherFrom(ctx); ok {
-		opts.Vault = d.vault
-		if d.track != nil {
-			opts.Flow = d.track.settled()
-		}
-	}
-	return opts
+// clientFilter is the filter's options for what a runtime tool shows
+// the client in a call of a run: its caller's session tokens, and the
+// run's flow, so that every value the run received that the filter hides
+// in a result is hidden here too, wherever the program put it.
+func clientFilter(c *Call) filter.Options {
+	return filter.Options{Vault: c.Run.vault, Flow: c.Run.settled()}
 }
 
 // clientText is text as the client may be shown it: filtered whole, not
 // cut to the budget.
-func (s *Server) clientText(ctx context.Context, text string) string {
+func (s *Server) clientText(c *Call, text string) string {
 	if text == "" {
 		return ""
 	}
-	return s.filter.ApplyText(text, s.clientFilter(ctx)).Full()
+	return s.filter.ApplyText(text, clientFilter(c)).Full()
 }
 
 // clientJSON is a JSON value as the client may be shown it, filtered as a
 // result is (field names and values), whole.
-func (s *Server) clientJSON(ctx context.Context, v json.RawMessage) json.RawMessage {
-	out, err := s.filter.Apply(filter.Input{Result: v}, s.clientFilter(ctx))
+func (s *Server) clientJSON(c *Call, v json.RawMessage) json.RawMessage {
+	out, err := s.filter.Apply(filter.Input{Result: v}, clientFilter(c))
 	if err != nil {
 		// Not JSON: shown as text.
-		b, _ := json.Marshal(s.clientText(ctx, string(v)))
+		b, _ := json.Marshal(s.clientText(c, string(v)))
 		return b
 	}
 	return out.Full

@@ -159,6 +159,7 @@ type Server struct {
 	planSeal         *planSealer // plan.go, planseal.go
 	memo             *memoizer
 	access           *accessPolicy // nil: every caller reaches every tool
+	gate             *gate         // every tool call of a run passes it (gate.go)
 
 	// stopping ends the runs still in progress when the server shuts
 	// down; see Stop.
@@ -227,6 +228,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		metrics:  newMetrics(exec),
 		tracer:   newTracer(cfg.TracerProvider),
 		events:   newEventStore(256, 8<<20, 1024),
+		gate:     newGate(reg),
 	}
 	s.tasks = newTaskRuns(cfg.Tasks, func(ctx context.Context) string { return s.caller(ctx).Principal })
 	if cfg.Store != nil {
@@ -295,6 +297,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	if err = s.initPlansAndCache(); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
 	}
+	s.initGate()
 	if cfg.Store != nil {
 		s.addWorkspace()
 		s.addResults()
@@ -335,6 +338,24 @@ func (s *Server) hooks() *server.Hooks {
 	s.instructionHooks(h)
 	s.tasks.hooks(h)
 	return h
+}
+
+// initGate sets the gate's stages, in their order (gate.go).
+func (s *Server) initGate() {
+	stages := []stage{
+		recorder{tracer: s.tracer, reg: s.reg},
+		counter{metrics: s.metrics, reg: s.reg},
+		rateLimit{limits: s.limits, metrics: s.metrics},
+		dataFlow{reg: s.reg, log: s.log},
+		binding{s.gate},
+		planner{reg: s.reg},
+		approver{s},
+		observer{},
+	}
+	if s.memo != nil {
+		stages = append(stages, s.memo)
+	}
+	s.gate.stages = stages
 }
 
 // initFilter sets up the output filter and the session vaults.

@@ -41,12 +41,10 @@ var adminSkills = map[string]bool{"save": true, "list": true, "delete": true, "p
 // whose snapshot changed since the caller pinned it.
 const CodeSkillChanged = "skill_changed"
 
-// skillDepthKey carries how deep in skills a tool call is made.
-type skillDepthKey struct{}
-
-func skillDepth(ctx context.Context) int {
-	d, _ := ctx.Value(skillDepthKey{}).(int)
-	return d
+// isSkill reports whether t is a skill's program (not one of the skills
+// category's own tools): its calls are made one skill deeper.
+func isSkill(t *tools.Tool) bool {
+	return t != nil && t.Source != "" && t.Category() == "skills"
 }
 
 // asCaller returns ctx for the store, acting as principal.
@@ -61,7 +59,7 @@ func (s *Server) initSkills(ctx context.Context) error {
 	if err := s.reg.DescribeCategory("skills", "Programs saved for reuse: save one with skills.save, call it as skills.<name>(args); publish it for every principal with skills.publish."); err != nil {
 		return err
 	}
-	if err := s.reg.Register(s.skillAdminTools()...); err != nil {
+	if err := s.gate.register(s.skillAdminHelpers()...); err != nil {
 		return err
 	}
 	if err := s.reloadSkills(ctx); err != nil {
@@ -232,26 +230,19 @@ func (s *Server) checkPin(ctx context.Context, sk memory.Skill) error {
 // short is the first 12 hex digits of a hash.
 func short(sha string) string { return sha[:min(12, len(sha))] }
 
-// runSkill runs a skill's code as its caller, nested in the caller's run:
-// the executor charges it to that run (its deadline, heap and worker) and
-// stops skills calling skills at its depth limit.
+// runSkill runs a skill's code as its caller, nested in the call that
+// runs it: its program's calls go through that call's gate (skillCalls),
+// and the executor charges the run to the calling run (its deadline,
+// heap and worker) and stops skills calling skills at its depth limit.
 func (s *Server) runSkill(ctx context.Context, name, code string, lang executor.Language, args json.RawMessage) (json.RawMessage, error) {
 	caller := tools.CallerFrom(ctx)
-	var d executor.Dispatcher = dispatcher{s: s, caller: caller}
-	if run, ok := ctx.Value(runKey{}).(*runDispatcher); ok {
-		d = nestedDispatcher{run: run, depth: skillDepth(ctx) + 1}
-	} else if call, ok := dispatcherFrom(ctx); ok {
-		// Outside a run (a direct call), through the gate of the call
-		// that made it: its session's tokens, its flow.
-		d = nestedDispatcher{run: call.via(), depth: skillDepth(ctx) + 1}
-	}
 	res := s.exec.Run(ctx, executor.Request{
 		Code:       code,
 		Language:   lang,
 		Args:       args,
 		Parent:     executor.RunFrom(ctx),
 		Owner:      caller.Principal,
-		Dispatcher: d,
+		Dispatcher: skillCalls{},
 		Functions:  s.functions(caller),
 	})
 	if res.Error != nil {
@@ -267,8 +258,8 @@ func (s *Server) runSkill(ctx context.Context, name, code string, lang executor.
 }
 
 // notFromSkill refuses to change skills from inside a skill.
-func notFromSkill(ctx context.Context, tool string) error {
-	if skillDepth(ctx) > 0 {
+func notFromSkill(c *Call, tool string) error {
+	if c.Depth > 0 {
 		return tools.Errorf("forbidden", "%s cannot be called from a skill: skills run with their caller's rights and may not change skills", tool)
 	}
 	return nil
@@ -278,11 +269,13 @@ type skillName struct {
 	Name string `json:"name"`
 }
 
-// skillAdminTools are skills.save, list, delete, publish and unpublish.
-func (s *Server) skillAdminTools() []tools.Tool {
+// skillAdminHelpers are skills.save, list, delete, publish, accept and
+// unpublish: runtime helpers, handed the call, so that those that change
+// skills refuse to from inside a skill.
+func (s *Server) skillAdminHelpers() []helper {
 	nameOnly := json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}`)
-	return []tools.Tool{
-		{
+	return []helper{
+		{tool: tools.Tool{
 			Name:    "skills.save",
 			Summary: "Save a program as your own skill, callable later as skills.<name>(args).",
 			Description: "Save stores a program under a name, as a skill of yours: later runs, in any of your sessions, call it as `await skills.<name>(args)`; no other principal sees it unless you publish it. Inside the program the arguments are the global `args`, and its return value is the result. " +
@@ -313,17 +306,15 @@ func (s *Server) skillAdminTools() []tools.Tool {
 			},
 			Positional: []string{"name", "description", "code"},
 			Related:    []string{"skills.list", "skills.publish", "skills.delete"},
-			Handler:    tools.Handle(s.saveSkill),
-		},
-		{
+		}, call: bindHelper(s.saveSkill)},
+		{tool: tools.Tool{
 			Name:         "skills.list",
 			Summary:      "List the skills you can call: your own and those others published, with owners and versions.",
 			OutputSchema: json.RawMessage(`{"type":"object","properties":{"skills":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"description":{"type":"string"},"language":{"type":"string"},"version":{"type":"integer"},"owner":{"type":"string"},"own":{"type":"boolean"},"published":{"type":"boolean"}}}}},"required":["skills"]}`),
 			Annotations:  tools.Annotations{ReadOnly: true},
 			Related:      []string{"skills.save"},
-			Handler:      tools.Handle(s.listSkills),
-		},
-		{
+		}, call: bindHelper(s.listSkills)},
+		{tool: tools.Tool{
 			Name:         "skills.delete",
 			Summary:      "Delete one of your skills (a published snapshot stays until you unpublish it).",
 			InputSchema:  nameOnly,
@@ -331,18 +322,17 @@ func (s *Server) skillAdminTools() []tools.Tool {
 			Annotations:  tools.Annotations{Destructive: true, Idempotent: true},
 			Positional:   []string{"name"},
 			Related:      []string{"skills.list", "skills.unpublish"},
-			Handler: tools.Handle(func(ctx context.Context, in skillName) (map[string]bool, error) {
-				if err := notFromSkill(ctx, "skills.delete"); err != nil {
-					return nil, err
-				}
-				err := s.cfg.Store.DeleteSkill(ctx, in.Name)
-				if errors.Is(err, memory.ErrNotFound) {
-					return map[string]bool{"deleted": false}, nil
-				}
-				return map[string]bool{"deleted": err == nil}, err
-			}),
-		},
-		{
+		}, call: bindHelper(func(ctx context.Context, c *Call, in skillName) (map[string]bool, error) {
+			if err := notFromSkill(c, "skills.delete"); err != nil {
+				return nil, err
+			}
+			err := s.cfg.Store.DeleteSkill(ctx, in.Name)
+			if errors.Is(err, memory.ErrNotFound) {
+				return map[string]bool{"deleted": false}, nil
+			}
+			return map[string]bool{"deleted": err == nil}, err
+		})},
+		{tool: tools.Tool{
 			Name:    "skills.publish",
 			Summary: "Publish one of your skills: every principal may then call a fixed snapshot of it, marked as yours.",
 			Description: "Publish snapshots your skill as it is now — its code fixed and hashed — and makes the snapshot callable by every principal as skills.<name>, shown with you as its owner. " +
@@ -357,18 +347,17 @@ func (s *Server) skillAdminTools() []tools.Tool {
 				{Code: "conflict", Description: "Another principal has published that name."},
 				{Code: "forbidden", Description: "Called from inside a skill."},
 			},
-			Handler: tools.Handle(func(ctx context.Context, in skillName) (map[string]any, error) {
-				if err := notFromSkill(ctx, "skills.publish"); err != nil {
-					return nil, err
-				}
-				sk, err := s.cfg.Store.PublishSkill(ctx, in.Name)
-				if err != nil {
-					return nil, err
-				}
-				return map[string]any{"name": sk.Name, "version": sk.Version, "code_sha256": sk.CodeSHA256}, nil
-			}),
-		},
-		{
+		}, call: bindHelper(func(ctx context.Context, c *Call, in skillName) (map[string]any, error) {
+			if err := notFromSkill(c, "skills.publish"); err != nil {
+				return nil, err
+			}
+			sk, err := s.cfg.Store.PublishSkill(ctx, in.Name)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"name": sk.Name, "version": sk.Version, "code_sha256": sk.CodeSHA256}, nil
+		})},
+		{tool: tools.Tool{
 			Name:    "skills.accept",
 			Summary: "Accept the version another principal published of a skill you called, after it changed (skill_changed).",
 			Description: "Your first call of a skill another principal published pins that version; when its owner publishes another, your calls fail with skill_changed until you accept it here. " +
@@ -383,9 +372,8 @@ func (s *Server) skillAdminTools() []tools.Tool {
 				{Code: "conflict", Description: "Its version is no longer the one whose code_sha256 you gave."},
 				{Code: "forbidden", Description: "Called from inside a skill."},
 			},
-			Handler: tools.Handle(s.acceptSkill),
-		},
-		{
+		}, call: bindHelper(s.acceptSkill)},
+		{tool: tools.Tool{
 			Name:         "skills.unpublish",
 			Summary:      "Withdraw the published snapshot of one of your skills; your own copy stays.",
 			InputSchema:  nameOnly,
@@ -393,17 +381,16 @@ func (s *Server) skillAdminTools() []tools.Tool {
 			Annotations:  tools.Annotations{Destructive: true, Idempotent: true},
 			Positional:   []string{"name"},
 			Related:      []string{"skills.publish"},
-			Handler: tools.Handle(func(ctx context.Context, in skillName) (map[string]bool, error) {
-				if err := notFromSkill(ctx, "skills.unpublish"); err != nil {
-					return nil, err
-				}
-				err := s.cfg.Store.UnpublishSkill(ctx, in.Name)
-				if errors.Is(err, memory.ErrNotFound) {
-					return map[string]bool{"unpublished": false}, nil
-				}
-				return map[string]bool{"unpublished": err == nil}, err
-			}),
-		},
+		}, call: bindHelper(func(ctx context.Context, c *Call, in skillName) (map[string]bool, error) {
+			if err := notFromSkill(c, "skills.unpublish"); err != nil {
+				return nil, err
+			}
+			err := s.cfg.Store.UnpublishSkill(ctx, in.Name)
+			if errors.Is(err, memory.ErrNotFound) {
+				return map[string]bool{"unpublished": false}, nil
+			}
+			return map[string]bool{"unpublished": err == nil}, err
+		})},
 	}
 }
 
@@ -413,8 +400,8 @@ type acceptSkillArgs struct {
 }
 
 // acceptSkill pins the published snapshot of a skill for the caller.
-func (s *Server) acceptSkill(ctx context.Context, in acceptSkillArgs) (memory.SkillPin, error) {
-	if err := notFromSkill(ctx, "skills.accept"); err != nil {
+func (s *Server) acceptSkill(ctx context.Context, c *Call, in acceptSkillArgs) (memory.SkillPin, error) {
+	if err := notFromSkill(c, "skills.accept"); err != nil {
 		return memory.SkillPin{}, err
 	}
 	published, err := s.cfg.Store.PublishedSkills(ctx)
@@ -441,8 +428,8 @@ type saveSkillArgs struct {
 	InputSchema json.RawMessage `json:"inputSchema"`
 }
 
-func (s *Server) saveSkill(ctx context.Context, in saveSkillArgs) (map[string]any, error) {
-	if err := notFromSkill(ctx, "skills.save"); err != nil {
+func (s *Server) saveSkill(ctx context.Context, c *Call, in saveSkillArgs) (map[string]any, error) {
+	if err := notFromSkill(c, "skills.save"); err != nil {
 		return nil, err
 	}
 	if adminSkills[in.Name] {
@@ -482,7 +469,7 @@ type skillRow struct {
 	Published   bool   `json:"published"`
 }
 
-func (s *Server) listSkills(ctx context.Context, _ struct{}) (map[string][]skillRow, error) {
+func (s *Server) listSkills(ctx context.Context, _ *Call, _ struct{}) (map[string][]skillRow, error) {
 	all, err := s.cfg.Store.CallableSkills(ctx)
 	if err != nil {
 		return nil, err

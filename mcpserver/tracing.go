@@ -195,16 +195,16 @@ func (s *Server) startStore(ctx context.Context, n int) trace.Span {
 // startToolCall opens the span of a tool call of a run. The tool is named
 // as the caller's catalogue names it; a name it does not have is
 // unknownTool.
-func (s *Server) startToolCall(ctx context.Context, c tools.Caller, name string, args json.RawMessage) (context.Context, trace.Span) {
+func startToolCall(ctx context.Context, tracer trace.Tracer, reg *tools.Registry, c tools.Caller, name string, args json.RawMessage) (context.Context, trace.Span) {
 	if !trace.SpanFromContext(ctx).IsRecording() {
 		// Not sampled, or no tracing: no span, at no cost.
 		return ctx, trace.SpanFromContext(ctx)
 	}
 	shown := unknownTool
-	if _, ok := s.reg.View(c).Get(name); ok {
+	if _, ok := reg.View(c).Get(name); ok {
 		shown = name
 	}
-	return s.tracer.Start(ctx, "execute_tool "+shown, trace.WithSpanKind(trace.SpanKindInternal),
+	return tracer.Start(ctx, "execute_tool "+shown, trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(attrOperation.String("execute_tool"), attrToolName.String(shown), attrArgsBytes.Int(len(args))))
 }
 

@@ -54,7 +54,7 @@ func BenchmarkTracingOverhead(b *testing.B) {
 				ctx, run := s.startRun(ctx, "x1", Execution{Code: "1+1"})
 				run.running()
 				for range 3 {
-					_, span := s.startToolCall(ctx, caller, "util.echo", args)
+					_, span := startToolCall(ctx, s.tracer, s.reg, caller, "util.echo", args)
 					endToolCall(span, args, nil)
 				}
 				run.ran(res)
