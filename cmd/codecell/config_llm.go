@@ -6,7 +6,7 @@ import (
 	"path"
 	"slices"
 
-	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 )
 
 // This file reads the [llm] and [approval] sections: the budgets of the
@@ -24,7 +24,7 @@ import (
 //	[approval.principal.ci]
 //	on_unsupported = "allow"
 
-// LLMConfig is the [llm] section (mcpserver.LLMConfig).
+// LLMConfig is the [llm] section (engine.LLMConfig).
 type LLMConfig struct {
 	MaxCallsPerRun   int `toml:"max_calls_per_run"`
 	MaxTokensPerRun  int `toml:"max_tokens_per_run"`
@@ -34,7 +34,7 @@ type LLMConfig struct {
 	MaxTokens        int `toml:"max_tokens"`
 }
 
-// ApprovalConfig is the [approval] section (mcpserver.ApprovalConfig).
+// ApprovalConfig is the [approval] section (engine.ApprovalConfig).
 type ApprovalConfig struct {
 	RequiredFor   []string `toml:"required_for"`
 	OnUnsupported string   `toml:"on_unsupported"`
@@ -52,7 +52,7 @@ type ApprovalPrincipalConfig struct {
 
 // defaultRuntimeConfig sets the defaults of [llm] and [approval].
 func defaultRuntimeConfig(c *Config) {
-	d := mcpserver.LLMConfig{}.WithDefaults()
+	d := engine.LLMConfig{}.WithDefaults()
 	c.LLM = LLMConfig{
 		MaxCallsPerRun:   d.MaxCallsPerRun,
 		MaxTokensPerRun:  d.MaxTokensPerRun,
@@ -108,9 +108,9 @@ func (c *Config) validateRuntime() []error {
 }
 
 // llmConfig is the server's view of [llm].
-func (c *Config) llmConfig() mcpserver.LLMConfig {
+func (c *Config) llmConfig() engine.LLMConfig {
 	l := c.LLM
-	return mcpserver.LLMConfig{
+	return engine.LLMConfig{
 		MaxCallsPerRun:   l.MaxCallsPerRun,
 		MaxTokensPerRun:  l.MaxTokensPerRun,
 		CallsPerMinute:   l.CallsPerMinute,
@@ -121,13 +121,13 @@ func (c *Config) llmConfig() mcpserver.LLMConfig {
 }
 
 // approvalConfig is the server's view of [approval].
-func (c *Config) approvalConfig() mcpserver.ApprovalConfig {
+func (c *Config) approvalConfig() engine.ApprovalConfig {
 	a := c.Approval
-	out := mcpserver.ApprovalConfig{ApprovalPolicy: mcpserver.ApprovalPolicy{RequiredFor: a.RequiredFor, OnUnsupported: a.OnUnsupported}}
+	out := engine.ApprovalConfig{ApprovalPolicy: engine.ApprovalPolicy{RequiredFor: a.RequiredFor, OnUnsupported: a.OnUnsupported}}
 	if len(a.Principal) > 0 {
-		out.Principals = map[string]mcpserver.ApprovalPolicy{}
+		out.Principals = map[string]engine.ApprovalPolicy{}
 		for name, p := range a.Principal {
-			out.Principals[name] = mcpserver.ApprovalPolicy{RequiredFor: p.RequiredFor, OnUnsupported: p.OnUnsupported}
+			out.Principals[name] = engine.ApprovalPolicy{RequiredFor: p.RequiredFor, OnUnsupported: p.OnUnsupported}
 		}
 	}
 	return out

@@ -1,4 +1,4 @@
-package mcpserver
+package engine
 
 import (
 	"context"
@@ -55,77 +55,77 @@ func asCaller(ctx context.Context, principal string) context.Context {
 // initSkills registers the skills tools and every saved skill, and keeps
 // the registry in step with the store, changes made by other processes on
 // the same database included.
-func (s *Server) initSkills(ctx context.Context) error {
-	if err := s.reg.DescribeCategory("skills", "Programs saved for reuse: save one with skills.save, call it as skills.<name>(args); publish it for every principal with skills.publish."); err != nil {
+func (e *Engine) initSkills(ctx context.Context) error {
+	if err := e.reg.DescribeCategory("skills", "Programs saved for reuse: save one with skills.save, call it as skills.<name>(args); publish it for every principal with skills.publish."); err != nil {
 		return err
 	}
-	if err := s.gate.register(s.skillAdminHelpers()...); err != nil {
+	if err := e.gate.register(e.skillAdminHelpers()...); err != nil {
 		return err
 	}
-	if err := s.reloadSkills(ctx); err != nil {
+	if err := e.reloadSkills(ctx); err != nil {
 		return err
 	}
-	s.unsubscribeSkills = s.cfg.Store.OnSkillChange(func(ch memory.SkillChange) {
-		if err := s.applySkillChange(context.Background(), ch); err != nil {
-			s.log.Error("skill change", "skill", ch.Name, "owner", ch.Principal, "kind", ch.Kind, "err", err)
+	e.unsubscribeSkills = e.cfg.Store.OnSkillChange(func(ch memory.SkillChange) {
+		if err := e.applySkillChange(context.Background(), ch); err != nil {
+			e.log.Error("skill change", "skill", ch.Name, "owner", ch.Principal, "kind", ch.Kind, "err", err)
 		}
 	})
 	return nil
 }
 
 // applySkillChange updates the catalogue for one change in the store.
-func (s *Server) applySkillChange(ctx context.Context, ch memory.SkillChange) error {
+func (e *Engine) applySkillChange(ctx context.Context, ch memory.SkillChange) error {
 	name := "skills." + ch.Name
 	switch {
 	case ch.Kind == memory.SkillsReloaded:
-		return s.reloadSkills(ctx)
+		return e.reloadSkills(ctx)
 	case ch.Everyone && ch.Deleted:
-		s.reg.Unregister(name)
+		e.reg.Unregister(name)
 	case ch.Everyone:
-		published, err := s.cfg.Store.PublishedSkills(ctx)
+		published, err := e.cfg.Store.PublishedSkills(ctx)
 		if err != nil {
 			return err
 		}
 		for _, sk := range published {
 			if sk.Name == ch.Name {
-				return s.reg.Register(s.skillTool(sk))
+				return e.reg.Register(e.skillTool(sk))
 			}
 		}
-		s.reg.Unregister(name)
+		e.reg.Unregister(name)
 	case ch.Deleted:
-		s.reg.UnregisterScoped(ch.Principal, name)
+		e.reg.UnregisterScoped(ch.Principal, name)
 	default:
-		sk, err := s.cfg.Store.GetSkill(asCaller(ctx, ch.Principal), ch.Name)
+		sk, err := e.cfg.Store.GetSkill(asCaller(ctx, ch.Principal), ch.Name)
 		if errors.Is(err, memory.ErrNotFound) {
-			s.reg.UnregisterScoped(ch.Principal, name)
+			e.reg.UnregisterScoped(ch.Principal, name)
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		return s.reg.RegisterScoped(ch.Principal, s.skillTool(sk))
+		return e.reg.RegisterScoped(ch.Principal, e.skillTool(sk))
 	}
 	return nil
 }
 
 // reloadSkills makes the catalogue's skills those of the store: every
 // owner's own skills in its scope, the published ones global.
-func (s *Server) reloadSkills(ctx context.Context) error {
-	own, err := s.cfg.Store.AllSkills(ctx)
+func (e *Engine) reloadSkills(ctx context.Context) error {
+	own, err := e.cfg.Store.AllSkills(ctx)
 	if err != nil {
 		return fmt.Errorf("load skills: %w", err)
 	}
-	published, err := s.cfg.Store.PublishedSkills(ctx)
+	published, err := e.cfg.Store.PublishedSkills(ctx)
 	if err != nil {
 		return fmt.Errorf("load published skills: %w", err)
 	}
 	byOwner := map[string][]tools.Tool{}
 	for _, sk := range own {
-		byOwner[sk.Owner] = append(byOwner[sk.Owner], s.skillTool(sk))
+		byOwner[sk.Owner] = append(byOwner[sk.Owner], e.skillTool(sk))
 	}
 	var global []tools.Tool
 	for _, sk := range published {
-		global = append(global, s.skillTool(sk))
+		global = append(global, e.skillTool(sk))
 	}
 	// Drop what the store no longer has, then register the rest.
 	stale := func(have []*tools.Tool, keep []tools.Tool) []string {
@@ -141,15 +141,15 @@ func (s *Server) reloadSkills(ctx context.Context) error {
 		}
 		return out
 	}
-	s.reg.Unregister(stale(s.reg.ListCategory("skills"), global)...)
-	for _, scope := range s.reg.Scopes() {
-		s.reg.UnregisterScoped(scope, stale(s.reg.ListScope(scope), byOwner[scope])...)
+	e.reg.Unregister(stale(e.reg.ListCategory("skills"), global)...)
+	for _, scope := range e.reg.Scopes() {
+		e.reg.UnregisterScoped(scope, stale(e.reg.ListScope(scope), byOwner[scope])...)
 	}
-	if err := s.reg.Register(global...); err != nil {
+	if err := e.reg.Register(global...); err != nil {
 		return fmt.Errorf("register published skills: %w", err)
 	}
 	for owner, ts := range byOwner {
-		if err := s.reg.RegisterScoped(owner, ts...); err != nil {
+		if err := e.reg.RegisterScoped(owner, ts...); err != nil {
 			return fmt.Errorf("register skills of %s: %w", owner, err)
 		}
 	}
@@ -160,13 +160,13 @@ func (s *Server) reloadSkills(ctx context.Context) error {
 // copy, or a published snapshot. Its text is filtered (a model reads it)
 // and a snapshot says who wrote it; the handler runs the code as it was
 // when the tool was registered.
-func (s *Server) skillTool(sk memory.Skill) tools.Tool {
+func (e *Engine) skillTool(sk memory.Skill) tools.Tool {
 	schema := sk.InputSchema
 	if len(schema) == 0 {
 		schema = json.RawMessage(`{"type":"object"}`)
 	}
 	redact := func(text string) string {
-		return s.filter.ApplyText(text, filter.Options{Budget: s.maxBudget}).Text
+		return e.filter.ApplyText(text, filter.Options{Budget: e.maxBudget}).Text
 	}
 	desc := redact(sk.Description)
 	summary, _, _ := strings.Cut(strings.TrimSpace(desc), "\n")
@@ -193,25 +193,25 @@ func (s *Server) skillTool(sk memory.Skill) tools.Tool {
 		},
 		Handler: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 			if sk.Snapshot {
-				if err := s.checkPin(ctx, sk); err != nil {
+				if err := e.checkPin(ctx, sk); err != nil {
 					return nil, err
 				}
 			}
-			return s.runSkill(ctx, name, code, lang, args)
+			return e.runSkill(ctx, name, code, lang, args)
 		},
 	}
 }
 
 // checkPin lets the caller run a published snapshot of another's skill
 // only if it is the one the caller pinned; the first call pins it.
-func (s *Server) checkPin(ctx context.Context, sk memory.Skill) error {
+func (e *Engine) checkPin(ctx context.Context, sk memory.Skill) error {
 	if tools.CallerFrom(ctx).Principal == sk.Owner {
 		return nil
 	}
-	pin, err := s.cfg.Store.SkillPin(ctx, sk.Name)
+	pin, err := e.cfg.Store.SkillPin(ctx, sk.Name)
 	switch {
 	case errors.Is(err, memory.ErrNotFound):
-		_, err = s.cfg.Store.PinSkill(ctx, memory.SkillPin{Name: sk.Name, Owner: sk.Owner, Version: sk.Version, CodeSHA256: sk.CodeSHA256})
+		_, err = e.cfg.Store.PinSkill(ctx, memory.SkillPin{Name: sk.Name, Owner: sk.Owner, Version: sk.Version, CodeSHA256: sk.CodeSHA256})
 		if err != nil {
 			return fmt.Errorf("pin skills.%s: %w", sk.Name, err)
 		}
@@ -234,16 +234,16 @@ func short(sha string) string { return sha[:min(12, len(sha))] }
 // runs it: its program's calls go through that call's gate (skillCalls),
 // and the executor charges the run to the calling run (its deadline,
 // heap and worker) and stops skills calling skills at its depth limit.
-func (s *Server) runSkill(ctx context.Context, name, code string, lang executor.Language, args json.RawMessage) (json.RawMessage, error) {
+func (e *Engine) runSkill(ctx context.Context, name, code string, lang executor.Language, args json.RawMessage) (json.RawMessage, error) {
 	caller := tools.CallerFrom(ctx)
-	res := s.exec.Run(ctx, executor.Request{
+	res := e.exec.Run(ctx, executor.Request{
 		Code:       code,
 		Language:   lang,
 		Args:       args,
 		Parent:     executor.RunFrom(ctx),
 		Owner:      caller.Principal,
 		Dispatcher: skillCalls{},
-		Functions:  s.functions(caller),
+		Functions:  e.functions(caller),
 	})
 	if res.Error != nil {
 		// Skills calling skills nest their errors, the first cause last:
@@ -272,7 +272,7 @@ type skillName struct {
 // skillAdminHelpers are skills.save, list, delete, publish, accept and
 // unpublish: runtime helpers, handed the call, so that those that change
 // skills refuse to from inside a skill.
-func (s *Server) skillAdminHelpers() []helper {
+func (e *Engine) skillAdminHelpers() []helper {
 	nameOnly := json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}`)
 	return []helper{
 		{tool: tools.Tool{
@@ -306,14 +306,14 @@ func (s *Server) skillAdminHelpers() []helper {
 			},
 			Positional: []string{"name", "description", "code"},
 			Related:    []string{"skills.list", "skills.publish", "skills.delete"},
-		}, call: bindHelper(s.saveSkill)},
+		}, call: bindHelper(e.saveSkill)},
 		{tool: tools.Tool{
 			Name:         "skills.list",
 			Summary:      "List the skills you can call: your own and those others published, with owners and versions.",
 			OutputSchema: json.RawMessage(`{"type":"object","properties":{"skills":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"description":{"type":"string"},"language":{"type":"string"},"version":{"type":"integer"},"owner":{"type":"string"},"own":{"type":"boolean"},"published":{"type":"boolean"}}}}},"required":["skills"]}`),
 			Annotations:  tools.Annotations{ReadOnly: true},
 			Related:      []string{"skills.save"},
-		}, call: bindHelper(s.listSkills)},
+		}, call: bindHelper(e.listSkills)},
 		{tool: tools.Tool{
 			Name:         "skills.delete",
 			Summary:      "Delete one of your skills (a published snapshot stays until you unpublish it).",
@@ -326,7 +326,7 @@ func (s *Server) skillAdminHelpers() []helper {
 			if err := notFromSkill(c, "skills.delete"); err != nil {
 				return nil, err
 			}
-			err := s.cfg.Store.DeleteSkill(ctx, in.Name)
+			err := e.cfg.Store.DeleteSkill(ctx, in.Name)
 			if errors.Is(err, memory.ErrNotFound) {
 				return map[string]bool{"deleted": false}, nil
 			}
@@ -351,7 +351,7 @@ func (s *Server) skillAdminHelpers() []helper {
 			if err := notFromSkill(c, "skills.publish"); err != nil {
 				return nil, err
 			}
-			sk, err := s.cfg.Store.PublishSkill(ctx, in.Name)
+			sk, err := e.cfg.Store.PublishSkill(ctx, in.Name)
 			if err != nil {
 				return nil, err
 			}
@@ -372,7 +372,7 @@ func (s *Server) skillAdminHelpers() []helper {
 				{Code: "conflict", Description: "Its version is no longer the one whose code_sha256 you gave."},
 				{Code: "forbidden", Description: "Called from inside a skill."},
 			},
-		}, call: bindHelper(s.acceptSkill)},
+		}, call: bindHelper(e.acceptSkill)},
 		{tool: tools.Tool{
 			Name:         "skills.unpublish",
 			Summary:      "Withdraw the published snapshot of one of your skills; your own copy stays.",
@@ -385,7 +385,7 @@ func (s *Server) skillAdminHelpers() []helper {
 			if err := notFromSkill(c, "skills.unpublish"); err != nil {
 				return nil, err
 			}
-			err := s.cfg.Store.UnpublishSkill(ctx, in.Name)
+			err := e.cfg.Store.UnpublishSkill(ctx, in.Name)
 			if errors.Is(err, memory.ErrNotFound) {
 				return map[string]bool{"unpublished": false}, nil
 			}
@@ -400,11 +400,11 @@ type acceptSkillArgs struct {
 }
 
 // acceptSkill pins the published snapshot of a skill for the caller.
-func (s *Server) acceptSkill(ctx context.Context, c *Call, in acceptSkillArgs) (memory.SkillPin, error) {
+func (e *Engine) acceptSkill(ctx context.Context, c *Call, in acceptSkillArgs) (memory.SkillPin, error) {
 	if err := notFromSkill(c, "skills.accept"); err != nil {
 		return memory.SkillPin{}, err
 	}
-	published, err := s.cfg.Store.PublishedSkills(ctx)
+	published, err := e.cfg.Store.PublishedSkills(ctx)
 	if err != nil {
 		return memory.SkillPin{}, err
 	}
@@ -415,7 +415,7 @@ func (s *Server) acceptSkill(ctx context.Context, c *Call, in acceptSkillArgs) (
 		if in.CodeSHA256 != "" && in.CodeSHA256 != sk.CodeSHA256 {
 			return memory.SkillPin{}, tools.Errorf("conflict", "skills.%s is now version %d by %s (code SHA-256 %s…), not the one you read; read it again", sk.Name, sk.Version, sk.Owner, short(sk.CodeSHA256))
 		}
-		return s.cfg.Store.PinSkill(ctx, memory.SkillPin{Name: sk.Name, Owner: sk.Owner, Version: sk.Version, CodeSHA256: sk.CodeSHA256})
+		return e.cfg.Store.PinSkill(ctx, memory.SkillPin{Name: sk.Name, Owner: sk.Owner, Version: sk.Version, CodeSHA256: sk.CodeSHA256})
 	}
 	return memory.SkillPin{}, tools.Errorf(tools.CodeNotFound, "no skill %q is published", in.Name)
 }
@@ -428,7 +428,7 @@ type saveSkillArgs struct {
 	InputSchema json.RawMessage `json:"inputSchema"`
 }
 
-func (s *Server) saveSkill(ctx context.Context, c *Call, in saveSkillArgs) (map[string]any, error) {
+func (e *Engine) saveSkill(ctx context.Context, c *Call, in saveSkillArgs) (map[string]any, error) {
 	if err := notFromSkill(c, "skills.save"); err != nil {
 		return nil, err
 	}
@@ -446,7 +446,7 @@ func (s *Server) saveSkill(ctx context.Context, c *Call, in saveSkillArgs) (map[
 			return nil, tools.Errorf(tools.CodeInvalidArguments, "inputSchema: %v", err)
 		}
 	}
-	sk, err := s.cfg.Store.SaveSkill(ctx, memory.Skill{
+	sk, err := e.cfg.Store.SaveSkill(ctx, memory.Skill{
 		Name:        in.Name,
 		Description: in.Description,
 		Code:        in.Code,
@@ -469,15 +469,15 @@ type skillRow struct {
 	Published   bool   `json:"published"`
 }
 
-func (s *Server) listSkills(ctx context.Context, _ *Call, _ struct{}) (map[string][]skillRow, error) {
-	all, err := s.cfg.Store.CallableSkills(ctx)
+func (e *Engine) listSkills(ctx context.Context, _ *Call, _ struct{}) (map[string][]skillRow, error) {
+	all, err := e.cfg.Store.CallableSkills(ctx)
 	if err != nil {
 		return nil, err
 	}
 	me := tools.CallerFrom(ctx).Principal
 	rows := []skillRow{}
 	for _, sk := range all {
-		desc := s.filter.ApplyText(sk.Description, filter.Options{Budget: 4 << 10}).Text
+		desc := e.filter.ApplyText(sk.Description, filter.Options{Budget: 4 << 10}).Text
 		rows = append(rows, skillRow{Name: sk.Name, Description: desc, Language: sk.Language, Version: sk.Version,
 			Owner: sk.Owner, Own: sk.Owner == me && !sk.Snapshot, Published: sk.Published})
 	}

@@ -1,4 +1,4 @@
-package mcpserver
+package engine
 
 import (
 	"context"
@@ -136,11 +136,11 @@ const (
 // approver asks the client's user to approve each call the policy names
 // before it is made; a helper's own call is not approved (its calls are,
 // each on its own).
-type approver struct{ s *Server }
+type approver struct{ e *Engine }
 
 func (a approver) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
 	if !c.gated() {
-		if err := a.s.approve(ctx, c); err != nil {
+		if err := a.e.approve(ctx, c); err != nil {
 			return nil, err
 		}
 	}
@@ -151,9 +151,9 @@ func (a approver) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 // and refuses it unless they accept. The user sees the call's arguments
 // as the program wrote them, tokens unresolved, as the output filter
 // shows them, as the model would.
-func (s *Server) approve(ctx context.Context, c *Call) error {
+func (e *Engine) approve(ctx context.Context, c *Call) error {
 	caller := c.Run.Caller
-	ap := s.approvals.of(caller.Principal)
+	ap := e.approvals.of(caller.Principal)
 	if len(ap.RequiredFor) == 0 {
 		return nil
 	}
@@ -166,12 +166,12 @@ func (s *Server) approve(ctx context.Context, c *Call) error {
 		return nil
 	}
 	refuse := func(code, format string, a ...any) error {
-		s.log.Info("approval", "tool", t.Name, "principal", caller.Principal, "outcome", code)
+		e.log.Info("approval", "tool", t.Name, "principal", caller.Principal, "outcome", code)
 		return &tools.Error{Code: code, Tool: t.Name, Message: fmt.Sprintf(format, a...)}
 	}
-	if err := s.clientCan(ctx, t.Name, capElicitation); err != nil {
+	if err := e.client.Can(ctx, t.Name, Elicitation); err != nil {
 		if ap.OnUnsupported == "allow" {
-			s.log.Warn("a call that needs approval made without it: the client cannot be asked", "tool", t.Name, "principal", caller.Principal)
+			e.log.Warn("a call that needs approval made without it: the client cannot be asked", "tool", t.Name, "principal", caller.Principal)
 			return nil
 		}
 		return refuse(CodeApprovalUnavailable, "this call needs the user's approval (approval.required_for %q) and the client cannot be asked: %s", why, strings.TrimPrefix(err.Error(), t.Name+": "))
@@ -179,7 +179,7 @@ func (s *Server) approve(ctx context.Context, c *Call) error {
 	flow := c.Run.settled()
 	opts := filter.Options{Vault: c.Run.vault, Flow: flow, Budget: 1024}
 	shown := "(not shown: not JSON)"
-	if f, err := s.filter.Apply(filter.Input{Result: c.Written}, opts); err == nil {
+	if f, err := e.filter.Apply(filter.Input{Result: c.Written}, opts); err == nil {
 		shown = string(f.Limited)
 	}
 	var msg strings.Builder
@@ -189,20 +189,20 @@ func (s *Server) approve(ctx context.Context, c *Call) error {
 	}
 	fmt.Fprintf(&msg, ".\nArguments, as the model sees them: %s\n", shown)
 	if purpose := c.Run.purpose; purpose != "" {
-		fmt.Fprintf(&msg, "Purpose of the run, as the model gave it: %s\n", s.filterText(purpose, 512, filter.Options{Vault: c.Run.vault, Flow: flow}))
+		fmt.Fprintf(&msg, "Purpose of the run, as the model gave it: %s\n", e.filterText(purpose, 512, filter.Options{Vault: c.Run.vault, Flow: flow}))
 	}
 	msg.WriteString("Accept to allow this one call; decline to refuse it.")
 	var res *mcp.ElicitationResult
 	asked := time.Now()
-	err := s.waitOnClient(ctx, c, func(ctx context.Context) (err error) {
-		res, err = s.mcp.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
+	err := e.waitOnClient(ctx, c, func(ctx context.Context) (err error) {
+		res, err = e.client.Elicit(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
 			Message:         msg.String(),
 			RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`),
 		}})
 		return err
 	})
 	if err != nil {
-		err = s.clientError(ctx, t.Name, "elicitation", err)
+		err = e.clientError(ctx, t.Name, "elicitation", err)
 		if tools.CodeOf(err) == CodeCapabilityMissing {
 			return refuse(CodeApprovalUnavailable, "this call needs the user's approval and the client could not be asked: %v", err)
 		}
@@ -210,9 +210,9 @@ func (s *Server) approve(ctx context.Context, c *Call) error {
 	}
 	switch res.Action {
 	case mcp.ElicitationResponseActionAccept:
-		s.log.Info("approval", "tool", t.Name, "principal", caller.Principal, "outcome", "accepted")
+		e.log.Info("approval", "tool", t.Name, "principal", caller.Principal, "outcome", "accepted")
 		if log := c.Run.log; log != nil {
-			log.noteApproved(metricName(s.reg, caller, c.Name), asked)
+			log.noteApproved(metricName(e.reg, caller, c.Name), asked)
 		}
 		return nil
 	case mcp.ElicitationResponseActionCancel:
@@ -233,7 +233,7 @@ const approvalRequestInput = `{
 }`
 
 // approvalHelpers are the approval runtime namespace.
-func (s *Server) approvalHelpers() []helper {
+func (e *Engine) approvalHelpers() []helper {
 	return []helper{{tool: tools.Tool{
 		Name:         "approval.request",
 		Summary:      "Ask the client's user to decide (MCP elicitation): (message, {schema?}) → {action: accept|decline|cancel, content}.",
@@ -252,7 +252,7 @@ func (s *Server) approvalHelpers() []helper {
 		Notes:      "Tool calls the server's policy (approval.required_for) names are approved by codecell itself before they are made; a declined one fails with approval_declined, and with approval_unavailable when the client cannot be asked.",
 		Positional: []string{"message", "options"},
 		Runtime:    true,
-	}, call: s.approvalRequest}}
+	}, call: e.approvalRequest}}
 }
 
 type approvalRequestArgs struct {
@@ -270,7 +270,7 @@ type approvalResult struct {
 // sees the message marked as the program's, as the output filter shows
 // any output; a form may not ask for credentials, and a credential the
 // user typed anyway is redacted before the program gets the answer.
-func (s *Server) approvalRequest(ctx context.Context, c *Call, raw json.RawMessage) (json.RawMessage, error) {
+func (e *Engine) approvalRequest(ctx context.Context, c *Call, raw json.RawMessage) (json.RawMessage, error) {
 	var a struct {
 		approvalRequestArgs
 		Options *approvalRequestArgs `json:"options"`
@@ -284,25 +284,25 @@ func (s *Server) approvalRequest(ctx context.Context, c *Call, raw json.RawMessa
 	if err := credentialFields(a.Schema); err != nil {
 		return nil, err
 	}
-	if err := s.clientCan(ctx, "approval.request", capElicitation); err != nil {
+	if err := e.client.Can(ctx, "approval.request", Elicitation); err != nil {
 		return nil, err
 	}
 	schema := a.Schema
 	if schema == nil {
 		schema = json.RawMessage(`{"type":"object","properties":{}}`)
 	}
-	msg := programPromptHead + "\n\n" + printable(s.filterText(a.Message, maxProgramPrompt, clientFilter(c)))
+	msg := programPromptHead + "\n\n" + printable(e.filterText(a.Message, maxProgramPrompt, clientFilter(c)))
 	var res *mcp.ElicitationResult
-	err := s.waitOnClient(ctx, c, func(ctx context.Context) (err error) {
-		res, err = s.mcp.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: msg, RequestedSchema: schema}})
+	err := e.waitOnClient(ctx, c, func(ctx context.Context) (err error) {
+		res, err = e.client.Elicit(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: msg, RequestedSchema: schema}})
 		return err
 	})
 	if err != nil {
-		return nil, s.clientError(ctx, "approval.request", "elicitation", err)
+		return nil, e.clientError(ctx, "approval.request", "elicitation", err)
 	}
 	out := approvalResult{Action: string(res.Action)}
 	if res.Action == mcp.ElicitationResponseActionAccept {
-		out.Content = s.withoutCredentials(res.Content)
+		out.Content = e.withoutCredentials(res.Content)
 	}
 	return json.Marshal(out)
 }
@@ -361,7 +361,7 @@ func credentialFields(schema json.RawMessage) error {
 // withoutCredentials returns an approval's answer with every value the
 // output filter takes for a credential redacted; personal data the user
 // typed (an address, a name) stays as typed.
-func (s *Server) withoutCredentials(content any) any {
+func (e *Engine) withoutCredentials(content any) any {
 	if content == nil {
 		return nil
 	}
@@ -369,7 +369,7 @@ func (s *Server) withoutCredentials(content any) any {
 	if err != nil {
 		return nil
 	}
-	f, err := s.credentials.Apply(filter.Input{Result: b}, filter.Options{})
+	f, err := e.credentials.Apply(filter.Input{Result: b}, filter.Options{})
 	if err != nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package mcpserver
+package engine
 
 import (
 	"context"
@@ -246,7 +246,7 @@ func metricName(reg *tools.Registry, c tools.Caller, name string) string {
 
 // errorCode is the code of a tool-call error, for messages.
 func errorCode(err error) string {
-	var r *refusal
+	var r *Refusal
 	if errors.As(err, &r) {
 		return r.ErrorCode()
 	}

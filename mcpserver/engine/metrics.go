@@ -1,4 +1,4 @@
-package mcpserver
+package engine
 
 import (
 	"net/http"
@@ -11,9 +11,11 @@ import (
 	"github.com/codecell/codecell/executor"
 )
 
-// metrics are the server's Prometheus collectors, registered on a registry
-// of their own so that several servers can live in one process.
-type metrics struct {
+// Metrics are the server's Prometheus collectors, registered on a
+// registry of their own so that several servers can live in one process.
+// The surface serves them, counts its own refusals (Refused) and adds
+// its collectors (Register).
+type Metrics struct {
 	reg *prometheus.Registry
 
 	executions     *prometheus.CounterVec
@@ -31,8 +33,8 @@ type metrics struct {
 	sessionsEvicted *prometheus.CounterVec
 }
 
-func newMetrics(exec *executor.Executor) *metrics {
-	m := &metrics{
+func newMetrics(exec *executor.Executor) *Metrics {
+	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		executions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "codecell_executions_total",
@@ -107,7 +109,7 @@ func newMetrics(exec *executor.Executor) *metrics {
 }
 
 // observeRun records a finished run.
-func (m *metrics) observeRun(res *executor.Result) {
+func (m *Metrics) observeRun(res *executor.Result) {
 	kind := ""
 	if res.Error != nil {
 		kind = string(res.Error.Kind)
@@ -119,16 +121,23 @@ func (m *metrics) observeRun(res *executor.Result) {
 }
 
 // observeSessions records what the last sweep of session state kept.
-func (m *metrics) observeSessions(count, vaultBytes int) {
+func (m *Metrics) observeSessions(count, vaultBytes int) {
 	m.sessions.Set(float64(count))
 	m.vaultBytes.Set(float64(vaultBytes))
 }
 
-// observeStore records the latency of one store operation.
-func (m *metrics) observeStore(op string, d time.Duration) {
+// ObserveStore records the latency of one store operation.
+func (m *Metrics) ObserveStore(op string, d time.Duration) {
 	m.storeLatency.WithLabelValues(op).Observe(d.Seconds())
 }
 
-func (m *metrics) handler() http.Handler {
+// Handler serves the collectors in Prometheus' text format.
+func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
+
+// Refused counts a request refused by limit.
+func (m *Metrics) Refused(limit string) { m.refusals.WithLabelValues(limit).Inc() }
+
+// Register adds collectors of the surface's own.
+func (m *Metrics) Register(cs ...prometheus.Collector) { m.reg.MustRegister(cs...) }

@@ -1,4 +1,4 @@
-package mcpserver
+package engine
 
 import (
 	"context"
@@ -60,23 +60,26 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// refusal is a request turned away by a limit: which one, and when a
+// Refusal is a request turned away by a limit: which one, and when a
 // retry may succeed.
-type refusal struct {
+type Refusal struct {
 	limit      string
 	message    string
 	retryAfter time.Duration
 }
 
-func (r *refusal) Error() string {
+func (r *Refusal) Error() string {
 	if r.retryAfter > 0 {
 		return fmt.Sprintf("%s; retry in %s", r.message, roundUp(r.retryAfter))
 	}
 	return r.message
 }
 
-func (r *refusal) ErrorCode() string { return "rate_limited" }
-func (r *refusal) ErrorTool() string { return "" }
+// Limit names the limit that refused: the label of its metric.
+func (r *Refusal) Limit() string { return r.limit }
+
+func (r *Refusal) ErrorCode() string { return "rate_limited" }
+func (r *Refusal) ErrorTool() string { return "" }
 
 func roundUp(d time.Duration) time.Duration {
 	if d < time.Second {
@@ -85,8 +88,8 @@ func roundUp(d time.Duration) time.Duration {
 	return d.Round(time.Second)
 }
 
-// limiter applies Limits.
-type limiter struct {
+// Limiter applies Limits.
+type Limiter struct {
 	lim Limits
 
 	mu         sync.Mutex
@@ -101,9 +104,12 @@ type limiter struct {
 	admission admission
 }
 
-func newLimiter(l Limits) *limiter {
+// MaxBodyBytes caps an HTTP request body.
+func (l *Limiter) MaxBodyBytes() int64 { return l.lim.MaxBodyBytes }
+
+func newLimiter(l Limits) *Limiter {
 	l = l.withDefaults()
-	return &limiter{
+	return &Limiter{
 		lim:        l,
 		executions: map[string]*rate.Limiter{},
 		calls:      map[string]*rate.Limiter{},
@@ -111,7 +117,7 @@ func newLimiter(l Limits) *limiter {
 	}
 }
 
-func (l *limiter) bucket(m map[string]*rate.Limiter, principal string, perMinute, burst int) *rate.Limiter {
+func (l *Limiter) bucket(m map[string]*rate.Limiter, principal string, perMinute, burst int) *rate.Limiter {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b, ok := m[principal]
@@ -132,9 +138,9 @@ func take(b *rate.Limiter) (time.Duration, bool) {
 	return 0, true
 }
 
-// allowExecution spends one of principal's executions; local requests
+// AllowExecution spends one of principal's executions; local requests
 // (stdio) are not rate-limited unless Limits.Stdio says so.
-func (l *limiter) allowExecution(ctx context.Context, principal string, local bool) *refusal {
+func (l *Limiter) AllowExecution(ctx context.Context, principal string, local bool) *Refusal {
 	if local && !l.lim.Stdio {
 		return nil
 	}
@@ -144,7 +150,7 @@ func (l *limiter) allowExecution(ctx context.Context, principal string, local bo
 		d, ok = take(b)
 	}
 	if !ok {
-		return &refusal{
+		return &Refusal{
 			limit:      "executions_per_principal",
 			message:    fmt.Sprintf("rate limit: %q may start %d executions per minute (bursts of %d)", principal, l.lim.ExecutionsPerMinute, l.lim.ExecutionBurst),
 			retryAfter: d,
@@ -154,7 +160,7 @@ func (l *limiter) allowExecution(ctx context.Context, principal string, local bo
 }
 
 // allowToolCall spends one of principal's tool calls, as allowExecution.
-func (l *limiter) allowToolCall(ctx context.Context, principal string, local bool) *refusal {
+func (l *Limiter) allowToolCall(ctx context.Context, principal string, local bool) *Refusal {
 	if local && !l.lim.Stdio {
 		return nil
 	}
@@ -164,7 +170,7 @@ func (l *limiter) allowToolCall(ctx context.Context, principal string, local boo
 		d, ok = take(b)
 	}
 	if !ok {
-		return &refusal{
+		return &Refusal{
 			limit:      "tool_calls_per_principal",
 			message:    fmt.Sprintf("rate limit: %q may make %d tool calls per minute (bursts of %d)", principal, l.lim.ToolCallsPerMinute, l.lim.ToolCallBurst),
 			retryAfter: d,
@@ -173,10 +179,10 @@ func (l *limiter) allowToolCall(ctx context.Context, principal string, local boo
 	return nil
 }
 
-// admit waits, up to wait, for one of the MaxInFlight places, and refuses
+// Admit waits, up to wait, for one of the MaxInFlight places, and refuses
 // at once when MaxQueued requests are already waiting, or the principal's
 // share of them.
-func (l *limiter) admit(ctx context.Context, principal string, wait time.Duration) (release func(), _ *refusal) {
+func (l *Limiter) Admit(ctx context.Context, principal string, wait time.Duration) (release func(), _ *Refusal) {
 	return l.admission.acquire(ctx, principal, wait)
 }
 
@@ -223,7 +229,7 @@ func reserved(n int) int {
 	return max(min((n+3)/4, n-1), 0)
 }
 
-func (a *admission) acquire(ctx context.Context, principal string, wait time.Duration) (func(), *refusal) {
+func (a *admission) acquire(ctx context.Context, principal string, wait time.Duration) (func(), *Refusal) {
 	release := func() { a.release(principal) }
 	a.mu.Lock()
 	if a.inUse < a.capacity && a.held[principal] < a.perPrincipal {
@@ -235,7 +241,7 @@ func (a *admission) acquire(ctx context.Context, principal string, wait time.Dur
 	}
 	if len(a.waiters) >= a.maxQueued {
 		a.mu.Unlock()
-		return nil, &refusal{
+		return nil, &Refusal{
 			limit:      "max_queued",
 			message:    fmt.Sprintf("server busy: %d executions are running and %d more are waiting, the most allowed", a.capacity, a.maxQueued),
 			retryAfter: time.Second,
@@ -243,7 +249,7 @@ func (a *admission) acquire(ctx context.Context, principal string, wait time.Dur
 	}
 	if a.queued[principal] >= a.perQueued {
 		a.mu.Unlock()
-		return nil, &refusal{
+		return nil, &Refusal{
 			limit:      "max_queued",
 			message:    fmt.Sprintf("server busy: %q has %d executions waiting to run, the most one principal may of the %d places in the queue", principal, a.queued[principal], a.maxQueued),
 			retryAfter: time.Second,
@@ -256,12 +262,12 @@ func (a *admission) acquire(ctx context.Context, principal string, wait time.Dur
 
 	t := time.NewTimer(wait)
 	defer t.Stop()
-	var r *refusal
+	var r *Refusal
 	select {
 	case <-w.granted:
 		return release, nil
 	case <-t.C:
-		r = &refusal{
+		r = &Refusal{
 			limit:      "max_in_flight",
 			message:    fmt.Sprintf("server busy: %d executions stayed in flight for %s", a.capacity, wait),
 			retryAfter: time.Second,
@@ -272,7 +278,7 @@ func (a *admission) acquire(ctx context.Context, principal string, wait time.Dur
 		}
 		a.mu.Unlock()
 	case <-ctx.Done():
-		r = &refusal{limit: "canceled", message: "the request was cancelled while waiting to run"}
+		r = &Refusal{limit: "canceled", message: "the request was cancelled while waiting to run"}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()

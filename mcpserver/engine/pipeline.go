@@ -1,4 +1,4 @@
-package mcpserver
+package engine
 
 import (
 	"context"
@@ -13,12 +13,20 @@ import (
 	"github.com/codecell/codecell/tools"
 )
 
-// The run pipeline: admit (execute_code.go) → run → filter → store →
-// audit → record. Execute is everything after admission, shared by
-// execute_code and the exec command.
+// The run pipeline: admit (the surface: mcpserver's execute_code) → run
+// → filter → store → audit → record. Execute is everything after
+// admission, shared by execute_code and the exec command; a commit
+// (commit.go) shares its beginning (newRun) and its end (finish).
 
-// Execution is one program to run through Execute.
+// Execution is one program to run through Execute, or a plan to commit
+// through Commit.
 type Execution struct {
+	// Caller is who the run is for: its principal, session and scopes.
+	Caller tools.Caller
+	// Local says the caller is the local user over stdio, whom the rate
+	// limits spare unless Limits.Stdio says otherwise.
+	Local bool
+
 	Code     string
 	Language executor.Language
 	Timeout  time.Duration
@@ -56,37 +64,82 @@ type Execution struct {
 // its output passes the filter, a cut result is stored, and the run is
 // audited. It returns the record and its serialization, the text the
 // model reads.
-func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
-	caller := s.caller(ctx)
-	sess, err := s.sessions.get(caller.Principal, caller.Session)
+func (e *Engine) Execute(ctx context.Context, x Execution) (*Record, []byte) {
+	id, started := newExecutionID(), time.Now()
+	ctx, span := e.startRun(ctx, id, x)
+	run, sess := e.newRun(id, x)
+	run.purpose = x.Purpose
+	if x.Mode == ModePlan {
+		if e.cfg.Store == nil {
+			return e.RefusedRecord(KindNoStore, "plans need the store (memory.path); this server runs without one")
+		}
+		run.plan = &planRecorder{}
+	}
+	e.filterStreams(&x, run)
+	run.progress = x.OnProgress
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(e.stopping, func() { cancel(context.Cause(e.stopping)) })
+	defer stop()
+	span.running()
+	res := e.exec.Run(runCtx, executor.Request{
+		Code:       x.Code,
+		Language:   x.Language,
+		Timeout:    x.Timeout,
+		MaxTimeout: x.MaxTimeout,
+		Waited:     x.Waited,
+		Dispatcher: programCalls{e.gate, run},
+		Functions:  e.functions(x.Caller),
+		Owner:      x.Caller.Principal,
+		OnLog:      x.OnLog,
+		OnProgress: x.OnProgress,
+	})
+	e.metrics.observeRun(res)
+	span.ran(res)
+	if run.plan != nil {
+		var note string
+		x.planned, note = e.savePlan(ctx, x.Caller, id, run.plan, res)
+		x.planned.note = note
+		if x.planned.ID != "" {
+			x.planHash = planHash(x.planned.ID)
+		}
+	}
+	rec, body := e.finish(ctx, run, sess, x, started, res)
+	e.log.Info("run", "id", id, "principal", x.Caller.Principal, "session_hash", SessionHash(x.Caller.Session), "status", res.Status, "kind", errorKind(res),
+		"ms", res.Telemetry.DurationMS, "calls", res.Telemetry.ToolCalls, "code_bytes", len(x.Code), "returned_bytes", len(body))
+	span.end(body)
+	return rec, body
+}
+
+// newRun opens the run id for x: its caller's session, whose tokens its
+// calls resolve, and a data flow of its own, which follows what its calls
+// return.
+func (e *Engine) newRun(id string, x Execution) (*Run, *Session) {
+	sess, err := e.sessions.get(x.Caller.Principal, x.Caller.Session)
 	if err != nil {
-		s.log.Error("session", "err", err)
+		e.log.Error("session", "err", err)
 	}
 	var vault *filter.Vault
 	if sess != nil {
 		vault = sess.vault
 	}
-	id := newExecutionID()
-	started := time.Now()
-	ctx, span := s.startRun(ctx, id, x)
-	flow, err := s.filter.NewFlow(filter.FlowOptions{Rules: s.cfg.Rules})
+	flow, err := e.filter.NewFlow(filter.FlowOptions{Rules: e.cfg.Rules})
 	if err != nil {
-		s.log.Error("flow", "err", err) // the rules were checked when the server was made
+		e.log.Error("flow", "err", err) // the rules were checked when the server was made
 	}
-	track := &tracker{flow: flow}
-	run := &Run{ID: id, Caller: caller, Local: s.isLocal(ctx), vault: vault, flow: track, purpose: x.Purpose, log: newRunLog(id)}
-	if x.Mode == ModePlan {
-		if s.cfg.Store == nil {
-			return s.refusedRecord(KindNoStore, "plans need the store (memory.path); this server runs without one")
-		}
-		run.plan = &planRecorder{}
-	}
-	textOpts := filter.Options{Vault: vault, Flow: flow}
+	return &Run{ID: id, Caller: x.Caller, Local: x.Local, vault: vault, flow: &tracker{flow: flow}, log: newRunLog(id)}, sess
+}
+
+// filterStreams passes what the program streams as it runs — console
+// lines and progress reports, x.OnLog and x.OnProgress — through the
+// filter, as its record will be.
+func (e *Engine) filterStreams(x *Execution, run *Run) {
+	textOpts := filter.Options{Vault: run.vault, Flow: run.flow.flow}
 	if x.OnLog != nil {
 		onLog := x.OnLog
 		x.OnLog = func(l executor.LogLine) {
-			track.settled() // a line may print a value a tool just returned
-			l.Message = s.filterText(l.Message, maxStreamedText, textOpts)
+			run.settled() // a line may print a value a tool just returned
+			l.Message = e.filterText(l.Message, maxStreamedText, textOpts)
 			onLog(l)
 		}
 	}
@@ -107,44 +160,19 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 			}
 			sent++
 			last = now
-			track.settled()
-			onProgress(s.filterText(message, maxStreamedText, textOpts), fraction)
+			run.settled()
+			onProgress(e.filterText(message, maxStreamedText, textOpts), fraction)
 		}
 	}
-	run.progress = x.OnProgress
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(s.stopping, func() { cancel(context.Cause(s.stopping)) })
-	defer stop()
-	span.running()
-	res := s.exec.Run(runCtx, executor.Request{
-		Code:       x.Code,
-		Language:   x.Language,
-		Timeout:    x.Timeout,
-		MaxTimeout: x.MaxTimeout,
-		Waited:     x.Waited,
-		Dispatcher: programCalls{s.gate, run},
-		Functions:  s.functions(caller),
-		Owner:      caller.Principal,
-		OnLog:      x.OnLog,
-		OnProgress: x.OnProgress,
-	})
-	s.metrics.observeRun(res)
-	span.ran(res)
-	if run.plan != nil {
-		var note string
-		x.planned, note = s.savePlan(ctx, caller, id, run.plan, res)
-		x.planned.note = note
-		if x.planned.ID != "" {
-			x.planHash = planHash(x.planned.ID)
-		}
-	}
-	rec, body := s.record(context.WithoutCancel(tools.WithCaller(ctx, caller)), sess, track.settled(), id, x, res, run.log.runArtifacts())
-	s.flush(ctx, sess)
-	s.audit.record(auditRecord{exec: executionRecord(id, caller, s.access.of(caller), x, started, res), calls: run.log.auditCalls(), requests: run.log.auditRequests()})
-	s.log.Info("run", "id", id, "principal", caller.Principal, "session_hash", sessionHash(caller.Session), "status", res.Status, "kind", errorKind(res),
-		"ms", res.Telemetry.DurationMS, "calls", res.Telemetry.ToolCalls, "code_bytes", len(x.Code), "returned_bytes", len(body))
-	span.end(body)
+}
+
+// finish closes a run: its record, from what the filter lets through
+// (record), the tokens its session minted written through to the shared
+// store, and its audit record.
+func (e *Engine) finish(ctx context.Context, run *Run, sess *Session, x Execution, started time.Time, res *executor.Result) (*Record, []byte) {
+	rec, body := e.record(context.WithoutCancel(tools.WithCaller(ctx, run.Caller)), sess, run.settled(), run.ID, x, res, run.log.runArtifacts())
+	e.Flush(ctx, sess)
+	e.audit.record(auditRecord{exec: executionRecord(run.ID, run.Caller, e.access.of(run.Caller), x, started, res), calls: run.log.auditCalls(), requests: run.log.auditRequests()})
 	return rec, body
 }
 
@@ -166,27 +194,27 @@ func errorKind(res *executor.Result) executor.Kind {
 
 // filterText passes one string the model will read through the filter
 // and cuts it to budget bytes.
-func (s *Server) filterText(text string, budget int, opts filter.Options) string {
+func (e *Engine) filterText(text string, budget int, opts filter.Options) string {
 	if text == "" {
 		return ""
 	}
 	opts.Budget = budget
-	return s.filter.ApplyText(text, opts).Text
+	return e.filter.ApplyText(text, opts).Text
 }
 
 // record runs the output filter over a run, keeps the whole result when
 // the model gets less than all of it, and builds the record within the
 // response budget.
-func (s *Server) record(ctx context.Context, sess *session, flow *filter.Flow, execID string, x Execution, res *executor.Result, arts []tools.Artifact) (*Record, []byte) {
-	budget := s.budget
+func (e *Engine) record(ctx context.Context, sess *Session, flow *filter.Flow, execID string, x Execution, res *executor.Result, arts []tools.Artifact) (*Record, []byte) {
+	budget := e.budget
 	if x.BudgetBytes > 0 {
-		budget = min(x.BudgetBytes, s.maxBudget)
+		budget = min(x.BudgetBytes, e.maxBudget)
 	}
 	opts := filter.Options{Flow: flow, Budget: budget, Details: x.Details}
 	if sess != nil {
 		opts.Vault = sess.vault
 	}
-	view := s.reg.View(tools.CallerFrom(ctx))
+	view := e.reg.View(tools.CallerFrom(ctx))
 	rec := &Record{
 		Status:    res.Status,
 		Artifacts: arts,
@@ -207,18 +235,18 @@ func (s *Server) record(ctx context.Context, sess *session, flow *filter.Flow, e
 		}
 	}
 	if x.planned != nil {
-		rec.Plan = s.filterPlan(x.planned, opts)
+		rec.Plan = e.filterPlan(x.planned, opts)
 		rec.Note = x.planned.note
 	}
 	// Tool names are the program's to choose: an unknown one is text
 	// like any other.
 	for i := range rec.Calls {
-		rec.Calls[i].Tool = s.filterToolName(view, rec.Calls[i].Tool, opts)
+		rec.Calls[i].Tool = e.filterToolName(view, rec.Calls[i].Tool, opts)
 	}
 	if x.Details {
 		rec.Trace = res.Calls
 		for i := range rec.Trace {
-			rec.Trace[i].Tool = s.filterToolName(view, rec.Trace[i].Tool, opts)
+			rec.Trace[i].Tool = e.filterToolName(view, rec.Trace[i].Tool, opts)
 		}
 	}
 
@@ -226,12 +254,12 @@ func (s *Server) record(ctx context.Context, sess *session, flow *filter.Flow, e
 	for i, l := range res.Logs {
 		lines[i] = l.Message
 	}
-	fspan := s.startFilter(ctx, res)
-	out, err := s.filter.Apply(filter.Input{Result: res.Value, Logs: lines}, opts)
+	fspan := e.startFilter(ctx, res)
+	out, err := e.filter.Apply(filter.Input{Result: res.Value, Logs: lines}, opts)
 	var full json.RawMessage
 	if err != nil {
 		// The executor only returns valid JSON; a failure here is ours.
-		s.log.Error("filter", "id", execID, "err", err)
+		e.log.Error("filter", "id", execID, "err", err)
 		endFilter(fspan, nil, err)
 		rec.Result = json.RawMessage("null")
 	} else {
@@ -245,7 +273,7 @@ func (s *Server) record(ctx context.Context, sess *session, flow *filter.Flow, e
 		rec.Filter = summarizeFilter(&out.Report, x.Details)
 		endFilter(fspan, rec.Filter, nil)
 		for class, n := range out.Report.Findings {
-			s.metrics.findings.WithLabelValues(string(class)).Add(float64(n))
+			e.metrics.findings.WithLabelValues(string(class)).Add(float64(n))
 		}
 		if res.Error == nil {
 			rec.Result = out.Limited
@@ -254,13 +282,13 @@ func (s *Server) record(ctx context.Context, sess *session, flow *filter.Flow, e
 			}
 		}
 	}
-	if e := res.Error; e != nil {
-		rec.Error = s.runError(view, e, budget, opts, x.Details)
+	if err := res.Error; err != nil {
+		rec.Error = e.runError(view, err, budget, opts, x.Details)
 	}
 
 	body := finishRecord(rec, budget, full)
-	if rec.Filter != nil && rec.Filter.Cut && s.cfg.Store != nil && len(full) > 0 {
-		if uri := s.storeResult(ctx, execID, full, flow); uri != "" {
+	if rec.Filter != nil && rec.Filter.Cut && e.cfg.Store != nil && len(full) > 0 {
+		if uri := e.storeResult(ctx, execID, full, flow); uri != "" {
 			rec.ResultURI = uri
 			rec.Note = cutNote(rec, uri)
 			body = finishRecord(rec, budget, full)
@@ -270,7 +298,7 @@ func (s *Server) record(ctx context.Context, sess *session, flow *filter.Flow, e
 		rec.Note = joinNotes(rec.Note, tokenNote)
 		body = finishRecord(rec, budget, full)
 	}
-	s.metrics.bytesToModel.Add(float64(len(body)))
+	e.metrics.bytesToModel.Add(float64(len(body)))
 	if sess != nil {
 		sess.add(rec)
 	}
@@ -280,17 +308,17 @@ func (s *Server) record(ctx context.Context, sess *session, flow *filter.Flow, e
 // runError is the run's error as the model reads it: every string the
 // program could have put into it is filtered and cut to its share of the
 // budget.
-func (s *Server) runError(view *tools.View, e *executor.Error, budget int, opts filter.Options, details bool) *RunError {
+func (e *Engine) runError(view *tools.View, failure *executor.Error, budget int, opts filter.Options, details bool) *RunError {
 	re := &RunError{
-		Kind:    e.Kind,
-		Message: s.filterText(e.Message, budget/2, opts),
-		Line:    e.Line,
-		Column:  e.Column,
-		Tool:    s.filterToolName(view, e.Tool, opts),
-		Code:    s.filterText(e.Code, 64, opts),
+		Kind:    failure.Kind,
+		Message: e.filterText(failure.Message, budget/2, opts),
+		Line:    failure.Line,
+		Column:  failure.Column,
+		Tool:    e.filterToolName(view, failure.Tool, opts),
+		Code:    e.filterText(failure.Code, 64, opts),
 	}
-	if len(e.Problems) > 0 {
-		p := s.filterText(string(e.Problems), budget/4, opts)
+	if len(failure.Problems) > 0 {
+		p := e.filterText(string(failure.Problems), budget/4, opts)
 		if json.Valid([]byte(p)) {
 			re.Problems = json.RawMessage(p)
 		} else {
@@ -299,21 +327,21 @@ func (s *Server) runError(view *tools.View, e *executor.Error, budget int, opts 
 		}
 	}
 	if details {
-		re.Stack = s.filterText(e.Stack, budget/4, opts)
+		re.Stack = e.filterText(failure.Stack, budget/4, opts)
 	}
 	return re
 }
 
 // filterToolName returns name when the caller's catalogue has it, and
 // otherwise filters it as text: the program chose it.
-func (s *Server) filterToolName(view *tools.View, name string, opts filter.Options) string {
+func (e *Engine) filterToolName(view *tools.View, name string, opts filter.Options) string {
 	if name == "" || name == "(other tools)" {
 		return name
 	}
 	if _, ok := view.Get(name); ok {
 		return name
 	}
-	return s.filterText(name, 128, opts)
+	return e.filterText(name, 128, opts)
 }
 
 func anyFailed(calls []executor.CallRecord) bool {
@@ -343,7 +371,7 @@ func summarizeFilter(r *filter.Report, details bool) *FilterSummary {
 
 // storeResult keeps the whole filtered result and returns its URI, or ""
 // when it could not be stored.
-func (s *Server) storeResult(ctx context.Context, execID string, full json.RawMessage, flow *filter.Flow) string {
+func (e *Engine) storeResult(ctx context.Context, execID string, full json.RawMessage, flow *filter.Flow) string {
 	in := memory.PutResultInput{ExecutionID: execID, Data: full}
 	if flow != nil {
 		if p := flow.Provenance(full); !p.IsZero() {
@@ -351,16 +379,20 @@ func (s *Server) storeResult(ctx context.Context, execID string, full json.RawMe
 		}
 	}
 	start := time.Now()
-	span := s.startStore(ctx, len(full))
-	info, err := s.cfg.Store.PutResult(ctx, in)
-	s.metrics.observeStore("put_result", time.Since(start))
+	span := e.startStore(ctx, len(full))
+	info, err := e.cfg.Store.PutResult(ctx, in)
+	e.metrics.ObserveStore("put_result", time.Since(start))
 	endStore(span, err)
 	if err != nil {
-		s.log.Error("store result", "id", execID, "err", err)
+		e.log.Error("store result", "id", execID, "err", err)
 		return ""
 	}
 	return ResultsPrefix + info.ID
 }
+
+// ResultsPrefix is the URI prefix of stored results, which the record of
+// a cut result names (mcpserver serves them as resources).
+const ResultsPrefix = "codecell://results/"
 
 const tokenNote = "Values shown as ⟦class:…⟧ are tokens: pass them to tools from a program, and the tools receive the real values."
 

@@ -1,7 +1,6 @@
-package mcpserver
+package engine
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -12,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/codecell/codecell/tools"
 )
@@ -312,38 +309,14 @@ func combine(rules []*toolRule) callerToolset {
 // initAccess compiles the access rules and installs them in the
 // registry. Call it before the MCP server is made: direct mode needs a
 // tool filter then.
-func (s *Server) initAccess() error {
-	p, err := newAccessPolicy(s.cfg.Access)
+func (e *Engine) initAccess() error {
+	p, err := newAccessPolicy(e.cfg.Access)
 	if err != nil {
 		return fmt.Errorf("access: %w", err)
 	}
-	s.access = p
+	e.access = p
 	if p != nil {
-		s.reg.SetToolsets(p.toolset)
+		e.reg.SetToolsets(p.toolset)
 	}
 	return nil
-}
-
-// filterDirectTools is direct mode's tool filter: of the catalogue tools
-// listed as MCP tools, it keeps those in the caller's view. mcp-go applies
-// it to tools/list and to tools/call, where a filtered tool is "not
-// found" exactly as a tool that was never listed.
-func (s *Server) filterDirectTools(ctx context.Context, list []mcp.Tool) []mcp.Tool {
-	c := s.caller(ctx)
-	if s.access.of(c).Key == "" {
-		return list
-	}
-	view := s.reg.View(c)
-	out := make([]mcp.Tool, 0, len(list))
-	for _, mt := range list {
-		q := mt.Annotations.Title // a direct tool's title is its qualified name
-		if !tools.ValidName(q) || DirectName(q) != mt.Name {
-			out = append(out, mt) // the server's own tools
-			continue
-		}
-		if t, ok := view.Get(q); ok && t.Name == q {
-			out = append(out, mt)
-		}
-	}
-	return out
 }

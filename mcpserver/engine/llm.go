@@ -1,4 +1,4 @@
-package mcpserver
+package engine
 
 import (
 	"bytes"
@@ -97,7 +97,7 @@ var llmErrors = []tools.ErrorDoc{
 
 // llmHelpers are the llm runtime namespace: sampling requests to the
 // client of the request whose program calls them.
-func (s *Server) llmHelpers() []helper {
+func (e *Engine) llmHelpers() []helper {
 	note := "The request goes to the MCP client that sent execute_code (sampling/createMessage); its user may review it. The prompt passes the output filter first, as everything the model reads: tokens (⟦…⟧) are sent as they are, never resolved, and secrets and personal data the program read from tools are replaced as in a result, wherever they are in the prompt. The client's model sees what you see. The answer is a tool result like any other: filtered on output and followed by the data-flow rules."
 	return []helper{
 		{tool: tools.Tool{
@@ -116,7 +116,7 @@ func (s *Server) llmHelpers() []helper {
 			Positional: []string{"prompt"},
 			Related:    []string{"llm.classify", "llm.extract"},
 			Runtime:    true,
-		}, call: bindHelper(s.llmCall)},
+		}, call: bindHelper(e.llmCall)},
 		{tool: tools.Tool{
 			Name:        "llm.classify",
 			Summary:     "Label each item with one of the labels, by the client's model: (items, labels) → {labels: string[]}.",
@@ -143,7 +143,7 @@ func (s *Server) llmHelpers() []helper {
 			Positional: []string{"items", "labels"},
 			Related:    []string{"llm.call", "llm.extract"},
 			Runtime:    true,
-		}, call: bindHelper(s.llmClassify)},
+		}, call: bindHelper(e.llmClassify)},
 		{tool: tools.Tool{
 			Name:        "llm.extract",
 			Summary:     "Extract data matching a JSON Schema from text, by the client's model: (text, schema) → {data}.",
@@ -170,7 +170,7 @@ func (s *Server) llmHelpers() []helper {
 			Positional: []string{"text", "schema"},
 			Related:    []string{"llm.call", "llm.classify"},
 			Runtime:    true,
-		}, call: bindHelper(s.llmExtract)},
+		}, call: bindHelper(e.llmExtract)},
 	}
 }
 
@@ -195,18 +195,18 @@ type llmCallResult struct {
 	StopReason string `json:"stopReason,omitempty"`
 }
 
-func (s *Server) llmCall(ctx context.Context, c *Call, a llmCallArgs) (llmCallResult, error) {
+func (e *Engine) llmCall(ctx context.Context, c *Call, a llmCallArgs) (llmCallResult, error) {
 	msgs := a.Messages
 	if a.Prompt != "" {
 		msgs = append(msgs, llmMessage{Role: "user", Content: a.Prompt})
 	}
-	return s.sample(ctx, c, "llm.call", a, msgs)
+	return e.sample(ctx, c, "llm.call", a, msgs)
 }
 
 // sample sends one sampling request to the client of ctx's request,
 // within the run's and the principal's budgets.
-func (s *Server) sample(ctx context.Context, c *Call, tool string, a llmCallArgs, msgs []llmMessage) (llmCallResult, error) {
-	cfg := s.llm
+func (e *Engine) sample(ctx context.Context, c *Call, tool string, a llmCallArgs, msgs []llmMessage) (llmCallResult, error) {
+	cfg := e.llm
 	maxTokens := cfg.DefaultMaxTokens
 	if a.MaxTokens > 0 {
 		maxTokens = min(a.MaxTokens, cfg.MaxTokens)
@@ -215,7 +215,7 @@ func (s *Server) sample(ctx context.Context, c *Call, tool string, a llmCallArgs
 	// tokens stay tokens, and what the run read is hidden as in a
 	// result.
 	req := mcp.CreateMessageRequest{CreateMessageParams: mcp.CreateMessageParams{
-		SystemPrompt:     s.clientText(c, a.System),
+		SystemPrompt:     e.clientText(c, a.System),
 		MaxTokens:        maxTokens,
 		StopSequences:    a.StopSequences,
 		ModelPreferences: a.ModelPreferences,
@@ -225,11 +225,11 @@ func (s *Server) sample(ctx context.Context, c *Call, tool string, a llmCallArgs
 	}
 	promptBytes := len(req.SystemPrompt)
 	for _, m := range msgs {
-		text := s.clientText(c, m.Content)
+		text := e.clientText(c, m.Content)
 		req.Messages = append(req.Messages, mcp.SamplingMessage{Role: mcp.Role(m.Role), Content: mcp.NewTextContent(text)})
 		promptBytes += len(text)
 	}
-	if err := s.clientCan(ctx, tool, capSampling); err != nil {
+	if err := e.client.Can(ctx, tool, Sampling); err != nil {
 		return llmCallResult{}, err
 	}
 	// Charge the prompt and the most the answer may take before asking,
@@ -237,13 +237,13 @@ func (s *Server) sample(ctx context.Context, c *Call, tool string, a llmCallArgs
 	// answer's actual size replaces the estimate after.
 	estimate := tools.EstimateTokens(promptBytes) + maxTokens
 	run, principal := c.Run.log, c.Run.Caller.Principal
-	if err := s.llmUse.begin(tool, run, principal, estimate); err != nil {
+	if err := e.llmUse.begin(tool, run, principal, estimate); err != nil {
 		return llmCallResult{}, err
 	}
 	var res *mcp.CreateMessageResult
-	err := s.waitOnClient(ctx, c, func(ctx context.Context) (err error) {
-		//lint:ignore SA1019 sampling is what llm.* is: deprecated by protocol 2026-07-28, still the way to reach the client's model in the versions before it, which clientCan requires
-		res, err = s.mcp.RequestSampling(ctx, req)
+	err := e.waitOnClient(ctx, c, func(ctx context.Context) (err error) {
+
+		res, err = e.client.Sample(ctx, req)
 		return err
 	})
 	used := tools.EstimateTokens(promptBytes)
@@ -253,9 +253,9 @@ func (s *Server) sample(ctx context.Context, c *Call, tool string, a llmCallArgs
 		out.Text, err = samplingText(res.Content)
 		used += tools.EstimateTokens(len(out.Text))
 	}
-	s.llmUse.end(run, principal, estimate, used)
+	e.llmUse.end(run, principal, estimate, used)
 	if err != nil {
-		return llmCallResult{}, s.clientError(ctx, tool, "sampling", err)
+		return llmCallResult{}, e.clientError(ctx, tool, "sampling", err)
 	}
 	return out, nil
 }
@@ -299,7 +299,7 @@ type llmClassifyResult struct {
 	Attempts int      `json:"attempts"`
 }
 
-func (s *Server) llmClassify(ctx context.Context, c *Call, a llmClassifyArgs) (llmClassifyResult, error) {
+func (e *Engine) llmClassify(ctx context.Context, c *Call, a llmClassifyArgs) (llmClassifyResult, error) {
 	labels, _ := json.Marshal(a.Labels)
 	schema := fmt.Sprintf(`{"type":"array","items":{"enum":%s},"minItems":%d,"maxItems":%d}`, labels, len(a.Items), len(a.Items))
 	var b strings.Builder
@@ -310,9 +310,9 @@ func (s *Server) llmClassify(ctx context.Context, c *Call, a llmClassifyArgs) (l
 	fmt.Fprintf(&b, "Answer with JSON only: an array of %d label strings, the label of item 0 first.\n\nItems:\n", len(a.Items))
 	for i, it := range a.Items {
 		// Each item as a result would show it: field names count.
-		fmt.Fprintf(&b, "%d: %s\n", i, compactJSON(s.clientJSON(c, it)))
+		fmt.Fprintf(&b, "%d: %s\n", i, compactJSON(e.clientJSON(c, it)))
 	}
-	data, model, attempts, err := s.askJSON(ctx, c, "llm.classify", b.String(), json.RawMessage(schema), a.MaxTokens)
+	data, model, attempts, err := e.askJSON(ctx, c, "llm.classify", b.String(), json.RawMessage(schema), a.MaxTokens)
 	if err != nil {
 		return llmClassifyResult{}, err
 	}
@@ -336,14 +336,14 @@ type llmExtractResult struct {
 	Attempts int             `json:"attempts"`
 }
 
-func (s *Server) llmExtract(ctx context.Context, c *Call, a llmExtractArgs) (llmExtractResult, error) {
+func (e *Engine) llmExtract(ctx context.Context, c *Call, a llmExtractArgs) (llmExtractResult, error) {
 	var b strings.Builder
 	b.WriteString("Extract from the text below the data this JSON Schema describes, and answer with JSON only, matching the schema.\n")
 	if a.Instructions != "" {
 		b.WriteString(a.Instructions + "\n")
 	}
 	fmt.Fprintf(&b, "\nSchema:\n%s\n\nText:\n%s\n", compactJSON(a.Schema), a.Text)
-	data, model, attempts, err := s.askJSON(ctx, c, "llm.extract", b.String(), a.Schema, a.MaxTokens)
+	data, model, attempts, err := e.askJSON(ctx, c, "llm.extract", b.String(), a.Schema, a.MaxTokens)
 	if err != nil {
 		return llmExtractResult{}, err
 	}
@@ -352,7 +352,7 @@ func (s *Server) llmExtract(ctx context.Context, c *Call, a llmExtractArgs) (llm
 
 // askJSON asks the client's model for JSON that matches schema; an
 // answer that does not is sent back once with what is wrong with it.
-func (s *Server) askJSON(ctx context.Context, c *Call, tool, prompt string, schema json.RawMessage, maxTokens int) (data json.RawMessage, model string, attempts int, err error) {
+func (e *Engine) askJSON(ctx context.Context, c *Call, tool, prompt string, schema json.RawMessage, maxTokens int) (data json.RawMessage, model string, attempts int, err error) {
 	sch, err := tools.CompileSchema(schema)
 	if err != nil {
 		return nil, "", 0, &tools.Error{Code: tools.CodeInvalidArguments, Tool: tool, Message: "schema: " + err.Error(), Err: err}
@@ -360,7 +360,7 @@ func (s *Server) askJSON(ctx context.Context, c *Call, tool, prompt string, sche
 	msgs := []llmMessage{{Role: "user", Content: prompt}}
 	var why string
 	for attempts = 1; attempts <= 2; attempts++ {
-		res, err := s.sample(ctx, c, tool, llmCallArgs{MaxTokens: maxTokens, System: "You answer with JSON only, no prose and no code fences."}, msgs)
+		res, err := e.sample(ctx, c, tool, llmCallArgs{MaxTokens: maxTokens, System: "You answer with JSON only, no prose and no code fences."}, msgs)
 		if err != nil {
 			return nil, "", attempts, err
 		}

@@ -1,4 +1,4 @@
-package mcpserver
+package engine
 
 import (
 	"context"
@@ -63,7 +63,7 @@ func (r recorder) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 // counter counts every call in the tool-call metric, by tool and
 // outcome: ok, cached, planned, or the error's code.
 type counter struct {
-	metrics *metrics
+	metrics *Metrics
 	reg     *tools.Registry
 }
 
@@ -87,8 +87,8 @@ func (m counter) pass(ctx context.Context, c *Call, next next) (json.RawMessage,
 // rateLimit charges each call to its caller's tool-call rate limit. A
 // helper's calls are charged one by one; the helper itself is not.
 type rateLimit struct {
-	limits  *limiter
-	metrics *metrics
+	limits  *Limiter
+	metrics *Metrics
 }
 
 func (l rateLimit) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {

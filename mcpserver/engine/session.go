@@ -1,12 +1,12 @@
-package mcpserver
+package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/tools"
@@ -41,9 +41,9 @@ type sessionKey struct {
 	session   string
 }
 
-// session is the state codecell keeps for one MCP session of one
+// Session is the state codecell keeps for one MCP session of one
 // principal.
-type session struct {
+type Session struct {
 	key   sessionKey
 	vault *filter.Vault
 
@@ -98,18 +98,18 @@ type sessions struct {
 	shared *sharedTokens
 
 	mu sync.Mutex
-	m  map[sessionKey]*session
+	m  map[sessionKey]*Session
 }
 
 func newSessions(key filter.Key, rules []filter.Rule, lim SessionLimits, evicted func(reason string)) *sessions {
 	if evicted == nil {
 		evicted = func(string) {}
 	}
-	return &sessions{key: key, rules: rules, limits: lim.withDefaults(), evicted: evicted, now: time.Now, m: map[sessionKey]*session{}}
+	return &sessions{key: key, rules: rules, limits: lim.withDefaults(), evicted: evicted, now: time.Now, m: map[sessionKey]*Session{}}
 }
 
 // get returns the state of the caller's session, creating it on first use.
-func (ss *sessions) get(principal, id string) (*session, error) {
+func (ss *sessions) get(principal, id string) (*Session, error) {
 	k := sessionKey{principal, id}
 	now := ss.now()
 	ss.mu.Lock()
@@ -128,7 +128,7 @@ func (ss *sessions) get(principal, id string) (*session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new vault: %w", err)
 	}
-	s := &session{key: k, vault: v, used: now, totals: Totals{Findings: map[string]int{}}}
+	s := &Session{key: k, vault: v, used: now, totals: Totals{Findings: map[string]int{}}}
 	ss.m[k] = s
 	ss.enforceLocked(principal)
 	return s, nil
@@ -157,7 +157,7 @@ func (ss *sessions) drop(id string) {
 // enforceLocked drops the least recently used sessions of principal
 // beyond the per-principal cap.
 func (ss *sessions) enforceLocked(principal string) {
-	var mine []*session
+	var mine []*Session
 	for k, s := range ss.m {
 		if k.principal == principal {
 			mine = append(mine, s)
@@ -178,7 +178,7 @@ func (ss *sessions) sweep() (count, vaultBytes int) {
 	now := ss.now()
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	all := make([]*session, 0, len(ss.m))
+	all := make([]*Session, 0, len(ss.m))
 	for k, s := range ss.m {
 		s.mu.Lock()
 		idle := now.Sub(s.used)
@@ -201,7 +201,7 @@ func (ss *sessions) sweep() (count, vaultBytes int) {
 	return len(all), vaultBytes
 }
 
-func oldest(list []*session) int {
+func oldest(list []*Session) int {
 	i := 0
 	for j, s := range list {
 		if s.lastUsed().Before(list[i].lastUsed()) {
@@ -211,16 +211,10 @@ func oldest(list []*session) int {
 	return i
 }
 
-func (s *session) lastUsed() time.Time {
+func (s *Session) lastUsed() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.used
-}
-
-func (ss *sessions) hooks(h *server.Hooks) {
-	h.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) {
-		ss.drop(cs.SessionID())
-	})
 }
 
 // sweepEvery runs sweep every interval until ctx ends, reporting what it
@@ -239,7 +233,7 @@ func (ss *sessions) sweepEvery(ctx context.Context, every time.Duration, observe
 }
 
 // add counts a finished run into the session's totals.
-func (s *session) add(rec *Record) {
+func (s *Session) add(rec *Record) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := &s.totals
@@ -261,7 +255,11 @@ func (s *session) add(rec *Record) {
 	}
 }
 
-func (s *session) snapshot() Totals {
+// Vault holds the session's tokens.
+func (s *Session) Vault() *filter.Vault { return s.vault }
+
+// Totals returns a copy of the session's running totals.
+func (s *Session) Totals() Totals {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.totals
@@ -270,4 +268,24 @@ func (s *session) snapshot() Totals {
 		t.Findings[k] = v
 	}
 	return t
+}
+
+// Session returns the state of c's session, made on first use.
+func (e *Engine) Session(c tools.Caller) (*Session, error) {
+	return e.sessions.get(c.Principal, c.Session)
+}
+
+// DropSession forgets every principal's state of the MCP session id, when
+// it ends, and its tokens in the shared store.
+func (e *Engine) DropSession(id string) { e.sessions.drop(id) }
+
+// SessionIdleTTL is how long an unused session's state is kept.
+func (e *Engine) SessionIdleTTL() time.Duration { return e.sessions.limits.IdleTTL }
+
+// SessionHash is the form of an MCP session ID that logs and spans may
+// carry: a session ID is a bearer credential for its session, and a
+// short hash tells sessions apart.
+func SessionHash(id string) string {
+	h := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(h[:4])
 }

@@ -1,4 +1,4 @@
-package mcpserver
+package engine
 
 import (
 	"context"
@@ -78,53 +78,53 @@ func (t *sharedTokens) forget(k sessionKey) {
 	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
 	defer cancel()
 	if err := t.st.DeleteVaultTokens(ctx, k.principal, k.session); err != nil {
-		t.log.Warn("forget the tokens of an ended session", "session_hash", sessionHash(k.session), "err", err)
+		t.log.Warn("forget the tokens of an ended session", "session_hash", SessionHash(k.session), "err", err)
 	}
 }
 
-// flush writes the tokens the session's vault minted to the shared store,
+// Flush writes the tokens the session's vault minted to the shared store,
 // before the result that shows them leaves the server, so that the client
 // may pass them to any instance. It finishes even if ctx was cancelled.
 // Without a shared store it does nothing.
-func (s *Server) flush(ctx context.Context, sess *session) {
-	if sess == nil || s.sessions.shared == nil {
+func (e *Engine) Flush(ctx context.Context, sess *Session) {
+	if sess == nil || e.sessions.shared == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
 	defer cancel()
 	if err := sess.vault.Flush(ctx); err != nil {
 		// The tokens still resolve here; the next flush retries.
-		s.log.Warn("write tokens to the shared store", "principal", sess.key.principal, "session_hash", sessionHash(sess.key.session), "err", err)
+		e.log.Warn("write tokens to the shared store", "principal", sess.key.principal, "session_hash", SessionHash(sess.key.session), "err", err)
 	}
 }
 
 // initShared shares the vaults and the rate limits through cfg.Shared,
 // and prunes what expired there while the server runs.
-func (s *Server) initShared() error {
-	st := s.cfg.Shared
+func (e *Engine) initShared() error {
+	st := e.cfg.Shared
 	if st == nil {
 		return nil
 	}
-	if s.cfg.FilterKey == (filter.Key{}) {
+	if e.cfg.Key == (filter.Key{}) {
 		return fmt.Errorf("shared state needs the filter key every instance uses (Config.FilterKey)")
 	}
-	s.sessions.shared = &sharedTokens{st: st, log: s.log.With("part", "shared"), observe: s.metrics.observeStore}
-	s.limits.shared = newSharedQuota(st, s.log.With("part", "ratelimit"))
-	s.sweeper.Go(func() {
+	e.sessions.shared = &sharedTokens{st: st, log: e.log.With("part", "shared"), observe: e.metrics.ObserveStore}
+	e.limits.shared = newSharedQuota(st, e.log.With("part", "ratelimit"))
+	e.sweeper.Go(func() {
 		t := time.NewTicker(time.Minute)
 		defer t.Stop()
 		for {
 			select {
-			case <-s.stopping.Done():
+			case <-e.stopping.Done():
 				return
 			case <-t.C:
 			}
-			s.limits.shared.sweep()
-			ctx, cancel := context.WithTimeout(s.stopping, sharedTimeout)
+			e.limits.shared.sweep()
+			ctx, cancel := context.WithTimeout(e.stopping, sharedTimeout)
 			// Windows are at most burst/rate long; an hour's margin
 			// keeps every window that may still be counted.
-			if _, err := st.PruneShared(ctx, time.Now().Add(-time.Hour-s.limits.longestWindow())); err != nil && ctx.Err() == nil {
-				s.log.Warn("prune shared state", "err", err)
+			if _, err := st.PruneShared(ctx, time.Now().Add(-time.Hour-e.limits.longestWindow())); err != nil && ctx.Err() == nil {
+				e.log.Warn("prune shared state", "err", err)
 			}
 			cancel()
 		}
@@ -133,7 +133,7 @@ func (s *Server) initShared() error {
 }
 
 // longestWindow is the longest of the shared rate limits' windows.
-func (l *limiter) longestWindow() time.Duration {
+func (l *Limiter) longestWindow() time.Duration {
 	a, _ := sharedWindow(l.lim.ExecutionsPerMinute, l.lim.ExecutionBurst)
 	b, _ := sharedWindow(l.lim.ToolCallsPerMinute, l.lim.ToolCallBurst)
 	return max(a, b)

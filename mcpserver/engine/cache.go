@@ -1,4 +1,4 @@
-package mcpserver
+package engine
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // are part of the programs' runtime (tools.Tool.Runtime).
 //
 // An entry keeps the provenance of what was cached — the tool sources of
-// the values in cache.set's arguments, which the dispatcher puts in the
+// the values in cache.set's arguments, which the gate puts in the
 // context (memory.WithProvenance) — and cache.get returns it in its
 // result's provenance field, as workspace.read does: the run that reads
 // the value knows it came from those sources, and the data-flow rules
@@ -29,20 +29,20 @@ const CacheCategory = "cache"
 
 // initPlansAndCache checks the plan and cache configuration, makes the
 // memoizer, and registers the cache tools when there is a store.
-func (s *Server) initPlansAndCache() error {
-	s.plans = s.cfg.Plans.withDefaults()
-	if err := s.cfg.Cache.Validate(); err != nil {
+func (e *Engine) initPlansAndCache() error {
+	e.plans = e.cfg.Plans.withDefaults()
+	if err := e.cfg.Cache.Validate(); err != nil {
 		return err
 	}
-	s.cfg.Cache = s.cfg.Cache.withDefaults()
-	if s.cfg.Store == nil {
+	e.cfg.Cache = e.cfg.Cache.withDefaults()
+	if e.cfg.Store == nil {
 		return nil
 	}
-	s.memo = newMemoizer(s.cfg.Store, s.cfg.Cache, s.log.With("part", "memoize"))
-	if err := s.reg.DescribeCategory(CacheCategory, "A cache of your own that outlives runs: cache.set(key, value, {ttl}) keeps a JSON value for a while, cache.get(key) reads it."); err != nil {
+	e.memo = newMemoizer(e.cfg.Store, e.cfg.Cache, e.log.With("part", "memoize"))
+	if err := e.reg.DescribeCategory(CacheCategory, "A cache of your own that outlives runs: cache.set(key, value, {ttl}) keeps a JSON value for a while, cache.get(key) reads it."); err != nil {
 		return err
 	}
-	if err := s.reg.Register(s.cacheTools()...); err != nil {
+	if err := e.reg.Register(e.cacheTools()...); err != nil {
 		return err
 	}
 	return nil
@@ -66,8 +66,8 @@ const (
 	cacheTTLSchema = `{"type": ["number", "string"], "description": "Seconds, or a duration such as \"90s\", \"5m\", \"2h\"."}`
 )
 
-func (s *Server) cacheTools() []tools.Tool {
-	c := s.cfg.Cache
+func (e *Engine) cacheTools() []tools.Tool {
+	c := e.cfg.Cache
 	limits := fmt.Sprintf("Entries are yours alone (per principal) and live in the store: other runs and sessions of yours read them until they expire. The default time to live is %s, the longest %s; a value is at most %d bytes of JSON, and you keep at most %d entries.",
 		c.DefaultTTL, c.MaxTTL, c.MaxValueBytes, c.MaxEntries)
 	return []tools.Tool{
@@ -83,7 +83,7 @@ func (s *Server) cacheTools() []tools.Tool {
 			Positional:  []string{"key"},
 			Related:     []string{"cache.set", "cache.delete"},
 			Runtime:     true,
-			Handler:     tools.Handle(s.cacheGet),
+			Handler:     tools.Handle(e.cacheGet),
 		},
 		{
 			Name:        "cache.set",
@@ -103,7 +103,7 @@ func (s *Server) cacheTools() []tools.Tool {
 			Positional: []string{"key", "value", "options"},
 			Related:    []string{"cache.get", "cache.delete"},
 			Runtime:    true,
-			Handler:    tools.Handle(s.cacheSet),
+			Handler:    tools.Handle(e.cacheSet),
 		},
 		{
 			Name:         "cache.delete",
@@ -114,7 +114,7 @@ func (s *Server) cacheTools() []tools.Tool {
 			Positional:   []string{"key"},
 			Related:      []string{"cache.set"},
 			Runtime:      true,
-			Handler:      tools.Handle(s.cacheDelete),
+			Handler:      tools.Handle(e.cacheDelete),
 		},
 	}
 }
@@ -127,19 +127,19 @@ type cacheGetResult struct {
 	Provenance json.RawMessage `json:"provenance,omitempty"`
 }
 
-func (s *Server) cacheGet(ctx context.Context, in cacheKey) (cacheGetResult, error) {
-	e, err := s.cfg.Store.CacheGet(ctx, memory.CacheUser, in.Key)
+func (e *Engine) cacheGet(ctx context.Context, in cacheKey) (cacheGetResult, error) {
+	entry, err := e.cfg.Store.CacheGet(ctx, memory.CacheUser, in.Key)
 	if errors.Is(err, memory.ErrNotFound) {
 		return cacheGetResult{}, nil
 	}
 	if err != nil {
 		return cacheGetResult{}, err
 	}
-	return cacheGetResult{Found: true, Value: e.Value, ExpiresAt: &e.ExpiresAt, Provenance: e.Provenance}, nil
+	return cacheGetResult{Found: true, Value: entry.Value, ExpiresAt: &entry.ExpiresAt, Provenance: entry.Provenance}, nil
 }
 
-func (s *Server) cacheSet(ctx context.Context, in cacheSetArgs) (map[string]time.Time, error) {
-	c := s.cfg.Cache
+func (e *Engine) cacheSet(ctx context.Context, in cacheSetArgs) (map[string]time.Time, error) {
+	c := e.cfg.Cache
 	raw := in.TTL
 	if len(raw) == 0 {
 		raw = in.Options.TTL
@@ -158,15 +158,15 @@ func (s *Server) cacheSet(ctx context.Context, in cacheSetArgs) (map[string]time
 	if len(in.Value) > c.MaxValueBytes {
 		return nil, &tools.Error{Code: memory.CodeTooLarge, Message: fmt.Sprintf("the value is %d bytes of JSON, over the limit of %d; cache less, or keep it in the workspace", len(in.Value), c.MaxValueBytes)}
 	}
-	exp, err := s.cfg.Store.CacheSet(ctx, memory.CacheSetInput{Kind: memory.CacheUser, Key: in.Key, Value: in.Value, TTL: ttl, MaxEntries: c.MaxEntries})
+	exp, err := e.cfg.Store.CacheSet(ctx, memory.CacheSetInput{Kind: memory.CacheUser, Key: in.Key, Value: in.Value, TTL: ttl, MaxEntries: c.MaxEntries})
 	if err != nil {
 		return nil, err
 	}
 	return map[string]time.Time{"expires_at": exp}, nil
 }
 
-func (s *Server) cacheDelete(ctx context.Context, in cacheKey) (map[string]bool, error) {
-	ok, err := s.cfg.Store.CacheDelete(ctx, memory.CacheUser, in.Key)
+func (e *Engine) cacheDelete(ctx context.Context, in cacheKey) (map[string]bool, error) {
+	ok, err := e.cfg.Store.CacheDelete(ctx, memory.CacheUser, in.Key)
 	return map[string]bool{"deleted": ok}, err
 }
 

@@ -1,4 +1,4 @@
-package mcpserver
+package engine
 
 import (
 	"context"
@@ -63,7 +63,7 @@ func TestSharedRateLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var ls []*limiter
+			var ls []*Limiter
 			for _, st := range tt.stores {
 				l := newLimiter(tt.lim)
 				if st != nil {
@@ -76,7 +76,7 @@ func TestSharedRateLimits(t *testing.T) {
 			ok := 0
 			var retry time.Duration
 			for i := range tt.requests {
-				r := ls[i%len(ls)].allowExecution(t.Context(), principal, false)
+				r := ls[i%len(ls)].AllowExecution(t.Context(), principal, false)
 				if r == nil {
 					ok++
 				} else if retry == 0 {
@@ -155,7 +155,7 @@ func BenchmarkAllowExecution(b *testing.B) {
 				l.shared = newSharedQuota(st, discardLogger())
 			}
 			for b.Loop() {
-				if r := l.allowExecution(context.Background(), "bench", false); r != nil {
+				if r := l.AllowExecution(context.Background(), "bench", false); r != nil {
 					b.Fatal(r)
 				}
 			}
