@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path"
 	"slices"
 	"strings"
@@ -133,14 +134,36 @@ const (
 	programPromptHead = "A program run by codecell asks (its own words, not codecell's):"
 )
 
-// approver asks the client's user to approve each call the policy names
-// before it is made; a helper's own call is not approved (its calls are,
-// each on its own).
-type approver struct{ e *Engine }
+// approvals asks the client's user to approve the calls its policy
+// names before they are made, as a stage of the gate, and answers
+// approval.request, a program's own question to the user.
+type approvals struct {
+	asker
+	policy *approvalPolicy
+	// credentials redacts credentials only: in the answers to a
+	// program's approval.request.
+	credentials *filter.Filter
+	reg         *tools.Registry
+	log         *slog.Logger
+}
 
-func (a approver) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
+func newApprovals(cfg ApprovalConfig, a asker, reg *tools.Registry, log *slog.Logger) (*approvals, error) {
+	policy, err := newApprovalPolicy(cfg)
+	if err != nil {
+		return nil, err
+	}
+	credentials, err := credentialsFilter()
+	if err != nil {
+		return nil, err
+	}
+	return &approvals{asker: a, policy: policy, credentials: credentials, reg: reg, log: log}, nil
+}
+
+// pass is the gate's approval stage; a helper's own call is not approved
+// (its calls are, each on its own).
+func (a *approvals) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
 	if !c.gated() {
-		if err := a.e.approve(ctx, c); err != nil {
+		if err := a.approve(ctx, c); err != nil {
 			return nil, err
 		}
 	}
@@ -151,9 +174,9 @@ func (a approver) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 // and refuses it unless they accept. The user sees the call's arguments
 // as the program wrote them, tokens unresolved, as the output filter
 // shows them, as the model would.
-func (e *Engine) approve(ctx context.Context, c *Call) error {
+func (a *approvals) approve(ctx context.Context, c *Call) error {
 	caller := c.Run.Caller
-	ap := e.approvals.of(caller.Principal)
+	ap := a.policy.of(caller.Principal)
 	if len(ap.RequiredFor) == 0 {
 		return nil
 	}
@@ -165,13 +188,13 @@ func (e *Engine) approve(ctx context.Context, c *Call) error {
 	if why == "" {
 		return nil
 	}
-	refuse := func(code, format string, a ...any) error {
-		e.log.Info("approval", "tool", t.Name, "principal", caller.Principal, "outcome", code)
-		return &tools.Error{Code: code, Tool: t.Name, Message: fmt.Sprintf(format, a...)}
+	refuse := func(code, format string, args ...any) error {
+		a.log.Info("approval", "tool", t.Name, "principal", caller.Principal, "outcome", code)
+		return &tools.Error{Code: code, Tool: t.Name, Message: fmt.Sprintf(format, args...)}
 	}
-	if err := e.client.Can(ctx, t.Name, Elicitation); err != nil {
+	if err := a.client.Can(ctx, t.Name, Elicitation); err != nil {
 		if ap.OnUnsupported == "allow" {
-			e.log.Warn("a call that needs approval made without it: the client cannot be asked", "tool", t.Name, "principal", caller.Principal)
+			a.log.Warn("a call that needs approval made without it: the client cannot be asked", "tool", t.Name, "principal", caller.Principal)
 			return nil
 		}
 		return refuse(CodeApprovalUnavailable, "this call needs the user's approval (approval.required_for %q) and the client cannot be asked: %s", why, strings.TrimPrefix(err.Error(), t.Name+": "))
@@ -179,7 +202,7 @@ func (e *Engine) approve(ctx context.Context, c *Call) error {
 	flow := c.Run.settled()
 	opts := filter.Options{Vault: c.Run.vault, Flow: flow, Budget: 1024}
 	shown := "(not shown: not JSON)"
-	if f, err := e.filter.Apply(filter.Input{Result: c.Written}, opts); err == nil {
+	if f, err := a.filter.Apply(filter.Input{Result: c.Written}, opts); err == nil {
 		shown = string(f.Limited)
 	}
 	var msg strings.Builder
@@ -189,20 +212,20 @@ func (e *Engine) approve(ctx context.Context, c *Call) error {
 	}
 	fmt.Fprintf(&msg, ".\nArguments, as the model sees them: %s\n", shown)
 	if purpose := c.Run.purpose; purpose != "" {
-		fmt.Fprintf(&msg, "Purpose of the run, as the model gave it: %s\n", e.filterText(purpose, 512, filter.Options{Vault: c.Run.vault, Flow: flow}))
+		fmt.Fprintf(&msg, "Purpose of the run, as the model gave it: %s\n", filterText(a.filter, purpose, 512, filter.Options{Vault: c.Run.vault, Flow: flow}))
 	}
 	msg.WriteString("Accept to allow this one call; decline to refuse it.")
 	var res *mcp.ElicitationResult
 	asked := time.Now()
-	err := e.waitOnClient(ctx, c, func(ctx context.Context) (err error) {
-		res, err = e.client.Elicit(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
+	err := waitOnClient(ctx, c, func(ctx context.Context) (err error) {
+		res, err = a.client.Elicit(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
 			Message:         msg.String(),
 			RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`),
 		}})
 		return err
 	})
 	if err != nil {
-		err = e.clientError(ctx, t.Name, "elicitation", err)
+		err = clientError(ctx, t.Name, "elicitation", err)
 		if tools.CodeOf(err) == CodeCapabilityMissing {
 			return refuse(CodeApprovalUnavailable, "this call needs the user's approval and the client could not be asked: %v", err)
 		}
@@ -210,9 +233,9 @@ func (e *Engine) approve(ctx context.Context, c *Call) error {
 	}
 	switch res.Action {
 	case mcp.ElicitationResponseActionAccept:
-		e.log.Info("approval", "tool", t.Name, "principal", caller.Principal, "outcome", "accepted")
+		a.log.Info("approval", "tool", t.Name, "principal", caller.Principal, "outcome", "accepted")
 		if log := c.Run.log; log != nil {
-			log.noteApproved(metricName(e.reg, caller, c.Name), asked)
+			log.noteApproved(metricName(a.reg, caller, c.Name), asked)
 		}
 		return nil
 	case mcp.ElicitationResponseActionCancel:
@@ -233,7 +256,7 @@ const approvalRequestInput = `{
 }`
 
 // approvalHelpers are the approval runtime namespace.
-func (e *Engine) approvalHelpers() []helper {
+func (a *approvals) helpers() []helper {
 	return []helper{{tool: tools.Tool{
 		Name:         "approval.request",
 		Summary:      "Ask the client's user to decide (MCP elicitation): (message, {schema?}) → {action: accept|decline|cancel, content}.",
@@ -252,7 +275,7 @@ func (e *Engine) approvalHelpers() []helper {
 		Notes:      "Tool calls the server's policy (approval.required_for) names are approved by codecell itself before they are made; a declined one fails with approval_declined, and with approval_unavailable when the client cannot be asked.",
 		Positional: []string{"message", "options"},
 		Runtime:    true,
-	}, call: e.approvalRequest}}
+	}, call: a.request}}
 }
 
 type approvalRequestArgs struct {
@@ -270,39 +293,39 @@ type approvalResult struct {
 // sees the message marked as the program's, as the output filter shows
 // any output; a form may not ask for credentials, and a credential the
 // user typed anyway is redacted before the program gets the answer.
-func (e *Engine) approvalRequest(ctx context.Context, c *Call, raw json.RawMessage) (json.RawMessage, error) {
-	var a struct {
+func (a *approvals) request(ctx context.Context, c *Call, raw json.RawMessage) (json.RawMessage, error) {
+	var in struct {
 		approvalRequestArgs
 		Options *approvalRequestArgs `json:"options"`
 	}
-	if err := json.Unmarshal(raw, &a); err != nil {
+	if err := json.Unmarshal(raw, &in); err != nil {
 		return nil, tools.DecodeError(err)
 	}
-	if a.Options != nil && a.Schema == nil {
-		a.Schema = a.Options.Schema
+	if in.Options != nil && in.Schema == nil {
+		in.Schema = in.Options.Schema
 	}
-	if err := credentialFields(a.Schema); err != nil {
+	if err := credentialFields(in.Schema); err != nil {
 		return nil, err
 	}
-	if err := e.client.Can(ctx, "approval.request", Elicitation); err != nil {
+	if err := a.client.Can(ctx, "approval.request", Elicitation); err != nil {
 		return nil, err
 	}
-	schema := a.Schema
+	schema := in.Schema
 	if schema == nil {
 		schema = json.RawMessage(`{"type":"object","properties":{}}`)
 	}
-	msg := programPromptHead + "\n\n" + printable(e.filterText(a.Message, maxProgramPrompt, clientFilter(c)))
+	msg := programPromptHead + "\n\n" + printable(filterText(a.filter, in.Message, maxProgramPrompt, clientFilter(c)))
 	var res *mcp.ElicitationResult
-	err := e.waitOnClient(ctx, c, func(ctx context.Context) (err error) {
-		res, err = e.client.Elicit(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: msg, RequestedSchema: schema}})
+	err := waitOnClient(ctx, c, func(ctx context.Context) (err error) {
+		res, err = a.client.Elicit(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: msg, RequestedSchema: schema}})
 		return err
 	})
 	if err != nil {
-		return nil, e.clientError(ctx, "approval.request", "elicitation", err)
+		return nil, clientError(ctx, "approval.request", "elicitation", err)
 	}
 	out := approvalResult{Action: string(res.Action)}
 	if res.Action == mcp.ElicitationResponseActionAccept {
-		out.Content = e.withoutCredentials(res.Content)
+		out.Content = a.withoutCredentials(res.Content)
 	}
 	return json.Marshal(out)
 }
@@ -361,7 +384,7 @@ func credentialFields(schema json.RawMessage) error {
 // withoutCredentials returns an approval's answer with every value the
 // output filter takes for a credential redacted; personal data the user
 // typed (an address, a name) stays as typed.
-func (e *Engine) withoutCredentials(content any) any {
+func (a *approvals) withoutCredentials(content any) any {
 	if content == nil {
 		return nil
 	}
@@ -369,7 +392,7 @@ func (e *Engine) withoutCredentials(content any) any {
 	if err != nil {
 		return nil
 	}
-	f, err := e.credentials.Apply(filter.Input{Result: b}, filter.Options{})
+	f, err := a.credentials.Apply(filter.Input{Result: b}, filter.Options{})
 	if err != nil {
 		return nil
 	}

@@ -10,9 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/memory"
-	"github.com/codecell/codecell/tools"
 )
 
 // auditor writes the audit log off the request path: records queue in a
@@ -100,41 +98,10 @@ func hashHex(b []byte) string {
 
 func newExecutionID() string { return uuid.NewString() }
 
-// auditStatus is the status word the audit log keeps for a run.
-func auditStatus(res *executor.Result) (status, kind, msg string) {
-	if res.Error == nil {
-		return "ok", "", ""
-	}
-	return "error", string(res.Error.Kind), res.Error.Message
-}
-
-// executionRecord builds the audit record of a finished run. Runs are
-// recorded once, when they end (each write is a transaction; two per run
-// halved the throughput the store allows). It names the caller's
-// toolset, ts.
-func executionRecord(id string, caller tools.Caller, ts callerToolset, x Execution, started time.Time, res *executor.Result) memory.Execution {
-	lang := string(x.Language)
-	if lang == "" {
-		lang = string(executor.JavaScript)
-	}
-	e := memory.Execution{
-		ID:        id,
-		Principal: caller.Principal,
-		Session:   caller.Session,
-		Language:  lang,
-		Code:      x.Code,
-		StartedAt: started,
-
-		Toolset:            ts.Key,
-		ToolsetDescription: ts.desc,
-	}
-	e.Status, e.ErrorKind, e.ErrorMessage = auditStatus(res)
-	e.Duration = time.Duration(res.Telemetry.DurationMS * float64(time.Millisecond))
-	e.ToolCalls = res.Telemetry.ToolCalls
-	e.ResultBytes = int64(res.Telemetry.ResultBytes)
-	if x.Mode != "run" {
-		e.Mode = x.Mode
-	}
-	e.PlanHash = x.planHash
-	return e
+// SessionHash is the form of an MCP session ID that logs and spans may
+// carry: a session ID is a bearer credential for its session, and a
+// short hash tells sessions apart.
+func SessionHash(id string) string {
+	h := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(h[:4])
 }

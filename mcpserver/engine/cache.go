@@ -27,25 +27,11 @@ import (
 // CacheCategory is the category of the cache tools.
 const CacheCategory = "cache"
 
-// initPlansAndCache checks the plan and cache configuration, makes the
-// memoizer, and registers the cache tools when there is a store.
-func (e *Engine) initPlansAndCache() error {
-	e.plans = e.cfg.Plans.withDefaults()
-	if err := e.cfg.Cache.Validate(); err != nil {
-		return err
-	}
-	e.cfg.Cache = e.cfg.Cache.withDefaults()
-	if e.cfg.Store == nil {
-		return nil
-	}
-	e.memo = newMemoizer(e.cfg.Store, e.cfg.Cache, e.log.With("part", "memoize"))
-	if err := e.reg.DescribeCategory(CacheCategory, "A cache of your own that outlives runs: cache.set(key, value, {ttl}) keeps a JSON value for a while, cache.get(key) reads it."); err != nil {
-		return err
-	}
-	if err := e.reg.Register(e.cacheTools()...); err != nil {
-		return err
-	}
-	return nil
+// cache is the cache namespace: cache.get, cache.set and cache.delete
+// over the caller's entries in the store.
+type cache struct {
+	store cacheStore
+	cfg   CacheConfig
 }
 
 type cacheKey struct {
@@ -66,8 +52,8 @@ const (
 	cacheTTLSchema = `{"type": ["number", "string"], "description": "Seconds, or a duration such as \"90s\", \"5m\", \"2h\"."}`
 )
 
-func (e *Engine) cacheTools() []tools.Tool {
-	c := e.cfg.Cache
+func (k cache) tools() []tools.Tool {
+	c := k.cfg
 	limits := fmt.Sprintf("Entries are yours alone (per principal) and live in the store: other runs and sessions of yours read them until they expire. The default time to live is %s, the longest %s; a value is at most %d bytes of JSON, and you keep at most %d entries.",
 		c.DefaultTTL, c.MaxTTL, c.MaxValueBytes, c.MaxEntries)
 	return []tools.Tool{
@@ -83,7 +69,7 @@ func (e *Engine) cacheTools() []tools.Tool {
 			Positional:  []string{"key"},
 			Related:     []string{"cache.set", "cache.delete"},
 			Runtime:     true,
-			Handler:     tools.Handle(e.cacheGet),
+			Handler:     tools.Handle(k.get),
 		},
 		{
 			Name:        "cache.set",
@@ -103,7 +89,7 @@ func (e *Engine) cacheTools() []tools.Tool {
 			Positional: []string{"key", "value", "options"},
 			Related:    []string{"cache.get", "cache.delete"},
 			Runtime:    true,
-			Handler:    tools.Handle(e.cacheSet),
+			Handler:    tools.Handle(k.set),
 		},
 		{
 			Name:         "cache.delete",
@@ -114,7 +100,7 @@ func (e *Engine) cacheTools() []tools.Tool {
 			Positional:   []string{"key"},
 			Related:      []string{"cache.set"},
 			Runtime:      true,
-			Handler:      tools.Handle(e.cacheDelete),
+			Handler:      tools.Handle(k.delete),
 		},
 	}
 }
@@ -127,8 +113,8 @@ type cacheGetResult struct {
 	Provenance json.RawMessage `json:"provenance,omitempty"`
 }
 
-func (e *Engine) cacheGet(ctx context.Context, in cacheKey) (cacheGetResult, error) {
-	entry, err := e.cfg.Store.CacheGet(ctx, memory.CacheUser, in.Key)
+func (k cache) get(ctx context.Context, in cacheKey) (cacheGetResult, error) {
+	entry, err := k.store.CacheGet(ctx, memory.CacheUser, in.Key)
 	if errors.Is(err, memory.ErrNotFound) {
 		return cacheGetResult{}, nil
 	}
@@ -138,8 +124,8 @@ func (e *Engine) cacheGet(ctx context.Context, in cacheKey) (cacheGetResult, err
 	return cacheGetResult{Found: true, Value: entry.Value, ExpiresAt: &entry.ExpiresAt, Provenance: entry.Provenance}, nil
 }
 
-func (e *Engine) cacheSet(ctx context.Context, in cacheSetArgs) (map[string]time.Time, error) {
-	c := e.cfg.Cache
+func (k cache) set(ctx context.Context, in cacheSetArgs) (map[string]time.Time, error) {
+	c := k.cfg
 	raw := in.TTL
 	if len(raw) == 0 {
 		raw = in.Options.TTL
@@ -158,15 +144,15 @@ func (e *Engine) cacheSet(ctx context.Context, in cacheSetArgs) (map[string]time
 	if len(in.Value) > c.MaxValueBytes {
 		return nil, &tools.Error{Code: memory.CodeTooLarge, Message: fmt.Sprintf("the value is %d bytes of JSON, over the limit of %d; cache less, or keep it in the workspace", len(in.Value), c.MaxValueBytes)}
 	}
-	exp, err := e.cfg.Store.CacheSet(ctx, memory.CacheSetInput{Kind: memory.CacheUser, Key: in.Key, Value: in.Value, TTL: ttl, MaxEntries: c.MaxEntries})
+	exp, err := k.store.CacheSet(ctx, memory.CacheSetInput{Kind: memory.CacheUser, Key: in.Key, Value: in.Value, TTL: ttl, MaxEntries: c.MaxEntries})
 	if err != nil {
 		return nil, err
 	}
 	return map[string]time.Time{"expires_at": exp}, nil
 }
 
-func (e *Engine) cacheDelete(ctx context.Context, in cacheKey) (map[string]bool, error) {
-	ok, err := e.cfg.Store.CacheDelete(ctx, memory.CacheUser, in.Key)
+func (k cache) delete(ctx context.Context, in cacheKey) (map[string]bool, error) {
+	ok, err := k.store.CacheDelete(ctx, memory.CacheUser, in.Key)
 	return map[string]bool{"deleted": ok}, err
 }
 

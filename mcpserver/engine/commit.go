@@ -58,13 +58,13 @@ func (e *Engine) claim(ctx context.Context, caller tools.Caller, clientID, execI
 		return p, memory.PlanNotFound(storeID)
 	}
 	as := asCaller(ctx, caller.Principal)
-	stored, err := e.cfg.Store.ClaimPlan(as, storeID, execID)
+	stored, err := e.plans.store.ClaimPlan(as, storeID, execID)
 	if err != nil {
 		return p, err
 	}
-	if p.steps, err = e.planSeal.open(stored.Steps, secret); err != nil {
+	if p.steps, err = e.plans.seal.open(stored.Steps, secret); err != nil {
 		e.log.Warn("a plan's steps do not open", "principal", caller.Principal, "plan_hash", memory.PlanIDHash(storeID))
-		if ferr := e.cfg.Store.FinishPlan(as, storeID, memory.PlanFailed); ferr != nil {
+		if ferr := e.plans.store.FinishPlan(as, storeID, memory.PlanFailed); ferr != nil {
 			e.log.Error("finish plan", "id", execID, "err", ferr)
 		}
 		return p, &tools.Error{Code: memory.CodePlanAltered, Message: planSealError(storeID)}
@@ -143,7 +143,7 @@ func (e *Engine) commitSteps(ctx context.Context, run *Run, p claimedPlan, start
 		res.Calls = append(res.Calls, cr)
 		res.Telemetry.ToolCalls++
 		res.Telemetry.BytesFromTools += len(out)
-		if err := e.cfg.Store.FinishPlanStep(as, p.storeID, st.Seq, status, code); err != nil {
+		if err := e.plans.store.FinishPlanStep(as, p.storeID, st.Seq, status, code); err != nil {
 			e.log.Error("finish plan step", "id", run.ID, "step", st.Seq, "err", err)
 		}
 	}
@@ -155,7 +155,7 @@ func (e *Engine) commitSteps(ctx context.Context, run *Run, p claimedPlan, start
 	} else {
 		res.Value, _ = json.Marshal(results)
 	}
-	if err := e.cfg.Store.FinishPlan(as, p.storeID, state); err != nil {
+	if err := e.plans.store.FinishPlan(as, p.storeID, state); err != nil {
 		e.log.Error("finish plan", "id", run.ID, "err", err)
 	}
 	res.Telemetry.DurationMS = float64(time.Since(started).Microseconds()) / 1000

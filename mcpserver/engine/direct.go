@@ -32,7 +32,7 @@ func (e *Engine) CallTool(ctx context.Context, caller tools.Caller, local bool, 
 	opts := filter.Options{Vault: sess.vault, Flow: flow}
 	defer e.Flush(ctx, sess)
 	if err != nil {
-		msg := e.filterText(err.Error(), e.budget-64, opts)
+		msg := filterText(e.filter, err.Error(), e.budget-64, opts)
 		return fmt.Sprintf("%s (%s)", msg, errorCode(err)), true, nil
 	}
 	// The model sees a direct result as it sees a program's: filtered

@@ -17,6 +17,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -81,6 +82,10 @@ type Config struct {
 // Engine runs programs (Execute), commits plans (Commit) and makes
 // direct mode's calls (CallTool). Make it with New and Close it when the
 // surface is done with it.
+//
+// It is wired here, one way: each part — the gate, its stages, the
+// runtime helpers, plans, skills, sessions, limits — is a value of its
+// own that holds what it needs, and knows nothing of the Engine.
 type Engine struct {
 	cfg    Config
 	log    *slog.Logger
@@ -88,35 +93,28 @@ type Engine struct {
 	exec   *executor.Executor
 	filter *filter.Filter
 	tracer trace.Tracer
-	client Client
 
 	budget, maxBudget int
 
-	gate     *gate         // every tool call of a run passes it (gate.go)
-	sessions *sessions     // token vaults and ledgers
-	limits   *Limiter      // rate limits and admission
-	metrics  *Metrics      // the server's Prometheus collectors
-	audit    *auditor      // nil without a store
-	tasks    *Tasks        // execute_code's MCP tasks
-	access   *accessPolicy // nil: every caller reaches every tool
-	plans    PlanConfig
-	planSeal *planSealer
-	memo     *memoizer // nil without memoisation
-
-	// llm, llmUse, approvals and credentials serve the runtime helpers
-	// (runtime.go).
-	llm         LLMConfig
-	llmUse      *llmUsage
-	approvals   *approvalPolicy
-	credentials *filter.Filter
+	gate      *gate         // every tool call of a run passes it (gate.go)
+	sessions  *sessions     // token vaults and ledgers
+	limits    *Limiter      // rate limits and admission
+	metrics   *Metrics      // the server's Prometheus collectors
+	audit     *auditor      // nil without a store
+	tasks     *Tasks        // execute_code's MCP tasks
+	access    *accessPolicy // nil: every caller reaches every tool
+	plans     *plans        // dry runs' plans, for their commits
+	memo      *memoizer     // nil without memoisation
+	approvals *approvals    // the approval stage and approval.request
+	llm       *llm          // the llm namespace
 
 	// stopping ends the runs still in progress when the server shuts
 	// down; see StopRuns.
-	stopping          context.Context
-	stopRuns          context.CancelCauseFunc
-	sweeper           sync.WaitGroup
-	unsubscribeSkills func()
-	closeOnce         sync.Once
+	stopping   context.Context
+	stopRuns   context.CancelCauseFunc
+	sweeper    sync.WaitGroup
+	stopSkills func() // nil without a store
+	closeOnce  sync.Once
 }
 
 // New makes an engine: it checks the configuration, registers the
@@ -141,7 +139,6 @@ func New(cfg Config) (_ *Engine, err error) {
 		exec:      cfg.Executor,
 		filter:    cfg.Filter,
 		tracer:    cfg.Tracer,
-		client:    cfg.Client,
 		budget:    cfg.Budget,
 		maxBudget: cfg.MaxBudget,
 		gate:      newGate(cfg.Registry),
@@ -159,32 +156,55 @@ func New(cfg Config) (_ *Engine, err error) {
 	if cfg.Store != nil {
 		e.audit = newAuditor(cfg.Store, e.log.With("part", "audit"), e.metrics.ObserveStore)
 	}
-	if err = e.initSessions(); err != nil {
+	key := cfg.Key
+	if key == (filter.Key{}) {
+		if key, err = filter.NewKey(); err != nil {
+			return nil, err
+		}
+	}
+	seal, err := newPlanSealer(key)
+	if err != nil {
 		return nil, err
 	}
-	if err = e.initShared(); err != nil {
+	e.plans = &plans{store: cfg.Store, seal: seal, ttl: cfg.Plans.withDefaults().TTL, filter: cfg.Filter, log: e.log}
+	e.startSessions(key)
+	if err = e.startShared(); err != nil {
 		return nil, err
 	}
-	if err = e.initAccess(); err != nil {
+	if e.access, err = newAccessPolicy(cfg.Access); err != nil {
+		return nil, fmt.Errorf("access: %w", err)
+	}
+	if e.access != nil {
+		e.reg.SetToolsets(e.access.toolset)
+	}
+	if err = e.addRuntime(); err != nil {
 		return nil, err
 	}
-	if err = e.initRuntime(); err != nil {
+	if err = cfg.Cache.Validate(); err != nil {
 		return nil, err
 	}
-	if err = e.initPlansAndCache(); err != nil {
-		return nil, err
-	}
-	e.initGate()
+	e.cfg.Cache = cfg.Cache.withDefaults()
 	if cfg.Store != nil {
-		if err = e.initSkills(context.Background()); err != nil {
+		e.memo = newMemoizer(cfg.Store, e.cfg.Cache, e.log.With("part", "memoize"))
+		if err = e.reg.DescribeCategory(CacheCategory, "A cache of your own that outlives runs: cache.set(key, value, {ttl}) keeps a JSON value for a while, cache.get(key) reads it."); err != nil {
+			return nil, err
+		}
+		if err = e.reg.Register(cache{store: cfg.Store, cfg: e.cfg.Cache}.tools()...); err != nil {
+			return nil, err
+		}
+	}
+	e.gate.stages = e.stages()
+	if cfg.Store != nil {
+		k := &skills{reg: e.reg, store: cfg.Store, exec: e.exec, filter: e.filter, maxBudget: e.maxBudget, log: e.log}
+		if e.stopSkills, err = k.start(context.Background(), e.gate); err != nil {
 			return nil, err
 		}
 	}
 	return e, nil
 }
 
-// initGate sets the gate's stages, in their order (gate.go).
-func (e *Engine) initGate() {
+// stages are the gate's stages, in their order (gate.go).
+func (e *Engine) stages() []stage {
 	stages := []stage{
 		recorder{tracer: e.tracer, reg: e.reg},
 		counter{metrics: e.metrics, reg: e.reg},
@@ -192,36 +212,74 @@ func (e *Engine) initGate() {
 		dataFlow{reg: e.reg, log: e.log},
 		binding{e.gate},
 		planner{reg: e.reg},
-		approver{e},
+		e.approvals,
 		observer{},
 	}
 	if e.memo != nil {
 		stages = append(stages, e.memo)
 	}
-	e.gate.stages = stages
+	return stages
 }
 
-// initSessions sets up the session state and the plans' seals, and
-// sweeps idle sessions while the engine runs.
-func (e *Engine) initSessions() error {
-	key := e.cfg.Key
-	if key == (filter.Key{}) {
-		k, err := filter.NewKey()
-		if err != nil {
-			return err
-		}
-		key = k
-	}
-	var err error
-	if e.planSeal, err = newPlanSealer(key); err != nil {
+// addRuntime registers the runtime namespaces that ask the client: llm
+// and approval.
+func (e *Engine) addRuntime() (err error) {
+	a := asker{client: e.cfg.Client, filter: e.filter}
+	e.llm = newLLM(e.cfg.LLM, a)
+	if e.approvals, err = newApprovals(e.cfg.Approval, a, e.reg, e.log); err != nil {
 		return err
 	}
-	e.sessions = newSessions(key, e.cfg.Rules, e.cfg.Sessions, func(reason string) {
+	if err := e.reg.DescribeCategory("llm", "Ask the client's model (MCP sampling): call, classify, extract."); err != nil {
+		return err
+	}
+	if err := e.reg.DescribeCategory("approval", "Ask the client's user to decide (MCP elicitation)."); err != nil {
+		return err
+	}
+	return e.gate.register(append(e.llm.helpers(), e.approvals.helpers()...)...)
+}
+
+// startSessions sets up the session state, and sweeps idle sessions while
+// the engine runs.
+func (e *Engine) startSessions(key filter.Key) {
+	e.sessions = newSessions(key, e.cfg.Rules, e.cfg.Sessions, e.log, func(reason string) {
 		e.metrics.sessionsEvicted.WithLabelValues(reason).Inc()
 	})
 	e.sweeper.Go(func() {
 		every := min(time.Minute, max(e.sessions.limits.IdleTTL/4, 100*time.Millisecond))
 		e.sessions.sweepEvery(e.stopping, every, e.metrics.observeSessions)
+	})
+}
+
+// startShared shares the vaults and the rate limits through cfg.Shared,
+// and prunes what expired there while the engine runs.
+func (e *Engine) startShared() error {
+	st := e.cfg.Shared
+	if st == nil {
+		return nil
+	}
+	if e.cfg.Key == (filter.Key{}) {
+		return fmt.Errorf("shared state needs the filter key every instance uses (Config.FilterKey)")
+	}
+	e.sessions.shared = &sharedTokens{st: st, log: e.log.With("part", "shared"), observe: e.metrics.ObserveStore}
+	e.limits.shared = newSharedQuota(st, e.log.With("part", "ratelimit"))
+	e.sweeper.Go(func() {
+		t := time.NewTicker(time.Minute)
+		defer t.Stop()
+		for {
+			select {
+			case <-e.stopping.Done():
+				return
+			case <-t.C:
+			}
+			e.limits.shared.sweep()
+			ctx, cancel := context.WithTimeout(e.stopping, sharedTimeout)
+			// Windows are at most burst/rate long; an hour's margin
+			// keeps every window that may still be counted.
+			if _, err := st.PruneShared(ctx, time.Now().Add(-time.Hour-e.limits.longestWindow())); err != nil && ctx.Err() == nil {
+				e.log.Warn("prune shared state", "err", err)
+			}
+			cancel()
+		}
 	})
 	return nil
 }
@@ -240,8 +298,8 @@ func (e *Engine) Stopping() context.Context { return e.stopping }
 // flushes the audit log. It closes neither the executor nor the store.
 func (e *Engine) Close() {
 	e.closeOnce.Do(func() {
-		if e.unsubscribeSkills != nil {
-			e.unsubscribeSkills()
+		if e.stopSkills != nil {
+			e.stopSkills()
 		}
 		e.stopRuns(ErrShuttingDown)
 		e.sweeper.Wait()
@@ -260,34 +318,23 @@ func (e *Engine) Limits() *Limiter { return e.limits }
 // Tasks returns execute_code's MCP tasks.
 func (e *Engine) Tasks() *Tasks { return e.tasks }
 
+// Session returns the state of c's session, made on first use.
+func (e *Engine) Session(c tools.Caller) (*Session, error) {
+	return e.sessions.get(c.Principal, c.Session)
+}
+
+// DropSession forgets every principal's state of the MCP session id, when
+// it ends, and its tokens in the shared store.
+func (e *Engine) DropSession(id string) { e.sessions.drop(id) }
+
+// SessionIdleTTL is how long an unused session's state is kept.
+func (e *Engine) SessionIdleTTL() time.Duration { return e.sessions.limits.IdleTTL }
+
+// Flush writes the tokens sess's vault minted to the shared store,
+// before the result that shows them leaves the server, so that the client
+// may pass them to any instance. It finishes even if ctx was cancelled.
+// Without a shared store it does nothing.
+func (e *Engine) Flush(ctx context.Context, sess *Session) { e.sessions.flush(ctx, sess) }
+
 // Restricts reports whether the access rules hide any tool from c.
 func (e *Engine) Restricts(c tools.Caller) bool { return e.access.of(c).Key != "" }
-
-// layoutKey keys a view's executor layout in its memo.
-type layoutKey struct{}
-
-// functions returns the executor layout of the catalogue as c sees it:
-// the namespaces of its programs. Callers that share a view share it.
-func (e *Engine) functions(c tools.Caller) *executor.Layout {
-	return e.reg.View(c).Memo(layoutKey{}, func(v *tools.View) any {
-		list := v.List()
-		fns := make([]executor.Function, 0, len(list))
-		for _, t := range list {
-			fns = append(fns, executor.Function{Name: t.Name, Positional: t.Positional})
-			// Other names of the tool, such as an upstream server's
-			// original one: everything["get-sum"], kg.createEntities.
-			for _, a := range t.Aliases {
-				fns = append(fns, executor.Function{Name: t.Category() + "." + a, Positional: t.Positional})
-			}
-		}
-		// A category whose source is loading or unavailable is a
-		// namespace even without tools, so that calling it says why
-		// rather than "ReferenceError: 'github' is not defined".
-		for _, c := range v.Categories() {
-			if v.CategoryStatus(c).Absent() {
-				fns = append(fns, executor.Function{Name: c})
-			}
-		}
-		return executor.NewLayout(fns)
-	}).(*executor.Layout)
-}

@@ -198,6 +198,12 @@ func (g *gate) through(c *Call) tools.Gate {
 	}
 }
 
+// isSkill reports whether t is a skill's program (not one of the skills
+// category's own tools): its calls are made one skill deeper.
+func isSkill(t *tools.Tool) bool {
+	return t != nil && t.Source != "" && t.Category() == "skills"
+}
+
 // programCalls is the dispatcher of a run's program: each of its calls
 // through the gate, as a call of run.
 type programCalls struct {
@@ -226,6 +232,35 @@ var _ executor.Dispatcher = skillCalls{}
 
 func (skillCalls) Call(ctx context.Context, ec executor.Call) (json.RawMessage, error) {
 	return tools.CallThrough(ctx, ec.Name, ec.Args)
+}
+
+// layoutKey keys a view's executor layout in its memo.
+type layoutKey struct{}
+
+// functions returns the executor layout of the catalogue as c sees it:
+// the namespaces of its programs. Callers that share a view share it.
+func functions(reg *tools.Registry, c tools.Caller) *executor.Layout {
+	return reg.View(c).Memo(layoutKey{}, func(v *tools.View) any {
+		list := v.List()
+		fns := make([]executor.Function, 0, len(list))
+		for _, t := range list {
+			fns = append(fns, executor.Function{Name: t.Name, Positional: t.Positional})
+			// Other names of the tool, such as an upstream server's
+			// original one: everything["get-sum"], kg.createEntities.
+			for _, a := range t.Aliases {
+				fns = append(fns, executor.Function{Name: t.Category() + "." + a, Positional: t.Positional})
+			}
+		}
+		// A category whose source is loading or unavailable is a
+		// namespace even without tools, so that calling it says why
+		// rather than "ReferenceError: 'github' is not defined".
+		for _, c := range v.Categories() {
+			if v.CategoryStatus(c).Absent() {
+				fns = append(fns, executor.Function{Name: c})
+			}
+		}
+		return executor.NewLayout(fns)
+	}).(*executor.Layout)
 }
 
 // metricName keeps metric labels bounded and free of what programs made

@@ -49,17 +49,6 @@ func (c LLMConfig) WithDefaults() LLMConfig {
 	return c
 }
 
-// Error codes of the runtime's tools (see also approval.go).
-const (
-	// CodeCapabilityMissing: the client cannot answer what a runtime tool
-	// asks of it (sampling, elicitation); the message says what to enable.
-	CodeCapabilityMissing = "capability_missing"
-	// CodeQuotaExceeded: a run's or a principal's llm budget is spent.
-	CodeQuotaExceeded = "quota_exceeded"
-	// CodeRateLimited: a principal makes llm calls faster than allowed.
-	CodeRateLimited = "rate_limited"
-)
-
 const llmMessageSchema = `{"type":"object","properties":{"role":{"type":"string","enum":["user","assistant"]},"content":{"type":"string"}},"required":["role","content"],"additionalProperties":false}`
 
 const llmCallInput = `{
@@ -95,9 +84,22 @@ var llmErrors = []tools.ErrorDoc{
 	{Code: tools.CodeToolFailed, Description: "The client refused or failed the request (its user may have rejected it)."},
 }
 
-// llmHelpers are the llm runtime namespace: sampling requests to the
-// client of the request whose program calls them.
-func (e *Engine) llmHelpers() []helper {
+// llm is the llm runtime namespace: sampling requests to the client of
+// the request whose program calls them, within the run's and the
+// principal's budgets.
+type llm struct {
+	asker
+	cfg LLMConfig
+	use *llmUsage
+}
+
+func newLLM(cfg LLMConfig, a asker) *llm {
+	cfg = cfg.WithDefaults()
+	return &llm{asker: a, cfg: cfg, use: newLLMUsage(cfg)}
+}
+
+// helpers are the llm namespace's functions.
+func (m *llm) helpers() []helper {
 	note := "The request goes to the MCP client that sent execute_code (sampling/createMessage); its user may review it. The prompt passes the output filter first, as everything the model reads: tokens (⟦…⟧) are sent as they are, never resolved, and secrets and personal data the program read from tools are replaced as in a result, wherever they are in the prompt. The client's model sees what you see. The answer is a tool result like any other: filtered on output and followed by the data-flow rules."
 	return []helper{
 		{tool: tools.Tool{
@@ -116,7 +118,7 @@ func (e *Engine) llmHelpers() []helper {
 			Positional: []string{"prompt"},
 			Related:    []string{"llm.classify", "llm.extract"},
 			Runtime:    true,
-		}, call: bindHelper(e.llmCall)},
+		}, call: bindHelper(m.call)},
 		{tool: tools.Tool{
 			Name:        "llm.classify",
 			Summary:     "Label each item with one of the labels, by the client's model: (items, labels) → {labels: string[]}.",
@@ -143,7 +145,7 @@ func (e *Engine) llmHelpers() []helper {
 			Positional: []string{"items", "labels"},
 			Related:    []string{"llm.call", "llm.extract"},
 			Runtime:    true,
-		}, call: bindHelper(e.llmClassify)},
+		}, call: bindHelper(m.classify)},
 		{tool: tools.Tool{
 			Name:        "llm.extract",
 			Summary:     "Extract data matching a JSON Schema from text, by the client's model: (text, schema) → {data}.",
@@ -170,7 +172,7 @@ func (e *Engine) llmHelpers() []helper {
 			Positional: []string{"text", "schema"},
 			Related:    []string{"llm.call", "llm.classify"},
 			Runtime:    true,
-		}, call: bindHelper(e.llmExtract)},
+		}, call: bindHelper(m.extract)},
 	}
 }
 
@@ -195,18 +197,18 @@ type llmCallResult struct {
 	StopReason string `json:"stopReason,omitempty"`
 }
 
-func (e *Engine) llmCall(ctx context.Context, c *Call, a llmCallArgs) (llmCallResult, error) {
+func (m *llm) call(ctx context.Context, c *Call, a llmCallArgs) (llmCallResult, error) {
 	msgs := a.Messages
 	if a.Prompt != "" {
 		msgs = append(msgs, llmMessage{Role: "user", Content: a.Prompt})
 	}
-	return e.sample(ctx, c, "llm.call", a, msgs)
+	return m.sample(ctx, c, "llm.call", a, msgs)
 }
 
 // sample sends one sampling request to the client of ctx's request,
 // within the run's and the principal's budgets.
-func (e *Engine) sample(ctx context.Context, c *Call, tool string, a llmCallArgs, msgs []llmMessage) (llmCallResult, error) {
-	cfg := e.llm
+func (m *llm) sample(ctx context.Context, c *Call, tool string, a llmCallArgs, msgs []llmMessage) (llmCallResult, error) {
+	cfg := m.cfg
 	maxTokens := cfg.DefaultMaxTokens
 	if a.MaxTokens > 0 {
 		maxTokens = min(a.MaxTokens, cfg.MaxTokens)
@@ -215,7 +217,7 @@ func (e *Engine) sample(ctx context.Context, c *Call, tool string, a llmCallArgs
 	// tokens stay tokens, and what the run read is hidden as in a
 	// result.
 	req := mcp.CreateMessageRequest{CreateMessageParams: mcp.CreateMessageParams{
-		SystemPrompt:     e.clientText(c, a.System),
+		SystemPrompt:     m.clientText(c, a.System),
 		MaxTokens:        maxTokens,
 		StopSequences:    a.StopSequences,
 		ModelPreferences: a.ModelPreferences,
@@ -224,12 +226,12 @@ func (e *Engine) sample(ctx context.Context, c *Call, tool string, a llmCallArgs
 		req.Temperature = *a.Temperature
 	}
 	promptBytes := len(req.SystemPrompt)
-	for _, m := range msgs {
-		text := e.clientText(c, m.Content)
-		req.Messages = append(req.Messages, mcp.SamplingMessage{Role: mcp.Role(m.Role), Content: mcp.NewTextContent(text)})
+	for _, msg := range msgs {
+		text := m.clientText(c, msg.Content)
+		req.Messages = append(req.Messages, mcp.SamplingMessage{Role: mcp.Role(msg.Role), Content: mcp.NewTextContent(text)})
 		promptBytes += len(text)
 	}
-	if err := e.client.Can(ctx, tool, Sampling); err != nil {
+	if err := m.client.Can(ctx, tool, Sampling); err != nil {
 		return llmCallResult{}, err
 	}
 	// Charge the prompt and the most the answer may take before asking,
@@ -237,13 +239,13 @@ func (e *Engine) sample(ctx context.Context, c *Call, tool string, a llmCallArgs
 	// answer's actual size replaces the estimate after.
 	estimate := tools.EstimateTokens(promptBytes) + maxTokens
 	run, principal := c.Run.log, c.Run.Caller.Principal
-	if err := e.llmUse.begin(tool, run, principal, estimate); err != nil {
+	if err := m.use.begin(tool, run, principal, estimate); err != nil {
 		return llmCallResult{}, err
 	}
 	var res *mcp.CreateMessageResult
-	err := e.waitOnClient(ctx, c, func(ctx context.Context) (err error) {
+	err := waitOnClient(ctx, c, func(ctx context.Context) (err error) {
 
-		res, err = e.client.Sample(ctx, req)
+		res, err = m.client.Sample(ctx, req)
 		return err
 	})
 	used := tools.EstimateTokens(promptBytes)
@@ -253,9 +255,9 @@ func (e *Engine) sample(ctx context.Context, c *Call, tool string, a llmCallArgs
 		out.Text, err = samplingText(res.Content)
 		used += tools.EstimateTokens(len(out.Text))
 	}
-	e.llmUse.end(run, principal, estimate, used)
+	m.use.end(run, principal, estimate, used)
 	if err != nil {
-		return llmCallResult{}, e.clientError(ctx, tool, "sampling", err)
+		return llmCallResult{}, clientError(ctx, tool, "sampling", err)
 	}
 	return out, nil
 }
@@ -299,7 +301,7 @@ type llmClassifyResult struct {
 	Attempts int      `json:"attempts"`
 }
 
-func (e *Engine) llmClassify(ctx context.Context, c *Call, a llmClassifyArgs) (llmClassifyResult, error) {
+func (m *llm) classify(ctx context.Context, c *Call, a llmClassifyArgs) (llmClassifyResult, error) {
 	labels, _ := json.Marshal(a.Labels)
 	schema := fmt.Sprintf(`{"type":"array","items":{"enum":%s},"minItems":%d,"maxItems":%d}`, labels, len(a.Items), len(a.Items))
 	var b strings.Builder
@@ -310,9 +312,9 @@ func (e *Engine) llmClassify(ctx context.Context, c *Call, a llmClassifyArgs) (l
 	fmt.Fprintf(&b, "Answer with JSON only: an array of %d label strings, the label of item 0 first.\n\nItems:\n", len(a.Items))
 	for i, it := range a.Items {
 		// Each item as a result would show it: field names count.
-		fmt.Fprintf(&b, "%d: %s\n", i, compactJSON(e.clientJSON(c, it)))
+		fmt.Fprintf(&b, "%d: %s\n", i, compactJSON(m.clientJSON(c, it)))
 	}
-	data, model, attempts, err := e.askJSON(ctx, c, "llm.classify", b.String(), json.RawMessage(schema), a.MaxTokens)
+	data, model, attempts, err := m.askJSON(ctx, c, "llm.classify", b.String(), json.RawMessage(schema), a.MaxTokens)
 	if err != nil {
 		return llmClassifyResult{}, err
 	}
@@ -336,14 +338,14 @@ type llmExtractResult struct {
 	Attempts int             `json:"attempts"`
 }
 
-func (e *Engine) llmExtract(ctx context.Context, c *Call, a llmExtractArgs) (llmExtractResult, error) {
+func (m *llm) extract(ctx context.Context, c *Call, a llmExtractArgs) (llmExtractResult, error) {
 	var b strings.Builder
 	b.WriteString("Extract from the text below the data this JSON Schema describes, and answer with JSON only, matching the schema.\n")
 	if a.Instructions != "" {
 		b.WriteString(a.Instructions + "\n")
 	}
 	fmt.Fprintf(&b, "\nSchema:\n%s\n\nText:\n%s\n", compactJSON(a.Schema), a.Text)
-	data, model, attempts, err := e.askJSON(ctx, c, "llm.extract", b.String(), a.Schema, a.MaxTokens)
+	data, model, attempts, err := m.askJSON(ctx, c, "llm.extract", b.String(), a.Schema, a.MaxTokens)
 	if err != nil {
 		return llmExtractResult{}, err
 	}
@@ -352,7 +354,7 @@ func (e *Engine) llmExtract(ctx context.Context, c *Call, a llmExtractArgs) (llm
 
 // askJSON asks the client's model for JSON that matches schema; an
 // answer that does not is sent back once with what is wrong with it.
-func (e *Engine) askJSON(ctx context.Context, c *Call, tool, prompt string, schema json.RawMessage, maxTokens int) (data json.RawMessage, model string, attempts int, err error) {
+func (m *llm) askJSON(ctx context.Context, c *Call, tool, prompt string, schema json.RawMessage, maxTokens int) (data json.RawMessage, model string, attempts int, err error) {
 	sch, err := tools.CompileSchema(schema)
 	if err != nil {
 		return nil, "", 0, &tools.Error{Code: tools.CodeInvalidArguments, Tool: tool, Message: "schema: " + err.Error(), Err: err}
@@ -360,7 +362,7 @@ func (e *Engine) askJSON(ctx context.Context, c *Call, tool, prompt string, sche
 	msgs := []llmMessage{{Role: "user", Content: prompt}}
 	var why string
 	for attempts = 1; attempts <= 2; attempts++ {
-		res, err := e.sample(ctx, c, tool, llmCallArgs{MaxTokens: maxTokens, System: "You answer with JSON only, no prose and no code fences."}, msgs)
+		res, err := m.sample(ctx, c, tool, llmCallArgs{MaxTokens: maxTokens, System: "You answer with JSON only, no prose and no code fences."}, msgs)
 		if err != nil {
 			return nil, "", attempts, err
 		}
@@ -413,11 +415,6 @@ func compactJSON(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return b.String()
-}
-
-// llmBudget is what a run has spent of its llm budget.
-type llmBudget struct {
-	calls, tokens int
 }
 
 // llmUsage keeps the llm budgets: each run's (on its runLog) and each

@@ -66,7 +66,7 @@ type Execution struct {
 // model reads.
 func (e *Engine) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 	id, started := newExecutionID(), time.Now()
-	ctx, span := e.startRun(ctx, id, x)
+	ctx, span := startRun(ctx, e.tracer, id, x.Language, x.Code)
 	run, sess := e.newRun(id, x)
 	run.purpose = x.Purpose
 	if x.Mode == ModePlan {
@@ -89,7 +89,7 @@ func (e *Engine) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 		MaxTimeout: x.MaxTimeout,
 		Waited:     x.Waited,
 		Dispatcher: programCalls{e.gate, run},
-		Functions:  e.functions(x.Caller),
+		Functions:  functions(e.reg, x.Caller),
 		Owner:      x.Caller.Principal,
 		OnLog:      x.OnLog,
 		OnProgress: x.OnProgress,
@@ -98,7 +98,7 @@ func (e *Engine) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 	span.ran(res)
 	if run.plan != nil {
 		var note string
-		x.planned, note = e.savePlan(ctx, x.Caller, id, run.plan, res)
+		x.planned, note = e.plans.save(ctx, x.Caller, id, run.plan, res)
 		x.planned.note = note
 		if x.planned.ID != "" {
 			x.planHash = planHash(x.planned.ID)
@@ -139,7 +139,7 @@ func (e *Engine) filterStreams(x *Execution, run *Run) {
 		onLog := x.OnLog
 		x.OnLog = func(l executor.LogLine) {
 			run.settled() // a line may print a value a tool just returned
-			l.Message = e.filterText(l.Message, maxStreamedText, textOpts)
+			l.Message = filterText(e.filter, l.Message, maxStreamedText, textOpts)
 			onLog(l)
 		}
 	}
@@ -161,7 +161,7 @@ func (e *Engine) filterStreams(x *Execution, run *Run) {
 			sent++
 			last = now
 			run.settled()
-			onProgress(e.filterText(message, maxStreamedText, textOpts), fraction)
+			onProgress(filterText(e.filter, message, maxStreamedText, textOpts), fraction)
 		}
 	}
 }
@@ -174,6 +174,13 @@ func (e *Engine) finish(ctx context.Context, run *Run, sess *Session, x Executio
 	e.Flush(ctx, sess)
 	e.audit.record(auditRecord{exec: executionRecord(run.ID, run.Caller, e.access.of(run.Caller), x, started, res), calls: run.log.auditCalls(), requests: run.log.auditRequests()})
 	return rec, body
+}
+
+// RefusedRecord is the record of a request that never ran, and its
+// serialization.
+func (e *Engine) RefusedRecord(kind executor.Kind, msg string) (*Record, []byte) {
+	rec := &Record{Status: executor.StatusError, Error: &RunError{Kind: kind, Message: msg}}
+	return rec, finishRecord(rec, e.budget, nil)
 }
 
 // maxStreamedText bounds one console line or progress message streamed
@@ -190,16 +197,6 @@ func errorKind(res *executor.Result) executor.Kind {
 		return ""
 	}
 	return res.Error.Kind
-}
-
-// filterText passes one string the model will read through the filter
-// and cuts it to budget bytes.
-func (e *Engine) filterText(text string, budget int, opts filter.Options) string {
-	if text == "" {
-		return ""
-	}
-	opts.Budget = budget
-	return e.filter.ApplyText(text, opts).Text
 }
 
 // record runs the output filter over a run, keeps the whole result when
@@ -235,7 +232,7 @@ func (e *Engine) record(ctx context.Context, sess *Session, flow *filter.Flow, e
 		}
 	}
 	if x.planned != nil {
-		rec.Plan = e.filterPlan(x.planned, opts)
+		rec.Plan = e.plans.show(x.planned, opts)
 		rec.Note = x.planned.note
 	}
 	// Tool names are the program's to choose: an unknown one is text
@@ -254,7 +251,7 @@ func (e *Engine) record(ctx context.Context, sess *Session, flow *filter.Flow, e
 	for i, l := range res.Logs {
 		lines[i] = l.Message
 	}
-	fspan := e.startFilter(ctx, res)
+	fspan := startFilter(ctx, e.tracer, res)
 	out, err := e.filter.Apply(filter.Input{Result: res.Value, Logs: lines}, opts)
 	var full json.RawMessage
 	if err != nil {
@@ -311,14 +308,14 @@ func (e *Engine) record(ctx context.Context, sess *Session, flow *filter.Flow, e
 func (e *Engine) runError(view *tools.View, failure *executor.Error, budget int, opts filter.Options, details bool) *RunError {
 	re := &RunError{
 		Kind:    failure.Kind,
-		Message: e.filterText(failure.Message, budget/2, opts),
+		Message: filterText(e.filter, failure.Message, budget/2, opts),
 		Line:    failure.Line,
 		Column:  failure.Column,
 		Tool:    e.filterToolName(view, failure.Tool, opts),
-		Code:    e.filterText(failure.Code, 64, opts),
+		Code:    filterText(e.filter, failure.Code, 64, opts),
 	}
 	if len(failure.Problems) > 0 {
-		p := e.filterText(string(failure.Problems), budget/4, opts)
+		p := filterText(e.filter, string(failure.Problems), budget/4, opts)
 		if json.Valid([]byte(p)) {
 			re.Problems = json.RawMessage(p)
 		} else {
@@ -327,7 +324,7 @@ func (e *Engine) runError(view *tools.View, failure *executor.Error, budget int,
 		}
 	}
 	if details {
-		re.Stack = e.filterText(failure.Stack, budget/4, opts)
+		re.Stack = filterText(e.filter, failure.Stack, budget/4, opts)
 	}
 	return re
 }
@@ -341,7 +338,7 @@ func (e *Engine) filterToolName(view *tools.View, name string, opts filter.Optio
 	if _, ok := view.Get(name); ok {
 		return name
 	}
-	return e.filterText(name, 128, opts)
+	return filterText(e.filter, name, 128, opts)
 }
 
 func anyFailed(calls []executor.CallRecord) bool {
@@ -379,7 +376,7 @@ func (e *Engine) storeResult(ctx context.Context, execID string, full json.RawMe
 		}
 	}
 	start := time.Now()
-	span := e.startStore(ctx, len(full))
+	span := startStore(ctx, e.tracer, len(full))
 	info, err := e.cfg.Store.PutResult(ctx, in)
 	e.metrics.ObserveStore("put_result", time.Since(start))
 	endStore(span, err)
@@ -405,4 +402,43 @@ func joinNotes(a, b string) string {
 		return b
 	}
 	return a + " " + b
+}
+
+// auditStatus is the status word the audit log keeps for a run.
+func auditStatus(res *executor.Result) (status, kind, msg string) {
+	if res.Error == nil {
+		return "ok", "", ""
+	}
+	return "error", string(res.Error.Kind), res.Error.Message
+}
+
+// executionRecord builds the audit record of a finished run. Runs are
+// recorded once, when they end (each write is a transaction; two per run
+// halved the throughput the store allows). It names the caller's
+// toolset, ts.
+func executionRecord(id string, caller tools.Caller, ts callerToolset, x Execution, started time.Time, res *executor.Result) memory.Execution {
+	lang := string(x.Language)
+	if lang == "" {
+		lang = string(executor.JavaScript)
+	}
+	e := memory.Execution{
+		ID:        id,
+		Principal: caller.Principal,
+		Session:   caller.Session,
+		Language:  lang,
+		Code:      x.Code,
+		StartedAt: started,
+
+		Toolset:            ts.Key,
+		ToolsetDescription: ts.desc,
+	}
+	e.Status, e.ErrorKind, e.ErrorMessage = auditStatus(res)
+	e.Duration = time.Duration(res.Telemetry.DurationMS * float64(time.Millisecond))
+	e.ToolCalls = res.Telemetry.ToolCalls
+	e.ResultBytes = int64(res.Telemetry.ResultBytes)
+	if x.Mode != "run" {
+		e.Mode = x.Mode
+	}
+	e.PlanHash = x.planHash
+	return e
 }

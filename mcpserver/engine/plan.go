@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -63,31 +64,10 @@ func (c PlanConfig) withDefaults() PlanConfig {
 	return c
 }
 
-// PlanRecord is a plan as the record shows it: after a dry run, its id,
-// expiry and intended writes; after a commit, each step's outcome.
-type PlanRecord struct {
-	ID        string     `json:"plan_id,omitempty"`
-	ExpiresAt *time.Time `json:"expires_at,omitempty"`
-	// Steps are the writes, filtered as any output:
-	// [{step, tool, args}] after a dry run, [{step, tool, status,
-	// error_code?}] after a commit, status ok, error or not_run.
-	Steps json.RawMessage `json:"steps"`
-	// note is said in the record's note.
-	note string
-}
-
 // planRecorder collects a dry run's writes, nested skills' included.
 type planRecorder struct {
 	mu    sync.Mutex
 	steps []plannedStep
-}
-
-// plannedStep is a recorded write, with what the run knew of the secrets
-// in its arguments: the commit's outputs hide them as the run's would
-// have (filter.Flow.KnownIn).
-type plannedStep struct {
-	memory.PlanStep
-	known []filter.Known
 }
 
 // maxPlanSteps bounds a plan.
@@ -116,38 +96,26 @@ func (p *planRecorder) add(tool string, args, provenance json.RawMessage, known 
 	return json.RawMessage(fmt.Sprintf(`{"planned":true,"id":%d}`, len(p.steps))), nil
 }
 
-// planner records, in a dry run, each write instead of making it. A
-// recorded call is checked as a real one would be, so that a plan holds
-// only calls that can run; a plan's writes are approved when they are
-// committed, not when recorded.
-type planner struct{ reg *tools.Registry }
-
-func (pl planner) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
-	p := c.Run.plan
-	if !p.records(c.Tool) {
-		return next.call(ctx, c)
-	}
-	if err := pl.reg.View(c.Run.Caller).Validate(c.Name, c.Args); err != nil {
-		c.served = servedRejected
-		return nil, err
-	}
-	var known []filter.Known
-	if c.Run.flow != nil {
-		known = c.Run.flow.flow.KnownIn(c.Args)
-	}
-	c.served = servedPlanned
-	return p.add(c.Tool.Name, c.Written, c.Provenance, known) // the arguments with their tokens
-}
-
 func (p *planRecorder) recorded() []plannedStep {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.steps
 }
 
-// savePlan saves a finished dry run's writes and describes them for the
+// plans keeps dry runs' plans: it seals and saves a dry run's writes,
+// shows them in its record, and opens them again for their commit
+// (commit.go).
+type plans struct {
+	store  planStore // nil: the server has no store, and no plans
+	seal   *planSealer
+	ttl    time.Duration
+	filter *filter.Filter
+	log    *slog.Logger
+}
+
+// save saves a finished dry run's writes and describes them for the
 // record; it returns nil when the run failed (nothing is saved).
-func (e *Engine) savePlan(ctx context.Context, caller tools.Caller, execID string, p *planRecorder, res *executor.Result) (*PlanRecord, string) {
+func (pl *plans) save(ctx context.Context, caller tools.Caller, execID string, p *planRecorder, res *executor.Result) (*PlanRecord, string) {
 	steps := p.recorded()
 	rec := &PlanRecord{}
 	type shown struct {
@@ -166,42 +134,35 @@ func (e *Engine) savePlan(ctx context.Context, caller tools.Caller, execID strin
 	if len(steps) == 0 {
 		return rec, "The program made no writes: there is nothing to commit."
 	}
-	sealed, secret, err := e.planSeal.seal(steps)
+	sealed, secret, err := pl.seal.seal(steps)
 	if err != nil {
-		e.log.Error("seal plan", "id", execID, "err", err)
+		pl.log.Error("seal plan", "id", execID, "err", err)
 		return rec, "The plan could not be saved; run the program again."
 	}
-	id, saved, err := e.cfg.Store.SavePlan(asCaller(ctx, caller.Principal), memory.SavePlanInput{
-		Session: caller.Session, ExecutionID: execID, Steps: sealed, TTL: e.plans.TTL,
+	id, saved, err := pl.store.SavePlan(asCaller(ctx, caller.Principal), memory.SavePlanInput{
+		Session: caller.Session, ExecutionID: execID, Steps: sealed, TTL: pl.ttl,
 	})
 	if err != nil {
-		e.log.Error("save plan", "id", execID, "err", err)
+		pl.log.Error("save plan", "id", execID, "err", err)
 		return rec, "The plan could not be saved; run the program again."
 	}
 	rec.ID, rec.ExpiresAt = planClientID(id, secret), &saved.ExpiresAt
 	return rec, fmt.Sprintf("Nothing was written: steps lists the %d writes the program would make. Commit exactly these, once, with execute_code {plan_id} before expires_at.", len(steps))
 }
 
-// filterPlan passes a plan's steps through the filter, as the result is:
-// values the run read from tools and secrets become tokens, and the steps
-// keep to a share of the budget.
-func (e *Engine) filterPlan(p *PlanRecord, opts filter.Options) *PlanRecord {
+// show passes a plan's steps through the filter, as the result is: values
+// the run read from tools and secrets become tokens, and the steps keep
+// to a share of the budget.
+func (pl *plans) show(p *PlanRecord, opts filter.Options) *PlanRecord {
 	out := *p
 	opts.Budget = max(opts.Budget/2, filter.MinBudget)
-	f, err := e.filter.Apply(filter.Input{Result: p.Steps}, opts)
+	f, err := pl.filter.Apply(filter.Input{Result: p.Steps}, opts)
 	if err != nil {
 		out.Steps = json.RawMessage("[]")
 		return &out
 	}
 	out.Steps = f.Limited
 	return &out
-}
-
-// RefusedRecord is the record of a request that never ran, and its
-// serialization.
-func (e *Engine) RefusedRecord(kind executor.Kind, msg string) (*Record, []byte) {
-	rec := &Record{Status: executor.StatusError, Error: &RunError{Kind: kind, Message: msg}}
-	return rec, finishRecord(rec, e.budget, nil)
 }
 
 // planHash names a plan, by the id its client holds, in the audit log:

@@ -28,6 +28,14 @@ import (
 // The tool and the sources of each step stay in the clear, bound to the
 // sealed arguments.
 
+// plannedStep is a recorded write, with what the run knew of the secrets
+// in its arguments: the commit's outputs hide them as the run's would
+// have (filter.Flow.KnownIn).
+type plannedStep struct {
+	memory.PlanStep
+	known []filter.Known
+}
+
 // planSealInfo derives the plans' key from the installation key.
 const planSealInfo = "codecell/plan steps v1"
 

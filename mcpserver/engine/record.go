@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/codecell/codecell/executor"
@@ -50,6 +51,19 @@ type Record struct {
 	// Note says, in a sentence or two, what to do about a cut result or
 	// replaced values.
 	Note string `json:"note,omitempty"`
+}
+
+// PlanRecord is a plan as the record shows it: after a dry run, its id,
+// expiry and intended writes; after a commit, each step's outcome.
+type PlanRecord struct {
+	ID        string     `json:"plan_id,omitempty"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// Steps are the writes, filtered as any output:
+	// [{step, tool, args}] after a dry run, [{step, tool, status,
+	// error_code?}] after a commit, status ok, error or not_run.
+	Steps json.RawMessage `json:"steps"`
+	// note is said in the record's note.
+	note string
 }
 
 // RunError is a failed run as the model reads it.
@@ -294,4 +308,14 @@ func marshalRecord(rec *Record) []byte {
 	}
 	rec.Stats.ToModelBytes = len(b)
 	return b
+}
+
+// filterText passes one string the model will read through the filter
+// and cuts it to budget bytes.
+func filterText(f *filter.Filter, text string, budget int, opts filter.Options) string {
+	if text == "" {
+		return ""
+	}
+	opts.Budget = budget
+	return f.ApplyText(text, opts).Text
 }

@@ -65,6 +65,12 @@ type runLog struct {
 
 func newRunLog(execID string) *runLog { return &runLog{execID: execID} }
 
+// llmBudget is what a run has spent of its llm budget (llm.go charges
+// it).
+type llmBudget struct {
+	calls, tokens int
+}
+
 // maxArtifacts bounds the artifacts a run's record lists; maxRequests
 // the HTTP requests its audit record keeps.
 const (

@@ -49,37 +49,36 @@ type CannotAsk struct{ Err error }
 func (e CannotAsk) Error() string { return e.Err.Error() }
 func (e CannotAsk) Unwrap() error { return e.Err }
 
-// initRuntime registers the llm and approval runtime namespaces.
-func (e *Engine) initRuntime() error {
-	e.llm = e.cfg.LLM.WithDefaults()
-	e.llmUse = newLLMUsage(e.llm)
-	var err error
-	if e.approvals, err = newApprovalPolicy(e.cfg.Approval); err != nil {
-		return err
-	}
-	if e.credentials, err = credentialsFilter(); err != nil {
-		return err
-	}
-	if err := e.reg.DescribeCategory("llm", "Ask the client's model (MCP sampling): call, classify, extract."); err != nil {
-		return err
-	}
-	if err := e.reg.DescribeCategory("approval", "Ask the client's user to decide (MCP elicitation)."); err != nil {
-		return err
-	}
-	return e.gate.register(append(e.llmHelpers(), e.approvalHelpers()...)...)
+// Error codes of the runtime's tools (see also approval.go).
+const (
+	// CodeCapabilityMissing: the client cannot answer what a runtime tool
+	// asks of it (sampling, elicitation); the message says what to enable.
+	CodeCapabilityMissing = "capability_missing"
+	// CodeQuotaExceeded: a run's or a principal's llm budget is spent.
+	CodeQuotaExceeded = "quota_exceeded"
+	// CodeRateLimited: a principal makes llm calls faster than allowed.
+	CodeRateLimited = "rate_limited"
+)
+
+// asker is what a runtime helper that asks the client holds: the Client
+// that asks it, and the output filter that what the client is shown
+// passes.
+type asker struct {
+	client Client
+	filter *filter.Filter
 }
 
 // waitOnClient runs ask, a request to the client, and waits for its
 // answer within ctx: the run's deadline and cancellation end the wait.
 // The run gives its execution slot back while it waits on a person or a
 // model (executor.Run.Park).
-func (e *Engine) waitOnClient(ctx context.Context, c *Call, ask func(context.Context) error) error {
+func waitOnClient(ctx context.Context, c *Call, ask func(context.Context) error) error {
 	return c.Exec.Park(func() error { return ask(ctx) })
 }
 
 // clientError turns a failed request to the client into a tool error.
 // A deadline or cancellation is the run's, and is returned as it is.
-func (e *Engine) clientError(ctx context.Context, tool, what string, err error) error {
+func clientError(ctx context.Context, tool, what string, err error) error {
 	var te *tools.Error
 	var cannot CannotAsk
 	switch {
@@ -112,20 +111,20 @@ func clientFilter(c *Call) filter.Options {
 
 // clientText is text as the client may be shown it: filtered whole, not
 // cut to the budget.
-func (e *Engine) clientText(c *Call, text string) string {
+func (a asker) clientText(c *Call, text string) string {
 	if text == "" {
 		return ""
 	}
-	return e.filter.ApplyText(text, clientFilter(c)).Full()
+	return a.filter.ApplyText(text, clientFilter(c)).Full()
 }
 
 // clientJSON is a JSON value as the client may be shown it, filtered as a
 // result is (field names and values), whole.
-func (e *Engine) clientJSON(c *Call, v json.RawMessage) json.RawMessage {
-	out, err := e.filter.Apply(filter.Input{Result: v}, clientFilter(c))
+func (a asker) clientJSON(c *Call, v json.RawMessage) json.RawMessage {
+	out, err := a.filter.Apply(filter.Input{Result: v}, clientFilter(c))
 	if err != nil {
 		// Not JSON: shown as text.
-		b, _ := json.Marshal(e.clientText(c, string(v)))
+		b, _ := json.Marshal(a.clientText(c, string(v)))
 		return b
 	}
 	return out.Full

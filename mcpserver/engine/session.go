@@ -2,9 +2,8 @@ package engine
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -96,16 +95,17 @@ type sessions struct {
 	// shared keeps the vaults' entries for other instances; nil keeps
 	// them in this process only.
 	shared *sharedTokens
+	log    *slog.Logger
 
 	mu sync.Mutex
 	m  map[sessionKey]*Session
 }
 
-func newSessions(key filter.Key, rules []filter.Rule, lim SessionLimits, evicted func(reason string)) *sessions {
+func newSessions(key filter.Key, rules []filter.Rule, lim SessionLimits, log *slog.Logger, evicted func(reason string)) *sessions {
 	if evicted == nil {
 		evicted = func(string) {}
 	}
-	return &sessions{key: key, rules: rules, limits: lim.withDefaults(), evicted: evicted, now: time.Now, m: map[sessionKey]*Session{}}
+	return &sessions{key: key, rules: rules, limits: lim.withDefaults(), log: log, evicted: evicted, now: time.Now, m: map[sessionKey]*Session{}}
 }
 
 // get returns the state of the caller's session, creating it on first use.
@@ -150,7 +150,7 @@ func (ss *sessions) drop(id string) {
 	}
 	ss.mu.Unlock()
 	for _, k := range ended {
-		ss.shared.forget(k)
+		ss.shared.forget(k.principal, k.session)
 	}
 }
 
@@ -232,6 +232,22 @@ func (ss *sessions) sweepEvery(ctx context.Context, every time.Duration, observe
 	}
 }
 
+// flush writes the tokens the session's vault minted to the shared store,
+// before the result that shows them leaves the server, so that the client
+// may pass them to any instance. It finishes even if ctx was cancelled.
+// Without a shared store it does nothing.
+func (ss *sessions) flush(ctx context.Context, sess *Session) {
+	if sess == nil || ss.shared == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
+	defer cancel()
+	if err := sess.vault.Flush(ctx); err != nil {
+		// The tokens still resolve here; the next flush retries.
+		ss.log.Warn("write tokens to the shared store", "principal", sess.key.principal, "session_hash", SessionHash(sess.key.session), "err", err)
+	}
+}
+
 // add counts a finished run into the session's totals.
 func (s *Session) add(rec *Record) {
 	s.mu.Lock()
@@ -268,24 +284,4 @@ func (s *Session) Totals() Totals {
 		t.Findings[k] = v
 	}
 	return t
-}
-
-// Session returns the state of c's session, made on first use.
-func (e *Engine) Session(c tools.Caller) (*Session, error) {
-	return e.sessions.get(c.Principal, c.Session)
-}
-
-// DropSession forgets every principal's state of the MCP session id, when
-// it ends, and its tokens in the shared store.
-func (e *Engine) DropSession(id string) { e.sessions.drop(id) }
-
-// SessionIdleTTL is how long an unused session's state is kept.
-func (e *Engine) SessionIdleTTL() time.Duration { return e.sessions.limits.IdleTTL }
-
-// SessionHash is the form of an MCP session ID that logs and spans may
-// carry: a session ID is a bearer credential for its session, and a
-// short hash tells sessions apart.
-func SessionHash(id string) string {
-	h := sha256.Sum256([]byte(id))
-	return hex.EncodeToString(h[:4])
 }

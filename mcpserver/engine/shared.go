@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -69,67 +68,17 @@ func (t *sharedTokens) GetToken(ctx context.Context, principal, session, token s
 
 func (t *sharedTokens) timed(op string, start time.Time) { t.observe(op, time.Since(start)) }
 
-// forget deletes the tokens of a session that ended. A nil *sharedTokens
-// has none.
-func (t *sharedTokens) forget(k sessionKey) {
+// forget deletes the tokens of principal's session that ended. A nil
+// *sharedTokens has none.
+func (t *sharedTokens) forget(principal, session string) {
 	if t == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
 	defer cancel()
-	if err := t.st.DeleteVaultTokens(ctx, k.principal, k.session); err != nil {
-		t.log.Warn("forget the tokens of an ended session", "session_hash", SessionHash(k.session), "err", err)
+	if err := t.st.DeleteVaultTokens(ctx, principal, session); err != nil {
+		t.log.Warn("forget the tokens of an ended session", "session_hash", SessionHash(session), "err", err)
 	}
-}
-
-// Flush writes the tokens the session's vault minted to the shared store,
-// before the result that shows them leaves the server, so that the client
-// may pass them to any instance. It finishes even if ctx was cancelled.
-// Without a shared store it does nothing.
-func (e *Engine) Flush(ctx context.Context, sess *Session) {
-	if sess == nil || e.sessions.shared == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
-	defer cancel()
-	if err := sess.vault.Flush(ctx); err != nil {
-		// The tokens still resolve here; the next flush retries.
-		e.log.Warn("write tokens to the shared store", "principal", sess.key.principal, "session_hash", SessionHash(sess.key.session), "err", err)
-	}
-}
-
-// initShared shares the vaults and the rate limits through cfg.Shared,
-// and prunes what expired there while the server runs.
-func (e *Engine) initShared() error {
-	st := e.cfg.Shared
-	if st == nil {
-		return nil
-	}
-	if e.cfg.Key == (filter.Key{}) {
-		return fmt.Errorf("shared state needs the filter key every instance uses (Config.FilterKey)")
-	}
-	e.sessions.shared = &sharedTokens{st: st, log: e.log.With("part", "shared"), observe: e.metrics.ObserveStore}
-	e.limits.shared = newSharedQuota(st, e.log.With("part", "ratelimit"))
-	e.sweeper.Go(func() {
-		t := time.NewTicker(time.Minute)
-		defer t.Stop()
-		for {
-			select {
-			case <-e.stopping.Done():
-				return
-			case <-t.C:
-			}
-			e.limits.shared.sweep()
-			ctx, cancel := context.WithTimeout(e.stopping, sharedTimeout)
-			// Windows are at most burst/rate long; an hour's margin
-			// keeps every window that may still be counted.
-			if _, err := st.PruneShared(ctx, time.Now().Add(-time.Hour-e.limits.longestWindow())); err != nil && ctx.Err() == nil {
-				e.log.Warn("prune shared state", "err", err)
-			}
-			cancel()
-		}
-	})
-	return nil
 }
 
 // longestWindow is the longest of the shared rate limits' windows.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/codecell/codecell/executor"
@@ -41,91 +42,90 @@ var adminSkills = map[string]bool{"save": true, "list": true, "delete": true, "p
 // whose snapshot changed since the caller pinned it.
 const CodeSkillChanged = "skill_changed"
 
-// isSkill reports whether t is a skill's program (not one of the skills
-// category's own tools): its calls are made one skill deeper.
-func isSkill(t *tools.Tool) bool {
-	return t != nil && t.Source != "" && t.Category() == "skills"
+// start registers the skills tools and every saved skill, and keeps the
+// registry in step with the store, changes made by other processes on
+// the same database included, until stop.
+// skills keeps the catalogue's skills in step with the store, runs them
+// as their callers, and answers the skills category's own tools.
+type skills struct {
+	reg       *tools.Registry
+	store     skillStore
+	exec      *executor.Executor
+	filter    *filter.Filter
+	maxBudget int
+	log       *slog.Logger
 }
 
-// asCaller returns ctx for the store, acting as principal.
-func asCaller(ctx context.Context, principal string) context.Context {
-	return tools.WithCaller(ctx, tools.Caller{Principal: principal})
-}
-
-// initSkills registers the skills tools and every saved skill, and keeps
-// the registry in step with the store, changes made by other processes on
-// the same database included.
-func (e *Engine) initSkills(ctx context.Context) error {
-	if err := e.reg.DescribeCategory("skills", "Programs saved for reuse: save one with skills.save, call it as skills.<name>(args); publish it for every principal with skills.publish."); err != nil {
-		return err
+func (k *skills) start(ctx context.Context, g *gate) (stop func(), err error) {
+	if err := k.reg.DescribeCategory("skills", "Programs saved for reuse: save one with skills.save, call it as skills.<name>(args); publish it for every principal with skills.publish."); err != nil {
+		return nil, err
 	}
-	if err := e.gate.register(e.skillAdminHelpers()...); err != nil {
-		return err
+	if err := g.register(k.helpers()...); err != nil {
+		return nil, err
 	}
-	if err := e.reloadSkills(ctx); err != nil {
-		return err
+	if err := k.reload(ctx); err != nil {
+		return nil, err
 	}
-	e.unsubscribeSkills = e.cfg.Store.OnSkillChange(func(ch memory.SkillChange) {
-		if err := e.applySkillChange(context.Background(), ch); err != nil {
-			e.log.Error("skill change", "skill", ch.Name, "owner", ch.Principal, "kind", ch.Kind, "err", err)
+	return k.store.OnSkillChange(func(ch memory.SkillChange) {
+		if err := k.apply(context.Background(), ch); err != nil {
+			k.log.Error("skill change", "skill", ch.Name, "owner", ch.Principal, "kind", ch.Kind, "err", err)
 		}
-	})
-	return nil
+	}), nil
 }
 
-// applySkillChange updates the catalogue for one change in the store.
-func (e *Engine) applySkillChange(ctx context.Context, ch memory.SkillChange) error {
+// apply updates the catalogue for one change in the store.
+func (k *skills) apply(ctx context.Context, ch memory.SkillChange) error {
 	name := "skills." + ch.Name
 	switch {
 	case ch.Kind == memory.SkillsReloaded:
-		return e.reloadSkills(ctx)
+		return k.reload(ctx)
 	case ch.Everyone && ch.Deleted:
-		e.reg.Unregister(name)
+		k.reg.Unregister(name)
 	case ch.Everyone:
-		published, err := e.cfg.Store.PublishedSkills(ctx)
+		published, err := k.store.PublishedSkills(ctx)
 		if err != nil {
 			return err
 		}
 		for _, sk := range published {
 			if sk.Name == ch.Name {
-				return e.reg.Register(e.skillTool(sk))
+				return k.reg.Register(k.tool(sk))
 			}
 		}
-		e.reg.Unregister(name)
+		k.reg.Unregister(name)
 	case ch.Deleted:
-		e.reg.UnregisterScoped(ch.Principal, name)
+		k.reg.UnregisterScoped(ch.Principal, name)
 	default:
-		sk, err := e.cfg.Store.GetSkill(asCaller(ctx, ch.Principal), ch.Name)
+		sk, err := k.store.GetSkill(asCaller(ctx, ch.Principal), ch.Name)
 		if errors.Is(err, memory.ErrNotFound) {
-			e.reg.UnregisterScoped(ch.Principal, name)
+			k.reg.UnregisterScoped(ch.Principal, name)
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		return e.reg.RegisterScoped(ch.Principal, e.skillTool(sk))
+		return k.reg.RegisterScoped(ch.Principal, k.tool(sk))
 	}
 	return nil
 }
 
-// reloadSkills makes the catalogue's skills those of the store: every
+// reload makes the catalogue's skills those of the store: every
 // owner's own skills in its scope, the published ones global.
-func (e *Engine) reloadSkills(ctx context.Context) error {
-	own, err := e.cfg.Store.AllSkills(ctx)
+func (k *skills) reload(ctx context.Context) error {
+	own, err := k.store.AllSkills(ctx)
 	if err != nil {
 		return fmt.Errorf("load skills: %w", err)
 	}
-	published, err := e.cfg.Store.PublishedSkills(ctx)
+	published, err := k.store.PublishedSkills(ctx)
 	if err != nil {
 		return fmt.Errorf("load published skills: %w", err)
 	}
 	byOwner := map[string][]tools.Tool{}
 	for _, sk := range own {
-		byOwner[sk.Owner] = append(byOwner[sk.Owner], e.skillTool(sk))
+		byOwner[sk.Owner] = append(byOwner[sk.Owner], k.tool(sk))
 	}
 	var global []tools.Tool
 	for _, sk := range published {
-		global = append(global, e.skillTool(sk))
+		global = append(global, k.tool(sk))
 	}
 	// Drop what the store no longer has, then register the rest.
 	stale := func(have []*tools.Tool, keep []tools.Tool) []string {
@@ -141,32 +141,32 @@ func (e *Engine) reloadSkills(ctx context.Context) error {
 		}
 		return out
 	}
-	e.reg.Unregister(stale(e.reg.ListCategory("skills"), global)...)
-	for _, scope := range e.reg.Scopes() {
-		e.reg.UnregisterScoped(scope, stale(e.reg.ListScope(scope), byOwner[scope])...)
+	k.reg.Unregister(stale(k.reg.ListCategory("skills"), global)...)
+	for _, scope := range k.reg.Scopes() {
+		k.reg.UnregisterScoped(scope, stale(k.reg.ListScope(scope), byOwner[scope])...)
 	}
-	if err := e.reg.Register(global...); err != nil {
+	if err := k.reg.Register(global...); err != nil {
 		return fmt.Errorf("register published skills: %w", err)
 	}
 	for owner, ts := range byOwner {
-		if err := e.reg.RegisterScoped(owner, ts...); err != nil {
+		if err := k.reg.RegisterScoped(owner, ts...); err != nil {
 			return fmt.Errorf("register skills of %s: %w", owner, err)
 		}
 	}
 	return nil
 }
 
-// skillTool describes a stored skill as a catalogue tool: an owner's own
+// tool describes a stored skill as a catalogue tool: an owner's own
 // copy, or a published snapshot. Its text is filtered (a model reads it)
 // and a snapshot says who wrote it; the handler runs the code as it was
 // when the tool was registered.
-func (e *Engine) skillTool(sk memory.Skill) tools.Tool {
+func (k *skills) tool(sk memory.Skill) tools.Tool {
 	schema := sk.InputSchema
 	if len(schema) == 0 {
 		schema = json.RawMessage(`{"type":"object"}`)
 	}
 	redact := func(text string) string {
-		return e.filter.ApplyText(text, filter.Options{Budget: e.maxBudget}).Text
+		return k.filter.ApplyText(text, filter.Options{Budget: k.maxBudget}).Text
 	}
 	desc := redact(sk.Description)
 	summary, _, _ := strings.Cut(strings.TrimSpace(desc), "\n")
@@ -193,25 +193,25 @@ func (e *Engine) skillTool(sk memory.Skill) tools.Tool {
 		},
 		Handler: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 			if sk.Snapshot {
-				if err := e.checkPin(ctx, sk); err != nil {
+				if err := k.checkPin(ctx, sk); err != nil {
 					return nil, err
 				}
 			}
-			return e.runSkill(ctx, name, code, lang, args)
+			return k.run(ctx, name, code, lang, args)
 		},
 	}
 }
 
 // checkPin lets the caller run a published snapshot of another's skill
 // only if it is the one the caller pinned; the first call pins it.
-func (e *Engine) checkPin(ctx context.Context, sk memory.Skill) error {
+func (k *skills) checkPin(ctx context.Context, sk memory.Skill) error {
 	if tools.CallerFrom(ctx).Principal == sk.Owner {
 		return nil
 	}
-	pin, err := e.cfg.Store.SkillPin(ctx, sk.Name)
+	pin, err := k.store.SkillPin(ctx, sk.Name)
 	switch {
 	case errors.Is(err, memory.ErrNotFound):
-		_, err = e.cfg.Store.PinSkill(ctx, memory.SkillPin{Name: sk.Name, Owner: sk.Owner, Version: sk.Version, CodeSHA256: sk.CodeSHA256})
+		_, err = k.store.PinSkill(ctx, memory.SkillPin{Name: sk.Name, Owner: sk.Owner, Version: sk.Version, CodeSHA256: sk.CodeSHA256})
 		if err != nil {
 			return fmt.Errorf("pin skills.%s: %w", sk.Name, err)
 		}
@@ -230,20 +230,20 @@ func (e *Engine) checkPin(ctx context.Context, sk memory.Skill) error {
 // short is the first 12 hex digits of a hash.
 func short(sha string) string { return sha[:min(12, len(sha))] }
 
-// runSkill runs a skill's code as its caller, nested in the call that
+// run runs a skill's code as its caller, nested in the call that
 // runs it: its program's calls go through that call's gate (skillCalls),
 // and the executor charges the run to the calling run (its deadline,
 // heap and worker) and stops skills calling skills at its depth limit.
-func (e *Engine) runSkill(ctx context.Context, name, code string, lang executor.Language, args json.RawMessage) (json.RawMessage, error) {
+func (k *skills) run(ctx context.Context, name, code string, lang executor.Language, args json.RawMessage) (json.RawMessage, error) {
 	caller := tools.CallerFrom(ctx)
-	res := e.exec.Run(ctx, executor.Request{
+	res := k.exec.Run(ctx, executor.Request{
 		Code:       code,
 		Language:   lang,
 		Args:       args,
 		Parent:     executor.RunFrom(ctx),
 		Owner:      caller.Principal,
 		Dispatcher: skillCalls{},
-		Functions:  e.functions(caller),
+		Functions:  functions(k.reg, caller),
 	})
 	if res.Error != nil {
 		// Skills calling skills nest their errors, the first cause last:
@@ -269,10 +269,10 @@ type skillName struct {
 	Name string `json:"name"`
 }
 
-// skillAdminHelpers are skills.save, list, delete, publish, accept and
+// helpers are skills.save, list, delete, publish, accept and
 // unpublish: runtime helpers, handed the call, so that those that change
 // skills refuse to from inside a skill.
-func (e *Engine) skillAdminHelpers() []helper {
+func (k *skills) helpers() []helper {
 	nameOnly := json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}`)
 	return []helper{
 		{tool: tools.Tool{
@@ -306,14 +306,14 @@ func (e *Engine) skillAdminHelpers() []helper {
 			},
 			Positional: []string{"name", "description", "code"},
 			Related:    []string{"skills.list", "skills.publish", "skills.delete"},
-		}, call: bindHelper(e.saveSkill)},
+		}, call: bindHelper(k.save)},
 		{tool: tools.Tool{
 			Name:         "skills.list",
 			Summary:      "List the skills you can call: your own and those others published, with owners and versions.",
 			OutputSchema: json.RawMessage(`{"type":"object","properties":{"skills":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"description":{"type":"string"},"language":{"type":"string"},"version":{"type":"integer"},"owner":{"type":"string"},"own":{"type":"boolean"},"published":{"type":"boolean"}}}}},"required":["skills"]}`),
 			Annotations:  tools.Annotations{ReadOnly: true},
 			Related:      []string{"skills.save"},
-		}, call: bindHelper(e.listSkills)},
+		}, call: bindHelper(k.list)},
 		{tool: tools.Tool{
 			Name:         "skills.delete",
 			Summary:      "Delete one of your skills (a published snapshot stays until you unpublish it).",
@@ -326,7 +326,7 @@ func (e *Engine) skillAdminHelpers() []helper {
 			if err := notFromSkill(c, "skills.delete"); err != nil {
 				return nil, err
 			}
-			err := e.cfg.Store.DeleteSkill(ctx, in.Name)
+			err := k.store.DeleteSkill(ctx, in.Name)
 			if errors.Is(err, memory.ErrNotFound) {
 				return map[string]bool{"deleted": false}, nil
 			}
@@ -351,7 +351,7 @@ func (e *Engine) skillAdminHelpers() []helper {
 			if err := notFromSkill(c, "skills.publish"); err != nil {
 				return nil, err
 			}
-			sk, err := e.cfg.Store.PublishSkill(ctx, in.Name)
+			sk, err := k.store.PublishSkill(ctx, in.Name)
 			if err != nil {
 				return nil, err
 			}
@@ -372,7 +372,7 @@ func (e *Engine) skillAdminHelpers() []helper {
 				{Code: "conflict", Description: "Its version is no longer the one whose code_sha256 you gave."},
 				{Code: "forbidden", Description: "Called from inside a skill."},
 			},
-		}, call: bindHelper(e.acceptSkill)},
+		}, call: bindHelper(k.accept)},
 		{tool: tools.Tool{
 			Name:         "skills.unpublish",
 			Summary:      "Withdraw the published snapshot of one of your skills; your own copy stays.",
@@ -385,7 +385,7 @@ func (e *Engine) skillAdminHelpers() []helper {
 			if err := notFromSkill(c, "skills.unpublish"); err != nil {
 				return nil, err
 			}
-			err := e.cfg.Store.UnpublishSkill(ctx, in.Name)
+			err := k.store.UnpublishSkill(ctx, in.Name)
 			if errors.Is(err, memory.ErrNotFound) {
 				return map[string]bool{"unpublished": false}, nil
 			}
@@ -399,12 +399,12 @@ type acceptSkillArgs struct {
 	CodeSHA256 string `json:"code_sha256"`
 }
 
-// acceptSkill pins the published snapshot of a skill for the caller.
-func (e *Engine) acceptSkill(ctx context.Context, c *Call, in acceptSkillArgs) (memory.SkillPin, error) {
+// accept pins the published snapshot of a skill for the caller.
+func (k *skills) accept(ctx context.Context, c *Call, in acceptSkillArgs) (memory.SkillPin, error) {
 	if err := notFromSkill(c, "skills.accept"); err != nil {
 		return memory.SkillPin{}, err
 	}
-	published, err := e.cfg.Store.PublishedSkills(ctx)
+	published, err := k.store.PublishedSkills(ctx)
 	if err != nil {
 		return memory.SkillPin{}, err
 	}
@@ -415,7 +415,7 @@ func (e *Engine) acceptSkill(ctx context.Context, c *Call, in acceptSkillArgs) (
 		if in.CodeSHA256 != "" && in.CodeSHA256 != sk.CodeSHA256 {
 			return memory.SkillPin{}, tools.Errorf("conflict", "skills.%s is now version %d by %s (code SHA-256 %s…), not the one you read; read it again", sk.Name, sk.Version, sk.Owner, short(sk.CodeSHA256))
 		}
-		return e.cfg.Store.PinSkill(ctx, memory.SkillPin{Name: sk.Name, Owner: sk.Owner, Version: sk.Version, CodeSHA256: sk.CodeSHA256})
+		return k.store.PinSkill(ctx, memory.SkillPin{Name: sk.Name, Owner: sk.Owner, Version: sk.Version, CodeSHA256: sk.CodeSHA256})
 	}
 	return memory.SkillPin{}, tools.Errorf(tools.CodeNotFound, "no skill %q is published", in.Name)
 }
@@ -428,7 +428,7 @@ type saveSkillArgs struct {
 	InputSchema json.RawMessage `json:"inputSchema"`
 }
 
-func (e *Engine) saveSkill(ctx context.Context, c *Call, in saveSkillArgs) (map[string]any, error) {
+func (k *skills) save(ctx context.Context, c *Call, in saveSkillArgs) (map[string]any, error) {
 	if err := notFromSkill(c, "skills.save"); err != nil {
 		return nil, err
 	}
@@ -446,7 +446,7 @@ func (e *Engine) saveSkill(ctx context.Context, c *Call, in saveSkillArgs) (map[
 			return nil, tools.Errorf(tools.CodeInvalidArguments, "inputSchema: %v", err)
 		}
 	}
-	sk, err := e.cfg.Store.SaveSkill(ctx, memory.Skill{
+	sk, err := k.store.SaveSkill(ctx, memory.Skill{
 		Name:        in.Name,
 		Description: in.Description,
 		Code:        in.Code,
@@ -469,15 +469,15 @@ type skillRow struct {
 	Published   bool   `json:"published"`
 }
 
-func (e *Engine) listSkills(ctx context.Context, _ *Call, _ struct{}) (map[string][]skillRow, error) {
-	all, err := e.cfg.Store.CallableSkills(ctx)
+func (k *skills) list(ctx context.Context, _ *Call, _ struct{}) (map[string][]skillRow, error) {
+	all, err := k.store.CallableSkills(ctx)
 	if err != nil {
 		return nil, err
 	}
 	me := tools.CallerFrom(ctx).Principal
 	rows := []skillRow{}
 	for _, sk := range all {
-		desc := e.filter.ApplyText(sk.Description, filter.Options{Budget: 4 << 10}).Text
+		desc := k.filter.ApplyText(sk.Description, filter.Options{Budget: 4 << 10}).Text
 		rows = append(rows, skillRow{Name: sk.Name, Description: desc, Language: sk.Language, Version: sk.Version,
 			Owner: sk.Owner, Own: sk.Owner == me && !sk.Snapshot, Published: sk.Published})
 	}

@@ -8,12 +8,13 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
 )
 
-// The gate's own stages; the planner (plan.go), the approver
-// (approval.go) and the memoizer (memoize.go) are beside what they serve.
+// The gate's own stages; the approver (approval.go) and the memoizer
+// (memoize.go) are beside what they serve.
 
 // recorder keeps each call of a run that keeps them (Run.log): its span,
 // what the tool reports while it runs (artifacts, HTTP requests,
@@ -154,6 +155,29 @@ func (b binding) pass(ctx context.Context, c *Call, next next) (json.RawMessage,
 	ctx = tools.WithCaller(ctx, c.Run.Caller)
 	ctx = tools.WithGate(ctx, b.g.through(c))
 	return next.call(ctx, c)
+}
+
+// planner records, in a dry run, each write instead of making it. A
+// recorded call is checked as a real one would be, so that a plan holds
+// only calls that can run; a plan's writes are approved when they are
+// committed, not when recorded.
+type planner struct{ reg *tools.Registry }
+
+func (pl planner) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
+	p := c.Run.plan
+	if !p.records(c.Tool) {
+		return next.call(ctx, c)
+	}
+	if err := pl.reg.View(c.Run.Caller).Validate(c.Name, c.Args); err != nil {
+		c.served = servedRejected
+		return nil, err
+	}
+	var known []filter.Known
+	if c.Run.flow != nil {
+		known = c.Run.flow.flow.KnownIn(c.Args)
+	}
+	c.served = servedPlanned
+	return p.add(c.Tool.Name, c.Written, c.Provenance, known) // the arguments with their tokens
 }
 
 // observer follows what each call returns into the run's data flow, off

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/tools"
 )
 
 // Store is what the engine keeps in the store: the audit log, stored
@@ -64,4 +65,9 @@ type cacheStore interface {
 	CacheGet(ctx context.Context, kind, key string) (memory.CacheEntry, error)
 	CacheSet(ctx context.Context, in memory.CacheSetInput) (time.Time, error)
 	CacheDelete(ctx context.Context, kind, key string) (bool, error)
+}
+
+// asCaller returns ctx for the store, acting as principal.
+func asCaller(ctx context.Context, principal string) context.Context {
+	return tools.WithCaller(ctx, tools.Caller{Principal: principal})
 }

@@ -305,18 +305,3 @@ func combine(rules []*toolRule) callerToolset {
 		desc: desc,
 	}
 }
-
-// initAccess compiles the access rules and installs them in the
-// registry. Call it before the MCP server is made: direct mode needs a
-// tool filter then.
-func (e *Engine) initAccess() error {
-	p, err := newAccessPolicy(e.cfg.Access)
-	if err != nil {
-		return fmt.Errorf("access: %w", err)
-	}
-	e.access = p
-	if p != nil {
-		e.reg.SetToolsets(p.toolset)
-	}
-	return nil
-}

@@ -66,16 +66,15 @@ type runSpan struct {
 }
 
 // startRun opens the span of a run.
-func (e *Engine) startRun(ctx context.Context, execID string, x Execution) (context.Context, *runSpan) {
-	ctx, span := e.tracer.Start(ctx, "codecell.run", trace.WithSpanKind(trace.SpanKindInternal))
+func startRun(ctx context.Context, tracer trace.Tracer, execID string, lang executor.Language, code string) (context.Context, *runSpan) {
+	ctx, span := tracer.Start(ctx, "codecell.run", trace.WithSpanKind(trace.SpanKindInternal))
 	if span.IsRecording() {
-		lang := x.Language
 		if lang == "" {
 			lang = executor.JavaScript
 		}
-		span.SetAttributes(attrExecutionID.String(execID), attrLanguage.String(string(lang)), attrCodeBytes.Int(len(x.Code)))
+		span.SetAttributes(attrExecutionID.String(execID), attrLanguage.String(string(lang)), attrCodeBytes.Int(len(code)))
 	}
-	return ctx, &runSpan{Span: span, tracer: e.tracer, ctx: ctx}
+	return ctx, &runSpan{Span: span, tracer: tracer, ctx: ctx}
 }
 
 // running marks the moment the run asks the executor for a VM.
@@ -116,8 +115,8 @@ func (r *runSpan) end(body []byte) {
 }
 
 // startFilter opens the span of the filter over a run's output.
-func (e *Engine) startFilter(ctx context.Context, res *executor.Result) trace.Span {
-	_, span := e.tracer.Start(ctx, "codecell.filter")
+func startFilter(ctx context.Context, tracer trace.Tracer, res *executor.Result) trace.Span {
+	_, span := tracer.Start(ctx, "codecell.filter")
 	if span.IsRecording() {
 		n := len(res.Value)
 		for _, l := range res.Logs {
@@ -149,8 +148,8 @@ func endFilter(span trace.Span, sum *FilterSummary, err error) {
 }
 
 // startStore opens the span of storing a run's whole result.
-func (e *Engine) startStore(ctx context.Context, n int) trace.Span {
-	_, span := e.tracer.Start(ctx, "codecell.store", trace.WithAttributes(attrBytes.Int(n)))
+func startStore(ctx context.Context, tracer trace.Tracer, n int) trace.Span {
+	_, span := tracer.Start(ctx, "codecell.store", trace.WithAttributes(attrBytes.Int(n)))
 	return span
 }
 

@@ -47,20 +47,19 @@ func BenchmarkTracingOverhead(b *testing.B) {
 			if tp != nil {
 				tracer = tp.Tracer("github.com/codecell/codecell/mcpserver")
 			}
-			e := &Engine{reg: reg, tracer: tracer}
 			caller := tools.Caller{Principal: "local"}
 			ops, spans := 0, 0
 			for b.Loop() {
 				ctx, req := tracer.Start(context.Background(), "mcp.tools/call", trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attribute.String("mcp.method.name", "tools/call")))
 				ctx, tool := tracer.Start(ctx, "tool.execute_code", trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrToolName.String("execute_code")))
-				ctx, run := e.startRun(ctx, "x1", Execution{Code: "1+1"})
+				ctx, run := startRun(ctx, tracer, "x1", "", "1+1")
 				run.running()
 				for range 3 {
-					_, span := startToolCall(ctx, e.tracer, e.reg, caller, "util.echo", args)
+					_, span := startToolCall(ctx, tracer, reg, caller, "util.echo", args)
 					endToolCall(span, args, nil)
 				}
 				run.ran(res)
-				f := e.startFilter(ctx, res)
+				f := startFilter(ctx, tracer, res)
 				endFilter(f, nil, nil)
 				run.end(args)
 				tool.End()
