@@ -110,7 +110,9 @@ type Config struct {
 	Access engine.Access
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
-	// LLM bounds the programs' llm calls (MCP sampling, engine/llm.go).
+	// LLM bounds the programs' llm calls and names the provider they
+	// may use besides the client's model (engine/llm.go,
+	// engine/provider.go).
 	LLM engine.LLMConfig
 	// Approval names the tool calls the client's user approves first
 	// (MCP elicitation, engine/approval.go).
@@ -126,6 +128,9 @@ type Config struct {
 	// Learn configures learning from use: search_tools queries followed
 	// by runs that call tools rank those tools higher (search_learn.go).
 	Learn LearnConfig
+	// Bridge, when set, is the source of bridged MCP servers whose
+	// prompts and resources the server serves too (bridged.go).
+	Bridge Bridge
 }
 
 // Server is a codecell MCP server. Create it with New, serve it with
@@ -169,6 +174,10 @@ type Server struct {
 
 	// draining and poolWarm answer /readyz (ready.go).
 	draining, poolWarm atomic.Bool
+
+	// bridged keeps the bridged servers' prompts and resources the MCP
+	// server serves; nil without a Bridge (bridged.go).
+	bridged *bridged
 }
 
 // New builds a server over the tools in reg.
@@ -247,10 +256,13 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		server.WithLogging(),
 		server.WithHooks(s.hooks()),
 		server.WithResourceCapabilities(true, true),
-		server.WithPromptCapabilities(false),
+		server.WithPromptCapabilities(true),
+		server.WithPromptFilter(s.filterBridgedPrompts),
 		server.WithCompletions(),
 		server.WithResourceCompletionProvider(completions{s}),
 		server.WithElicitation(),
+		discoverHints(),
+		extensionCapability(),
 	)...)
 	s.traceRequests()
 	s.mcp.EnableSampling() // the llm runtime helpers' (engine/llm.go)
@@ -261,6 +273,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	}
 	s.addToolTree()
 	s.addPrompt()
+	s.initBridge()
 	s.addLedger()
 	if cfg.Store != nil {
 		s.addWorkspace()
@@ -298,6 +311,8 @@ func (s *Server) hooks() *server.Hooks {
 	s.subs.hooks(h)
 	s.instructionHooks(h)
 	s.tasks.hooks(h)
+	s.cacheHooks(h)
+	s.bridgeHooks(h)
 	return h
 }
 

@@ -225,11 +225,13 @@ func (e *Engine) stages() []stage {
 // and approval.
 func (e *Engine) addRuntime() (err error) {
 	a := asker{client: e.cfg.Client, filter: e.filter}
-	e.llm = newLLM(e.cfg.LLM, a)
+	if e.llm, err = newLLM(e.cfg.LLM, a); err != nil {
+		return err
+	}
 	if e.approvals, err = newApprovals(e.cfg.Approval, a, e.reg, e.log); err != nil {
 		return err
 	}
-	if err := e.reg.DescribeCategory("llm", "Ask the client's model (MCP sampling): call, classify, extract."); err != nil {
+	if err := e.reg.DescribeCategory("llm", "Ask a model — the client's (MCP sampling) or the server's provider: call, classify, extract."); err != nil {
 		return err
 	}
 	if err := e.reg.DescribeCategory("approval", "Ask the client's user to decide (MCP elicitation)."); err != nil {
@@ -335,6 +337,10 @@ func (e *Engine) SessionIdleTTL() time.Duration { return e.sessions.limits.IdleT
 // may pass them to any instance. It finishes even if ctx was cancelled.
 // Without a shared store it does nothing.
 func (e *Engine) Flush(ctx context.Context, sess *Session) { e.sessions.flush(ctx, sess) }
+
+// HasAccessRules reports whether access rules hide any tool from any
+// caller: whether what a caller lists may differ from another's.
+func (e *Engine) HasAccessRules() bool { return e.access != nil }
 
 // Restricts reports whether the access rules hide any tool from c.
 func (e *Engine) Restricts(c tools.Caller) bool { return e.access.of(c).Key != "" }

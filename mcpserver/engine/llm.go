@@ -14,8 +14,9 @@ import (
 	"github.com/codecell/codecell/tools"
 )
 
-// LLMConfig bounds what programs ask of the client's model through the
-// llm runtime namespace (MCP sampling). Zero fields take their defaults.
+// LLMConfig bounds what programs ask of a model through the llm runtime
+// namespace (MCP sampling, or the server's provider). Zero fields take
+// their defaults.
 type LLMConfig struct {
 	// MaxCallsPerRun and MaxTokensPerRun bound one run's llm calls and
 	// their tokens (prompt and answer). Defaults 50 and 100,000.
@@ -30,6 +31,12 @@ type LLMConfig struct {
 	// MaxTokens is the most one call may ask for. Defaults 1,024 and 8,192.
 	DefaultMaxTokens int
 	MaxTokens        int
+	// Provider, when set, is a model of the server's own (an
+	// OpenAI-compatible chat endpoint) that programs use when the
+	// client cannot be asked, or always when Prefer is PreferProvider.
+	Provider *ProviderConfig
+	// Prefer is PreferClient (default) or PreferProvider.
+	Prefer string
 }
 
 // WithDefaults returns c with its zero fields set to their defaults.
@@ -46,6 +53,9 @@ func (c LLMConfig) WithDefaults() LLMConfig {
 	def(&c.DefaultMaxTokens, 1024)
 	def(&c.MaxTokens, 8192)
 	c.DefaultMaxTokens = min(c.DefaultMaxTokens, c.MaxTokens)
+	if c.Prefer == "" {
+		c.Prefer = PreferClient
+	}
 	return c
 }
 
@@ -75,43 +85,57 @@ const llmCallInput = `{
 	"additionalProperties": false
 }`
 
-const llmCallOutput = `{"type":"object","properties":{"text":{"type":"string"},"model":{"type":"string"},"stopReason":{"type":"string"}},"required":["text","model"]}`
+const llmCallOutput = `{"type":"object","properties":{"text":{"type":"string"},"model":{"type":"string"},"stopReason":{"type":"string"},"via":{"enum":["sampling","provider"],"description":"Which model answered: the client's (sampling) or the server's provider."}},"required":["text","model","via"]}`
 
 var llmErrors = []tools.ErrorDoc{
-	{Code: CodeCapabilityMissing, Description: "The client did not declare sampling, or the request has no session to ask (protocol 2026-07-28); the message says what to enable."},
+	{Code: CodeCapabilityMissing, Description: "No model to ask: the client did not declare sampling, or the request has no session to ask (protocol 2026-07-28), and the server has no provider; the message says what to enable."},
 	{Code: CodeQuotaExceeded, Description: "The run's or the principal's budget of llm calls or tokens is spent."},
 	{Code: CodeRateLimited, Description: "The principal makes llm calls faster than allowed per minute."},
-	{Code: tools.CodeToolFailed, Description: "The client refused or failed the request (its user may have rejected it)."},
+	{Code: tools.CodeToolFailed, Description: "The client refused or failed the request (its user may have rejected it), or the provider failed it."},
 }
 
-// llm is the llm runtime namespace: sampling requests to the client of
-// the request whose program calls them, within the run's and the
-// principal's budgets.
+// llm is the llm runtime namespace: requests to a model — the client's
+// of the request whose program calls them (sampling), or the server's
+// provider (provider.go) — within the run's and the principal's budgets.
 type llm struct {
 	asker
-	cfg LLMConfig
-	use *llmUsage
+	cfg      LLMConfig
+	use      *llmUsage
+	provider *provider // nil: the client's model only
 }
 
-func newLLM(cfg LLMConfig, a asker) *llm {
+func newLLM(cfg LLMConfig, a asker) (*llm, error) {
 	cfg = cfg.WithDefaults()
-	return &llm{asker: a, cfg: cfg, use: newLLMUsage(cfg)}
+	switch cfg.Prefer {
+	case PreferClient, PreferProvider:
+	default:
+		return nil, fmt.Errorf("llm prefer %q: want %q or %q", cfg.Prefer, PreferClient, PreferProvider)
+	}
+	m := &llm{asker: a, cfg: cfg, use: newLLMUsage(cfg)}
+	if cfg.Provider != nil {
+		p, err := newProvider(*cfg.Provider)
+		if err != nil {
+			return nil, err
+		}
+		m.provider = p
+	}
+	return m, nil
 }
 
 // helpers are the llm namespace's functions.
 func (m *llm) helpers() []helper {
-	note := "The request goes to the MCP client that sent execute_code (sampling/createMessage); its user may review it. The prompt passes the output filter first, as everything the model reads: tokens (⟦…⟧) are sent as they are, never resolved, and secrets and personal data the program read from tools are replaced as in a result, wherever they are in the prompt. The client's model sees what you see. The answer is a tool result like any other: filtered on output and followed by the data-flow rules."
+	note := "The request goes to the model of the MCP client that sent execute_code (sampling/createMessage; its user may review it) or, when the server has one and the client cannot be asked (or the server prefers it), to the server's own OpenAI-compatible provider; the answer's via says which. The prompt passes the output filter first, as everything the model reads: tokens (⟦…⟧) are sent as they are, never resolved, and secrets and personal data the program read from tools are replaced as in a result, wherever they are in the prompt. The model sees what you see. The answer is a tool result like any other: filtered on output and followed by the data-flow rules."
 	return []helper{
 		{tool: tools.Tool{
 			Name:         "llm.call",
-			Summary:      "Ask the client's model (MCP sampling): {prompt | messages, system?, maxTokens?} → {text, model, stopReason}.",
-			Description:  "Call sends a prompt, or a conversation, to the model of the MCP client that runs this program, and returns its answer. Use it for judgement on data that should not go into the conversation: summarise, label, extract.",
+			Summary:      "Ask a model (the client's, or the server's provider): {prompt | messages, system?, maxTokens?} → {text, model, via}.",
+			Description:  "Call sends a prompt, or a conversation, to a model — the MCP client's, or the server's provider — and returns its answer. Use it for judgement on data that should not go into the conversation: summarise, label, extract.",
 			InputSchema:  json.RawMessage(llmCallInput),
 			OutputSchema: json.RawMessage(llmCallOutput),
 			Annotations:  tools.Annotations{ReadOnly: true, OpenWorld: true},
 			Examples: []tools.Example{{
 				Args:   json.RawMessage(`{"prompt":"Summarise in one sentence: ...","maxTokens":100}`),
-				Result: json.RawMessage(`{"text":"...","model":"claude-sonnet-4","stopReason":"endTurn"}`),
+				Result: json.RawMessage(`{"text":"...","model":"claude-sonnet-4","stopReason":"endTurn","via":"sampling"}`),
 			}},
 			Errors:     llmErrors,
 			Notes:      note,
@@ -121,8 +145,8 @@ func (m *llm) helpers() []helper {
 		}, call: bindHelper(m.call)},
 		{tool: tools.Tool{
 			Name:        "llm.classify",
-			Summary:     "Label each item with one of the labels, by the client's model: (items, labels) → {labels: string[]}.",
-			Description: "Classify asks the client's model to pick one label per item, in one request, and checks the answer: one label per item, each one of the given labels. A wrong answer is sent back to the model once with what was wrong; a second one is an error.",
+			Summary:     "Label each item with one of the labels, by a model: (items, labels) → {labels: string[]}.",
+			Description: "Classify asks the model (as llm.call) to pick one label per item, in one request, and checks the answer: one label per item, each one of the given labels. A wrong answer is sent back to the model once with what was wrong; a second one is an error.",
 			InputSchema: json.RawMessage(`{
 				"type": "object",
 				"properties": {
@@ -134,11 +158,11 @@ func (m *llm) helpers() []helper {
 				"required": ["items", "labels"],
 				"additionalProperties": false
 			}`),
-			OutputSchema: json.RawMessage(`{"type":"object","properties":{"labels":{"type":"array","items":{"type":"string"}},"model":{"type":"string"},"attempts":{"type":"integer"}},"required":["labels","model"]}`),
+			OutputSchema: json.RawMessage(`{"type":"object","properties":{"labels":{"type":"array","items":{"type":"string"}},"model":{"type":"string"},"via":{"enum":["sampling","provider"]},"attempts":{"type":"integer"}},"required":["labels","model","via"]}`),
 			Annotations:  tools.Annotations{ReadOnly: true, OpenWorld: true},
 			Examples: []tools.Example{{
 				Args:   json.RawMessage(`{"items":["Refund not received","App crashes on start"],"labels":["billing","bug","other"]}`),
-				Result: json.RawMessage(`{"labels":["billing","bug"],"model":"claude-sonnet-4","attempts":1}`),
+				Result: json.RawMessage(`{"labels":["billing","bug"],"model":"claude-sonnet-4","via":"sampling","attempts":1}`),
 			}},
 			Errors:     append(llmErrors, tools.ErrorDoc{Code: "invalid_answer", Description: "The model's answer did not fit twice."}),
 			Notes:      note,
@@ -148,8 +172,8 @@ func (m *llm) helpers() []helper {
 		}, call: bindHelper(m.classify)},
 		{tool: tools.Tool{
 			Name:        "llm.extract",
-			Summary:     "Extract data matching a JSON Schema from text, by the client's model: (text, schema) → {data}.",
-			Description: "Extract asks the client's model for JSON that matches the schema and checks it against the schema. A wrong answer is sent back to the model once with the validation errors; a second one is an error.",
+			Summary:     "Extract data matching a JSON Schema from text, by a model: (text, schema) → {data}.",
+			Description: "Extract asks the model (as llm.call) for JSON that matches the schema and checks it against the schema. A wrong answer is sent back to the model once with the validation errors; a second one is an error.",
 			InputSchema: json.RawMessage(`{
 				"type": "object",
 				"properties": {
@@ -161,11 +185,11 @@ func (m *llm) helpers() []helper {
 				"required": ["text", "schema"],
 				"additionalProperties": false
 			}`),
-			OutputSchema: json.RawMessage(`{"type":"object","properties":{"data":{},"model":{"type":"string"},"attempts":{"type":"integer"}},"required":["data","model"]}`),
+			OutputSchema: json.RawMessage(`{"type":"object","properties":{"data":{},"model":{"type":"string"},"via":{"enum":["sampling","provider"]},"attempts":{"type":"integer"}},"required":["data","model","via"]}`),
 			Annotations:  tools.Annotations{ReadOnly: true, OpenWorld: true},
 			Examples: []tools.Example{{
 				Args:   json.RawMessage(`{"text":"Invoice 42 from ACME, due 2025-03-01, total 120 EUR","schema":{"type":"object","properties":{"number":{"type":"integer"},"total":{"type":"number"}},"required":["number","total"]}}`),
-				Result: json.RawMessage(`{"data":{"number":42,"total":120},"model":"claude-sonnet-4","attempts":1}`),
+				Result: json.RawMessage(`{"data":{"number":42,"total":120},"model":"claude-sonnet-4","via":"sampling","attempts":1}`),
 			}},
 			Errors:     append(llmErrors, tools.ErrorDoc{Code: "invalid_answer", Description: "The model's answer did not match the schema twice."}),
 			Notes:      note,
@@ -195,6 +219,9 @@ type llmCallResult struct {
 	Text       string `json:"text"`
 	Model      string `json:"model"`
 	StopReason string `json:"stopReason,omitempty"`
+	// Via says which model answered: "sampling" (the client's) or
+	// "provider" (the server's, [llm] provider).
+	Via string `json:"via"`
 }
 
 func (m *llm) call(ctx context.Context, c *Call, a llmCallArgs) (llmCallResult, error) {
@@ -205,8 +232,8 @@ func (m *llm) call(ctx context.Context, c *Call, a llmCallArgs) (llmCallResult, 
 	return m.sample(ctx, c, "llm.call", a, msgs)
 }
 
-// sample sends one sampling request to the client of ctx's request,
-// within the run's and the principal's budgets.
+// sample asks a model — the client's by sampling, or the configured
+// provider (modelFor) — within the run's and the principal's budgets.
 func (m *llm) sample(ctx context.Context, c *Call, tool string, a llmCallArgs, msgs []llmMessage) (llmCallResult, error) {
 	cfg := m.cfg
 	maxTokens := cfg.DefaultMaxTokens
@@ -215,23 +242,22 @@ func (m *llm) sample(ctx context.Context, c *Call, tool string, a llmCallArgs, m
 	}
 	// The model sees the prompt as the output filter shows any output:
 	// tokens stay tokens, and what the run read is hidden as in a
-	// result.
-	req := mcp.CreateMessageRequest{CreateMessageParams: mcp.CreateMessageParams{
-		SystemPrompt:     m.clientText(c, a.System),
-		MaxTokens:        maxTokens,
-		StopSequences:    a.StopSequences,
-		ModelPreferences: a.ModelPreferences,
-	}}
-	if a.Temperature != nil {
-		req.Temperature = *a.Temperature
+	// result. So does a provider's: it is another party too.
+	req := modelRequest{
+		System:        m.clientText(c, a.System),
+		MaxTokens:     maxTokens,
+		Temperature:   a.Temperature,
+		StopSequences: a.StopSequences,
+		Preferences:   a.ModelPreferences,
 	}
-	promptBytes := len(req.SystemPrompt)
+	promptBytes := len(req.System)
 	for _, msg := range msgs {
 		text := m.clientText(c, msg.Content)
-		req.Messages = append(req.Messages, mcp.SamplingMessage{Role: mcp.Role(msg.Role), Content: mcp.NewTextContent(text)})
+		req.Messages = append(req.Messages, llmMessage{Role: msg.Role, Content: text})
 		promptBytes += len(text)
 	}
-	if err := m.client.Can(ctx, tool, Sampling); err != nil {
+	mod, err := m.modelFor(ctx, tool)
+	if err != nil {
 		return llmCallResult{}, err
 	}
 	// Charge the prompt and the most the answer may take before asking,
@@ -242,24 +268,34 @@ func (m *llm) sample(ctx context.Context, c *Call, tool string, a llmCallArgs, m
 	if err := m.use.begin(tool, run, principal, estimate); err != nil {
 		return llmCallResult{}, err
 	}
-	var res *mcp.CreateMessageResult
-	err := waitOnClient(ctx, c, func(ctx context.Context) (err error) {
-
-		res, err = m.client.Sample(ctx, req)
+	var ans modelAnswer
+	err = waitOnClient(ctx, c, func(ctx context.Context) (err error) {
+		ans, err = mod.complete(ctx, req)
 		return err
 	})
 	used := tools.EstimateTokens(promptBytes)
-	var out llmCallResult
 	if err == nil {
-		out = llmCallResult{Model: res.Model, StopReason: res.StopReason}
-		out.Text, err = samplingText(res.Content)
-		used += tools.EstimateTokens(len(out.Text))
+		used += tools.EstimateTokens(len(ans.Text))
+		if ans.Tokens > 0 {
+			used = ans.Tokens // what the provider counted
+		}
 	}
 	m.use.end(run, principal, estimate, used)
 	if err != nil {
-		return llmCallResult{}, clientError(ctx, tool, "sampling", err)
+		return llmCallResult{}, modelError(ctx, tool, mod, err)
 	}
-	return out, nil
+	return llmCallResult{Text: ans.Text, Model: ans.Model, StopReason: ans.StopReason, Via: mod.via()}, nil
+}
+
+// modelError turns a failed question to m into a tool error.
+func modelError(ctx context.Context, tool string, m model, err error) error {
+	if _, ok := m.(samplingModel); ok {
+		return clientError(ctx, tool, "sampling", err)
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return &tools.Error{Code: tools.CodeToolFailed, Tool: tool, Message: err.Error(), Err: err}
 }
 
 // samplingText is the text of a sampling answer's content.
@@ -298,6 +334,7 @@ type llmClassifyArgs struct {
 type llmClassifyResult struct {
 	Labels   []string `json:"labels"`
 	Model    string   `json:"model"`
+	Via      string   `json:"via"`
 	Attempts int      `json:"attempts"`
 }
 
@@ -314,11 +351,11 @@ func (m *llm) classify(ctx context.Context, c *Call, a llmClassifyArgs) (llmClas
 		// Each item as a result would show it: field names count.
 		fmt.Fprintf(&b, "%d: %s\n", i, compactJSON(m.clientJSON(c, it)))
 	}
-	data, model, attempts, err := m.askJSON(ctx, c, "llm.classify", b.String(), json.RawMessage(schema), a.MaxTokens)
+	data, ans, attempts, err := m.askJSON(ctx, c, "llm.classify", b.String(), json.RawMessage(schema), a.MaxTokens)
 	if err != nil {
 		return llmClassifyResult{}, err
 	}
-	out := llmClassifyResult{Model: model, Attempts: attempts}
+	out := llmClassifyResult{Model: ans.Model, Via: ans.Via, Attempts: attempts}
 	if err := json.Unmarshal(data, &out.Labels); err != nil {
 		return llmClassifyResult{}, fmt.Errorf("decode labels: %w", err)
 	}
@@ -335,6 +372,7 @@ type llmExtractArgs struct {
 type llmExtractResult struct {
 	Data     json.RawMessage `json:"data"`
 	Model    string          `json:"model"`
+	Via      string          `json:"via"`
 	Attempts int             `json:"attempts"`
 }
 
@@ -345,36 +383,36 @@ func (m *llm) extract(ctx context.Context, c *Call, a llmExtractArgs) (llmExtrac
 		b.WriteString(a.Instructions + "\n")
 	}
 	fmt.Fprintf(&b, "\nSchema:\n%s\n\nText:\n%s\n", compactJSON(a.Schema), a.Text)
-	data, model, attempts, err := m.askJSON(ctx, c, "llm.extract", b.String(), a.Schema, a.MaxTokens)
+	data, ans, attempts, err := m.askJSON(ctx, c, "llm.extract", b.String(), a.Schema, a.MaxTokens)
 	if err != nil {
 		return llmExtractResult{}, err
 	}
-	return llmExtractResult{Data: data, Model: model, Attempts: attempts}, nil
+	return llmExtractResult{Data: data, Model: ans.Model, Via: ans.Via, Attempts: attempts}, nil
 }
 
-// askJSON asks the client's model for JSON that matches schema; an
-// answer that does not is sent back once with what is wrong with it.
-func (m *llm) askJSON(ctx context.Context, c *Call, tool, prompt string, schema json.RawMessage, maxTokens int) (data json.RawMessage, model string, attempts int, err error) {
+// askJSON asks a model for JSON that matches schema; an answer that
+// does not is sent back once with what is wrong with it.
+func (m *llm) askJSON(ctx context.Context, c *Call, tool, prompt string, schema json.RawMessage, maxTokens int) (data json.RawMessage, last llmCallResult, attempts int, err error) {
 	sch, err := tools.CompileSchema(schema)
 	if err != nil {
-		return nil, "", 0, &tools.Error{Code: tools.CodeInvalidArguments, Tool: tool, Message: "schema: " + err.Error(), Err: err}
+		return nil, last, 0, &tools.Error{Code: tools.CodeInvalidArguments, Tool: tool, Message: "schema: " + err.Error(), Err: err}
 	}
 	msgs := []llmMessage{{Role: "user", Content: prompt}}
 	var why string
 	for attempts = 1; attempts <= 2; attempts++ {
 		res, err := m.sample(ctx, c, tool, llmCallArgs{MaxTokens: maxTokens, System: "You answer with JSON only, no prose and no code fences."}, msgs)
 		if err != nil {
-			return nil, "", attempts, err
+			return nil, last, attempts, err
 		}
 		data, why = checkAnswer(res.Text, sch)
 		if why == "" {
-			return data, res.Model, attempts, nil
+			return data, res, attempts, nil
 		}
 		msgs = append(msgs,
 			llmMessage{Role: "assistant", Content: res.Text},
 			llmMessage{Role: "user", Content: "That answer is not valid: " + why + ". Answer again with JSON only, fixing it."})
 	}
-	return nil, "", 2, &tools.Error{Code: "invalid_answer", Tool: tool, Message: "the model's answer did not fit twice; last problem: " + why}
+	return nil, last, 2, &tools.Error{Code: "invalid_answer", Tool: tool, Message: "the model's answer did not fit twice; last problem: " + why}
 }
 
 // checkAnswer takes the JSON out of a model's answer (inside code fences
