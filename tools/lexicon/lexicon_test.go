@@ -101,3 +101,32 @@ func TestSynonymsAreSymmetricAndStemmed(t *testing.T) {
 		t.Errorf("dispute does not match chargeback: %v", Synonyms(Stem("dispute")))
 	}
 }
+
+func TestGeneral(t *testing.T) {
+	t.Parallel()
+	has := func(rels []Rel, w string) bool {
+		for _, r := range rels {
+			if r.Word == w {
+				return true
+			}
+		}
+		return false
+	}
+	tests := []struct{ word, related string }{
+		{"holiday", "vacation"},
+		{"salary", "pay"},
+		{"refund", "repay"},
+		{"parking", "park"},
+		{"parked", "park"},
+		{"children", "child"},
+		{"automobiles", "car"},
+	}
+	for _, tt := range tests {
+		if rels := General(tt.word); !has(rels, tt.related) {
+			t.Errorf("General(%q) = %v, want %q among them", tt.word, rels, tt.related)
+		}
+	}
+	if rels := General("zzxq"); rels != nil {
+		t.Errorf("General of an unknown word = %v, want nil", rels)
+	}
+}
