@@ -2,9 +2,13 @@ package memory
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/lexicon"
 )
 
@@ -135,9 +139,100 @@ func (in RecallInput) RelatedText() string {
 	return strings.Join(ws, " ")
 }
 
-// Expander proposes terms related to a recall's query: the caller's
-// model, asked through the programs' llm runtime (memory.recall's
-// expand). Its calls count against the caller's llm budgets.
-type Expander interface {
-	ExpandQuery(ctx context.Context, query string) ([]string, error)
+
+// expandPrompt asks the model for terms related to a recall's query.
+const expandPrompt = `A person keeps short notes and now asks the question below. List words and short phrases that a note answering it may use but the question does not: synonyms, related terms, the specific things it may name. Answer with a JSON array of at most 12 strings and nothing else.
+
+Question: `
+
+// recall is memory.recall's handler: Recall, after asking the caller's
+// model for related terms when in.Expand is set. A model that cannot be
+// asked (no llm runtime, a client without sampling, a spent budget) or
+// answers nothing usable leaves the recall to the query alone, and the
+// result says why; a cancelled run ends the recall.
+func (ts ToolSet) recall(ctx context.Context, in RecallInput) (RecallResult, error) {
+	in.Terms = nil
+	var exp *Expansion
+	if in.Expand && strings.TrimSpace(in.Query) != "" {
+		exp = &Expansion{Terms: []string{}}
+		terms, err := ts.expandTerms(ctx, in.Query)
+		switch {
+		case ctx.Err() != nil:
+			return RecallResult{}, context.Cause(ctx)
+		case err != nil:
+			exp.Error = err.Error()
+		case len(terms) == 0:
+			exp.Error = "the model proposed no terms"
+		default:
+			exp.Terms = terms
+			in.Terms = terms
+		}
+	}
+	out, err := ts.Memories.Recall(ctx, in)
+	if err != nil {
+		return out, err
+	}
+	out.Expansion = exp
+	return out, nil
+}
+
+// expandTerms asks the caller's model, through the llm.call tool, for
+// terms related to query.
+func (ts ToolSet) expandTerms(ctx context.Context, query string) ([]string, error) {
+	if ts.Models == nil {
+		return nil, errors.New("no model to ask: this server has no llm runtime")
+	}
+	args, err := json.Marshal(map[string]any{"prompt": expandPrompt + Clip(query, 2000), "maxTokens": 300, "temperature": 0})
+	if err != nil {
+		return nil, err
+	}
+	raw, err := ts.Models.Call(ctx, "llm.call", args)
+	if err != nil {
+		var te *tools.Error
+		if errors.As(err, &te) && te.Code == tools.CodeUnknownTool {
+			return nil, errors.New("no model to ask: llm.call is not available to this caller")
+		}
+		return nil, fmt.Errorf("asking the model: %w", err)
+	}
+	var ans struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		return nil, fmt.Errorf("asking the model: %w", err)
+	}
+	return ParseTerms(ans.Text), nil
+}
+
+// ParseTerms reads the terms of a model's answer: a JSON array of
+// strings (also inside prose or a code fence), else one term per line
+// or comma. At most MaxModelTerms, each at most 64 bytes, each once.
+func ParseTerms(text string) []string {
+	var raw []string
+	if i, j := strings.IndexByte(text, '['), strings.LastIndexByte(text, ']'); i >= 0 && j > i {
+		var arr []any
+		if json.Unmarshal([]byte(text[i:j+1]), &arr) == nil {
+			for _, v := range arr {
+				if s, ok := v.(string); ok {
+					raw = append(raw, s)
+				}
+			}
+		}
+	}
+	if raw == nil {
+		raw = strings.FieldsFunc(text, func(r rune) bool { return r == '\n' || r == ',' || r == ';' })
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, t := range raw {
+		t = strings.TrimSpace(strings.Trim(strings.TrimSpace(t), "-*•\"'`.0123456789)"))
+		if t == "" || len(t) > 64 || seen[strings.ToLower(t)] {
+			continue
+		}
+		seen[strings.ToLower(t)] = true
+		out = append(out, t)
+		if len(out) == MaxModelTerms {
+			break
+		}
+	}
+	return out
 }

@@ -83,6 +83,18 @@ type RecallResult struct {
 	// (large stores only; the vector ranking still uses them). Exact keeps
 	// them.
 	CommonWords []string `json:"common_words,omitempty"`
+	// Expansion is set when the recall asked for expand: the terms the
+	// caller's model proposed, or why it could not be asked.
+	Expansion *Expansion `json:"expansion,omitempty"`
+}
+
+// Expansion is what memory.recall's expand did.
+type Expansion struct {
+	// Terms are the terms the model proposed, as looked for.
+	Terms []string `json:"terms"`
+	// Error says why the model could not be asked or answered nothing
+	// usable; the recall went on without its terms.
+	Error string `json:"error,omitempty"`
 }
 
 // Scored is a memory id with the score one retriever gave it.
