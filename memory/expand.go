@@ -139,7 +139,6 @@ func (in RecallInput) RelatedText() string {
 	return strings.Join(ws, " ")
 }
 
-
 // expandPrompt asks the model for terms related to a recall's query.
 const expandPrompt = `A person keeps short notes and now asks the question below. List words and short phrases that a note answering it may use but the question does not: synonyms, related terms, the specific things it may name. Answer with a JSON array of at most 12 strings and nothing else.
 

@@ -34,7 +34,17 @@ type Query struct {
 	// ("songs" of "songs on an album"), or what its verb makes ("comment
 	// on a task" asks for a comment); "" when it names none.
 	Head string
+	// General are the stems of words related to its words in general
+	// English (General: "quarter" → period, "danceable" → dance), with
+	// their weight (0 to 1), beside Terms and Related.
+	General map[string]float64
 }
+
+// Limits of Query.General.
+const (
+	generalPerWord   = 4
+	generalMinWeight = 0.5
+)
 
 // Analyze reads a request.
 func Analyze(text string) Query {
@@ -184,6 +194,26 @@ func Analyze(text string) Query {
 		for _, t := range []string{Stem("authenticated"), "current", "me"} {
 			if !own[t] {
 				q.Related[t] = max(q.Related[t], SynonymWeight)
+			}
+		}
+	}
+	q.General = map[string]float64{}
+	for _, w := range spelled {
+		if IsStop(w) {
+			continue
+		}
+		n := 0
+		for _, r := range General(w) {
+			if n == generalPerWord || r.Weight < generalMinWeight {
+				break
+			}
+			t := Stem(r.Word)
+			if own[t] {
+				continue
+			}
+			n++
+			if _, ok := q.Related[t]; !ok {
+				q.General[t] = max(q.General[t], r.Weight)
 			}
 		}
 	}

@@ -120,8 +120,10 @@ var polarity = func() map[string]int8 {
 	return m
 }()
 
-// Ranking factors.
-const (
+// Ranking factors. They are variables only so that TestFit can search
+// them (cross-validated across the dev set's APIs); nothing changes them
+// at run time.
+var (
 	// formWeight is the weight of an inflected form's exact match,
 	// beside the match of its stem.
 	formWeight = 0.7
@@ -186,6 +188,14 @@ const (
 	// learnShare is the least share of a query's words (by idf) that must
 	// have led to a tool for what was learned to count.
 	learnShare = 0.85
+	// generalWeight scales the weight of a word related to the query's
+	// in general English (lexicon.Query.General).
+	generalWeight = 0.25
+	// headBoost raises a tool whose object is the thing the query asks
+	// about, beside objectBoost; partFactor lowers one that acts on a
+	// part of it (the thing is its context, not its object).
+	headBoost  = 0.0
+	partFactor = 1.0
 	// deprecatedFactor scales the score of a deprecated tool: its
 	// replacement should come first.
 	deprecatedFactor = 0.6

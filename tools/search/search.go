@@ -282,6 +282,14 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			weights[t] = w
 		}
 	}
+	// Words related in general English, below the vocabulary's.
+	if generalWeight > 0 {
+		for t, w := range qa.lx.General {
+			if _, ok := weights[t]; !ok {
+				weights[t] = generalWeight * w
+			}
+		}
+	}
 	for _, f := range qa.forms {
 		weights[f] = formWeight
 	}
@@ -472,10 +480,18 @@ func intentFactor(qa *query, doc *doc, weights map[string]float64) float64 {
 				b *= otherObjectShare // it names it, but asks about another
 			}
 			f *= 1 + b*min(w, 1)
+			if o == q.Head {
+				f *= 1 + headBoost // what it acts on is what is asked about
+			}
 		} else if len(qa.terms) > 1 && doc.tool.Route != "" {
 			// It acts on something the query does not name: the
 			// discount of a customer, for "remove a customer".
 			f *= objectMissFactor
+			if q.Head != "" && slices.Contains(doc.op.Context, q.Head) {
+				// It acts on a part of what is asked about: the
+				// protection of a branch, for "delete a branch".
+				f *= partFactor
+			}
 		}
 	}
 	for _, c := range doc.op.Context {
@@ -634,9 +650,16 @@ type posting struct {
 }
 
 func build(ts []*tools.Tool, version uint64) *index {
+	ix, fieldTerms := analyzeTools(ts, version)
+	ix.weigh(fieldTerms)
+	return ix
+}
+
+// analyzeTools reads each tool: what it does and the terms of each of
+// its fields.
+func analyzeTools(ts []*tools.Tool, version uint64) (*index, [][numFields][]string) {
 	ix := &index{version: version, catID: map[string]int32{}, postings: map[string][]posting{}, byName: make(map[string]int32, len(ts))}
 	fieldTerms := make([][numFields][]string, len(ts))
-	var totalLen [numFields]float64
 	for i, t := range ts {
 		cat, ok := ix.catID[t.Category()]
 		if !ok {
@@ -678,11 +701,21 @@ func build(ts []*tools.Tool, version uint64) *index {
 		ft[fieldParams] = terms(strings.Join(in.names, " "))
 		ft[fieldOutput] = terms(strings.Join(out.names, " "))
 		ft[fieldText] = terms(lexicon.Clean(rest + " " + strings.Join(in.descriptions, " ")))
+	}
+	return ix, fieldTerms
+}
+
+// weigh makes the postings of the documents' field terms: each term's
+// BM25F weight in each document.
+func (ix *index) weigh(fieldTerms [][numFields][]string) {
+	ix.postings = make(map[string][]posting, len(ix.postings))
+	var totalLen [numFields]float64
+	for i := range fieldTerms {
 		for f := range numFields {
-			totalLen[f] += float64(len(ft[f]))
+			totalLen[f] += float64(len(fieldTerms[i][f]))
 		}
 	}
-	n := float64(len(ts))
+	n := float64(len(fieldTerms))
 	var avg [numFields]float64
 	for f := range numFields {
 		avg[f] = max(totalLen[f]/max(n, 1), 1)
@@ -693,7 +726,7 @@ func build(ts []*tools.Tool, version uint64) *index {
 		tf  float64
 	}
 	tfs := map[string][]tfDoc{}
-	for i := range ts {
+	for i := range fieldTerms {
 		ft := &fieldTerms[i]
 		acc := map[string]float64{}
 		for f := range numFields {
@@ -720,7 +753,6 @@ func build(ts []*tools.Tool, version uint64) *index {
 		}
 		ix.postings[term] = ps
 	}
-	return ix
 }
 
 // selfTerms are the terms by which names say they act for the
