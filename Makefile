@@ -104,12 +104,18 @@ bench-search: api-fixtures openapi-fixtures
 ## bench-recall: memory recall of paraphrased questions
 ## (testdata/search/paraphrases.txt: a stored memory among over 300, and a
 ## question in other words), recall@5 offline and with the terms a model
-## proposes (expansions.txt); writes bin/recall.md. Fails when the dev
-## pairs miss 50% offline or 85% with the model's terms.
+## proposes (expansions.txt), at the store and through the server (a
+## program's memory.recall with expand, mcp-go's client answering the
+## sampling requests from that table); writes bin/recall.md. Fails when
+## the dev pairs miss 50% offline or 85% with the model's terms.
 bench-recall:
 	@mkdir -p bin
+	@rm -f bin/recall.md; status=0; \
 	CODECELL_RECALL_BENCH=1 CODECELL_RECALL_REPORT=$(CURDIR)/bin/recall.md \
-		$(GO) test -tags $(TAGS) -count=1 -run 'TestParaphraseRecall' -v ./memory/sqlite/
+		$(GO) test -tags $(TAGS) -count=1 -run 'TestParaphraseRecall' -v ./memory/sqlite/ || status=$$?; \
+	CODECELL_RECALL_BENCH=1 CODECELL_RECALL_REPORT=$(CURDIR)/bin/recall.md \
+		$(GO) test -tags $(TAGS) -count=1 -run 'TestRecallParaphraseExpanded' -v ./mcpserver/ || status=$$?; \
+	cat bin/recall.md; exit $$status
 
 ## bench-memory: store benchmarks, up to 100k memories (several minutes).
 bench-memory:

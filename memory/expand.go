@@ -188,8 +188,11 @@ func (ts ToolSet) expandTerms(ctx context.Context, query string) ([]string, erro
 	raw, err := ts.Models.Call(ctx, "llm.call", args)
 	if err != nil {
 		var te *tools.Error
-		if errors.As(err, &te) && te.Code == tools.CodeUnknownTool {
-			return nil, errors.New("no model to ask: llm.call is not available to this caller")
+		if errors.As(err, &te) {
+			if te.Code == tools.CodeUnknownTool {
+				return nil, errors.New("no model to ask: llm.call is not available to this caller")
+			}
+			return nil, fmt.Errorf("%s: %s", te.Code, te.Message)
 		}
 		return nil, fmt.Errorf("asking the model: %w", err)
 	}
@@ -223,7 +226,12 @@ func ParseTerms(text string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, t := range raw {
-		t = strings.TrimSpace(strings.Trim(strings.TrimSpace(t), "-*•\"'`.0123456789)"))
+		t = strings.TrimSpace(t)
+		// A list's marks: "- ", "* ", "1. ", "2) ", quotes.
+		if i := strings.IndexAny(t, ".)"); i > 0 && i <= 3 && strings.Trim(t[:i], "0123456789") == "" {
+			t = t[i+1:]
+		}
+		t = strings.TrimSpace(strings.Trim(strings.TrimSpace(t), "-*•\"'`"))
 		if t == "" || len(t) > 64 || seen[strings.ToLower(t)] {
 			continue
 		}
