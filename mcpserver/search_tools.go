@@ -57,7 +57,7 @@ func (s *Server) searchTools(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		return mcp.NewToolResultError(err.Error()), nil
 	}
 	caller := s.caller(ctx)
-	hits, err := s.search.Search(search.Query{
+	hits, err := s.search.SearchContext(ctx, search.Query{
 		Caller:   caller,
 		Text:     args.Query,
 		Category: args.Category,

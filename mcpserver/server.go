@@ -116,6 +116,10 @@ type Config struct {
 	// Learn configures learning from use: search_tools queries followed
 	// by runs that call tools rank those tools higher (search_learn.go).
 	Learn LearnConfig
+	// SearchEmbedder, when set, makes search_tools rank by embeddings
+	// too, fused with its ranking of words (search.Index.SetEmbedder):
+	// the memory's embedder when it is an OpenAI-compatible endpoint.
+	SearchEmbedder search.Embedder
 }
 
 // Server is a codecell MCP server. Create it with New, serve it with
@@ -244,6 +248,9 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	}
 	s.vfs = vfs.New(reg, vfs.WithManifestHint(manifestHint))
 	s.search = search.New(reg, func(c tools.Caller) search.Docs { return s.vfs.For(c) })
+	if cfg.SearchEmbedder != nil {
+		s.search.SetEmbedder(cfg.SearchEmbedder, s.log)
+	}
 	s.learn = newLearner(context.Background(), cfg.Learn, s.search, cfg.Store, s.log)
 	for _, sc := range []struct {
 		dst    **tools.Schema

@@ -60,6 +60,7 @@ func TestAnalyze(t *testing.T) {
 		{"ask the user", Act | Create, "user", false, false, "approval"},
 		{"songs on an album", List | Get | Search, "song", false, false, "track"},
 		{"who is in this channel", List | Get | Search, "user", false, true, "member"},
+		{"take a label off an issue", Delete, "label", false, false, "delet"},
 	}
 	for _, tt := range tests {
 		q := Analyze(tt.query)

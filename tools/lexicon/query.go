@@ -220,10 +220,37 @@ func Analyze(text string) Query {
 	return q
 }
 
-// rewrite reads the phrases of ws as the words they stand for.
+// particles end a phrasal verb and may follow its object ("take a
+// label off", "kick the build off").
+var particles = map[string]bool{"off": true, "on": true, "up": true, "down": true, "out": true, "over": true, "in": true, "back": true, "away": true}
+
+// rewrite reads the phrases of ws as the words they stand for; a
+// phrasal verb may have its object between its words ("take a label
+// off an issue" is "remove a label … an issue").
 func rewrite(ws []string) []string {
 	var out []string
 	for i := 0; i < len(ws); i++ {
+		if _, isVerb := verbs[ws[i]]; isVerb || lightVerbs[ws[i]] || ws[i] == "put" {
+			found := false
+			for k := i + 2; k < len(ws) && k <= i+4; k++ {
+				if !particles[ws[k]] {
+					if prepositions[ws[k]] {
+						break
+					}
+					continue
+				}
+				if rep, ok := phrases[ws[i]+" "+ws[k]]; ok {
+					out = append(out, strings.Fields(rep)...)
+					out = append(out, ws[i+1:k]...)
+					i = k
+					found = true
+				}
+				break
+			}
+			if found {
+				continue
+			}
+		}
 		matched := false
 		for n := 4; n >= 1; n-- {
 			if i+n > len(ws) {

@@ -34,8 +34,10 @@
 package search
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"sort"
@@ -145,6 +147,9 @@ type Index struct {
 	// learned is what learning from use taught: term → tool → count.
 	mu      sync.RWMutex
 	learned map[string]map[string]int
+	// emb, when set, ranks by embeddings too (SetEmbedder).
+	emb Embedder
+	log *slog.Logger
 }
 
 // New returns an index over reg whose hits take their signatures, pages,
@@ -173,6 +178,12 @@ func (ix *Index) current(c tools.Caller) *index {
 // Ties are broken by name. An empty Text with a Category lists that
 // category by name.
 func (ix *Index) Search(q Query) ([]Hit, error) {
+	return ix.SearchContext(context.Background(), q)
+}
+
+// SearchContext is Search within ctx, which bounds the embedder's
+// requests (SetEmbedder).
+func (ix *Index) SearchContext(ctx context.Context, q Query) ([]Hit, error) {
 	detail := q.Detail
 	switch detail {
 	case "":
@@ -215,7 +226,11 @@ func (ix *Index) Search(q Query) ([]Hit, error) {
 			ranked = ranked[:limit]
 		}
 	} else {
-		ranked = ix.rank(c, text, cat, limit)
+		if e, _ := ix.embedder(); e != nil {
+			ranked = ix.fuseEmbeddings(ctx, c, text, cat, ix.rank(c, text, cat, max(limit, embedDepth)), limit)
+		} else {
+			ranked = ix.rank(c, text, cat, limit)
+		}
 	}
 	hits := make([]Hit, 0, len(ranked))
 	for _, r := range ranked {
@@ -272,7 +287,7 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	}
 	// The word that says what to do counts by its sense (intentFactor)
 	// more than by its letters: "look at a chargeback" is not about views.
-	if v := qa.lx.Verb; v != "" && len(qterms) > 2 && !qa.lx.VerbIsNoun && qa.lx.Class&^lexicon.Act != 0 {
+	if v := qa.lx.Verb; v != "" && float64(len(qterms)) >= verbSenseTerms && !qa.lx.VerbIsNoun && qa.lx.Class&^lexicon.Act != 0 {
 		weights[v] = verbTermWeight
 	}
 	// Related terms (synonyms, the API verbs a verb stands for) of the
@@ -330,6 +345,19 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		}
 	}
 	ix.addLearned(c, qterms, cat, acc, matched, &touched)
+	// The documents that name what the query asks about, in its words or
+	// others that stand for them.
+	var hasHead map[int32]bool
+	if h := qa.lx.Head; h != "" && headMissFactor < 1 {
+		hasHead = map[int32]bool{}
+		for t, w := range weights {
+			if t == h || w >= lexicon.SynonymWeight && slices.Contains(lexicon.Synonyms(h), t) || qa.lx.General[t] > 0 && w > 0 {
+				for _, p := range c.postings[t] {
+					hasHead[p.doc] = true
+				}
+			}
+		}
+	}
 	// Documents that match more of the query's own words rank higher: the
 	// coordination factor of classic retrieval models.
 	exact := 0
@@ -376,6 +404,9 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		}
 		if doc.tool.Deprecated {
 			s *= deprecatedFactor
+		}
+		if hasHead != nil && !hasHead[d] {
+			s *= headMissFactor
 		}
 		j := jaccard(qterms, doc.summary)
 		s *= 1 + summaryBoost*j*j
@@ -612,7 +643,7 @@ const (
 )
 
 var (
-	fieldWeight = [numFields]float64{fieldName: 4, fieldCategory: 1.5, fieldSummary: 2.5, fieldLead: 1.5, fieldIntent: 3, fieldParams: 1.2, fieldOutput: 0.5, fieldText: 0.6}
+	fieldWeight = [numFields]float64{fieldName: 4, fieldCategory: 1.5, fieldSummary: 2.5, fieldLead: 1.5, fieldIntent: 3, fieldParams: 2, fieldOutput: 0.5, fieldText: 0.6}
 	fieldB      = [numFields]float64{fieldName: 0.3, fieldCategory: 0.3, fieldSummary: 0.6, fieldLead: 0.6, fieldIntent: 0.3, fieldParams: 0.5, fieldOutput: 0.5, fieldText: 0.75}
 )
 
@@ -624,6 +655,7 @@ type index struct {
 	byName   map[string]int32
 	catID    map[string]int32
 	postings map[string][]posting
+	vec      toolVectors // with an embedder
 }
 
 type doc struct {

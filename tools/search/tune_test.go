@@ -208,6 +208,8 @@ func fitParams() []fitParam {
 		{"generalWeight", &generalWeight, []float64{0, 0.1, 0.2, 0.3, 0.4}, false},
 		{"headBoost", &headBoost, boost, false},
 		{"partFactor", &partFactor, factor, false},
+		{"headMissFactor", &headMissFactor, factor, false},
+		{"verbSenseTerms", &verbSenseTerms, []float64{2, 3}, false},
 	}
 	for f := range numFields {
 		ps = append(ps, fitParam{fmt.Sprintf("fieldWeight[%d]", f), &fieldWeight[f], []float64{0.3, 0.6, 1, 1.5, 2, 2.5, 3, 4, 5}, true})
