@@ -191,3 +191,13 @@ func cutAtWord(s string, n int) string {
 	}
 	return strings.TrimRight(s[:cut], " ,;:")
 }
+
+// suggestTool is the tree's Suggester: the tool search_tools ranks
+// first for the words of a missing tool path, when it is not a guess.
+func (s *Server) suggestTool(c tools.Caller, category, words string) string {
+	hits, err := s.search.Search(search.Query{Caller: c, Text: words, Category: category, Limit: 1, Detail: search.DetailName})
+	if err != nil || len(hits) == 0 || hits[0].Confidence == search.Low {
+		return ""
+	}
+	return hits[0].Name
+}

@@ -246,7 +246,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	if err = s.initOAuth(); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
 	}
-	s.vfs = vfs.New(reg, vfs.WithManifestHint(manifestHint))
+	s.vfs = vfs.New(reg, vfs.WithManifestHint(manifestHint), vfs.WithSuggester(s.suggestTool))
 	s.search = search.New(reg, func(c tools.Caller) search.Docs { return s.vfs.For(c) })
 	if cfg.SearchEmbedder != nil {
 		s.search.SetEmbedder(cfg.SearchEmbedder, s.log)
