@@ -111,7 +111,7 @@ bench-search: api-fixtures openapi-fixtures
 bench-recall:
 	@mkdir -p bin
 	@rm -f bin/recall.md; status=0; \
-	CODECELL_RECALL_BENCH=1 CODECELL_RECALL_REPORT=$(CURDIR)/bin/recall.md \
+	CODECELL_RECALL_BENCH=1 CODECELL_RECALL_SHOW_HELDOUT=1 CODECELL_RECALL_REPORT=$(CURDIR)/bin/recall.md \
 		$(GO) test -tags $(TAGS) -count=1 -run 'TestParaphraseRecall' -v ./memory/sqlite/ || status=$$?; \
 	CODECELL_RECALL_BENCH=1 CODECELL_RECALL_REPORT=$(CURDIR)/bin/recall.md \
 		$(GO) test -tags $(TAGS) -count=1 -run 'TestRecallParaphraseExpanded' -v ./mcpserver/ || status=$$?; \

@@ -199,7 +199,10 @@ func Analyze(text string) Query {
 	}
 	q.General = map[string]float64{}
 	for _, w := range spelled {
-		if IsStop(w) {
+		// The vocabulary's verbs have their API senses already; the
+		// general lexicon would add their other senses ("run" as a
+		// score).
+		if _, isVerb := verbs[w]; IsStop(w) || isVerb {
 			continue
 		}
 		n := 0

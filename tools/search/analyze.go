@@ -198,10 +198,18 @@ var (
 	partFactor = 0.65
 	// headMissFactor lowers a tool that does not name what the query
 	// asks about (its head noun), in its words or a synonym.
-	headMissFactor = 1.0
+	headMissFactor = 0.3
+	// coordFloor is the share of its score a tool keeps that matches
+	// none of the query's own words; one that matches them all keeps it
+	// whole (the coordination factor of classic retrieval models).
+	coordFloor = 0.5
+	// catFloor is the share of its score a tool keeps whose category's
+	// tools use none of the query's words; one whose category uses them
+	// all keeps it whole.
+	catFloor = 0.4
 	// verbSenseTerms is the least number of terms of a query whose verb
 	// counts by its sense (verbTermWeight) more than by its letters.
-	verbSenseTerms = 3.0
+	verbSenseTerms = 2.0
 	// deprecatedFactor scales the score of a deprecated tool: its
 	// replacement should come first.
 	deprecatedFactor = 0.6

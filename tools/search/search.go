@@ -372,7 +372,7 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	base := func(d int32) float64 {
 		s := acc[d]
 		if exact > 0 {
-			s *= 0.5 + 0.5*float64(matched[d])/float64(exact)
+			s *= coordFloor + (1-coordFloor)*float64(matched[d])/float64(exact)
 		}
 		return s
 	}

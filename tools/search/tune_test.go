@@ -210,6 +210,7 @@ func fitParams() []fitParam {
 		{"partFactor", &partFactor, factor, false},
 		{"headMissFactor", &headMissFactor, factor, false},
 		{"verbSenseTerms", &verbSenseTerms, []float64{2, 3}, false},
+		{"coordFloor", &coordFloor, []float64{0.1, 0.2, 0.35, 0.5, 0.65}, false},
 	}
 	for f := range numFields {
 		ps = append(ps, fitParam{fmt.Sprintf("fieldWeight[%d]", f), &fieldWeight[f], []float64{0.3, 0.6, 1, 1.5, 2, 2.5, 3, 4, 5}, true})
