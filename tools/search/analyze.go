@@ -198,15 +198,11 @@ var (
 	partFactor = 0.65
 	// headMissFactor lowers a tool that does not name what the query
 	// asks about (its head noun), in its words or a synonym.
-	headMissFactor = 0.3
+	headMissFactor = 0.5
 	// coordFloor is the share of its score a tool keeps that matches
 	// none of the query's own words; one that matches them all keeps it
 	// whole (the coordination factor of classic retrieval models).
 	coordFloor = 0.5
-	// catFloor is the share of its score a tool keeps whose category's
-	// tools use none of the query's words; one whose category uses them
-	// all keeps it whole.
-	catFloor = 0.4
 	// verbSenseTerms is the least number of terms of a query whose verb
 	// counts by its sense (verbTermWeight) more than by its letters.
 	verbSenseTerms = 2.0
