@@ -53,10 +53,16 @@ func Analyze(text string) Query {
 	var q Query
 	q.Related = map[string]float64{}
 	own := map[string]bool{}
-	for _, w := range raw {
-		if selfWords[w] {
-			q.Self = true
+	for i, w := range raw {
+		if !selfWords[w] {
+			continue
 		}
+		// "Remind me", "send me", "show me": me is who the action is
+		// for, not whose things it is about.
+		if _, afterVerb := verbs[wordBefore(raw, i)]; w == "me" && (afterVerb || lightVerbs[wordBefore(raw, i)] || tellVerbs[wordBefore(raw, i)]) {
+			continue
+		}
+		q.Self = true
 	}
 	if len(raw) > 0 {
 		switch ws := raw; ws[0] {
@@ -272,6 +278,17 @@ func rewrite(ws []string) []string {
 	}
 	return out
 }
+
+// wordBefore returns the word before ws[i], "" at the start.
+func wordBefore(ws []string, i int) string {
+	if i == 0 {
+		return ""
+	}
+	return ws[i-1]
+}
+
+// tellVerbs take the one told as their object ("tell me", "let me").
+var tellVerbs = map[string]bool{"tell": true, "let": true, "help": true, "ask": true, "show": true, "give": true, "get": true}
 
 // questionStarts are the words a question starts with.
 var questionStarts = map[string]bool{"which": true, "what": true, "who": true, "whom": true, "whose": true, "where": true, "when": true, "how": true}
