@@ -554,6 +554,7 @@ func TestConfigValidation(t *testing.T) {
 		"tiny memory":        {MemoryLimit: 1000},
 		"timeout above max":  {Timeout: time.Minute, MaxTimeout: time.Second},
 		"stack out of range": {MaxStackFrames: 1 << 20},
+		"reserve takes all":  {PoolSize: 2, ReservedSlots: 2},
 	} {
 		if _, err := executor.New(cfg); err == nil {
 			t.Errorf("%s: New accepted %+v", name, cfg)
@@ -849,4 +850,69 @@ func TestLargeResults(t *testing.T) {
 		wantKind(t, run(t, e, planted+fmt.Sprintf("Array.from({length: %d}, (_, i) => 'row ' + i + ' ' + 'x'.repeat(1000))", (5<<20)/1010)), executor.KindMemory, "16 MiB heap limit")
 		wantOK(t, run(t, e, "1 + 1"), "2")
 	})
+}
+
+// TestReservedSlots: one owner's long busy loops take at most the slots
+// long runs may use (one of a pool of two, by default); another owner's
+// run within the default deadline is served meanwhile, not refused busy,
+// and the owner's next long run waits.
+func TestReservedSlots(t *testing.T) {
+	t.Parallel()
+	eachMode(t, func(t *testing.T, mode executor.Isolation) {
+		e := newExecutor(t, mode, executor.Config{PoolSize: 2, QueueWait: time.Minute, Timeout: 5 * time.Second, MaxTimeout: time.Minute})
+		if got := e.Config().ReservedSlots; got != 1 {
+			t.Fatalf("reserved slots %d, want 1 of a pool of 2", got)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		long := make(chan *executor.Result, 2)
+		for range 2 {
+			go func() {
+				long <- e.Run(ctx, executor.Request{Code: "while (true) {}", Owner: "bob", Timeout: time.Minute})
+			}()
+		}
+		waitRunning(t, e, 1)
+		for e.Stats().Queued < 1 {
+			time.Sleep(time.Millisecond)
+		}
+		res := e.Run(t.Context(), executor.Request{Code: "(await util.echo({ok: 'alice'})).ok", Owner: "alice", Dispatcher: echo, Functions: layout})
+		wantOK(t, res, `"alice"`)
+		if st := e.Stats(); st.Long != 1 || st.Queued != 1 {
+			t.Errorf("stats %+v after alice's run; want bob's one long run running and one queued", st)
+		}
+		cancel()
+		for range 2 {
+			wantKind(t, <-long, executor.KindCanceled, "cancel")
+		}
+	})
+}
+
+// TestWaitedCountsEarlierWaits: a run that already waited (for its
+// caller's admission) waits only what is left of the queue wait, and its
+// telemetry counts the whole wait.
+func TestWaitedCountsEarlierWaits(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, executor.IsolationInProcess, executor.Config{PoolSize: 1, QueueWait: 2 * time.Second})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan *executor.Result, 1)
+	go func() { done <- e.Run(ctx, executor.Request{Code: "while (true) {}", Owner: "bob"}) }()
+	waitRunning(t, e, 1)
+	began := time.Now()
+	res := e.Run(t.Context(), executor.Request{Code: "1", Owner: "alice", Waited: 1900 * time.Millisecond})
+	waited := time.Since(began)
+	wantKind(t, res, executor.KindBusy, "busy")
+	if res.Telemetry.QueueWaitMS < 2000 || res.Telemetry.DurationMS < res.Telemetry.QueueWaitMS {
+		t.Errorf("telemetry %+v: want the 1.9 s waited before and the rest of the wait", res.Telemetry)
+	}
+	// Its own wait was what was left of the 2 s: about 100 ms, not
+	// another 2 s (the bound is generous for a loaded machine).
+	if waited > 1500*time.Millisecond {
+		t.Errorf("the run waited %s more, past what was left of its 2 s", waited)
+	}
+	res = e.Run(t.Context(), executor.Request{Code: "1", Owner: "alice", Waited: time.Hour})
+	wantKind(t, res, executor.KindBusy, "busy")
+	cancel()
+	<-done
+	wantOK(t, e.Run(t.Context(), executor.Request{Code: "1", Waited: time.Hour}), "1")
 }

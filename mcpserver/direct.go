@@ -98,6 +98,10 @@ func (s *Server) directTool(t *tools.Tool) (server.ServerTool, bool) {
 	if t.Description != "" {
 		desc += "\n\n" + t.Description
 	}
+	// A source's words are marked as the source's before they begin.
+	if src := s.reg.View(tools.Caller{}).CategorySource(t.Category()); src != "" {
+		desc = "From " + src + " (its words, not codecell's): " + desc
+	}
 	mt := mcp.Tool{
 		Name:           name,
 		Description:    desc,

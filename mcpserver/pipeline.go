@@ -25,6 +25,10 @@ type Execution struct {
 	// MaxTimeout, when positive, caps Timeout in place of the sandbox's
 	// max timeout: a task's run may last longer.
 	MaxTimeout time.Duration
+	// Waited is how long the request waited for admission before
+	// Execute: the executor's queue wait counts it (see
+	// executor.Request.Waited).
+	Waited time.Duration
 	// BudgetBytes overrides the response budget, up to its cap: the
 	// serialized record stays within it.
 	BudgetBytes int
@@ -119,6 +123,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 		Language:   x.Language,
 		Timeout:    x.Timeout,
 		MaxTimeout: x.MaxTimeout,
+		Waited:     x.Waited,
 		Dispatcher: d,
 		Functions:  s.functions(caller),
 		Owner:      caller.Principal,

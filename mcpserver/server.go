@@ -113,6 +113,11 @@ type Config struct {
 	// TracerProvider, when set, traces requests, runs and tool calls;
 	// nil traces nothing.
 	TracerProvider trace.TracerProvider
+	// LoadWait is how long a client's initialize waits for the tool
+	// sources still loading (tools.Registry.BeginLoad). Zero answers at
+	// once: those sources are then listed as loading, with when they
+	// should be ready.
+	LoadWait time.Duration
 	// Learn configures learning from use: search_tools queries followed
 	// by runs that call tools rank those tools higher (search_learn.go).
 	Learn LearnConfig
@@ -258,8 +263,8 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		schema json.RawMessage
 	}{
 		{&s.executeCodeSchema, "execute_code", s.executeCodeInputSchema()},
-		{&s.searchToolsSchema, "search_tools", json.RawMessage(searchToolsInput)},
-		{&s.readToolsSchema, "read_tools", json.RawMessage(readToolsInput)},
+		{&s.searchToolsSchema, "search_tools", s.searchToolsInputSchema()},
+		{&s.readToolsSchema, "read_tools", s.readToolsInputSchema()},
 	} {
 		if *sc.dst, err = tools.CompileSchema(sc.schema); err != nil {
 			return nil, fmt.Errorf("new server: %s schema: %w", sc.name, err)
@@ -424,6 +429,14 @@ func (s *Server) functions(c tools.Caller) *executor.Layout {
 			// original one: everything["get-sum"], kg.createEntities.
 			for _, a := range t.Aliases {
 				fns = append(fns, executor.Function{Name: t.Category() + "." + a, Positional: t.Positional})
+			}
+		}
+		// A category whose source is loading or unavailable is a
+		// namespace even without tools, so that calling it says why
+		// rather than "ReferenceError: 'github' is not defined".
+		for _, c := range v.Categories() {
+			if v.CategoryStatus(c).Absent() {
+				fns = append(fns, executor.Function{Name: c})
 			}
 		}
 		return executor.NewLayout(fns)

@@ -199,8 +199,8 @@ func (s *Server) newHTTP() *httpTransports {
 		),
 		mux: http.NewServeMux(),
 	}
-	h.mux.Handle(PathStreamable, s.guard(s.drainGate(h.streamable)))
-	h.mux.Handle(PathSSE, s.guard(h.sse.SSEHandler()))
+	h.mux.Handle(PathStreamable, s.guard(s.drainGate(s.ownTaskNotes(h.streamable))))
+	h.mux.Handle(PathSSE, s.guard(s.ownTaskNotes(h.sse.SSEHandler())))
 	h.mux.Handle(PathMessage, s.guard(h.sse.MessageHandler()))
 	h.mux.Handle("GET "+PathMetrics, s.guard(s.metrics.handler()))
 	h.mux.Handle("GET /{$}", s.hostOnly(http.HandlerFunc(s.home)))

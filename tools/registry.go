@@ -30,12 +30,15 @@ type Registry struct {
 	scopes     map[string]map[string]*entry // principal → its own tools
 	categories map[string]string            // name → one-line description
 	statuses   map[string]CategoryStatus    // name → availability, when set
+	sources    map[string]string            // name → who wrote its text, when not codecell
 	version    uint64                       // grows with every change
 	globalAt   uint64                       // version of the last change every caller sees
 	scopeAt    map[string]uint64            // version of the last change of each scope
 	toolsets   func(Caller) Toolset
 	subs       map[int]func(Change)
 	nextSub    int
+	loads      map[*Load]struct{} // loads in progress (BeginLoad)
+	loadsIdle  chan struct{}      // closed when the last load ends; nil when none is in progress
 
 	views viewCache
 }
@@ -64,6 +67,8 @@ func NewRegistry() *Registry {
 		scopes:     map[string]map[string]*entry{},
 		categories: map[string]string{},
 		statuses:   map[string]CategoryStatus{},
+		sources:    map[string]string{},
+		loads:      map[*Load]struct{}{},
 		scopeAt:    map[string]uint64{},
 		subs:       map[int]func(Change){},
 		views:      viewCache{max: MaxCachedViews, m: map[viewKey]*View{}},
@@ -206,15 +211,27 @@ type CategoryStatus struct {
 	// Unavailable is set while the source cannot be reached: its tools,
 	// if it has any, fail when called.
 	Unavailable bool `json:"unavailable,omitempty"`
+	// Loading is set while the source loads its tools (BeginLoad): they
+	// are not there yet, or not all of them.
+	Loading bool `json:"loading,omitempty"`
 	// Reason says why, for the manifest and the category's index: what
-	// failed and what is being done about it.
+	// failed and what is being done about it, or, while loading, what
+	// the source does first.
 	Reason string `json:"reason,omitempty"`
+	// Load is the load in progress while Loading, whose State is how far
+	// it got now; nil otherwise.
+	Load *Load `json:"-"`
 }
+
+// Absent reports whether the category's source is loading or unavailable,
+// so that its tools are not there, or not all of them.
+func (st CategoryStatus) Absent() bool { return st.Unavailable || st.Loading }
 
 // SetCategoryStatus records whether a category's source is available. An
 // unavailable category is listed even when it holds no tools, so that an
 // agent sees a source that failed rather than nothing; the zero status
 // clears it. Setting a status equal to the current one changes nothing.
+// A source that loads for a while says so with BeginLoad instead.
 func (r *Registry) SetCategoryStatus(name string, st CategoryStatus) error {
 	if !ValidCategory(name) {
 		return fmt.Errorf("category name %q: want a lower-case identifier ([a-z][a-z0-9_]*)", name)
@@ -228,6 +245,36 @@ func (r *Registry) SetCategoryStatus(name string, st CategoryStatus) error {
 		delete(r.statuses, name)
 	} else {
 		r.statuses[name] = st
+	}
+	ch := Change{}
+	subs := r.changed(&ch)
+	r.mu.Unlock()
+	notify(subs, ch)
+	return nil
+}
+
+// SetCategorySource records who wrote the text of a category's tools when
+// it is not codecell — a source's own words, such as `the MCP server
+// "memory"` or `the OpenAPI description "github"` — so that everything
+// the model reads of it (the category's description, the tools'
+// summaries, declarations and pages, search hits) is marked as that
+// source's, never as codecell's. "" clears it.
+func (r *Registry) SetCategorySource(name, source string) error {
+	if !ValidCategory(name) {
+		return fmt.Errorf("category name %q: want a lower-case identifier ([a-z][a-z0-9_]*)", name)
+	}
+	if strings.ContainsAny(source, "\r\n") {
+		return fmt.Errorf("category %s: source %q: want one line", name, source)
+	}
+	r.mu.Lock()
+	if r.sources[name] == source {
+		r.mu.Unlock()
+		return nil
+	}
+	if source == "" {
+		delete(r.sources, name)
+	} else {
+		r.sources[name] = source
 	}
 	ch := Change{}
 	subs := r.changed(&ch)

@@ -391,8 +391,8 @@ func (f *FS) Stats() Stats {
 			full = append(full, info.Full.Bytes)
 			// In a grouped category, the way to a tool passes its groups' indexes.
 			way := manifest + n + info.Signature.Bytes
-			if c.root != nil && t.Group != "" {
-				parts := strings.Split(t.Group, "/")
+			if gp := c.groupOf[t]; c.root != nil && gp != "" {
+				parts := strings.Split(gp, "/")
 				for i := range parts {
 					way += groupSize[strings.Join(parts[:i+1], "/")]
 				}

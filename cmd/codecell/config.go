@@ -79,14 +79,22 @@ type ServerConfig struct {
 	MCPConfig string `toml:"mcp_config"`
 	// UpstreamWait bounds how long startup waits for upstream servers.
 	UpstreamWait Duration `toml:"upstream_wait"`
+	// LoadWait bounds how long a client's initialize waits for the tool
+	// sources still loading (OpenAPI descriptions); 0 answers at once,
+	// with those sources listed as loading.
+	LoadWait Duration `toml:"load_wait"`
 	// ReadOnly keeps only the tools annotated read-only (config_access.go).
 	ReadOnly bool `toml:"read_only"`
 }
 
 // SandboxConfig holds the executor's pool and limits.
 type SandboxConfig struct {
-	Isolation          string   `toml:"isolation"`
-	PoolSize           int      `toml:"pool_size"`
+	Isolation string `toml:"isolation"`
+	PoolSize  int    `toml:"pool_size"`
+	// ReservedSlots are the pool's slots that runs past the default
+	// deadline (timeout) never take; 0 means a quarter of the pool,
+	// negative none (executor.Config.ReservedSlots).
+	ReservedSlots      int      `toml:"reserved_slots"`
 	QueueWait          Duration `toml:"queue_wait"`
 	Timeout            Duration `toml:"timeout"`
 	MaxTimeout         Duration `toml:"max_timeout"`
@@ -634,6 +642,9 @@ func (c *Config) validate(env func(string) string) []error {
 	if c.Server.UpstreamWait < 0 {
 		bad("server.upstream_wait", "must not be negative")
 	}
+	if c.Server.LoadWait < 0 {
+		bad("server.load_wait", "must not be negative")
+	}
 	errs = append(errs, c.checkUpstreams()...)
 	positive := func(key string, v int64) {
 		if v <= 0 {
@@ -645,6 +656,9 @@ func (c *Config) validate(env func(string) string) []error {
 	s := c.Sandbox
 	if s.PoolSize < 0 {
 		bad("sandbox.pool_size", "must not be negative (0 means one per CPU)")
+	}
+	if s.PoolSize > 0 && s.ReservedSlots >= s.PoolSize {
+		bad("sandbox.reserved_slots", "%d of a pool of %d leaves runs longer than sandbox.timeout no slot; reserve fewer (0 means a quarter of the pool, -1 none)", s.ReservedSlots, s.PoolSize)
 	}
 	positive("sandbox.queue_wait", int64(s.QueueWait))
 	positive("sandbox.timeout", int64(s.Timeout))

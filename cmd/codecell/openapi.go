@@ -39,12 +39,19 @@ func startOpenAPI(cfg Config, reg *tools.Registry, store resultPutter, log *slog
 	if dir, err := cfg.dataDir(); err == nil {
 		cache = filepath.Join(dir, "openapi")
 	}
+	set, _ := cfg.upstreams() // valid: checked at start, where moved categories are logged
 	for _, name := range slices.Sorted(maps.Keys(cfg.OpenAPI)) {
 		oc := cfg.OpenAPI[name]
 		if oc.Disabled {
 			continue
 		}
-		opts := openapi.Options{Name: name, Getenv: os.Getenv, CacheDir: cache, Recorder: requestLog{s.log}, Logger: log, Shared: sharedByPrincipals(cfg)}
+		// A name taken by another source or by codecell is served as
+		// another category (categories.go).
+		category := name
+		if pl, ok := set.plan.openAPI[name]; ok {
+			category = pl.category
+		}
+		opts := openapi.Options{Name: category, Getenv: os.Getenv, CacheDir: cache, Recorder: requestLog{s.log}, Logger: log, Shared: sharedByPrincipals(cfg)}
 		if store != nil {
 			opts.Artifacts = storeBlobs{store}
 		}
@@ -55,17 +62,31 @@ func startOpenAPI(cfg Config, reg *tools.Registry, store resultPutter, log *slog
 			s.log.Error("openapi source unavailable", "source", name, "reason", err.Error())
 			continue
 		}
+		if err := reg.SetCategorySource(src.Category(), fmt.Sprintf("the OpenAPI description %q", name)); err != nil {
+			s.log.Error("openapi source unavailable", "source", name, "reason", err.Error())
+			continue
+		}
+		// Listed as loading from the first request on, until it is done.
+		load, err := reg.BeginLoad(src.Category(), "loading the OpenAPI description")
+		if err != nil {
+			s.log.Error("openapi source unavailable", "source", name, "reason", err.Error())
+			continue
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			if taken := categoryTaken(reg, src.Category()); taken {
-				s.log.Error("openapi source unavailable", "source", name, "reason", fmt.Sprintf("category %s already holds other tools; rename [openapi.%s]", src.Category(), name))
+				reason := fmt.Sprintf("category %s already holds other tools; rename [openapi.%s]", src.Category(), name)
+				s.log.Error("openapi source unavailable", "source", name, "reason", reason)
+				load.Fail(reason)
 				return
 			}
 			if _, err := src.Open(ctx, reg); err != nil {
 				s.log.Error("openapi source unavailable", "source", name, "reason", err.Error())
+				load.Fail(err.Error())
 				return
 			}
+			load.Done()
 			s.mu.Lock()
 			s.sources = append(s.sources, src)
 			s.mu.Unlock()

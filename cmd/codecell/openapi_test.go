@@ -135,8 +135,9 @@ auth = { type = "bearer", token_env = "GH_E2E_TOKEN" }
 	initialize(tb, c)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		_, rec, _ := callExecute(tb, c, map[string]any{"code": "typeof gh"})
-		if string(rec.Result) == `"object"` {
+		// While it loads, gh is a namespace without tools.
+		_, rec, _ := callExecute(tb, c, map[string]any{"code": "Object.keys(gh).length > 0"})
+		if string(rec.Result) == `true` {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -298,7 +299,8 @@ func TestOpenAPIEndToEnd(t *testing.T) {
 }
 
 // TestOpenAPISourceUnavailable: a source whose document cannot be read is
-// logged as unavailable with the reason, and the server serves the rest.
+// logged and listed as unavailable with the reason, its calls fail with
+// it, and the server serves the rest.
 func TestOpenAPISourceUnavailable(t *testing.T) {
 	t.Parallel()
 	cfg := filepath.Join(t.TempDir(), "codecell.toml")
@@ -313,12 +315,16 @@ func TestOpenAPISourceUnavailable(t *testing.T) {
 		go io.Copy(logs, r)
 	}
 	initialize(t, c)
-	if isErr, rec, txt := callExecute(t, c, map[string]any{"code": "[typeof broken, (await util.echo({text: 'up'})).text]"}); isErr || string(rec.Result) != `["undefined","up"]` {
+	if isErr, rec, txt := callExecute(t, c, map[string]any{"code": "[Object.keys(broken).length, (await util.echo({text: 'up'})).text]"}); isErr || string(rec.Result) != `[0,"up"]` {
 		t.Fatalf("%s", txt)
 	}
 	waitFor(t, 5*time.Second, func() bool { return strings.Contains(logs.String(), "openapi source unavailable") })
 	if log := logs.String(); !strings.Contains(log, "source=broken") || !strings.Contains(log, "no-such-file.yaml: no such file") {
 		t.Errorf("log:\n%s", log)
+	}
+	_, rec, txt := callExecute(t, c, map[string]any{"code": "await broken.list_things({})"})
+	if rec.Error == nil || rec.Error.Code != "unavailable" || !strings.Contains(rec.Error.Message, "broken is unavailable: ") || !strings.Contains(rec.Error.Message, "no-such-file.yaml: no such file") {
+		t.Errorf("a call to the unavailable source: %s", txt)
 	}
 }
 
@@ -460,7 +466,7 @@ func TestOpenAPIGitHubScale(t *testing.T) {
 	req.Params.Name = "search_tools"
 	req.Params.Arguments = map[string]any{"query": "add a label to an issue", "detail": "name"}
 	res, err := c.CallTool(ctx, req)
-	if err != nil || res.IsError || !strings.Contains(res.Content[0].(mcp.TextContent).Text, `"hits":[{"name":"github.issues_add_labels"`) {
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(mcp.TextContent).Text, `"hits":[{"from":"the OpenAPI description \"github\"","name":"github.issues_add_labels"`) {
 		t.Errorf("search_tools: %v %+v", err, res)
 	}
 }

@@ -216,6 +216,7 @@ func executorConfig(c SandboxConfig) executor.Config {
 		Isolation:          executor.Isolation(c.Isolation),
 		WorkerCommand:      worker,
 		PoolSize:           c.PoolSize,
+		ReservedSlots:      c.ReservedSlots,
 		QueueWait:          c.QueueWait.D(),
 		Timeout:            c.Timeout.D(),
 		MaxTimeout:         c.MaxTimeout.D(),
@@ -345,6 +346,7 @@ func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Log
 		Approval:       cfg.approvalConfig(),
 		TracerProvider: tp,
 		SearchEmbedder: searchEmb,
+		LoadWait:       cfg.Server.LoadWait.D(),
 	}, reg)
 	if err != nil {
 		return nil, nil, err

@@ -94,6 +94,10 @@ type upstreamSet struct {
 	from    map[string]string // name → "[upstream.NAME]" or the file
 	// skipped are entries of the mcp_config file that are codecell itself.
 	skipped []string
+	// plan is the category of every tool source, the servers' and the
+	// OpenAPI sources' (categories.go); servers holds the categories of
+	// those whose name was taken.
+	plan categoryPlan
 }
 
 // upstreams returns the servers of the [upstream.NAME] tables and of the
@@ -128,6 +132,9 @@ func (c *Config) upstreams() (upstreamSet, []error) {
 			}
 		}
 	}
+	plan, perrs := planCategories(set.servers, set.from, c.OpenAPI, catalogueCategories(c.Server.Catalog))
+	set.plan = plan
+	errs = append(errs, perrs...)
 	probs := upstream.CheckAll(set.servers)
 	for _, name := range slices.Sorted(maps.Keys(probs)) {
 		for _, p := range probs[name] {
@@ -188,8 +195,18 @@ func startUpstreams(cfg Config, reg *tools.Registry, store blobShapes, log *slog
 	for _, name := range set.skipped {
 		log.Info("left out an upstream that is codecell itself", "upstream", name, "file", cfg.Server.MCPConfig)
 	}
+	for _, note := range set.plan.movedNotes(func(name string) string { return set.from[name] }) {
+		log.Warn("a tool source is served under another category: " + note)
+	}
 	if len(set.servers) == 0 {
 		return nil, nil
+	}
+	// What the servers say of themselves and their tools is marked as
+	// theirs wherever the model reads it.
+	for _, name := range slices.Sorted(maps.Keys(set.servers)) {
+		if err := reg.SetCategorySource(upstream.CategoryFor(name, set.servers[name]), fmt.Sprintf("the MCP server %q", name)); err != nil {
+			return nil, fmt.Errorf("upstream %s: %w", name, err)
+		}
 	}
 	var confine upstream.Confine
 	for _, s := range set.servers {
@@ -343,6 +360,9 @@ func describeUpstreams(cfg Config, set upstreamSet) string {
 	}
 	if len(set.skipped) > 0 {
 		fmt.Fprintf(&b, "# Left out of %s, as they start codecell itself: %s.\n", cfg.Server.MCPConfig, strings.Join(set.skipped, ", "))
+	}
+	for _, note := range set.plan.movedNotes(func(name string) string { return set.from[name] }) {
+		fmt.Fprintf(&b, "# Note: %s.\n", note)
 	}
 	if b.Len() > 0 {
 		b.WriteString("\n")
