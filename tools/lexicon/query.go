@@ -28,8 +28,10 @@ type Query struct {
 	// Plural is set when it names things in the plural ("list issues").
 	Plural bool
 	// VerbIsNoun is set when its verb is also what it asks for ("pin a
-	// message", "comment on a task").
+	// message", "comment on a task"); VerbNoun is then the stem of that
+	// noun (pin, comment): what an API may call the thing it makes.
 	VerbIsNoun bool
+	VerbNoun   string
 	// Head is the stem of the thing it asks about: its first noun
 	// ("songs" of "songs on an album"), or what its verb makes ("comment
 	// on a task" asks for a comment); "" when it names none.
@@ -145,6 +147,7 @@ func Analyze(text string) Query {
 		// message.
 		q.VerbIsNoun = true
 		noun := Stem(n)
+		q.VerbNoun = noun
 		if !own[noun] {
 			q.Related[noun] = max(q.Related[noun], 0.7)
 		}

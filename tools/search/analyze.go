@@ -199,6 +199,9 @@ var (
 	// headMissFactor lowers a tool that does not name what the query
 	// asks about (its head noun), in its words or a synonym.
 	headMissFactor = 0.5
+	// relatedCover is the share of a name's word a query covers by a
+	// synonym, times the synonym's weight (0: only its own words cover).
+	relatedCover = 0.5
 	// coordFloor is the share of its score a tool keeps that matches
 	// none of the query's own words; one that matches them all keeps it
 	// whole (the coordination factor of classic retrieval models).

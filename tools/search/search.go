@@ -297,11 +297,14 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			weights[t] = w
 		}
 	}
-	// Words related in general English, below the vocabulary's.
+	// Words related in general English, below the vocabulary's. They
+	// reorder the tools the query's words find, and find none alone.
+	general := map[string]bool{}
 	if generalWeight > 0 {
 		for t, w := range qa.lx.General {
 			if _, ok := weights[t]; !ok {
 				weights[t] = generalWeight * w
+				general[t] = true
 			}
 		}
 	}
@@ -328,6 +331,7 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	matched := make([]uint8, len(c.docs))
 	related := make([]uint8, len(c.docs))
 	var touched []int32
+	found := make([]bool, len(c.docs)) // by a word that is not only general English
 	for t, w := range weights {
 		for _, p := range c.postings[t] {
 			if cat >= 0 && c.docs[p.doc].cat != cat {
@@ -335,6 +339,9 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			}
 			if acc[p.doc] == 0 {
 				touched = append(touched, p.doc)
+			}
+			if !general[t] {
+				found[p.doc] = true
 			}
 			acc[p.doc] += w * p.weight
 			if w == 1 && matched[p.doc] < 255 {
@@ -345,6 +352,13 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		}
 	}
 	ix.addLearned(c, qterms, cat, acc, matched, &touched)
+	touched = slices.DeleteFunc(touched, func(d int32) bool {
+		if !found[d] && matched[d] == 0 {
+			acc[d] = 0
+			return true
+		}
+		return false
+	})
 	// The documents that name what the query asks about, in its words or
 	// others that stand for them.
 	var hasHead map[int32]bool
@@ -507,7 +521,7 @@ func intentFactor(qa *query, doc *doc, weights map[string]float64) float64 {
 	if o := doc.op.Object; o != "" {
 		if w, ok := weights[o]; ok && w >= lexicon.SynonymWeight {
 			b := objectBoost
-			if q.Head != "" && o != q.Head && !slices.Contains(lexicon.Synonyms(q.Head), o) {
+			if q.Head != "" && o != q.Head && o != q.VerbNoun && !slices.Contains(lexicon.Synonyms(q.Head), o) {
 				b *= otherObjectShare // it names it, but asks about another
 			}
 			f *= 1 + b*min(w, 1)
@@ -530,6 +544,12 @@ func intentFactor(qa *query, doc *doc, weights map[string]float64) float64 {
 			f *= 1 + contextBoost // the resource it is under: "a file from a repo"
 			break
 		}
+	}
+	// It acts on something else the query names, within the thing asked
+	// about: adds a project to a task, for "add a task to a project".
+	if o := doc.op.Object; q.Head != "" && o != "" && o != q.Head && weights[o] >= lexicon.SynonymWeight &&
+		slices.Contains(doc.op.Context, q.Head) && !slices.Contains(lexicon.Synonyms(q.Head), o) {
+		f *= partFactor
 	}
 	for _, a := range doc.op.Attribute {
 		if weights[a] >= lexicon.VerbWeight {
