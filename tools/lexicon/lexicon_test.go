@@ -61,7 +61,7 @@ func TestAnalyze(t *testing.T) {
 		{"songs on an album", List | Get | Search, "song", false, false, "track"},
 		{"who is in this channel", List | Get | Search, "user", false, true, "member"},
 		{"take a label off an issue", Delete, "label", false, false, "delet"},
-		{"remind me tomorrow to call Bob", Create, "tomorrow", false, false, "reminder"},
+		{"remind me tomorrow to call Bob", Create, "reminder", false, false, "reminder"},
 	}
 	for _, tt := range tests {
 		q := Analyze(tt.query)

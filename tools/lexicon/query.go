@@ -151,7 +151,12 @@ func Analyze(text string) Query {
 		if !own[noun] {
 			q.Related[noun] = max(q.Related[noun], 0.7)
 		}
-		if next := wordAfter(ws, stemOrWord(q.Verb, ws)); next == "" || prepositions[next] {
+		next := wordAfter(ws, stemOrWord(q.Verb, ws))
+		if objectPronouns[next] {
+			// "Remind me tomorrow": the one it is for, then what follows.
+			next = wordAfter(ws, next)
+		}
+		if next == "" || prepositions[next] || timeWords[next] {
 			q.Head = noun
 			q.Related[noun] = 1
 		}
@@ -167,7 +172,7 @@ func Analyze(text string) Query {
 	}
 	if q.Head == "" {
 		for _, w := range spelled {
-			if IsStop(w) || questionStarts[w] || w == "new" {
+			if IsStop(w) || questionStarts[w] || w == "new" || timeWords[w] {
 				continue
 			}
 			if _, isVerb := verbs[w]; isVerb && (Stem(w) == q.Verb || lightVerbs[w]) {
@@ -292,6 +297,13 @@ func wordBefore(ws []string, i int) string {
 
 // tellVerbs take the one told as their object ("tell me", "let me").
 var tellVerbs = map[string]bool{"tell": true, "let": true, "help": true, "ask": true, "show": true, "give": true, "get": true}
+
+// objectPronouns stand for the one an action is for ("remind me").
+var objectPronouns = map[string]bool{"me": true, "us": true, "him": true, "her": true, "them": true, "you": true}
+
+// timeWords say when, and are never what a request asks about.
+var timeWords = map[string]bool{"today": true, "tomorrow": true, "tonight": true, "yesterday": true, "now": true,
+	"later": true, "soon": true, "currently": true, "recently": true, "daily": true, "weekly": true, "monthly": true}
 
 // questionStarts are the words a question starts with.
 var questionStarts = map[string]bool{"which": true, "what": true, "who": true, "whom": true, "whose": true, "where": true, "when": true, "how": true}

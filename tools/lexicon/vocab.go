@@ -130,7 +130,7 @@ var phrases = map[string]string{
 	"on my plate": "assigned to me", "on my list": "assigned to me",
 	"leave a comment": "add comment", "leave a note": "add note", "leave a review": "add review",
 	"leave a message": "send message", "leave feedback": "add feedback", "leave a reply": "add reply",
-	"right now": "currently", "at the moment": "currently", "these days": "currently",
+	"queue up": "queue", "right now": "currently", "at the moment": "currently", "these days": "currently",
 }
 
 // abbreviations are words written for several words an API spells out,
