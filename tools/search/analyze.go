@@ -202,6 +202,9 @@ var (
 	// relatedCover is the share of a name's word a query covers by a
 	// synonym, times the synonym's weight (0: only its own words cover).
 	relatedCover = 0.5
+	// contextMissFactor lowers a tool for each resource above its
+	// object that the query does not name.
+	contextMissFactor = 0.9
 	// coordFloor is the share of its score a tool keeps that matches
 	// none of the query's own words; one that matches them all keeps it
 	// whole (the coordination factor of classic retrieval models).

@@ -317,8 +317,9 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	// A query that names a category ("upload a file to stripe") means
 	// its tools.
 	named := map[int32]bool{}
-	for _, t := range qterms {
-		if id, ok := c.catID[t]; ok {
+	for name, id := range c.catID {
+		// As the query's words are: stemmed ("stripe" is strip).
+		if t := terms(name); len(t) == 1 && slices.Contains(qterms, t[0]) || slices.Contains(qterms, name) {
 			named[id] = true
 		}
 	}
@@ -539,10 +540,16 @@ func intentFactor(qa *query, doc *doc, weights map[string]float64) float64 {
 			}
 		}
 	}
+	boosted := false
 	for _, c := range doc.op.Context {
-		if weights[c] == 1 {
+		switch {
+		case weights[c] == 1 && !boosted:
 			f *= 1 + contextBoost // the resource it is under: "a file from a repo"
-			break
+			boosted = true
+		case weights[c] < lexicon.SynonymWeight:
+			// Under something the query does not name: Issuing's
+			// disputes, for "a dispute".
+			f *= contextMissFactor
 		}
 	}
 	// It acts on something else the query names, within the thing asked

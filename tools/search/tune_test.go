@@ -210,6 +210,7 @@ func fitParams() []fitParam {
 		{"partFactor", &partFactor, factor, false},
 		{"headMissFactor", &headMissFactor, factor, false},
 		{"verbSenseTerms", &verbSenseTerms, []float64{2, 3}, false},
+		{"contextMissFactor", &contextMissFactor, []float64{0.8, 0.85, 0.9, 0.95, 1}, false},
 		{"namedBoost", &namedBoost, []float64{1, 1.25, 1.5, 2, 3}, false},
 		{"unnamedFactor", &unnamedFactor, []float64{0.1, 0.2, 0.3, 0.5, 0.7, 1}, false},
 		{"coordFloor", &coordFloor, []float64{0.1, 0.2, 0.35, 0.5, 0.65}, false},
