@@ -247,6 +247,11 @@ var particles = map[string]bool{"off": true, "on": true, "up": true, "down": tru
 func rewrite(ws []string) []string {
 	var out []string
 	for i := 0; i < len(ws); i++ {
+		// "Most played", "most listened": the top ones.
+		if ws[i] == "most" && i+1 < len(ws) && (strings.HasSuffix(ws[i+1], "ed") || strings.HasSuffix(ws[i+1], "ing")) {
+			out = append(out, "top")
+			continue
+		}
 		if _, isVerb := verbs[ws[i]]; isVerb || lightVerbs[ws[i]] || ws[i] == "put" {
 			found := false
 			for k := i + 2; k < len(ws) && k <= i+4; k++ {

@@ -95,7 +95,7 @@ var stopWords = func() map[string]bool {
 		when where why i me my mine myself we our you your he she they them their his her can could should would will
 		shall may might must do does did done have has had having not no yes so if then than also just
 		only very too some any all each every both either neither such via per about over under up down
-		out off again more other same own e g eg ie etc let lets want need please several many few various`) {
+		out off again more most other same own e g eg ie etc let lets want need please several many few various`) {
 		m[w] = true
 	}
 	return m
