@@ -40,6 +40,14 @@ type Query struct {
 	// English (General: "quarter" → period, "danceable" → dance), with
 	// their weight (0 to 1), beside Terms and Related.
 	General map[string]float64
+	// verbWords are the stems of the API words of its verb.
+	verbWords map[string]bool
+}
+
+// IsVerbWord reports whether a stemmed term is one of the API words for
+// what the query's verb asks (create, add and insert for "add").
+func (q Query) IsVerbWord(t string) bool {
+	return q.Verb != "" && q.verbWords[t]
 }
 
 // Limits of Query.General.
@@ -118,8 +126,11 @@ func Analyze(text string) Query {
 			if v.class&Act != 0 {
 				q.Verbs = append(q.Verbs, Stem(w))
 			}
+			q.verbWords = map[string]bool{}
 			for _, a := range v.api {
-				if t := Stem(a); !own[t] {
+				t := Stem(a)
+				q.verbWords[t] = true
+				if !own[t] {
 					q.Related[t] = max(q.Related[t], VerbWeight)
 				}
 			}
@@ -172,7 +183,7 @@ func Analyze(text string) Query {
 	}
 	if q.Head == "" {
 		for _, w := range spelled {
-			if IsStop(w) || questionStarts[w] || w == "new" || timeWords[w] {
+			if IsStop(w) || questionStarts[w] || w == "new" || timeWords[w] || numberWords[w] || isNumber(w) {
 				continue
 			}
 			if _, isVerb := verbs[w]; isVerb && (Stem(w) == q.Verb || lightVerbs[w]) {
@@ -309,6 +320,21 @@ var objectPronouns = map[string]bool{"me": true, "us": true, "him": true, "her":
 // timeWords say when, and are never what a request asks about.
 var timeWords = map[string]bool{"today": true, "tomorrow": true, "tonight": true, "yesterday": true, "now": true,
 	"later": true, "soon": true, "currently": true, "recently": true, "daily": true, "weekly": true, "monthly": true}
+
+// numberWords count things and are never what a request asks about
+// ("two people").
+var numberWords = map[string]bool{"one": true, "two": true, "three": true, "four": true, "five": true, "six": true,
+	"seven": true, "eight": true, "nine": true, "ten": true, "dozen": true, "hundred": true, "first": true, "second": true, "third": true, "last": true}
+
+// isNumber reports whether w is written in digits.
+func isNumber(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if w[i] < '0' || w[i] > '9' {
+			return false
+		}
+	}
+	return w != ""
+}
 
 // questionStarts are the words a question starts with.
 var questionStarts = map[string]bool{"which": true, "what": true, "who": true, "whom": true, "whose": true, "where": true, "when": true, "how": true}

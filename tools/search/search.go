@@ -431,6 +431,11 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 				// "My" covers a name's "for authenticated user".
 				covered += overlap(selfTerms, doc.name)
 			}
+			if v := qa.lx.Verb; covered > 0 && v != "" && !slices.Contains(doc.name, v) && slices.ContainsFunc(doc.name, qa.lx.IsVerbWord) {
+				// create_label covers "add a label" as add_labels does
+				// (a verb alone covers nothing).
+				covered++
+			}
 			s *= 1 + nameBoost*float64(min(covered, n))/float64(n)
 		}
 		m := 0.0
