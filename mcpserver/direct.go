@@ -105,7 +105,7 @@ func (s *Server) directTool(t *tools.Tool) (server.ServerTool, bool) {
 	mt := mcp.Tool{
 		Name:           name,
 		Description:    desc,
-		RawInputSchema: t.InputSchema,
+		RawInputSchema: t.InputDocument(),
 		// What codecell knows, not what an untrusted source claims: hosts
 		// approve read-only tools with less care.
 		Annotations: mcp.ToolAnnotation{

@@ -26,6 +26,16 @@ func (s *Server) initRuntime() error {
 	s.llm = s.cfg.LLM.WithDefaults()
 	s.llmUse = newLLMUsage(s.llm)
 	var err error
+	switch s.llm.Prefer {
+	case PreferClient, PreferProvider:
+	default:
+		return fmt.Errorf("llm prefer %q: want %q or %q", s.llm.Prefer, PreferClient, PreferProvider)
+	}
+	if s.llm.Provider != nil {
+		if s.provider, err = newProvider(*s.llm.Provider); err != nil {
+			return err
+		}
+	}
 	if s.approvals, err = newApprovalPolicy(s.cfg.Approval); err != nil {
 		return err
 	}
@@ -33,7 +43,7 @@ func (s *Server) initRuntime() error {
 		return err
 	}
 	s.mcp.EnableSampling()
-	if err := s.reg.DescribeCategory("llm", "Ask the client's model (MCP sampling): call, classify, extract."); err != nil {
+	if err := s.reg.DescribeCategory("llm", "Ask a model — the client's (MCP sampling) or the server's provider: call, classify, extract."); err != nil {
 		return err
 	}
 	if err := s.reg.DescribeCategory("approval", "Ask the client's user to decide (MCP elicitation)."); err != nil {

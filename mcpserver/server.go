@@ -105,7 +105,8 @@ type Config struct {
 	Access Access
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
-	// LLM bounds the programs' llm calls (MCP sampling, llm.go).
+	// LLM bounds the programs' llm calls and names the provider they
+	// may use besides the client's model (llm.go, provider.go).
 	LLM LLMConfig
 	// Approval names the tool calls the client's user approves first
 	// (MCP elicitation, approval.go).
@@ -125,6 +126,9 @@ type Config struct {
 	// too, fused with its ranking of words (search.Index.SetEmbedder):
 	// the memory's embedder when it is an OpenAI-compatible endpoint.
 	SearchEmbedder search.Embedder
+	// Bridge, when set, is the source of bridged MCP servers whose
+	// prompts and resources the server serves too (bridged.go).
+	Bridge Bridge
 }
 
 // Server is a codecell MCP server. Create it with New, serve it with
@@ -176,6 +180,7 @@ type Server struct {
 	// llm, llmUse and approvals serve the runtime tools (runtime.go).
 	llm       LLMConfig
 	llmUse    *llmUsage
+	provider  *provider // nil: the client's model only (provider.go)
 	approvals *approvalPolicy
 	// credentials redacts credentials only: in answers to a program's
 	// approval.request (approval.go).
@@ -187,6 +192,10 @@ type Server struct {
 
 	// draining and poolWarm answer /readyz (ready.go).
 	draining, poolWarm atomic.Bool
+
+	// bridged keeps the bridged servers' prompts and resources the MCP
+	// server serves; nil without a Bridge (bridged.go).
+	bridged *bridged
 }
 
 // New builds a server over the tools in reg.
@@ -282,10 +291,13 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		server.WithLogging(),
 		server.WithHooks(s.hooks()),
 		server.WithResourceCapabilities(true, true),
-		server.WithPromptCapabilities(false),
+		server.WithPromptCapabilities(true),
+		server.WithPromptFilter(s.filterBridgedPrompts),
 		server.WithCompletions(),
 		server.WithResourceCompletionProvider(completions{s}),
 		server.WithElicitation(),
+		discoverHints(),
+		extensionCapability(),
 	)...)
 	s.traceRequests()
 	if err = s.initRuntime(); err != nil {
@@ -298,6 +310,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	}
 	s.addToolTree()
 	s.addPrompt()
+	s.initBridge()
 	s.addLedger()
 	if err = s.initPlansAndCache(); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
@@ -341,6 +354,8 @@ func (s *Server) hooks() *server.Hooks {
 	s.subs.hooks(h)
 	s.instructionHooks(h)
 	s.tasks.hooks(h)
+	s.cacheHooks(h)
+	s.bridgeHooks(h)
 	return h
 }
 

@@ -39,13 +39,14 @@ type Registry struct {
 	nextSub    int
 	loads      map[*Load]struct{} // loads in progress (BeginLoad)
 	loadsIdle  chan struct{}      // closed when the last load ends; nil when none is in progress
+	compiled   schemaCache
 
 	views viewCache
 }
 
 type entry struct {
-	tool   *Tool
-	schema *Schema
+	tool  *Tool
+	input *lazySchema
 }
 
 // Change describes one change of the catalogue.
@@ -79,8 +80,11 @@ func NewRegistry() *Registry {
 var emptyObjectSchema = json.RawMessage(`{"type":"object","additionalProperties":false}`)
 
 // Register adds global tools, replacing any registered under the same
-// names. It checks every tool and compiles its input schema first, and adds
-// none if one is invalid.
+// names. It checks every tool first, and adds none if one is invalid. A
+// tool's input schema is compiled when the tool is first called or
+// validated, once per distinct schema; a schema that does not compile,
+// or is beyond the bounds (MaxSchemaDepth, MaxSchemas), makes that tool
+// unavailable (CodeToolUnavailable) with the reason, not the others.
 func (r *Registry) Register(ts ...Tool) error { return r.RegisterScoped("", ts...) }
 
 // RegisterScoped adds tools to scope, the principal they belong to,
@@ -103,16 +107,7 @@ func (r *Registry) RegisterScoped(scope string, ts ...Tool) error {
 		if len(t.InputSchema) == 0 {
 			t.InputSchema = emptyObjectSchema
 		}
-		s, err := CompileSchema(t.InputSchema)
-		if err != nil {
-			return fmt.Errorf("register %s: input schema: %w", t.Name, err)
-		}
-		if len(t.OutputSchema) > 0 {
-			if _, err := CompileSchema(t.OutputSchema); err != nil {
-				return fmt.Errorf("register %s: output schema: %w", t.Name, err)
-			}
-		}
-		entries = append(entries, &entry{tool: &t, schema: s})
+		entries = append(entries, &entry{tool: &t, input: r.inputSchema(&t)})
 	}
 	if len(entries) == 0 {
 		return nil
@@ -470,8 +465,29 @@ func (r *Registry) Validate(name string, args json.RawMessage) error {
 	return validateArgs(e, args)
 }
 
+// inputSchema returns t's input schema, to compile when first needed:
+// with its shared definitions, or by itself through the registry's
+// cache.
+func (r *Registry) inputSchema(t *Tool) *lazySchema {
+	doc, defs := t.InputSchema, t.InputDefs
+	if defs != nil {
+		return &lazySchema{compile: func() (*Schema, error) { return defs.compile(doc) }}
+	}
+	return &lazySchema{compile: func() (*Schema, error) { return r.compiled.compile(doc) }}
+}
+
 func validateArgs(e *entry, args json.RawMessage) error {
-	if ps := e.schema.Validate(args); len(ps) > 0 {
+	s, err := e.input.get()
+	if err != nil {
+		return &Error{
+			Code: CodeToolUnavailable,
+			Tool: e.tool.Name,
+			Message: "this tool cannot be called: its input schema cannot be used to check arguments (" + err.Error() +
+				"); codecell calls no tool whose arguments it cannot check. Its source must fix or simplify the schema, or the configuration leave the tool out",
+			Err: err,
+		}
+	}
+	if ps := s.Validate(args); len(ps) > 0 {
 		return &Error{
 			Code:     CodeInvalidArguments,
 			Tool:     e.tool.Name,

@@ -56,7 +56,7 @@ func (s *snapshot) toolInfo(t *tools.Tool) ToolInfo {
 func (s *snapshot) outputShape(t *tools.Tool) string {
 	v, ok := s.shapes.Load(t.Name)
 	if !ok {
-		shape := OutputShape(t.OutputSchema)
+		shape := OutputShape(t.OutputDocument())
 		if len(t.OutputSchema) == 0 && t.InferredOutput != nil {
 			shape = OutputShape(t.InferredOutput.Schema) + " (inferred)"
 		}
@@ -399,7 +399,7 @@ func (f *FS) Stats() Stats {
 			}
 			paths = append(paths, way)
 			st.Tools++
-			dt := directTool{Name: t.Name, Description: strings.TrimSpace(t.Summary + "\n\n" + t.Description), InputSchema: t.InputSchema, OutputSchema: t.OutputSchema}
+			dt := directTool{Name: t.Name, Description: strings.TrimSpace(t.Summary + "\n\n" + t.Description), InputSchema: t.InputDocument(), OutputSchema: t.OutputDocument()}
 			a := map[string]bool{}
 			if t.Annotations.ReadOnly {
 				a["readOnlyHint"] = true

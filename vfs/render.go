@@ -290,7 +290,7 @@ func renderFull(s *snapshot, t *tools.Tool) []byte {
 	fmt.Fprintf(&b, "\n- Signature: %s\n", s.signaturePath(t))
 
 	b.WriteString("\n## Input schema\n\n")
-	writeJSONBlock(&b, t.InputSchema, `{"type":"object"}`)
+	writeJSONBlock(&b, t.InputDocument(), `{"type":"object"}`)
 	b.WriteString("\n## Output schema\n\n")
 	switch {
 	case len(t.OutputSchema) == 0 && t.InferredOutput != nil:
@@ -299,7 +299,7 @@ func renderFull(s *snapshot, t *tools.Tool) []byte {
 	case len(t.OutputSchema) == 0:
 		b.WriteString("Not documented: the result is `unknown`.\n")
 	default:
-		writeJSONBlock(&b, t.OutputSchema, "")
+		writeJSONBlock(&b, t.OutputDocument(), "")
 	}
 
 	if len(t.Examples) > 0 {

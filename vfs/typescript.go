@@ -65,11 +65,11 @@ const (
 )
 
 func declaration(t *tools.Tool, summarise bool) (string, *tsgen, error) {
-	in, err := parseSchema(t.InputSchema, `{"type":"object","additionalProperties":false}`)
+	in, err := parseSchema(t.InputDocument(), `{"type":"object","additionalProperties":false}`)
 	if err != nil {
 		return "", nil, fmt.Errorf("declare %s: input schema: %w", t.Name, err)
 	}
-	outSchema, inferred := t.OutputSchema, ""
+	outSchema, inferred := t.OutputDocument(), ""
 	if len(outSchema) == 0 && t.InferredOutput != nil {
 		outSchema, inferred = t.InferredOutput.Schema, InferredNote(t.InferredOutput.Observed)
 	}

@@ -553,6 +553,7 @@ func nonKeyEnv() []string {
 		envPrefix + "CONFIG",             // the file to read
 		envPrefix + "AUTH_TOKENS",        // auth.tokens as principal=token pairs
 		envPrefix + "EMBEDDER_API_KEY",   // memory.embedder_key_env's default
+		envPrefix + "LLM_API_KEY",        // llm.provider_key_env's default
 		envPrefix + "REQUIRE_NODE",       // tests: fail, not skip, without Node.js
 		envPrefix + "DISCLOSURE_REPORT",  // make bench-disclosure's report file
 		envPrefix + "MEMORY_CRASH_CHILD", // memory's crash test
@@ -568,7 +569,7 @@ func unknownEnv(environ []string, cfg Config) []error {
 		known = append(known, envName(f.key))
 	}
 	known = append(known, nonKeyEnv()...)
-	named := map[string]bool{cfg.Memory.EmbedderKeyEnv: true}
+	named := map[string]bool{cfg.Memory.EmbedderKeyEnv: true, cfg.LLM.ProviderKeyEnv: true}
 	for _, t := range cfg.Auth.Tokens {
 		named[t.TokenEnv] = true
 	}

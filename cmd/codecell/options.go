@@ -347,6 +347,7 @@ func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Log
 		TracerProvider: tp,
 		SearchEmbedder: searchEmb,
 		LoadWait:       cfg.Server.LoadWait.D(),
+		Bridge:         bridgeOf(up),
 	}, reg)
 	if err != nil {
 		return nil, nil, err
@@ -577,4 +578,13 @@ func zeroDefault(v string) bool {
 		return true
 	}
 	return false
+}
+
+// bridgeOf is the server's view of the upstream servers' prompts and
+// resources; nil without upstream servers.
+func bridgeOf(up *upstream.Source) mcpserver.Bridge {
+	if up == nil {
+		return nil
+	}
+	return up
 }

@@ -115,6 +115,10 @@ type Auth struct {
 type ConfigError struct {
 	Key string // such as "auth.token_env"
 	Msg string
+	// Env names the environment variable whose value is missing, when
+	// that is the problem: the configuration is right, but the
+	// environment codecell runs in lacks a credential (see MissingEnv).
+	Env string
 }
 
 func (e *ConfigError) Error() string { return e.Key + ": " + e.Msg }
@@ -221,6 +225,9 @@ func (c Config) settings(getenv func(string) string) (*settings, error) {
 	}
 
 	// Credentials.
+	missing := func(key, name string) {
+		errs = append(errs, &ConfigError{Key: key, Env: name, Msg: fmt.Sprintf("environment variable %s is empty or unset", name)})
+	}
 	env := func(key, name string) string {
 		if name == "" {
 			bad(key, "is empty; name the environment variable that holds the secret")
@@ -228,7 +235,7 @@ func (c Config) settings(getenv func(string) string) (*settings, error) {
 		}
 		v := getenv(name)
 		if v == "" {
-			bad(key, "environment variable %s is empty or unset", name)
+			missing(key, name)
 		}
 		return v
 	}
@@ -282,7 +289,7 @@ func (c Config) settings(getenv func(string) string) (*settings, error) {
 			name := envRef.FindStringSubmatch(m)[1]
 			val := getenv(name)
 			if val == "" {
-				bad(key, "environment variable %s is empty or unset", name)
+				missing(key, name)
 			}
 			return val
 		})
@@ -349,6 +356,34 @@ func (c Config) settings(getenv func(string) string) (*settings, error) {
 	s.secrets = slices.DeleteFunc(s.secrets, func(v string) bool { return len(v) < 4 })
 	s.secretForms = secretForms(s.secrets)
 	return s, errors.Join(errs...)
+}
+
+// MissingEnv returns the environment variables that err (from Check or
+// New) says are empty or unset, and whether they are all it says: a
+// source whose only problem is a missing credential is configured right
+// and unavailable until the variables are set.
+func MissingEnv(err error) (vars []string, only bool) {
+	if err == nil {
+		return nil, false
+	}
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	only = true
+	for _, e := range errs {
+		var ce *ConfigError
+		if errors.As(e, &ce) && ce.Env != "" {
+			if !slices.Contains(vars, ce.Env) {
+				vars = append(vars, ce.Env)
+			}
+			continue
+		}
+		only = false
+	}
+	return vars, only && len(vars) > 0
 }
 
 // secretForms returns each secret as written, JSON-escaped, URL-encoded

@@ -760,8 +760,8 @@ func analyzeTools(ts []*tools.Tool, version uint64) (*index, [][numFields][]stri
 		ix.docs[i].op = op
 		ix.docs[i].self = op.Self || mentionsSelf(summary+" "+lead)
 		ft[fieldIntent] = intentTerms(op)
-		in := schemaText(t.InputSchema)
-		out := schemaText(t.OutputSchema)
+		in := schemaText(t.InputDocument())
+		out := schemaText(t.OutputDocument())
 		ft[fieldParams] = terms(strings.Join(in.names, " "))
 		ft[fieldOutput] = terms(strings.Join(out.names, " "))
 		ft[fieldText] = terms(lexicon.Clean(rest + " " + strings.Join(in.descriptions, " ")))

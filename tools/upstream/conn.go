@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel/propagation"
 	"golang.org/x/time/rate"
 )
 
@@ -33,6 +34,7 @@ type conn struct {
 	info    mcp.Implementation
 	instr   string
 	listsCh bool // the server announces tool list changes
+	caps    mcp.ServerCapabilities
 
 	ids      atomic.Int64
 	mu       sync.Mutex
@@ -46,6 +48,11 @@ type conn struct {
 	lostWhy  string
 
 	listChanged chan struct{} // notifications/tools/list_changed, coalesced
+	// featChanged: notifications/prompts/list_changed or
+	// resources/list_changed, coalesced; updated receives the URIs of
+	// notifications/resources/updated.
+	featChanged chan struct{}
+	updated     atomic.Pointer[func(uri string)]
 	logs        *rate.Limiter // of the log notifications logged
 	logsDropped atomic.Int64  // log notifications not logged since the last one that was
 	stop        context.CancelFunc
@@ -92,6 +99,7 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 		dropLog:     rate.NewLimiter(rate.Every(10*time.Second), 3),
 		lost:        make(chan struct{}),
 		listChanged: make(chan struct{}, 1),
+		featChanged: make(chan struct{}, 1),
 		logs:        rate.NewLimiter(logRate, logBurst),
 		stop:        stop,
 		grace:       d.grace,
@@ -217,6 +225,7 @@ func (c *conn) start(life, hctx context.Context, d dialer) error {
 	c.info = res.ServerInfo
 	c.instr = res.Instructions
 	c.listsCh = res.Capabilities.Tools != nil && res.Capabilities.Tools.ListChanged
+	c.caps = res.Capabilities
 	return nil
 }
 
@@ -228,6 +237,17 @@ func (c *conn) notified(n mcp.JSONRPCNotification, d dialer) {
 		select {
 		case c.listChanged <- struct{}{}:
 		default:
+		}
+	case string(mcp.MethodNotificationPromptsListChanged), string(mcp.MethodNotificationResourcesListChanged):
+		select {
+		case c.featChanged <- struct{}{}:
+		default:
+		}
+	case string(mcp.MethodNotificationResourceUpdated):
+		if uri, ok := n.Params.AdditionalFields["uri"].(string); ok {
+			if fn := c.updated.Load(); fn != nil {
+				(*fn)(uri)
+			}
 		}
 	case string(mcp.MethodNotificationProgress):
 		f := n.Params.AdditionalFields
@@ -483,17 +503,26 @@ type callParams struct {
 }
 
 type callMeta struct {
-	ProgressToken string `json:"progressToken"`
+	ProgressToken string `json:"progressToken,omitempty"`
+	// Traceparent and Tracestate continue the caller's W3C trace context
+	// (a run's tool call span, when codecell traces) in the server.
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
 }
 
 // callTool calls the tool by its original name and returns the raw
-// CallToolResult. Progress notifications for the call go to onProgress.
+// CallToolResult. Progress notifications for the call go to onProgress;
+// ctx's trace context, if any, goes with the call in its _meta.
 func (c *conn) callTool(ctx context.Context, name string, args json.RawMessage, onProgress progressFunc) (json.RawMessage, error) {
 	id := c.nextID()
 	p := callParams{Name: name, Arguments: args}
+	var meta callMeta
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	meta.Traceparent, meta.Tracestate = carrier["traceparent"], carrier["tracestate"]
 	if onProgress != nil {
 		token := id.String()
-		p.Meta = &callMeta{ProgressToken: token}
+		meta.ProgressToken = token
 		c.mu.Lock()
 		c.progress[token] = onProgress
 		c.mu.Unlock()
@@ -502,6 +531,9 @@ func (c *conn) callTool(ctx context.Context, name string, args json.RawMessage, 
 			delete(c.progress, token)
 			c.mu.Unlock()
 		}()
+	}
+	if meta != (callMeta{}) {
+		p.Meta = &meta
 	}
 	return c.send(ctx, id, string(mcp.MethodToolsCall), p)
 }

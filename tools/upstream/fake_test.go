@@ -109,6 +109,14 @@ func newFakeServer(say func(string)) *server.MCPServer {
 				mcp.NewEmbeddedResource(mcp.TextResourceContents{URI: "file:///notes.txt", MIMEType: "text/plain", Text: "hello notes"}),
 			}}, nil
 		})
+	srv.AddTool(mcp.NewTool("trace-meta", mcp.WithDescription("Returns the traceparent of its call's _meta.")),
+		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			tp := ""
+			if r.Params.Meta != nil {
+				tp, _ = r.Params.Meta.AdditionalFields["traceparent"].(string)
+			}
+			return text(strconv.Quote(tp)), nil
+		})
 	srv.AddTool(mcp.NewTool("fail", mcp.WithDescription("Reports an error.")),
 		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultError("boom: the widget is broken"), nil

@@ -140,6 +140,9 @@ type Source struct {
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
 	closeOnce sync.Once
+
+	listenMu sync.Mutex
+	listener func(Event) // features.go
 }
 
 // Start checks the configuration and starts connecting to every enabled

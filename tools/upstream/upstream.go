@@ -59,6 +59,10 @@ type upstream struct {
 	skipped  string // the tools skipped for their names, as last logged
 	server   string
 	summary  string
+	// feat is what the server offers besides tools; subscribed the
+	// URIs of its resources subscribed to (features.go).
+	feat       features
+	subscribed map[string]bool
 }
 
 func newUpstream(s *Source, name string, cfg Server) *upstream {
@@ -80,6 +84,8 @@ func newUpstream(s *Source, name string, cfg Server) *upstream {
 		notes:    map[string]string{},
 		printed:  map[string][32]byte{},
 		learned:  map[string]*learning{},
+
+		subscribed: map[string]bool{},
 	}
 	if u.timeout <= 0 {
 		u.timeout = DefaultCallTimeout
@@ -266,6 +272,17 @@ func (u *upstream) connect(ctx context.Context, again bool) (*conn, error) {
 		c.close()
 		return nil, err
 	}
+	updated := func(uri string) {
+		u.mu.Lock()
+		sub := u.subscribed[uri]
+		u.mu.Unlock()
+		if sub {
+			u.src.tell(Event{Category: u.category, Updated: uri})
+		}
+	}
+	c.updated.Store(&updated)
+	u.refreshFeatures(lctx, c)
+	u.resubscribe(lctx, c)
 	u.mu.Lock()
 	u.conn = c
 	if again {
@@ -293,6 +310,7 @@ func (u *upstream) serve(ctx context.Context, c *conn) string {
 		u.conn = nil
 		u.mu.Unlock()
 		c.close()
+		u.setFeatures(features{}) // offered again once connected
 	}()
 	for {
 		select {
@@ -307,6 +325,10 @@ func (u *upstream) serve(ctx context.Context, c *conn) string {
 			if err != nil {
 				u.log.Warn("refresh tools after list_changed", "err", err)
 			}
+		case <-c.featChanged:
+			lctx, cancel := context.WithTimeout(ctx, u.src.cfg.HandshakeTimeout)
+			u.refreshFeatures(lctx, c)
+			cancel()
 		}
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/builtin"
 	"github.com/codecell/codecell/tools/upstream"
@@ -703,5 +705,26 @@ func TestStartRefusesBadConfiguration(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q lacks %q", err, want)
 		}
+	}
+}
+
+// TestTraceContextReachesServer: a call made under a span carries its W3C
+// trace context to the server in _meta, so the server's spans join the
+// run's trace; a call without one carries none.
+func TestTraceContextReachesServer(t *testing.T) {
+	t.Parallel()
+	e := start(t, map[string]upstream.Server{"fake": fake(t, "serve")})
+	traceID, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	spanID, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	ctx := trace.ContextWithSpanContext(t.Context(), trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID, SpanID: spanID, TraceFlags: trace.FlagsSampled}))
+	out, err := e.reg.Call(ctx, "fake.trace_meta", json.RawMessage(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"`; string(out) != want {
+		t.Errorf("the server saw traceparent %s, want %s", out, want)
+	}
+	if out, err := e.call(t, "fake.trace_meta", `{}`); err != nil || string(out) != `""` {
+		t.Errorf("without a span: %s, %v", out, err)
 	}
 }
