@@ -56,7 +56,7 @@ func TestAnalyze(t *testing.T) {
 		{"comment on a task", Create, "comment", false, false, "story"},
 		{"who am I logged in as", List | Get | Search, "authenticat", true, true, "current"},
 		{"make a copy of a project", Create, "project", false, false, "duplicat"},
-		{"open bugs in a repo", List | Get | Search, "open", false, false, "issu"},
+		{"open bugs in a repo", List | Get | Search, "bug", false, false, "issu"},
 		{"ask the user", Act | Create, "user", false, false, "approval"},
 		{"songs on an album", List | Get | Search, "song", false, false, "track"},
 		{"who is in this channel", List | Get | Search, "user", false, true, "member"},

@@ -189,6 +189,9 @@ func Analyze(text string) Query {
 			if _, isVerb := verbs[w]; isVerb && (Stem(w) == q.Verb || lightVerbs[w]) {
 				continue
 			}
+			if adjectives[w] && IsPlural(wordAfter(spelled, w)) {
+				continue // "open bugs" ask about bugs
+			}
 			q.Head = Stem(w)
 			break
 		}

@@ -18,25 +18,36 @@ import (
 // after one make bench-search), without a registry or compiled schemas,
 // and prints top-1/3 of the dev set, per API, and each dev miss. It does
 // not score the held-out set unless CODECELL_SEARCH_SHOW_HELDOUT is set:
-// tuning looks at dev only. The numbers make bench-search reports are
+// tuning looks at dev only. CODECELL_SEARCH_FRESH=1 scores fresh.txt
+// too, over every API of apis.txt (the extra ones as well), printing
+// only its totals. The numbers make bench-search reports are
 // TestSearchQuality's.
 func TestTune(t *testing.T) {
 	dir := os.Getenv("CODECELL_SEARCH_TUNE")
 	if dir == "" {
 		t.Skip("CODECELL_SEARCH_TUNE=DIR (a bench-search cache) runs it")
 	}
-	c := build(tuneTools(t, dir), 1)
+	c := build(tuneTools(t, dir, false), 1)
 	ix := &Index{}
 	sets := []string{"dev.txt"}
 	if os.Getenv("CODECELL_SEARCH_SHOW_HELDOUT") != "" {
 		sets = append(sets, "heldout.txt")
 	}
+	if os.Getenv("CODECELL_SEARCH_FRESH") != "" {
+		sets = append(sets, "fresh.txt")
+	}
 	for _, set := range sets {
+		c := c
+		if set == "fresh.txt" {
+			c = build(tuneTools(t, dir, true), 1)
+		}
 		var n, top1, top3 int
 		per := map[string][3]int{}
 		for _, tk := range tuneTasks(t, set) {
 			r := tuneRank(ix, c, tk, func(names []string) {
-				t.Logf("%s miss: %q want %s; got %s", set, tk.query, strings.Join(tk.want, " or "), strings.Join(names, ", "))
+				if set != "fresh.txt" || os.Getenv("CODECELL_SEARCH_SHOW_FRESH") != "" {
+					t.Logf("%s miss: %q want %s; got %s", set, tk.query, strings.Join(tk.want, " or "), strings.Join(names, ", "))
+				}
 			})
 			n++
 			p := per[tk.api]
@@ -87,11 +98,11 @@ func tuneRank(ix *Index, c *index, tk tuneTask, miss func([]string)) int {
 }
 
 // tuneTools reads the tools of the dev and held-out APIs from a
-// bench-search cache.
-func tuneTools(t *testing.T, dir string) []*tools.Tool {
+// bench-search cache, and with extra those of the extra APIs too.
+func tuneTools(t *testing.T, dir string, extra bool) []*tools.Tool {
 	var ts []*tools.Tool
 	for _, a := range tuneAPIs(t) {
-		if a[1] == "extra" {
+		if a[1] == "extra" && !extra {
 			continue
 		}
 		matches, _ := filepath.Glob(filepath.Join(dir, a[0]+"-*.json"))
@@ -231,7 +242,7 @@ func TestFit(t *testing.T) {
 	if dir == "" || os.Getenv("CODECELL_SEARCH_FIT") == "" {
 		t.Skip("CODECELL_SEARCH_TUNE=DIR CODECELL_SEARCH_FIT=1 runs it")
 	}
-	c, fieldTerms := analyzeTools(tuneTools(t, dir), 1)
+	c, fieldTerms := analyzeTools(tuneTools(t, dir, false), 1)
 	c.weigh(fieldTerms)
 	ix := &Index{}
 	tasks := tuneTasks(t, "dev.txt")
