@@ -30,6 +30,10 @@ func TestDescribe(t *testing.T) {
 		{"chat_post_message", "POST /chat.postMessage", Act | Create, "messag", []string{"post"}, false},
 		{"create_task", "", Create, "task", nil, false},
 		{"meeting_poll_create", "", Create, "poll", nil, false},
+		{"create_message", "POST /2010-04-01/Accounts/{AccountSid}/Messages.json", Create, "messag", nil, false},
+		{"fetch_balance", "GET /2010-04-01/Accounts/{AccountSid}/Balance.json", Get, "balanc", nil, false},
+		{"post_mail_send", "POST /mail/send", Act | Create, "mail", []string{"send"}, false},
+		{"get_all_projects", "GET /rest/api/3/project", Get | List, "project", nil, false},
 	}
 	for _, tt := range tests {
 		op := Describe(tt.name, tt.route)
