@@ -199,9 +199,6 @@ var (
 	// headMissFactor lowers a tool that does not name what the query
 	// asks about (its head noun), in its words or a synonym.
 	headMissFactor = 0.5
-	// relatedCover is the share of a name's word a query covers by a
-	// synonym, times the synonym's weight (0: only its own words cover).
-	relatedCover = 0.5
 	// contextMissFactor lowers a tool for each resource above its
 	// object that the query does not name.
 	contextMissFactor = 0.9
