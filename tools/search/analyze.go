@@ -188,6 +188,10 @@ var (
 	// learnShare is the least share of a query's words (by idf) that must
 	// have led to a tool for what was learned to count.
 	learnShare = 0.85
+	// learnCover is the least share of the words that led to a tool (by
+	// count × idf) a query must hold for what was learned to count: a
+	// query that is part of a longer task learned is another task.
+	learnCover = 0.7
 	// generalWeight scales the weight of a word related to the query's
 	// in general English (lexicon.Query.General).
 	generalWeight = 0.1

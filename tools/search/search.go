@@ -144,9 +144,11 @@ type Index struct {
 	docs func(tools.Caller) Docs
 	pool sync.Pool // *[]float64 score accumulators
 
-	// learned is what learning from use taught: term → tool → count.
+	// learned is what learning from use taught: term → tool → count;
+	// taught the same by tool: tool → term → count.
 	mu      sync.RWMutex
 	learned map[string]map[string]int
+	taught  map[string]map[string]int
 	// emb, when set, ranks by embeddings too (SetEmbedder).
 	emb Embedder
 	log *slog.Logger
@@ -886,6 +888,7 @@ func (ix *Index) Learn(terms, toolNames []string) {
 	defer ix.mu.Unlock()
 	if ix.learned == nil {
 		ix.learned = map[string]map[string]int{}
+		ix.taught = map[string]map[string]int{}
 	}
 	for _, t := range terms {
 		m := ix.learned[t]
@@ -895,6 +898,10 @@ func (ix *Index) Learn(terms, toolNames []string) {
 		}
 		for _, n := range toolNames {
 			m[n]++
+			if ix.taught[n] == nil {
+				ix.taught[n] = map[string]int{}
+			}
+			ix.taught[n][t]++
 		}
 	}
 }
@@ -903,6 +910,7 @@ func (ix *Index) Learn(terms, toolNames []string) {
 // back from the store at start, or none to forget it all).
 func (ix *Index) SetLearned(links []Link) {
 	m := map[string]map[string]int{}
+	byTool := map[string]map[string]int{}
 	for _, l := range links {
 		if l.Count <= 0 {
 			continue
@@ -911,18 +919,44 @@ func (ix *Index) SetLearned(links []Link) {
 			m[l.Term] = map[string]int{}
 		}
 		m[l.Term][l.Tool] += l.Count
+		if byTool[l.Tool] == nil {
+			byTool[l.Tool] = map[string]int{}
+		}
+		byTool[l.Tool][l.Term] += l.Count
 	}
 	ix.mu.Lock()
-	ix.learned = m
+	ix.learned, ix.taught = m, byTool
 	ix.mu.Unlock()
+}
+
+// covered is the share of the words that led to a tool (by count ×
+// idf) that qterms hold: a query that is the task that was learned
+// holds them all, one that shares two of its words ("play a song", of
+// "queue up a song to play next") a part. The caller holds ix.mu.
+func (ix *Index) covered(c *index, tool string, qterms []string) float64 {
+	n := float64(len(c.docs))
+	var in, all float64
+	for t, cnt := range ix.taught[tool] {
+		df := float64(len(c.postings[t]))
+		w := float64(cnt) * math.Log(1+(n-df+0.5)/(df+0.5))
+		all += w
+		if slices.Contains(qterms, t) {
+			in += w
+		}
+	}
+	if all == 0 {
+		return 1
+	}
+	return in / all
 }
 
 // addLearned adds what learning from use taught to the scores: query
 // words that led to a tool count as those words in the tool's name would,
 // growing with how often they led there — when they are most of the
-// query (by idf), so that a task asked again finds what was used for it,
-// while a query that shares one common word with it ("add", "channel")
-// is not pulled towards it.
+// query (by idf) and at least two of its words, so that a task asked
+// again finds what was used for it, while a query that shares one word
+// with it, common ("add", "channel") or rare ("song"), is not pulled
+// towards it.
 func (ix *Index) addLearned(c *index, qterms []string, cat int32, acc []float64, matched []uint8, touched *[]int32) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
@@ -960,13 +994,20 @@ func (ix *Index) addLearned(c *index, qterms []string, cat int32, acc []float64,
 		}
 	}
 	for d, l := range byDoc {
-		if l.share < learnShare {
+		if l.share < learnShare || int(l.terms) < min(2, len(qterms)) {
+			// One rare word in common ("song") is not the same task.
+			continue
+		}
+		cov := ix.covered(c, c.docs[d].tool.Name, qterms)
+		if cov < learnCover {
+			// Part of a longer task that was learned ("play a song", of
+			// "queue up a song to play next").
 			continue
 		}
 		if acc[d] == 0 {
 			*touched = append(*touched, d)
 		}
-		acc[d] += l.add
+		acc[d] += l.add * cov
 		matched[d] = min(255, matched[d]+l.terms)
 	}
 }
