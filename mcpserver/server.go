@@ -128,6 +128,10 @@ type Config struct {
 	// Learn configures learning from use: search_tools queries followed
 	// by runs that call tools rank those tools higher (search_learn.go).
 	Learn LearnConfig
+	// SearchEmbedder, when set, makes search_tools rank by embeddings
+	// too, fused with its ranking of words (search.Index.SetEmbedder):
+	// the memory's embedder when it is an OpenAI-compatible endpoint.
+	SearchEmbedder search.Embedder
 	// Bridge, when set, is the source of bridged MCP servers whose
 	// prompts and resources the server serves too (bridged.go).
 	Bridge Bridge
@@ -231,8 +235,11 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	if err = s.initOAuth(); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
 	}
-	s.vfs = vfs.New(reg, vfs.WithManifestHint(manifestHint))
+	s.vfs = vfs.New(reg, vfs.WithManifestHint(manifestHint), vfs.WithSuggester(s.suggestTool))
 	s.search = search.New(reg, func(c tools.Caller) search.Docs { return s.vfs.For(c) })
+	if cfg.SearchEmbedder != nil {
+		s.search.SetEmbedder(cfg.SearchEmbedder, s.log)
+	}
 	s.learn = newLearner(context.Background(), cfg.Learn, s.search, cfg.Store, s.log)
 	for _, sc := range []struct {
 		dst    **tools.Schema

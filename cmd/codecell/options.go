@@ -23,6 +23,7 @@ import (
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/builtin"
 	"github.com/codecell/codecell/tools/catalog"
+	"github.com/codecell/codecell/tools/search"
 	"github.com/codecell/codecell/tools/upstream"
 )
 
@@ -304,6 +305,15 @@ func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Log
 	if err != nil {
 		return nil, nil, err
 	}
+	// An OpenAI-compatible embedder serves search_tools too.
+	var searchEmb search.Embedder
+	if cfg.Memory.Embedder == "openai" {
+		emb, err := embedder(cfg, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		searchEmb = emb
+	}
 	var tokens []mcpserver.Token
 	for _, t := range cfg.Auth.Tokens {
 		tokens = append(tokens, mcpserver.Token{Principal: t.Principal, Token: t.Token})
@@ -336,6 +346,7 @@ func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Log
 		LLM:            cfg.llmConfig(),
 		Approval:       cfg.approvalConfig(),
 		TracerProvider: tp,
+		SearchEmbedder: searchEmb,
 		LoadWait:       cfg.Server.LoadWait.D(),
 		Bridge:         bridgeOf(up),
 	}, reg)
