@@ -126,13 +126,13 @@ func newGate(reg *tools.Registry) *gate {
 }
 
 // register adds runtime helpers to the catalogue; the gate answers their
-// calls. The registry's handler of a helper answers only what reaches it
-// by another way (outsideRun).
+// calls. The registry's handler of a helper answers what reaches it by
+// another way (viaGate).
 func (g *gate) register(hs ...helper) error {
 	ts := make([]tools.Tool, len(hs))
 	for i, h := range hs {
 		ts[i] = h.tool
-		ts[i].Handler = outsideRun
+		ts[i].Handler = viaGate(h.tool.Name)
 	}
 	if err := g.reg.Register(ts...); err != nil {
 		return err
@@ -143,11 +143,21 @@ func (g *gate) register(hs ...helper) error {
 	return nil
 }
 
-// outsideRun is the registry's handler of a runtime helper. The gate
+// viaGate is the registry's handler of the runtime helper name. The gate
 // answers a helper's calls, handing it the call; a call that reaches the
-// registry another way has no run to act in.
-func outsideRun(context.Context, json.RawMessage) (json.RawMessage, error) {
-	return nil, &tools.Error{Code: tools.CodeNoGate, Message: "this runtime helper acts in a program's run, and this call comes from none; call it from execute_code"}
+// registry another way — a tool's handler calling it through the registry,
+// as memory.recall's expand calls llm.call — is made through the gate of
+// the call whose handler makes it (tools.CallThrough), as one more call of
+// that run. A call from no program's call has no run to act in.
+func viaGate(name string) tools.Handler {
+	return func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+		out, err := tools.CallThrough(ctx, name, args)
+		var te *tools.Error
+		if errors.As(err, &te) && te.Code == tools.CodeNoGate {
+			return nil, &tools.Error{Code: tools.CodeNoGate, Tool: name, Message: "this runtime helper acts in a program's run, and this call comes from none; call it from execute_code"}
+		}
+		return out, err
+	}
 }
 
 // call makes c through every stage.
