@@ -27,8 +27,10 @@
 // With IsolationProcess (the default when Config.WorkerCommand is set),
 // the VMs of each pool slot live in a sandbox worker process: the same
 // binary, started with an empty environment, in a process group of its
-// own, at a lower scheduling priority, dying with the server (stdin EOF;
-// on Linux also the parent-death signal). The executor speaks to it over
+// own, dying with the server (stdin EOF; on Linux also the parent-death
+// signal). Runs take the server's priority; a worker prepares and closes
+// VMs on a thread of lower priority (Linux), and one whose run does not
+// stop when interrupted drops to the lowest priority until it is killed. The executor speaks to it over
 // pipes in length-prefixed binary frames (protocol.go): the program and
 // its limits, tool calls and their results, console lines, progress, an
 // interrupt, the outcome. At a run's deadline, or when its context ends,
@@ -39,7 +41,8 @@
 // the time the machine takes to schedule the server (the built-in sweep
 // in the tests measures it); the pool keeps its size; Close kills the
 // workers and returns at once. A worker prepares the VM of its next run
-// ahead, as the in-process pool does. Nested runs live in their root's
+// ahead, as the in-process pool does, and says when it is ready: a run
+// gets the idle worker given back last among those that are ready. Nested runs live in their root's
 // worker, so killing the root kills them; one that alone cannot be
 // stopped ends its own run at once, and its worker is killed when the
 // root ends. The boundary costs a pipe round trip per tool call and a
