@@ -1,5 +1,6 @@
 // Package executor runs untrusted JavaScript and TypeScript programs in
-// QuickJS (modernc.org/quickjs, pure Go) and returns a record of each run.
+// QuickJS (modernc.org/libquickjs, QuickJS transpiled to pure Go, through
+// the thin layer of internal/engine) and returns a record of each run.
 //
 // It owns the sandbox: a pool that gives every run a fresh VM prepared in
 // the background, the prelude that installs tool namespaces (util.echo),

@@ -1,6 +1,8 @@
 package executor
 
 import (
+	"github.com/codecell/codecell/executor/internal/engine"
+
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -125,7 +127,7 @@ func (h *localHost) progress(message string, f float64) {
 // VMs prepared ahead of time by its maintainer goroutine, which also
 // closes the VMs that jobs are done with. A VM serves exactly one job.
 type vmPool struct {
-	prelude []byte // prelude bytecode
+	prelude *engine.Bytecode
 	log     *slog.Logger
 	// layout is what the maintainer installs in the VMs it prepares: the
 	// layout of the latest run.
@@ -139,7 +141,7 @@ type vmPool struct {
 	closed atomic.Bool
 }
 
-func newVMPool(size int, prelude []byte, log *slog.Logger) *vmPool {
+func newVMPool(size int, prelude *engine.Bytecode, log *slog.Logger) *vmPool {
 	p := &vmPool{
 		prelude: prelude,
 		log:     log,

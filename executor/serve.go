@@ -1,6 +1,8 @@
 package executor
 
 import (
+	"github.com/codecell/codecell/executor/internal/engine"
+
 	"errors"
 	"fmt"
 	"io"
@@ -70,7 +72,7 @@ const maxLayouts = 8
 // workerServer is the state of a worker process.
 type workerServer struct {
 	w       *frameWriter
-	prelude []byte
+	prelude *engine.Bytecode
 	wake    chan struct{} // there are chores
 	quit    chan struct{}
 
