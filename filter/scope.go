@@ -81,10 +81,36 @@ func (sc *scope) fit(textBytes int) {
 }
 
 // hits reports whether the folded form of s holds a window of the text.
+// ASCII is folded on the fly, into a rolling window.
 func (sc *scope) hits(s string) bool {
 	if len(s) < minKnownLen {
 		return false
 	}
+	var w uint64 // the last 6 folded bytes, as load6 reads them
+	n := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x80 {
+			return sc.hitsFolded(s)
+		}
+		if isSpace(c) {
+			continue
+		}
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		w = w>>8 | uint64(c)<<40
+		if n++; n >= minKnownLen {
+			if h := sc.hash(w); sc.bits[h/64]&(1<<(h%64)) != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hitsFolded is hits for text beyond ASCII.
+func (sc *scope) hitsFolded(s string) bool {
 	sc.buf, _ = fold(sc.buf[:0], nil, s, false)
 	t := sc.buf
 	for i := 0; i+minKnownLen <= len(t); i++ {
