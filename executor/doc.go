@@ -52,9 +52,14 @@
 // With IsolationInProcess the VMs run on goroutines of this process, for
 // embedding and benchmarks. Interrupts stop any program that runs
 // bytecode, and the caller gets its result by the deadline and killGrace
-// whatever the program does; but a VM stuck inside a built-in keeps its
-// goroutine, its heap and its pool slot until the built-in returns, which
-// may be never: a hostile program can take the pool's capacity away.
+// whatever the program does. A VM stuck inside a built-in is killed then:
+// every VM has a heap of its own (internal/engine), which is taken away
+// (mprotect), and the VM's goroutine, which panics on faults, leaves the
+// engine at its next access to it, freeing its slot and its memory. Until
+// then, though, it holds one of this process's Ps, and a long copy inside
+// the engine cannot be preempted: the server's own timers, and its garbage
+// collector, wait for it (up to a second on a loaded machine in the
+// built-in sweep). That is why process isolation stays the default.
 //
 // # Nesting
 //

@@ -1,11 +1,12 @@
 package executor
 
 import (
-	"github.com/codecell/codecell/executor/internal/engine"
-
 	"log/slog"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
+
+	"github.com/codecell/codecell/executor/internal/engine"
 )
 
 // sandbox is where the VMs of runs live: this process (localSandbox) or a
@@ -50,6 +51,10 @@ func (s *localSandbox) start(r *Run, spec *jobSpec) error {
 		j.stop()
 	}
 	go func() {
+		// A VM stuck inside a built-in is stopped by taking its memory
+		// away (abandon): this goroutine then panics out of the engine,
+		// and the job ends.
+		debug.SetPanicOnFault(true)
 		out := j.run(in)
 		s.pool.discard(in)
 		r.deliver(out)
@@ -76,8 +81,18 @@ func (s *localSandbox) interrupt(r *Run) {
 	}
 }
 
+// abandon ends r now and kills its VM, which is stuck inside a built-in:
+// its goroutine leaves the engine at its next access to the VM's memory,
+// which every built-in that runs long makes, and the VM's slot, goroutine
+// and memory are free again.
 func (s *localSandbox) abandon(r *Run) {
 	r.deliver(outcome{status: outLost})
+	r.mu.Lock()
+	j := r.vj
+	r.mu.Unlock()
+	if j != nil {
+		j.kill()
+	}
 }
 
 // localHost reports a job's events straight to its run. It holds the

@@ -1,14 +1,14 @@
 package executor
 
 import (
-	"github.com/codecell/codecell/executor/internal/engine"
-
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sync"
 	"unsafe"
+
+	"github.com/codecell/codecell/executor/internal/engine"
 )
 
 // ServeWorker runs a sandbox worker: the process that holds the VMs of

@@ -207,6 +207,19 @@ func (j *vmJob) stop() {
 	})
 }
 
+// kill stops the job's VM wherever it is, inside a built-in too (see
+// engine.VM.Kill): its goroutine, which asked to panic on faults, leaves
+// the engine at its next access to the VM's memory. It may be called from
+// any goroutine.
+func (j *vmJob) kill() {
+	j.stop()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if !j.over && j.in != nil {
+		j.in.vm.Kill()
+	}
+}
+
 func (j *vmJob) isStopped() bool {
 	select {
 	case <-j.stopped:

@@ -502,11 +502,11 @@ func (w *worker) complete(r *Run, c callResult) {
 	w.w.write(frameResult, r.job, enc(nil).u32(c.id).bool(c.ok), c.payload)
 }
 
-// demoteGrace is how long an interrupted run may take to end before its
-// worker loses its priority: a VM running bytecode stops within a
-// millisecond of an interrupt, one inside a built-in's own loop never.
-const demoteGrace = killGrace / 5
-
+// interrupt asks r's VM to stop, and gives its worker the lowest
+// priority at once: a VM inside a built-in's own loop never stops, and
+// until it is killed it must not delay the server, whose timers kill it.
+// (Waiting a few milliseconds to see whether the VM stops left the kill
+// late on a loaded machine.)
 func (w *worker) interrupt(r *Run) {
 	w.mu.Lock()
 	id, dead := r.job, w.dead
@@ -515,17 +515,12 @@ func (w *worker) interrupt(r *Run) {
 		return
 	}
 	w.w.write(frameInterrupt, id, nil, nil)
-	time.AfterFunc(demoteGrace, func() {
-		if !r.isOver() {
-			w.demote()
-		}
-	})
+	w.demote()
 }
 
-// demote gives the worker of a run stuck inside a built-in the lowest
-// priority, so that it cannot delay the server until it is killed
-// (workers otherwise run at the server's priority). It cannot be raised
-// again: the worker is killed when its root run ends.
+// demote gives the worker the lowest priority (workers otherwise run at
+// the server's). It cannot be raised again: the worker is killed when
+// its root run ends.
 func (w *worker) demote() {
 	w.mu.Lock()
 	defer w.mu.Unlock()

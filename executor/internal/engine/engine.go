@@ -59,6 +59,7 @@ type VM struct {
 	tls  *libc.TLS
 	rt   uintptr
 	ctx  uintptr
+	heap *heap
 	intr *interruptData // Go memory: Interrupt may run after Close
 	// funcs are the host functions, by magic number.
 	funcs []Func
@@ -86,12 +87,18 @@ func monotonic() int64 { return int64(time.Since(monoBase)) }
 // vms maps a context to its VM, for host functions.
 var vms sync.Map // uintptr → *VM
 
-// New makes a VM with no limits and the engine's default stack limit.
+// New makes a VM with no limits and the engine's default stack limit,
+// with a heap of its own (see heap.go).
 func New() (*VM, error) {
+	h, err := newHeap()
+	if err != nil {
+		return nil, err
+	}
 	tls := libc.NewTLS()
-	rt := lib.XJS_NewRuntime(tls)
+	rt := lib.XJS_NewRuntime2(tls, heapFuncs, uintptr(unsafe.Pointer(h)))
 	if rt == 0 {
 		tls.Close()
+		h.release()
 		return nil, errors.New("engine: cannot create a runtime")
 	}
 	// The stack limit counts libc.TLS stack slots (about one per
@@ -101,9 +108,10 @@ func New() (*VM, error) {
 	if ctx == 0 {
 		lib.XJS_FreeRuntime(tls, rt)
 		tls.Close()
+		h.release()
 		return nil, errors.New("engine: cannot create a context")
 	}
-	vm := &VM{tls: tls, rt: rt, ctx: ctx, intr: &interruptData{}}
+	vm := &VM{tls: tls, rt: rt, ctx: ctx, heap: h, intr: &interruptData{}}
 	lib.XJS_SetInterruptHandler(tls, rt, fp(onInterrupt), uintptr(unsafe.Pointer(vm.intr)))
 	vms.Store(ctx, vm)
 	return vm, nil
@@ -116,14 +124,32 @@ func (vm *VM) Close() {
 	}
 	vm.closed = true
 	vms.Delete(vm.ctx)
+	if vm.heap.killed.Load() {
+		vm.broken = true
+	}
 	if vm.buf != 0 {
 		libc.Xfree(vm.tls, vm.buf)
 	}
 	if !vm.broken {
 		lib.XJS_FreeContext(vm.tls, vm.ctx)
 		lib.XJS_FreeRuntime(vm.tls, vm.rt)
+	} else {
+		// What the engine left may be anything: the region is not kept.
+		vm.heap.killed.Store(true)
 	}
+	vm.heap.release()
 	vm.tls.Close()
+}
+
+// Kill stops the VM wherever it is, inside a built-in's own loop too, by
+// taking its memory away (see heap.go), and interrupts it. It may be
+// called from any goroutine. The goroutine that runs the VM must have
+// asked to panic on faults (debug.SetPanicOnFault): it panics at its next
+// access to the VM's memory, and the VM is broken. Close then unmaps its
+// memory.
+func (vm *VM) Kill() {
+	vm.Interrupt()
+	vm.heap.kill()
 }
 
 // Broken reports whether a Go panic went up through the engine, which
@@ -309,9 +335,10 @@ func (vm *VM) RunJobs() error {
 	return first
 }
 
-// Free releases v.
+// Free releases v. It does nothing once the VM is broken or killed:
+// its memory may be anything, or gone.
 func (vm *VM) Free(v Value) {
-	if vm.broken || tagOf(v) >= 0 {
+	if tagOf(v) >= 0 || vm.dead() {
 		return // no reference count
 	}
 	lib.XFreeValue(vm.tls, vm.ctx, v)
@@ -319,11 +346,17 @@ func (vm *VM) Free(v Value) {
 
 // Dup returns another reference to v.
 func (vm *VM) Dup(v Value) Value {
-	if tagOf(v) >= 0 {
+	if tagOf(v) >= 0 || vm.dead() {
 		return v
 	}
 	return lib.XDupValue(vm.tls, vm.ctx, v)
 }
+
+// dead reports whether the engine must not be touched any more.
+func (vm *VM) dead() bool { return vm.broken || vm.heap.killed.Load() }
+
+// Killed reports whether Kill was called.
+func (vm *VM) Killed() bool { return vm.heap.killed.Load() }
 
 // Get returns the property name of obj.
 func (vm *VM) Get(obj Value, name string) (Value, error) {
@@ -366,6 +399,9 @@ func callHost(tls *libc.TLS, ctx uintptr, this Value, argc int32, argv uintptr, 
 	vm := x.(*VM)
 	defer func() {
 		if p := recover(); p != nil {
+			if vm.heap.killed.Load() {
+				panic(p) // its memory is gone: out of the engine, at once
+			}
 			if vm.panicked == nil {
 				vm.panicked = p
 			}
