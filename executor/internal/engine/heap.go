@@ -45,9 +45,9 @@ const (
 	// block the size of its mapping.
 	heapHeader = 16
 	// heapKeep is what a region given back keeps of its pages.
-	heapKeep = 4 << 20
+	heapKeep = 1 << 20
 	// maxSpareRegions bounds the regions kept for the next VMs.
-	maxSpareRegions = 8
+	maxSpareRegions = 32
 	// mallocOverhead is what the engine's default allocator counts per
 	// block besides its usable size (MALLOC_OVERHEAD).
 	mallocOverhead = 8
