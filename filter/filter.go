@@ -502,7 +502,11 @@ func (r *run) walk(n *node, inherited FieldMatch) {
 				continue
 			}
 			inh := inherited
-			if fm, ok := r.sc.field(key); ok && (scalar(&n.kids[i]) || fm.Confidence >= inheritConfidence) {
+			kid := &n.kids[i]
+			if r.scope != nil && scalar(kid) && !r.scope.hits(kid.str) && !r.scope.hits(key) {
+				continue // limited to a text, nothing of this member can show in it
+			}
+			if fm, ok := r.sc.field(key); ok && (scalar(kid) || fm.Confidence >= inheritConfidence) {
 				inh = fm
 			}
 			// The key first: the path below shows it replaced. Observing
@@ -629,10 +633,13 @@ func (r *run) detectSpans(s string, inKey bool, out []span) []span {
 	// every string, or those of the text the observation is for.
 	seen := r.observing != nil && len(s) >= minScanLen
 	if sc := r.scope; sc != nil {
-		seen = sc.holds(s)
-		if !seen && !sc.hits(s) {
+		// A string of the text with a window is in it; one without (fewer
+		// than minKnownLen bytes once folded) can hold nothing the
+		// search finds, and its detectors find the same either way.
+		if !sc.hits(s) {
 			return out
 		}
+		seen = sc.holds(s)
 	}
 	r.matches = r.sc.scan(s, r.matches)
 	if seen {

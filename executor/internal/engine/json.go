@@ -53,6 +53,13 @@ func (vm *VM) ParseJSON(data []byte) (v Value, err error) {
 		copy(unsafe.Slice((*byte)(ptr(p.c)), len(data)), data)
 	}
 	defer p.freeAtoms()
+	// Everything built is kept, so the engine's cycle collector, which
+	// it would run every time the heap grew by half, would find nothing
+	// to free while walking it all: it waits until the value is built.
+	rt := (*lib.TJSRuntime)(ptr(vm.rt))
+	threshold := rt.Fmalloc_gc_threshold
+	rt.Fmalloc_gc_threshold = ^lib.Tsize_t(0)
+	defer func() { rt.Fmalloc_gc_threshold = threshold }()
 	v, ok := p.value(0)
 	if ok {
 		p.space()
