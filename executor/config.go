@@ -70,6 +70,15 @@ type Config struct {
 	// QueueWait is how long a run waits for a free VM before it fails with
 	// KindBusy. Default 10s.
 	QueueWait time.Duration
+	// ReservedSlots are the slots of the pool that long runs — runs whose
+	// deadline is past Timeout, such as long MCP tasks — never take: they
+	// are kept for runs within the default deadline, which give them back
+	// within it. So however long the runs one owner (or several) start,
+	// another owner's run waits for a slot about Timeout at most, the
+	// fair share permitting. 0 means a quarter of the pool, rounded up,
+	// and at most PoolSize-1 (none with a pool of one); negative means
+	// none. It must leave long runs at least one slot.
+	ReservedSlots int
 	// Timeout is a run's wall-clock deadline when the request sets none.
 	// Default 5s.
 	Timeout time.Duration
@@ -145,6 +154,12 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.MaxDepth, DefaultMaxDepth)
 	def(&c.MaxNestedRuns, DefaultMaxNestedRuns)
 	def(&c.MaxWaiting, DefaultMaxWaiting*c.PoolSize)
+	switch {
+	case c.ReservedSlots == 0 && c.PoolSize > 0:
+		c.ReservedSlots = min((c.PoolSize+3)/4, c.PoolSize-1)
+	case c.ReservedSlots < 0:
+		c.ReservedSlots = 0
+	}
 	if c.Isolation == "" {
 		c.Isolation = IsolationInProcess
 		if len(c.WorkerCommand) > 0 {
@@ -188,6 +203,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MemoryLimit > maxMemory {
 		errs = append(errs, fmt.Errorf("executor config: memory limit %s is above the maximum of %s", formatBytes(c.MemoryLimit), formatBytes(maxMemory)))
+	}
+	if c.PoolSize > 0 && c.ReservedSlots >= c.PoolSize {
+		errs = append(errs, fmt.Errorf("executor config: %d reserved slots leave runs longer than the default deadline none of the pool's %d; reserve fewer", c.ReservedSlots, c.PoolSize))
 	}
 	if c.Timeout > c.MaxTimeout {
 		errs = append(errs, fmt.Errorf("executor config: timeout %s is above max timeout %s", c.Timeout, c.MaxTimeout))

@@ -49,7 +49,7 @@ func New(cfg Config) (*Executor, error) {
 		return nil, err
 	}
 	log := cfg.Logger.With("component", "executor")
-	e := &Executor{cfg: cfg, log: log, sched: newScheduler(cfg.PoolSize), live: map[*Run]struct{}{}}
+	e := &Executor{cfg: cfg, log: log, sched: newScheduler(cfg.PoolSize, cfg.ReservedSlots), live: map[*Run]struct{}{}}
 	switch cfg.Isolation {
 	case IsolationProcess:
 		e.procs = newProcPool(cfg.PoolSize, cfg.MaxWaiting, cfg.WorkerCommand, cfg.MemoryLimit, log)
@@ -105,9 +105,10 @@ func (e *Executor) Close() error {
 // the limits, is in the record's Error; Run never panics on any program.
 func (e *Executor) Run(ctx context.Context, req Request) (res *Result) {
 	start := time.Now()
+	waited := max(req.Waited, 0)
 	res = &Result{Status: StatusError, Value: json.RawMessage("null"), Logs: []LogLine{}, Calls: []CallRecord{}}
 	defer func() {
-		res.Telemetry.DurationMS = ms(time.Since(start))
+		res.Telemetry.DurationMS = ms(time.Since(start) + waited)
 		res.Telemetry.ToolCalls = len(res.Calls)
 		if res.Error == nil {
 			res.Status = StatusOK
@@ -139,6 +140,7 @@ func (e *Executor) Run(ctx context.Context, req Request) (res *Result) {
 		src:     src,
 		smap:    smap,
 		owner:   req.Owner,
+		long:    timeout > e.cfg.Timeout,
 		maxTime: maxTimeout,
 		stopped: make(chan struct{}),
 		done:    make(chan struct{}),
@@ -153,8 +155,8 @@ func (e *Executor) Run(ctx context.Context, req Request) (res *Result) {
 		}
 	} else {
 		queued := time.Now()
-		sb, release, fail := e.acquire(ctx, req.Owner)
-		res.Telemetry.QueueWaitMS = ms(time.Since(queued))
+		sb, release, fail := e.acquire(ctx, req.Owner, r.long, e.cfg.QueueWait-waited)
+		res.Telemetry.QueueWaitMS = ms(time.Since(queued) + waited)
 		if fail != nil {
 			res.Error = fail
 			return res
@@ -214,14 +216,11 @@ func (e *Executor) Run(ctx context.Context, req Request) (res *Result) {
 	return res
 }
 
-// acquire waits for a pool slot for owner, up to the queue wait, and
-// returns the sandbox to run in and the function that gives the slot
-// back.
-func (e *Executor) acquire(ctx context.Context, owner string) (sandbox, func(), *Error) {
-	busy := func() *Error {
-		return limitError(KindBusy, "all %d sandboxes stayed busy for %s (the queue wait limit); retry in a few seconds", e.cfg.PoolSize, e.cfg.QueueWait)
-	}
-	release, fail := e.sched.acquire(ctx, owner, e.cfg.QueueWait, busy)
+// acquire waits for a pool slot for owner's run, long or not, up to
+// wait, and returns the sandbox to run in and the function that gives
+// the slot back.
+func (e *Executor) acquire(ctx context.Context, owner string, long bool, wait time.Duration) (sandbox, func(), *Error) {
+	release, fail := e.sched.acquire(ctx, owner, long, wait, func() *Error { return e.busyError(long) })
 	if fail != nil {
 		return nil, nil, fail
 	}
@@ -234,6 +233,15 @@ func (e *Executor) acquire(ctx context.Context, owner string) (sandbox, func(), 
 		return nil, nil, fail
 	}
 	return w, release, nil
+}
+
+// busyError is why a run that waited the queue wait limit did not start.
+func (e *Executor) busyError(long bool) *Error {
+	if long && e.cfg.ReservedSlots > 0 {
+		return limitError(KindBusy, "the %d of %d sandboxes that runs longer than the default deadline (%s) may use stayed busy for %s (the queue wait limit; %d are kept for runs within it); retry in a while, or ask for a deadline of at most %s",
+			e.cfg.PoolSize-e.cfg.ReservedSlots, e.cfg.PoolSize, e.cfg.Timeout, e.cfg.QueueWait, e.cfg.ReservedSlots, e.cfg.Timeout)
+	}
+	return limitError(KindBusy, "all %d sandboxes stayed busy for %s (the queue wait limit); retry in a few seconds", e.cfg.PoolSize, e.cfg.QueueWait)
 }
 
 // nest makes r a nested run of p: it checks the depth, waits for a place
@@ -341,9 +349,12 @@ type Run struct {
 	root   *Run
 	depth  int
 	owner  string
-	code   string // the program as written
-	src    string // the JavaScript evaluated
-	smap   *sourceMap
+	// long is true for a root run whose deadline is past the default
+	// one: it may not take the slots Config.ReservedSlots keeps.
+	long bool
+	code string // the program as written
+	src  string // the JavaScript evaluated
+	smap *sourceMap
 
 	timeout  time.Duration
 	maxTime  time.Duration // the cap on timeout the run was admitted with
@@ -676,8 +687,10 @@ func (r *Run) finish(res *Result) {
 type Stats struct {
 	// Size is the number of programs that may run at once.
 	Size int
-	// Running is the number of programs running now.
-	Running int
+	// Running is the number of programs running now, and Long those of
+	// them whose deadline is past the default one (see
+	// Config.ReservedSlots).
+	Running, Long int
 	// Queued is the number of programs waiting for the pool.
 	Queued int
 	// Ready is the number of VMs (or worker processes) prepared for the
@@ -693,7 +706,8 @@ type Stats struct {
 
 // Stats returns a snapshot of the pool.
 func (e *Executor) Stats() Stats {
-	s := Stats{Size: e.cfg.PoolSize, Running: e.sched.running(), Queued: e.sched.waiting(), Nested: int(e.nested.Load()), Waiting: int(e.waiting.Load())}
+	s := Stats{Size: e.cfg.PoolSize, Queued: e.sched.waiting(), Nested: int(e.nested.Load()), Waiting: int(e.waiting.Load())}
+	s.Running, s.Long = e.sched.running()
 	if e.local != nil {
 		s.Ready = len(e.local.pool.ready)
 	} else {

@@ -1,6 +1,7 @@
 package executor_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,8 +41,18 @@ func (e *codedError) ErrorTool() string { return e.tool }
 // util.sleep by waiting for ctx, and anything else as an unknown tool.
 var echo = dispatcher(func(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
 	switch name {
-	case "util.echo", "workspace.write", "util.paginate":
+	case "util.echo", "workspace.write":
 		return args, nil
+	case "util.paginate":
+		// Two pages, each holding the request that fetched it; a
+		// request for a planned tool is a dry run's placeholder.
+		switch {
+		case bytes.Contains(args, []byte(`"tool":"planned"`)):
+			return json.RawMessage(`{"items":[],"planned":{"planned":true,"id":1}}`), nil
+		case bytes.Contains(args, []byte(`"next"`)):
+			return json.RawMessage(`{"items":[{"req":` + string(args) + `}]}`), nil
+		}
+		return json.RawMessage(`{"items":[{"req":` + string(args) + `}],"next":"p2"}`), nil
 	case "util.fail":
 		return nil, &codedError{code: "not_found", tool: name, msg: "no such record"}
 	case "util.sleep":
@@ -144,8 +155,9 @@ func TestResults(t *testing.T) {
 			{"namespace is a read-only object", "util.echo = 1; delete util.fail; [Object.keys(util).sort().join(), 'echo' in util, 'nope' in util, typeof util.nope, typeof util.echo, util.echo.name, String(util)]",
 				`["echo,fail,panic,sleep",true,false,"function","function","util.echo","[object Object]"]`},
 			{"namespace functions are stable", "util.echo === util.echo", "true"},
-			{"paginate a tool function", "await tools.paginate(util.echo, {text: 'x'}, {max: 5})", `{"tool":"echo","args":{"text":"x"},"max":5}`},
-			{"paginate a tool name", "await tools.paginate('util.echo')", `{"tool":"echo","args":{}}`},
+			{"paginate a tool function", "await tools.paginate(util.echo, {text: 'x'}, {max: 5, maxBytes: 100})", `[{"req":{"tool":"echo","args":{"text":"x"},"max":5,"max_bytes":100}},{"req":{"tool":"echo","args":{"text":"x"},"next":"p2"}}]`},
+			{"paginate a tool name", "await tools.paginate('util.echo')", `[{"req":{"tool":"echo","args":{}}},{"req":{"tool":"echo","args":{},"next":"p2"}}]`},
+			{"paginate in a dry run", "await tools.paginate('util.planned')", `{"planned":true,"id":1}`},
 			{"paginate where the category cannot", "try { await tools.paginate('nope.list', {}) } catch (e) { [e.code, e.tool] }", `["unknown_tool","nope.paginate"]`},
 		}
 		for _, tt := range tests {
@@ -542,6 +554,7 @@ func TestConfigValidation(t *testing.T) {
 		"tiny memory":        {MemoryLimit: 1000},
 		"timeout above max":  {Timeout: time.Minute, MaxTimeout: time.Second},
 		"stack out of range": {MaxStackFrames: 1 << 20},
+		"reserve takes all":  {PoolSize: 2, ReservedSlots: 2},
 	} {
 		if _, err := executor.New(cfg); err == nil {
 			t.Errorf("%s: New accepted %+v", name, cfg)
@@ -837,4 +850,69 @@ func TestLargeResults(t *testing.T) {
 		wantKind(t, run(t, e, planted+fmt.Sprintf("Array.from({length: %d}, (_, i) => 'row ' + i + ' ' + 'x'.repeat(1000))", (5<<20)/1010)), executor.KindMemory, "16 MiB heap limit")
 		wantOK(t, run(t, e, "1 + 1"), "2")
 	})
+}
+
+// TestReservedSlots: one owner's long busy loops take at most the slots
+// long runs may use (one of a pool of two, by default); another owner's
+// run within the default deadline is served meanwhile, not refused busy,
+// and the owner's next long run waits.
+func TestReservedSlots(t *testing.T) {
+	t.Parallel()
+	eachMode(t, func(t *testing.T, mode executor.Isolation) {
+		e := newExecutor(t, mode, executor.Config{PoolSize: 2, QueueWait: time.Minute, Timeout: 5 * time.Second, MaxTimeout: time.Minute})
+		if got := e.Config().ReservedSlots; got != 1 {
+			t.Fatalf("reserved slots %d, want 1 of a pool of 2", got)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		long := make(chan *executor.Result, 2)
+		for range 2 {
+			go func() {
+				long <- e.Run(ctx, executor.Request{Code: "while (true) {}", Owner: "bob", Timeout: time.Minute})
+			}()
+		}
+		waitRunning(t, e, 1)
+		for e.Stats().Queued < 1 {
+			time.Sleep(time.Millisecond)
+		}
+		res := e.Run(t.Context(), executor.Request{Code: "(await util.echo({ok: 'alice'})).ok", Owner: "alice", Dispatcher: echo, Functions: layout})
+		wantOK(t, res, `"alice"`)
+		if st := e.Stats(); st.Long != 1 || st.Queued != 1 {
+			t.Errorf("stats %+v after alice's run; want bob's one long run running and one queued", st)
+		}
+		cancel()
+		for range 2 {
+			wantKind(t, <-long, executor.KindCanceled, "cancel")
+		}
+	})
+}
+
+// TestWaitedCountsEarlierWaits: a run that already waited (for its
+// caller's admission) waits only what is left of the queue wait, and its
+// telemetry counts the whole wait.
+func TestWaitedCountsEarlierWaits(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, executor.IsolationInProcess, executor.Config{PoolSize: 1, QueueWait: 2 * time.Second})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan *executor.Result, 1)
+	go func() { done <- e.Run(ctx, executor.Request{Code: "while (true) {}", Owner: "bob"}) }()
+	waitRunning(t, e, 1)
+	began := time.Now()
+	res := e.Run(t.Context(), executor.Request{Code: "1", Owner: "alice", Waited: 1900 * time.Millisecond})
+	waited := time.Since(began)
+	wantKind(t, res, executor.KindBusy, "busy")
+	if res.Telemetry.QueueWaitMS < 2000 || res.Telemetry.DurationMS < res.Telemetry.QueueWaitMS {
+		t.Errorf("telemetry %+v: want the 1.9 s waited before and the rest of the wait", res.Telemetry)
+	}
+	// Its own wait was what was left of the 2 s: about 100 ms, not
+	// another 2 s (the bound is generous for a loaded machine).
+	if waited > 1500*time.Millisecond {
+		t.Errorf("the run waited %s more, past what was left of its 2 s", waited)
+	}
+	res = e.Run(t.Context(), executor.Request{Code: "1", Owner: "alice", Waited: time.Hour})
+	wantKind(t, res, executor.KindBusy, "busy")
+	cancel()
+	<-done
+	wantOK(t, e.Run(t.Context(), executor.Request{Code: "1", Waited: time.Hour}), "1")
 }

@@ -86,7 +86,7 @@ func (r *Run) regain() *Error {
 	if !out {
 		return nil
 	}
-	release, fail := r.e.sched.reacquire(r.ctx, r.owner, time.Until(r.deadline), r.timeoutError)
+	release, fail := r.e.sched.reacquire(r.ctx, r.owner, r.long, time.Until(r.deadline), r.timeoutError)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if fail == nil && h.ended {

@@ -48,6 +48,8 @@
   const PromiseCtor = Promise;
   const ErrorCtor = Error;
   const TypeErrorCtor = TypeError;
+  const ReferenceErrorCtor = ReferenceError;
+  const toLower = String.prototype.toLowerCase;
   const toStr = String;
   const finite = isFinite;
   const mapForEach = Map.prototype.forEach;
@@ -374,10 +376,85 @@
     return out;
   }
 
+  // absentHints say what to use instead of what a sandbox does not have,
+  // for the names programs written for Node or a browser reach for first.
+  const noTimers = "a run has no timers: to wait, await util.sleep({ms}); to run calls together, await Promise.all([...])";
+  const noNetwork = "a program has no network: HTTP APIs are reached through tool sources (an OpenAPI description or an MCP server in codecell's configuration), whose tools are namespaces here; search_tools finds them";
+  const noModules = "a program has no modules: the catalogue's tools are global namespaces already (await util.echo({text: 'hi'})), and helpers are functions in the program";
+  const noProcess = "a program has no process or environment: values come from tools and from the program itself, and credentials stay with the tool sources, which add them to their calls";
+  const noBrowser = "a program runs in a sandbox, not a browser: its global object is globalThis";
+  const absentHints = {
+    __proto__: null,
+    setTimeout: noTimers, setInterval: noTimers, setImmediate: noTimers, clearTimeout: noTimers, clearInterval: noTimers,
+    fetch: noNetwork, XMLHttpRequest: noNetwork, WebSocket: noNetwork,
+    require: noModules, module: noModules, exports: noModules, __dirname: noModules, __filename: noModules,
+    process: noProcess, Deno: noProcess, Bun: noProcess,
+    window: noBrowser, document: noBrowser, localStorage: noBrowser, navigator: noBrowser,
+  };
+  // namespaceNames are the namespaces install made, for suggestions.
+  let namespaceNames = list();
+
+  // withHint adds to the message of a ReferenceError ("'fetch' is not
+  // defined") what to use instead, or the namespace the name is close to.
+  function withHint(message) {
+    const suffix = "' is not defined";
+    const n = message.length - suffix.length;
+    if (n < 2 || message[0] !== "'" || apply(slice, message, [n]) !== suffix) return message;
+    const name = apply(slice, message, [1, n]);
+    if (apply(hasOwn, absentHints, [name])) return message + ": " + absentHints[name];
+    const near = closestNamespace(name);
+    if (near !== "") return message + "; did you mean the namespace " + near + "?";
+    return message;
+  }
+
+  // closestNamespace is the installed namespace nearest name: the same in
+  // lower case, else a few edits away, else "".
+  function closestNamespace(name) {
+    const lower = apply(toLower, name, []);
+    const limit = name.length < 8 ? 1 : name.length < 12 ? 2 : 3;
+    let best = "", bestD = limit + 1;
+    for (let i = 0; i < namespaceNames.length; i++) {
+      const ns = namespaceNames[i];
+      if (ns === lower) return ns;
+      const d = editDistance(lower, ns, bestD);
+      if (d < bestD) {
+        best = ns;
+        bestD = d;
+      }
+    }
+    return best;
+  }
+
+  // editDistance is the Levenshtein distance of a and b, or limit when it
+  // is limit or more.
+  function editDistance(a, b, limit) {
+    if (a.length - b.length >= limit || b.length - a.length >= limit || a.length > 64 || b.length > 64) return limit;
+    let prev = list();
+    for (let j = 0; j <= b.length; j++) prev[j] = j;
+    for (let i = 1; i <= a.length; i++) {
+      const cur = list();
+      cur[0] = i;
+      let rowMin = i;
+      for (let j = 1; j <= b.length; j++) {
+        const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+        let v = prev[j - 1] + cost;
+        if (prev[j] + 1 < v) v = prev[j] + 1;
+        if (cur[j - 1] + 1 < v) v = cur[j - 1] + 1;
+        cur[j] = v;
+        if (v < rowMin) rowMin = v;
+      }
+      if (rowMin >= limit) return limit;
+      prev = cur;
+    }
+    return prev[b.length] < limit ? prev[b.length] : limit;
+  }
+
   function describe(e) {
     try {
       if (e instanceof ErrorCtor) {
-        const d = { __proto__: null, name: toStr(e.name), message: toStr(e.message), stack: toStr(e.stack || "") };
+        let message = toStr(e.message);
+        if (e instanceof ReferenceErrorCtor) message = withHint(message);
+        const d = { __proto__: null, name: toStr(e.name), message: message, stack: toStr(e.stack || "") };
         if (e.code !== undefined) d.code = toStr(e.code);
         if (e.tool !== undefined) d.tool = toStr(e.tool);
         if (isArray(e.problems)) d.problems = toPlain(e.problems, "problems", list());
@@ -458,10 +535,14 @@
     },
     // paginate calls a list operation page after page and resolves to
     // all its items, at most opts.max: tools.paginate(github.issues_list_for_repo,
-    // {owner, repo}, {max: 500}). The first argument is the tool's function
-    // or its qualified name; the pages are fetched by the paginate tool of
-    // the tool's category, {tool, args, max}, which the sources that
-    // paginate (OpenAPI documents) provide.
+    // {owner, repo}, {max: 500, maxBytes: 8e6}). The first argument is the
+    // tool's function or its qualified name. Each page is one call of the
+    // paginate tool of the tool's category, {tool, args, max, max_bytes,
+    // next}, which the sources that paginate (OpenAPI documents) provide:
+    // it returns the page's items and the continuation to the next, and
+    // the pages are gathered here, in the program's heap. In a dry run an
+    // operation that is not read-only is recorded, not paged: the result
+    // is its placeholder.
     paginate: function (fn, args, opts) {
       const name = typeof fn === "function" ? fn.name : fn;
       const dot = typeof name === "string" ? apply(indexOf, name, ["."]) : -1;
@@ -471,9 +552,25 @@
       if (opts !== undefined && !isPlainObject(opts)) {
         throw siteError(TypeErrorCtor, "tools.paginate: the third argument must be an object such as {max: 500}", 2);
       }
-      const req = { tool: apply(slice, name, [dot + 1]), args: args === undefined ? {} : args };
+      const helper = apply(slice, name, [0, dot]) + ".paginate";
+      const tool = apply(slice, name, [dot + 1]);
+      const a = args === undefined ? {} : args;
+      const req = { __proto__: null, tool: tool, args: a };
       if (opts !== undefined && opts.max !== undefined) req.max = opts.max;
-      return call(apply(slice, name, [0, dot]) + ".paginate", req, 3);
+      if (opts !== undefined && opts.maxBytes !== undefined) req.max_bytes = opts.maxBytes;
+      const items = [];
+      let n = 0;
+      const step = function (page) {
+        if (page === null || typeof page !== "object") return page;
+        if (apply(hasOwn, page, ["planned"])) return page.planned;
+        const got = apply(hasOwn, page, ["items"]) ? page.items : undefined;
+        if (isArray(got)) {
+          for (let i = 0; i < got.length; i++) put(items, n++, got[i]);
+        }
+        if (!apply(hasOwn, page, ["next"]) || typeof page.next !== "string") return items;
+        return apply(then, call(helper, { __proto__: null, tool: tool, args: a, next: page.next }, 3), [step]);
+      };
+      return apply(then, call(helper, req, 3), [step]);
     },
   });
   // progress reports how far the program got; the client sees it when it
@@ -487,15 +584,20 @@
 
   return {
     // install creates a namespace object per category, with a function per
-    // tool, from {category: {name: [positional...]}}.
+    // tool, from {category: {name: [positional...]}}. A category without
+    // tools (its source is loading or unavailable) is a namespace too:
+    // its calls reach the dispatcher, which says why it has no tools.
     install: function (layoutJSON) {
       const layout = parse(layoutJSON);
       const spaces = keys(layout);
+      const names = list();
       for (let i = 0; i < spaces.length; i++) {
         const ns = spaces[i];
         if (ns in g) continue; // never shadow a built-in; tools.call still works
         defineProperty(g, ns, { value: namespace(ns, layout[ns]), writable: true, configurable: true });
+        names[names.length] = ns;
       }
+      namespaceNames = names;
     },
     // begin sets the console limit of the job about to run and, for a
     // program run as a tool, installs its arguments (the host built them

@@ -100,6 +100,11 @@ type Request struct {
 	// slots go round-robin across owners. A nested run is its root's
 	// owner's.
 	Owner string
+	// Waited is how long the request already waited for a place before
+	// Run, such as for the caller's own admission ahead of the executor:
+	// the queue wait limit counts it, and the run's telemetry (queue wait
+	// and duration) includes it.
+	Waited time.Duration
 	// OnLog, when set, sees each console line as it is printed, in order,
 	// on a goroutine of the executor. It must not block.
 	OnLog func(LogLine)
@@ -178,12 +183,19 @@ type Layout struct {
 
 var layoutIDs atomic.Uint32
 
-// NewLayout prepares the namespaces for fns. Names that are not
-// "category.name" are left out (tools.call reaches any name).
+// NewLayout prepares the namespaces for fns. A name without a dot
+// ("github") makes an empty namespace: every call through it reaches the
+// dispatcher, which can say why the category has no tools (its source is
+// loading, or unavailable) where the program would otherwise get a
+// ReferenceError. Other names that are not "category.name" are left out
+// (tools.call reaches any name).
 func NewLayout(fns []Function) *Layout {
 	spaces := map[string]map[string][]string{} // category → name → positional
 	for _, f := range fns {
 		c, n, ok := strings.Cut(f.Name, ".")
+		if !ok && c != "" && spaces[c] == nil {
+			spaces[c] = map[string][]string{}
+		}
 		if !ok || c == "" || n == "" {
 			continue
 		}

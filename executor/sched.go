@@ -6,61 +6,68 @@ import (
 	"time"
 )
 
-// scheduler hands out the pool's slots. A run gets one at once while one
-// is free and nobody waits. Otherwise runs queue per owner, and each slot
-// that frees goes to the waiting owner that holds the fewest, the tie
-// going round-robin: no owner holds more than its share while another
-// waits, except for slots it held before the other came (runs are not
-// preempted).
+// scheduler hands out the pool's slots. Runs queue per owner, and each
+// slot that frees goes to the waiting owner that holds the fewest, the
+// tie going round-robin: no owner holds more than its share while
+// another waits, except for slots it held before the other came (runs
+// are not preempted).
+//
+// Long runs — those whose deadline is past the default one — hold at
+// most longMax slots together: the others, the reserve, are kept for
+// runs within the default deadline, which give their slot back within
+// it. Whatever long runs hold, then, a run that waits gets a slot within
+// about the default deadline, its owner's fair share permitting. A long
+// run that finds every slot it may take held waits, while runs within
+// the default deadline behind it may take the reserve.
 type scheduler struct {
-	mu     sync.Mutex
-	size   int
-	busy   int
-	held   map[string]int
-	queues map[string][]*waiter
-	order  []string // owners with waiters, the next in turn first
-	closed bool
+	mu      sync.Mutex
+	size    int
+	longMax int
+	busy    int
+	long    int // slots held by long runs
+	held    map[string]int
+	queues  map[string][]*waiter
+	order   []string // owners with waiters, the next in turn first
+	closed  bool
 }
 
 type waiter struct {
 	owner   string
+	long    bool
 	grant   chan struct{} // closed when the slot is granted
 	granted bool
 }
 
-func newScheduler(size int) *scheduler {
-	return &scheduler{size: size, held: map[string]int{}, queues: map[string][]*waiter{}}
+// newScheduler returns a scheduler of size slots, reserve of which long
+// runs never take.
+func newScheduler(size, reserve int) *scheduler {
+	return &scheduler{size: size, longMax: size - reserve, held: map[string]int{}, queues: map[string][]*waiter{}}
 }
 
 // errClosed is what acquire reports once the scheduler is closed.
 var errClosed = &Error{Kind: KindCanceled, Message: "the executor is shutting down; the run did not start"}
 
-// acquire waits up to wait for a slot for owner. It returns the function
-// that gives the slot back.
-func (s *scheduler) acquire(ctx context.Context, owner string, wait time.Duration, busy func() *Error) (func(), *Error) {
-	return s.enqueue(ctx, owner, wait, busy, false)
+// acquire waits up to wait for a slot for owner's run, long or not. It
+// returns the function that gives the slot back.
+func (s *scheduler) acquire(ctx context.Context, owner string, long bool, wait time.Duration, busy func() *Error) (func(), *Error) {
+	return s.enqueue(ctx, owner, long, wait, busy, false)
 }
 
 // reacquire is acquire for a run that gave its slot back while it waited
 // outside the pool (see Park): it waits ahead of its owner's runs that
 // have not started, and its owner's turn comes by the fair share as for
 // any other run.
-func (s *scheduler) reacquire(ctx context.Context, owner string, wait time.Duration, busy func() *Error) (func(), *Error) {
-	return s.enqueue(ctx, owner, wait, busy, true)
+func (s *scheduler) reacquire(ctx context.Context, owner string, long bool, wait time.Duration, busy func() *Error) (func(), *Error) {
+	return s.enqueue(ctx, owner, long, wait, busy, true)
 }
 
-func (s *scheduler) enqueue(ctx context.Context, owner string, wait time.Duration, busy func() *Error, front bool) (func(), *Error) {
+func (s *scheduler) enqueue(ctx context.Context, owner string, long bool, wait time.Duration, busy func() *Error, front bool) (func(), *Error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return nil, errClosed
 	}
-	if s.busy < s.size && len(s.order) == 0 {
-		s.take(owner)
-		s.mu.Unlock()
-		return s.releaser(owner), nil
-	}
-	w := &waiter{owner: owner, grant: make(chan struct{})}
+	w := &waiter{owner: owner, long: long, grant: make(chan struct{})}
 	if len(s.queues[owner]) == 0 {
 		s.order = append(s.order, owner)
 	}
@@ -69,9 +76,14 @@ func (s *scheduler) enqueue(ctx context.Context, owner string, wait time.Duratio
 	} else {
 		s.queues[owner] = append(s.queues[owner], w)
 	}
+	s.dispatch()
+	granted := w.granted
 	s.mu.Unlock()
+	if granted {
+		return s.releaser(owner, long), nil
+	}
 
-	timer := time.NewTimer(wait)
+	timer := time.NewTimer(max(wait, 0))
 	defer timer.Stop()
 	var fail *Error
 	select {
@@ -82,7 +94,7 @@ func (s *scheduler) enqueue(ctx context.Context, owner string, wait time.Duratio
 		if !granted {
 			return nil, errClosed
 		}
-		return s.releaser(owner), nil
+		return s.releaser(owner, long), nil
 	case <-timer.C:
 		fail = busy()
 	case <-ctx.Done():
@@ -92,10 +104,10 @@ func (s *scheduler) enqueue(ctx context.Context, owner string, wait time.Duratio
 	defer s.mu.Unlock()
 	if w.granted {
 		if s.closed || ctx.Err() != nil {
-			s.release(owner)
+			s.release(owner, long)
 			return nil, fail
 		}
-		return s.releaser(owner), nil // granted as the wait ran out
+		return s.releaser(owner, long), nil // granted as the wait ran out
 	}
 	s.remove(w)
 	if s.closed {
@@ -104,49 +116,73 @@ func (s *scheduler) enqueue(ctx context.Context, owner string, wait time.Duratio
 	return nil, fail
 }
 
-func (s *scheduler) take(owner string) {
-	s.busy++
-	s.held[owner]++
+// grantable reports whether w could take a free slot. s.mu is held.
+func (s *scheduler) grantable(w *waiter) bool {
+	return !w.long || s.long < s.longMax
 }
 
-func (s *scheduler) releaser(owner string) func() {
+// dispatch hands free slots to waiters: each to the first waiter that
+// may take it of the owner that holds the fewest, the earliest in turn
+// among equals. s.mu is held.
+func (s *scheduler) dispatch() {
+	for !s.closed && s.busy < s.size {
+		best, bestAt := -1, 0
+		for i, o := range s.order {
+			if best >= 0 && s.held[o] >= s.held[s.order[best]] {
+				continue
+			}
+			for j, w := range s.queues[o] {
+				if s.grantable(w) {
+					best, bestAt = i, j
+					break
+				}
+			}
+		}
+		if best < 0 {
+			return
+		}
+		o := s.order[best]
+		q := s.queues[o]
+		w := q[bestAt]
+		q = append(q[:bestAt:bestAt], q[bestAt+1:]...)
+		s.order = append(s.order[:best], s.order[best+1:]...)
+		if len(q) == 0 {
+			delete(s.queues, o)
+		} else {
+			s.queues[o] = q
+			s.order = append(s.order, o) // its next waiter waits for its turn
+		}
+		s.busy++
+		s.held[o]++
+		if w.long {
+			s.long++
+		}
+		w.granted = true
+		close(w.grant)
+	}
+}
+
+func (s *scheduler) releaser(owner string, long bool) func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			s.mu.Lock()
-			s.release(owner)
+			s.release(owner, long)
 			s.mu.Unlock()
 		})
 	}
 }
 
 // release gives a slot back and hands free slots to waiters. s.mu is held.
-func (s *scheduler) release(owner string) {
+func (s *scheduler) release(owner string, long bool) {
 	s.busy--
+	if long {
+		s.long--
+	}
 	if s.held[owner]--; s.held[owner] <= 0 {
 		delete(s.held, owner)
 	}
-	for !s.closed && s.busy < s.size && len(s.order) > 0 {
-		best := 0
-		for i, o := range s.order {
-			if s.held[o] < s.held[s.order[best]] {
-				best = i
-			}
-		}
-		o := s.order[best]
-		q := s.queues[o]
-		w := q[0]
-		s.queues[o] = q[1:]
-		s.order = append(s.order[:best], s.order[best+1:]...)
-		if len(s.queues[o]) == 0 {
-			delete(s.queues, o)
-		} else {
-			s.order = append(s.order, o) // its next waiter waits for its turn
-		}
-		s.take(o)
-		w.granted = true
-		close(w.grant)
-	}
+	s.dispatch()
 }
 
 // remove takes a waiter that gave up out of its queue. s.mu is held.
@@ -154,7 +190,7 @@ func (s *scheduler) remove(w *waiter) {
 	q := s.queues[w.owner]
 	for i, x := range q {
 		if x == w {
-			q = append(q[:i], q[i+1:]...)
+			q = append(q[:i:i], q[i+1:]...)
 			break
 		}
 	}
@@ -171,11 +207,12 @@ func (s *scheduler) remove(w *waiter) {
 	}
 }
 
-// running returns the number of slots in use.
-func (s *scheduler) running() int {
+// running returns the number of slots in use, and of those held by long
+// runs.
+func (s *scheduler) running() (all, long int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.busy
+	return s.busy, s.long
 }
 
 // waiting returns the number of acquires that wait for a slot.

@@ -489,12 +489,30 @@ func findKeywordEntropy(s string, out []Match) []Match {
 			continue
 		}
 		e := runEnd(s, i, isEntropyChar)
-		if n := e - i; n >= 16 && n <= 512 && keyWordBefore(s, i) && randomLooking(s[i:e]) {
+		if n := e - i; n >= 16 && n <= 512 && keyWordBefore(s, i) && randomLooking(s[i:e]) && !pathLike(s, i, e) {
 			out = append(out, Match{Class: ClassSecret, Detector: "keyword_entropy", Confidence: 0.7, Start: i, End: e})
 		}
 		i = e - 1
 	}
 	return out
+}
+
+// pathLike reports whether the run s[i:e] is a file system path: rooted
+// at '/' (which "~/", "./" and "../" reach here as, since '~' and '.' end a
+// run) or continuing a dot-directory ("/.config/…"), with two separators
+// or more, no empty segment but a trailing one, and neither '+' nor '=',
+// which standard base64 has. A test's or a Mac's temporary directory looks
+// random, and file servers' errors put a key-like word near one
+// ("/etc/passwd not in /tmp/TestRun3805623719/001"). A base64 secret
+// passes all of this about once in 250 (a leading '/', a second, and no
+// '+': 1/64 × 0.46 × 0.54).
+func pathLike(s string, i, e int) bool {
+	v := s[i:e]
+	dotDir := i >= 2 && s[i-1] == '.' && s[i-2] == '/'
+	if (v[0] != '/' && !dotDir) || strings.Count(v, "/") < 2 || strings.ContainsAny(v, "+=") {
+		return false
+	}
+	return !strings.Contains(strings.TrimPrefix(v, "/"), "//")
 }
 
 func keyWordBefore(s string, i int) bool {

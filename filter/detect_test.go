@@ -332,7 +332,30 @@ func TestDetectKeywordEntropy(t *testing.T) {
 		{"near miss: word far away", "key" + strings.Repeat(" filler", 8) + " Zx9Qw2Lk8Jm4Np7Rt5Vb", nil},
 		{"near miss: low entropy", "secret aaaaaaaaaaaaaaaa1111", nil},
 		{"near miss: letters only", "secret AbCdEfGhIjKlMnOpQrSt", nil},
+		{"slashes, not a path", "aws secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", []string{"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}},
+		{"rooted base64 with its padding", "client secret /9j4Kx2Lm8Qp/Wv3Zr7Tn5Yb==", []string{"/9j4Kx2Lm8Qp/Wv3Zr7Tn5Yb=="}},
 	})
+}
+
+// TestFilesystemPathIsNotASecret: the reference filesystem server's
+// refusals name the path asked for and the allowed directories. A test's
+// or a Mac's directory looks random enough, and a key-like word is often
+// near it — in the file asked for, or in the directory's own name — but a
+// path is not a secret.
+func TestFilesystemPathIsNotASecret(t *testing.T) {
+	t.Parallel()
+	for _, msg := range []string{
+		"Access denied - path outside allowed directories: /etc/passwd not in /tmp/TestContextEconomy3805623719/001",
+		"Access denied - path outside allowed directories: /home/dana/.ssh/id_rsa_private not in /home/dana/notes2024, /srv/share/team-b/2024",
+		"Access denied - symlink target outside allowed directories: /private/var/folders/7x/k3j2h4n5b6v7c8x9z0/T/secrets2024/a.txt not in /Users/dana/work2024/notes",
+		"Error: ENOENT: no such file or directory, open '/tmp/TestUpstreamFilesystem2211/001/token_cache/data2024.json'",
+		"Access denied - path outside allowed directories: ../auth/keys2024/prod not in ./data/run-2024-05/out/",
+		"Access denied - path outside allowed directories: /home/dana/secrets not in /home/dana/.config/codecell2024/notes_v2",
+	} {
+		if ms := ScanString(msg); len(ms) != 0 {
+			t.Errorf("ScanString(%q) = %+v, want nothing", msg, ms)
+		}
+	}
 }
 
 func TestScanResolvesOverlaps(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // KeySize is the size of a tokenization key in bytes.
@@ -67,6 +68,22 @@ func (k Key) forPrincipal(principal string) (Key, error) {
 		return Key{}, fmt.Errorf("derive key of principal: %w", err)
 	}
 	return KeyFromBytes(b)
+}
+
+// Derive returns size bytes derived from the key for another purpose,
+// named by info, as the principals' token keys are (HKDF-Expand,
+// SHA-256): a key that only those who hold the installation key can
+// make, such as the one that seals a plan's steps in the store. info
+// must not start with principalKeyInfo or sealKeyInfo.
+func (k Key) Derive(info string, size int) ([]byte, error) {
+	if strings.HasPrefix(info, principalKeyInfo) || strings.HasPrefix(info, sealKeyInfo) {
+		return nil, fmt.Errorf("derive key: info %q is the filter's own", info)
+	}
+	b, err := hkdf.Expand(sha256.New, k.b[:], info, size)
+	if err != nil {
+		return nil, fmt.Errorf("derive key: %w", err)
+	}
+	return b, nil
 }
 
 func (k Key) String() string   { return "filter.Key(" + k.ID() + ")" }

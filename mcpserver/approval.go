@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -20,7 +22,8 @@ import (
 // to approve (MCP elicitation) before making them.
 type ApprovalPolicy struct {
 	// RequiredFor lists what needs approval: "destructive" (tools
-	// annotated destructive), "write" (tools not annotated read-only), or
+	// annotated destructive, and every tool whose annotations codecell
+	// does not trust), "write" (tools not known to be read-only), or
 	// a glob on qualified tool names ("gh.*_delete*", "crm.*"). A nil
 	// list in a principal's policy keeps the server's.
 	RequiredFor []string
@@ -107,11 +110,11 @@ func (ap ApprovalPolicy) requires(t *tools.Tool) string {
 	for _, r := range ap.RequiredFor {
 		switch r {
 		case "destructive":
-			if t.Annotations.Destructive {
+			if t.Annotations.MayDestroy() {
 				return r
 			}
 		case "write":
-			if !t.Annotations.ReadOnly {
+			if !t.Annotations.KnownReadOnly() {
 				return r
 			}
 		default:
@@ -123,9 +126,18 @@ func (ap ApprovalPolicy) requires(t *tools.Tool) string {
 	return ""
 }
 
+// Approval prompts begin with a line that says who wrote them: codecell's
+// own, for a call its policy names, or the program's, whose text follows
+// and cannot pass for codecell's (it never starts a prompt).
+const (
+	policyPromptHead  = "codecell — approval required by the server's policy"
+	programPromptHead = "A program run by codecell asks (its own words, not codecell's):"
+)
+
 // approve asks the client's user to approve a call the policy names,
-// and refuses it unless they accept. args are the call's arguments,
-// tokens resolved; the user sees them as the output filter shows them.
+// and refuses it unless they accept. args are the call's arguments as
+// the program wrote them, tokens unresolved; the user sees them as the
+// output filter shows them, as the model would.
 func (d dispatcher) approve(ctx context.Context, name string, args json.RawMessage) error {
 	s := d.s
 	ap := s.approvals.of(d.caller.Principal)
@@ -159,15 +171,19 @@ func (d dispatcher) approve(ctx context.Context, name string, args json.RawMessa
 	if d.track != nil {
 		flow = d.track.settled()
 	}
-	shown := s.filterText(compactJSON(args), 1024, filter.Options{Vault: d.vault, Flow: flow})
-	var msg strings.Builder
-	fmt.Fprintf(&msg, "A program wants to call %s", t.Name)
-	if t.Annotations.Destructive {
-		msg.WriteString(" (destructive)")
+	opts := filter.Options{Vault: d.vault, Flow: flow, Budget: 1024}
+	shown := "(not shown: not JSON)"
+	if f, err := s.filter.Apply(filter.Input{Result: args}, opts); err == nil {
+		shown = string(f.Limited)
 	}
-	fmt.Fprintf(&msg, ".\nArguments: %s\n", shown)
+	var msg strings.Builder
+	fmt.Fprintf(&msg, "%s (approval.required_for %q).\nA program wants to call %s", policyPromptHead, why, t.Name)
+	if t.Annotations.MayDestroy() {
+		msg.WriteString(" (it may change or destroy data)")
+	}
+	fmt.Fprintf(&msg, ".\nArguments, as the model sees them: %s\n", shown)
 	if purpose != "" {
-		fmt.Fprintf(&msg, "Purpose of the run: %s\n", s.filterText(purpose, 512, filter.Options{Vault: d.vault}))
+		fmt.Fprintf(&msg, "Purpose of the run, as the model gave it: %s\n", s.filterText(purpose, 512, filter.Options{Vault: d.vault, Flow: flow}))
 	}
 	msg.WriteString("Accept to allow this one call; decline to refuse it.")
 	var res *mcp.ElicitationResult
@@ -255,7 +271,10 @@ type approvalResult struct {
 }
 
 // approvalRequest takes approval.request(message, {schema}): the
-// positional options object's fields are the arguments' own.
+// positional options object's fields are the arguments' own. The user
+// sees the message marked as the program's, as the output filter shows
+// any output; a form may not ask for credentials, and a credential the
+// user typed anyway is redacted before the program gets the answer.
 func (s *Server) approvalRequest(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
 	var a struct {
 		approvalRequestArgs
@@ -267,6 +286,9 @@ func (s *Server) approvalRequest(ctx context.Context, raw json.RawMessage) (json
 	if a.Options != nil && a.Schema == nil {
 		a.Schema = a.Options.Schema
 	}
+	if err := credentialFields(a.Schema); err != nil {
+		return nil, err
+	}
 	if err := s.clientCan(ctx, "approval.request", capElicitation); err != nil {
 		return nil, err
 	}
@@ -274,9 +296,10 @@ func (s *Server) approvalRequest(ctx context.Context, raw json.RawMessage) (json
 	if schema == nil {
 		schema = json.RawMessage(`{"type":"object","properties":{}}`)
 	}
+	msg := programPromptHead + "\n\n" + printable(s.filterText(a.Message, maxProgramPrompt, s.clientFilter(ctx)))
 	var res *mcp.ElicitationResult
 	err := s.waitOnClient(ctx, func(ctx context.Context) (err error) {
-		res, err = s.mcp.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: a.Message, RequestedSchema: schema}})
+		res, err = s.mcp.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: msg, RequestedSchema: schema}})
 		return err
 	})
 	if err != nil {
@@ -284,7 +307,80 @@ func (s *Server) approvalRequest(ctx context.Context, raw json.RawMessage) (json
 	}
 	out := approvalResult{Action: string(res.Action)}
 	if res.Action == mcp.ElicitationResponseActionAccept {
-		out.Content = res.Content
+		out.Content = s.withoutCredentials(res.Content)
 	}
 	return json.Marshal(out)
+}
+
+// maxProgramPrompt bounds the message of a program's approval.request.
+const maxProgramPrompt = 2048
+
+// printable drops the control characters of a program's message but line
+// breaks and tabs: nothing a terminal would act on, nothing that rewrites
+// what came before.
+func printable(text string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t':
+			return r
+		case unicode.IsControl(r), unicode.Is(unicode.Cf, r):
+			return -1
+		}
+		return r
+	}, text)
+}
+
+// credentialFields refuses a form that asks for a credential: a field
+// whose name or title the output filter takes for one (password, api_key,
+// token, secret, …). MCP forbids asking for sensitive information through
+// elicitation, and what the user types goes to the program.
+func credentialFields(schema json.RawMessage) error {
+	if len(schema) == 0 {
+		return nil
+	}
+	var sch struct {
+		Properties map[string]struct {
+			Title string `json:"title"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(schema, &sch) != nil {
+		return nil // the client judges a schema it cannot use
+	}
+	var bad []string
+	for name, p := range sch.Properties {
+		for _, n := range []string{name, p.Title} {
+			if m, ok := filter.MatchField(n); ok && filter.DefaultAction(m.Class) == filter.ActionRedact {
+				bad = append(bad, fmt.Sprintf("%s (%s)", name, m.Class))
+				break
+			}
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	slices.Sort(bad)
+	return &tools.Error{Code: tools.CodeInvalidArguments, Tool: "approval.request",
+		Message: fmt.Sprintf("the form asks for credentials: %s; approval.request may not ask the user for passwords, keys or tokens (MCP forbids requesting sensitive information through elicitation). Configure the credential on the server (an OpenAPI source's auth, an upstream's env) instead", strings.Join(bad, ", "))}
+}
+
+// withoutCredentials returns an approval's answer with every value the
+// output filter takes for a credential redacted; personal data the user
+// typed (an address, a name) stays as typed.
+func (s *Server) withoutCredentials(content any) any {
+	if content == nil {
+		return nil
+	}
+	b, err := json.Marshal(content)
+	if err != nil {
+		return nil
+	}
+	f, err := s.credentials.Apply(filter.Input{Result: b}, filter.Options{})
+	if err != nil {
+		return nil
+	}
+	var out any
+	if json.Unmarshal(f.Full, &out) != nil {
+		return nil
+	}
+	return out
 }

@@ -16,6 +16,13 @@ import (
 // The cache tools give programs a per-principal key-value cache in the
 // store, with a time to live: cache.get, cache.set and cache.delete. They
 // are part of the programs' runtime (tools.Tool.Runtime).
+//
+// An entry keeps the provenance of what was cached — the tool sources of
+// the values in cache.set's arguments, which the dispatcher puts in the
+// context (memory.WithProvenance) — and cache.get returns it in its
+// result's provenance field, as workspace.read does: the run that reads
+// the value knows it came from those sources, and the data-flow rules
+// hold for it as for the run that cached it.
 
 // CacheCategory is the category of the cache tools.
 const CacheCategory = "cache"
@@ -65,17 +72,18 @@ func (s *Server) cacheTools() []tools.Tool {
 		c.DefaultTTL, c.MaxTTL, c.MaxValueBytes, c.MaxEntries)
 	return []tools.Tool{
 		{
-			Name:         "cache.get",
-			Summary:      "Read a value you cached with cache.set; found is false once it expired.",
-			Description:  "Get returns the value stored under key by cache.set, with its expiry. " + limits,
-			InputSchema:  json.RawMessage(`{"type": "object", "properties": {"key": ` + cacheKeySchema + `}, "required": ["key"], "additionalProperties": false}`),
-			OutputSchema: json.RawMessage(`{"type": "object", "properties": {"found": {"type": "boolean"}, "value": {}, "expires_at": {"type": "string", "format": "date-time"}}, "required": ["found"]}`),
-			Annotations:  tools.Annotations{ReadOnly: true, Idempotent: true},
-			Examples:     []tools.Example{{Args: json.RawMessage(`{"key": "rates:eur"}`), Result: json.RawMessage(`{"found": true, "value": {"usd": 1.08}, "expires_at": "2025-01-31T09:05:00Z"}`)}},
-			Positional:   []string{"key"},
-			Related:      []string{"cache.set", "cache.delete"},
-			Runtime:      true,
-			Handler:      tools.Handle(s.cacheGet),
+			Name:        "cache.get",
+			Summary:     "Read a value you cached with cache.set; found is false once it expired.",
+			Description: "Get returns the value stored under key by cache.set, with its expiry. " + limits,
+			InputSchema: json.RawMessage(`{"type": "object", "properties": {"key": ` + cacheKeySchema + `}, "required": ["key"], "additionalProperties": false}`),
+			OutputSchema: json.RawMessage(`{"type": "object", "properties": {"found": {"type": "boolean"}, "value": {}, "expires_at": {"type": "string", "format": "date-time"},
+				"provenance": {"type": "array", "items": {"type": "string"}, "description": "The tools the value came from, when known."}}, "required": ["found"]}`),
+			Annotations: tools.Annotations{ReadOnly: true, Idempotent: true},
+			Examples:    []tools.Example{{Args: json.RawMessage(`{"key": "rates:eur"}`), Result: json.RawMessage(`{"found": true, "value": {"usd": 1.08}, "expires_at": "2025-01-31T09:05:00Z"}`)}},
+			Positional:  []string{"key"},
+			Related:     []string{"cache.set", "cache.delete"},
+			Runtime:     true,
+			Handler:     tools.Handle(s.cacheGet),
 		},
 		{
 			Name:        "cache.set",
@@ -115,6 +123,8 @@ type cacheGetResult struct {
 	Found     bool            `json:"found"`
 	Value     json.RawMessage `json:"value,omitempty"`
 	ExpiresAt *time.Time      `json:"expires_at,omitempty"`
+	// Provenance names the sources of the value (see storedProvenance).
+	Provenance json.RawMessage `json:"provenance,omitempty"`
 }
 
 func (s *Server) cacheGet(ctx context.Context, in cacheKey) (cacheGetResult, error) {
@@ -125,7 +135,7 @@ func (s *Server) cacheGet(ctx context.Context, in cacheKey) (cacheGetResult, err
 	if err != nil {
 		return cacheGetResult{}, err
 	}
-	return cacheGetResult{Found: true, Value: e.Value, ExpiresAt: &e.ExpiresAt}, nil
+	return cacheGetResult{Found: true, Value: e.Value, ExpiresAt: &e.ExpiresAt, Provenance: e.Provenance}, nil
 }
 
 func (s *Server) cacheSet(ctx context.Context, in cacheSetArgs) (map[string]time.Time, error) {

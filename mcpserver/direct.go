@@ -98,14 +98,20 @@ func (s *Server) directTool(t *tools.Tool) (server.ServerTool, bool) {
 	if t.Description != "" {
 		desc += "\n\n" + t.Description
 	}
+	// A source's words are marked as the source's before they begin.
+	if src := s.reg.View(tools.Caller{}).CategorySource(t.Category()); src != "" {
+		desc = "From " + src + " (its words, not codecell's): " + desc
+	}
 	mt := mcp.Tool{
 		Name:           name,
 		Description:    desc,
-		RawInputSchema: t.InputSchema,
+		RawInputSchema: t.InputDocument(),
+		// What codecell knows, not what an untrusted source claims: hosts
+		// approve read-only tools with less care.
 		Annotations: mcp.ToolAnnotation{
 			Title:           t.Name,
-			ReadOnlyHint:    mcp.ToBoolPtr(t.Annotations.ReadOnly),
-			DestructiveHint: mcp.ToBoolPtr(t.Annotations.Destructive),
+			ReadOnlyHint:    mcp.ToBoolPtr(t.Annotations.KnownReadOnly()),
+			DestructiveHint: mcp.ToBoolPtr(t.Annotations.MayDestroy()),
 			IdempotentHint:  mcp.ToBoolPtr(t.Annotations.Idempotent),
 			OpenWorldHint:   mcp.ToBoolPtr(t.Annotations.OpenWorld),
 		},

@@ -27,6 +27,57 @@ type dispatcher struct {
 	track *tracker
 	// plan, in a dry run, records the writes instead of making them.
 	plan *planRecorder
+	// outer is the dispatcher the calls a tool makes for its caller go
+	// through (a skill's program, a helper's calls; see tools.Gate): the
+	// run's, so that they are audited with it. Nil means this one.
+	outer executor.Dispatcher
+}
+
+// newRunDispatcher returns the dispatcher of the run execID, whose nested
+// calls go through it.
+func newRunDispatcher(d dispatcher, execID string) *runDispatcher {
+	rd := &runDispatcher{dispatcher: d, execID: execID}
+	rd.outer = rd
+	return rd
+}
+
+// callKey carries, to a tool's handler, the dispatcher that called it:
+// its caller's session tokens and the run's flow, for the runtime tools
+// that show what they are given to the client (llm, approval).
+type callKey struct{}
+
+// dispatcherFrom returns the dispatcher of the call ctx is, if any.
+func dispatcherFrom(ctx context.Context) (dispatcher, bool) {
+	d, ok := ctx.Value(callKey{}).(dispatcher)
+	return d, ok
+}
+
+// via is the dispatcher nested calls go through.
+func (d dispatcher) via() executor.Dispatcher {
+	if d.outer != nil {
+		return d.outer
+	}
+	return d
+}
+
+// gated returns ctx for the handler of a call: it carries the caller, the
+// dispatcher, and the gate through which the handler calls other tools
+// for the caller (a skill's program, a helper's calls), each one more
+// call through this same gate.
+func (d dispatcher) gated(ctx context.Context) context.Context {
+	ctx = tools.WithCaller(ctx, d.caller)
+	ctx = context.WithValue(ctx, callKey{}, d)
+	via := d.via()
+	return tools.WithGate(ctx, func(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+		out, err := via.Call(ctx, executor.Call{Name: name, Args: args, Run: executor.RunFrom(ctx)})
+		var te *tools.Error
+		var coded executor.CodedError
+		if err != nil && !errors.As(err, &te) && errors.As(err, &coded) {
+			// A refusal (a rate limit) keeps its code through the helper.
+			err = &tools.Error{Code: coded.ErrorCode(), Tool: name, Message: err.Error(), Err: err}
+		}
+		return out, err
+	})
 }
 
 // served says how a call was answered.
@@ -50,19 +101,34 @@ func (d dispatcher) Call(ctx context.Context, c executor.Call) (json.RawMessage,
 }
 
 func (d dispatcher) call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, served, error) {
-	if r := d.s.limits.allowToolCall(ctx, d.caller.Principal, d.local); r != nil {
-		d.s.metrics.refusals.WithLabelValues(r.limit).Inc()
-		d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, d.caller, name), "rate_limited").Inc()
-		return nil, servedLive, r
+	t, _ := d.s.reg.View(d.caller).Get(name)
+	helper := t != nil && t.Gated
+	// A helper's calls are charged one by one; the helper itself is not.
+	if !helper {
+		if r := d.s.limits.allowToolCall(ctx, d.caller.Principal, d.local); r != nil {
+			d.s.metrics.refusals.WithLabelValues(r.limit).Inc()
+			d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, d.caller, name), "rate_limited").Inc()
+			return nil, servedLive, r
+		}
 	}
 	asWritten := args // a plan keeps the arguments with their tokens
 	var flow *filter.Flow
 	if d.track != nil {
 		flow = d.track.settled()
 	}
-	args, err := resolveTokens(ctx, d.vault, name, args)
-	if err == nil && flow != nil {
-		err = checkFlow(flow, name, args)
+	var err error
+	if d.s.showsClient(t) {
+		// What the client's model or user is shown is never
+		// de-tokenised: the tool shows its arguments as the filter
+		// shows any output (llm.go, approval.go).
+		if flow != nil {
+			err = checkFlow(flow, name, args)
+		}
+	} else {
+		args, err = resolveTokens(ctx, d.vault, name, args)
+		if err == nil && flow != nil {
+			err = checkFlow(flow, name, args)
+		}
 	}
 	if err != nil {
 		d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, d.caller, name), tools.CodeOf(err)).Inc()
@@ -71,7 +137,7 @@ func (d dispatcher) call(ctx context.Context, name string, args json.RawMessage)
 		}
 		return nil, servedLive, err
 	}
-	ctx = tools.WithCaller(ctx, d.caller)
+	ctx = d.gated(ctx)
 	var provenance json.RawMessage
 	if flow != nil {
 		// What a tool stores (a memory, a workspace file) keeps the
@@ -83,26 +149,38 @@ func (d dispatcher) call(ctx context.Context, name string, args json.RawMessage)
 			}
 		}
 	}
-	t, _ := d.s.reg.View(d.caller).Get(name)
 	if d.plan.records(t) {
 		// A recorded call is checked as a real one would be, so that a
 		// plan holds only calls that can run.
 		if err := d.s.reg.View(d.caller).Validate(name, args); err != nil {
 			return nil, servedLive, err
 		}
-		out, err := d.plan.add(t.Name, asWritten, provenance)
+		var known []filter.Known
+		if flow != nil {
+			known = flow.KnownIn(args)
+		}
+		out, err := d.plan.add(t.Name, asWritten, provenance, known)
 		d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, d.caller, name), "planned").Inc()
 		return out, servedPlanned, err
 	}
-	// A call the policy names waits for the user's approval; a plan's
-	// writes are approved when they are committed, not when recorded.
-	if err := d.approve(ctx, name, args); err != nil {
-		d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, d.caller, name), tools.CodeOf(err)).Inc()
-		return nil, servedLive, err
-	}
-	out, cached, err := d.s.memo.call(ctx, t, args, func() (json.RawMessage, error) { return d.s.reg.Call(ctx, name, args) })
-	if err == nil && d.track != nil {
-		d.track.observe(name, out)
+	var out json.RawMessage
+	cached := false
+	if helper {
+		// A helper's calls come back through this gate, each checked,
+		// approved, memoised and observed as a call of its own.
+		out, err = d.s.reg.Call(ctx, name, args)
+	} else {
+		// A call the policy names waits for the user's approval; a
+		// plan's writes are approved when they are committed, not
+		// when recorded.
+		if err := d.approve(ctx, name, asWritten); err != nil {
+			d.s.metrics.toolCalls.WithLabelValues(metricName(d.s.reg, d.caller, name), tools.CodeOf(err)).Inc()
+			return nil, servedLive, err
+		}
+		out, cached, err = d.s.memo.call(ctx, t, args, func() (json.RawMessage, error) { return d.s.reg.Call(ctx, name, args) })
+		if err == nil && d.track != nil {
+			d.track.observe(name, out)
+		}
 	}
 	status, how := "ok", servedLive
 	switch {
@@ -198,10 +276,11 @@ func (d *runDispatcher) Call(ctx context.Context, c executor.Call) (json.RawMess
 }
 
 // nestedDispatcher makes the calls of a skill's run through the run that
-// called the skill: as its caller, with its session's tokens, rate limit,
-// origins and audit record, depth skills deep.
+// called the skill (or, outside a run, the dispatcher of the call that
+// did): as its caller, with its session's tokens, rate limit, origins and
+// audit record, depth skills deep.
 type nestedDispatcher struct {
-	run   *runDispatcher
+	run   executor.Dispatcher
 	depth int
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/codecell/codecell/executor"
 )
 
-const executeCodeDescription = `Run a JavaScript/TypeScript program (an async function body) in a sandbox where catalogue tools are async functions: await github.search_issues({...}); find them with search_tools. Filter the data in the program and return only the answer; await independent calls with Promise.all. A failed call throws ToolError (.code, .tool). No network, files or timers.`
+const executeCodeDescription = `Run a JavaScript/TypeScript program (an async function body) in a sandbox where catalogue tools are async functions: await github.search_issues({...}); find them with search_tools. Filter data in the program, return only the answer; await independent calls with Promise.all. A failed call throws ToolError (.code, .tool). No network, files or timers.`
 
 // executeCodeInput is the input schema of execute_code. Its timeout
 // maximum is filled in from the executor's configuration.
@@ -20,7 +20,7 @@ const executeCodeInput = `{
 	"properties": {
 		"code": {"type": "string", "minLength": 1, "description": "The program."},
 		"language": {"type": "string", "enum": ["javascript", "typescript"], "default": "javascript"},
-		"timeout_ms": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Deadline, default %d."},
+		"timeout_ms": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Deadline, default %d%s."},
 		"budget_bytes": {"type": "integer", "minimum": 1024, "maximum": %d, "description": "Bytes of output, default %d."},
 		"details": {"type": "boolean", "description": "Add each call, finding and stack."},
 		"purpose": {"type": "string", "maxLength": 500, "description": "Shown when a call needs the user's approval."},
@@ -51,7 +51,11 @@ const KindRateLimited executor.Kind = "rate_limited"
 
 func (s *Server) executeCodeInputSchema() json.RawMessage {
 	cfg := s.exec.Config()
-	return json.RawMessage(fmt.Sprintf(executeCodeInput, cfg.MaxTimeout.Milliseconds(), cfg.Timeout.Milliseconds(), s.maxBudget, s.budget))
+	maxMS, note := cfg.MaxTimeout.Milliseconds(), ""
+	if long := s.tasks.maxTimeout(cfg.MaxTimeout); long > cfg.MaxTimeout {
+		maxMS, note = long.Milliseconds(), fmt.Sprintf("; over %d only as a task", cfg.MaxTimeout.Milliseconds())
+	}
+	return json.RawMessage(fmt.Sprintf(executeCodeInput, maxMS, cfg.Timeout.Milliseconds(), note, s.maxBudget, s.budget))
 }
 
 func (s *Server) executeCodeTool() mcp.Tool {
@@ -90,6 +94,10 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if msg := planModeError(args.Mode, args.PlanID, args.Code); msg != "" {
 		return s.refused(executor.KindInvalidRequest, msg), nil
 	}
+	if limit := s.exec.Config().MaxTimeout; req.Params.Task == nil && time.Duration(args.TimeoutMS)*time.Millisecond > limit {
+		return s.refused(executor.KindInvalidRequest, fmt.Sprintf("timeout_ms %d is over the %d an ordinary call may ask for; ask for less, or run the program as an MCP task (up to %d)",
+			args.TimeoutMS, limit.Milliseconds(), s.tasks.maxTimeout(limit).Milliseconds())), nil
+	}
 	ctx, task, end := s.tasks.start(ctx, req) // a task's run outlives the request
 	defer end()
 	principal := s.caller(ctx).Principal
@@ -101,6 +109,7 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		rec, body := s.Commit(ctx, args.PlanID, Execution{BudgetBytes: args.BudgetBytes, Details: args.Details, Purpose: args.Purpose})
 		return toolResult(rec, body), nil
 	}
+	arrived := time.Now()
 	release, r := s.limits.admit(ctx, principal, s.exec.Config().QueueWait)
 	if r != nil {
 		s.metrics.refusals.WithLabelValues(r.limit).Inc()
@@ -115,15 +124,19 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		Details:     args.Details,
 		Purpose:     args.Purpose,
 		Mode:        args.Mode,
+		Waited:      time.Since(arrived), // the wait for admission counts against the queue wait
 	}
 	if task != nil {
-		x.MaxTimeout = max(s.tasks.cfg.MaxDuration, s.exec.Config().MaxTimeout)
-		if x.Timeout == 0 {
-			x.Timeout = x.MaxTimeout
-		}
+		// A task's run may ask for up to the task limit; without
+		// timeout_ms it has the default deadline, as any run.
+		x.MaxTimeout = s.tasks.maxTimeout(s.exec.Config().MaxTimeout)
 	}
 	notified := s.streamTo(ctx, req, &x)
 	rec, body := s.Execute(ctx, x)
+	if rec != nil {
+		c := s.caller(ctx)
+		s.learn.ran(ctx, c, s.reg.View(c), rec.Calls)
+	}
 	if notified.Load() {
 		flushNotifications(ctx)
 	}

@@ -213,6 +213,16 @@ func (s *Server) initOAuth() error {
 	if err != nil {
 		return err
 	}
+	// Static principals stay apart from OAuth ones: a static token may
+	// not be named like the principals an issuer's tokens name.
+	for _, t := range s.cfg.Auth {
+		if iss, ok := cfg.Claims(t.Principal); ok {
+			return fmt.Errorf("oauth: the static token of %q is named like the principals of issuer %s (%q…); rename it, or give the issuer another principal prefix", t.Principal, iss, cfg.PrincipalPrefix(iss))
+		}
+	}
+	for _, iss := range cfg.Issuers {
+		s.log.Info("oauth principals", "issuer", iss, "prefix", cfg.PrincipalPrefix(iss))
+	}
 	u, err := url.Parse(cfg.Resource)
 	if err != nil {
 		return fmt.Errorf("oauth resource: %w", err)

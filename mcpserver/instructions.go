@@ -20,12 +20,37 @@ import (
 // before its first call, and goes from the instructions to one
 // search_tools and one execute_code.
 func (s *Server) instructionHooks(h *server.Hooks) {
+	// initialize, or server/discover on the stateless protocol, waits
+	// for the sources still loading when the configuration asks for it.
+	h.AddBeforeInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest) {
+		s.waitLoads(ctx)
+	})
+	h.AddBeforeDiscover(func(ctx context.Context, _ any, _ *mcp.DiscoverRequest) {
+		s.waitLoads(ctx)
+	})
 	h.AddAfterInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest, res *mcp.InitializeResult) {
 		res.Instructions = s.instructionsFor(s.caller(ctx))
 	})
 	h.AddAfterDiscover(func(ctx context.Context, _ any, _ *mcp.DiscoverRequest, res *mcp.DiscoverResult) {
 		res.Instructions = s.instructionsFor(s.caller(ctx))
 	})
+}
+
+// waitLoads holds a client's initialize (or server/discover) while tool
+// sources load (tools.Registry.BeginLoad), at most Config.LoadWait, so
+// that a client that asked for it sees every source ready in its first
+// answers.
+func (s *Server) waitLoads(ctx context.Context) {
+	if s.cfg.LoadWait <= 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.LoadWait)
+	defer cancel()
+	stop := context.AfterFunc(s.stopping, cancel)
+	defer stop()
+	if err := s.reg.WaitLoads(ctx); err != nil {
+		s.log.Info("initialize answered while tool sources still load; they are listed as loading", "waited", s.cfg.LoadWait)
+	}
 }
 
 // maxCategoryLine bounds a category's line in the instructions, which

@@ -24,6 +24,8 @@ type Limits struct {
 	ToolCallBurst      int
 	// MaxInFlight caps executions admitted at once over all principals;
 	// MaxQueued caps those waiting for admission. Defaults 64 and 256.
+	// One principal holds at most three quarters of each (rounded down,
+	// all but one of a small number): the rest is kept for the others.
 	MaxInFlight int
 	MaxQueued   int
 	// MaxBodyBytes caps an HTTP request body. Default 4 MiB.
@@ -105,7 +107,7 @@ func newLimiter(l Limits) *limiter {
 		lim:        l,
 		executions: map[string]*rate.Limiter{},
 		calls:      map[string]*rate.Limiter{},
-		admission:  admission{capacity: l.MaxInFlight, maxQueued: l.MaxQueued, held: map[string]int{}},
+		admission:  newAdmission(l.MaxInFlight, l.MaxQueued),
 	}
 }
 
@@ -172,7 +174,8 @@ func (l *limiter) allowToolCall(ctx context.Context, principal string, local boo
 }
 
 // admit waits, up to wait, for one of the MaxInFlight places, and refuses
-// at once when MaxQueued requests are already waiting.
+// at once when MaxQueued requests are already waiting, or the principal's
+// share of them.
 func (l *limiter) admit(ctx context.Context, principal string, wait time.Duration) (release func(), _ *refusal) {
 	return l.admission.acquire(ctx, principal, wait)
 }
@@ -180,13 +183,21 @@ func (l *limiter) admit(ctx context.Context, principal string, wait time.Duratio
 // admission shares the MaxInFlight places fairly between principals: a
 // free place goes to the waiting request whose principal holds the fewest
 // places, the earliest among equals, so one principal's burst cannot keep
-// the others waiting.
+// the others waiting. And no principal holds every place, or takes every
+// place in the queue: a quarter of each (rounded up, at least one when
+// there are two or more) is kept for the others, so that another
+// principal's request is admitted while one principal's requests fill
+// what it may take.
 type admission struct {
 	capacity, maxQueued int
+	// perPrincipal and perQueued are the places, and the places in the
+	// queue, one principal may take.
+	perPrincipal, perQueued int
 
 	mu      sync.Mutex
 	inUse   int
 	held    map[string]int // places held, by principal
+	queued  map[string]int // requests waiting, by principal
 	waiters []*waiter
 }
 
@@ -195,10 +206,29 @@ type waiter struct {
 	granted   chan struct{} // closed when a place is handed over
 }
 
+func newAdmission(capacity, maxQueued int) admission {
+	return admission{
+		capacity:     capacity,
+		maxQueued:    maxQueued,
+		perPrincipal: capacity - reserved(capacity),
+		perQueued:    maxQueued - reserved(maxQueued),
+		held:         map[string]int{},
+		queued:       map[string]int{},
+	}
+}
+
+// reserved is the part of n places kept from any one principal: a
+// quarter, rounded up, leaving it at least one.
+func reserved(n int) int {
+	return max(min((n+3)/4, n-1), 0)
+}
+
 func (a *admission) acquire(ctx context.Context, principal string, wait time.Duration) (func(), *refusal) {
 	release := func() { a.release(principal) }
 	a.mu.Lock()
-	if a.inUse < a.capacity && len(a.waiters) == 0 {
+	if a.inUse < a.capacity && a.held[principal] < a.perPrincipal {
+		// A free place that no waiter may take (the waiters hold their
+		// share): this request's.
 		a.grantLocked(principal)
 		a.mu.Unlock()
 		return release, nil
@@ -211,8 +241,17 @@ func (a *admission) acquire(ctx context.Context, principal string, wait time.Dur
 			retryAfter: time.Second,
 		}
 	}
+	if a.queued[principal] >= a.perQueued {
+		a.mu.Unlock()
+		return nil, &refusal{
+			limit:      "max_queued",
+			message:    fmt.Sprintf("server busy: %q has %d executions waiting to run, the most one principal may of the %d places in the queue", principal, a.queued[principal], a.maxQueued),
+			retryAfter: time.Second,
+		}
+	}
 	w := &waiter{principal: principal, granted: make(chan struct{})}
 	a.waiters = append(a.waiters, w)
+	a.queued[principal]++
 	a.mu.Unlock()
 
 	t := time.NewTimer(wait)
@@ -227,6 +266,11 @@ func (a *admission) acquire(ctx context.Context, principal string, wait time.Dur
 			message:    fmt.Sprintf("server busy: %d executions stayed in flight for %s", a.capacity, wait),
 			retryAfter: time.Second,
 		}
+		a.mu.Lock()
+		if a.held[principal] >= a.perPrincipal {
+			r.message = fmt.Sprintf("server busy: %q held %d executions in flight, the most one principal may of %d, for %s", principal, a.held[principal], a.capacity, wait)
+		}
+		a.mu.Unlock()
 	case <-ctx.Done():
 		r = &refusal{limit: "canceled", message: "the request was cancelled while waiting to run"}
 	}
@@ -239,6 +283,7 @@ func (a *admission) acquire(ctx context.Context, principal string, wait time.Dur
 		for i, x := range a.waiters {
 			if x == w {
 				a.waiters = append(a.waiters[:i], a.waiters[i+1:]...)
+				a.unqueueLocked(principal)
 				break
 			}
 		}
@@ -251,30 +296,42 @@ func (a *admission) grantLocked(principal string) {
 	a.held[principal]++
 }
 
+func (a *admission) unqueueLocked(principal string) {
+	if a.queued[principal]--; a.queued[principal] <= 0 {
+		delete(a.queued, principal)
+	}
+}
+
 func (a *admission) release(principal string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.releaseLocked(principal)
 }
 
-// releaseLocked frees principal's place and hands it to the fairest
-// waiter.
+// releaseLocked frees principal's place and hands the free places to the
+// fairest waiters.
 func (a *admission) releaseLocked(principal string) {
 	a.inUse--
 	if a.held[principal]--; a.held[principal] <= 0 {
 		delete(a.held, principal)
 	}
-	if len(a.waiters) == 0 || a.inUse >= a.capacity {
-		return
-	}
-	best := 0
-	for i, w := range a.waiters {
-		if a.held[w.principal] < a.held[a.waiters[best].principal] {
-			best = i
+	for a.inUse < a.capacity {
+		best := -1
+		for i, w := range a.waiters {
+			if a.held[w.principal] >= a.perPrincipal {
+				continue
+			}
+			if best < 0 || a.held[w.principal] < a.held[a.waiters[best].principal] {
+				best = i
+			}
 		}
+		if best < 0 {
+			return
+		}
+		w := a.waiters[best]
+		a.waiters = append(a.waiters[:best], a.waiters[best+1:]...)
+		a.unqueueLocked(w.principal)
+		a.grantLocked(w.principal)
+		close(w.granted)
 	}
-	w := a.waiters[best]
-	a.waiters = append(a.waiters[:best], a.waiters[best+1:]...)
-	a.grantLocked(w.principal)
-	close(w.granted)
 }

@@ -30,6 +30,12 @@ type LLMConfig struct {
 	// MaxTokens is the most one call may ask for. Defaults 1,024 and 8,192.
 	DefaultMaxTokens int
 	MaxTokens        int
+	// Provider, when set, is a model of the server's own (an
+	// OpenAI-compatible chat endpoint) that programs use when the
+	// client cannot be asked, or always when Prefer is PreferProvider.
+	Provider *ProviderConfig
+	// Prefer is PreferClient (default) or PreferProvider.
+	Prefer string
 }
 
 // WithDefaults returns c with its zero fields set to their defaults.
@@ -46,6 +52,9 @@ func (c LLMConfig) WithDefaults() LLMConfig {
 	def(&c.DefaultMaxTokens, 1024)
 	def(&c.MaxTokens, 8192)
 	c.DefaultMaxTokens = min(c.DefaultMaxTokens, c.MaxTokens)
+	if c.Prefer == "" {
+		c.Prefer = PreferClient
+	}
 	return c
 }
 
@@ -86,30 +95,30 @@ const llmCallInput = `{
 	"additionalProperties": false
 }`
 
-const llmCallOutput = `{"type":"object","properties":{"text":{"type":"string"},"model":{"type":"string"},"stopReason":{"type":"string"}},"required":["text","model"]}`
+const llmCallOutput = `{"type":"object","properties":{"text":{"type":"string"},"model":{"type":"string"},"stopReason":{"type":"string"},"via":{"enum":["sampling","provider"],"description":"Which model answered: the client's (sampling) or the server's provider."}},"required":["text","model","via"]}`
 
 var llmErrors = []tools.ErrorDoc{
-	{Code: CodeCapabilityMissing, Description: "The client did not declare sampling, or the request has no session to ask (protocol 2026-07-28); the message says what to enable."},
+	{Code: CodeCapabilityMissing, Description: "No model to ask: the client did not declare sampling, or the request has no session to ask (protocol 2026-07-28), and the server has no provider; the message says what to enable."},
 	{Code: CodeQuotaExceeded, Description: "The run's or the principal's budget of llm calls or tokens is spent."},
 	{Code: CodeRateLimited, Description: "The principal makes llm calls faster than allowed per minute."},
-	{Code: tools.CodeToolFailed, Description: "The client refused or failed the request (its user may have rejected it)."},
+	{Code: tools.CodeToolFailed, Description: "The client refused or failed the request (its user may have rejected it), or the provider failed it."},
 }
 
 // llmTools are the llm runtime namespace: sampling requests to the client
 // of the request whose program calls them.
 func (s *Server) llmTools() []tools.Tool {
-	note := "The request goes to the MCP client that sent execute_code (sampling/createMessage); its user may review it. Tokens (⟦…⟧) in the prompt are sent as they are, never resolved: the client's model sees what you see. The answer is a tool result like any other: filtered on output and followed by the data-flow rules."
+	note := "The request goes to the model of the MCP client that sent execute_code (sampling/createMessage; its user may review it) or, when the server has one and the client cannot be asked (or the server prefers it), to the server's own OpenAI-compatible provider; the answer's via says which. The prompt passes the output filter first, as everything the model reads: tokens (⟦…⟧) are sent as they are, never resolved, and secrets and personal data the program read from tools are replaced as in a result, wherever they are in the prompt. The model sees what you see. The answer is a tool result like any other: filtered on output and followed by the data-flow rules."
 	return []tools.Tool{
 		{
 			Name:         "llm.call",
-			Summary:      "Ask the client's model (MCP sampling): {prompt | messages, system?, maxTokens?} → {text, model, stopReason}.",
-			Description:  "Call sends a prompt, or a conversation, to the model of the MCP client that runs this program, and returns its answer. Use it for judgement on data that should not go into the conversation: summarise, label, extract.",
+			Summary:      "Ask a model (the client's, or the server's provider): {prompt | messages, system?, maxTokens?} → {text, model, via}.",
+			Description:  "Call sends a prompt, or a conversation, to a model — the MCP client's, or the server's provider — and returns its answer. Use it for judgement on data that should not go into the conversation: summarise, label, extract.",
 			InputSchema:  json.RawMessage(llmCallInput),
 			OutputSchema: json.RawMessage(llmCallOutput),
 			Annotations:  tools.Annotations{ReadOnly: true, OpenWorld: true},
 			Examples: []tools.Example{{
 				Args:   json.RawMessage(`{"prompt":"Summarise in one sentence: ...","maxTokens":100}`),
-				Result: json.RawMessage(`{"text":"...","model":"claude-sonnet-4","stopReason":"endTurn"}`),
+				Result: json.RawMessage(`{"text":"...","model":"claude-sonnet-4","stopReason":"endTurn","via":"sampling"}`),
 			}},
 			Errors:     llmErrors,
 			Notes:      note,
@@ -120,8 +129,8 @@ func (s *Server) llmTools() []tools.Tool {
 		},
 		{
 			Name:        "llm.classify",
-			Summary:     "Label each item with one of the labels, by the client's model: (items, labels) → {labels: string[]}.",
-			Description: "Classify asks the client's model to pick one label per item, in one request, and checks the answer: one label per item, each one of the given labels. A wrong answer is sent back to the model once with what was wrong; a second one is an error.",
+			Summary:     "Label each item with one of the labels, by a model: (items, labels) → {labels: string[]}.",
+			Description: "Classify asks the model (as llm.call) to pick one label per item, in one request, and checks the answer: one label per item, each one of the given labels. A wrong answer is sent back to the model once with what was wrong; a second one is an error.",
 			InputSchema: json.RawMessage(`{
 				"type": "object",
 				"properties": {
@@ -133,11 +142,11 @@ func (s *Server) llmTools() []tools.Tool {
 				"required": ["items", "labels"],
 				"additionalProperties": false
 			}`),
-			OutputSchema: json.RawMessage(`{"type":"object","properties":{"labels":{"type":"array","items":{"type":"string"}},"model":{"type":"string"},"attempts":{"type":"integer"}},"required":["labels","model"]}`),
+			OutputSchema: json.RawMessage(`{"type":"object","properties":{"labels":{"type":"array","items":{"type":"string"}},"model":{"type":"string"},"via":{"enum":["sampling","provider"]},"attempts":{"type":"integer"}},"required":["labels","model","via"]}`),
 			Annotations:  tools.Annotations{ReadOnly: true, OpenWorld: true},
 			Examples: []tools.Example{{
 				Args:   json.RawMessage(`{"items":["Refund not received","App crashes on start"],"labels":["billing","bug","other"]}`),
-				Result: json.RawMessage(`{"labels":["billing","bug"],"model":"claude-sonnet-4","attempts":1}`),
+				Result: json.RawMessage(`{"labels":["billing","bug"],"model":"claude-sonnet-4","via":"sampling","attempts":1}`),
 			}},
 			Errors:     append(llmErrors, tools.ErrorDoc{Code: "invalid_answer", Description: "The model's answer did not fit twice."}),
 			Notes:      note,
@@ -148,8 +157,8 @@ func (s *Server) llmTools() []tools.Tool {
 		},
 		{
 			Name:        "llm.extract",
-			Summary:     "Extract data matching a JSON Schema from text, by the client's model: (text, schema) → {data}.",
-			Description: "Extract asks the client's model for JSON that matches the schema and checks it against the schema. A wrong answer is sent back to the model once with the validation errors; a second one is an error.",
+			Summary:     "Extract data matching a JSON Schema from text, by a model: (text, schema) → {data}.",
+			Description: "Extract asks the model (as llm.call) for JSON that matches the schema and checks it against the schema. A wrong answer is sent back to the model once with the validation errors; a second one is an error.",
 			InputSchema: json.RawMessage(`{
 				"type": "object",
 				"properties": {
@@ -161,11 +170,11 @@ func (s *Server) llmTools() []tools.Tool {
 				"required": ["text", "schema"],
 				"additionalProperties": false
 			}`),
-			OutputSchema: json.RawMessage(`{"type":"object","properties":{"data":{},"model":{"type":"string"},"attempts":{"type":"integer"}},"required":["data","model"]}`),
+			OutputSchema: json.RawMessage(`{"type":"object","properties":{"data":{},"model":{"type":"string"},"via":{"enum":["sampling","provider"]},"attempts":{"type":"integer"}},"required":["data","model","via"]}`),
 			Annotations:  tools.Annotations{ReadOnly: true, OpenWorld: true},
 			Examples: []tools.Example{{
 				Args:   json.RawMessage(`{"text":"Invoice 42 from ACME, due 2025-03-01, total 120 EUR","schema":{"type":"object","properties":{"number":{"type":"integer"},"total":{"type":"number"}},"required":["number","total"]}}`),
-				Result: json.RawMessage(`{"data":{"number":42,"total":120},"model":"claude-sonnet-4","attempts":1}`),
+				Result: json.RawMessage(`{"data":{"number":42,"total":120},"model":"claude-sonnet-4","via":"sampling","attempts":1}`),
 			}},
 			Errors:     append(llmErrors, tools.ErrorDoc{Code: "invalid_answer", Description: "The model's answer did not match the schema twice."}),
 			Notes:      note,
@@ -196,6 +205,9 @@ type llmCallResult struct {
 	Text       string `json:"text"`
 	Model      string `json:"model"`
 	StopReason string `json:"stopReason,omitempty"`
+	// Via says which model answered: "sampling" (the client's) or
+	// "provider" (the server's, [llm] provider).
+	Via string `json:"via"`
 }
 
 func (s *Server) llmCall(ctx context.Context, a llmCallArgs) (llmCallResult, error) {
@@ -206,29 +218,32 @@ func (s *Server) llmCall(ctx context.Context, a llmCallArgs) (llmCallResult, err
 	return s.sample(ctx, "llm.call", a, msgs)
 }
 
-// sample sends one sampling request to the client of ctx's request,
-// within the run's and the principal's budgets.
+// sample asks a model — the client's by sampling, or the configured
+// provider (modelFor) — within the run's and the principal's budgets.
 func (s *Server) sample(ctx context.Context, tool string, a llmCallArgs, msgs []llmMessage) (llmCallResult, error) {
 	cfg := s.llm
 	maxTokens := cfg.DefaultMaxTokens
 	if a.MaxTokens > 0 {
 		maxTokens = min(a.MaxTokens, cfg.MaxTokens)
 	}
-	req := mcp.CreateMessageRequest{CreateMessageParams: mcp.CreateMessageParams{
-		SystemPrompt:     a.System,
-		MaxTokens:        maxTokens,
-		StopSequences:    a.StopSequences,
-		ModelPreferences: a.ModelPreferences,
-	}}
-	if a.Temperature != nil {
-		req.Temperature = *a.Temperature
+	// The model sees the prompt as the output filter shows any output:
+	// tokens stay tokens, and what the run read is hidden as in a
+	// result. So does a provider's: it is another party too.
+	req := modelRequest{
+		System:        s.clientText(ctx, a.System),
+		MaxTokens:     maxTokens,
+		Temperature:   a.Temperature,
+		StopSequences: a.StopSequences,
+		Preferences:   a.ModelPreferences,
 	}
-	promptBytes := len(a.System)
+	promptBytes := len(req.System)
 	for _, m := range msgs {
-		req.Messages = append(req.Messages, mcp.SamplingMessage{Role: mcp.Role(m.Role), Content: mcp.NewTextContent(m.Content)})
-		promptBytes += len(m.Content)
+		text := s.clientText(ctx, m.Content)
+		req.Messages = append(req.Messages, llmMessage{Role: m.Role, Content: text})
+		promptBytes += len(text)
 	}
-	if err := s.clientCan(ctx, tool, capSampling); err != nil {
+	m, err := s.modelFor(ctx, tool)
+	if err != nil {
 		return llmCallResult{}, err
 	}
 	// Charge the prompt and the most the answer may take before asking,
@@ -239,24 +254,34 @@ func (s *Server) sample(ctx context.Context, tool string, a llmCallArgs, msgs []
 	if err := s.llmUse.begin(tool, run, s.callerPrincipal(ctx), estimate); err != nil {
 		return llmCallResult{}, err
 	}
-	var res *mcp.CreateMessageResult
-	err := s.waitOnClient(ctx, func(ctx context.Context) (err error) {
-		//lint:ignore SA1019 sampling is what llm.* is: deprecated by protocol 2026-07-28, still the way to reach the client's model in the versions before it, which clientCan requires
-		res, err = s.mcp.RequestSampling(ctx, req)
+	var ans modelAnswer
+	err = s.waitOnClient(ctx, func(ctx context.Context) (err error) {
+		ans, err = m.complete(ctx, req)
 		return err
 	})
 	used := tools.EstimateTokens(promptBytes)
-	var out llmCallResult
 	if err == nil {
-		out = llmCallResult{Model: res.Model, StopReason: res.StopReason}
-		out.Text, err = samplingText(res.Content)
-		used += tools.EstimateTokens(len(out.Text))
+		used += tools.EstimateTokens(len(ans.Text))
+		if ans.Tokens > 0 {
+			used = ans.Tokens // what the provider counted
+		}
 	}
 	s.llmUse.end(run, s.callerPrincipal(ctx), estimate, used)
 	if err != nil {
-		return llmCallResult{}, s.clientError(ctx, tool, "sampling", err)
+		return llmCallResult{}, s.modelError(ctx, tool, m, err)
 	}
-	return out, nil
+	return llmCallResult{Text: ans.Text, Model: ans.Model, StopReason: ans.StopReason, Via: m.via()}, nil
+}
+
+// modelError turns a failed question to m into a tool error.
+func (s *Server) modelError(ctx context.Context, tool string, m model, err error) error {
+	if _, ok := m.(samplingModel); ok {
+		return s.clientError(ctx, tool, "sampling", err)
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return &tools.Error{Code: tools.CodeToolFailed, Tool: tool, Message: err.Error(), Err: err}
 }
 
 // samplingText is the text of a sampling answer's content.
@@ -295,6 +320,7 @@ type llmClassifyArgs struct {
 type llmClassifyResult struct {
 	Labels   []string `json:"labels"`
 	Model    string   `json:"model"`
+	Via      string   `json:"via"`
 	Attempts int      `json:"attempts"`
 }
 
@@ -308,13 +334,14 @@ func (s *Server) llmClassify(ctx context.Context, a llmClassifyArgs) (llmClassif
 	}
 	fmt.Fprintf(&b, "Answer with JSON only: an array of %d label strings, the label of item 0 first.\n\nItems:\n", len(a.Items))
 	for i, it := range a.Items {
-		fmt.Fprintf(&b, "%d: %s\n", i, compactJSON(it))
+		// Each item as a result would show it: field names count.
+		fmt.Fprintf(&b, "%d: %s\n", i, compactJSON(s.clientJSON(ctx, it)))
 	}
-	data, model, attempts, err := s.askJSON(ctx, "llm.classify", b.String(), json.RawMessage(schema), a.MaxTokens)
+	data, ans, attempts, err := s.askJSON(ctx, "llm.classify", b.String(), json.RawMessage(schema), a.MaxTokens)
 	if err != nil {
 		return llmClassifyResult{}, err
 	}
-	out := llmClassifyResult{Model: model, Attempts: attempts}
+	out := llmClassifyResult{Model: ans.Model, Via: ans.Via, Attempts: attempts}
 	if err := json.Unmarshal(data, &out.Labels); err != nil {
 		return llmClassifyResult{}, fmt.Errorf("decode labels: %w", err)
 	}
@@ -331,6 +358,7 @@ type llmExtractArgs struct {
 type llmExtractResult struct {
 	Data     json.RawMessage `json:"data"`
 	Model    string          `json:"model"`
+	Via      string          `json:"via"`
 	Attempts int             `json:"attempts"`
 }
 
@@ -341,36 +369,36 @@ func (s *Server) llmExtract(ctx context.Context, a llmExtractArgs) (llmExtractRe
 		b.WriteString(a.Instructions + "\n")
 	}
 	fmt.Fprintf(&b, "\nSchema:\n%s\n\nText:\n%s\n", compactJSON(a.Schema), a.Text)
-	data, model, attempts, err := s.askJSON(ctx, "llm.extract", b.String(), a.Schema, a.MaxTokens)
+	data, ans, attempts, err := s.askJSON(ctx, "llm.extract", b.String(), a.Schema, a.MaxTokens)
 	if err != nil {
 		return llmExtractResult{}, err
 	}
-	return llmExtractResult{Data: data, Model: model, Attempts: attempts}, nil
+	return llmExtractResult{Data: data, Model: ans.Model, Via: ans.Via, Attempts: attempts}, nil
 }
 
-// askJSON asks the client's model for JSON that matches schema; an
-// answer that does not is sent back once with what is wrong with it.
-func (s *Server) askJSON(ctx context.Context, tool, prompt string, schema json.RawMessage, maxTokens int) (data json.RawMessage, model string, attempts int, err error) {
+// askJSON asks a model for JSON that matches schema; an answer that
+// does not is sent back once with what is wrong with it.
+func (s *Server) askJSON(ctx context.Context, tool, prompt string, schema json.RawMessage, maxTokens int) (data json.RawMessage, last llmCallResult, attempts int, err error) {
 	sch, err := tools.CompileSchema(schema)
 	if err != nil {
-		return nil, "", 0, &tools.Error{Code: tools.CodeInvalidArguments, Tool: tool, Message: "schema: " + err.Error(), Err: err}
+		return nil, last, 0, &tools.Error{Code: tools.CodeInvalidArguments, Tool: tool, Message: "schema: " + err.Error(), Err: err}
 	}
 	msgs := []llmMessage{{Role: "user", Content: prompt}}
 	var why string
 	for attempts = 1; attempts <= 2; attempts++ {
 		res, err := s.sample(ctx, tool, llmCallArgs{MaxTokens: maxTokens, System: "You answer with JSON only, no prose and no code fences."}, msgs)
 		if err != nil {
-			return nil, "", attempts, err
+			return nil, last, attempts, err
 		}
 		data, why = checkAnswer(res.Text, sch)
 		if why == "" {
-			return data, res.Model, attempts, nil
+			return data, res, attempts, nil
 		}
 		msgs = append(msgs,
 			llmMessage{Role: "assistant", Content: res.Text},
 			llmMessage{Role: "user", Content: "That answer is not valid: " + why + ". Answer again with JSON only, fixing it."})
 	}
-	return nil, "", 2, &tools.Error{Code: "invalid_answer", Tool: tool, Message: "the model's answer did not fit twice; last problem: " + why}
+	return nil, last, 2, &tools.Error{Code: "invalid_answer", Tool: tool, Message: "the model's answer did not fit twice; last problem: " + why}
 }
 
 // checkAnswer takes the JSON out of a model's answer (inside code fences

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
 )
@@ -22,6 +23,13 @@ import (
 // memo) — shared by every instance on the store, and surviving restarts.
 // A tool that is not annotated read-only is never memoised, whatever the
 // rules say: the first call that a rule matches logs a warning instead.
+//
+// A memoised result keeps the provenance of the call's arguments (the
+// dispatcher puts it in the context, memory.WithProvenance): a tool that
+// returns what it was given, such as an echo or a formatter, returns it
+// from the cache too, in a run that does not know where it came from. On
+// a hit, the run's data flow learns that the result's values came from
+// those sources, as a live call's would have been known by them.
 
 // MemoRule memoises the results of the tools whose qualified names match
 // Pattern (path.Match syntax: "gh.get_*", "weather.*") for TTL.
@@ -113,9 +121,9 @@ func (m *memoizer) ttl(t *tools.Tool) time.Duration {
 		if ok, _ := path.Match(r.Pattern, t.Name); !ok {
 			continue
 		}
-		if !t.Annotations.ReadOnly {
+		if !t.Annotations.KnownReadOnly() {
 			if _, seen := m.warned.LoadOrStore(t.Name, struct{}{}); !seen {
-				m.log.Warn("a memoize rule matches a tool that is not read-only; it is called every time", "tool", t.Name, "pattern", r.Pattern)
+				m.log.Warn("a memoize rule matches a tool not known to be read-only (an upstream server's tools need trust_annotations); it is called every time", "tool", t.Name, "pattern", r.Pattern)
 			}
 			return 0
 		}
@@ -133,7 +141,12 @@ func (m *memoizer) call(ctx context.Context, t *tools.Tool, args json.RawMessage
 		out, err := fn()
 		return out, false, err
 	}
-	key, err := memoKey(t.Name, args)
+	name := t.Name
+	if p, ok := tools.PageFrom(ctx, t.Name); ok {
+		// A page of a pagination is a result of its own, page by page.
+		name += "\x00page\x00" + p.Next
+	}
+	key, err := memoKey(name, args)
 	if err != nil {
 		out, err := fn()
 		return out, false, err
@@ -141,6 +154,7 @@ func (m *memoizer) call(ctx context.Context, t *tools.Tool, args json.RawMessage
 	e, err := m.store.CacheGet(ctx, memory.CacheMemo, key)
 	switch {
 	case err == nil:
+		observeMemo(ctx, t.Name, e.Value, e.Provenance)
 		return e.Value, true, nil
 	case !errors.Is(err, memory.ErrNotFound):
 		m.log.Error("memo get", "tool", t.Name, "err", err)
@@ -153,6 +167,21 @@ func (m *memoizer) call(ctx context.Context, t *tools.Tool, args json.RawMessage
 		m.log.Error("memo set", "tool", t.Name, "err", err)
 	}
 	return out, false, nil
+}
+
+// observeMemo tells the data flow of the run that made the call, if a
+// program's, that a memoised result's values came from the sources prov
+// names (besides the tool, which the dispatcher records).
+func observeMemo(ctx context.Context, tool string, out, prov json.RawMessage) {
+	run, ok := ctx.Value(runKey{}).(*runDispatcher)
+	if !ok || run.track == nil || len(prov) == 0 {
+		return
+	}
+	var p filter.Provenance
+	if json.Unmarshal(prov, &p) != nil || p.IsZero() {
+		return
+	}
+	run.track.flow.Observe(tool, out, p)
 }
 
 // memoKey is the hex SHA-256 of the tool's name and its arguments as

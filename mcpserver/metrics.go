@@ -98,6 +98,8 @@ func newMetrics(exec *executor.Executor) *metrics {
 		pool("codecell_pool_size", "Programs that may run at once.", func(s executor.Stats) int { return s.Size }),
 		pool("codecell_pool_in_use", "Programs running now.", func(s executor.Stats) int { return s.Running }),
 		pool("codecell_pool_ready", "VMs prepared for the next runs.", func(s executor.Stats) int { return s.Ready }),
+		pool("codecell_pool_long_in_use", "Programs running now past the default deadline; they never take the reserved slots.", func(s executor.Stats) int { return s.Long }),
+		pool("codecell_pool_queued", "Programs waiting for a slot of the pool.", func(s executor.Stats) int { return s.Queued }),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

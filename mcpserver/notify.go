@@ -1,8 +1,12 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -109,3 +113,125 @@ func flushNotifications(ctx context.Context) {
 	runtime.Gosched()
 	time.Sleep(2 * time.Millisecond)
 }
+
+// Task status notifications (notifications/tasks/status) carry a task's
+// id and status. mcp-go sends each to every session; ownTaskNotes keeps
+// them to the sessions of the task's principal. It filters the event
+// streams the HTTP transports write — a GET listening stream, a POST's
+// stream, a resumed one, the legacy SSE stream — dropping the events of
+// tasks that are not the requester's. Over stdio there is one principal,
+// whose tasks they all are.
+
+// ownTaskNotes wraps an HTTP transport's handler.
+func (s *Server) ownTaskNotes(next http.Handler) http.Handler {
+	if s.tasks.cfg.Disabled {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		principal := s.cfg.Principal
+		if p, ok := principalFrom(r.Context()); ok {
+			principal = p
+		}
+		tw := &taskNoteWriter{ResponseWriter: w, keep: func(id string) bool { return s.tasks.ownedBy(id, principal) }}
+		next.ServeHTTP(tw, r)
+	})
+}
+
+// ownedBy reports whether task id is principal's: a task codecell does
+// not know (another tool's, one that expired) is no one's.
+func (ts *taskRuns) ownedBy(id, principal string) bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	t := ts.byID[id]
+	return t != nil && t.principal == principal
+}
+
+// taskNoteWriter passes a response through, except, in an event stream,
+// the task status events whose task keep refuses. It holds back the part
+// of an event written so far until the event is whole.
+type taskNoteWriter struct {
+	http.ResponseWriter
+	keep func(taskID string) bool
+
+	decided, events bool // whether the body is an event stream, once known
+	pending         []byte
+}
+
+func (w *taskNoteWriter) decide() {
+	if !w.decided {
+		w.decided = true
+		w.events = strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream")
+	}
+}
+
+func (w *taskNoteWriter) WriteHeader(code int) {
+	w.decide()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *taskNoteWriter) Write(p []byte) (int, error) {
+	w.decide()
+	if !w.events {
+		return w.ResponseWriter.Write(p)
+	}
+	w.pending = append(w.pending, p...)
+	for {
+		end := eventEnd(w.pending)
+		if end < 0 {
+			return len(p), nil
+		}
+		event := w.pending[:end]
+		if !w.foreignTask(event) {
+			if _, err := w.ResponseWriter.Write(event); err != nil {
+				return 0, err
+			}
+		}
+		w.pending = w.pending[end:]
+	}
+}
+
+// eventEnd returns where the first event of an event stream ends, after
+// the blank line that ends it (lines end with CRLF, LF or CR), or -1
+// when it has not ended yet.
+func eventEnd(b []byte) int {
+	end := -1
+	for _, sep := range []string{"\n\n", "\r\n\r\n", "\r\r", "\n\r\n"} {
+		if i := bytes.Index(b, []byte(sep)); i >= 0 && (end < 0 || i+len(sep) < end) {
+			end = i + len(sep)
+		}
+	}
+	return end
+}
+
+// foreignTask reports whether event is a task status notification of a
+// task that is not the requester's.
+func (w *taskNoteWriter) foreignTask(event []byte) bool {
+	if !bytes.Contains(event, []byte(mcp.MethodNotificationTasksStatus)) {
+		return false
+	}
+	var data []byte
+	for _, line := range bytes.FieldsFunc(event, func(r rune) bool { return r == '\n' || r == '\r' }) {
+		if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
+		}
+	}
+	var msg struct {
+		Method string `json:"method"`
+		Params struct {
+			TaskID string `json:"taskId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(data, &msg) != nil || msg.Method != mcp.MethodNotificationTasksStatus {
+		return false
+	}
+	return !w.keep(msg.Params.TaskID)
+}
+
+// Flush sends what was written on; an event still incomplete waits for
+// its end.
+func (w *taskNoteWriter) Flush() {
+	http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection (deadlines).
+func (w *taskNoteWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -203,8 +203,9 @@ func TestOAuthDiscoveryChain(t *testing.T) {
 	if err := json.Unmarshal(rec.Result, &who); err != nil {
 		t.Fatalf("result %s: %v", rec.Result, err)
 	}
-	if who["principal"] != oauthtest.IntrospectionClientID || who["scopes"] != "mcp tools:read" {
-		t.Fatalf("the tool saw %v, want principal %s with scopes \"mcp tools:read\"", who, oauthtest.IntrospectionClientID)
+	// The principal is the token's sub in its issuer's namespace.
+	if want := o.as.URL + "#" + oauthtest.IntrospectionClientID; who["principal"] != want || who["scopes"] != "mcp tools:read" {
+		t.Fatalf("the tool saw %v, want principal %s with scopes \"mcp tools:read\"", who, want)
 	}
 	if strings.Contains(o.logs.String(), tok.AccessToken) {
 		t.Fatal("the server logged the access token")
@@ -368,12 +369,12 @@ func TestTypeScriptSDKOAuth(t *testing.T) {
 			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil || !res.OK {
 				t.Fatalf("oauth.mjs %s: %v\n%s", tc.flow, err, out)
 			}
-			want := map[string]string{"principal": oauthtest.IntrospectionClientID, "scopes": "mcp tools:read"}
+			want := map[string]string{"principal": o.as.URL + "#" + oauthtest.IntrospectionClientID, "scopes": "mcp tools:read"}
 			if tc.flow == "code" {
 				if !res.Steps.Registered || res.Steps.PKCE != "S256" || res.Steps.Resource != o.resource || res.Steps.Scope != "mcp" {
 					t.Fatalf("authorization request: %+v", res.Steps)
 				}
-				want = map[string]string{"principal": "user-of-" + res.ClientID, "scopes": "mcp"}
+				want = map[string]string{"principal": o.as.URL + "#user-of-" + res.ClientID, "scopes": "mcp"}
 			}
 			if res.Who["principal"] != want["principal"] || res.Who["scopes"] != want["scopes"] {
 				t.Fatalf("the tool saw %v, want %v", res.Who, want)

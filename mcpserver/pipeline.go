@@ -25,6 +25,10 @@ type Execution struct {
 	// MaxTimeout, when positive, caps Timeout in place of the sandbox's
 	// max timeout: a task's run may last longer.
 	MaxTimeout time.Duration
+	// Waited is how long the request waited for admission before
+	// Execute: the executor's queue wait counts it (see
+	// executor.Request.Waited).
+	Waited time.Duration
 	// BudgetBytes overrides the response budget, up to its cap: the
 	// serialized record stays within it.
 	BudgetBytes int
@@ -70,7 +74,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 		s.log.Error("flow", "err", err) // the rules were checked when the server was made
 	}
 	track := &tracker{flow: flow}
-	d := &runDispatcher{dispatcher: dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: vault, track: track}, execID: id}
+	d := newRunDispatcher(dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: vault, track: track}, id)
 	if x.Mode == ModePlan {
 		if s.cfg.Store == nil {
 			return s.refusedRecord(KindNoStore, "plans need the store (memory.path); this server runs without one")
@@ -119,6 +123,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 		Language:   x.Language,
 		Timeout:    x.Timeout,
 		MaxTimeout: x.MaxTimeout,
+		Waited:     x.Waited,
 		Dispatcher: d,
 		Functions:  s.functions(caller),
 		Owner:      caller.Principal,
@@ -132,7 +137,7 @@ func (s *Server) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 		x.planned, note = s.savePlan(ctx, caller, id, d.plan, res)
 		x.planned.note = note
 		if x.planned.ID != "" {
-			x.planHash = memory.PlanIDHash(x.planned.ID)
+			x.planHash = planHash(x.planned.ID)
 		}
 	}
 	rec, body := s.record(context.WithoutCancel(tools.WithCaller(ctx, caller)), sess, track.settled(), id, x, res, d.runArtifacts())

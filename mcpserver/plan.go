@@ -81,19 +81,31 @@ type PlanRecord struct {
 // planRecorder collects a dry run's writes, nested skills' included.
 type planRecorder struct {
 	mu    sync.Mutex
-	steps []memory.PlanStep
+	steps []plannedStep
+}
+
+// plannedStep is a recorded write, with what the run knew of the secrets
+// in its arguments: the commit's outputs hide them as the run's would
+// have (filter.Flow.KnownIn).
+type plannedStep struct {
+	memory.PlanStep
+	known []filter.Known
 }
 
 // maxPlanSteps bounds a plan.
 const maxPlanSteps = 1000
 
-// records reports whether a call of t is recorded rather than made.
+// records reports whether a call of t is recorded rather than made: any
+// call of a tool not known to be read-only (tools.Annotations.
+// KnownReadOnly), except skills, whose own calls are recorded, the
+// runtime's tools, which change nothing outside, and helpers, whose
+// calls come through the gate each on its own.
 func (p *planRecorder) records(t *tools.Tool) bool {
-	return p != nil && t != nil && !t.Annotations.ReadOnly && t.Source == "" && !t.Runtime
+	return p != nil && t != nil && !t.Annotations.KnownReadOnly() && t.Source == "" && !t.Runtime && !t.Gated
 }
 
 // add records a write and returns the placeholder the program receives.
-func (p *planRecorder) add(tool string, args, provenance json.RawMessage) (json.RawMessage, error) {
+func (p *planRecorder) add(tool string, args, provenance json.RawMessage, known []filter.Known) (json.RawMessage, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.steps) >= maxPlanSteps {
@@ -102,11 +114,11 @@ func (p *planRecorder) add(tool string, args, provenance json.RawMessage) (json.
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	p.steps = append(p.steps, memory.PlanStep{Tool: tool, Args: append(json.RawMessage(nil), args...), Provenance: provenance})
+	p.steps = append(p.steps, plannedStep{PlanStep: memory.PlanStep{Tool: tool, Args: append(json.RawMessage(nil), args...), Provenance: provenance}, known: known})
 	return json.RawMessage(fmt.Sprintf(`{"planned":true,"id":%d}`, len(p.steps))), nil
 }
 
-func (p *planRecorder) recorded() []memory.PlanStep {
+func (p *planRecorder) recorded() []plannedStep {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.steps
@@ -133,14 +145,19 @@ func (s *Server) savePlan(ctx context.Context, caller tools.Caller, execID strin
 	if len(steps) == 0 {
 		return rec, "The program made no writes: there is nothing to commit."
 	}
+	sealed, secret, err := s.planSeal.seal(steps)
+	if err != nil {
+		s.log.Error("seal plan", "id", execID, "err", err)
+		return rec, "The plan could not be saved; run the program again."
+	}
 	id, saved, err := s.cfg.Store.SavePlan(asCaller(ctx, caller.Principal), memory.SavePlanInput{
-		Session: caller.Session, ExecutionID: execID, Steps: steps, TTL: s.plans.TTL,
+		Session: caller.Session, ExecutionID: execID, Steps: sealed, TTL: s.plans.TTL,
 	})
 	if err != nil {
 		s.log.Error("save plan", "id", execID, "err", err)
 		return rec, "The plan could not be saved; run the program again."
 	}
-	rec.ID, rec.ExpiresAt = id, &saved.ExpiresAt
+	rec.ID, rec.ExpiresAt = planClientID(id, secret), &saved.ExpiresAt
 	return rec, fmt.Sprintf("Nothing was written: steps lists the %d writes the program would make. Commit exactly these, once, with execute_code {plan_id} before expires_at.", len(steps))
 }
 
@@ -169,7 +186,27 @@ func (s *Server) Commit(ctx context.Context, planID string, x Execution) (*Recor
 	caller := s.caller(ctx)
 	id := newExecutionID()
 	started := time.Now()
-	p, err := s.cfg.Store.ClaimPlan(asCaller(ctx, caller.Principal), planID, id)
+	clientID := planID
+	planID, secret, whole := splitPlanID(clientID)
+	var p memory.Plan
+	var err error
+	if whole {
+		p, err = s.cfg.Store.ClaimPlan(asCaller(ctx, caller.Principal), planID, id)
+	} else {
+		// The store's id alone does not commit a plan: its secret opens
+		// the steps.
+		err = memory.PlanNotFound(planID)
+	}
+	var steps []plannedStep
+	if err == nil {
+		if steps, err = s.planSeal.open(p.Steps, secret); err != nil {
+			s.log.Warn("a plan's steps do not open", "principal", caller.Principal, "plan_hash", memory.PlanIDHash(planID))
+			if ferr := s.cfg.Store.FinishPlan(asCaller(ctx, caller.Principal), planID, memory.PlanFailed); ferr != nil {
+				s.log.Error("finish plan", "id", id, "err", ferr)
+			}
+			err = &tools.Error{Code: memory.CodePlanAltered, Message: planSealError(planID)}
+		}
+	}
 	if err != nil {
 		kind := KindPlanNotFound
 		switch tools.CodeOf(err) {
@@ -204,7 +241,7 @@ func (s *Server) Commit(ctx context.Context, planID string, x Execution) (*Recor
 	if sess != nil {
 		vault = sess.vault
 	}
-	d := &runDispatcher{dispatcher: dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: vault}, execID: id}
+	d := newRunDispatcher(dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: vault}, id)
 	// What the steps return is observed like any run's tool results.
 	flow, err := s.filter.NewFlow(filter.FlowOptions{Rules: s.cfg.Rules})
 	if err != nil {
@@ -218,11 +255,11 @@ func (s *Server) Commit(ctx context.Context, planID string, x Execution) (*Recor
 		Status    string `json:"status"`
 		ErrorCode string `json:"error_code,omitempty"`
 	}
-	outcomes := make([]outcome, len(p.Steps))
-	results := make([]json.RawMessage, 0, len(p.Steps))
+	outcomes := make([]outcome, len(steps))
+	results := make([]json.RawMessage, 0, len(steps))
 	res := &executor.Result{Status: executor.StatusOK, Logs: []executor.LogLine{}}
 	var failed error
-	for i, st := range p.Steps {
+	for i, st := range steps {
 		outcomes[i] = outcome{Step: st.Seq, Tool: st.Tool, Status: memory.StepNotRun}
 		if failed != nil {
 			continue
@@ -240,7 +277,7 @@ func (s *Server) Commit(ctx context.Context, planID string, x Execution) (*Recor
 				msg = te.Message
 			}
 			res.Error = &executor.Error{Kind: KindPlanStepFailed, Tool: st.Tool, Code: code,
-				Message: fmt.Sprintf("step %d of %d (%s) failed, so the %d steps after it did not run: %s", st.Seq, len(p.Steps), st.Tool, len(p.Steps)-st.Seq, msg)}
+				Message: fmt.Sprintf("step %d of %d (%s) failed, so the %d steps after it did not run: %s", st.Seq, len(steps), st.Tool, len(steps)-st.Seq, msg)}
 		} else {
 			results = append(results, out)
 		}
@@ -265,32 +302,35 @@ func (s *Server) Commit(ctx context.Context, planID string, x Execution) (*Recor
 	}
 	res.Telemetry.DurationMS = float64(time.Since(started).Microseconds()) / 1000
 	res.Telemetry.ResultBytes = len(res.Value)
-	steps, _ := json.Marshal(outcomes)
-	x.Mode, x.planned = "commit", &PlanRecord{ID: planID, Steps: steps}
+	shown, _ := json.Marshal(outcomes)
+	x.Mode, x.planned = "commit", &PlanRecord{ID: clientID, Steps: shown}
 	x.planHash = memory.PlanIDHash(planID)
 	rec, body := s.record(context.WithoutCancel(tools.WithCaller(ctx, caller)), sess, track.settled(), id, x, res, d.runArtifacts())
 	s.flush(ctx, sess)
 	s.audit.record(auditRecord{exec: executionRecord(id, caller, s.access.of(caller), x, started, res), calls: d.auditCalls(), requests: d.auditRequests()})
-	s.log.Info("commit", "id", id, "principal", caller.Principal, "plan_hash", x.planHash, "state", state, "steps", len(p.Steps))
+	s.log.Info("commit", "id", id, "principal", caller.Principal, "plan_hash", x.planHash, "state", state, "steps", len(steps))
 	return rec, body
 }
 
 // commitStep makes one step's call as the plan's run would have: tokens
 // resolved now, the data-flow rules checked against the sources the step
-// recorded, the call audited with the commit.
-func (s *Server) commitStep(ctx context.Context, d *runDispatcher, track *tracker, st memory.PlanStep) (json.RawMessage, error) {
+// recorded, the secrets the dry run knew in its arguments hidden in what
+// the commit shows, the call audited with the commit.
+func (s *Server) commitStep(ctx context.Context, d *runDispatcher, track *tracker, st plannedStep) (json.RawMessage, error) {
 	var prov filter.Provenance
 	if len(st.Provenance) > 0 {
 		if err := json.Unmarshal(st.Provenance, &prov); err != nil {
 			return nil, &tools.Error{Code: "plan_altered", Tool: st.Tool, Message: "the step's recorded sources cannot be read"}
 		}
 	}
-	if !prov.IsZero() && track.flow != nil {
+	if track.flow != nil {
 		resolved, err := resolveTokens(ctx, d.vault, st.Tool, st.Args)
 		if err != nil {
 			return nil, err
 		}
-		// The values in the arguments came from these sources.
+		// The values in the arguments came from these sources, and are
+		// what the dry run's flow knew them to be.
+		track.flow.ObserveKnown("plan", st.known, prov)
 		track.flow.Observe("plan", resolved, prov)
 	}
 	d.track = track
@@ -301,6 +341,13 @@ func (s *Server) commitStep(ctx context.Context, d *runDispatcher, track *tracke
 func (s *Server) refusedRecord(kind executor.Kind, msg string) (*Record, []byte) {
 	rec := &Record{Status: executor.StatusError, Error: &RunError{Kind: kind, Message: msg}}
 	return rec, finishRecord(rec, s.budget, nil)
+}
+
+// planHash names a plan, by the id its client holds, in the audit log:
+// the hash of the store's id, as the store keeps it.
+func planHash(clientID string) string {
+	storeID, _, _ := splitPlanID(clientID)
+	return memory.PlanIDHash(storeID)
 }
 
 // planModeError checks an execute_code request's mode and plan_id.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"time"
 
@@ -69,16 +70,60 @@ func (s *Server) ready(ctx context.Context) error {
 	return nil
 }
 
-// readyz answers PathReady.
+// readyz answers PathReady. Tool sources that are loading or unavailable
+// do not make the instance unready — it serves, and says so of them — but
+// are listed with where they stand.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	answer := struct {
+		Status  string                 `json:"status"`
+		Reason  string                 `json:"reason,omitempty"`
+		Sources map[string]sourceState `json:"sources,omitempty"`
+	}{Status: "ready", Sources: s.sourceStates()}
 	if err := s.ready(r.Context()); err != nil {
+		answer.Status, answer.Reason = "unavailable", err.Error()
 		w.WriteHeader(http.StatusServiceUnavailable)
-		json.NewEncoder(w).Encode(map[string]string{"status": "unavailable", "reason": err.Error()})
-		return
 	}
-	w.Write([]byte(`{"status":"ready"}` + "\n"))
+	json.NewEncoder(w).Encode(answer)
+}
+
+// sourceState is where a tool source that is not ready stands, as
+// /readyz lists it.
+type sourceState struct {
+	// State is "loading" or "unavailable".
+	State string `json:"state"`
+	// Detail says what it does and when it should be ready, or why it is
+	// unavailable.
+	Detail string `json:"detail"`
+	// Done and Total count a loading source's work, when it counts it.
+	Done  int `json:"done,omitempty"`
+	Total int `json:"total,omitempty"`
+	// ReadyInSeconds estimates when a loading source is ready, when it
+	// can be estimated.
+	ReadyInSeconds float64 `json:"ready_in_s,omitempty"`
+}
+
+// sourceStates lists the categories whose source is loading or
+// unavailable.
+func (s *Server) sourceStates() map[string]sourceState {
+	var out map[string]sourceState
+	for c, st := range s.reg.Statuses() {
+		if !st.Absent() {
+			continue
+		}
+		if out == nil {
+			out = map[string]sourceState{}
+		}
+		if !st.Loading {
+			out[c] = sourceState{State: "unavailable", Detail: st.Reason}
+			continue
+		}
+		ls := st.Load.State()
+		out[c] = sourceState{State: "loading", Detail: ls.Describe(st.Reason), Done: ls.Done, Total: ls.Total,
+			ReadyInSeconds: math.Round(ls.Left.Seconds()*10) / 10}
+	}
+	return out
 }
 
 // Drain makes the server refuse new work while it finishes what it has:

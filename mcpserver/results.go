@@ -64,9 +64,32 @@ func (s *Server) readResult(ctx context.Context, req mcp.ReadResourceRequest) ([
 	if err != nil {
 		return nil, fmt.Errorf("read result: %w", err)
 	}
-	if binaryType(info.ContentType) {
-		// An artifact, such as an image an upstream server returned.
-		return []mcp.ResourceContents{mcp.BlobResourceContents{URI: uri, MIMEType: info.ContentType, Blob: base64.StdEncoding.EncodeToString(data)}}, nil
+	ctype := info.ContentType
+	if isArtifact(info) {
+		// A tool's content kept as it came, such as an image an upstream
+		// server returned: it passes the filter now, under the reader's
+		// session (filter.ApplyBytes says what it does with bytes).
+		var vault *filter.Vault
+		if c := s.caller(ctx); c.Session != "" {
+			if sess, err := s.sessions.get(c.Principal, c.Session); err == nil && sess != nil {
+				vault = sess.vault
+			}
+		}
+		out := s.filter.ApplyBytes(data, filter.Options{Vault: vault})
+		data = out.Data
+		if out.Text && binaryType(ctype) {
+			ctype = "text/plain; charset=utf-8" // what it is, rather than what it claimed
+		}
+		if !out.Text && binaryType(ctype) {
+			var meta map[string]any
+			if out.Report.Masked > 0 {
+				meta = map[string]any{"codecell/filter": map[string]any{"masked": out.Report.Masked, "findings": out.Report.Findings,
+					"note": "sensitive values in this content's text were overwritten with '*'"}}
+			}
+			return []mcp.ResourceContents{mcp.BlobResourceContents{Meta: meta, URI: uri, MIMEType: ctype, Blob: base64.StdEncoding.EncodeToString(data)}}, nil
+		}
+	} else if binaryType(ctype) {
+		return []mcp.ResourceContents{mcp.BlobResourceContents{URI: uri, MIMEType: ctype, Blob: base64.StdEncoding.EncodeToString(data)}}, nil
 	}
 	var body any
 	if items {
@@ -85,7 +108,7 @@ func (s *Server) readResult(ctx context.Context, req mcp.ReadResourceRequest) ([
 		// A page is what the model reads: the response budget unless the
 		// reader asks for more, up to the largest budget.
 		if q.Get("offset") == "" && q.Get("length") == "" && len(data) <= s.budget {
-			return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: info.ContentType, Text: string(data)}}, nil
+			return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: ctype, Text: string(data)}}, nil
 		}
 		offset, err1 := num("offset", 0)
 		length, err2 := num("length", s.budget)
@@ -108,6 +131,12 @@ func (s *Server) readResult(ctx context.Context, req mcp.ReadResourceRequest) ([
 	}
 	return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: "application/json", Text: string(b)}}, nil
 }
+
+// isArtifact reports whether a stored result is a tool's content kept as
+// it came (upstream.Blobs, openapi.Artifacts), which the filter has not
+// seen: a run's result carries its execution's id, and was filtered
+// before it was stored.
+func isArtifact(info memory.ResultInfo) bool { return info.ExecutionID == "" }
 
 // binaryType reports whether a stored result of this content type is
 // bytes rather than text: read as a blob, whole.

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/codecell/codecell/executor"
+	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/tools"
 )
 
@@ -24,11 +26,24 @@ func (s *Server) initRuntime() error {
 	s.llm = s.cfg.LLM.WithDefaults()
 	s.llmUse = newLLMUsage(s.llm)
 	var err error
+	switch s.llm.Prefer {
+	case PreferClient, PreferProvider:
+	default:
+		return fmt.Errorf("llm prefer %q: want %q or %q", s.llm.Prefer, PreferClient, PreferProvider)
+	}
+	if s.llm.Provider != nil {
+		if s.provider, err = newProvider(*s.llm.Provider); err != nil {
+			return err
+		}
+	}
 	if s.approvals, err = newApprovalPolicy(s.cfg.Approval); err != nil {
 		return err
 	}
+	if s.credentials, err = credentialsFilter(); err != nil {
+		return err
+	}
 	s.mcp.EnableSampling()
-	if err := s.reg.DescribeCategory("llm", "Ask the client's model (MCP sampling): call, classify, extract."); err != nil {
+	if err := s.reg.DescribeCategory("llm", "Ask a model — the client's (MCP sampling) or the server's provider: call, classify, extract."); err != nil {
 		return err
 	}
 	if err := s.reg.DescribeCategory("approval", "Ask the client's user to decide (MCP elicitation)."); err != nil {
@@ -116,4 +131,61 @@ func (s *Server) callerPrincipal(ctx context.Context) string {
 		return c.Principal
 	}
 	return s.caller(ctx).Principal
+}
+
+// showsClient reports whether t shows what it is given to the client's
+// model or user: the llm tools (sampling) and approval.request
+// (elicitation). Their arguments are never de-tokenised — the model sees
+// a token where the program had one — and what they send passes the
+// output filter (clientText, clientJSON), as everything the model reads.
+func (s *Server) showsClient(t *tools.Tool) bool {
+	return t != nil && t.Runtime && (t.Category() == "llm" || t.Name == "approval.request")
+}
+
+// clientFilter is the filter's options for what a runtime tool called
+// with ctx shows the client: its caller's session tokens, and the run's
+// flow, so that every value the run received that the filter hides in a
+// result is hidden here too, wherever the program put it.
+func (s *Server) clientFilter(ctx context.Context) filter.Options {
+	var opts filter.Options
+	if d, ok := dispatcherFrom(ctx); ok {
+		opts.Vault = d.vault
+		if d.track != nil {
+			opts.Flow = d.track.settled()
+		}
+	}
+	return opts
+}
+
+// clientText is text as the client may be shown it: filtered whole, not
+// cut to the budget.
+func (s *Server) clientText(ctx context.Context, text string) string {
+	if text == "" {
+		return ""
+	}
+	return s.filter.ApplyText(text, s.clientFilter(ctx)).Full()
+}
+
+// clientJSON is a JSON value as the client may be shown it, filtered as a
+// result is (field names and values), whole.
+func (s *Server) clientJSON(ctx context.Context, v json.RawMessage) json.RawMessage {
+	out, err := s.filter.Apply(filter.Input{Result: v}, s.clientFilter(ctx))
+	if err != nil {
+		// Not JSON: shown as text.
+		b, _ := json.Marshal(s.clientText(ctx, string(v)))
+		return b
+	}
+	return out.Full
+}
+
+// credentialsFilter is a filter that redacts credentials and leaves
+// personal data alone: for what a user typed into a program's form.
+func credentialsFilter() (*filter.Filter, error) {
+	actions := map[filter.Class]filter.Action{}
+	for _, c := range filter.Classes {
+		if filter.DefaultAction(c) != filter.ActionRedact {
+			actions[c] = filter.ActionAllow
+		}
+	}
+	return filter.New(filter.Config{Policy: filter.Policy{Actions: actions}})
 }

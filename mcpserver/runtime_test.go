@@ -174,7 +174,7 @@ func TestRuntimeSamplingAndApproval(t *testing.T) {
 					return {texts: [a.text, b.text, c.text].join("|"), model: a.model, stop: c.stopReason};`, "",
 					`{"model":"test-model","stop":"endTurn","texts":"echo:one:|echo:two:|echo:three:sys"}`},
 				{"classify retries once", `return await llm.classify(["refund missing", "crash", "error 500"], ["billing", "bug"]);`, "",
-					`{"attempts":2,"labels":["billing","bug","bug"],"model":"test-model"}`},
+					`{"attempts":2,"labels":["billing","bug","bug"],"model":"test-model","via":"sampling"}`},
 				{"extract", `return (await llm.extract("Invoice 42, total 120.50", {type: "object", properties: {number: {type: "integer"}, total: {type: "number"}}, required: ["number", "total"]})).data;`, "",
 					`{"number":42,"total":120.5}`},
 				{"approval accepted", `return await approval.request("please accept", {schema: {type: "object", properties: {comment: {type: "string"}}}});`, "",
@@ -219,7 +219,7 @@ func TestRuntimeSamplingAndApproval(t *testing.T) {
 				t.Fatalf("asked %d times about files.delete, want 3: %q", len(policyAsks), asked)
 			}
 			first := policyAsks[0]
-			for _, want := range []string{"files.delete (destructive)", `"path":"/a"`, "Purpose of the run: tidy up, please decline"} {
+			for _, want := range []string{"codecell — approval required", "files.delete (it may change or destroy data)", `"path":"/a"`, "Purpose of the run, as the model gave it: tidy up, please decline"} {
 				if !strings.Contains(first, want) {
 					t.Errorf("the approval request lacks %q:\n%s", want, first)
 				}

@@ -105,7 +105,8 @@ type Config struct {
 	Access Access
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
-	// LLM bounds the programs' llm calls (MCP sampling, llm.go).
+	// LLM bounds the programs' llm calls and names the provider they
+	// may use besides the client's model (llm.go, provider.go).
 	LLM LLMConfig
 	// Approval names the tool calls the client's user approves first
 	// (MCP elicitation, approval.go).
@@ -113,6 +114,17 @@ type Config struct {
 	// TracerProvider, when set, traces requests, runs and tool calls;
 	// nil traces nothing.
 	TracerProvider trace.TracerProvider
+	// LoadWait is how long a client's initialize waits for the tool
+	// sources still loading (tools.Registry.BeginLoad). Zero answers at
+	// once: those sources are then listed as loading, with when they
+	// should be ready.
+	LoadWait time.Duration
+	// Learn configures learning from use: search_tools queries followed
+	// by runs that call tools rank those tools higher (search_learn.go).
+	Learn LearnConfig
+	// Bridge, when set, is the source of bridged MCP servers whose
+	// prompts and resources the server serves too (bridged.go).
+	Bridge Bridge
 }
 
 // Server is a codecell MCP server. Create it with New, serve it with
@@ -126,6 +138,7 @@ type Server struct {
 
 	vfs    *vfs.FS
 	search *search.Index
+	learn  *learner // nil when learning from use is off
 
 	executeCodeSchema *tools.Schema
 	searchToolsSchema *tools.Schema
@@ -147,6 +160,7 @@ type Server struct {
 	oauth            *oauth.Validator
 	resourceMetadata string
 	plans            PlanConfig
+	planSeal         *planSealer // plan.go, planseal.go
 	memo             *memoizer
 	access           *accessPolicy // nil: every caller reaches every tool
 
@@ -162,7 +176,11 @@ type Server struct {
 	// llm, llmUse and approvals serve the runtime tools (runtime.go).
 	llm       LLMConfig
 	llmUse    *llmUsage
+	provider  *provider // nil: the client's model only (provider.go)
 	approvals *approvalPolicy
+	// credentials redacts credentials only: in answers to a program's
+	// approval.request (approval.go).
+	credentials *filter.Filter
 
 	unsubscribe       func()
 	unsubscribeSkills func()
@@ -170,6 +188,10 @@ type Server struct {
 
 	// draining and poolWarm answer /readyz (ready.go).
 	draining, poolWarm atomic.Bool
+
+	// bridged keeps the bridged servers' prompts and resources the MCP
+	// server serves; nil without a Bridge (bridged.go).
+	bridged *bridged
 }
 
 // New builds a server over the tools in reg.
@@ -236,14 +258,15 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	}
 	s.vfs = vfs.New(reg, vfs.WithManifestHint(manifestHint))
 	s.search = search.New(reg, func(c tools.Caller) search.Docs { return s.vfs.For(c) })
+	s.learn = newLearner(context.Background(), cfg.Learn, s.search, cfg.Store, s.log)
 	for _, sc := range []struct {
 		dst    **tools.Schema
 		name   string
 		schema json.RawMessage
 	}{
 		{&s.executeCodeSchema, "execute_code", s.executeCodeInputSchema()},
-		{&s.searchToolsSchema, "search_tools", json.RawMessage(searchToolsInput)},
-		{&s.readToolsSchema, "read_tools", json.RawMessage(readToolsInput)},
+		{&s.searchToolsSchema, "search_tools", s.searchToolsInputSchema()},
+		{&s.readToolsSchema, "read_tools", s.readToolsInputSchema()},
 	} {
 		if *sc.dst, err = tools.CompileSchema(sc.schema); err != nil {
 			return nil, fmt.Errorf("new server: %s schema: %w", sc.name, err)
@@ -261,10 +284,13 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		server.WithLogging(),
 		server.WithHooks(s.hooks()),
 		server.WithResourceCapabilities(true, true),
-		server.WithPromptCapabilities(false),
+		server.WithPromptCapabilities(true),
+		server.WithPromptFilter(s.filterBridgedPrompts),
 		server.WithCompletions(),
 		server.WithResourceCompletionProvider(completions{s}),
 		server.WithElicitation(),
+		discoverHints(),
+		extensionCapability(),
 	)...)
 	s.traceRequests()
 	if err = s.initRuntime(); err != nil {
@@ -277,6 +303,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	}
 	s.addToolTree()
 	s.addPrompt()
+	s.initBridge()
 	s.addLedger()
 	if err = s.initPlansAndCache(); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
@@ -320,6 +347,8 @@ func (s *Server) hooks() *server.Hooks {
 	s.subs.hooks(h)
 	s.instructionHooks(h)
 	s.tasks.hooks(h)
+	s.cacheHooks(h)
+	s.bridgeHooks(h)
 	return h
 }
 
@@ -347,6 +376,10 @@ func (s *Server) initFilter() error {
 			return err
 		}
 		key = k
+	}
+	var err error
+	if s.planSeal, err = newPlanSealer(key); err != nil {
+		return err
 	}
 	s.sessions = newSessions(key, s.cfg.Rules, s.cfg.Sessions, func(reason string) {
 		s.metrics.sessionsEvicted.WithLabelValues(reason).Inc()
@@ -404,6 +437,14 @@ func (s *Server) functions(c tools.Caller) *executor.Layout {
 			// original one: everything["get-sum"], kg.createEntities.
 			for _, a := range t.Aliases {
 				fns = append(fns, executor.Function{Name: t.Category() + "." + a, Positional: t.Positional})
+			}
+		}
+		// A category whose source is loading or unavailable is a
+		// namespace even without tools, so that calling it says why
+		// rather than "ReferenceError: 'github' is not defined".
+		for _, c := range v.Categories() {
+			if v.CategoryStatus(c).Absent() {
+				fns = append(fns, executor.Function{Name: c})
 			}
 		}
 		return executor.NewLayout(fns)

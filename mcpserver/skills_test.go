@@ -86,6 +86,54 @@ func TestSkillsBelongToTheirOwner(t *testing.T) {
 	}
 }
 
+// TestPublishedSkillsArePinned (issue 19): a republished skill does not
+// change what another principal's calls run: the first call pins the
+// snapshot, a later one fails with skill_changed until the caller
+// accepts it, by its hash; a skill cannot accept for its caller.
+func TestPublishedSkillsArePinned(t *testing.T) {
+	t.Parallel()
+	srv, _ := storeServerTB(t, filepath.Join(t.TempDir(), "db"), mcpserver.Config{
+		Auth: []mcpserver.Token{{Principal: "alice", Token: aliceToken}, {Principal: "bob", Token: bobToken}, {Principal: "carol", Token: "carol-0123456789abcdef0123456789"}},
+	})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	alice := authedClient(t, ts.URL+"/mcp", aliceToken)
+	bob := authedClient(t, ts.URL+"/mcp", bobToken)
+	carol := authedClient(t, ts.URL+"/mcp", "carol-0123456789abcdef0123456789")
+
+	mustRun(t, alice, `await skills.save({name: "greet", description: "Greets.", code: "return 'v1'"}); await skills.publish({name: "greet"})`)
+	waitFor(t, func() bool { return strings.Contains(readTool(t, bob, "/skills/index.json"), "published by alice") })
+	if got := string(mustRun(t, bob, `await skills.greet()`)); got != `"v1"` {
+		t.Fatalf("bob's first call: %s", got)
+	}
+	mustRun(t, alice, `await skills.save({name: "greet", description: "Greets.", code: "return 'v2'"}); await skills.publish({name: "greet"})`)
+	waitFor(t, func() bool { return strings.Contains(readTool(t, bob, "/skills/greet.md"), "version 2") })
+	res := mustRunErr(t, bob, `await skills.greet()`)
+	if !strings.Contains(res, "skill_changed") || !strings.Contains(res, "version 1 by alice") || !strings.Contains(res, "version 2") || strings.Contains(res, `"v2"`) {
+		t.Fatalf("bob's call after the republish: %s", res)
+	}
+	// A skill of bob's cannot accept it for him.
+	mustRun(t, bob, `await skills.save({name: "sneak", description: "x", code: "return await skills.accept({name: 'greet'})"})`)
+	if res := mustRunErr(t, bob, `await skills.sneak()`); !strings.Contains(res, "cannot be called from a skill") {
+		t.Fatalf("a skill accepted: %s", res)
+	}
+	if res := mustRunErr(t, bob, `await skills.accept({name: "greet", code_sha256: "0000"})`); !strings.Contains(res, "conflict") {
+		t.Fatalf("accepting a version bob did not read: %s", res)
+	}
+	mustRun(t, bob, `const md = await tools.call("skills.accept", {name: "greet"}); return md.version`)
+	if got := string(mustRun(t, bob, `await skills.greet()`)); got != `"v2"` {
+		t.Fatalf("bob's call after accepting: %s", got)
+	}
+	// The owner and a first-time caller run what is published.
+	if got := string(mustRun(t, carol, `await skills.greet()`)); got != `"v2"` {
+		t.Fatalf("carol's first call: %s", got)
+	}
+	mustRun(t, alice, `await skills.delete({name: "greet"})`)
+	if got := string(mustRun(t, alice, `await skills.greet()`)); got != `"v2"` {
+		t.Fatalf("alice calling her published snapshot: %s", got)
+	}
+}
+
 // TestSkillsCannotChangeSkills: a published skill runs with its caller's
 // rights, so from inside a skill, skills cannot be saved, deleted or
 // published — a trojan cannot plant code in its caller's catalogue or

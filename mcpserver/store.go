@@ -51,6 +51,10 @@ type skillStore interface {
 	AllSkills(ctx context.Context) ([]memory.Skill, error)
 	PublishedSkills(ctx context.Context) ([]memory.Skill, error)
 	OnSkillChange(fn func(memory.SkillChange)) (cancel func())
+	// SkillPin and PinSkill keep which published snapshot of another's
+	// skill the caller runs (skills.go).
+	SkillPin(ctx context.Context, name string) (memory.SkillPin, error)
+	PinSkill(ctx context.Context, p memory.SkillPin) (memory.SkillPin, error)
 }
 
 // planStore keeps the plans of dry runs until they are committed once.

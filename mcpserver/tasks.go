@@ -19,8 +19,11 @@ import (
 //   - the run outlives the request that started it (mcp-go runs the
 //     handler under the request's context, which Streamable HTTP ends
 //     once the task handle is sent), and tasks/cancel stops it;
-//   - a task run may last up to TaskConfig.MaxDuration instead of the
-//     sandbox's max timeout;
+//   - a task run may ask (timeout_ms) for up to TaskConfig.MaxDuration
+//     instead of the sandbox's max timeout; without timeout_ms it has
+//     the default deadline, as any run, so that a task does not hold a
+//     pool slot longer than it asked to (and a long one never takes the
+//     slots the executor reserves, see executor.Config.ReservedSlots);
 //   - every task expires: its TTL is at most MaxDuration + ResultTTL from
 //     its creation, so a record is kept at least ResultTTL after the run;
 //   - a task is its principal's: another principal's tasks/get,
@@ -43,9 +46,10 @@ type TaskConfig struct {
 	// Disabled turns task support off: execute_code is not advertised
 	// as supporting tasks, and the server has no tasks capability.
 	Disabled bool
-	// MaxDuration caps a task run's deadline in place of the sandbox's
-	// max timeout, when above it; it is also a task run's deadline when the request
-	// sets no timeout_ms. Default DefaultTaskMaxDuration.
+	// MaxDuration caps the deadline a task run may ask for (timeout_ms)
+	// in place of the sandbox's max timeout, when above it. A task run
+	// that asks for none has the sandbox's default deadline. Default
+	// DefaultTaskMaxDuration.
 	MaxDuration time.Duration
 	// ResultTTL is how long a task's record is kept, at least, after its
 	// run ends. Default DefaultTaskResultTTL.
@@ -115,6 +119,15 @@ func newTaskRuns(cfg TaskConfig, caller func(context.Context) string) *taskRuns 
 		starting: map[*mcp.TaskParams]*taskRun{},
 		byID:     map[string]*taskRun{},
 	}
+}
+
+// maxTimeout is the longest deadline a task run may ask for, given the
+// sandbox's max timeout limit; limit itself when tasks are off.
+func (ts *taskRuns) maxTimeout(limit time.Duration) time.Duration {
+	if ts.cfg.Disabled {
+		return limit
+	}
+	return max(ts.cfg.MaxDuration, limit)
 }
 
 // ttl is the longest a task is kept from its creation.

@@ -236,7 +236,7 @@ func TestExecuteCodeAsTask(t *testing.T) {
 	// has the shape of a direct call's.
 	code := `await util.sleep({ms: 700}); return {n: 42}`
 	t.Run("polled to completion", func(t *testing.T) {
-		task := alice.startTask(t, map[string]any{"code": `await test.wait({}); ` + code})
+		task := alice.startTask(t, map[string]any{"code": `await test.wait({}); ` + code, "timeout_ms": 3000})
 		if task.Status != mcp.TaskStatusWorking {
 			t.Fatalf("task handle %+v", task)
 		}
@@ -271,8 +271,34 @@ func TestExecuteCodeAsTask(t *testing.T) {
 		}
 	})
 
+	t.Run("an ordinary call may not ask past max_timeout", func(t *testing.T) {
+		_, rec := execute(t, alice.Client, map[string]any{"code": code, "timeout_ms": 3000})
+		if rec == nil || rec.Error == nil || rec.Error.Kind != executor.KindInvalidRequest || !strings.Contains(rec.Error.Message, "as an MCP task (up to 3000)") {
+			t.Fatalf("record %+v, want a refusal that points to tasks", rec)
+		}
+	})
+
+	// A task that asks for no deadline has the default one, as any run:
+	// it holds its sandbox no longer than an ordinary call would.
+	t.Run("the default deadline without timeout_ms", func(t *testing.T) {
+		task := alice.startTask(t, map[string]any{"code": `for (;;) await util.sleep({ms: 50})`})
+		done, _ := alice.poll(t, task.TaskId, 50*time.Millisecond, 30*time.Second)
+		if done.Status != mcp.TaskStatusCompleted {
+			t.Fatalf("task %+v", done)
+		}
+		_, rec := alice.result(t, task.TaskId)
+		if rec == nil || rec.Error == nil || rec.Error.Kind != executor.KindTimeout || !strings.Contains(rec.Error.Message, "400ms") {
+			t.Fatalf("record %+v, want a timeout at the default 400ms deadline", rec)
+		}
+	})
+
 	t.Run("past max_task_duration", func(t *testing.T) {
-		task := alice.startTask(t, map[string]any{"code": `for (;;) await util.sleep({ms: 500})`})
+		over := alice.startTask(t, map[string]any{"code": "1", "timeout_ms": 3001})
+		alice.poll(t, over.TaskId, 50*time.Millisecond, 30*time.Second)
+		if _, rec := alice.result(t, over.TaskId); rec == nil || rec.Error == nil || rec.Error.Kind != executor.KindInvalidRequest {
+			t.Fatalf("a task asking past max_task_duration: record %+v, want a refusal", rec)
+		}
+		task := alice.startTask(t, map[string]any{"code": `for (;;) await util.sleep({ms: 500})`, "timeout_ms": 3000})
 		done, _ := alice.poll(t, task.TaskId, 100*time.Millisecond, 30*time.Second)
 		if done.Status != mcp.TaskStatusCompleted {
 			t.Fatalf("task %+v", done)
@@ -288,7 +314,7 @@ func TestExecuteCodeAsTask(t *testing.T) {
 
 	t.Run("cancelled mid-run", func(t *testing.T) {
 		before := ticks.Load()
-		task := alice.startTask(t, map[string]any{"code": `for (let i = 0; ; i++) { await test.tick({n: i}); await util.sleep({ms: 20}) }`})
+		task := alice.startTask(t, map[string]any{"code": `for (let i = 0; ; i++) { await test.tick({n: i}); await util.sleep({ms: 20}) }`, "timeout_ms": 3000})
 		for ticks.Load()-before < 3 {
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -319,7 +345,7 @@ func TestExecuteCodeAsTask(t *testing.T) {
 	})
 
 	t.Run("another principal's", func(t *testing.T) {
-		task := alice.startTask(t, map[string]any{"code": `await util.sleep({ms: 300}); return 1`})
+		task := alice.startTask(t, map[string]any{"code": `await util.sleep({ms: 300}); return 1`, "timeout_ms": 3000})
 		if _, rpcErr := bob.getTask(t, task.TaskId); rpcErr == nil {
 			t.Fatal("bob got alice's task")
 		}
@@ -366,7 +392,7 @@ func TestTaskTwoMinutes(t *testing.T) {
 			await test.tick({n: i});
 			progress("slept " + slept + " ms", (i + 1) / 12);
 		}
-		return {slept};`})
+		return {slept};`, "timeout_ms": 180000})
 	done, polls := alice.poll(t, task.TaskId, 2*time.Second, 4*time.Minute)
 	took := time.Since(started)
 	if done.Status != mcp.TaskStatusCompleted {

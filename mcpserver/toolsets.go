@@ -55,7 +55,9 @@ type AccessRule struct {
 	// Deny lists tool name globs whose tools are removed, whatever Allow
 	// says: deny wins.
 	Deny []string
-	// ReadOnly keeps only the tools annotated read-only, and skills: a
+	// ReadOnly keeps only the tools known to be read-only (annotated so
+	// by a source codecell trusts: see tools.Annotations.KnownReadOnly),
+	// and skills: a
 	// skill is a program that runs as its caller, each of its calls
 	// resolved through the caller's own toolset, so it reaches nothing
 	// the caller could not reach from its own program.
@@ -136,7 +138,7 @@ func (r *toolRule) restricts() bool { return r.desc != "" }
 
 // allows reports whether the rule lets a caller reach t.
 func (r *toolRule) allows(t *tools.Tool) bool {
-	if r.readOnly && !t.Annotations.ReadOnly && t.Source == "" {
+	if r.readOnly && !t.Annotations.KnownReadOnly() && t.Source == "" {
 		return false
 	}
 	if matchesAny(r.deny, t) {

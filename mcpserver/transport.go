@@ -24,6 +24,15 @@ import (
 // ServeStdio returns, and none is cancelled because the input ended.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	gate := newStdioGate(ctx, in, out, s.exec.Config().MaxTimeout+s.exec.Config().QueueWait+10*time.Second)
+	// The extension's methods, which mcp-go does not know, are answered
+	// here (catalog_ext.go).
+	gate.intercept = func(line []byte) ([]byte, bool) {
+		req, ok := isExtensionMethod(line)
+		if !ok {
+			return nil, false
+		}
+		return s.extensionMethod(withLocal(ctx), req), true
+	}
 	stdio := server.NewStdioServer(s.mcp)
 	stdio.SetErrorLogger(log.New(slogWriter{s.log.With("transport", "stdio")}, "", 0))
 	stdio.SetContextFunc(func(ctx context.Context) context.Context { return withLocal(ctx) })
@@ -62,6 +71,11 @@ type stdioGate struct {
 	pending map[string]bool
 	initID  string // an initialize request not yet answered
 	rest    []byte // what is left of the current line
+
+	// intercept, when set, answers a line itself: handled lines are not
+	// passed on, and their answer (nil for none) is written out.
+	intercept func(line []byte) (answer []byte, handled bool)
+	writeMu   sync.Mutex // one message at a time on out
 }
 
 // newStdioGate returns a gate over in and out that waits up to drain for
@@ -81,7 +95,7 @@ type rpcHead struct {
 
 // Read returns at most one line of input.
 func (g *stdioGate) Read(p []byte) (int, error) {
-	if len(g.rest) == 0 {
+	for len(g.rest) == 0 {
 		if err := g.waitFor(func() bool { return g.initID == "" }); err != nil {
 			return 0, err
 		}
@@ -96,6 +110,16 @@ func (g *stdioGate) Read(p []byte) (int, error) {
 				}
 			}
 			return 0, err
+		}
+		if g.intercept != nil {
+			if answer, handled := g.intercept(line); handled {
+				if answer != nil {
+					if _, err := g.writer().Write(append(answer, '\n')); err != nil {
+						return 0, err
+					}
+				}
+				continue
+			}
 		}
 		var h rpcHead
 		if json.Unmarshal(line, &h) == nil && h.Method != "" {
@@ -145,7 +169,9 @@ func (g *stdioGate) writer() io.Writer { return stdioOut{g} }
 type stdioOut struct{ g *stdioGate }
 
 func (o stdioOut) Write(p []byte) (int, error) {
+	o.g.writeMu.Lock()
 	n, err := o.g.out.Write(p)
+	o.g.writeMu.Unlock()
 	var h rpcHead
 	if json.Unmarshal(p, &h) == nil && h.Method == "" && len(h.ID) > 0 {
 		o.g.mu.Lock()
@@ -199,12 +225,13 @@ func (s *Server) newHTTP() *httpTransports {
 		),
 		mux: http.NewServeMux(),
 	}
-	h.mux.Handle(PathStreamable, s.guard(s.drainGate(h.streamable)))
-	h.mux.Handle(PathSSE, s.guard(h.sse.SSEHandler()))
-	h.mux.Handle(PathMessage, s.guard(h.sse.MessageHandler()))
+	h.mux.Handle(PathStreamable, s.guard(s.drainGate(s.extensionHTTP(s.ownTaskNotes(h.streamable)))))
+	h.mux.Handle(PathSSE, s.guard(s.ownTaskNotes(h.sse.SSEHandler())))
+	h.mux.Handle(PathMessage, s.guard(s.extensionSSE(h.sse, h.sse.MessageHandler())))
 	h.mux.Handle("GET "+PathMetrics, s.guard(s.metrics.handler()))
 	h.mux.Handle("GET /{$}", s.hostOnly(http.HandlerFunc(s.home)))
 	s.addOAuthRoutes(h.mux)
+	s.addServerCard(h.mux, h)
 	h.mux.Handle("GET "+PathReady, s.hostOnly(http.HandlerFunc(s.readyz)))
 	h.mux.Handle("GET "+PathHealth, s.hostOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -1,13 +1,17 @@
 package memory
 
 import (
+	"encoding/json"
 	"time"
 )
 
 // The cache keeps short-lived values per principal, in two kinds: what
 // programs store with cache.set (CacheUser) and the memoised results of
 // read-only tools (CacheMemo). An entry lives until its expiry; reads
-// never return an expired entry, and Prune deletes them.
+// never return an expired entry, and Prune deletes them. An entry keeps
+// the provenance of its value, as memories and workspace files do (see
+// WithProvenance), so that a value cached by one run is known by its
+// sources in the next.
 
 // Cache kinds.
 const (
@@ -20,6 +24,9 @@ type CacheEntry struct {
 	Value     []byte
 	CreatedAt time.Time
 	ExpiresAt time.Time
+	// Provenance is the tool sources the value came from; nil when none
+	// was recorded.
+	Provenance json.RawMessage
 }
 
 // CacheSetInput is a value to cache for the caller in the context.
@@ -33,6 +40,9 @@ type CacheSetInput struct {
 	// kind: setting a new key when the caller has that many (unexpired)
 	// fails with CodeQuotaExceeded.
 	MaxEntries int
+	// Provenance, set by the server (see WithProvenance); nil takes the
+	// context's.
+	Provenance json.RawMessage
 }
 
 // CheckCacheSet checks an entry to set as CacheSet does.

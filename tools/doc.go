@@ -11,6 +11,13 @@
 // names through the caller in its context, so a tool outside a caller's
 // view does not exist for it at any level.
 //
+// A tool's input schema is compiled at its first call, once per distinct
+// schema, within bounds (MaxSchemaDepth, MaxDocumentSchemas, MaxSchemas)
+// and without following a reference out of its document; one that cannot
+// be compiled makes that tool unavailable with the reason. Definitions
+// hold the named schemas that many tools of a source share, compiled once
+// for all of them.
+//
 // Handle is the one way to write a typed handler; EstimateTokens the one
 // estimate of what text costs a context window.
 //

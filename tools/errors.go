@@ -15,6 +15,10 @@ const (
 	CodeToolPanic        = "tool_panic"
 	CodeCanceled         = "canceled"
 	CodeNotFound         = "not_found"
+	// CodeToolUnavailable: the tool cannot be called at all, such as one
+	// whose input schema codecell cannot compile; the message says why
+	// and what to change.
+	CodeToolUnavailable = "tool_unavailable"
 )
 
 // Error is a failed tool call as its caller sees it: a code to branch on,

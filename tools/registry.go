@@ -30,19 +30,23 @@ type Registry struct {
 	scopes     map[string]map[string]*entry // principal → its own tools
 	categories map[string]string            // name → one-line description
 	statuses   map[string]CategoryStatus    // name → availability, when set
+	sources    map[string]string            // name → who wrote its text, when not codecell
 	version    uint64                       // grows with every change
 	globalAt   uint64                       // version of the last change every caller sees
 	scopeAt    map[string]uint64            // version of the last change of each scope
 	toolsets   func(Caller) Toolset
 	subs       map[int]func(Change)
 	nextSub    int
+	loads      map[*Load]struct{} // loads in progress (BeginLoad)
+	loadsIdle  chan struct{}      // closed when the last load ends; nil when none is in progress
+	compiled   schemaCache
 
 	views viewCache
 }
 
 type entry struct {
-	tool   *Tool
-	schema *Schema
+	tool  *Tool
+	input *lazySchema
 }
 
 // Change describes one change of the catalogue.
@@ -64,6 +68,8 @@ func NewRegistry() *Registry {
 		scopes:     map[string]map[string]*entry{},
 		categories: map[string]string{},
 		statuses:   map[string]CategoryStatus{},
+		sources:    map[string]string{},
+		loads:      map[*Load]struct{}{},
 		scopeAt:    map[string]uint64{},
 		subs:       map[int]func(Change){},
 		views:      viewCache{max: MaxCachedViews, m: map[viewKey]*View{}},
@@ -74,8 +80,11 @@ func NewRegistry() *Registry {
 var emptyObjectSchema = json.RawMessage(`{"type":"object","additionalProperties":false}`)
 
 // Register adds global tools, replacing any registered under the same
-// names. It checks every tool and compiles its input schema first, and adds
-// none if one is invalid.
+// names. It checks every tool first, and adds none if one is invalid. A
+// tool's input schema is compiled when the tool is first called or
+// validated, once per distinct schema; a schema that does not compile,
+// or is beyond the bounds (MaxSchemaDepth, MaxSchemas), makes that tool
+// unavailable (CodeToolUnavailable) with the reason, not the others.
 func (r *Registry) Register(ts ...Tool) error { return r.RegisterScoped("", ts...) }
 
 // RegisterScoped adds tools to scope, the principal they belong to,
@@ -98,16 +107,7 @@ func (r *Registry) RegisterScoped(scope string, ts ...Tool) error {
 		if len(t.InputSchema) == 0 {
 			t.InputSchema = emptyObjectSchema
 		}
-		s, err := CompileSchema(t.InputSchema)
-		if err != nil {
-			return fmt.Errorf("register %s: input schema: %w", t.Name, err)
-		}
-		if len(t.OutputSchema) > 0 {
-			if _, err := CompileSchema(t.OutputSchema); err != nil {
-				return fmt.Errorf("register %s: output schema: %w", t.Name, err)
-			}
-		}
-		entries = append(entries, &entry{tool: &t, schema: s})
+		entries = append(entries, &entry{tool: &t, input: r.inputSchema(&t)})
 	}
 	if len(entries) == 0 {
 		return nil
@@ -206,15 +206,27 @@ type CategoryStatus struct {
 	// Unavailable is set while the source cannot be reached: its tools,
 	// if it has any, fail when called.
 	Unavailable bool `json:"unavailable,omitempty"`
+	// Loading is set while the source loads its tools (BeginLoad): they
+	// are not there yet, or not all of them.
+	Loading bool `json:"loading,omitempty"`
 	// Reason says why, for the manifest and the category's index: what
-	// failed and what is being done about it.
+	// failed and what is being done about it, or, while loading, what
+	// the source does first.
 	Reason string `json:"reason,omitempty"`
+	// Load is the load in progress while Loading, whose State is how far
+	// it got now; nil otherwise.
+	Load *Load `json:"-"`
 }
+
+// Absent reports whether the category's source is loading or unavailable,
+// so that its tools are not there, or not all of them.
+func (st CategoryStatus) Absent() bool { return st.Unavailable || st.Loading }
 
 // SetCategoryStatus records whether a category's source is available. An
 // unavailable category is listed even when it holds no tools, so that an
 // agent sees a source that failed rather than nothing; the zero status
 // clears it. Setting a status equal to the current one changes nothing.
+// A source that loads for a while says so with BeginLoad instead.
 func (r *Registry) SetCategoryStatus(name string, st CategoryStatus) error {
 	if !ValidCategory(name) {
 		return fmt.Errorf("category name %q: want a lower-case identifier ([a-z][a-z0-9_]*)", name)
@@ -228,6 +240,36 @@ func (r *Registry) SetCategoryStatus(name string, st CategoryStatus) error {
 		delete(r.statuses, name)
 	} else {
 		r.statuses[name] = st
+	}
+	ch := Change{}
+	subs := r.changed(&ch)
+	r.mu.Unlock()
+	notify(subs, ch)
+	return nil
+}
+
+// SetCategorySource records who wrote the text of a category's tools when
+// it is not codecell — a source's own words, such as `the MCP server
+// "memory"` or `the OpenAPI description "github"` — so that everything
+// the model reads of it (the category's description, the tools'
+// summaries, declarations and pages, search hits) is marked as that
+// source's, never as codecell's. "" clears it.
+func (r *Registry) SetCategorySource(name, source string) error {
+	if !ValidCategory(name) {
+		return fmt.Errorf("category name %q: want a lower-case identifier ([a-z][a-z0-9_]*)", name)
+	}
+	if strings.ContainsAny(source, "\r\n") {
+		return fmt.Errorf("category %s: source %q: want one line", name, source)
+	}
+	r.mu.Lock()
+	if r.sources[name] == source {
+		r.mu.Unlock()
+		return nil
+	}
+	if source == "" {
+		delete(r.sources, name)
+	} else {
+		r.sources[name] = source
 	}
 	ch := Change{}
 	subs := r.changed(&ch)
@@ -423,8 +465,29 @@ func (r *Registry) Validate(name string, args json.RawMessage) error {
 	return validateArgs(e, args)
 }
 
+// inputSchema returns t's input schema, to compile when first needed:
+// with its shared definitions, or by itself through the registry's
+// cache.
+func (r *Registry) inputSchema(t *Tool) *lazySchema {
+	doc, defs := t.InputSchema, t.InputDefs
+	if defs != nil {
+		return &lazySchema{compile: func() (*Schema, error) { return defs.compile(doc) }}
+	}
+	return &lazySchema{compile: func() (*Schema, error) { return r.compiled.compile(doc) }}
+}
+
 func validateArgs(e *entry, args json.RawMessage) error {
-	if ps := e.schema.Validate(args); len(ps) > 0 {
+	s, err := e.input.get()
+	if err != nil {
+		return &Error{
+			Code: CodeToolUnavailable,
+			Tool: e.tool.Name,
+			Message: "this tool cannot be called: its input schema cannot be used to check arguments (" + err.Error() +
+				"); codecell calls no tool whose arguments it cannot check. Its source must fix or simplify the schema, or the configuration leave the tool out",
+			Err: err,
+		}
+	}
+	if ps := s.Validate(args); len(ps) > 0 {
 		return &Error{
 			Code:     CodeInvalidArguments,
 			Tool:     e.tool.Name,

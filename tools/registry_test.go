@@ -113,20 +113,22 @@ func TestRegisterRejectsBadTools(t *testing.T) {
 	t.Parallel()
 	h := func(context.Context, json.RawMessage) (json.RawMessage, error) { return nil, nil }
 	tests := map[string]tools.Tool{
-		"no category":    {Name: "echo", Summary: "s", Handler: h},
-		"upper case":     {Name: "Util.Echo", Summary: "s", Handler: h},
-		"no handler":     {Name: "a.b", Summary: "s"},
-		"no summary":     {Name: "a.b", Handler: h},
-		"bad schema":     {Name: "a.b", Summary: "s", Handler: h, InputSchema: json.RawMessage(`{"type":"nonsense"}`)},
-		"bad related":    {Name: "a.b", Summary: "s", Handler: h, Related: []string{"nope"}},
-		"multi-line sum": {Name: "a.b", Summary: "one\ntwo", Handler: h},
-		"alias is name":  {Name: "a.b", Summary: "s", Handler: h, Aliases: []string{"b"}},
-		"empty alias":    {Name: "a.b", Summary: "s", Handler: h, Aliases: []string{""}},
-		"alias twice":    {Name: "a.b", Summary: "s", Handler: h, Aliases: []string{"b-1", "b-1"}},
-		"control alias":  {Name: "a.b", Summary: "s", Handler: h, Aliases: []string{"b\n"}},
-		"group case":     {Name: "a.b", Summary: "s", Handler: h, Group: "Repos"},
-		"group slash":    {Name: "a.b", Summary: "s", Handler: h, Group: "repos/"},
-		"group depth":    {Name: "a.b", Summary: "s", Handler: h, Group: "a/b/c/d"},
+		"no category":     {Name: "echo", Summary: "s", Handler: h},
+		"upper case":      {Name: "Util.Echo", Summary: "s", Handler: h},
+		"no handler":      {Name: "a.b", Summary: "s"},
+		"no summary":      {Name: "a.b", Handler: h},
+		"schema not JSON": {Name: "a.b", Summary: "s", Handler: h, InputSchema: json.RawMessage(`{"type":`)},
+		"schema array":    {Name: "a.b", Summary: "s", Handler: h, InputSchema: json.RawMessage(`[]`)},
+		"output not JSON": {Name: "a.b", Summary: "s", Handler: h, OutputSchema: json.RawMessage(`{`)},
+		"bad related":     {Name: "a.b", Summary: "s", Handler: h, Related: []string{"nope"}},
+		"multi-line sum":  {Name: "a.b", Summary: "one\ntwo", Handler: h},
+		"alias is name":   {Name: "a.b", Summary: "s", Handler: h, Aliases: []string{"b"}},
+		"empty alias":     {Name: "a.b", Summary: "s", Handler: h, Aliases: []string{""}},
+		"alias twice":     {Name: "a.b", Summary: "s", Handler: h, Aliases: []string{"b-1", "b-1"}},
+		"control alias":   {Name: "a.b", Summary: "s", Handler: h, Aliases: []string{"b\n"}},
+		"group case":      {Name: "a.b", Summary: "s", Handler: h, Group: "Repos"},
+		"group slash":     {Name: "a.b", Summary: "s", Handler: h, Group: "repos/"},
+		"group depth":     {Name: "a.b", Summary: "s", Handler: h, Group: "a/b/c/d"},
 	}
 	for name, tool := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -40,6 +40,12 @@ type Tool struct {
 	InputSchema json.RawMessage
 	// OutputSchema is the JSON Schema of the result; nil when undocumented.
 	OutputSchema json.RawMessage
+	// InputDefs and OutputDefs, when set, hold the definitions that
+	// InputSchema and OutputSchema refer to as "#/$defs/NAME" without
+	// carrying them, shared with other tools of the same source (see
+	// Definitions). InputDocument and OutputDocument give the schemas
+	// with their definitions, as one document each.
+	InputDefs, OutputDefs *Definitions
 	// InferredOutput is the shape of the tool's results as learned from
 	// observed ones (see Inferrer), for a tool that declares no
 	// OutputSchema; a declared one wins. The catalogue shows it marked as
@@ -71,6 +77,11 @@ type Tool struct {
 	// directly under the category. Search counts its words with the
 	// category's.
 	Group string
+	// Route is the HTTP method and path template of a tool that calls an
+	// HTTP API ("GET /repos/{owner}/{repo}/issues"), empty for others.
+	// Search reads what the operation does and to what from it: the
+	// method on a collection or an item, and the resources the path names.
+	Route string
 	// Deprecated marks a tool its source advises against using; listings
 	// and declarations say so and search ranks it lower.
 	Deprecated bool
@@ -79,6 +90,13 @@ type Tool struct {
 	// it like any other, and the tree shows it under /runtime/ instead of
 	// as a category of its own.
 	Runtime bool
+	// Gated marks a helper: a tool whose handler acts only by calling
+	// other tools through the gate (CallThrough), such as an OpenAPI
+	// source's paginate. Each of those calls is checked as a call of its
+	// own — approved, planned, memoised, observed by the data-flow rules
+	// and audited — so the helper's own call is validated and audited,
+	// never approved, planned or memoised itself.
+	Gated bool
 	// Handler runs the tool.
 	Handler Handler
 }
@@ -89,7 +107,22 @@ type Annotations struct {
 	Destructive bool `json:"destructive,omitempty"`
 	Idempotent  bool `json:"idempotent,omitempty"`
 	OpenWorld   bool `json:"openWorld,omitempty"`
+	// Untrusted says the hints are the claims of a source codecell does
+	// not trust to make them (an upstream MCP server without
+	// trust_annotations): shown, never the ground of a decision. See
+	// KnownReadOnly and MayDestroy.
+	Untrusted bool `json:"-"`
 }
+
+// KnownReadOnly reports whether a call of the tool is known to change
+// nothing: annotated read-only by a source codecell trusts. Read-only
+// toolsets, dry runs, approvals of writes and memoisation decide by it.
+func (a Annotations) KnownReadOnly() bool { return a.ReadOnly && !a.Untrusted }
+
+// MayDestroy reports whether a call of the tool may destroy something:
+// annotated destructive, or annotated by a source codecell does not trust,
+// whatever it claims.
+func (a Annotations) MayDestroy() bool { return a.Destructive || a.Untrusted }
 
 // Example is one documented call of a tool.
 type Example struct {
@@ -102,6 +135,22 @@ type Example struct {
 type ErrorDoc struct {
 	Code        string `json:"code"`
 	Description string `json:"description"`
+}
+
+// InputDocument returns the input schema as one standalone document:
+// InputSchema with the definitions of InputDefs it reaches, or
+// InputSchema itself; nil when the tool declares none.
+func (t *Tool) InputDocument() json.RawMessage { return document(t.InputSchema, t.InputDefs) }
+
+// OutputDocument returns the output schema as one standalone document,
+// as InputDocument does the input schema.
+func (t *Tool) OutputDocument() json.RawMessage { return document(t.OutputSchema, t.OutputDefs) }
+
+func document(root json.RawMessage, defs *Definitions) json.RawMessage {
+	if defs == nil || len(root) == 0 {
+		return root
+	}
+	return defs.Document(root)
 }
 
 // Category returns the part of the name before the dot.
@@ -184,6 +233,15 @@ func (t *Tool) check() error {
 			return fmt.Errorf("tool %s: alias %q given twice", t.Name, a)
 		}
 	}
+	for _, sc := range []struct {
+		what string
+		doc  json.RawMessage
+		defs *Definitions
+	}{{"input", t.InputSchema, t.InputDefs}, {"output", t.OutputSchema, t.OutputDefs}} {
+		if err := checkSchema(sc.doc, sc.defs); err != nil {
+			return fmt.Errorf("tool %s: %s schema: %w", t.Name, sc.what, err)
+		}
+	}
 	if io := t.InferredOutput; io != nil {
 		if s := bytes.TrimSpace(io.Schema); len(s) == 0 || s[0] != '{' || !json.Valid(s) {
 			return fmt.Errorf("tool %s: inferred output schema: want a JSON object", t.Name)
@@ -196,6 +254,34 @@ func (t *Tool) check() error {
 		if !ValidName(r) {
 			return fmt.Errorf("tool %s: related tool name %q is not a qualified name", t.Name, r)
 		}
+	}
+	return nil
+}
+
+// checkSchema checks what can be checked of a schema without compiling
+// it: that it is a JSON object (or, without definitions, a boolean), and
+// that a root with shared definitions has no "$defs" of its own.
+// Compiling waits for the tool's first call.
+func checkSchema(doc json.RawMessage, defs *Definitions) error {
+	doc = bytes.TrimSpace(doc)
+	if len(doc) == 0 {
+		return nil
+	}
+	if !json.Valid(doc) {
+		return fmt.Errorf("not valid JSON")
+	}
+	if defs == nil {
+		if doc[0] != '{' && !bytes.Equal(doc, []byte("true")) && !bytes.Equal(doc, []byte("false")) {
+			return fmt.Errorf("want a JSON object")
+		}
+		return nil
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &top); err != nil {
+		return fmt.Errorf("want a JSON object")
+	}
+	if _, ok := top["$defs"]; ok {
+		return fmt.Errorf(`has "$defs" of its own beside its shared definitions`)
 	}
 	return nil
 }

@@ -2,14 +2,18 @@ package tools
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/big"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"weak"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -28,23 +32,60 @@ type Schema struct {
 var printer = message.NewPrinter(language.English)
 
 // CompileSchema compiles a JSON Schema document (draft 2020-12 unless it
-// names another with $schema).
+// names another with $schema). References stay within the document: a
+// $ref to a file, a URL or any other document is an error
+// (ErrExternalRef), never a read; only the JSON Schema drafts' own
+// metaschemas, built in, are known. A schema beyond the bounds
+// (MaxSchemaDepth, MaxDocumentSchemas) is refused with ErrSchemaTooLarge
+// before any work that grows with it.
 func CompileSchema(doc json.RawMessage) (*Schema, error) {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
 		return nil, fmt.Errorf("parse schema: %w", err)
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
+	if err := measure(v).check("the schema"); err != nil {
+		return nil, err
+	}
+	c := newCompiler()
 	const loc = "codecell:///schema.json"
 	if err := c.AddResource(loc, v); err != nil {
 		return nil, fmt.Errorf("load schema: %w", err)
 	}
 	s, err := c.Compile(loc)
 	if err != nil {
-		return nil, fmt.Errorf("compile schema: %w", err)
+		return nil, compileError(err)
 	}
 	return &Schema{s: s}, nil
+}
+
+// ErrExternalRef is wrapped by the error of a schema that refers to
+// another document than itself.
+var ErrExternalRef = errors.New("references to other documents are not followed")
+
+// noLoader is the compiler's loader: it loads nothing. The compiler's
+// default reads file:// URLs, which let a schema from a remote MCP server
+// or an API description read a local file.
+type noLoader struct{}
+
+func (noLoader) Load(string) (any, error) { return nil, ErrExternalRef }
+
+// compileError says what the compiler refused; a reference to another
+// document wraps ErrExternalRef.
+func compileError(err error) error {
+	var le *jsonschema.LoadURLError
+	if errors.As(err, &le) {
+		return fmt.Errorf("compile schema: $ref to %s: %w; a schema must be one document, its $ref to its own #/$defs", le.URL, ErrExternalRef)
+	}
+	return fmt.Errorf("compile schema: %w", err)
+}
+
+// newCompiler returns a compiler of draft 2020-12 by default that loads
+// no document.
+func newCompiler() *jsonschema.Compiler {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noLoader{})
+	return c
 }
 
 // Validate checks a JSON document against the schema and returns the
@@ -194,4 +235,60 @@ func ints(is []int) string {
 		parts[i] = strconv.Itoa(n)
 	}
 	return strings.Join(parts, " ")
+}
+
+// schemaCache holds compiled standalone schemas by their hash for as long
+// as a tool holds them, so that tools with the same schema share one
+// compilation.
+type schemaCache struct {
+	mu sync.Mutex
+	m  map[[32]byte]weak.Pointer[Schema]
+}
+
+func (c *schemaCache) compile(doc json.RawMessage) (*Schema, error) {
+	key := sha256.Sum256(doc)
+	c.mu.Lock()
+	if s := c.m[key].Value(); s != nil {
+		c.mu.Unlock()
+		return s, nil
+	}
+	c.mu.Unlock()
+	s, err := CompileSchema(doc)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.m[key].Value(); old != nil {
+		return old, nil // compiled meanwhile by another call
+	}
+	if c.m == nil {
+		c.m = map[[32]byte]weak.Pointer[Schema]{}
+	}
+	c.m[key] = weak.Make(s)
+	runtime.AddCleanup(s, func(key [32]byte) {
+		c.mu.Lock()
+		if c.m[key].Value() == nil {
+			delete(c.m, key)
+		}
+		c.mu.Unlock()
+	}, key)
+	return s, nil
+}
+
+// lazySchema is a tool's input schema, compiled when the tool is first
+// called or validated, once.
+type lazySchema struct {
+	once    sync.Once
+	compile func() (*Schema, error)
+	s       *Schema
+	err     error
+}
+
+func (l *lazySchema) get() (*Schema, error) {
+	l.once.Do(func() {
+		l.s, l.err = l.compile()
+		l.compile = nil
+	})
+	return l.s, l.err
 }

@@ -2,6 +2,9 @@ package tools_test
 
 import (
 	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -42,5 +45,44 @@ func TestProblemNumbers(t *testing.T) {
 				t.Errorf("problems %+v, want one with message %q", ps, tt.want)
 			}
 		})
+	}
+}
+
+// TestSchemaReadsNoOtherDocument: a schema's $ref to a file or a URL is
+// refused, never followed; the compiler's default loader read local
+// files, so a remote MCP server's schema could make codecell read one.
+func TestSchemaReadsNoOtherDocument(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "local.json")
+	if err := os.WriteFile(file, []byte(`{"type":"integer"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, schema := range map[string]string{
+		"file":             `{"$ref": "file://` + file + `"}`,
+		"file in property": `{"type":"object","properties":{"a":{"$ref":"file://` + file + `#"}}}`,
+		"relative file":    `{"$id": "file://` + filepath.Dir(file) + `/root.json", "$ref": "local.json"}`,
+		"https":            `{"$ref": "https://example.com/schema.json"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := tools.CompileSchema(json.RawMessage(schema))
+			if !errors.Is(err, tools.ErrExternalRef) {
+				t.Fatalf("CompileSchema(%s): %v, want ErrExternalRef", schema, err)
+			}
+		})
+	}
+	// The drafts' own metaschemas are built in, and references within
+	// the document work.
+	for _, schema := range []string{
+		`{"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "string"}`,
+		`{"$schema": "http://json-schema.org/draft-07/schema#", "type": "string"}`,
+		`{"$defs": {"s": {"type": "string"}}, "$ref": "#/$defs/s"}`,
+	} {
+		s, err := tools.CompileSchema(json.RawMessage(schema))
+		if err != nil {
+			t.Fatalf("CompileSchema(%s): %v", schema, err)
+		}
+		if ps := s.Validate(json.RawMessage(`1`)); len(ps) != 1 {
+			t.Errorf("%s: validating 1 gave %v, want one problem", schema, ps)
+		}
 	}
 }

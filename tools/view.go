@@ -3,6 +3,8 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -28,6 +30,7 @@ type View struct {
 	cats      []string
 	summaries map[string]string
 	statuses  map[string]CategoryStatus
+	sources   map[string]string
 	memo      sync.Map // key → *memoCell
 	used      atomic.Uint64
 }
@@ -96,15 +99,19 @@ func (v *View) ListCategory(category string) []*Tool {
 }
 
 // Categories returns the names of the categories that hold tools, and of
-// those marked unavailable (Registry.SetCategoryStatus) even when they hold
-// none, sorted. An unavailable category without tools is listed only in
-// views without a toolset, since a toolset chooses among tools. The slice
-// is shared: do not modify it.
+// those marked unavailable (Registry.SetCategoryStatus) or loading
+// (Registry.BeginLoad) even when they hold none, sorted. Such a category
+// without tools is listed only in views without a toolset, since a
+// toolset chooses among tools. The slice is shared: do not modify it.
 func (v *View) Categories() []string { return v.cats }
 
 // CategoryStatus returns whether a category's source is available (see
 // Registry.SetCategoryStatus).
 func (v *View) CategoryStatus(name string) CategoryStatus { return v.statuses[name] }
+
+// CategorySource returns who wrote the text of a category's tools, ""
+// for codecell itself (see Registry.SetCategorySource).
+func (v *View) CategorySource(name string) string { return v.sources[name] }
 
 // CategorySummary returns a category's description (see
 // Registry.DescribeCategory).
@@ -148,8 +155,14 @@ func (v *View) Memo(key any, build func(*View) any) any {
 }
 
 func (v *View) unknown(name string) *Error {
+	s := v.suggest(name)
+	if cat, _, ok := strings.Cut(name, "."); ok && len(s) == 0 {
+		if st := v.statuses[cat]; st.Absent() {
+			return absentError(name, cat, st)
+		}
+	}
 	msg := "unknown tool " + quoteName(name)
-	if s := v.suggest(name); len(s) > 0 {
+	if len(s) > 0 {
 		quoted := make([]string, len(s))
 		for i, n := range s {
 			quoted[i] = quoteName(n)
@@ -164,6 +177,21 @@ func (v *View) unknown(name string) *Error {
 func quoteName(s string) string {
 	b, _ := json.Marshal(s) // a string always marshals
 	return string(b)
+}
+
+// absentError is the error of a call to a category whose source is
+// loading or unavailable: it names the source, says why and when to try
+// again.
+func absentError(name, cat string, st CategoryStatus) *Error {
+	if st.Loading {
+		ls := st.Load.State()
+		return &Error{Code: CodeLoading, Tool: name, Message: fmt.Sprintf(
+			"%s is still loading (%s): its tools are not there yet. Run the program again in about %s; read_tools \"/manifest.json\" says how far it got",
+			cat, ls.Describe(st.Reason), roughDuration(ls.RetryAfter()))}
+	}
+	return &Error{Code: CodeUnavailable, Tool: name, Message: fmt.Sprintf(
+		"%s is unavailable: %s. Its tools cannot be called until it is back; read_tools \"/%s/index.json\" shows its status",
+		cat, st.Reason, cat)}
 }
 
 // MaxCachedViews bounds the views a registry keeps besides the global one:
@@ -223,6 +251,7 @@ func (r *Registry) buildView(key viewKey, ts Toolset, version uint64) *View {
 	sortTools(v.tools)
 	v.summaries = map[string]string{}
 	v.statuses = map[string]CategoryStatus{}
+	v.sources = maps.Clone(r.sources)
 	for _, t := range v.tools {
 		c := t.Category()
 		if _, ok := v.summaries[c]; !ok {
@@ -242,7 +271,7 @@ func (r *Registry) buildView(key viewKey, ts Toolset, version uint64) *View {
 	}
 	if key.toolset == "" {
 		for c, st := range r.statuses {
-			if _, ok := v.summaries[c]; !ok && st.Unavailable {
+			if _, ok := v.summaries[c]; !ok && st.Absent() {
 				v.summaries[c] = r.categories[c]
 				v.statuses[c] = st
 				v.cats = append(v.cats, c)

@@ -56,7 +56,7 @@ func (s *snapshot) toolInfo(t *tools.Tool) ToolInfo {
 func (s *snapshot) outputShape(t *tools.Tool) string {
 	v, ok := s.shapes.Load(t.Name)
 	if !ok {
-		shape := OutputShape(t.OutputSchema)
+		shape := OutputShape(t.OutputDocument())
 		if len(t.OutputSchema) == 0 && t.InferredOutput != nil {
 			shape = OutputShape(t.InferredOutput.Schema) + " (inferred)"
 		}
@@ -391,15 +391,15 @@ func (f *FS) Stats() Stats {
 			full = append(full, info.Full.Bytes)
 			// In a grouped category, the way to a tool passes its groups' indexes.
 			way := manifest + n + info.Signature.Bytes
-			if c.root != nil && t.Group != "" {
-				parts := strings.Split(t.Group, "/")
+			if gp := c.groupOf[t]; c.root != nil && gp != "" {
+				parts := strings.Split(gp, "/")
 				for i := range parts {
 					way += groupSize[strings.Join(parts[:i+1], "/")]
 				}
 			}
 			paths = append(paths, way)
 			st.Tools++
-			dt := directTool{Name: t.Name, Description: strings.TrimSpace(t.Summary + "\n\n" + t.Description), InputSchema: t.InputSchema, OutputSchema: t.OutputSchema}
+			dt := directTool{Name: t.Name, Description: strings.TrimSpace(t.Summary + "\n\n" + t.Description), InputSchema: t.InputDocument(), OutputSchema: t.OutputDocument()}
 			a := map[string]bool{}
 			if t.Annotations.ReadOnly {
 				a["readOnlyHint"] = true

@@ -95,17 +95,27 @@ type snapshot struct {
 	// pages are the built-in runtime namespaces as search documents
 	// (FS.Pages).
 	pages []*tools.Tool
+	// loading is set when a category's source is loading: the manifest
+	// and that category's index then say how far it got, rendered at
+	// each read rather than kept.
+	loading bool
 }
 
 type category struct {
 	name    string
 	summary string
 	status  tools.CategoryStatus
+	// source is who wrote the text of its tools when not codecell
+	// (tools.View.CategorySource): that text is marked as theirs.
+	source  string
 	tools   []*tools.Tool
 	byShort map[string]*tools.Tool
 	// root is the group tree of a category shown in groups, nil for one
 	// shown flat (see GroupThreshold).
 	root *group
+	// groupOf is each tool's group path in a grouped category: its own
+	// Group, or one made from its name (see buildGroups).
+	groupOf map[*tools.Tool]string
 }
 
 type lazyFile struct {
@@ -134,7 +144,8 @@ func buildSnapshot(v *tools.View, hint string) *snapshot {
 		if name == RuntimeDir || (!catalogue[name] && rt[name] != nil) {
 			continue
 		}
-		c := &category{name: name, summary: v.CategorySummary(name), status: v.CategoryStatus(name), byShort: map[string]*tools.Tool{}}
+		c := &category{name: name, summary: v.CategorySummary(name), status: v.CategoryStatus(name), source: v.CategorySource(name), byShort: map[string]*tools.Tool{}}
+		s.loading = s.loading || c.status.Loading
 		s.byName[name] = c
 		s.cats = append(s.cats, c)
 	}
@@ -245,6 +256,9 @@ func (s *snapshot) lookup(name string) node {
 // returned slice is shared and must not be modified. A tool's files are
 // kept once, under the path its name gives, wherever they were read.
 func (s *snapshot) content(name string, n node) []byte {
+	if s.loading && (n.kind == kindManifest || n.kind == kindIndex && n.cat.status.Loading) {
+		return s.render(n) // with the progress of the moment
+	}
 	if n.tool != nil {
 		name = toolPath(n.tool.Name, pathExt(name))
 	}
@@ -269,6 +283,9 @@ func (s *snapshot) render(n node) []byte {
 			// Schemas were compiled at registration, so this is unreachable
 			// for registered tools; say what happened rather than fail reads.
 			return []byte("// " + strings.ReplaceAll(err.Error(), "\n", " ") + "\n")
+		}
+		if n.cat.source != "" {
+			d = "// From " + n.cat.source + ": the comments below are its words, not codecell's.\n" + d
 		}
 		return []byte(d)
 	case kindFull:

@@ -47,26 +47,28 @@ func newGroup(path string) *group {
 	return &group{path: path, name: name, byName: map[string]*group{}}
 }
 
-// buildGroups makes the group tree of c, or nil when c is shown flat.
+// buildGroups makes the group tree of c, or nil when c is shown flat. A
+// category whose tools carry no groups (an MCP server's, however many
+// tools it has) is grouped by the words of its tools' names
+// (nameGroups), so that no index of it outgrows IndexBudget either.
 func buildGroups(c *category) *group {
 	if len(c.tools) <= GroupThreshold {
 		return nil
 	}
+	c.groupOf = make(map[*tools.Tool]string, len(c.tools))
 	grouped := false
 	for _, t := range c.tools {
-		if t.Group != "" {
-			grouped = true
-			break
-		}
+		c.groupOf[t] = t.Group
+		grouped = grouped || t.Group != ""
 	}
 	if !grouped {
-		return nil
+		nameGroups(c.tools, 0, "", c.groupOf)
 	}
 	root := newGroup("")
 	for _, t := range c.tools {
 		g := root
-		if t.Group != "" {
-			for _, el := range strings.Split(t.Group, "/") {
+		if p := c.groupOf[t]; p != "" {
+			for _, el := range strings.Split(p, "/") {
 				sub := g.byName[el]
 				if sub == nil {
 					p := el
@@ -95,6 +97,73 @@ func buildGroups(c *category) *group {
 	return root
 }
 
+// nameGroups groups tools that carry none by the words of their short
+// names, word (the index of the word) on: the tools whose word is the
+// same form a group named by it, a group larger than GroupThreshold is
+// split by the next word, up to MaxGroupDepth levels; a word all the
+// tools share makes no level of its own. Tools whose word no other tool
+// has stay where they are, and when more than GroupThreshold do, they
+// are put in groups part_1, part_2, … of GroupThreshold each, in name
+// order. It records each tool's group path in into.
+func nameGroups(ts []*tools.Tool, word int, path string, into map[*tools.Tool]string) {
+	depth := 0
+	if path != "" {
+		depth = strings.Count(path, "/") + 1
+	}
+	if len(ts) <= GroupThreshold || depth >= tools.MaxGroupDepth || word >= 8 {
+		for _, t := range ts {
+			into[t] = path
+		}
+		return
+	}
+	join := func(el string) string {
+		if path == "" {
+			return el
+		}
+		return path + "/" + el
+	}
+	byWord := map[string][]*tools.Tool{}
+	var order []string
+	var loose []*tools.Tool
+	for _, t := range ts {
+		words := strings.Split(t.ShortName(), "_")
+		if word >= len(words) || words[word] == "" {
+			loose = append(loose, t)
+			continue
+		}
+		w := words[word]
+		if byWord[w] == nil {
+			order = append(order, w)
+		}
+		byWord[w] = append(byWord[w], t)
+	}
+	if len(order) == 1 && len(loose) == 0 {
+		nameGroups(ts, word+1, path, into) // a word they all share
+		return
+	}
+	for _, w := range order {
+		if g := byWord[w]; len(g) > 1 {
+			nameGroups(g, word+1, join(w), into)
+		} else {
+			loose = append(loose, g...)
+		}
+	}
+	if len(loose) <= GroupThreshold {
+		for _, t := range loose {
+			into[t] = path
+		}
+		return
+	}
+	sort.Slice(loose, func(i, j int) bool { return loose[i].Name < loose[j].Name })
+	width := len(fmt.Sprint((len(loose) + GroupThreshold - 1) / GroupThreshold))
+	for i, t := range loose {
+		into[t] = join(fmt.Sprintf("%s%0*d", partPrefix, width, i/GroupThreshold+1))
+	}
+}
+
+// partPrefix names the groups nameGroups makes of tools in name order.
+const partPrefix = "part_"
+
 // about is a group's one-line description in listings: how many tools it
 // holds, and how many of them are in its subgroups.
 func (g *group) about() string {
@@ -106,6 +175,8 @@ func (g *group) about() string {
 	}
 	s := plural(g.total, "tool", "tools")
 	switch {
+	case len(g.subs) == 0 && strings.HasPrefix(g.name, partPrefix) && len(g.tools) > 0:
+		s += ", " + g.tools[0].ShortName() + " to " + g.tools[len(g.tools)-1].ShortName()
 	case len(g.subs) == 0:
 	case len(g.tools) == 0:
 		s += " in " + plural(len(g.subs), "group", "groups")
@@ -149,7 +220,7 @@ func (c *category) lookupGrouped(rest string) node {
 			continue
 		}
 		t := c.byShort[short]
-		if t == nil || (g != c.root && t.Group != g.path) {
+		if t == nil || (g != c.root && c.groupOf[t] != g.path) {
 			return node{}
 		}
 		return node{kind: k.kind, cat: c, tool: t}
@@ -203,11 +274,13 @@ func groupIndexJSON(s *snapshot, c *category, g *group, namesOnly bool, keep int
 	b.WriteString(`{"category":`)
 	b.WriteString(quote(c.name))
 	if g.path == "" {
-		if c.summary != "" {
-			b.WriteString(`,"about":`)
-			b.WriteString(quote(c.summary))
-		}
+		writeAbout(&b, c)
+		writeStatus(&b, c)
 	} else {
+		if c.source != "" {
+			b.WriteString(`,"source":`)
+			b.WriteString(quote(sourceNote(c.source)))
+		}
 		b.WriteString(`,"group":`)
 		b.WriteString(quote(g.path))
 	}

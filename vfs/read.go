@@ -76,11 +76,18 @@ type NotFoundError struct {
 	Parent     string
 	Entries    []Entry
 	Suggestion string
+	// Absent, when set, says that the path's category is loading or
+	// unavailable, so that its tools are not there yet, and when to look
+	// again.
+	Absent string
 }
 
 func (e *NotFoundError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s does not exist", e.Path)
+	if e.Absent != "" {
+		fmt.Fprintf(&b, " yet: %s", e.Absent)
+	}
 	if e.Suggestion != "" {
 		fmt.Fprintf(&b, "; did you mean %s?", e.Suggestion)
 	}
@@ -180,12 +187,26 @@ func (s *snapshot) notFound(p string) *NotFoundError {
 			break
 		}
 	}
-	return &NotFoundError{
+	nf := &NotFoundError{
 		Path:       p,
 		Parent:     parent,
 		Entries:    s.listing(parent, s.lookup(parent)),
 		Suggestion: s.suggest(p),
 	}
+	cat, _, _ := strings.Cut(p, "/")
+	if c := s.byName[cat]; c != nil && c.status.Absent() {
+		nf.Absent = absentNote(c)
+	}
+	return nf
+}
+
+// absentNote says why the tools of an absent category are not there and
+// when to look again.
+func absentNote(c *category) string {
+	if c.status.Loading {
+		return fmt.Sprintf("%s is %s; its tools appear when it is done, read this path again then", c.name, c.status.Describe())
+	}
+	return fmt.Sprintf("%s is %s; its tools appear when it is back", c.name, c.status.Describe())
 }
 
 // suggest returns the existing path an agent most likely meant by p, or

@@ -57,16 +57,17 @@ func renderManifest(s *snapshot) []byte {
 			if len(c.tools) == 1 {
 				desc = "1 tool"
 			}
-			if c.status.Unavailable {
-				// Never left out: an agent must see a source that failed.
+			if c.status.Absent() {
+				// Never left out: an agent must see a source that failed
+				// or is loading.
 				reasonCap := 80
 				if limit >= 0 {
 					reasonCap = max(limit, 40)
 				}
-				desc += ", unavailable (" + shorten(c.status.Reason, reasonCap) + ")"
+				desc += ", " + statusWords(c.status, reasonCap, limit < 0)
 			}
 			if sum := shorten(c.summary, limit); sum != "" {
-				desc += ": " + sum
+				desc += attributed(c.source, sum)
 			}
 			b.WriteString(quote(c.name))
 			b.WriteByte(':')
@@ -83,6 +84,31 @@ func renderManifest(s *snapshot) []byte {
 		}
 	}
 	return out
+}
+
+// statusWords says where an absent category's source stands, its reason
+// cut to reasonCap bytes: "unavailable (the reason)", or "loading (the
+// stage when withStage, 420 of 1100; ready in about 12 s)".
+func statusWords(st tools.CategoryStatus, reasonCap int, withStage bool) string {
+	if st.Loading {
+		ls := st.Load.State()
+		stage := st.Reason
+		if !withStage {
+			ls.Stage, stage = "", ""
+		}
+		return "loading (" + shorten(ls.Describe(stage), max(reasonCap, 80)) + ")"
+	}
+	return "unavailable (" + shorten(st.Reason, reasonCap) + ")"
+}
+
+// attributed introduces a category's description after its tool count:
+// ": text" for codecell's own, and for a source's, "; <source> says: text",
+// so that no source's words pass for codecell's.
+func attributed(source, text string) string {
+	if source == "" {
+		return ": " + text
+	}
+	return "; " + source + " says: " + text
 }
 
 // shorten cuts s to at most limit bytes at a word boundary, marking the
@@ -138,14 +164,8 @@ func indexJSON(s *snapshot, c *category, relatedCap, summaryCap int, note string
 	var b strings.Builder
 	b.WriteString(`{"category":`)
 	b.WriteString(quote(c.name))
-	if c.summary != "" {
-		b.WriteString(`,"about":`)
-		b.WriteString(quote(c.summary))
-	}
-	if c.status.Unavailable {
-		b.WriteString(`,"status":"unavailable","reason":`)
-		b.WriteString(quote(shorten(c.status.Reason, 1024)))
-	}
+	writeAbout(&b, c)
+	writeStatus(&b, c)
 	b.WriteString(`,"tools":`)
 	writeToolEntries(&b, s, c, c.tools, relatedCap, summaryCap)
 	if note != "" {
@@ -156,6 +176,36 @@ func indexJSON(s *snapshot, c *category, relatedCap, summaryCap int, note string
 	b.WriteString(quote(fmt.Sprintf("%[1]s/<tool>.d.ts: signature; %[1]s/<tool>.md: full docs; call: await %[1]s.<tool>(args)", c.name)))
 	b.WriteString("}\n")
 	return []byte(b.String())
+}
+
+// writeAbout writes a category's source, when its text is not codecell's,
+// then its description.
+func writeAbout(b *strings.Builder, c *category) {
+	if c.source != "" {
+		b.WriteString(`,"source":`)
+		b.WriteString(quote(sourceNote(c.source)))
+	}
+	if c.summary != "" {
+		b.WriteString(`,"about":`)
+		b.WriteString(quote(c.summary))
+	}
+}
+
+// sourceNote says whose words a category's text is.
+func sourceNote(source string) string {
+	return source + ": the about, summaries and docs of this category are its words, not codecell's"
+}
+
+// writeStatus writes a loading or unavailable category's status and why.
+func writeStatus(b *strings.Builder, c *category) {
+	switch {
+	case c.status.Loading:
+		b.WriteString(`,"status":"loading","reason":`)
+		b.WriteString(quote(shorten(c.status.Load.State().Describe(c.status.Reason), 1024)))
+	case c.status.Unavailable:
+		b.WriteString(`,"status":"unavailable","reason":`)
+		b.WriteString(quote(shorten(c.status.Reason, 1024)))
+	}
 }
 
 // writeToolEntries writes the "tools" object of an index: each tool's
@@ -205,16 +255,21 @@ func writeToolEntries(b *strings.Builder, s *snapshot, c *category, ts []*tools.
 func renderFull(s *snapshot, t *tools.Tool) []byte {
 	var b strings.Builder
 	cat, short := t.Category(), t.ShortName()
-	fmt.Fprintf(&b, "# %s\n\n%s\n", t.Name, t.Summary)
+	fmt.Fprintf(&b, "# %s\n\n", t.Name)
+	c := s.byName[cat]
+	if c != nil && c.source != "" {
+		fmt.Fprintf(&b, "> From %s: the summary, description, schemas and examples below are its words, not codecell's.\n\n", c.source)
+	}
+	fmt.Fprintf(&b, "%s\n", t.Summary)
 	if d := strings.TrimSpace(t.Description); d != "" {
-		fmt.Fprintf(&b, "\n%s\n", d)
+		fmt.Fprintf(&b, "\n%s\n", bounded(d, maxBlock))
 	}
 	b.WriteString("\n")
 	if t.Title != "" {
 		fmt.Fprintf(&b, "- Title: %s\n", strings.ReplaceAll(t.Title, "\n", " "))
 	}
-	if c := s.byName[cat]; c != nil && c.status.Unavailable {
-		fmt.Fprintf(&b, "- Availability: unavailable, %s\n", strings.ReplaceAll(c.status.Reason, "\n", " "))
+	if c != nil && c.status.Absent() {
+		fmt.Fprintf(&b, "- Availability: %s\n", strings.ReplaceAll(c.status.Describe(), "\n", " "))
 	}
 	if a := annotationWords(t.Annotations); a != "" {
 		fmt.Fprintf(&b, "- Annotations: %s\n", a)
@@ -235,7 +290,7 @@ func renderFull(s *snapshot, t *tools.Tool) []byte {
 	fmt.Fprintf(&b, "\n- Signature: %s\n", s.signaturePath(t))
 
 	b.WriteString("\n## Input schema\n\n")
-	writeJSONBlock(&b, t.InputSchema, `{"type":"object"}`)
+	writeJSONBlock(&b, t.InputDocument(), `{"type":"object"}`)
 	b.WriteString("\n## Output schema\n\n")
 	switch {
 	case len(t.OutputSchema) == 0 && t.InferredOutput != nil:
@@ -244,7 +299,7 @@ func renderFull(s *snapshot, t *tools.Tool) []byte {
 	case len(t.OutputSchema) == 0:
 		b.WriteString("Not documented: the result is `unknown`.\n")
 	default:
-		writeJSONBlock(&b, t.OutputSchema, "")
+		writeJSONBlock(&b, t.OutputDocument(), "")
 	}
 
 	if len(t.Examples) > 0 {
@@ -254,9 +309,9 @@ func renderFull(s *snapshot, t *tools.Tool) []byte {
 			if title == "" {
 				title = "Example " + strconv.Itoa(i+1)
 			}
-			fmt.Fprintf(&b, "\n### %s\n\n```js\nconst result = await %s.%s(%s);\n", title, cat, short, indentJSON(ex.Args, "{}"))
+			fmt.Fprintf(&b, "\n### %s\n\n```js\nconst result = await %s.%s(%s);\n", title, cat, short, bounded(indentJSON(ex.Args, "{}"), maxBlock))
 			if len(ex.Result) > 0 {
-				fmt.Fprintf(&b, "// result:\n// %s\n", strings.ReplaceAll(indentJSON(ex.Result, "null"), "\n", "\n// "))
+				fmt.Fprintf(&b, "// result:\n// %s\n", strings.ReplaceAll(bounded(indentJSON(ex.Result, "null"), maxBlock), "\n", "\n// "))
 			}
 			b.WriteString("```\n")
 		}
@@ -268,7 +323,7 @@ func renderFull(s *snapshot, t *tools.Tool) []byte {
 		}
 	}
 	if n := strings.TrimSpace(t.Notes); n != "" {
-		fmt.Fprintf(&b, "\n## Notes\n\n%s\n", n)
+		fmt.Fprintf(&b, "\n## Notes\n\n%s\n", bounded(n, maxBlock))
 	}
 	if rel := s.related(t); len(rel) > 0 {
 		b.WriteString("\n## Related\n\n")
@@ -318,18 +373,99 @@ func annotationWords(a tools.Annotations) string {
 }
 
 func writeJSONBlock(b *strings.Builder, raw json.RawMessage, dflt string) {
-	fmt.Fprintf(b, "```json\n%s\n```\n", indentJSON(raw, dflt))
+	fmt.Fprintf(b, "```json\n%s\n```\n", bounded(indentJSON(raw, dflt), maxBlock))
 }
 
-// indentJSON pretty-prints raw with two-space indentation, keeping key
-// order; empty raw gives dflt.
+// Bounds of what a full page shows of one schema, example or text, so
+// that a pathological schema (20,000 properties, nested a thousand deep)
+// makes a page of bounded size in bounded time; read_tools pages what
+// remains.
+const (
+	maxBlock       = 64 << 10
+	maxIndentDepth = 12 // deeper JSON is shown compact
+)
+
+// bounded cuts s at a line to at most limit bytes, saying how much was
+// left out.
+func bounded(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	cut := cutLine(s, 0, limit)
+	return s[:cut] + fmt.Sprintf("… %d more bytes left out: this page shows the first %d", len(s)-cut, limit)
+}
+
+// indentJSON pretty-prints raw as json.Indent does with two spaces,
+// keeping key order, but writes what is nested deeper than
+// maxIndentDepth compact, so that its size stays near raw's; empty raw
+// gives dflt.
 func indentJSON(raw json.RawMessage, dflt string) string {
 	if len(raw) == 0 {
 		raw = json.RawMessage(dflt)
 	}
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
 		return string(raw)
 	}
-	return buf.String()
+	src := compact.Bytes()
+	var b strings.Builder
+	b.Grow(len(src) * 2)
+	depth := 0
+	newline := func(d int) {
+		b.WriteByte('\n')
+		for range d {
+			b.WriteString("  ")
+		}
+	}
+	inStr, esc := false, false
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		if inStr {
+			b.WriteByte(c)
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+			b.WriteByte(c)
+		case '{', '[':
+			b.WriteByte(c)
+			if i+1 < len(src) && (src[i+1] == '}' || src[i+1] == ']') {
+				b.WriteByte(src[i+1]) // empty: {} or []
+				i++
+				continue
+			}
+			depth++
+			if depth <= maxIndentDepth {
+				newline(depth)
+			}
+		case '}', ']':
+			depth--
+			if depth < maxIndentDepth {
+				newline(depth)
+			}
+			b.WriteByte(c)
+		case ',':
+			b.WriteByte(c)
+			if depth <= maxIndentDepth {
+				newline(depth)
+			}
+		case ':':
+			b.WriteByte(c)
+			if depth <= maxIndentDepth {
+				b.WriteByte(' ')
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }

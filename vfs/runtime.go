@@ -82,7 +82,7 @@ interface PlanOutcome {
 }
 `,
 		md: "# plan: dry runs\n\n" +
-			"`execute_code {code, mode: \"plan\"}` runs the program with every call of a tool that is not read-only **recorded instead of made**; `execute_code {plan_id}` then makes exactly those calls, in order, once.\n\n" +
+			"`execute_code {code, mode: \"plan\"}` runs the program with every call of a tool that is not known to be read-only **recorded instead of made** (an upstream server's tools count as writes unless its configuration trusts its annotations, `trust_annotations`); `execute_code {plan_id}` then makes exactly those calls, in order, once.\n\n" +
 			"- In the dry run a write returns the placeholder `{planned: true, id}` (`Planned` in runtime/plan.d.ts), `id` being its step number; reads run for real, and so do `llm`, `approval` and `cache`. A skill's writes are recorded too. Write the program so it does not depend on what a write returns.\n" +
 			"- The record's `plan` holds `plan_id`, `expires_at` and `steps` (`[{step, tool, args}]`), the arguments filtered as any output: a value read from a tool or a secret shows as a token such as `⟦email:7f3a9c21⟧`, and the commit sends the real value. Nothing was written.\n" +
 			"- Commit with `execute_code {plan_id}` and no code, before `expires_at` (`sandbox.plan_ttl`, default 1 h), as the principal that planned it. The steps run in order and stop at the first failure (`error.kind` `plan_step_failed`; the record's steps say `ok`, `error` or `not_run`); the result lists the steps' results.\n" +
@@ -123,13 +123,17 @@ interface TaskStatus {
   function call(name: string, args?: Record<string, unknown>): Promise<unknown>;
   /**
    * Calls a list operation page after page and resolves to all its items,
-   * at most opts.max. Works for categories that provide a paginate tool
+   * at most opts.max (default 1000), the pages at most opts.maxBytes bytes
+   * (default 8 MB; pagination_limit beyond). Each page is a call of the
+   * operation: approvals, data-flow rules and dry runs apply page by page;
+   * in a dry run, an operation that is not read-only resolves to its
+   * Planned placeholder. Works for categories that provide a paginate tool
    * (OpenAPI sources).
    */
-  function paginate(fn: ((args?: any) => Promise<unknown>) | string, args?: Record<string, unknown>, opts?: { max?: number }): Promise<unknown[]>;
+  function paginate(fn: ((args?: any) => Promise<unknown>) | string, args?: Record<string, unknown>, opts?: { max?: number; maxBytes?: number }): Promise<unknown[]>;
 }
 `,
-		md: "# tools\n\nHelpers for calling tools.\n\n- `await tools.call(name, args)` calls a tool by its qualified name (`\"github.search_issues\"`), for names that are not identifiers or chosen at run time.\n- `await tools.paginate(fn, args, {max})` calls a list operation page after page and resolves to all its items, at most `max`: `await tools.paginate(github.issues_list_for_repo, {owner, repo}, {max: 500})`. The first argument is the tool's function or its qualified name; the pages are fetched by the `paginate` tool of its category, which the sources that paginate (OpenAPI documents) provide.\n",
+		md: "# tools\n\nHelpers for calling tools.\n\n- `await tools.call(name, args)` calls a tool by its qualified name (`\"github.search_issues\"`), for names that are not identifiers or chosen at run time.\n- `await tools.paginate(fn, args, {max, maxBytes})` calls a list operation page after page and resolves to all its items, at most `max` (default 1000): `await tools.paginate(github.issues_list_for_repo, {owner, repo}, {max: 500})`. The first argument is the tool's function or its qualified name; each page is fetched by the `paginate` tool of its category, which the sources that paginate (OpenAPI documents) provide, and reaches the program as it comes. The pages may hold at most `maxBytes` (default 8 MB) together: beyond, the call fails with `pagination_limit`; ask for fewer items or more bytes (the run's heap bounds what a program holds).\n- Each page is a call of the operation itself, through the same checks as any call: a call `approval.required_for` names asks the user for each page, the data-flow rules check each page's arguments, and in a dry run an operation that is not read-only is recorded, not paged: `tools.paginate` resolves to its placeholder `{planned: true, id}`.\n",
 	},
 }
 

@@ -36,20 +36,48 @@ import (
 //
 // Names that are reserved words in TypeScript declarations get a trailing
 // underscore, and the JSDoc says how to call them.
+//
+// A declaration longer than SummariseAbove whose result names other
+// types is summarised: the types named through references keep their
+// fields, but not their fields' documentation, which the tool's .md page
+// has; a comment says so. A schema too large to show whole (more than
+// maxRenderedProperties properties, or maxDeclarations named types) is
+// cut, the declaration saying what was left out.
 func Declaration(t *tools.Tool) (string, error) {
-	in, err := parseSchema(t.InputSchema, `{"type":"object","additionalProperties":false}`)
-	if err != nil {
-		return "", fmt.Errorf("declare %s: input schema: %w", t.Name, err)
+	d, g, err := declaration(t, false)
+	if err != nil || len(d) <= SummariseAbove || g.named == 0 {
+		return d, err
 	}
-	outSchema, inferred := t.OutputSchema, ""
+	d, _, err = declaration(t, true)
+	return d, err
+}
+
+// SummariseAbove is the size above which a declaration is summarised (see
+// Declaration).
+const SummariseAbove = 8 << 10
+
+// Bounds of one declaration, so that a pathological schema (20,000
+// properties, a thousand levels of references) renders a readable page in
+// bounded time rather than megabytes.
+const (
+	maxRenderedProperties = 2000
+	maxDeclarations       = 400
+)
+
+func declaration(t *tools.Tool, summarise bool) (string, *tsgen, error) {
+	in, err := parseSchema(t.InputDocument(), `{"type":"object","additionalProperties":false}`)
+	if err != nil {
+		return "", nil, fmt.Errorf("declare %s: input schema: %w", t.Name, err)
+	}
+	outSchema, inferred := t.OutputDocument(), ""
 	if len(outSchema) == 0 && t.InferredOutput != nil {
 		outSchema, inferred = t.InferredOutput.Schema, InferredNote(t.InferredOutput.Observed)
 	}
 	out, err := parseSchema(outSchema, "")
 	if err != nil {
-		return "", fmt.Errorf("declare %s: output schema: %w", t.Name, err)
+		return "", nil, fmt.Errorf("declare %s: output schema: %w", t.Name, err)
 	}
-	g := &tsgen{names: map[string]string{}, used: map[string]bool{"Promise": true, "Record": true, "Array": true}}
+	g := &tsgen{names: map[string]string{}, used: map[string]bool{"Promise": true, "Record": true, "Array": true}, summarise: summarise}
 	cat, short := t.Category(), t.ShortName()
 	base := pascal(short)
 	argsName, resultName := g.unique(base+"Args"), g.unique(base+"Result")
@@ -121,11 +149,17 @@ func Declaration(t *tools.Tool) (string, error) {
 	}
 	b.WriteString(argsDecl)
 	b.WriteString(resultDecl)
+	if summarise && len(g.decls) > 0 {
+		fmt.Fprintf(&b, "%s// The types below are summarised: their fields, without the fields' docs (%s has them).\n", ind, FullPath(t.Name))
+	}
 	for _, d := range g.decls {
 		b.WriteString(d)
 	}
+	if g.cut != "" {
+		fmt.Fprintf(&b, "%s// %s\n", ind, g.cut)
+	}
 	b.WriteString("}\n")
-	return b.String(), nil
+	return b.String(), g, nil
 }
 
 // InferredNote is the sentence that marks a result type inferred from
@@ -184,7 +218,17 @@ type tsgen struct {
 	decls []string          // named declarations found through $ref, in order
 	names map[string]string // definition key → declared name
 	used  map[string]bool
+	// summarise leaves out the docs of the fields of the types named
+	// through references (inRef > 0 while one is rendered).
+	summarise bool
+	inRef     int
+	named     int // declarations made for references
+	props     int // properties rendered
+	cut       string
 }
+
+// quiet reports whether the docs being rendered are left out.
+func (g *tsgen) quiet() bool { return g.summarise && g.inRef > 0 }
 
 // schemaDoc is one schema document: the root that local references
 // resolve in.
@@ -212,7 +256,14 @@ func (g *tsgen) unique(name string) string {
 func (g *tsgen) declare(name string, d *schemaDoc, s any, ind string, lead ...string) string {
 	var b strings.Builder
 	o, _ := s.(*object)
-	if o != nil {
+	if o != nil && g.quiet() {
+		// A summarised type keeps the first line of its description.
+		doc := descLines(o)
+		if len(doc) > 0 {
+			doc = []string{shorten(doc[0], 120)}
+		}
+		writeDoc(&b, ind, append(lead, doc...), nil)
+	} else if o != nil {
 		writeDoc(&b, ind, append(lead, descLines(o)...), append(tags(o), requiredSets(o)...))
 	} else {
 		writeDoc(&b, ind, lead, nil)
@@ -500,9 +551,17 @@ func (g *tsgen) objectBody(d *schemaDoc, o *object, ind string, depth int) strin
 	var b strings.Builder
 	b.WriteString("{\n")
 	if props != nil {
-		for _, name := range props.keys {
+		for i, name := range props.keys {
+			if g.props >= maxRenderedProperties {
+				left := len(props.keys) - i
+				fmt.Fprintf(&b, "%s// … %d more %s left out: the schema is too large to declare whole.\n", inner, left, plural(left, "property", "properties"))
+				fmt.Fprintf(&b, "%s[key: string]: unknown;\n", inner)
+				g.cut = "Cut: the schema has more than " + fmt.Sprint(maxRenderedProperties) + " properties; those left out are typed unknown."
+				break
+			}
+			g.props++
 			ps := props.vals[name]
-			if po, ok := ps.(*object); ok {
+			if po, ok := ps.(*object); ok && !g.quiet() {
 				writeDoc(&b, inner, descLines(po), append(tags(po), requiredSets(po)...))
 			}
 			opt := "?"
@@ -512,7 +571,7 @@ func (g *tsgen) objectBody(d *schemaDoc, o *object, ind string, depth int) strin
 			fmt.Fprintf(&b, "%s%s%s: %s;\n", inner, propName(name), opt, g.typeAt(d, ps, inner, depth+1))
 		}
 	}
-	if idx := g.indexType(d, o, inner, depth); idx == "unknown" && props != nil && len(props.keys) > 0 {
+	if idx := g.indexType(d, o, inner, depth); idx == "unknown" && props != nil && len(props.keys) > 0 && !strings.HasSuffix(b.String(), "[key: string]: unknown;\n") {
 		fmt.Fprintf(&b, "%s[key: string]: unknown;\n", inner)
 	}
 	b.WriteString(ind)
@@ -544,13 +603,20 @@ func (g *tsgen) ref(d *schemaDoc, ref string, ind string, depth int) string {
 		if n, ok := g.names[key]; ok {
 			return n
 		}
+		if g.named >= maxDeclarations {
+			g.cut = "Cut: the schema names more than " + fmt.Sprint(maxDeclarations) + " types; those left out are typed unknown."
+			return "unknown"
+		}
 		n := g.unique(pascal(defName))
 		g.names[key] = n
+		g.named++
 		// The declaration is rendered at namespace level whatever the
 		// depth of the reference, in the order references are met.
 		slot := len(g.decls)
 		g.decls = append(g.decls, "")
+		g.inRef++
 		g.decls[slot] = g.declare(n, d, target, "  ")
+		g.inRef--
 		return n
 	}
 	if d.visiting[frag] {

@@ -53,7 +53,7 @@ func TestSourceAvailabilityAndAliases(t *testing.T) {
 		{"everything/get_sum.md", "- Title: Get Sum Tool\n"},
 		{"everything/get_sum.md", "- Call: `await everything.get_sum(args)` or `await everything[\"get-sum\"](args)`"},
 		{"kg/create_entities.d.ts", "function createEntities(args?: CreateEntitiesArgs): Promise<unknown>;"},
-		{"kg/create_entities.md", "- Availability: unavailable, " + reason},
+		{"kg/create_entities.md", "- Availability: unavailable (" + reason + ")"},
 		{"kg/create_entities.md", "or `await kg.createEntities(args)`"},
 	} {
 		if got := read(tt.path); !strings.Contains(got, tt.want) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/openapi"
@@ -43,6 +44,8 @@ type Config struct {
 	OpenAPI map[string]openapi.Config `toml:"openapi"`
 	// Tasks holds the [tasks] section (config_tasks.go).
 	Tasks TasksConfig `toml:"tasks"`
+	// Search holds the [search] section (config_search.go).
+	Search SearchConfig `toml:"search"`
 	// Cluster holds what instances on one store share (config_multi.go).
 	Cluster ClusterConfig `toml:"cluster"`
 	// LLM and Approval are the programs' runtime: [llm] budgets and the
@@ -53,6 +56,10 @@ type Config struct {
 	Cache CacheConfig `toml:"cache"`
 	// Access says which tools each caller may reach (config_access.go).
 	Access AccessConfig `toml:"access"`
+
+	// file is the configuration file read, "" for none: the confinement
+	// of upstream servers denies it to them (harden.go).
+	file string
 }
 
 // ServerConfig holds transports, the catalogue and logging.
@@ -72,14 +79,22 @@ type ServerConfig struct {
 	MCPConfig string `toml:"mcp_config"`
 	// UpstreamWait bounds how long startup waits for upstream servers.
 	UpstreamWait Duration `toml:"upstream_wait"`
+	// LoadWait bounds how long a client's initialize waits for the tool
+	// sources still loading (OpenAPI descriptions); 0 answers at once,
+	// with those sources listed as loading.
+	LoadWait Duration `toml:"load_wait"`
 	// ReadOnly keeps only the tools annotated read-only (config_access.go).
 	ReadOnly bool `toml:"read_only"`
 }
 
 // SandboxConfig holds the executor's pool and limits.
 type SandboxConfig struct {
-	Isolation          string   `toml:"isolation"`
-	PoolSize           int      `toml:"pool_size"`
+	Isolation string `toml:"isolation"`
+	PoolSize  int    `toml:"pool_size"`
+	// ReservedSlots are the pool's slots that runs past the default
+	// deadline (timeout) never take; 0 means a quarter of the pool,
+	// negative none (executor.Config.ReservedSlots).
+	ReservedSlots      int      `toml:"reserved_slots"`
 	QueueWait          Duration `toml:"queue_wait"`
 	Timeout            Duration `toml:"timeout"`
 	MaxTimeout         Duration `toml:"max_timeout"`
@@ -168,24 +183,9 @@ type MemoryConfig struct {
 	PGVectors string `toml:"pg_vectors"`
 }
 
-// Duration is a time.Duration written as "5s" or "1m30s".
-type Duration time.Duration
-
-// UnmarshalText parses a duration such as "5s".
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return fmt.Errorf("%q is not a duration such as 5s or 1m30s", string(b))
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalText writes the duration as "5s".
-func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
-
-// D returns the time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
+// Duration is tools.Duration, the one duration type of the configuration,
+// under a short name for the sections' fields.
+type Duration = tools.Duration
 
 // defaultConfig is the configuration of a fresh install. The commented file
 // that `codecell config init` writes must say the same (a test checks).
@@ -200,18 +200,21 @@ func defaultConfig() Config {
 			LogFormat:     "text",
 			UpstreamWait:  Duration(2 * time.Second),
 		},
+		// The executor's own defaults: it applies them to a zero Config,
+		// and this file, config.default.toml and docs/configuration.md say
+		// the same (TestDefaultFileMatchesDefaults, TestConfigReference).
 		Sandbox: SandboxConfig{
 			Isolation:          "process",
-			QueueWait:          Duration(10 * time.Second),
-			Timeout:            Duration(5 * time.Second),
-			MaxTimeout:         Duration(60 * time.Second),
-			MemoryLimitMiB:     64,
-			MaxStackFrames:     5000,
-			MaxCodeBytes:       100 << 10,
-			MaxToolCalls:       1000,
-			MaxConcurrentCalls: 32,
-			MaxLogLines:        1000,
-			MaxLogBytes:        64 << 10,
+			QueueWait:          Duration(executor.DefaultQueueWait),
+			Timeout:            Duration(executor.DefaultTimeout),
+			MaxTimeout:         Duration(executor.DefaultMaxTimeout),
+			MemoryLimitMiB:     executor.DefaultMemoryLimit >> 20,
+			MaxStackFrames:     executor.DefaultMaxStackFrames,
+			MaxCodeBytes:       executor.DefaultMaxCodeBytes,
+			MaxToolCalls:       executor.DefaultMaxToolCalls,
+			MaxConcurrentCalls: executor.DefaultMaxConcurrentCalls,
+			MaxLogLines:        executor.DefaultMaxLogLines,
+			MaxLogBytes:        executor.DefaultMaxLogBytes,
 			MaxResultBytes:     0, // the heap limit
 			PlanTTL:            Duration(time.Hour),
 			MaxTaskDuration:    Duration(10 * time.Minute),
@@ -233,7 +236,8 @@ func defaultConfig() Config {
 			BudgetBytes:    16 << 10,
 			MaxBudgetBytes: 256 << 10,
 		},
-		Tasks: defaultTasks(),
+		Tasks:  defaultTasks(),
+		Search: defaultSearch(),
 		Memory: MemoryConfig{
 			Embedder:              "offline",
 			Backend:               backendSQLite,
@@ -549,6 +553,7 @@ func nonKeyEnv() []string {
 		envPrefix + "CONFIG",             // the file to read
 		envPrefix + "AUTH_TOKENS",        // auth.tokens as principal=token pairs
 		envPrefix + "EMBEDDER_API_KEY",   // memory.embedder_key_env's default
+		envPrefix + "LLM_API_KEY",        // llm.provider_key_env's default
 		envPrefix + "REQUIRE_NODE",       // tests: fail, not skip, without Node.js
 		envPrefix + "DISCLOSURE_REPORT",  // make bench-disclosure's report file
 		envPrefix + "MEMORY_CRASH_CHILD", // memory's crash test
@@ -564,7 +569,7 @@ func unknownEnv(environ []string, cfg Config) []error {
 		known = append(known, envName(f.key))
 	}
 	known = append(known, nonKeyEnv()...)
-	named := map[string]bool{cfg.Memory.EmbedderKeyEnv: true}
+	named := map[string]bool{cfg.Memory.EmbedderKeyEnv: true, cfg.LLM.ProviderKeyEnv: true}
 	for _, t := range cfg.Auth.Tokens {
 		named[t.TokenEnv] = true
 	}
@@ -638,6 +643,9 @@ func (c *Config) validate(env func(string) string) []error {
 	if c.Server.UpstreamWait < 0 {
 		bad("server.upstream_wait", "must not be negative")
 	}
+	if c.Server.LoadWait < 0 {
+		bad("server.load_wait", "must not be negative")
+	}
 	errs = append(errs, c.checkUpstreams()...)
 	positive := func(key string, v int64) {
 		if v <= 0 {
@@ -649,6 +657,9 @@ func (c *Config) validate(env func(string) string) []error {
 	s := c.Sandbox
 	if s.PoolSize < 0 {
 		bad("sandbox.pool_size", "must not be negative (0 means one per CPU)")
+	}
+	if s.PoolSize > 0 && s.ReservedSlots >= s.PoolSize {
+		bad("sandbox.reserved_slots", "%d of a pool of %d leaves runs longer than sandbox.timeout no slot; reserve fewer (0 means a quarter of the pool, -1 none)", s.ReservedSlots, s.PoolSize)
 	}
 	positive("sandbox.queue_wait", int64(s.QueueWait))
 	positive("sandbox.timeout", int64(s.Timeout))

@@ -129,6 +129,12 @@ func runConfigCheck(args []string, stdout, stderr io.Writer) error {
 	cfg.Memory.DSN = hideDSNPassword(cfg.Memory.DSN)
 	fmt.Fprint(stdout, describeProvenance(fs.loaded))
 	fmt.Fprint(stdout, describeUpstreams(cfg, set))
+	if ws := openAPIWarnings(cfg, os.Getenv); len(ws) > 0 {
+		for _, w := range ws {
+			fmt.Fprintf(stdout, "# Warning: %s.\n", w)
+		}
+		fmt.Fprintln(stdout)
+	}
 	return toml.NewEncoder(stdout).Encode(cfg)
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"maps"
+	"net/url"
 	"path"
 	"slices"
 
@@ -10,12 +11,16 @@ import (
 )
 
 // This file reads the [llm] and [approval] sections: the budgets of the
-// programs' llm calls (MCP sampling to the client) and the tool calls the
-// client's user approves first (MCP elicitation).
+// programs' llm calls (MCP sampling to the client, or a provider of the
+// server's own) and the tool calls the client's user approves first (MCP
+// elicitation).
 //
 //	[llm]
 //	max_calls_per_run = 50
 //	tokens_per_day = 1000000
+//	provider = "openai"
+//	provider_url = "http://127.0.0.1:11434/v1"
+//	provider_model = "qwen2.5:7b"
 //
 //	[approval]
 //	required_for = ["destructive", "gh.*_delete*"]
@@ -32,6 +37,14 @@ type LLMConfig struct {
 	TokensPerDay     int `toml:"tokens_per_day"`
 	DefaultMaxTokens int `toml:"default_max_tokens"`
 	MaxTokens        int `toml:"max_tokens"`
+	// Provider is "" (none: the client's model only) or "openai" (an
+	// OpenAI-compatible chat completions endpoint at ProviderURL).
+	Provider       string `toml:"provider"`
+	ProviderURL    string `toml:"provider_url"`
+	ProviderModel  string `toml:"provider_model"`
+	ProviderKeyEnv string `toml:"provider_key_env"`
+	// Prefer is "client" or "provider" (mcpserver.PreferClient, …).
+	Prefer string `toml:"prefer"`
 }
 
 // ApprovalConfig is the [approval] section (mcpserver.ApprovalConfig).
@@ -60,6 +73,8 @@ func defaultRuntimeConfig(c *Config) {
 		TokensPerDay:     d.TokensPerDay,
 		DefaultMaxTokens: d.DefaultMaxTokens,
 		MaxTokens:        d.MaxTokens,
+		ProviderKeyEnv:   envPrefix + "LLM_API_KEY",
+		Prefer:           d.Prefer,
 	}
 	c.Approval = ApprovalConfig{RequiredFor: []string{}, OnUnsupported: "refuse"}
 }
@@ -82,6 +97,28 @@ func (c *Config) validateRuntime() []error {
 	}
 	if l.DefaultMaxTokens > l.MaxTokens {
 		bad("llm.default_max_tokens", "%d is above llm.max_tokens %d", l.DefaultMaxTokens, l.MaxTokens)
+	}
+	switch l.Provider {
+	case "":
+		if l.Prefer == mcpserver.PreferProvider {
+			bad("llm.prefer", "is %q but llm.provider is not set", l.Prefer)
+		}
+	case "openai":
+		if l.ProviderURL == "" {
+			bad("llm.provider_url", "is required with provider \"openai\" (e.g. http://127.0.0.1:11434/v1 for Ollama)")
+		} else if u, err := url.Parse(l.ProviderURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("llm.provider_url", "%q is not an http(s) URL such as http://127.0.0.1:11434/v1", l.ProviderURL)
+		} else if u.User != nil {
+			bad("llm.provider_url", "must not carry credentials; put the key in the variable llm.provider_key_env names")
+		}
+		if l.ProviderModel == "" {
+			bad("llm.provider_model", "is required with provider \"openai\": the chat model's name as the server knows it")
+		}
+	default:
+		bad("llm.provider", "%q is not \"\" (none) or \"openai\" (an OpenAI-compatible chat endpoint)", l.Provider)
+	}
+	if l.Prefer != mcpserver.PreferClient && l.Prefer != mcpserver.PreferProvider {
+		bad("llm.prefer", "%q is not one of client, provider", l.Prefer)
 	}
 	check := func(at string, requiredFor []string, onUnsupported string) {
 		if onUnsupported != "" && onUnsupported != "refuse" && onUnsupported != "allow" {
@@ -117,7 +154,17 @@ func (c *Config) llmConfig() mcpserver.LLMConfig {
 		TokensPerDay:     l.TokensPerDay,
 		DefaultMaxTokens: l.DefaultMaxTokens,
 		MaxTokens:        l.MaxTokens,
+		Prefer:           l.Prefer,
+		Provider:         l.provider(),
 	}
+}
+
+// provider is the server's view of the provider keys; nil without one.
+func (l LLMConfig) provider() *mcpserver.ProviderConfig {
+	if l.Provider == "" {
+		return nil
+	}
+	return &mcpserver.ProviderConfig{URL: l.ProviderURL, Model: l.ProviderModel, APIKeyEnv: l.ProviderKeyEnv}
 }
 
 // approvalConfig is the server's view of [approval].

@@ -55,6 +55,42 @@ default_max_tokens = 20
 			`approval.required_for[0]: "gh.[_delete" is not`,
 			"llm.default_max_tokens: 20 is above llm.max_tokens 10",
 		}},
+		{name: "provider", file: `
+[llm]
+provider = "openai"
+provider_url = "http://127.0.0.1:11434/v1"
+provider_model = "qwen2.5:7b"
+prefer = "provider"
+`, check: func(t *testing.T, c Config) {
+			l := c.llmConfig()
+			if l.Provider == nil || l.Provider.URL != "http://127.0.0.1:11434/v1" || l.Provider.Model != "qwen2.5:7b" ||
+				l.Provider.APIKeyEnv != "CODECELL_LLM_API_KEY" || l.Prefer != "provider" {
+				t.Errorf("llm %+v provider %+v", l, l.Provider)
+			}
+		}},
+		{name: "no provider", check: func(t *testing.T, c Config) {
+			if l := c.llmConfig(); l.Provider != nil || l.Prefer != "client" {
+				t.Errorf("llm %+v, want the client's model only", l)
+			}
+		}},
+		{name: "bad provider", file: `
+[llm]
+provider = "openai"
+provider_url = "ftp://user:pw@host/v1"
+prefer = "server"
+`, wantErr: []string{
+			`llm.provider_model: is required with provider "openai"`,
+			`llm.provider_url: "ftp://user:pw@host/v1" is not an http(s) URL`,
+			`llm.prefer: "server" is not one of client, provider`,
+		}},
+		{name: "prefer provider without one", file: `
+[llm]
+prefer = "provider"
+`, wantErr: []string{`llm.prefer: is "provider" but llm.provider is not set`}},
+		{name: "unknown provider", file: `
+[llm]
+provider = "anthropic"
+`, wantErr: []string{`llm.provider: "anthropic" is not`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

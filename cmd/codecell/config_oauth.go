@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/codecell/codecell/mcpserver/oauth"
@@ -14,6 +15,10 @@ import (
 //	issuer = "https://login.example.com/realms/team"
 //	resource = "https://mcp.example.com/mcp"
 //	required_scopes = ["mcp"]
+//	[auth.oauth.principal_prefix]      # principals "team:<sub>", not "<issuer>#<sub>"
+//	"https://login.example.com/realms/team" = "team:"
+//	[auth.oauth.principals]            # one identity merged into a static principal
+//	"team:alice" = "alice"
 
 // OAuthConfig is the [auth.oauth] table. OAuth is on when an issuer is
 // named.
@@ -35,9 +40,15 @@ type OAuthConfig struct {
 	ClientID         string `toml:"client_id"`
 	ClientSecretEnv  string `toml:"client_secret_env"`
 	// PrincipalClaim names the principal; default "sub".
-	PrincipalClaim string   `toml:"principal_claim"`
-	RequiredScopes []string `toml:"required_scopes"`
-	ClockSkew      Duration `toml:"clock_skew"`
+	PrincipalClaim string `toml:"principal_claim"`
+	// PrincipalPrefix maps an issuer to the prefix of its principals;
+	// default the issuer's URL and "#" (oauth.Config.PrincipalPrefixes).
+	PrincipalPrefix map[string]string `toml:"principal_prefix"`
+	// Principals maps a principal, prefixed, to another
+	// (oauth.Config.Principals).
+	Principals     map[string]string `toml:"principals"`
+	RequiredScopes []string          `toml:"required_scopes"`
+	ClockSkew      Duration          `toml:"clock_skew"`
 	// KeysMaxAge and KeysMinInterval: how long keys are used before they
 	// are fetched again, and the least time between two fetches for an
 	// unknown kid.
@@ -71,6 +82,8 @@ func (o OAuthConfig) serverConfig() *oauth.Config {
 		ClientID:              o.ClientID,
 		ClientSecret:          o.clientSecret,
 		PrincipalClaim:        o.PrincipalClaim,
+		PrincipalPrefixes:     o.PrincipalPrefix,
+		Principals:            o.Principals,
 		RequiredScopes:        o.RequiredScopes,
 		ClockSkew:             time.Duration(o.ClockSkew),
 		KeysMaxAge:            time.Duration(o.KeysMaxAge),
@@ -81,12 +94,14 @@ func (o OAuthConfig) serverConfig() *oauth.Config {
 
 // oauthKeys maps the validator's fields to the keys of [auth.oauth].
 var oauthKeys = map[string]string{
-	"Issuers":          "auth.oauth.issuer",
-	"Resource":         "auth.oauth.resource",
-	"JWKSURL":          "auth.oauth.jwks_url",
-	"IntrospectionURL": "auth.oauth.introspection_url",
-	"ClientID":         "auth.oauth.client_id",
-	"ClockSkew":        "auth.oauth.clock_skew",
+	"Issuers":           "auth.oauth.issuer",
+	"Resource":          "auth.oauth.resource",
+	"JWKSURL":           "auth.oauth.jwks_url",
+	"IntrospectionURL":  "auth.oauth.introspection_url",
+	"ClientID":          "auth.oauth.client_id",
+	"ClockSkew":         "auth.oauth.clock_skew",
+	"PrincipalPrefixes": "auth.oauth.principal_prefix",
+	"Principals":        "auth.oauth.principals",
 }
 
 // validateOAuth checks [auth.oauth] and reads the client secret from the
@@ -120,7 +135,14 @@ func (c *Config) validateOAuth(env func(string) string) []error {
 			errs = append(errs, configError{d.key, "must not be negative"})
 		}
 	}
-	_, err := oauth.New(*o.serverConfig())
+	sc := *o.serverConfig()
+	for i, t := range c.Auth.Tokens {
+		if iss, ok := sc.Claims(t.Principal); ok {
+			errs = append(errs, configError{fmt.Sprintf("auth.tokens[%d].principal", i),
+				fmt.Sprintf("%q is named like the principals of OAuth issuer %s (%q…), which must stay apart; rename it, or set that issuer's auth.oauth.principal_prefix (map one identity to it with auth.oauth.principals)", t.Principal, iss, sc.PrincipalPrefix(iss))})
+		}
+	}
+	_, err := oauth.New(sc)
 	var list interface{ Unwrap() []error }
 	if errors.As(err, &list) {
 		for _, e := range list.Unwrap() {

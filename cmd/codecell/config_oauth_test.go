@@ -30,6 +30,10 @@ clock_skew = "30s"
 keys_max_age = "2h"
 keys_min_interval = "10s"
 introspection_cache_ttl = "1m"
+[auth.oauth.principal_prefix]
+"https://other.example.test" = "other:"
+[auth.oauth.principals]
+"other:alice" = "alice"
 `), 0o600)
 	cfg, pv, err := loadConfig(configSources{path, environ(map[string]string{"CODECELL_TEST_OAUTH_SECRET": "s3cret"}), nil})
 	if err != nil {
@@ -47,7 +51,9 @@ introspection_cache_ttl = "1m"
 		oc.JWKSURL != "https://login.example.test/keys" || oc.IntrospectionURL != "https://login.example.test/introspect" ||
 		oc.ClientID != "codecell" || oc.ClientSecret != "s3cret" || oc.PrincipalClaim != "email" ||
 		!slices.Equal(oc.RequiredScopes, []string{"mcp"}) || oc.ClockSkew != 30*time.Second ||
-		oc.KeysMaxAge != 2*time.Hour || oc.KeysMinInterval != 10*time.Second || oc.IntrospectionCacheTTL != time.Minute {
+		oc.KeysMaxAge != 2*time.Hour || oc.KeysMinInterval != 10*time.Second || oc.IntrospectionCacheTTL != time.Minute ||
+		oc.PrincipalPrefix("https://other.example.test") != "other:" || oc.PrincipalPrefix("https://login.example.test/realms/team") != "https://login.example.test/realms/team#" ||
+		oc.Principals["other:alice"] != "alice" {
 		t.Errorf("validator configuration %+v", *oc)
 	}
 	if (OAuthConfig{}).serverConfig() != nil {
@@ -68,6 +74,10 @@ func TestOAuthConfigErrors(t *testing.T) {
 		{"secret unset", "issuer = \"https://as.example.test\"\nresource = \"https://mcp.example.test/mcp\"\nclient_secret_env = \"CODECELL_TEST_UNSET_SECRET\"", []string{"auth.oauth.client_secret_env: environment variable CODECELL_TEST_UNSET_SECRET is empty"}},
 		{"no issuer", "resource = \"https://mcp.example.test/mcp\"", []string{"auth.oauth.issuer: is empty"}},
 		{"unknown key", "issuer = \"https://as.example.test\"\nresource = \"https://mcp.example.test/mcp\"\naudience = \"x\"", []string{"auth.oauth.audience: unknown key"}},
+		{"prefix of an issuer not configured", "issuer = \"https://as.example.test\"\nresource = \"https://mcp.example.test/mcp\"\n[auth.oauth.principal_prefix]\n\"https://nope.example.test\" = \"x:\"",
+			[]string{`auth.oauth.principal_prefix: "https://nope.example.test" is not one of the issuers`}},
+		{"static principal named like an issuer's", "issuer = \"https://as.example.test\"\nresource = \"https://mcp.example.test/mcp\"\n[[auth.tokens]]\nprincipal = \"https://as.example.test#alice\"\ntoken = \"alice-0123456789abcdef0123456789\"",
+			[]string{`auth.tokens[0].principal: "https://as.example.test#alice" is named like the principals of OAuth issuer https://as.example.test`}},
 		{"negative", "issuer = \"https://as.example.test\"\nresource = \"https://mcp.example.test/mcp\"\nkeys_min_interval = \"-1s\"\nclock_skew = \"-1s\"", []string{"auth.oauth.keys_min_interval: must not be negative", "auth.oauth.clock_skew: must not be negative"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/BurntSushi/toml"
 
@@ -102,8 +103,10 @@ func decodeStruct(md toml.MetaData, at toml.Key, prim toml.Primitive, v reflect.
 
 // validateOpenAPI checks every [openapi.NAME] source that is not
 // disabled: its name must make a category, no two may make the same one,
-// and its configuration must pass openapi.Config.Check (with its
-// credentials in the environment).
+// and its configuration must pass openapi.Config.Check. A credential
+// whose environment variable is unset is not an error of the
+// configuration: that source is unavailable until it is set, and the
+// others serve (see openAPIWarnings).
 func (c *Config) validateOpenAPI(env func(string) string) []error {
 	var errs []error
 	seen := map[string]string{}
@@ -127,6 +130,9 @@ func (c *Config) validateOpenAPI(env func(string) string) []error {
 		if errors.As(err, &joined) {
 			for _, e := range joined.Unwrap() {
 				var ce *openapi.ConfigError
+				if errors.As(e, &ce) && ce.Env != "" {
+					continue
+				}
 				if errors.As(e, &ce) {
 					errs = append(errs, configError{key + "." + ce.Key, ce.Msg})
 				} else {
@@ -151,4 +157,33 @@ func openAPIEnv(cfg Config) map[string]bool {
 		}
 	}
 	return named
+}
+
+// openAPIWarnings names the enabled sources that are unavailable in this
+// environment because a credential's variable is unset, each with what to
+// do; config check prints them, and serve marks those sources unavailable.
+func openAPIWarnings(cfg Config, env func(string) string) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(cfg.OpenAPI)) {
+		oc := cfg.OpenAPI[name]
+		if oc.Disabled {
+			continue
+		}
+		err := oc.Check(env)
+		if vars, _ := openapi.MissingEnv(err); len(vars) > 0 {
+			var keys []string
+			var joined interface{ Unwrap() []error }
+			if errors.As(err, &joined) {
+				for _, e := range joined.Unwrap() {
+					var ce *openapi.ConfigError
+					if errors.As(e, &ce) && ce.Env != "" {
+						keys = append(keys, fmt.Sprintf("%s names %s", ce.Key, ce.Env))
+					}
+				}
+			}
+			out = append(out, fmt.Sprintf("[openapi.%s] will be unavailable: %s, empty or unset in this environment; set %s where codecell runs (for a host such as Claude Desktop, in the \"env\" of codecell's entry), or set disabled = true",
+				name, strings.Join(keys, ", "), strings.Join(vars, " and ")))
+		}
+	}
+	return out
 }

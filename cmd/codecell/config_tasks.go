@@ -10,7 +10,7 @@ import (
 // (long runs a client polls), and the runs that wait outside the pool.
 //
 //	[sandbox]
-//	max_task_duration = "10m"  # a task run's longest deadline
+//	max_task_duration = "10m"  # the longest deadline a task run may ask for
 //	[tasks]
 //	result_ttl = "10m"         # how long a task's record is kept after its run
 //	max_waiting = 0            # runs waiting outside the pool; 0: twice the pool

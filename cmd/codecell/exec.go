@@ -15,6 +15,7 @@ import (
 )
 
 func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	hardened := hardenProcess()
 	fs := newConfigCommand("exec", "Usage: codecell exec [flags] FILE|-\n\nRun a program through the same path as execute_code and print the run record as JSON.\nExit status 1 when the run fails.", stderr)
 	lang := fs.String("lang", "", "language of the program: javascript (js) or typescript (ts); default from the file name (.ts, .mts), else javascript")
 	runTimeout := fs.Duration("run-timeout", 0, "deadline of this run; default --timeout")
@@ -44,6 +45,7 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	// each to be tried, as long as a handshake may take.
 	cfg.Server.UpstreamWait = Duration(upstream.DefaultHandshakeTimeout)
 	log := newLogger(cfg, stderr)
+	hardened.log(log)
 	store, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err

@@ -38,7 +38,8 @@ func TestHelp(t *testing.T) {
 		{
 			[]string{"serve", "--help"},
 			[]string{"Usage: codecell serve", "--http ADDR", "--expose MODE", "--catalog PATH", "--data-dir DIR", "--timeout DURATION",
-				"--pool N", "--config FILE", "default none: serve stdio", "default none: only the built-in tools", "one per CPU"},
+				"--pool N", "--config FILE", "default none: serve stdio", "default none: only the built-in tools", "one per CPU",
+				"--stdio\n"},
 			nil,
 		},
 		{[]string{"serve", "-h"}, []string{"Usage: codecell serve"}, nil},
@@ -96,6 +97,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--htp", "127.0.0.1:0"}, "serve: unknown flag --htp; did you mean --http? (codecell serve -h lists the flags)"},
 		{[]string{"exec", "--http", "127.0.0.1:0", "-"}, "exec: unknown flag --http"},
 		{[]string{"serve", "extra"}, `serve takes no arguments`},
+		{[]string{"serve", "--stdio", "--http", "127.0.0.1:0"}, "serve: --stdio and --http contradict each other; give one"},
 		{[]string{"exec"}, "exec takes one argument: a program file, or - to read it from stdin"},
 		{[]string{"exec", "--lang", "python", "-"}, `--lang "python": want javascript (js) or typescript (ts)`},
 		{[]string{"exec", "--run-timeout", "soon", "-"}, `exec: invalid value "soon" for flag --run-timeout`},

@@ -105,6 +105,7 @@ func runImportClaude(args []string, stdout, stderr io.Writer) error {
 
 	var existing []string
 	var prefix string
+	var cfg Config
 	if *out != "-" {
 		if *out == "" {
 			return usageError{"no home directory: name codecell's configuration file with --out"}
@@ -116,7 +117,6 @@ func runImportClaude(args []string, stdout, stderr io.Writer) error {
 		case err != nil:
 			return fmt.Errorf("config import-claude: %w", err)
 		default:
-			var cfg Config
 			if errs := decodeFile(*out, &cfg); len(errs) > 0 {
 				return fmt.Errorf("config import-claude: fix %s first (codecell config check --config %s): %w", *out, *out, errors.Join(errs...))
 			}
@@ -129,11 +129,34 @@ func runImportClaude(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
+	// A name taken by codecell or another source gets another category,
+	// written in its table so that the file says it (categories.go).
+	all, from := maps.Clone(servers), map[string]string{}
+	for name := range servers {
+		from[name] = src + ": mcpServers." + name
+	}
+	for name, s := range cfg.Upstream {
+		all[name], from[name] = s, toml.Key{upstreamSection, name}.String()
+	}
+	plan, errs := planCategories(all, from, cfg.OpenAPI, catalogueCategories(cfg.Server.Catalog))
+	if len(errs) > 0 {
+		return configProblem{errors.Join(errs...)}
+	}
+	var moved []string
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		servers[name] = all[name]
+		if pl := plan.upstream[name]; pl.wanted != "" {
+			moved = append(moved, fmt.Sprintf("%s is served as the category %s: %s (its table says category = %q; change it to choose another)", name, pl.category, pl.why, pl.category))
+		}
+	}
 	text, err := upstreamTables(servers, src)
 	if err != nil {
 		return fmt.Errorf("config import-claude: %w", err)
 	}
 	if *out == "-" {
+		for _, m := range moved {
+			text = "# " + m + "\n" + text
+		}
 		_, err := io.WriteString(stdout, text)
 		return err
 	}
@@ -162,6 +185,7 @@ func runImportClaude(args []string, stdout, stderr io.Writer) error {
 	if len(skipped) > 0 {
 		lines = append(lines, fmt.Sprintf("left out, as they start codecell itself: %s", strings.Join(skipped, ", ")))
 	}
+	lines = append(lines, moved...)
 	lines = append(lines, fmt.Sprintf("check it with: codecell config check --config %s", *out))
 	fmt.Fprintln(stdout, strings.Join(lines, "\n"))
 	return nil

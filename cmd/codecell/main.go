@@ -120,6 +120,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return runMemory(ctx, rest, stdin, stdout, stderr)
 	case workerCommandName:
 		return runWorker(stdin, stdout)
+	case confineCommandName:
+		return runConfine(rest, stderr)
 	case "version", "--version", "-version":
 		if len(rest) > 0 {
 			return usageError{fmt.Sprintf("version takes no arguments, got %q", rest)}

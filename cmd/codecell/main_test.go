@@ -25,6 +25,16 @@ import (
 // binary is the codecell binary built for these tests.
 var binary string
 
+// testVersion is the version the binary under test is stamped with, as
+// the Makefile stamps its own (-ldflags "-X main.version=…"). Unstamped, a
+// binary built in a git clone reports the VCS pseudo-version where Go's
+// settings allow it (-buildvcs), and the tests would pass or fail with
+// the user's Go settings.
+const testVersion = "0.0.0-test"
+
+// buildFlags are the go build flags of the binary under test.
+var buildFlags = []string{"-tags", "sqlite_fts5", "-ldflags", "-X main.version=" + testVersion}
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "codecell-test")
 	if err != nil {
@@ -32,7 +42,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "codecell")
-	build := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", binary, ".")
+	build := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-o", binary, ".")...)
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build codecell:", err)
@@ -271,7 +281,7 @@ func TestExecCommand(t *testing.T) {
 		{name: "unknown command", args: []string{"frobnicate"}, wantCode: 2, wantErr: `unknown command "frobnicate"`},
 		{name: "bad flag value", args: []string{"serve", "-log-level", "loud"}, wantCode: 2, wantErr: `server.log_level (from --log-level): "loud" is not one of`},
 		{name: "public bind without auth", args: []string{"serve", "-http", "0.0.0.0:0"}, wantCode: 1, wantErr: "refusing to serve on 0.0.0.0:0 without authentication"},
-		{name: "version", args: []string{"version"}, wantOut: "codecell "},
+		{name: "version", args: []string{"version"}, wantOut: "codecell " + testVersion + "\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

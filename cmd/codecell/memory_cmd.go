@@ -27,6 +27,8 @@ Commands:
   import FILE|-         read a JSONL export (memories are re-embedded); what the
                         store already holds is skipped, so importing twice is safe
   reindex               rebuild every vector with the configured embedder
+  reset-learning        forget what tool search learned from use (the query
+                        words linked to the tools runs called after them)
   migrate --to postgres copy the SQLite store into PostgreSQL, verified
                         (codecell memory migrate --help)
 
@@ -51,10 +53,10 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return runMemoryMigrate(ctx, rest, stdout, stderr)
 	}
 	switch sub {
-	case "stats", "search", "export", "import", "reindex":
+	case "stats", "search", "export", "import", "reindex", "reset-learning":
 	default:
 		fmt.Fprint(stderr, memoryUsage)
-		return usageError{fmt.Sprintf("unknown memory command %q; want stats, search, export, import, reindex or migrate", sub)}
+		return usageError{fmt.Sprintf("unknown memory command %q; want stats, search, export, import, reindex, reset-learning or migrate", sub)}
 	}
 	fs := newConfigCommand("memory "+sub, strings.TrimSuffix(memoryUsage, "\n"), stderr)
 	principal := fs.String("principal", "local", "whose memories to search (search only; local is the stdio user)")
@@ -188,6 +190,14 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			return fmt.Errorf("memory reindex: %w", err)
 		}
 		fmt.Fprintf(stdout, "reindexed %+v\n", rep)
+		return nil
+
+	case "reset-learning":
+		n, err := st.ResetSearchLinks(ctx)
+		if err != nil {
+			return fmt.Errorf("memory reset-learning: %w", err)
+		}
+		fmt.Fprintf(stdout, "forgot %d learned links between search words and tools; servers running on this store keep theirs until they restart\n", n)
 		return nil
 	}
 	return nil

@@ -44,7 +44,7 @@ func fillStore(t *testing.T, dir string) {
 	}
 }
 
-// TestMemoryExportImportCommands is the README's backup example, `codecell
+// TestMemoryExportImportCommands is docs/memory.md's backup example, `codecell
 // memory export backup.jsonl && codecell memory import backup.jsonl`: the
 // import into the same store skips everything and says so; into another
 // store it imports everything once.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -135,8 +136,9 @@ auth = { type = "bearer", token_env = "GH_E2E_TOKEN" }
 	initialize(tb, c)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		_, rec, _ := callExecute(tb, c, map[string]any{"code": "typeof gh"})
-		if string(rec.Result) == `"object"` {
+		// While it loads, gh is a namespace without tools.
+		_, rec, _ := callExecute(tb, c, map[string]any{"code": "Object.keys(gh).length > 0"})
+		if string(rec.Result) == `true` {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -297,13 +299,41 @@ func TestOpenAPIEndToEnd(t *testing.T) {
 	}
 }
 
-// TestOpenAPISourceUnavailable: a source whose document cannot be read is
-// logged as unavailable with the reason, and the server serves the rest.
+// TestOpenAPISourceUnavailable: a source whose credential's variable is
+// unset, or whose document cannot be read, is unavailable with the reason
+// — in the manifest, its index and the log, and its calls fail with it —
+// and the server serves the rest: another source's calls, the built-in
+// tools. config check warns about the credential, naming the variable,
+// and succeeds. (codecell used to exit with status 2 when a source's
+// token_env was unset, which a host shows only as "server disconnected".)
 func TestOpenAPISourceUnavailable(t *testing.T) {
 	t.Parallel()
+	a := newLocalAPI(t)
+	spec, _ := filepath.Abs(openAPISpec)
 	cfg := filepath.Join(t.TempDir(), "codecell.toml")
-	os.WriteFile(cfg, []byte("[openapi.broken]\nspec = \"no-such-file.yaml\"\n"), 0o600)
-	c, err := client.NewStdioMCPClient(binary, dataDir(t), "serve", "--config", cfg)
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`
+[openapi.gh]
+spec = %[1]q
+base_url = %[2]q
+auth = { type = "bearer", token_env = "GH_E2E_TOKEN" }
+
+[openapi.nokey]
+spec = %[1]q
+base_url = %[2]q
+auth = { type = "bearer", token_env = "NOKEY_E2E_UNSET_TOKEN" }
+
+[openapi.broken]
+spec = "no-such-file.yaml"
+`, spec, a.URL)), 0o600)
+
+	check := exec.Command(binary, "config", "check", "--config", cfg)
+	check.Env = append(os.Environ(), "GH_E2E_TOKEN="+apiSecret)
+	out, err := check.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "# Warning: [openapi.nokey] will be unavailable: auth.token_env names NOKEY_E2E_UNSET_TOKEN, empty or unset in this environment; set NOKEY_E2E_UNSET_TOKEN") {
+		t.Errorf("config check: %v\n%s", err, out)
+	}
+
+	c, err := client.NewStdioMCPClient(binary, append(dataDir(t), "GH_E2E_TOKEN="+apiSecret), "serve", "--config", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,12 +343,44 @@ func TestOpenAPISourceUnavailable(t *testing.T) {
 		go io.Copy(logs, r)
 	}
 	initialize(t, c)
-	if isErr, rec, txt := callExecute(t, c, map[string]any{"code": "[typeof broken, (await util.echo({text: 'up'})).text]"}); isErr || string(rec.Result) != `["undefined","up"]` {
+	if isErr, rec, txt := callExecute(t, c, map[string]any{"code": "[Object.keys(broken).length, Object.keys(nokey).length, (await util.echo({text: 'up'})).text]"}); isErr || string(rec.Result) != `[0,0,"up"]` {
 		t.Fatalf("%s", txt)
 	}
-	waitFor(t, 5*time.Second, func() bool { return strings.Contains(logs.String(), "openapi source unavailable") })
-	if log := logs.String(); !strings.Contains(log, "source=broken") || !strings.Contains(log, "no-such-file.yaml: no such file") {
+	waitFor(t, 20*time.Second, func() bool {
+		_, rec, _ := callExecute(t, c, map[string]any{"code": "try { return (await gh.repos_get({owner: 'octo', repo: 'hello'})).full_name } catch (e) { return e.code }"})
+		return string(rec.Result) == `"octo/hello"`
+	})
+	read := func(p string) string {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "read_tools"
+		req.Params.Arguments = map[string]any{"path": p}
+		res, err := c.CallTool(context.Background(), req)
+		if err != nil || res.IsError {
+			t.Fatalf("read_tools %s: %v %+v", p, err, res)
+		}
+		return res.Content[0].(mcp.TextContent).Text
+	}
+	waitFor(t, 10*time.Second, func() bool { return strings.Contains(read("/manifest.json"), `"broken"`) })
+	manifest := read("/manifest.json")
+	for _, want := range []string{
+		`"nokey":"0 tools, unavailable (credential unset: NOKEY_E2E_UNSET_TOKEN;`,
+		`"broken":"0 tools, unavailable (document not found: no-such-file.yaml;`,
+		`"gh":"`,
+	} {
+		if !strings.Contains(manifest, want) {
+			t.Errorf("manifest lacks %s:\n%s", want, manifest)
+		}
+	}
+	if ix := read("/nokey/index.json"); !strings.Contains(ix, `"status":"unavailable"`) || !strings.Contains(ix, "or disable [openapi.nokey]") {
+		t.Errorf("nokey/index.json:\n%s", ix)
+	}
+	if log := logs.String(); !strings.Contains(log, "source=broken") || !strings.Contains(log, "document not found: no-such-file.yaml") ||
+		!strings.Contains(log, "source=nokey") || strings.Contains(log, apiSecret) {
 		t.Errorf("log:\n%s", log)
+	}
+	_, rec, txt := callExecute(t, c, map[string]any{"code": "await broken.list_things({})"})
+	if rec.Error == nil || rec.Error.Code != "unavailable" || !strings.Contains(rec.Error.Message, "broken is unavailable: ") || !strings.Contains(rec.Error.Message, "no-such-file.yaml: no such file") {
+		t.Errorf("a call to the unavailable source: %s", txt)
 	}
 }
 
@@ -460,7 +522,59 @@ func TestOpenAPIGitHubScale(t *testing.T) {
 	req.Params.Name = "search_tools"
 	req.Params.Arguments = map[string]any{"query": "add a label to an issue", "detail": "name"}
 	res, err := c.CallTool(ctx, req)
-	if err != nil || res.IsError || !strings.Contains(res.Content[0].(mcp.TextContent).Text, `"hits":[{"name":"github.issues_add_labels"`) {
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(mcp.TextContent).Text, `"hits":[{"from":"the OpenAPI description \"github\"","name":"github.issues_add_labels"`) {
 		t.Errorf("search_tools: %v %+v", err, res)
+	}
+}
+
+// TestOpenAPISnapshotPerBuild: a restart of the same binary reads the
+// source's snapshot; another build of codecell never does, and makes the
+// tools from the document — here another development build of the same
+// version ("0.1.0-dev", with another build tag), which only its
+// executable's hash tells apart.
+func TestOpenAPISnapshotPerBuild(t *testing.T) {
+	t.Parallel()
+	a := newLocalAPI(t)
+	other := filepath.Join(t.TempDir(), "codecell-other")
+	build := exec.Command("go", "build", "-tags", "sqlite_fts5,grpcnotrace", "-o", other, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build another codecell: %v\n%s", err, out)
+	}
+	data := t.TempDir()
+	start := func(bin string) string {
+		t.Helper()
+		spec, _ := filepath.Abs(openAPISpec)
+		cfg := filepath.Join(t.TempDir(), "codecell.toml")
+		os.WriteFile(cfg, []byte(fmt.Sprintf("[openapi.gh]\nspec = %q\nbase_url = %q\n", spec, a.URL)), 0o600)
+		c, err := client.NewStdioMCPClient(bin, []string{"CODECELL_SERVER_DATA_DIR=" + data}, "serve", "--config", cfg, "--log-level", "info")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		logs := &lockedBuffer{}
+		if r, ok := client.GetStderr(c); ok {
+			go io.Copy(logs, r)
+		}
+		initialize(t, c)
+		waitFor(t, 30*time.Second, func() bool { return strings.Contains(logs.String(), `msg="openapi source ready"`) })
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, `msg="openapi source ready"`) {
+				return l
+			}
+		}
+		return ""
+	}
+	for i, step := range []struct {
+		bin, want string
+	}{
+		{binary, "snapshot=false"},
+		{binary, "snapshot=true"},
+		{other, "snapshot=false"},
+		{other, "snapshot=true"},
+		{binary, "snapshot=false"},
+	} {
+		if l := start(step.bin); !strings.Contains(l, step.want) {
+			t.Errorf("start %d (%s): want %s, log: %s", i+1, filepath.Base(step.bin), step.want, l)
+		}
 	}
 }

@@ -215,6 +215,7 @@ func executorConfig(c SandboxConfig) executor.Config {
 		Isolation:          executor.Isolation(c.Isolation),
 		WorkerCommand:      worker,
 		PoolSize:           c.PoolSize,
+		ReservedSlots:      c.ReservedSlots,
 		QueueWait:          c.QueueWait.D(),
 		Timeout:            c.Timeout.D(),
 		MaxTimeout:         c.MaxTimeout.D(),
@@ -324,6 +325,7 @@ func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Log
 		MaxBudget:      fcfg.MaxBudget,
 		Store:          store,
 		Tasks:          cfg.tasksServer(),
+		Learn:          cfg.learnServer(),
 		Shared:         shared,
 		DrainDelay:     cfg.Cluster.DrainDelay.D(),
 		Plans:          mcpserver.PlanConfig{TTL: cfg.Sandbox.PlanTTL.D()},
@@ -333,6 +335,8 @@ func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Log
 		LLM:            cfg.llmConfig(),
 		Approval:       cfg.approvalConfig(),
 		TracerProvider: tp,
+		LoadWait:       cfg.Server.LoadWait.D(),
+		Bridge:         bridgeOf(up),
 	}, reg)
 	if err != nil {
 		return nil, nil, err
@@ -456,6 +460,7 @@ func (c *configCommand) parse(args []string) (Config, error) {
 	}
 	cfg, loaded, err := c.st.load()
 	c.loaded = loaded
+	cfg.file = loaded.file
 	if c.strict && len(loaded.unknownEnv) > 0 {
 		var cp configProblem
 		if errors.As(err, &cp) {
@@ -562,4 +567,13 @@ func zeroDefault(v string) bool {
 		return true
 	}
 	return false
+}
+
+// bridgeOf is the server's view of the upstream servers' prompts and
+// resources; nil without upstream servers.
+func bridgeOf(up *upstream.Source) mcpserver.Bridge {
+	if up == nil {
+		return nil
+	}
+	return up
 }

@@ -35,7 +35,9 @@ func TestTypeScriptSDKPlans(t *testing.T) {
 	work := t.TempDir()
 	mcpConfig := filepath.Join(t.TempDir(), "mcp.json")
 	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"fs": map[string]any{"command": upNode, "args": []string{serverScript(upDir, "server-filesystem"), work}},
+		// Its read-only tools are memoised and not asked about: the
+		// configuration trusts its annotations.
+		"fs": map[string]any{"command": upNode, "args": []string{serverScript(upDir, "server-filesystem"), work}, "trust_annotations": true},
 	}})
 	if err := os.WriteFile(mcpConfig, b, 0o600); err != nil {
 		t.Fatal(err)

@@ -21,7 +21,9 @@ import (
 )
 
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	hardened := hardenProcess()
 	fs := newConfigCommand("serve", "Usage: codecell serve [flags]\n\nServe MCP over stdio (for MCP hosts such as Claude Desktop), or over Streamable HTTP and SSE with --http ADDR.", stderr)
+	stdio := fs.Bool("stdio", false, "serve MCP over stdio even when server.http is set (in the config file or CODECELL_SERVER_HTTP): what an MCP host's entry should say")
 	cfg, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -29,7 +31,14 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("serve takes no arguments, got %q (flags go before them: codecell serve --http ADDR)", fs.Args())}
 	}
+	if *stdio {
+		if slices.Contains(fs.loaded.flags, "server.http") {
+			return usageError{"serve: --stdio and --http contradict each other; give one"}
+		}
+		cfg.Server.HTTP = ""
+	}
 	log := newLogger(cfg, stderr)
+	hardened.log(log)
 	addr := cfg.Server.HTTP
 	if addr != "" && publicBind(addr) && len(cfg.Auth.Tokens) == 0 && !cfg.Auth.OAuth.enabled() {
 		return fmt.Errorf("refusing to serve on %s without authentication: anyone who can reach it could run code here. "+
@@ -158,7 +167,9 @@ func stdioLaunch(cfg Config, pv provenance) (launch, error) {
 	if err != nil {
 		exe = "codecell"
 	}
-	l := launch{exe: exe, args: []string{"serve"}}
+	// --stdio: an entry that copies a configuration file serving HTTP
+	// must still answer its host on stdio.
+	l := launch{exe: exe, args: []string{"serve", "--stdio"}}
 	if pv.file != "" {
 		abs, err := filepath.Abs(pv.file)
 		if err != nil {
@@ -251,7 +262,9 @@ func printConnectHelp(w io.Writer, addr string, l launch) {
 		desktopServer.Env[k] = v
 		inspector = append(inspector, "-e", kv)
 	}
-	inspector = append(inspector, l.exe)
+	// The Inspector takes --config and -e as its own flags; after --,
+	// everything is the server's command line.
+	inspector = append(inspector, "--", l.exe)
 	inspector = append(inspector, l.args...)
 	desktop, _ := json.MarshalIndent(map[string]any{
 		"mcpServers": map[string]server{"codecell": desktopServer},

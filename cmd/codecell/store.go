@@ -33,6 +33,10 @@ type store interface {
 	Export(ctx context.Context, w io.Writer) (memory.ExportReport, error)
 	Import(ctx context.Context, r io.Reader) (memory.ImportReport, error)
 	Reindex(ctx context.Context, e memory.Embedder) (memory.ReindexReport, error)
+	// What search_tools learned from use (memory reset-learning).
+	LearnSearch(ctx context.Context, terms, toolNames []string) error
+	SearchLinks(ctx context.Context) ([]memory.SearchLink, error)
+	ResetSearchLinks(ctx context.Context) (int64, error)
 	Close() error
 }
 

@@ -195,7 +195,7 @@ func TestServeTraces(t *testing.T) {
 			t.Errorf("no span %s among %v", want, names)
 		}
 	}
-	if resource["service.name"] != "codecell-test" || resource["service.version"] != version {
+	if resource["service.name"] != "codecell-test" || resource["service.version"] != testVersion {
 		t.Errorf("resource %v", resource)
 	}
 }

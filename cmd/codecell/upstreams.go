@@ -15,6 +15,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
@@ -93,6 +94,10 @@ type upstreamSet struct {
 	from    map[string]string // name → "[upstream.NAME]" or the file
 	// skipped are entries of the mcp_config file that are codecell itself.
 	skipped []string
+	// plan is the category of every tool source, the servers' and the
+	// OpenAPI sources' (categories.go); servers holds the categories of
+	// those whose name was taken.
+	plan categoryPlan
 }
 
 // upstreams returns the servers of the [upstream.NAME] tables and of the
@@ -127,6 +132,9 @@ func (c *Config) upstreams() (upstreamSet, []error) {
 			}
 		}
 	}
+	plan, perrs := planCategories(set.servers, set.from, c.OpenAPI, catalogueCategories(c.Server.Catalog))
+	set.plan = plan
+	errs = append(errs, perrs...)
 	probs := upstream.CheckAll(set.servers)
 	for _, name := range slices.Sorted(maps.Keys(probs)) {
 		for _, p := range probs[name] {
@@ -187,10 +195,30 @@ func startUpstreams(cfg Config, reg *tools.Registry, store blobShapes, log *slog
 	for _, name := range set.skipped {
 		log.Info("left out an upstream that is codecell itself", "upstream", name, "file", cfg.Server.MCPConfig)
 	}
+	for _, note := range set.plan.movedNotes(func(name string) string { return set.from[name] }) {
+		log.Warn("a tool source is served under another category: " + note)
+	}
 	if len(set.servers) == 0 {
 		return nil, nil
 	}
+	// What the servers say of themselves and their tools is marked as
+	// theirs wherever the model reads it.
+	for _, name := range slices.Sorted(maps.Keys(set.servers)) {
+		if err := reg.SetCategorySource(upstream.CategoryFor(name, set.servers[name]), fmt.Sprintf("the MCP server %q", name)); err != nil {
+			return nil, fmt.Errorf("upstream %s: %w", name, err)
+		}
+	}
+	var confine upstream.Confine
+	for _, s := range set.servers {
+		if t, _ := s.Transport(); t == upstream.Stdio && !s.Disabled && !s.Unconfined {
+			confine = upstreamConfinement(cfg, log)
+			break
+		}
+	}
 	src, err := upstream.Start(upstream.Config{
+		Confine:  confine,
+		Shared:   sharedByPrincipals(cfg),
+		Scrub:    scrubText,
 		Servers:  set.servers,
 		Registry: reg,
 		Lookup:   envLookup(os.Environ()),
@@ -203,6 +231,32 @@ func startUpstreams(cfg Config, reg *tools.Registry, store blobShapes, log *slog
 		return nil, fmt.Errorf("upstream servers: %w", err)
 	}
 	return src, nil
+}
+
+// sharedByPrincipals reports whether several principals may call the
+// tool sources: HTTP with bearer tokens or OAuth. Over stdio, or HTTP
+// without authentication, every caller is one principal.
+func sharedByPrincipals(cfg Config) bool {
+	return cfg.Server.HTTP != "" && (len(cfg.Auth.Tokens) > 0 || cfg.Auth.OAuth.enabled())
+}
+
+// scrubText replaces the sensitive values the filter's detectors find in
+// text from an upstream server (its stderr, log notifications and error
+// messages) with the filter's redaction markers.
+func scrubText(s string) string {
+	ms := filter.ScanString(s)
+	if len(ms) == 0 {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for _, m := range ms {
+		b.WriteString(s[last:m.Start])
+		b.WriteString(filter.RedactionMarker(m.Class))
+		last = m.End
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // waitUpstreams waits up to d for every upstream server to be tried once,
@@ -306,6 +360,9 @@ func describeUpstreams(cfg Config, set upstreamSet) string {
 	}
 	if len(set.skipped) > 0 {
 		fmt.Fprintf(&b, "# Left out of %s, as they start codecell itself: %s.\n", cfg.Server.MCPConfig, strings.Join(set.skipped, ", "))
+	}
+	for _, note := range set.plan.movedNotes(func(name string) string { return set.from[name] }) {
+		fmt.Fprintf(&b, "# Note: %s.\n", note)
 	}
 	if b.Len() > 0 {
 		b.WriteString("\n")

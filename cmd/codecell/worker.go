@@ -15,6 +15,7 @@ const workerCommandName = "sandbox-worker"
 // runWorker serves the executor that started this process over stdin and
 // stdout until stdin ends.
 func runWorker(stdin io.Reader, stdout io.Writer) error {
+	hardenWorker()
 	return executor.ServeWorker(stdin, stdout)
 }
 

@@ -133,9 +133,14 @@ func (v *Validator) askIntrospection(ctx context.Context, token string) (Identit
 	if err != nil {
 		return Identity{}, invalid("%v", err)
 	}
-	p, err := v.principalOf(all)
-	if err != nil {
-		return Identity{}, err
+	// Principals are namespaced by issuer: an answer that names none is
+	// the only issuer's, and cannot be told apart among several.
+	iss := ans.Iss
+	if iss == "" {
+		if len(v.cfg.Issuers) > 1 {
+			return Identity{}, invalid("the introspection answer names no issuer (iss), and %d are configured: whose principal it is cannot be told", len(v.cfg.Issuers))
+		}
+		iss = v.cfg.Issuers[0]
 	}
-	return Identity{Principal: p, Scopes: scopes, Issuer: ans.Iss, Expiry: expiry}, nil
+	return v.identity(iss, all, scopes, expiry)
 }

@@ -100,11 +100,7 @@ func (v *Validator) verifyJWT(ctx context.Context, token string) (Identity, erro
 	if err != nil {
 		return Identity{}, invalid("%v", err)
 	}
-	p, err := v.principalOf(all)
-	if err != nil {
-		return Identity{}, err
-	}
-	return Identity{Principal: p, Scopes: scopes, Issuer: claims.Issuer, Expiry: claims.Expiry.Time()}, nil
+	return v.identity(claims.Issuer, all, scopes, claims.Expiry.Time())
 }
 
 // keySet is the signing keys of one issuer (or the configured JWKS URL),

@@ -57,9 +57,21 @@ type Config struct {
 	// Basic). JWTs are verified locally unless no key set can be found.
 	IntrospectionURL       string
 	ClientID, ClientSecret string
-	// PrincipalClaim names the claim whose value is the principal; default
-	// "sub".
+	// PrincipalClaim names the claim whose value names the principal;
+	// default "sub".
 	PrincipalClaim string
+	// PrincipalPrefixes maps an issuer to the prefix of the principals
+	// its tokens name: a token's principal is the prefix followed by its
+	// principal claim. An issuer not in the map has DefaultPrefix(issuer),
+	// its URL and "#", so that the same claim from two issuers is two
+	// principals, neither a static token's principal. The same prefix for
+	// two issuers merges their principals; the prefix "" makes the claim
+	// the principal as it is, the same as a static token's of that name.
+	PrincipalPrefixes map[string]string
+	// Principals maps a principal, as the prefix makes it, to another:
+	// one identity merged into another principal, such as a static
+	// token's ("https://login.example.com#alice" = "alice").
+	Principals map[string]string
 	// RequiredScopes must all be granted by a token.
 	RequiredScopes []string
 	// ClockSkew is the leeway for exp, nbf and iat; default one minute.
@@ -87,8 +99,12 @@ type Config struct {
 
 // Identity is who a valid access token authenticates.
 type Identity struct {
-	// Principal is the value of the principal claim.
+	// Principal is who the token authenticates: the value of the
+	// principal claim, prefixed by its issuer's prefix (see
+	// Config.PrincipalPrefixes) and mapped by Config.Principals.
 	Principal string
+	// Subject is the value of the principal claim, as the token has it.
+	Subject string
 	// Scopes are the scopes the token grants, sorted, without duplicates.
 	Scopes []string
 	// Issuer is the authorization server that issued the token.
@@ -238,7 +254,44 @@ func (c Config) check() error {
 	if c.ClockSkew < 0 {
 		bad("ClockSkew", "must not be negative")
 	}
+	for iss := range c.PrincipalPrefixes {
+		if !slices.Contains(c.Issuers, iss) {
+			bad("PrincipalPrefixes", "%q is not one of the issuers", iss)
+		}
+	}
+	for from, to := range c.Principals {
+		if from == "" || strings.TrimSpace(to) == "" {
+			bad("Principals", "%q = %q: map a principal to a non-empty one", from, to)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// DefaultPrefix is the prefix of the principals of an issuer that
+// Config.PrincipalPrefixes does not name: its URL and "#", which no
+// issuer URL has (RFC 8414: no fragment).
+func DefaultPrefix(issuer string) string { return issuer + "#" }
+
+// PrincipalPrefix returns the prefix of the principals issuer's tokens
+// name.
+func (c Config) PrincipalPrefix(issuer string) string {
+	if p, ok := c.PrincipalPrefixes[issuer]; ok {
+		return p
+	}
+	return DefaultPrefix(issuer)
+}
+
+// Claims reports the issuer whose tokens may name principal, when its
+// prefix is not empty: a static token of that name would share the
+// principal with them. Principals mapped by Config.Principals are
+// merges the configuration asked for and do not count.
+func (c Config) Claims(principal string) (issuer string, ok bool) {
+	for _, iss := range c.Issuers {
+		if p := c.PrincipalPrefix(iss); p != "" && strings.HasPrefix(principal, p) {
+			return iss, true
+		}
+	}
+	return "", false
 }
 
 // Metadata is what the protected-resource metadata (RFC 9728) says of
@@ -343,16 +396,22 @@ func missingScopes(required, granted []string) []string {
 }
 
 // principalOf reads the principal claim from claims.
-func (v *Validator) principalOf(claims map[string]json.RawMessage) (string, error) {
+// identity returns who a token of issuer with claims authenticates,
+// with scopes and expiry.
+func (v *Validator) identity(issuer string, claims map[string]json.RawMessage, scopes []string, expiry time.Time) (Identity, error) {
 	raw, ok := claims[v.cfg.PrincipalClaim]
 	if !ok {
-		return "", invalid("no %q claim names the principal", v.cfg.PrincipalClaim)
+		return Identity{}, invalid("no %q claim names the principal", v.cfg.PrincipalClaim)
 	}
-	var p string
-	if err := json.Unmarshal(raw, &p); err != nil || strings.TrimSpace(p) == "" {
-		return "", invalid("the %q claim is not a non-empty string", v.cfg.PrincipalClaim)
+	var sub string
+	if err := json.Unmarshal(raw, &sub); err != nil || strings.TrimSpace(sub) == "" {
+		return Identity{}, invalid("the %q claim is not a non-empty string", v.cfg.PrincipalClaim)
 	}
-	return p, nil
+	p := v.cfg.PrincipalPrefix(issuer) + sub
+	if to, ok := v.cfg.Principals[p]; ok {
+		p = to
+	}
+	return Identity{Principal: p, Subject: sub, Scopes: scopes, Issuer: issuer, Expiry: expiry}, nil
 }
 
 // audienceOK reports whether aud names one of the accepted audiences.

@@ -121,8 +121,8 @@ func TestValidateJWT(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if id.Principal != tc.principal || !slices.Equal(id.Scopes, tc.scopes) || id.Issuer != as.URL {
-				t.Fatalf("identity = %+v, want principal %q scopes %v issuer %s", id, tc.principal, tc.scopes, as.URL)
+			if id.Subject != tc.principal || id.Principal != as.URL+"#"+tc.principal || !slices.Equal(id.Scopes, tc.scopes) || id.Issuer != as.URL {
+				t.Fatalf("identity = %+v, want subject %q (principal %s#%[2]s) scopes %v issuer %[3]s", id, tc.principal, as.URL, tc.scopes)
 			}
 		})
 	}
@@ -134,7 +134,7 @@ func TestRequiredScopes(t *testing.T) {
 	v := newValidator(t, oauth.Config{Issuers: []string{as.URL}, RequiredScopes: []string{"mcp", "tools:read"}})
 	_, err := v.Validate(t.Context(), as.Sign(t, as.Claims("bob", resource, "tools:read")))
 	var se *oauth.ScopeError
-	if !errors.As(err, &se) || !slices.Equal(se.Missing, []string{"mcp"}) || se.Identity.Principal != "bob" {
+	if !errors.As(err, &se) || !slices.Equal(se.Missing, []string{"mcp"}) || se.Identity.Subject != "bob" {
 		t.Fatalf("err = %v, want a scope error missing mcp", err)
 	}
 	id, err := v.Validate(t.Context(), as.Sign(t, as.Claims("bob", resource, "tools:read", "mcp", "more")))
@@ -266,7 +266,7 @@ func TestIntrospection(t *testing.T) {
 
 	active := as.Opaque(as.Claims("erin", resource, "tools:read"))
 	id, err := v.Validate(t.Context(), active)
-	if err != nil || id.Principal != "erin" || !slices.Equal(id.Scopes, []string{"tools:read"}) {
+	if err != nil || id.Principal != as.URL+"#erin" || !slices.Equal(id.Scopes, []string{"tools:read"}) {
 		t.Fatalf("identity %+v, err %v", id, err)
 	}
 	n := as.Introspections()
@@ -330,5 +330,74 @@ func TestConfig(t *testing.T) {
 				t.Fatalf("err = %v, want a problem with %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestPrincipalNamespaces: the principal of a token is its claim in its
+// issuer's namespace, so that the same sub from two issuers is two
+// principals, neither a static token's; prefixes and a mapping merge
+// them when asked.
+func TestPrincipalNamespaces(t *testing.T) {
+	t.Parallel()
+	one, two := oauthtest.New(t), oauthtest.New(t)
+	principal := func(v *oauth.Validator, token string) string {
+		t.Helper()
+		id, err := v.Validate(t.Context(), token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id.Subject != "alice" {
+			t.Fatalf("subject %q, want alice", id.Subject)
+		}
+		return id.Principal
+	}
+	fromOne, fromTwo := one.Sign(t, one.Claims("alice", resource)), two.Sign(t, two.Claims("alice", resource))
+	for _, tc := range []struct {
+		name     string
+		prefixes map[string]string
+		mapping  map[string]string
+		one, two string
+	}{
+		{name: "by issuer", one: one.URL + "#alice", two: two.URL + "#alice"},
+		{name: "a prefix of one's own", prefixes: map[string]string{two.URL: "team:"}, one: one.URL + "#alice", two: "team:alice"},
+		{name: "two issuers merged", prefixes: map[string]string{one.URL: "team:", two.URL: "team:"}, one: "team:alice", two: "team:alice"},
+		{name: "the claim as it is", prefixes: map[string]string{one.URL: ""}, one: "alice", two: two.URL + "#alice"},
+		{name: "one identity mapped", mapping: map[string]string{two.URL + "#alice": "alice"}, one: one.URL + "#alice", two: "alice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := newValidator(t, oauth.Config{Issuers: []string{one.URL, two.URL}, PrincipalPrefixes: tc.prefixes, Principals: tc.mapping})
+			if got := principal(v, fromOne); got != tc.one {
+				t.Errorf("the first issuer's alice is %q, want %q", got, tc.one)
+			}
+			if got := principal(v, fromTwo); got != tc.two {
+				t.Errorf("the second issuer's alice is %q, want %q", got, tc.two)
+			}
+		})
+	}
+
+	cfg := oauth.Config{Issuers: []string{one.URL, two.URL}, Resource: resource, PrincipalPrefixes: map[string]string{two.URL: ""}}
+	for name, want := range map[string]bool{"alice": false, one.URL + "#alice": true, one.URL + "#": true, "https://elsewhere#x": false} {
+		if iss, got := cfg.Claims(name); got != want || (got && iss != one.URL) {
+			t.Errorf("Claims(%q) = %s, %v; want %v", name, iss, got, want)
+		}
+	}
+	if _, err := oauth.New(oauth.Config{Issuers: []string{one.URL}, Resource: resource, PrincipalPrefixes: map[string]string{two.URL: "x"}}); err == nil || !strings.Contains(err.Error(), "not one of the issuers") {
+		t.Errorf("a prefix for an issuer not configured: %v", err)
+	}
+
+	// An introspection answer that names no issuer is the only one's,
+	// and refused when there are two.
+	claims := one.Claims("alice", resource)
+	delete(claims, "iss")
+	opaque := one.Opaque(claims)
+	intro := func(issuers ...string) oauth.Config {
+		return oauth.Config{Issuers: issuers, IntrospectionURL: one.URL + "/introspect",
+			ClientID: oauthtest.IntrospectionClientID, ClientSecret: oauthtest.IntrospectionSecret}
+	}
+	if got := principal(newValidator(t, intro(one.URL)), opaque); got != one.URL+"#alice" {
+		t.Errorf("introspected alice is %q", got)
+	}
+	if _, err := newValidator(t, intro(one.URL, two.URL)).Validate(t.Context(), opaque); !errors.Is(err, oauth.ErrInvalidToken) || !strings.Contains(err.Error(), "names no issuer") {
+		t.Errorf("an answer without iss among two issuers: %v", err)
 	}
 }

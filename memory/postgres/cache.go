@@ -15,7 +15,8 @@ import (
 
 // The cache, as memory/cache.go keeps it on SQLite: short-lived values
 // per principal, of two kinds (memory.CacheUser, memory.CacheMemo); reads
-// never return an expired entry and Prune deletes them.
+// never return an expired entry and Prune deletes them; an entry keeps the
+// provenance of its value.
 
 // cacheLockClass is the first key of the transaction-level advisory lock
 // a CacheSet with a limit takes on its principal and kind (the second
@@ -32,15 +33,16 @@ func (s *Store) CacheGet(ctx context.Context, kind, key string) (memory.CacheEnt
 	principal := tools.CallerFrom(ctx).Principal
 	var e memory.CacheEntry
 	var created, expires int64
-	err := s.pool.QueryRow(ctx, `SELECT value, created_at, expires_at FROM cache_entries
-		WHERE principal = $1 AND kind = $2 AND key = $3 AND expires_at > $4`, principal, kind, key, ms(s.now())).Scan(&e.Value, &created, &expires)
+	var prov *string
+	err := s.pool.QueryRow(ctx, `SELECT value, created_at, expires_at, provenance FROM cache_entries
+		WHERE principal = $1 AND kind = $2 AND key = $3 AND expires_at > $4`, principal, kind, key, ms(s.now())).Scan(&e.Value, &created, &expires, &prov)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.CacheEntry{}, memory.ErrNotFound
 	}
 	if err != nil {
 		return memory.CacheEntry{}, fmt.Errorf("cache get: %w", err)
 	}
-	e.CreatedAt, e.ExpiresAt = fromMS(created), fromMS(expires)
+	e.CreatedAt, e.ExpiresAt, e.Provenance = fromMS(created), fromMS(expires), provOf(prov)
 	return e, nil
 }
 
@@ -53,9 +55,13 @@ func (s *Store) CacheSet(ctx context.Context, in memory.CacheSetInput) (time.Tim
 	if err := memory.CheckCacheSet(in); err != nil {
 		return time.Time{}, err
 	}
+	prov, err := memory.Provenance(ctx, in.Provenance, "", s.lim)
+	if err != nil {
+		return time.Time{}, err
+	}
 	now := s.now()
 	expires := now.Add(in.TTL)
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+	err = s.tx(ctx, func(tx pgx.Tx) error {
 		if in.MaxEntries > 0 {
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1::int4, $2::int4)`, cacheLockClass, cacheLockKey(principal, in.Kind)); err != nil {
 				return err
@@ -75,9 +81,10 @@ func (s *Store) CacheSet(ctx context.Context, in memory.CacheSetInput) (time.Tim
 				return memory.CacheFull(n)
 			}
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO cache_entries (principal, kind, key, value, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)
-			ON CONFLICT (principal, kind, key) DO UPDATE SET value = excluded.value, created_at = excluded.created_at, expires_at = excluded.expires_at`,
-			principal, in.Kind, in.Key, in.Value, ms(now), ms(expires))
+		_, err := tx.Exec(ctx, `INSERT INTO cache_entries (principal, kind, key, value, created_at, expires_at, provenance) VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (principal, kind, key) DO UPDATE SET value = excluded.value, created_at = excluded.created_at, expires_at = excluded.expires_at,
+			provenance = excluded.provenance`,
+			principal, in.Kind, in.Key, in.Value, ms(now), ms(expires), provArg(prov))
 		return err
 	})
 	if err != nil {

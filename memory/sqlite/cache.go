@@ -17,9 +17,10 @@ func (s *Store) CacheGet(ctx context.Context, kind, key string) (memory.CacheEnt
 	principal := tools.CallerFrom(ctx).Principal
 	var e memory.CacheEntry
 	var created, expires int64
+	var prov sql.NullString
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, `SELECT value, created_at, expires_at FROM cache_entries WHERE principal = ? AND kind = ? AND key = ? AND expires_at > ?`,
-			principal, kind, key, ms(s.now())).Scan(&e.Value, &created, &expires)
+		return tx.QueryRowContext(ctx, `SELECT value, created_at, expires_at, provenance FROM cache_entries WHERE principal = ? AND kind = ? AND key = ? AND expires_at > ?`,
+			principal, kind, key, ms(s.now())).Scan(&e.Value, &created, &expires, &prov)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return memory.CacheEntry{}, memory.ErrNotFound
@@ -27,7 +28,7 @@ func (s *Store) CacheGet(ctx context.Context, kind, key string) (memory.CacheEnt
 	if err != nil {
 		return memory.CacheEntry{}, fmt.Errorf("cache get: %w", err)
 	}
-	e.CreatedAt, e.ExpiresAt = fromMS(created), fromMS(expires)
+	e.CreatedAt, e.ExpiresAt, e.Provenance = fromMS(created), fromMS(expires), provenanceOf(prov)
 	return e, nil
 }
 
@@ -38,9 +39,13 @@ func (s *Store) CacheSet(ctx context.Context, in memory.CacheSetInput) (time.Tim
 	if err := memory.CheckCacheSet(in); err != nil {
 		return time.Time{}, err
 	}
+	prov, err := memory.Provenance(ctx, in.Provenance, "", s.lim)
+	if err != nil {
+		return time.Time{}, err
+	}
 	now := s.now()
 	expires := now.Add(in.TTL)
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM cache_entries WHERE principal = ? AND kind = ? AND expires_at <= ?`, principal, in.Kind, ms(now)); err != nil {
 			return err
 		}
@@ -55,9 +60,10 @@ func (s *Store) CacheSet(ctx context.Context, in memory.CacheSetInput) (time.Tim
 				return memory.CacheFull(n)
 			}
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO cache_entries (principal, kind, key, value, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (principal, kind, key) DO UPDATE SET value = excluded.value, created_at = excluded.created_at, expires_at = excluded.expires_at`,
-			principal, in.Kind, in.Key, in.Value, ms(now), ms(expires))
+		_, err := tx.ExecContext(ctx, `INSERT INTO cache_entries (principal, kind, key, value, created_at, expires_at, provenance) VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (principal, kind, key) DO UPDATE SET value = excluded.value, created_at = excluded.created_at, expires_at = excluded.expires_at,
+			provenance = excluded.provenance`,
+			principal, in.Kind, in.Key, in.Value, ms(now), ms(expires), provenanceArg(prov))
 		return err
 	})
 	if err != nil {

@@ -329,6 +329,47 @@ func testCache(t *testing.T, open Opener) {
 			t.Fatalf("deleting an expired entry reports it was there: %v %v", ok, err)
 		}
 	})
+	// An entry keeps the sources of its value, as a memory or a
+	// workspace file does: from the context (WithProvenance) or the
+	// input, the input winning; a replacement keeps only its own.
+	t.Run("provenance", func(t *testing.T) {
+		dave := as(t.Context(), "dave")
+		put := func(st Backend, ctx context.Context, in memory.CacheSetInput) error {
+			in.TTL = time.Minute
+			_, err := st.CacheSet(ctx, in)
+			return err
+		}
+		prov := func(st Backend, kind string) string {
+			t.Helper()
+			e, err := st.CacheGet(dave, kind, "p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(e.Provenance)
+		}
+		crm := memory.WithProvenance(dave, json.RawMessage(`["crm.get_contact"]`))
+		if err := put(a, crm, memory.CacheSetInput{Kind: memory.CacheUser, Key: "p", Value: []byte(`{"email":"x@example.com"}`)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := prov(b, memory.CacheUser); got != `["crm.get_contact"]` {
+			t.Fatalf("provenance %q on the other instance, want the context's", got)
+		}
+		if err := put(a, crm, memory.CacheSetInput{Kind: memory.CacheMemo, Key: "p", Value: []byte(`1`),
+			Provenance: json.RawMessage(` ["gh.get_issue", "crm.get_contact"] `)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := prov(b, memory.CacheMemo); got != `["gh.get_issue","crm.get_contact"]` {
+			t.Fatalf("provenance %q, want the input's, compacted", got)
+		}
+		if err := put(b, dave, memory.CacheSetInput{Kind: memory.CacheUser, Key: "p", Value: []byte(`2`)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := prov(a, memory.CacheUser); got != "" {
+			t.Fatalf("a replacement without provenance reads %q", got)
+		}
+		err := put(a, dave, memory.CacheSetInput{Kind: memory.CacheUser, Key: "p", Value: []byte(`1`), Provenance: json.RawMessage(`[`)})
+		wantToolCode(t, err, tools.CodeInvalidArguments, memory.ErrInvalid)
+	})
 	t.Run("invalid", func(t *testing.T) {
 		for _, in := range []memory.CacheSetInput{
 			{Kind: memory.CacheUser, Key: "k", Value: []byte(`1`)},

@@ -44,6 +44,8 @@ type Backend interface {
 	CallableSkills(ctx context.Context) ([]memory.Skill, error)
 	PublishedSkills(ctx context.Context) ([]memory.Skill, error)
 	OnSkillChange(fn func(memory.SkillChange)) (cancel func())
+	SkillPin(ctx context.Context, name string) (memory.SkillPin, error)
+	PinSkill(ctx context.Context, p memory.SkillPin) (memory.SkillPin, error)
 	ToolSet() memory.ToolSet
 	ListExecutions(ctx context.Context, q memory.ExecutionQuery) ([]memory.Execution, error)
 	ListToolCalls(ctx context.Context, q memory.ToolCallQuery) ([]memory.ToolCall, error)
@@ -59,6 +61,9 @@ type Backend interface {
 	Import(ctx context.Context, r io.Reader) (memory.ImportReport, error)
 	PutToolShape(ctx context.Context, source, tool string, shape json.RawMessage) error
 	ToolShapes(ctx context.Context, source string) (map[string]json.RawMessage, error)
+	LearnSearch(ctx context.Context, terms, toolNames []string) error
+	SearchLinks(ctx context.Context) ([]memory.SearchLink, error)
+	ResetSearchLinks(ctx context.Context) (int64, error)
 }
 
 // Opener opens a fresh, empty store for one test, closed by the test's
@@ -90,7 +95,9 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 	t.Run("workspace", func(t *testing.T) { testWorkspace(t, open) })
 	t.Run("skills", func(t *testing.T) { testSkills(t, open) })
 	t.Run("skill_changes_across_instances", func(t *testing.T) { testSkillChanges(t, open) })
+	t.Run("skill_pins", func(t *testing.T) { testSkillPins(t, open) })
 	t.Run("tool_shapes", func(t *testing.T) { testToolShapes(t, open) })
+	t.Run("search_links", func(t *testing.T) { testSearchLinks(t, open) })
 	t.Run("memories", func(t *testing.T) { testMemories(t, open) })
 	t.Run("recall", func(t *testing.T) { testRecall(t, open) })
 	t.Run("update", func(t *testing.T) { testUpdate(t, open) })

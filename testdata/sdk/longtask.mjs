@@ -23,7 +23,7 @@ const statuses = [];
 let result = null, error = null, taskId = null;
 try {
   const stream = client.experimental.tasks.callToolStream(
-    { name: "execute_code", arguments: { code } }, CallToolResultSchema, { task: {}, timeout: 200000 });
+    { name: "execute_code", arguments: { code, timeout_ms: 180000 } }, CallToolResultSchema, { task: {}, timeout: 200000 });
   for await (const m of stream) {
     if (m.type === "taskCreated") taskId = m.task.taskId;
     if (m.type === "taskStatus") statuses.push(m.task.status);

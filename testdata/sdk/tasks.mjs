@@ -35,12 +35,14 @@ async function connect(token) {
   return client;
 }
 
-// runTask calls execute_code as a task and follows it to its end,
-// calling onCreated with the task's id once the handle arrives.
-async function runTask(client, code, onCreated) {
+// runTask calls execute_code as a task with a deadline of timeoutMs (a
+// task without one has the default deadline, as any run) and follows it
+// to its end, calling onCreated with the task's id once the handle
+// arrives.
+async function runTask(client, code, timeoutMs, onCreated) {
   const seen = { created: null, statuses: [], result: null, error: null };
   const stream = client.experimental.tasks.callToolStream(
-    { name: "execute_code", arguments: { code } }, CallToolResultSchema, { task: {}, timeout: 60000 });
+    { name: "execute_code", arguments: { code, timeout_ms: timeoutMs } }, CallToolResultSchema, { task: {}, timeout: 60000 });
   for await (const message of stream) {
     switch (message.type) {
       case "taskCreated":
@@ -77,7 +79,7 @@ await check("advertised", async () => {
 const longCode = "await util.sleep({ms: 1500}); return {n: 42}";
 let aliceTask = null;
 await check("task completed", async () => {
-  const seen = await runTask(alice, longCode, id => { aliceTask = id; });
+  const seen = await runTask(alice, longCode, 4000, id => { aliceTask = id; });
   assert(seen.created && seen.created.status === "working", "task handle: " + JSON.stringify(seen.created));
   assert(seen.statuses.includes("working") && seen.statuses.at(-1) === "completed", "statuses: " + seen.statuses);
   const rec = seen.result && seen.result.structuredContent;
@@ -94,7 +96,7 @@ await check("ordinary call keeps max_timeout", async () => {
 });
 
 await check("task timeout", async () => {
-  const seen = await runTask(alice, "for (;;) await util.sleep({ms: 500})");
+  const seen = await runTask(alice, "for (;;) await util.sleep({ms: 500})", 4000);
   const rec = seen.result && seen.result.structuredContent;
   assert(seen.statuses.at(-1) === "completed" && seen.result.isError && rec.error.kind === "timeout", "result: " + JSON.stringify(seen.result));
   assert(rec.stats.ms >= 3900, "the task ran " + rec.stats.ms + " ms, not its 4 s");
@@ -103,7 +105,7 @@ await check("task timeout", async () => {
 
 await check("task cancelled", async () => {
   let cancelledAt = 0;
-  const seen = await runTask(alice, "for (let i = 0; ; i++) { await util.echo({text: String(i)}); await util.sleep({ms: 50}) }", async id => {
+  const seen = await runTask(alice, "for (let i = 0; ; i++) { await util.echo({text: String(i)}); await util.sleep({ms: 50}) }", 4000, async id => {
     await new Promise(r => setTimeout(r, 300));
     const res = await alice.experimental.tasks.cancelTask(id);
     cancelledAt = Date.now();

@@ -29,41 +29,62 @@ const PaginateTool = "paginate"
 // binary: the program gets a handle, not the bytes.
 var artifactSchema = json.RawMessage(`{"type":"object","description":"A binary response, kept as an artifact the client can read at uri.","properties":{"type":{"enum":["image","audio","resource"]},"mimeType":{"type":"string"},"uri":{"type":"string"},"bytes":{"type":"integer"}},"required":["type","mimeType","uri","bytes"]}`)
 
-// built is what a document makes: its tools and what it could not make.
+// built is what a document makes: its tools, the definitions their
+// schemas share, and what it could not make. It holds nothing of the
+// parsed document, so that it can be kept as a snapshot (see
+// snapshot.go) and made again from one.
 type built struct {
+	title    string // the document's title
+	version  string // the document's OpenAPI version
 	tools    []tools.Tool
 	ops      map[string]*operation // by tool short name
-	labels   map[string]string     // tool short name → operation label
 	problems []Problem
+	// defs are the converted definitions of each direction (input,
+	// output), shared by the tools whose schemas refer to them: those
+	// have InputDefs or OutputDefs set.
+	defs [2]map[string]json.RawMessage
+	// refers says, for each tool, whether its input and output schemas
+	// refer to the definitions.
+	refers [][2]bool
+	paged  int // operations that page: the paginate tool serves them
+	// credHost is the host of the document's own server (not an
+	// operation's), lower-cased, when the configuration names no
+	// base_url: credentials go there (and to base_url's host and
+	// allowed_hosts), never to a host only an operation names.
+	credHost string
 }
 
-// checkSchemas compiles every tool's schemas, as registering does, to
-// find the tools a registry would refuse: a tool whose input schema does
-// not compile is left out, one whose output schema does not loses it.
-// Registering compiles them again; this runs only when registering all
-// at once failed, to keep the good ones.
-func (b *built) checkSchemas() {
-	kept := b.tools[:0]
-	for _, t := range b.tools {
-		label := b.labels[t.ShortName()]
-		if _, err := tools.CompileSchema(t.InputSchema); err != nil {
-			b.problems = append(b.problems, Problem{Operation: label, Message: fmt.Sprintf("its arguments' schema does not compile: %v", err)})
-			delete(b.ops, t.ShortName())
+// link gives the tools their shared definitions and handlers, calling
+// through s: what a snapshot does not hold.
+func (b *built) link(s *Source) error {
+	var defs [2]*tools.Definitions
+	for dir := range defs {
+		d, err := tools.NewDefinitions(b.defs[dir])
+		if err != nil {
+			return err
+		}
+		defs[dir] = d
+	}
+	for i := range b.tools {
+		t := &b.tools[i]
+		o := b.ops[t.ShortName()]
+		if o == nil { // the paginate tool; no operation has its name
+			t.Handler = s.paginateHandler
 			continue
 		}
-		if len(t.OutputSchema) > 0 {
-			if _, err := tools.CompileSchema(t.OutputSchema); err != nil {
-				b.problems = append(b.problems, Problem{Operation: label, Message: fmt.Sprintf("result schema left out: %v", err)})
-				t.OutputSchema = nil
-			}
+		if b.refers[i][input] {
+			t.InputDefs = defs[input]
 		}
-		kept = append(kept, t)
+		if b.refers[i][output] {
+			t.OutputDefs = defs[output]
+		}
+		t.Handler = s.handler(o)
 	}
-	b.tools = kept
+	return nil
 }
 
-// build turns the document's operations into tools of category, whose
-// handlers call through s.
+// build turns the document's operations into tools of the source's
+// category, whose handlers call through s.
 func (s *Source) build(d *Document) (*built, error) {
 	ops, problems := collect(d.doc, s.set)
 	if len(ops) == 0 {
@@ -74,8 +95,12 @@ func (s *Source) build(d *Document) (*built, error) {
 	}
 	groupOperations(ops)
 	sc := newSchemas(d.doc)
-	out := &built{ops: map[string]*operation{}, labels: map[string]string{}, problems: problems}
-	paged := 0
+	out := &built{title: d.Title, version: d.Version, ops: map[string]*operation{}, problems: problems}
+	if s.set.base == nil {
+		if u, err := s.baseFor(d, &operation{}); err == nil {
+			out.credHost = strings.ToLower(u.Host)
+		}
+	}
 	for _, o := range ops {
 		base, err := s.baseFor(d, o)
 		if err != nil {
@@ -83,41 +108,49 @@ func (s *Source) build(d *Document) (*built, error) {
 			continue
 		}
 		o.base = base
-		t, probs, err := s.tool(d, sc, o)
-		out.problems = append(out.problems, probs...)
+		t, refs, err := s.tool(d, sc, o)
 		if err != nil {
 			out.problems = append(out.problems, Problem{Operation: o.label(), Message: err.Error()})
 			continue
 		}
 		if o.linked || o.cursor != nil {
-			paged++
+			out.paged++
 		}
 		o.op = nil // the document is not needed once the tool is made
+		o.servers = nil
 		for _, p := range o.params {
 			p.def = nil
 		}
 		out.tools = append(out.tools, t)
+		out.refers = append(out.refers, refs)
 		out.ops[o.name] = o
-		out.labels[o.name] = o.label()
 	}
 	if len(out.tools) == 0 {
 		return nil, fmt.Errorf("%w: none of its operations can be called; the first: %s", ErrDocument, out.problems[0])
 	}
-	if paged > 0 {
-		out.tools = append(out.tools, s.paginateTool(paged))
+	if out.paged > 0 {
+		out.tools = append(out.tools, s.paginateTool(out.paged))
+		out.refers = append(out.refers, [2]bool{})
+	}
+	out.defs = [2]map[string]json.RawMessage{sc.definitions(input), sc.definitions(output)}
+	if err := out.link(s); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
-// tool makes the tool of one operation.
-func (s *Source) tool(d *Document, sc *schemas, o *operation) (tools.Tool, []Problem, error) {
+// tool makes the tool of one operation, without its handler and shared
+// definitions (see built.link), and says whether its input and output
+// schemas refer to definitions.
+func (s *Source) tool(d *Document, sc *schemas, o *operation) (tools.Tool, [2]bool, error) {
 	op := o.op
-	in, err := inputSchema(sc, o)
+	var refs [2]bool
+	in, inRefs, err := inputSchema(sc, o)
 	if err != nil {
-		return tools.Tool{}, nil, err
+		return tools.Tool{}, refs, err
 	}
-	var problems []Problem
-	out := outputSchema(sc, op)
+	out, outRefs := outputSchema(sc, op)
+	refs[input], refs[output] = inRefs, outRefs
 	t := tools.Tool{
 		Name:         s.category + "." + o.name,
 		Summary:      summaryOf(o),
@@ -128,16 +161,17 @@ func (s *Source) tool(d *Document, sc *schemas, o *operation) (tools.Tool, []Pro
 		Errors:       errorsOf(op),
 		Notes:        s.notesOf(d, o),
 		Group:        o.group,
+		Route:        o.method + " " + o.path,
 		Deprecated:   op.Deprecated,
-		Handler:      s.handler(o),
 	}
-	return t, problems, nil
+	return t, refs, nil
 }
 
 // inputSchema merges the operation's parameters and body into one object
 // schema: a parameter per property, then the body's properties when it is
 // a plain object (see mergeable), else the body under its own property.
-func inputSchema(sc *schemas, o *operation) (json.RawMessage, error) {
+// It reports whether the schema refers to shared definitions.
+func inputSchema(sc *schemas, o *operation) (json.RawMessage, bool, error) {
 	c := sc.newConv(input)
 	props := newObj()
 	var req []any
@@ -206,7 +240,8 @@ func inputSchema(sc *schemas, o *operation) (json.RawMessage, error) {
 		root.set("required", req)
 	}
 	root.set("additionalProperties", false)
-	return sc.document(c, root), nil
+	doc, refs := sc.document(c, root)
+	return doc, refs, nil
 }
 
 // annotate adds a description (when the schema has none) and the
@@ -231,27 +266,28 @@ func annotate(v any, desc string, deprecated bool) any {
 
 // outputSchema is the schema of the success response: its JSON schema, a
 // string for text, an artifact handle for anything else, null when it
-// has no body; nil when the document does not say.
-func outputSchema(sc *schemas, op *openapi3.Operation) json.RawMessage {
+// has no body; nil when the document does not say. It reports whether
+// the schema refers to shared definitions.
+func outputSchema(sc *schemas, op *openapi3.Operation) (json.RawMessage, bool) {
 	_, resp := successResponse(op)
 	if resp == nil {
-		return nil
+		return nil, false
 	}
 	if len(resp.Content) == 0 {
-		return json.RawMessage(`{"type":"null"}`)
+		return json.RawMessage(`{"type":"null"}`), false
 	}
 	mt, m := preferredMedia(resp.Content)
 	switch mediaKind(mt) {
 	case bodyJSON:
 		if m.Schema == nil {
-			return nil
+			return nil, false
 		}
 		c := sc.newConv(output)
 		return sc.document(c, sc.value(c, m.Schema, 0))
 	case bodyText:
-		return json.RawMessage(`{"type":"string"}`)
+		return json.RawMessage(`{"type":"string"}`), false
 	}
-	return artifactSchema
+	return artifactSchema, false
 }
 
 // annotationsOf derives hints from the method: GET and HEAD read, PUT and
@@ -376,22 +412,6 @@ func (s *Source) notesOf(d *Document, o *operation) string {
 		fmt.Fprintf(&b, " Its results come in pages: `await tools.paginate(%s.%s, {...}, {max: 500})` follows the response's cursor and returns the items.", s.category, o.name)
 	}
 	return b.String()
-}
-
-// paginateTool is the source's tool behind tools.paginate.
-func (s *Source) paginateTool(paged int) tools.Tool {
-	in := fmt.Sprintf(`{"type":"object","properties":{"tool":{"type":"string","description":"The short name of an operation of %[1]s whose results come in pages, such as the one tools.paginate was given."},"args":{"type":"object","description":"The operation's arguments for the first page."},"max":{"type":"integer","minimum":1,"maximum":%[2]d,"default":%[3]d,"description":"The most items to return."}},"required":["tool"],"additionalProperties":false}`,
-		s.category, MaxPaginateItems, DefaultPaginateItems)
-	return tools.Tool{
-		Name:    s.category + "." + PaginateTool,
-		Summary: fmt.Sprintf("Call a list operation of %s page after page and return all its items (what tools.paginate does).", s.category),
-		Description: fmt.Sprintf("Follows each page's Link header (rel=\"next\") or the cursor the document declares, for %d operations of %s, and returns the items of every page as one array, at most max. "+
-			"A program usually writes `await tools.paginate(%s.<tool>, {...}, {max: 500})`. The page size is raised to the most the operation's schema allows (per_page, limit, …) when it states a maximum; otherwise pass it in args for fewer requests.", paged, s.category, s.category),
-		InputSchema:  json.RawMessage(in),
-		OutputSchema: json.RawMessage(`{"type":"array","description":"The items of every page, in order."}`),
-		Annotations:  tools.Annotations{ReadOnly: true, Idempotent: true, OpenWorld: true},
-		Handler:      s.paginateHandler,
-	}
 }
 
 // groupOperations places each operation in the tree: under its first tag,

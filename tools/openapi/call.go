@@ -77,6 +77,9 @@ type response struct {
 
 func (s *Source) handler(o *operation) tools.Handler {
 	return func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+		if p, ok := tools.PageFrom(ctx, s.category+"."+o.name); ok {
+			return s.page(ctx, o, args, p) // paginate.go
+		}
 		resp, err := s.call(ctx, o, args, nil)
 		if err != nil {
 			return nil, err
@@ -99,15 +102,56 @@ func (s *Source) call(ctx context.Context, o *operation, args json.RawMessage, n
 	if !s.allowed(req.url.Host) {
 		return nil, &tools.Error{Code: CodeHostRefused, Message: fmt.Sprintf("%s is not an allowed host of %s (allowed_hosts lists others)", req.url.Host, s.category)}
 	}
-	s.authorize(req)
+	cred := s.credentialed(req.url.Host)
+	if cred {
+		s.authorize(req)
+	}
 	resp, err := s.send(ctx, o, req)
 	if err != nil {
 		return nil, err
 	}
 	if resp.status < 200 || resp.status > 299 {
-		return nil, s.httpError(o, resp)
+		err := s.httpError(o, resp)
+		var te *tools.Error
+		if !cred && s.set.auth.kind != "" && (resp.status == http.StatusUnauthorized || resp.status == http.StatusForbidden) && errors.As(err, &te) {
+			te.Message += fmt.Sprintf("; codecell sent no credentials: they go only to the source's own host (base_url, or the document's server) and allowed_hosts, and this request went to %s, which add to allowed_hosts if it is to get them", req.url.Host)
+		}
+		return nil, err
 	}
 	return resp, nil
+}
+
+// credentialed reports whether the source's credentials may go to host
+// (host[:port]): the configured base URL's host, else the document's own
+// server's, and allowed_hosts; never a host only an operation's servers
+// name.
+func (s *Source) credentialed(host string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.creds[strings.ToLower(host)]
+}
+
+// stripCredentials removes from a redirected request the credentials the
+// source added (Go's client drops Authorization and cookies only between
+// host names, not between ports, and keeps every other header).
+func (s *Source) stripCredentials(req *http.Request) {
+	a := s.set.auth
+	req.Header.Del("Authorization")
+	if a.kind != "api_key" {
+		return
+	}
+	switch a.in {
+	case "header":
+		req.Header.Del(a.name)
+	case "cookie":
+		req.Header.Del("Cookie")
+	case "query":
+		q := req.URL.Query()
+		if q.Has(a.name) {
+			q.Del(a.name)
+			req.URL.RawQuery = q.Encode()
+		}
+	}
 }
 
 // request is a request being built.
@@ -165,6 +209,9 @@ func (s *Source) newRequest(o *operation, args json.RawMessage) (*request, error
 			cookies = append(cookies, p.name+"="+cookieValue(p, v))
 		}
 	}
+	if err := checkSegments(o, path); err != nil {
+		return nil, err
+	}
 	u := *o.base
 	u.RawPath = strings.TrimSuffix(o.base.EscapedPath(), "/") + path
 	dec, err := url.PathUnescape(u.RawPath)
@@ -184,6 +231,29 @@ func (s *Source) newRequest(o *operation, args json.RawMessage) (*request, error
 	}
 	s.prepareHeaders(o, req)
 	return req, nil
+}
+
+// checkSegments refuses a path whose parameters made a dot-segment ("."
+// or ".."), which would move the request to another resource of the
+// API: encoded as %2E it is the same URI (RFC 3986, 6.2.2.2), which
+// servers and proxies resolve.
+func checkSegments(o *operation, path string) error {
+	template := map[string]bool{}
+	for _, seg := range strings.Split(o.path, "/") {
+		template[seg] = true
+	}
+	for _, seg := range strings.Split(path, "/") {
+		if (seg == "." || seg == "..") && !template[seg] {
+			var names []string
+			for _, p := range o.params {
+				if p.in == "path" {
+					names = append(names, p.prop)
+				}
+			}
+			return &tools.Error{Code: tools.CodeInvalidArguments, Message: fmt.Sprintf("the path parameters (%s) make %q a segment of the path %s, which would address another resource; give a name, not . or ..", strings.Join(names, ", "), seg, o.path)}
+		}
+	}
+	return nil
 }
 
 // writeBody writes the body from the arguments.
@@ -304,14 +374,14 @@ func (s *Source) authorize(req *request) {
 }
 
 // send sends req, retrying as maxAttempts says, under the source's
-// concurrency bound and rate limit, and records every attempt.
+// concurrency bound (shared out between principals, Options.Shared) and
+// rate limit, and records every attempt.
 func (s *Source) send(ctx context.Context, o *operation, req *request) (*response, error) {
-	select {
-	case s.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	release, _, err := s.slots.Acquire(ctx)
+	if err != nil {
+		return nil, err
 	}
-	defer func() { <-s.sem }()
+	defer release()
 	tool := s.category + "." + o.name
 	idempotent := annotationsOf(req.method).Idempotent
 	for attempt := 1; ; attempt++ {

@@ -295,7 +295,7 @@ func TestLimits(t *testing.T) {
 	t.Run("timeout", func(t *testing.T) {
 		a := newTestAPI(t)
 		a.delay = 500 * time.Millisecond
-		_, reg, _ := openSource(t, a, openapi.Config{Timeout: openapi.Duration(50 * time.Millisecond)}, openapi.Options{})
+		_, reg, _ := openSource(t, a, openapi.Config{Timeout: tools.Duration(50 * time.Millisecond)}, openapi.Options{})
 		_, err := reg.Call(context.Background(), "gh.echo", nil)
 		if tools.CodeOf(err) != openapi.CodeTimeout || !strings.Contains(err.Error(), "no response within 50ms") {
 			t.Errorf("slow server: %v", err)
@@ -378,10 +378,11 @@ func TestPagination(t *testing.T) {
 		{"cursor", `{"tool":"list_contacts"}`, "0,2,2", 3},
 		{"starting_after", `{"tool":"list_charges"}`, "ch_1,ch_2,ch_3,ch_4,ch_5", 3},
 	}
+	ctx := (&gate{reg: reg}).ctx(context.Background())
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := a.count()
-			out, err := reg.Call(context.Background(), "gh.paginate", json.RawMessage(tc.args))
+			out, err := paginate(ctx, reg, "gh.paginate", tc.args)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -421,15 +422,15 @@ func TestPagination(t *testing.T) {
 		t.Errorf("%d records, want 12", len(rec.all()))
 	}
 	// A page link to another host is refused, naming the host.
-	_, err := reg.Call(context.Background(), "gh.paginate", json.RawMessage(`{"tool":"issues_list_for_repo","args":{"owner":"octo","repo":"elsewhere"}}`))
+	_, err := paginate(ctx, reg, "gh.paginate", `{"tool":"issues_list_for_repo","args":{"owner":"octo","repo":"elsewhere"}}`)
 	if tools.CodeOf(err) != openapi.CodeHostRefused || !strings.Contains(err.Error(), "page 2: "+strings.TrimPrefix(a.foreign.URL, "http://")+" is not an allowed host") {
 		t.Errorf("next page on a foreign host: %v", err)
 	}
-	_, err = reg.Call(context.Background(), "gh.paginate", json.RawMessage(`{"tool":"nope"}`))
+	_, err = paginate(ctx, reg, "gh.paginate", `{"tool":"nope"}`)
 	if tools.CodeOf(err) != tools.CodeUnknownTool {
 		t.Errorf("unknown operation: %v", err)
 	}
-	_, err = reg.Call(context.Background(), "gh.paginate", json.RawMessage(`{"tool":"issues_list_for_repo","args":{"owner":"octo"}}`))
+	_, err = paginate(ctx, reg, "gh.paginate", `{"tool":"issues_list_for_repo","args":{"owner":"octo"}}`)
 	if tools.CodeOf(err) != tools.CodeInvalidArguments {
 		t.Errorf("arguments not checked: %v", err)
 	}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/codecell/codecell/tools"
 )
 
 // Defaults of a source's limits.
@@ -65,7 +67,7 @@ type Config struct {
 	ReadOnly bool `toml:"read_only" json:"read_only,omitempty"`
 	// Timeout bounds one request, beside the run's own deadline; 0 means
 	// DefaultTimeout.
-	Timeout Duration `toml:"timeout" json:"timeout,omitempty"`
+	Timeout tools.Duration `toml:"timeout" json:"timeout,omitempty"`
 	// MaxConcurrentCalls bounds the requests in flight to the API; more
 	// wait their turn. 0 means DefaultMaxConcurrentCalls.
 	MaxConcurrentCalls int `toml:"max_concurrent_calls" json:"max_concurrent_calls,omitempty"`
@@ -109,26 +111,14 @@ type Auth struct {
 	KeyEnv string `toml:"key_env" json:"key_env,omitempty"`
 }
 
-// Duration is a time.Duration written as "30s" or "1m30s".
-type Duration time.Duration
-
-// UnmarshalText parses a duration such as "30s".
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return fmt.Errorf("%q is not a duration such as 30s or 1m30s", string(b))
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalText writes the duration as "30s".
-func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
-
 // ConfigError is a problem with one key of a source's configuration.
 type ConfigError struct {
 	Key string // such as "auth.token_env"
 	Msg string
+	// Env names the environment variable whose value is missing, when
+	// that is the problem: the configuration is right, but the
+	// environment codecell runs in lacks a credential (see MissingEnv).
+	Env string
 }
 
 func (e *ConfigError) Error() string { return e.Key + ": " + e.Msg }
@@ -235,6 +225,9 @@ func (c Config) settings(getenv func(string) string) (*settings, error) {
 	}
 
 	// Credentials.
+	missing := func(key, name string) {
+		errs = append(errs, &ConfigError{Key: key, Env: name, Msg: fmt.Sprintf("environment variable %s is empty or unset", name)})
+	}
 	env := func(key, name string) string {
 		if name == "" {
 			bad(key, "is empty; name the environment variable that holds the secret")
@@ -242,7 +235,7 @@ func (c Config) settings(getenv func(string) string) (*settings, error) {
 		}
 		v := getenv(name)
 		if v == "" {
-			bad(key, "environment variable %s is empty or unset", name)
+			missing(key, name)
 		}
 		return v
 	}
@@ -296,7 +289,7 @@ func (c Config) settings(getenv func(string) string) (*settings, error) {
 			name := envRef.FindStringSubmatch(m)[1]
 			val := getenv(name)
 			if val == "" {
-				bad(key, "environment variable %s is empty or unset", name)
+				missing(key, name)
 			}
 			return val
 		})
@@ -363,6 +356,34 @@ func (c Config) settings(getenv func(string) string) (*settings, error) {
 	s.secrets = slices.DeleteFunc(s.secrets, func(v string) bool { return len(v) < 4 })
 	s.secretForms = secretForms(s.secrets)
 	return s, errors.Join(errs...)
+}
+
+// MissingEnv returns the environment variables that err (from Check or
+// New) says are empty or unset, and whether they are all it says: a
+// source whose only problem is a missing credential is configured right
+// and unavailable until the variables are set.
+func MissingEnv(err error) (vars []string, only bool) {
+	if err == nil {
+		return nil, false
+	}
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	only = true
+	for _, e := range errs {
+		var ce *ConfigError
+		if errors.As(e, &ce) && ce.Env != "" {
+			if !slices.Contains(vars, ce.Env) {
+				vars = append(vars, ce.Env)
+			}
+			continue
+		}
+		only = false
+	}
+	return vars, only && len(vars) > 0
 }
 
 // secretForms returns each secret as written, JSON-escaped, URL-encoded

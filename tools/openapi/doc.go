@@ -5,9 +5,13 @@
 //
 // Parse reads a document (with github.com/getkin/kin-openapi); New checks
 // a source's Config and reads its credentials from the environment
-// variables the configuration names; Source.Open fetches the document (a
-// file, or an https URL cached with its ETag), makes the tools and
-// registers them in a tools.Registry.
+// variables the configuration names (MissingEnv tells a credential that is
+// not set from a mistake); Source.Open fetches the document (a file, or an
+// https URL cached with its ETag), makes the tools and registers them in a
+// tools.Registry. With Options.SnapshotDir, what it made is kept as a
+// snapshot keyed by the document's hash, the configuration and
+// Options.Version, and the next Open reads that instead of parsing the
+// document (snapshot.go).
 //
 // Tools: the name comes from the operationId, made a lower-case
 // identifier (issues/list-for-repo → issues_list_for_repo; see ToolName),
@@ -15,8 +19,9 @@
 // header and cookie parameters and the request body into one object (the
 // body under "body" when it is not a plain object or a property would
 // clash); schemas become JSON Schema 2020-12 with the document's named
-// schemas as definitions, so that circular ones refer to themselves and
-// discriminated unions stay unions. The result's schema is the success
+// schemas as definitions shared by every tool (tools.Definitions), so that
+// circular ones refer to themselves, discriminated unions stay unions and
+// no tool carries a copy. The result's schema is the success
 // response's. GET and HEAD are read-only, PUT and DELETE idempotent, PUT,
 // PATCH and DELETE destructive. A tool's group in the tree is its first
 // tag, split by resource when a tag is large (Tool.Group).

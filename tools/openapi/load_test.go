@@ -208,12 +208,12 @@ components:
 	// request_body.
 	wantIn := `{"type":"object","properties":{"id":{"type":"integer","exclusiveMinimum":0},"body":{"type":"string"},"request_body":{"$ref":"#/$defs/Node","description":"The request body (application/json)."}},"required":["id"],"additionalProperties":false,` +
 		`"$defs":{"Node":{"type":"object","properties":{"children":{"type":"array","items":{"$ref":"#/$defs/Node"}},"label":{"type":["string","null"],"description":"Pattern (not checked here): (?=lookahead)x"},"secret":{"type":"string"}}}}}`
-	if string(tl.InputSchema) != wantIn {
-		t.Errorf("input schema\n got %s\nwant %s", tl.InputSchema, wantIn)
+	if got := tl.InputDocument(); string(got) != wantIn {
+		t.Errorf("input schema\n got %s\nwant %s", got, wantIn)
 	}
 	wantOut := `{"$ref":"#/$defs/Node","$defs":{"Node":{"type":"object","properties":{"children":{"type":"array","items":{"$ref":"#/$defs/Node"}},"id":{"type":"integer"},"label":{"type":["string","null"],"description":"Pattern (not checked here): (?=lookahead)x"}}}}}`
-	if string(tl.OutputSchema) != wantOut {
-		t.Errorf("output schema\n got %s\nwant %s", tl.OutputSchema, wantOut)
+	if got := tl.OutputDocument(); string(got) != wantOut {
+		t.Errorf("output schema\n got %s\nwant %s", got, wantOut)
 	}
 	if tl.Annotations != (tools.Annotations{Idempotent: true, Destructive: true, OpenWorld: true}) {
 		t.Errorf("annotations %+v", tl.Annotations)

@@ -113,16 +113,18 @@ func (sc *schemas) newConv(dir direction) *conv {
 	return &conv{dir: dir, deps: map[string]bool{}, visiting: map[*openapi3.Schema]bool{}}
 }
 
-// document assembles root, converted with c, into a schema document that
-// carries every definition it reaches.
-func (sc *schemas) document(c *conv, root any) []byte {
+// document encodes root, converted with c, and converts every
+// definition it reaches (once per direction, shared by every tool). It
+// reports whether root refers to definitions: the tool's schema is then
+// root with the direction's Definitions (see definitions), which it does
+// not carry.
+func (sc *schemas) document(c *conv, root any) (json.RawMessage, bool) {
 	deps := sortedKeys(c.deps)
 	if len(deps) == 0 {
-		return encode(root)
+		return encode(root), false
 	}
 	// The definitions reached, breadth first, each converted once.
 	seen := map[string]bool{}
-	var order []string
 	queue := deps
 	for len(queue) > 0 {
 		n := queue[0]
@@ -131,21 +133,23 @@ func (sc *schemas) document(c *conv, root any) []byte {
 			continue
 		}
 		seen[n] = true
-		order = append(order, n)
 		queue = append(queue, sc.def(c.dir, n).deps...)
 	}
-	slices.Sort(order)
-	defs := newObj()
-	for _, n := range order {
-		defs.set(n, json.RawMessage(sc.def(c.dir, n).json))
-	}
-	o, ok := root.(*obj)
-	if !ok {
+	if _, ok := root.(*obj); !ok {
 		// A boolean schema with definitions: wrap it.
-		o = newObj().set("allOf", []any{root})
+		root = newObj().set("allOf", []any{root})
 	}
-	o.set("$defs", defs)
-	return encode(o)
+	return encode(root), true
+}
+
+// definitions returns the definitions converted in direction dir, for
+// the tools whose schemas refer to them.
+func (sc *schemas) definitions(dir direction) map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(sc.defs[dir]))
+	for n, d := range sc.defs[dir] {
+		out[n] = d.json
+	}
+	return out
 }
 
 // def returns the converted definition n in direction dir, converting it

@@ -89,10 +89,21 @@ func pathEscape(s string, reserved bool) string {
 	return b.String()
 }
 
+// pathReserved escapes what a path parameter must not carry even when
+// its reserved characters are kept.
+var pathReserved = strings.NewReplacer("?", "%3F", "#", "%23")
+
 // pathValue writes a path parameter: simple (a,b / k,v / k=v), label
 // (.a.b / .a,b) or matrix (;id=a;id=b / ;id=a,b).
 func pathValue(p *param, v any) string {
-	esc := func(s string) string { return pathEscape(s, p.reserved) }
+	esc := func(s string) string {
+		if !p.reserved {
+			return url.PathEscape(s)
+		}
+		// allowReserved is for query parameters; in a path, ? and #
+		// would end it.
+		return pathReserved.Replace(pathEscape(s, true))
+	}
 	join := func(parts []string, sep string) string {
 		for i := range parts {
 			parts[i] = esc(parts[i])

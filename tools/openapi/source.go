@@ -70,6 +70,60 @@ type Options struct {
 	Artifacts Artifacts
 	// Logger receives the source's logs; nil discards them.
 	Logger *slog.Logger
+	// SnapshotDir, when set with Version, keeps what the source makes of
+	// its document (see snapshot.go), so that a restart with the same
+	// document, configuration and Version reads it rather than parsing
+	// the document again.
+	SnapshotDir string
+	// Version names the build of codecell that makes the snapshots: a
+	// snapshot made by another is not used. It must change whenever the
+	// code does (a release's version; for a development build, a hash of
+	// the executable). Without it, no snapshot is read or written.
+	Version string
+	// Progress, when set, is told each stage Open reaches, for a caller
+	// that shows a source while it loads. It must return quickly.
+	Progress func(Progress)
+	// Shared says several principals call the source (codecell serves
+	// HTTP with authentication): one principal then holds at most all
+	// but a quarter of its max_concurrent_calls (tools.DefaultShare), so
+	// that its hanging calls cannot hold them all.
+	Shared bool
+}
+
+// Stage is a step of Open.
+type Stage string
+
+// The stages of Open, in order; a source read from its snapshot skips
+// parsing and making tools.
+const (
+	StageFetch    Stage = "fetching"    // reading the file, or fetching the URL
+	StageSnapshot Stage = "snapshot"    // reading the source's snapshot
+	StageParse    Stage = "parsing"     // parsing the document
+	StageBuild    Stage = "making"      // making tools of its operations
+	StageRegister Stage = "registering" // adding them to the registry
+)
+
+// Progress is how far a source's Open has got.
+type Progress struct {
+	Stage Stage
+	// DocumentBytes is the document's size, once it is read.
+	DocumentBytes int
+	// Estimate is roughly how long the stages left take on one idle
+	// core, from the document's size (parsing and making tools run at
+	// about 4 MB/s; reading a snapshot is quick); 0 when not known. A
+	// busy machine takes longer.
+	Estimate time.Duration
+}
+
+// parseBytesPerSecond is roughly how fast a document is parsed and made into
+// tools, in bytes per second on one idle core (GitHub's 13 MB in about 3 s
+// on the project's development machine).
+const parseBytesPerSecond = 4 << 20
+
+func (s *Source) progress(p Progress) {
+	if s.opts.Progress != nil {
+		s.opts.Progress(p)
+	}
 }
 
 // Source is one OpenAPI document bridged as tools: Open loads the
@@ -84,13 +138,16 @@ type Source struct {
 	opts     Options
 	log      *slog.Logger
 	client   *http.Client
-	sem      chan struct{}
+	slots    *tools.Slots
 	limiter  *rate.Limiter
 	docURL   *url.URL // the document's URL, when fetched
+	// pages seals paginate's continuations (paginate.go).
+	pages *pageSealer
 
 	mu    sync.RWMutex
 	ops   map[string]*operation
 	hosts map[string]bool // hosts requests may go to
+	creds map[string]bool // hosts the credentials may go to (credentialed)
 	names []string        // registered tool names
 	reg   *tools.Registry
 }
@@ -117,11 +174,17 @@ func New(cfg Config, opts Options) (*Source, error) {
 		set:      set,
 		opts:     opts,
 		log:      log.With("component", "openapi", "source", category),
-		sem:      make(chan struct{}, set.maxCalls),
+		slots:    tools.NewSlots(set.maxCalls, set.maxCalls),
 		hosts:    map[string]bool{},
+	}
+	if opts.Shared {
+		s.slots = tools.NewSlots(set.maxCalls, 0)
 	}
 	if set.limit != rate.Inf {
 		s.limiter = rate.NewLimiter(set.limit, set.burst)
+	}
+	if s.pages, err = newPageSealer(); err != nil {
+		return nil, err
 	}
 	if set.specIsURL {
 		s.docURL, _ = url.Parse(cfg.Spec)
@@ -148,33 +211,80 @@ type Report struct {
 	Problems []Problem
 	// Cached says the document came from the cache: the server answered
 	// 304 Not Modified, or could not be reached.
-	Cached   bool
+	Cached bool
+	// Snapshot says the tools came from the source's snapshot rather
+	// than from parsing the document.
+	Snapshot bool
 	Duration time.Duration
 }
 
 // Open loads the document (reading the file, or fetching the URL through
-// the cache) and registers its tools in reg (see OpenDocument). Open
-// fails when the document cannot be had or yields no tool; the error says
-// why, and never holds a credential.
+// the cache) and registers its tools in reg: from the source's snapshot
+// when it has one of this document, configuration and version, else
+// made from the document (see OpenDocument) and kept as a snapshot. Open
+// fails when the document cannot be had or yields no tool; the error
+// says why, and never holds a credential.
 func (s *Source) Open(ctx context.Context, reg *tools.Registry) (*Report, error) {
 	start := time.Now()
+	s.progress(Progress{Stage: StageFetch})
 	data, cached, err := s.fetchSpec(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("openapi %s: %s", s.category, s.redact(err.Error()))
 	}
+	size := len(data)
+	var key [32]byte
+	snapshots := s.opts.SnapshotDir != "" && s.opts.Version != ""
+	if snapshots {
+		s.progress(Progress{Stage: StageSnapshot, DocumentBytes: size})
+		key = s.snapshotKey(data)
+		b, err := s.readSnapshot(key)
+		if err == nil {
+			data = nil
+			if err = b.link(s); err == nil {
+				s.progress(Progress{Stage: StageRegister, DocumentBytes: size})
+				rep, err := s.register(reg, b)
+				if err != nil {
+					return nil, err
+				}
+				rep.Cached, rep.Snapshot, rep.Duration = cached, true, time.Since(start)
+				s.log.Info("openapi source ready", "tools", rep.Tools, "skipped", len(rep.Problems), "version", rep.Version, "cached", cached, "snapshot", true, "ms", rep.Duration.Milliseconds())
+				return rep, nil
+			}
+		}
+		if !errors.Is(err, errNoSnapshot) {
+			s.log.Warn("openapi snapshot not used; making the tools from the document", "reason", err.Error())
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("openapi %s: %w", s.category, err)
+	}
+	s.progress(Progress{Stage: StageParse, DocumentBytes: size, Estimate: time.Duration(size) * time.Second / parseBytesPerSecond})
 	doc, err := Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("openapi %s: %s: %w", s.category, s.cfg.Spec, err)
 	}
-	rep, err := s.OpenDocument(reg, doc)
+	data = nil
+	s.progress(Progress{Stage: StageBuild, DocumentBytes: size, Estimate: time.Duration(size) * time.Second / parseBytesPerSecond / 4})
+	b, err := s.build(doc)
+	if err != nil {
+		return nil, fmt.Errorf("openapi %s: %s: %w", s.category, s.cfg.Spec, err)
+	}
+	doc = nil // what is left of the document is garbage once the tools are made
+	s.progress(Progress{Stage: StageRegister, DocumentBytes: size})
+	rep, err := s.register(reg, b)
 	if err != nil {
 		return nil, err
 	}
 	rep.Cached = cached
 	rep.Duration = time.Since(start)
-	s.log.Info("openapi source ready", "tools", rep.Tools, "skipped", len(rep.Problems), "version", rep.Version, "cached", cached, "ms", rep.Duration.Milliseconds())
+	s.log.Info("openapi source ready", "tools", rep.Tools, "skipped", len(rep.Problems), "version", rep.Version, "cached", cached, "snapshot", false, "ms", rep.Duration.Milliseconds())
 	for _, p := range rep.Problems {
 		s.log.Debug("openapi operation left out", "operation", p.Operation, "problem", p.Message)
+	}
+	if snapshots {
+		if err := s.writeSnapshot(key, b); err != nil {
+			s.log.Warn("could not keep the openapi snapshot; the next start parses the document again", "err", err.Error())
+		}
 	}
 	return rep, nil
 }
@@ -190,17 +300,36 @@ func (s *Source) OpenDocument(reg *tools.Registry, doc *Document) (*Report, erro
 	if err != nil {
 		return nil, fmt.Errorf("openapi %s: %s: %w", s.category, s.cfg.Spec, err)
 	}
+	rep, err := s.register(reg, b)
+	if err != nil {
+		return nil, err
+	}
+	rep.Duration = time.Since(start)
+	return rep, nil
+}
+
+// register registers what b holds in reg.
+func (s *Source) register(reg *tools.Registry, b *built) (*Report, error) {
 	hosts := map[string]bool{}
 	for h := range s.set.hosts {
 		hosts[h] = true
+	}
+	// Credentials go to the configured hosts only: base_url's, else the
+	// document's own server (not an operation's), and allowed_hosts.
+	creds := map[string]bool{}
+	for h := range s.set.hosts {
+		creds[h] = true
+	}
+	if b.credHost != "" {
+		creds[b.credHost] = true
 	}
 	for _, o := range b.ops {
 		hosts[strings.ToLower(o.base.Host)] = true
 	}
 	s.mu.Lock()
-	s.ops, s.hosts, s.reg = b.ops, hosts, reg
+	s.ops, s.hosts, s.creds, s.reg = b.ops, hosts, creds, reg
 	s.mu.Unlock()
-	about := doc.Title
+	about := b.title
 	if about == "" {
 		about = "HTTP API " + s.category
 	}
@@ -209,14 +338,7 @@ func (s *Source) OpenDocument(reg *tools.Registry, doc *Document) (*Report, erro
 		return nil, fmt.Errorf("openapi %s: %w", s.category, err)
 	}
 	if err := reg.Register(b.tools...); err != nil {
-		// Some schema the registry refuses: leave those tools out.
-		b.checkSchemas()
-		s.mu.Lock()
-		s.ops = b.ops
-		s.mu.Unlock()
-		if err := reg.Register(b.tools...); err != nil {
-			return nil, fmt.Errorf("openapi %s: %w", s.category, err)
-		}
+		return nil, fmt.Errorf("openapi %s: %w", s.category, err)
 	}
 	names := make([]string, len(b.tools))
 	for i, t := range b.tools {
@@ -225,7 +347,7 @@ func (s *Source) OpenDocument(reg *tools.Registry, doc *Document) (*Report, erro
 	s.mu.Lock()
 	s.names = names
 	s.mu.Unlock()
-	return &Report{Title: doc.Title, Version: doc.Version, Tools: len(b.tools), Problems: b.problems, Duration: time.Since(start)}, nil
+	return &Report{Title: b.title, Version: b.version, Tools: len(b.tools), Problems: b.problems}, nil
 }
 
 // Close ends the source's idle connections. Its tools stay registered:
@@ -255,6 +377,9 @@ func (s *Source) checkRedirect(req *http.Request, via []*http.Request) error {
 	}
 	if via[len(via)-1].URL.Scheme == "https" && req.URL.Scheme != "https" {
 		return fmt.Errorf("%w: the API redirected from https to %s", errRedirectRefused, req.URL.Scheme)
+	}
+	if !s.credentialed(req.URL.Host) {
+		s.stripCredentials(req)
 	}
 	return nil
 }

@@ -2,226 +2,24 @@ package search
 
 import (
 	"strings"
-	"unicode"
+
+	"github.com/codecell/codecell/tools/lexicon"
 )
 
-// terms splits text into index terms: identifiers are split at
-// underscores, dots, dashes and camelCase boundaries ("getUser",
-// "get_user" and "get user" all give get, user), letters are lower-cased,
-// abbreviations spelled out (PRs: pull requests), stop words dropped and
-// each word stemmed.
-func terms(text string) []string {
-	var out []string
-	for _, w := range expand(words(text)) {
-		if stopWords[w] {
-			continue
-		}
-		out = append(out, stem(w))
-	}
-	return out
-}
+// terms splits text into index terms (lexicon.Terms).
+func terms(text string) []string { return lexicon.Terms(text) }
 
-// words splits text into lower-case words of letters and digits, breaking
-// camelCase ("searchIssues", "HTTPServer" → http, server).
-func words(text string) []string {
-	var out []string
-	rs := []rune(text)
-	start := -1
-	flush := func(end int) {
-		if start >= 0 && end > start {
-			out = append(out, strings.ToLower(string(rs[start:end])))
-		}
-		start = -1
-	}
-	for i, r := range rs {
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
-			flush(i)
-			continue
-		}
-		if start < 0 {
-			start = i
-			continue
-		}
-		prev := rs[i-1]
-		switch {
-		case unicode.IsUpper(r) && unicode.IsLower(prev):
-			// getUser: break before U.
-			flush(i)
-			start = i
-		case unicode.IsUpper(r) && unicode.IsUpper(prev) && i+1 < len(rs) && unicode.IsLower(rs[i+1]) && !acronymPlural(rs, i+1):
-			// HTTPServer: break before S; but PRs and URLs are one word.
-			flush(i)
-			start = i
-		}
-	}
-	flush(len(rs))
-	return out
-}
+func words(text string) []string { return lexicon.Words(text) }
 
-// acronymPlural reports whether rs[i] is the "s" that ends a word, as in
-// PRs, URLs and IDs.
-func acronymPlural(rs []rune, i int) bool {
-	return rs[i] == 's' && (i+1 == len(rs) || !unicode.IsLetter(rs[i+1]) && !unicode.IsDigit(rs[i+1]))
-}
+func stem(w string) string { return lexicon.Stem(w) }
 
-// abbreviations are words agents write for several words a catalogue
-// spells out.
-var abbreviations = map[string][]string{
-	"pr":  {"pull", "request"},
-	"prs": {"pull", "requests"},
-}
+func expand(ws []string) []string { return lexicon.Spell(ws) }
 
-var stopWords = func() map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(`a an the of to for in on at by from with without into onto as and or nor
-		is are was were be been being it its this that these those there here which what whom whose how
-		when where why i me my we our you your he she they them their his her can could should would will
-		shall may might must do does did done have has had having not no yes so if then than also just
-		only very too some any all each every both either neither such via per about over under up down
-		out off again more most other same own e g eg ie etc let lets want need please`) {
-		m[w] = true
-	}
-	return m
-}()
+var stopWords = stopSet{}
 
-// stem is a light English stemmer: it folds plurals and the -ing and -ed
-// forms of verbs onto a common stem and drops a final silent e, so that
-// "issues"/"issue", "created"/"creating"/"create" and
-// "scheduled"/"schedule" meet. It is deliberately conservative: words of
-// three letters or fewer are left alone, and of four-letter words only
-// plurals are folded.
-func stem(w string) string {
-	if len(w) < 4 || !isASCIILetters(w) {
-		return w
-	}
-	if len(w) == 4 {
-		// Short plurals only: "days", "bugs", "logs".
-		if w[3] == 's' && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is") {
-			return w[:3]
-		}
-		return w
-	}
-	switch {
-	case strings.HasSuffix(w, "ies") && len(w) > 5:
-		w = w[:len(w)-3] + "y"
-	case strings.HasSuffix(w, "sses"):
-		w = w[:len(w)-2]
-	case strings.HasSuffix(w, "xes") || strings.HasSuffix(w, "ches") || strings.HasSuffix(w, "shes") || strings.HasSuffix(w, "zes"):
-		w = w[:len(w)-2]
-	case strings.HasSuffix(w, "ss") || strings.HasSuffix(w, "us") || strings.HasSuffix(w, "is"):
-	case strings.HasSuffix(w, "s"):
-		w = w[:len(w)-1]
-	}
-	switch {
-	case strings.HasSuffix(w, "ee") && len(w) > 6:
-		// The one it is done to: assignee, attendee, invitee.
-		w = w[:len(w)-2]
-	case strings.HasSuffix(w, "ing") && len(w) > 5:
-		w = undouble(w[:len(w)-3])
-	case strings.HasSuffix(w, "ied") && len(w) > 5:
-		w = w[:len(w)-3] + "y"
-	case strings.HasSuffix(w, "ed") && len(w) > 4 && !strings.HasSuffix(w, "eed"):
-		w = undouble(w[:len(w)-2])
-	}
-	if strings.HasSuffix(w, "e") && len(w) > 4 {
-		w = w[:len(w)-1]
-	}
-	return w
-}
+type stopSet struct{}
 
-// undouble turns a doubled final consonant into one: "stopp" → "stop".
-func undouble(w string) string {
-	n := len(w)
-	if n >= 3 && w[n-1] == w[n-2] && !strings.ContainsRune("aeiouls", rune(w[n-1])) {
-		return w[:n-1]
-	}
-	return w
-}
-
-func isASCIILetters(w string) bool {
-	for i := 0; i < len(w); i++ {
-		if w[i] < 'a' || w[i] > 'z' {
-			return false
-		}
-	}
-	return true
-}
-
-// synonymGroups are words an agent uses for the same operation or thing.
-// A query word also matches the other words of its groups, at a lower
-// weight (synonymWeight).
-var synonymGroups = [][]string{
-	{"get", "fetch", "retrieve", "read", "show", "view", "load", "lookup", "look"},
-	{"list", "enumerate", "browse", "all"},
-	{"search", "find", "query", "lookup", "look", "locate", "filter", "list"},
-	{"create", "add", "new", "make", "insert", "start"},
-	{"delete", "remove", "destroy", "erase", "drop", "trash", "purge"},
-	{"update", "edit", "modify", "change", "patch", "set", "rename", "replace"},
-	{"send", "post", "deliver", "notify", "message"},
-	{"reply", "respond", "answer"},
-	{"cancel", "stop", "end", "terminate", "void"},
-	{"schedule", "book", "plan", "arrange"},
-	{"user", "person", "people", "member", "account", "colleague", "teammate"},
-	{"file", "document", "doc", "spreadsheet", "sheet"},
-	{"event", "meeting", "appointment", "call", "calendar"},
-	{"email", "mail", "mailbox", "inbox"},
-	{"payment", "charge", "pay", "transaction"},
-	{"bill", "invoice"},
-	{"customer", "client", "buyer"},
-	{"ticket", "task", "story"},
-	{"issue", "bug", "defect", "problem"},
-	{"repository", "repo"},
-	{"channel", "room", "conversation"},
-	{"forecast", "predict", "prediction", "outlook", "upcoming", "tomorrow", "future"},
-	{"tomorrow", "today", "tonight", "upcoming", "time", "date"},
-	{"day", "daily", "week", "weekly"},
-	{"table", "schema"},
-	{"download", "save"},
-	{"free", "available", "availability"},
-	{"share", "permission", "access", "grant", "give"},
-	{"website", "url", "site", "page", "link"},
-}
-
-const synonymWeight = 0.4
-
-// synonyms maps a stemmed word to the stemmed words it may stand for.
-var synonyms = func() map[string][]string {
-	m := map[string][]string{}
-	for _, g := range synonymGroups {
-		stems := make([]string, len(g))
-		for i, w := range g {
-			stems[i] = stem(w)
-		}
-		for _, a := range stems {
-			for _, b := range stems {
-				if a != b && !contains(m[a], b) {
-					m[a] = append(m[a], b)
-				}
-			}
-		}
-	}
-	return m
-}()
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// expand replaces abbreviations by the words they stand for.
-func expand(ws []string) []string {
-	for i, w := range ws {
-		if exp, ok := abbreviations[w]; ok {
-			out := append(append([]string(nil), ws[:i]...), exp...)
-			return append(out, expand(ws[i+1:])...)
-		}
-	}
-	return ws
-}
+func (stopSet) has(w string) bool { return lexicon.IsStop(w) }
 
 // query is what ranking needs to know of a query's text.
 type query struct {
@@ -230,6 +28,9 @@ type query struct {
 	// question is set for a request for information ("which pull
 	// requests are open", "who has access"), which read-only tools answer.
 	question bool
+	// lx is what the lexicon reads in it: its class, verbs, related
+	// terms, whether it is about the one asking.
+	lx lexicon.Query
 	// polarity is +1 when the query asks to create or give something, -1
 	// to remove or take it back, 0 when neither or both.
 	polarity int8
@@ -237,7 +38,8 @@ type query struct {
 
 func analyze(text string) query {
 	ws := expand(words(text))
-	q := query{terms: terms(text), forms: forms(ws)}
+	lx := lexicon.Analyze(text)
+	q := query{terms: lx.Terms, forms: forms(ws), lx: lx}
 	if len(ws) > 0 {
 		q.question = questionWords[ws[0]] ||
 			(ws[0] == "how" && len(ws) > 1 && (ws[1] == "much" || ws[1] == "many")) ||
@@ -283,7 +85,7 @@ var questionWords = map[string]bool{"which": true, "what": true, "who": true, "w
 func forms(ws []string) []string {
 	var out []string
 	for _, w := range ws {
-		if !stopWords[w] && strings.HasSuffix(w, "s") && stem(w) != w {
+		if !stopWords.has(w) && strings.HasSuffix(w, "s") && stem(w) != w {
 			out = append(out, "="+w)
 		}
 	}
@@ -335,6 +137,55 @@ const (
 	// actionFactor scales the score of a read-only tool for a query that
 	// asks to create or remove something.
 	actionFactor = 0.7
+	// classBoost raises a tool whose CRUD sense is the query's
+	// (lexicon.Class); readWriteFactor lowers one that writes for a query
+	// that reads, or reads for one that writes; createDeleteFactor one
+	// that removes for a query that creates, or the other way round;
+	// otherWriteFactor one that writes otherwise than asked (updates for
+	// a create).
+	classBoost         = 0.5
+	readWriteFactor    = 0.55
+	createDeleteFactor = 0.45
+	otherWriteFactor   = 0.75
+	// objectBoost raises a tool whose object, the resource it acts on,
+	// the query names (or names by a synonym, at its weight).
+	objectBoost = 0.6
+	// objectMissFactor lowers a tool whose object the query does not
+	// name.
+	objectMissFactor = 0.75
+	// verbTermWeight is the weight of the query's verb as a term.
+	verbTermWeight = 0.7
+	// namedBoost raises the tools of a category the query names;
+	// unnamedFactor lowers the others.
+	namedBoost    = 1.5
+	unnamedFactor = 0.5
+	// contextBoost raises a tool under a resource the query names;
+	// attributeBoost one that sets a field the query asks to set.
+	contextBoost   = 0.25
+	attributeBoost = 0.3
+	// verbBoost raises a tool whose named action the query asks for.
+	verbBoost = 0.4
+	// selfBoost raises a tool on the authenticated user's own things for
+	// a query about oneself ("my repos"); otherFactor lowers it for one
+	// that is not.
+	selfBoost     = 0.4
+	otherFactor   = 0.85
+	notSelfFactor = 0.8
+	// otherObjectShare is the share of objectBoost a tool gets whose
+	// object the query names but not as what it asks about ("songs on an
+	// album": the album's songs, not the album).
+	otherObjectShare = 0.4
+	// candidatesPerHit and minCandidates bound the documents scored in
+	// full: the best by their words alone, limit × candidatesPerHit of
+	// them and at least minCandidates.
+	candidatesPerHit = 40
+	minCandidates    = 300
+	// learnWeight is the field weight of a query word that learning from
+	// use linked to a tool: that of its name.
+	learnWeight = 4.0
+	// learnShare is the least share of a query's words (by idf) that must
+	// have led to a tool for what was learned to count.
+	learnShare = 0.85
 	// deprecatedFactor scales the score of a deprecated tool: its
 	// replacement should come first.
 	deprecatedFactor = 0.6

@@ -37,27 +37,6 @@ func TestTerms(t *testing.T) {
 	}
 }
 
-func TestSynonymsAreSymmetricAndStemmed(t *testing.T) {
-	t.Parallel()
-	for _, g := range synonymGroups {
-		for _, w := range g {
-			if len(synonyms[stem(w)]) == 0 {
-				t.Errorf("%q (stem %q) has no synonyms", w, stem(w))
-			}
-		}
-	}
-	for a, bs := range synonyms {
-		for _, b := range bs {
-			if !slices.Contains(synonyms[b], a) {
-				t.Errorf("%q → %q but not back", a, b)
-			}
-		}
-	}
-	if !slices.Contains(synonyms["delet"], "remov") {
-		t.Errorf("delete does not match remove: %v", synonyms["delet"])
-	}
-}
-
 func TestAnalyze(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

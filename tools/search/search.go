@@ -43,6 +43,7 @@ import (
 	"sync"
 
 	"github.com/codecell/codecell/tools"
+	"github.com/codecell/codecell/tools/lexicon"
 )
 
 // Detail is how much of each hit to return.
@@ -95,6 +96,11 @@ type Hit struct {
 	Output string `json:"output"`
 	// Cost is what reading the tool's deeper levels would take.
 	Cost Costs `json:"cost"`
+	// Match is the share of the query's words the tool matches (0 to 1;
+	// a synonym or related word counts half), and Confidence what ranking
+	// makes of the hit; both are set for a query with words.
+	Match      float64    `json:"match,omitempty"`
+	Confidence Confidence `json:"confidence,omitempty"`
 }
 
 // Costs are the sizes of a tool's signature and full page, and where to
@@ -135,6 +141,10 @@ type Index struct {
 	reg  *tools.Registry
 	docs func(tools.Caller) Docs
 	pool sync.Pool // *[]float64 score accumulators
+
+	// learned is what learning from use taught: term → tool → count.
+	mu      sync.RWMutex
+	learned map[string]map[string]int
 }
 
 // New returns an index over reg whose hits take their signatures, pages,
@@ -209,7 +219,12 @@ func (ix *Index) Search(q Query) ([]Hit, error) {
 	}
 	hits := make([]Hit, 0, len(ranked))
 	for _, r := range ranked {
-		hits = append(hits, hit(docs, c.docs[r.doc].tool, r.score, detail))
+		h := hit(docs, c.docs[r.doc].tool, r.score, detail)
+		if text != "" {
+			h.Match = math.Round(r.match*100) / 100
+			h.Confidence = r.conf
+		}
+		hits = append(hits, h)
 	}
 	return hits, nil
 }
@@ -240,6 +255,10 @@ func hit(docs Docs, t *tools.Tool, score float64, detail Detail) Hit {
 type scored struct {
 	doc   int32
 	score float64
+	// match is the share of the query's words the tool matches, a
+	// related word counting half; conf what ranking makes of it.
+	match float64
+	conf  Confidence
 }
 
 // rank scores every document that shares a term with the query and keeps
@@ -251,13 +270,16 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	for _, t := range qa.terms {
 		weights[t] = 1
 	}
-	// The query's own words' synonyms, not theirs in turn: ranging over
-	// weights while adding to it would reach some of those, at random.
-	for _, t := range qterms {
-		for _, s := range synonyms[t] {
-			if _, ok := weights[s]; !ok {
-				weights[s] = synonymWeight
-			}
+	// The word that says what to do counts by its sense (intentFactor)
+	// more than by its letters: "look at a chargeback" is not about views.
+	if v := qa.lx.Verb; v != "" && len(qterms) > 2 && !qa.lx.VerbIsNoun && qa.lx.Class&^lexicon.Act != 0 {
+		weights[v] = verbTermWeight
+	}
+	// Related terms (synonyms, the API verbs a verb stands for) of the
+	// query's own words, not theirs in turn.
+	for t, w := range qa.lx.Related {
+		if _, ok := weights[t]; !ok {
+			weights[t] = w
 		}
 	}
 	for _, f := range qa.forms {
@@ -266,6 +288,14 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	for _, b := range bigrams(qa.terms) {
 		weights[b] = bigramWeight
 	}
+	// A query that names a category ("upload a file to stripe") means
+	// its tools.
+	named := map[int32]bool{}
+	for _, t := range qterms {
+		if id, ok := c.catID[t]; ok {
+			named[id] = true
+		}
+	}
 	accp, _ := ix.pool.Get().(*[]float64)
 	if accp == nil || len(*accp) < len(c.docs) {
 		a := make([]float64, len(c.docs))
@@ -273,6 +303,7 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	}
 	acc := (*accp)[:len(c.docs)]
 	matched := make([]uint8, len(c.docs))
+	related := make([]uint8, len(c.docs))
 	var touched []int32
 	for t, w := range weights {
 		for _, p := range c.postings[t] {
@@ -285,9 +316,12 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			acc[p.doc] += w * p.weight
 			if w == 1 && matched[p.doc] < 255 {
 				matched[p.doc]++
+			} else if w < 1 && w >= lexicon.SynonymWeight && related[p.doc] < 255 {
+				related[p.doc]++
 			}
 		}
 	}
+	ix.addLearned(c, qterms, cat, acc, matched, &touched)
 	// Documents that match more of the query's own words rank higher: the
 	// coordination factor of classic retrieval models.
 	exact := 0
@@ -296,21 +330,41 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			exact++
 		}
 	}
-	out := make([]scored, 0, len(touched))
-	for _, d := range touched {
+	// The factors below are bounded, so only the best candidates by the
+	// words alone can come first: score those in full. The rest keep
+	// their accumulators to be cleared.
+	base := func(d int32) float64 {
 		s := acc[d]
 		if exact > 0 {
 			s *= 0.5 + 0.5*float64(matched[d])/float64(exact)
 		}
+		return s
+	}
+	if keep := max(limit*candidatesPerHit, minCandidates); len(touched) > keep {
+		slices.SortFunc(touched, func(a, b int32) int {
+			if x, y := base(a), base(b); x != y {
+				if x > y {
+					return -1
+				}
+				return 1
+			}
+			return int(a - b)
+		})
+		for _, d := range touched[keep:] {
+			acc[d] = 0
+		}
+		touched = touched[:keep]
+	}
+	out := make([]scored, 0, len(touched))
+	for _, d := range touched {
+		s := base(d)
 		doc := &c.docs[d]
-		if qa.question && qa.polarity == 0 && !doc.readOnly {
-			s *= questionFactor
-		}
-		if qa.polarity != 0 && doc.polarity == -qa.polarity {
-			s *= oppositeFactor
-		}
-		if qa.polarity != 0 && doc.readOnly {
-			s *= actionFactor
+		intent := intentFactor(&qa, doc, weights)
+		s *= intent
+		if named[doc.cat] {
+			s *= namedBoost
+		} else if len(named) > 0 {
+			s *= unnamedFactor
 		}
 		if doc.tool.Deprecated {
 			s *= deprecatedFactor
@@ -318,9 +372,18 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		j := jaccard(qterms, doc.summary)
 		s *= 1 + summaryBoost*j*j
 		if n := len(doc.name); n > 0 {
-			s *= 1 + nameBoost*float64(overlap(qterms, doc.name))/float64(n)
+			covered := overlap(qterms, doc.name)
+			if qa.lx.Self {
+				// "My" covers a name's "for authenticated user".
+				covered += overlap(selfTerms, doc.name)
+			}
+			s *= 1 + nameBoost*float64(min(covered, n))/float64(n)
 		}
-		out = append(out, scored{doc: d, score: s})
+		m := 0.0
+		if exact > 0 {
+			m = min(1, (float64(matched[d])+0.5*float64(min(int(related[d]), exact-int(matched[d]))))/float64(exact))
+		}
+		out = append(out, scored{doc: d, score: s, match: m, conf: confidence(m, intent, objectNamed(doc, weights))})
 		acc[d] = 0
 	}
 	ix.pool.Put(accp)
@@ -334,6 +397,155 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		out = out[:limit]
 	}
 	return out
+}
+
+// Confidence says how well a hit answers the query.
+type Confidence string
+
+// Confidence levels. A high hit matches most of the query's words and is
+// the kind of operation asked for, on the thing asked about; a low one
+// matches few of them, or acts on something else.
+const (
+	High   Confidence = "high"
+	Medium Confidence = "medium"
+	Low    Confidence = "low"
+)
+
+// Thresholds of Confidence on a hit's match (the share of the query's
+// words it matches).
+const (
+	HighMatch = 0.6
+	LowMatch  = 0.4
+)
+
+// confidence grades a hit from its match, its intent factor (how well
+// what it does fits what is asked: above 1 when it does) and whether it
+// acts on a thing the query names.
+func confidence(match, intent float64, object bool) Confidence {
+	switch {
+	case match < LowMatch, match < HighMatch && !object:
+		return Low
+	case match >= HighMatch && intent > 1 && object:
+		return High
+	}
+	return Medium
+}
+
+// objectNamed reports whether the query names what a document acts on,
+// or the document says nothing of it.
+func objectNamed(d *doc, weights map[string]float64) bool {
+	if d.op.Object == "" {
+		return true
+	}
+	return weights[d.op.Object] >= lexicon.SynonymWeight
+}
+
+// intentFactor scales a document's score by how well what it does fits
+// what the query asks: the CRUD sense of each (lexicon.Class), the
+// resource it acts on, the action it names, and whether both are about
+// the one asking.
+func intentFactor(qa *query, doc *doc, weights map[string]float64) float64 {
+	f := 1.0
+	q := qa.lx
+	dc := doc.op.Class
+	if dc == 0 && doc.readOnly {
+		dc = lexicon.Read
+	}
+	f *= classFactor(q.Class, dc, q.Plural)
+	if dc == 0 || doc.op.Object == "" {
+		// A tool whose name and route say nothing: the hints of the
+		// catalogue's own metadata.
+		if qa.question && qa.polarity == 0 && !doc.readOnly {
+			f *= questionFactor
+		}
+		if qa.polarity != 0 && doc.readOnly {
+			f *= actionFactor
+		}
+	}
+	if qa.polarity != 0 && doc.polarity == -qa.polarity {
+		f *= oppositeFactor
+	}
+	if o := doc.op.Object; o != "" {
+		if w, ok := weights[o]; ok && w >= lexicon.SynonymWeight {
+			b := objectBoost
+			if q.Head != "" && o != q.Head && !slices.Contains(lexicon.Synonyms(q.Head), o) {
+				b *= otherObjectShare // it names it, but asks about another
+			}
+			f *= 1 + b*min(w, 1)
+		} else if len(qa.terms) > 1 && doc.tool.Route != "" {
+			// It acts on something the query does not name: the
+			// discount of a customer, for "remove a customer".
+			f *= objectMissFactor
+		}
+	}
+	for _, c := range doc.op.Context {
+		if weights[c] == 1 {
+			f *= 1 + contextBoost // the resource it is under: "a file from a repo"
+			break
+		}
+	}
+	for _, a := range doc.op.Attribute {
+		if weights[a] >= lexicon.VerbWeight {
+			f *= 1 + attributeBoost // the field it sets: "rename" sets a name
+			break
+		}
+	}
+	for _, v := range doc.op.Verbs {
+		if w, ok := weights[v]; ok && w >= lexicon.VerbWeight {
+			f *= 1 + verbBoost*min(w, 1)
+			break
+		}
+	}
+	switch {
+	case q.Self && doc.self:
+		f *= 1 + selfBoost
+	case !q.Self && doc.self:
+		f *= otherFactor
+	case q.Self && !doc.self:
+		f *= notSelfFactor
+	}
+	return f
+}
+
+// classFactor weighs what a document does (d) against what the query
+// asks (q): more when they agree, less when one reads and the other
+// writes, or one creates and the other removes.
+func classFactor(q, d lexicon.Class, plural bool) float64 {
+	if q == 0 || d == 0 {
+		return 1
+	}
+	// Two named actions agree when their verbs do (verbBoost), not by
+	// being actions.
+	if q&^lexicon.Act != 0 {
+		q &^= lexicon.Act
+	}
+	if d&^lexicon.Act != 0 {
+		d &^= lexicon.Act
+	}
+	if q == lexicon.Act || d == lexicon.Act {
+		if (q|d)&^lexicon.Act&^lexicon.Read == 0 && (q|d)&lexicon.Read != 0 {
+			return readWriteFactor
+		}
+		return 1
+	}
+	if q&d != 0 {
+		if plural && q&lexicon.List != 0 && d&lexicon.List == 0 && d&lexicon.Read != 0 {
+			return 1 + classBoost/2 // a plural asks for a list rather than one
+		}
+		return 1 + classBoost
+	}
+	qRead, dRead := q&^lexicon.Read == 0, d&^lexicon.Read == 0
+	switch {
+	case qRead && dRead:
+		return 1
+	case qRead != dRead:
+		return readWriteFactor
+	case (q|d)&lexicon.Act != 0:
+		return 1
+	case q&lexicon.Create != 0 && d&lexicon.Delete != 0, q&lexicon.Delete != 0 && d&lexicon.Create != 0:
+		return createDeleteFactor
+	}
+	return otherWriteFactor
 }
 
 // distinct returns the distinct terms of ts, sorted.
@@ -375,6 +587,8 @@ const (
 	fieldName = iota
 	fieldCategory
 	fieldSummary
+	fieldLead
+	fieldIntent
 	fieldParams
 	fieldOutput
 	fieldText
@@ -382,8 +596,8 @@ const (
 )
 
 var (
-	fieldWeight = [numFields]float64{fieldName: 4, fieldCategory: 1.5, fieldSummary: 2.5, fieldParams: 1.2, fieldOutput: 0.5, fieldText: 0.8}
-	fieldB      = [numFields]float64{fieldName: 0.3, fieldCategory: 0.3, fieldSummary: 0.6, fieldParams: 0.5, fieldOutput: 0.5, fieldText: 0.75}
+	fieldWeight = [numFields]float64{fieldName: 4, fieldCategory: 1.5, fieldSummary: 2.5, fieldLead: 1.5, fieldIntent: 3, fieldParams: 1.2, fieldOutput: 0.5, fieldText: 0.6}
+	fieldB      = [numFields]float64{fieldName: 0.3, fieldCategory: 0.3, fieldSummary: 0.6, fieldLead: 0.6, fieldIntent: 0.3, fieldParams: 0.5, fieldOutput: 0.5, fieldText: 0.75}
 )
 
 const k1 = 1.2
@@ -391,6 +605,7 @@ const k1 = 1.2
 type index struct {
 	version  uint64
 	docs     []doc
+	byName   map[string]int32
 	catID    map[string]int32
 	postings map[string][]posting
 }
@@ -402,6 +617,10 @@ type doc struct {
 	// short name starts with (see polarity).
 	readOnly bool
 	polarity int8
+	// op is what the tool does, as its name and route say; self is set
+	// for a tool on the authenticated user's own things.
+	op   lexicon.Operation
+	self bool
 	// summary and name hold the distinct terms of the tool's summary
 	// and short name, sorted.
 	summary, name []string
@@ -415,7 +634,7 @@ type posting struct {
 }
 
 func build(ts []*tools.Tool, version uint64) *index {
-	ix := &index{version: version, catID: map[string]int32{}, postings: map[string][]posting{}}
+	ix := &index{version: version, catID: map[string]int32{}, postings: map[string][]posting{}, byName: make(map[string]int32, len(ts))}
 	fieldTerms := make([][numFields][]string, len(ts))
 	var totalLen [numFields]float64
 	for i, t := range ts {
@@ -434,18 +653,31 @@ func build(ts []*tools.Tool, version uint64) *index {
 			d.polarity = polarity[stem(nameWords[0])]
 		}
 		ix.docs = append(ix.docs, d)
+		ix.byName[t.Name] = int32(i)
 		ft := &fieldTerms[i]
 		nameTerms := terms(short)
 		ft[fieldName] = append(append(nameTerms, forms(nameWords)...), bigrams(nameTerms)...)
 		ft[fieldCategory] = terms(t.Category() + " " + strings.ReplaceAll(t.Group, "/", " "))
-		ft[fieldSummary] = terms(t.Summary + " " + t.Title)
+		summary := lexicon.Clean(t.Summary)
+		ft[fieldSummary] = terms(summary + " " + t.Title)
 		ix.docs[i].summary = distinct(ft[fieldSummary])
 		ix.docs[i].name = distinct(nameTerms)
-		in := schemaText(t.InputSchema)
-		out := schemaText(t.OutputSchema)
+		// The description's first sentence says what the tool does; a
+		// summary made from it is not counted twice.
+		lead, rest := lexicon.Lead(lexicon.Clean(t.Description))
+		if strings.TrimRight(lead, ".") == strings.TrimRight(summary, ".…") {
+			lead = ""
+		}
+		ft[fieldLead] = terms(lead)
+		op := lexicon.Describe(short, t.Route)
+		ix.docs[i].op = op
+		ix.docs[i].self = op.Self || mentionsSelf(summary+" "+lead)
+		ft[fieldIntent] = intentTerms(op)
+		in := schemaText(t.InputDocument())
+		out := schemaText(t.OutputDocument())
 		ft[fieldParams] = terms(strings.Join(in.names, " "))
 		ft[fieldOutput] = terms(strings.Join(out.names, " "))
-		ft[fieldText] = terms(t.Description + " " + strings.Join(in.descriptions, " "))
+		ft[fieldText] = terms(lexicon.Clean(rest + " " + strings.Join(in.descriptions, " ")))
 		for f := range numFields {
 			totalLen[f] += float64(len(ft[f]))
 		}
@@ -489,4 +721,156 @@ func build(ts []*tools.Tool, version uint64) *index {
 		ix.postings[term] = ps
 	}
 	return ix
+}
+
+// selfTerms are the terms by which names say they act for the
+// authenticated user, sorted.
+var selfTerms = distinct([]string{lexicon.Stem("authenticated"), "current", "me", "my", "user"})
+
+// classWords are the words the intent field gives each class, the words
+// the query's verbs stand for (lexicon.Analyze's related terms).
+var classWords = []struct {
+	class lexicon.Class
+	word  string
+}{
+	{lexicon.Create, "creat"}, {lexicon.Get, "get"}, {lexicon.List, "list"},
+	{lexicon.Update, "updat"}, {lexicon.Delete, "delet"}, {lexicon.Search, "search"},
+}
+
+// intentTerms are the terms of what a tool does: its class's word, its
+// object, the resources above it, its action verbs and the field it sets.
+func intentTerms(op lexicon.Operation) []string {
+	var out []string
+	for _, cw := range classWords {
+		if op.Class&cw.class != 0 {
+			out = append(out, cw.word)
+		}
+	}
+	if op.Object != "" {
+		out = append(out, op.Object, op.Object)
+	}
+	out = append(out, op.Context...)
+	out = append(out, op.Verbs...)
+	out = append(out, op.Attribute...)
+	return out
+}
+
+// mentionsSelf reports whether text says a tool works on the
+// authenticated user's own things.
+func mentionsSelf(text string) bool {
+	t := strings.ToLower(text)
+	return strings.Contains(t, "authenticated user") || strings.Contains(t, "current user") ||
+		strings.Contains(t, "calling user") || strings.Contains(t, "current user's")
+}
+
+// Link is one thing learning from use taught: that a search with the
+// word Term (an index term) was followed, Count times, by a run that
+// called the tool Tool.
+type Link struct {
+	Term  string
+	Tool  string
+	Count int
+}
+
+// LearnTerms returns the words of a query that learning from use keeps:
+// its index terms, distinct, at most 32. They are words only.
+func LearnTerms(query string) []string {
+	ts := distinct(lexicon.Analyze(query).Terms)
+	if len(ts) > 32 {
+		ts = ts[:32]
+	}
+	return ts
+}
+
+// Learn records that a search with terms (LearnTerms) was followed by a
+// run that called toolNames: later searches with those words rank those
+// tools higher, as if the words were in their names.
+func (ix *Index) Learn(terms, toolNames []string) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.learned == nil {
+		ix.learned = map[string]map[string]int{}
+	}
+	for _, t := range terms {
+		m := ix.learned[t]
+		if m == nil {
+			m = map[string]int{}
+			ix.learned[t] = m
+		}
+		for _, n := range toolNames {
+			m[n]++
+		}
+	}
+}
+
+// SetLearned replaces what the index learned from use by links (read
+// back from the store at start, or none to forget it all).
+func (ix *Index) SetLearned(links []Link) {
+	m := map[string]map[string]int{}
+	for _, l := range links {
+		if l.Count <= 0 {
+			continue
+		}
+		if m[l.Term] == nil {
+			m[l.Term] = map[string]int{}
+		}
+		m[l.Term][l.Tool] += l.Count
+	}
+	ix.mu.Lock()
+	ix.learned = m
+	ix.mu.Unlock()
+}
+
+// addLearned adds what learning from use taught to the scores: query
+// words that led to a tool count as those words in the tool's name would,
+// growing with how often they led there — when they are most of the
+// query (by idf), so that a task asked again finds what was used for it,
+// while a query that shares one common word with it ("add", "channel")
+// is not pulled towards it.
+func (ix *Index) addLearned(c *index, qterms []string, cat int32, acc []float64, matched []uint8, touched *[]int32) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if len(ix.learned) == 0 {
+		return
+	}
+	n := float64(len(c.docs))
+	idf := make([]float64, len(qterms))
+	total := 0.0
+	for i, t := range qterms {
+		df := float64(len(c.postings[t]))
+		idf[i] = math.Log(1 + (n-df+0.5)/(df+0.5))
+		total += idf[i]
+	}
+	type linked struct {
+		share, add float64
+		terms      uint8
+	}
+	byDoc := map[int32]*linked{}
+	for i, t := range qterms {
+		for name, count := range ix.learned[t] {
+			d, ok := c.byName[name]
+			if !ok || cat >= 0 && c.docs[d].cat != cat {
+				continue
+			}
+			l := byDoc[d]
+			if l == nil {
+				l = &linked{}
+				byDoc[d] = l
+			}
+			cnt := float64(count)
+			l.share += idf[i] / total
+			l.add += learnWeight * idf[i] * 2 * cnt / (cnt + 1)
+			l.terms++
+		}
+	}
+	for d, l := range byDoc {
+		if l.share < learnShare {
+			continue
+		}
+		if acc[d] == 0 {
+			*touched = append(*touched, d)
+		}
+		acc[d] += l.add
+		matched[d] = min(255, matched[d]+l.terms)
+	}
 }

@@ -459,3 +459,67 @@ func TestSaysWhatWasAsked(t *testing.T) {
 		t.Errorf("got %+v, want gh.pulls_merge first", hits)
 	}
 }
+
+// TestConfidence: a query that the catalogue answers gets a high hit
+// that matches all its words; one it does not answer gets only low ones.
+func TestConfidence(t *testing.T) {
+	t.Parallel()
+	ix := newIndex(t, newCatalog(t))
+	tests := []struct {
+		query string
+		want  search.Confidence
+	}{
+		{"merge a pull request", search.High},
+		{"refund a customer's payment", search.High},
+		{"book a flight to paris", search.Low},
+		{"feed the zebras at noon", search.Low},
+	}
+	for _, tc := range tests {
+		hits, err := ix.Search(search.Query{Text: tc.query, Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.want == search.Low {
+			for _, h := range hits {
+				if h.Confidence != search.Low {
+					t.Errorf("%q: %s is %s (match %.2f), want every hit low", tc.query, h.Name, h.Confidence, h.Match)
+				}
+			}
+			continue
+		}
+		if len(hits) == 0 || hits[0].Confidence != tc.want || hits[0].Match < search.HighMatch {
+			t.Errorf("%q: first hit %+v, want %s", tc.query, hits, tc.want)
+		}
+	}
+}
+
+// TestLearnFromUse: words that found nothing rank a tool first once a
+// search with them was followed by a call of it, and SetLearned(nil)
+// forgets it.
+func TestLearnFromUse(t *testing.T) {
+	t.Parallel()
+	ix := newIndex(t, newCatalog(t))
+	const query = "what is on fire in the garden"
+	const tool = "jira.transition_ticket"
+	first := func() string {
+		hits, err := ix.Search(search.Query{Text: query, Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) == 0 {
+			return ""
+		}
+		return hits[0].Name
+	}
+	if got := first(); got == tool {
+		t.Fatalf("%s is already first", tool)
+	}
+	ix.Learn(search.LearnTerms(query), []string{tool})
+	if got := first(); got != tool {
+		t.Errorf("after learning, first hit %q, want %s", got, tool)
+	}
+	ix.SetLearned(nil)
+	if got := first(); got == tool {
+		t.Errorf("after forgetting, %s is still first", tool)
+	}
+}

@@ -19,19 +19,24 @@ func (u *upstream) handler(orig, name string) tools.Handler {
 }
 
 // call forwards one call. It waits for a free slot of the server's
-// concurrency limit, and for a server that is connecting, within the
+// concurrency limit (of which one principal holds at most its share), and
+// for a server that is connecting, within the
 // call's deadline (the run's, and the server's timeout); a transport
 // failure is retried once for tools annotated read-only, nothing else is.
 // Progress the server reports reaches the caller's tools.Reporter.
 func (u *upstream) call(ctx context.Context, orig, name string, args json.RawMessage) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, u.timeout, errCallTimeout)
 	defer cancel()
-	select {
-	case u.slots <- struct{}{}:
-		defer func() { <-u.slots }()
-	case <-ctx.Done():
-		return nil, u.ended(ctx, name, fmt.Sprintf("while waiting for one of the %d calls in flight to it to finish", cap(u.slots)))
+	release, atShare, err := u.slots.Acquire(ctx)
+	if err != nil {
+		while := fmt.Sprintf("while waiting for one of the %d calls in flight to it to finish", u.slots.Total())
+		if atShare {
+			while = fmt.Sprintf("while waiting for one of your %d calls in flight to it to finish (one principal may have %d of its %d at once: max_calls_per_principal)",
+				u.slots.Share(), u.slots.Share(), u.slots.Total())
+		}
+		return nil, u.ended(ctx, name, while)
 	}
+	defer release()
 	progress := func(p, total float64, message string) {
 		f := -1.0
 		if total > 0 {
@@ -57,6 +62,11 @@ func (u *upstream) call(ctx context.Context, orig, name string, args json.RawMes
 		}
 		if ctx.Err() != nil {
 			return nil, u.ended(ctx, name, "")
+		}
+		var big *tooLargeError
+		if errors.As(err, &big) {
+			return nil, &tools.Error{Code: CodeUpstreamTooLarge, Tool: name,
+				Message: fmt.Sprintf("upstream %q sent a result of %s, more than its max_response_bytes (%s); ask for less, such as a smaller page or range, or raise max_response_bytes for it", u.name, sizeText(big.size), sizeText(big.max))}
 		}
 		var rpc *rpcError
 		if errors.As(err, &rpc) {

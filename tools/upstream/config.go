@@ -10,7 +10,6 @@ import (
 	"path"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -36,7 +35,7 @@ const (
 // the mcpServers object of Claude Desktop's claude_desktop_config.json
 // (command, args, env, cwd; or url, headers and type), to which codecell
 // adds its own settings (allow, deny, timeout, max_concurrent_calls,
-// category, disabled). Its TOML form is a [upstream.NAME] table of
+// category, disabled, trust_annotations). Its TOML form is a [upstream.NAME] table of
 // codecell's configuration with the same keys.
 type Server struct {
 	// Command starts a stdio server: a path, or a name looked up in the
@@ -67,15 +66,37 @@ type Server struct {
 	Deny []string `json:"deny,omitempty" toml:"deny,omitempty"`
 	// Timeout bounds one call, beside the run's own deadline; 0 means
 	// DefaultCallTimeout.
-	Timeout Duration `json:"timeout,omitempty" toml:"timeout,omitzero"`
+	Timeout tools.Duration `json:"timeout,omitempty" toml:"timeout,omitzero"`
 	// MaxConcurrentCalls bounds the calls in flight to this server; more
 	// wait their turn. 0 means DefaultMaxConcurrentCalls.
 	MaxConcurrentCalls int `json:"max_concurrent_calls,omitempty" toml:"max_concurrent_calls,omitzero"`
+	// MaxCallsPerPrincipal bounds the calls in flight to this server of
+	// one principal, so that one principal's hanging calls cannot take
+	// every slot of MaxConcurrentCalls; 0 means all but a quarter of
+	// them (tools.DefaultShare) where several principals call
+	// (Config.Shared), else all of them.
+	MaxCallsPerPrincipal int `json:"max_calls_per_principal,omitempty" toml:"max_calls_per_principal,omitzero"`
+	// MaxResponseBytes bounds each message the server sends (a tool's
+	// result, a page of its tool list, a notification), read without
+	// holding more than that; a call whose result is larger fails with
+	// upstream_too_large. 0 means DefaultMaxResponseBytes.
+	MaxResponseBytes int64 `json:"max_response_bytes,omitempty" toml:"max_response_bytes,omitzero"`
 	// Category is the namespace of the server's tools; empty means the
 	// server's name, sanitised (CategoryFor).
 	Category string `json:"category,omitempty" toml:"category,omitempty"`
 	// Disabled keeps the server configured but not started.
 	Disabled bool `json:"disabled,omitempty" toml:"disabled,omitempty"`
+	// Unconfined starts a stdio server without the confinement codecell
+	// gives its children (Config.Confine), for a server that needs what
+	// it denies; see the Security page of the documentation.
+	Unconfined bool `json:"unconfined,omitempty" toml:"unconfined,omitempty"`
+	// TrustAnnotations lets the server's tool annotations decide what
+	// only known read-only tools may do: pass --read-only and read-only
+	// toolsets, run for real in a dry run, skip the approval of writes,
+	// be memoised. Off by default: MCP's annotations are hints, and a
+	// server may call a tool that writes readOnlyHint, so its tools
+	// count as tools that may write and destroy, whatever they claim.
+	TrustAnnotations bool `json:"trust_annotations,omitempty" toml:"trust_annotations,omitempty"`
 }
 
 // Defaults of the per-server settings.
@@ -83,43 +104,6 @@ const (
 	DefaultCallTimeout        = 60 * time.Second
 	DefaultMaxConcurrentCalls = 16
 )
-
-// Duration is a time.Duration written as "30s"; in JSON a number is taken
-// as seconds, as some hosts write timeouts.
-type Duration time.Duration
-
-// UnmarshalText parses a duration such as "30s".
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return fmt.Errorf("%q is not a duration such as 30s or 2m", string(b))
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalText writes the duration as "30s".
-func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
-
-// UnmarshalJSON takes "30s" or a number of seconds.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		return d.UnmarshalText([]byte(s))
-	}
-	f, err := strconv.ParseFloat(string(b), 64)
-	if err != nil {
-		return fmt.Errorf("%s is not a duration such as \"30s\" or a number of seconds", b)
-	}
-	*d = Duration(f * float64(time.Second))
-	return nil
-}
-
-// D returns the time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
 
 // Transport returns the transport the server is configured for, and
 // whether it is an HTTP server whose transport is detected (Streamable
@@ -197,6 +181,9 @@ func (s *Server) Check() []Problem {
 		if len(s.Args) > 0 {
 			bad("args", "is for stdio servers")
 		}
+		if s.Unconfined {
+			bad("unconfined", "is for stdio servers; codecell starts no process for an HTTP server")
+		}
 	}
 	if s.Command != "" && len(s.Headers) > 0 {
 		bad("headers", "are for HTTP servers; give a stdio server its secrets in env")
@@ -234,6 +221,12 @@ func (s *Server) Check() []Problem {
 	}
 	if s.Timeout < 0 {
 		bad("timeout", "must not be negative")
+	}
+	if s.MaxCallsPerPrincipal < 0 {
+		bad("max_calls_per_principal", "must not be negative (0 means all but a quarter of max_concurrent_calls)")
+	}
+	if s.MaxResponseBytes < 0 {
+		bad("max_response_bytes", "must not be negative (0 means %d)", DefaultMaxResponseBytes)
 	}
 	if s.MaxConcurrentCalls < 0 {
 		bad("max_concurrent_calls", "must not be negative (0 means %d)", DefaultMaxConcurrentCalls)

@@ -6,15 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel/propagation"
+	"golang.org/x/time/rate"
 )
 
 // conn is one live connection to an upstream server: its MCP client, the
@@ -30,16 +34,27 @@ type conn struct {
 	info    mcp.Implementation
 	instr   string
 	listsCh bool // the server announces tool list changes
+	caps    mcp.ServerCapabilities
 
 	ids      atomic.Int64
 	mu       sync.Mutex
 	progress map[string]progressFunc // progress token → the call's reporter
+	tooLarge map[string]int64        // request id → the size of its oversized response
+	maxMsg   int64                   // the server's max_response_bytes
+	dropLog  *rate.Limiter           // of the warnings about dropped messages
 
 	lost     chan struct{} // closed when the connection ended
 	lostOnce sync.Once
 	lostWhy  string
 
 	listChanged chan struct{} // notifications/tools/list_changed, coalesced
+	// featChanged: notifications/prompts/list_changed or
+	// resources/list_changed, coalesced; updated receives the URIs of
+	// notifications/resources/updated.
+	featChanged chan struct{}
+	updated     atomic.Pointer[func(uri string)]
+	logs        *rate.Limiter // of the log notifications logged
+	logsDropped atomic.Int64  // log notifications not logged since the last one that was
 	stop        context.CancelFunc
 	wg          sync.WaitGroup // goroutines the connection started
 	grace       time.Duration
@@ -50,16 +65,19 @@ type progressFunc func(progress, total float64, message string)
 
 // dialer is what a connection needs from its upstream.
 type dialer struct {
-	name      string
-	server    Server
-	kind      Transport
-	res       resolved
-	red       redactor
-	log       *slog.Logger
-	version   string
-	handshake time.Duration
-	grace     time.Duration
-	ping      time.Duration
+	name    string
+	server  Server
+	kind    Transport
+	res     resolved
+	confine Confine
+	// maxResponse bounds each message from the server.
+	maxResponse int64
+	red         redactor
+	log         *slog.Logger
+	version     string
+	handshake   time.Duration
+	grace       time.Duration
+	ping        time.Duration
 }
 
 // errLegacySSE is an HTTP server that refused Streamable HTTP's
@@ -76,8 +94,13 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 	c := &conn{
 		kind:        d.kind,
 		progress:    map[string]progressFunc{},
+		tooLarge:    map[string]int64{},
+		maxMsg:      d.maxResponse,
+		dropLog:     rate.NewLimiter(rate.Every(10*time.Second), 3),
 		lost:        make(chan struct{}),
 		listChanged: make(chan struct{}, 1),
+		featChanged: make(chan struct{}, 1),
+		logs:        rate.NewLimiter(logRate, logBurst),
 		stop:        stop,
 		grace:       d.grace,
 	}
@@ -85,21 +108,22 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 	var err error
 	switch d.kind {
 	case Stdio:
-		c.proc, err = startProcess(d.name, d.server, d.res, d.log, d.red)
+		c.proc, err = startProcess(d.name, d.server, d.res, d.confine, d.log, d.red)
 		if err != nil {
 			stop()
 			return nil, err
 		}
-		c.tr = transport.NewIO(c.proc.stdout, c.proc.stdin, nil)
+		c.tr = transport.NewIO(newLimitReader(c.proc.stdout, jsonLines, d.maxResponse, c.oversized(d)), c.proc.stdin, nil)
 	case StreamableHTTP:
 		c.tr, err = transport.NewStreamableHTTP(d.server.URL,
+			transport.WithHTTPBasicClient(c.httpClient(d)),
 			transport.WithHTTPHeaders(d.res.headers),
 			//lint:ignore SA1019 upstream servers speak protocol versions before 2026-07-28, where the GET stream carries list_changed.
 			transport.WithContinuousListening(),
 			transport.WithHTTPLogger(quiet))
 	case SSE:
 		var sse *transport.SSE
-		sse, err = transport.NewSSE(d.server.URL, transport.WithHeaders(d.res.headers), transport.WithSSELogger(quiet))
+		sse, err = transport.NewSSE(d.server.URL, transport.WithHTTPClient(c.httpClient(d)), transport.WithHeaders(d.res.headers), transport.WithSSELogger(quiet))
 		if err == nil {
 			sse.SetConnectionLostHandler(func(err error) { c.markLost("the SSE stream ended: " + d.red.String(err.Error())) })
 			c.tr = sse
@@ -114,7 +138,11 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 	defer cancel()
 	if err = c.start(life, hctx, d); err != nil {
 		if c.proc != nil && c.proc.waitExit(ctx, 500*time.Millisecond) {
-			err = fmt.Errorf("%s", c.proc.exitReason())
+			why := c.proc.exitReason()
+			if c.proc.confined && deniedRE.MatchString(why) {
+				why += confinedHint
+			}
+			err = fmt.Errorf("%s", why)
 		} else if errors.Is(context.Cause(hctx), errHandshakeTimeout) {
 			err = fmt.Errorf("%w: no answer to initialize within %s", errHandshakeTimeout, d.handshake)
 		}
@@ -137,6 +165,49 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 	return c, nil
 }
 
+// httpClient is the HTTP client of a connection to an HTTP server: its
+// responses' messages are bounded as they are read.
+func (c *conn) httpClient(d dialer) *http.Client {
+	return &http.Client{Transport: limitTransport{base: http.DefaultTransport, max: d.maxResponse, drop: c.oversized(d)}}
+}
+
+// oversized records a message the server sent that was larger than its
+// max_response_bytes: a response, for the call that waits for it; a
+// notification or request, or a message without an id, is dropped, with
+// a warning now and then.
+func (c *conn) oversized(d dialer) oversized {
+	return func(id json.RawMessage, method bool, size int64) {
+		var rid mcp.RequestId
+		if id != nil && !method && json.Unmarshal(id, &rid) == nil {
+			c.mu.Lock()
+			c.tooLarge[rid.String()] = size
+			c.mu.Unlock()
+			return
+		}
+		if c.dropLog.Allow() {
+			d.log.Warn("dropped a message larger than max_response_bytes", "bytes", size, "max_response_bytes", d.maxResponse, "request_or_notification", method)
+		}
+	}
+}
+
+// tooLargeError is a call whose response was larger than the server's
+// max_response_bytes, and was not read into memory.
+type tooLargeError struct {
+	size, max int64
+}
+
+func (e *tooLargeError) Error() string {
+	return fmt.Sprintf("the server sent a response of %s, more than max_response_bytes (%s)", sizeText(e.size), sizeText(e.max))
+}
+
+// sizeText writes a byte count for people.
+func sizeText(n int64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
+
 // start starts the transport on the connection's lifetime and performs
 // the handshake within hctx.
 func (c *conn) start(life, hctx context.Context, d dialer) error {
@@ -154,6 +225,7 @@ func (c *conn) start(life, hctx context.Context, d dialer) error {
 	c.info = res.ServerInfo
 	c.instr = res.Instructions
 	c.listsCh = res.Capabilities.Tools != nil && res.Capabilities.Tools.ListChanged
+	c.caps = res.Capabilities
 	return nil
 }
 
@@ -165,6 +237,17 @@ func (c *conn) notified(n mcp.JSONRPCNotification, d dialer) {
 		select {
 		case c.listChanged <- struct{}{}:
 		default:
+		}
+	case string(mcp.MethodNotificationPromptsListChanged), string(mcp.MethodNotificationResourcesListChanged):
+		select {
+		case c.featChanged <- struct{}{}:
+		default:
+		}
+	case string(mcp.MethodNotificationResourceUpdated):
+		if uri, ok := n.Params.AdditionalFields["uri"].(string); ok {
+			if fn := c.updated.Load(); fn != nil {
+				(*fn)(uri)
+			}
 		}
 	case string(mcp.MethodNotificationProgress):
 		f := n.Params.AdditionalFields
@@ -179,11 +262,65 @@ func (c *conn) notified(n mcp.JSONRPCNotification, d dialer) {
 			fn(p, total, d.red.String(msg))
 		}
 	case "notifications/message":
-		if d.log.Enabled(context.Background(), slog.LevelDebug) {
-			b, _ := json.Marshal(n.Params.AdditionalFields["data"])
-			d.log.Debug(d.name+": "+d.red.String(string(b)), "stream", "log")
+		if !d.log.Enabled(context.Background(), slog.LevelDebug) {
+			return
 		}
+		dropped := func() {
+			if n := c.logsDropped.Swap(0); n > 0 {
+				d.log.Debug(fmt.Sprintf("%s: %d log notifications not logged (more than %d a second)", d.name, n, logRate), "stream", "log")
+			}
+		}
+		if !c.logs.Allow() {
+			if c.logsDropped.Add(1) == 1 {
+				// Said with the next one logged, or in a second.
+				time.AfterFunc(time.Second, dropped)
+			}
+			return
+		}
+		dropped()
+		f := n.Params.AdditionalFields
+		level, _ := f["level"].(string)
+		logger, _ := f["logger"].(string)
+		d.log.Debug(d.name+": "+logText(f["data"], d.red, maxLogText), "stream", "log",
+			"level", logText(level, d.red, 16), "logger", logText(logger, d.red, 64))
 	}
+}
+
+// A server's log notifications are logged at debug level, at most logRate
+// a second in bursts of logBurst, each cut to maxLogText bytes.
+const (
+	logRate    = 20
+	logBurst   = 100
+	maxLogText = 300
+)
+
+// logText is the data of a log notification as one line of at most limit
+// bytes, its secrets replaced: a string as it is, anything else as JSON.
+func logText(data any, red redactor, limit int) string {
+	s, ok := data.(string)
+	if !ok {
+		b, _ := json.Marshal(data)
+		s = string(b)
+	}
+	// Cut before the scrubbing, which need not read megabytes, and after
+	// it, so that no secret is cut in two.
+	s = cutBytes(s, 4<<10)
+	s = strings.Join(strings.Fields(red.String(s)), " ")
+	if len(s) > limit {
+		s = cutBytes(s, limit) + "…"
+	}
+	return s
+}
+
+// cutBytes cuts s to at most n bytes, on a rune boundary.
+func cutBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // pingEvery checks an HTTP connection's health: a server that stopped
@@ -265,6 +402,11 @@ func (c *conn) nextID() mcp.RequestId {
 }
 
 func (c *conn) send(ctx context.Context, id mcp.RequestId, method string, params any) (json.RawMessage, error) {
+	defer func() {
+		c.mu.Lock()
+		delete(c.tooLarge, id.String())
+		c.mu.Unlock()
+	}()
 	resp, err := c.tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: params})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -274,6 +416,12 @@ func (c *conn) send(ctx context.Context, id mcp.RequestId, method string, params
 		return nil, err
 	}
 	if resp.Error != nil {
+		c.mu.Lock()
+		size, over := c.tooLarge[id.String()]
+		c.mu.Unlock()
+		if over {
+			return nil, &tooLargeError{size: size, max: c.maxMsg}
+		}
 		return nil, &rpcError{Code: resp.Error.Code, Message: resp.Error.Message}
 	}
 	return resp.Result, nil
@@ -355,17 +503,26 @@ type callParams struct {
 }
 
 type callMeta struct {
-	ProgressToken string `json:"progressToken"`
+	ProgressToken string `json:"progressToken,omitempty"`
+	// Traceparent and Tracestate continue the caller's W3C trace context
+	// (a run's tool call span, when codecell traces) in the server.
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
 }
 
 // callTool calls the tool by its original name and returns the raw
-// CallToolResult. Progress notifications for the call go to onProgress.
+// CallToolResult. Progress notifications for the call go to onProgress;
+// ctx's trace context, if any, goes with the call in its _meta.
 func (c *conn) callTool(ctx context.Context, name string, args json.RawMessage, onProgress progressFunc) (json.RawMessage, error) {
 	id := c.nextID()
 	p := callParams{Name: name, Arguments: args}
+	var meta callMeta
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	meta.Traceparent, meta.Tracestate = carrier["traceparent"], carrier["tracestate"]
 	if onProgress != nil {
 		token := id.String()
-		p.Meta = &callMeta{ProgressToken: token}
+		meta.ProgressToken = token
 		c.mu.Lock()
 		c.progress[token] = onProgress
 		c.mu.Unlock()
@@ -374,6 +531,9 @@ func (c *conn) callTool(ctx context.Context, name string, args json.RawMessage, 
 			delete(c.progress, token)
 			c.mu.Unlock()
 		}()
+	}
+	if meta != (callMeta{}) {
+		p.Meta = &meta
 	}
 	return c.send(ctx, id, string(mcp.MethodToolsCall), p)
 }

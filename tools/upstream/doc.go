@@ -14,6 +14,16 @@
 // caller gives; children get a minimal environment (DefaultEnvironment)
 // plus their configured env, never the whole environment of codecell.
 //
+// What a server sends is not trusted: each message is bounded while it is
+// read (Server.MaxResponseBytes; a larger result fails its call with
+// upstream_too_large, see limit.go), its stderr and log notifications are
+// logged rate-limited and scrubbed (Config.Scrub), a tool whose name cannot
+// be registered is skipped, and where several principals call
+// (Config.Shared) one holds at most its share of a server's calls in
+// flight (tools.Slots). A stdio child is started through Config.Confine,
+// when the caller gives one (codecell's Landlock shim), unless the server
+// is Unconfined.
+//
 // Names: an upstream tool "get-sum" of the server "everything" is
 // registered as everything.get_sum, with the original name kept as an
 // alias, so everything["get-sum"] and tools.call("everything.get-sum")

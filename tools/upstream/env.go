@@ -107,6 +107,7 @@ func expand(s string, lookup Lookup) (string, error) {
 type resolved struct {
 	args    []string
 	env     []string // NAME=value, sorted: DefaultEnvironment, then Env
+	ownEnv  []string // NAME=value, sorted: the server's Env alone
 	headers map[string]string
 	secrets []string
 }
@@ -129,6 +130,7 @@ func resolve(s Server, lookup Lookup) (resolved, error) {
 			return r, fmt.Errorf("env %s: %w", k, err)
 		}
 		env[k] = v
+		r.ownEnv = append(r.ownEnv, k+"="+v)
 		r.secrets = append(r.secrets, v)
 	}
 	for _, k := range slices.Sorted(maps.Keys(env)) {
@@ -169,6 +171,8 @@ func resolve(s Server, lookup Lookup) (resolved, error) {
 // DEBUG=1 or MODE=read do not blank words of logs and data.
 type redactor struct {
 	text, results *strings.Replacer
+	// scrub replaces what a detector finds sensitive in text (Config.Scrub).
+	scrub func(string) string
 }
 
 const (
@@ -176,8 +180,8 @@ const (
 	secretMark = "[secret]"
 )
 
-func newRedactor(secrets []string) redactor {
-	return redactor{text: replacer(secrets, minSecret, false), results: replacer(secrets, minSecret, true)}
+func newRedactor(secrets []string, scrub func(string) string) redactor {
+	return redactor{text: replacer(secrets, minSecret, false), results: replacer(secrets, minSecret, true), scrub: scrub}
 }
 
 // replacer replaces the secrets of at least minLen bytes, and their JSON
@@ -209,12 +213,15 @@ func replacer(secrets []string, minLen int, inJSON bool) *strings.Replacer {
 	return strings.NewReplacer(pairs...)
 }
 
-// String replaces the secrets in a text.
+// String replaces the secrets in a text, and what the scrubber finds.
 func (r redactor) String(s string) string {
-	if r.text == nil {
-		return s
+	if r.text != nil {
+		s = r.text.Replace(s)
 	}
-	return r.text.Replace(s)
+	if r.scrub != nil {
+		s = r.scrub(s)
+	}
+	return s
 }
 
 // Result replaces the secrets in a result (JSON), reporting whether any

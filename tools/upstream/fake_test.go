@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -108,6 +109,14 @@ func newFakeServer(say func(string)) *server.MCPServer {
 				mcp.NewEmbeddedResource(mcp.TextResourceContents{URI: "file:///notes.txt", MIMEType: "text/plain", Text: "hello notes"}),
 			}}, nil
 		})
+	srv.AddTool(mcp.NewTool("trace-meta", mcp.WithDescription("Returns the traceparent of its call's _meta.")),
+		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			tp := ""
+			if r.Params.Meta != nil {
+				tp, _ = r.Params.Meta.AdditionalFields["traceparent"].(string)
+			}
+			return text(strconv.Quote(tp)), nil
+		})
 	srv.AddTool(mcp.NewTool("fail", mcp.WithDescription("Reports an error.")),
 		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultError("boom: the widget is broken"), nil
@@ -120,6 +129,7 @@ func newFakeServer(say func(string)) *server.MCPServer {
 		})
 	srv.AddTool(mcp.NewTool("hang", mcp.WithDescription("Never answers; says when it is cancelled.")),
 		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			say("hang: started")
 			<-ctx.Done()
 			say("hang: cancelled by the client")
 			return nil, ctx.Err()
@@ -162,6 +172,17 @@ func newFakeServer(say func(string)) *server.MCPServer {
 				return text("null"), nil
 			}
 			return text(strconv.Quote(v)), nil
+		})
+	if os.Getenv("CODECELL_FAKE_BAD_NAMES") != "" {
+		// Names no catalogue can take.
+		for _, n := range []string{"bad\nname", "nul\x00name", strings.Repeat("long", 75), "\xff\xfe", ""} {
+			srv.AddTool(mcp.NewTool(n, mcp.WithDescription("A tool with a bad name.")),
+				func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("bad"), nil })
+		}
+	}
+	srv.AddTool(mcp.NewTool("big", mcp.WithDescription("Returns a text of n bytes."), mcp.WithNumber("n", mcp.Required())),
+		func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text(strings.Repeat("a", int(r.GetFloat("n", 0)))), nil
 		})
 	var added sync.Once
 	srv.AddTool(mcp.NewTool("add-tool", mcp.WithDescription("Adds the tool late, announcing the change.")),

@@ -108,6 +108,39 @@ func TestHTTPServers(t *testing.T) {
 	}
 }
 
+// TestResponsesAreBounded (issue 19): a result larger than the server's
+// max_response_bytes fails its call with upstream_too_large, over stdio,
+// Streamable HTTP and SSE, and the connection serves the next call.
+func TestResponsesAreBounded(t *testing.T) {
+	t.Parallel()
+	auth := map[string]string{"Authorization": "Bearer ${MY_TOKEN}"}
+	servers := map[string]upstream.Server{
+		"stdio":      fake(t, "serve"),
+		"streamable": {URL: httpFake(t, false, false, nil).URL + "/mcp", Headers: auth},
+		"sse":        {URL: httpFake(t, true, false, nil).URL + "/sse", Headers: auth},
+	}
+	for name, s := range servers {
+		s.MaxResponseBytes = 64 << 10
+		servers[name] = s
+	}
+	e := start(t, servers)
+	for name := range servers {
+		t.Run(name, func(t *testing.T) {
+			if st := e.status(name); st.State != upstream.StateReady {
+				t.Fatalf("status %+v", st)
+			}
+			_, err := e.call(t, name+".big", `{"n": 1000000}`)
+			var te *tools.Error
+			if !errors.As(err, &te) || te.Code != upstream.CodeUpstreamTooLarge || !strings.Contains(te.Message, "max_response_bytes") {
+				t.Fatalf("a 1 MB result: %v", err)
+			}
+			if out, err := e.call(t, name+".big", `{"n": 10}`); err != nil || string(out) != `"aaaaaaaaaa"` {
+				t.Errorf("the next call: %s, %v", out, err)
+			}
+		})
+	}
+}
+
 // TestHTTPReconnects notices a server that went away, fails calls with the
 // reason meanwhile, and reconnects when it is back.
 func TestHTTPReconnects(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -29,6 +30,8 @@ type process struct {
 	stdout *os.File // our end: the child's standard output
 	tail   *stderrTail
 
+	confined bool // started through Config.Confine
+
 	exited  chan struct{} // closed once the child is reaped
 	exitErr error         // what Wait returned; set before exited closes
 	stderrD chan struct{} // closed once stderr has been read to its end
@@ -40,16 +43,24 @@ var (
 )
 
 // startProcess starts the server's command with the resolved arguments
-// and environment. Its stderr is logged, prefixed with the server's name,
+// and environment, through confine unless it is nil or the server is
+// unconfined. Its stderr is logged, prefixed with the server's name,
 // rate-limited and with secrets replaced.
-func startProcess(name string, s Server, r resolved, log *slog.Logger, red redactor) (*process, error) {
+func startProcess(name string, s Server, r resolved, confine Confine, log *slog.Logger, red redactor) (*process, error) {
 	bin, err := lookCommand(s.Command, s.Cwd, r.env)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, r.args...)
-	cmd.Env = r.env
-	cmd.Dir = s.Cwd
+	l := Launch{Name: name, Path: bin, Args: r.args, Dir: s.Cwd, Env: r.env, ConfigEnv: r.ownEnv}
+	confined := confine != nil && !s.Unconfined
+	if confined {
+		if l, err = confine(l); err != nil {
+			return nil, fmt.Errorf("confine: %s", red.String(err.Error()))
+		}
+	}
+	cmd := exec.Command(l.Path, l.Args...)
+	cmd.Env = l.Env
+	cmd.Dir = l.Dir
 	setProcessGroup(cmd)
 
 	var files []*os.File
@@ -82,12 +93,13 @@ func startProcess(name string, s Server, r resolved, log *slog.Logger, red redac
 	outW.Close()
 	errW.Close()
 	p := &process{
-		cmd:     cmd,
-		stdin:   inW,
-		stdout:  outR,
-		tail:    &stderrTail{max: 20},
-		exited:  make(chan struct{}),
-		stderrD: make(chan struct{}),
+		confined: confined,
+		cmd:      cmd,
+		stdin:    inW,
+		stdout:   outR,
+		tail:     &stderrTail{max: 20},
+		exited:   make(chan struct{}),
+		stderrD:  make(chan struct{}),
 	}
 	go func() {
 		defer close(p.stderrD)
@@ -220,6 +232,14 @@ func (p *process) exitReason() string {
 	}
 	return msg
 }
+
+// deniedRE finds, in how a server ended, the errors a confinement causes.
+var deniedRE = regexp.MustCompile(`(?i)permission denied|operation not permitted|\bEACCES\b|\bEPERM\b`)
+
+// confinedHint is added to the reason of a confined server that ended
+// before it answered with a permission error: what the confinement
+// denies, and how to lift it.
+const confinedHint = " (it runs confined: codecell's data and configuration are out of its reach, and it cannot create files or directories directly in the directories that hold them, such as your home directory; if it needs that, set unconfined = true for it)"
 
 // stderrTail logs a child's stderr line by line and keeps its last lines
 // for the reason shown when the child exits.

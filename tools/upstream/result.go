@@ -35,6 +35,10 @@ const CodeUpstreamUnavailable = "upstream_unavailable"
 // timeout setting.
 const CodeUpstreamTimeout = "upstream_timeout"
 
+// CodeUpstreamTooLarge is the code of a call whose result was larger than
+// the server's max_response_bytes; it was not read into memory.
+const CodeUpstreamTooLarge = "upstream_too_large"
+
 // callResult is MCP's CallToolResult, its parts kept raw.
 type callResult struct {
 	Content           []json.RawMessage `json:"content"`

@@ -42,6 +42,22 @@ type Config struct {
 	// tools that declare no output schema (see doc.go); nil keeps them in
 	// memory only.
 	Shapes Shapes
+	// Confine, when set, confines every stdio server whose configuration
+	// does not set unconfined: its child process is started through the
+	// wrapper Confine returns. Nil starts them as they are.
+	Confine Confine
+	// Shared says several principals call these servers (codecell serves
+	// HTTP with authentication): a server's calls in flight are then
+	// shared out, one principal holding at most max_calls_per_principal
+	// of them (by default all but a quarter). Otherwise a principal may
+	// hold them all unless max_calls_per_principal says less.
+	Shared bool
+	// Scrub, when set, replaces sensitive values (credentials, personal
+	// data) in text that comes from a server before codecell logs or shows
+	// it: its stderr, its log notifications, its error messages and the
+	// reasons it is unavailable. Values of its configured env and headers
+	// are replaced whether or not it is set.
+	Scrub func(string) string
 	// Logger receives the source's logs and the servers' stderr; nil
 	// discards them.
 	Logger *slog.Logger
@@ -124,6 +140,9 @@ type Source struct {
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
 	closeOnce sync.Once
+
+	listenMu sync.Mutex
+	listener func(Event) // features.go
 }
 
 // Start checks the configuration and starts connecting to every enabled

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/codecell/codecell/tools"
@@ -32,7 +33,9 @@ type upstream struct {
 	res      resolved
 	resErr   error // a ${VAR} that could not be resolved
 	timeout  time.Duration
-	slots    chan struct{}
+	slots    *tools.Slots
+	// maxResponse bounds each message from the server.
+	maxResponse int64
 
 	settled     chan struct{} // closed when the first attempt ended
 	settledOnce sync.Once
@@ -53,8 +56,13 @@ type upstream struct {
 	learned  map[string]*learning // original → what is learned of its results
 	restarts int
 	lastWhy  string // the last failure logged
+	skipped  string // the tools skipped for their names, as last logged
 	server   string
 	summary  string
+	// feat is what the server offers besides tools; subscribed the
+	// URIs of its resources subscribed to (features.go).
+	feat       features
+	subscribed map[string]bool
 }
 
 func newUpstream(s *Source, name string, cfg Server) *upstream {
@@ -76,6 +84,8 @@ func newUpstream(s *Source, name string, cfg Server) *upstream {
 		notes:    map[string]string{},
 		printed:  map[string][32]byte{},
 		learned:  map[string]*learning{},
+
+		subscribed: map[string]bool{},
 	}
 	if u.timeout <= 0 {
 		u.timeout = DefaultCallTimeout
@@ -84,9 +94,17 @@ func newUpstream(s *Source, name string, cfg Server) *upstream {
 	if n <= 0 {
 		n = DefaultMaxConcurrentCalls
 	}
-	u.slots = make(chan struct{}, n)
+	share := cfg.MaxCallsPerPrincipal
+	if share <= 0 && !s.cfg.Shared {
+		share = n // one principal: nobody to keep room for
+	}
+	u.slots = tools.NewSlots(n, share)
+	u.maxResponse = cfg.MaxResponseBytes
+	if u.maxResponse <= 0 {
+		u.maxResponse = DefaultMaxResponseBytes
+	}
 	u.res, u.resErr = resolve(cfg, s.cfg.Lookup)
-	u.red = newRedactor(u.res.secrets)
+	u.red = newRedactor(u.res.secrets, s.cfg.Scrub)
 	u.summary = fmt.Sprintf("Tools of the MCP server %q (%s).", name, u.where())
 	if cfg.Disabled {
 		u.state = StateDisabled
@@ -233,7 +251,7 @@ var errConflict = errors.New("category conflict")
 // connected before.
 func (u *upstream) connect(ctx context.Context, again bool) (*conn, error) {
 	d := dialer{
-		name: u.name, server: u.cfg, kind: u.kind, res: u.res, red: u.red, log: u.log,
+		name: u.name, server: u.cfg, kind: u.kind, res: u.res, red: u.red, log: u.log, confine: u.src.cfg.Confine, maxResponse: u.maxResponse,
 		version: u.src.cfg.Version, handshake: u.src.cfg.HandshakeTimeout, grace: u.src.cfg.Grace, ping: u.src.cfg.PingInterval,
 	}
 	c, err := d.dial(ctx)
@@ -254,6 +272,17 @@ func (u *upstream) connect(ctx context.Context, again bool) (*conn, error) {
 		c.close()
 		return nil, err
 	}
+	updated := func(uri string) {
+		u.mu.Lock()
+		sub := u.subscribed[uri]
+		u.mu.Unlock()
+		if sub {
+			u.src.tell(Event{Category: u.category, Updated: uri})
+		}
+	}
+	c.updated.Store(&updated)
+	u.refreshFeatures(lctx, c)
+	u.resubscribe(lctx, c)
 	u.mu.Lock()
 	u.conn = c
 	if again {
@@ -281,6 +310,7 @@ func (u *upstream) serve(ctx context.Context, c *conn) string {
 		u.conn = nil
 		u.mu.Unlock()
 		c.close()
+		u.setFeatures(features{}) // offered again once connected
 	}()
 	for {
 		select {
@@ -295,6 +325,10 @@ func (u *upstream) serve(ctx context.Context, c *conn) string {
 			if err != nil {
 				u.log.Warn("refresh tools after list_changed", "err", err)
 			}
+		case <-c.featChanged:
+			lctx, cancel := context.WithTimeout(ctx, u.src.cfg.HandshakeTimeout)
+			u.refreshFeatures(lctx, c)
+			cancel()
 		}
 	}
 }
@@ -310,14 +344,27 @@ func (u *upstream) refresh(ctx context.Context, c *conn) error {
 		return fmt.Errorf("list tools: %s", describe(err, u.red))
 	}
 	byName := map[string]*remoteTool{}
-	var origs []string
+	var origs, skipped []string
 	for i := range list {
 		t := &list[i]
-		if t.Name == "" || byName[t.Name] != nil || !u.allowed(t.Name) {
+		if why := nameProblem(t.Name); why != "" {
+			skipped = append(skipped, fmt.Sprintf("tool %d of its list (%s)", i+1, why))
+			continue
+		}
+		if byName[t.Name] != nil || !u.allowed(t.Name) {
 			continue
 		}
 		byName[t.Name] = t
 		origs = append(origs, t.Name)
+	}
+	if s := strings.Join(skipped, "; "); s != "" {
+		u.mu.Lock()
+		again := u.skipped == s
+		u.skipped = s
+		u.mu.Unlock()
+		if !again {
+			u.log.Warn("skipped tools whose names cannot be registered", "count", len(skipped), "tools", s)
+		}
 	}
 	short, notes := ToolNames(u.category, origs)
 	u.regMu.Lock()
@@ -335,6 +382,7 @@ func (u *upstream) refresh(ctx context.Context, c *conn) error {
 		}
 	}
 	var add []tools.Tool
+	var addOrig []string
 	printed := map[string][32]byte{}
 	learned := map[string]*learning{}
 	for _, o := range origs {
@@ -352,6 +400,7 @@ func (u *upstream) refresh(ctx context.Context, c *conn) error {
 			continue
 		}
 		add = append(add, u.tool(t, short[o], notes[o]))
+		addOrig = append(addOrig, o)
 	}
 	keep := map[string]bool{}
 	for _, o := range origs {
@@ -371,7 +420,22 @@ func (u *upstream) refresh(ctx context.Context, c *conn) error {
 	}
 	if len(add) > 0 {
 		if err := u.src.reg.Register(add...); err != nil {
-			return fmt.Errorf("register tools: %w", err)
+			// One tool the registry refuses does not take the others
+			// with it: each is registered alone, and those refused are
+			// left out.
+			for i, t := range add {
+				if err := u.src.reg.Register(t); err != nil {
+					o := addOrig[i]
+					u.log.Warn("skipped a tool the catalogue refuses", "tool", t.Name, "err", u.red.String(err.Error()))
+					u.src.reg.Unregister(t.Name)
+					delete(byName, o)
+					delete(short, o)
+					delete(notes, o)
+					delete(printed, o)
+					delete(learned, o)
+					origs = slices.DeleteFunc(origs, func(x string) bool { return x == o })
+				}
+			}
 		}
 	}
 	u.mu.Lock()
@@ -381,6 +445,28 @@ func (u *upstream) refresh(ctx context.Context, c *conn) error {
 		u.log.Info("tools updated", "registered", len(add), "removed", len(remove), "tools", len(origs))
 	}
 	return nil
+}
+
+// maxToolName bounds an upstream tool's original name, in bytes, as MCP
+// does (1 to 128 characters).
+const maxToolName = 128
+
+// nameProblem says why an upstream's tool name cannot be registered (it
+// becomes the tool's alias, and names it in the catalogue), or "". It
+// never quotes the name: what is wrong with it may be what it would do to
+// a log or a reader.
+func nameProblem(name string) string {
+	switch {
+	case name == "":
+		return "an empty name"
+	case len(name) > maxToolName:
+		return fmt.Sprintf("a name of %d bytes, more than %d", len(name), maxToolName)
+	case !utf8.ValidString(name):
+		return "a name that is not UTF-8"
+	case strings.IndexFunc(name, func(r rune) bool { return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' }) >= 0:
+		return "a name with a control character or a line break"
+	}
+	return ""
 }
 
 // allowed applies the allow and deny globs to an original name and the
@@ -463,10 +549,12 @@ func (u *upstream) tool(t *remoteTool, short, note string) tools.Tool {
 		// the outside world.
 		out.Annotations = tools.Annotations{Destructive: true, OpenWorld: true}
 	}
+	out.Annotations.Untrusted = !u.cfg.TrustAnnotations
 	out.Errors = []tools.ErrorDoc{
 		{Code: CodeUpstreamError, Description: "The server answered with an error, or the call failed on the way to or from it; the message is the server's."},
 		{Code: CodeUpstreamUnavailable, Description: "The server is not connected (it could not be started or reached, or is restarting); the message says why."},
 		{Code: CodeUpstreamTimeout, Description: fmt.Sprintf("The server did not answer within %s.", u.timeout)},
+		{Code: CodeUpstreamTooLarge, Description: fmt.Sprintf("The result was larger than %s (the server's max_response_bytes); ask for less, such as a smaller page or range.", sizeText(u.maxResponse))},
 	}
 	out.Notes = strings.Join(notes, "\n")
 	return out

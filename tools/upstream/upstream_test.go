@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/builtin"
 	"github.com/codecell/codecell/tools/upstream"
@@ -407,7 +409,7 @@ func TestCancellationReachesTheServer(t *testing.T) {
 func TestTimeoutSetting(t *testing.T) {
 	t.Parallel()
 	s := fake(t, "serve")
-	s.Timeout = upstream.Duration(200 * time.Millisecond)
+	s.Timeout = tools.Duration(200 * time.Millisecond)
 	e := start(t, map[string]upstream.Server{"fake": s})
 	_, err := e.call(t, "fake.hang", `{}`)
 	var te *tools.Error
@@ -440,6 +442,40 @@ func TestConcurrencyLimitQueues(t *testing.T) {
 		if n, _ := strconv.Atoi(results[i]); n < 1 || n > 2 {
 			t.Errorf("call %d saw %s calls at once, limit 2", i, results[i])
 		}
+	}
+}
+
+// TestSlotsAreSharedOut (issue 19): where several principals call, one
+// principal's hanging calls hold at most its share of a server's slots,
+// and another principal's call goes through.
+func TestSlotsAreSharedOut(t *testing.T) {
+	t.Parallel()
+	s := fake(t, "serve")
+	s.MaxConcurrentCalls = 4
+	e := start(t, map[string]upstream.Server{"fake": s}, func(c *upstream.Config) { c.Shared = true })
+	alice, stop := context.WithCancel(tools.WithCaller(t.Context(), tools.Caller{Principal: "alice"}))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop()
+	for range 4 {
+		wg.Go(func() { _, _ = e.reg.Call(alice, "fake.hang", json.RawMessage(`{}`)) })
+	}
+	// Alice's fourth waits for her share; bob's call does not wait for her.
+	eventually(t, "alice's calls in flight", func() bool { return strings.Count(e.logs.String(), "hang: started") >= 3 })
+	bob, cancel := context.WithTimeout(tools.WithCaller(t.Context(), tools.Caller{Principal: "bob"}), 10*time.Second)
+	defer cancel()
+	if out, err := e.reg.Call(bob, "fake.echo", json.RawMessage(`{"text":"bob"}`)); err != nil || string(out) != `"bob"` {
+		t.Errorf("bob's call while alice's hang: %s, %v", out, err)
+	}
+	if n := strings.Count(e.logs.String(), "hang: started"); n != 3 {
+		t.Errorf("%d of alice's calls in flight, want her share of 3", n)
+	}
+	// Alice's own next call says why it waits.
+	short, cancel2 := context.WithTimeout(alice, 200*time.Millisecond)
+	defer cancel2()
+	_, err := e.reg.Call(short, "fake.echo", json.RawMessage(`{"text":"alice"}`))
+	if err == nil || !strings.Contains(err.Error(), "max_calls_per_principal") {
+		t.Errorf("alice's call beyond her share: %v", err)
 	}
 }
 
@@ -481,6 +517,71 @@ func TestListChangedRefreshesTools(t *testing.T) {
 	eventually(t, "fake.late registered", func() bool { _, ok := e.reg.Get("fake.late"); return ok })
 	if out, err := e.call(t, "fake.late", `{}`); err != nil || string(out) != `"late"` {
 		t.Errorf("fake.late = %s, %v", out, err)
+	}
+}
+
+// TestBadToolNamesAreSkipped (issue 19): a tool whose name has a
+// newline, a NUL, 300 bytes or no UTF-8 is left out with a warning that
+// names the server, not the bytes, and the server's other tools serve.
+func TestBadToolNamesAreSkipped(t *testing.T) {
+	t.Parallel()
+	e := start(t, map[string]upstream.Server{"fake": fake(t, "serve", "CODECELL_FAKE_BAD_NAMES=1")})
+	if st := e.status("fake"); st.State != upstream.StateReady {
+		t.Fatalf("status %v; logs:\n%s", st, e.logs)
+	}
+	if out, err := e.call(t, "fake.echo", `{"text":"ok"}`); err != nil || string(out) != `"ok"` {
+		t.Errorf("fake.echo = %s, %v", out, err)
+	}
+	logs := e.logs.String()
+	if !strings.Contains(logs, "skipped tools whose names cannot be registered") || !strings.Contains(logs, "upstream=fake") ||
+		!strings.Contains(logs, "count=4") || !strings.Contains(logs, "a name with a control character") || !strings.Contains(logs, "a name of 300 bytes") {
+		t.Errorf("no warning naming the server and why:\n%s", logs)
+	}
+	if strings.Contains(logs, "longlonglong") || strings.Contains(logs, "bad\\nname") {
+		t.Errorf("the warning quotes a bad name:\n%s", logs)
+	}
+}
+
+// TestConfine starts stdio servers through Config.Confine unless they are
+// unconfined, and a confined server that ends with a permission error is
+// unavailable with a reason that says how to lift the confinement.
+func TestConfine(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []upstream.Launch
+	denied := fake(t, "serve")
+	free := fake(t, "serve")
+	free.Unconfined = true
+	e := start(t, map[string]upstream.Server{"denied": denied, "free": free, "other": fake(t, "exit")}, func(c *upstream.Config) {
+		c.Backoff = time.Minute
+		c.Confine = func(l upstream.Launch) (upstream.Launch, error) {
+			mu.Lock()
+			seen = append(seen, l)
+			mu.Unlock()
+			if l.Name == "denied" {
+				return upstream.Launch{Name: l.Name, Path: "/bin/sh", Args: []string{"-c", "echo 'open /data/key: permission denied' >&2; exit 1"}, Env: l.Env}, nil
+			}
+			return l, nil
+		}
+	})
+	if st := e.status("denied"); st.State != upstream.StateUnavailable || !strings.Contains(st.Reason, "set unconfined = true") {
+		t.Errorf("denied: %+v", st)
+	}
+	if st := e.status("other"); strings.Contains(st.Reason, "unconfined") {
+		t.Errorf("a server that failed for another reason is told about the confinement: %+v", st)
+	}
+	if st := e.status("free"); st.State != upstream.StateReady {
+		t.Errorf("free: %+v", st)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, l := range seen {
+		if l.Name == "free" {
+			t.Error("an unconfined server went through Confine")
+		}
+		if l.Name == "denied" && !slices.Contains(l.ConfigEnv, "CODECELL_FAKE_UPSTREAM=serve") {
+			t.Errorf("Launch.ConfigEnv %q lacks the server's env", l.ConfigEnv)
+		}
 	}
 }
 
@@ -604,5 +705,26 @@ func TestStartRefusesBadConfiguration(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q lacks %q", err, want)
 		}
+	}
+}
+
+// TestTraceContextReachesServer: a call made under a span carries its W3C
+// trace context to the server in _meta, so the server's spans join the
+// run's trace; a call without one carries none.
+func TestTraceContextReachesServer(t *testing.T) {
+	t.Parallel()
+	e := start(t, map[string]upstream.Server{"fake": fake(t, "serve")})
+	traceID, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	spanID, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	ctx := trace.ContextWithSpanContext(t.Context(), trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID, SpanID: spanID, TraceFlags: trace.FlagsSampled}))
+	out, err := e.reg.Call(ctx, "fake.trace_meta", json.RawMessage(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"`; string(out) != want {
+		t.Errorf("the server saw traceparent %s, want %s", out, want)
+	}
+	if out, err := e.call(t, "fake.trace_meta", `{}`); err != nil || string(out) != `""` {
+		t.Errorf("without a span: %s, %v", out, err)
 	}
 }

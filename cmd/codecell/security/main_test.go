@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -30,6 +31,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if evilMode() {
+		os.Exit(serveEvil())
+	}
 	dir, err := os.MkdirTemp("", "codecell-security")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -40,7 +44,9 @@ func TestMain(m *testing.M) {
 	binary = os.Getenv("CODECELL_SECURITY_BINARY")
 	if binary == "" {
 		binary = filepath.Join(dir, "codecell")
-		build := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", binary, "..")
+		// Stamped as the Makefile stamps it, so that nothing depends on
+		// the user's Go settings (-buildvcs).
+		build := exec.Command("go", "build", "-tags", "sqlite_fts5", "-ldflags", "-X main.version=0.0.0-test", "-o", binary, "..")
 		build.Stderr = os.Stderr
 		if err := build.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "build codecell:", err)
@@ -64,7 +70,7 @@ type server struct {
 
 // start runs the binary with extra flags and environment variables
 // (KEY=VALUE entries of extra go to the environment, the rest are flags).
-func start(t *testing.T, extra ...string) *server {
+func start(t testing.TB, extra ...string) *server {
 	t.Helper()
 	args := []string{"serve", "--http", "127.0.0.1:0"}
 	env := append(os.Environ(),
@@ -113,26 +119,19 @@ func start(t *testing.T, extra ...string) *server {
 
 // syncBuffer is a bytes.Buffer safe for one writer and many readers.
 type syncBuffer struct {
-	mu  chan struct{}
+	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) lock() {
-	if b.mu == nil {
-		b.mu = make(chan struct{}, 1)
-	}
-	b.mu <- struct{}{}
-}
-
 func (b *syncBuffer) WriteString(s string) {
-	b.lock()
-	defer func() { <-b.mu }()
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.buf.WriteString(s)
 }
 
 func (b *syncBuffer) String() string {
-	b.lock()
-	defer func() { <-b.mu }()
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	return b.buf.String()
 }
 

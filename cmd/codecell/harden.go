@@ -1,0 +1,228 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/codecell/codecell/tools/upstream"
+)
+
+// Process hardening: what keeps codecell's secrets (its auth tokens and
+// keys, which arrive in its environment, and its data and configuration
+// files) from the processes of its own user, above all the upstream
+// servers it starts.
+//
+//   - hardenProcess, at the start of serve and exec, makes the process
+//     non-dumpable (other processes of the user can no longer open its
+//     /proc/<pid>/environ, mem or fd/*) and blanks the values of its
+//     environment in the block the kernel shows as /proc/<pid>/environ,
+//     which Go has copied at start-up and never reads again.
+//   - upstreamConfinement starts every stdio upstream server through a
+//     shim, this binary's hidden upstream-exec command, which sets
+//     no_new_privs and a Landlock domain that denies codecell's data and
+//     configuration, then executes the server's command. A process in a
+//     Landlock domain cannot ptrace, read the memory or environment of,
+//     or signal a process outside it, whatever its capabilities.
+
+// confineCommandName is the hidden command that confines a stdio upstream
+// server and executes it. Users never type it.
+const confineCommandName = "upstream-exec"
+
+// confineSpec is what the shim is told: the paths to deny, and the paths
+// the server was configured with, which it keeps.
+type confineSpec struct {
+	Protect []string `json:"protect"`
+	Allow   []string `json:"allow,omitempty"`
+}
+
+// protectedPaths are codecell's secrets on disk: the data directory (the
+// store, the filter key, stored results), the filter key and the store
+// wherever they are configured, the configuration file, the default
+// configuration directory and the MCP configuration file, which carries
+// the other servers' tokens. Only paths that exist are returned,
+// absolute, their symbolic links resolved, sorted and without one below
+// another.
+func protectedPaths(cfg Config) []string {
+	var ps []string
+	if dir, err := cfg.dataDir(); err == nil {
+		ps = append(ps, dir)
+	}
+	if p, err := keyPath(cfg); err == nil {
+		ps = append(ps, p)
+	}
+	if p := cfg.Memory.Path; p != "" {
+		ps = append(ps, p, p+"-wal", p+"-shm", p+"-journal")
+	}
+	if p := defaultConfigPath(); p != "" {
+		ps = append(ps, filepath.Dir(p))
+	}
+	ps = append(ps, cfg.file, cfg.Server.MCPConfig)
+	var out []string
+	for _, p := range ps {
+		if p == "" {
+			continue
+		}
+		r, err := resolvePath(p, "")
+		if err != nil {
+			continue
+		}
+		out = append(out, r)
+	}
+	return outermost(out)
+}
+
+// resolvePath returns p absolute (relative to dir when it is not "") with
+// its symbolic links resolved; a path that does not exist is an error.
+func resolvePath(p, dir string) (string, error) {
+	if !filepath.IsAbs(p) {
+		if dir == "" {
+			var err error
+			if dir, err = os.Getwd(); err != nil {
+				return "", err
+			}
+		}
+		p = filepath.Join(dir, p)
+	}
+	return filepath.EvalSymlinks(p)
+}
+
+// outermost sorts paths and drops those below another.
+func outermost(paths []string) []string {
+	slices.Sort(paths)
+	paths = slices.Compact(paths)
+	var out []string
+	for _, p := range paths {
+		if len(out) > 0 && within(p, out[len(out)-1]) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// within reports whether p is dir or below it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, string(filepath.Separator))+string(filepath.Separator))
+}
+
+// configuredPaths are the files and directories a server's configuration
+// names: its arguments (and the values of --flag=value arguments), the
+// values of its env and its working directory, when they are absolute or
+// start with "."; for a path that does not exist yet (a file the server
+// will create), the directory that would hold it. The confinement leaves
+// them to it.
+func configuredPaths(l upstream.Launch) []string {
+	var cands []string
+	for _, a := range l.Args {
+		cands = append(cands, a)
+		if _, v, ok := strings.Cut(a, "="); ok {
+			cands = append(cands, v)
+		}
+	}
+	for _, kv := range l.ConfigEnv {
+		if _, v, ok := strings.Cut(kv, "="); ok {
+			cands = append(cands, v)
+		}
+	}
+	if l.Dir != "" {
+		cands = append(cands, l.Dir)
+	}
+	var out []string
+	for _, c := range cands {
+		if c == "" || strings.ContainsRune(c, 0) || (!filepath.IsAbs(c) && !strings.HasPrefix(c, ".")) {
+			continue // not a path; a bare word is a package name or a value more often than a file
+		}
+		r, err := resolvePath(c, l.Dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			// A file the server will create: the directory it goes in.
+			if !filepath.IsAbs(c) && l.Dir != "" {
+				c = filepath.Join(l.Dir, c)
+			}
+			r, err = resolvePath(filepath.Dir(c), l.Dir)
+		}
+		if err == nil {
+			out = append(out, r)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// upstreamConfinement returns the upstream.Confine that starts stdio
+// servers through the shim, or nil, with a log line saying why, where
+// they cannot be confined.
+func upstreamConfinement(cfg Config, log *slog.Logger) upstream.Confine {
+	abi, why := landlockABI()
+	if abi < 1 {
+		log.Warn("stdio upstream servers run unconfined: "+why+"; they can read codecell's data directory and configuration", "component", "upstream")
+		return nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		log.Warn("stdio upstream servers run unconfined: the path of this binary is unknown, so it cannot start them through its shim", "component", "upstream", "err", err)
+		return nil
+	}
+	protect := protectedPaths(cfg)
+	log.Info("stdio upstream servers run confined", "component", "upstream", "landlock_abi", abi, "protected", len(protect))
+	var mu sync.Mutex
+	warned := map[string]bool{}
+	return func(l upstream.Launch) (upstream.Launch, error) {
+		spec := confineSpec{Protect: protect, Allow: configuredPaths(l)}
+		for _, a := range spec.Allow {
+			for _, p := range protect {
+				if !within(a, p) && !within(p, a) {
+					continue
+				}
+				mu.Lock()
+				first := !warned[l.Name+"\x00"+a]
+				warned[l.Name+"\x00"+a] = true
+				mu.Unlock()
+				if first {
+					log.Warn("an upstream server's configuration gives it a path that holds codecell's data or configuration, which it can therefore read; give it a narrower one, or move codecell's data (server.data_dir)",
+						"component", "upstream", "upstream", l.Name, "path", a, "protected", p)
+				}
+			}
+		}
+		b, err := json.Marshal(spec)
+		if err != nil {
+			return l, err
+		}
+		args := append([]string{confineCommandName, string(b), "--", l.Path}, l.Args...)
+		return upstream.Launch{Name: l.Name, Path: exe, Args: args, Dir: l.Dir, Env: l.Env}, nil
+	}
+}
+
+// runConfine is the upstream-exec command: codecell upstream-exec SPEC --
+// PATH ARGS... confines this process as SPEC says and executes PATH. It
+// fails, without starting PATH, when it cannot confine.
+func runConfine(args []string, stderr io.Writer) error {
+	if len(args) < 3 || args[1] != "--" {
+		return usageError{confineCommandName + " is started by codecell for its upstream servers"}
+	}
+	var spec confineSpec
+	if err := json.Unmarshal([]byte(args[0]), &spec); err != nil {
+		return fmt.Errorf("%s: %w", confineCommandName, err)
+	}
+	err := confineAndExec(spec, args[2], args[3:])
+	// Only a failure returns.
+	fmt.Fprintf(stderr, "codecell %s: %v\n", confineCommandName, err)
+	return errors.Join(errExitQuiet, err)
+}
+
+// log says what hardenProcess did.
+func (h hardening) log(log *slog.Logger) {
+	if h.err != nil {
+		log.Warn("process hardening incomplete", "non_dumpable", h.nonDumpable, "environment_values_blanked", h.blanked, "err", h.err)
+		return
+	}
+	log.Debug("process hardened", "non_dumpable", h.nonDumpable, "environment_values_blanked", h.blanked)
+}

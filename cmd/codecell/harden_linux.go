@@ -1,0 +1,282 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// hardening is what hardenProcess did, for the log.
+type hardening struct {
+	nonDumpable bool
+	blanked     int   // environment values blanked in the initial block
+	err         error // what could not be done
+}
+
+// hardenProcess makes the process non-dumpable and blanks, in the
+// environment block the kernel shows as /proc/<pid>/environ, the values
+// of every variable but a few harmless ones (keepEnv). It runs before
+// anything starts a child or reads the environment through C.
+func hardenProcess() hardening {
+	var h hardening
+	// Blank first: a non-dumpable process that is not root can no longer
+	// open its own /proc/self/mem.
+	h.blanked, h.err = blankEnvironBlock()
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		h.err = errors.Join(h.err, fmt.Errorf("set non-dumpable: %w", err))
+	} else {
+		h.nonDumpable = true
+	}
+	return h
+}
+
+// hardenWorker makes a sandbox worker non-dumpable: it holds the values
+// programs handle, which no other process of the user should read.
+func hardenWorker() {
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+}
+
+// keepEnv reports whether a variable's value stays readable in the
+// initial environment block: those that carry no secret and that C code
+// linked into codecell (SQLite, libc) may read with getenv.
+func keepEnv(name string) bool {
+	switch name {
+	case "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ", "TMPDIR",
+		"SQLITE_TMPDIR", "PWD", "SHLVL", "HOSTNAME":
+		return true
+	}
+	return strings.HasPrefix(name, "LC_") || strings.HasPrefix(name, "XDG_")
+}
+
+// blankEnvironBlock overwrites with NUL bytes the values of the variables
+// keepEnv does not keep, in the block at env_start..env_end of
+// /proc/self/stat, through /proc/self/mem. Go copied the environment when
+// the process started and reads only its copy: os.Getenv is unaffected.
+// It returns how many values it blanked.
+func blankEnvironBlock() (int, error) {
+	stat, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command name, which may hold spaces and ')'.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, errors.New("/proc/self/stat: no command name")
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	// env_start and env_end are fields 50 and 51; fields[0] is field 3.
+	if len(fields) < 49 {
+		return 0, errors.New("/proc/self/stat: no env_start (Linux 3.5 or later has it)")
+	}
+	start, err1 := strconv.ParseUint(fields[47], 10, 64)
+	end, err2 := strconv.ParseUint(fields[48], 10, 64)
+	if err := errors.Join(err1, err2); err != nil || end <= start || end-start > 64<<20 {
+		return 0, fmt.Errorf("/proc/self/stat: env_start %s, env_end %s", fields[47], fields[48])
+	}
+	mem, err := os.OpenFile("/proc/self/mem", os.O_RDWR, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer mem.Close()
+	block := make([]byte, end-start)
+	if _, err := mem.ReadAt(block, int64(start)); err != nil {
+		return 0, fmt.Errorf("read the environment block: %w", err)
+	}
+	n := 0
+	for off := 0; off < len(block); {
+		entry := block[off:]
+		if j := bytes.IndexByte(entry, 0); j >= 0 {
+			entry = entry[:j]
+		}
+		name, _, hasValue := bytes.Cut(entry, []byte("="))
+		if !keepEnv(string(name)) {
+			from := len(name)
+			if hasValue {
+				from++ // keep NAME=, blank the value
+			}
+			if from < len(entry) {
+				clear(entry[from:])
+				n++
+			}
+		}
+		off += len(entry) + 1
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if _, err := mem.WriteAt(block, int64(start)); err != nil {
+		return 0, fmt.Errorf("write the environment block: %w", err)
+	}
+	return n, nil
+}
+
+// landlockABI returns the Landlock ABI version of the kernel, or 0 and why
+// there is none.
+func landlockABI() (int, string) {
+	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	switch {
+	case errno == unix.ENOSYS:
+		return 0, "this kernel has no Landlock (Linux 5.13 or later has it)"
+	case errno == unix.EOPNOTSUPP:
+		return 0, "Landlock is disabled in this kernel (add landlock to its lsm= boot parameter)"
+	case errno != 0:
+		return 0, "Landlock is not available: " + errno.Error()
+	}
+	return int(v), ""
+}
+
+// Access rights of Landlock, by the ABI that introduced them.
+const (
+	fsRightsV1 = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_READ_FILE |
+		unix.LANDLOCK_ACCESS_FS_READ_DIR | unix.LANDLOCK_ACCESS_FS_REMOVE_DIR | unix.LANDLOCK_ACCESS_FS_REMOVE_FILE |
+		unix.LANDLOCK_ACCESS_FS_MAKE_CHAR | unix.LANDLOCK_ACCESS_FS_MAKE_DIR | unix.LANDLOCK_ACCESS_FS_MAKE_REG |
+		unix.LANDLOCK_ACCESS_FS_MAKE_SOCK | unix.LANDLOCK_ACCESS_FS_MAKE_FIFO | unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK |
+		unix.LANDLOCK_ACCESS_FS_MAKE_SYM
+	// fileRights are those that apply to a file (not a directory).
+	fileRights = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_READ_FILE |
+		unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+)
+
+// handledRights are the file system rights the ABI knows, all of which the
+// shim handles: REFER (2) so that files may still move between the
+// directories it grants, TRUNCATE (3) and IOCTL_DEV (5) so that they too
+// are denied below codecell's paths.
+func handledRights(abi int) uint64 {
+	r := uint64(fsRightsV1)
+	if abi >= 2 {
+		r |= unix.LANDLOCK_ACCESS_FS_REFER
+	}
+	if abi >= 3 {
+		r |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	}
+	if abi >= 5 {
+		r |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	}
+	return r
+}
+
+// rulesetAttr is struct landlock_ruleset_attr up to ABI 6.
+type rulesetAttr struct {
+	handledFS  uint64
+	handledNet uint64
+	scoped     uint64
+}
+
+// confineAndExec confines this process and executes path with args, its
+// environment and working directory. Landlock: every right is granted
+// everywhere (directory listings included) except below the protected
+// paths, whose contents are denied; the paths the server was configured
+// with are granted whole. Since Landlock only grants, "everything but P"
+// is written as: every entry of each directory on the way from / to P,
+// except the one leading to P. So a confined process cannot create or
+// remove entries directly in those directories (such as the home
+// directory), and an entry created there after it started is not its
+// own. From ABI 6 on, it cannot signal processes outside its domain
+// either; from ABI 1 on, it cannot ptrace them (nor read their memory or
+// environment through /proc). no_new_privs keeps a setuid program from
+// shedding it. It returns only when it failed, before executing anything.
+func confineAndExec(spec confineSpec, path string, args []string) error {
+	abi, why := landlockABI()
+	if abi < 1 {
+		return errors.New(why)
+	}
+	handled := handledRights(abi)
+	attr := rulesetAttr{handledFS: handled}
+	size := unsafe.Offsetof(attr.handledNet)
+	if abi >= 6 {
+		attr.scoped = unix.LANDLOCK_SCOPE_SIGNAL
+		size = unsafe.Sizeof(attr)
+	}
+	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
+	if errno != 0 {
+		return fmt.Errorf("create the Landlock ruleset: %w", errno)
+	}
+	ruleset := int(fd)
+	defer unix.Close(ruleset)
+	// Listing any directory, codecell's included, shows names only.
+	if err := addRule(ruleset, "/", unix.LANDLOCK_ACCESS_FS_READ_DIR, handled); err != nil {
+		return err
+	}
+	protect := map[string]bool{}
+	ancestors := map[string]bool{}
+	for _, p := range spec.Protect {
+		if !filepath.IsAbs(p) || p == "/" {
+			return fmt.Errorf("cannot protect %q", p)
+		}
+		protect[p] = true
+		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+			ancestors[d] = true
+			if d == "/" {
+				break
+			}
+		}
+	}
+	for dir := range ancestors {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue // what cannot be listed is not granted
+		}
+		for _, e := range entries {
+			p := filepath.Join(dir, e.Name())
+			if protect[p] || ancestors[p] {
+				continue
+			}
+			// An entry that vanished, or a symbolic link (whose
+			// target's own place decides), gets no rule.
+			_ = addRule(ruleset, p, handled, handled)
+		}
+	}
+	for _, p := range spec.Allow {
+		_ = addRule(ruleset, p, handled, handled)
+	}
+	runtime.LockOSThread() // the domain and no_new_privs are the thread's, which executes path
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("set no_new_privs: %w", err)
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(ruleset), 0, 0); errno != 0 {
+		return fmt.Errorf("enter the Landlock domain: %w", errno)
+	}
+	err := syscall.Exec(path, append([]string{path}, args...), os.Environ())
+	return fmt.Errorf("execute %s: %w", filepath.Base(path), err)
+}
+
+// addRule grants rights below path (a directory), or their part that
+// applies to a file; a symbolic link is skipped.
+func addRule(ruleset int, path string, rights, handled uint64) error {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("stat %s: %w", path, err)
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		return nil
+	case unix.S_IFDIR:
+	default:
+		rights &= fileRights
+	}
+	rights &= handled
+	if rights == 0 {
+		return nil
+	}
+	attr := unix.LandlockPathBeneathAttr{Allowed_access: rights, Parent_fd: int32(fd)}
+	if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&attr)), 0, 0, 0); errno != 0 {
+		return fmt.Errorf("grant %s: %w", path, errno)
+	}
+	return nil
+}

@@ -1,0 +1,172 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestConfineShim runs the upstream-exec shim of the built binary: what
+// it protects is denied to the command it executes, the rest of the file
+// system is not, and the paths a server is configured with stay its own.
+func TestConfineShim(t *testing.T) {
+	t.Parallel()
+	if abi, why := landlockABI(); abi < 1 {
+		t.Skip(why)
+	}
+	root := t.TempDir()
+	secret := filepath.Join(root, "data")
+	inside := filepath.Join(secret, "given")
+	other := filepath.Join(root, "other")
+	for _, d := range []string{secret, inside, other} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{filepath.Join(secret, "key"), filepath.Join(inside, "file"), filepath.Join(other, "file"), filepath.Join(root, "beside")} {
+		os.WriteFile(f, []byte("x"), 0o644)
+	}
+	shim := func(spec confineSpec, script string) (string, error) {
+		b, _ := json.Marshal(spec)
+		out, err := exec.Command(binary, confineCommandName, string(b), "--", "/bin/sh", "-c", script).CombinedOutput()
+		return string(out), err
+	}
+	spec := confineSpec{Protect: []string{secret}}
+	for _, tt := range []struct {
+		name, script string
+		ok           bool
+	}{
+		{"a protected file", "cat " + secret + "/key", false},
+		{"a new file in a protected directory", "echo > " + secret + "/new", false},
+		{"a file beside", "cat " + other + "/file", true},
+		{"a new file beside", "echo > " + other + "/new", true},
+		{"a file on the way to the protected path", "cat " + root + "/beside", true},
+		{"listing the protected directory", "ls " + secret, true},
+		{"a new file on the way to the protected path", "echo > " + root + "/new", false},
+		{"no_new_privs", "grep -q 'NoNewPrivs:[[:space:]]*1' /proc/self/status", true},
+	} {
+		if out, err := shim(spec, tt.script); (err == nil) != tt.ok {
+			t.Errorf("%s: %q: err %v, want ok %v: %s", tt.name, tt.script, err, tt.ok, out)
+		}
+	}
+	spec.Allow = []string{inside}
+	if out, err := shim(spec, "cat "+inside+"/file && echo > "+inside+"/new"); err != nil {
+		t.Errorf("a configured path inside a protected one: %v: %s", err, out)
+	}
+	if out, err := shim(confineSpec{Protect: []string{"relative"}}, "true"); err == nil || !strings.Contains(out, "cannot protect") {
+		t.Errorf("a relative protected path: %v: %s", err, out)
+	}
+}
+
+// startWithoutLandlock starts cmd as on a kernel without Landlock: from a
+// thread whose seccomp filter answers landlock_create_ruleset with ENOSYS,
+// which the child inherits (with no_new_privs, which the filter needs).
+func startWithoutLandlock(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		filter := []unix.SockFilter{
+			{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 0}, // the syscall number
+			{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.SYS_LANDLOCK_CREATE_RULESET, Jt: 0, Jf: 1},
+			{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
+			{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
+		}
+		prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			done <- err
+			return
+		}
+		if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&prog)), 0, 0); err != nil {
+			done <- err
+			return
+		}
+		done <- cmd.Start()
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWithoutLandlock: on a kernel without Landlock, codecell says in its
+// log that its stdio upstream servers run unconfined, and serves them.
+func TestWithoutLandlock(t *testing.T) {
+	t.Parallel()
+	node, dir := upstreamNode(t)
+	work := t.TempDir()
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"everything": map[string]any{"command": node, "args": []string{serverScript(dir, "server-everything"), "stdio"}}}})
+	mcpConfig := filepath.Join(work, "mcp.json")
+	os.WriteFile(mcpConfig, cfg, 0o600)
+	for _, landlock := range []bool{false, true} {
+		cmd := exec.Command(binary, "exec", "--mcp-config", mcpConfig, "-")
+		cmd.Env = append(os.Environ(), dataDir(t)...)
+		cmd.Stdin = strings.NewReader(`await everything.echo({message: "served"})`)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if landlock {
+			if abi, _ := landlockABI(); abi < 1 {
+				continue
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			startWithoutLandlock(t, cmd)
+		}
+		if err := cmd.Wait(); err != nil || !strings.Contains(out.String(), "Echo: served") {
+			t.Errorf("landlock %v: %v\n%s\n%s", landlock, err, out.String(), errb.String())
+		}
+		unconfined := strings.Contains(errb.String(), "stdio upstream servers run unconfined: this kernel has no Landlock")
+		if unconfined == landlock {
+			t.Errorf("landlock %v: the log says unconfined %v:\n%s", landlock, unconfined, errb.String())
+		}
+	}
+}
+
+// BenchmarkConfinedStart measures what the shim adds to a server's start:
+// /bin/true started directly, and through codecell upstream-exec with a
+// data directory and a configuration file protected (the ruleset is built
+// at every start).
+//
+//	go test -tags sqlite_fts5 -run '^$' -bench BenchmarkConfinedStart -benchtime 50x ./cmd/codecell/
+func BenchmarkConfinedStart(b *testing.B) {
+	if abi, why := landlockABI(); abi < 1 {
+		b.Skip(why)
+	}
+	home, _ := filepath.EvalSymlinks(b.TempDir())
+	data := filepath.Join(home, ".local", "share", "codecell")
+	os.MkdirAll(data, 0o700)
+	os.MkdirAll(filepath.Join(home, ".config", "codecell"), 0o700)
+	for i := range 40 { // a home directory's usual entries
+		os.Mkdir(filepath.Join(home, fmt.Sprintf(".app%02d", i)), 0o755)
+	}
+	spec, _ := json.Marshal(confineSpec{Protect: []string{data, filepath.Join(home, ".config", "codecell")}})
+	for _, bc := range []struct {
+		name string
+		argv []string
+	}{
+		{"direct", []string{"/bin/true"}},
+		{"confined", []string{binary, confineCommandName, string(spec), "--", "/bin/true"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if out, err := exec.Command(bc.argv[0], bc.argv[1:]...).CombinedOutput(); err != nil {
+					b.Fatalf("%v: %s", err, out)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/start")
+		})
+	}
+}

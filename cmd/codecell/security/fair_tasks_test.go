@@ -1,0 +1,76 @@
+package security
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTaskNotificationsStayWithTheirPrincipal (issue 19, low): mcp-go
+// sends a task's status notification to every session, so bob's stream
+// learnt the ids and statuses of alice's tasks. They now reach the
+// sessions of the task's principal only.
+func TestTaskNotificationsStayWithTheirPrincipal(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	alice, bob := s.open(t, aliceToken), s.open(t, bobToken)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	aliceHears, bobHears := alice.listen(ctx), bob.listen(ctx)
+	id := alice.startTask(map[string]any{"code": `await util.sleep({ms: 100}); return 1`})
+	if rec := alice.taskRecord(id, time.Minute); rec.Status != "ok" {
+		t.Fatalf("alice's task: %.400s", rec.raw)
+	}
+	// Alice's stream hears of her task: notifications flow, and bob's
+	// stream was written to at the same time if ever.
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(aliceHears.String(), id) {
+		if time.Now().After(deadline) {
+			t.Fatalf("alice's stream never heard of her task %s:\n%s", id, aliceHears.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	if heard := bobHears.String(); strings.Contains(heard, id) {
+		t.Fatalf("bob's stream heard of alice's task:\n%s", heard)
+	}
+	bob.normal()
+}
+
+// listen opens the session's GET event stream and collects what it
+// hears until ctx ends.
+func (ss *session) listen(ctx context.Context) *syncBuffer {
+	ss.t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ss.url, nil)
+	if err != nil {
+		ss.t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	// Go's client asks for gzip by itself, and the compressing handler
+	// then holds the stream's headers back until its first event.
+	req.Header.Set("Accept-Encoding", "identity")
+	for k, v := range ss.header() {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		ss.t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		ss.t.Fatalf("GET stream: %d", resp.StatusCode)
+	}
+	heard := &syncBuffer{}
+	go func() {
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			heard.WriteString(sc.Text() + "\n")
+		}
+	}()
+	return heard
+}

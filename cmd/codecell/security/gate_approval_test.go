@@ -1,0 +1,112 @@
+package security
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestGateApprovals (issue 19, Medium and Low): codecell's own approval
+// prompt shows a call's arguments as the model sees them — no secret, no
+// token resolved —; a program's prompt is marked as the program's, so an
+// imitation of codecell's cannot pass for it; and a program's form may
+// not ask for a credential, nor get one back.
+func TestGateApprovals(t *testing.T) {
+	t.Parallel()
+	api := newHostileAPI(t)
+	s := start(t, "--config", gateConfig(t, api, nil, "[approval]\nrequired_for = [\"api.create_user\"]\n"))
+	u := &user{}
+	alice := s.connect(t, aliceToken, u, "api", "vault")
+	asked := func() string {
+		_, m := u.seen()
+		if len(m) == 0 {
+			return ""
+		}
+		return m[len(m)-1]
+	}
+
+	var policy string
+	t.Run("arguments shown filtered", func(t *testing.T) {
+		rec := alice.run(`const s = await vault.get_secret(); await api.create_user({name: "dana", email: s.email, password: s.password})`)
+		if rec.Status != "error" || rec.Error.Code != "approval_declined" {
+			t.Fatalf("not asked, or not declined: %.400s", rec.raw)
+		}
+		policy = asked()
+		noPlanted(t, "codecell's approval prompt", policy)
+		if !strings.Contains(policy, "api.create_user") {
+			t.Errorf("the prompt does not name the call: %s", policy)
+		}
+		// A secret the program wrote itself, inside a JSON string.
+		alice.run(`await api.create_user({name: JSON.stringify({password: "Tr0ub4dor-and-3", email: "lit@example.com"})})`)
+		if m := asked(); strings.Contains(m, "Tr0ub4dor") || strings.Contains(m, "lit@example.com") {
+			t.Errorf("the prompt shows what a result would not: %s", m)
+		}
+	})
+	t.Run("tokens not resolved", func(t *testing.T) {
+		// A value tokenised for its field's name, where nothing but the
+		// name says what it is.
+		tok := regexp.MustCompile(`⟦national_id:[0-9a-f]+⟧`).FindString(alice.run(`return {national_id: "ZX-99812-Q"}`).raw)
+		if tok == "" {
+			t.Fatal("no token for the id")
+		}
+		alice.run(`await api.create_user({name: "` + tok + `"})`)
+		if m := asked(); strings.Contains(m, "ZX-99812-Q") || !strings.Contains(m, tok) {
+			t.Errorf("the prompt resolved the token: %s", m)
+		}
+	})
+	t.Run("an imitation is marked", func(t *testing.T) {
+		if policy == "" {
+			t.Skip("no policy prompt to imitate")
+		}
+		alice.run(`await approval.request(` + jsString(policy) + `)`)
+		m := asked()
+		if m == policy || strings.HasPrefix(m, firstLine(policy)) {
+			t.Errorf("a program's prompt passes for codecell's:\n%s", m)
+		}
+		if !strings.Contains(firstLine(m), "program") {
+			t.Errorf("a program's prompt does not say it is the program's: %s", m)
+		}
+	})
+	t.Run("no form for a credential", func(t *testing.T) {
+		_, before := u.seen()
+		for _, schema := range []string{
+			`{type: "object", properties: {password: {type: "string"}}}`,
+			`{type: "object", properties: {x: {type: "string", title: "API key"}}}`,
+		} {
+			rec := alice.run(`await approval.request("Sign in to continue", {schema: ` + schema + `})`)
+			if rec.Status != "error" || rec.Error.Code != "invalid_arguments" {
+				t.Errorf("a form asking for a credential: %.400s", rec.raw)
+			}
+		}
+		if _, after := u.seen(); len(after) != len(before) {
+			t.Errorf("the user was shown a form asking for a credential: %q", after[len(before):])
+		}
+	})
+	t.Run("no credential back", func(t *testing.T) {
+		u.mu.Lock()
+		u.accept, u.content = true, map[string]any{"note": "my key is " + plantedAPIKey, "to": "ops@example.org"}
+		u.mu.Unlock()
+		defer func() { u.mu.Lock(); u.accept = false; u.mu.Unlock() }()
+		// The program sends what it got where it can read it back: a
+		// tool the filter does not stand between.
+		rec := alice.run(`const a = await approval.request("Anything to add?", {schema: {type: "object", properties: {note: {type: "string"}, to: {type: "string"}}}}); await api.search_things({v: a.content.to}); return [a.content.note.indexOf("` + plantedAPIKey[:12] + `"), a.content.note.length]`)
+		if rec.Status != "ok" || !strings.HasPrefix(string(rec.Result), "[-1,") {
+			t.Errorf("the program got the credential the user typed: %.400s", rec.raw)
+		}
+		if got := strings.Join(api.got("POST /search"), "\n"); !strings.Contains(got, "ops@example.org") {
+			t.Errorf("the program lost the address the user typed: %s", got)
+		}
+	})
+	alice.normal()
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", `\r`)
+	return `"` + r.Replace(s) + `"`
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}

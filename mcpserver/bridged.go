@@ -1,0 +1,333 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/codecell/codecell/filter"
+	"github.com/codecell/codecell/tools/upstream"
+)
+
+// Prompts and resources of the MCP servers codecell bridges, served as
+// codecell's own so that it can be the one server a host needs. Each is
+// named by the category of its server's tools: the prompt "summarize" of
+// the server whose tools are everything.* is everything__summarize, and
+// its resource "test://static/resource/1" is
+// codecell://upstream/everything/test://static/resource/1. A caller
+// reaches them when its toolset reaches their category, and what they say
+// — a prompt's messages, a resource's text — passes the output filter
+// with the caller's session tokens, as any third-party text the model
+// reads. Binary contents pass as they are.
+
+// UpstreamPrefix begins the URI of every bridged server's resource.
+const UpstreamPrefix = "codecell://upstream/"
+
+// Bridge is what the server serves of the MCP servers a tool source
+// bridges, besides their tools (tools/upstream.Source).
+type Bridge interface {
+	Prompts() []upstream.Prompt
+	Resources() []upstream.Resource
+	ResourceTemplates() []upstream.ResourceTemplate
+	GetPrompt(ctx context.Context, category, name string, args map[string]string) (*mcp.GetPromptResult, error)
+	ReadResource(ctx context.Context, category, uri string) (*mcp.ReadResourceResult, error)
+	Subscribe(ctx context.Context, category, uri string) (bool, error)
+	SetListener(func(upstream.Event))
+}
+
+var _ Bridge = (*upstream.Source)(nil)
+
+// bridged keeps which prompts and resources of the bridge the MCP server
+// has registered.
+type bridged struct {
+	mu        sync.Mutex
+	prompts   map[string]string // prompt name → category
+	resources map[string]bool   // URI
+}
+
+// bridgedPromptName names an upstream prompt: its category, "__", its
+// own name (as direct mode names tools).
+func bridgedPromptName(category, name string) string { return category + "__" + name }
+
+// bridgedURI names an upstream resource or template by its category.
+func bridgedURI(category, uri string) string { return UpstreamPrefix + category + "/" + uri }
+
+// splitBridgedURI is bridgedURI's inverse.
+func splitBridgedURI(uri string) (category, orig string, ok bool) {
+	rest, ok := strings.CutPrefix(uri, UpstreamPrefix)
+	if !ok {
+		return "", "", false
+	}
+	category, orig, ok = strings.Cut(rest, "/")
+	return category, orig, ok && category != "" && orig != ""
+}
+
+// fromSource marks a bridged server's text as its own, as direct mode
+// does a tool's description.
+func fromSource(category, text string) string {
+	if text == "" {
+		return ""
+	}
+	return "From the MCP server behind " + category + " (its words, not codecell's): " + text
+}
+
+// initBridge serves the bridge's prompts and resources, and keeps them
+// current as its servers come and go.
+func (s *Server) initBridge() {
+	b := s.cfg.Bridge
+	if b == nil {
+		return
+	}
+	s.bridged = &bridged{prompts: map[string]string{}, resources: map[string]bool{}}
+	// Any resource of a bridged server by its URI, listed or not: the
+	// servers' templates are listed apart (bridgeHooks).
+	s.mcp.AddResourceTemplate(mcp.NewResourceTemplate(UpstreamPrefix+"{category}/{+uri}", "Resource of a bridged MCP server",
+		mcp.WithTemplateDescription("A resource of the MCP server whose tools form {category}, by the server's own URI."),
+	), s.readBridged)
+	b.SetListener(func(e upstream.Event) {
+		switch {
+		case e.Updated != "":
+			uri := bridgedURI(e.Category, e.Updated)
+			for session, uris := range s.subs.matching(uri) {
+				if slices.Contains(uris, uri) {
+					s.mcp.SendNotificationToSpecificClient(session, mcp.MethodNotificationResourceUpdated, map[string]any{"uri": uri})
+				}
+			}
+		default:
+			s.syncBridge(e.Prompts, e.Resources)
+		}
+	})
+	s.syncBridge(true, true)
+}
+
+// syncBridge brings the MCP server's prompts and resources in line with
+// the bridge's; mcp-go tells the clients the lists changed.
+func (s *Server) syncBridge(prompts, resources bool) {
+	b, bs := s.cfg.Bridge, s.bridged
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if prompts {
+		want := map[string]string{}
+		var add []server.ServerPrompt
+		for _, p := range b.Prompts() {
+			name := bridgedPromptName(p.Category, p.Prompt.Name)
+			want[name] = p.Category
+			mp := p.Prompt
+			mp.Name = name
+			mp.Description = fromSource(p.Category, mp.Description)
+			add = append(add, server.ServerPrompt{Prompt: mp, Handler: s.getBridgedPrompt(p.Category, p.Prompt.Name)})
+		}
+		var del []string
+		for name := range bs.prompts {
+			if _, ok := want[name]; !ok {
+				del = append(del, name)
+			}
+		}
+		if len(del) > 0 {
+			s.mcp.DeletePrompts(del...)
+		}
+		if len(add) > 0 {
+			s.mcp.AddPrompts(add...)
+		}
+		bs.prompts = want
+	}
+	if resources {
+		want := map[string]bool{}
+		var add []server.ServerResource
+		for _, r := range b.Resources() {
+			mr := r.Resource
+			mr.URI = bridgedURI(r.Category, r.Resource.URI)
+			mr.Description = fromSource(r.Category, mr.Description)
+			want[mr.URI] = true
+			add = append(add, server.ServerResource{Resource: mr, Handler: s.readBridged})
+		}
+		var del []string
+		for uri := range bs.resources {
+			if !want[uri] {
+				del = append(del, uri)
+			}
+		}
+		if len(del) > 0 {
+			s.mcp.DeleteResources(del...)
+		}
+		if len(add) > 0 {
+			s.mcp.AddResources(add...)
+		}
+		bs.resources = want
+		// The templates are listed from the bridge at each request.
+		s.mcp.SendNotificationToAllClients(mcp.MethodNotificationResourcesListChanged, nil)
+	}
+}
+
+// reaches reports whether the caller of ctx may reach category's bridged
+// prompts and resources: when its toolset reaches the category.
+func (s *Server) reaches(ctx context.Context, category string) bool {
+	if s.access == nil {
+		return true
+	}
+	return slices.Contains(s.reg.View(s.caller(ctx)).Categories(), category)
+}
+
+// filterBridgedPrompts is the prompt filter: a caller lists and gets the
+// bridged prompts of the categories it reaches.
+func (s *Server) filterBridgedPrompts(ctx context.Context, list []mcp.Prompt) []mcp.Prompt {
+	if s.bridged == nil || s.access == nil {
+		return list
+	}
+	s.bridged.mu.Lock()
+	cats := make(map[string]string, len(s.bridged.prompts))
+	for k, v := range s.bridged.prompts {
+		cats[k] = v
+	}
+	s.bridged.mu.Unlock()
+	return slices.DeleteFunc(list, func(p mcp.Prompt) bool {
+		c, ok := cats[p.Name]
+		return ok && !s.reaches(ctx, c)
+	})
+}
+
+// bridgeHooks list the bridged servers' templates and keep the resources
+// of the categories a caller does not reach out of its lists.
+func (s *Server) bridgeHooks(h *server.Hooks) {
+	h.AddAfterListResources(func(ctx context.Context, _ any, _ *mcp.ListResourcesRequest, r *mcp.ListResourcesResult) {
+		if s.bridged == nil || s.access == nil {
+			return
+		}
+		r.Resources = slices.DeleteFunc(r.Resources, func(res mcp.Resource) bool {
+			c, _, ok := splitBridgedURI(res.URI)
+			return ok && !s.reaches(ctx, c)
+		})
+	})
+	h.AddAfterListResourceTemplates(func(ctx context.Context, _ any, _ *mcp.ListResourceTemplatesRequest, r *mcp.ListResourceTemplatesResult) {
+		if s.bridged == nil {
+			return
+		}
+		for _, t := range s.cfg.Bridge.ResourceTemplates() {
+			if t.Template.URITemplate == nil || !s.reaches(ctx, t.Category) {
+				continue
+			}
+			mt := mcp.NewResourceTemplate(bridgedURI(t.Category, t.Template.URITemplate.Raw()), t.Template.Name,
+				mcp.WithTemplateDescription(fromSource(t.Category, t.Template.Description)),
+				mcp.WithTemplateMIMEType(t.Template.MIMEType))
+			mt.Title = t.Template.Title
+			r.ResourceTemplates = append(r.ResourceTemplates, mt)
+		}
+		slices.SortFunc(r.ResourceTemplates, func(a, b mcp.ResourceTemplate) int {
+			return strings.Compare(templateRaw(a), templateRaw(b))
+		})
+	})
+	h.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
+		c, orig, ok := splitBridgedURI(req.Params.URI)
+		if !ok || s.bridged == nil || !s.reaches(ctx, c) {
+			return
+		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bridgeTimeout)
+		defer cancel()
+		if _, err := s.cfg.Bridge.Subscribe(sctx, c, orig); err != nil {
+			s.log.Debug("subscribe to an upstream resource", "category", c, "err", err)
+		}
+	})
+}
+
+func templateRaw(t mcp.ResourceTemplate) string {
+	if t.URITemplate == nil {
+		return ""
+	}
+	return t.URITemplate.Raw()
+}
+
+// bridgeTimeout bounds a subscription's forwarding, off the request.
+const bridgeTimeout = 30 * time.Second
+
+// errBridgedNotFound is a bridged name or URI the caller cannot reach.
+var errBridgedNotFound = errors.New("not found")
+
+// readBridged reads a bridged server's resource, its text filtered.
+func (s *Server) readBridged(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+	uri := req.Params.URI
+	category, orig, ok := splitBridgedURI(uri)
+	if !ok || !s.reaches(ctx, category) {
+		return nil, fmt.Errorf("%w: resource %s", errResourceNotFound, uri)
+	}
+	res, err := s.cfg.Bridge.ReadResource(ctx, category, orig)
+	if err != nil {
+		if errors.Is(err, upstream.ErrNoSuchServer) {
+			return nil, fmt.Errorf("%w: resource %s", errResourceNotFound, uri)
+		}
+		return nil, err
+	}
+	opts, done, err := s.bridgeFilter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	out := make([]mcp.ResourceContents, 0, len(res.Contents))
+	for _, c := range res.Contents {
+		switch v := c.(type) {
+		case mcp.TextResourceContents:
+			v.URI = bridgedURI(category, v.URI)
+			v.Text = s.filterText(v.Text, s.maxBudget, opts)
+			out = append(out, v)
+		case mcp.BlobResourceContents:
+			v.URI = bridgedURI(category, v.URI)
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+// getBridgedPrompt gets a bridged server's prompt, its texts filtered.
+func (s *Server) getBridgedPrompt(category, name string) server.PromptHandlerFunc {
+	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		if !s.reaches(ctx, category) {
+			return nil, fmt.Errorf("prompt %s %w", req.Params.Name, errBridgedNotFound)
+		}
+		res, err := s.cfg.Bridge.GetPrompt(ctx, category, name, req.Params.Arguments)
+		if err != nil {
+			return nil, err
+		}
+		opts, done, err := s.bridgeFilter(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		res.Description = fromSource(category, res.Description)
+		for i, m := range res.Messages {
+			switch c := m.Content.(type) {
+			case mcp.TextContent:
+				c.Text = s.filterText(c.Text, s.maxBudget, opts)
+				res.Messages[i].Content = c
+			case mcp.EmbeddedResource:
+				if t, ok := c.Resource.(mcp.TextResourceContents); ok {
+					t.URI = bridgedURI(category, t.URI)
+					t.Text = s.filterText(t.Text, s.maxBudget, opts)
+					c.Resource = t
+				} else if b, ok := c.Resource.(mcp.BlobResourceContents); ok {
+					b.URI = bridgedURI(category, b.URI)
+					c.Resource = b
+				}
+				res.Messages[i].Content = c
+			}
+		}
+		return res, nil
+	}
+}
+
+// bridgeFilter is the filter's options for what a bridged server says to
+// the caller of ctx: its session's tokens, so that a value shows as the
+// same token as in its results. done saves the tokens made.
+func (s *Server) bridgeFilter(ctx context.Context) (filter.Options, func(), error) {
+	caller := s.caller(ctx)
+	sess, err := s.sessions.get(caller.Principal, caller.Session)
+	if err != nil {
+		return filter.Options{}, nil, err
+	}
+	return filter.Options{Vault: sess.vault}, func() { s.flush(ctx, sess) }, nil
+}

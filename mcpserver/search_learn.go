@@ -1,0 +1,169 @@
+package mcpserver
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/tools"
+	"github.com/codecell/codecell/tools/search"
+)
+
+// This file is learning from use: when a search_tools query is followed,
+// in the same session, by a run that calls catalogue tools, the query's
+// words are linked to those tools, and later searches with those words
+// rank them higher (search.Index.Learn). The links are words and tool
+// names only, never a program's arguments or results; they are kept in
+// the store for the installation when it has one (searchLinks).
+
+// LearnConfig configures learning from use.
+type LearnConfig struct {
+	// Disabled turns learning from use off: searches rank as the
+	// vocabulary alone says, and nothing is recorded.
+	Disabled bool
+}
+
+// searchLinks keeps what learning from use learned. Both stores
+// (memory/sqlite, memory/postgres) implement it: the contract suite
+// (memory/storetest) holds them to it.
+type searchLinks interface {
+	LearnSearch(ctx context.Context, terms, toolNames []string) error
+	SearchLinks(ctx context.Context) ([]memory.SearchLink, error)
+	ResetSearchLinks(ctx context.Context) (int64, error)
+}
+
+// Bounds of the searches a session remembers for learning.
+const (
+	learnWindow      = 10 * time.Minute // a run this long after a search still follows it
+	learnPerSession  = 4                // searches a session remembers
+	learnMaxSessions = 4096             // sessions remembered at once
+)
+
+// learner remembers each session's recent searches until a run follows
+// them.
+type learner struct {
+	ix    *search.Index
+	store searchLinks // nil: learned for this process only
+	now   func() time.Time
+
+	mu      sync.Mutex
+	pending map[string][]pendingSearch // by principal and session
+}
+
+type pendingSearch struct {
+	terms []string
+	at    time.Time
+}
+
+// newLearner returns the learner of ix, which it primes with what store
+// learned before; nil when learning is disabled.
+func newLearner(ctx context.Context, cfg LearnConfig, ix *search.Index, st Store, log interface {
+	Warn(msg string, args ...any)
+}) *learner {
+	if cfg.Disabled {
+		return nil
+	}
+	l := &learner{ix: ix, now: time.Now, pending: map[string][]pendingSearch{}}
+	if sl, ok := st.(searchLinks); ok && st != nil {
+		l.store = sl
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		links, err := sl.SearchLinks(ctx)
+		if err != nil {
+			log.Warn("learning from use: read what was learned", "err", err)
+		}
+		ls := make([]search.Link, len(links))
+		for i, k := range links {
+			ls[i] = search.Link{Term: k.Term, Tool: k.Tool, Count: k.Count}
+		}
+		ix.SetLearned(ls)
+	}
+	return l
+}
+
+func learnKey(c tools.Caller) string { return c.Principal + "\x00" + c.Session }
+
+// searched remembers a search of c's session.
+func (l *learner) searched(c tools.Caller, query string) {
+	if l == nil {
+		return
+	}
+	terms := search.LearnTerms(query)
+	if len(terms) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := learnKey(c)
+	if _, ok := l.pending[k]; !ok && len(l.pending) >= learnMaxSessions {
+		l.evict()
+	}
+	p := append(l.pending[k], pendingSearch{terms: terms, at: l.now()})
+	if len(p) > learnPerSession {
+		p = p[len(p)-learnPerSession:]
+	}
+	l.pending[k] = p
+}
+
+// evict drops the sessions whose searches are too old to be followed,
+// or, when none are, the one searched least recently. Called with mu held.
+func (l *learner) evict() {
+	cutoff := l.now().Add(-learnWindow)
+	oldest, oldestAt := "", time.Time{}
+	for k, p := range l.pending {
+		last := p[len(p)-1].at
+		if last.Before(cutoff) {
+			delete(l.pending, k)
+			continue
+		}
+		if oldest == "" || last.Before(oldestAt) {
+			oldest, oldestAt = k, last
+		}
+	}
+	if len(l.pending) >= learnMaxSessions {
+		delete(l.pending, oldest)
+	}
+}
+
+// ran links the searches c's session made before a run to the catalogue
+// tools the run called successfully, and forgets those searches.
+func (l *learner) ran(ctx context.Context, c tools.Caller, view *tools.View, calls []CallSummary) {
+	if l == nil || len(calls) == 0 {
+		return
+	}
+	var names []string
+	for _, cs := range calls {
+		t, ok := view.Get(cs.Tool)
+		if !ok || t.Runtime || cs.Calls <= cs.Failed || slices.Contains(names, t.Name) {
+			continue
+		}
+		names = append(names, t.Name)
+	}
+	if len(names) == 0 {
+		return
+	}
+	if len(names) > memory.MaxSearchLinkTools {
+		names = names[:memory.MaxSearchLinkTools]
+	}
+	l.mu.Lock()
+	k := learnKey(c)
+	p := l.pending[k]
+	delete(l.pending, k)
+	l.mu.Unlock()
+	cutoff := l.now().Add(-learnWindow)
+	for _, ps := range p {
+		if ps.at.Before(cutoff) {
+			continue
+		}
+		l.ix.Learn(ps.terms, names)
+		if l.store != nil {
+			// The run's context may be cancelled as it ends; the links are
+			// written on their own, bounded.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_ = l.store.LearnSearch(ctx, ps.terms, names)
+			cancel()
+		}
+	}
+}

@@ -1,0 +1,270 @@
+package lexicon
+
+import "strings"
+
+// Query is what a request says, as ranking needs it.
+type Query struct {
+	// Terms are the index terms of its own words (Terms), its phrases
+	// read as the words they stand for.
+	Terms []string
+	// Related are other terms it may be worded as, with the weight of
+	// their match (below 1): synonyms, and the API verbs its verb stands
+	// for.
+	Related map[string]float64
+	// Class is what it asks to do, 0 when it does not say.
+	Class Class
+	// Verbs are the stems of the action verbs it uses beyond CRUD.
+	Verbs []string
+	// Verb is the stem of the word that says what it asks to do, "" when
+	// none does: a word to rank by its sense (Class) more than by its
+	// letters.
+	Verb string
+	// Question is set for a request for information ("which …", "who …",
+	// "is …?", "how many …").
+	Question bool
+	// Self is set when it is about the one asking ("my repos", "who am
+	// I").
+	Self bool
+	// Plural is set when it names things in the plural ("list issues").
+	Plural bool
+	// VerbIsNoun is set when its verb is also what it asks for ("pin a
+	// message", "comment on a task").
+	VerbIsNoun bool
+	// Head is the stem of the thing it asks about: its first noun
+	// ("songs" of "songs on an album"), or what its verb makes ("comment
+	// on a task" asks for a comment); "" when it names none.
+	Head string
+}
+
+// Analyze reads a request.
+func Analyze(text string) Query {
+	raw := Words(text)
+	ws := rewrite(raw)
+	var q Query
+	q.Related = map[string]float64{}
+	own := map[string]bool{}
+	for _, w := range raw {
+		if selfWords[w] {
+			q.Self = true
+		}
+	}
+	if len(raw) > 0 {
+		switch ws := raw; ws[0] {
+		case "which", "what", "who", "whom", "whose", "where", "when":
+			q.Question = true
+		case "is", "are", "does", "did", "do", "has", "have", "can", "was", "were":
+			q.Question = len(ws) > 1
+		case "how":
+			q.Question = len(ws) > 1 && (ws[1] == "many" || ws[1] == "much")
+		}
+		if strings.HasSuffix(strings.TrimSpace(text), "?") {
+			q.Question = true
+		}
+	}
+	spelled := Spell(ws)
+	for _, w := range spelled {
+		if IsStop(w) {
+			continue
+		}
+		t := Stem(w)
+		q.Terms = append(q.Terms, t)
+		own[t] = true
+		if IsPlural(w) {
+			q.Plural = true
+		}
+	}
+	// The verb: the first word that is one, among the first few.
+	if !q.Question {
+		for i, w := range ws {
+			if i > 3 {
+				break
+			}
+			v, ok := verbs[w]
+			if !ok || IsPlural(w) {
+				continue
+			}
+			if adjectives[w] && IsPlural(wordAfter(ws, w)) {
+				continue // "open bugs" are bugs that are open
+			}
+			// "Make a copy", "give a refund", "take a look": the noun says
+			// what to do.
+			if lightVerbs[w] {
+				if n := wordAfter(ws, w); n != "" && !IsPlural(n) {
+					if nv, ok := verbs[n]; ok {
+						w, v = n, nv
+					}
+				}
+			}
+			q.Class = v.class
+			q.Verb = Stem(w)
+			if v.class&Act != 0 {
+				q.Verbs = append(q.Verbs, Stem(w))
+			}
+			for _, a := range v.api {
+				if t := Stem(a); !own[t] {
+					q.Related[t] = max(q.Related[t], VerbWeight)
+				}
+			}
+			if (v.class == Get || v.class == Get|List) && q.Plural {
+				q.Class = List
+			}
+			break
+		}
+	} else {
+		switch {
+		case q.Plural || raw[0] == "who" || raw[0] == "whom" || len(raw) > 1 && raw[1] == "many":
+			q.Class = List | Get | Search
+		default:
+			q.Class = Get | List
+		}
+	}
+	// "A new …" is made.
+	for _, w := range raw {
+		if w == "new" && q.Class&(Create|Update|Delete) == 0 {
+			q.Class = q.Class&^Read | Create
+		}
+	}
+	if n, ok := verbNouns[stemOrWord(q.Verb, ws)]; ok {
+		// "Comment on a task" asks for a comment; "pin a message" pins the
+		// message.
+		q.VerbIsNoun = true
+		noun := Stem(n)
+		if !own[noun] {
+			q.Related[noun] = max(q.Related[noun], 0.7)
+		}
+		if next := wordAfter(ws, stemOrWord(q.Verb, ws)); next == "" || prepositions[next] {
+			q.Head = noun
+			q.Related[noun] = 1
+		}
+	}
+	if len(raw) > 0 && (raw[0] == "who" || raw[0] == "whom") && !q.Self {
+		// Who asks about people.
+		q.Head = "user"
+		for _, s := range append([]string{"user"}, synonyms["user"]...) {
+			if !own[s] {
+				q.Related[s] = max(q.Related[s], SynonymWeight)
+			}
+		}
+	}
+	if q.Head == "" {
+		for _, w := range spelled {
+			if IsStop(w) || questionStarts[w] || w == "new" {
+				continue
+			}
+			if _, isVerb := verbs[w]; isVerb && (Stem(w) == q.Verb || lightVerbs[w]) {
+				continue
+			}
+			q.Head = Stem(w)
+			break
+		}
+	}
+	if q.Class == 0 && q.Plural {
+		// A noun phrase ("songs on an album") asks to read.
+		q.Class = Get | List | Search
+	}
+	for t := range own {
+		for _, s := range synonyms[t] {
+			if !own[s] {
+				q.Related[s] = max(q.Related[s], SynonymWeight)
+			}
+		}
+		// The one who does it and the doing: follow and follower, review
+		// and reviewer.
+		if len(t) > 4 && verbStems[t] {
+			d := t + "er"
+			if strings.HasSuffix(t, "er") {
+				d = strings.TrimSuffix(t, "er")
+			}
+			if !own[d] {
+				q.Related[d] = max(q.Related[d], SynonymWeight)
+			}
+		}
+	}
+	if q.Self {
+		for _, t := range []string{Stem("authenticated"), "current", "me"} {
+			if !own[t] {
+				q.Related[t] = max(q.Related[t], SynonymWeight)
+			}
+		}
+	}
+	return q
+}
+
+// rewrite reads the phrases of ws as the words they stand for.
+func rewrite(ws []string) []string {
+	var out []string
+	for i := 0; i < len(ws); i++ {
+		matched := false
+		for n := 4; n >= 1; n-- {
+			if i+n > len(ws) {
+				continue
+			}
+			if rep, ok := phrases[strings.Join(ws[i:i+n], " ")]; ok {
+				out = append(out, strings.Fields(rep)...)
+				i += n - 1
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			out = append(out, ws[i])
+		}
+	}
+	return out
+}
+
+// questionStarts are the words a question starts with.
+var questionStarts = map[string]bool{"which": true, "what": true, "who": true, "whom": true, "whose": true, "where": true, "when": true, "how": true}
+
+// stemOrWord returns the word of ws whose stem is stem ("comment" for
+// "comment"), or stem.
+func stemOrWord(stem string, ws []string) string {
+	if stem == "" {
+		return ""
+	}
+	for _, w := range ws {
+		if Stem(w) == stem {
+			return w
+		}
+	}
+	return stem
+}
+
+// prepositions start the phrase after a verb that has no object of its
+// own ("comment on", "reply to").
+var prepositions = map[string]bool{"on": true, "to": true, "for": true, "about": true, "in": true, "at": true, "with": true, "into": true, "onto": true, "from": true}
+
+// wordAfter returns the word after w in ws, skipping articles; "" at the
+// end.
+func wordAfter(ws []string, w string) string {
+	for i, x := range ws {
+		if x != w {
+			continue
+		}
+		for _, y := range ws[i+1:] {
+			if y == "a" || y == "an" || y == "the" {
+				continue
+			}
+			return y
+		}
+		return ""
+	}
+	return ""
+}
+
+// lightVerbs carry little meaning of their own before a noun that names
+// an action.
+var lightVerbs = map[string]bool{"make": true, "give": true, "take": true, "do": true, "have": true, "perform": true}
+
+// adjectives are verbs that are also states: before a plural noun they
+// say which things, not what to do ("open bugs", "new releases").
+var adjectives = map[string]bool{"open": true, "close": true, "closed": true, "new": true, "pending": true, "active": true, "archived": true, "starred": true, "saved": true, "pinned": true}
+
+// verbStems are the stems of the verbs of the vocabulary.
+var verbStems = func() map[string]bool {
+	m := map[string]bool{}
+	for w := range verbs {
+		m[Stem(w)] = true
+	}
+	return m
+}()

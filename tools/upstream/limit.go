@@ -1,0 +1,358 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+)
+
+// DefaultMaxResponseBytes is Server.MaxResponseBytes's default, as
+// OpenAPI sources' max_response_bytes.
+const DefaultMaxResponseBytes = 16 << 20
+
+// A server's messages are bounded while they are read, before any JSON is
+// decoded: limitReader sits between the server's stream (a child's
+// stdout, an HTTP response body) and the MCP transport, and passes on
+// every message up to the limit. A longer one it reads to its end without
+// keeping it, watching only for its top-level "id" and "method"; in its
+// place the transport gets a JSON-RPC error response to that id, so that
+// the call that asked for it fails at once (oversized, which send turns
+// into a *tooLargeError), and the connection goes on. An oversized
+// notification, or a message without an id, is dropped.
+
+// streamKind is how a stream frames its messages.
+type streamKind int
+
+const (
+	// jsonLines: one message a line (stdio).
+	jsonLines streamKind = iota
+	// wholeBody: the whole stream is one message (an HTTP JSON body).
+	wholeBody
+	// eventStream: Server-Sent Events; a message is an event's data.
+	eventStream
+)
+
+// oversized is what a limitReader reports of a message it dropped: its
+// id and whether it had a method (a request or notification), as they
+// came, and its size.
+type oversized func(id json.RawMessage, method bool, size int64)
+
+// tooLargeCode is the JSON-RPC error code of the responses limitReader
+// makes up; send knows them by their id, not by this code, which a
+// server could send too.
+const tooLargeCode = -32099
+
+// limitReader bounds the messages of a stream; see above.
+type limitReader struct {
+	src  *bufio.Reader
+	kind streamKind
+	max  int64
+	drop oversized
+
+	out []byte // what Read passes on next
+	buf []byte // the message being read
+	err error  // the source's error, once out is empty
+}
+
+func newLimitReader(r io.Reader, kind streamKind, max int64, drop oversized) *limitReader {
+	return &limitReader{src: bufio.NewReaderSize(r, 64<<10), kind: kind, max: max, drop: drop}
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	for len(l.out) == 0 {
+		if l.err != nil {
+			return 0, l.err
+		}
+		l.out, l.err = l.next()
+	}
+	n := copy(p, l.out)
+	l.out = l.out[n:]
+	return n, nil
+}
+
+// next reads the next message (a line, an event, the body) and returns
+// what to pass on for it.
+func (l *limitReader) next() ([]byte, error) {
+	if cap(l.buf) > 1<<20 {
+		l.buf = nil // do not keep a large message's buffer
+	}
+	l.buf = l.buf[:0]
+	var sc idScanner
+	var size int64
+	over := false
+	atStart := true // at the start of a line
+	for {
+		// A chunk holds at most one newline, at its end.
+		chunk, err := l.src.ReadSlice('\n')
+		lineEnd := err == nil
+		if errors.Is(err, bufio.ErrBufferFull) {
+			err = nil
+		}
+		blank := atStart && lineEnd && (len(chunk) == 1 || len(chunk) == 2 && chunk[0] == '\r')
+		size += int64(len(chunk))
+		if !over && size > l.max {
+			over = true
+			l.scan(&sc, l.buf, true)
+			l.buf = l.buf[:0]
+		}
+		if over {
+			l.scan(&sc, chunk, atStart)
+		} else {
+			l.buf = append(l.buf, chunk...)
+		}
+		atStart = lineEnd
+		end := err != nil // the stream's end ends the message
+		switch l.kind {
+		case jsonLines:
+			end = end || lineEnd
+		case eventStream:
+			end = end || blank // an event ends at a blank line
+		}
+		if !end {
+			continue
+		}
+		if !over {
+			return l.buf, err
+		}
+		return l.replacement(&sc, size), err
+	}
+}
+
+// scan feeds the JSON of an oversized message to sc: for an event
+// stream, the payload of its data lines only. lineStart says b starts a
+// line.
+func (l *limitReader) scan(sc *idScanner, b []byte, lineStart bool) {
+	if l.kind != eventStream {
+		sc.feed(b)
+		return
+	}
+	for len(b) > 0 {
+		line, rest, found := bytes.Cut(b, []byte("\n"))
+		if lineStart {
+			d, ok := bytes.CutPrefix(line, []byte("data:"))
+			sc.inData = ok
+			if ok {
+				line = bytes.TrimPrefix(d, []byte(" "))
+			}
+		}
+		if sc.inData {
+			sc.feed(line)
+			if found {
+				sc.feed([]byte("\n"))
+			}
+		}
+		if !found {
+			return
+		}
+		b, lineStart = rest, true
+	}
+}
+
+// replacement is what the transport gets instead of an oversized message.
+func (l *limitReader) replacement(sc *idScanner, size int64) []byte {
+	id := sc.id
+	if l.drop != nil {
+		l.drop(id, sc.method, size)
+	}
+	if id == nil || sc.method {
+		return l.keepFraming(nil)
+	}
+	msg, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0",
+		"id":      json.RawMessage(id),
+		"error":   map[string]any{"code": tooLargeCode, "message": fmt.Sprintf("codecell: the message was larger than %d bytes", l.max)},
+	})
+	return l.keepFraming(msg)
+}
+
+// keepFraming frames a message (nil for none) as the stream does.
+func (l *limitReader) keepFraming(msg []byte) []byte {
+	switch l.kind {
+	case jsonLines:
+		if msg == nil {
+			return []byte("\n") // an empty line, which the transport skips
+		}
+		return append(msg, '\n')
+	case eventStream:
+		if msg == nil {
+			return []byte(":\n\n") // a comment
+		}
+		return append(append([]byte("event: message\ndata: "), msg...), "\n\n"...)
+	}
+	if msg == nil {
+		return []byte("{}")
+	}
+	return msg
+}
+
+// idScanner walks the JSON of a message without keeping it, and records
+// its top-level "id" (as it came, when it is a string or number of at
+// most maxID bytes) and whether it has a top-level "method".
+type idScanner struct {
+	depth    int
+	inString bool
+	escaped  bool
+	state    scanState
+	key      []byte // the top-level key being read
+	keyLong  bool   // longer than any key of interest
+	value    []byte // the id being read
+	capture  bool   // value is the id's
+	id       []byte
+	method   bool
+	inData   bool // eventStream: within a data line
+}
+
+type scanState int
+
+const (
+	wantKey   scanState = iota // at the top level, before a key
+	inKey                      // reading a top-level key
+	wantColon                  // after a top-level key
+	wantValue                  // after the colon
+	inValue                    // reading a top-level value
+)
+
+// maxID bounds the id a scanner keeps; codecell's own are far shorter.
+const maxID = 256
+
+func (s *idScanner) feed(b []byte) {
+	for _, c := range b {
+		s.step(c)
+	}
+}
+
+func (s *idScanner) step(c byte) {
+	top := s.depth == 1
+	if s.inString {
+		switch {
+		case s.escaped:
+			s.escaped = false
+		case c == '\\':
+			s.escaped = true
+		case c == '"':
+			s.inString = false
+		}
+		switch {
+		case top && s.state == inKey:
+			if !s.inString {
+				s.state = wantColon
+			} else if len(s.key) < 16 {
+				s.key = append(s.key, c)
+			} else {
+				s.keyLong = true
+			}
+		case top && s.capture:
+			s.keep(c)
+			if !s.inString {
+				s.endValue()
+			}
+		}
+		return
+	}
+	switch c {
+	case ' ', '\t', '\r', '\n':
+		if top && s.capture {
+			s.endValue()
+		}
+		return
+	case '"':
+		s.inString = true
+		switch {
+		case top && s.state == wantKey:
+			s.state, s.key, s.keyLong = inKey, s.key[:0], false
+		case top && s.state == wantValue:
+			s.startValue()
+			if s.capture {
+				s.keep(c)
+			}
+		}
+		return
+	case '{', '[':
+		if top && s.state == wantValue {
+			s.state = inValue // an object or array: not an id
+		}
+		s.depth++
+		if s.depth == 1 {
+			s.state = wantKey
+		}
+		return
+	case '}', ']':
+		if top && s.capture {
+			s.endValue()
+		}
+		s.depth--
+		return
+	case ':':
+		if top && s.state == wantColon {
+			s.state = wantValue
+			if !s.keyLong && string(s.key) == "method" {
+				s.method = true
+			}
+		}
+		return
+	case ',':
+		if top {
+			if s.capture {
+				s.endValue()
+			}
+			s.state = wantKey
+		}
+		return
+	}
+	if top && s.state == wantValue {
+		s.startValue()
+	}
+	if top && s.capture {
+		s.keep(c)
+	}
+}
+
+// startValue begins a top-level value, captured when it is the id's.
+func (s *idScanner) startValue() {
+	s.state = inValue
+	s.capture = !s.keyLong && string(s.key) == "id"
+	s.value = s.value[:0]
+}
+
+func (s *idScanner) keep(c byte) {
+	if len(s.value) <= maxID {
+		s.value = append(s.value, c)
+	}
+}
+
+// endValue ends the id's value: kept when it is short and valid JSON.
+func (s *idScanner) endValue() {
+	s.capture = false
+	if len(s.value) <= maxID && json.Valid(s.value) && s.value[0] != 'n' && s.value[0] != 't' && s.value[0] != 'f' {
+		s.id = bytes.Clone(s.value)
+	}
+}
+
+// limitTransport bounds the messages of the HTTP responses of a
+// connection: an event stream's events, any other body whole.
+type limitTransport struct {
+	base http.RoundTripper
+	max  int64
+	drop oversized
+}
+
+func (t limitTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if err != nil {
+		return resp, err
+	}
+	kind := wholeBody
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
+		kind = eventStream
+	}
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{newLimitReader(resp.Body, kind, t.max, t.drop), resp.Body}
+	return resp, nil
+}

@@ -1,0 +1,81 @@
+package upstream
+
+import (
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+)
+
+// TestLimitReader passes messages up to the limit as they are, and turns
+// a longer one into an error response to its id, wherever the id is in
+// it, in every framing.
+func TestLimitReader(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("a", 5000)
+	type drop struct {
+		id     string
+		method bool
+		size   int64
+	}
+	for _, tt := range []struct {
+		name  string
+		kind  streamKind
+		in    string
+		want  string
+		drops []drop
+	}{
+		{"short lines pass", jsonLines,
+			`{"jsonrpc":"2.0","id":"codecell-1","result":{}}` + "\n" + `{"jsonrpc":"2.0","method":"x"}` + "\n",
+			`{"jsonrpc":"2.0","id":"codecell-1","result":{}}` + "\n" + `{"jsonrpc":"2.0","method":"x"}` + "\n", nil},
+		{"a long line, id first", jsonLines,
+			`{"jsonrpc":"2.0","id":"codecell-2","result":{"text":"` + big + `"}}` + "\n" + `{"id":3,"result":1}` + "\n",
+			`{"error":{"code":-32099,"message":"codecell: the message was larger than 1024 bytes"},"id":"codecell-2","jsonrpc":"2.0"}` + "\n" + `{"id":3,"result":1}` + "\n",
+			[]drop{{`"codecell-2"`, false, 5062}}},
+		{"a long line, id last, escapes and nesting before it", jsonLines,
+			`{"result":{"text":"\"id\":\"no\"` + big + `","id":"nested"},"jsonrpc":"2.0","id":7}`,
+			`{"error":{"code":-32099,"message":"codecell: the message was larger than 1024 bytes"},"id":7,"jsonrpc":"2.0"}` + "\n",
+			[]drop{{`7`, false, 5061}}},
+		{"a long notification is dropped", jsonLines,
+			`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + big + `"}}` + "\n",
+			"\n", []drop{{"", true, 5076}}},
+		{"a long body", wholeBody,
+			"{\n  \"jsonrpc\": \"2.0\",\n  \"result\": \"" + big + "\",\n  \"id\": \"codecell-9\"\n}\n",
+			`{"error":{"code":-32099,"message":"codecell: the message was larger than 1024 bytes"},"id":"codecell-9","jsonrpc":"2.0"}`,
+			[]drop{{`"codecell-9"`, false, 5061}}},
+		{"events pass, a long one is replaced", eventStream,
+			"event: message\ndata: {\"id\":1,\"result\":2}\n\n" +
+				"event: message\nid: 5\ndata: {\"result\":\"" + big + "\",\n" + "data: \"id\":\"codecell-4\"}\n\n" +
+				": ping\n\n",
+			"event: message\ndata: {\"id\":1,\"result\":2}\n\n" +
+				"event: message\ndata: {\"error\":{\"code\":-32099,\"message\":\"codecell: the message was larger than 1024 bytes\"},\"id\":\"codecell-4\",\"jsonrpc\":\"2.0\"}\n\n" +
+				": ping\n\n",
+			[]drop{{`"codecell-4"`, false, 5063}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var drops []drop
+			r := newLimitReader(strings.NewReader(tt.in), tt.kind, 1024, func(id json.RawMessage, method bool, size int64) {
+				drops = append(drops, drop{string(id), method, size})
+			})
+			// Small reads, as a transport's may be.
+			var out strings.Builder
+			buf := make([]byte, 7)
+			for {
+				n, err := r.Read(buf)
+				out.Write(buf[:n])
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if out.String() != tt.want {
+				t.Errorf("got\n%s\nwant\n%s", out.String(), tt.want)
+			}
+			if len(drops) != len(tt.drops) || (len(drops) > 0 && (drops[0].id != tt.drops[0].id || drops[0].method != tt.drops[0].method)) {
+				t.Errorf("drops %+v, want %+v", drops, tt.drops)
+			}
+		})
+	}
+}
