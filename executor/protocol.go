@@ -83,15 +83,39 @@ func (fr *frameReader) read() (frame, error) {
 	}
 	f := frame{typ: fr.hdr[4], job: binary.LittleEndian.Uint32(fr.hdr[5:9])}
 	if n := int(size) - (frameHeader - 4); n > 0 {
-		f.body = make([]byte, n)
-		if _, err := io.ReadFull(fr.r, f.body); err != nil {
+		body, err := readBody(fr.r, n)
+		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
 			return frame{}, err
 		}
+		f.body = body
 	}
 	return f, nil
+}
+
+// bodyChunk is the most of a frame's body that is allocated before it
+// arrives.
+const bodyChunk = 1 << 20
+
+// readBody reads a body of n bytes. A large one grows as its bytes
+// arrive, at most doubling, so that a header that promises gigabytes
+// costs memory only for what the other side really sends.
+func readBody(r io.Reader, n int) ([]byte, error) {
+	b := make([]byte, min(n, bodyChunk))
+	got := 0
+	for {
+		k, err := io.ReadFull(r, b[got:])
+		got += k
+		if err != nil {
+			return nil, err
+		}
+		if got == n {
+			return b, nil
+		}
+		b = append(b, make([]byte, min(n-got, len(b)))...)
+	}
 }
 
 // frameWriter writes whole frames to a stream; it is safe for concurrent
