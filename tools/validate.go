@@ -25,8 +25,9 @@ import (
 type Schema struct {
 	s *jsonschema.Schema
 
-	anchorsOnce sync.Once
-	anchors     *anchors // see costly
+	prepOnce sync.Once // what costly needs of the schema, once
+	anchors  *anchors
+	unfolded int
 }
 
 // printer renders the validator's messages that hold no numbers; those
@@ -100,7 +101,7 @@ func (s *Schema) Validate(doc json.RawMessage) []Problem {
 	if err != nil {
 		return []Problem{{Path: "", Message: "arguments are not valid JSON: " + err.Error()}}
 	}
-	if p, ok := s.costly(v); ok {
+	if p, ok := s.costly(v, len(doc)); ok {
 		return []Problem{{Path: "", Message: p}}
 	}
 	err = s.s.Validate(v)

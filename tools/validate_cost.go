@@ -37,6 +37,60 @@ type anchors struct {
 	recursive []*jsonschema.Schema            // with $recursiveAnchor: true
 }
 
+// unfolded returns the number of subschemas of root's tree with every
+// reference followed (the paths from root to any subschema), up to
+// maxUnfolded; maxUnfolded for a schema that refers to itself. A value
+// of a document meets at most that many subschemas, so a document of n
+// values against such a schema takes at most unfolded × n steps.
+func unfolded(root *jsonschema.Schema, a *anchors) int {
+	memo := map[*jsonschema.Schema]int{}
+	open := map[*jsonschema.Schema]bool{}
+	var walk func(s *jsonschema.Schema) int
+	walk = func(s *jsonschema.Schema) int {
+		if s == nil {
+			return 0
+		}
+		if n, ok := memo[s]; ok {
+			return n
+		}
+		if open[s] {
+			return maxUnfolded
+		}
+		open[s] = true
+		defer delete(open, s)
+		n := 1
+		for _, c := range subschemas(s, a) {
+			n = min(n+walk(c), maxUnfolded)
+			if n == maxUnfolded {
+				break
+			}
+		}
+		memo[s] = n
+		return n
+	}
+	return walk(root)
+}
+
+// maxUnfolded is where unfolded stops counting.
+const maxUnfolded = 1 << 40
+
+// subschemas returns every subschema s applies, in place or to a part of
+// the value.
+func subschemas(s *jsonschema.Schema, a *anchors) []*jsonschema.Schema {
+	out := inPlace(s, a)
+	out = append(out, s.PropertyNames, schemaOf(s.AdditionalProperties), s.UnevaluatedProperties,
+		s.Contains, s.Items2020, s.UnevaluatedItems, s.ContentSchema)
+	for _, c := range s.Properties {
+		out = append(out, c)
+	}
+	for _, c := range s.PatternProperties {
+		out = append(out, c)
+	}
+	out = append(out, s.PrefixItems...)
+	out = append(out, itemSchemas(s.Items)...)
+	return append(out, itemSchemas(s.AdditionalItems)...)
+}
+
 // anchorsOf walks every subschema root reaches and collects those a
 // dynamic reference may resolve to.
 func anchorsOf(root *jsonschema.Schema) *anchors {
@@ -56,18 +110,7 @@ func anchorsOf(root *jsonschema.Schema) *anchors {
 		if s.RecursiveAnchor {
 			a.recursive = append(a.recursive, s)
 		}
-		stack = append(stack, inPlace(s, nil)...)
-		stack = append(stack, s.PropertyNames, schemaOf(s.AdditionalProperties), s.UnevaluatedProperties,
-			s.Contains, s.Items2020, s.UnevaluatedItems, s.ContentSchema)
-		for _, c := range s.Properties {
-			stack = append(stack, c)
-		}
-		for _, c := range s.PatternProperties {
-			stack = append(stack, c)
-		}
-		stack = append(stack, s.PrefixItems...)
-		stack = append(stack, itemSchemas(s.Items)...)
-		stack = append(stack, itemSchemas(s.AdditionalItems)...)
+		stack = append(stack, subschemas(s, nil)...)
 	}
 	return a
 }
@@ -269,10 +312,18 @@ func schemaOf(v any) *jsonschema.Schema {
 }
 
 // costly returns, when validating doc (as jsonschema.UnmarshalJSON makes
-// it) against the schema may take more steps than the bounds allow, the
-// problem that says so.
-func (s *Schema) costly(doc any) (problem string, ok bool) {
-	s.anchorsOnce.Do(func() { s.anchors = anchorsOf(s.s) })
+// it, from size bytes of JSON) against the schema may take more steps
+// than the bounds allow, the problem that says so. A schema that refers
+// to itself nowhere and unfolds small enough needs no count: a document
+// has at most one value per byte.
+func (s *Schema) costly(doc any, size int) (problem string, ok bool) {
+	s.prepOnce.Do(func() {
+		s.anchors = anchorsOf(s.s)
+		s.unfolded = unfolded(s.s, s.anchors)
+	})
+	if s.unfolded < maxUnfolded && s.unfolded*size <= MaxValidationSteps {
+		return "", false
+	}
 	values := 0
 	v := valueOf(doc, &values)
 	c := &costing{limit: MaxValidationSteps + ValidationStepsPerValue*values, a: s.anchors, memo: map[costKey]int{}, open: map[costKey]bool{}}
