@@ -637,6 +637,7 @@ func build(ts []*tools.Tool, version uint64) *index {
 	ix := &index{version: version, catID: map[string]int32{}, postings: map[string][]posting{}, byName: make(map[string]int32, len(ts))}
 	fieldTerms := make([][numFields][]string, len(ts))
 	var totalLen [numFields]float64
+	sd := newSchemaDocs()
 	for i, t := range ts {
 		cat, ok := ix.catID[t.Category()]
 		if !ok {
@@ -673,8 +674,8 @@ func build(ts []*tools.Tool, version uint64) *index {
 		ix.docs[i].op = op
 		ix.docs[i].self = op.Self || mentionsSelf(summary+" "+lead)
 		ft[fieldIntent] = intentTerms(op)
-		in := schemaText(t.InputDocument())
-		out := schemaText(t.OutputDocument())
+		in := sd.words(t.InputSchema, t.InputDefs)
+		out := sd.words(t.OutputSchema, t.OutputDefs)
 		ft[fieldParams] = terms(strings.Join(in.names, " "))
 		ft[fieldOutput] = terms(strings.Join(out.names, " "))
 		ft[fieldText] = terms(lexicon.Clean(rest + " " + strings.Join(in.descriptions, " ")))
