@@ -75,6 +75,9 @@ func NewDefinitions(defs map[string]json.RawMessage) (*Definitions, error) {
 // Len returns the number of definitions.
 func (d *Definitions) Len() int { return len(d.defs) }
 
+// Names returns the names of the definitions, sorted.
+func (d *Definitions) Names() []string { return slices.Sorted(maps.Keys(d.defs)) }
+
 // Get returns the named definition.
 func (d *Definitions) Get(name string) (json.RawMessage, bool) {
 	s, ok := d.defs[name]
