@@ -37,10 +37,13 @@ SDK := testdata/sdk
 UPSTREAMS := testdata/upstreams
 node-deps: $(SDK)/node_modules/.installed $(UPSTREAMS)/node_modules/.installed
 $(SDK)/node_modules/.installed: $(SDK)/package.json $(SDK)/package-lock.json
-	cd $(SDK) && npm ci --no-audit --no-fund --loglevel=error
+	@# As for openapi-fixtures: a shared install behind a symlink is kept.
+	if [ -L $(SDK)/node_modules ] && [ -d $(SDK)/node_modules/@modelcontextprotocol/sdk ]; then :; \
+	else cd $(SDK) && npm ci --no-audit --no-fund --loglevel=error; fi
 	@touch $@
 $(UPSTREAMS)/node_modules/.installed: $(UPSTREAMS)/package.json $(UPSTREAMS)/package-lock.json
-	cd $(UPSTREAMS) && npm ci --no-audit --no-fund --loglevel=error
+	if [ -L $(UPSTREAMS)/node_modules ] && [ -d $(UPSTREAMS)/node_modules/@modelcontextprotocol ]; then :; \
+	else cd $(UPSTREAMS) && npm ci --no-audit --no-fund --loglevel=error; fi
 	@touch $@
 
 ## openapi-fixtures: OpenAPI documents for tools/openapi's tests, pinned in
