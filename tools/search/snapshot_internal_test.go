@@ -66,7 +66,7 @@ func TestTermsKeptBetweenStarts(t *testing.T) {
 	var tc termCache
 	key := tc.hash(&getUser)
 	terms[key].Fields[fieldName] = append(terms[key].Fields[fieldName], "zebra")
-	tc.write(dir, "v1", "crm", terms)
+	writeTerms(dir, "v1", "crm", terms)
 	if got := first(start("v1", getUser), "zebra"); got != "crm.get_user" {
 		t.Errorf("a restart did not read the terms: %q for zebra", got)
 	}
@@ -94,29 +94,43 @@ func TestTermsKeptBetweenStarts(t *testing.T) {
 	}
 }
 
-// TestTermsMadeOncePerTool: a view that changes (a source registered)
-// analyses only the tools it had not seen: the others' terms are those
-// made before.
-func TestTermsMadeOncePerTool(t *testing.T) {
+// TestTermsReadWhenTheViewChanges: a source registered after an index
+// was made makes a new index of the kept terms of the tools it had, and
+// the terms of its own.
+func TestTermsReadWhenTheViewChanges(t *testing.T) {
 	t.Parallel()
+	dir := t.TempDir()
 	noop := func(context.Context, json.RawMessage) (json.RawMessage, error) { return nil, nil }
+	getUser := tools.Tool{Name: "crm.get_user", Summary: "Get a user by id.", Handler: noop}
 	reg := tools.NewRegistry()
-	if err := reg.Register(tools.Tool{Name: "crm.get_user", Summary: "Get a user by id.", Handler: noop}); err != nil {
+	reg.SetSnapshots(dir, func() string { return "v1" })
+	if err := reg.Register(getUser); err != nil {
 		t.Fatal(err)
 	}
 	ix := New(reg, func(tools.Caller) Docs { return noDocs{} })
 	if _, err := ix.Search(Query{Text: "user"}); err != nil {
 		t.Fatal(err)
 	}
-	tl, _ := reg.Get("crm.get_user")
-	before := ix.terms.byTool[tl].terms
+	terms, err := readTerms(filepath.Join(dir, "crm.terms"), "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tc termCache
+	registered, _ := reg.Get("crm.get_user")
+	key := tc.hash(registered)
+	if terms[key] == nil {
+		t.Fatalf("crm.terms holds no terms under crm.get_user's hash")
+	}
+	terms[key].Fields[fieldName] = append(terms[key].Fields[fieldName], "zebra")
+	writeTerms(dir, "v1", "crm", terms)
 	if err := reg.Register(tools.Tool{Name: "mail.send", Summary: "Send an e-mail.", Handler: noop}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ix.Search(Query{Text: "user"}); err != nil {
-		t.Fatal(err)
+	hits, err := ix.Search(Query{Text: "zebra"})
+	if err != nil || len(hits) != 1 || hits[0].Name != "crm.get_user" {
+		t.Errorf("the new index did not read crm's kept terms: %v %v", hits, err)
 	}
-	if len(ix.terms.byTool) != 2 || ix.terms.byTool[tl].terms != before {
-		t.Errorf("the terms of crm.get_user were made again, or %d tools' terms kept, want 2", len(ix.terms.byTool))
+	if hits, err := ix.Search(Query{Text: "e-mail"}); err != nil || len(hits) == 0 || hits[0].Name != "mail.send" {
+		t.Errorf("mail.send: %v %v", hits, err)
 	}
 }
