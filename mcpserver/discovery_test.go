@@ -148,6 +148,9 @@ func TestReadToolsRecoversFromTypos(t *testing.T) {
 		{path: "codecell://tools/github/index.json", want: []string{"search_issues"}},
 		{path: "/github/search_isues.d.ts", isError: true, want: []string{"did you mean", "search_issues.d.ts"}},
 		{path: "/githb/index.json", isError: true, want: []string{"github"}},
+		// A name in other words: the tool search_tools ranks first for them.
+		{path: "/payments/reimburse_payment.d.ts", isError: true, want: []string{"did you mean", "payments/refund_charge.d.ts"}},
+		{path: "/github/open_bug.md", isError: true, want: []string{"did you mean", "github/create_issue.md"}},
 		{path: "/github/../etc/passwd", isError: true, want: []string{".."}},
 	}
 	for _, tt := range tests {

@@ -68,7 +68,7 @@ func (s *Server) searchTools(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	caller := s.caller(ctx)
 	view := s.reg.View(caller)
 	budget := s.discoveryBudget(args.BudgetBytes)
-	hits, err := s.search.Search(search.Query{
+	hits, err := s.search.SearchContext(ctx, search.Query{
 		Caller:   caller,
 		Text:     args.Query,
 		Category: args.Category,
@@ -400,4 +400,14 @@ func cutAtWord(s string, n int) string {
 		cut--
 	}
 	return strings.TrimRight(s[:cut], " ,;:")
+}
+
+// suggestTool is the tree's Suggester: the tool search_tools ranks
+// first for the words of a missing tool path, when it is not a guess.
+func (s *Server) suggestTool(c tools.Caller, category, words string) string {
+	hits, err := s.search.Search(search.Query{Caller: c, Text: words, Category: category, Limit: 1, Detail: search.DetailName})
+	if err != nil || len(hits) == 0 || hits[0].Confidence == search.Low {
+		return ""
+	}
+	return hits[0].Name
 }

@@ -35,6 +35,17 @@ type RecallInput struct {
 	// Exact forces an exact search even on a large store: every vector is
 	// scanned and every query word ranks (see RecallResult.CommonWords).
 	Exact bool `json:"exact,omitempty"`
+	// Expand asks the caller's model for terms related to the query
+	// (memory.recall's tool does, through an Expander, and passes them in
+	// Terms); backends ignore it.
+	Expand bool `json:"expand,omitempty"`
+	// Terms are words related to the query that its caller's model
+	// proposed; NormalizeRecall adds them to Query.
+	Terms []string `json:"-"`
+	// Related are the words a hybrid recall looks for beside the query's
+	// own, in a list of their own, set by NormalizeRecall: the query's
+	// related words in general English (Related).
+	Related []RelatedTerm `json:"-"`
 }
 
 // Hit is one recalled memory with its scores.
@@ -53,6 +64,9 @@ type Hit struct {
 	// its rank in the keyword list, when the memory was in it.
 	KeywordScore *float64 `json:"keyword_score,omitempty"`
 	KeywordRank  int      `json:"keyword_rank,omitempty"`
+	// RelatedRank is its rank in the list of memories that hold words
+	// related to the query's (RecallInput.Related), when it was in it.
+	RelatedRank int `json:"related_rank,omitempty"`
 	// Recency is 0.5^(age/half-life), when recency is weighted.
 	Recency *float64 `json:"recency,omitempty"`
 }
@@ -69,6 +83,18 @@ type RecallResult struct {
 	// (large stores only; the vector ranking still uses them). Exact keeps
 	// them.
 	CommonWords []string `json:"common_words,omitempty"`
+	// Expansion is set when the recall asked for expand: the terms the
+	// caller's model proposed, or why it could not be asked.
+	Expansion *Expansion `json:"expansion,omitempty"`
+}
+
+// Expansion is what memory.recall's expand did.
+type Expansion struct {
+	// Terms are the terms the model proposed, as looked for.
+	Terms []string `json:"terms"`
+	// Error says why the model could not be asked or answered nothing
+	// usable; the recall went on without its terms.
+	Error string `json:"error,omitempty"`
 }
 
 // Scored is a memory id with the score one retriever gave it.
@@ -125,6 +151,7 @@ func NormalizeRecall(in *RecallInput, lim Limits) error {
 	if in.HalfLifeDays <= 0 || math.IsNaN(in.HalfLifeDays) || in.HalfLifeDays > 36500 {
 		return Invalid("half_life_days is %v; it must be more than 0 and at most 36500", in.HalfLifeDays)
 	}
+	expandQuery(in)
 	return nil
 }
 
@@ -134,6 +161,13 @@ func NormalizeRecall(in *RecallInput, lim Limits) error {
 // scores 1), else by the list's own score.
 // The hits are in no particular order; see SortHits.
 func Fuse(mode string, vec, kw []Scored) []Hit {
+	return FuseRelated(mode, vec, kw, nil)
+}
+
+// FuseRelated is Fuse with the list of memories that hold words related
+// to the query's (RecallInput.Related), best first, which counts in
+// hybrid mode at RelatedWeight; first place in all three lists scores 1.
+func FuseRelated(mode string, vec, kw, related []Scored) []Hit {
 	byID := map[int64]*Hit{}
 	var order []int64
 	get := func(id int64) *Hit {
@@ -174,11 +208,20 @@ func Fuse(mode string, vec, kw []Scored) []Hit {
 			h.Score = v
 		}
 	}
+	weight := float64(lists)
+	if mode == ModeHybrid && len(related) > 0 {
+		weight += RelatedWeight
+		for i, c := range related {
+			h := get(c.ID)
+			h.RelatedRank = i + 1
+			h.Score += RelatedWeight / float64(rrfK+i+1)
+		}
+	}
 	out := make([]Hit, 0, len(order))
 	for _, id := range order {
 		h := byID[id]
 		if mode == ModeHybrid {
-			h.Score = h.Score * float64(rrfK+1) / float64(lists)
+			h.Score = h.Score * float64(rrfK+1) / weight
 		}
 		out = append(out, *h)
 	}

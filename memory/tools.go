@@ -19,8 +19,12 @@ const (
 
 // RegisterTools describes both categories in r and registers the tools of
 // ts: a backend that lacks a group of operations (a nil field) goes
-// without its tools.
+// without its tools. memory.recall's expand asks for llm.call in r
+// unless ts.Models says otherwise.
 func RegisterTools(r *tools.Registry, ts ToolSet) error {
+	if ts.Models == nil {
+		ts.Models = r
+	}
 	if err := r.DescribeCategory(MemoryCategory, MemoryCategorySummary); err != nil {
 		return err
 	}
@@ -44,6 +48,16 @@ type ToolSet struct {
 	Tasks        TaskOps
 	Consolidator ConsolidateOps
 	Workspace    WorkspaceOps
+	// Models reaches the caller's model for memory.recall's expand: it
+	// calls the llm.call tool (a *tools.Registry, where the server's
+	// program runtime registers llm.*). Nil: expand says no model can
+	// be asked.
+	Models ToolCaller
+}
+
+// ToolCaller calls a tool by name, as a *tools.Registry does.
+type ToolCaller interface {
+	Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error)
 }
 
 func (ts ToolSet) now() time.Time {
@@ -185,14 +199,17 @@ func (ts ToolSet) MemoryTools() []tools.Tool {
 					"mode": {"type": "string", "enum": ["hybrid", "vector", "keyword"], "default": "hybrid"},
 					"recency_weight": {"type": "number", "minimum": 0, "maximum": 1, "default": 0, "description": "0: relevance only; 1: recency only."},
 					"half_life_days": {"type": "number", "exclusiveMinimum": 0, "maximum": 36500, "default": 30},
-					"exact": {"type": "boolean", "description": "On a large store, scan every vector and rank on every query word (slower)."}
+					"exact": {"type": "boolean", "description": "On a large store, scan every vector and rank on every query word (slower)."},
+					"expand": {"type": "boolean", "description": "Ask the client's model (llm.call, counted against the llm budgets) for words a memory answering the query may use, and look for them too: for questions worded unlike what was stored."}
 				}, "required": ["query"], "additionalProperties": false}`, maxContent, layerEnum, layerEnum, tagsSchema, dateTime, dateTime)),
 				OutputSchema: raw(`{"type": "object", "properties": {
 					"results": {"type": "array", "items": {"allOf": [` + memorySchema + `, {"type": "object", "properties": {
 						"score": {"type": "number"}, "vector_score": {"type": "number"}, "vector_rank": {"type": "integer"},
 						"keyword_score": {"type": "number"}, "keyword_rank": {"type": "integer"}, "recency": {"type": "number"}}, "required": ["score"]}]}},
 					"mode": {"type": "string"}, "exact": {"type": "boolean"},
-					"common_words": {"type": "array", "items": {"type": "string"}, "description": "Query words too common to rank by keyword (large stores)."}
+					"common_words": {"type": "array", "items": {"type": "string"}, "description": "Query words too common to rank by keyword (large stores)."},
+					"expansion": {"type": "object", "description": "With expand: the terms the model proposed and looked for, or why none were (the recall went on without them).",
+						"properties": {"terms": {"type": "array", "items": {"type": "string"}}, "error": {"type": "string"}}, "required": ["terms"]}
 				}, "required": ["results", "mode", "exact"]}`),
 				Annotations: tools.Annotations{ReadOnly: true},
 				Examples: []tools.Example{{
@@ -206,7 +223,7 @@ func (ts ToolSet) MemoryTools() []tools.Tool {
 				Notes:      "score is in [0, 1] in hybrid mode (1: first in both rankings). vector_score is the cosine similarity; keyword_score the BM25 score.",
 				Related:    []string{"memory.remember", "memory.get", "memory.neighbors"},
 				Positional: []string{"query"},
-				Handler:    tools.Handle(m.Recall),
+				Handler:    tools.Handle(ts.recall),
 			},
 			{
 				Name:         "memory.get",

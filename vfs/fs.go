@@ -32,9 +32,17 @@ type FS struct {
 // tree is what the FS values of one New share. A *tree is the key of
 // their snapshots on each tools.View.
 type tree struct {
-	reg  *tools.Registry
-	hint string
+	reg     *tools.Registry
+	hint    string
+	suggest Suggester
 }
+
+// Suggester names the tool a caller most likely means by the words of
+// a path that does not exist ("github/delete_branch.d.ts": delete
+// branch, in category github, or in any when category is ""), ranked as
+// search_tools ranks (package search, with the lexicon's sense of API
+// words): a qualified tool name, or "" when none is a confident match.
+type Suggester func(c tools.Caller, category, words string) string
 
 var (
 	_ fs.FS         = (*FS)(nil)
@@ -50,6 +58,13 @@ type Option func(*tree)
 // deeper, for a server that also offers, say, a search tool.
 func WithManifestHint(hint string) Option {
 	return func(t *tree) { t.hint = hint }
+}
+
+// WithSuggester makes a missing tool path suggest the tool its words
+// mean (see Suggester) when no common slip explains it, before the
+// closest path by spelling.
+func WithSuggester(fn Suggester) Option {
+	return func(t *tree) { t.suggest = fn }
 }
 
 // New returns the file tree of reg as the zero Caller sees it: the global

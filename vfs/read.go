@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/codecell/codecell/tools"
+	"github.com/codecell/codecell/tools/lexicon"
 )
 
 // Reasons a path is invalid; each wraps fs.ErrInvalid.
@@ -125,7 +126,7 @@ func (f *FS) Read(p string) (*Node, error) {
 	s := f.current()
 	n := s.lookup(c)
 	if n.kind == kindNone {
-		return nil, s.notFound(c)
+		return nil, s.notFound(c, f.meaning)
 	}
 	if n.isDir() {
 		return &Node{Path: c, Dir: true, Entries: s.listing(c, n)}, nil
@@ -146,7 +147,31 @@ func (f *FS) Nearest(p string) *NotFoundError {
 	if s.lookup(c).kind != kindNone {
 		return nil
 	}
-	return s.notFound(c)
+	return s.notFound(c, f.meaning)
+}
+
+// meaning is the tool path the caller's Suggester finds for the words
+// of a missing tool path's name in a category ("" for any), or "".
+func (f *FS) meaning(s *snapshot, category, name string) string {
+	if f.tree.suggest == nil {
+		return ""
+	}
+	words := strings.Join(lexicon.Words(name), " ")
+	if words == "" {
+		return ""
+	}
+	t := f.tree.suggest(f.caller, category, words)
+	if t == "" {
+		return ""
+	}
+	cat, short, ok := strings.Cut(t, ".")
+	if !ok {
+		return ""
+	}
+	if q := cat + "/" + short + SignatureExt; s.lookup(q).kind != kindNone {
+		return q
+	}
+	return ""
 }
 
 func (s *snapshot) listing(dir string, n node) []Entry {
@@ -177,7 +202,7 @@ func (s *snapshot) listing(dir string, n node) []Entry {
 	return out
 }
 
-func (s *snapshot) notFound(p string) *NotFoundError {
+func (s *snapshot) notFound(p string, meaning func(s *snapshot, category, name string) string) *NotFoundError {
 	parent := "."
 	elems := strings.Split(p, "/")
 	for i := len(elems) - 1; i > 0; i-- {
@@ -191,7 +216,7 @@ func (s *snapshot) notFound(p string) *NotFoundError {
 		Path:       p,
 		Parent:     parent,
 		Entries:    s.listing(parent, s.lookup(parent)),
-		Suggestion: s.suggest(p),
+		Suggestion: s.suggest(p, meaning),
 	}
 	cat, _, _ := strings.Cut(p, "/")
 	if c := s.byName[cat]; c != nil && c.status.Absent() {
@@ -212,8 +237,9 @@ func absentNote(c *category) string {
 // suggest returns the existing path an agent most likely meant by p, or
 // "". It knows the common slips — a tool's dotted name, a missing
 // extension, a tool looked for in the wrong category — and otherwise takes
+// the tool its words mean (meaning, when the tree has a Suggester), then
 // the closest path by edit distance, if close enough.
-func (s *snapshot) suggest(p string) string {
+func (s *snapshot) suggest(p string, meaning func(s *snapshot, category, name string) string) string {
 	exists := func(q string) bool { return s.lookup(q).kind != kindNone }
 	// "github.search_issues" (or with an extension) → github/search_issues.d.ts
 	if !strings.Contains(p, "/") {
@@ -268,6 +294,20 @@ func (s *snapshot) suggest(p string) string {
 		for _, t := range c.tools {
 			consider(c.name + "/" + t.ShortName() + SignatureExt)
 			consider(c.name + "/" + t.ShortName() + FullExt)
+		}
+	}
+	if best != "" && bestD <= 2 {
+		return best // a slip of spelling
+	}
+	// The tool its words mean: "github/delete_branch.d.ts" is
+	// git_delete_ref, whose words are not delete_branch's.
+	if (ext == SignatureExt || ext == FullExt) && meaning != nil {
+		cat := strings.TrimSuffix(dir, "/")
+		if strings.Contains(cat, "/") || s.lookup(cat).kind != kindCategory {
+			cat = ""
+		}
+		if q := meaning(s, cat, stem); q != "" {
+			return strings.TrimSuffix(q, SignatureExt) + ext
 		}
 	}
 	return best

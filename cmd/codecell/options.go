@@ -19,10 +19,12 @@ import (
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/builtin"
 	"github.com/codecell/codecell/tools/catalog"
+	"github.com/codecell/codecell/tools/search"
 	"github.com/codecell/codecell/tools/upstream"
 )
 
@@ -308,6 +310,15 @@ func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Log
 	if err != nil {
 		return nil, nil, err
 	}
+	// An OpenAI-compatible embedder serves search_tools too.
+	var searchEmb search.Embedder
+	if cfg.Memory.Embedder == "openai" {
+		emb, err := embedder(cfg, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		searchEmb = emb
+	}
 	var tokens []mcpserver.Token
 	for _, t := range cfg.Auth.Tokens {
 		tokens = append(tokens, mcpserver.Token{Principal: t.Principal, Token: t.Token})
@@ -333,13 +344,14 @@ func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Log
 		Learn:          cfg.learnServer(),
 		Shared:         shared,
 		DrainDelay:     cfg.Cluster.DrainDelay.D(),
-		Plans:          mcpserver.PlanConfig{TTL: cfg.Sandbox.PlanTTL.D()},
+		Plans:          engine.PlanConfig{TTL: cfg.Sandbox.PlanTTL.D()},
 		Cache:          cfg.Cache.server(),
 		Access:         serverAccess(cfg),
 		Logger:         log,
 		LLM:            cfg.llmConfig(),
 		Approval:       cfg.approvalConfig(),
 		TracerProvider: tp,
+		SearchEmbedder: searchEmb,
 		LoadWait:       cfg.Server.LoadWait.D(),
 		Bridge:         bridgeOf(up),
 	}, reg)
@@ -363,8 +375,8 @@ func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Log
 }
 
 // serverLimits are the server's limits from the [limits] section.
-func serverLimits(l LimitsConfig) mcpserver.Limits {
-	return mcpserver.Limits{
+func serverLimits(l LimitsConfig) engine.Limits {
+	return engine.Limits{
 		ExecutionsPerMinute: l.ExecutionsPerMinute,
 		ExecutionBurst:      l.ExecutionBurst,
 		ToolCallsPerMinute:  l.ToolCallsPerMinute,
@@ -377,8 +389,8 @@ func serverLimits(l LimitsConfig) mcpserver.Limits {
 }
 
 // sessionLimits bound the session state from the [limits] section.
-func sessionLimits(l LimitsConfig) mcpserver.SessionLimits {
-	return mcpserver.SessionLimits{
+func sessionLimits(l LimitsConfig) engine.SessionLimits {
+	return engine.SessionLimits{
 		IdleTTL:         l.SessionIdleTTL.D(),
 		PerPrincipal:    l.SessionsPerPrincipal,
 		VaultBytes:      l.VaultBytes,

@@ -61,7 +61,13 @@ func (s *Store) Recall(ctx context.Context, in memory.RecallInput) (memory.Recal
 				return err
 			}
 		}
-		hits := memory.Fuse(in.Mode, vec, kw)
+		var related []memory.Scored
+		if text := in.RelatedText(); text != "" {
+			if related, _, err = keywordSearch(ctx, tx, principal, in.Filter, text, depth, s.cfg.KeywordCommonDocs); err != nil {
+				return err
+			}
+		}
+		hits := memory.FuseRelated(in.Mode, vec, kw, related)
 		ids := make([]int64, len(hits))
 		for i, h := range hits {
 			ids[i] = h.ID

@@ -60,7 +60,13 @@ func (s *Store) Recall(ctx context.Context, in memory.RecallInput) (memory.Recal
 				return err
 			}
 		}
-		hits := memory.Fuse(in.Mode, vec, kw)
+		var related []memory.Scored
+		if text := in.RelatedText(); text != "" {
+			if related, _, err = keywordSearch(ctx, tx, principal, in.Filter, text, depth, s.commonDocs); err != nil {
+				return err
+			}
+		}
+		hits := memory.FuseRelated(in.Mode, vec, kw, related)
 		if in.RecencyWeight > 0 {
 			if err := applyRecency(ctx, tx, hits, now, in.RecencyWeight, in.HalfLifeDays); err != nil {
 				return err

@@ -30,6 +30,10 @@ func TestDescribe(t *testing.T) {
 		{"chat_post_message", "POST /chat.postMessage", Act | Create, "messag", []string{"post"}, false},
 		{"create_task", "", Create, "task", nil, false},
 		{"meeting_poll_create", "", Create, "poll", nil, false},
+		{"create_message", "POST /2010-04-01/Accounts/{AccountSid}/Messages.json", Create, "messag", nil, false},
+		{"fetch_balance", "GET /2010-04-01/Accounts/{AccountSid}/Balance.json", Get, "balanc", nil, false},
+		{"post_mail_send", "POST /mail/send", Act | Create, "mail", []string{"send"}, false},
+		{"get_all_projects", "GET /rest/api/3/project", Get | List, "project", nil, false},
 	}
 	for _, tt := range tests {
 		op := Describe(tt.name, tt.route)
@@ -56,10 +60,12 @@ func TestAnalyze(t *testing.T) {
 		{"comment on a task", Create, "comment", false, false, "story"},
 		{"who am I logged in as", List | Get | Search, "authenticat", true, true, "current"},
 		{"make a copy of a project", Create, "project", false, false, "duplicat"},
-		{"open bugs in a repo", List | Get | Search, "open", false, false, "issu"},
+		{"open bugs in a repo", List | Get | Search, "bug", false, false, "issu"},
 		{"ask the user", Act | Create, "user", false, false, "approval"},
 		{"songs on an album", List | Get | Search, "song", false, false, "track"},
 		{"who is in this channel", List | Get | Search, "user", false, true, "member"},
+		{"take a label off an issue", Delete, "label", false, false, "delet"},
+		{"remind me tomorrow to call Bob", Create, "reminder", false, false, "reminder"},
 	}
 	for _, tt := range tests {
 		q := Analyze(tt.query)
@@ -99,5 +105,34 @@ func TestSynonymsAreSymmetricAndStemmed(t *testing.T) {
 	}
 	if !slices.Contains(Synonyms(Stem("dispute")), "chargeback") {
 		t.Errorf("dispute does not match chargeback: %v", Synonyms(Stem("dispute")))
+	}
+}
+
+func TestGeneral(t *testing.T) {
+	t.Parallel()
+	has := func(rels []Rel, w string) bool {
+		for _, r := range rels {
+			if r.Word == w {
+				return true
+			}
+		}
+		return false
+	}
+	tests := []struct{ word, related string }{
+		{"holiday", "vacation"},
+		{"salary", "pay"},
+		{"refund", "repay"},
+		{"parking", "park"},
+		{"parked", "park"},
+		{"children", "child"},
+		{"automobiles", "car"},
+	}
+	for _, tt := range tests {
+		if rels := General(tt.word); !has(rels, tt.related) {
+			t.Errorf("General(%q) = %v, want %q among them", tt.word, rels, tt.related)
+		}
+	}
+	if rels := General("zzxq"); rels != nil {
+		t.Errorf("General of an unknown word = %v, want nil", rels)
 	}
 }

@@ -28,13 +28,33 @@ type Query struct {
 	// Plural is set when it names things in the plural ("list issues").
 	Plural bool
 	// VerbIsNoun is set when its verb is also what it asks for ("pin a
-	// message", "comment on a task").
+	// message", "comment on a task"); VerbNoun is then the stem of that
+	// noun (pin, comment): what an API may call the thing it makes.
 	VerbIsNoun bool
+	VerbNoun   string
 	// Head is the stem of the thing it asks about: its first noun
 	// ("songs" of "songs on an album"), or what its verb makes ("comment
 	// on a task" asks for a comment); "" when it names none.
 	Head string
+	// General are the stems of words related to its words in general
+	// English (General: "quarter" → period, "danceable" → dance), with
+	// their weight (0 to 1), beside Terms and Related.
+	General map[string]float64
+	// verbWords are the stems of the API words of its verb.
+	verbWords map[string]bool
 }
+
+// IsVerbWord reports whether a stemmed term is one of the API words for
+// what the query's verb asks (create, add and insert for "add").
+func (q Query) IsVerbWord(t string) bool {
+	return q.Verb != "" && q.verbWords[t]
+}
+
+// Limits of Query.General.
+const (
+	generalPerWord   = 4
+	generalMinWeight = 0.5
+)
 
 // Analyze reads a request.
 func Analyze(text string) Query {
@@ -43,10 +63,16 @@ func Analyze(text string) Query {
 	var q Query
 	q.Related = map[string]float64{}
 	own := map[string]bool{}
-	for _, w := range raw {
-		if selfWords[w] {
-			q.Self = true
+	for i, w := range raw {
+		if !selfWords[w] {
+			continue
 		}
+		// "Remind me", "send me", "show me": me is who the action is
+		// for, not whose things it is about.
+		if _, afterVerb := verbs[wordBefore(raw, i)]; w == "me" && (afterVerb || lightVerbs[wordBefore(raw, i)] || tellVerbs[wordBefore(raw, i)]) {
+			continue
+		}
+		q.Self = true
 	}
 	if len(raw) > 0 {
 		switch ws := raw; ws[0] {
@@ -100,8 +126,11 @@ func Analyze(text string) Query {
 			if v.class&Act != 0 {
 				q.Verbs = append(q.Verbs, Stem(w))
 			}
+			q.verbWords = map[string]bool{}
 			for _, a := range v.api {
-				if t := Stem(a); !own[t] {
+				t := Stem(a)
+				q.verbWords[t] = true
+				if !own[t] {
 					q.Related[t] = max(q.Related[t], VerbWeight)
 				}
 			}
@@ -129,10 +158,16 @@ func Analyze(text string) Query {
 		// message.
 		q.VerbIsNoun = true
 		noun := Stem(n)
+		q.VerbNoun = noun
 		if !own[noun] {
 			q.Related[noun] = max(q.Related[noun], 0.7)
 		}
-		if next := wordAfter(ws, stemOrWord(q.Verb, ws)); next == "" || prepositions[next] {
+		next := wordAfter(ws, stemOrWord(q.Verb, ws))
+		if objectPronouns[next] {
+			// "Remind me tomorrow": the one it is for, then what follows.
+			next = wordAfter(ws, next)
+		}
+		if next == "" || prepositions[next] || timeWords[next] {
 			q.Head = noun
 			q.Related[noun] = 1
 		}
@@ -148,11 +183,14 @@ func Analyze(text string) Query {
 	}
 	if q.Head == "" {
 		for _, w := range spelled {
-			if IsStop(w) || questionStarts[w] || w == "new" {
+			if IsStop(w) || questionStarts[w] || w == "new" || timeWords[w] || numberWords[w] || isNumber(w) {
 				continue
 			}
 			if _, isVerb := verbs[w]; isVerb && (Stem(w) == q.Verb || lightVerbs[w]) {
 				continue
+			}
+			if adjectives[w] && IsPlural(wordAfter(spelled, w)) {
+				continue // "open bugs" ask about bugs
 			}
 			q.Head = Stem(w)
 			break
@@ -187,13 +225,68 @@ func Analyze(text string) Query {
 			}
 		}
 	}
+	q.General = map[string]float64{}
+	for _, w := range spelled {
+		// The vocabulary's verbs have their API senses already; the
+		// general lexicon would add their other senses ("run" as a
+		// score).
+		if _, isVerb := verbs[w]; IsStop(w) || isVerb {
+			continue
+		}
+		n := 0
+		for _, r := range General(w) {
+			if n == generalPerWord || r.Weight < generalMinWeight {
+				break
+			}
+			t := Stem(r.Word)
+			if own[t] {
+				continue
+			}
+			n++
+			if _, ok := q.Related[t]; !ok {
+				q.General[t] = max(q.General[t], r.Weight)
+			}
+		}
+	}
 	return q
 }
 
-// rewrite reads the phrases of ws as the words they stand for.
+// particles end a phrasal verb and may follow its object ("take a
+// label off", "kick the build off").
+var particles = map[string]bool{"off": true, "on": true, "up": true, "down": true, "out": true, "over": true, "in": true, "back": true, "away": true}
+
+// rewrite reads the phrases of ws as the words they stand for; a
+// phrasal verb may have its object between its words ("take a label
+// off an issue" is "remove a label … an issue").
 func rewrite(ws []string) []string {
 	var out []string
 	for i := 0; i < len(ws); i++ {
+		// "Most played", "most listened": the top ones.
+		if ws[i] == "most" && i+1 < len(ws) && (strings.HasSuffix(ws[i+1], "ed") || strings.HasSuffix(ws[i+1], "ing")) {
+			out = append(out, "top")
+			continue
+		}
+		if _, isVerb := verbs[ws[i]]; isVerb || lightVerbs[ws[i]] || ws[i] == "put" {
+			found := false
+			for k := i + 2; k < len(ws) && k <= i+4; k++ {
+				if !particles[ws[k]] {
+					if prepositions[ws[k]] {
+						break
+					}
+					continue
+				}
+				if rep, ok := phrases[ws[i]+" "+ws[k]]; ok {
+					out = append(out, strings.Fields(rep)...)
+					out = append(out, ws[i+1:k]...)
+					i = k
+					found = true
+				}
+				break
+			}
+			if found {
+				continue
+			}
+		}
 		matched := false
 		for n := 4; n >= 1; n-- {
 			if i+n > len(ws) {
@@ -211,6 +304,39 @@ func rewrite(ws []string) []string {
 		}
 	}
 	return out
+}
+
+// wordBefore returns the word before ws[i], "" at the start.
+func wordBefore(ws []string, i int) string {
+	if i == 0 {
+		return ""
+	}
+	return ws[i-1]
+}
+
+// tellVerbs take the one told as their object ("tell me", "let me").
+var tellVerbs = map[string]bool{"tell": true, "let": true, "help": true, "ask": true, "show": true, "give": true, "get": true}
+
+// objectPronouns stand for the one an action is for ("remind me").
+var objectPronouns = map[string]bool{"me": true, "us": true, "him": true, "her": true, "them": true, "you": true}
+
+// timeWords say when, and are never what a request asks about.
+var timeWords = map[string]bool{"today": true, "tomorrow": true, "tonight": true, "yesterday": true, "now": true,
+	"later": true, "soon": true, "currently": true, "recently": true, "daily": true, "weekly": true, "monthly": true}
+
+// numberWords count things and are never what a request asks about
+// ("two people").
+var numberWords = map[string]bool{"one": true, "two": true, "three": true, "four": true, "five": true, "six": true,
+	"seven": true, "eight": true, "nine": true, "ten": true, "dozen": true, "hundred": true, "first": true, "second": true, "third": true, "last": true}
+
+// isNumber reports whether w is written in digits.
+func isNumber(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if w[i] < '0' || w[i] > '9' {
+			return false
+		}
+	}
+	return w != ""
 }
 
 // questionStarts are the words a question starts with.

@@ -53,6 +53,7 @@ func Describe(name, route string) Operation {
 	var op Operation
 	method, path, _ := strings.Cut(strings.TrimSpace(route), " ")
 	method = strings.ToLower(method)
+	path = trimFormats(path)
 	nameWords := Spell(Words(name))
 	rest := nameWords
 	if len(rest) > 0 && methods[rest[0]] && method != "" {
@@ -73,7 +74,7 @@ func Describe(name, route string) Operation {
 	// or its last (meeting_poll_create); the other words are nouns.
 	var kept []string
 	for _, w := range rest {
-		if !IsStop(w) && w != "by" && w != "id" {
+		if !IsStop(w) && w != "by" && w != "id" && !versionSegment(w) {
 			kept = append(kept, w)
 		}
 	}
@@ -90,6 +91,9 @@ func Describe(name, route string) Operation {
 			break
 		}
 	}
+	if op.Class&Get != 0 && method == "get" && contains(rest, "all") {
+		op.Class |= List // get_all_projects lists them, whatever the path's number
+	}
 	var nouns []string
 	for i, w := range kept {
 		if i != verbAt {
@@ -101,7 +105,7 @@ func Describe(name, route string) Operation {
 		nouns = nouns[:len(nouns)-1]
 	}
 	for _, n := range nouns {
-		if n != op.Object {
+		if n != op.Object && !contains(op.Verbs, n) {
 			op.Context = appendNew(op.Context, n)
 		}
 	}
@@ -169,7 +173,7 @@ func describeRoute(method, path string) Operation {
 	afterItem := last > 0 && segs[last-1].param
 	objectAt := last
 	switch v, isVerb := verbs[lw[0]]; {
-	case !item && isVerb && !IsPlural(head) && (afterItem || len(lw) > 1 || v.class&(Search|List) != 0):
+	case !item && isVerb && !IsPlural(head) && (afterItem || len(lw) > 1 || v.class&(Search|List) != 0 || method == "post" && last > 0):
 		// A sub-resource action: /invoices/{id}/send, /customers/search,
 		// /lists/{id}/moveAllCards.
 		op.Class |= v.class
@@ -255,6 +259,28 @@ func describeRoute(method, path string) Operation {
 		}
 	}
 	return op
+}
+
+// formats are the file extensions some APIs end a path with to name the
+// format of the answer (Twilio's /Accounts/{AccountSid}/Messages.json):
+// they name no resource.
+var formats = []string{".json", ".xml", ".csv", ".yaml", ".yml", ".txt", ".html"}
+
+// trimFormats drops a format extension from each segment of path.
+func trimFormats(path string) string {
+	if !strings.Contains(path, ".") {
+		return path
+	}
+	segs := strings.Split(path, "/")
+	for i, s := range segs {
+		for _, f := range formats {
+			if len(s) > len(f) && strings.EqualFold(s[len(s)-len(f):], f) {
+				segs[i] = s[:len(s)-len(f)]
+				break
+			}
+		}
+	}
+	return strings.Join(segs, "/")
 }
 
 func appendNew(ss []string, s string) []string {

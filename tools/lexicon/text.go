@@ -95,7 +95,7 @@ var stopWords = func() map[string]bool {
 		when where why i me my mine myself we our you your he she they them their his her can could should would will
 		shall may might must do does did done have has had having not no yes so if then than also just
 		only very too some any all each every both either neither such via per about over under up down
-		out off again more most other same own e g eg ie etc let lets want need please`) {
+		out off again more most other same own e g eg ie etc let lets want need please several many few various`) {
 		m[w] = true
 	}
 	return m
@@ -133,6 +133,9 @@ func Stem(w string) string {
 		w = w[:len(w)-1]
 	}
 	switch {
+	case strings.HasSuffix(w, "ability") && len(w) > 8, strings.HasSuffix(w, "ibility") && len(w) > 8:
+		// The quality and the adjective: danceability, danceable.
+		w = w[:len(w)-5] + "le"
 	case strings.HasSuffix(w, "ee") && len(w) > 6:
 		// The one it is done to: assignee, attendee, invitee.
 		w = w[:len(w)-2]

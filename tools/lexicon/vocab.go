@@ -130,6 +130,7 @@ var phrases = map[string]string{
 	"on my plate": "assigned to me", "on my list": "assigned to me",
 	"leave a comment": "add comment", "leave a note": "add note", "leave a review": "add review",
 	"leave a message": "send message", "leave feedback": "add feedback", "leave a reply": "add reply",
+	"queue up": "queue", "right now": "currently", "at the moment": "currently", "these days": "currently",
 }
 
 // abbreviations are words written for several words an API spells out,
@@ -320,5 +321,5 @@ var verbNouns = map[string]string{
 	"remind": "reminder", "react": "reaction", "invite": "invitation", "bookmark": "bookmark", "file": "file",
 	"upload": "file", "attach": "attachment", "note": "note", "text": "message", "dm": "message", "post": "post",
 	"follow": "follower", "subscribe": "subscription", "assign": "assignee", "approve": "approval", "protect": "protection",
-	"depend": "dependency", "pay": "payment", "refund": "refund", "charge": "charge", "transfer": "transfer", "payout": "payout",
+	"depend": "dependency", "queue": "queue", "pay": "payment", "refund": "refund", "charge": "charge", "transfer": "transfer", "payout": "payout",
 }

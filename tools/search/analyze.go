@@ -120,11 +120,13 @@ var polarity = func() map[string]int8 {
 	return m
 }()
 
-// Ranking factors.
-const (
+// Ranking factors. They are variables only so that TestFit can search
+// them (cross-validated across the dev set's APIs); nothing changes them
+// at run time.
+var (
 	// formWeight is the weight of an inflected form's exact match,
 	// beside the match of its stem.
-	formWeight = 0.7
+	formWeight = 0.3
 	// bigramWeight is the weight of a pair of query terms found together
 	// in a tool's name.
 	bigramWeight = 0.5
@@ -133,7 +135,7 @@ const (
 	questionFactor = 0.6
 	// oppositeFactor scales the score of a tool whose verb has the
 	// opposite polarity of the query's.
-	oppositeFactor = 0.5
+	oppositeFactor = 0.65
 	// actionFactor scales the score of a read-only tool for a query that
 	// asks to create or remove something.
 	actionFactor = 0.7
@@ -143,13 +145,13 @@ const (
 	// that removes for a query that creates, or the other way round;
 	// otherWriteFactor one that writes otherwise than asked (updates for
 	// a create).
-	classBoost         = 0.5
+	classBoost         = 0.6
 	readWriteFactor    = 0.55
 	createDeleteFactor = 0.45
-	otherWriteFactor   = 0.75
+	otherWriteFactor   = 1.0
 	// objectBoost raises a tool whose object, the resource it acts on,
 	// the query names (or names by a synonym, at its weight).
-	objectBoost = 0.6
+	objectBoost = 1.0
 	// objectMissFactor lowers a tool whose object the query does not
 	// name.
 	objectMissFactor = 0.75
@@ -162,13 +164,13 @@ const (
 	// contextBoost raises a tool under a resource the query names;
 	// attributeBoost one that sets a field the query asks to set.
 	contextBoost   = 0.25
-	attributeBoost = 0.3
+	attributeBoost = 1.0
 	// verbBoost raises a tool whose named action the query asks for.
-	verbBoost = 0.4
+	verbBoost = 0.45
 	// selfBoost raises a tool on the authenticated user's own things for
 	// a query about oneself ("my repos"); otherFactor lowers it for one
 	// that is not.
-	selfBoost     = 0.4
+	selfBoost     = 0.0
 	otherFactor   = 0.85
 	notSelfFactor = 0.8
 	// otherObjectShare is the share of objectBoost a tool gets whose
@@ -186,6 +188,31 @@ const (
 	// learnShare is the least share of a query's words (by idf) that must
 	// have led to a tool for what was learned to count.
 	learnShare = 0.85
+	// learnCover is the least share of the words that led to a tool (by
+	// count × idf) a query must hold for what was learned to count: a
+	// query that is part of a longer task learned is another task.
+	learnCover = 0.7
+	// generalWeight scales the weight of a word related to the query's
+	// in general English (lexicon.Query.General).
+	generalWeight = 0.1
+	// headBoost raises a tool whose object is the thing the query asks
+	// about, beside objectBoost; partFactor lowers one that acts on a
+	// part of it (the thing is its context, not its object).
+	headBoost  = 0.0
+	partFactor = 0.65
+	// headMissFactor lowers a tool that does not name what the query
+	// asks about (its head noun), in its words or a synonym.
+	headMissFactor = 0.5
+	// contextMissFactor lowers a tool for each resource above its
+	// object that the query does not name.
+	contextMissFactor = 0.9
+	// coordFloor is the share of its score a tool keeps that matches
+	// none of the query's own words; one that matches them all keeps it
+	// whole (the coordination factor of classic retrieval models).
+	coordFloor = 0.5
+	// verbSenseTerms is the least number of terms of a query whose verb
+	// counts by its sense (verbTermWeight) more than by its letters.
+	verbSenseTerms = 2.0
 	// deprecatedFactor scales the score of a deprecated tool: its
 	// replacement should come first.
 	deprecatedFactor = 0.6
@@ -202,5 +229,5 @@ const (
 	// terms that are query terms. A short name that the query spells out
 	// (pulls_list for "list pull requests") beats a long one that holds
 	// the query's words among many others.
-	nameBoost = 0.5
+	nameBoost = 0.45
 )

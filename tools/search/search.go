@@ -34,8 +34,10 @@
 package search
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"sort"
@@ -142,11 +144,16 @@ type Index struct {
 	docs func(tools.Caller) Docs
 	pool sync.Pool // *[]float64 score accumulators
 
-	terms termCache // each tool's terms (snapshot.go)
+	terms termCache // each tool's terms, kept (snapshot.go)
 
-	// learned is what learning from use taught: term → tool → count.
+	// learned is what learning from use taught: term → tool → count;
+	// taught the same by tool: tool → term → count.
 	mu      sync.RWMutex
 	learned map[string]map[string]int
+	taught  map[string]map[string]int
+	// emb, when set, ranks by embeddings too (SetEmbedder).
+	emb Embedder
+	log *slog.Logger
 }
 
 // New returns an index over reg whose hits take their signatures, pages,
@@ -169,7 +176,7 @@ func (ix *Index) current(c tools.Caller) *index {
 		if p, ok := ix.docs(c).(PageDocs); ok {
 			ts = append(slices.Clip(ts), p.Pages()...)
 		}
-		return build(ts, v.Version(), &ix.terms)
+		return buildKept(ts, v.Version(), &ix.terms)
 	}).(*index)
 }
 
@@ -177,6 +184,12 @@ func (ix *Index) current(c tools.Caller) *index {
 // Ties are broken by name. An empty Text with a Category lists that
 // category by name.
 func (ix *Index) Search(q Query) ([]Hit, error) {
+	return ix.SearchContext(context.Background(), q)
+}
+
+// SearchContext is Search within ctx, which bounds the embedder's
+// requests (SetEmbedder).
+func (ix *Index) SearchContext(ctx context.Context, q Query) ([]Hit, error) {
 	detail := q.Detail
 	switch detail {
 	case "":
@@ -219,7 +232,11 @@ func (ix *Index) Search(q Query) ([]Hit, error) {
 			ranked = ranked[:limit]
 		}
 	} else {
-		ranked = ix.rank(c, text, cat, limit)
+		if e, _ := ix.embedder(); e != nil {
+			ranked = ix.fuseEmbeddings(ctx, c, text, cat, ix.rank(c, text, cat, max(limit, embedDepth)), limit)
+		} else {
+			ranked = ix.rank(c, text, cat, limit)
+		}
 	}
 	hits := make([]Hit, 0, len(ranked))
 	for _, r := range ranked {
@@ -276,7 +293,7 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	}
 	// The word that says what to do counts by its sense (intentFactor)
 	// more than by its letters: "look at a chargeback" is not about views.
-	if v := qa.lx.Verb; v != "" && len(qterms) > 2 && !qa.lx.VerbIsNoun && qa.lx.Class&^lexicon.Act != 0 {
+	if v := qa.lx.Verb; v != "" && float64(len(qterms)) >= verbSenseTerms && !qa.lx.VerbIsNoun && qa.lx.Class&^lexicon.Act != 0 {
 		weights[v] = verbTermWeight
 	}
 	// Related terms (synonyms, the API verbs a verb stands for) of the
@@ -284,6 +301,17 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	for t, w := range qa.lx.Related {
 		if _, ok := weights[t]; !ok {
 			weights[t] = w
+		}
+	}
+	// Words related in general English, below the vocabulary's. They
+	// reorder the tools the query's words find, and find none alone.
+	general := map[string]bool{}
+	if generalWeight > 0 {
+		for t, w := range qa.lx.General {
+			if _, ok := weights[t]; !ok {
+				weights[t] = generalWeight * w
+				general[t] = true
+			}
 		}
 	}
 	for _, f := range qa.forms {
@@ -295,8 +323,9 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	// A query that names a category ("upload a file to stripe") means
 	// its tools.
 	named := map[int32]bool{}
-	for _, t := range qterms {
-		if id, ok := c.catID[t]; ok {
+	for name, id := range c.catID {
+		// As the query's words are: stemmed ("stripe" is strip).
+		if t := terms(name); len(t) == 1 && slices.Contains(qterms, t[0]) || slices.Contains(qterms, name) {
 			named[id] = true
 		}
 	}
@@ -309,6 +338,7 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	matched := make([]uint8, len(c.docs))
 	related := make([]uint8, len(c.docs))
 	var touched []int32
+	found := make([]bool, len(c.docs)) // by a word that is not only general English
 	for t, w := range weights {
 		for _, p := range c.postings[t] {
 			if cat >= 0 && c.docs[p.doc].cat != cat {
@@ -316,6 +346,9 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			}
 			if acc[p.doc] == 0 {
 				touched = append(touched, p.doc)
+			}
+			if !general[t] {
+				found[p.doc] = true
 			}
 			acc[p.doc] += w * p.weight
 			if w == 1 && matched[p.doc] < 255 {
@@ -326,6 +359,26 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		}
 	}
 	ix.addLearned(c, qterms, cat, acc, matched, &touched)
+	touched = slices.DeleteFunc(touched, func(d int32) bool {
+		if !found[d] && matched[d] == 0 {
+			acc[d] = 0
+			return true
+		}
+		return false
+	})
+	// The documents that name what the query asks about, in its words or
+	// others that stand for them.
+	var hasHead map[int32]bool
+	if h := qa.lx.Head; h != "" && headMissFactor < 1 {
+		hasHead = map[int32]bool{}
+		for t, w := range weights {
+			if t == h || w >= lexicon.SynonymWeight && slices.Contains(lexicon.Synonyms(h), t) || qa.lx.General[t] > 0 && w > 0 {
+				for _, p := range c.postings[t] {
+					hasHead[p.doc] = true
+				}
+			}
+		}
+	}
 	// Documents that match more of the query's own words rank higher: the
 	// coordination factor of classic retrieval models.
 	exact := 0
@@ -340,7 +393,7 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	base := func(d int32) float64 {
 		s := acc[d]
 		if exact > 0 {
-			s *= 0.5 + 0.5*float64(matched[d])/float64(exact)
+			s *= coordFloor + (1-coordFloor)*float64(matched[d])/float64(exact)
 		}
 		return s
 	}
@@ -373,6 +426,9 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		if doc.tool.Deprecated {
 			s *= deprecatedFactor
 		}
+		if hasHead != nil && !hasHead[d] {
+			s *= headMissFactor
+		}
 		j := jaccard(qterms, doc.summary)
 		s *= 1 + summaryBoost*j*j
 		if n := len(doc.name); n > 0 {
@@ -380,6 +436,11 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			if qa.lx.Self {
 				// "My" covers a name's "for authenticated user".
 				covered += overlap(selfTerms, doc.name)
+			}
+			if v := qa.lx.Verb; covered > 0 && v != "" && !slices.Contains(doc.name, v) && slices.ContainsFunc(doc.name, qa.lx.IsVerbWord) {
+				// create_label covers "add a label" as add_labels does
+				// (a verb alone covers nothing).
+				covered++
 			}
 			s *= 1 + nameBoost*float64(min(covered, n))/float64(n)
 		}
@@ -472,21 +533,41 @@ func intentFactor(qa *query, doc *doc, weights map[string]float64) float64 {
 	if o := doc.op.Object; o != "" {
 		if w, ok := weights[o]; ok && w >= lexicon.SynonymWeight {
 			b := objectBoost
-			if q.Head != "" && o != q.Head && !slices.Contains(lexicon.Synonyms(q.Head), o) {
+			if q.Head != "" && o != q.Head && o != q.VerbNoun && !slices.Contains(lexicon.Synonyms(q.Head), o) {
 				b *= otherObjectShare // it names it, but asks about another
 			}
 			f *= 1 + b*min(w, 1)
+			if o == q.Head {
+				f *= 1 + headBoost // what it acts on is what is asked about
+			}
 		} else if len(qa.terms) > 1 && doc.tool.Route != "" {
 			// It acts on something the query does not name: the
 			// discount of a customer, for "remove a customer".
 			f *= objectMissFactor
+			if q.Head != "" && slices.Contains(doc.op.Context, q.Head) {
+				// It acts on a part of what is asked about: the
+				// protection of a branch, for "delete a branch".
+				f *= partFactor
+			}
 		}
 	}
+	boosted := false
 	for _, c := range doc.op.Context {
-		if weights[c] == 1 {
+		switch {
+		case weights[c] == 1 && !boosted:
 			f *= 1 + contextBoost // the resource it is under: "a file from a repo"
-			break
+			boosted = true
+		case weights[c] < lexicon.SynonymWeight:
+			// Under something the query does not name: Issuing's
+			// disputes, for "a dispute".
+			f *= contextMissFactor
 		}
+	}
+	// It acts on something else the query names, within the thing asked
+	// about: adds a project to a task, for "add a task to a project".
+	if o := doc.op.Object; q.Head != "" && o != "" && o != q.Head && weights[o] >= lexicon.SynonymWeight &&
+		slices.Contains(doc.op.Context, q.Head) && !slices.Contains(lexicon.Synonyms(q.Head), o) {
+		f *= partFactor
 	}
 	for _, a := range doc.op.Attribute {
 		if weights[a] >= lexicon.VerbWeight {
@@ -600,7 +681,7 @@ const (
 )
 
 var (
-	fieldWeight = [numFields]float64{fieldName: 4, fieldCategory: 1.5, fieldSummary: 2.5, fieldLead: 1.5, fieldIntent: 3, fieldParams: 1.2, fieldOutput: 0.5, fieldText: 0.6}
+	fieldWeight = [numFields]float64{fieldName: 4, fieldCategory: 1.5, fieldSummary: 2.5, fieldLead: 1.5, fieldIntent: 3, fieldParams: 2, fieldOutput: 0.5, fieldText: 0.6}
 	fieldB      = [numFields]float64{fieldName: 0.3, fieldCategory: 0.3, fieldSummary: 0.6, fieldLead: 0.6, fieldIntent: 0.3, fieldParams: 0.5, fieldOutput: 0.5, fieldText: 0.75}
 )
 
@@ -612,6 +693,7 @@ type index struct {
 	byName   map[string]int32
 	catID    map[string]int32
 	postings map[string][]posting
+	vec      toolVectors // with an embedder
 }
 
 type doc struct {
@@ -637,10 +719,26 @@ type posting struct {
 	weight float64
 }
 
-func build(ts []*tools.Tool, version uint64, tc *termCache) *index {
+func build(ts []*tools.Tool, version uint64) *index { return buildKept(ts, version, nil) }
+
+// buildKept is build with each tool's terms from tc (nil: made for it).
+func buildKept(ts []*tools.Tool, version uint64, tc *termCache) *index {
+	ix, fieldTerms := analyzeKept(ts, version, tc)
+	ix.weigh(fieldTerms)
+	return ix
+}
+
+// analyzeTools reads each tool: what it does and the terms of each of
+// its fields.
+func analyzeTools(ts []*tools.Tool, version uint64) (*index, [][numFields][]string) {
+	return analyzeKept(ts, version, nil)
+}
+
+// analyzeKept is analyzeTools with each tool's terms from tc (nil: made
+// for it; see analyzeTool).
+func analyzeKept(ts []*tools.Tool, version uint64, tc *termCache) (*index, [][numFields][]string) {
 	ix := &index{version: version, catID: map[string]int32{}, postings: map[string][]posting{}, byName: make(map[string]int32, len(ts))}
 	fieldTerms := make([][numFields][]string, len(ts))
-	var totalLen [numFields]float64
 	all := tc.termsOf(ts)
 	for i, t := range ts {
 		cat, ok := ix.catID[t.Category()]
@@ -653,11 +751,21 @@ func build(ts []*tools.Tool, version uint64, tc *termCache) *index {
 			op: tt.Op, self: tt.Self, summary: tt.Summary, name: tt.Name})
 		ix.byName[t.Name] = int32(i)
 		fieldTerms[i] = tt.Fields
+	}
+	return ix, fieldTerms
+}
+
+// weigh makes the postings of the documents' field terms: each term's
+// BM25F weight in each document.
+func (ix *index) weigh(fieldTerms [][numFields][]string) {
+	ix.postings = make(map[string][]posting, len(ix.postings))
+	var totalLen [numFields]float64
+	for i := range fieldTerms {
 		for f := range numFields {
 			totalLen[f] += float64(len(fieldTerms[i][f]))
 		}
 	}
-	n := float64(len(ts))
+	n := float64(len(fieldTerms))
 	var avg [numFields]float64
 	for f := range numFields {
 		avg[f] = max(totalLen[f]/max(n, 1), 1)
@@ -668,7 +776,7 @@ func build(ts []*tools.Tool, version uint64, tc *termCache) *index {
 		tf  float64
 	}
 	tfs := map[string][]tfDoc{}
-	for i := range ts {
+	for i := range fieldTerms {
 		ft := &fieldTerms[i]
 		acc := map[string]float64{}
 		for f := range numFields {
@@ -695,7 +803,6 @@ func build(ts []*tools.Tool, version uint64, tc *termCache) *index {
 		}
 		ix.postings[term] = ps
 	}
-	return ix
 }
 
 // toolTerms is what the index makes of one tool by itself: the terms of
@@ -815,6 +922,7 @@ func (ix *Index) Learn(terms, toolNames []string) {
 	defer ix.mu.Unlock()
 	if ix.learned == nil {
 		ix.learned = map[string]map[string]int{}
+		ix.taught = map[string]map[string]int{}
 	}
 	for _, t := range terms {
 		m := ix.learned[t]
@@ -824,6 +932,10 @@ func (ix *Index) Learn(terms, toolNames []string) {
 		}
 		for _, n := range toolNames {
 			m[n]++
+			if ix.taught[n] == nil {
+				ix.taught[n] = map[string]int{}
+			}
+			ix.taught[n][t]++
 		}
 	}
 }
@@ -832,6 +944,7 @@ func (ix *Index) Learn(terms, toolNames []string) {
 // back from the store at start, or none to forget it all).
 func (ix *Index) SetLearned(links []Link) {
 	m := map[string]map[string]int{}
+	byTool := map[string]map[string]int{}
 	for _, l := range links {
 		if l.Count <= 0 {
 			continue
@@ -840,18 +953,44 @@ func (ix *Index) SetLearned(links []Link) {
 			m[l.Term] = map[string]int{}
 		}
 		m[l.Term][l.Tool] += l.Count
+		if byTool[l.Tool] == nil {
+			byTool[l.Tool] = map[string]int{}
+		}
+		byTool[l.Tool][l.Term] += l.Count
 	}
 	ix.mu.Lock()
-	ix.learned = m
+	ix.learned, ix.taught = m, byTool
 	ix.mu.Unlock()
+}
+
+// covered is the share of the words that led to a tool (by count ×
+// idf) that qterms hold: a query that is the task that was learned
+// holds them all, one that shares two of its words ("play a song", of
+// "queue up a song to play next") a part. The caller holds ix.mu.
+func (ix *Index) covered(c *index, tool string, qterms []string) float64 {
+	n := float64(len(c.docs))
+	var in, all float64
+	for t, cnt := range ix.taught[tool] {
+		df := float64(len(c.postings[t]))
+		w := float64(cnt) * math.Log(1+(n-df+0.5)/(df+0.5))
+		all += w
+		if slices.Contains(qterms, t) {
+			in += w
+		}
+	}
+	if all == 0 {
+		return 1
+	}
+	return in / all
 }
 
 // addLearned adds what learning from use taught to the scores: query
 // words that led to a tool count as those words in the tool's name would,
 // growing with how often they led there — when they are most of the
-// query (by idf), so that a task asked again finds what was used for it,
-// while a query that shares one common word with it ("add", "channel")
-// is not pulled towards it.
+// query (by idf) and at least two of its words, so that a task asked
+// again finds what was used for it, while a query that shares one word
+// with it, common ("add", "channel") or rare ("song"), is not pulled
+// towards it.
 func (ix *Index) addLearned(c *index, qterms []string, cat int32, acc []float64, matched []uint8, touched *[]int32) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
@@ -889,13 +1028,20 @@ func (ix *Index) addLearned(c *index, qterms []string, cat int32, acc []float64,
 		}
 	}
 	for d, l := range byDoc {
-		if l.share < learnShare {
+		if l.share < learnShare || int(l.terms) < min(2, len(qterms)) {
+			// One rare word in common ("song") is not the same task.
+			continue
+		}
+		cov := ix.covered(c, c.docs[d].tool.Name, qterms)
+		if cov < learnCover {
+			// Part of a longer task that was learned ("play a song", of
+			// "queue up a song to play next").
 			continue
 		}
 		if acc[d] == 0 {
 			*touched = append(*touched, d)
 		}
-		acc[d] += l.add
+		acc[d] += l.add * cov
 		matched[d] = min(255, matched[d]+l.terms)
 	}
 }

@@ -523,3 +523,27 @@ func TestLearnFromUse(t *testing.T) {
 		t.Errorf("after forgetting, %s is still first", tool)
 	}
 }
+
+// TestLearnedTaskIsNotAShorterOne: a query whose words are only part of
+// a learned task's (of a longer request that led to another tool) keeps
+// its own first hit.
+func TestLearnedTaskIsNotAShorterOne(t *testing.T) {
+	t.Parallel()
+	ix := newIndex(t, newCatalog(t))
+	const query = "which pull requests are waiting for review"
+	const want = "github.list_pull_requests"
+	first := func() string {
+		hits, err := ix.Search(search.Query{Text: query, Limit: 3})
+		if err != nil || len(hits) == 0 {
+			t.Fatalf("search %q: %v, %d hits", query, err, len(hits))
+		}
+		return hits[0].Name
+	}
+	if got := first(); got != want {
+		t.Fatalf("before learning, first hit %q, want %s", got, want)
+	}
+	ix.Learn(search.LearnTerms("which pull requests are waiting for review by the security team before we merge them"), []string{"github.merge_pull_request"})
+	if got := first(); got != want {
+		t.Errorf("after learning a longer task, first hit %q, want %s", got, want)
+	}
+}

@@ -51,12 +51,12 @@ type termsFile struct {
 }
 
 // termsOf returns the terms of each of ts: read from their categories'
-// files, else made (and then kept).
+// files, else made (and then kept). A nil termCache makes them all.
 func (tc *termCache) termsOf(ts []*tools.Tool) []*toolTerms {
 	sd := newSchemaDocs()
 	out := make([]*toolTerms, len(ts))
 	var dir, version string
-	if tc.reg != nil {
+	if tc != nil && tc.reg != nil {
 		dir, version = tc.reg.Snapshots()
 	}
 	if dir == "" {
