@@ -144,6 +144,8 @@ type Index struct {
 	docs func(tools.Caller) Docs
 	pool sync.Pool // *[]float64 score accumulators
 
+	terms termCache // each tool's terms, kept (snapshot.go)
+
 	// learned is what learning from use taught: term → tool → count;
 	// taught the same by tool: tool → term → count.
 	mu      sync.RWMutex
@@ -160,7 +162,9 @@ type Index struct {
 // search and kept on its tools.View, so it is rebuilt only when what the
 // caller sees changes, and callers who share a view share it.
 func New(reg *tools.Registry, docs func(tools.Caller) Docs) *Index {
-	return &Index{reg: reg, docs: docs}
+	ix := &Index{reg: reg, docs: docs}
+	ix.terms.reg = reg
+	return ix
 }
 
 // current returns the index of c's view, with the pages of its docs
@@ -172,7 +176,7 @@ func (ix *Index) current(c tools.Caller) *index {
 		if p, ok := ix.docs(c).(PageDocs); ok {
 			ts = append(slices.Clip(ts), p.Pages()...)
 		}
-		return build(ts, v.Version())
+		return buildKept(ts, v.Version(), &ix.terms)
 	}).(*index)
 }
 
@@ -715,8 +719,11 @@ type posting struct {
 	weight float64
 }
 
-func build(ts []*tools.Tool, version uint64) *index {
-	ix, fieldTerms := analyzeTools(ts, version)
+func build(ts []*tools.Tool, version uint64) *index { return buildKept(ts, version, nil) }
+
+// buildKept is build with each tool's terms from tc (nil: made for it).
+func buildKept(ts []*tools.Tool, version uint64, tc *termCache) *index {
+	ix, fieldTerms := analyzeKept(ts, version, tc)
 	ix.weigh(fieldTerms)
 	return ix
 }
@@ -724,49 +731,26 @@ func build(ts []*tools.Tool, version uint64) *index {
 // analyzeTools reads each tool: what it does and the terms of each of
 // its fields.
 func analyzeTools(ts []*tools.Tool, version uint64) (*index, [][numFields][]string) {
+	return analyzeKept(ts, version, nil)
+}
+
+// analyzeKept is analyzeTools with each tool's terms from tc (nil: made
+// for it; see analyzeTool).
+func analyzeKept(ts []*tools.Tool, version uint64, tc *termCache) (*index, [][numFields][]string) {
 	ix := &index{version: version, catID: map[string]int32{}, postings: map[string][]posting{}, byName: make(map[string]int32, len(ts))}
 	fieldTerms := make([][numFields][]string, len(ts))
+	all := tc.termsOf(ts)
 	for i, t := range ts {
 		cat, ok := ix.catID[t.Category()]
 		if !ok {
 			cat = int32(len(ix.catID))
 			ix.catID[t.Category()] = cat
 		}
-		short := t.ShortName()
-		if short == "" {
-			short = t.Name // a page (PageDocs)
-		}
-		nameWords := words(short)
-		d := doc{tool: t, cat: cat, readOnly: t.Annotations.ReadOnly}
-		if len(nameWords) > 0 {
-			d.polarity = polarity[stem(nameWords[0])]
-		}
-		ix.docs = append(ix.docs, d)
+		tt := all[i]
+		ix.docs = append(ix.docs, doc{tool: t, cat: cat, readOnly: t.Annotations.ReadOnly, polarity: tt.Polarity,
+			op: tt.Op, self: tt.Self, summary: tt.Summary, name: tt.Name})
 		ix.byName[t.Name] = int32(i)
-		ft := &fieldTerms[i]
-		nameTerms := terms(short)
-		ft[fieldName] = append(append(nameTerms, forms(nameWords)...), bigrams(nameTerms)...)
-		ft[fieldCategory] = terms(t.Category() + " " + strings.ReplaceAll(t.Group, "/", " "))
-		summary := lexicon.Clean(t.Summary)
-		ft[fieldSummary] = terms(summary + " " + t.Title)
-		ix.docs[i].summary = distinct(ft[fieldSummary])
-		ix.docs[i].name = distinct(nameTerms)
-		// The description's first sentence says what the tool does; a
-		// summary made from it is not counted twice.
-		lead, rest := lexicon.Lead(lexicon.Clean(t.Description))
-		if strings.TrimRight(lead, ".") == strings.TrimRight(summary, ".…") {
-			lead = ""
-		}
-		ft[fieldLead] = terms(lead)
-		op := lexicon.Describe(short, t.Route)
-		ix.docs[i].op = op
-		ix.docs[i].self = op.Self || mentionsSelf(summary+" "+lead)
-		ft[fieldIntent] = intentTerms(op)
-		in := schemaText(t.InputDocument())
-		out := schemaText(t.OutputDocument())
-		ft[fieldParams] = terms(strings.Join(in.names, " "))
-		ft[fieldOutput] = terms(strings.Join(out.names, " "))
-		ft[fieldText] = terms(lexicon.Clean(rest + " " + strings.Join(in.descriptions, " ")))
+		fieldTerms[i] = tt.Fields
 	}
 	return ix, fieldTerms
 }
@@ -819,6 +803,56 @@ func (ix *index) weigh(fieldTerms [][numFields][]string) {
 		}
 		ix.postings[term] = ps
 	}
+}
+
+// toolTerms is what the index makes of one tool by itself: the terms of
+// each field and what its name and route say it does. Made once per tool
+// (termCache), and kept between starts (snapshot.go).
+type toolTerms struct {
+	Fields   [numFields][]string
+	Summary  []string // the distinct terms of the summary, sorted
+	Name     []string // the distinct terms of the short name, sorted
+	Polarity int8
+	Op       lexicon.Operation
+	Self     bool
+}
+
+// analyzeTool makes the terms of one tool.
+func analyzeTool(t *tools.Tool, sd *schemaDocs) *toolTerms {
+	tt := &toolTerms{}
+	short := t.ShortName()
+	if short == "" {
+		short = t.Name // a page (PageDocs)
+	}
+	nameWords := words(short)
+	if len(nameWords) > 0 {
+		tt.Polarity = polarity[stem(nameWords[0])]
+	}
+	ft := &tt.Fields
+	nameTerms := terms(short)
+	ft[fieldName] = append(append(nameTerms, forms(nameWords)...), bigrams(nameTerms)...)
+	ft[fieldCategory] = terms(t.Category() + " " + strings.ReplaceAll(t.Group, "/", " "))
+	summary := lexicon.Clean(t.Summary)
+	ft[fieldSummary] = terms(summary + " " + t.Title)
+	tt.Summary = distinct(ft[fieldSummary])
+	tt.Name = distinct(nameTerms)
+	// The description's first sentence says what the tool does; a
+	// summary made from it is not counted twice.
+	lead, rest := lexicon.Lead(lexicon.Clean(t.Description))
+	if strings.TrimRight(lead, ".") == strings.TrimRight(summary, ".…") {
+		lead = ""
+	}
+	ft[fieldLead] = terms(lead)
+	op := lexicon.Describe(short, t.Route)
+	tt.Op = op
+	tt.Self = op.Self || mentionsSelf(summary+" "+lead)
+	ft[fieldIntent] = intentTerms(op)
+	in := sd.words(t.InputSchema, t.InputDefs)
+	out := sd.words(t.OutputSchema, t.OutputDefs)
+	ft[fieldParams] = terms(strings.Join(in.names, " "))
+	ft[fieldOutput] = terms(strings.Join(out.names, " "))
+	ft[fieldText] = terms(lexicon.Clean(rest + " " + strings.Join(in.descriptions, " ")))
+	return tt
 }
 
 // selfTerms are the terms by which names say they act for the
