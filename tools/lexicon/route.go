@@ -289,3 +289,46 @@ func appendNew(ss []string, s string) []string {
 	}
 	return append(ss, s)
 }
+
+// LeadVerbs reads what an operation does from the verbs its summary (or
+// the first sentence of its description) starts with: "Creates a
+// customer", "Add or update a contact", "Send a message". It returns
+// their classes and the stems of those that name an action beyond CRUD;
+// 0 and nil when the text does not start with a verb of the vocabulary.
+func LeadVerbs(text string) (Class, []string) {
+	ws := Words(text)
+	var class Class
+	var acts []string
+	for i := 0; i < len(ws) && i < 3; i++ {
+		if i == 1 {
+			if ws[i] != "and" && ws[i] != "or" {
+				break
+			}
+			continue
+		}
+		v, w, ok := baseVerb(ws[i])
+		if !ok {
+			break
+		}
+		class |= v.class
+		if v.class&Act != 0 {
+			acts = appendNew(acts, Stem(w))
+		}
+	}
+	return class, acts
+}
+
+// baseVerb finds a word of a summary among the vocabulary's verbs,
+// written as a command (create) or as what the operation does (creates,
+// searches, copies).
+func baseVerb(w string) (verb, string, bool) {
+	for _, c := range []string{w, strings.TrimSuffix(w, "s"), strings.TrimSuffix(w, "es"), strings.TrimSuffix(w, "ies") + "y"} {
+		if c == "" || c == w && strings.HasSuffix(w, "s") && len(w) > 3 {
+			continue // "lists" is a plural before it is a verb
+		}
+		if v, ok := verbs[c]; ok {
+			return v, c, true
+		}
+	}
+	return verb{}, "", false
+}

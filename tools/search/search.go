@@ -759,6 +759,21 @@ func analyzeTools(ts []*tools.Tool, version uint64) (*index, [][numFields][]stri
 		}
 		ft[fieldLead] = terms(lead)
 		op := lexicon.Describe(short, t.Route)
+		// What the summary says it does, in the verbs it starts with:
+		// "Add or update a contact" for a PUT on a collection, "Send a
+		// message" for a POST that creates one.
+		lc, lv := lexicon.LeadVerbs(firstNonEmpty(summary, lead))
+		switch {
+		case op.Class == 0:
+			op.Class = lc
+		case op.Class&^lexicon.Read != 0:
+			op.Class |= lc & (lexicon.Create | lexicon.Update | lexicon.Delete)
+		}
+		for _, v := range lv {
+			if !slices.Contains(op.Verbs, v) {
+				op.Verbs = append(op.Verbs, v)
+			}
+		}
 		ix.docs[i].op = op
 		ix.docs[i].self = op.Self || mentionsSelf(summary+" "+lead)
 		ft[fieldIntent] = intentTerms(op)
@@ -851,6 +866,16 @@ func intentTerms(op lexicon.Operation) []string {
 	out = append(out, op.Verbs...)
 	out = append(out, op.Attribute...)
 	return out
+}
+
+// firstNonEmpty returns the first of ss that is not empty.
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
 }
 
 // mentionsSelf reports whether text says a tool works on the
