@@ -136,3 +136,25 @@ func TestGeneral(t *testing.T) {
 		t.Errorf("General of an unknown word = %v, want nil", rels)
 	}
 }
+
+func TestLeadVerbs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		text  string
+		class Class
+		acts  []string
+	}{
+		{"Creates a new customer object.", Create, nil},
+		{"Add or Update a Contact", Create | Update, nil},
+		{"Send a message", Act | Create, []string{"send"}},
+		{"Lists all repositories", List, nil},
+		{"Searches for messages matching a query.", Search | List, nil},
+		{"Customer objects allow you to …", 0, nil},
+	}
+	for _, tt := range tests {
+		class, acts := LeadVerbs(tt.text)
+		if class != tt.class || !slices.Equal(acts, tt.acts) {
+			t.Errorf("LeadVerbs(%q) = %d, %q; want %d, %q", tt.text, class, acts, tt.class, tt.acts)
+		}
+	}
+}
