@@ -66,6 +66,8 @@ func TestAnalyze(t *testing.T) {
 		{"who is in this channel", List | Get | Search, "user", false, true, "member"},
 		{"take a label off an issue", Delete, "label", false, false, "delet"},
 		{"remind me tomorrow to call Bob", Create, "reminder", false, false, "reminder"},
+		{"find a customer by email", Search, "customer", false, false, "client"},
+		{"find tasks created by me", Search | List, "task", true, false, "ticket"},
 	}
 	for _, tt := range tests {
 		q := Analyze(tt.query)

@@ -147,6 +147,17 @@ func Analyze(text string) Query {
 			q.Class = Get | List
 		}
 	}
+	// "Find a customer by email", "songs matching a word": to look
+	// things up by what they hold is a search, not a listing.
+	if q.Class&Search != 0 && q.Class&(Create|Update|Delete) == 0 {
+		for i, w := range raw {
+			if (w == "by" || w == "matching" || w == "containing" || w == "named" || w == "called") && i > 0 && i+1 < len(raw) &&
+				!selfWords[raw[i+1]] && !timeWords[raw[i+1]] { // "by me", "by tomorrow" say who or when
+				q.Class = Search
+				break
+			}
+		}
+	}
 	// "A new …" is made.
 	for _, w := range raw {
 		if w == "new" && q.Class&(Create|Update|Delete) == 0 {
