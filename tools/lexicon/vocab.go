@@ -51,6 +51,7 @@ func init() {
 	add(Search|List, "find search locate query filter discover", "search find query lookup filter list")
 	add(Get|Search, "lookup", "get search find lookup")
 	add(Update, "update change edit modify alter adjust set rename move mark toggle configure switch turn replace tweak correct fix", "update edit modify change set patch replace")
+	add(Create, "set", "create add")
 	add(Update, "rename", "name title")
 	add(Delete, "delete remove destroy erase drop trash purge discard clear wipe unset", "delete remove destroy trash")
 	add(Act|Delete, "cancel abort stop halt terminate end kill", "cancel stop end terminate abort")
