@@ -53,12 +53,14 @@ func TestAnalyze(t *testing.T) {
 		question bool
 		related  string // a term among Related
 	}{
-		{"open a bug report in my repo", Create | Get, "bug", true, false, "issu"},
-		{"which PRs are waiting for review", List | Get | Search, "pull", false, true, "pend"},
+		{"open a bug report in my repo", Create | Get, "report", true, false, "issu"},
+		{"which PRs are waiting for review", List | Get | Search, "request", false, true, "pend"},
 		{"kick off a workflow manually", Create, "workflow", false, false, "run"},
 		{"look at a chargeback", Get, "chargeback", false, false, "disput"},
 		{"comment on a task", Create, "comment", false, false, "story"},
-		{"who am I logged in as", List | Get | Search, "authenticat", true, true, "current"},
+		{"who am I logged in as", List | Get | Search, "user", true, true, "current"},
+		{"share a code snippet as a gist", Act | Create, "snippet", false, false, "past"},
+		{"newly released albums", List | Get | Search, "album", false, false, "record"},
 		{"make a copy of a project", Create, "project", false, false, "duplicat"},
 		{"open bugs in a repo", List | Get | Search, "bug", false, false, "issu"},
 		{"ask the user", Act | Create, "user", false, false, "approval"},

@@ -323,6 +323,10 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		// As the query's words are: stemmed ("stripe" is strip).
 		if t := terms(name); len(t) == 1 && slices.Contains(qterms, t[0]) || slices.Contains(qterms, name) {
 			named[id] = true
+			if len(t) == 1 {
+				// "My asana profile" asks about a profile, in Asana.
+				qa.lx.Compound = slices.DeleteFunc(slices.Clone(qa.lx.Compound), func(c string) bool { return c == t[0] })
+			}
 		}
 	}
 	accp, _ := ix.pool.Get().(*[]float64)
@@ -368,7 +372,7 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	if h := qa.lx.Head; h != "" && headMissFactor < 1 {
 		hasHead = map[int32]bool{}
 		for t, w := range weights {
-			if t == h || w >= lexicon.SynonymWeight && slices.Contains(lexicon.Synonyms(h), t) || qa.lx.General[t] > 0 && w > 0 {
+			if t == h || w >= lexicon.SynonymWeight && qa.lx.IsHead(t) || qa.lx.General[t] > 0 && w > 0 {
 				for _, p := range c.postings[t] {
 					hasHead[p.doc] = true
 				}
@@ -529,7 +533,7 @@ func intentFactor(qa *query, doc *doc, weights map[string]float64) float64 {
 	if o := doc.op.Object; o != "" {
 		if w, ok := weights[o]; ok && w >= lexicon.SynonymWeight {
 			b := objectBoost
-			if q.Head != "" && o != q.Head && o != q.VerbNoun && !slices.Contains(lexicon.Synonyms(q.Head), o) {
+			if q.Head != "" && o != q.VerbNoun && !q.IsHead(o) {
 				b *= otherObjectShare // it names it, but asks about another
 			}
 			f *= 1 + b*min(w, 1)
