@@ -69,6 +69,7 @@ func TestAnalyze(t *testing.T) {
 		{"take a label off an issue", Delete, "label", false, false, "delet"},
 		{"remind me tomorrow to call Bob", Create, "reminder", false, false, "reminder"},
 		{"find a customer by email", Search, "customer", false, false, "client"},
+		{"unsend a message", Delete, "messag", false, false, "delet"},
 		{"find tasks created by me", Search | List, "task", true, false, "ticket"},
 	}
 	for _, tt := range tests {

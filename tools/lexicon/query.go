@@ -127,7 +127,7 @@ func Analyze(text string) Query {
 			if i > 3 {
 				break
 			}
-			v, ok := verbs[w]
+			v, ok := lookupVerb(w)
 			if !ok || IsPlural(w) {
 				continue
 			}

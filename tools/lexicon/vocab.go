@@ -110,6 +110,27 @@ func init() {
 	add(Update|Create, "protect secure restrict", "protection protect restrict")
 }
 
+// lookupVerb returns what a verb of a request means: one of the
+// vocabulary, or the undoing of one ("unsend", "unpublish"), which takes
+// away what the verb gives, or turns its action around.
+func lookupVerb(w string) (verb, bool) {
+	if v, ok := verbs[w]; ok {
+		return v, true
+	}
+	base, ok := strings.CutPrefix(w, "un")
+	if !ok || len(base) < 3 {
+		return verb{}, false
+	}
+	b, ok := verbs[base]
+	if !ok || b.class&(Create|Act) == 0 || b.class&Delete != 0 {
+		return verb{}, false
+	}
+	if b.class&Create != 0 {
+		return verb{class: Delete, api: []string{"remove", "delete", w}}, true
+	}
+	return verb{class: Act, api: []string{w}}, true
+}
+
 // VerbClass returns the classes of a plain lower-case verb, and whether it
 // is one.
 func VerbClass(w string) (Class, bool) {
