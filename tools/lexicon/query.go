@@ -219,7 +219,7 @@ func Analyze(text string) Query {
 			if IsStop(w) || questionStarts[w] || w == "new" || timeWords[w] || numberWords[w] || isNumber(w) {
 				continue
 			}
-			if _, isVerb := verbs[w]; isVerb && (Stem(w) == q.Verb || lightVerbs[w]) {
+			if Stem(w) == q.Verb || lightVerbs[w] {
 				continue
 			}
 			if adjectives[w] && IsPlural(wordAfter(spelled, w)) {
