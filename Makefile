@@ -191,8 +191,8 @@ load-multi: build
 ## only). The sandbox's FuzzBuiltins checks that every run ends within its
 ## deadline + 100 ms, whatever built-in it abuses.
 FUZZTIME ?= 2m
-FUZZ_TARGETS := executor:FuzzBuiltins executor:FuzzRun executor:FuzzFrames filter:FuzzApply filter:FuzzApplyText \
-	filter:FuzzFlow filter:FuzzJSON filter:FuzzResolve vfs:FuzzPaths memory:FuzzValidatePath tools:FuzzInferrer tools/openapi:FuzzParse
+FUZZ_TARGETS := executor:FuzzBuiltins executor:FuzzRun executor:FuzzFrames executor/internal/engine:FuzzParseJSON filter:FuzzApply filter:FuzzApplyText \
+	filter:FuzzFlow filter:FuzzFlowLazy filter:FuzzJSON filter:FuzzResolve vfs:FuzzPaths memory:FuzzValidatePath tools:FuzzInferrer tools/openapi:FuzzParse
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; echo "== $$pkg $$fn ($(FUZZTIME))"; \

@@ -47,8 +47,9 @@ const (
 	// slot, which the executor kills when a run outlives its deadline.
 	IsolationProcess Isolation = "process"
 	// IsolationInProcess runs VMs on goroutines of this process, for
-	// embedding and benchmarks: a run stuck inside a built-in cannot be
-	// stopped.
+	// embedding and benchmarks: a run stuck inside a built-in is killed,
+	// but holds one of the process's Ps (and can delay its timers and
+	// garbage collector) until then.
 	IsolationInProcess Isolation = "inprocess"
 )
 

@@ -1,5 +1,6 @@
 // Package executor runs untrusted JavaScript and TypeScript programs in
-// QuickJS (modernc.org/quickjs, pure Go) and returns a record of each run.
+// QuickJS (modernc.org/libquickjs, QuickJS transpiled to pure Go, through
+// the thin layer of internal/engine) and returns a record of each run.
 //
 // It owns the sandbox: a pool that gives every run a fresh VM prepared in
 // the background, the prelude that installs tool namespaces (util.echo),
@@ -27,8 +28,10 @@
 // With IsolationProcess (the default when Config.WorkerCommand is set),
 // the VMs of each pool slot live in a sandbox worker process: the same
 // binary, started with an empty environment, in a process group of its
-// own, at a lower scheduling priority, dying with the server (stdin EOF;
-// on Linux also the parent-death signal). The executor speaks to it over
+// own, dying with the server (stdin EOF; on Linux also the parent-death
+// signal). Runs take the server's priority; a worker prepares and closes
+// VMs on a thread of lower priority (Linux), and one whose run does not
+// stop when interrupted drops to the lowest priority until it is killed. The executor speaks to it over
 // pipes in length-prefixed binary frames (protocol.go): the program and
 // its limits, tool calls and their results, console lines, progress, an
 // interrupt, the outcome. At a run's deadline, or when its context ends,
@@ -39,7 +42,8 @@
 // the time the machine takes to schedule the server (the built-in sweep
 // in the tests measures it); the pool keeps its size; Close kills the
 // workers and returns at once. A worker prepares the VM of its next run
-// ahead, as the in-process pool does. Nested runs live in their root's
+// ahead, as the in-process pool does, and says when it is ready: a run
+// gets the idle worker given back last among those that are ready. Nested runs live in their root's
 // worker, so killing the root kills them; one that alone cannot be
 // stopped ends its own run at once, and its worker is killed when the
 // root ends. The boundary costs a pipe round trip per tool call and a
@@ -48,9 +52,14 @@
 // With IsolationInProcess the VMs run on goroutines of this process, for
 // embedding and benchmarks. Interrupts stop any program that runs
 // bytecode, and the caller gets its result by the deadline and killGrace
-// whatever the program does; but a VM stuck inside a built-in keeps its
-// goroutine, its heap and its pool slot until the built-in returns, which
-// may be never: a hostile program can take the pool's capacity away.
+// whatever the program does. A VM stuck inside a built-in is killed then:
+// every VM has a heap of its own (internal/engine), which is taken away
+// (mprotect), and the VM's goroutine, which panics on faults, leaves the
+// engine at its next access to it, freeing its slot and its memory. Until
+// then, though, it holds one of this process's Ps, and a long copy inside
+// the engine cannot be preempted: the server's own timers, and its garbage
+// collector, wait for it (up to a second on a loaded machine in the
+// built-in sweep). That is why process isolation stays the default.
 //
 // # Nesting
 //

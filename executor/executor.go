@@ -711,7 +711,7 @@ func (e *Executor) Stats() Stats {
 	if e.local != nil {
 		s.Ready = len(e.local.pool.ready)
 	} else {
-		s.Ready = len(e.procs.idle)
+		s.Ready = e.procs.readyCount()
 	}
 	return s
 }

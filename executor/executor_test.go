@@ -614,6 +614,10 @@ func TestCheck(t *testing.T) {
 		{"return (1 +", executor.JavaScript, 1},
 		{"const a = 1;\nconst b: = 2", executor.TypeScript, 2},
 		{"await 1;\nreturn (", executor.JavaScript, 2},
+		// A truncated UTF-8 sequence at the end sent esbuild's source
+		// map into an endless loop (FuzzRun).
+		{"#!\xc9", executor.TypeScript, 0},
+		{"const s = '\xe2\x82'", executor.JavaScript, 0},
 	} {
 		err := executor.Check(tt.code, tt.lang)
 		switch {

@@ -112,43 +112,59 @@ const list = (o) => Object.getOwnPropertyNames(o).filter(k => k !== "constructor
 }
 
 // TestBuiltinSweep runs every built-in method on hostile receivers under a
-// short deadline: each run ends within its deadline and overrunBound,
-// however long the built-in would take, and the next run works. The
-// worst overrun is logged, and written to -sweep-report.
+// short deadline, in each isolation mode: each run ends, the VM stuck in
+// the built-in is stopped (with its worker process; in-process, by taking
+// its memory away) and the next run works. With process isolation, the
+// default, each run also ends within its deadline and overrunBound,
+// however long the built-in would take. In-process the bound is not
+// asserted: a VM stuck in a built-in holds one of this process's Ps until
+// it is killed, and a long copy inside the engine cannot be preempted,
+// so the server's own timers run late (see docs/decisions.md). The worst
+// overrun of each mode is logged, and written to -sweep-report.
 func TestBuiltinSweep(t *testing.T) {
 	t.Parallel()
 	const deadline = 150 * time.Millisecond
-	e := newExecutor(t, executor.IsolationProcess, executor.Config{PoolSize: 2, QueueWait: time.Minute, MemoryLimit: 128 << 20})
-	attacks := builtinAttacks(t, e)
+	var reports []string
+	for _, mode := range modes {
+		bounded := mode == executor.IsolationProcess
+		t.Run(string(mode), func(t *testing.T) {
+			e := newExecutor(t, mode, executor.Config{PoolSize: 2, QueueWait: time.Minute, MemoryLimit: 128 << 20})
+			attacks := builtinAttacks(t, e)
 
-	noise := newLateness(t)
-	var mu sync.Mutex
-	var worstName string
-	var worst, worstNoise time.Duration = -deadline, 0
-	t.Run("attacks", func(t *testing.T) {
-		for _, a := range attacks {
-			t.Run(a.name, func(t *testing.T) {
-				t.Parallel()
-				start := time.Now()
-				over := overrun(t, e, a.code, deadline)
-				late := noise.max(start, time.Now())
-				mu.Lock()
-				if over > worst {
-					worst, worstName, worstNoise = over, a.name, late
+			noise := newLateness(t)
+			var mu sync.Mutex
+			var worstName string
+			var worst, worstNoise time.Duration = -deadline, 0
+			t.Run("attacks", func(t *testing.T) {
+				for _, a := range attacks {
+					t.Run(a.name, func(t *testing.T) {
+						t.Parallel()
+						start := time.Now()
+						over := overrun(t, e, a.code, deadline)
+						late := noise.max(start, time.Now())
+						mu.Lock()
+						if over > worst {
+							worst, worstName, worstNoise = over, a.name, late
+						}
+						mu.Unlock()
+						if bounded && over > overrunBound+late {
+							t.Errorf("ended %s after its %s deadline (this process was scheduled up to %s late meanwhile)", over.Round(time.Millisecond), deadline, late.Round(time.Millisecond))
+						}
+						wantOK(t, run(t, e, "(await util.echo({ok: 1})).ok"), "1")
+					})
 				}
-				mu.Unlock()
-				if over > overrunBound+late {
-					t.Errorf("ended %s after its %s deadline (this process was scheduled up to %s late meanwhile)", over.Round(time.Millisecond), deadline, late.Round(time.Millisecond))
-				}
-				wantOK(t, run(t, e, "(await util.echo({ok: 1})).ok"), "1")
 			})
-		}
-	})
-	report := fmt.Sprintf("built-in sweep: %d attacks, deadline %s: worst overrun %.1f ms (%s), while this process was scheduled up to %.1f ms late\n",
-		len(attacks), deadline, ms(worst), worstName, ms(worstNoise))
-	t.Log(report)
+			report := fmt.Sprintf("built-in sweep, %s: %d attacks, deadline %s: worst overrun %.1f ms (%s), while this process was scheduled up to %.1f ms late\n",
+				mode, len(attacks), deadline, ms(worst), worstName, ms(worstNoise))
+			t.Log(report)
+			reports = append(reports, report)
+			if !bounded {
+				waitIdle(t, e)
+			}
+		})
+	}
 	if *sweepReport != "" {
-		if err := os.WriteFile(*sweepReport, []byte(report), 0o644); err != nil {
+		if err := os.WriteFile(*sweepReport, []byte(strings.Join(reports, "")), 0o644); err != nil {
 			t.Error(err)
 		}
 	}
@@ -315,6 +331,19 @@ func TestClosePinned(t *testing.T) {
 }
 
 // waitRunning waits until n runs hold pool slots.
+// waitIdle waits until no run holds a slot: every VM stopped, none left
+// running inside a built-in.
+func waitIdle(t testing.TB, e *executor.Executor) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for e.Stats().Running > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d runs still hold their slots", e.Stats().Running)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func waitRunning(t testing.TB, e *executor.Executor, n int) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)

@@ -2,8 +2,11 @@ package executor
 
 import (
 	"log/slog"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
+
+	"github.com/codecell/codecell/executor/internal/engine"
 )
 
 // sandbox is where the VMs of runs live: this process (localSandbox) or a
@@ -48,6 +51,10 @@ func (s *localSandbox) start(r *Run, spec *jobSpec) error {
 		j.stop()
 	}
 	go func() {
+		// A VM stuck inside a built-in is stopped by taking its memory
+		// away (abandon): this goroutine then panics out of the engine,
+		// and the job ends.
+		debug.SetPanicOnFault(true)
 		out := j.run(in)
 		s.pool.discard(in)
 		r.deliver(out)
@@ -74,8 +81,18 @@ func (s *localSandbox) interrupt(r *Run) {
 	}
 }
 
+// abandon ends r now and kills its VM, which is stuck inside a built-in:
+// its goroutine leaves the engine at its next access to the VM's memory,
+// which every built-in that runs long makes, and the VM's slot, goroutine
+// and memory are free again.
 func (s *localSandbox) abandon(r *Run) {
 	r.deliver(outcome{status: outLost})
+	r.mu.Lock()
+	j := r.vj
+	r.mu.Unlock()
+	if j != nil {
+		j.kill()
+	}
 }
 
 // localHost reports a job's events straight to its run. It holds the
@@ -125,7 +142,7 @@ func (h *localHost) progress(message string, f float64) {
 // VMs prepared ahead of time by its maintainer goroutine, which also
 // closes the VMs that jobs are done with. A VM serves exactly one job.
 type vmPool struct {
-	prelude []byte // prelude bytecode
+	prelude *engine.Bytecode
 	log     *slog.Logger
 	// layout is what the maintainer installs in the VMs it prepares: the
 	// layout of the latest run.
@@ -139,7 +156,7 @@ type vmPool struct {
 	closed atomic.Bool
 }
 
-func newVMPool(size int, prelude []byte, log *slog.Logger) *vmPool {
+func newVMPool(size int, prelude *engine.Bytecode, log *slog.Logger) *vmPool {
 	p := &vmPool{
 		prelude: prelude,
 		log:     log,

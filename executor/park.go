@@ -44,7 +44,12 @@ type hold struct {
 // the slot is given back, within its deadline and heap: the CPU that
 // runs use is so bounded by PoolSize + MaxWaiting runs, not PoolSize.
 func Park(ctx context.Context, wait func() error) error {
-	r := RunFrom(ctx)
+	return RunFrom(ctx).Park(wait)
+}
+
+// Park is Park for a tool call of r that holds its run (Call.Run) rather
+// than a context that carries it; on a nil *Run it just calls wait.
+func (r *Run) Park(wait func() error) error {
 	if r == nil {
 		return wait()
 	}

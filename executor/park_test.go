@@ -211,3 +211,14 @@ func BenchmarkPark(b *testing.B) {
 		}
 	}
 }
+
+// TestParkOutsideARun: a tool call that holds no run (a nil *Run, as a
+// call made outside any program) just waits.
+func TestParkOutsideARun(t *testing.T) {
+	t.Parallel()
+	called := false
+	var r *executor.Run
+	if err := r.Park(func() error { called = true; return nil }); err != nil || !called {
+		t.Fatalf("Park on a nil run: called %v, err %v", called, err)
+	}
+}

@@ -48,7 +48,6 @@
   const PromiseCtor = Promise;
   const ErrorCtor = Error;
   const TypeErrorCtor = TypeError;
-  const SyntaxErrorCtor = SyntaxError;
   const ReferenceErrorCtor = ReferenceError;
   const toLower = String.prototype.toLowerCase;
   const toStr = String;
@@ -601,11 +600,12 @@
       namespaceNames = names;
     },
     // begin sets the console limit of the job about to run and, for a
-    // program run as a tool, installs its arguments as the global args.
-    begin: function (maxLogBytes, argsJSON) {
+    // program run as a tool, installs its arguments (the host built them
+    // from their JSON) as the global args.
+    begin: function (maxLogBytes, args) {
       logBytes = maxLogBytes;
-      if (argsJSON !== undefined) {
-        defineProperty(g, "args", { value: parse(argsJSON), writable: true, configurable: true });
+      if (args !== undefined) {
+        defineProperty(g, "args", { value: args, writable: true, configurable: true });
       }
     },
     // settle reports the outcome of the program's promise to the host. A
@@ -618,19 +618,12 @@
       }]);
     },
     // settleCall settles a tool call's promise with its result, or rejects
-    // it with a ToolError. The error has no stack of its own: QuickJS
-    // gives an Error without one the stack of the frame it is thrown in,
-    // which is the program's, where it awaits the call. (Making an error
-    // at each call's site instead would cost every call a backtrace.)
-    settleCall: function (resolve, reject, ok, json) {
-      let v;
-      try {
-        v = parse(json);
-      } catch (e) {
-        if (!(e instanceof SyntaxErrorCtor)) throw e;
-        ok = false;
-        v = { message: "the tool returned a result that is not JSON", code: "tool_failed" };
-      }
+    // it with a ToolError made of the rejection; the host built both from
+    // their JSON. The error has no stack of its own: QuickJS gives an
+    // Error without one the stack of the frame it is thrown in, which is
+    // the program's, where it awaits the call. (Making an error at each
+    // call's site instead would cost every call a backtrace.)
+    settleCall: function (resolve, reject, ok, v) {
       if (ok) {
         apply(resolve, undefined, [v]);
         return;

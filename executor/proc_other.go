@@ -2,11 +2,23 @@
 
 package executor
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // workerAttr has nothing to add here: a worker ends when it reads the end
 // of its stdin.
 func workerAttr() *syscall.SysProcAttr { return nil }
 
-// lowerPriority does nothing here.
-func lowerPriority(int) {}
+// lowerThreadPriority does nothing here.
+func lowerThreadPriority() {}
+
+// pollableFile returns f.
+func pollableFile(f *os.File) *os.File { return f }
+
+// growPipe keeps the system's pipe buffer.
+func growPipe(*os.File) {}
+
+// demoteProcess does nothing here.
+func demoteProcess(int) {}

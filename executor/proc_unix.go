@@ -2,7 +2,10 @@
 
 package executor
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // workerAttr puts a worker in a process group of its own, so that a
 // terminal's ^C reaches only the server, which stops its workers itself.
@@ -12,12 +15,22 @@ func workerAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
 
-// workerNice is the scheduling priority of workers: below the server's,
-// so that its deadlines and kills are on time while workers burn CPU.
-const workerNice = 10
+// lowerThreadPriority does nothing here: priorities are per process.
+func lowerThreadPriority() {}
 
-// lowerPriority gives the worker pid workerNice; failing that, the worker
-// runs at the server's priority.
-func lowerPriority(pid int) {
-	syscall.Setpriority(syscall.PRIO_PROCESS, pid, workerNice)
+// pollableFile returns f: kqueue does not report the end of a pipe whose
+// writer is gone on every system, and a worker must see its stdin end.
+func pollableFile(f *os.File) *os.File { return f }
+
+// growPipe keeps the system's pipe buffer.
+func growPipe(*os.File) {}
+
+// demoteNice is the priority of a worker whose run did not stop when
+// interrupted: it is stuck inside a built-in and about to be killed, and
+// must not delay the server, whose timers kill it.
+const demoteNice = 19
+
+// demoteProcess gives process pid demoteNice.
+func demoteProcess(pid int) {
+	syscall.Setpriority(syscall.PRIO_PROCESS, pid, demoteNice)
 }

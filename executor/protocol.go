@@ -25,18 +25,20 @@ import (
 // frameLayout before the first job that uses a layout, frameRun to start a
 // job, frameResult for each finished tool call and frameInterrupt to stop a
 // job. The worker sends frameCall, frameLog and frameProgress while a job
-// runs, and frameDone when it is over. Frames of a job the other side no
-// longer knows are dropped: a tool call may finish after its job did.
+// runs, and frameDone when it is over; frameReady says that the VM of the
+// next root job is prepared. Frames of a job the other side no longer
+// knows are dropped: a tool call may finish after its job did.
 const (
-	frameHello     byte = 1 // worker → executor: body is workerMagic
-	frameLayout    byte = 2 // executor → worker: u32 layout id | layout JSON
-	frameRun       byte = 3 // executor → worker: jobSpec
-	frameResult    byte = 4 // executor → worker: u32 call id | u8 ok | JSON
-	frameInterrupt byte = 5 // executor → worker: empty
-	frameCall      byte = 6 // worker → executor: u32 call id | string name | args JSON
-	frameLog       byte = 7 // worker → executor: u8 level | text
-	frameProgress  byte = 8 // worker → executor: f64 fraction | message
-	frameDone      byte = 9 // worker → executor: outcome
+	frameHello     byte = 1  // worker → executor: body is workerMagic
+	frameLayout    byte = 2  // executor → worker: u32 layout id | layout JSON
+	frameRun       byte = 3  // executor → worker: jobSpec
+	frameResult    byte = 4  // executor → worker: u32 call id | u8 ok | JSON
+	frameInterrupt byte = 5  // executor → worker: empty
+	frameCall      byte = 6  // worker → executor: u32 call id | string name | args JSON
+	frameLog       byte = 7  // worker → executor: u8 level | text
+	frameProgress  byte = 8  // worker → executor: f64 fraction | message
+	frameDone      byte = 9  // worker → executor: outcome
+	frameReady     byte = 10 // worker → executor: empty; job is the latest root job it had when the next one's VM was ready
 	frameHeader         = 4 + 1 + 4
 	// maxFrame bounds a frame's size: a tool result or a program's result
 	// is at most a heap, and a heap at most a few GiB.
@@ -81,15 +83,39 @@ func (fr *frameReader) read() (frame, error) {
 	}
 	f := frame{typ: fr.hdr[4], job: binary.LittleEndian.Uint32(fr.hdr[5:9])}
 	if n := int(size) - (frameHeader - 4); n > 0 {
-		f.body = make([]byte, n)
-		if _, err := io.ReadFull(fr.r, f.body); err != nil {
+		body, err := readBody(fr.r, n)
+		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
 			return frame{}, err
 		}
+		f.body = body
 	}
 	return f, nil
+}
+
+// bodyChunk is the most of a frame's body that is allocated before it
+// arrives.
+const bodyChunk = 1 << 20
+
+// readBody reads a body of n bytes. A large one grows as its bytes
+// arrive, at most doubling, so that a header that promises gigabytes
+// costs memory only for what the other side really sends.
+func readBody(r io.Reader, n int) ([]byte, error) {
+	b := make([]byte, min(n, bodyChunk))
+	got := 0
+	for {
+		k, err := io.ReadFull(r, b[got:])
+		got += k
+		if err != nil {
+			return nil, err
+		}
+		if got == n {
+			return b, nil
+		}
+		b = append(b, make([]byte, min(n-got, len(b)))...)
+	}
 }
 
 // frameWriter writes whole frames to a stream; it is safe for concurrent

@@ -2,7 +2,11 @@ package executor
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -63,4 +67,34 @@ func FuzzFrames(f *testing.F) {
 			d.rest()
 		}
 	})
+}
+
+// TestFrameBodyGrowsAsItArrives: a header that promises a frame of almost
+// the largest size costs memory only for the bytes that follow it, and a
+// large frame that does arrive is read whole.
+func TestFrameBodyGrowsAsItArrives(t *testing.T) {
+	hdr := make([]byte, frameHeader)
+	binary.LittleEndian.PutUint32(hdr, maxFrame-1)
+	hdr[4] = frameDone
+	r := newFrameReader(io.MultiReader(bytes.NewReader(hdr), bytes.NewReader(make([]byte, 100))))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := r.read()
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("read: %v, want %v", err, io.ErrUnexpectedEOF)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
+		t.Errorf("allocated %d MB for a frame that brought 100 bytes", n>>20)
+	}
+
+	var buf bytes.Buffer
+	body := bytes.Repeat([]byte("0123456789abcdef"), 3<<20/16+5)
+	if err := newFrameWriter(&buf).write(frameDone, 3, body[:7], body[7:]); err != nil {
+		t.Fatal(err)
+	}
+	f, err := newFrameReader(&buf).read()
+	if err != nil || f.typ != frameDone || f.job != 3 || !bytes.Equal(f.body, body) {
+		t.Errorf("frame of %d bytes, job %d (%v), want %d bytes", len(f.body), f.job, err, len(body))
+	}
 }

@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"unsafe"
+
+	"github.com/codecell/codecell/executor/internal/engine"
 )
 
 // ServeWorker runs a sandbox worker: the process that holds the VMs of
@@ -15,21 +18,38 @@ import (
 // process should then exit, taking any VM still running with it. Nothing
 // else may write to out. Config.WorkerCommand starts a program that calls
 // it, such as codecell's hidden "sandbox-worker" command.
+//
+// Jobs run at the process's priority. Preparing the next run's VM and
+// closing used ones, which no run waits for, happen on a thread of their
+// own at a lower priority (on Linux), so that they take the CPU only
+// when runs and the server leave it. When in and out are pipes, the
+// worker waits on them through the Go runtime's poller rather than in a
+// blocking read: a frame wakes the goroutine that waits for it without a
+// hand-off between threads.
 func ServeWorker(in io.Reader, out io.Writer) error {
 	prelude, err := compilePrelude()
 	if err != nil {
 		return err
+	}
+	if f, ok := in.(*os.File); ok {
+		in = pollableFile(f)
+	}
+	if f, ok := out.(*os.File); ok {
+		out = pollableFile(f)
 	}
 	s := &workerServer{
 		w:       newFrameWriter(out),
 		prelude: prelude,
 		jobs:    map[uint32]*vmJob{},
 		layouts: map[uint32]*Layout{},
-		vms:     make(chan *instance, 1),
+		wake:    make(chan struct{}, 1),
+		quit:    make(chan struct{}),
 	}
+	defer close(s.quit)
 	if err := s.w.write(frameHello, 0, []byte(workerMagic), nil); err != nil {
 		return fmt.Errorf("sandbox worker: %w", err)
 	}
+	go s.chores()
 	fr := newFrameReader(in)
 	for {
 		f, err := fr.read()
@@ -52,17 +72,32 @@ const maxLayouts = 8
 // workerServer is the state of a worker process.
 type workerServer struct {
 	w       *frameWriter
-	prelude []byte
+	prelude *engine.Bytecode
+	wake    chan struct{} // there are chores
+	quit    chan struct{}
 
 	mu      sync.Mutex
 	jobs    map[uint32]*vmJob
 	layouts map[uint32]*Layout
 	latest  *Layout // the VM prepared next gets it
-	// vms holds the VM prepared for the next root job; preparing is set
-	// while one is on its way.
-	vms       chan *instance
+	// lastRoot is the latest root job received. next is the VM prepared
+	// for the next root job, which root jobs take on the reader goroutine
+	// in the order they arrive, so that a ready frame never announces a
+	// VM a job has taken. preparing is set while the chores thread makes
+	// one; a root job that finds none ready makes its own at its own
+	// priority rather than wait for a thread of lower priority.
+	lastRoot  uint32
+	next      *instance
 	preparing bool
+	// wantNext asks the chores thread for the next VM; a retired VM waits
+	// there to be closed.
+	wantNext bool
+	retired  []*instance
 }
+
+// maxRetired bounds the used VMs waiting to be closed, whose heaps are
+// still allocated: past it, a job closes its VM itself.
+const maxRetired = 1
 
 func (s *workerServer) handle(f frame) error {
 	switch f.typ {
@@ -82,7 +117,12 @@ func (s *workerServer) handle(f frame) error {
 		}
 		s.layouts[id] = l
 		s.latest = l
+		var stale *instance
+		if s.next != nil && s.next.layout != l {
+			stale, s.next = s.next, nil
+		}
 		s.mu.Unlock()
+		s.retire(stale)
 		s.prepare()
 	case frameRun:
 		spec, layout, err := decodeSpec(f.body)
@@ -93,8 +133,13 @@ func (s *workerServer) handle(f frame) error {
 		spec.Layout = s.layouts[layout]
 		j := newVMJob(spec, workerHost{s: s, job: f.job})
 		s.jobs[f.job] = j
+		var in *instance
+		if !spec.Nested {
+			s.lastRoot = f.job
+			in, s.next = s.next, nil
+		}
 		s.mu.Unlock()
-		go s.run(f.job, j)
+		go s.run(f.job, j, in)
 	case frameResult:
 		d := dec{b: f.body}
 		c := callResult{id: d.u32(), ok: d.bool()}
@@ -121,73 +166,132 @@ func (s *workerServer) handle(f frame) error {
 	return nil
 }
 
-// run runs one job and reports its outcome. A root job takes the VM
-// prepared for it, and prepares the next once it is done.
-func (s *workerServer) run(id uint32, j *vmJob) {
+// run runs one job and reports its outcome. A root job is given the VM
+// prepared for it, if one was ready, and asks for the next once it is
+// done.
+func (s *workerServer) run(id uint32, j *vmJob, in *instance) {
 	var out outcome
-	in, err := s.take(j.spec)
-	if err != nil {
-		out = outcome{status: outInternal, message: err.Error()}
+	if j.spec.Layout == nil {
+		out = outcome{status: outInternal, message: "the program's layout never reached the sandbox worker"}
+		s.retire(in)
+		in = nil
 	} else {
-		out = j.run(in)
+		if in != nil && in.layout != j.spec.Layout {
+			s.retire(in)
+			in = nil
+		}
+		if in == nil {
+			var err error
+			in, err = newInstance(s.prelude, j.spec.Layout)
+			if err != nil {
+				out = outcome{status: outInternal, message: err.Error()}
+			}
+		}
+		if in != nil {
+			out = j.run(in)
+		}
 	}
 	s.w.write(frameDone, id, encodeOutcome(&out), out.payload)
 	s.mu.Lock()
 	delete(s.jobs, id)
 	s.mu.Unlock()
+	s.retire(in)
 	if !j.spec.Nested {
 		s.prepare()
 	}
-	if in != nil {
-		in.close()
-	}
 }
 
-// take returns a fresh VM for spec: the prepared one, for a root job
-// whose layout it has.
-func (s *workerServer) take(spec *jobSpec) (*instance, error) {
-	if spec.Layout == nil {
-		return nil, errors.New("the program's layout never reached the sandbox worker")
-	}
-	if !spec.Nested {
-		s.mu.Lock()
-		waiting := s.preparing || len(s.vms) > 0
-		s.mu.Unlock()
-		if waiting {
-			in := <-s.vms
-			if in != nil && in.layout == spec.Layout {
-				return in, nil
-			}
-			if in != nil {
-				in.close()
-			}
-		}
-	}
-	return newInstance(s.prelude, spec.Layout)
-}
-
-// prepare makes the next root job's VM in the background, unless one is
-// ready or on its way.
+// prepare asks for the next root job's VM, unless one is ready or on its
+// way.
 func (s *workerServer) prepare() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.preparing || len(s.vms) > 0 || s.latest == nil {
+	if s.preparing || s.next != nil || s.latest == nil {
 		return
 	}
 	s.preparing = true
-	layout := s.latest
-	go func() {
-		in, err := newInstance(s.prelude, layout)
-		if err != nil {
-			in = nil // the job makes its own
-		}
-		// Together, so that take never waits for a VM another job took:
-		// there is room, as one VM is prepared at a time.
+	s.wantNext = true
+	s.poke()
+}
+
+// retire hands a used VM to the chores thread to close, or closes it
+// when enough wait there already.
+func (s *workerServer) retire(in *instance) {
+	if in == nil {
+		return
+	}
+	s.mu.Lock()
+	full := len(s.retired) >= maxRetired
+	if !full {
+		s.retired = append(s.retired, in)
+	}
+	s.mu.Unlock()
+	if full {
+		in.close()
+		return
+	}
+	s.poke()
+}
+
+func (s *workerServer) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// chores prepares VMs and closes used ones, on a thread of lower
+// priority, until the worker ends. Preparing comes first: the next run
+// waits for its VM, while a used one can wait to be closed.
+func (s *workerServer) chores() {
+	lowerThreadPriority()
+	for {
 		s.mu.Lock()
-		s.vms <- in
-		s.preparing = false
+		want, layout := s.wantNext, s.latest
+		s.wantNext = false
+		var old *instance
+		if !want && len(s.retired) > 0 {
+			old = s.retired[0]
+			s.retired = s.retired[1:]
+		}
 		s.mu.Unlock()
-	}()
+		switch {
+		case want:
+			in, err := newInstance(s.prelude, layout)
+			if err != nil {
+				in = nil // the job makes its own
+			}
+			s.ready(in)
+		case old != nil:
+			old.close()
+		default:
+			select {
+			case <-s.wake:
+			case <-s.quit:
+				return
+			}
+		}
+	}
+}
+
+// ready keeps a prepared VM for the next root job and tells the
+// executor, unless the layout changed meanwhile.
+func (s *workerServer) ready(in *instance) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.preparing = false
+	if in == nil {
+		return
+	}
+	if in.layout != s.latest {
+		s.retired = append(s.retired, in)
+		s.preparing, s.wantNext = true, true
+		s.poke()
+		return
+	}
+	s.next = in
+	// Under s.mu, so that no root job takes it between the two.
+	s.w.write(frameReady, s.lastRoot, nil, nil)
 }
 
 // workerHost sends what a job reports to the executor.

@@ -57,6 +57,10 @@ func transform(code string, loader api.Loader) (string, *sourceMap, *Error) {
 // esbuild transforms src; lineOffset is the number of wrapper lines above
 // the program, taken off the positions of errors and of the source map.
 func esbuild(src string, loader api.Loader, lineOffset int) (string, *sourceMap, *Error) {
+	// esbuild loops forever quoting a source for its map that ends in a
+	// truncated UTF-8 sequence; a program is text, and JSON-RPC would
+	// have made its invalid bytes U+FFFD anyway.
+	src = strings.ToValidUTF8(src, "\uFFFD")
 	r := api.Transform(src, api.TransformOptions{
 		Loader:     loader,
 		Target:     api.ES2022, // keeps top-level await

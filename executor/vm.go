@@ -2,6 +2,7 @@ package executor
 
 import (
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -10,7 +11,7 @@ import (
 	"time"
 	"unsafe"
 
-	"modernc.org/quickjs"
+	"github.com/codecell/codecell/executor/internal/engine"
 )
 
 // This file is the side of a run that lives beside its VM: in this process
@@ -30,17 +31,17 @@ var preludeJS string
 const preludeLine = 1 << 20
 
 // compilePrelude compiles the runtime every VM loads before its program.
-func compilePrelude() ([]byte, error) {
-	vm, err := quickjs.NewVM()
+func compilePrelude() (*engine.Bytecode, error) {
+	vm, err := engine.New()
 	if err != nil {
 		return nil, fmt.Errorf("compile prelude: %w", err)
 	}
 	defer vm.Close()
-	code, err := vm.Compile(strings.Repeat("\n", preludeLine-1)+preludeJS, quickjs.EvalGlobal)
+	code, err := vm.Compile(strings.Repeat("\n", preludeLine-1) + preludeJS)
 	if err != nil {
 		return nil, fmt.Errorf("compile prelude: %w", err)
 	}
-	return code, nil
+	return engine.NewBytecode(code), nil
 }
 
 // jobSpec is everything a VM needs to run one program. It crosses the pipe
@@ -153,12 +154,10 @@ type vmJob struct {
 	inbox    inbox
 	stopOnce sync.Once
 	stopped  chan struct{}
-	exited   chan struct{}
-	// mu orders stop against the end of the job: after it, stop starts
-	// no interrupter.
-	mu           sync.Mutex
-	over         bool
-	interrupters sync.WaitGroup
+	// mu orders stop against the start and the end of the job: the VM is
+	// interrupted once it is there, and not once it is gone.
+	mu   sync.Mutex
+	over bool
 
 	deadline time.Time
 	pending  map[uint32]pendingCall
@@ -172,14 +171,15 @@ type vmJob struct {
 	out     outcome
 }
 
-// pendingCall is a tool call in flight: its promise.
+// pendingCall is a tool call in flight: the functions that settle its
+// promise.
 type pendingCall struct {
-	pc *quickjs.PromiseCapability
+	resolve, reject engine.Value
 }
 
-func (p pendingCall) free() {
-	p.pc.Resolve.Free()
-	p.pc.Reject.Free()
+func (p pendingCall) free(vm *engine.VM) {
+	vm.Free(p.resolve)
+	vm.Free(p.reject)
 }
 
 func newVMJob(spec *jobSpec, host jobHost) *vmJob {
@@ -188,14 +188,13 @@ func newVMJob(spec *jobSpec, host jobHost) *vmJob {
 		host:    host,
 		inbox:   inbox{signal: make(chan struct{}, 1)},
 		stopped: make(chan struct{}),
-		exited:  make(chan struct{}),
 		pending: map[uint32]pendingCall{},
 	}
 }
 
 // stop asks the job to end: it may be called from any goroutine, and
-// interrupts the VM until the job is over. Every call into the VM clears
-// a pending interrupt, so the interrupt repeats.
+// interrupts the VM, which stays interrupted: every later call into it
+// ends at once.
 func (j *vmJob) stop() {
 	j.stopOnce.Do(func() {
 		close(j.stopped)
@@ -204,22 +203,20 @@ func (j *vmJob) stop() {
 		if j.over || j.in == nil {
 			return
 		}
-		j.interrupters.Add(1)
-		go j.interrupt()
+		j.in.vm.Interrupt()
 	})
 }
 
-func (j *vmJob) interrupt() {
-	defer j.interrupters.Done()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for {
-		j.in.vm.Interrupt()
-		select {
-		case <-j.exited:
-			return
-		case <-tick.C:
-		}
+// kill stops the job's VM wherever it is, inside a built-in too (see
+// engine.VM.Kill): its goroutine, which asked to panic on faults, leaves
+// the engine at its next access to the VM's memory. It may be called from
+// any goroutine.
+func (j *vmJob) kill() {
+	j.stop()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if !j.over && j.in != nil {
+		j.in.vm.Kill()
 	}
 }
 
@@ -263,6 +260,7 @@ func (j *vmJob) run(in *instance) (out outcome) {
 		return
 	}
 	j.deadline = time.Now().Add(j.spec.Timeout)
+	in.vm.SetDeadline(j.deadline)
 	j.execute()
 	if !j.decided {
 		// The host stopped the job, or (never expected) the loop ended
@@ -272,37 +270,31 @@ func (j *vmJob) run(in *instance) (out outcome) {
 	return
 }
 
-// end releases what the job holds in the VM and stops its interrupter.
-// Calls the host still holds start now, as they would have had the
-// program waited for them.
+// end releases what the job holds in the VM. Calls the host still holds
+// start now, as they would have had the program waited for them.
 func (j *vmJob) end() {
 	if f, ok := j.host.(flusher); ok {
 		f.flush(-1)
 	}
 	for id, p := range j.pending {
-		p.free()
+		p.free(j.in.vm)
 		delete(j.pending, id)
 	}
 	j.mu.Lock()
 	j.over = true
 	j.mu.Unlock()
-	close(j.exited)
-	j.interrupters.Wait()
 }
 
 // enter prepares a call into the VM: it reports false once the job has
-// stopped or failed, and otherwise arms the VM's own timeout with the time
-// left.
+// stopped, failed or passed its deadline (which the VM enforces too).
 func (j *vmJob) enter() bool {
 	if j.decided || j.isStopped() {
 		return false
 	}
-	left := time.Until(j.deadline)
-	if left <= 0 {
+	if !time.Now().Before(j.deadline) {
 		j.decide(outcome{status: outLimit, kind: KindTimeout})
 		return false
 	}
-	j.in.vm.SetEvalTimeout(left)
 	return true
 }
 
@@ -316,24 +308,28 @@ func (j *vmJob) decide(o outcome) {
 	j.out = o
 }
 
-// errDrainBound is how ExecutePendingJobs reports a drain it cut short: a
-// program that keeps queueing jobs, which the deadline ends.
-const errDrainBound = "quickjs: aborted draining"
-
 // execute runs the program to its end.
 func (j *vmJob) execute() {
 	vm := j.in.vm
-	vm.SetMemoryLimit(uintptr(j.spec.Memory))
-	vm.SetMaxStackSize(uintptr(j.spec.Stack))
+	vm.SetMemoryLimit(j.spec.Memory)
+	vm.SetMaxStack(j.spec.Stack)
 
 	if !j.enter() {
 		return
 	}
-	var args any = quickjs.Undefined{}
+	args := engine.Undefined
 	if j.spec.Args != nil {
-		args = string(j.spec.Args)
+		v, err := vm.ParseJSON(j.spec.Args)
+		if err != nil {
+			j.failWith(fmt.Errorf("the program's arguments: %w", err))
+			return
+		}
+		args = v
 	}
-	if _, err := j.in.begin.Call(quickjs.UndefinedValue, j.spec.MaxLogBytes, args); err != nil {
+	r, err := vm.Call(j.in.begin, engine.Undefined, engine.Int(j.spec.MaxLogBytes), args)
+	vm.Free(args)
+	vm.Free(r)
+	if err != nil {
 		j.failWith(err)
 		return
 	}
@@ -341,24 +337,25 @@ func (j *vmJob) execute() {
 	if !j.enter() {
 		return
 	}
-	promise, err := vm.EvalValue(j.spec.Src, quickjs.EvalGlobal|evalAsync)
+	promise, err := vm.Eval(j.spec.Src, engine.EvalGlobal|engine.EvalAsync)
 	if isReturnOutsideFunction(err) {
 		j.wrapped = true
 		if !j.enter() {
 			return
 		}
-		promise, err = vm.EvalValue(wrapPrefix+j.spec.Src+"\n})()", quickjs.EvalGlobal)
+		promise, err = vm.Eval(wrapPrefix+j.spec.Src+"\n})()", engine.EvalGlobal)
 	}
 	if err != nil {
 		j.failWith(err)
 		return
 	}
 	if !j.enter() {
-		promise.Free()
+		vm.Free(promise)
 		return
 	}
-	_, err = j.in.settle.Call(quickjs.UndefinedValue, promise, j.wrapped)
-	promise.Free()
+	r, err = vm.Call(j.in.settle, engine.Undefined, promise, engine.Bool(j.wrapped))
+	vm.Free(promise)
+	vm.Free(r)
 	if err != nil {
 		j.failWith(err)
 		return
@@ -369,8 +366,8 @@ func (j *vmJob) execute() {
 		if !j.enter() || j.settled {
 			return
 		}
-		if _, err := vm.ExecutePendingJobs(); err != nil {
-			if !strings.HasPrefix(err.Error(), errDrainBound) {
+		if err := vm.RunJobs(); err != nil {
+			if !errors.Is(err, engine.ErrDrainBound) {
 				j.failWith(err)
 				return
 			}
@@ -408,36 +405,59 @@ func (j *vmJob) failWith(err error) {
 	if j.decided || j.isStopped() {
 		return
 	}
-	var je *quickjs.Error
+	var je *engine.Error
 	if !errors.As(err, &je) {
 		j.decide(outcome{status: outInternal, message: "the sandbox failed: " + err.Error()})
 		return
 	}
-	j.decide(outcome{status: outJSError, name: je.Name, message: je.Message, stack: je.Stack, raw: je.Error(), line: je.LineNumber, col: je.ColumnNumber})
+	j.decide(outcome{status: outJSError, name: je.Name, message: je.Message, stack: je.Stack, raw: je.Raw, line: je.Line, col: je.Column})
 }
 
-// complete settles the promise of a finished tool call.
+// complete settles the promise of a finished tool call. Its result, JSON,
+// is built into the VM from Go (engine.ParseJSON), as JSON.parse would
+// make it and about twice as fast; a result that is not JSON rejects
+// the call, and one that does not fit the heap ends the run.
 func (j *vmJob) complete(c callResult) {
 	p, ok := j.pending[c.id]
 	if !ok {
 		return
 	}
+	vm := j.in.vm
 	delete(j.pending, c.id)
-	defer p.free()
+	defer p.free(vm)
 	if !j.enter() {
 		return
 	}
-	// The payload is handed over, never written again: no copy for the
-	// string the engine copies anyway.
-	payload := unsafe.String(unsafe.SliceData(c.payload), len(c.payload))
-	if _, err := j.in.settleCall.Call(quickjs.UndefinedValue, p.pc.Resolve, p.pc.Reject, c.ok, payload); err != nil {
+	v, err := vm.ParseJSON(c.payload)
+	switch {
+	case errors.Is(err, engine.ErrNoMemory):
+		j.limit(KindMemory, 0)
+		return
+	case errors.Is(err, engine.ErrTooDeep):
+		c.ok = false
+		v, err = vm.ParseJSON(rejectionJSON(fmt.Sprintf("the tool returned a result nested more than %d levels deep", engine.MaxJSONDepth)))
+	case err != nil:
+		c.ok = false
+		v, err = vm.ParseJSON(rejectionJSON("the tool returned a result that is not JSON"))
+	}
+	if err != nil {
+		j.limit(KindMemory, 0)
+		return
+	}
+	r, err := vm.Call(j.in.settleCall, engine.Undefined, p.resolve, p.reject, engine.Bool(c.ok), v)
+	vm.Free(v)
+	vm.Free(r)
+	if err != nil {
 		j.failWith(err)
 	}
 }
 
-// evalAsync is QuickJS's JS_EVAL_FLAG_ASYNC: a global script that may use
-// top-level await, evaluating to a promise of {value: completion value}.
-const evalAsync = 1 << 7
+// rejectionJSON is the rejection of a call whose result the program
+// cannot have.
+func rejectionJSON(message string) []byte {
+	b, _ := json.Marshal(rejection{Message: message, Code: "tool_failed"}) // strings always marshal
+	return b
+}
 
 // wrapPrefix turns a program that uses top-level return into the body of
 // an async function. It stays on the program's first line, so lines keep
@@ -445,55 +465,66 @@ const evalAsync = 1 << 7
 const wrapPrefix = "(async function () {"
 
 func isReturnOutsideFunction(err error) bool {
-	var je *quickjs.Error
+	var je *engine.Error
 	return errors.As(err, &je) && je.Name == "SyntaxError" && strings.Contains(je.Message, "return not in a function")
 }
 
 // instance is a VM with the runtime and a layout's namespaces installed,
 // waiting for its one job.
 type instance struct {
-	vm         *quickjs.VM
+	vm         *engine.VM
 	layout     *Layout
-	begin      quickjs.Value
-	settle     quickjs.Value
-	settleCall quickjs.Value
+	begin      engine.Value
+	settle     engine.Value
+	settleCall engine.Value
 	// job is the job in progress; host functions reach it through here.
 	job *vmJob
 }
 
-func newInstance(prelude []byte, layout *Layout) (in *instance, err error) {
-	vm, err := quickjs.NewVM()
+func newInstance(prelude *engine.Bytecode, layout *Layout) (in *instance, err error) {
+	vm, err := engine.New()
 	if err != nil {
 		return nil, fmt.Errorf("new vm: %w", err)
 	}
-	in = &instance{vm: vm, layout: layout}
+	in = &instance{vm: vm, layout: layout, begin: engine.Undefined, settle: engine.Undefined, settleCall: engine.Undefined}
 	defer func() {
 		if err != nil {
 			in.close()
 		}
 	}()
-	for name, f := range map[string]any{
-		"__cc_call":     in.hostCall,
-		"__cc_log":      in.hostLog,
-		"__cc_done":     in.hostDone,
-		"__cc_progress": in.hostProgress,
-		"__cc_heap":     in.hostHeap,
+	for _, f := range []struct {
+		name string
+		argc int
+		fn   engine.Func
+	}{
+		{"__cc_call", 2, in.hostCall},
+		{"__cc_log", 2, in.hostLog},
+		{"__cc_done", 2, in.hostDone},
+		{"__cc_progress", 2, in.hostProgress},
+		{"__cc_heap", 0, in.hostHeap},
 	} {
-		if err := vm.RegisterFunc(name, f, false); err != nil {
-			return in, fmt.Errorf("register %s: %w", name, err)
+		if err := vm.SetGlobalFunc(f.name, f.argc, f.fn); err != nil {
+			return in, fmt.Errorf("register %s: %w", f.name, err)
 		}
 	}
-	api, err := vm.EvalBytecodeValue(prelude)
+	api, err := vm.EvalBytecode(prelude)
 	if err != nil {
 		return in, fmt.Errorf("load prelude: %w", err)
 	}
-	defer api.Free()
+	defer vm.Free(api)
 	install, err := property(vm, api, "install")
 	if err != nil {
 		return in, err
 	}
-	defer install.Free()
-	if _, err := install.Call(quickjs.UndefinedValue, layout.json); err != nil {
+	defer vm.Free(install)
+	spaces, err := vm.NewString(layout.json)
+	if err != nil {
+		return in, fmt.Errorf("install namespaces: %w", err)
+	}
+	r, err := vm.Call(install, engine.Undefined, spaces)
+	vm.Free(spaces)
+	vm.Free(r)
+	if err != nil {
 		return in, fmt.Errorf("install namespaces: %w", err)
 	}
 	if in.begin, err = property(vm, api, "begin"); err != nil {
@@ -508,32 +539,26 @@ func newInstance(prelude []byte, layout *Layout) (in *instance, err error) {
 	return in, nil
 }
 
-func property(vm *quickjs.VM, v quickjs.Value, name string) (quickjs.Value, error) {
-	atom, err := vm.NewAtom(name)
+func property(vm *engine.VM, v engine.Value, name string) (engine.Value, error) {
+	p, err := vm.Get(v, name)
 	if err != nil {
-		return quickjs.Value{}, fmt.Errorf("atom %s: %w", name, err)
+		return engine.Undefined, fmt.Errorf("prelude %s: %w", name, err)
 	}
-	p, err := v.GetPropertyValue(atom)
-	if err != nil {
-		return quickjs.Value{}, fmt.Errorf("prelude %s: %w", name, err)
-	}
-	if p.IsUndefined() {
-		return quickjs.Value{}, errors.New("prelude has no " + name)
+	if engine.IsUndefined(p) {
+		return engine.Undefined, errors.New("prelude has no " + name)
 	}
 	return p, nil
 }
 
 // close releases the VM. A VM whose engine was abandoned by a panic is
-// closed too; quickjs then leaks its memory rather than touching it.
+// closed too; the engine then leaks its memory rather than touching it.
 func (in *instance) close() {
 	defer func() {
 		// Close must never take the process down.
 		_ = recover()
 	}()
-	for _, v := range []*quickjs.Value{&in.begin, &in.settle, &in.settleCall} {
-		if v.VM() != nil {
-			v.Free()
-		}
+	for _, v := range []engine.Value{in.begin, in.settle, in.settleCall} {
+		in.vm.Free(v)
 	}
 	in.vm.Close()
 }
@@ -545,97 +570,110 @@ func (in *instance) close() {
 
 var logLevels = [...]string{"log", "info", "warn", "error", "debug"}
 
-// hostCall starts a tool call and returns a promise for its result. The
-// host runs the call; its completion comes back through the inbox and is
-// settled on the job's goroutine.
-func (in *instance) hostCall(name, args string) quickjs.Value {
+// hostCall starts a tool call: (name, args JSON) and returns a promise
+// for its result. The host runs the call; its completion comes back
+// through the inbox and is settled on the job's goroutine.
+func (in *instance) hostCall(args []engine.Value) engine.Value {
+	vm := in.vm
 	j := in.job
-	if j == nil || j.decided || j.isStopped() {
-		return quickjs.UndefinedValue
+	if j == nil || j.decided || j.isStopped() || len(args) < 2 {
+		return engine.Undefined
+	}
+	name, ok1 := vm.String(args[0])
+	call, ok2 := vm.String(args[1])
+	if !ok1 || !ok2 {
+		return vm.ThrowTypeError("tools.call: the name and the arguments must be strings")
 	}
 	if int(j.calls) >= j.spec.MaxCalls {
 		j.limit(KindToolCalls, 0)
-		return quickjs.UndefinedValue
+		return engine.Undefined
 	}
-	pc, err := in.vm.NewPromiseCapability()
+	promise, resolve, reject, err := vm.NewPromise()
 	if err != nil {
 		j.limit(KindMemory, 0)
-		return quickjs.UndefinedValue
+		return engine.Undefined
 	}
 	id := j.calls
 	j.calls++
-	j.pending[id] = pendingCall{pc: pc}
-	j.host.call(id, name, args)
-	return pc.Promise
+	j.pending[id] = pendingCall{resolve: resolve, reject: reject}
+	j.host.call(id, name, call)
+	return promise
 }
 
-// hostLog reports one console line, and ends the job when the output
-// passes its limits.
-func (in *instance) hostLog(level int, text string) {
+// hostLog reports one console line, (level, text), and ends the job when
+// the output passes its limits.
+func (in *instance) hostLog(args []engine.Value) engine.Value {
 	j := in.job
-	if j == nil || j.decided || j.isStopped() {
-		return
+	if j == nil || j.decided || j.isStopped() || len(args) < 2 {
+		return engine.Undefined
+	}
+	lv, _ := engine.ToNumber(args[0])
+	text, ok := in.vm.String(args[1])
+	if !ok {
+		return in.vm.ThrowTypeError("console: the text must be a string")
 	}
 	if j.logs >= j.spec.MaxLogLines || j.logBytes+len(text) > j.spec.MaxLogBytes {
 		j.limit(KindOutput, 0)
-		return
+		return engine.Undefined
 	}
+	level := int(lv)
 	if level < 0 || level >= len(logLevels) {
 		level = 0
 	}
 	j.logs++
 	j.logBytes += len(text)
 	j.host.log(level, text)
+	return engine.Undefined
 }
 
 // hostProgress forwards progress(message, fraction); a fraction outside
 // 0..1 (or none) is reported as -1, meaning unknown.
-func (in *instance) hostProgress(message string, fraction any) {
+func (in *instance) hostProgress(args []engine.Value) engine.Value {
 	j := in.job
-	if j == nil || j.decided || j.isStopped() {
-		return
+	if j == nil || j.decided || j.isStopped() || len(args) < 2 {
+		return engine.Undefined
 	}
-	f := -1.0
-	switch v := fraction.(type) {
-	case int:
-		f = float64(v)
-	case float64:
-		f = v
+	message, ok := in.vm.String(args[0])
+	if !ok {
+		return in.vm.ThrowTypeError("progress: the message must be a string")
 	}
-	if math.IsNaN(f) || f < 0 || f > 1 {
+	f, ok := engine.ToNumber(args[1])
+	if !ok || math.IsNaN(f) || f < 0 || f > 1 {
 		f = -1
 	}
 	if len(message) > 1024 {
 		message = message[:1024]
 	}
 	j.host.progress(message, f)
+	return engine.Undefined
 }
 
 // hostHeap lifts the heap limit for the prelude to encode a large result,
 // when no code of the program can run until hostDone restores it.
-func (in *instance) hostHeap() {
+func (in *instance) hostHeap([]engine.Value) engine.Value {
 	if j := in.job; j != nil && !j.settled {
-		in.vm.SetMemoryLimit(uintptr(3 * j.spec.Memory))
+		in.vm.SetMemoryLimit(3 * j.spec.Memory)
 	}
+	return engine.Undefined
 }
 
-// hostDone receives the program's outcome from the prelude: its result as
-// JSON, or a description of the exception that ended it. Copying the
-// string out of the VM takes room in its heap; a result as large as the
-// heap may allow gets that room: the limit is lifted for the copy, while
-// no program code runs.
-func (in *instance) hostDone(ok bool, v quickjs.Value) {
+// hostDone receives the program's outcome from the prelude, (ok, text):
+// its result as JSON, or a description of the exception that ended it.
+// Copying the string out of the VM takes room in its heap; a result as
+// large as the heap may allow gets that room: the limit is lifted for
+// the copy, while no program code runs.
+func (in *instance) hostDone(args []engine.Value) engine.Value {
 	j := in.job
-	if j == nil || j.settled || j.decided {
-		return
+	if j == nil || j.settled || j.decided || len(args) < 2 {
+		return engine.Undefined
 	}
+	ok, _ := engine.ToBool(args[0])
 	j.settled = true
-	in.vm.SetMemoryLimit(uintptr(3 * j.spec.Memory))
-	x, err := v.Any()
-	in.vm.SetMemoryLimit(uintptr(j.spec.Memory))
-	s, isString := x.(string)
+	in.vm.SetMemoryLimit(3 * j.spec.Memory)
+	s, isString := in.vm.String(args[1])
+	in.vm.SetMemoryLimit(j.spec.Memory)
 	switch {
-	case err != nil || !isString:
+	case !isString:
 		j.decide(outcome{status: outLimit, kind: KindMemory})
 	case !ok:
 		j.decide(outcome{status: outThrown, payload: []byte(s)})
@@ -645,4 +683,5 @@ func (in *instance) hostDone(ok bool, v quickjs.Value) {
 		// s is a copy of its own, and nothing writes to the bytes.
 		j.decide(outcome{status: outValue, payload: unsafe.Slice(unsafe.StringData(s), len(s))})
 	}
+	return engine.Undefined
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"sync"
 	"sync/atomic"
@@ -22,13 +23,24 @@ const helloTimeout = 20 * time.Second
 // one root run at a time, with the nested runs of that root beside it.
 // When a run has to be given up, its worker is killed, and a spawner
 // starts a replacement in the background.
+//
+// A run gets the idle worker that was given back last among those whose
+// next VM is ready (frameReady), else the one idle longest, which has
+// had the most time to prepare: the worker that just finished a run is
+// still making its next VM, and one that is ready and recently used has
+// its memory warm.
 type procPool struct {
 	argv []string
 	log  *slog.Logger
 	// maxFrame bounds what a worker may send: a result or a tool call as
 	// large as a heap, lifted to encode a result (hostHeap).
 	maxFrame uint32
-	idle     chan *worker
+	// idle holds a token per idle worker; idleMu guards the workers, in
+	// the order they were given back. A token is sent after its worker
+	// is added and received before one is taken.
+	idle     chan struct{}
+	idleMu   sync.Mutex
+	idleList []*worker
 	quit     chan struct{}
 	// layout is the layout of the latest run: new workers prepare their
 	// first VM with it.
@@ -56,7 +68,7 @@ func newProcPool(size, room int, argv []string, memory int64, log *slog.Logger) 
 		argv:     argv,
 		log:      log,
 		maxFrame: uint32(min(3*memory+1<<20, maxFrame)),
-		idle:     make(chan *worker, size+room),
+		idle:     make(chan struct{}, size+room),
 		quit:     make(chan struct{}),
 		workers:  map[*worker]struct{}{},
 		failed:   make(chan struct{}),
@@ -77,7 +89,7 @@ func (p *procPool) spawn() {
 	for {
 		w, err := p.startWorker()
 		if err == nil {
-			p.idle <- w // there are never more workers than room
+			p.putIdle(w)
 			return
 		}
 		select {
@@ -107,17 +119,15 @@ func (p *procPool) get(ctx interface{ Done() <-chan struct{} }) (*worker, *Error
 	p.mu.Lock()
 	failed := p.failed
 	p.mu.Unlock()
-	select {
-	case w := <-p.idle:
-		p.idle <- w // taken below, with the dead-worker check
-	default:
+	if len(p.idle) == 0 {
 		p.startOwed()
 	}
 	timer := time.NewTimer(helloTimeout)
 	defer timer.Stop()
 	for {
 		select {
-		case w := <-p.idle:
+		case <-p.idle:
+			w := p.takeIdle()
 			w.mu.Lock()
 			dead := w.dead
 			w.mu.Unlock()
@@ -167,7 +177,7 @@ func (p *procPool) giveBack(w *worker) {
 				busy = len(w.jobs) > 0
 				w.mu.Unlock()
 				if !busy {
-					p.idle <- w
+					p.putIdle(w)
 					return
 				}
 				time.Sleep(time.Millisecond)
@@ -181,8 +191,46 @@ func (p *procPool) giveBack(w *worker) {
 		delete(p.workers, w)
 		p.mu.Unlock()
 	default:
-		p.idle <- w
+		p.putIdle(w)
 	}
+}
+
+// putIdle makes w idle; there are never more workers than room.
+func (p *procPool) putIdle(w *worker) {
+	p.idleMu.Lock()
+	p.idleList = append(p.idleList, w)
+	p.idleMu.Unlock()
+	p.idle <- struct{}{}
+}
+
+// takeIdle takes the idle worker a run should get; the caller has
+// received a token.
+func (p *procPool) takeIdle() *worker {
+	p.idleMu.Lock()
+	defer p.idleMu.Unlock()
+	pick := 0 // idle longest
+	for i := len(p.idleList) - 1; i >= 0; i-- {
+		if p.idleList[i].ready() {
+			pick = i
+			break
+		}
+	}
+	w := p.idleList[pick]
+	p.idleList = append(p.idleList[:pick], p.idleList[pick+1:]...)
+	return w
+}
+
+// readyCount returns the idle workers whose next VM is ready.
+func (p *procPool) readyCount() int {
+	p.idleMu.Lock()
+	defer p.idleMu.Unlock()
+	n := 0
+	for _, w := range p.idleList {
+		if w.ready() {
+			n++
+		}
+	}
+	return n
 }
 
 // grow lets the pool have one more worker, for the slot a run gave back
@@ -284,22 +332,30 @@ func (p *procPool) startWorker() (*worker, error) {
 	cmd := exec.Command(p.argv[0], p.argv[1:]...)
 	cmd.Env = []string{} // nothing of the server's: no secrets, no configuration
 	cmd.SysProcAttr = workerAttr()
-	stdin, err := cmd.StdinPipe()
+	childIn, stdin, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
+	stdout, childOut, err := os.Pipe()
 	if err != nil {
+		childIn.Close()
+		stdin.Close()
 		return nil, err
 	}
+	growPipe(stdin)
+	growPipe(stdout)
+	cmd.Stdin, cmd.Stdout = childIn, childOut
 	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, err
+	if err == nil {
+		err = cmd.Start()
 	}
-	if err := cmd.Start(); err != nil {
+	childIn.Close() // the worker's ends are the worker's
+	childOut.Close()
+	if err != nil {
+		stdin.Close()
+		stdout.Close()
 		return nil, fmt.Errorf("start %s: %w", p.argv[0], err)
 	}
-	lowerPriority(cmd.Process.Pid)
 	w := &worker{
 		p:     p,
 		cmd:   cmd,
@@ -310,6 +366,7 @@ func (p *procPool) startWorker() (*worker, error) {
 		sent:  map[uint32]bool{},
 		gone:  make(chan struct{}),
 	}
+	w.readyAfter.Store(-1)
 	var logging sync.WaitGroup
 	logging.Add(1)
 	go func() {
@@ -351,6 +408,8 @@ func (p *procPool) startWorker() (*worker, error) {
 			<-hello
 			logging.Wait()
 			cmd.Wait()
+			stdin.Close()
+			stdout.Close()
 			close(w.gone)
 		}()
 		return nil, fmt.Errorf("sandbox worker %d: %w", w.pid, err)
@@ -363,6 +422,8 @@ func (p *procPool) startWorker() (*worker, error) {
 		w.read(fr)
 		logging.Wait()
 		err := cmd.Wait()
+		stdin.Close()
+		stdout.Close()
 		if !w.killed.Load() {
 			p.log.Error("sandbox worker exited", "pid", w.pid, "err", err)
 		}
@@ -387,7 +448,15 @@ type worker struct {
 	tainted bool            // holds a VM that did not stop; killed when its root ends
 	killed  atomic.Bool
 	gone    chan struct{} // closed once the process is reaped
+	// lastRoot is the latest root job sent; readyAfter the latest root
+	// job the worker had when it said its next VM was ready, -1 before it
+	// said so. The VM is ready for the next run while the two are equal.
+	lastRoot   atomic.Int64
+	readyAfter atomic.Int64
 }
+
+// ready reports whether the worker has the VM of its next run prepared.
+func (w *worker) ready() bool { return w.readyAfter.Load() == w.lastRoot.Load() }
 
 // sendLayout sends l unless the worker has it. w.mu is held.
 func (w *worker) sendLayout(l *Layout) error {
@@ -408,6 +477,9 @@ func (w *worker) start(r *Run, spec *jobSpec) error {
 	w.next++
 	id := w.next
 	r.job = id
+	if !spec.Nested {
+		w.lastRoot.Store(int64(id))
+	}
 	w.jobs[id] = r
 	err := w.sendLayout(spec.Layout)
 	if err == nil {
@@ -430,13 +502,33 @@ func (w *worker) complete(r *Run, c callResult) {
 	w.w.write(frameResult, r.job, enc(nil).u32(c.id).bool(c.ok), c.payload)
 }
 
+// interrupt asks r's VM to stop, and gives its worker the lowest
+// priority at once: a VM inside a built-in's own loop never stops, and
+// until it is killed it must not delay the server, whose timers kill it.
+// (Waiting a few milliseconds to see whether the VM stops left the kill
+// late on a loaded machine.)
 func (w *worker) interrupt(r *Run) {
 	w.mu.Lock()
 	id, dead := r.job, w.dead
 	w.mu.Unlock()
-	if id != 0 && !dead {
-		w.w.write(frameInterrupt, id, nil, nil)
+	if id == 0 || dead {
+		return
 	}
+	w.w.write(frameInterrupt, id, nil, nil)
+	w.demote()
+}
+
+// demote gives the worker the lowest priority (workers otherwise run at
+// the server's). It cannot be raised again: the worker is killed when
+// its root run ends.
+func (w *worker) demote() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.dead || w.tainted {
+		return
+	}
+	w.tainted = true
+	demoteProcess(w.pid)
 }
 
 func (w *worker) abandon(r *Run) {
@@ -484,6 +576,10 @@ func (w *worker) read(fr *frameReader) {
 				w.p.log.Error("sandbox worker", "pid", w.pid, "err", err)
 			}
 			return
+		}
+		if f.typ == frameReady {
+			w.readyAfter.Store(int64(f.job))
+			continue
 		}
 		w.mu.Lock()
 		r := w.jobs[f.job]

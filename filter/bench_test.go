@@ -413,3 +413,34 @@ func BenchmarkFlowMemory(b *testing.B) {
 	b.ReportMetric(heap, "heap-B")
 	b.ReportMetric(counted, "stats-B")
 }
+
+// BenchmarkFlowAnswer measures what the flow costs a run that reads a
+// ~1 MB result and answers with a few of its values (ids and a total),
+// the common shape of code mode: the result observed, then the answer
+// filtered. "whole" indexes the result when it is observed, "lazy" as
+// the answer needs it (scope.go). cpu-ms is this process's CPU per run.
+func BenchmarkFlowAnswer(b *testing.B) {
+	doc := realisticResult(1 << 20)
+	f, v := benchFilter(b)
+	answer, _ := json.Marshal(map[string]any{"count": 42, "total": 1234.56, "first": []string{"ORD-7-0", "ORD-12-1", "ORD-19-0"}, "who": "user12@example"})
+	for _, mode := range []string{"whole", "lazy"} {
+		b.Run(mode, func(b *testing.B) {
+			b.SetBytes(int64(len(doc)))
+			cpu := startCPU()
+			for b.Loop() {
+				fl, err := f.NewFlow(FlowOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				fl.Observe("crm.list_customers", doc, Provenance{})
+				if mode == "whole" {
+					fl.Stats()
+				}
+				if _, err := f.Apply(Input{Result: answer}, Options{Vault: v, Flow: fl}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu.report(b, len(doc))
+		})
+	}
+}

@@ -184,6 +184,20 @@ func (f *Filter) apply(in Input, opts Options) (*Output, *run, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("filter result: %w", err)
 	}
+	if fl := opts.Flow; fl != nil && fl.npending.Load() > 0 {
+		// What the run received is indexed as far as this output needs.
+		sc := newScope(fl.seed)
+		n := len(raw)
+		for _, line := range in.Logs {
+			n += len(line)
+		}
+		sc.fit(n)
+		sc.addNode(&root)
+		for _, line := range in.Logs {
+			sc.add(line)
+		}
+		fl.settle(sc, 0)
+	}
 	r := f.newRun(opts)
 	r.where = "result"
 	r.walk(&root, FieldMatch{})
@@ -329,9 +343,12 @@ type run struct {
 	// tool result for the flow, collects what act would replace.
 	flow      *Flow
 	observing *observed
-	refs      []tokenRef // scratch
-	spans     []span     // scratch
-	skip      []span     // scratch
+	// scope, when observing, limits the look to what can show in a text
+	// (see scope.go).
+	scope *scope
+	refs  []tokenRef // scratch
+	spans []span     // scratch
+	skip  []span     // scratch
 }
 
 type replacement struct {
@@ -485,11 +502,18 @@ func (r *run) walk(n *node, inherited FieldMatch) {
 				continue
 			}
 			inh := inherited
-			if fm, ok := r.sc.field(key); ok && (scalar(&n.kids[i]) || fm.Confidence >= inheritConfidence) {
+			kid := &n.kids[i]
+			if r.scope != nil && scalar(kid) && !r.scope.hits(kid.str) && !r.scope.hits(key) {
+				continue // limited to a text, nothing of this member can show in it
+			}
+			if fm, ok := r.sc.field(key); ok && (scalar(kid) || fm.Confidence >= inheritConfidence) {
 				inh = fm
 			}
-			// The key first: the path below shows it replaced.
-			if nk := r.replaceText(key, true); nk != key {
+			// The key first: the path below shows it replaced. Observing
+			// leaves the tree as it is: it may be looked at again.
+			if r.observing != nil {
+				r.spans = r.detectSpans(key, true, r.spans[:0])
+			} else if nk := r.replaceText(key, true); nk != key {
 				n.kids[i].key = nk
 				changedKeys = true
 			}
@@ -507,20 +531,32 @@ func (r *run) walk(n *node, inherited FieldMatch) {
 			r.path = r.path[:len(r.path)-1]
 		}
 	case kindString:
-		if inherited.Class != "" && !emptyPlaceholder(n.str) && !isOneToken(n.str) {
+		if inherited.Class != "" && !emptyPlaceholder(n.str) && !isOneToken(n.str) && r.inScope(n.str) {
 			if text, ok := r.act(inherited.Class, inherited.Confidence, "field_name", n.str, false, false); ok {
-				n.str = text
+				if r.observing == nil {
+					n.str = text
+				}
 				return
 			}
 		}
+		if r.observing != nil {
+			r.spans = r.detectSpans(n.str, false, r.spans[:0])
+			return
+		}
 		n.str = r.replaceText(n.str, false)
 	case kindNumber:
-		if inherited.Class != "" {
-			if text, ok := r.act(inherited.Class, inherited.Confidence, "field_name", n.str, true, false); ok {
+		if inherited.Class != "" && r.inScope(n.str) {
+			if text, ok := r.act(inherited.Class, inherited.Confidence, "field_name", n.str, true, false); ok && r.observing == nil {
 				*n = node{kind: kindString, str: text, key: n.key}
 			}
 		}
 	}
+}
+
+// inScope reports whether an observation looks at s: always, unless it is
+// limited to what can show in a text.
+func (r *run) inScope(s string) bool {
+	return r.scope == nil || r.scope.hits(s)
 }
 
 // inheritConfidence is the confidence a field name needs to apply to a
@@ -593,8 +629,20 @@ func (r *run) detectSpans(s string, inKey bool, out []span) []span {
 	if r.observing == nil && r.flow != nil && r.flow.seenFlags(s)&seenClean != 0 {
 		return out // scanned by Flow.Observe, nothing found
 	}
+	// Observing, a string's flags are kept for the outputs that hold it:
+	// every string, or those of the text the observation is for.
+	seen := r.observing != nil && len(s) >= minScanLen
+	if sc := r.scope; sc != nil {
+		// A string of the text with a window is in it; one without (fewer
+		// than minKnownLen bytes once folded) can hold nothing the
+		// search finds, and its detectors find the same either way.
+		if !sc.hits(s) {
+			return out
+		}
+		seen = sc.holds(s)
+	}
 	r.matches = r.sc.scan(s, r.matches)
-	if r.observing != nil && len(s) >= minScanLen {
+	if seen {
 		flags := seenAsIs
 		if len(r.matches) == 0 {
 			flags |= seenClean

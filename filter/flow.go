@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Data-flow tracking.
@@ -63,6 +64,11 @@ type Flow struct {
 	bytes     int
 	untracked uint64 // sources some of whose values were not kept
 	dropped   int
+	// pending are large results observed and not yet indexed (see
+	// scope.go); settleMu lets one caller at a time index them.
+	pending  []*pendingResult
+	npending atomic.Int32
+	settleMu sync.Mutex
 
 	cacheMu   sync.Mutex
 	forbidden map[string]forbidMask // cache of forbiddenFor, by destination
@@ -129,12 +135,34 @@ type FlowStats struct {
 	Dropped int
 }
 
-// Stats returns what the flow holds.
+// Stats returns what the flow holds, every result observed indexed.
 func (fl *Flow) Stats() FlowStats {
+	fl.settle(nil, 0)
 	fl.mu.RLock()
 	defer fl.mu.RUnlock()
 	return FlowStats{Sources: len(fl.sources) + len(fl.overflow), Values: len(fl.values), Bytes: fl.bytes, Dropped: fl.dropped}
 }
+
+// pendingResult is a tool result observed and parsed, not yet indexed.
+type pendingResult struct {
+	srcs  uint64
+	root  node
+	ruled bool // its values are tracked for the rules
+	size  int  // of its JSON
+	cost  int  // counted in Flow.bytes while it waits
+	// scoped counts the texts it was indexed for, in part: the next
+	// one indexes it whole.
+	scoped int
+}
+
+// eagerBytes is the size under which a result is indexed as it is
+// observed: small results cost little, and a run makes many.
+const eagerBytes = 16 << 10
+
+// pendingCost is what a pending result of n bytes counts against
+// FlowOptions.MaxBytes: its text and its tree, about what its index would
+// take.
+func pendingCost(n int) int { return 4 * n }
 
 // observed is what Observe found in one result, before it takes the
 // lock.
@@ -164,25 +192,49 @@ type sensitiveValue struct {
 // case-folded without whitespace, and not a single plain word (a status, a
 // city, a tier) unless 16 bytes or more. The rules are the flow's: a rule
 // added for a later run does not see values stored without tracking.
+//
+// A result of eagerBytes or more is parsed now and indexed later, by the
+// first method that needs it, and then only as far as the text that
+// method looks at needs (see scope.go): every method answers as if it
+// had been indexed now. A program that filters a large result to a small
+// answer so pays for the values that can show in the answer, not for all.
 func (fl *Flow) Observe(source string, result json.RawMessage, from Provenance) {
 	root, err := parseJSON(result)
 	if err != nil {
 		root = node{kind: kindString, str: string(result)}
 	}
-	var obs observed
-	if fl.ruled(source, from) {
-		collectTracked(&root, &obs.tracked)
-	}
-	r := fl.f.newRun(Options{Flow: fl})
-	r.observing = &obs
-	r.walk(&root, FieldMatch{})
-
+	ruled := fl.ruled(source, from)
 	fl.mu.Lock()
-	defer fl.mu.Unlock()
 	srcs := fl.sourceBit(source)
 	for _, s := range from.sources {
 		srcs |= fl.sourceBit(s)
 	}
+	cost := pendingCost(len(result))
+	if len(result) < eagerBytes || fl.bytes+cost > fl.maxBytes {
+		fl.mu.Unlock()
+		fl.observeTree(srcs, &root, ruled, nil)
+		return
+	}
+	fl.bytes += cost
+	fl.pending = append(fl.pending, &pendingResult{srcs: srcs, root: root, ruled: ruled, size: len(result), cost: cost})
+	fl.npending.Add(1)
+	fl.mu.Unlock()
+}
+
+// observeTree indexes the values of a result from the sources srcs: all
+// of them, or with a scope only those that can show in its text.
+func (fl *Flow) observeTree(srcs uint64, root *node, ruled bool, sc *scope) {
+	var obs observed
+	if ruled {
+		collectTracked(root, &obs.tracked, sc)
+	}
+	r := fl.f.newRun(Options{Flow: fl})
+	r.observing = &obs
+	r.scope = sc
+	r.walk(root, FieldMatch{})
+
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
 	// Sensitive values first, then the others, then what only saves time.
 	hint := len(obs.sensitive) + len(obs.tracked)
 	if len(fl.values) == 0 {
@@ -206,6 +258,52 @@ func (fl *Flow) Observe(source string, result json.RawMessage, from Provenance) 
 		}
 		fl.seen[sn.hash] = f | sn.flags
 	}
+}
+
+// settle indexes the pending results whose sources meet mask (all when 0)
+// as far as the text of sc needs, or whole when sc is nil, when the text
+// is large beside the result, or when the result was indexed for a text
+// before. Callers hold no lock of the flow.
+func (fl *Flow) settle(sc *scope, mask uint64) {
+	if fl.npending.Load() == 0 {
+		return
+	}
+	fl.settleMu.Lock()
+	defer fl.settleMu.Unlock()
+	fl.mu.RLock()
+	ps := slices.Clone(fl.pending)
+	fl.mu.RUnlock()
+	for _, p := range ps {
+		if mask != 0 && p.srcs&mask == 0 {
+			continue
+		}
+		if sc != nil && p.scoped == 0 && 4*sc.n <= p.size {
+			p.scoped++
+			fl.observeTree(p.srcs, &p.root, p.ruled, sc)
+			continue
+		}
+		fl.mu.Lock()
+		fl.pending = slices.DeleteFunc(fl.pending, func(q *pendingResult) bool { return q == p })
+		fl.bytes -= p.cost
+		fl.npending.Add(-1)
+		fl.mu.Unlock()
+		fl.observeTree(p.srcs, &p.root, p.ruled, nil)
+	}
+}
+
+// settleFor settles for a text that is JSON (or, if not, one string).
+func (fl *Flow) settleFor(data []byte, mask uint64) {
+	if fl.npending.Load() == 0 {
+		return
+	}
+	root, err := parseJSON(data)
+	if err != nil {
+		root = node{kind: kindString, str: string(data)}
+	}
+	sc := newScope(fl.seed)
+	sc.fit(len(data))
+	sc.addNode(&root)
+	fl.settle(sc, mask)
 }
 
 // seenCost is the memory of one hash in Flow.seen, and valueOverhead
@@ -236,19 +334,19 @@ func (fl *Flow) ruled(source string, from Provenance) bool {
 }
 
 // collectTracked appends the strings, numbers and keys of n worth
-// tracking.
-func collectTracked(n *node, out *[]string) {
+// tracking, those that can show in the text of sc if set.
+func collectTracked(n *node, out *[]string, sc *scope) {
 	switch n.kind {
 	case kindString, kindNumber:
-		if worthTracking(n.str) {
+		if worthTracking(n.str) && (sc == nil || sc.hits(n.str)) {
 			*out = append(*out, n.str)
 		}
 	case kindArray, kindObject:
 		for i := range n.kids {
-			if n.kind == kindObject && worthTracking(n.kids[i].key) {
-				*out = append(*out, n.kids[i].key)
+			if k := n.kids[i].key; n.kind == kindObject && worthTracking(k) && (sc == nil || sc.hits(k)) {
+				*out = append(*out, k)
 			}
-			collectTracked(&n.kids[i], out)
+			collectTracked(&n.kids[i], out, sc)
 		}
 	}
 }
@@ -464,6 +562,12 @@ func (fl *Flow) names(srcs uint64) []string {
 // spacing aside), and the sources of the stored data they returned. It
 // serves as Options.Origin.
 func (fl *Flow) Sources(value string) []string {
+	if fl.npending.Load() > 0 {
+		sc := newScope(fl.seed)
+		sc.fit(len(value))
+		sc.add(value)
+		fl.settle(sc, 0)
+	}
 	return slices.Clone(fl.sharedSources(value))
 }
 
@@ -564,9 +668,20 @@ func (fl *Flow) forbiddenFor(dest string) forbidMask {
 // the rules for them too). Arguments that are not JSON are checked as one
 // string.
 func (fl *Flow) Check(dest string, args json.RawMessage) error {
+	if len(fl.rules) == 0 {
+		return nil
+	}
+	if fl.npending.Load() > 0 {
+		fl.mu.RLock()
+		fm := fl.forbiddenFor(dest)
+		fl.mu.RUnlock()
+		if fm.mask != 0 {
+			fl.settleFor(args, fm.mask)
+		}
+	}
 	fl.mu.RLock()
 	defer fl.mu.RUnlock()
-	if len(fl.rules) == 0 || len(fl.sources) == 0 {
+	if len(fl.sources) == 0 {
 		return nil
 	}
 	fm := fl.forbiddenFor(dest)
@@ -679,6 +794,7 @@ func (c *checker) holdsKnown(key string) bool {
 // with it. Sources some of whose values were not kept are included: the
 // flow cannot tell they are absent.
 func (fl *Flow) Provenance(data []byte) Provenance {
+	fl.settleFor(data, 0)
 	fl.mu.RLock()
 	defer fl.mu.RUnlock()
 	if len(fl.sources) == 0 {

@@ -245,6 +245,12 @@ func (f *Filter) ApplyText(text string, opts Options) TextOutput {
 // applyText is ApplyText with the run; a negative Options.Budget means no
 // limit.
 func (f *Filter) applyText(text string, opts Options) (TextOutput, *run) {
+	if fl := opts.Flow; fl != nil && fl.npending.Load() > 0 {
+		sc := newScope(fl.seed)
+		sc.fit(len(text))
+		sc.add(text)
+		fl.settle(sc, 0)
+	}
 	r := f.newRun(opts)
 	r.where = "text"
 	budget := 0

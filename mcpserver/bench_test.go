@@ -8,13 +8,14 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 )
 
 // BenchmarkExecuteCodeHTTP measures one execute_code of `1+1` through the
 // whole server — HTTP, admission, filter, audit log in a store on disk —
 // from a Streamable HTTP client, one call at a time and in parallel.
 func BenchmarkExecuteCodeHTTP(b *testing.B) {
-	unlimited := mcpserver.Limits{ExecutionsPerMinute: 1e9, ExecutionBurst: 1e6, ToolCallsPerMinute: 1e9, ToolCallBurst: 1e6}
+	unlimited := engine.Limits{ExecutionsPerMinute: 1e9, ExecutionBurst: 1e6, ToolCallsPerMinute: 1e9, ToolCallBurst: 1e6}
 	srv, _ := storeServerTB(b, filepath.Join(b.TempDir(), "db"), mcpserver.Config{Limits: unlimited})
 	// A client of protocol 2025-11-25 keeps a session, as most hosts do today,
 	// and can ping (ping is a no-op from 2026-07-28 on).

@@ -169,7 +169,7 @@ func (s *Server) syncBridge(prompts, resources bool) {
 // reaches reports whether the caller of ctx may reach category's bridged
 // prompts and resources: when its toolset reaches the category.
 func (s *Server) reaches(ctx context.Context, category string) bool {
-	if s.access == nil {
+	if !s.eng.HasAccessRules() {
 		return true
 	}
 	return slices.Contains(s.reg.View(s.caller(ctx)).Categories(), category)
@@ -178,7 +178,7 @@ func (s *Server) reaches(ctx context.Context, category string) bool {
 // filterBridgedPrompts is the prompt filter: a caller lists and gets the
 // bridged prompts of the categories it reaches.
 func (s *Server) filterBridgedPrompts(ctx context.Context, list []mcp.Prompt) []mcp.Prompt {
-	if s.bridged == nil || s.access == nil {
+	if s.bridged == nil || !s.eng.HasAccessRules() {
 		return list
 	}
 	s.bridged.mu.Lock()
@@ -197,7 +197,7 @@ func (s *Server) filterBridgedPrompts(ctx context.Context, list []mcp.Prompt) []
 // of the categories a caller does not reach out of its lists.
 func (s *Server) bridgeHooks(h *server.Hooks) {
 	h.AddAfterListResources(func(ctx context.Context, _ any, _ *mcp.ListResourcesRequest, r *mcp.ListResourcesResult) {
-		if s.bridged == nil || s.access == nil {
+		if s.bridged == nil || !s.eng.HasAccessRules() {
 			return
 		}
 		r.Resources = slices.DeleteFunc(r.Resources, func(res mcp.Resource) bool {
@@ -273,7 +273,7 @@ func (s *Server) readBridged(ctx context.Context, req mcp.ReadResourceRequest) (
 		switch v := c.(type) {
 		case mcp.TextResourceContents:
 			v.URI = bridgedURI(category, v.URI)
-			v.Text = s.filterText(v.Text, s.maxBudget, opts)
+			v.Text = bridgedText(s.filter, v.Text, opts)
 			out = append(out, v)
 		case mcp.BlobResourceContents:
 			v.URI = bridgedURI(category, v.URI)
@@ -302,12 +302,12 @@ func (s *Server) getBridgedPrompt(category, name string) server.PromptHandlerFun
 		for i, m := range res.Messages {
 			switch c := m.Content.(type) {
 			case mcp.TextContent:
-				c.Text = s.filterText(c.Text, s.maxBudget, opts)
+				c.Text = bridgedText(s.filter, c.Text, opts)
 				res.Messages[i].Content = c
 			case mcp.EmbeddedResource:
 				if t, ok := c.Resource.(mcp.TextResourceContents); ok {
 					t.URI = bridgedURI(category, t.URI)
-					t.Text = s.filterText(t.Text, s.maxBudget, opts)
+					t.Text = bridgedText(s.filter, t.Text, opts)
 					c.Resource = t
 				} else if b, ok := c.Resource.(mcp.BlobResourceContents); ok {
 					b.URI = bridgedURI(category, b.URI)
@@ -325,9 +325,18 @@ func (s *Server) getBridgedPrompt(category, name string) server.PromptHandlerFun
 // same token as in its results. done saves the tokens made.
 func (s *Server) bridgeFilter(ctx context.Context) (filter.Options, func(), error) {
 	caller := s.caller(ctx)
-	sess, err := s.sessions.get(caller.Principal, caller.Session)
+	sess, err := s.eng.Session(caller)
 	if err != nil {
 		return filter.Options{}, nil, err
 	}
-	return filter.Options{Vault: sess.vault}, func() { s.flush(ctx, sess) }, nil
+	return filter.Options{Vault: sess.Vault(), Budget: s.maxBudget}, func() { s.eng.Flush(ctx, sess) }, nil
+}
+
+// bridgedText is a bridged server's text as the caller reads it: through
+// the filter, within opts' budget.
+func bridgedText(f *filter.Filter, text string, opts filter.Options) string {
+	if text == "" {
+		return ""
+	}
+	return f.ApplyText(text, opts).Text
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 )
 
 // TestRecordWithinBudget checks what hosts hand the model: the
@@ -75,9 +76,9 @@ func TestRecordWithinBudget(t *testing.T) {
 }
 
 // ledger reads the session's running totals.
-func ledger(t *testing.T, c *client.Client) mcpserver.Totals {
+func ledger(t *testing.T, c *client.Client) engine.Totals {
 	t.Helper()
-	var totals mcpserver.Totals
+	var totals engine.Totals
 	if err := json.Unmarshal([]byte(readResource(t, c, mcpserver.LedgerURI)), &totals); err != nil {
 		t.Fatal(err)
 	}

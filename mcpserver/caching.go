@@ -65,7 +65,7 @@ func (s *Server) cacheHooks(h *server.Hooks) {
 // and the caller's toolset filters it, public when it is the same for
 // everyone.
 func (s *Server) listScope(filtered bool) mcp.CacheScope {
-	if filtered && s.access != nil {
+	if filtered && s.eng.HasAccessRules() {
 		return mcp.CacheScopePrivate
 	}
 	return mcp.CacheScopePublic

@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 	"github.com/codecell/codecell/tools"
 )
 
@@ -76,7 +77,7 @@ func TestCacheHints(t *testing.T) {
 			seen{"600000 public", "60000 public", "60000 public", "60000 public", "0 private"}},
 		{"direct mode", mcpserver.Config{Expose: mcpserver.ExposeBoth}, mcp.ProtocolVersion20260728,
 			seen{"60000 public", "60000 public", "60000 public", "60000 public", "0 private"}},
-		{"direct mode with toolsets", mcpserver.Config{Expose: mcpserver.ExposeBoth, Access: mcpserver.Access{ReadOnly: true}}, mcp.ProtocolVersion20260728,
+		{"direct mode with toolsets", mcpserver.Config{Expose: mcpserver.ExposeBoth, Access: engine.Access{ReadOnly: true}}, mcp.ProtocolVersion20260728,
 			seen{"60000 private", "60000 private", "60000 private", "60000 private", "0 private"}},
 		{"protocol 2025-11-25", mcpserver.Config{Expose: mcpserver.ExposeBoth}, mcp.ProtocolVersion20251125,
 			seen{"none", "none", "none", "none", "none"}},

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 	"github.com/codecell/codecell/tools"
 )
 
@@ -106,7 +107,7 @@ func canonicalHash(t *testing.T, raw json.RawMessage) string {
 // name, byte for byte those of tools/list; a tool its toolset hides is
 // unknown, as one that does not exist.
 func TestProgressiveDisclosureExtension(t *testing.T) {
-	access := mcpserver.Access{Principals: map[string]mcpserver.AccessRule{"reader": {ReadOnly: true}}}
+	access := engine.Access{Principals: map[string]engine.AccessRule{"reader": {ReadOnly: true}}}
 	for _, tr := range accessTransports {
 		for _, version := range []string{mcp.ProtocolVersion20260728, mcp.ProtocolVersion20251125} {
 			if tr.name == "sse" && version == mcp.ProtocolVersion20260728 {

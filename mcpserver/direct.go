@@ -9,7 +9,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/tools"
 )
 
@@ -127,33 +126,38 @@ func (s *Server) directTool(t *tools.Tool) (server.ServerTool, bool) {
 		if len(args) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")
 		}
-		caller := s.caller(ctx)
-		sess, err := s.sessions.get(caller.Principal, caller.Session)
-		if err != nil {
+		text, failed, err := s.eng.CallTool(ctx, s.caller(ctx), isLocal(ctx), qualified, args)
+		switch {
+		case err != nil:
 			return nil, err
+		case failed:
+			return mcp.NewToolResultError(text), nil
 		}
-		// One call is one flow: it sees the call's result (Observe, in
-		// the dispatcher), and the filter hides its sensitive values.
-		flow, err := s.filter.NewFlow(filter.FlowOptions{Rules: s.cfg.Rules})
-		if err != nil {
-			return nil, err
-		}
-		track := &tracker{flow: flow}
-		out, _, err := dispatcher{s: s, caller: caller, local: s.isLocal(ctx), vault: sess.vault, track: track}.call(ctx, qualified, args)
-		track.settled()
-		opts := filter.Options{Vault: sess.vault, Flow: flow}
-		defer s.flush(ctx, sess)
-		if err != nil {
-			msg := s.filterText(err.Error(), s.budget-64, opts)
-			return mcp.NewToolResultError(fmt.Sprintf("%s (%s)", msg, errorCode(err))), nil
-		}
-		// The model sees a direct result as it sees a program's: filtered
-		// and within the budget.
-		f, err := s.filter.Apply(filter.Input{Result: out}, opts)
-		if err != nil {
-			return nil, fmt.Errorf("filter %s: %w", qualified, err)
-		}
-		return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(f.Limited))}}, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(text)}}, nil
 	}
 	return server.ServerTool{Tool: mt, Handler: handler}, true
+}
+
+// filterDirectTools is direct mode's tool filter: of the catalogue tools
+// listed as MCP tools, it keeps those in the caller's view. mcp-go applies
+// it to tools/list and to tools/call, where a filtered tool is "not
+// found" exactly as a tool that was never listed.
+func (s *Server) filterDirectTools(ctx context.Context, list []mcp.Tool) []mcp.Tool {
+	c := s.caller(ctx)
+	if !s.eng.Restricts(c) {
+		return list
+	}
+	view := s.reg.View(c)
+	out := make([]mcp.Tool, 0, len(list))
+	for _, mt := range list {
+		q := mt.Annotations.Title // a direct tool's title is its qualified name
+		if !tools.ValidName(q) || DirectName(q) != mt.Name {
+			out = append(out, mt) // the server's own tools
+			continue
+		}
+		if t, ok := view.Get(q); ok && t.Name == q {
+			out = append(out, mt)
+		}
+	}
+	return out
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/builtin"
 )
@@ -112,7 +113,7 @@ func startVersion(t testing.TB, c *client.Client, version string) *client.Client
 }
 
 // execute calls execute_code and decodes the run record.
-func execute(t testing.TB, c *client.Client, args map[string]any) (*mcp.CallToolResult, *mcpserver.Record) {
+func execute(t testing.TB, c *client.Client, args map[string]any) (*mcp.CallToolResult, *engine.Record) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -130,7 +131,7 @@ func execute(t testing.TB, c *client.Client, args map[string]any) (*mcp.CallTool
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec mcpserver.Record
+	var rec engine.Record
 	if err := json.Unmarshal(b, &rec); err != nil {
 		t.Fatalf("structured content is not a run record: %v\n%s", err, b)
 	}
@@ -155,25 +156,25 @@ func TestExecuteCodeOverTransports(t *testing.T) {
 		wantErr bool
 		result  string        // the result as JSON, for successful runs
 		kind    executor.Kind // the error kind, for failed runs
-		check   func(t testing.TB, rec *mcpserver.Record)
+		check   func(t testing.TB, rec *engine.Record)
 		inText  string // the text content must contain this
 	}{
 		{name: "result", args: map[string]any{"code": "1 + 1"}, result: "2", inText: `"status":"ok"`},
 		{name: "tool call", args: map[string]any{"code": `const r = await util.echo({text: "hi"}); return r.text`}, result: `"hi"`,
-			check: func(t testing.TB, rec *mcpserver.Record) {
+			check: func(t testing.TB, rec *engine.Record) {
 				if len(rec.Calls) != 1 || rec.Calls[0].Tool != "util.echo" || rec.Calls[0].Calls != 1 || rec.Calls[0].Failed != 0 {
 					t.Errorf("calls %+v", rec.Calls)
 				}
 			}},
 		{name: "promise all", args: map[string]any{"code": `const rs = await Promise.all([1, 2, 3].map(i => util.echo({text: String(i)}))); rs.map(r => r.text).join("")`}, result: `"123"`,
-			check: func(t testing.TB, rec *mcpserver.Record) {
+			check: func(t testing.TB, rec *engine.Record) {
 				if rec.Stats.ToolCalls != 3 {
 					t.Errorf("tool calls %d", rec.Stats.ToolCalls)
 				}
 			}},
 		{name: "typescript", args: map[string]any{"code": "interface R { text: string }\nconst r: R = await util.echo({text: 'ts'});\nr.text", "language": "typescript"}, result: `"ts"`},
 		{name: "console", args: map[string]any{"code": `console.log("one"); console.warn("two", {n: 2}); 3`}, result: "3", inText: `{"level":"warn","message":"two {\"n\":2}"}`,
-			check: func(t testing.TB, rec *mcpserver.Record) {
+			check: func(t testing.TB, rec *engine.Record) {
 				if len(rec.Logs) != 2 || rec.Logs[0].Message != "one" || rec.Logs[1].Level != "warn" {
 					t.Errorf("logs %+v", rec.Logs)
 				}
@@ -186,7 +187,7 @@ func TestExecuteCodeOverTransports(t *testing.T) {
 		{name: "stack", args: map[string]any{"code": "function f() { return f() } f()"}, wantErr: true, kind: executor.KindStack},
 		{name: "tool call limit", args: map[string]any{"code": "for (;;) util.echo({text: 'x'})"}, wantErr: true, kind: executor.KindToolCalls},
 		{name: "large result", args: map[string]any{"code": "'x'.repeat(2 << 20)"},
-			check: func(t testing.TB, rec *mcpserver.Record) {
+			check: func(t testing.TB, rec *engine.Record) {
 				// 2 MiB, over the old 1 MiB limit: cut to the budget.
 				if rec.Status != executor.StatusOK || rec.Filter == nil || !rec.Filter.Cut || rec.Filter.FullBytes < 2<<20 {
 					t.Errorf("a large result: %+v %+v", rec.Status, rec.Filter)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 )
 
 // BenchmarkExecutePath measures what the server adds to a run of `1+1`:
@@ -28,7 +29,7 @@ func BenchmarkExecutePath(b *testing.B) {
 	})
 	b.Run("server_execute", func(b *testing.B) {
 		for b.Loop() {
-			if rec, _ := srv.Execute(ctx, mcpserver.Execution{Code: "1+1"}); rec.Error != nil {
+			if rec, _ := srv.Execute(ctx, engine.Execution{Code: "1+1"}); rec.Error != nil {
 				b.Fatal(rec.Error)
 			}
 		}

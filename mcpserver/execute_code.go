@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/codecell/codecell/executor"
+	"github.com/codecell/codecell/mcpserver/engine"
 )
 
 const executeCodeDescription = `Run a JavaScript/TypeScript program (an async function body) in a sandbox where catalogue tools are async functions: await github.search_issues({...}); find them with search_tools. Filter data in the program, return only the answer; await independent calls with Promise.all. A failed call throws ToolError (.code, .tool). No network, files or timers.`
@@ -52,7 +54,7 @@ const KindRateLimited executor.Kind = "rate_limited"
 func (s *Server) executeCodeInputSchema() json.RawMessage {
 	cfg := s.exec.Config()
 	maxMS, note := cfg.MaxTimeout.Milliseconds(), ""
-	if long := s.tasks.maxTimeout(cfg.MaxTimeout); long > cfg.MaxTimeout {
+	if long := s.eng.Tasks().MaxTimeout(cfg.MaxTimeout); long > cfg.MaxTimeout {
 		maxMS, note = long.Milliseconds(), fmt.Sprintf("; over %d only as a task", cfg.MaxTimeout.Milliseconds())
 	}
 	return json.RawMessage(fmt.Sprintf(executeCodeInput, maxMS, cfg.Timeout.Milliseconds(), note, s.maxBudget, s.budget))
@@ -96,27 +98,29 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	}
 	if limit := s.exec.Config().MaxTimeout; req.Params.Task == nil && time.Duration(args.TimeoutMS)*time.Millisecond > limit {
 		return s.refused(executor.KindInvalidRequest, fmt.Sprintf("timeout_ms %d is over the %d an ordinary call may ask for; ask for less, or run the program as an MCP task (up to %d)",
-			args.TimeoutMS, limit.Milliseconds(), s.tasks.maxTimeout(limit).Milliseconds())), nil
+			args.TimeoutMS, limit.Milliseconds(), s.eng.Tasks().MaxTimeout(limit).Milliseconds())), nil
 	}
 	ctx, task, end := s.tasks.start(ctx, req) // a task's run outlives the request
 	defer end()
-	principal := s.caller(ctx).Principal
-	if r := s.limits.allowExecution(ctx, principal, s.isLocal(ctx)); r != nil {
-		s.metrics.refusals.WithLabelValues(r.limit).Inc()
+	caller, local := s.caller(ctx), isLocal(ctx)
+	if r := s.eng.Limits().AllowExecution(ctx, caller.Principal, local); r != nil {
+		s.eng.Metrics().Refused(r.Limit())
 		return s.refused(KindRateLimited, r.Error()), nil
 	}
 	if args.PlanID != "" {
-		rec, body := s.Commit(ctx, args.PlanID, Execution{BudgetBytes: args.BudgetBytes, Details: args.Details, Purpose: args.Purpose})
+		rec, body := s.eng.Commit(ctx, args.PlanID, engine.Execution{Caller: caller, Local: local, BudgetBytes: args.BudgetBytes, Details: args.Details, Purpose: args.Purpose})
 		return toolResult(rec, body), nil
 	}
 	arrived := time.Now()
-	release, r := s.limits.admit(ctx, principal, s.exec.Config().QueueWait)
+	release, r := s.eng.Limits().Admit(ctx, caller.Principal, s.exec.Config().QueueWait)
 	if r != nil {
-		s.metrics.refusals.WithLabelValues(r.limit).Inc()
+		s.eng.Metrics().Refused(r.Limit())
 		return s.refused(executor.KindBusy, r.Error()), nil
 	}
 	defer release()
-	x := Execution{
+	x := engine.Execution{
+		Caller:      caller,
+		Local:       local,
 		Code:        args.Code,
 		Language:    executor.Language(args.Language),
 		Timeout:     time.Duration(args.TimeoutMS) * time.Millisecond,
@@ -126,16 +130,15 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		Mode:        args.Mode,
 		Waited:      time.Since(arrived), // the wait for admission counts against the queue wait
 	}
-	if task != nil {
+	if task {
 		// A task's run may ask for up to the task limit; without
 		// timeout_ms it has the default deadline, as any run.
-		x.MaxTimeout = s.tasks.maxTimeout(s.exec.Config().MaxTimeout)
+		x.MaxTimeout = s.eng.Tasks().MaxTimeout(s.exec.Config().MaxTimeout)
 	}
 	notified := s.streamTo(ctx, req, &x)
-	rec, body := s.Execute(ctx, x)
+	rec, body := s.eng.Execute(ctx, x)
 	if rec != nil {
-		c := s.caller(ctx)
-		s.learn.ran(ctx, c, s.reg.View(c), rec.Calls)
+		s.learn.ran(ctx, caller, s.reg.View(caller), rec.Calls)
 	}
 	if notified.Load() {
 		flushNotifications(ctx)
@@ -145,16 +148,29 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 
 // refused is the result of a request that never ran.
 func (s *Server) refused(kind executor.Kind, msg string) *mcp.CallToolResult {
-	return toolResult(s.refusedRecord(kind, msg))
+	return toolResult(s.eng.RefusedRecord(kind, msg))
 }
 
 // toolResult carries a record as structuredContent and, serialized, as
 // the text content, as the MCP specification recommends: a host reads
 // the same record whichever it hands the model.
-func toolResult(rec *Record, body []byte) *mcp.CallToolResult {
+func toolResult(rec *engine.Record, body []byte) *mcp.CallToolResult {
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{mcp.NewTextContent(string(body))},
 		StructuredContent: json.RawMessage(body),
 		IsError:           rec.Status != executor.StatusOK,
 	}
+}
+
+// planModeError checks an execute_code request's mode and plan_id.
+func planModeError(mode, planID, code string) string {
+	switch {
+	case mode != "" && mode != engine.ModePlan && mode != "run":
+		return fmt.Sprintf("mode %q: want \"run\" (default) or \"plan\"", mode)
+	case planID != "" && (strings.TrimSpace(code) != "" || mode == engine.ModePlan):
+		return "send either code (with mode \"plan\" for a dry run) or plan_id (to commit a plan), not both"
+	case planID == "" && strings.TrimSpace(code) == "":
+		return "missing property 'code': send code to run, or plan_id to commit a plan"
+	}
+	return ""
 }

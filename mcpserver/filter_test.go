@@ -16,6 +16,7 @@ import (
 
 	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/memory/sqlite"
 	"github.com/codecell/codecell/tools"
@@ -139,7 +140,7 @@ func TestSensitiveDataNeverReachesTheModel(t *testing.T) {
 	}
 
 	// The session's ledger adds it all up.
-	var totals mcpserver.Totals
+	var totals engine.Totals
 	if err := json.Unmarshal([]byte(readResource(t, c, mcpserver.LedgerURI)), &totals); err != nil {
 		t.Fatal(err)
 	}

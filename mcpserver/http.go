@@ -143,7 +143,7 @@ func (s *Server) authenticate(r *http.Request) (identity, error) {
 // authorization server to ask; 403 for a token without the required
 // scopes; 503 when the authorization server could not be asked.
 func (s *Server) refuseAuth(w http.ResponseWriter, err error) {
-	s.metrics.refusals.WithLabelValues("auth").Inc()
+	s.eng.Metrics().Refused("auth")
 	params := []string{`realm="codecell"`}
 	if s.oauth != nil {
 		params = append(params, `resource_metadata="`+s.resourceMetadata+`"`)
@@ -266,12 +266,12 @@ func (s *Server) addOAuthRoutes(mux *http.ServeMux) {
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if rebinding(r) {
-			s.metrics.refusals.WithLabelValues("host").Inc()
+			s.eng.Metrics().Refused("host")
 			httpError(w, http.StatusForbidden, fmt.Sprintf("host %q is not allowed on a loopback server", r.Host))
 			return
 		}
 		if origin := r.Header.Get("Origin"); origin != "" && !s.allowedOrigin(origin, r.Host) {
-			s.metrics.refusals.WithLabelValues("origin").Inc()
+			s.eng.Metrics().Refused("origin")
 			httpError(w, http.StatusForbidden, fmt.Sprintf("origin %q is not allowed; add it to server.allowed_origins", origin))
 			return
 		}
@@ -284,21 +284,21 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			r = r.WithContext(withIdentity(r.Context(), id))
 		}
 		if code, msg := s.checkSession(r); code != 0 {
-			s.metrics.refusals.WithLabelValues("session").Inc()
+			s.eng.Metrics().Refused("session")
 			httpError(w, code, msg)
 			return
 		}
 		if r.Body != nil && r.Method == http.MethodPost {
-			max := s.limits.lim.MaxBodyBytes
+			max := s.eng.Limits().MaxBodyBytes()
 			if r.ContentLength > max {
-				s.metrics.refusals.WithLabelValues("body_size").Inc()
+				s.eng.Metrics().Refused("body_size")
 				httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the limit of %d", r.ContentLength, max))
 				return
 			}
 			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
-				s.metrics.refusals.WithLabelValues("body_size").Inc()
+				s.eng.Metrics().Refused("body_size")
 				httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", max))
 				return
 			}
@@ -320,7 +320,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 func (s *Server) hostOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if rebinding(r) {
-			s.metrics.refusals.WithLabelValues("host").Inc()
+			s.eng.Metrics().Refused("host")
 			httpError(w, http.StatusForbidden, fmt.Sprintf("host %q is not allowed on a loopback server", r.Host))
 			return
 		}

@@ -46,7 +46,7 @@ func (s *Server) waitLoads(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.LoadWait)
 	defer cancel()
-	stop := context.AfterFunc(s.stopping, cancel)
+	stop := context.AfterFunc(s.eng.Stopping(), cancel)
 	defer stop()
 	if err := s.reg.WaitLoads(ctx); err != nil {
 		s.log.Info("initialize answered while tool sources still load; they are listed as loading", "waited", s.cfg.LoadWait)

@@ -2,10 +2,10 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"log/slog"
 	"strings"
+
+	"github.com/codecell/codecell/mcpserver/engine"
 )
 
 // sessionHider is a slog.Handler that never writes an MCP session ID: a
@@ -41,11 +41,5 @@ func hideSession(a slog.Attr) slog.Attr {
 	if !strings.Contains(strings.ToLower(a.Key), "session") || a.Value.Kind() != slog.KindString || a.Value.String() == "" {
 		return a
 	}
-	return slog.String(a.Key+"_hash", sessionHash(a.Value.String()))
-}
-
-// sessionHash is the form of a session ID that logs may carry.
-func sessionHash(id string) string {
-	h := sha256.Sum256([]byte(id))
-	return hex.EncodeToString(h[:4])
+	return slog.String(a.Key+"_hash", engine.SessionHash(a.Value.String()))
 }

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/codecell/codecell/mcpserver/engine"
 )
 
 func TestLogsHideSessionIDs(t *testing.T) {
@@ -18,7 +20,7 @@ func TestLogsHideSessionIDs(t *testing.T) {
 	if strings.Contains(out, id) || strings.Contains(out, "0f3b1c2a") {
 		t.Fatalf("a session ID reached the log:\n%s", out)
 	}
-	if strings.Count(out, "_hash="+sessionHash(id)) != 3 || !strings.Contains(out, "other=kept") {
+	if strings.Count(out, "_hash="+engine.SessionHash(id)) != 3 || !strings.Contains(out, "other=kept") {
 		t.Errorf("log:\n%s", out)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 	"github.com/codecell/codecell/memory"
 )
 
@@ -17,7 +18,7 @@ import (
 // cached; after the TTL, or for another principal, the source is called;
 // a tool that writes is never memoised.
 func TestMemoize(t *testing.T) {
-	env := planServer(t, mcpserver.Config{Cache: mcpserver.CacheConfig{Memoize: []mcpserver.MemoRule{
+	env := planServer(t, mcpserver.Config{Cache: engine.CacheConfig{Memoize: []engine.MemoRule{
 		{Pattern: "test.*", TTL: time.Minute},
 	}}})
 	alice := authedClient(t, env.url, aliceToken)
@@ -97,14 +98,14 @@ return [a.calls, b.calls]`
 func TestMemoizeConfig(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		cfg  mcpserver.CacheConfig
+		cfg  engine.CacheConfig
 		ok   bool
 	}{
-		{"valid", mcpserver.CacheConfig{Memoize: []mcpserver.MemoRule{{Pattern: "gh.get_*", TTL: time.Minute}}}, true},
-		{"bad pattern", mcpserver.CacheConfig{Memoize: []mcpserver.MemoRule{{Pattern: "gh.[", TTL: time.Minute}}}, false},
-		{"no ttl", mcpserver.CacheConfig{Memoize: []mcpserver.MemoRule{{Pattern: "gh.*"}}}, false},
-		{"ttl over the max", mcpserver.CacheConfig{MaxTTL: time.Hour, Memoize: []mcpserver.MemoRule{{Pattern: "gh.*", TTL: 2 * time.Hour}}}, false},
-		{"default over the max", mcpserver.CacheConfig{DefaultTTL: 2 * time.Hour, MaxTTL: time.Hour}, false},
+		{"valid", engine.CacheConfig{Memoize: []engine.MemoRule{{Pattern: "gh.get_*", TTL: time.Minute}}}, true},
+		{"bad pattern", engine.CacheConfig{Memoize: []engine.MemoRule{{Pattern: "gh.[", TTL: time.Minute}}}, false},
+		{"no ttl", engine.CacheConfig{Memoize: []engine.MemoRule{{Pattern: "gh.*"}}}, false},
+		{"ttl over the max", engine.CacheConfig{MaxTTL: time.Hour, Memoize: []engine.MemoRule{{Pattern: "gh.*", TTL: 2 * time.Hour}}}, false},
+		{"default over the max", engine.CacheConfig{DefaultTTL: 2 * time.Hour, MaxTTL: time.Hour}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if err := c.cfg.Validate(); (err == nil) != c.ok {
@@ -117,10 +118,10 @@ func TestMemoizeConfig(t *testing.T) {
 // TestCacheTools: cache.set, get and delete, with a time to live, per
 // principal, size-bounded.
 func TestCacheTools(t *testing.T) {
-	env := planServer(t, mcpserver.Config{Cache: mcpserver.CacheConfig{MaxValueBytes: 64}})
+	env := planServer(t, mcpserver.Config{Cache: engine.CacheConfig{MaxValueBytes: 64}})
 	alice := authedClient(t, env.url, aliceToken)
 	bob := authedClient(t, env.url, bobToken)
-	run := func(t *testing.T, as, code string) *mcpserver.Record {
+	run := func(t *testing.T, as, code string) *engine.Record {
 		t.Helper()
 		c := alice
 		if as == "bob" {
@@ -179,14 +180,14 @@ func TestCacheTools(t *testing.T) {
 func BenchmarkMemoize(b *testing.B) {
 	for _, bc := range []struct {
 		name string
-		rule []mcpserver.MemoRule
+		rule []engine.MemoRule
 	}{
 		{"live", nil},
-		{"cached", []mcpserver.MemoRule{{Pattern: "test.count", TTL: time.Hour}}},
+		{"cached", []engine.MemoRule{{Pattern: "test.count", TTL: time.Hour}}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			env := planServer(b, mcpserver.Config{Cache: mcpserver.CacheConfig{Memoize: bc.rule},
-				Limits: mcpserver.Limits{ExecutionsPerMinute: 1e6, ExecutionBurst: 1e6, ToolCallsPerMinute: 1e8, ToolCallBurst: 1e8}})
+			env := planServer(b, mcpserver.Config{Cache: engine.CacheConfig{Memoize: bc.rule},
+				Limits: engine.Limits{ExecutionsPerMinute: 1e6, ExecutionBurst: 1e6, ToolCallsPerMinute: 1e8, ToolCallBurst: 1e8}})
 			c, err := client.NewInProcessClient(env.srv.MCP())
 			if err != nil {
 				b.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/memory/sqlite"
 	"github.com/codecell/codecell/tools"
@@ -63,7 +64,7 @@ func mustRun(t *testing.T, c interface {
 		t.Fatalf("run failed: %s", text(res))
 	}
 	b, _ := json.Marshal(res.StructuredContent)
-	var rec mcpserver.Record
+	var rec engine.Record
 	json.Unmarshal(b, &rec)
 	return rec.Result
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/codecell/codecell/executor"
+	"github.com/codecell/codecell/mcpserver/engine"
 )
 
 // logLevels maps console levels to MCP logging levels.
@@ -63,7 +64,7 @@ func (l *levelSet) wants(ctx context.Context) bool {
 // its console lines as notifications/message, when the client set a log
 // level. Notifications are best effort: a client that went away only
 // loses them.
-func (s *Server) streamTo(ctx context.Context, req mcp.CallToolRequest, x *Execution) (sent *atomic.Bool) {
+func (s *Server) streamTo(ctx context.Context, req mcp.CallToolRequest, x *engine.Execution) (sent *atomic.Bool) {
 	sent = &atomic.Bool{}
 	if meta := req.Params.Meta; meta != nil && meta.ProgressToken != nil {
 		token := meta.ProgressToken
@@ -124,7 +125,7 @@ func flushNotifications(ctx context.Context) {
 
 // ownTaskNotes wraps an HTTP transport's handler.
 func (s *Server) ownTaskNotes(next http.Handler) http.Handler {
-	if s.tasks.cfg.Disabled {
+	if s.eng.Tasks().Disabled() {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -132,18 +133,9 @@ func (s *Server) ownTaskNotes(next http.Handler) http.Handler {
 		if p, ok := principalFrom(r.Context()); ok {
 			principal = p
 		}
-		tw := &taskNoteWriter{ResponseWriter: w, keep: func(id string) bool { return s.tasks.ownedBy(id, principal) }}
+		tw := &taskNoteWriter{ResponseWriter: w, keep: func(id string) bool { return s.eng.Tasks().OwnedBy(id, principal) }}
 		next.ServeHTTP(tw, r)
 	})
-}
-
-// ownedBy reports whether task id is principal's: a task codecell does
-// not know (another tool's, one that expired) is no one's.
-func (ts *taskRuns) ownedBy(id, principal string) bool {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	t := ts.byID[id]
-	return t != nil && t.principal == principal
 }
 
 // taskNoteWriter passes a response through, except, in an event stream,

@@ -23,6 +23,7 @@ import (
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 	"github.com/codecell/codecell/mcpserver/oauth"
 	"github.com/codecell/codecell/mcpserver/oauth/oauthtest"
 	"github.com/codecell/codecell/tools"
@@ -294,7 +295,7 @@ func mustKey(t *testing.T) any {
 // document and the challenge names none.
 func TestStaticTokensWithoutOAuth(t *testing.T) {
 	t.Parallel()
-	ts := securedServer(t, mcpserver.Limits{})
+	ts := securedServer(t, engine.Limits{})
 	resp := post(t, ts.URL+"/mcp", nil, initBody)
 	if ch := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != http.StatusUnauthorized || strings.Contains(ch, "resource_metadata") {
 		t.Fatalf("status %d, challenge %q", resp.StatusCode, ch)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/memory/sqlite"
 	"github.com/codecell/codecell/tools"
@@ -146,7 +147,7 @@ func planServer(t testing.TB, cfg mcpserver.Config) *planEnv {
 }
 
 // commit sends execute_code {plan_id} and decodes the record.
-func commit(t *testing.T, c *client.Client, planID string) *mcpserver.Record {
+func commit(t *testing.T, c *client.Client, planID string) *engine.Record {
 	t.Helper()
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "execute_code"
@@ -156,7 +157,7 @@ func commit(t *testing.T, c *client.Client, planID string) *mcpserver.Record {
 		t.Fatalf("commit: %v", err)
 	}
 	b, _ := json.Marshal(res.StructuredContent)
-	var rec mcpserver.Record
+	var rec engine.Record
 	if err := json.Unmarshal(b, &rec); err != nil {
 		t.Fatalf("not a record: %v\n%s", err, b)
 	}
@@ -166,7 +167,7 @@ func commit(t *testing.T, c *client.Client, planID string) *mcpserver.Record {
 	return &rec
 }
 
-func wantKindRec(t *testing.T, rec *mcpserver.Record, kind executor.Kind) {
+func wantKindRec(t *testing.T, rec *engine.Record, kind executor.Kind) {
 	t.Helper()
 	if rec == nil || rec.Status != executor.StatusError || rec.Error == nil || rec.Error.Kind != kind {
 		t.Fatalf("record %+v: want error kind %s", rec, kind)
@@ -181,7 +182,7 @@ type shownStep struct {
 	ErrorCode string          `json:"error_code"`
 }
 
-func steps(t *testing.T, rec *mcpserver.Record) []shownStep {
+func steps(t *testing.T, rec *engine.Record) []shownStep {
 	t.Helper()
 	if rec.Plan == nil {
 		t.Fatalf("record has no plan: %+v", rec)
@@ -214,7 +215,7 @@ return {a, b, c, files: files.length};`
 // order, once; a second commit, another principal's, and an expired
 // plan's are refused.
 func TestPlanAndCommit(t *testing.T) {
-	env := planServer(t, mcpserver.Config{Plans: mcpserver.PlanConfig{TTL: time.Hour}})
+	env := planServer(t, mcpserver.Config{Plans: engine.PlanConfig{TTL: time.Hour}})
 	alice := authedClient(t, env.url, aliceToken)
 	bob := authedClient(t, env.url, bobToken)
 	aliceCtx := tools.WithCaller(t.Context(), tools.Caller{Principal: "alice"})
@@ -260,7 +261,7 @@ func TestPlanAndCommit(t *testing.T) {
 	}
 
 	t.Run("another principal's plan is not found", func(t *testing.T) {
-		wantKindRec(t, commit(t, bob, rec.Plan.ID), mcpserver.KindPlanNotFound)
+		wantKindRec(t, commit(t, bob, rec.Plan.ID), engine.KindPlanNotFound)
 	})
 	t.Run("commit", func(t *testing.T) {
 		done := commit(t, alice, rec.Plan.ID)
@@ -284,12 +285,12 @@ func TestPlanAndCommit(t *testing.T) {
 	})
 	t.Run("second commit refused", func(t *testing.T) {
 		_, again := execute(t, alice, map[string]any{"plan_id": rec.Plan.ID})
-		wantKindRec(t, again, mcpserver.KindPlanCommitted)
+		wantKindRec(t, again, engine.KindPlanCommitted)
 	})
 	t.Run("expired", func(t *testing.T) {
 		_, p := execute(t, alice, map[string]any{"code": `await test.append("late"); return 1`, "mode": "plan"})
 		env.clock.add(time.Hour + time.Second)
-		wantKindRec(t, commit(t, alice, p.Plan.ID), mcpserver.KindPlanExpired)
+		wantKindRec(t, commit(t, alice, p.Plan.ID), engine.KindPlanExpired)
 		if got := env.src.values(); len(got) != 0 {
 			t.Fatalf("an expired plan wrote %v", got)
 		}
@@ -320,7 +321,7 @@ func TestPlanAndCommit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(execs) != 1 || execs[0].Mode != "commit" || execs[0].PlanHash != hash || execs[0].ErrorKind != string(mcpserver.KindPlanNotFound) {
+		if len(execs) != 1 || execs[0].Mode != "commit" || execs[0].PlanHash != hash || execs[0].ErrorKind != string(engine.KindPlanNotFound) {
 			t.Fatalf("bob's audit records: %+v; want his refused commit", execs)
 		}
 	})
@@ -344,7 +345,7 @@ func TestPlanInvalidRequests(t *testing.T) {
 		})
 	}
 	t.Run("unknown plan", func(t *testing.T) {
-		wantKindRec(t, commit(t, alice, "plan_doesnotexist"), mcpserver.KindPlanNotFound)
+		wantKindRec(t, commit(t, alice, "plan_doesnotexist"), engine.KindPlanNotFound)
 	})
 }
 
@@ -358,7 +359,7 @@ func TestPlanConcurrentCommits(t *testing.T) {
 	if rec.Plan == nil || rec.Plan.ID == "" {
 		t.Fatalf("no plan: %+v", rec)
 	}
-	recs := make([]*mcpserver.Record, 2)
+	recs := make([]*engine.Record, 2)
 	var wg sync.WaitGroup
 	for i, c := range []*client.Client{alice, alice2} {
 		wg.Go(func() { recs[i] = commit(t, c, rec.Plan.ID) })
@@ -369,7 +370,7 @@ func TestPlanConcurrentCommits(t *testing.T) {
 		switch {
 		case r.Status == executor.StatusOK:
 			ok++
-		case r.Error != nil && r.Error.Kind == mcpserver.KindPlanCommitted:
+		case r.Error != nil && r.Error.Kind == engine.KindPlanCommitted:
 			refused++
 		}
 	}
@@ -391,7 +392,7 @@ func TestPlanStopsAtFirstFailure(t *testing.T) {
 		t.Fatal("the dry run called test.fail")
 	}
 	done := commit(t, alice, rec.Plan.ID)
-	wantKindRec(t, done, mcpserver.KindPlanStepFailed)
+	wantKindRec(t, done, engine.KindPlanStepFailed)
 	if got := statuses(steps(t, done)); got != "ok: error:upstream_error not_run:" {
 		t.Fatalf("outcomes %s: %s", got, done.Error.Message)
 	}

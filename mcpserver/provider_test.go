@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 	"github.com/codecell/codecell/tools"
 )
 
@@ -113,8 +114,8 @@ func contact(t testing.TB, srv *mcpserver.Server) {
 	}
 }
 
-func providerConfig(cs *chatServer, key string) *mcpserver.ProviderConfig {
-	return &mcpserver.ProviderConfig{URL: cs.URL + "/v1", Model: "local-model", APIKeyEnv: "TEST_LLM_KEY",
+func providerConfig(cs *chatServer, key string) *engine.ProviderConfig {
+	return &engine.ProviderConfig{URL: cs.URL + "/v1", Model: "local-model", APIKeyEnv: "TEST_LLM_KEY",
 		Getenv: func(name string) string {
 			if name == "TEST_LLM_KEY" {
 				return key
@@ -129,7 +130,7 @@ func providerConfig(cs *chatServer, key string) *mcpserver.ProviderConfig {
 func TestProviderStatelessProtocol(t *testing.T) {
 	t.Parallel()
 	cs := newChatServer(t, echo)
-	srv := newServer(t, mcpserver.Config{LLM: mcpserver.LLMConfig{Provider: providerConfig(cs, "sk-test-0123456789")}})
+	srv := newServer(t, mcpserver.Config{LLM: engine.LLMConfig{Provider: providerConfig(cs, "sk-test-0123456789")}})
 	contact(t, srv)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
@@ -192,15 +193,15 @@ func TestProviderOrSampling(t *testing.T) {
 		sampling     bool
 		want         string
 	}{
-		{"prefer client, client samples", mcpserver.PreferClient, true, "sampling"},
-		{"prefer provider, client samples", mcpserver.PreferProvider, true, "provider"},
-		{"client without sampling", mcpserver.PreferClient, false, "provider"},
+		{"prefer client, client samples", engine.PreferClient, true, "sampling"},
+		{"prefer provider, client samples", engine.PreferProvider, true, "provider"},
+		{"client without sampling", engine.PreferClient, false, "provider"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			cs := newChatServer(t, echo)
 			cfg := providerConfig(cs, "")
-			srv := newServer(t, mcpserver.Config{LLM: mcpserver.LLMConfig{Provider: cfg, Prefer: tc.prefer}})
+			srv := newServer(t, mcpserver.Config{LLM: engine.LLMConfig{Provider: cfg, Prefer: tc.prefer}})
 			var sampled atomic.Int32
 			var opts []client.ClientOption
 			if tc.sampling {
@@ -262,7 +263,7 @@ func TestProviderFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			cs := newChatServer(t, tc.reply)
-			srv := newServer(t, mcpserver.Config{LLM: mcpserver.LLMConfig{Provider: providerConfig(cs, tc.key)}})
+			srv := newServer(t, mcpserver.Config{LLM: engine.LLMConfig{Provider: providerConfig(cs, tc.key)}})
 			c := startLegacy(t, runtimeTransports[0].connect(t, srv))
 			res, rec := execute(t, c, map[string]any{"code": `return await llm.call("hi")`})
 			if rec == nil {
@@ -297,10 +298,10 @@ func TestProviderFailures(t *testing.T) {
 func TestProviderBudgets(t *testing.T) {
 	t.Parallel()
 	cs := newChatServer(t, echo)
-	srv := newServer(t, mcpserver.Config{LLM: mcpserver.LLMConfig{Provider: providerConfig(cs, ""), MaxCallsPerRun: 2}})
+	srv := newServer(t, mcpserver.Config{LLM: engine.LLMConfig{Provider: providerConfig(cs, ""), MaxCallsPerRun: 2}})
 	c := startLegacy(t, runtimeTransports[0].connect(t, srv))
 	_, rec := execute(t, c, map[string]any{"code": `await llm.call("a"); await llm.call("b"); return await llm.call("c")`})
-	if rec == nil || rec.Error == nil || rec.Error.Code != mcpserver.CodeQuotaExceeded {
+	if rec == nil || rec.Error == nil || rec.Error.Code != engine.CodeQuotaExceeded {
 		t.Fatalf("record %+v, want quota_exceeded at the third call", rec)
 	}
 	if n := cs.calls.Load(); n != 2 {
@@ -315,8 +316,54 @@ func TestNoModelSaysBothWays(t *testing.T) {
 	srv := newServer(t, mcpserver.Config{})
 	c := startLegacy(t, runtimeTransports[0].connect(t, srv))
 	_, rec := execute(t, c, map[string]any{"code": `return await llm.call("hi")`})
-	if rec == nil || rec.Error == nil || rec.Error.Code != mcpserver.CodeCapabilityMissing ||
+	if rec == nil || rec.Error == nil || rec.Error.Code != engine.CodeCapabilityMissing ||
 		!strings.Contains(rec.Error.Message, "enable sampling") || !strings.Contains(rec.Error.Message, "[llm] provider") {
 		t.Fatalf("record %+v, want capability_missing naming sampling and [llm] provider", rec)
+	}
+}
+
+// TestAskFromAHandler: a tool's handler asks a model with engine.Ask, as
+// a call of llm.call through the gate of the program's call: the prompt
+// is filtered and the call counts against the run's llm budget.
+func TestAskFromAHandler(t *testing.T) {
+	t.Parallel()
+	cs := newChatServer(t, echo)
+	srv := newServer(t, mcpserver.Config{LLM: engine.LLMConfig{Provider: providerConfig(cs, ""), MaxCallsPerRun: 1}})
+	if err := srv.Registry().Register(tools.Tool{
+		Name:        "notes.expand",
+		Summary:     "Expand a query with a model.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`),
+		Annotations: tools.Annotations{ReadOnly: true},
+		Handler: tools.Handle(func(ctx context.Context, in struct {
+			Q string `json:"q"`
+		}) (engine.Answer, error) {
+			return engine.Ask(ctx, engine.Question{System: "Expand.", Prompt: in.Q})
+		}),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	contact(t, srv)
+	c := startLegacy(t, runtimeTransports[0].connect(t, srv))
+	_, rec := execute(t, c, map[string]any{"code": `
+		const who = await crm.contact({});
+		return await notes.expand({q: "mail " + who.email});`})
+	if rec == nil || rec.Status != "ok" {
+		t.Fatalf("record %+v, want ok", rec)
+	}
+	var ans engine.Answer
+	if err := json.Unmarshal(rec.Result, &ans); err != nil || ans.Via != "provider" || ans.Model == "" {
+		t.Fatalf("result %s (%v), want the provider's answer", rec.Result, err)
+	}
+	if last := cs.last().Body.Messages; len(last) != 2 || last[0].Content != "Expand." || strings.Contains(last[1].Content, "alice.smith@example.com") || !strings.Contains(last[1].Content, "⟦") {
+		t.Errorf("provider was sent %+v, want the system prompt and the question with the address filtered", last)
+	}
+	if n := cs.calls.Load(); n != 1 {
+		t.Errorf("provider asked %d times, want 1", n)
+	}
+	// The question counts against the run's llm budget: a second one is
+	// refused.
+	_, rec = execute(t, c, map[string]any{"code": `await notes.expand({q: "a"}); return await notes.expand({q: "b"})`})
+	if rec == nil || rec.Error == nil || rec.Error.Code != engine.CodeQuotaExceeded {
+		t.Fatalf("record %+v, want quota_exceeded at the second question", rec)
 	}
 }

@@ -145,7 +145,7 @@ func (s *Server) drainGate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.draining.Load() && r.Method == http.MethodPost &&
 			(r.Header.Get(server.HeaderKeySessionID) == "" || mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion))) {
-			s.metrics.refusals.WithLabelValues("draining").Inc()
+			s.eng.Metrics().Refused("draining")
 			w.Header().Set("Retry-After", "1")
 			w.Header().Set("Connection", "close")
 			httpError(w, http.StatusServiceUnavailable, "this instance is shutting down; retry, and the balancer sends the request to another")
@@ -168,7 +168,7 @@ func (s *Server) initOperations() {
 	counter := func(name, help string, f func(memory.PoolStats) float64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return f(ps.PoolStats()) })
 	}
-	s.metrics.reg.MustRegister(
+	s.eng.Metrics().Register(
 		gauge("codecell_store_connections_max", "Connections the store's pool may open (0: no limit).", func(p memory.PoolStats) float64 { return float64(p.MaxOpen) }),
 		gauge("codecell_store_connections_open", "Connections the store's pool holds open.", func(p memory.PoolStats) float64 { return float64(p.Open) }),
 		gauge("codecell_store_connections_in_use", "Connections of the store's pool in use.", func(p memory.PoolStats) float64 { return float64(p.InUse) }),

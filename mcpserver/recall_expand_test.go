@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
 )
@@ -100,7 +101,7 @@ func recallCode(question string, limit int) string {
 // says why.
 func TestRecallExpand(t *testing.T) {
 	t.Parallel()
-	srv, _ := storeServerTB(t, filepath.Join(t.TempDir(), "m.db"), mcpserver.Config{LLM: mcpserver.LLMConfig{MaxCallsPerRun: 1}})
+	srv, _ := storeServerTB(t, filepath.Join(t.TempDir(), "m.db"), mcpserver.Config{LLM: engine.LLMConfig{MaxCallsPerRun: 1}})
 	var asked atomic.Int32
 	c := startLegacy(t, runtimeTransports[1].connect(t, srv, client.WithSamplingHandler(tableModel(t, &asked))))
 	pairs := paraphrasePairs(t)[:30]
@@ -212,7 +213,7 @@ func TestRecallParaphraseExpanded(t *testing.T) {
 	}
 	// 68 questions in a few seconds: above the default 60 llm calls a
 	// minute, which would leave the last ones without the model's terms.
-	srv, st := storeServerTB(t, filepath.Join(t.TempDir(), "m.db"), mcpserver.Config{LLM: mcpserver.LLMConfig{CallsPerMinute: 1000}})
+	srv, st := storeServerTB(t, filepath.Join(t.TempDir(), "m.db"), mcpserver.Config{LLM: engine.LLMConfig{CallsPerMinute: 1000}})
 	var asked atomic.Int32
 	c := startLegacy(t, runtimeTransports[1].connect(t, srv, client.WithSamplingHandler(tableModel(t, &asked))))
 	pairs := paraphrasePairs(t)

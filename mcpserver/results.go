@@ -14,12 +14,14 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/codecell/codecell/filter"
+	"github.com/codecell/codecell/mcpserver/engine"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
 )
 
-// ResultsPrefix is the URI prefix of stored results.
-const ResultsPrefix = "codecell://results/"
+// ResultsPrefix is the URI prefix of stored results, as the engine
+// names them in the records of cut results.
+const ResultsPrefix = engine.ResultsPrefix
 
 // addResults serves stored results: whole, by byte range, or by items of
 // an array.
@@ -57,7 +59,7 @@ func (s *Server) readResult(ctx context.Context, req mcp.ReadResourceRequest) ([
 	ctx = tools.WithCaller(ctx, s.caller(ctx))
 	start := time.Now()
 	info, data, err := s.cfg.Store.GetResult(ctx, id)
-	s.metrics.observeStore("get_result", time.Since(start))
+	s.eng.Metrics().ObserveStore("get_result", time.Since(start))
 	if errors.Is(err, memory.ErrNotFound) {
 		return nil, fmt.Errorf("%w: no stored result %q (results are kept for a limited time)", errResourceNotFound, id)
 	}
@@ -71,8 +73,8 @@ func (s *Server) readResult(ctx context.Context, req mcp.ReadResourceRequest) ([
 		// session (filter.ApplyBytes says what it does with bytes).
 		var vault *filter.Vault
 		if c := s.caller(ctx); c.Session != "" {
-			if sess, err := s.sessions.get(c.Principal, c.Session); err == nil && sess != nil {
-				vault = sess.vault
+			if sess, err := s.eng.Session(c); err == nil && sess != nil {
+				vault = sess.Vault()
 			}
 		}
 		out := s.filter.ApplyBytes(data, filter.Options{Vault: vault})
@@ -163,11 +165,11 @@ func (s *Server) addLedger() {
 		mcp.WithMIMEType("application/json"),
 	), func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 		c := s.caller(ctx)
-		sess, err := s.sessions.get(c.Principal, c.Session)
+		sess, err := s.eng.Session(c)
 		if err != nil {
 			return nil, err
 		}
-		b, err := json.Marshal(sess.snapshot())
+		b, err := json.Marshal(sess.Totals())
 		if err != nil {
 			return nil, err
 		}

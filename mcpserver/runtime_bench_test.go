@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 )
 
 // BenchmarkSamplingRoundTrip measures what a sampling round trip costs
@@ -26,8 +27,8 @@ func BenchmarkSamplingRoundTrip(b *testing.B) {
 		// Limits far above what the benchmark asks, so that it measures
 		// the round trip, not a refusal.
 		srv := newServer(b, mcpserver.Config{
-			Limits: mcpserver.Limits{ExecutionsPerMinute: 1 << 30, ExecutionBurst: 1 << 30},
-			LLM:    mcpserver.LLMConfig{CallsPerMinute: 1 << 30, TokensPerDay: 1 << 50},
+			Limits: engine.Limits{ExecutionsPerMinute: 1 << 30, ExecutionBurst: 1 << 30},
+			LLM:    engine.LLMConfig{CallsPerMinute: 1 << 30, TokensPerDay: 1 << 50},
 		})
 		srv.MCP().AddTool(mcp.NewTool("sample_once"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			//lint:ignore SA1019 the client's own sampling round trip is what the benchmark compares with

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 	"github.com/codecell/codecell/tools"
 )
 
@@ -122,7 +123,7 @@ func TestRuntimeSamplingAndApproval(t *testing.T) {
 	for _, tr := range runtimeTransports {
 		t.Run(tr.name, func(t *testing.T) {
 			t.Parallel()
-			srv := newServer(t, mcpserver.Config{Approval: mcpserver.ApprovalConfig{ApprovalPolicy: mcpserver.ApprovalPolicy{RequiredFor: []string{"destructive"}}}})
+			srv := newServer(t, mcpserver.Config{Approval: engine.ApprovalConfig{ApprovalPolicy: engine.ApprovalPolicy{RequiredFor: []string{"destructive"}}}})
 			deletes := deleter(t, srv)
 			var classifyCalls atomic.Int32
 			var mu sync.Mutex
@@ -239,8 +240,8 @@ func TestRuntimeWithoutCapabilities(t *testing.T) {
 	for _, tr := range runtimeTransports {
 		t.Run(tr.name, func(t *testing.T) {
 			t.Parallel()
-			srv := newServer(t, mcpserver.Config{Approval: mcpserver.ApprovalConfig{
-				ApprovalPolicy: mcpserver.ApprovalPolicy{RequiredFor: []string{"files.*"}},
+			srv := newServer(t, mcpserver.Config{Approval: engine.ApprovalConfig{
+				ApprovalPolicy: engine.ApprovalPolicy{RequiredFor: []string{"files.*"}},
 			}})
 			deletes := deleter(t, srv)
 			c := startLegacy(t, tr.connect(t, srv))
@@ -267,9 +268,9 @@ func TestRuntimeWithoutCapabilities(t *testing.T) {
 
 	t.Run("on_unsupported allow", func(t *testing.T) {
 		t.Parallel()
-		srv := newServer(t, mcpserver.Config{Approval: mcpserver.ApprovalConfig{
-			ApprovalPolicy: mcpserver.ApprovalPolicy{RequiredFor: []string{"destructive"}},
-			Principals:     map[string]mcpserver.ApprovalPolicy{"local": {OnUnsupported: "allow"}},
+		srv := newServer(t, mcpserver.Config{Approval: engine.ApprovalConfig{
+			ApprovalPolicy: engine.ApprovalPolicy{RequiredFor: []string{"destructive"}},
+			Principals:     map[string]engine.ApprovalPolicy{"local": {OnUnsupported: "allow"}},
 		}})
 		deletes := deleter(t, srv)
 		c := startLegacy(t, runtimeTransports[1].connect(t, srv))
@@ -359,7 +360,7 @@ func TestRuntimeDeadlineWhileWaiting(t *testing.T) {
 // TestLLMBudgets checks the per-run call budget.
 func TestLLMBudgets(t *testing.T) {
 	t.Parallel()
-	srv := newServer(t, mcpserver.Config{LLM: mcpserver.LLMConfig{MaxCallsPerRun: 2}})
+	srv := newServer(t, mcpserver.Config{LLM: engine.LLMConfig{MaxCallsPerRun: 2}})
 	var n atomic.Int32
 	h := host{sample: func(context.Context, mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 		n.Add(1)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codecell/codecell/mcpserver/engine"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/search"
@@ -129,7 +130,7 @@ func (l *learner) evict() {
 
 // ran links the searches c's session made before a run to the catalogue
 // tools the run called successfully, and forgets those searches.
-func (l *learner) ran(ctx context.Context, c tools.Caller, view *tools.View, calls []CallSummary) {
+func (l *learner) ran(ctx context.Context, c tools.Caller, view *tools.View, calls []engine.CallSummary) {
 	if l == nil || len(calls) == 0 {
 		return
 	}

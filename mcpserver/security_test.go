@@ -13,6 +13,7 @@ import (
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 )
 
 const (
@@ -22,7 +23,7 @@ const (
 
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
-func securedServer(t *testing.T, limits mcpserver.Limits) *httptest.Server {
+func securedServer(t *testing.T, limits engine.Limits) *httptest.Server {
 	t.Helper()
 	srv := newServer(t, mcpserver.Config{
 		Auth:           []mcpserver.Token{{Principal: "alice", Token: aliceToken}, {Principal: "bob", Token: bobToken}},
@@ -52,7 +53,7 @@ func post(t *testing.T, url string, header map[string]string, body string) *http
 
 func TestHTTPSecurity(t *testing.T) {
 	t.Parallel()
-	ts := securedServer(t, mcpserver.Limits{MaxBodyBytes: 64 << 10})
+	ts := securedServer(t, engine.Limits{MaxBodyBytes: 64 << 10})
 	tests := []struct {
 		name       string
 		path       string
@@ -129,7 +130,7 @@ func authedClient(t *testing.T, url, token string) *client.Client {
 
 func TestAuthenticatedClientAndMetrics(t *testing.T) {
 	t.Parallel()
-	ts := securedServer(t, mcpserver.Limits{})
+	ts := securedServer(t, engine.Limits{})
 	c := authedClient(t, ts.URL+"/mcp", aliceToken)
 	if _, rec := execute(t, c, map[string]any{"code": "(await util.echo({text: 'x'})).text"}); rec == nil || rec.Status != executor.StatusOK {
 		t.Fatalf("run: %+v", rec)
@@ -157,7 +158,7 @@ func TestAuthenticatedClientAndMetrics(t *testing.T) {
 
 func TestRateLimits(t *testing.T) {
 	t.Parallel()
-	ts := securedServer(t, mcpserver.Limits{ExecutionsPerMinute: 6, ExecutionBurst: 2, ToolCallsPerMinute: 6, ToolCallBurst: 3})
+	ts := securedServer(t, engine.Limits{ExecutionsPerMinute: 6, ExecutionBurst: 2, ToolCallsPerMinute: 6, ToolCallBurst: 3})
 	alice := authedClient(t, ts.URL+"/mcp", aliceToken)
 	bob := authedClient(t, ts.URL+"/mcp", bobToken)
 

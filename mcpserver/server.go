@@ -1,10 +1,12 @@
 // Package mcpserver is codecell's MCP surface: the MCP tools (execute_code
 // and the discovery tools), resources and prompts, the transports (stdio,
-// SSE and Streamable HTTP on one listener) and the wiring that turns an MCP
-// request into a sandboxed run.
+// SSE and Streamable HTTP on one listener), authentication, and the
+// wiring that turns an MCP request into a run of the engine
+// (mcpserver/engine), which owns runs, the gate of their tool calls,
+// plans, tasks and the programs' runtime helpers.
 //
-// It composes the other packages — executor runs programs, tools holds the
-// catalogue — and owns nothing they own. Nothing imports it but cmd.
+// It composes the other packages — the engine runs programs, tools holds
+// the catalogue — and owns nothing they own. Nothing imports it but cmd.
 package mcpserver
 
 import (
@@ -24,6 +26,7 @@ import (
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/filter"
+	"github.com/codecell/codecell/mcpserver/engine"
 	"github.com/codecell/codecell/mcpserver/oauth"
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/search"
@@ -63,7 +66,7 @@ type Config struct {
 	// allowed to call the HTTP transports. "*" allows any.
 	AllowedOrigins []string
 	// Limits bound the load on the server.
-	Limits Limits
+	Limits engine.Limits
 	// Filter is the output pipeline every result and log passes; nil
 	// means a filter with the default policy under a key made for this
 	// process (tokens then change at each start).
@@ -81,36 +84,39 @@ type Config struct {
 	// the caller (memory.RegisterTools).
 	Store Store
 	// Sessions bound the memory that session state (token vaults) holds.
-	Sessions SessionLimits
+	Sessions engine.SessionLimits
 	// Shared, when set, is the store that the instances behind one load
 	// balancer share: token vaults and per-principal rate limits hold
 	// across them (shared.go). It needs FilterKey, the same on every
 	// instance. Nil keeps both in this process.
-	Shared SharedStore
+	Shared engine.SharedStore
 	// DrainDelay is how long ServeHTTP keeps serving, with /readyz at
 	// 503 and new sessions refused, before it stops accepting
 	// connections: the time a balancer takes to stop routing here.
 	DrainDelay time.Duration
-	// Plans configures dry runs and their commits (plan.go).
-	Plans PlanConfig
-	// Cache configures the cache tools and memoisation (memoize.go).
-	Cache CacheConfig
+	// Plans configures dry runs and their commits (engine/plan.go).
+	Plans engine.PlanConfig
+	// Cache configures the cache tools and memoisation
+	// (engine/memoize.go).
+	Cache engine.CacheConfig
 	// Principal names the caller of requests that carry no authenticated
 	// identity, such as stdio's local user. Default "local".
 	Principal string
-	// Tasks configures execute_code run as an MCP task (tasks.go).
-	Tasks TaskConfig
-	// Access says which tools each caller may reach (toolsets.go); the
-	// zero value lets every caller reach every tool.
-	Access Access
+	// Tasks configures execute_code run as an MCP task (engine/tasks.go).
+	Tasks engine.TaskConfig
+	// Access says which tools each caller may reach
+	// (engine/toolsets.go); the zero value lets every caller reach every
+	// tool.
+	Access engine.Access
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 	// LLM bounds the programs' llm calls and names the provider they
-	// may use besides the client's model (llm.go, provider.go).
-	LLM LLMConfig
+	// may use besides the client's model (engine/llm.go,
+	// engine/provider.go).
+	LLM engine.LLMConfig
 	// Approval names the tool calls the client's user approves first
-	// (MCP elicitation, approval.go).
-	Approval ApprovalConfig
+	// (MCP elicitation, engine/approval.go).
+	Approval engine.ApprovalConfig
 	// TracerProvider, when set, traces requests, runs and tool calls;
 	// nil traces nothing.
 	TracerProvider trace.TracerProvider
@@ -139,6 +145,7 @@ type Server struct {
 	reg  *tools.Registry
 	exec *executor.Executor
 	mcp  *server.MCPServer
+	eng  *engine.Engine // runs, their tool calls, plans, tasks
 
 	vfs    *vfs.FS
 	search *search.Index
@@ -148,47 +155,26 @@ type Server struct {
 	searchToolsSchema *tools.Schema
 	readToolsSchema   *tools.Schema
 
-	auth    *authenticator
-	owners  *sessionOwners
-	limits  *limiter
-	metrics *metrics
-	tracer  trace.Tracer
-	levels  levelSet
-	subs    subscriptions
-	events  *eventStore
-	audit   *auditor
-	tasks   *taskRuns
+	auth   *authenticator
+	owners *sessionOwners
+	tracer trace.Tracer
+	levels levelSet
+	subs   subscriptions
+	events *eventStore
+	tasks  *taskCalls
 
 	// oauth validates access tokens, nil when OAuth is off;
 	// resourceMetadata is the URL of the protected-resource metadata.
 	oauth            *oauth.Validator
 	resourceMetadata string
-	plans            PlanConfig
-	planSeal         *planSealer // plan.go, planseal.go
-	memo             *memoizer
-	access           *accessPolicy // nil: every caller reaches every tool
 
-	// stopping ends the runs still in progress when the server shuts
-	// down; see Stop.
-	stopping          context.Context
-	stopRuns          context.CancelCauseFunc
+	// filter and the budgets are the output filter and the response
+	// budgets, the engine's, that resources are read through.
 	filter            *filter.Filter
-	sessions          *sessions
-	sweeper           sync.WaitGroup
 	budget, maxBudget int
 
-	// llm, llmUse and approvals serve the runtime tools (runtime.go).
-	llm       LLMConfig
-	llmUse    *llmUsage
-	provider  *provider // nil: the client's model only (provider.go)
-	approvals *approvalPolicy
-	// credentials redacts credentials only: in answers to a program's
-	// approval.request (approval.go).
-	credentials *filter.Filter
-
-	unsubscribe       func()
-	unsubscribeSkills func()
-	closeOnce         sync.Once
+	unsubscribe func()
+	closeOnce   sync.Once
 
 	// draining and poolWarm answer /readyz (ready.go).
 	draining, poolWarm atomic.Bool
@@ -226,37 +212,26 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	if exec == nil {
 		return nil, errors.New("new server: no executor")
 	}
-	stopping, stopRuns := context.WithCancelCause(context.Background())
 	s := &Server{
-		stopping: stopping,
-		stopRuns: stopRuns,
-		cfg:      cfg,
-		log:      log,
-		reg:      reg,
-		exec:     exec,
-		auth:     newAuthenticator(cfg.Auth),
-		owners:   newSessionOwners(cfg.Principal),
-		limits:   newLimiter(cfg.Limits),
-		metrics:  newMetrics(exec),
-		tracer:   newTracer(cfg.TracerProvider),
-		events:   newEventStore(256, 8<<20, 1024),
+		cfg:    cfg,
+		log:    log,
+		reg:    reg,
+		exec:   exec,
+		auth:   newAuthenticator(cfg.Auth),
+		owners: newSessionOwners(cfg.Principal),
+		tracer: newTracer(cfg.TracerProvider),
+		events: newEventStore(256, 8<<20, 1024),
 	}
-	s.tasks = newTaskRuns(cfg.Tasks, func(ctx context.Context) string { return s.caller(ctx).Principal })
-	if cfg.Store != nil {
-		s.audit = newAuditor(cfg.Store, log.With("part", "audit"), s.metrics.observeStore)
-	}
-	if err = s.initFilter(); err != nil {
+	if err = s.initEngine(); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
 	}
-	if err = s.initShared(); err != nil {
-		return nil, fmt.Errorf("new server: %w", err)
-	}
-	s.initOperations()
 	defer func() {
 		if err != nil {
 			s.Close()
 		}
 	}()
+	s.tasks = newTaskCalls(s.eng.Tasks(), func(ctx context.Context) string { return s.caller(ctx).Principal })
+	s.initOperations()
 	if err = s.initOAuth(); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
 	}
@@ -279,9 +254,6 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 			return nil, fmt.Errorf("new server: %s schema: %w", sc.name, err)
 		}
 	}
-	if err = s.initAccess(); err != nil {
-		return nil, fmt.Errorf("new server: %w", err)
-	}
 	direct := cfg.Expose == ExposeDirect || cfg.Expose == ExposeBoth
 	s.mcp = server.NewMCPServer(Name, cfg.Version, append(s.tasks.options(),
 		server.WithToolFilter(s.filterDirectTools),
@@ -300,9 +272,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		extensionCapability(),
 	)...)
 	s.traceRequests()
-	if err = s.initRuntime(); err != nil {
-		return nil, fmt.Errorf("new server: %w", err)
-	}
+	s.mcp.EnableSampling() // the llm runtime helpers' (engine/llm.go)
 	if cfg.Expose != ExposeDirect {
 		s.mcp.AddTool(s.executeCodeTool(), s.executeCode)
 		s.mcp.AddTool(s.readToolsTool(), s.readTools)
@@ -312,15 +282,9 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	s.addPrompt()
 	s.initBridge()
 	s.addLedger()
-	if err = s.initPlansAndCache(); err != nil {
-		return nil, fmt.Errorf("new server: %w", err)
-	}
 	if cfg.Store != nil {
 		s.addWorkspace()
 		s.addResults()
-		if err = s.initSkills(context.Background()); err != nil {
-			return nil, fmt.Errorf("new server: %w", err)
-		}
 	}
 	if direct {
 		s.mcp.AddTools(s.directTools()...)
@@ -349,7 +313,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 
 func (s *Server) hooks() *server.Hooks {
 	h := s.levels.hooks()
-	s.sessions.hooks(h)
+	h.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.eng.DropSession(cs.SessionID()) })
 	s.owners.hooks(h)
 	s.subs.hooks(h)
 	s.instructionHooks(h)
@@ -359,8 +323,9 @@ func (s *Server) hooks() *server.Hooks {
 	return h
 }
 
-// initFilter sets up the output filter and the session vaults.
-func (s *Server) initFilter() error {
+// initEngine resolves the output filter and the response budgets, and
+// makes the engine that runs the programs.
+func (s *Server) initEngine() error {
 	s.budget, s.maxBudget = s.cfg.Budget, s.cfg.MaxBudget
 	if s.budget <= 0 {
 		s.budget = filter.DefaultBudget
@@ -376,25 +341,35 @@ func (s *Server) initFilter() error {
 		}
 		s.filter = f
 	}
-	key := s.cfg.FilterKey
-	if key == (filter.Key{}) {
-		k, err := filter.NewKey()
-		if err != nil {
-			return err
-		}
-		key = k
+	cfg := engine.Config{
+		Executor:  s.exec,
+		Registry:  s.reg,
+		Filter:    s.filter,
+		Budget:    s.budget,
+		MaxBudget: s.maxBudget,
+		Key:       s.cfg.FilterKey,
+		Rules:     s.cfg.Rules,
+		Shared:    s.cfg.Shared,
+		Sessions:  s.cfg.Sessions,
+		Limits:    s.cfg.Limits,
+		Plans:     s.cfg.Plans,
+		Cache:     s.cfg.Cache,
+		Tasks:     s.cfg.Tasks,
+		Access:    s.cfg.Access,
+		LLM:       s.cfg.LLM,
+		Approval:  s.cfg.Approval,
+		Client:    mcpClient{s},
+		Tracer:    s.tracer,
+		Logger:    s.log,
 	}
-	var err error
-	if s.planSeal, err = newPlanSealer(key); err != nil {
+	if s.cfg.Store != nil {
+		cfg.Store = s.cfg.Store
+	}
+	eng, err := engine.New(cfg)
+	if err != nil {
 		return err
 	}
-	s.sessions = newSessions(key, s.cfg.Rules, s.cfg.Sessions, func(reason string) {
-		s.metrics.sessionsEvicted.WithLabelValues(reason).Inc()
-	})
-	s.sweeper.Go(func() {
-		every := min(time.Minute, max(s.sessions.limits.IdleTTL/4, 100*time.Millisecond))
-		s.sessions.sweepEvery(s.stopping, every, s.metrics.observeSessions)
-	})
+	s.eng = eng
 	return nil
 }
 
@@ -405,11 +380,19 @@ func (s *Server) MCP() *server.MCPServer { return s.mcp }
 func (s *Server) Registry() *tools.Registry { return s.reg }
 
 // ErrShuttingDown is the cause of runs cancelled by StopRuns.
-var ErrShuttingDown = errors.New("the server is shutting down; run the program again once it is back")
+var ErrShuttingDown = engine.ErrShuttingDown
 
 // StopRuns cancels every run in progress, which then ends with a
 // "canceled" error that says the server is shutting down.
-func (s *Server) StopRuns() { s.stopRuns(ErrShuttingDown) }
+func (s *Server) StopRuns() { s.eng.StopRuns() }
+
+// Execute runs a program as execute_code does, for the caller that ctx
+// carries (engine.Engine.Execute), without the rate limit and admission
+// execute_code applies first.
+func (s *Server) Execute(ctx context.Context, x engine.Execution) (*engine.Record, []byte) {
+	x.Caller, x.Local = s.caller(ctx), isLocal(ctx)
+	return s.eng.Execute(ctx, x)
+}
 
 // Close cancels the runs still in progress and flushes the audit log.
 // Requests in progress must have ended. It closes neither the executor
@@ -419,43 +402,11 @@ func (s *Server) Close() error {
 		if s.unsubscribe != nil {
 			s.unsubscribe()
 		}
-		if s.unsubscribeSkills != nil {
-			s.unsubscribeSkills()
+		if s.eng != nil {
+			s.eng.Close()
 		}
-		s.stopRuns(ErrShuttingDown)
-		s.sweeper.Wait()
-		s.audit.close()
 	})
 	return nil
-}
-
-// layoutKey keys a view's executor layout in its memo.
-type layoutKey struct{}
-
-// functions returns the executor layout of the catalogue as c sees it:
-// the namespaces of its programs. Callers that share a view share it.
-func (s *Server) functions(c tools.Caller) *executor.Layout {
-	return s.reg.View(c).Memo(layoutKey{}, func(v *tools.View) any {
-		list := v.List()
-		fns := make([]executor.Function, 0, len(list))
-		for _, t := range list {
-			fns = append(fns, executor.Function{Name: t.Name, Positional: t.Positional})
-			// Other names of the tool, such as an upstream server's
-			// original one: everything["get-sum"], kg.createEntities.
-			for _, a := range t.Aliases {
-				fns = append(fns, executor.Function{Name: t.Category() + "." + a, Positional: t.Positional})
-			}
-		}
-		// A category whose source is loading or unavailable is a
-		// namespace even without tools, so that calling it says why
-		// rather than "ReferenceError: 'github' is not defined".
-		for _, c := range v.Categories() {
-			if v.CategoryStatus(c).Absent() {
-				fns = append(fns, executor.Function{Name: c})
-			}
-		}
-		return executor.NewLayout(fns)
-	}).(*executor.Layout)
 }
 
 // caller identifies who a request is made for: the authenticated

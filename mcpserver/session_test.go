@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 )
 
 // initSession initializes a Streamable HTTP session as token's principal
@@ -40,7 +41,7 @@ func callBody(id int, code string) string {
 // a GET stream needs a session.
 func TestSessionsBelongToTheirPrincipal(t *testing.T) {
 	t.Parallel()
-	ts := securedServer(t, mcpserver.Limits{})
+	ts := securedServer(t, engine.Limits{})
 	url := ts.URL + "/mcp"
 	aliceSession := initSession(t, url, aliceToken)
 	alice := map[string]string{"Authorization": "Bearer " + aliceToken, "Mcp-Session-Id": aliceSession}
@@ -97,7 +98,7 @@ func TestSessionsBelongToTheirPrincipal(t *testing.T) {
 // read alice's ledger.
 func TestStatelessVaultsArePerPrincipal(t *testing.T) {
 	t.Parallel()
-	ts := securedServer(t, mcpserver.Limits{})
+	ts := securedServer(t, engine.Limits{})
 	url := ts.URL + "/mcp"
 	modern := func(token string, id int, method string, params map[string]any) string {
 		params["_meta"] = map[string]any{
@@ -144,7 +145,7 @@ func TestStatelessVaultsArePerPrincipal(t *testing.T) {
 // Host header (DNS rebinding), and GET / says how to connect.
 func TestHostAndHome(t *testing.T) {
 	t.Parallel()
-	ts := securedServer(t, mcpserver.Limits{})
+	ts := securedServer(t, engine.Limits{})
 	for _, path := range []string{"/", mcpserver.PathHealth, mcpserver.PathMetrics, mcpserver.PathStreamable} {
 		req, _ := http.NewRequest(http.MethodGet, ts.URL+path, nil)
 		req.Host = "attacker.example:80"

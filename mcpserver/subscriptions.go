@@ -7,6 +7,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/codecell/codecell/mcpserver/engine"
 )
 
 // subscriptions remembers which sessions subscribed to which resources,
@@ -68,7 +70,7 @@ func (s *Server) toolTreeChanged() {
 	for session, uris := range s.subs.matching(ResourcePrefix) {
 		for _, uri := range uris {
 			if err := s.mcp.SendNotificationToSpecificClient(session, mcp.MethodNotificationResourceUpdated, map[string]any{"uri": uri}); err != nil {
-				s.log.Debug("resource updated notification", "session_hash", sessionHash(session), "err", err)
+				s.log.Debug("resource updated notification", "session_hash", engine.SessionHash(session), "err", err)
 			}
 		}
 	}

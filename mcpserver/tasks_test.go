@@ -16,6 +16,7 @@ import (
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/builtin"
 )
@@ -23,7 +24,7 @@ import (
 // taskServer serves codecell over HTTP for alice and bob, with builtin
 // tools, test.tick, which counts its calls, and test.wait, which returns
 // once open is closed.
-func taskServer(t testing.TB, tasks mcpserver.TaskConfig, sandbox executor.Config) (url string, ticks *atomic.Int64, open chan struct{}) {
+func taskServer(t testing.TB, tasks engine.TaskConfig, sandbox executor.Config) (url string, ticks *atomic.Int64, open chan struct{}) {
 	t.Helper()
 	ticks = &atomic.Int64{}
 	open = make(chan struct{})
@@ -149,7 +150,7 @@ func (c *taskClient) poll(t testing.TB, id string, every time.Duration, limit ti
 }
 
 // result fetches a task's result: the execute_code result and its record.
-func (c *taskClient) result(t testing.TB, id string) (mcp.TaskResultResult, *mcpserver.Record) {
+func (c *taskClient) result(t testing.TB, id string) (mcp.TaskResultResult, *engine.Record) {
 	t.Helper()
 	res, rpcErr := c.call(t, "tasks/result", map[string]any{"taskId": id})
 	if rpcErr != nil {
@@ -167,7 +168,7 @@ func (c *taskClient) result(t testing.TB, id string) (mcp.TaskResultResult, *mcp
 	if len(raw.StructuredContent) == 0 {
 		return out, nil
 	}
-	var rec mcpserver.Record
+	var rec engine.Record
 	if err := json.Unmarshal(raw.StructuredContent, &rec); err != nil {
 		t.Fatalf("not a run record: %v\n%s", err, raw.StructuredContent)
 	}
@@ -211,7 +212,7 @@ func recordKeys(t testing.TB, structured any) []string {
 func TestExecuteCodeAsTask(t *testing.T) {
 	t.Parallel()
 	url, ticks, open := taskServer(t,
-		mcpserver.TaskConfig{MaxDuration: 3 * time.Second},
+		engine.TaskConfig{MaxDuration: 3 * time.Second},
 		executor.Config{Timeout: 400 * time.Millisecond, MaxTimeout: 400 * time.Millisecond})
 	alice := newTaskClient(t, url, aliceToken)
 	bob := newTaskClient(t, url, bobToken)
@@ -240,7 +241,7 @@ func TestExecuteCodeAsTask(t *testing.T) {
 		if task.Status != mcp.TaskStatusWorking {
 			t.Fatalf("task handle %+v", task)
 		}
-		if task.TTL == nil || *task.TTL != (3*time.Second+mcpserver.DefaultTaskResultTTL).Milliseconds() {
+		if task.TTL == nil || *task.TTL != (3*time.Second+engine.DefaultTaskResultTTL).Milliseconds() {
 			t.Fatalf("task ttl %v, want max duration + result ttl", task.TTL)
 		}
 		if got, _ := alice.getTask(t, task.TaskId); got.Status != mcp.TaskStatusWorking {
@@ -382,7 +383,7 @@ func TestTaskTwoMinutes(t *testing.T) {
 		t.Skip("a two-minute task; run without -short")
 	}
 	t.Parallel()
-	url, ticks, _ := taskServer(t, mcpserver.TaskConfig{}, executor.Config{})
+	url, ticks, _ := taskServer(t, engine.TaskConfig{}, executor.Config{})
 	alice := newTaskClient(t, url, aliceToken)
 	started := time.Now()
 	task := alice.startTask(t, map[string]any{"code": `

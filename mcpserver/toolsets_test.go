@@ -18,6 +18,7 @@ import (
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/memory/sqlite"
 	"github.com/codecell/codecell/tools"
@@ -97,7 +98,7 @@ func startWithInstructions(t testing.TB, c *client.Client) (*client.Client, stri
 // accessServer is a server over the built-in and memory tools, directly
 // exposed too, whose stdio user is the principal "reader" and whose HTTP
 // clients are "reader" and "writer" by their tokens.
-func accessServer(t testing.TB, access mcpserver.Access) (*mcpserver.Server, *sqlite.Store) {
+func accessServer(t testing.TB, access engine.Access) (*mcpserver.Server, *sqlite.Store) {
 	t.Helper()
 	return storeServerTB(t, filepath.Join(t.TempDir(), "codecell.db"), mcpserver.Config{
 		Principal: "reader",
@@ -207,7 +208,7 @@ func observe(t *testing.T, c *client.Client, instructions string) map[string]str
 // had those tools. Another principal of the same server sees everything.
 func TestReadOnlyPrincipalOverTransports(t *testing.T) {
 	t.Parallel()
-	access := mcpserver.Access{Principals: map[string]mcpserver.AccessRule{"reader": {ReadOnly: true}}}
+	access := engine.Access{Principals: map[string]engine.AccessRule{"reader": {ReadOnly: true}}}
 	for _, tr := range accessTransports {
 		t.Run(tr.name, func(t *testing.T) {
 			t.Parallel()
@@ -220,7 +221,7 @@ func TestReadOnlyPrincipalOverTransports(t *testing.T) {
 			}
 			// The reference: no access rules, and the tools the reader
 			// may not use were never there for anybody.
-			reference, _ := accessServer(t, mcpserver.Access{})
+			reference, _ := accessServer(t, engine.Access{})
 			if n := reference.Registry().Unregister(hidden...); n != len(hidden) {
 				t.Fatalf("unregistered %d of %d", n, len(hidden))
 			}
@@ -288,7 +289,7 @@ func TestReadOnlyPrincipalOverTransports(t *testing.T) {
 // read-only, in code mode and in direct mode.
 func TestServerReadOnly(t *testing.T) {
 	t.Parallel()
-	srv, _ := accessServer(t, mcpserver.Access{ReadOnly: true})
+	srv, _ := accessServer(t, engine.Access{ReadOnly: true})
 	hidden := notReadOnly(srv)
 	for _, token := range []string{readerToken, writerToken} {
 		c, _ := startWithInstructions(t, accessTransports[1].connect(t, srv, token))
@@ -319,7 +320,7 @@ func TestServerReadOnly(t *testing.T) {
 // runs as its caller and reaches only its caller's tools.
 func TestReadOnlySkills(t *testing.T) {
 	t.Parallel()
-	srv, st := accessServer(t, mcpserver.Access{Principals: map[string]mcpserver.AccessRule{"reader": {ReadOnly: true}}})
+	srv, st := accessServer(t, engine.Access{Principals: map[string]engine.AccessRule{"reader": {ReadOnly: true}}})
 	code := `const out = {recalled: (await memory.recall({query: "x"})).results.length}; ` +
 		`try { await tools.call("memory.remember", {content: "from a skill"}); out.remembered = true } catch (e) { out.error = e.code || String(e) } return out`
 	for _, p := range []string{"reader", "writer"} {
@@ -342,7 +343,7 @@ func TestReadOnlySkills(t *testing.T) {
 // winning, and rules combined by intersection, seen through a program.
 func TestToolsetRules(t *testing.T) {
 	t.Parallel()
-	srv, _ := accessServer(t, mcpserver.Access{Principals: map[string]mcpserver.AccessRule{
+	srv, _ := accessServer(t, engine.Access{Principals: map[string]engine.AccessRule{
 		"reader": {Allow: []string{"memory.*", "util.e*"}, Deny: []string{"*.forget", "memory.task_*"}},
 		"*":      {Allow: []string{"util.*"}, Deny: []string{"util.sleep"}},
 	}})
@@ -374,12 +375,12 @@ func TestAccessGlobErrors(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name   string
-		access mcpserver.Access
+		access engine.Access
 		want   string
 	}{
-		{"bad pattern", mcpserver.Access{Principals: map[string]mcpserver.AccessRule{"alice": {Allow: []string{"memory.[a"}}}}, `principal "alice": allow[0]`},
-		{"category alone", mcpserver.Access{Scopes: map[string]mcpserver.AccessRule{"codecell:read": {Deny: []string{"util.*", "memory"}}}}, `scope "codecell:read": deny[1]: glob "memory" matches no tool: names are category.tool; for a whole category write "memory.*"`},
-		{"empty", mcpserver.Access{Principals: map[string]mcpserver.AccessRule{"*": {Allow: []string{""}}}}, `principal "*": allow[0]: empty glob`},
+		{"bad pattern", engine.Access{Principals: map[string]engine.AccessRule{"alice": {Allow: []string{"memory.[a"}}}}, `principal "alice": allow[0]`},
+		{"category alone", engine.Access{Scopes: map[string]engine.AccessRule{"codecell:read": {Deny: []string{"util.*", "memory"}}}}, `scope "codecell:read": deny[1]: glob "memory" matches no tool: names are category.tool; for a whole category write "memory.*"`},
+		{"empty", engine.Access{Principals: map[string]engine.AccessRule{"*": {Allow: []string{""}}}}, `principal "*": allow[0]: empty glob`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

@@ -8,7 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 	"github.com/codecell/codecell/tools/toolstest"
 )
 
@@ -42,7 +42,7 @@ func TestToolSnapshots(t *testing.T) {
 			snaps[len(snaps)-1].Execution = tool.Execution
 		}
 	}
-	for _, cat := range []string{"skills", "llm", "approval", mcpserver.CacheCategory} {
+	for _, cat := range []string{"skills", "llm", "approval", engine.CacheCategory} {
 		for _, tool := range srv.Registry().ListCategory(cat) {
 			snaps = append(snaps, toolstest.Of(tool))
 		}

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 )
 
 // BenchmarkExecuteTracing measures what tracing adds to Execute: off (no
@@ -16,7 +17,8 @@ import (
 // and on with no run sampled; for a run without tool calls and one with
 // three. The figure is the time per run; run the cases back to back and
 // compare them, not with figures taken at another time. The run itself
-// dominates and varies: BenchmarkTracingOverhead isolates the spans.
+// dominates and varies: BenchmarkTracingOverhead (engine) isolates the
+// spans.
 func BenchmarkExecuteTracing(b *testing.B) {
 	programs := []struct{ name, code string }{
 		{"no_calls", "1+1"},
@@ -38,11 +40,11 @@ func BenchmarkExecuteTracing(b *testing.B) {
 					tp = sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(tc.sampler))
 				}
 				// No rate limit between the runs.
-				srv := newServer(b, mcpserver.Config{TracerProvider: tp, Limits: mcpserver.Limits{ToolCallsPerMinute: 1 << 30, ToolCallBurst: 1 << 30}})
+				srv := newServer(b, mcpserver.Config{TracerProvider: tp, Limits: engine.Limits{ToolCallsPerMinute: 1 << 30, ToolCallBurst: 1 << 30}})
 				ctx := context.Background()
 				runs, spans := 0, 0
 				for b.Loop() {
-					if rec, _ := srv.Execute(ctx, mcpserver.Execution{Code: p.code}); rec.Error != nil {
+					if rec, _ := srv.Execute(ctx, engine.Execution{Code: p.code}); rec.Error != nil {
 						b.Fatal(rec.Error)
 					}
 					runs++

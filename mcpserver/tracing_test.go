@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 	"github.com/codecell/codecell/memory/sqlite"
 	"github.com/codecell/codecell/tools"
 )
@@ -358,7 +359,7 @@ func TestTraceOff(t *testing.T) {
 	exp, tp := newRecorder()
 	srv := tracedServer(t, nil)
 	ctx, parent := tp.Tracer("test").Start(t.Context(), "caller")
-	rec, _ := srv.Execute(ctx, mcpserver.Execution{Code: tracedProgram})
+	rec, _ := srv.Execute(ctx, engine.Execution{Code: tracedProgram})
 	parent.End()
 	if rec.Status != "ok" {
 		t.Fatalf("run: %+v", rec.Error)

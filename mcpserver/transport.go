@@ -49,7 +49,7 @@ type localKey struct{}
 func withLocal(ctx context.Context) context.Context { return context.WithValue(ctx, localKey{}, true) }
 
 // isLocal reports whether a request came over stdio.
-func (s *Server) isLocal(ctx context.Context) bool {
+func isLocal(ctx context.Context) bool {
 	local, _ := ctx.Value(localKey{}).(bool)
 	return local
 }
@@ -215,7 +215,7 @@ func (s *Server) newHTTP() *httpTransports {
 			server.WithHTTPContextFunc(copyPrincipal),
 			server.WithEventStore(s.events), // streams can be resumed
 			server.WithSessionIdManagerResolver(s.owners),
-			server.WithSessionIdleTTL(s.sessions.limits.IdleTTL),
+			server.WithSessionIdleTTL(s.eng.SessionIdleTTL()),
 		),
 		sse: server.NewSSEServer(s.mcp,
 			server.WithSSEEndpoint(PathSSE),
@@ -228,7 +228,7 @@ func (s *Server) newHTTP() *httpTransports {
 	h.mux.Handle(PathStreamable, s.guard(s.drainGate(s.extensionHTTP(s.ownTaskNotes(h.streamable)))))
 	h.mux.Handle(PathSSE, s.guard(s.ownTaskNotes(h.sse.SSEHandler())))
 	h.mux.Handle(PathMessage, s.guard(s.extensionSSE(h.sse, h.sse.MessageHandler())))
-	h.mux.Handle("GET "+PathMetrics, s.guard(s.metrics.handler()))
+	h.mux.Handle("GET "+PathMetrics, s.guard(s.eng.Metrics().Handler()))
 	h.mux.Handle("GET /{$}", s.hostOnly(http.HandlerFunc(s.home)))
 	s.addOAuthRoutes(h.mux)
 	s.addServerCard(h.mux, h)

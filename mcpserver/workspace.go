@@ -46,11 +46,15 @@ func (s *Server) readWorkspaceResource(ctx context.Context, req mcp.ReadResource
 		// else the model reads.
 		c := s.caller(ctx)
 		opts := filter.Options{}
-		if sess, err := s.sessions.get(c.Principal, c.Session); err == nil {
-			opts.Vault = sess.vault
-			defer s.flush(ctx, sess)
+		if sess, err := s.eng.Session(c); err == nil {
+			opts.Vault = sess.Vault()
+			defer s.eng.Flush(ctx, sess)
 		}
-		text := s.filterText(string(data), s.maxBudget, opts)
+		var text string
+		if len(data) > 0 {
+			opts.Budget = s.maxBudget
+			text = s.filter.ApplyText(string(data), opts).Text
+		}
 		return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: mimeOf(p), Text: text}}, nil
 	}
 	return []mcp.ResourceContents{mcp.BlobResourceContents{URI: uri, MIMEType: "application/octet-stream", Blob: base64.StdEncoding.EncodeToString(data)}}, nil

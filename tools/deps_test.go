@@ -10,17 +10,20 @@ import (
 
 // The import direction of docs/design.md:
 //
-//	cmd → mcpserver → {executor, vfs, filter, memory, tools/<source>} → tools
+//	cmd → mcpserver → {mcpserver/engine, executor, vfs, filter, memory, tools/<source>} → tools
+//	mcpserver/engine → {executor, filter, memory} → tools
 //	memory/<backend> → memory
 //
 // executor and filter import no codecell package, and nothing imports
-// mcpserver or cmd. memory is the backend-neutral model; its backends
+// mcpserver or cmd. mcpserver/engine, which runs programs, imports no
+// part of the MCP surface above it, and only the surface (and cmd, for
+// its configuration) imports it. memory is the backend-neutral model; its backends
 // (memory/sqlite, memory/postgres) sit side by side and import neither
 // each other nor anything above memory; only cmd picks one, and only the
 // copier (memory/storecopy) and tests that need a real store reach one.
 const (
 	module    = "github.com/codecell/codecell"
-	direction = "cmd → mcpserver → {executor, vfs, filter, memory, tools/<source>} → tools; memory/<backend> → memory"
+	direction = "cmd → mcpserver → {mcpserver/engine, executor, vfs, filter, memory, tools/<source>} → tools; mcpserver/engine → {executor, filter, memory} → tools; memory/<backend> → memory"
 )
 
 // group returns the place in docs/design.md's table of a package path relative
@@ -48,6 +51,9 @@ func group(rel string) (string, bool) {
 			return "memory/" + first, true
 		}
 		return "memory", true
+	case rel == "mcpserver/engine" || strings.HasPrefix(rel, "mcpserver/engine/"):
+		// The engine is a group of its own below the surface.
+		return "mcpserver/engine", true
 	case top == "mcpserver", top == "executor", top == "vfs", top == "filter":
 		return top, true
 	}
@@ -68,9 +74,9 @@ func isBackend(g string) bool {
 // relative to the module), or "" when docs/design.md allows it. test says the
 // import is made by from's tests, which may also use their peers below
 // mcpserver as fixtures (a catalogue, the builtin tools, the tree), and
-// mcpserver's tests the embedded store (memory/sqlite), and a command's
-// tests the packages of the commands beside it; never cmd, mcpserver, or
-// a memory backend otherwise.
+// mcpserver's and the engine's tests the embedded store (memory/sqlite),
+// and a command's tests the packages of the commands beside it; never
+// cmd, mcpserver, or a memory backend otherwise.
 func arrowProblem(from, to string, test bool) string {
 	gf, ok := group(from)
 	if !ok {
@@ -98,16 +104,18 @@ func arrowProblem(from, to string, test bool) string {
 		return bad("nothing imports cmd")
 	case gt == "mcpserver" && !fromCmd:
 		return bad("nothing but cmd imports mcpserver")
+	case gt == "mcpserver/engine" && !fromCmd && gf != "mcpserver":
+		return bad("only mcpserver, and cmd for its configuration, import the engine")
 	case isBackend(gt):
 		switch {
 		case fromCmd:
 			return ""
 		case gf == "memory/storecopy" && gt != "memory/storecopy":
 			return "" // the copier reads one backend and writes the other
-		case gf == "mcpserver" && test && gt == "memory/sqlite":
+		case (gf == "mcpserver" || gf == "mcpserver/engine") && test && gt == "memory/sqlite":
 			return "" // the server's tests keep their state in a real store
-		case gf == "mcpserver":
-			return bad("mcpserver depends on memory's model and interfaces, never on a backend: cmd picks one")
+		case gf == "mcpserver" || gf == "mcpserver/engine":
+			return bad(gf + " depends on memory's model and interfaces, never on a backend: cmd picks one")
 		case isBackend(gf):
 			return bad("memory's backends stand side by side: neither imports the other")
 		}
@@ -116,6 +124,11 @@ func arrowProblem(from, to string, test bool) string {
 	switch {
 	case fromCmd, gf == "mcpserver":
 		return ""
+	case gf == "mcpserver/engine":
+		if gt == "executor" || gt == "filter" || gt == "memory" || gt == "tools" || test {
+			return "" // its tests may use the peers below mcpserver as fixtures
+		}
+		return bad("the engine runs programs over the executor, the filter, memory's model and the tool model: it reads no tree (vfs) and knows no source (tools/<source>)")
 	case gf == "executor", gf == "filter":
 		return bad(gf + " imports no codecell package")
 	case isBackend(gf):
@@ -145,6 +158,16 @@ func TestArrowRules(t *testing.T) {
 		{"cmd/codecell", "memory/sqlite", false, true},
 		{"cmd/codecell", "memory/storecopy", false, true},
 		{"mcpserver", "vfs", false, true},
+		{"mcpserver", "mcpserver/engine", false, true},
+		{"mcpserver", "mcpserver/engine", true, true},
+		{"cmd/codecell", "mcpserver/engine", false, true},
+		{"mcpserver/engine", "executor", false, true},
+		{"mcpserver/engine", "filter", false, true},
+		{"mcpserver/engine", "memory", false, true},
+		{"mcpserver/engine", "tools", false, true},
+		{"mcpserver/engine", "tools/lexicon", false, true},
+		{"mcpserver/engine", "memory/sqlite", true, true},
+		{"mcpserver/engine", "tools/builtin", true, true},
 		{"mcpserver", "tools/search", false, true},
 		{"mcpserver", "memory", false, true},
 		{"vfs", "tools", false, true},
@@ -190,6 +213,17 @@ func TestArrowRules(t *testing.T) {
 		{"memory/sqlite", "vfs", false, false},
 		{"tools/upstream", "memory/sqlite", true, false},
 		{"vfs", "mcpserver", true, false},
+		{"mcpserver/engine", "mcpserver", false, false},
+		{"mcpserver/engine", "mcpserver", true, false},
+		{"mcpserver/engine", "mcpserver/oauth", false, false},
+		{"mcpserver/engine", "vfs", false, false},
+		{"mcpserver/engine", "tools/openapi", false, false},
+		{"mcpserver/engine", "memory/sqlite", false, false},
+		{"mcpserver/engine", "memory/postgres", true, false},
+		{"mcpserver/engine", "cmd/codecell", true, false},
+		{"tools/openapi", "mcpserver/engine", false, false},
+		{"memory", "mcpserver/engine", false, false},
+		{"executor", "mcpserver/engine", true, false},
 	}
 	for _, tt := range tests {
 		name := tt.from + " → " + tt.to

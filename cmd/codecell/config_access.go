@@ -9,7 +9,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 )
 
 // This file reads the [access] section, which says which tools each
@@ -26,7 +26,7 @@ import (
 //	read_only = true
 //
 // Every rule that applies to a caller restricts it, and it reaches the
-// tools all of them allow (mcpserver.Access).
+// tools all of them allow (engine.Access).
 
 // AccessConfig holds the [access] rules.
 type AccessConfig struct {
@@ -64,7 +64,7 @@ func (c *Config) validateAccess() []error {
 				globs []string
 			}{{"allow", r.Allow}, {"deny", r.Deny}} {
 				for i, g := range list.globs {
-					if err := mcpserver.CheckToolGlob(g); err != nil {
+					if err := engine.CheckToolGlob(g); err != nil {
 						errs = append(errs, configError{fmt.Sprintf("%s.%s[%d]", key, list.field, i), err.Error()})
 					}
 				}
@@ -106,16 +106,16 @@ func decodeNamedTables(md toml.MetaData, at toml.Key, prim toml.Primitive, dst r
 	return errs
 }
 
-// serverAccess is the mcpserver.Access the configuration asks for.
-func serverAccess(cfg Config) mcpserver.Access {
-	a := mcpserver.Access{ReadOnly: cfg.Server.ReadOnly}
-	convert := func(in map[string]AccessRuleConfig) map[string]mcpserver.AccessRule {
+// serverAccess is the engine.Access the configuration asks for.
+func serverAccess(cfg Config) engine.Access {
+	a := engine.Access{ReadOnly: cfg.Server.ReadOnly}
+	convert := func(in map[string]AccessRuleConfig) map[string]engine.AccessRule {
 		if len(in) == 0 {
 			return nil
 		}
-		out := make(map[string]mcpserver.AccessRule, len(in))
+		out := make(map[string]engine.AccessRule, len(in))
 		for name, r := range in {
-			out[name] = mcpserver.AccessRule{Allow: r.Allow, Deny: r.Deny, ReadOnly: r.ReadOnly}
+			out[name] = engine.AccessRule{Allow: r.Allow, Deny: r.Deny, ReadOnly: r.ReadOnly}
 		}
 		return out
 	}

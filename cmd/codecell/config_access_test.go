@@ -14,7 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 )
 
 // TestAccessConfig reads [access] and server.read_only from the file, the
@@ -37,24 +37,24 @@ read_only = true
 		file  string
 		env   []string
 		flags map[string]string
-		want  mcpserver.Access
+		want  engine.Access
 		errs  []string
 	}{
-		{name: "rules", file: good, want: mcpserver.Access{
-			Principals: map[string]mcpserver.AccessRule{
+		{name: "rules", file: good, want: engine.Access{
+			Principals: map[string]engine.AccessRule{
 				"alice": {Allow: []string{"memory.*", "gh.get_*"}, Deny: []string{"*.delete*"}, ReadOnly: true},
 				"*":     {ReadOnly: true},
 			},
-			Scopes: map[string]mcpserver.AccessRule{"codecell:read": {ReadOnly: true}},
+			Scopes: map[string]engine.AccessRule{"codecell:read": {ReadOnly: true}},
 		}},
-		{name: "read_only from the environment", env: []string{"CODECELL_SERVER_READ_ONLY=true"}, want: mcpserver.Access{ReadOnly: true}},
-		{name: "read_only from the flag", file: good, flags: map[string]string{"server.read_only": "true"}, want: mcpserver.Access{
+		{name: "read_only from the environment", env: []string{"CODECELL_SERVER_READ_ONLY=true"}, want: engine.Access{ReadOnly: true}},
+		{name: "read_only from the flag", file: good, flags: map[string]string{"server.read_only": "true"}, want: engine.Access{
 			ReadOnly: true,
-			Principals: map[string]mcpserver.AccessRule{
+			Principals: map[string]engine.AccessRule{
 				"alice": {Allow: []string{"memory.*", "gh.get_*"}, Deny: []string{"*.delete*"}, ReadOnly: true},
 				"*":     {ReadOnly: true},
 			},
-			Scopes: map[string]mcpserver.AccessRule{"codecell:read": {ReadOnly: true}},
+			Scopes: map[string]engine.AccessRule{"codecell:read": {ReadOnly: true}},
 		}},
 		{name: "bad globs", file: "[access.principal.bob]\nallow = [\"memory\", \"memory.[x\"]\n[access.scope.\"notes:read\"]\ndeny = [\"\"]\n", errs: []string{
 			`access.principal.bob.allow[0]: glob "memory" matches no tool: names are category.tool; for a whole category write "memory.*"`,

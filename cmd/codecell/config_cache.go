@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 )
 
 // This file reads the [cache] section: the programs' cache (cache.get,
@@ -44,8 +44,8 @@ func defaultCacheConfig() CacheConfig {
 }
 
 // server is the section as mcpserver takes it.
-func (c CacheConfig) server() mcpserver.CacheConfig {
-	out := mcpserver.CacheConfig{
+func (c CacheConfig) server() engine.CacheConfig {
+	out := engine.CacheConfig{
 		DefaultTTL:    c.DefaultTTL.D(),
 		MaxTTL:        c.MaxTTL.D(),
 		MaxValueBytes: c.MaxValueBytes,
@@ -53,7 +53,7 @@ func (c CacheConfig) server() mcpserver.CacheConfig {
 		MaxMemoBytes:  c.MaxMemoBytes,
 	}
 	for _, pattern := range slices.Sorted(maps.Keys(c.Memoize)) {
-		out.Memoize = append(out.Memoize, mcpserver.MemoRule{Pattern: pattern, TTL: c.Memoize[pattern].D()})
+		out.Memoize = append(out.Memoize, engine.MemoRule{Pattern: pattern, TTL: c.Memoize[pattern].D()})
 	}
 	return out
 }

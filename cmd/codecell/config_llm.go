@@ -7,7 +7,7 @@ import (
 	"path"
 	"slices"
 
-	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 )
 
 // This file reads the [llm] and [approval] sections: the budgets of the
@@ -29,7 +29,7 @@ import (
 //	[approval.principal.ci]
 //	on_unsupported = "allow"
 
-// LLMConfig is the [llm] section (mcpserver.LLMConfig).
+// LLMConfig is the [llm] section (engine.LLMConfig).
 type LLMConfig struct {
 	MaxCallsPerRun   int `toml:"max_calls_per_run"`
 	MaxTokensPerRun  int `toml:"max_tokens_per_run"`
@@ -43,11 +43,11 @@ type LLMConfig struct {
 	ProviderURL    string `toml:"provider_url"`
 	ProviderModel  string `toml:"provider_model"`
 	ProviderKeyEnv string `toml:"provider_key_env"`
-	// Prefer is "client" or "provider" (mcpserver.PreferClient, …).
+	// Prefer is "client" or "provider" (engine.PreferClient, …).
 	Prefer string `toml:"prefer"`
 }
 
-// ApprovalConfig is the [approval] section (mcpserver.ApprovalConfig).
+// ApprovalConfig is the [approval] section (engine.ApprovalConfig).
 type ApprovalConfig struct {
 	RequiredFor   []string `toml:"required_for"`
 	OnUnsupported string   `toml:"on_unsupported"`
@@ -65,7 +65,7 @@ type ApprovalPrincipalConfig struct {
 
 // defaultRuntimeConfig sets the defaults of [llm] and [approval].
 func defaultRuntimeConfig(c *Config) {
-	d := mcpserver.LLMConfig{}.WithDefaults()
+	d := engine.LLMConfig{}.WithDefaults()
 	c.LLM = LLMConfig{
 		MaxCallsPerRun:   d.MaxCallsPerRun,
 		MaxTokensPerRun:  d.MaxTokensPerRun,
@@ -100,7 +100,7 @@ func (c *Config) validateRuntime() []error {
 	}
 	switch l.Provider {
 	case "":
-		if l.Prefer == mcpserver.PreferProvider {
+		if l.Prefer == engine.PreferProvider {
 			bad("llm.prefer", "is %q but llm.provider is not set", l.Prefer)
 		}
 	case "openai":
@@ -117,7 +117,7 @@ func (c *Config) validateRuntime() []error {
 	default:
 		bad("llm.provider", "%q is not \"\" (none) or \"openai\" (an OpenAI-compatible chat endpoint)", l.Provider)
 	}
-	if l.Prefer != mcpserver.PreferClient && l.Prefer != mcpserver.PreferProvider {
+	if l.Prefer != engine.PreferClient && l.Prefer != engine.PreferProvider {
 		bad("llm.prefer", "%q is not one of client, provider", l.Prefer)
 	}
 	check := func(at string, requiredFor []string, onUnsupported string) {
@@ -145,9 +145,9 @@ func (c *Config) validateRuntime() []error {
 }
 
 // llmConfig is the server's view of [llm].
-func (c *Config) llmConfig() mcpserver.LLMConfig {
+func (c *Config) llmConfig() engine.LLMConfig {
 	l := c.LLM
-	return mcpserver.LLMConfig{
+	return engine.LLMConfig{
 		MaxCallsPerRun:   l.MaxCallsPerRun,
 		MaxTokensPerRun:  l.MaxTokensPerRun,
 		CallsPerMinute:   l.CallsPerMinute,
@@ -160,21 +160,21 @@ func (c *Config) llmConfig() mcpserver.LLMConfig {
 }
 
 // provider is the server's view of the provider keys; nil without one.
-func (l LLMConfig) provider() *mcpserver.ProviderConfig {
+func (l LLMConfig) provider() *engine.ProviderConfig {
 	if l.Provider == "" {
 		return nil
 	}
-	return &mcpserver.ProviderConfig{URL: l.ProviderURL, Model: l.ProviderModel, APIKeyEnv: l.ProviderKeyEnv}
+	return &engine.ProviderConfig{URL: l.ProviderURL, Model: l.ProviderModel, APIKeyEnv: l.ProviderKeyEnv}
 }
 
 // approvalConfig is the server's view of [approval].
-func (c *Config) approvalConfig() mcpserver.ApprovalConfig {
+func (c *Config) approvalConfig() engine.ApprovalConfig {
 	a := c.Approval
-	out := mcpserver.ApprovalConfig{ApprovalPolicy: mcpserver.ApprovalPolicy{RequiredFor: a.RequiredFor, OnUnsupported: a.OnUnsupported}}
+	out := engine.ApprovalConfig{ApprovalPolicy: engine.ApprovalPolicy{RequiredFor: a.RequiredFor, OnUnsupported: a.OnUnsupported}}
 	if len(a.Principal) > 0 {
-		out.Principals = map[string]mcpserver.ApprovalPolicy{}
+		out.Principals = map[string]engine.ApprovalPolicy{}
 		for name, p := range a.Principal {
-			out.Principals[name] = mcpserver.ApprovalPolicy{RequiredFor: p.RequiredFor, OnUnsupported: p.OnUnsupported}
+			out.Principals[name] = engine.ApprovalPolicy{RequiredFor: p.RequiredFor, OnUnsupported: p.OnUnsupported}
 		}
 	}
 	return out

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/codecell/codecell/filter"
-	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 )
 
 // This file reads the [cluster] section: several instances behind one load
@@ -77,7 +77,7 @@ func loadFilterKey(cfg Config, path string, env func(string) string) (filter.Key
 // cluster.shared is on, after checking that this instance's filter key is
 // the one the others use (the store keeps its fingerprint, never the
 // key); nil when it is off.
-func sharedState(cfg Config, st store, key filter.Key) (mcpserver.SharedStore, error) {
+func sharedState(cfg Config, st store, key filter.Key) (engine.SharedStore, error) {
 	if !cfg.Cluster.Shared {
 		return nil, nil
 	}
@@ -96,6 +96,6 @@ func sharedState(cfg Config, st store, key filter.Key) (mcpserver.SharedStore, e
 // clusterStore is a store that instances can share state through: both
 // backends are one.
 type clusterStore interface {
-	mcpserver.SharedStore
+	engine.SharedStore
 	CheckFilterKey(ctx context.Context, id string) error
 }

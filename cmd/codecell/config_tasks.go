@@ -3,7 +3,7 @@ package main
 import (
 	"time"
 
-	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 )
 
 // This file reads the [tasks] section: execute_code run as an MCP task
@@ -51,6 +51,6 @@ func (c *Config) validateTasks() []error {
 }
 
 // tasksServer is the configuration of tasks as the MCP server takes it.
-func (c *Config) tasksServer() mcpserver.TaskConfig {
-	return mcpserver.TaskConfig{Disabled: c.Tasks.Disabled, MaxDuration: c.Sandbox.MaxTaskDuration.D(), ResultTTL: c.Tasks.ResultTTL.D()}
+func (c *Config) tasksServer() engine.TaskConfig {
+	return engine.TaskConfig{Disabled: c.Tasks.Disabled, MaxDuration: c.Sandbox.MaxTaskDuration.D(), ResultTTL: c.Tasks.ResultTTL.D()}
 }

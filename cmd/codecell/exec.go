@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/codecell/codecell/executor"
-	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 	"github.com/codecell/codecell/tools/upstream"
 )
 
@@ -60,7 +60,7 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	defer sources.close()
 	sources.wait(ctx) // the program may call their tools
 
-	res, _ := srv.Execute(ctx, mcpserver.Execution{Code: string(code), Language: language, Timeout: *runTimeout})
+	res, _ := srv.Execute(ctx, engine.Execution{Code: string(code), Language: language, Timeout: *runTimeout})
 	out, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode run record: %w", err)

@@ -19,7 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/codecell/codecell/executor"
-	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 )
 
 // binary is the codecell binary built for these tests.
@@ -75,7 +75,7 @@ func initialize(t testing.TB, c *client.Client) {
 	}
 }
 
-func callExecute(t testing.TB, c *client.Client, args map[string]any) (bool, *mcpserver.Record, string) {
+func callExecute(t testing.TB, c *client.Client, args map[string]any) (bool, *engine.Record, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -92,7 +92,7 @@ func callExecute(t testing.TB, c *client.Client, args map[string]any) (bool, *mc
 			txt.WriteString(tc.Text)
 		}
 	}
-	var rec mcpserver.Record
+	var rec engine.Record
 	b, _ := json.Marshal(res.StructuredContent)
 	if err := json.Unmarshal(b, &rec); err != nil {
 		t.Fatalf("structured content: %v", err)

@@ -18,6 +18,7 @@ import (
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/builtin"
@@ -338,7 +339,7 @@ func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Log
 		Learn:          cfg.learnServer(),
 		Shared:         shared,
 		DrainDelay:     cfg.Cluster.DrainDelay.D(),
-		Plans:          mcpserver.PlanConfig{TTL: cfg.Sandbox.PlanTTL.D()},
+		Plans:          engine.PlanConfig{TTL: cfg.Sandbox.PlanTTL.D()},
 		Cache:          cfg.Cache.server(),
 		Access:         serverAccess(cfg),
 		Logger:         log,
@@ -369,8 +370,8 @@ func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Log
 }
 
 // serverLimits are the server's limits from the [limits] section.
-func serverLimits(l LimitsConfig) mcpserver.Limits {
-	return mcpserver.Limits{
+func serverLimits(l LimitsConfig) engine.Limits {
+	return engine.Limits{
 		ExecutionsPerMinute: l.ExecutionsPerMinute,
 		ExecutionBurst:      l.ExecutionBurst,
 		ToolCallsPerMinute:  l.ToolCallsPerMinute,
@@ -383,8 +384,8 @@ func serverLimits(l LimitsConfig) mcpserver.Limits {
 }
 
 // sessionLimits bound the session state from the [limits] section.
-func sessionLimits(l LimitsConfig) mcpserver.SessionLimits {
-	return mcpserver.SessionLimits{
+func sessionLimits(l LimitsConfig) engine.SessionLimits {
+	return engine.SessionLimits{
 		IdleTTL:         l.SessionIdleTTL.D(),
 		PerPrincipal:    l.SessionsPerPrincipal,
 		VaultBytes:      l.VaultBytes,

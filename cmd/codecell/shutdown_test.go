@@ -18,7 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 
 	"github.com/codecell/codecell/executor"
-	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/mcpserver/engine"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/memory/sqlite"
 )
@@ -42,7 +42,7 @@ func TestGracefulShutdown(t *testing.T) {
 	base := waitForURL(t, pr)
 
 	var wg sync.WaitGroup
-	results := make(chan *mcpserver.Record, 20)
+	results := make(chan *engine.Record, 20)
 	started := make(chan struct{}, 20)
 	for i := range 20 {
 		wg.Add(1)

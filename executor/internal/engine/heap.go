@@ -1,0 +1,313 @@
+package engine
+
+import (
+	"errors"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"modernc.org/libc"
+	lib "modernc.org/libquickjs"
+)
+
+// A VM's heap is memory of its own: a region reserved for it alone, from
+// which the engine gets all its memory (the engine keeps its own small
+// blocks in 4 KiB arenas it asks for here), and a mapping of its own for
+// each large block. So the VM can be stopped anywhere, inside a
+// built-in's loop too, which polls no interrupt: Kill takes the memory
+// away (mprotect), and the VM's goroutine, which asked the runtime to
+// panic on a fault (debug.SetPanicOnFault), panics at its next access,
+// leaves the engine, and its memory is unmapped. Every built-in that runs
+// long walks the heap (properties, elements, strings, buffers).
+//
+// The heap also counts what the engine uses, as its default allocator
+// does, which is how the engine's memory limit holds. A region is kept
+// for the next VM when its VM closes normally (its pages stay mapped; all
+// but the first heapKeep bytes are given back), and unmapped when it was
+// killed.
+
+const (
+	// regionSize is the address space a VM's small blocks may use. Only
+	// what is touched takes memory; a VM's heap limit is far below it.
+	regionSize = 1 << 30
+	// maxSmallLog: blocks of up to 1<<maxSmallLog usable bytes are carved
+	// from the region, in powers of two; larger ones get a mapping of
+	// their own. Sizes are those of the allocator the engine used before
+	// (modernc.org/memory), so that a program meets its heap limit where
+	// it did.
+	maxSmallLog = 14
+	// largeHeader is what a large block's mapping counts beside the
+	// block, as in that allocator.
+	largeHeader = 32
+	// heapHeader precedes every block: its size class, or for a large
+	// block the size of its mapping.
+	heapHeader = 16
+	// heapKeep is what a region given back keeps of its pages.
+	heapKeep = 1 << 20
+	// maxSpareRegions bounds the regions kept for the next VMs.
+	maxSpareRegions = 32
+	// mallocOverhead is what the engine's default allocator counts per
+	// block besides its usable size (MALLOC_OVERHEAD).
+	mallocOverhead = 8
+)
+
+var pageSize = uintptr(syscall.Getpagesize())
+
+// heap is one VM's memory.
+type heap struct {
+	region []byte
+	base   uintptr
+	next   uintptr // bump pointer
+	high   uintptr // highest next since the region was mapped or trimmed
+	free   [nClasses]uintptr
+
+	// mu orders Kill against large blocks being mapped and unmapped.
+	mu     sync.Mutex
+	large  map[uintptr][]byte // block address → its mapping
+	killed atomic.Bool
+}
+
+// nClasses is the number of small block classes, by the log of their
+// usable size.
+const nClasses = maxSmallLog + 1
+
+// smallLog returns the class of a small block of n usable bytes.
+func smallLog(n uintptr) int {
+	return max(4, bits.Len(uint((n+15)&^15-1)))
+}
+
+// largeSize returns the mapping of a large block of n usable bytes.
+func largeSize(n uintptr) uintptr {
+	const minMap = 64 << 10
+	if n+largeHeader <= minMap {
+		return minMap
+	}
+	return (1<<bits.Len(uint(n+largeHeader-1)) + pageSize - 1) &^ (pageSize - 1)
+}
+
+var spare struct {
+	sync.Mutex
+	regions [][]byte
+}
+
+var errNoRegion = errors.New("engine: cannot reserve memory for a VM")
+
+// newHeap returns a heap with a region kept from an earlier VM, or a new
+// one.
+func newHeap() (*heap, error) {
+	spare.Lock()
+	var region []byte
+	if n := len(spare.regions); n > 0 {
+		region = spare.regions[n-1]
+		spare.regions = spare.regions[:n-1]
+	}
+	spare.Unlock()
+	if region == nil {
+		var err error
+		region, err = syscall.Mmap(-1, 0, regionSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
+		if err != nil {
+			return nil, errNoRegion
+		}
+	}
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(region)))
+	return &heap{region: region, base: base, next: base, high: base, large: map[uintptr][]byte{}}, nil
+}
+
+// release gives the heap's memory back: its region is kept for another
+// VM, unless the VM was killed. Every block must have been freed, or the
+// VM abandoned.
+func (h *heap) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for p, m := range h.large {
+		syscall.Munmap(m)
+		delete(h.large, p)
+	}
+	if h.killed.Load() || h.region == nil {
+		if h.region != nil {
+			syscall.Munmap(h.region)
+		}
+		h.region = nil
+		return
+	}
+	if used := h.high - h.base; used > heapKeep {
+		syscall.Madvise(h.region[heapKeep:used], syscall.MADV_DONTNEED)
+	}
+	region := h.region
+	h.region = nil
+	spare.Lock()
+	defer spare.Unlock()
+	if len(spare.regions) < maxSpareRegions {
+		spare.regions = append(spare.regions, region)
+		return
+	}
+	syscall.Munmap(region)
+}
+
+// kill takes the heap's memory away: any access to it faults.
+func (h *heap) kill() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.killed.Swap(true) || h.region == nil {
+		return
+	}
+	syscall.Mprotect(h.region, syscall.PROT_NONE)
+	for _, m := range h.large {
+		syscall.Mprotect(m, syscall.PROT_NONE)
+	}
+}
+
+// alloc returns a block of n usable bytes, or 0.
+func (h *heap) alloc(n uintptr) uintptr {
+	if n <= 1<<maxSmallLog {
+		c := smallLog(n)
+		b := h.free[c]
+		if b != 0 {
+			h.free[c] = *(*uintptr)(ptr(b))
+		} else {
+			size := uintptr(1)<<c + heapHeader
+			if h.next+size > h.base+regionSize {
+				return 0
+			}
+			b = h.next
+			h.next += size
+			h.high = max(h.high, h.next)
+		}
+		*(*uintptr)(ptr(b)) = uintptr(c)
+		return b + heapHeader
+	}
+	size := largeSize(n)
+	m, err := syscall.Mmap(-1, 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		return 0
+	}
+	b := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
+	*(*uintptr)(ptr(b)) = size
+	// Registered under the lock, so that Kill protects it, or refused.
+	h.mu.Lock()
+	killed := h.killed.Load()
+	if !killed {
+		h.large[b] = m
+	}
+	h.mu.Unlock()
+	if killed {
+		syscall.Munmap(m)
+		return 0
+	}
+	return b + heapHeader
+}
+
+// usable returns the usable size of block p.
+func usable(p uintptr) uintptr {
+	x := *(*uintptr)(ptr(p - heapHeader))
+	if x < nClasses {
+		return 1 << x
+	}
+	return x - largeHeader
+}
+
+// dealloc frees block p.
+func (h *heap) dealloc(p uintptr) {
+	b := p - heapHeader
+	x := *(*uintptr)(ptr(b))
+	if x < nClasses {
+		*(*uintptr)(ptr(b)) = h.free[x]
+		h.free[x] = b
+		return
+	}
+	h.mu.Lock()
+	m, ok := h.large[b]
+	if ok && !h.killed.Load() {
+		delete(h.large, b)
+	} else {
+		ok = false // a killed heap's mappings go with it
+	}
+	h.mu.Unlock()
+	if ok {
+		syscall.Munmap(m) // outside the lock: Kill never waits for it
+	}
+}
+
+// The engine's allocator functions (JSMallocFunctions), over the heap
+// whose address is the malloc state's opaque: they count blocks and bytes
+// and refuse what would pass the limit, as the engine's default ones do.
+
+func heapOf(s uintptr) (*heap, *lib.TJSMallocState) {
+	st := (*lib.TJSMallocState)(ptr(s))
+	return (*heap)(ptr(st.Fopaque)), st
+}
+
+func heapMalloc(tls *libc.TLS, s uintptr, size lib.Tsize_t) uintptr {
+	h, st := heapOf(s)
+
+	if st.Fmalloc_size+size > st.Fmalloc_limit {
+		return 0
+	}
+	p := h.alloc(uintptr(size))
+	if p == 0 {
+		return 0
+	}
+	st.Fmalloc_count++
+	st.Fmalloc_size += lib.Tsize_t(usable(p)) + mallocOverhead
+	return p
+}
+
+func heapFree(tls *libc.TLS, s uintptr, p uintptr) {
+	if p == 0 {
+		return
+	}
+	h, st := heapOf(s)
+	st.Fmalloc_count--
+	st.Fmalloc_size -= lib.Tsize_t(usable(p)) + mallocOverhead
+	h.dealloc(p)
+}
+
+func heapRealloc(tls *libc.TLS, s uintptr, p uintptr, size lib.Tsize_t) uintptr {
+	if p == 0 {
+		if size == 0 {
+			return 0
+		}
+		return heapMalloc(tls, s, size)
+	}
+	if size == 0 {
+		heapFree(tls, s, p)
+		return 0
+	}
+	h, st := heapOf(s)
+	old := usable(p)
+	if uintptr(size) <= old && (old <= 2*uintptr(size) || old <= 64) {
+		return p // it fits, and keeps at least half of the block
+	}
+	if st.Fmalloc_size+size-lib.Tsize_t(old) > st.Fmalloc_limit {
+		return 0
+	}
+	q := h.alloc(uintptr(size))
+	if q == 0 {
+		return 0
+	}
+	copy(unsafe.Slice((*byte)(ptr(q)), size), unsafe.Slice((*byte)(ptr(p)), min(old, uintptr(size))))
+	st.Fmalloc_size += lib.Tsize_t(usable(q)) - lib.Tsize_t(old)
+	h.dealloc(p)
+	return q
+}
+
+func heapUsableSize(tls *libc.TLS, p uintptr) lib.Tsize_t {
+	if p == 0 {
+		return 0
+	}
+	return lib.Tsize_t(usable(p))
+}
+
+// heapFuncs is the JSMallocFunctions of every heap, in C memory.
+var heapFuncs = func() uintptr {
+	p := libc.Xmalloc(nil, lib.Tsize_t(unsafe.Sizeof(lib.TJSMallocFunctions{})))
+	*(*lib.TJSMallocFunctions)(ptr(p)) = lib.TJSMallocFunctions{
+		Fjs_malloc:             fp(heapMalloc),
+		Fjs_free:               fp(heapFree),
+		Fjs_realloc:            fp(heapRealloc),
+		Fjs_malloc_usable_size: fp(heapUsableSize),
+	}
+	return p
+}()

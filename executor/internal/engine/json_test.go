@@ -1,0 +1,230 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// same is a deep comparison in the VM: the same types, numbers (-0 apart
+// from 0, int and float alike), strings code unit for code unit, keys in
+// the same order, the same prototypes and property attributes.
+const same = `(function same(a, b) {
+  if (typeof a !== typeof b) return "type " + typeof a + " vs " + typeof b;
+  if (a === null || b === null || typeof a !== "object") {
+    if (Object.is(a, b)) return "";
+    return "value " + JSON.stringify(a) + " vs " + JSON.stringify(b) + (typeof a === "string" ? " (" + a.length + "/" + b.length + ")" : "");
+  }
+  if (Array.isArray(a) !== Array.isArray(b)) return "array vs object";
+  if (Object.getPrototypeOf(a) !== Object.getPrototypeOf(b)) return "prototype";
+  if (Object.isExtensible(a) !== Object.isExtensible(b)) return "extensible";
+  const ka = Reflect.ownKeys(a), kb = Reflect.ownKeys(b);
+  if (ka.length !== kb.length) return "keys " + ka.length + " vs " + kb.length;
+  for (let i = 0; i < ka.length; i++) {
+    if (ka[i] !== kb[i]) return "key " + String(ka[i]) + " vs " + String(kb[i]);
+    const da = Object.getOwnPropertyDescriptor(a, ka[i]), db = Object.getOwnPropertyDescriptor(b, kb[i]);
+    if (da.writable !== db.writable || da.enumerable !== db.enumerable || da.configurable !== db.configurable) return "attributes of " + String(ka[i]);
+    const d = same(a[ka[i]], b[kb[i]]);
+    if (d) return String(ka[i]) + ": " + d;
+  }
+  return "";
+})`
+
+// compare parses text with ParseJSON and with JSON.parse and reports how
+// they differ: "" when alike, or which accepted it.
+func compare(t testing.TB, vm *VM, cmp, parse Value, text []byte) string {
+	t.Helper()
+	got, gotErr := vm.ParseJSON(text)
+	s, err := vm.NewString(string(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, wantErr := vm.Call(parse, Undefined, s)
+	vm.Free(s)
+	defer vm.Free(got)
+	defer vm.Free(want)
+	var je *Error
+	if wantErr != nil && (!errors.As(wantErr, &je) || je.Name != "SyntaxError") {
+		return "JSON.parse failed: " + wantErr.Error()
+	}
+	switch {
+	case gotErr != nil && wantErr != nil:
+		return ""
+	case gotErr != nil:
+		return "ParseJSON refused what JSON.parse took: " + gotErr.Error()
+	case wantErr != nil:
+		return "ParseJSON took what JSON.parse refused: " + wantErr.Error()
+	}
+	d, err := vm.Call(cmp, Undefined, got, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Free(d)
+	diff, _ := vm.String(d)
+	return diff
+}
+
+func newCompare(t testing.TB) (*VM, Value, Value) {
+	t.Helper()
+	vm, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vm.Close)
+	cmp, err := vm.Eval(same, EvalGlobal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parse, err := vm.Eval("JSON.parse", EvalGlobal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { vm.Free(cmp); vm.Free(parse) })
+	return vm, cmp, parse
+}
+
+var jsonCases = []string{
+	`null`, `true`, `false`, `0`, `-0`, `1`, `-1`, `123456789`, `1234567890`, `-2147483648`, `2147483647`, `2147483648`,
+	`1.5`, `-0.0`, `1e2`, `1E+2`, `1e-2`, `0.1`, `1e400`, `-1e400`, `5e-324`, `9007199254740993`, `1.0`, `-0e5`,
+	`""`, `"a"`, `"é"`, `"✓ check"`, `"😀"`, `"\"\\\/\b\f\n\r\t"`, `"\u0041\u00e9\u2713"`, `"\ud83d\ude00"`,
+	`"\ud800"`, `"\udc00"`, `"\ud800x"`, `"\ud800\u0041"`, `"\u0000"`, `"a\u0000b"`, "\"\xff\"", "\"a\xc3\"", "\"\xe2\x9c\"",
+	`[]`, `{}`, `[1,2,3]`, ` [ 1 , "x" , null ] `, `{"a":1,"b":[true,false],"c":{"d":"e"}}`,
+	`{"a":1,"a":2}`, `{"__proto__":{"x":1}}`, `{"2":"two","1":"one","b":0,"a":0}`, `{"":1}`, `{"\u00e9":1,"é":2}`,
+	`{"constructor":1,"toString":2,"hasOwnProperty":3}`, `{"k\n":"v"}`, "{\"\xff\":1}",
+	`[[[[[]]]]]`, `{"a":{"b":{"c":{}}}}`, `[{"id":1,"t":"x"},{"id":2,"t":"y"}]`,
+	// Not JSON.
+	``, ` `, `nul`, `tru`, `01`, `1.`, `.5`, `+1`, `-`, `1e`, `1e+`, `"`, `"abc`, `"\x"`, `"\u12"`, `"\u12g4"`,
+	"\"a\nb\"", "\"\t\"", `[1,]`, `[,1]`, `{"a":1,}`, `{a:1}`, `{"a" 1}`, `{"a":}`, `[1 2]`, `1 2`, `[`, `{`, `]`, `NaN`,
+	`Infinity`, `'a'`, `[1]x`, "\u00a0 1", "\v1", `{"a":1}}`, `"\/"`,
+}
+
+func TestParseJSONLikeJSONParse(t *testing.T) {
+	vm, cmp, parse := newCompare(t)
+	for _, c := range jsonCases {
+		if d := compare(t, vm, cmp, parse, []byte(c)); d != "" {
+			t.Errorf("%q: %s", c, d)
+		}
+	}
+}
+
+// TestParseJSONResult parses a realistic tool result of about 1 MB.
+func TestParseJSONResult(t *testing.T) {
+	vm, cmp, parse := newCompare(t)
+	if d := compare(t, vm, cmp, parse, bigJSON(t)); d != "" {
+		t.Error(d)
+	}
+}
+
+func TestParseJSONLimits(t *testing.T) {
+	vm, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Close()
+	deep := strings.Repeat("[", MaxJSONDepth+1) + strings.Repeat("]", MaxJSONDepth+1)
+	if _, err := vm.ParseJSON([]byte(deep)); !errors.Is(err, ErrTooDeep) {
+		t.Errorf("nested %d deep: %v, want ErrTooDeep", MaxJSONDepth+1, err)
+	}
+	ok := strings.Repeat(`{"a":`, MaxJSONDepth) + "1" + strings.Repeat("}", MaxJSONDepth)
+	v, err := vm.ParseJSON([]byte(ok))
+	if err != nil {
+		t.Fatalf("nested %d deep: %v", MaxJSONDepth, err)
+	}
+	vm.Free(v)
+
+	vm.SetMemoryLimit(1 << 20)
+	if _, err := vm.ParseJSON(bigJSON(t)); !errors.Is(err, ErrNoMemory) {
+		t.Errorf("1 MB under a 1 MiB heap: %v, want ErrNoMemory", err)
+	}
+	vm.SetMemoryLimit(64 << 20)
+	v, err = vm.ParseJSON([]byte(`{"after":"the heap was full"}`))
+	if err != nil {
+		t.Fatalf("after running out of memory: %v", err)
+	}
+	vm.Free(v)
+}
+
+func FuzzParseJSON(f *testing.F) {
+	for _, c := range jsonCases {
+		f.Add([]byte(c))
+	}
+	vm, cmp, parse := newCompare(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if d := compare(t, vm, cmp, parse, b); d != "" {
+			t.Errorf("%q: %s", b, d)
+		}
+	})
+}
+
+// bigJSON is a tool result of about 1 MB: rows as a search or a list tool
+// returns them (the executor's benchmarks use the same).
+func bigJSON(tb testing.TB) []byte {
+	tb.Helper()
+	type row struct {
+		ID       int      `json:"id"`
+		Title    string   `json:"title"`
+		State    string   `json:"state"`
+		Comments int      `json:"comments"`
+		Author   string   `json:"author"`
+		Labels   []string `json:"labels"`
+		Body     string   `json:"body"`
+	}
+	rows := make([]row, 3000)
+	for i := range rows {
+		state := "open"
+		if i%3 == 0 {
+			state = "closed"
+		}
+		rows[i] = row{ID: i, Title: fmt.Sprintf("Issue number %d about the parser", i), State: state, Comments: i % 17,
+			Author: fmt.Sprintf("user%d", i%101), Labels: []string{"bug", "parser"},
+			Body: "Steps to reproduce: run the parser on the attached file and watch it fail. Expected: no failure. Actual: a failure ✓."}
+	}
+	b, err := json.Marshal(map[string]any{"total": len(rows), "items": rows})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// BenchmarkParseJSON compares ParseJSON with the engine's JSON.parse on
+// the same 1 MB result: MB/s is the text's size.
+func BenchmarkParseJSON(b *testing.B) {
+	data := bigJSON(b)
+	vm, err := New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer vm.Close()
+	parse, err := vm.Eval("JSON.parse", EvalGlobal)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer vm.Free(parse)
+	b.Run("ParseJSON", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			v, err := vm.ParseJSON(data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			vm.Free(v)
+		}
+	})
+	b.Run("JSON.parse", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			s, err := vm.NewString(string(data))
+			if err != nil {
+				b.Fatal(err)
+			}
+			v, err := vm.Call(parse, Undefined, s)
+			if err != nil {
+				b.Fatal(err)
+			}
+			vm.Free(s)
+			vm.Free(v)
+		}
+	})
+}

@@ -1,0 +1,404 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/codecell/codecell/filter"
+	"github.com/codecell/codecell/tools"
+)
+
+// ApprovalPolicy says which tool calls codecell asks the client's user
+// to approve (MCP elicitation) before making them.
+type ApprovalPolicy struct {
+	// RequiredFor lists what needs approval: "destructive" (tools
+	// annotated destructive, and every tool whose annotations codecell
+	// does not trust), "write" (tools not known to be read-only), or
+	// a glob on qualified tool names ("gh.*_delete*", "crm.*"). A nil
+	// list in a principal's policy keeps the server's.
+	RequiredFor []string
+	// OnUnsupported is what happens when the client cannot be asked (no
+	// elicitation capability, or a request of the stateless protocol):
+	// "refuse" (the default: fail closed) or "allow".
+	OnUnsupported string
+}
+
+// ApprovalConfig is the server's approval policy and each principal's
+// overrides.
+type ApprovalConfig struct {
+	ApprovalPolicy
+	// Principals override the policy per principal: a field left empty
+	// keeps the server's.
+	Principals map[string]ApprovalPolicy
+}
+
+// The error codes of approvals.
+const (
+	// CodeApprovalDeclined: the user declined or cancelled a call the
+	// policy asked them to approve.
+	CodeApprovalDeclined = "approval_declined"
+	// CodeApprovalUnavailable: a call needs approval and the client cannot
+	// be asked (on_unsupported = "refuse").
+	CodeApprovalUnavailable = "approval_unavailable"
+)
+
+// approvalPolicy is an ApprovalConfig checked and resolved per principal.
+type approvalPolicy struct {
+	base       ApprovalPolicy
+	principals map[string]ApprovalPolicy
+}
+
+func newApprovalPolicy(c ApprovalConfig) (*approvalPolicy, error) {
+	p := &approvalPolicy{base: c.ApprovalPolicy, principals: map[string]ApprovalPolicy{}}
+	if p.base.OnUnsupported == "" {
+		p.base.OnUnsupported = "refuse"
+	}
+	check := func(where string, ap ApprovalPolicy) error {
+		var errs []error
+		switch ap.OnUnsupported {
+		case "", "refuse", "allow":
+		default:
+			errs = append(errs, fmt.Errorf("approval%s.on_unsupported %q: want refuse or allow", where, ap.OnUnsupported))
+		}
+		for _, g := range ap.RequiredFor {
+			if _, err := path.Match(g, ""); err != nil || g == "" {
+				errs = append(errs, fmt.Errorf("approval%s.required_for %q: not a glob", where, g))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	errs := []error{check("", p.base)}
+	for name, ap := range c.Principals {
+		errs = append(errs, check(".principal."+name, ap))
+		if ap.RequiredFor == nil {
+			ap.RequiredFor = p.base.RequiredFor
+		}
+		if ap.OnUnsupported == "" {
+			ap.OnUnsupported = p.base.OnUnsupported
+		}
+		p.principals[name] = ap
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("approval policy: %w", err)
+	}
+	return p, nil
+}
+
+func (p *approvalPolicy) of(principal string) ApprovalPolicy {
+	if ap, ok := p.principals[principal]; ok {
+		return ap
+	}
+	return p.base
+}
+
+// requires returns the entry of ap that makes a call of t need approval,
+// or "". The runtime's own tools never need it.
+func (ap ApprovalPolicy) requires(t *tools.Tool) string {
+	if t.Runtime {
+		return ""
+	}
+	for _, r := range ap.RequiredFor {
+		switch r {
+		case "destructive":
+			if t.Annotations.MayDestroy() {
+				return r
+			}
+		case "write":
+			if !t.Annotations.KnownReadOnly() {
+				return r
+			}
+		default:
+			if ok, _ := path.Match(r, t.Name); ok {
+				return r
+			}
+		}
+	}
+	return ""
+}
+
+// Approval prompts begin with a line that says who wrote them: codecell's
+// own, for a call its policy names, or the program's, whose text follows
+// and cannot pass for codecell's (it never starts a prompt).
+const (
+	policyPromptHead  = "codecell — approval required by the server's policy"
+	programPromptHead = "A program run by codecell asks (its own words, not codecell's):"
+)
+
+// approvals asks the client's user to approve the calls its policy
+// names before they are made, as a stage of the gate, and answers
+// approval.request, a program's own question to the user.
+type approvals struct {
+	asker
+	policy *approvalPolicy
+	// credentials redacts credentials only: in the answers to a
+	// program's approval.request.
+	credentials *filter.Filter
+	reg         *tools.Registry
+	log         *slog.Logger
+}
+
+func newApprovals(cfg ApprovalConfig, a asker, reg *tools.Registry, log *slog.Logger) (*approvals, error) {
+	policy, err := newApprovalPolicy(cfg)
+	if err != nil {
+		return nil, err
+	}
+	credentials, err := credentialsFilter()
+	if err != nil {
+		return nil, err
+	}
+	return &approvals{asker: a, policy: policy, credentials: credentials, reg: reg, log: log}, nil
+}
+
+// pass is the gate's approval stage; a helper's own call is not approved
+// (its calls are, each on its own).
+func (a *approvals) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
+	if !c.gated() {
+		if err := a.approve(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	return next.call(ctx, c)
+}
+
+// approve asks the client's user to approve a call the policy names,
+// and refuses it unless they accept. The user sees the call's arguments
+// as the program wrote them, tokens unresolved, as the output filter
+// shows them, as the model would.
+func (a *approvals) approve(ctx context.Context, c *Call) error {
+	caller := c.Run.Caller
+	ap := a.policy.of(caller.Principal)
+	if len(ap.RequiredFor) == 0 {
+		return nil
+	}
+	t := c.Tool
+	if t == nil {
+		return nil // the registry reports the unknown tool
+	}
+	why := ap.requires(t)
+	if why == "" {
+		return nil
+	}
+	refuse := func(code, format string, args ...any) error {
+		a.log.Info("approval", "tool", t.Name, "principal", caller.Principal, "outcome", code)
+		return &tools.Error{Code: code, Tool: t.Name, Message: fmt.Sprintf(format, args...)}
+	}
+	if err := a.client.Can(ctx, t.Name, Elicitation); err != nil {
+		if ap.OnUnsupported == "allow" {
+			a.log.Warn("a call that needs approval made without it: the client cannot be asked", "tool", t.Name, "principal", caller.Principal)
+			return nil
+		}
+		return refuse(CodeApprovalUnavailable, "this call needs the user's approval (approval.required_for %q) and the client cannot be asked: %s", why, strings.TrimPrefix(err.Error(), t.Name+": "))
+	}
+	flow := c.Run.settled()
+	opts := filter.Options{Vault: c.Run.vault, Flow: flow, Budget: 1024}
+	shown := "(not shown: not JSON)"
+	if f, err := a.filter.Apply(filter.Input{Result: c.Written}, opts); err == nil {
+		shown = string(f.Limited)
+	}
+	var msg strings.Builder
+	fmt.Fprintf(&msg, "%s (approval.required_for %q).\nA program wants to call %s", policyPromptHead, why, t.Name)
+	if t.Annotations.MayDestroy() {
+		msg.WriteString(" (it may change or destroy data)")
+	}
+	fmt.Fprintf(&msg, ".\nArguments, as the model sees them: %s\n", shown)
+	if purpose := c.Run.purpose; purpose != "" {
+		fmt.Fprintf(&msg, "Purpose of the run, as the model gave it: %s\n", filterText(a.filter, purpose, 512, filter.Options{Vault: c.Run.vault, Flow: flow}))
+	}
+	msg.WriteString("Accept to allow this one call; decline to refuse it.")
+	var res *mcp.ElicitationResult
+	asked := time.Now()
+	err := waitOnClient(ctx, c, func(ctx context.Context) (err error) {
+		res, err = a.client.Elicit(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
+			Message:         msg.String(),
+			RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`),
+		}})
+		return err
+	})
+	if err != nil {
+		err = clientError(ctx, t.Name, "elicitation", err)
+		if tools.CodeOf(err) == CodeCapabilityMissing {
+			return refuse(CodeApprovalUnavailable, "this call needs the user's approval and the client could not be asked: %v", err)
+		}
+		return err
+	}
+	switch res.Action {
+	case mcp.ElicitationResponseActionAccept:
+		a.log.Info("approval", "tool", t.Name, "principal", caller.Principal, "outcome", "accepted")
+		if log := c.Run.log; log != nil {
+			log.noteApproved(metricName(a.reg, caller, c.Name), asked)
+		}
+		return nil
+	case mcp.ElicitationResponseActionCancel:
+		return refuse(CodeApprovalDeclined, "the user cancelled the approval of this call (approval.required_for %q); it was not made", why)
+	}
+	return refuse(CodeApprovalDeclined, "the user declined this call (approval.required_for %q); it was not made", why)
+}
+
+const approvalRequestInput = `{
+	"type": "object",
+	"properties": {
+		"message": {"type": "string", "minLength": 1, "description": "What the user is asked, in their words."},
+		"schema": {"type": "object", "description": "A flat JSON Schema object of primitive properties the user fills in; none asks for a plain accept or decline."},
+		"options": {"type": "object", "properties": {"schema": {"type": "object"}}, "additionalProperties": false, "description": "The second positional argument: {schema}."}
+	},
+	"required": ["message"],
+	"additionalProperties": false
+}`
+
+// approvalHelpers are the approval runtime namespace.
+func (a *approvals) helpers() []helper {
+	return []helper{{tool: tools.Tool{
+		Name:         "approval.request",
+		Summary:      "Ask the client's user to decide (MCP elicitation): (message, {schema?}) → {action: accept|decline|cancel, content}.",
+		Description:  "Request shows the message to the user of the MCP client that runs this program, with a form when a schema is given, and waits for their answer. Branch on action: only \"accept\" carries content. The wait counts against the run's deadline: give execute_code a timeout_ms long enough for a person.",
+		InputSchema:  json.RawMessage(approvalRequestInput),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"action":{"type":"string","enum":["accept","decline","cancel"]},"content":{"type":"object"}},"required":["action"]}`),
+		Annotations:  tools.Annotations{ReadOnly: true, OpenWorld: true},
+		Examples: []tools.Example{{
+			Args:   json.RawMessage(`{"message":"Close the 12 stale issues?","schema":{"type":"object","properties":{"comment":{"type":"string"}}}}`),
+			Result: json.RawMessage(`{"action":"accept","content":{"comment":"Closed as stale."}}`),
+		}},
+		Errors: []tools.ErrorDoc{
+			{Code: CodeCapabilityMissing, Description: "The client did not declare elicitation, or the request has no session to ask (protocol 2026-07-28); the message says what to enable."},
+			{Code: tools.CodeToolFailed, Description: "The client failed the request."},
+		},
+		Notes:      "Tool calls the server's policy (approval.required_for) names are approved by codecell itself before they are made; a declined one fails with approval_declined, and with approval_unavailable when the client cannot be asked.",
+		Positional: []string{"message", "options"},
+		Runtime:    true,
+	}, call: a.request}}
+}
+
+type approvalRequestArgs struct {
+	Message string          `json:"message"`
+	Schema  json.RawMessage `json:"schema"`
+}
+
+type approvalResult struct {
+	Action  string `json:"action"`
+	Content any    `json:"content,omitempty"`
+}
+
+// approvalRequest takes approval.request(message, {schema}): the
+// positional options object's fields are the arguments' own. The user
+// sees the message marked as the program's, as the output filter shows
+// any output; a form may not ask for credentials, and a credential the
+// user typed anyway is redacted before the program gets the answer.
+func (a *approvals) request(ctx context.Context, c *Call, raw json.RawMessage) (json.RawMessage, error) {
+	var in struct {
+		approvalRequestArgs
+		Options *approvalRequestArgs `json:"options"`
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, tools.DecodeError(err)
+	}
+	if in.Options != nil && in.Schema == nil {
+		in.Schema = in.Options.Schema
+	}
+	if err := credentialFields(in.Schema); err != nil {
+		return nil, err
+	}
+	if err := a.client.Can(ctx, "approval.request", Elicitation); err != nil {
+		return nil, err
+	}
+	schema := in.Schema
+	if schema == nil {
+		schema = json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	msg := programPromptHead + "\n\n" + printable(filterText(a.filter, in.Message, maxProgramPrompt, clientFilter(c)))
+	var res *mcp.ElicitationResult
+	err := waitOnClient(ctx, c, func(ctx context.Context) (err error) {
+		res, err = a.client.Elicit(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: msg, RequestedSchema: schema}})
+		return err
+	})
+	if err != nil {
+		return nil, clientError(ctx, "approval.request", "elicitation", err)
+	}
+	out := approvalResult{Action: string(res.Action)}
+	if res.Action == mcp.ElicitationResponseActionAccept {
+		out.Content = a.withoutCredentials(res.Content)
+	}
+	return json.Marshal(out)
+}
+
+// maxProgramPrompt bounds the message of a program's approval.request.
+const maxProgramPrompt = 2048
+
+// printable drops the control characters of a program's message but line
+// breaks and tabs: nothing a terminal would act on, nothing that rewrites
+// what came before.
+func printable(text string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t':
+			return r
+		case unicode.IsControl(r), unicode.Is(unicode.Cf, r):
+			return -1
+		}
+		return r
+	}, text)
+}
+
+// credentialFields refuses a form that asks for a credential: a field
+// whose name or title the output filter takes for one (password, api_key,
+// token, secret, …). MCP forbids asking for sensitive information through
+// elicitation, and what the user types goes to the program.
+func credentialFields(schema json.RawMessage) error {
+	if len(schema) == 0 {
+		return nil
+	}
+	var sch struct {
+		Properties map[string]struct {
+			Title string `json:"title"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(schema, &sch) != nil {
+		return nil // the client judges a schema it cannot use
+	}
+	var bad []string
+	for name, p := range sch.Properties {
+		for _, n := range []string{name, p.Title} {
+			if m, ok := filter.MatchField(n); ok && filter.DefaultAction(m.Class) == filter.ActionRedact {
+				bad = append(bad, fmt.Sprintf("%s (%s)", name, m.Class))
+				break
+			}
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	slices.Sort(bad)
+	return &tools.Error{Code: tools.CodeInvalidArguments, Tool: "approval.request",
+		Message: fmt.Sprintf("the form asks for credentials: %s; approval.request may not ask the user for passwords, keys or tokens (MCP forbids requesting sensitive information through elicitation). Configure the credential on the server (an OpenAPI source's auth, an upstream's env) instead", strings.Join(bad, ", "))}
+}
+
+// withoutCredentials returns an approval's answer with every value the
+// output filter takes for a credential redacted; personal data the user
+// typed (an address, a name) stays as typed.
+func (a *approvals) withoutCredentials(content any) any {
+	if content == nil {
+		return nil
+	}
+	b, err := json.Marshal(content)
+	if err != nil {
+		return nil
+	}
+	f, err := a.credentials.Apply(filter.Input{Result: b}, filter.Options{})
+	if err != nil {
+		return nil
+	}
+	var out any
+	if json.Unmarshal(f.Full, &out) != nil {
+		return nil
+	}
+	return out
+}

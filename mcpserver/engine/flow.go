@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"github.com/codecell/codecell/filter"
+	"github.com/codecell/codecell/tools"
+)
+
+// tracker is a run's data flow, fed off the call's path: a tool's result
+// is observed while the program reads it, and whatever needs the flow
+// complete — the next call's check, the filter of any output — waits for
+// the observations in progress. On a large result the two then overlap
+// instead of adding up.
+type tracker struct {
+	flow *filter.Flow
+
+	mu      sync.Mutex
+	pending []chan struct{}
+}
+
+// observe records result as received from source, in the background.
+func (t *tracker) observe(source string, result json.RawMessage) {
+	data := bytes.Clone(result) // the executor owns result once the call returns
+	done := make(chan struct{})
+	t.mu.Lock()
+	t.pending = append(t.pending, done)
+	t.mu.Unlock()
+	go func() {
+		defer close(done)
+		t.flow.Observe(source, data, storedProvenance(data))
+	}()
+}
+
+// settled waits for the observations in progress and returns the flow.
+func (t *tracker) settled() *filter.Flow {
+	t.mu.Lock()
+	pending := t.pending
+	t.pending = nil
+	t.mu.Unlock()
+	for _, done := range pending {
+		<-done
+	}
+	return t.flow
+}
+
+// checkFlow refuses a call whose arguments carry a value a data-flow rule
+// forbids sending to the tool.
+func checkFlow(flow *filter.Flow, name string, args json.RawMessage) error {
+	err := flow.Check(name, args)
+	var fe *filter.FlowError
+	if errors.As(err, &fe) {
+		return &tools.Error{Code: "policy_violation", Tool: name, Message: fe.Error(), Err: err}
+	}
+	return err
+}
+
+// storedProvenance is the union of the provenance fields in the result of
+// a tool that reads what was stored (memories, workspace files): the
+// sources the stored data came from. Other results carry none.
+func storedProvenance(out json.RawMessage) filter.Provenance {
+	var p filter.Provenance
+	if !bytes.Contains(out, []byte(`"provenance"`)) {
+		return p
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				if k == "provenance" {
+					if b, err := json.Marshal(e); err == nil {
+						var q filter.Provenance
+						if json.Unmarshal(b, &q) == nil {
+							p = p.Union(q)
+						}
+					}
+					continue
+				}
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	var v any
+	if json.Unmarshal(out, &v) == nil {
+		walk(v)
+	}
+	return p
+}
+
+// resolveTokens turns the tokens in a call's arguments back into their
+// values, under the exfiltration rules.
+func resolveTokens(ctx context.Context, v *filter.Vault, name string, args json.RawMessage) (json.RawMessage, error) {
+	if v == nil || !bytes.Contains(args, []byte("⟦")) {
+		return args, nil
+	}
+	out, err := v.ResolveContext(ctx, args, name)
+	var re *filter.RuleError
+	var te *filter.TokenError
+	switch {
+	case errors.As(err, &re):
+		return nil, &tools.Error{Code: "policy_violation", Tool: name, Message: re.Error(), Err: err}
+	case errors.As(err, &te):
+		return nil, &tools.Error{Code: tools.CodeInvalidArguments, Tool: name, Message: te.Error(), Err: err}
+	case err != nil:
+		return nil, &tools.Error{Code: tools.CodeInvalidArguments, Tool: name, Message: "arguments: " + err.Error(), Err: err}
+	}
+	return out, nil
+}

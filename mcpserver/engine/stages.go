@@ -1,0 +1,193 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/codecell/codecell/filter"
+	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/tools"
+)
+
+// The gate's own stages; the approver (approval.go) and the memoizer
+// (memoize.go) are beside what they serve.
+
+// recorder keeps each call of a run that keeps them (Run.log): its span,
+// what the tool reports while it runs (artifacts, HTTP requests,
+// progress), and its row of the audit log.
+type recorder struct {
+	tracer trace.Tracer
+	reg    *tools.Registry
+}
+
+func (r recorder) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
+	log := c.Run.log
+	if log == nil {
+		return next.call(ctx, c)
+	}
+	name, args := c.Name, c.Args
+	start := time.Now()
+	ctx, span := startToolCall(ctx, r.tracer, r.reg, c.Run.Caller, name, args)
+	rep := tools.Reporter{Artifact: log.addArtifact, Request: func(q tools.Request) { log.addRequest(q); traceRequest(span, q) }}
+	if progress := c.Run.progress; progress != nil {
+		rep.Progress = func(message string, fraction float64) {
+			if message == "" {
+				message = "in progress"
+			}
+			progress(name+": "+message, fraction)
+		}
+	}
+	out, err := next.call(tools.WithReporter(ctx, rep), c)
+	endToolCall(span, out, err)
+	row := memory.ToolCall{
+		ExecutionID: log.execID,
+		Tool:        metricName(r.reg, c.Run.Caller, name),
+		ArgsHash:    hashHex(args),
+		Status:      "ok",
+		Duration:    time.Since(start),
+		StartedAt:   start,
+		Cached:      c.served == servedCached,
+		Planned:     c.served == servedPlanned,
+	}
+	if err != nil {
+		row.Status = "error"
+		row.ErrorCode = errorCode(err)
+	}
+	log.addCall(row)
+	return out, err
+}
+
+// counter counts every call in the tool-call metric, by tool and
+// outcome: ok, cached, planned, or the error's code.
+type counter struct {
+	metrics *Metrics
+	reg     *tools.Registry
+}
+
+func (m counter) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
+	out, err := next.call(ctx, c)
+	status := "ok"
+	switch {
+	case c.served == servedRejected:
+		return out, err
+	case c.served == servedPlanned:
+		status = "planned"
+	case err != nil:
+		status = errorCode(err)
+	case c.served == servedCached:
+		status = "cached"
+	}
+	m.metrics.toolCalls.WithLabelValues(metricName(m.reg, c.Run.Caller, c.Name), status).Inc()
+	return out, err
+}
+
+// rateLimit charges each call to its caller's tool-call rate limit. A
+// helper's calls are charged one by one; the helper itself is not.
+type rateLimit struct {
+	limits  *Limiter
+	metrics *Metrics
+}
+
+func (l rateLimit) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
+	if !c.gated() {
+		if r := l.limits.allowToolCall(ctx, c.Run.Caller.Principal, c.Run.Local); r != nil {
+			l.metrics.refusals.WithLabelValues(r.limit).Inc()
+			return nil, r
+		}
+	}
+	return next.call(ctx, c)
+}
+
+// dataFlow resolves the tokens in a call's arguments against the
+// caller's session, under the exfiltration rules, and checks them
+// against the data-flow rules and what the run has received; the
+// arguments of a tool that shows them to the client's model or user
+// (showsClient) keep their tokens. What a tool stores keeps the sources
+// of the values it was given (memory.WithProvenance).
+type dataFlow struct {
+	reg *tools.Registry
+	log *slog.Logger
+}
+
+func (f dataFlow) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
+	flow := c.Run.settled()
+	var err error
+	if showsClient(c.Tool) {
+		// What the client's model or user is shown is never
+		// de-tokenised: the tool shows its arguments as the filter
+		// shows any output (llm.go, approval.go).
+		if flow != nil {
+			err = checkFlow(flow, c.Name, c.Args)
+		}
+	} else {
+		c.Args, err = resolveTokens(ctx, c.Run.vault, c.Name, c.Args)
+		if err == nil && flow != nil {
+			err = checkFlow(flow, c.Name, c.Args)
+		}
+	}
+	if err != nil {
+		if tools.CodeOf(err) == "policy_violation" {
+			f.log.Warn("a data-flow rule blocked a tool call", "tool", metricName(f.reg, c.Run.Caller, c.Name), "principal", c.Run.Caller.Principal)
+		}
+		return nil, err
+	}
+	if flow != nil {
+		if p := flow.Provenance(c.Args); !p.IsZero() {
+			if b, err := json.Marshal(p); err == nil {
+				ctx = memory.WithProvenance(ctx, b)
+				c.Provenance = b
+			}
+		}
+	}
+	return next.call(ctx, c)
+}
+
+// binding gives the tool's handler its context: the caller it acts for
+// (tools.WithCaller), and this gate, through which it calls other tools
+// for that caller (a skill's program, a helper's calls; tools.WithGate).
+type binding struct{ g *gate }
+
+func (b binding) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
+	ctx = tools.WithCaller(ctx, c.Run.Caller)
+	ctx = tools.WithGate(ctx, b.g.through(c))
+	return next.call(ctx, c)
+}
+
+// planner records, in a dry run, each write instead of making it. A
+// recorded call is checked as a real one would be, so that a plan holds
+// only calls that can run; a plan's writes are approved when they are
+// committed, not when recorded.
+type planner struct{ reg *tools.Registry }
+
+func (pl planner) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
+	p := c.Run.plan
+	if !p.records(c.Tool) {
+		return next.call(ctx, c)
+	}
+	if err := pl.reg.View(c.Run.Caller).Validate(c.Name, c.Args); err != nil {
+		c.served = servedRejected
+		return nil, err
+	}
+	var known []filter.Known
+	if c.Run.flow != nil {
+		known = c.Run.flow.flow.KnownIn(c.Args)
+	}
+	c.served = servedPlanned
+	return p.add(c.Tool.Name, c.Written, c.Provenance, known) // the arguments with their tokens
+}
+
+// observer follows what each call returns into the run's data flow, off
+// the call's path (tracker).
+type observer struct{}
+
+func (observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
+	out, err := next.call(ctx, c)
+	if err == nil && !c.gated() && c.Run.flow != nil {
+		c.Run.flow.observe(c.Name, out)
+	}
+	return out, err
+}
