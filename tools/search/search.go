@@ -412,6 +412,7 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		}
 		touched = touched[:keep]
 	}
+	fit := categoryFit(c, qterms, weights)
 	out := make([]scored, 0, len(touched))
 	for _, d := range touched {
 		s := base(d)
@@ -422,6 +423,8 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			s *= namedBoost
 		} else if len(named) > 0 {
 			s *= unnamedFactor
+		} else if fit != nil {
+			s *= 1 + categoryBoost*fit[doc.cat]
 		}
 		if doc.tool.Deprecated {
 			s *= deprecatedFactor
@@ -462,6 +465,57 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		out = out[:limit]
 	}
 	return out
+}
+
+// categoryFit says how much each category's tools, taken together,
+// speak of what the query's own words name (0 to 1, the best category
+// 1): the share of its tools that hold each word, by the word's idf.
+// A query that does not name its service ("text a phone number") is
+// most likely about the one whose vocabulary is its own. It is nil
+// when the index has one category, or the query no words of its own.
+func categoryFit(c *index, qterms []string, weights map[string]float64) []float64 {
+	if len(c.catID) < 2 || categoryBoost == 0 {
+		return nil
+	}
+	size := make([]float64, len(c.catID))
+	for i := range c.docs {
+		size[c.docs[i].cat]++
+	}
+	n := float64(len(c.docs))
+	fit := make([]float64, len(c.catID))
+	count := make([]float64, len(c.catID))
+	found := false
+	for _, t := range qterms {
+		if weights[t] != 1 {
+			continue
+		}
+		ps := c.postings[t]
+		if len(ps) == 0 {
+			continue
+		}
+		clear(count)
+		for _, p := range ps {
+			count[c.docs[p.doc].cat]++
+		}
+		idf := math.Log(1 + (n-float64(len(ps))+0.5)/(float64(len(ps))+0.5))
+		for k := range fit {
+			if size[k] > 0 {
+				fit[k] += idf * math.Sqrt(count[k]/size[k])
+			}
+		}
+		found = true
+	}
+	if !found {
+		return nil
+	}
+	best := slices.Max(fit)
+	if best == 0 {
+		return nil
+	}
+	for k := range fit {
+		fit[k] /= best
+	}
+	return fit
 }
 
 // Confidence says how well a hit answers the query.
