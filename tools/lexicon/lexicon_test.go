@@ -34,6 +34,7 @@ func TestDescribe(t *testing.T) {
 		{"fetch_balance", "GET /2010-04-01/Accounts/{AccountSid}/Balance.json", Get, "balanc", nil, false},
 		{"post_mail_send", "POST /mail/send", Act | Create, "mail", []string{"send"}, false},
 		{"get_all_projects", "GET /rest/api/3/project", Get | List, "project", nil, false},
+		{"delete_message", "DELETE /2010-04-01/Accounts/{AccountSid}/Messages/{Sid}.json", Delete, "messag", nil, false},
 	}
 	for _, tt := range tests {
 		op := Describe(tt.name, tt.route)
@@ -155,6 +156,7 @@ func TestLeadVerbs(t *testing.T) {
 		{"Lists all repositories", List, nil},
 		{"Searches for messages matching a query.", Search | List, nil},
 		{"Customer objects allow you to …", 0, nil},
+		{"POST /2010-04-01/Accounts/{AccountSid}/Addresses.json", 0, nil},
 	}
 	for _, tt := range tests {
 		class, acts := LeadVerbs(tt.text)

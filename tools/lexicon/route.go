@@ -65,6 +65,7 @@ func Describe(name, route string) Operation {
 		op = describeRoute(method, path)
 		for _, w := range Spell(Words(path)) {
 			pathWords[w] = true
+			pathWords[Stem(w)] = true
 		}
 	} else if method == "get" {
 		op.Class = Get | List
@@ -82,7 +83,7 @@ func Describe(name, route string) Operation {
 	for i, w := range kept {
 		// A word of the path is the resource's (post_refunds_refund_cancel:
 		// the refund is what is cancelled).
-		if v, ok := verbs[w]; ok && !IsPlural(w) && !pathWords[w] && (i < 2 || i == len(kept)-1) {
+		if v, ok := verbs[w]; ok && !IsPlural(w) && !pathWords[w] && !pathWords[Stem(w)] && (i < 2 || i == len(kept)-1) {
 			verbAt = i
 			op.Class |= v.class
 			if v.class&Act != 0 {
@@ -296,6 +297,9 @@ func appendNew(ss []string, s string) []string {
 // their classes and the stems of those that name an action beyond CRUD;
 // 0 and nil when the text does not start with a verb of the vocabulary.
 func LeadVerbs(text string) (Class, []string) {
+	if IsRoute(text) {
+		return 0, nil // the route for a summary: "POST /2010-04-01/…"
+	}
 	ws := Words(text)
 	var class Class
 	var acts []string
@@ -316,6 +320,13 @@ func LeadVerbs(text string) (Class, []string) {
 		}
 	}
 	return class, acts
+}
+
+// IsRoute reports whether text is an HTTP route ("POST /v1/customers"),
+// as generated descriptions give for a summary.
+func IsRoute(text string) bool {
+	m, rest, ok := strings.Cut(strings.TrimSpace(text), " ")
+	return ok && methods[strings.ToLower(m)] && strings.HasPrefix(rest, "/") && !strings.Contains(rest, " ")
 }
 
 // baseVerb finds a word of a summary among the vocabulary's verbs,

@@ -806,15 +806,20 @@ func analyzeTools(ts []*tools.Tool, version uint64) (*index, [][numFields][]stri
 		ft[fieldName] = append(append(nameTerms, forms(nameWords)...), bigrams(nameTerms)...)
 		ft[fieldCategory] = terms(t.Category() + " " + strings.ReplaceAll(t.Group, "/", " "))
 		summary := lexicon.Clean(t.Summary)
-		ft[fieldSummary] = terms(summary + " " + t.Title)
-		ix.docs[i].summary = distinct(ft[fieldSummary])
-		ix.docs[i].name = distinct(nameTerms)
 		// The description's first sentence says what the tool does; a
-		// summary made from it is not counted twice.
+		// summary made from it is not counted twice, and a summary that
+		// is only the route ("POST /2010-04-01/Accounts/…", as generated
+		// descriptions have) gives way to it.
 		lead, rest := lexicon.Lead(lexicon.Clean(t.Description))
+		if lexicon.IsRoute(summary) {
+			summary, lead = lead, ""
+		}
 		if strings.TrimRight(lead, ".") == strings.TrimRight(summary, ".…") {
 			lead = ""
 		}
+		ft[fieldSummary] = terms(summary + " " + t.Title)
+		ix.docs[i].summary = distinct(ft[fieldSummary])
+		ix.docs[i].name = distinct(nameTerms)
 		ft[fieldLead] = terms(lead)
 		op := lexicon.Describe(short, t.Route)
 		// What the summary says it does, in the verbs it starts with:
