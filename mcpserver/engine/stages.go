@@ -124,9 +124,15 @@ func (f dataFlow) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 			err = checkFlow(flow, c.Name, c.Args)
 		}
 	} else {
+		args := c.Args
 		c.Args, err = resolveTokens(ctx, c.Run.vault, c.Name, c.Args)
 		if err == nil && flow != nil {
 			err = checkFlow(flow, c.Name, c.Args)
+		}
+		if err == nil {
+			// The values resolved keep the sources of their tokens,
+			// through a tool that echoes them (issue 19, H6).
+			observeResolved(flow, c.Run.vault, c.Name, args)
 		}
 	}
 	if err != nil {
