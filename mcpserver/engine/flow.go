@@ -149,7 +149,10 @@ func observeResolved(flow *filter.Flow, v *filter.Vault, name string, args json.
 			continue
 		}
 		prov := filter.NewProvenance(sources...)
-		source := "vault"
+		// A token minted from the program's own output has no source:
+		// the value is still hidden as its token was, from a name no
+		// tool has (tool names are category.name).
+		source := "token"
 		if !prov.IsZero() {
 			source = prov.Sources()[0]
 		}
