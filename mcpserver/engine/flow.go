@@ -23,8 +23,9 @@ type tracker struct {
 	pending []chan struct{}
 }
 
-// observe records result as received from source, in the background.
-func (t *tracker) observe(source string, result json.RawMessage) {
+// observe records result as received from source, holding data of the
+// sources from too, in the background.
+func (t *tracker) observe(source string, result json.RawMessage, from filter.Provenance) {
 	data := bytes.Clone(result) // the executor owns result once the call returns
 	done := make(chan struct{})
 	t.mu.Lock()
@@ -32,7 +33,7 @@ func (t *tracker) observe(source string, result json.RawMessage) {
 	t.mu.Unlock()
 	go func() {
 		defer close(done)
-		t.flow.Observe(source, data, storedProvenance(data))
+		t.flow.Observe(source, data, storedProvenance(data).Union(from))
 	}()
 }
 
