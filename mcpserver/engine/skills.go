@@ -180,7 +180,9 @@ func (k *skills) tool(sk memory.Skill) tools.Tool {
 	}
 	code, lang := sk.Code, executor.Language(sk.Language)
 	name := sk.Name
-	prov := skillProvenance(sk)
+	// The sources of the data its code, description and schema were
+	// saved from (the store records them from the save's context).
+	prov := sk.Provenance
 	return tools.Tool{
 		Name:        "skills." + name,
 		Summary:     summary,
@@ -204,25 +206,6 @@ func (k *skills) tool(sk memory.Skill) tools.Tool {
 			return k.run(ctx, name, code, lang, args)
 		},
 	}
-}
-
-// skillProvenance is the provenance the store keeps with a skill: the
-// sources of the data its code, description and schema were saved from
-// (memory.Skill's "provenance", which the store records from the save's
-// context, memory.WithProvenance). Read from the skill's JSON form so
-// that a store that keeps none gives none.
-func skillProvenance(sk memory.Skill) json.RawMessage {
-	b, err := json.Marshal(sk)
-	if err != nil {
-		return nil
-	}
-	var p struct {
-		Provenance json.RawMessage `json:"provenance"`
-	}
-	if json.Unmarshal(b, &p) != nil {
-		return nil
-	}
-	return p.Provenance
 }
 
 // checkPin lets the caller run a published snapshot of another's skill
