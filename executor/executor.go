@@ -694,8 +694,10 @@ type Stats struct {
 	// Queued is the number of programs waiting for the pool.
 	Queued int
 	// Ready is the number of VMs (or worker processes) prepared for the
-	// next runs.
-	Ready int
+	// next runs, and Idle the number of them that can take a run now,
+	// their next VM prepared or not (a worker process makes its next VM
+	// after a run, at a low priority).
+	Ready, Idle int
 	// Nested is the number of nested runs whose VMs are alive, in every
 	// run tree.
 	Nested int
@@ -710,8 +712,9 @@ func (e *Executor) Stats() Stats {
 	s.Running, s.Long = e.sched.running()
 	if e.local != nil {
 		s.Ready = len(e.local.pool.ready)
+		s.Idle = s.Ready
 	} else {
-		s.Ready = e.procs.readyCount()
+		s.Ready, s.Idle = e.procs.readyCount()
 	}
 	return s
 }

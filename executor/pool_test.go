@@ -41,8 +41,8 @@ func TestIdleChoice(t *testing.T) {
 					want++
 				}
 			}
-			if got := p.readyCount(); got != want {
-				t.Errorf("readyCount = %d, want %d", got, want)
+			if got, idle := p.readyCount(); got != want || idle != len(tt.ready) {
+				t.Errorf("readyCount = %d, %d idle; want %d, %d", got, idle, want, len(tt.ready))
 			}
 			<-p.idle
 			if got := p.takeIdle(); got != ws[tt.want] {

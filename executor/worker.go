@@ -220,17 +220,17 @@ func (p *procPool) takeIdle() *worker {
 	return w
 }
 
-// readyCount returns the idle workers whose next VM is ready.
-func (p *procPool) readyCount() int {
+// readyCount returns the idle workers whose next VM is ready, and all
+// the idle workers.
+func (p *procPool) readyCount() (ready, idle int) {
 	p.idleMu.Lock()
 	defer p.idleMu.Unlock()
-	n := 0
 	for _, w := range p.idleList {
 		if w.ready() {
-			n++
+			ready++
 		}
 	}
-	return n
+	return ready, len(p.idleList)
 }
 
 // grow lets the pool have one more worker, for the slot a run gave back
