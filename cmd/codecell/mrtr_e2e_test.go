@@ -171,7 +171,10 @@ func TestMultiRoundTripBinary(t *testing.T) {
 		if rec.Error != nil {
 			t.Fatalf("run failed: %+v", rec.Error)
 		}
-		var out struct{ Text any; A, B string }
+		var out struct {
+			Text any
+			A, B string
+		}
 		if err := json.Unmarshal(rec.Result, &out); err != nil {
 			t.Fatal(err)
 		}
