@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -323,4 +324,82 @@ func inputText(req mcp.CreateMessageRequest) string {
 		return s
 	}
 	return lastText(req)
+}
+
+// TestMultiRoundTripStore: with a store the journal is kept there and the
+// state stays small; a dry run asks the client across retries and its
+// plan holds the write once, which its commit makes once; a memoised
+// call is served as before; another principal's state is refused.
+func TestMultiRoundTripStore(t *testing.T) {
+	t.Parallel()
+	env := planServer(t, mcpserver.Config{Cache: engine.CacheConfig{Memoize: []engine.MemoRule{{Pattern: "test.count", TTL: time.Minute}}}})
+	h := host{sample: func(_ context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		return answer("model:" + inputText(req)), nil
+	}}
+	connect := func(token string) (*client.Client, *stateRewriter) {
+		rw := &stateRewriter{}
+		tr, err := transport.NewStreamableHTTP(env.url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}),
+			transport.WithHTTPBasicClient(&http.Client{Transport: rw}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return start(t, client.NewClient(tr, client.WithSamplingHandler(h))), rw
+	}
+	alice, arw := connect(aliceToken)
+	bob, brw := connect(bobToken)
+
+	res, rec := execute(t, alice, map[string]any{"mode": "plan", "details": true, "code": `
+		const c = await test.count({q: 1});
+		const d = await test.count({q: 1});
+		const a = await llm.call("x" + c.calls);
+		await test.append(a.text);
+		return [c.calls, d.calls];`})
+	if rec == nil || rec.Error != nil {
+		t.Fatalf("dry run: %s", text(res))
+	}
+	if n := env.src.calls("test.count"); n != 1 {
+		t.Errorf("test.count called %d times, want once", n)
+	}
+	if s := arw.last(); s == "" || len(s) > 400 {
+		t.Errorf("state of %d bytes, want a small one naming the journal in the store", len(s))
+	}
+	ss := steps(t, rec)
+	if len(ss) != 1 || ss[0].Tool != "test.append" || !strings.Contains(string(ss[0].Args), "model:x1") {
+		t.Fatalf("plan %s, want the append once", rec.Plan.Steps)
+	}
+	cached := 0
+	for _, c := range rec.Trace {
+		if c.Cached {
+			cached++
+		}
+	}
+	if cached < 2 {
+		t.Errorf("%d calls served from the journal or the cache, want both reads", cached)
+	}
+	if crec := commit(t, alice, rec.Plan.ID); crec.Error != nil {
+		t.Fatalf("commit: %+v", crec.Error)
+	}
+	env.src.mu.Lock()
+	appended := append([]string(nil), env.src.appended...)
+	env.src.mu.Unlock()
+	if len(appended) != 1 || appended[0] != "model:x1" {
+		t.Errorf("appended %q, want the model's answer once", appended)
+	}
+
+	// Alice's state sent by Bob.
+	if _, rec := execute(t, alice, map[string]any{"code": `return (await llm.call("hi")).text`}); rec == nil || rec.Error != nil {
+		t.Fatalf("run: %+v", rec)
+	}
+	// A fresh state of alice's, not sent back yet: she asks, and Bob
+	// sends her state instead of his.
+	var aliceState string
+	arw.set(func(s string) string { aliceState = s; return "x" })
+	execute(t, alice, map[string]any{"code": `return (await llm.call("again")).text`})
+	arw.set(nil)
+	brw.set(func(string) string { return aliceState })
+	res, rec = execute(t, bob, map[string]any{"code": `return (await llm.call("again")).text`})
+	brw.set(nil)
+	if rec == nil || rec.Error == nil || rec.Error.Kind != engine.KindStateRefused || !strings.Contains(rec.Error.Message, "another principal") {
+		t.Errorf("alice's state sent by bob: %s", text(res))
+	}
 }
