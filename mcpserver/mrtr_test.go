@@ -403,3 +403,25 @@ func TestMultiRoundTripStore(t *testing.T) {
 		t.Errorf("alice's state sent by bob: %s", text(res))
 	}
 }
+
+// TestMultiRoundTripBudget: a run's llm budget holds over its retries,
+// and a call that stopped to ask is charged once, when it is answered.
+func TestMultiRoundTripBudget(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, mcpserver.Config{LLM: engine.LLMConfig{MaxCallsPerRun: 2}})
+	h := host{sample: func(_ context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		return answer("ok"), nil
+	}}
+	c := connectModern(t, srv, &stateRewriter{}, client.WithSamplingHandler(h))
+	res, rec := execute(t, c, map[string]any{"code": `
+		for (let i = 1; i <= 3; i++) {
+			try { await llm.call("q" + i); } catch (e) { return [i, e.code]; }
+		}
+		return "all answered";`})
+	if rec == nil || rec.Error != nil {
+		t.Fatalf("run failed: %s", text(res))
+	}
+	if got := string(rec.Result); got != `[3,"quota_exceeded"]` {
+		t.Errorf("result %s, want the third call over the run's budget of 2", got)
+	}
+}

@@ -81,6 +81,10 @@ type journal struct {
 	Answers map[string]json.RawMessage `json:"answers,omitempty"`
 	// Rounds counts the retries.
 	Rounds int `json:"rounds"`
+	// LLMCalls and LLMTokens are the run's llm budget spent so far: a
+	// run's budget holds over its retries.
+	LLMCalls  int `json:"llm_calls,omitempty"`
+	LLMTokens int `json:"llm_tokens,omitempty"`
 }
 
 // journalCall is one finished call of a program: its place, its tool,
@@ -336,11 +340,12 @@ func (r *resumption) end() error {
 }
 
 // next is the journal a retry replays: the calls served and made, the
-// questions asked and the answers given.
-func (r *resumption) next() *journal {
+// questions asked and the answers given, and the llm budget spent.
+func (r *resumption) next(spent llmBudget) *journal {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	j := &journal{Seed: r.prior.Seed, Now: r.prior.Now, Rounds: r.prior.Rounds, Asked: r.asked, Answers: r.prior.Answers}
+	j := &journal{Seed: r.prior.Seed, Now: r.prior.Now, Rounds: r.prior.Rounds, Asked: r.asked, Answers: r.prior.Answers,
+		LLMCalls: spent.calls, LLMTokens: spent.tokens}
 	j.Calls = append(append(j.Calls, r.prior.Calls...), r.calls...)
 	return j
 }
@@ -482,9 +487,29 @@ func (t roundTrips) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mc
 	return &res, nil
 }
 
+// stoppedToAsk reports whether err ended a call because its run stopped
+// to ask the client.
+func stoppedToAsk(err error) bool { return errors.Is(err, errInputRequired) }
+
+// refund takes back what begin charged for a call that asked the client
+// and was stopped: it is charged when it is answered, on the retry.
+func (u *llmUsage) refund(run *runLog, principal string, estimate int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if p := u.principals[principal]; p != nil {
+		p.minuteCalls = max(p.minuteCalls-1, 0) // the minute or the day may have turned
+		p.dayTokens = max(p.dayTokens-estimate, 0)
+	}
+	if run != nil {
+		run.llm.calls--
+		run.llm.tokens -= estimate
+	}
+}
+
 // startResume opens a resumable run's journal: a new one on the first
-// attempt, the state's on a retry.
-func (e *Engine) startResume(ctx context.Context, x Execution) (*resumption, error) {
+// attempt, the state's on a retry; the run's llm budget goes on from the
+// state's.
+func (e *Engine) startResume(ctx context.Context, x Execution, run *Run) (*resumption, error) {
 	var prior *journal
 	if x.Resume.State != "" {
 		var err error
@@ -494,7 +519,12 @@ func (e *Engine) startResume(ctx context.Context, x Execution) (*resumption, err
 	} else if len(x.Resume.Responses) > 0 {
 		return nil, refusedState("inputResponses came without the requestState they answer")
 	}
-	return newResumption(*x.Resume, prior)
+	r, err := newResumption(*x.Resume, prior)
+	if err != nil {
+		return nil, err
+	}
+	run.log.llm = llmBudget{calls: r.prior.LLMCalls, tokens: r.prior.LLMTokens}
+	return r, nil
 }
 
 // endResume turns a resumable run's end into input_required when it
@@ -513,7 +543,10 @@ func (e *Engine) endResume(ctx context.Context, run *Run, x Execution, res *exec
 	if len(asks) == 0 {
 		return nil, nil
 	}
-	state, err := e.states.seal(ctx, x.Caller.Principal, x, r.next())
+	e.llm.use.mu.Lock()
+	spent := run.log.llm
+	e.llm.use.mu.Unlock()
+	state, err := e.states.seal(ctx, x.Caller.Principal, x, r.next(spent))
 	if err != nil {
 		return nil, err
 	}

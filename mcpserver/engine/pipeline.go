@@ -81,7 +81,7 @@ func (e *Engine) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 	}
 	if x.Resume != nil {
 		var err error
-		if run.resume, err = e.startResume(ctx, x); err != nil {
+		if run.resume, err = e.startResume(ctx, x, run); err != nil {
 			return e.refusedResume(err)
 		}
 	}
