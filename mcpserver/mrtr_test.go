@@ -425,3 +425,36 @@ func TestMultiRoundTripBudget(t *testing.T) {
 		t.Errorf("result %s, want the third call over the run's budget of 2", got)
 	}
 }
+
+// TestMultiRoundTripDiverges: a program that does otherwise on replay —
+// here because a tool appeared in the catalogue while the client was
+// answering — fails with replay_diverged, and its write is not made again.
+func TestMultiRoundTripDiverges(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, mcpserver.Config{})
+	l := newCRM(t, srv)
+	var once sync.Once
+	h := host{sample: func(_ context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		once.Do(func() {
+			if err := srv.Registry().Register(tools.Tool{Name: "crm.extra", Summary: "New.", Handler: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+				return json.RawMessage(`{}`), nil
+			}}); err != nil {
+				t.Error(err)
+			}
+		})
+		return answer("ok"), nil
+	}}
+	c := connectModern(t, srv, &stateRewriter{}, client.WithSamplingHandler(h))
+	res, rec := execute(t, c, map[string]any{"code": `
+		await crm.write({has: Object.keys(crm).join(",")});
+		return (await llm.call("x")).text;`})
+	if rec == nil || rec.Error == nil || rec.Error.Kind != engine.KindReplayDiverged || !strings.Contains(rec.Error.Message, "call #1 (crm.write) had other arguments") {
+		t.Fatalf("%s, want replay_diverged naming the write", text(res))
+	}
+	if rec.Result != nil {
+		t.Errorf("a diverged run has a result: %s", rec.Result)
+	}
+	if n := l.writes.Load(); n != 1 {
+		t.Errorf("wrote %d times, want once", n)
+	}
+}

@@ -253,11 +253,11 @@ func (r *resumption) replay(seq int, name string, args json.RawMessage) (out jso
 	}
 	if slot {
 		c := r.prior.Calls[i]
-		what := "other arguments"
+		what := fmt.Sprintf("its call #%d (%s) had other arguments than when it was first made", seq+1, name)
 		if c.Tool != name {
-			what = fmt.Sprintf("%s, not %s", name, c.Tool)
+			what = fmt.Sprintf("its call #%d was %s, and %s when it was first made", seq+1, name, c.Tool)
 		}
-		return nil, r.diverge("its call #%d was %s on replay than when it was first made (%s with other arguments, or another call); a program resumed after input_required must make the same calls in the same order", seq+1, what, c.Tool), false
+		return nil, r.diverge("%s; a program resumed after input_required must make the same calls with the same arguments", what), false
 	}
 	return nil, nil, false
 }
