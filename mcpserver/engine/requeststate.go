@@ -42,6 +42,9 @@ const statePrefix = "ccrs1."
 // journalKind is the store's cache kind of the journals of states.
 const journalKind = "mrtr-journal"
 
+// maxInlineJournal bounds a journal carried inside a request state.
+const maxInlineJournal = 4 << 20
+
 // DefaultStateTTL is how long a request state may be sent back.
 const DefaultStateTTL = 15 * time.Minute
 
@@ -137,6 +140,11 @@ func (s *stateSealer) seal(ctx context.Context, principal string, x Execution, j
 		}
 		st.Stored = true
 	} else {
+		if b, err := json.Marshal(j); err != nil {
+			return "", err
+		} else if len(b) > maxInlineJournal {
+			return "", fmt.Errorf("the tool results it read before asking, %d bytes, are more than a requestState carries (%d) without a store: configure one (memory.path), or read less before asking the client", len(b), maxInlineJournal)
+		}
 		st.Journal = j
 	}
 	plain, err := json.Marshal(st)
