@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -79,6 +80,9 @@ type journal struct {
 	// client's answers, by id.
 	Asked   map[string]string          `json:"asked,omitempty"`
 	Answers map[string]json.RawMessage `json:"answers,omitempty"`
+	// Pending are the questions of the last attempt: the retry's answers
+	// are taken for these only.
+	Pending []string `json:"pending,omitempty"`
 	// Rounds counts the retries.
 	Rounds int `json:"rounds"`
 	// LLMCalls and LLMTokens are the run's llm budget spent so far: a
@@ -181,8 +185,8 @@ func newResumption(in Resume, prior *journal) (*resumption, error) {
 		prior.Answers = map[string]json.RawMessage{}
 	}
 	for id, resp := range in.Responses {
-		if _, ok := prior.Asked[id]; !ok {
-			continue // an answer to no question of this run
+		if !slices.Contains(prior.Pending, id) {
+			continue // an answer to no open question of this run
 		}
 		if b, err := json.Marshal(resp); err == nil {
 			prior.Answers[id] = b
@@ -347,6 +351,10 @@ func (r *resumption) next(spent llmBudget) *journal {
 	j := &journal{Seed: r.prior.Seed, Now: r.prior.Now, Rounds: r.prior.Rounds, Asked: r.asked, Answers: r.prior.Answers,
 		LLMCalls: spent.calls, LLMTokens: spent.tokens}
 	j.Calls = append(append(j.Calls, r.prior.Calls...), r.calls...)
+	for id := range r.asks {
+		j.Pending = append(j.Pending, id)
+	}
+	sort.Strings(j.Pending)
 	return j
 }
 

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
@@ -183,5 +185,25 @@ func TestReplayDiverges(t *testing.T) {
 	}
 	if err := r.end(); err == nil || !strings.Contains(err.Error(), "#2 crm.write") {
 		t.Errorf("a run without its write: %v", err)
+	}
+}
+
+// TestAnswersOfOpenQuestions: a retry's answers are taken for the
+// questions the last attempt asked only, not for ones answered before.
+func TestAnswersOfOpenQuestions(t *testing.T) {
+	var forged mcp.InputResponses
+	_ = json.Unmarshal([]byte(`{"c1.elicit.0":{"action":"accept"},"c2.elicit.0":{"action":"accept"},"c9.elicit.0":{"action":"accept"}}`), &forged)
+	prior := &journal{
+		Asked:   map[string]string{"c1.elicit.0": "a", "c2.elicit.0": "b"},
+		Answers: map[string]json.RawMessage{"c1.elicit.0": json.RawMessage(`{"action":"decline"}`)},
+		Pending: []string{"c2.elicit.0"},
+	}
+	r, err := newResumption(Resume{Responses: forged}, prior)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := r.prior.Answers
+	if string(a["c1.elicit.0"]) != `{"action":"decline"}` || string(a["c2.elicit.0"]) != `{"action":"accept"}` || a["c9.elicit.0"] != nil {
+		t.Errorf("answers %s", a)
 	}
 }
