@@ -582,6 +582,39 @@
   g.console = console;
   defineProperty(g, "ToolError", { value: ToolError, writable: true, configurable: true });
 
+  // pin makes Math.random a generator seeded with seed (sfc32, from the
+  // seed's two halves) and the clock tell the time now (ms since the
+  // epoch), without advancing: a program run again with the same pin
+  // and the same tool results does the same.
+  function pin(seed, now) {
+    let a = (seed % 4294967296) >>> 0, b = (seed / 4294967296) >>> 0, c = 0x9e3779b9, d = 1;
+    const next = function () {
+      const t = (((a + b) >>> 0) + d) >>> 0;
+      d = (d + 1) >>> 0;
+      a = b ^ (b >>> 9);
+      b = (c + (c << 3)) >>> 0;
+      c = (c << 21) | (c >>> 11);
+      c = (c + t) >>> 0;
+      return t / 4294967296;
+    };
+    for (let i = 0; i < 15; i++) next();
+    defineProperty(g.Math, "random", { value: function random() { return next(); }, writable: true, configurable: true });
+    const DateCtor = g.Date;
+    const construct = Reflect.construct;
+    const toString = DateCtor.prototype.toString;
+    const Date = function Date() {
+      if (new.target === undefined) return apply(toString, construct(DateCtor, [now]), []);
+      if (arguments.length === 0) return construct(DateCtor, [now], new.target);
+      return construct(DateCtor, apply(ArrayProto.slice, arguments, []), new.target);
+    };
+    defineProperty(Date, "prototype", { value: DateCtor.prototype });
+    defineProperty(Date, "now", { value: function now_() { return now; }, writable: true, configurable: true });
+    defineProperty(Date, "parse", { value: DateCtor.parse, writable: true, configurable: true });
+    defineProperty(Date, "UTC", { value: DateCtor.UTC, writable: true, configurable: true });
+    defineProperty(DateCtor.prototype, "constructor", { value: Date, writable: true, configurable: true });
+    defineProperty(g, "Date", { value: Date, writable: true, configurable: true });
+  }
+
   return {
     // install creates a namespace object per category, with a function per
     // tool, from {category: {name: [positional...]}}. A category without
@@ -599,11 +632,14 @@
       }
       namespaceNames = names;
     },
-    // begin sets the console limit of the job about to run and, for a
+    // begin sets the console limit of the job about to run, pins
+    // Math.random and the clock when the host gives a seed and a time
+    // (Request.Pin), and, for a
     // program run as a tool, installs its arguments (the host built them
     // from their JSON) as the global args.
-    begin: function (maxLogBytes, args) {
+    begin: function (maxLogBytes, args, seed, now) {
       logBytes = maxLogBytes;
+      if (seed !== undefined) pin(seed, now);
       if (args !== undefined) {
         defineProperty(g, "args", { value: args, writable: true, configurable: true });
       }

@@ -226,7 +226,11 @@ func encodeSpec(s *jobSpec, layoutID uint32) enc {
 	e := make(enc, 0, 64+len(s.Src))
 	e = e.u32(layoutID).u64(uint64(s.Memory)).u32(uint32(s.Stack)).u32(uint32(s.MaxCalls)).
 		u32(uint32(s.MaxLogLines)).u32(uint32(s.MaxLogBytes)).u64(uint64(s.MaxResult)).
-		u64(uint64(s.Timeout)).bool(s.Nested).bool(s.Args != nil).str(s.Src)
+		u64(uint64(s.Timeout)).bool(s.Nested).bool(s.Pin != nil)
+	if s.Pin != nil {
+		e = e.u64(s.Pin.Seed).u64(uint64(s.Pin.Now.UnixMilli()))
+	}
+	e = e.bool(s.Args != nil).str(s.Src)
 	return e
 }
 
@@ -242,6 +246,9 @@ func decodeSpec(body []byte) (*jobSpec, uint32, error) {
 		MaxResult:   int(d.u64()),
 		Timeout:     time.Duration(d.u64()),
 		Nested:      d.bool(),
+	}
+	if d.bool() {
+		s.Pin = &Pin{Seed: d.u64(), Now: time.UnixMilli(int64(d.u64()))}
 	}
 	hasArgs := d.bool()
 	s.Src = d.str()

@@ -28,6 +28,10 @@ type Call struct {
 	// Run is the run that made the call: a tool that runs a program of its
 	// own (a skill) names it as the Parent of that program's Request.
 	Run *Run
+	// Seq is the call's place among its run's calls, from 0, in the order
+	// the program made them: the same on every run of a program that
+	// does the same (see Request.Pin).
+	Seq int
 	// cached, when set, is where MarkCached notes that the result came
 	// from a cache; the call's trace record then says so.
 	cached *bool
@@ -112,6 +116,19 @@ type Request struct {
 	// the program, in order, on a goroutine of the executor. It must not
 	// block.
 	OnProgress func(message string, fraction float64)
+	// Pin, when set, makes the program's nondeterminism the pin's:
+	// Math.random draws from a generator seeded with Seed, and Date.now(),
+	// new Date() and Date() tell the time Now, which does not advance.
+	// A run of the same program with the same pin and the same tool
+	// results then makes the same calls with the same arguments.
+	Pin *Pin
+}
+
+// Pin fixes what a program could otherwise get differently on each run:
+// random numbers and the time.
+type Pin struct {
+	Seed uint64
+	Now  time.Time
 }
 
 // Status is how a run ended.

@@ -47,8 +47,10 @@ func compilePrelude() (*engine.Bytecode, error) {
 // jobSpec is everything a VM needs to run one program. It crosses the pipe
 // to a worker as it is (see encodeSpec).
 type jobSpec struct {
-	Src         string
-	Args        []byte // nil: no global args
+	Src  string
+	Args []byte // nil: no global args
+	// Pin, when set, pins Math.random and the clock (Request.Pin).
+	Pin         *Pin
 	Layout      *Layout
 	Memory      int64
 	Stack       int
@@ -326,7 +328,13 @@ func (j *vmJob) execute() {
 		}
 		args = v
 	}
-	r, err := vm.Call(j.in.begin, engine.Undefined, engine.Int(j.spec.MaxLogBytes), args)
+	seed, now := engine.Undefined, engine.Undefined
+	if p := j.spec.Pin; p != nil {
+		// A JavaScript number holds 53 bits.
+		seed = engine.Float(float64(p.Seed & (1<<53 - 1)))
+		now = engine.Float(float64(p.Now.UnixMilli()))
+	}
+	r, err := vm.Call(j.in.begin, engine.Undefined, engine.Int(j.spec.MaxLogBytes), args, seed, now)
 	vm.Free(args)
 	vm.Free(r)
 	if err != nil {

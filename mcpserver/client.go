@@ -33,13 +33,13 @@ func (mcpClient) Can(ctx context.Context, tool string, what engine.Capability) e
 	if _, inProcess := session.(*server.InProcessSession); inProcess {
 		return nil // a direct call of the client's handler, if it has one
 	}
-	// Protocol 2026-07-28 has no server-to-client requests: a handler
-	// returns input_required and the client sends the whole request
-	// again with the answers, which would run the program again from the
-	// start (and repeat its writes). A run cannot pause across requests,
-	// so such a request cannot sample or elicit.
+	// Protocol 2026-07-28 has no server-to-client requests: a program
+	// run by execute_code asks through input_required (engine/mrtr.go),
+	// which the engine answers before it asks here. What reaches here
+	// cannot pause across requests: a plan's commit, a task's run, a
+	// direct call.
 	if v := server.RequestProtocolVersion(ctx); mcp.IsModernProtocol(v) {
-		return missing("this request uses MCP protocol %s, which has no server-to-client requests, so a running program cannot ask the client (%s); connect with protocol %s (initialize handshake) and declare the %s capability", v, what, mcp.ProtocolVersion20251125, what)
+		return missing("this request uses MCP protocol %s, which has no server-to-client requests: a program run by execute_code asks the client (%s) through input_required, but a plan's commit, a task's run and a direct call cannot; run it as a program, or connect with protocol %s (initialize handshake) and declare the %s capability", v, what, mcp.ProtocolVersion20251125, what)
 	}
 	info, ok := session.(server.SessionWithClientInfo)
 	if !ok {

@@ -287,29 +287,37 @@ func TestRuntimeWithoutCapabilities(t *testing.T) {
 		srv := newServer(t, mcpserver.Config{})
 		ts := httptest.NewServer(srv.Handler())
 		t.Cleanup(ts.Close)
-		// A request of protocol 2026-07-28 that declares sampling: it has
-		// no session a running program could ask.
-		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{
-			"name": "execute_code", "arguments": map[string]any{"code": `return await llm.call("hi")`},
-			"_meta": map[string]any{
-				"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
-				"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "stateless", "version": "1"},
-				"io.modelcontextprotocol/clientCapabilities": map[string]any{"sampling": map[string]any{}},
-			},
-		}})
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+mcpserver.PathStreamable, bytes.NewReader(body))
-		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-			"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "execute_code"} {
-			req.Header.Set(k, v)
+		post := func(caps map[string]any) []byte {
+			body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{
+				"name": "execute_code", "arguments": map[string]any{"code": `return await llm.call("hi")`},
+				"_meta": map[string]any{
+					"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+					"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "stateless", "version": "1"},
+					"io.modelcontextprotocol/clientCapabilities": caps,
+				},
+			}})
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+mcpserver.PathStreamable, bytes.NewReader(body))
+			for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+				"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "execute_code"} {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			out, _ := io.ReadAll(resp.Body)
+			return out
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		// A request of protocol 2026-07-28 that declares sampling is asked
+		// through input_required (TestMultiRoundTrip answers it).
+		if out := post(map[string]any{"sampling": map[string]any{}}); !bytes.Contains(out, []byte(`"resultType":"input_required"`)) ||
+			!bytes.Contains(out, []byte(`"method":"sampling/createMessage"`)) || !bytes.Contains(out, []byte(`"requestState":"ccrs1.`)) {
+			t.Fatalf("%s, want input_required with a sampling request and a state", out)
 		}
-		defer resp.Body.Close()
-		out, _ := io.ReadAll(resp.Body)
-		if !bytes.Contains(out, []byte(`capability_missing`)) || !bytes.Contains(out, []byte(mcp.ProtocolVersion20251125)) {
-			t.Fatalf("%d %s, want capability_missing naming protocol %s", resp.StatusCode, out, mcp.ProtocolVersion20251125)
+		// One that does not declare it is told to.
+		if out := post(map[string]any{}); !bytes.Contains(out, []byte(`capability_missing`)) || !bytes.Contains(out, []byte("clientCapabilities")) {
+			t.Fatalf("%s, want capability_missing saying to declare sampling", out)
 		}
 	})
 }

@@ -163,7 +163,7 @@ func newApprovals(cfg ApprovalConfig, a asker, reg *tools.Registry, log *slog.Lo
 // (its calls are, each on its own).
 func (a *approvals) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
 	if !c.gated() {
-		if err := a.approve(ctx, c); err != nil {
+		if err := a.approve(withAsking(ctx, c), c); err != nil {
 			return nil, err
 		}
 	}

@@ -70,6 +70,10 @@ type Config struct {
 	// Approval names the tool calls the client's user approves first
 	// (approval.go).
 	Approval ApprovalConfig
+	// StateTTL is how long the requestState of a run that asked the
+	// client may be sent back (protocol 2026-07-28); 0 is
+	// DefaultStateTTL.
+	StateTTL time.Duration
 	// Client asks the MCP client of a run's request for what the
 	// runtime helpers need of it (runtime.go).
 	Client Client
@@ -107,6 +111,7 @@ type Engine struct {
 	memo      *memoizer     // nil without memoisation
 	approvals *approvals    // the approval stage and approval.request
 	llm       *llm          // the llm namespace
+	states    *stateSealer  // resumable runs' request states (requeststate.go)
 
 	// stopping ends the runs still in progress when the server shuts
 	// down; see StopRuns.
@@ -164,6 +169,13 @@ func New(cfg Config) (_ *Engine, err error) {
 	}
 	seal, err := newPlanSealer(key)
 	if err != nil {
+		return nil, err
+	}
+	var states cacheStore
+	if cfg.Store != nil {
+		states = cfg.Store
+	}
+	if e.states, err = newStateSealer(key, states, cfg.StateTTL); err != nil {
 		return nil, err
 	}
 	e.plans = &plans{store: cfg.Store, seal: seal, ttl: cfg.Plans.withDefaults().TTL, filter: cfg.Filter, log: e.log}
@@ -224,7 +236,7 @@ func (e *Engine) stages() []stage {
 // addRuntime registers the runtime namespaces that ask the client: llm
 // and approval.
 func (e *Engine) addRuntime() (err error) {
-	a := asker{client: e.cfg.Client, filter: e.filter}
+	a := asker{client: roundTrips{e.cfg.Client}, filter: e.filter}
 	if e.llm, err = newLLM(e.cfg.LLM, a); err != nil {
 		return err
 	}

@@ -58,6 +58,9 @@ type Call struct {
 
 	// served says how the call was answered.
 	served served
+	// resume is a resumable run's program call's place (mrtr.go); nil
+	// for any other call.
+	resume *resumeCall
 }
 
 // served says how a call was answered.
@@ -180,7 +183,7 @@ func (g *gate) answer(ctx context.Context, c *Call) (json.RawMessage, error) {
 	if c.Tool != nil {
 		if h, ok := g.helpers[c.Tool.Name]; ok {
 			return g.reg.CallWith(ctx, c.Name, c.Args, func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
-				return h(ctx, c, args)
+				return h(withAsking(ctx, c), c, args)
 			})
 		}
 	}
@@ -224,6 +227,9 @@ type programCalls struct {
 var _ executor.Dispatcher = programCalls{}
 
 func (p programCalls) Call(ctx context.Context, ec executor.Call) (json.RawMessage, error) {
+	if p.run.resume != nil {
+		return p.resumableCall(ctx, ec)
+	}
 	c := &Call{Run: p.run, Name: ec.Name, Args: ec.Args, Exec: ec.Run}
 	out, err := p.g.call(ctx, c)
 	if c.served == servedCached {

@@ -302,6 +302,10 @@ func (m *llm) sample(ctx context.Context, c *Call, tool string, a llmCallArgs, m
 			used = ans.Tokens // what the provider counted
 		}
 	}
+	if stoppedToAsk(err) {
+		m.use.refund(run, principal, estimate) // charged when answered, on the retry
+		return llmCallResult{}, err
+	}
 	m.use.end(run, principal, estimate, used)
 	if err != nil {
 		return llmCallResult{}, modelError(ctx, tool, mod, err)

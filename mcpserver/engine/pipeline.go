@@ -52,6 +52,10 @@ type Execution struct {
 	OnProgress func(message string, fraction float64)
 	// Mode "plan" makes the run a dry run (plan.go); "" or "run" runs it.
 	Mode string
+	// Resume, when set, says the request can take input_required (protocol
+	// 2026-07-28): a run that needs the client stops and ends with
+	// Record.Input, and a retry resumes it (mrtr.go).
+	Resume *Resume
 
 	// planned is the plan the record shows; planHash names it in the
 	// audit log.
@@ -75,10 +79,20 @@ func (e *Engine) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 		}
 		run.plan = &planRecorder{}
 	}
+	if x.Resume != nil {
+		var err error
+		if run.resume, err = e.startResume(ctx, x, run); err != nil {
+			return e.refusedResume(err)
+		}
+	}
 	e.filterStreams(&x, run)
 	run.progress = x.OnProgress
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	var pin *executor.Pin
+	if run.resume != nil {
+		run.resume.stop, pin = cancel, run.resume.pin()
+	}
 	stop := context.AfterFunc(e.stopping, func() { cancel(context.Cause(e.stopping)) })
 	defer stop()
 	span.running()
@@ -93,10 +107,20 @@ func (e *Engine) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 		Owner:      x.Caller.Principal,
 		OnLog:      x.OnLog,
 		OnProgress: x.OnProgress,
+		Pin:        pin,
 	})
+	var input *InputRequired
+	if run.resume != nil {
+		var err error
+		if input, err = e.endResume(ctx, run, x, res); err != nil {
+			e.log.Error("seal request state", "id", id, "err", err)
+			res.Status, res.Value = executor.StatusError, nil
+			res.Error = &executor.Error{Kind: executor.KindInternal, Message: "the run needs the client's input, and its journal could not be kept: " + err.Error()}
+		}
+	}
 	e.metrics.observeRun(res)
 	span.ran(res)
-	if run.plan != nil {
+	if run.plan != nil && input == nil {
 		var note string
 		x.planned, note = e.plans.save(ctx, x.Caller, id, run.plan, res)
 		x.planned.note = note
@@ -105,6 +129,7 @@ func (e *Engine) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 		}
 	}
 	rec, body := e.finish(ctx, run, sess, x, started, res)
+	rec.Input = input
 	e.log.Info("run", "id", id, "principal", x.Caller.Principal, "session_hash", SessionHash(x.Caller.Session), "status", res.Status, "kind", errorKind(res),
 		"ms", res.Telemetry.DurationMS, "calls", res.Telemetry.ToolCalls, "code_bytes", len(x.Code), "returned_bytes", len(body))
 	span.end(body)

@@ -21,6 +21,10 @@ import (
 // response budget.
 type Record struct {
 	Status executor.Status `json:"status"`
+	// Input, when set, is what the run asks of the client before it can
+	// finish, on a protocol with multi round-trip requests (mrtr.go):
+	// the request ends with input_required, not with this record.
+	Input *InputRequired `json:"-"`
 	// Result is the program's result, filtered and cut to the budget. It
 	// is absent when the run failed, and when Table holds the result.
 	Result json.RawMessage `json:"result,omitempty"`

@@ -33,6 +33,9 @@ type Run struct {
 	// progress, when set, passes on what tools report of their progress
 	// (an upstream server's notifications), as the run's progress.
 	progress func(message string, fraction float64)
+	// resume, when the run may stop to ask the client and be resumed
+	// (protocol 2026-07-28), journals its calls and replays them (mrtr.go).
+	resume *resumption
 	// log keeps what the run's calls leave for its record and the audit
 	// log; nil for a direct call, which keeps nothing and has no llm
 	// budget of its own.

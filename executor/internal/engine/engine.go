@@ -567,6 +567,9 @@ func Int(n int) Value {
 	return mkFloat(float64(n))
 }
 
+// Float returns f as a number.
+func Float(f float64) Value { return mkFloat(f) }
+
 // Bool returns b as a boolean.
 func Bool(b bool) Value { return mkBool(b) }
 
