@@ -143,11 +143,11 @@ func (s *Server) run(ctx context.Context, req mcp.CallToolRequest, task *engine.
 		// timeout_ms it has the default deadline, as any run.
 		x.MaxTimeout = s.eng.Tasks().MaxTimeout(s.exec.Config().MaxTimeout)
 	}
-	x.Resume = resumeOf(ctx, req, task)
+	x.Resume = resumeOf(ctx, req, task != nil)
 	notified := s.streamTo(ctx, req, &x)
 	rec, body := s.eng.Execute(ctx, x)
 	if rec != nil && rec.Input != nil {
-		return inputRequired(rec.Input), nil
+		return inputRequired(rec.Input)
 	}
 	if rec != nil {
 		s.learn.ran(ctx, caller, s.reg.View(caller), rec.Calls)

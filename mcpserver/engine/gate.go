@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/codecell/codecell/executor"
+	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/tools"
 )
 
@@ -58,6 +59,9 @@ type Call struct {
 
 	// served says how the call was answered.
 	served served
+	// sources are where its handler said the result's data came from
+	// (observer), for a resumable run's journal.
+	sources filter.Provenance
 	// resume is a resumable run's program call's place (mrtr.go); nil
 	// for any other call.
 	resume *resumeCall

@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/codecell/codecell/executor"
+	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/tools"
 )
 
@@ -99,6 +100,10 @@ type journalCall struct {
 	Args string          `json:"a"`
 	Out  json.RawMessage `json:"o,omitempty"`
 	Err  *journalError   `json:"e,omitempty"`
+	// From are the sources the tool's handler said its result's data
+	// came from (a skill's saved provenance): the replay tells the run's
+	// flow again, so that a result served from the journal keeps them.
+	From *filter.Provenance `json:"f,omitempty"`
 }
 
 // journalError is a call's failure as the program saw it.
@@ -233,16 +238,27 @@ func (r *resumption) check() {
 // an error when the call differs from the one the journal has in its
 // place. Seq is the call's place; args its arguments as written.
 func (r *resumption) replay(seq int, name string, args json.RawMessage) (out json.RawMessage, err error, ok bool) {
+	out, _, err, ok = r.replayFrom(seq, name, args)
+	return out, err, ok
+}
+
+// replayFrom is replay, with the sources the call's handler said its
+// result came from.
+func (r *resumption) replayFrom(seq int, name string, args json.RawMessage) (out json.RawMessage, from filter.Provenance, err error, ok bool) {
 	digest := hashHex(args)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	serve := func(i int) (json.RawMessage, error, bool) {
+	serve := func(i int) (json.RawMessage, filter.Provenance, error, bool) {
 		r.used[i] = true
 		c := r.prior.Calls[i]
 		if c.Err != nil {
-			return nil, replayedError{c.Err}, true
+			return nil, filter.Provenance{}, replayedError{c.Err}, true
 		}
-		return c.Out, nil, true
+		var from filter.Provenance
+		if c.From != nil {
+			from = *c.From
+		}
+		return c.Out, from, nil, true
 	}
 	i, slot := r.bySeq[seq]
 	if slot && !r.used[i] && r.prior.Calls[i].Tool == name && r.prior.Calls[i].Args == digest {
@@ -261,9 +277,9 @@ func (r *resumption) replay(seq int, name string, args json.RawMessage) (out jso
 		if c.Tool != name {
 			what = fmt.Sprintf("its call #%d was %s, and %s when it was first made", seq+1, name, c.Tool)
 		}
-		return nil, r.diverge("%s; a program resumed after input_required must make the same calls with the same arguments", what), false
+		return nil, filter.Provenance{}, r.diverge("%s; a program resumed after input_required must make the same calls with the same arguments", what), false
 	}
-	return nil, nil, false
+	return nil, filter.Provenance{}, nil, false
 }
 
 // diverge fails the run: it did not do on replay what it did before.
@@ -279,8 +295,11 @@ func (r *resumption) diverge(format string, args ...any) error {
 }
 
 // record journals a finished call that was made live.
-func (r *resumption) record(seq int, name string, args, out json.RawMessage, err error) {
+func (r *resumption) record(seq int, name string, args, out json.RawMessage, err error, from filter.Provenance) {
 	c := journalCall{Seq: seq, Tool: name, Args: hashHex(args), Out: out}
+	if !from.IsZero() {
+		c.From = &from
+	}
 	if err != nil {
 		c.Out, c.Err = nil, journalErrorOf(name, err)
 	}
@@ -388,11 +407,11 @@ func (p programCalls) resumableCall(ctx context.Context, ec executor.Call) (json
 		return nil, context.Cause(ctx)
 	}
 	defer r.leave()
-	out, err, ok := r.replay(ec.Seq, ec.Name, ec.Args)
+	out, from, err, ok := r.replayFrom(ec.Seq, ec.Name, ec.Args)
 	if ok {
 		ec.MarkCached()
 		if t, known := p.g.reg.View(p.run.Caller).Get(ec.Name); err == nil && known && !t.Gated && p.run.flow != nil {
-			p.run.flow.observe(ec.Name, out)
+			p.run.flow.observe(ec.Name, out, from)
 		}
 		return out, err
 	}
@@ -412,7 +431,7 @@ func (p programCalls) resumableCall(ctx context.Context, ec executor.Call) (json
 		// A dry run's write is recorded again on replay, into the plan
 		// of the attempt that finishes.
 	default:
-		r.record(ec.Seq, ec.Name, ec.Args, out, err)
+		r.record(ec.Seq, ec.Name, ec.Args, out, err, c.sources)
 	}
 	return out, err
 }

@@ -198,7 +198,8 @@ func (observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage, 
 	from := &resultSources{}
 	out, err := next.call(context.WithValue(ctx, resultSourcesKey{}, from), c)
 	if err == nil {
-		c.Run.flow.observe(c.Name, out, from.get())
+		c.sources = from.get()
+		c.Run.flow.observe(c.Name, out, c.sources)
 	}
 	return out, err
 }
