@@ -3,7 +3,9 @@ package mcpserver_test
 import (
 	"context"
 	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/mcpserver"
@@ -34,4 +36,27 @@ func BenchmarkExecutePath(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkGateCalls measures what tool calls cost a run: runs of 1 and
+// of 100 calls of util.echo , each
+// call through the gate and the executor's bridge, rate limits off; µs/call is a run's
+// time over its calls, and (100_calls − 1_call) / 99 what one more call
+// adds.
+func BenchmarkGateCalls(b *testing.B) {
+	unlimited := engine.Limits{ToolCallsPerMinute: 1 << 30, ToolCallBurst: 1 << 30}
+	srv, _ := storeServerTB(b, filepath.Join(b.TempDir(), "db"), mcpserver.Config{Limits: unlimited})
+	ctx := context.Background()
+	for _, n := range []int{1, 100} {
+		code := `for (let i = 0; i < ` + strconv.Itoa(n) + `; i++) await util.echo({text: "x"}); 1`
+		b.Run(strconv.Itoa(n)+"_calls", func(b *testing.B) {
+			start := time.Now()
+			for b.Loop() {
+				if rec, _ := srv.Execute(ctx, engine.Execution{Code: code}); rec.Error != nil {
+					b.Fatal(rec.Error)
+				}
+			}
+			b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N*n), "µs/call")
+		})
+	}
 }

@@ -159,7 +159,7 @@ func TestProgressFloodIsBounded(t *testing.T) {
 	c.OnNotification(handler)
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "execute_code"
-	req.Params.Arguments = map[string]any{"code": `const m = "mail ada@example.com " + "p".repeat(5000); for (let i = 0; i < 200000; i++) progress(m, i / 200000); 1`, "timeout_ms": 60000}
+	req.Params.Arguments = map[string]any{"code": `const m = "mail ada@example.com " + "p".repeat(5000); for (let i = 0; i < 40000; i++) progress(m, i / 40000); 1`, "timeout_ms": 60000}
 	req.Params.Meta = &mcp.Meta{ProgressToken: "flood"}
 	if res, err := c.CallTool(t.Context(), req); err != nil || res.IsError {
 		t.Fatalf("call: %v %v", err, res)

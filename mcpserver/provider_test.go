@@ -367,3 +367,44 @@ func TestAskFromAHandler(t *testing.T) {
 		t.Fatalf("record %+v, want quota_exceeded at the second question", rec)
 	}
 }
+
+// TestHelperThroughTheRegistryInDirectMode: a tool's handler that calls
+// llm.call through the registry, as memory.recall's expand does, reaches
+// the model through the gate of its own call when the tool is called in
+// direct mode too (a run of one call), with the prompt filtered.
+func TestHelperThroughTheRegistryInDirectMode(t *testing.T) {
+	t.Parallel()
+	cs := newChatServer(t, echo)
+	srv := newServer(t, mcpserver.Config{Expose: mcpserver.ExposeBoth, LLM: engine.LLMConfig{Provider: providerConfig(cs, "")}})
+	reg := srv.Registry()
+	if err := reg.Register(tools.Tool{
+		Name:        "notes.expand",
+		Summary:     "Expand a query with a model.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`),
+		Annotations: tools.Annotations{ReadOnly: true},
+		Handler: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+			var in struct{ Q string }
+			if err := json.Unmarshal(args, &in); err != nil {
+				return nil, err
+			}
+			q, _ := json.Marshal(map[string]string{"prompt": in.Q})
+			return reg.Call(ctx, "llm.call", q)
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c := startLegacy(t, runtimeTransports[0].connect(t, srv))
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "notes__expand"
+	req.Params.Arguments = map[string]any{"q": "mail alice.smith@example.com"}
+	res, err := c.CallTool(t.Context(), req)
+	if err != nil || res.IsError {
+		t.Fatalf("direct call: %v %s", err, text(res))
+	}
+	if !strings.Contains(text(res), `"via":"provider"`) {
+		t.Errorf("direct call answered %s, want the provider's answer", text(res))
+	}
+	if got := cs.last().Body.Messages; len(got) != 1 || strings.Contains(got[0].Content, "alice.smith@example.com") {
+		t.Errorf("provider was sent %+v, want the question with the address filtered", got)
+	}
+}

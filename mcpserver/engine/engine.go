@@ -1,9 +1,9 @@
 // Package engine runs programs for the callers of codecell's MCP
 // surface. It owns a run from the moment it is admitted to its record:
-// the run pipeline (execute.go: the executor, the output filter, the
+// the run pipeline (pipeline.go: the executor, the output filter, the
 // stored result, the audit log, the record), the gate that every tool
-// call of a run passes, as a list of stages (gate.go), dry runs and
-// their commits (plan.go), the runs of MCP tasks (tasks.go), the session
+// call of a run passes, as a list of stages (gate.go, stages.go), dry
+// runs and their commits (plan.go, commit.go), the runs of MCP tasks (tasks.go), the session
 // state runs share (token vaults and ledgers), the callers' limits, and
 // the programs' runtime helpers — llm, approval, cache, skills — each
 // handed the call it answers, with its run.

@@ -141,38 +141,37 @@ func take(b *rate.Limiter) (time.Duration, bool) {
 // AllowExecution spends one of principal's executions; local requests
 // (stdio) are not rate-limited unless Limits.Stdio says so.
 func (l *Limiter) AllowExecution(ctx context.Context, principal string, local bool) *Refusal {
-	if local && !l.lim.Stdio {
-		return nil
-	}
-	d, ok, err := l.shared.take(ctx, "executions/"+principal, l.lim.ExecutionsPerMinute, l.lim.ExecutionBurst)
-	if err != nil {
-		b := l.bucket(l.executions, principal, l.lim.ExecutionsPerMinute, l.lim.ExecutionBurst)
-		d, ok = take(b)
-	}
-	if !ok {
-		return &Refusal{
-			limit:      "executions_per_principal",
-			message:    fmt.Sprintf("rate limit: %q may start %d executions per minute (bursts of %d)", principal, l.lim.ExecutionsPerMinute, l.lim.ExecutionBurst),
-			retryAfter: d,
-		}
-	}
-	return nil
+	return l.allow(ctx, principal, local, rateKind{"executions", "executions_per_principal", "start %d executions", l.executions}, l.lim.ExecutionsPerMinute, l.lim.ExecutionBurst)
 }
 
-// allowToolCall spends one of principal's tool calls, as allowExecution.
+// allowToolCall spends one of principal's tool calls, as AllowExecution.
 func (l *Limiter) allowToolCall(ctx context.Context, principal string, local bool) *Refusal {
+	return l.allow(ctx, principal, local, rateKind{"tool_calls", "tool_calls_per_principal", "make %d tool calls", l.calls}, l.lim.ToolCallsPerMinute, l.lim.ToolCallBurst)
+}
+
+// rateKind is one of the per-principal rate limits: its key in the
+// shared store, its name in refusals and metrics, what a refusal says the
+// principal may do, and its buckets when nothing is shared.
+type rateKind struct {
+	key, limit, may string
+	buckets         map[string]*rate.Limiter
+}
+
+// allow spends one of principal's perMinute (bursts of burst) of kind:
+// in the shared store when there is one and it answers, in this process's
+// bucket otherwise.
+func (l *Limiter) allow(ctx context.Context, principal string, local bool, kind rateKind, perMinute, burst int) *Refusal {
 	if local && !l.lim.Stdio {
 		return nil
 	}
-	d, ok, err := l.shared.take(ctx, "tool_calls/"+principal, l.lim.ToolCallsPerMinute, l.lim.ToolCallBurst)
+	d, ok, err := l.shared.take(ctx, kind.key+"/"+principal, perMinute, burst)
 	if err != nil {
-		b := l.bucket(l.calls, principal, l.lim.ToolCallsPerMinute, l.lim.ToolCallBurst)
-		d, ok = take(b)
+		d, ok = take(l.bucket(kind.buckets, principal, perMinute, burst))
 	}
 	if !ok {
 		return &Refusal{
-			limit:      "tool_calls_per_principal",
-			message:    fmt.Sprintf("rate limit: %q may make %d tool calls per minute (bursts of %d)", principal, l.lim.ToolCallsPerMinute, l.lim.ToolCallBurst),
+			limit:      kind.limit,
+			message:    fmt.Sprintf("rate limit: %q may "+kind.may+" per minute (bursts of %d)", principal, perMinute, burst),
 			retryAfter: d,
 		}
 	}
