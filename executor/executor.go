@@ -693,8 +693,9 @@ type Stats struct {
 	Running, Long int
 	// Queued is the number of programs waiting for the pool.
 	Queued int
-	// Ready is the number of VMs (or worker processes) prepared for the
-	// next runs.
+	// Ready is the number of VMs prepared for the next runs in-process,
+	// or of idle worker processes, each of which takes a run at once
+	// (with the VM it prepared, or one it makes if it is still preparing).
 	Ready int
 	// Nested is the number of nested runs whose VMs are alive, in every
 	// run tree.
@@ -711,7 +712,7 @@ func (e *Executor) Stats() Stats {
 	if e.local != nil {
 		s.Ready = len(e.local.pool.ready)
 	} else {
-		s.Ready = e.procs.readyCount()
+		s.Ready = e.procs.idleCount()
 	}
 	return s
 }
