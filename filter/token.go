@@ -146,3 +146,25 @@ func maskValue(v string) string {
 	}
 	return b.String()
 }
+
+// FindTokens returns the tokens in s, in order, without the redaction
+// markers: what Vault.Resolve would replace.
+func FindTokens(s string) []string {
+	var out []string
+	for _, r := range findTokenRefs(s) {
+		if !r.redacted() {
+			out = append(out, s[r.start:r.end])
+		}
+	}
+	return out
+}
+
+// TokenClass returns the class a token or marker names, and false for
+// text that is not one.
+func TokenClass(token string) (Class, bool) {
+	r, ok := parseTokenAt(token, 0)
+	if !ok || r.end != len(token) {
+		return "", false
+	}
+	return r.class, true
+}

@@ -89,33 +89,41 @@ type executeCodeArgs struct {
 // program error, a limit — is a tool result with isError set and a run
 // record whose error.kind names it, never a protocol error.
 func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	ctx, task, end := s.tasks.start(ctx, req) // a task's run outlives the request
+	defer end()
+	return s.tasks.held(task, s.run(ctx, req, task)), nil
+}
+
+// run runs an execute_code call, or a task's run when task is not nil.
+func (s *Server) run(ctx context.Context, req mcp.CallToolRequest, task *engine.Task) *mcp.CallToolResult {
 	var args executeCodeArgs
 	if err := decodeArgs(s.executeCodeSchema, "execute_code", req, &args); err != nil {
-		return s.refused(executor.KindInvalidRequest, fmt.Sprintf(`%v. Send {"code": "...", "language": "javascript"|"typescript", "timeout_ms": n}`, err)), nil
+		return s.refused(executor.KindInvalidRequest, fmt.Sprintf(`%v. Send {"code": "...", "language": "javascript"|"typescript", "timeout_ms": n}`, err))
 	}
 	if msg := planModeError(args.Mode, args.PlanID, args.Code); msg != "" {
-		return s.refused(executor.KindInvalidRequest, msg), nil
+		return s.refused(executor.KindInvalidRequest, msg)
 	}
 	if limit := s.exec.Config().MaxTimeout; req.Params.Task == nil && time.Duration(args.TimeoutMS)*time.Millisecond > limit {
 		return s.refused(executor.KindInvalidRequest, fmt.Sprintf("timeout_ms %d is over the %d an ordinary call may ask for; ask for less, or run the program as an MCP task (up to %d)",
-			args.TimeoutMS, limit.Milliseconds(), s.eng.Tasks().MaxTimeout(limit).Milliseconds())), nil
+			args.TimeoutMS, limit.Milliseconds(), s.eng.Tasks().MaxTimeout(limit).Milliseconds()))
 	}
-	ctx, task, end := s.tasks.start(ctx, req) // a task's run outlives the request
-	defer end()
+	if task != nil && task.Refused() != "" {
+		return s.refused(executor.KindBusy, task.Refused())
+	}
 	caller, local := s.caller(ctx), isLocal(ctx)
 	if r := s.eng.Limits().AllowExecution(ctx, caller.Principal, local); r != nil {
 		s.eng.Metrics().Refused(r.Limit())
-		return s.refused(KindRateLimited, r.Error()), nil
+		return s.refused(KindRateLimited, r.Error())
 	}
 	if args.PlanID != "" {
 		rec, body := s.eng.Commit(ctx, args.PlanID, engine.Execution{Caller: caller, Local: local, BudgetBytes: args.BudgetBytes, Details: args.Details, Purpose: args.Purpose})
-		return toolResult(rec, body), nil
+		return toolResult(rec, body)
 	}
 	arrived := time.Now()
 	release, r := s.eng.Limits().Admit(ctx, caller.Principal, s.exec.Config().QueueWait)
 	if r != nil {
 		s.eng.Metrics().Refused(r.Limit())
-		return s.refused(executor.KindBusy, r.Error()), nil
+		return s.refused(executor.KindBusy, r.Error())
 	}
 	defer release()
 	x := engine.Execution{
@@ -130,7 +138,7 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		Mode:        args.Mode,
 		Waited:      time.Since(arrived), // the wait for admission counts against the queue wait
 	}
-	if task {
+	if task != nil {
 		// A task's run may ask for up to the task limit; without
 		// timeout_ms it has the default deadline, as any run.
 		x.MaxTimeout = s.eng.Tasks().MaxTimeout(s.exec.Config().MaxTimeout)
@@ -143,7 +151,7 @@ func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if notified.Load() {
 		flushNotifications(ctx)
 	}
-	return toolResult(rec, body), nil
+	return toolResult(rec, body)
 }
 
 // refused is the result of a request that never ran.

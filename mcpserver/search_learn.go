@@ -18,6 +18,13 @@ import (
 // rank them higher (search.Index.Learn). The links are words and tool
 // names only, never a program's arguments or results; they are kept in
 // the store for the installation when it has one (searchLinks).
+//
+// What is learned ranks every principal's searches, so one principal
+// alone may not teach it to the others: a link of a word to a tool counts
+// once principals of their own (quorum, not sessions) have made it —
+// three, or every principal of a server with fewer static principals and
+// no OAuth; one on a server with a single principal. Until then it is
+// kept, bounded, in this process only.
 
 // LearnConfig configures learning from use.
 type LearnConfig struct {
@@ -40,6 +47,8 @@ const (
 	learnWindow      = 10 * time.Minute // a run this long after a search still follows it
 	learnPerSession  = 4                // searches a session remembers
 	learnMaxSessions = 4096             // sessions remembered at once
+	learnQuorum      = 3                // principals a link needs, on a shared server
+	learnMaxPending  = 16384            // links awaiting their quorum
 )
 
 // learner remembers each session's recent searches until a run follows
@@ -49,9 +58,20 @@ type learner struct {
 	store searchLinks // nil: learned for this process only
 	now   func() time.Time
 
+	// quorum is how many principals must make a link before it counts.
+	quorum int
+
 	mu      sync.Mutex
 	pending map[string][]pendingSearch // by principal and session
+	// makers are the principals that made each link short of its quorum.
+	makers map[learnLink][]string
+	// agreedLinks are the links that have their quorum (or that the store
+	// kept): they count whoever makes them again.
+	agreedLinks map[learnLink]bool
 }
+
+// learnLink is a word linked to a tool.
+type learnLink struct{ term, tool string }
 
 type pendingSearch struct {
 	terms []string
@@ -60,13 +80,16 @@ type pendingSearch struct {
 
 // newLearner returns the learner of ix, which it primes with what store
 // learned before; nil when learning is disabled.
-func newLearner(ctx context.Context, cfg LearnConfig, ix *search.Index, st Store, log interface {
+// quorum is how many principals must make a link (learnQuorum, see
+// above).
+func newLearner(ctx context.Context, cfg LearnConfig, quorum int, ix *search.Index, st Store, log interface {
 	Warn(msg string, args ...any)
 }) *learner {
 	if cfg.Disabled {
 		return nil
 	}
-	l := &learner{ix: ix, now: time.Now, pending: map[string][]pendingSearch{}}
+	l := &learner{ix: ix, now: time.Now, quorum: max(quorum, 1), pending: map[string][]pendingSearch{},
+		makers: map[learnLink][]string{}, agreedLinks: map[learnLink]bool{}}
 	if sl, ok := st.(searchLinks); ok && st != nil {
 		l.store = sl
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -78,10 +101,26 @@ func newLearner(ctx context.Context, cfg LearnConfig, ix *search.Index, st Store
 		ls := make([]search.Link, len(links))
 		for i, k := range links {
 			ls[i] = search.Link{Term: k.Term, Tool: k.Tool, Count: k.Count}
+			l.agreedLinks[learnLink{k.Term, k.Tool}] = true
 		}
 		ix.SetLearned(ls)
 	}
 	return l
+}
+
+// learnQuorumOf is how many principals must make a link on the server
+// cfg configures: one when it has a single principal (stdio, or HTTP
+// with one token or none, and no OAuth), else learnQuorum, or all of its
+// static principals when they are fewer.
+func learnQuorumOf(cfg Config) int {
+	principals := map[string]bool{}
+	for _, t := range cfg.Auth {
+		principals[t.Principal] = true
+	}
+	if cfg.OAuth != nil {
+		return learnQuorum
+	}
+	return max(1, min(learnQuorum, len(principals)))
 }
 
 func learnKey(c tools.Caller) string { return c.Principal + "\x00" + c.Session }
@@ -158,13 +197,58 @@ func (l *learner) ran(ctx context.Context, c tools.Caller, view *tools.View, cal
 		if ps.at.Before(cutoff) {
 			continue
 		}
-		l.ix.Learn(ps.terms, names)
-		if l.store != nil {
-			// The run's context may be cancelled as it ends; the links are
-			// written on their own, bounded.
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			_ = l.store.LearnSearch(ctx, ps.terms, names)
-			cancel()
+		for _, name := range names {
+			terms := l.agreed(c.Principal, ps.terms, name)
+			if len(terms) == 0 {
+				continue
+			}
+			l.ix.Learn(terms, []string{name})
+			if l.store != nil {
+				// The run's context may be cancelled as it ends; the
+				// links are written on their own, bounded.
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				_ = l.store.LearnSearch(ctx, terms, []string{name})
+				cancel()
+			}
 		}
 	}
+}
+
+// agreed notes that principal linked terms to tool, and returns the
+// terms whose link to tool has its quorum of principals: all of them
+// when one principal is enough. A link short of its quorum is kept
+// while there is room (learnMaxPending), and otherwise not learned.
+func (l *learner) agreed(principal string, terms []string, tool string) []string {
+	if l.quorum <= 1 {
+		return terms
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, t := range terms {
+		k := learnLink{t, tool}
+		if l.agreedLinks[k] {
+			out = append(out, t)
+			continue
+		}
+		m, ok := l.makers[k]
+		if !ok && len(l.makers) >= learnMaxPending {
+			continue
+		}
+		if !slices.Contains(m, principal) {
+			m = append(m, principal)
+		}
+		if len(m) >= l.quorum {
+			// Agreed: it counts from now on, for everyone, as the store
+			// keeps it.
+			delete(l.makers, k)
+			if len(l.agreedLinks) < learnMaxPending {
+				l.agreedLinks[k] = true
+			}
+			out = append(out, t)
+			continue
+		}
+		l.makers[k] = m
+	}
+	return out
 }

@@ -240,7 +240,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	if cfg.SearchEmbedder != nil {
 		s.search.SetEmbedder(cfg.SearchEmbedder, s.log)
 	}
-	s.learn = newLearner(context.Background(), cfg.Learn, s.search, cfg.Store, s.log)
+	s.learn = newLearner(context.Background(), cfg.Learn, learnQuorumOf(cfg), s.search, cfg.Store, s.log)
 	for _, sc := range []struct {
 		dst    **tools.Schema
 		name   string

@@ -2,6 +2,8 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -112,15 +114,27 @@ func (tc *taskCalls) hooks(h *server.Hooks) {
 		if res == nil {
 			return
 		}
+		// mcp-go lists every task after the cursor, sorted by id (its
+		// cursor is the last id listed, base64): the page is the
+		// caller's first taskListPage of them.
 		kept := res.Tasks[:0]
 		for _, t := range res.Tasks {
-			if tc.visible(ctx, t.TaskId) == t.TaskId {
-				kept = append(kept, t)
+			if tc.visible(ctx, t.TaskId) != t.TaskId {
+				continue
 			}
+			if len(kept) == taskListPage {
+				res.NextCursor = mcp.Cursor(base64.StdEncoding.EncodeToString([]byte(kept[len(kept)-1].TaskId)))
+				break
+			}
+			kept = append(kept, t)
 		}
+		clear(res.Tasks[len(kept):])
 		res.Tasks = kept
 	})
 }
+
+// taskListPage is how many tasks a tasks/list page lists.
+const taskListPage = 50
 
 // visible returns id when the task is the caller's, and otherwise an id
 // that names no task.
@@ -146,10 +160,10 @@ func (tc *taskCalls) created(ctx context.Context, m server.TaskMetrics) {
 
 // start prepares the run of an execute_code call: for a task, a context
 // that outlives the request but ends when the task is cancelled or
-// expires. For an ordinary call it returns ctx, false.
-func (tc *taskCalls) start(ctx context.Context, req mcp.CallToolRequest) (context.Context, bool, func()) {
+// expires, and the task. For an ordinary call it returns ctx, nil.
+func (tc *taskCalls) start(ctx context.Context, req mcp.CallToolRequest) (context.Context, *engine.Task, func()) {
 	if tc.tasks.Disabled() || req.Params.Task == nil {
-		return ctx, false, func() {}
+		return ctx, nil, func() {}
 	}
 	tc.mu.Lock()
 	t := tc.starting[req.Params.Task]
@@ -157,10 +171,56 @@ func (tc *taskCalls) start(ctx context.Context, req mcp.CallToolRequest) (contex
 	tc.mu.Unlock()
 	if t == nil {
 		// Not a task mcp-go created through the hooks; never expected.
-		return ctx, false, func() {}
+		return ctx, nil, func() {}
 	}
 	runCtx, end := tc.tasks.Start(ctx, t)
-	return runCtx, true, end
+	return runCtx, t, end
+}
+
+// held is a task's result as mcp-go keeps it until the task expires: its
+// bytes are the engine's (engine.Tasks.Finish), which drops them when
+// the task is dropped for a newer one, so that what mcp-go holds is a
+// few words per task.
+func (tc *taskCalls) held(t *engine.Task, res *mcp.CallToolResult) *mcp.CallToolResult {
+	body, _ := res.StructuredContent.(json.RawMessage)
+	if t == nil || body == nil {
+		return res
+	}
+	tc.tasks.Finish(t, body)
+	h := &heldResult{task: t}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&heldText{TextContent: mcp.TextContent{Type: mcp.ContentTypeText}, result: h}},
+		StructuredContent: h,
+		IsError:           res.IsError,
+	}
+}
+
+// heldResult is a task's run record, read from its task when sent.
+type heldResult struct{ task *engine.Task }
+
+// taskDropped is the record a dropped task's result reads as, should a
+// tasks/result race with its drop.
+var taskDropped = []byte(`{"status":"error","error":{"kind":"not_found","message":"this task's result was dropped to make room for newer tasks (tasks.max_per_principal, tasks.max_bytes_per_principal); ask for a task's result sooner"}}`)
+
+func (h *heldResult) body() []byte {
+	if b, ok := h.task.Result(); ok {
+		return b
+	}
+	return taskDropped
+}
+
+// MarshalJSON is the run record, as structuredContent.
+func (h *heldResult) MarshalJSON() ([]byte, error) { return h.body(), nil }
+
+// heldText is the run record as the text content.
+type heldText struct {
+	mcp.TextContent
+	result *heldResult
+}
+
+// MarshalJSON is a text content holding the run record.
+func (c *heldText) MarshalJSON() ([]byte, error) {
+	return json.Marshal(mcp.TextContent{Type: mcp.ContentTypeText, Text: string(c.result.body())})
 }
 
 // execution is execute_code's task support: optional, unless disabled.

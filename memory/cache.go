@@ -56,6 +56,13 @@ func CheckCacheSet(in CacheSetInput) error {
 	return nil
 }
 
+// CacheVictim is an entry CacheSet evicts to keep every principal's
+// entries within Limits.MaxCacheBytes.
+type CacheVictim struct {
+	Principal, Kind, Key string
+	Bytes                int64
+}
+
 // CacheFull is CacheSet's error when the caller holds n unexpired
 // entries of the kind, its limit, and sets a new key.
 func CacheFull(n int) error {

@@ -18,6 +18,10 @@ type Entity struct {
 	Properties  json.RawMessage `json:"properties"`
 	CreatedAt   time.Time       `json:"created_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
+	// Provenance is the tool sources its data came from, every write's
+	// together (see WithProvenance and UnionProvenance); absent when none
+	// was recorded.
+	Provenance json.RawMessage `json:"provenance,omitempty"`
 }
 
 // Relation is a directed, typed edge between two entities.
@@ -30,6 +34,9 @@ type Relation struct {
 	Properties json.RawMessage `json:"properties"`
 	CreatedAt  time.Time       `json:"created_at"`
 	UpdatedAt  time.Time       `json:"updated_at"`
+	// Provenance is the tool sources its data came from, every write's
+	// together; absent when none was recorded.
+	Provenance json.RawMessage `json:"provenance,omitempty"`
 }
 
 // EntityInput creates or updates an entity. Empty fields keep the stored
@@ -39,6 +46,10 @@ type EntityInput struct {
 	Type        string          `json:"type,omitempty"`
 	Description string          `json:"description,omitempty"`
 	Properties  json.RawMessage `json:"properties,omitempty"`
+	// Provenance, set by the server (see WithProvenance); nil takes the
+	// context's. It joins the stored one (UnionProvenance): what an
+	// entity holds keeps the sources of every write.
+	Provenance json.RawMessage `json:"-"`
 }
 
 const maxTypeLen = 64
@@ -103,6 +114,10 @@ type RelateInput struct {
 	Type       string          `json:"type"`
 	Weight     *float64        `json:"weight,omitempty"`
 	Properties json.RawMessage `json:"properties,omitempty"`
+	// Provenance, set by the server (see WithProvenance); nil takes the
+	// context's. It joins the relation's stored one, and is that of the
+	// entities the relation creates (their names may be data too).
+	Provenance json.RawMessage `json:"-"`
 }
 
 // RelateResult is the relation and what was created.
@@ -175,6 +190,8 @@ type MemoryLink struct {
 	ID      int64  `json:"id"`
 	Layer   Layer  `json:"layer"`
 	Content string `json:"content"`
+	// Provenance is the memory's (see Memory.Provenance).
+	Provenance json.RawMessage `json:"provenance,omitempty"`
 }
 
 // NeighborsResult is the start entity and its neighbourhood, in

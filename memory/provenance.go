@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 )
 
 // Provenance says which tool sources the data of a memory, a workspace
@@ -29,6 +31,39 @@ func WithProvenance(ctx context.Context, p json.RawMessage) context.Context {
 func ProvenanceFrom(ctx context.Context) json.RawMessage {
 	p, _ := ctx.Value(provenanceKey{}).(json.RawMessage)
 	return p
+}
+
+// UnionProvenance returns the provenance of data written over data of
+// provenance stored: when both are JSON arrays (package filter's form, an
+// array of source names), their elements together, sorted and each once;
+// else the one given, or the stored one when none is given. Writes that
+// merge (an entity's properties, a relation) record it, so that what they
+// hold keeps the sources of every write, not only the last.
+func UnionProvenance(stored, given json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(given)) == 0 || string(bytes.TrimSpace(given)) == "null" {
+		return stored
+	}
+	if len(bytes.TrimSpace(stored)) == 0 || string(bytes.TrimSpace(stored)) == "null" {
+		return given
+	}
+	var a, b []json.RawMessage
+	if json.Unmarshal(stored, &a) != nil || json.Unmarshal(given, &b) != nil {
+		return given
+	}
+	seen := map[string]bool{}
+	var all []string
+	for _, e := range append(a, b...) {
+		var buf bytes.Buffer
+		if json.Compact(&buf, e) != nil {
+			continue
+		}
+		if k := buf.String(); !seen[k] {
+			seen[k] = true
+			all = append(all, k)
+		}
+	}
+	slices.Sort(all)
+	return json.RawMessage("[" + strings.Join(all, ",") + "]")
 }
 
 // Provenance returns the provenance to record: given, or else the

@@ -50,6 +50,12 @@ type Skill struct {
 	PublishedAt      *time.Time `json:"published_at,omitempty"`
 	CreatedAt        time.Time  `json:"created_at"`
 	UpdatedAt        time.Time  `json:"updated_at"`
+	// Provenance is the tool sources the data in the skill's code (and
+	// description and schema) came from, as the server stated it when
+	// the skill was saved (SaveSkill: the field, else the context's, see
+	// WithProvenance; a save replaces it, as it replaces the code); a
+	// snapshot keeps its own copy's. Absent when none was recorded.
+	Provenance json.RawMessage `json:"provenance,omitempty"`
 }
 
 // SkillChangeKind says what happened to a skill.

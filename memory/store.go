@@ -16,6 +16,11 @@ type Limits struct {
 	MaxWorkspaceFiles int   // files in a principal's workspace: 10000
 	MaxSkillCodeBytes int   // skill source: 100 KB
 	MaxSkills         int   // skills per principal: 500
+	// MaxCacheBytes bounds the values of every principal's cache
+	// entries together (cache.set and memoised results): 256 MiB. A
+	// CacheSet past it evicts the oldest entries, expired ones first,
+	// whoever set them.
+	MaxCacheBytes int64
 }
 
 // Defaults returns l with every unset limit at its default.
@@ -39,6 +44,7 @@ func (l Limits) Defaults() Limits {
 	def(&l.MaxWorkspaceFiles, 10000)
 	def(&l.MaxSkillCodeBytes, 100_000)
 	def(&l.MaxSkills, 500)
+	def64(&l.MaxCacheBytes, 256<<20)
 	return l
 }
 

@@ -68,3 +68,41 @@ func TestSchemasCompileLazilyOnce(t *testing.T) {
 		t.Error("two tools with the same schema compiled it twice")
 	}
 }
+
+// TestPrepareCompilesTheLargestSchemasDefinitions: Prepare compiles the
+// definitions that the root reaching the most of them reaches, and
+// neither that root nor the definitions only the others reach; a first
+// call of a tool then compiles its own schema and what is left.
+func TestPrepareCompilesTheLargestSchemasDefinitions(t *testing.T) {
+	t.Parallel()
+	defs, err := NewDefinitions(map[string]json.RawMessage{
+		"A": json.RawMessage(`{"type":"object","properties":{"b":{"$ref":"#/$defs/B"},"c":{"$ref":"#/$defs/C"}}}`),
+		"B": json.RawMessage(`{"type":"string"}`),
+		"C": json.RawMessage(`{"type":"integer"}`),
+		"D": json.RawMessage(`{"type":"boolean"}`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := json.RawMessage(`{"type":"object","properties":{"d":{"$ref":"#/$defs/D"}}}`)
+	large := json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"#/$defs/A"}}}`)
+	if err := defs.Prepare(small, large); err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.Sorted(maps.Keys(defs.done)); !slices.Equal(got, []string{"A", "B", "C"}) {
+		t.Errorf("compiled %v, want A, B and C", got)
+	}
+	if len(defs.roots) != 0 {
+		t.Errorf("%d roots compiled, want none", len(defs.roots))
+	}
+	s, err := defs.compile(large)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := s.Validate(json.RawMessage(`{"a":{"b":"x","c":"not an integer"}}`)); len(p) != 1 {
+		t.Errorf("problems %v, want one", p)
+	}
+	if err := defs.Prepare(); err != nil {
+		t.Errorf("Prepare of nothing: %v", err)
+	}
+}

@@ -40,6 +40,8 @@ type Registry struct {
 	loads      map[*Load]struct{} // loads in progress (BeginLoad)
 	loadsIdle  chan struct{}      // closed when the last load ends; nil when none is in progress
 	compiled   schemaCache
+	snapDir    string        // SetSnapshots
+	snapVer    func() string // SetSnapshots
 
 	views viewCache
 }
@@ -450,6 +452,32 @@ func notify(subs []func(Change), ch Change) {
 	for _, fn := range subs {
 		fn(ch)
 	}
+}
+
+// SetSnapshots names the directory where what is made of the catalogue
+// (the terms search_tools' index takes from each tool) is kept between
+// starts, and the build of codecell that makes it: what another build
+// made is never read. version is called when first needed, and must
+// change whenever the code does. An empty dir keeps nothing.
+func (r *Registry) SetSnapshots(dir string, version func() string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.snapDir, r.snapVer = dir, version
+}
+
+// Snapshots returns what SetSnapshots set: the directory, and the
+// build's version; "" and "" when nothing is kept.
+func (r *Registry) Snapshots() (dir, version string) {
+	r.mu.RLock()
+	dir, ver := r.snapDir, r.snapVer
+	r.mu.RUnlock()
+	if dir == "" || ver == nil {
+		return "", ""
+	}
+	if version = ver(); version == "" {
+		return "", ""
+	}
+	return dir, version
 }
 
 // Validate checks args against the named global tool's input schema. It

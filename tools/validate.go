@@ -24,6 +24,10 @@ import (
 // Schema is a compiled JSON Schema that validates tool arguments.
 type Schema struct {
 	s *jsonschema.Schema
+
+	prepOnce sync.Once // what costly needs of the schema, once
+	anchors  *anchors
+	unfolded int
 }
 
 // printer renders the validator's messages that hold no numbers; those
@@ -90,11 +94,15 @@ func newCompiler() *jsonschema.Compiler {
 
 // Validate checks a JSON document against the schema and returns the
 // problems found, each naming the offending value by JSON Pointer, or nil.
-// A document that is not JSON is one problem at the root.
+// A document that is not JSON is one problem at the root, and so is one
+// whose validation would take more than MaxValidationSteps.
 func (s *Schema) Validate(doc json.RawMessage) []Problem {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
 		return []Problem{{Path: "", Message: "arguments are not valid JSON: " + err.Error()}}
+	}
+	if p, ok := s.costly(v, len(doc)); ok {
+		return []Problem{{Path: "", Message: p}}
 	}
 	err = s.s.Validate(v)
 	if err == nil {

@@ -3,6 +3,7 @@ package tools_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,5 +85,106 @@ func TestSchemaReadsNoOtherDocument(t *testing.T) {
 		if ps := s.Validate(json.RawMessage(`1`)); len(ps) != 1 {
 			t.Errorf("%s: validating 1 gave %v, want one problem", schema, ps)
 		}
+	}
+}
+
+// anyOfChain is a schema whose anyOf branches refer to the same
+// definition, level after level: validating a value that matches no
+// branch applies 2^n subschemas.
+func anyOfChain(n int) string {
+	defs := []string{`"a0":{"type":"string"}`}
+	for i := 1; i <= n; i++ {
+		defs = append(defs, fmt.Sprintf(`"a%d":{"anyOf":[{"$ref":"#/$defs/a%d"},{"$ref":"#/$defs/a%d","title":"x"}]}`, i, i-1, i-1))
+	}
+	return fmt.Sprintf(`{"type":"object","properties":{"v":{"$ref":"#/$defs/a%d"}},"$defs":{%s}}`, n, strings.Join(defs, ","))
+}
+
+// TestValidationIsBounded (issue 19, a8): a skill's inputSchema or
+// llm.extract's schema, written by any program, whose anyOf branches
+// double at each level made validating one argument take 2^n steps in
+// the server, past the run's deadline. A document whose validation would
+// take more than MaxValidationSteps is one problem, found in bounded
+// work; schemas whose cost grows with the document, not the schema's
+// shape, still validate documents of ordinary size.
+func TestValidationIsBounded(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, schema, doc, want string
+	}{
+		{"anyOf chain", anyOfChain(24), `{"v": 1}`, "more than 100064 steps"},
+		{"oneOf chain", strings.ReplaceAll(anyOfChain(24), "anyOf", "oneOf"), `{"v": 1}`, "more than 100064 steps"},
+		{"not over anyOf", notChain(24), `{"v": 1}`, "more than 100064 steps"},
+		{"chain under items", anyOfChain(24), `{"v": [1]}`, "more than 100096 steps"},
+		{"matching chain", anyOfChain(10), `{"v": "x"}`, "ok"},
+		{"failing chain", anyOfChain(10), `{"v": 1}`, "got number, want string"},
+		{"recursive tree", `{"$ref":"#/$defs/n","$defs":{"n":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/n"}},"id":{"type":"integer"}}}}}`,
+			tree(6, 5), "ok"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := tools.CompileSchema(json.RawMessage(tc.schema))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps := s.Validate(json.RawMessage(tc.doc))
+			got := tools.DescribeProblems(ps)
+			if tc.want == "ok" {
+				if len(ps) > 0 {
+					t.Errorf("problems: %s", got)
+				}
+				return
+			}
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("problems %q lack %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// notChain is anyOfChain with each level under two nots, where the
+// validator wants only a yes or no.
+func notChain(n int) string {
+	defs := []string{`"a0":{"type":"string"}`}
+	for i := 1; i <= n; i++ {
+		defs = append(defs, fmt.Sprintf(`"a%d":{"not":{"not":{"anyOf":[{"$ref":"#/$defs/a%d"},{"$ref":"#/$defs/a%d","title":"x"}]}}}`, i, i-1, i-1))
+	}
+	return fmt.Sprintf(`{"type":"object","properties":{"v":{"$ref":"#/$defs/a%d"}},"$defs":{%s}}`, n, strings.Join(defs, ","))
+}
+
+// tree is a document of nested objects, fanout kids at each of depth
+// levels.
+func tree(depth, fanout int) string {
+	if depth == 0 {
+		return `{"id":1}`
+	}
+	kids := make([]string, fanout)
+	for i := range kids {
+		kids[i] = tree(depth-1, fanout)
+	}
+	return `{"id":1,"kids":[` + strings.Join(kids, ",") + `]}`
+}
+
+// BenchmarkValidate is the cost of validating arguments, the count of
+// steps before it included: a typical call's few arguments, and a
+// document of 19,531 objects against a recursive schema.
+func BenchmarkValidate(b *testing.B) {
+	for _, bc := range []struct{ name, schema, doc string }{
+		{"small", `{"type":"object","properties":{"owner":{"type":"string"},"repo":{"type":"string"},"per_page":{"type":"integer","maximum":100},"state":{"enum":["open","closed","all"]}},"required":["owner","repo"]}`,
+			`{"owner":"octo","repo":"hello","per_page":50,"state":"open"}`},
+		{"tree", `{"$ref":"#/$defs/n","$defs":{"n":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/n"}},"id":{"type":"integer"}}}}}`,
+			tree(6, 5)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s, err := tools.CompileSchema(json.RawMessage(bc.schema))
+			if err != nil {
+				b.Fatal(err)
+			}
+			doc := json.RawMessage(bc.doc)
+			for b.Loop() {
+				if ps := s.Validate(doc); len(ps) > 0 {
+					b.Fatal(ps)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/op")
+		})
 	}
 }

@@ -29,6 +29,9 @@ type CacheConfig struct {
 	MaxValueBytes int      `toml:"max_value_bytes"`
 	MaxEntries    int      `toml:"max_entries"`
 	MaxMemoBytes  int      `toml:"max_memo_bytes"`
+	// MaxTotalBytes bounds every principal's entries together; the
+	// store evicts the oldest past it (memory.Limits.MaxCacheBytes).
+	MaxTotalBytes int64 `toml:"max_total_bytes"`
 	// Memoize maps tool names or patterns (path.Match syntax) to a TTL.
 	Memoize map[string]Duration `toml:"memoize"`
 }
@@ -40,6 +43,7 @@ func defaultCacheConfig() CacheConfig {
 		MaxValueBytes: 1 << 20,
 		MaxEntries:    10000,
 		MaxMemoBytes:  4 << 20,
+		MaxTotalBytes: 256 << 20,
 	}
 }
 
@@ -70,6 +74,12 @@ func (c *Config) validateCache() []error {
 		if v <= 0 {
 			errs = append(errs, configError{key, "must be positive"})
 		}
+	}
+	switch {
+	case c.Cache.MaxTotalBytes <= 0:
+		errs = append(errs, configError{"cache.max_total_bytes", "must be positive"})
+	case c.Cache.MaxTotalBytes < int64(c.Cache.MaxValueBytes) || c.Cache.MaxTotalBytes < int64(c.Cache.MaxMemoBytes):
+		errs = append(errs, configError{"cache.max_total_bytes", fmt.Sprintf("%d is less than one value may take (max_value_bytes %d, max_memo_bytes %d)", c.Cache.MaxTotalBytes, c.Cache.MaxValueBytes, c.Cache.MaxMemoBytes)})
 	}
 	if len(errs) > 0 {
 		return errs

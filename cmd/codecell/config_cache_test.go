@@ -19,6 +19,8 @@ func TestCacheConfig(t *testing.T) {
 		{name: "ttl over the max", file: "[cache]\nmax_ttl = \"1h\"\n[cache.memoize]\n\"gh.*\" = \"2h\"\n", wantErr: "at most cache.max_ttl"},
 		{name: "not a duration", file: "[cache.memoize]\n\"gh.*\" = \"soon\"\n", wantErr: "cache.memoize"},
 		{name: "zero plan ttl", file: "[sandbox]\nplan_ttl = \"0s\"\n", wantErr: "sandbox.plan_ttl"},
+		{name: "total below one value", file: "[cache]\nmax_total_bytes = 1000\n", wantErr: "cache.max_total_bytes: 1000 is less than one value may take"},
+		{name: "total zero", file: "[cache]\nmax_total_bytes = 0\n", wantErr: "cache.max_total_bytes: must be positive"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "c.toml")

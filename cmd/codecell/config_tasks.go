@@ -14,10 +14,20 @@ import (
 //	[tasks]
 //	result_ttl = "10m"         # how long a task's record is kept after its run
 //	max_waiting = 0            # runs waiting outside the pool; 0: twice the pool
+//	max_per_principal = 64     # tasks kept per principal, running or finished
+//	max_tasks = 1024           # tasks kept for the whole server
+//	max_bytes_per_principal = 33554432  # bytes of one principal's results kept
+//	max_bytes = 268435456      # bytes of every principal's results kept
 
 // defaultTasks is the [tasks] section's defaults.
 func defaultTasks() TasksConfig {
-	return TasksConfig{ResultTTL: Duration(10 * time.Minute)}
+	return TasksConfig{
+		ResultTTL:            Duration(10 * time.Minute),
+		MaxPerPrincipal:      engine.DefaultTaskMaxPerPrincipal,
+		MaxTasks:             engine.DefaultTaskMaxTasks,
+		MaxBytesPerPrincipal: engine.DefaultTaskMaxBytesEach,
+		MaxBytes:             engine.DefaultTaskMaxBytes,
+	}
 }
 
 // TasksConfig holds the [tasks] section.
@@ -32,6 +42,19 @@ type TasksConfig struct {
 	// a model (elicitation, sampling), their slots given back and their
 	// VMs kept. Default: twice sandbox.pool_size.
 	MaxWaiting int `toml:"max_waiting"`
+	// MaxPerPrincipal caps the tasks one principal has kept, running or
+	// finished: a new one drops the oldest finished, or is refused when
+	// all are running. Default 64.
+	MaxPerPrincipal int `toml:"max_per_principal"`
+	// MaxTasks caps the tasks kept for every principal. Default 1024.
+	MaxTasks int `toml:"max_tasks"`
+	// MaxBytesPerPrincipal caps the bytes of one principal's task
+	// results kept: over it, the oldest finished are dropped. Default
+	// 32 MiB.
+	MaxBytesPerPrincipal int64 `toml:"max_bytes_per_principal"`
+	// MaxBytes caps the bytes of every principal's task results kept.
+	// Default 256 MiB.
+	MaxBytes int64 `toml:"max_bytes"`
 }
 
 // validateTasks checks the [tasks] section.
@@ -44,6 +67,19 @@ func (c *Config) validateTasks() []error {
 	if t.ResultTTL <= 0 {
 		errs = append(errs, configError{"tasks.result_ttl", "must be positive"})
 	}
+	for _, n := range []struct {
+		key string
+		v   int64
+	}{
+		{"tasks.max_per_principal", int64(t.MaxPerPrincipal)},
+		{"tasks.max_tasks", int64(t.MaxTasks)},
+		{"tasks.max_bytes_per_principal", t.MaxBytesPerPrincipal},
+		{"tasks.max_bytes", t.MaxBytes},
+	} {
+		if n.v <= 0 {
+			errs = append(errs, configError{n.key, "must be positive"})
+		}
+	}
 	if t.MaxWaiting < 0 {
 		errs = append(errs, configError{"tasks.max_waiting", "must not be negative (0 means twice the pool size)"})
 	}
@@ -52,5 +88,14 @@ func (c *Config) validateTasks() []error {
 
 // tasksServer is the configuration of tasks as the MCP server takes it.
 func (c *Config) tasksServer() engine.TaskConfig {
-	return engine.TaskConfig{Disabled: c.Tasks.Disabled, MaxDuration: c.Sandbox.MaxTaskDuration.D(), ResultTTL: c.Tasks.ResultTTL.D()}
+	t := c.Tasks
+	return engine.TaskConfig{
+		Disabled:             t.Disabled,
+		MaxDuration:          c.Sandbox.MaxTaskDuration.D(),
+		ResultTTL:            t.ResultTTL.D(),
+		MaxPerPrincipal:      t.MaxPerPrincipal,
+		MaxTasks:             t.MaxTasks,
+		MaxBytesPerPrincipal: t.MaxBytesPerPrincipal,
+		MaxBytes:             t.MaxBytes,
+	}
 }

@@ -48,7 +48,8 @@ type confineSpec struct {
 // store, the filter key, stored results), the filter key and the store
 // wherever they are configured, the configuration file, the default
 // configuration directory and the MCP configuration file, which carries
-// the other servers' tokens. Only paths that exist are returned,
+// the other servers' tokens; and codecell's own executable, which it
+// runs outside the confinement. Only paths that exist are returned,
 // absolute, their symbolic links resolved, sorted and without one below
 // another.
 func protectedPaths(cfg Config) []string {
@@ -66,6 +67,13 @@ func protectedPaths(cfg Config) []string {
 		ps = append(ps, filepath.Dir(p))
 	}
 	ps = append(ps, cfg.file, cfg.Server.MCPConfig)
+	// This binary, which codecell executes unconfined (through
+	// /proc/self/exe, see selfExe): denying it denies creating or
+	// removing entries of its directory too, so that nothing can be
+	// renamed over it.
+	if exe, err := os.Executable(); err == nil {
+		ps = append(ps, exe)
+	}
 	var out []string
 	for _, p := range ps {
 		if p == "" {
@@ -166,7 +174,7 @@ func upstreamConfinement(cfg Config, log *slog.Logger) upstream.Confine {
 		log.Warn("stdio upstream servers run unconfined: "+why+"; they can read codecell's data directory and configuration", "component", "upstream")
 		return nil
 	}
-	exe, err := os.Executable()
+	exe, err := selfExe()
 	if err != nil {
 		log.Warn("stdio upstream servers run unconfined: the path of this binary is unknown, so it cannot start them through its shim", "component", "upstream", "err", err)
 		return nil

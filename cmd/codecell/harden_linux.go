@@ -24,12 +24,17 @@ type hardening struct {
 	err         error // what could not be done
 }
 
-// hardenProcess makes the process non-dumpable and blanks, in the
+// hardenProcess makes the process non-dumpable, blanks, in the
 // environment block the kernel shows as /proc/<pid>/environ, the values
-// of every variable but a few harmless ones (keepEnv). It runs before
-// anything starts a child or reads the environment through C.
+// of every variable but a few harmless ones (keepEnv), and marks the
+// descriptors it inherited beyond stdin, stdout and stderr close-on-exec,
+// so that no child (an upstream server above all) inherits them. It runs
+// before anything starts a child or reads the environment through C.
 func hardenProcess() hardening {
 	var h hardening
+	if err := closeInheritedOnExec(); err != nil {
+		h.err = fmt.Errorf("mark inherited descriptors close-on-exec: %w", err)
+	}
 	// Blank first: a non-dumpable process that is not root can no longer
 	// open its own /proc/self/mem.
 	h.blanked, h.err = blankEnvironBlock()
@@ -39,6 +44,47 @@ func hardenProcess() hardening {
 		h.nonDumpable = true
 	}
 	return h
+}
+
+// selfExe is the path that executes this very program: /proc/self/exe,
+// the kernel's link to the file the process was started from, which
+// names that file even after another is renamed over its path (and the
+// file cannot be written while it runs: ETXTBSY). codecell executes
+// itself through it, as the shim of its upstream servers and as sandbox
+// workers, so that a process of its user that replaces the binary's
+// path does not get its replacement run, unconfined, for the next
+// upstream or worker.
+func selfExe() (string, error) {
+	const self = "/proc/self/exe"
+	if _, err := os.Stat(self); err != nil {
+		return "", err
+	}
+	return self, nil
+}
+
+// closeInheritedOnExec sets close-on-exec on every descriptor from 3 on.
+// A host may start codecell with descriptors of its own open (a pipe, a
+// log file); Go opens its own with close-on-exec, but leaves inherited
+// ones as they are, and every child would inherit them in turn.
+func closeInheritedOnExec() error {
+	err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if err == nil {
+		return nil
+	}
+	// Before Linux 5.11: one at a time.
+	entries, rerr := os.ReadDir("/proc/self/fd")
+	if rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	for _, e := range entries {
+		fd, perr := strconv.Atoi(e.Name())
+		if perr != nil || fd < 3 {
+			continue
+		}
+		// The directory's own descriptor, closed by now, fails: fine.
+		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)
+	}
+	return nil
 }
 
 // hardenWorker makes a sandbox worker non-dumpable: it holds the values

@@ -2,7 +2,10 @@
 
 package main
 
-import "errors"
+import (
+	"errors"
+	"os"
+)
 
 // hardening is what hardenProcess did, for the log.
 type hardening struct {
@@ -16,6 +19,9 @@ type hardening struct {
 func hardenProcess() hardening {
 	return hardening{err: errors.New("process hardening is implemented for Linux only")}
 }
+
+// selfExe is the path of this binary, as the system names it.
+func selfExe() (string, error) { return os.Executable() }
 
 // hardenWorker does nothing here.
 func hardenWorker() {}

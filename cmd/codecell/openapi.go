@@ -254,7 +254,7 @@ func buildVersion(log *slog.Logger) string {
 
 // executableHash is the SHA-256 of the running executable.
 func executableHash() (string, error) {
-	exe, err := os.Executable()
+	exe, err := selfExe()
 	if err != nil {
 		return "", err
 	}

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -267,6 +268,10 @@ func newServer(cfg Config, store store, log *slog.Logger, tp trace.TracerProvide
 // they become ready; the caller closes the server, then the source.
 func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Logger, tp trace.TracerProvider) (_ *mcpserver.Server, up *upstream.Source, err error) {
 	reg := tools.NewRegistry()
+	// search_tools keeps each tool's terms between starts (tools/search).
+	if dir, err := cfg.dataDir(); err == nil {
+		reg.SetSnapshots(filepath.Join(dir, "search"), sync.OnceValue(func() string { return buildVersion(log) }))
+	}
 	if err := builtin.Register(reg); err != nil {
 		return nil, nil, err
 	}

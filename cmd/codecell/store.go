@@ -96,12 +96,13 @@ func embedder(cfg Config, log *slog.Logger) (memory.Embedder, error) {
 	return e, nil
 }
 
-// storeLimits and storeRetention are the [memory] section's bounds, the
-// same for either backend.
+// storeLimits and storeRetention are the [memory] section's bounds (and
+// the cache's as a whole), the same for either backend.
 func storeLimits(cfg Config) memory.Limits {
 	return memory.Limits{
 		MaxFileBytes:      cfg.Memory.WorkspaceMaxFileBytes,
 		MaxWorkspaceBytes: cfg.Memory.WorkspaceMaxBytes,
+		MaxCacheBytes:     cfg.Cache.MaxTotalBytes,
 	}
 }
 

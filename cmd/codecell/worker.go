@@ -2,7 +2,6 @@ package main
 
 import (
 	"io"
-	"os"
 
 	"github.com/codecell/codecell/executor"
 )
@@ -23,7 +22,7 @@ func runWorker(stdin io.Reader, stdout io.Writer) error {
 // binary, with the hidden command. Without it (the path of this binary is
 // unknown) the executor runs programs in-process.
 func workerCommand() []string {
-	exe, err := os.Executable()
+	exe, err := selfExe()
 	if err != nil {
 		return nil
 	}

@@ -304,19 +304,19 @@ func (a *approvals) request(ctx context.Context, c *Call, raw json.RawMessage) (
 	if in.Options != nil && in.Schema == nil {
 		in.Schema = in.Options.Schema
 	}
-	if err := credentialFields(in.Schema); err != nil {
+	schema, err := a.form(c, in.Schema)
+	if err != nil {
+		return nil, err
+	}
+	if err := credentialFields(schema); err != nil {
 		return nil, err
 	}
 	if err := a.client.Can(ctx, "approval.request", Elicitation); err != nil {
 		return nil, err
 	}
-	schema := in.Schema
-	if schema == nil {
-		schema = json.RawMessage(`{"type":"object","properties":{}}`)
-	}
 	msg := programPromptHead + "\n\n" + printable(filterText(a.filter, in.Message, maxProgramPrompt, clientFilter(c)))
 	var res *mcp.ElicitationResult
-	err := waitOnClient(ctx, c, func(ctx context.Context) (err error) {
+	err = waitOnClient(ctx, c, func(ctx context.Context) (err error) {
 		res, err = a.client.Elicit(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: msg, RequestedSchema: schema}})
 		return err
 	})
@@ -348,21 +348,229 @@ func printable(text string) string {
 	}, text)
 }
 
+// Bounds of a program's form (approval.request's schema).
+const (
+	maxFormFields = 32
+	maxFormTitle  = 200  // bytes of a title, a field name, an enum value
+	maxFormText   = 1000 // bytes of a description
+	maxFormEnum   = 64   // values of an enum
+)
+
+// form rebuilds a program's form (approval.request's schema) as the
+// user may be shown it, or refuses it. MCP forms are flat: an object
+// whose properties are strings, numbers, booleans, enums or arrays of
+// enum values. Only the keywords of those are kept, each of its type:
+// a form that has anything else cannot be checked, and is refused
+// rather than passed on. Every text in it — titles, descriptions, enum
+// values and their titles, defaults — is filtered as the message is
+// (tokens stay tokens, what the run read is hidden) and bounded; a
+// field's name, which comes back as the answer's key, is refused when
+// the filter would change it.
+func (a *approvals) form(c *Call, raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage(`{"type":"object","properties":{}}`), nil
+	}
+	refuse := func(format string, args ...any) error {
+		return &tools.Error{Code: tools.CodeInvalidArguments, Tool: "approval.request",
+			Message: "the form cannot be checked: " + fmt.Sprintf(format, args...) +
+				`; send a flat form: {type: "object", properties: {name: {type: "string"|"number"|"integer"|"boolean", title?, description?, enum?, default?, …}}, required?: [names]}`}
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	var top map[string]any
+	if err := dec.Decode(&top); err != nil {
+		return nil, refuse("not a JSON object")
+	}
+	text := func(where string, v any, limit int) (string, error) {
+		s, ok := v.(string)
+		if !ok {
+			return "", refuse("%s: not a string", where)
+		}
+		out := printable(filterText(a.filter, s, 0, clientFilter(c)))
+		if len(out) > limit {
+			return "", refuse("%s: %d bytes, at most %d", where, len(out), limit)
+		}
+		return out, nil
+	}
+	texts := func(where string, v any, limit int) ([]any, error) {
+		list, ok := v.([]any)
+		if !ok || len(list) > maxFormEnum {
+			return nil, refuse("%s: not a list of at most %d strings", where, maxFormEnum)
+		}
+		out := make([]any, len(list))
+		for i, e := range list {
+			t, err := text(fmt.Sprintf("%s[%d]", where, i), e, limit)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = t
+		}
+		return out, nil
+	}
+	number := func(where string, v any) (any, error) {
+		if _, ok := v.(json.Number); !ok {
+			return nil, refuse("%s: not a number", where)
+		}
+		return v, nil
+	}
+	// titledOptions is oneOf/anyOf [{const, title}] (titled enums).
+	titledOptions := func(where string, v any) (any, error) {
+		list, ok := v.([]any)
+		if !ok || len(list) > maxFormEnum {
+			return nil, refuse("%s: not a list of at most %d options", where, maxFormEnum)
+		}
+		out := make([]any, len(list))
+		for i, e := range list {
+			o, ok := e.(map[string]any)
+			if !ok {
+				return nil, refuse("%s[%d]: not an object", where, i)
+			}
+			opt := map[string]any{}
+			for k, v := range o {
+				if k != "const" && k != "title" {
+					return nil, refuse("%s[%d]: keyword %q", where, i, k)
+				}
+				t, err := text(fmt.Sprintf("%s[%d].%s", where, i, k), v, maxFormTitle)
+				if err != nil {
+					return nil, err
+				}
+				opt[k] = t
+			}
+			out[i] = opt
+		}
+		return out, nil
+	}
+	var field func(where string, v any, inArray bool) (map[string]any, error)
+	field = func(where string, v any, inArray bool) (map[string]any, error) {
+		p, ok := v.(map[string]any)
+		if !ok {
+			return nil, refuse("%s: not an object", where)
+		}
+		out := map[string]any{}
+		for k, v := range p {
+			at := where + "." + k
+			var err error
+			switch k {
+			case "type":
+				t, _ := v.(string)
+				switch t {
+				case "string", "number", "integer", "boolean":
+				case "array":
+					if inArray {
+						return nil, refuse("%s: an array of arrays", at)
+					}
+				default:
+					return nil, refuse("%s: %v is not string, number, integer, boolean or array", at, v)
+				}
+				out[k] = t
+			case "title", "format":
+				out[k], err = text(at, v, maxFormTitle)
+			case "description":
+				out[k], err = text(at, v, maxFormText)
+			case "enum", "enumNames":
+				out[k], err = texts(at, v, maxFormTitle)
+			case "oneOf", "anyOf":
+				out[k], err = titledOptions(at, v)
+			case "minLength", "maxLength", "minimum", "maximum", "minItems", "maxItems":
+				out[k], err = number(at, v)
+			case "items":
+				if inArray {
+					return nil, refuse("%s: items of items", at)
+				}
+				out[k], err = field(at, v, true)
+			case "default":
+				switch d := v.(type) {
+				case bool, json.Number:
+					out[k] = d
+				case string:
+					out[k], err = text(at, d, maxFormTitle)
+				default:
+					out[k], err = texts(at, d, maxFormTitle)
+				}
+			default:
+				return nil, refuse("%s: keyword %q", where, k)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	form := map[string]any{"type": "object"}
+	for k, v := range top {
+		switch k {
+		case "type":
+			if v != "object" {
+				return nil, refuse("type %v: a form is an object", v)
+			}
+		case "title":
+			t, err := text("title", v, maxFormTitle)
+			if err != nil {
+				return nil, err
+			}
+			form[k] = t
+		case "description":
+			t, err := text("description", v, maxFormText)
+			if err != nil {
+				return nil, err
+			}
+			form[k] = t
+		case "properties":
+			props, ok := v.(map[string]any)
+			if !ok {
+				return nil, refuse("properties: not an object")
+			}
+			if len(props) > maxFormFields {
+				return nil, refuse("%d fields, at most %d", len(props), maxFormFields)
+			}
+			out := map[string]any{}
+			for name, p := range props {
+				if shown, err := text("a field's name", name, maxFormTitle); err != nil || shown != name {
+					return nil, refuse("field %q: a name must be short, printable and not data the output filter hides (name it for what it asks)", printable(filterText(a.filter, name, maxFormTitle, clientFilter(c))))
+				}
+				f, err := field("properties."+name, p, false)
+				if err != nil {
+					return nil, err
+				}
+				out[name] = f
+			}
+			form[k] = out
+		case "required":
+			names, ok := v.([]any)
+			if !ok {
+				return nil, refuse("required: not a list of field names")
+			}
+			for _, n := range names {
+				if _, ok := n.(string); !ok {
+					return nil, refuse("required: not a list of field names")
+				}
+			}
+			form[k] = names
+		case "$schema":
+		default:
+			return nil, refuse("keyword %q", k)
+		}
+	}
+	if _, ok := form["properties"]; !ok {
+		form["properties"] = map[string]any{}
+	}
+	return json.Marshal(form)
+}
+
 // credentialFields refuses a form that asks for a credential: a field
 // whose name or title the output filter takes for one (password, api_key,
 // token, secret, …). MCP forbids asking for sensitive information through
-// elicitation, and what the user types goes to the program.
+// elicitation, and what the user types goes to the program. schema is a
+// form as form rebuilt it; one that cannot be read is refused.
 func credentialFields(schema json.RawMessage) error {
-	if len(schema) == 0 {
-		return nil
-	}
 	var sch struct {
 		Properties map[string]struct {
 			Title string `json:"title"`
 		} `json:"properties"`
 	}
-	if json.Unmarshal(schema, &sch) != nil {
-		return nil // the client judges a schema it cannot use
+	if err := json.Unmarshal(schema, &sch); err != nil {
+		return &tools.Error{Code: tools.CodeInvalidArguments, Tool: "approval.request",
+			Message: "the form cannot be checked for credentials; send a flat form whose titles are strings"}
 	}
 	var bad []string
 	for name, p := range sch.Properties {

@@ -23,8 +23,9 @@ type tracker struct {
 	pending []chan struct{}
 }
 
-// observe records result as received from source, in the background.
-func (t *tracker) observe(source string, result json.RawMessage) {
+// observe records result as received from source, holding data of the
+// sources from too, in the background.
+func (t *tracker) observe(source string, result json.RawMessage, from filter.Provenance) {
 	data := bytes.Clone(result) // the executor owns result once the call returns
 	done := make(chan struct{})
 	t.mu.Lock()
@@ -32,7 +33,7 @@ func (t *tracker) observe(source string, result json.RawMessage) {
 	t.mu.Unlock()
 	go func() {
 		defer close(done)
-		t.flow.Observe(source, data, storedProvenance(data))
+		t.flow.Observe(source, data, storedProvenance(data).Union(from))
 	}()
 }
 
@@ -94,6 +95,70 @@ func storedProvenance(out json.RawMessage) filter.Provenance {
 		walk(v)
 	}
 	return p
+}
+
+// observeResolved tells the flow where the values of the tokens in args
+// (a call's arguments before resolveTokens) came from: the sources the
+// vault recorded for each token, as if the run had just read the value
+// from them, under the token's class. A tool that echoes its arguments
+// then returns a value the flow knows: the data-flow rules still stop it
+// where its sources may not go, and the outputs hide it as its token did.
+func observeResolved(flow *filter.Flow, v *filter.Vault, name string, args json.RawMessage) {
+	if flow == nil || v == nil || !bytes.Contains(args, []byte("⟦")) && !bytes.Contains(args, []byte(`\u27e6`)) && !bytes.Contains(args, []byte(`\u27E6`)) {
+		return
+	}
+	var tree any
+	if json.Unmarshal(args, &tree) != nil {
+		return
+	}
+	seen := map[string]bool{}
+	var walk func(v any)
+	var tokens []string
+	walk = func(x any) {
+		switch x := x.(type) {
+		case string:
+			for _, t := range filter.FindTokens(x) {
+				if !seen[t] {
+					seen[t] = true
+					tokens = append(tokens, t)
+				}
+			}
+		case map[string]any:
+			for k, e := range x {
+				walk(k)
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(tree)
+	for _, t := range tokens {
+		sources, ok := v.Sources(t)
+		class, isToken := filter.TokenClass(t)
+		if !ok || !isToken {
+			continue
+		}
+		value, err := v.ResolveString(t, name)
+		if err != nil || value == t {
+			continue
+		}
+		b, err := json.Marshal(map[string]string{string(class): value})
+		if err != nil {
+			continue
+		}
+		prov := filter.NewProvenance(sources...)
+		// A token minted from the program's own output has no source:
+		// the value is still hidden as its token was, from a name no
+		// tool has (tool names are category.name).
+		source := "token"
+		if !prov.IsZero() {
+			source = prov.Sources()[0]
+		}
+		flow.Observe(source, b, prov)
+	}
 }
 
 // resolveTokens turns the tokens in a call's arguments back into their

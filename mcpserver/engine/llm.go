@@ -244,11 +244,33 @@ func (m *llm) sample(ctx context.Context, c *Call, tool string, a llmCallArgs, m
 	// tokens stay tokens, and what the run read is hidden as in a
 	// result. So does a provider's: it is another party too.
 	req := modelRequest{
-		System:        m.clientText(c, a.System),
-		MaxTokens:     maxTokens,
-		Temperature:   a.Temperature,
-		StopSequences: a.StopSequences,
-		Preferences:   a.ModelPreferences,
+		System:      m.clientText(c, a.System),
+		MaxTokens:   maxTokens,
+		Temperature: a.Temperature,
+	}
+	// What goes beside the prompt is filtered as it is, and bounded:
+	// the stop sequences and the model hints' names reach the client
+	// (and its user's logs) as much as the prompt does.
+	var err error
+	if req.StopSequences, err = m.sideTexts(c, tool, "stopSequences", a.StopSequences); err != nil {
+		return llmCallResult{}, err
+	}
+	if p := a.ModelPreferences; p != nil {
+		names := make([]string, len(p.Hints))
+		for i, h := range p.Hints {
+			names[i] = h.Name
+		}
+		if names, err = m.sideTexts(c, tool, "modelPreferences.hints", names); err != nil {
+			return llmCallResult{}, err
+		}
+		req.Preferences = &mcp.ModelPreferences{
+			CostPriority:         unitInterval(p.CostPriority),
+			SpeedPriority:        unitInterval(p.SpeedPriority),
+			IntelligencePriority: unitInterval(p.IntelligencePriority),
+		}
+		for _, n := range names {
+			req.Preferences.Hints = append(req.Preferences.Hints, mcp.ModelHint{Name: n})
+		}
 	}
 	promptBytes := len(req.System)
 	for _, msg := range msgs {
@@ -286,6 +308,37 @@ func (m *llm) sample(ctx context.Context, c *Call, tool string, a llmCallArgs, m
 	}
 	return llmCallResult{Text: ans.Text, Model: ans.Model, StopReason: ans.StopReason, Via: mod.via()}, nil
 }
+
+// Bounds of what a program sends a model beside its prompt.
+const (
+	maxSideTexts    = 4  // stop sequences, model hints
+	maxSideTextSize = 64 // bytes of each, as the model's client sees it
+)
+
+// sideTexts is texts (a program's stop sequences or model hints) as the
+// client may see them: filtered as the prompt is, at most maxSideTexts
+// of at most maxSideTextSize bytes each.
+func (m *llm) sideTexts(c *Call, tool, what string, texts []string) ([]string, error) {
+	if len(texts) == 0 {
+		return nil, nil
+	}
+	if len(texts) > maxSideTexts {
+		return nil, &tools.Error{Code: tools.CodeInvalidArguments, Tool: tool,
+			Message: fmt.Sprintf("%s: %d given, at most %d", what, len(texts), maxSideTexts)}
+	}
+	out := make([]string, len(texts))
+	for i, t := range texts {
+		out[i] = printable(m.clientText(c, t))
+		if len(out[i]) > maxSideTextSize {
+			return nil, &tools.Error{Code: tools.CodeInvalidArguments, Tool: tool,
+				Message: fmt.Sprintf("%s[%d]: %d bytes, at most %d", what, i, len(out[i]), maxSideTextSize)}
+		}
+	}
+	return out, nil
+}
+
+// unitInterval is a model preference's priority within [0, 1].
+func unitInterval(v float64) float64 { return min(max(v, 0), 1) }
 
 // modelError turns a failed question to m into a tool error.
 func modelError(ctx context.Context, tool string, m model, err error) error {

@@ -180,6 +180,9 @@ func (k *skills) tool(sk memory.Skill) tools.Tool {
 	}
 	code, lang := sk.Code, executor.Language(sk.Language)
 	name := sk.Name
+	// The sources of the data its code, description and schema were
+	// saved from (the store records them from the save's context).
+	prov := sk.Provenance
 	return tools.Tool{
 		Name:        "skills." + name,
 		Summary:     summary,
@@ -197,6 +200,9 @@ func (k *skills) tool(sk memory.Skill) tools.Tool {
 					return nil, err
 				}
 			}
+			// What the skill returns may be what its code holds: data of
+			// the sources it was saved with, for the run's flow.
+			addResultSources(ctx, prov)
 			return k.run(ctx, name, code, lang, args)
 		},
 	}

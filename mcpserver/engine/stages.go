@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -124,9 +125,15 @@ func (f dataFlow) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 			err = checkFlow(flow, c.Name, c.Args)
 		}
 	} else {
+		args := c.Args
 		c.Args, err = resolveTokens(ctx, c.Run.vault, c.Name, c.Args)
 		if err == nil && flow != nil {
 			err = checkFlow(flow, c.Name, c.Args)
+		}
+		if err == nil {
+			// The values resolved keep the sources of their tokens,
+			// through a tool that echoes them (issue 19, H6).
+			observeResolved(flow, c.Run.vault, c.Name, args)
 		}
 	}
 	if err != nil {
@@ -185,9 +192,47 @@ func (pl planner) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 type observer struct{}
 
 func (observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
-	out, err := next.call(ctx, c)
-	if err == nil && !c.gated() && c.Run.flow != nil {
-		c.Run.flow.observe(c.Name, out)
+	if c.gated() || c.Run.flow == nil {
+		return next.call(ctx, c)
+	}
+	from := &resultSources{}
+	out, err := next.call(context.WithValue(ctx, resultSourcesKey{}, from), c)
+	if err == nil {
+		c.Run.flow.observe(c.Name, out, from.get())
 	}
 	return out, err
+}
+
+// resultSources is where a tool's handler says which sources the data of
+// its result came from, when its result does not say it itself (a
+// skill's program returns what its code holds, which came from the
+// sources it was saved with).
+type resultSources struct {
+	mu sync.Mutex
+	p  filter.Provenance
+}
+
+type resultSourcesKey struct{}
+
+func (r *resultSources) get() filter.Provenance {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.p
+}
+
+// addResultSources tells the observer of the call ctx is for that its
+// result holds data of the sources p (a provenance as the store keeps
+// it); nothing outside a call the run's flow follows.
+func addResultSources(ctx context.Context, p json.RawMessage) {
+	r, _ := ctx.Value(resultSourcesKey{}).(*resultSources)
+	if r == nil || len(p) == 0 {
+		return
+	}
+	var q filter.Provenance
+	if json.Unmarshal(p, &q) != nil {
+		return
+	}
+	r.mu.Lock()
+	r.p = r.p.Union(q)
+	r.mu.Unlock()
 }

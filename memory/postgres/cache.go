@@ -85,13 +85,76 @@ func (s *Store) CacheSet(ctx context.Context, in memory.CacheSetInput) (time.Tim
 			ON CONFLICT (principal, kind, key) DO UPDATE SET value = excluded.value, created_at = excluded.created_at, expires_at = excluded.expires_at,
 			provenance = excluded.provenance`,
 			principal, in.Kind, in.Key, in.Value, ms(now), ms(expires), provArg(prov))
-		return err
+		if err != nil {
+			return err
+		}
+		return s.evictCache(ctx, tx, principal, in.Kind, in.Key, now)
 	})
 	if err != nil {
 		return time.Time{}, fmt.Errorf("cache set: %w", err)
 	}
 	return expires.UTC(), nil
 }
+
+// evictCache deletes the oldest cache entries, expired ones first, of any
+// principal, until every value together is within the store's
+// MaxCacheBytes, sparing the entry just set. One instance at a time
+// evicts (cacheEvictKey); the others, meanwhile, leave it to it rather
+// than wait, as waiting while holding the row they set could deadlock
+// with the evictor's deletes.
+func (s *Store) evictCache(ctx context.Context, tx pgx.Tx, principal, kind, key string, now time.Time) error {
+	total := func() (int64, error) {
+		var n int64
+		err := tx.QueryRow(ctx, `SELECT COALESCE(SUM(octet_length(value)), 0) FROM cache_entries`).Scan(&n)
+		return n, err
+	}
+	n, err := total()
+	if err != nil || n <= s.lim.MaxCacheBytes {
+		return err
+	}
+	var mine bool
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1::int4, $2::int4)`, cacheLockClass, cacheEvictKey).Scan(&mine); err != nil || !mine {
+		return err // another instance evicts now
+	}
+	if n, err = total(); err != nil || n <= s.lim.MaxCacheBytes {
+		return err
+	}
+	rows, err := tx.Query(ctx, `SELECT principal, kind, key, octet_length(value) FROM cache_entries ORDER BY expires_at > $1, created_at, principal, kind, key`, ms(now))
+	if err != nil {
+		return err
+	}
+	var victims []memory.CacheVictim
+	for need := n - s.lim.MaxCacheBytes; need > 0 && rows.Next(); {
+		var e memory.CacheVictim
+		if err := rows.Scan(&e.Principal, &e.Kind, &e.Key, &e.Bytes); err != nil {
+			rows.Close()
+			return err
+		}
+		if e.Principal == principal && e.Kind == kind && e.Key == key {
+			continue // the entry just set
+		}
+		victims = append(victims, e)
+		need -= e.Bytes
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, v := range victims {
+		if _, err := tx.Exec(ctx, `DELETE FROM cache_entries WHERE principal = $1 AND kind = $2 AND key = $3`, v.Principal, v.Kind, v.Key); err != nil {
+			return err
+		}
+	}
+	if len(victims) > 0 {
+		s.log.Info("cache over its bound: evicted the oldest entries", "entries", len(victims), "max_cache_bytes", s.lim.MaxCacheBytes)
+	}
+	return nil
+}
+
+// cacheEvictKey is the second key of the lock an instance takes to evict
+// cache entries; no principal's lock (cacheLockKey) is taken with it, so
+// a collision costs only a wait.
+const cacheEvictKey = 0
 
 // cacheLockKey is the second key of a principal's cache lock for kind.
 func cacheLockKey(principal, kind string) int32 {

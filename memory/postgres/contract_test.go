@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"testing"
 
+	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/memory/postgres"
 	"github.com/codecell/codecell/memory/postgres/pgtest"
 	"github.com/codecell/codecell/memory/storetest"
@@ -43,4 +44,11 @@ func alterPlan(t *testing.T, st storetest.Backend, idHash string) {
 	if _, err := st.(*postgres.Store).Pool().Exec(t.Context(), `UPDATE plan_steps SET args = '{"path":"evil","data":"1"}'::bytea WHERE plan_hash = $1 AND seq = 1`, idHash); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestCacheBound runs the contract of the cache's bound as a whole.
+func TestCacheBound(t *testing.T) {
+	storetest.CacheBound(t, func(t *testing.T, max int64) storetest.Backend {
+		return openConfig(t, postgres.Config{DSN: pgtest.Database(t), MaxConns: 4, Limits: memory.Limits{MaxCacheBytes: max}})
+	})
 }

@@ -382,10 +382,10 @@ func importEntity(ctx context.Context, tx pgx.Tx, rec memory.Record) (memory.Imp
 	if outcome == memory.Skipped {
 		return outcome, nil
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO entities (principal, name, type, description, properties, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (principal, lower(name)) DO UPDATE SET type = excluded.type,
-		description = excluded.description, properties = excluded.properties, updated_at = excluded.updated_at`,
-		rec.Principal, e.Name, e.Type, e.Description, orEmptyObject(e.Properties), ms(e.CreatedAt), ms(e.UpdatedAt)); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO entities (principal, name, type, description, properties, created_at, updated_at, provenance)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (principal, lower(name)) DO UPDATE SET type = excluded.type,
+		description = excluded.description, properties = excluded.properties, updated_at = excluded.updated_at, provenance = excluded.provenance`,
+		rec.Principal, e.Name, e.Type, e.Description, orEmptyObject(e.Properties), ms(e.CreatedAt), ms(e.UpdatedAt), provArg(e.Provenance)); err != nil {
 		return 0, fmt.Errorf("entity %q: %w", e.Name, err)
 	}
 	return outcome, nil
@@ -396,11 +396,11 @@ func importRelation(ctx context.Context, tx pgx.Tx, rec memory.Record) (memory.I
 	if rl == nil {
 		return 0, fmt.Errorf("%w: relation record without relation", memory.ErrInvalid)
 	}
-	from, _, err := ensureEntity(ctx, tx, rec.Principal, rl.From, rl.CreatedAt)
+	from, _, err := ensureEntity(ctx, tx, rec.Principal, rl.From, rl.CreatedAt, rl.Provenance)
 	if err != nil {
 		return 0, err
 	}
-	to, _, err := ensureEntity(ctx, tx, rec.Principal, rl.To, rl.CreatedAt)
+	to, _, err := ensureEntity(ctx, tx, rec.Principal, rl.To, rl.CreatedAt, rl.Provenance)
 	if err != nil {
 		return 0, err
 	}
@@ -412,10 +412,10 @@ func importRelation(ctx context.Context, tx pgx.Tx, rec memory.Record) (memory.I
 	if outcome == memory.Skipped {
 		return outcome, nil
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO relations (principal, from_id, to_id, type, weight, properties, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (from_id, to_id, type) DO UPDATE SET weight = excluded.weight,
-		properties = excluded.properties, updated_at = excluded.updated_at`,
-		rec.Principal, from, to, rl.Type, rl.Weight, orEmptyObject(rl.Properties), ms(rl.CreatedAt), ms(rl.UpdatedAt)); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO relations (principal, from_id, to_id, type, weight, properties, created_at, updated_at, provenance)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (from_id, to_id, type) DO UPDATE SET weight = excluded.weight,
+		properties = excluded.properties, updated_at = excluded.updated_at, provenance = excluded.provenance`,
+		rec.Principal, from, to, rl.Type, rl.Weight, orEmptyObject(rl.Properties), ms(rl.CreatedAt), ms(rl.UpdatedAt), provArg(rl.Provenance)); err != nil {
 		return 0, fmt.Errorf("relation %s-%s->%s: %w", rl.From, rl.Type, rl.To, err)
 	}
 	return outcome, nil
@@ -442,11 +442,11 @@ func (s *Store) importSkill(ctx context.Context, tx pgx.Tx, rec memory.Record, v
 			return 0, nil, err
 		}
 		if outcome = memory.OutcomeOf(present, stored, sk.UpdatedAt); outcome != memory.Skipped {
-			if _, err := tx.Exec(ctx, `INSERT INTO skills (principal, name, description, code, language, input_schema, version, created_at, updated_at)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (principal, name) DO UPDATE SET description = excluded.description,
+			if _, err := tx.Exec(ctx, `INSERT INTO skills (principal, name, description, code, language, input_schema, version, created_at, updated_at, provenance)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (principal, name) DO UPDATE SET description = excluded.description,
 				code = excluded.code, language = excluded.language, input_schema = excluded.input_schema,
-				version = greatest(excluded.version, skills.version + 1), updated_at = excluded.updated_at`,
-				owner, sk.Name, sk.Description, sk.Code, sk.Language, schema, max(sk.Version, 1), ms(sk.CreatedAt), ms(sk.UpdatedAt)); err != nil {
+				version = greatest(excluded.version, skills.version + 1), updated_at = excluded.updated_at, provenance = excluded.provenance`,
+				owner, sk.Name, sk.Description, sk.Code, sk.Language, schema, max(sk.Version, 1), ms(sk.CreatedAt), ms(sk.UpdatedAt), provArg(sk.Provenance)); err != nil {
 				return 0, nil, fmt.Errorf("skill %s: %w", sk.Name, err)
 			}
 			ch, err := s.skillChanged(ctx, tx, owner, sk.Name, memory.SkillSaved)
@@ -484,12 +484,13 @@ func (s *Store) importSkill(ctx context.Context, tx pgx.Tx, rec memory.Record, v
 	}
 	if pubOutcome != memory.Skipped {
 		if _, err := tx.Exec(ctx, `INSERT INTO published_skills (name, owner, description, code, code_sha256, language, input_schema,
-			version, created_at, updated_at, published_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+			version, created_at, updated_at, published_at, provenance) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 			ON CONFLICT (name) DO UPDATE SET description = excluded.description, code = excluded.code, code_sha256 = excluded.code_sha256,
 			language = excluded.language, input_schema = excluded.input_schema, version = excluded.version,
-			created_at = excluded.created_at, updated_at = excluded.updated_at, published_at = excluded.published_at`,
+			created_at = excluded.created_at, updated_at = excluded.updated_at, published_at = excluded.published_at,
+			provenance = excluded.provenance`,
 			sk.Name, owner, sk.Description, sk.Code, memory.Hash([]byte(sk.Code)), sk.Language, schema, max(sk.Version, 1),
-			ms(sk.CreatedAt), ms(sk.UpdatedAt), ms(publishedAt)); err != nil {
+			ms(sk.CreatedAt), ms(sk.UpdatedAt), ms(publishedAt), provArg(sk.Provenance)); err != nil {
 			return 0, nil, fmt.Errorf("published skill %s: %w", sk.Name, err)
 		}
 		ch, err := s.skillChanged(ctx, tx, owner, sk.Name, memory.SkillPublished)

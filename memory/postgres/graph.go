@@ -16,16 +16,17 @@ import (
 // The knowledge graph, as memory/graph.go keeps it: the checks and the
 // walks are package memory's (WalkNeighbors, FindPath), the SQL is here.
 
-const entityColumns = `id, name, type, description, properties, created_at, updated_at`
+const entityColumns = `id, name, type, description, properties, created_at, updated_at, provenance`
 
 func scanEntity(sc interface{ Scan(...any) error }) (memory.Entity, error) {
 	var e memory.Entity
 	var props string
 	var c, u int64
-	if err := sc.Scan(&e.ID, &e.Name, &e.Type, &e.Description, &props, &c, &u); err != nil {
+	var prov *string
+	if err := sc.Scan(&e.ID, &e.Name, &e.Type, &e.Description, &props, &c, &u, &prov); err != nil {
 		return e, err
 	}
-	e.Properties = []byte(props)
+	e.Properties, e.Provenance = []byte(props), provOf(prov)
 	e.CreatedAt, e.UpdatedAt = fromMS(c), fromMS(u)
 	return e, nil
 }
@@ -49,13 +50,17 @@ func (s *Store) UpsertEntity(ctx context.Context, in memory.EntityInput) (memory
 	if err != nil {
 		return memory.Entity{}, false, err
 	}
+	prov, err := memory.Provenance(ctx, in.Provenance, "", s.lim)
+	if err != nil {
+		return memory.Entity{}, false, err
+	}
 	var e memory.Entity
 	var created bool
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		now := s.now().UTC().Truncate(time.Millisecond)
 		// Create it bare if missing, then lock it: two instances
 		// upserting the same name meet on the unique index.
-		id, c, err := ensureEntity(ctx, tx, principal, in.Name, now)
+		id, c, err := ensureEntity(ctx, tx, principal, in.Name, now, prov)
 		if err != nil {
 			return err
 		}
@@ -72,8 +77,9 @@ func (s *Store) UpsertEntity(ctx context.Context, in memory.EntityInput) (memory
 		if created {
 			e.Properties = props
 		}
-		_, err = tx.Exec(ctx, `UPDATE entities SET type = $1, description = $2, properties = $3, updated_at = $4 WHERE id = $5`,
-			e.Type, e.Description, string(e.Properties), ms(now), e.ID)
+		e.Provenance = memory.UnionProvenance(cur.Provenance, prov)
+		_, err = tx.Exec(ctx, `UPDATE entities SET type = $1, description = $2, properties = $3, updated_at = $4, provenance = $5 WHERE id = $6`,
+			e.Type, e.Description, string(e.Properties), ms(now), provArg(e.Provenance), e.ID)
 		return err
 	})
 	if err != nil {
@@ -95,14 +101,18 @@ func (s *Store) Relate(ctx context.Context, in memory.RelateInput) (memory.Relat
 	if err != nil {
 		return memory.RelateResult{}, err
 	}
+	prov, err := memory.Provenance(ctx, in.Provenance, "", s.lim)
+	if err != nil {
+		return memory.RelateResult{}, err
+	}
 	var res memory.RelateResult
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		now := s.now().UTC().Truncate(time.Millisecond)
-		from, c1, err := ensureEntity(ctx, tx, principal, in.From, now)
+		from, c1, err := ensureEntity(ctx, tx, principal, in.From, now, prov)
 		if err != nil {
 			return err
 		}
-		to, c2, err := ensureEntity(ctx, tx, principal, in.To, now)
+		to, c2, err := ensureEntity(ctx, tx, principal, in.To, now, prov)
 		if err != nil {
 			return err
 		}
@@ -113,12 +123,20 @@ func (s *Store) Relate(ctx context.Context, in memory.RelateInput) (memory.Relat
 			res.CreatedEntities = append(res.CreatedEntities, in.To)
 		}
 		var id int64
-		err = tx.QueryRow(ctx, `INSERT INTO relations (principal, from_id, to_id, type, weight, properties, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT (from_id, to_id, type)
+		var stored *string
+		// An update returns the row's provenance as it was: the new one
+		// joins it below.
+		err = tx.QueryRow(ctx, `INSERT INTO relations (principal, from_id, to_id, type, weight, properties, created_at, updated_at, provenance)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8) ON CONFLICT (from_id, to_id, type)
 			DO UPDATE SET weight = excluded.weight, properties = excluded.properties, updated_at = excluded.updated_at
-			RETURNING id, xmax = 0`, principal, from, to, in.Type, weight, string(props), ms(now)).Scan(&id, &res.Created)
+			RETURNING id, xmax = 0, provenance`, principal, from, to, in.Type, weight, string(props), ms(now), provArg(prov)).Scan(&id, &res.Created, &stored)
 		if err != nil {
 			return err
+		}
+		if !res.Created && prov != nil {
+			if _, err := tx.Exec(ctx, `UPDATE relations SET provenance = $1 WHERE id = $2`, provArg(memory.UnionProvenance(provOf(stored), prov)), id); err != nil {
+				return err
+			}
 		}
 		res.Relation, err = relationByID(ctx, tx, id)
 		return err
@@ -129,17 +147,18 @@ func (s *Store) Relate(ctx context.Context, in memory.RelateInput) (memory.Relat
 	return res, nil
 }
 
-const relationSelect = `SELECT r.id, f.name, t.name, r.type, r.weight, r.properties, r.created_at, r.updated_at
+const relationSelect = `SELECT r.id, f.name, t.name, r.type, r.weight, r.properties, r.created_at, r.updated_at, r.provenance
 	FROM relations r JOIN entities f ON f.id = r.from_id JOIN entities t ON t.id = r.to_id`
 
 func relationByID(ctx context.Context, q querier, id int64) (memory.Relation, error) {
 	var r memory.Relation
 	var props string
 	var c, u int64
-	if err := q.QueryRow(ctx, relationSelect+` WHERE r.id = $1`, id).Scan(&r.ID, &r.From, &r.To, &r.Type, &r.Weight, &props, &c, &u); err != nil {
+	var prov *string
+	if err := q.QueryRow(ctx, relationSelect+` WHERE r.id = $1`, id).Scan(&r.ID, &r.From, &r.To, &r.Type, &r.Weight, &props, &c, &u, &prov); err != nil {
 		return r, fmt.Errorf("read relation: %w", err)
 	}
-	r.Properties = []byte(props)
+	r.Properties, r.Provenance = []byte(props), provOf(prov)
 	r.CreatedAt, r.UpdatedAt = fromMS(c), fromMS(u)
 	return r, nil
 }
@@ -163,7 +182,7 @@ func (g graph) RelationByID(ctx context.Context, id int64) (memory.Relation, err
 }
 
 func (g graph) LinkedMemories(ctx context.Context, entity int64) ([]memory.MemoryLink, error) {
-	rows, err := g.tx.Query(ctx, `SELECT m.id, m.layer, m.content FROM memory_entities me JOIN memories m ON m.id = me.memory_id
+	rows, err := g.tx.Query(ctx, `SELECT m.id, m.layer, m.content, m.provenance FROM memory_entities me JOIN memories m ON m.id = me.memory_id
 		WHERE me.entity_id = $1 ORDER BY m.importance DESC, m.id DESC LIMIT $2`, entity, memory.LinkedPerEntity)
 	if err != nil {
 		return nil, fmt.Errorf("linked memories: %w", err)
@@ -171,8 +190,9 @@ func (g graph) LinkedMemories(ctx context.Context, entity int64) ([]memory.Memor
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.MemoryLink, error) {
 		var l memory.MemoryLink
 		var layer string
-		err := r.Scan(&l.ID, &layer, &l.Content)
-		l.Layer, l.Content = memory.Layer(layer), memory.Clip(l.Content, 300)
+		var prov *string
+		err := r.Scan(&l.ID, &layer, &l.Content, &prov)
+		l.Layer, l.Content, l.Provenance = memory.Layer(layer), memory.Clip(l.Content, 300), provOf(prov)
 		return l, err
 	})
 	if err != nil {
@@ -286,12 +306,13 @@ func toolOr(op string, err error) error {
 }
 
 // ensureEntity returns the id of the principal's entity name, creating it
-// bare, and whether it created it.
-func ensureEntity(ctx context.Context, tx pgx.Tx, principal, name string, now time.Time) (int64, bool, error) {
+// bare, of provenance prov (its name is data of those sources), and
+// whether it created it.
+func ensureEntity(ctx context.Context, tx pgx.Tx, principal, name string, now time.Time, prov []byte) (int64, bool, error) {
 	var id int64
 	var created bool
-	err := tx.QueryRow(ctx, `INSERT INTO entities (principal, name, created_at, updated_at) VALUES ($1, $2, $3, $3)
-		ON CONFLICT (principal, lower(name)) DO UPDATE SET updated_at = entities.updated_at RETURNING id, xmax = 0`, principal, name, ms(now)).Scan(&id, &created)
+	err := tx.QueryRow(ctx, `INSERT INTO entities (principal, name, created_at, updated_at, provenance) VALUES ($1, $2, $3, $3, $4)
+		ON CONFLICT (principal, lower(name)) DO UPDATE SET updated_at = entities.updated_at RETURNING id, xmax = 0`, principal, name, ms(now), provArg(prov)).Scan(&id, &created)
 	if err != nil {
 		return 0, false, fmt.Errorf("find entity: %w", err)
 	}
@@ -300,8 +321,12 @@ func ensureEntity(ctx context.Context, tx pgx.Tx, principal, name string, now ti
 
 // linkEntities links memory id to the named entities, creating them.
 func linkEntities(ctx context.Context, tx pgx.Tx, principal string, id int64, names []string, now time.Time) error {
+	prov, err := memory.Provenance(ctx, nil, "", memory.Limits{})
+	if err != nil {
+		return err
+	}
 	for _, name := range names {
-		eid, _, err := ensureEntity(ctx, tx, principal, name, now)
+		eid, _, err := ensureEntity(ctx, tx, principal, name, now, prov)
 		if err != nil {
 			return fmt.Errorf("link entity: %w", err)
 		}

@@ -64,12 +64,58 @@ func (s *Store) CacheSet(ctx context.Context, in memory.CacheSetInput) (time.Tim
 			ON CONFLICT (principal, kind, key) DO UPDATE SET value = excluded.value, created_at = excluded.created_at, expires_at = excluded.expires_at,
 			provenance = excluded.provenance`,
 			principal, in.Kind, in.Key, in.Value, ms(now), ms(expires), provenanceArg(prov))
-		return err
+		if err != nil {
+			return err
+		}
+		return s.evictCache(ctx, tx, principal, in.Kind, in.Key, now)
 	})
 	if err != nil {
 		return time.Time{}, fmt.Errorf("cache set: %w", err)
 	}
 	return expires.UTC(), nil
+}
+
+// evictCache deletes the oldest cache entries, expired ones first, of any
+// principal, until every value together is within the store's
+// MaxCacheBytes, sparing the entry just set.
+func (s *Store) evictCache(ctx context.Context, tx *sql.Tx, principal, kind, key string, now time.Time) error {
+	var total int64
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(length(value)), 0) FROM cache_entries`).Scan(&total); err != nil {
+		return err
+	}
+	if total <= s.lim.MaxCacheBytes {
+		return nil
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT principal, kind, key, length(value) FROM cache_entries ORDER BY expires_at > ?, created_at, principal, kind, key`, ms(now))
+	if err != nil {
+		return err
+	}
+	var victims []memory.CacheVictim
+	for need := total - s.lim.MaxCacheBytes; need > 0 && rows.Next(); {
+		var e memory.CacheVictim
+		if err := rows.Scan(&e.Principal, &e.Kind, &e.Key, &e.Bytes); err != nil {
+			rows.Close()
+			return err
+		}
+		if e.Principal == principal && e.Kind == kind && e.Key == key {
+			continue // the entry just set
+		}
+		victims = append(victims, e)
+		need -= e.Bytes
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, v := range victims {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM cache_entries WHERE principal = ? AND kind = ? AND key = ?`, v.Principal, v.Kind, v.Key); err != nil {
+			return err
+		}
+	}
+	if len(victims) > 0 {
+		s.log.Info("cache over its bound: evicted the oldest entries", "entries", len(victims), "max_cache_bytes", s.lim.MaxCacheBytes)
+	}
+	return nil
 }
 
 // CacheDelete deletes the caller's entry and reports whether an

@@ -8,6 +8,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3"
 
+	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/memory/sqlite"
 	"github.com/codecell/codecell/memory/storetest"
 )
@@ -41,4 +42,16 @@ func alterPlan(t *testing.T, st storetest.Backend, idHash string) {
 	if _, err := db.ExecContext(t.Context(), `UPDATE plan_steps SET args = CAST('{"path":"evil","data":"1"}' AS BLOB) WHERE plan_hash = ? AND seq = 1`, idHash); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestCacheBound runs the contract of the cache's bound as a whole.
+func TestCacheBound(t *testing.T) {
+	storetest.CacheBound(t, func(t *testing.T, max int64) storetest.Backend {
+		st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "codecell.db"), Limits: memory.Limits{MaxCacheBytes: max}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	})
 }

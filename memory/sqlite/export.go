@@ -49,7 +49,7 @@ func (s *Store) Export(ctx context.Context, w io.Writer) (memory.ExportReport, e
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		rows, err = tx.QueryContext(ctx, `SELECT r.principal, r.id, f.name, t.name, r.type, r.weight, r.properties, r.created_at, r.updated_at
+		rows, err = tx.QueryContext(ctx, `SELECT r.principal, r.id, f.name, t.name, r.type, r.weight, r.properties, r.created_at, r.updated_at, r.provenance
 			FROM relations r JOIN entities f ON f.id = r.from_id JOIN entities t ON t.id = r.to_id ORDER BY r.id`)
 		if err != nil {
 			return err
@@ -59,7 +59,9 @@ func (s *Store) Export(ctx context.Context, w io.Writer) (memory.ExportReport, e
 			var r memory.Relation
 			var props string
 			var c, u int64
-			err := rows.Scan(&p, &r.ID, &r.From, &r.To, &r.Type, &r.Weight, &props, &c, &u)
+			var prov sql.NullString
+			err := rows.Scan(&p, &r.ID, &r.From, &r.To, &r.Type, &r.Weight, &props, &c, &u, &prov)
+			r.Provenance = provenanceOf(prov)
 			if err == nil {
 				r.Properties = json.RawMessage(props)
 				r.CreatedAt, r.UpdatedAt = fromMS(c), fromMS(u)
@@ -395,10 +397,10 @@ func importEntity(ctx context.Context, tx *sql.Tx, rec memory.Record) (memory.Im
 	if props == "" {
 		props = "{}"
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO entities (principal, name, type, description, properties, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (principal, name COLLATE NOCASE) DO UPDATE SET type = excluded.type,
-		description = excluded.description, properties = excluded.properties, updated_at = excluded.updated_at`,
-		rec.Principal, e.Name, e.Type, e.Description, props, ms(e.CreatedAt), ms(e.UpdatedAt)); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO entities (principal, name, type, description, properties, created_at, updated_at, provenance)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (principal, name COLLATE NOCASE) DO UPDATE SET type = excluded.type,
+		description = excluded.description, properties = excluded.properties, updated_at = excluded.updated_at, provenance = excluded.provenance`,
+		rec.Principal, e.Name, e.Type, e.Description, props, ms(e.CreatedAt), ms(e.UpdatedAt), provenanceArg(e.Provenance)); err != nil {
 		return 0, fmt.Errorf("entity %q: %w", e.Name, err)
 	}
 	return outcome, nil
@@ -409,11 +411,11 @@ func importRelation(ctx context.Context, tx *sql.Tx, rec memory.Record) (memory.
 		return 0, fmt.Errorf("%w: relation record without relation", memory.ErrInvalid)
 	}
 	rl := rec.Relation
-	from, _, err := ensureEntity(ctx, tx, rec.Principal, rl.From, rl.CreatedAt)
+	from, _, err := ensureEntity(ctx, tx, rec.Principal, rl.From, rl.CreatedAt, rl.Provenance)
 	if err != nil {
 		return 0, err
 	}
-	to, _, err := ensureEntity(ctx, tx, rec.Principal, rl.To, rl.CreatedAt)
+	to, _, err := ensureEntity(ctx, tx, rec.Principal, rl.To, rl.CreatedAt, rl.Provenance)
 	if err != nil {
 		return 0, err
 	}
@@ -429,10 +431,10 @@ func importRelation(ctx context.Context, tx *sql.Tx, rec memory.Record) (memory.
 	if props == "" {
 		props = "{}"
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO relations (principal, from_id, to_id, type, weight, properties, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (from_id, to_id, type) DO UPDATE SET weight = excluded.weight,
-		properties = excluded.properties, updated_at = excluded.updated_at`,
-		rec.Principal, from, to, rl.Type, rl.Weight, props, ms(rl.CreatedAt), ms(rl.UpdatedAt)); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO relations (principal, from_id, to_id, type, weight, properties, created_at, updated_at, provenance)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (from_id, to_id, type) DO UPDATE SET weight = excluded.weight,
+		properties = excluded.properties, updated_at = excluded.updated_at, provenance = excluded.provenance`,
+		rec.Principal, from, to, rl.Type, rl.Weight, props, ms(rl.CreatedAt), ms(rl.UpdatedAt), provenanceArg(rl.Provenance)); err != nil {
 		return 0, fmt.Errorf("relation %s-%s->%s: %w", rl.From, rl.Type, rl.To, err)
 	}
 	return outcome, nil
@@ -461,11 +463,11 @@ func (s *Store) importSkill(ctx context.Context, tx *sql.Tx, rec memory.Record, 
 			return 0, nil, err
 		}
 		if outcome = memory.OutcomeOf(present, stored, sk.UpdatedAt); outcome != memory.Skipped {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO skills (principal, name, description, code, language, input_schema, version, created_at, updated_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (principal, name) DO UPDATE SET description = excluded.description,
+			if _, err := tx.ExecContext(ctx, `INSERT INTO skills (principal, name, description, code, language, input_schema, version, created_at, updated_at, provenance)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (principal, name) DO UPDATE SET description = excluded.description,
 				code = excluded.code, language = excluded.language, input_schema = excluded.input_schema,
-				version = max(excluded.version, skills.version + 1), updated_at = excluded.updated_at`,
-				owner, sk.Name, sk.Description, sk.Code, sk.Language, schema, max(sk.Version, 1), ms(sk.CreatedAt), ms(sk.UpdatedAt)); err != nil {
+				version = max(excluded.version, skills.version + 1), updated_at = excluded.updated_at, provenance = excluded.provenance`,
+				owner, sk.Name, sk.Description, sk.Code, sk.Language, schema, max(sk.Version, 1), ms(sk.CreatedAt), ms(sk.UpdatedAt), provenanceArg(sk.Provenance)); err != nil {
 				return 0, nil, fmt.Errorf("skill %s: %w", sk.Name, err)
 			}
 			ch := memory.SkillChange{Principal: owner, Name: sk.Name, Kind: memory.SkillSaved}
@@ -503,12 +505,13 @@ func (s *Store) importSkill(ctx context.Context, tx *sql.Tx, rec memory.Record, 
 	}
 	if pubOutcome != memory.Skipped {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO published_skills (name, owner, description, code, code_sha256, language, input_schema,
-			version, created_at, updated_at, published_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			version, created_at, updated_at, published_at, provenance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET description = excluded.description, code = excluded.code, code_sha256 = excluded.code_sha256,
 			language = excluded.language, input_schema = excluded.input_schema, version = excluded.version,
-			created_at = excluded.created_at, updated_at = excluded.updated_at, published_at = excluded.published_at`,
+			created_at = excluded.created_at, updated_at = excluded.updated_at, published_at = excluded.published_at,
+			provenance = excluded.provenance`,
 			sk.Name, owner, sk.Description, sk.Code, memory.Hash([]byte(sk.Code)), sk.Language, schema, max(sk.Version, 1),
-			ms(sk.CreatedAt), ms(sk.UpdatedAt), ms(publishedAt)); err != nil {
+			ms(sk.CreatedAt), ms(sk.UpdatedAt), ms(publishedAt), provenanceArg(sk.Provenance)); err != nil {
 			return 0, nil, fmt.Errorf("published skill %s: %w", sk.Name, err)
 		}
 		ch := memory.SkillChange{Principal: owner, Name: sk.Name, Kind: memory.SkillPublished}

@@ -22,6 +22,10 @@ func (s *Store) UpsertEntity(ctx context.Context, in memory.EntityInput) (memory
 	if err != nil {
 		return memory.Entity{}, false, err
 	}
+	prov, err := memory.Provenance(ctx, in.Provenance, "", s.lim)
+	if err != nil {
+		return memory.Entity{}, false, err
+	}
 	var e memory.Entity
 	var created bool
 	err = s.write(ctx, func(tx *sql.Tx) error {
@@ -32,20 +36,21 @@ func (s *Store) UpsertEntity(ctx context.Context, in memory.EntityInput) (memory
 		}
 		if errors.Is(err, memory.ErrNotFound) {
 			created = true
-			res, err := tx.ExecContext(ctx, `INSERT INTO entities (principal, name, type, description, properties, created_at, updated_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?)`, principal, in.Name, in.Type, in.Description, string(props), ms(now), ms(now))
+			res, err := tx.ExecContext(ctx, `INSERT INTO entities (principal, name, type, description, properties, created_at, updated_at, provenance)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, principal, in.Name, in.Type, in.Description, string(props), ms(now), ms(now), provenanceArg(prov))
 			if err != nil {
 				return fmt.Errorf("create entity: %w", err)
 			}
 			id, _ := res.LastInsertId()
-			e = memory.Entity{ID: id, Name: in.Name, Type: in.Type, Description: in.Description, Properties: props, CreatedAt: now, UpdatedAt: now}
+			e = memory.Entity{ID: id, Name: in.Name, Type: in.Type, Description: in.Description, Properties: props, CreatedAt: now, UpdatedAt: now, Provenance: prov}
 			return nil
 		}
 		if e, err = memory.MergeEntity(cur, in, props, s.lim, now); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE entities SET type = ?, description = ?, properties = ?, updated_at = ? WHERE id = ?`,
-			e.Type, e.Description, string(e.Properties), ms(now), e.ID); err != nil {
+		e.Provenance = memory.UnionProvenance(cur.Provenance, prov)
+		if _, err := tx.ExecContext(ctx, `UPDATE entities SET type = ?, description = ?, properties = ?, updated_at = ?, provenance = ? WHERE id = ?`,
+			e.Type, e.Description, string(e.Properties), ms(now), provenanceArg(e.Provenance), e.ID); err != nil {
 			return fmt.Errorf("update entity: %w", err)
 		}
 		return nil
@@ -56,16 +61,17 @@ func (s *Store) UpsertEntity(ctx context.Context, in memory.EntityInput) (memory
 	return e, created, nil
 }
 
-const entityColumns = `id, name, type, description, properties, created_at, updated_at`
+const entityColumns = `id, name, type, description, properties, created_at, updated_at, provenance`
 
 func scanEntity(sc interface{ Scan(...any) error }) (memory.Entity, error) {
 	var e memory.Entity
 	var props string
 	var c, u int64
-	if err := sc.Scan(&e.ID, &e.Name, &e.Type, &e.Description, &props, &c, &u); err != nil {
+	var prov sql.NullString
+	if err := sc.Scan(&e.ID, &e.Name, &e.Type, &e.Description, &props, &c, &u, &prov); err != nil {
 		return e, err
 	}
-	e.Properties = json.RawMessage(props)
+	e.Properties, e.Provenance = json.RawMessage(props), provenanceOf(prov)
 	e.CreatedAt, e.UpdatedAt = fromMS(c), fromMS(u)
 	return e, nil
 }
@@ -89,8 +95,9 @@ func entityByID(ctx context.Context, q queryer, id int64) (memory.Entity, error)
 	return e, nil
 }
 
-// ensureEntity returns the id of the named entity, creating it bare.
-func ensureEntity(ctx context.Context, tx *sql.Tx, principal, name string, now time.Time) (int64, bool, error) {
+// ensureEntity returns the id of the named entity, creating it bare, of
+// provenance prov (its name is data of those sources).
+func ensureEntity(ctx context.Context, tx *sql.Tx, principal, name string, now time.Time, prov json.RawMessage) (int64, bool, error) {
 	var id int64
 	err := tx.QueryRowContext(ctx, `SELECT id FROM entities WHERE principal = ? AND name = ? COLLATE NOCASE`, principal, name).Scan(&id)
 	if err == nil {
@@ -99,7 +106,7 @@ func ensureEntity(ctx context.Context, tx *sql.Tx, principal, name string, now t
 	if !errors.Is(err, sql.ErrNoRows) {
 		return 0, false, fmt.Errorf("find entity: %w", err)
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO entities (principal, name, created_at, updated_at) VALUES (?, ?, ?, ?)`, principal, name, ms(now), ms(now))
+	res, err := tx.ExecContext(ctx, `INSERT INTO entities (principal, name, created_at, updated_at, provenance) VALUES (?, ?, ?, ?, ?)`, principal, name, ms(now), ms(now), provenanceArg(prov))
 	if err != nil {
 		return 0, false, fmt.Errorf("create entity: %w", err)
 	}
@@ -108,8 +115,12 @@ func ensureEntity(ctx context.Context, tx *sql.Tx, principal, name string, now t
 }
 
 func (s *Store) linkEntities(ctx context.Context, tx *sql.Tx, principal string, memoryID int64, names []string, now time.Time) error {
+	prov, err := memory.Provenance(ctx, nil, "", s.lim)
+	if err != nil {
+		return err
+	}
 	for _, n := range names {
-		eid, _, err := ensureEntity(ctx, tx, principal, n, now)
+		eid, _, err := ensureEntity(ctx, tx, principal, n, now, prov)
 		if err != nil {
 			return err
 		}
@@ -129,14 +140,18 @@ func (s *Store) Relate(ctx context.Context, in memory.RelateInput) (memory.Relat
 	if err != nil {
 		return memory.RelateResult{}, err
 	}
+	prov, err := memory.Provenance(ctx, in.Provenance, "", s.lim)
+	if err != nil {
+		return memory.RelateResult{}, err
+	}
 	var res memory.RelateResult
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		now := s.now().UTC().Truncate(time.Millisecond)
-		from, c1, err := ensureEntity(ctx, tx, principal, in.From, now)
+		from, c1, err := ensureEntity(ctx, tx, principal, in.From, now, prov)
 		if err != nil {
 			return err
 		}
-		to, c2, err := ensureEntity(ctx, tx, principal, in.To, now)
+		to, c2, err := ensureEntity(ctx, tx, principal, in.To, now, prov)
 		if err != nil {
 			return err
 		}
@@ -147,11 +162,12 @@ func (s *Store) Relate(ctx context.Context, in memory.RelateInput) (memory.Relat
 			res.CreatedEntities = append(res.CreatedEntities, in.To)
 		}
 		var id int64
-		err = tx.QueryRowContext(ctx, `SELECT id FROM relations WHERE from_id = ? AND to_id = ? AND type = ?`, from, to, in.Type).Scan(&id)
+		var stored sql.NullString
+		err = tx.QueryRowContext(ctx, `SELECT id, provenance FROM relations WHERE from_id = ? AND to_id = ? AND type = ?`, from, to, in.Type).Scan(&id, &stored)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			r, err := tx.ExecContext(ctx, `INSERT INTO relations (principal, from_id, to_id, type, weight, properties, created_at, updated_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, principal, from, to, in.Type, weight, string(props), ms(now), ms(now))
+			r, err := tx.ExecContext(ctx, `INSERT INTO relations (principal, from_id, to_id, type, weight, properties, created_at, updated_at, provenance)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, principal, from, to, in.Type, weight, string(props), ms(now), ms(now), provenanceArg(prov))
 			if err != nil {
 				return fmt.Errorf("relate: %w", err)
 			}
@@ -160,7 +176,8 @@ func (s *Store) Relate(ctx context.Context, in memory.RelateInput) (memory.Relat
 		case err != nil:
 			return fmt.Errorf("relate: %w", err)
 		default:
-			if _, err := tx.ExecContext(ctx, `UPDATE relations SET weight = ?, properties = ?, updated_at = ? WHERE id = ?`, weight, string(props), ms(now), id); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE relations SET weight = ?, properties = ?, updated_at = ?, provenance = ? WHERE id = ?`,
+				weight, string(props), ms(now), provenanceArg(memory.UnionProvenance(provenanceOf(stored), prov)), id); err != nil {
 				return fmt.Errorf("relate: %w", err)
 			}
 		}
@@ -173,17 +190,18 @@ func (s *Store) Relate(ctx context.Context, in memory.RelateInput) (memory.Relat
 	return res, nil
 }
 
-const relationSelect = `SELECT r.id, f.name, t.name, r.type, r.weight, r.properties, r.created_at, r.updated_at
+const relationSelect = `SELECT r.id, f.name, t.name, r.type, r.weight, r.properties, r.created_at, r.updated_at, r.provenance
 	FROM relations r JOIN entities f ON f.id = r.from_id JOIN entities t ON t.id = r.to_id`
 
 func scanRelation(sc interface{ Scan(...any) error }) (memory.Relation, error) {
 	var r memory.Relation
 	var props string
 	var c, u int64
-	if err := sc.Scan(&r.ID, &r.From, &r.To, &r.Type, &r.Weight, &props, &c, &u); err != nil {
+	var prov sql.NullString
+	if err := sc.Scan(&r.ID, &r.From, &r.To, &r.Type, &r.Weight, &props, &c, &u, &prov); err != nil {
 		return r, err
 	}
-	r.Properties = json.RawMessage(props)
+	r.Properties, r.Provenance = json.RawMessage(props), provenanceOf(prov)
 	r.CreatedAt, r.UpdatedAt = fromMS(c), fromMS(u)
 	return r, nil
 }
@@ -288,7 +306,7 @@ func (s *Store) Neighbors(ctx context.Context, in memory.NeighborsInput) (memory
 }
 
 func linkedMemories(ctx context.Context, q queryer, entity int64) ([]memory.MemoryLink, error) {
-	rows, err := q.QueryContext(ctx, `SELECT m.id, m.layer, m.content FROM memory_entities me JOIN memories m ON m.id = me.memory_id
+	rows, err := q.QueryContext(ctx, `SELECT m.id, m.layer, m.content, m.provenance FROM memory_entities me JOIN memories m ON m.id = me.memory_id
 		WHERE me.entity_id = ? ORDER BY m.importance DESC, m.id DESC LIMIT ?`, entity, memory.LinkedPerEntity)
 	if err != nil {
 		return nil, fmt.Errorf("linked memories: %w", err)
@@ -298,9 +316,11 @@ func linkedMemories(ctx context.Context, q queryer, entity int64) ([]memory.Memo
 	for rows.Next() {
 		var l memory.MemoryLink
 		var layer string
-		if err := rows.Scan(&l.ID, &layer, &l.Content); err != nil {
+		var prov sql.NullString
+		if err := rows.Scan(&l.ID, &layer, &l.Content, &prov); err != nil {
 			return nil, fmt.Errorf("linked memories: %w", err)
 		}
+		l.Provenance = provenanceOf(prov)
 		l.Layer = memory.Layer(layer)
 		l.Content = memory.Clip(l.Content, 300)
 		out = append(out, l)

@@ -25,6 +25,9 @@ func (s *Store) SaveSkill(ctx context.Context, sk memory.Skill) (memory.Skill, e
 	if err != nil {
 		return memory.Skill{}, err
 	}
+	if sk.Provenance, err = memory.Provenance(ctx, sk.Provenance, "", s.lim); err != nil {
+		return memory.Skill{}, err
+	}
 	var schema any
 	if sk.InputSchema != nil {
 		schema = string(sk.InputSchema)
@@ -50,11 +53,12 @@ func (s *Store) SaveSkill(ctx context.Context, sk memory.Skill) (memory.Skill, e
 		}
 		sk.Version = v + 1
 		sk.CreatedAt, sk.UpdatedAt = fromMS(created), now
-		if _, err := tx.ExecContext(ctx, `INSERT INTO skills (principal, name, description, code, language, input_schema, version, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO skills (principal, name, description, code, language, input_schema, version, created_at, updated_at, provenance)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (principal, name) DO UPDATE SET description = excluded.description, code = excluded.code,
-			language = excluded.language, input_schema = excluded.input_schema, version = excluded.version, updated_at = excluded.updated_at`,
-			owner, sk.Name, sk.Description, sk.Code, sk.Language, schema, sk.Version, created, ms(now)); err != nil {
+			language = excluded.language, input_schema = excluded.input_schema, version = excluded.version, updated_at = excluded.updated_at,
+			provenance = excluded.provenance`,
+			owner, sk.Name, sk.Description, sk.Code, sk.Language, schema, sk.Version, created, ms(now), provenanceArg(sk.Provenance)); err != nil {
 			return fmt.Errorf("save skill: %w", err)
 		}
 		if err := publishedState(ctx, tx, &sk); err != nil {
@@ -129,10 +133,10 @@ func (s *Store) SkillsVersion(ctx context.Context) (int64, error) {
 // reads them.
 const (
 	ownSkillSelect = `SELECT s.principal, s.name, s.description, s.code, s.language, s.input_schema, s.version, s.created_at, s.updated_at,
-		NULL, 0, p.version, p.published_at
+		NULL, 0, p.version, p.published_at, s.provenance
 		FROM skills s LEFT JOIN published_skills p ON p.name = s.name AND p.owner = s.principal`
 	publishedSkillSelect = `SELECT owner, name, description, code, language, input_schema, version, created_at, updated_at,
-		code_sha256, 1, version, published_at FROM published_skills`
+		code_sha256, 1, version, published_at, provenance FROM published_skills`
 )
 
 func scanSkill(sc interface{ Scan(...any) error }) (memory.Skill, error) {
@@ -140,10 +144,12 @@ func scanSkill(sc interface{ Scan(...any) error }) (memory.Skill, error) {
 	var schema, sha sql.NullString
 	var c, u int64
 	var pubVersion, pubAt sql.NullInt64
+	var prov sql.NullString
 	if err := sc.Scan(&sk.Owner, &sk.Name, &sk.Description, &sk.Code, &sk.Language, &schema, &sk.Version, &c, &u,
-		&sha, &sk.Snapshot, &pubVersion, &pubAt); err != nil {
+		&sha, &sk.Snapshot, &pubVersion, &pubAt, &prov); err != nil {
 		return sk, err
 	}
+	sk.Provenance = provenanceOf(prov)
 	if schema.Valid {
 		sk.InputSchema = json.RawMessage(schema.String)
 	}
@@ -302,11 +308,13 @@ func (s *Store) PublishSkill(ctx context.Context, name string) (memory.Skill, er
 			schema = string(sk.InputSchema)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO published_skills (name, owner, description, code, code_sha256, language, input_schema,
-			version, created_at, updated_at, published_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			version, created_at, updated_at, published_at, provenance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET description = excluded.description, code = excluded.code, code_sha256 = excluded.code_sha256,
 			language = excluded.language, input_schema = excluded.input_schema, version = excluded.version,
-			created_at = excluded.created_at, updated_at = excluded.updated_at, published_at = excluded.published_at`,
-			name, owner, sk.Description, sk.Code, sk.CodeSHA256, sk.Language, schema, sk.Version, ms(sk.CreatedAt), ms(sk.UpdatedAt), ms(now)); err != nil {
+			created_at = excluded.created_at, updated_at = excluded.updated_at, published_at = excluded.published_at,
+			provenance = excluded.provenance`,
+			name, owner, sk.Description, sk.Code, sk.CodeSHA256, sk.Language, schema, sk.Version, ms(sk.CreatedAt), ms(sk.UpdatedAt), ms(now),
+			provenanceArg(sk.Provenance)); err != nil {
 			return fmt.Errorf("publish skill: %w", err)
 		}
 		snap = sk

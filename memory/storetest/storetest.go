@@ -105,6 +105,7 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 	t.Run("forget_by_filter", func(t *testing.T) { testForgetByFilter(t, open) })
 	t.Run("memory_stats", func(t *testing.T) { testMemoryStats(t, open) })
 	t.Run("graph", func(t *testing.T) { testGraph(t, open) })
+	t.Run("graph_provenance", func(t *testing.T) { testGraphProvenance(t, open) })
 	t.Run("tasks", func(t *testing.T) { testTasks(t, open) })
 	t.Run("consolidate", func(t *testing.T) { testConsolidate(t, open) })
 	t.Run("tools", func(t *testing.T) { testTools(t, open) })

@@ -34,6 +34,7 @@ func TestDescribe(t *testing.T) {
 		{"fetch_balance", "GET /2010-04-01/Accounts/{AccountSid}/Balance.json", Get, "balanc", nil, false},
 		{"post_mail_send", "POST /mail/send", Act | Create, "mail", []string{"send"}, false},
 		{"get_all_projects", "GET /rest/api/3/project", Get | List, "project", nil, false},
+		{"delete_message", "DELETE /2010-04-01/Accounts/{AccountSid}/Messages/{Sid}.json", Delete, "messag", nil, false},
 	}
 	for _, tt := range tests {
 		op := Describe(tt.name, tt.route)
@@ -53,12 +54,14 @@ func TestAnalyze(t *testing.T) {
 		question bool
 		related  string // a term among Related
 	}{
-		{"open a bug report in my repo", Create | Get, "bug", true, false, "issu"},
-		{"which PRs are waiting for review", List | Get | Search, "pull", false, true, "pend"},
+		{"open a bug report in my repo", Create | Get, "report", true, false, "issu"},
+		{"which PRs are waiting for review", List | Get | Search, "request", false, true, "pend"},
 		{"kick off a workflow manually", Create, "workflow", false, false, "run"},
 		{"look at a chargeback", Get, "chargeback", false, false, "disput"},
 		{"comment on a task", Create, "comment", false, false, "story"},
-		{"who am I logged in as", List | Get | Search, "authenticat", true, true, "current"},
+		{"who am I logged in as", List | Get | Search, "user", true, true, "current"},
+		{"share a code snippet as a gist", Act | Create, "snippet", false, false, "past"},
+		{"newly released albums", List | Get | Search, "album", false, false, "record"},
 		{"make a copy of a project", Create, "project", false, false, "duplicat"},
 		{"open bugs in a repo", List | Get | Search, "bug", false, false, "issu"},
 		{"ask the user", Act | Create, "user", false, false, "approval"},
@@ -66,6 +69,9 @@ func TestAnalyze(t *testing.T) {
 		{"who is in this channel", List | Get | Search, "user", false, true, "member"},
 		{"take a label off an issue", Delete, "label", false, false, "delet"},
 		{"remind me tomorrow to call Bob", Create, "reminder", false, false, "reminder"},
+		{"find a customer by email", Search, "customer", false, false, "client"},
+		{"unsend a message", Delete, "messag", false, false, "delet"},
+		{"find tasks created by me", Search | List, "task", true, false, "ticket"},
 	}
 	for _, tt := range tests {
 		q := Analyze(tt.query)
@@ -134,5 +140,28 @@ func TestGeneral(t *testing.T) {
 	}
 	if rels := General("zzxq"); rels != nil {
 		t.Errorf("General of an unknown word = %v, want nil", rels)
+	}
+}
+
+func TestLeadVerbs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		text  string
+		class Class
+		acts  []string
+	}{
+		{"Creates a new customer object.", Create, nil},
+		{"Add or Update a Contact", Create | Update, nil},
+		{"Send a message", Act | Create, []string{"send"}},
+		{"Lists all repositories", List, nil},
+		{"Searches for messages matching a query.", Search | List, nil},
+		{"Customer objects allow you to …", 0, nil},
+		{"POST /2010-04-01/Accounts/{AccountSid}/Addresses.json", 0, nil},
+	}
+	for _, tt := range tests {
+		class, acts := LeadVerbs(tt.text)
+		if class != tt.class || !slices.Equal(acts, tt.acts) {
+			t.Errorf("LeadVerbs(%q) = %d, %q; want %d, %q", tt.text, class, acts, tt.class, tt.acts)
+		}
 	}
 }

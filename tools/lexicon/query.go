@@ -36,12 +36,34 @@ type Query struct {
 	// ("songs" of "songs on an album"), or what its verb makes ("comment
 	// on a task" asks for a comment); "" when it names none.
 	Head string
+	// Compound are the stems of the words before Head in the noun
+	// compound it ends ("code" of "code snippet", "bug" of "bug
+	// report"): what is asked about may be named by any of them.
+	Compound []string
 	// General are the stems of words related to its words in general
 	// English (General: "quarter" → period, "danceable" → dance), with
 	// their weight (0 to 1), beside Terms and Related.
 	General map[string]float64
 	// verbWords are the stems of the API words of its verb.
 	verbWords map[string]bool
+}
+
+// IsHead reports whether a stemmed term names what the query asks
+// about: its head noun, a noun of the compound it heads, or a synonym of
+// either.
+func (q Query) IsHead(t string) bool {
+	if q.Head == "" {
+		return false
+	}
+	if t == q.Head || contains(synonyms[q.Head], t) {
+		return true
+	}
+	for _, c := range q.Compound {
+		if t == c || contains(synonyms[c], t) {
+			return true
+		}
+	}
+	return false
 }
 
 // IsVerbWord reports whether a stemmed term is one of the API words for
@@ -105,7 +127,7 @@ func Analyze(text string) Query {
 			if i > 3 {
 				break
 			}
-			v, ok := verbs[w]
+			v, ok := lookupVerb(w)
 			if !ok || IsPlural(w) {
 				continue
 			}
@@ -147,6 +169,17 @@ func Analyze(text string) Query {
 			q.Class = Get | List
 		}
 	}
+	// "Find a customer by email", "songs matching a word": to look
+	// things up by what they hold is a search, not a listing.
+	if q.Class&Search != 0 && q.Class&(Create|Update|Delete) == 0 {
+		for i, w := range raw {
+			if (w == "by" || w == "matching" || w == "containing" || w == "named" || w == "called") && i > 0 && i+1 < len(raw) &&
+				!selfWords[raw[i+1]] && !timeWords[raw[i+1]] { // "by me", "by tomorrow" say who or when
+				q.Class = Search
+				break
+			}
+		}
+	}
 	// "A new …" is made.
 	for _, w := range raw {
 		if w == "new" && q.Class&(Create|Update|Delete) == 0 {
@@ -182,17 +215,37 @@ func Analyze(text string) Query {
 		}
 	}
 	if q.Head == "" {
-		for _, w := range spelled {
+		for i, w := range spelled {
 			if IsStop(w) || questionStarts[w] || w == "new" || timeWords[w] || numberWords[w] || isNumber(w) {
 				continue
 			}
-			if _, isVerb := verbs[w]; isVerb && (Stem(w) == q.Verb || lightVerbs[w]) {
+			if Stem(w) == q.Verb || lightVerbs[w] {
 				continue
 			}
 			if adjectives[w] && IsPlural(wordAfter(spelled, w)) {
 				continue // "open bugs" ask about bugs
 			}
-			q.Head = Stem(w)
+			if strings.HasSuffix(w, "ly") && strings.HasSuffix(wordAfter(spelled, w), "ed") {
+				continue // "newly released albums"
+			}
+			// A noun compound names its thing by its last noun ("code
+			// snippet", "newly released albums"); the nouns before it say
+			// which.
+			run := []string{Stem(w)}
+			for j := i + 1; j < len(spelled); j++ {
+				n := spelled[j]
+				if IsStop(n) || prepositions[n] || timeWords[n] || numberWords[n] || isNumber(n) || strings.HasSuffix(n, "ed") {
+					break
+				}
+				if _, isVerb := verbs[n]; strings.HasSuffix(n, "ly") && !isVerb {
+					break // "a workflow manually"
+				}
+				if _, isVerb := verbs[n]; isVerb && j+1 < len(spelled) && determiners[spelled[j+1]] {
+					break // a verb with its object
+				}
+				run = append(run, Stem(n))
+			}
+			q.Head, q.Compound = run[len(run)-1], run[:len(run)-1]
 			break
 		}
 	}
@@ -377,6 +430,9 @@ func wordAfter(ws []string, w string) string {
 	}
 	return ""
 }
+
+// determiners start the object of a verb ("assign the task").
+var determiners = map[string]bool{"a": true, "an": true, "the": true, "my": true, "our": true, "your": true, "this": true, "that": true, "these": true, "those": true, "all": true, "every": true, "some": true}
 
 // lightVerbs carry little meaning of their own before a noun that names
 // an action.

@@ -65,6 +65,7 @@ func Describe(name, route string) Operation {
 		op = describeRoute(method, path)
 		for _, w := range Spell(Words(path)) {
 			pathWords[w] = true
+			pathWords[Stem(w)] = true
 		}
 	} else if method == "get" {
 		op.Class = Get | List
@@ -82,7 +83,7 @@ func Describe(name, route string) Operation {
 	for i, w := range kept {
 		// A word of the path is the resource's (post_refunds_refund_cancel:
 		// the refund is what is cancelled).
-		if v, ok := verbs[w]; ok && !IsPlural(w) && !pathWords[w] && (i < 2 || i == len(kept)-1) {
+		if v, ok := verbs[w]; ok && !IsPlural(w) && !pathWords[w] && !pathWords[Stem(w)] && (i < 2 || i == len(kept)-1) {
 			verbAt = i
 			op.Class |= v.class
 			if v.class&Act != 0 {
@@ -288,4 +289,57 @@ func appendNew(ss []string, s string) []string {
 		return ss
 	}
 	return append(ss, s)
+}
+
+// LeadVerbs reads what an operation does from the verbs its summary (or
+// the first sentence of its description) starts with: "Creates a
+// customer", "Add or update a contact", "Send a message". It returns
+// their classes and the stems of those that name an action beyond CRUD;
+// 0 and nil when the text does not start with a verb of the vocabulary.
+func LeadVerbs(text string) (Class, []string) {
+	if IsRoute(text) {
+		return 0, nil // the route for a summary: "POST /2010-04-01/…"
+	}
+	ws := Words(text)
+	var class Class
+	var acts []string
+	for i := 0; i < len(ws) && i < 3; i++ {
+		if i == 1 {
+			if ws[i] != "and" && ws[i] != "or" {
+				break
+			}
+			continue
+		}
+		v, w, ok := baseVerb(ws[i])
+		if !ok {
+			break
+		}
+		class |= v.class
+		if v.class&Act != 0 {
+			acts = appendNew(acts, Stem(w))
+		}
+	}
+	return class, acts
+}
+
+// IsRoute reports whether text is an HTTP route ("POST /v1/customers"),
+// as generated descriptions give for a summary.
+func IsRoute(text string) bool {
+	m, rest, ok := strings.Cut(strings.TrimSpace(text), " ")
+	return ok && methods[strings.ToLower(m)] && strings.HasPrefix(rest, "/") && !strings.Contains(rest, " ")
+}
+
+// baseVerb finds a word of a summary among the vocabulary's verbs,
+// written as a command (create) or as what the operation does (creates,
+// searches, copies).
+func baseVerb(w string) (verb, string, bool) {
+	for _, c := range []string{w, strings.TrimSuffix(w, "s"), strings.TrimSuffix(w, "es"), strings.TrimSuffix(w, "ies") + "y"} {
+		if c == "" || c == w && strings.HasSuffix(w, "s") && len(w) > 3 {
+			continue // "lists" is a plural before it is a verb
+		}
+		if v, ok := verbs[c]; ok {
+			return v, c, true
+		}
+	}
+	return verb{}, "", false
 }

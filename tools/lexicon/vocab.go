@@ -51,6 +51,7 @@ func init() {
 	add(Search|List, "find search locate query filter discover", "search find query lookup filter list")
 	add(Get|Search, "lookup", "get search find lookup")
 	add(Update, "update change edit modify alter adjust set rename move mark toggle configure switch turn replace tweak correct fix", "update edit modify change set patch replace")
+	add(Create, "set", "create add")
 	add(Update, "rename", "name title")
 	add(Delete, "delete remove destroy erase drop trash purge discard clear wipe unset", "delete remove destroy trash")
 	add(Act|Delete, "cancel abort stop halt terminate end kill", "cancel stop end terminate abort")
@@ -107,6 +108,27 @@ func init() {
 	add(Act|Create, "ask request prompt", "request ask prompt approval")
 	add(Create|Update, "store keep record put place", "create add set store save")
 	add(Update|Create, "protect secure restrict", "protection protect restrict")
+}
+
+// lookupVerb returns what a verb of a request means: one of the
+// vocabulary, or the undoing of one ("unsend", "unpublish"), which takes
+// away what the verb gives, or turns its action around.
+func lookupVerb(w string) (verb, bool) {
+	if v, ok := verbs[w]; ok {
+		return v, true
+	}
+	base, ok := strings.CutPrefix(w, "un")
+	if !ok || len(base) < 3 {
+		return verb{}, false
+	}
+	b, ok := verbs[base]
+	if !ok || b.class&(Create|Act) == 0 || b.class&Delete != 0 {
+		return verb{}, false
+	}
+	if b.class&Create != 0 {
+		return verb{class: Delete, api: []string{"remove", "delete", w}}, true
+	}
+	return verb{class: Act, api: []string{w}}, true
 }
 
 // VerbClass returns the classes of a plain lower-case verb, and whether it

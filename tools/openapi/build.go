@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -110,6 +111,10 @@ func (s *Source) build(d *Document) (*built, error) {
 		o.base = base
 		t, refs, err := s.tool(d, sc, o)
 		if err != nil {
+			if errors.Is(err, errSchemaTooLarge) || errors.Is(err, errDocumentTooLarge) {
+				// Not an ordinary gap of a document: say so where it shows.
+				s.log.Warn("openapi operation left out: its schema expands too far", "source", s.category, "operation", o.label())
+			}
 			out.problems = append(out.problems, Problem{Operation: o.label(), Message: err.Error()})
 			continue
 		}
@@ -147,9 +152,12 @@ func (s *Source) tool(d *Document, sc *schemas, o *operation) (tools.Tool, [2]bo
 	var refs [2]bool
 	in, inRefs, err := inputSchema(sc, o)
 	if err != nil {
-		return tools.Tool{}, refs, err
+		return tools.Tool{}, refs, fmt.Errorf("input: %w", err)
 	}
-	out, outRefs := outputSchema(sc, op)
+	out, outRefs, err := outputSchema(sc, op)
+	if err != nil {
+		return tools.Tool{}, refs, fmt.Errorf("output: %w", err)
+	}
 	refs[input], refs[output] = inRefs, outRefs
 	t := tools.Tool{
 		Name:         s.category + "." + o.name,
@@ -240,8 +248,7 @@ func inputSchema(sc *schemas, o *operation) (json.RawMessage, bool, error) {
 		root.set("required", req)
 	}
 	root.set("additionalProperties", false)
-	doc, refs := sc.document(c, root)
-	return doc, refs, nil
+	return sc.document(c, root)
 }
 
 // annotate adds a description (when the schema has none) and the
@@ -268,26 +275,26 @@ func annotate(v any, desc string, deprecated bool) any {
 // string for text, an artifact handle for anything else, null when it
 // has no body; nil when the document does not say. It reports whether
 // the schema refers to shared definitions.
-func outputSchema(sc *schemas, op *openapi3.Operation) (json.RawMessage, bool) {
+func outputSchema(sc *schemas, op *openapi3.Operation) (json.RawMessage, bool, error) {
 	_, resp := successResponse(op)
 	if resp == nil {
-		return nil, false
+		return nil, false, nil
 	}
 	if len(resp.Content) == 0 {
-		return json.RawMessage(`{"type":"null"}`), false
+		return json.RawMessage(`{"type":"null"}`), false, nil
 	}
 	mt, m := preferredMedia(resp.Content)
 	switch mediaKind(mt) {
 	case bodyJSON:
 		if m.Schema == nil {
-			return nil, false
+			return nil, false, nil
 		}
 		c := sc.newConv(output)
 		return sc.document(c, sc.value(c, m.Schema, 0))
 	case bodyText:
-		return json.RawMessage(`{"type":"string"}`), false
+		return json.RawMessage(`{"type":"string"}`), false, nil
 	}
-	return artifactSchema, false
+	return artifactSchema, false, nil
 }
 
 // annotationsOf derives hints from the method: GET and HEAD read, PUT and

@@ -95,7 +95,11 @@ func Parse(data []byte) (doc *Document, err error) {
 	case !strings.HasPrefix(version, "3.0") && !strings.HasPrefix(version, "3.1"):
 		return nil, fmt.Errorf("%w: openapi version %s is not supported; OpenAPI 3.0, 3.1 and Swagger 2.0 are", ErrDocument, describe(head.OpenAPI))
 	default:
-		// kin-openapi decodes and reports what decode3 could not.
+		// The lean decoder reads most documents; kin-openapi, part by
+		// part (decode3) or whole, the rest, and reports what is wrong.
+		if t, err = decodeLean(data); err == nil {
+			break
+		}
 		if t, err = decode3(data); err == nil {
 			err = loader.ResolveRefsIn(t, nil)
 		} else {

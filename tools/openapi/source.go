@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -341,8 +342,23 @@ func (s *Source) register(reg *tools.Registry, b *built) (*Report, error) {
 		return nil, fmt.Errorf("openapi %s: %w", s.category, err)
 	}
 	names := make([]string, len(b.tools))
+	var defs *tools.Definitions
+	var roots []json.RawMessage
 	for i, t := range b.tools {
 		names[i] = t.Name
+		if t.InputDefs != nil {
+			defs = t.InputDefs
+			roots = append(roots, t.InputSchema)
+		}
+	}
+	// The definitions that the largest input schema reaches, which the
+	// other large ones share, compile now rather than at a first call.
+	if defs != nil {
+		start := time.Now()
+		if err := defs.Prepare(roots...); err != nil {
+			s.log.Debug("openapi definitions not compiled at load; the first call that reaches them reports it", "err", err.Error())
+		}
+		s.log.Debug("openapi definitions compiled", "ms", time.Since(start).Milliseconds())
 	}
 	s.mu.Lock()
 	s.names = names

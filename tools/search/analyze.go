@@ -161,6 +161,10 @@ var (
 	// unnamedFactor lowers the others.
 	namedBoost    = 1.5
 	unnamedFactor = 0.5
+	// categoryBoost raises, for a query that names no category, the
+	// tools of the categories whose tools speak most of its words
+	// (categoryFit), up to 1 + categoryBoost for the best.
+	categoryBoost = 0.3
 	// contextBoost raises a tool under a resource the query names;
 	// attributeBoost one that sets a field the query asks to set.
 	contextBoost   = 0.25

@@ -23,6 +23,13 @@ func schemaText(raw json.RawMessage) schemaWords {
 	if err := json.Unmarshal(raw, &root); err != nil {
 		return w
 	}
+	return schemaWalk(root, func(ref string) any { return resolve(root, ref) })
+}
+
+// schemaWalk collects the words of a decoded schema as schemaText does,
+// following a "$ref" to what resolveRef gives.
+func schemaWalk(root any, resolveRef func(string) any) schemaWords {
+	var w schemaWords
 	seen := map[string]bool{}
 	var walk func(s any, depth int)
 	walk = func(s any, depth int) {
@@ -32,7 +39,7 @@ func schemaText(raw json.RawMessage) schemaWords {
 		}
 		if ref, ok := m["$ref"].(string); ok && !seen[ref] {
 			seen[ref] = true
-			walk(resolve(root, ref), depth+1)
+			walk(resolveRef(ref), depth+1)
 		}
 		if props, ok := m["properties"].(map[string]any); ok {
 			keys := make([]string, 0, len(props))

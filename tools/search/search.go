@@ -144,6 +144,8 @@ type Index struct {
 	docs func(tools.Caller) Docs
 	pool sync.Pool // *[]float64 score accumulators
 
+	terms termCache // each tool's terms, kept (snapshot.go)
+
 	// learned is what learning from use taught: term → tool → count;
 	// taught the same by tool: tool → term → count.
 	mu      sync.RWMutex
@@ -160,7 +162,9 @@ type Index struct {
 // search and kept on its tools.View, so it is rebuilt only when what the
 // caller sees changes, and callers who share a view share it.
 func New(reg *tools.Registry, docs func(tools.Caller) Docs) *Index {
-	return &Index{reg: reg, docs: docs}
+	ix := &Index{reg: reg, docs: docs}
+	ix.terms.reg = reg
+	return ix
 }
 
 // current returns the index of c's view, with the pages of its docs
@@ -172,7 +176,7 @@ func (ix *Index) current(c tools.Caller) *index {
 		if p, ok := ix.docs(c).(PageDocs); ok {
 			ts = append(slices.Clip(ts), p.Pages()...)
 		}
-		return build(ts, v.Version())
+		return buildKept(ts, v.Version(), &ix.terms)
 	}).(*index)
 }
 
@@ -323,6 +327,10 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		// As the query's words are: stemmed ("stripe" is strip).
 		if t := terms(name); len(t) == 1 && slices.Contains(qterms, t[0]) || slices.Contains(qterms, name) {
 			named[id] = true
+			if len(t) == 1 {
+				// "My asana profile" asks about a profile, in Asana.
+				qa.lx.Compound = slices.DeleteFunc(slices.Clone(qa.lx.Compound), func(c string) bool { return c == t[0] })
+			}
 		}
 	}
 	accp, _ := ix.pool.Get().(*[]float64)
@@ -368,7 +376,7 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	if h := qa.lx.Head; h != "" && headMissFactor < 1 {
 		hasHead = map[int32]bool{}
 		for t, w := range weights {
-			if t == h || w >= lexicon.SynonymWeight && slices.Contains(lexicon.Synonyms(h), t) || qa.lx.General[t] > 0 && w > 0 {
+			if t == h || w >= lexicon.SynonymWeight && qa.lx.IsHead(t) || qa.lx.General[t] > 0 && w > 0 {
 				for _, p := range c.postings[t] {
 					hasHead[p.doc] = true
 				}
@@ -408,6 +416,7 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		}
 		touched = touched[:keep]
 	}
+	fit := categoryFit(c, qterms, weights)
 	out := make([]scored, 0, len(touched))
 	for _, d := range touched {
 		s := base(d)
@@ -418,6 +427,8 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			s *= namedBoost
 		} else if len(named) > 0 {
 			s *= unnamedFactor
+		} else if fit != nil {
+			s *= 1 + categoryBoost*fit[doc.cat]
 		}
 		if doc.tool.Deprecated {
 			s *= deprecatedFactor
@@ -458,6 +469,57 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		out = out[:limit]
 	}
 	return out
+}
+
+// categoryFit says how much each category's tools, taken together,
+// speak of what the query's own words name (0 to 1, the best category
+// 1): the share of its tools that hold each word, by the word's idf.
+// A query that does not name its service ("text a phone number") is
+// most likely about the one whose vocabulary is its own. It is nil
+// when the index has one category, or the query no words of its own.
+func categoryFit(c *index, qterms []string, weights map[string]float64) []float64 {
+	if len(c.catID) < 2 || categoryBoost == 0 {
+		return nil
+	}
+	size := make([]float64, len(c.catID))
+	for i := range c.docs {
+		size[c.docs[i].cat]++
+	}
+	n := float64(len(c.docs))
+	fit := make([]float64, len(c.catID))
+	count := make([]float64, len(c.catID))
+	found := false
+	for _, t := range qterms {
+		if weights[t] != 1 {
+			continue
+		}
+		ps := c.postings[t]
+		if len(ps) == 0 {
+			continue
+		}
+		clear(count)
+		for _, p := range ps {
+			count[c.docs[p.doc].cat]++
+		}
+		idf := math.Log(1 + (n-float64(len(ps))+0.5)/(float64(len(ps))+0.5))
+		for k := range fit {
+			if size[k] > 0 {
+				fit[k] += idf * math.Sqrt(count[k]/size[k])
+			}
+		}
+		found = true
+	}
+	if !found {
+		return nil
+	}
+	best := slices.Max(fit)
+	if best == 0 {
+		return nil
+	}
+	for k := range fit {
+		fit[k] /= best
+	}
+	return fit
 }
 
 // Confidence says how well a hit answers the query.
@@ -529,7 +591,7 @@ func intentFactor(qa *query, doc *doc, weights map[string]float64) float64 {
 	if o := doc.op.Object; o != "" {
 		if w, ok := weights[o]; ok && w >= lexicon.SynonymWeight {
 			b := objectBoost
-			if q.Head != "" && o != q.Head && o != q.VerbNoun && !slices.Contains(lexicon.Synonyms(q.Head), o) {
+			if q.Head != "" && o != q.VerbNoun && !q.IsHead(o) {
 				b *= otherObjectShare // it names it, but asks about another
 			}
 			f *= 1 + b*min(w, 1)
@@ -715,8 +777,11 @@ type posting struct {
 	weight float64
 }
 
-func build(ts []*tools.Tool, version uint64) *index {
-	ix, fieldTerms := analyzeTools(ts, version)
+func build(ts []*tools.Tool, version uint64) *index { return buildKept(ts, version, nil) }
+
+// buildKept is build with each tool's terms from tc (nil: made for it).
+func buildKept(ts []*tools.Tool, version uint64, tc *termCache) *index {
+	ix, fieldTerms := analyzeKept(ts, version, tc)
 	ix.weigh(fieldTerms)
 	return ix
 }
@@ -724,49 +789,26 @@ func build(ts []*tools.Tool, version uint64) *index {
 // analyzeTools reads each tool: what it does and the terms of each of
 // its fields.
 func analyzeTools(ts []*tools.Tool, version uint64) (*index, [][numFields][]string) {
+	return analyzeKept(ts, version, nil)
+}
+
+// analyzeKept is analyzeTools with each tool's terms from tc (nil: made
+// for it; see analyzeTool).
+func analyzeKept(ts []*tools.Tool, version uint64, tc *termCache) (*index, [][numFields][]string) {
 	ix := &index{version: version, catID: map[string]int32{}, postings: map[string][]posting{}, byName: make(map[string]int32, len(ts))}
 	fieldTerms := make([][numFields][]string, len(ts))
+	all := tc.termsOf(ts)
 	for i, t := range ts {
 		cat, ok := ix.catID[t.Category()]
 		if !ok {
 			cat = int32(len(ix.catID))
 			ix.catID[t.Category()] = cat
 		}
-		short := t.ShortName()
-		if short == "" {
-			short = t.Name // a page (PageDocs)
-		}
-		nameWords := words(short)
-		d := doc{tool: t, cat: cat, readOnly: t.Annotations.ReadOnly}
-		if len(nameWords) > 0 {
-			d.polarity = polarity[stem(nameWords[0])]
-		}
-		ix.docs = append(ix.docs, d)
+		tt := all[i]
+		ix.docs = append(ix.docs, doc{tool: t, cat: cat, readOnly: t.Annotations.ReadOnly, polarity: tt.Polarity,
+			op: tt.Op, self: tt.Self, summary: tt.Summary, name: tt.Name})
 		ix.byName[t.Name] = int32(i)
-		ft := &fieldTerms[i]
-		nameTerms := terms(short)
-		ft[fieldName] = append(append(nameTerms, forms(nameWords)...), bigrams(nameTerms)...)
-		ft[fieldCategory] = terms(t.Category() + " " + strings.ReplaceAll(t.Group, "/", " "))
-		summary := lexicon.Clean(t.Summary)
-		ft[fieldSummary] = terms(summary + " " + t.Title)
-		ix.docs[i].summary = distinct(ft[fieldSummary])
-		ix.docs[i].name = distinct(nameTerms)
-		// The description's first sentence says what the tool does; a
-		// summary made from it is not counted twice.
-		lead, rest := lexicon.Lead(lexicon.Clean(t.Description))
-		if strings.TrimRight(lead, ".") == strings.TrimRight(summary, ".…") {
-			lead = ""
-		}
-		ft[fieldLead] = terms(lead)
-		op := lexicon.Describe(short, t.Route)
-		ix.docs[i].op = op
-		ix.docs[i].self = op.Self || mentionsSelf(summary+" "+lead)
-		ft[fieldIntent] = intentTerms(op)
-		in := schemaText(t.InputDocument())
-		out := schemaText(t.OutputDocument())
-		ft[fieldParams] = terms(strings.Join(in.names, " "))
-		ft[fieldOutput] = terms(strings.Join(out.names, " "))
-		ft[fieldText] = terms(lexicon.Clean(rest + " " + strings.Join(in.descriptions, " ")))
+		fieldTerms[i] = tt.Fields
 	}
 	return ix, fieldTerms
 }
@@ -821,6 +863,76 @@ func (ix *index) weigh(fieldTerms [][numFields][]string) {
 	}
 }
 
+// toolTerms is what the index makes of one tool by itself: the terms of
+// each field and what its name and route say it does. Made once per tool
+// (termCache), and kept between starts (snapshot.go).
+type toolTerms struct {
+	Fields   [numFields][]string
+	Summary  []string // the distinct terms of the summary, sorted
+	Name     []string // the distinct terms of the short name, sorted
+	Polarity int8
+	Op       lexicon.Operation
+	Self     bool
+}
+
+// analyzeTool makes the terms of one tool.
+func analyzeTool(t *tools.Tool, sd *schemaDocs) *toolTerms {
+	tt := &toolTerms{}
+	short := t.ShortName()
+	if short == "" {
+		short = t.Name // a page (PageDocs)
+	}
+	nameWords := words(short)
+	if len(nameWords) > 0 {
+		tt.Polarity = polarity[stem(nameWords[0])]
+	}
+	ft := &tt.Fields
+	nameTerms := terms(short)
+	ft[fieldName] = append(append(nameTerms, forms(nameWords)...), bigrams(nameTerms)...)
+	ft[fieldCategory] = terms(t.Category() + " " + strings.ReplaceAll(t.Group, "/", " "))
+	summary := lexicon.Clean(t.Summary)
+	// The description's first sentence says what the tool does; a
+	// summary made from it is not counted twice, and a summary that
+	// is only the route ("POST /2010-04-01/Accounts/…", as generated
+	// descriptions have) gives way to it.
+	lead, rest := lexicon.Lead(lexicon.Clean(t.Description))
+	if lexicon.IsRoute(summary) {
+		summary, lead = lead, ""
+	}
+	if strings.TrimRight(lead, ".") == strings.TrimRight(summary, ".…") {
+		lead = ""
+	}
+	ft[fieldSummary] = terms(summary + " " + t.Title)
+	tt.Summary = distinct(ft[fieldSummary])
+	tt.Name = distinct(nameTerms)
+	ft[fieldLead] = terms(lead)
+	op := lexicon.Describe(short, t.Route)
+	// What the summary says it does, in the verbs it starts with:
+	// "Add or update a contact" for a PUT on a collection, "Send a
+	// message" for a POST that creates one.
+	lc, lv := lexicon.LeadVerbs(firstNonEmpty(summary, lead))
+	switch {
+	case op.Class == 0:
+		op.Class = lc
+	case op.Class&^lexicon.Read != 0:
+		op.Class |= lc & (lexicon.Create | lexicon.Update | lexicon.Delete)
+	}
+	for _, v := range lv {
+		if !slices.Contains(op.Verbs, v) {
+			op.Verbs = append(op.Verbs, v)
+		}
+	}
+	tt.Op = op
+	tt.Self = op.Self || mentionsSelf(summary+" "+lead)
+	ft[fieldIntent] = intentTerms(op)
+	in := sd.words(t.InputSchema, t.InputDefs)
+	out := sd.words(t.OutputSchema, t.OutputDefs)
+	ft[fieldParams] = terms(strings.Join(in.names, " "))
+	ft[fieldOutput] = terms(strings.Join(out.names, " "))
+	ft[fieldText] = terms(lexicon.Clean(rest + " " + strings.Join(in.descriptions, " ")))
+	return tt
+}
+
 // selfTerms are the terms by which names say they act for the
 // authenticated user, sorted.
 var selfTerms = distinct([]string{lexicon.Stem("authenticated"), "current", "me", "my", "user"})
@@ -851,6 +963,16 @@ func intentTerms(op lexicon.Operation) []string {
 	out = append(out, op.Verbs...)
 	out = append(out, op.Attribute...)
 	return out
+}
+
+// firstNonEmpty returns the first of ss that is not empty.
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
 }
 
 // mentionsSelf reports whether text says a tool works on the

@@ -224,6 +224,7 @@ func fitParams() []fitParam {
 		{"contextMissFactor", &contextMissFactor, []float64{0.8, 0.85, 0.9, 0.95, 1}, false},
 		{"namedBoost", &namedBoost, []float64{1, 1.25, 1.5, 2, 3}, false},
 		{"unnamedFactor", &unnamedFactor, []float64{0.1, 0.2, 0.3, 0.5, 0.7, 1}, false},
+		{"categoryBoost", &categoryBoost, []float64{0, 0.15, 0.3, 0.6}, false},
 		{"coordFloor", &coordFloor, []float64{0.1, 0.2, 0.35, 0.5, 0.65}, false},
 	}
 	for f := range numFields {

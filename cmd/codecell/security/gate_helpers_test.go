@@ -176,6 +176,7 @@ type user struct {
 	mu       sync.Mutex
 	prompts  []string // every sampling request, serialized
 	messages []string // every elicitation message
+	forms    []string // every elicitation's form (requestedSchema)
 	accept   bool     // answer elicitations with accept
 	content  map[string]any
 }
@@ -196,6 +197,8 @@ func (u *user) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.Elici
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.messages = append(u.messages, req.Params.Message)
+	form, _ := json.Marshal(req.Params.RequestedSchema)
+	u.forms = append(u.forms, string(form))
 	if !u.accept {
 		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionDecline}}, nil
 	}
@@ -288,7 +291,9 @@ func (h *host) waitFor(categories ...string) {
 	h.t.Helper()
 	var cond []string
 	for _, c := range categories {
-		cond = append(cond, fmt.Sprintf("typeof %s === 'object'", c))
+		// A loading source's category is there, empty, and its calls
+		// fail with "loading": wait for its tools.
+		cond = append(cond, fmt.Sprintf("typeof %s === 'object' && Object.keys(%s).length > 0", c, c))
 	}
 	code := strings.Join(cond, " && ")
 	deadline := time.Now().Add(60 * time.Second)

@@ -25,14 +25,16 @@ func TestGateLLMPromptsFiltered(t *testing.T) {
 		`return (await llm.call({messages: [{role: "user", content: "mail " + s.email}], system: "key=" + s.api_key})).text`,
 		`try { await llm.classify([s, s.email, {note: s.password}], ["a", "b"]) } catch (e) { return e.code }`,
 		`try { await llm.extract(s.password + " " + s.email, {type: "object"}) } catch (e) { return e.code }`,
+		// Third round, H8: what goes beside the prompt.
+		`return (await llm.call({prompt: "hello", stopSequences: [s.password, s.api_key, s.email], modelPreferences: {hints: [{name: s.password}, {name: s.email}]}})).text`,
 	} {
 		if rec := alice.run(`const s = await vault.get_secret(); ` + code); rec.Status != "ok" {
 			t.Errorf("%s: %.400s", code, rec.raw)
 		}
 	}
 	prompts, _ := u.seen()
-	if len(prompts) < 5 {
-		t.Fatalf("the model was asked %d times, want at least 5", len(prompts))
+	if len(prompts) < 6 {
+		t.Fatalf("the model was asked %d times, want at least 6", len(prompts))
 	}
 	for _, p := range prompts {
 		noPlanted(t, "a sampling request", p)

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	_ "github.com/mattn/go-sqlite3"
@@ -131,4 +133,35 @@ func unkeyedStepsHash(tool, args string, provenance []byte) string {
 		h.Write(b)
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// TestGatePlanCommittedOnce (issue 19, third round, a11): a plan
+// committed by another principal, or by its own eight times at once,
+// sends its write once, for its own principal only.
+func TestGatePlanCommittedOnce(t *testing.T) {
+	t.Parallel()
+	api := newHostileAPI(t)
+	s := start(t, "--config", gateConfig(t, api, nil, ""))
+	alice := s.connect(t, aliceToken, &user{}, "api", "vault")
+	bob := s.connect(t, bobToken, &user{}, "api", "vault")
+	id := alice.planned(`await api.create_user({name: "once"}); "planned"`)
+	if rec := bob.run("", "plan_id", id); rec.Status != "error" {
+		t.Errorf("bob committed alice's plan: %.300s", rec.raw)
+	}
+	var wg sync.WaitGroup
+	var ok atomic.Int32
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if alice.run("", "plan_id", id).Status == "ok" {
+				ok.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := len(api.got("POST /users")); n != 1 || ok.Load() != 1 {
+		t.Errorf("eight commits at once: %d succeeded, the write was sent %d times; want once", ok.Load(), n)
+	}
+	alice.normal()
 }

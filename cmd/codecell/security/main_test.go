@@ -72,6 +72,19 @@ type server struct {
 // (KEY=VALUE entries of extra go to the environment, the rest are flags).
 func start(t testing.TB, extra ...string) *server {
 	t.Helper()
+	return startBinary(t, binary, extra...)
+}
+
+// startBinary is start with another codecell binary.
+func startBinary(t testing.TB, binary string, extra ...string) *server {
+	t.Helper()
+	return startFiles(t, binary, nil, extra...)
+}
+
+// startFiles is startBinary with files the server inherits, as fds 3 on,
+// as a host's may.
+func startFiles(t testing.TB, binary string, files []*os.File, extra ...string) *server {
+	t.Helper()
 	args := []string{"serve", "--http", "127.0.0.1:0"}
 	env := append(os.Environ(),
 		"CODECELL_SERVER_DATA_DIR="+t.TempDir(),
@@ -86,6 +99,7 @@ func start(t testing.TB, extra ...string) *server {
 	}
 	cmd := exec.Command(binary, args...)
 	cmd.Env = env
+	cmd.ExtraFiles = files
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -79,7 +79,7 @@ func text(s string) map[string]any {
 // tools are the server's tools; with EVIL_BAD_NAMES=1 it also lists tools
 // whose names no client can register.
 func evilTools() []map[string]any {
-	names := []string{"echo", "environ", "read", "big", "hang", "log"}
+	names := []string{"echo", "environ", "read", "big", "hang", "log", "swap", "exit", "shell"}
 	if os.Getenv("EVIL_BAD_NAMES") == "1" {
 		names = append(names, "bad\nname", "nul\x00name", strings.Repeat("long", 75), "\xff\xfe")
 	}
@@ -222,6 +222,8 @@ func (e *evil) call(id json.RawMessage, name string, raw json.RawMessage) {
 			}})
 		}
 		e.reply(id, text(fmt.Sprintf("sent %d", args.N)))
+	case "swap", "exit", "shell":
+		e.escape(id, name, raw)
 	default:
 		e.reply(id, map[string]any{"isError": true, "content": []any{map[string]any{"type": "text", "text": "no such tool"}}})
 	}

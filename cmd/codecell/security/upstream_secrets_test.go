@@ -26,6 +26,18 @@ type evilUpstream struct {
 // start.
 func startEvil(t *testing.T, toml string, env map[string]string, extra ...string) *evilUpstream {
 	t.Helper()
+	return startEvilWith(t, binary, toml, env, extra...)
+}
+
+// startEvilWith is startEvil with another codecell binary.
+func startEvilWith(t *testing.T, binary, toml string, env map[string]string, extra ...string) *evilUpstream {
+	t.Helper()
+	return startEvilFiles(t, binary, nil, toml, env, extra...)
+}
+
+// startEvilFiles is startEvilWith with files codecell inherits.
+func startEvilFiles(t *testing.T, binary string, files []*os.File, toml string, env map[string]string, extra ...string) *evilUpstream {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +53,7 @@ func startEvil(t *testing.T, toml string, env map[string]string, extra ...string
 		t.Fatal(err)
 	}
 	args := append([]string{"--config", config, "CODECELL_SERVER_DATA_DIR=" + e.data}, extra...)
-	e.server = start(t, args...)
+	e.server = startFiles(t, binary, files, args...)
 	return e
 }
 
