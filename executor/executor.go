@@ -429,7 +429,6 @@ func (r *Run) spec(req Request) *jobSpec {
 	return &jobSpec{
 		Src:         r.src,
 		Args:        req.Args,
-		Pin:         req.Pin,
 		Layout:      layout,
 		Memory:      r.heap(),
 		Stack:       cfg.MaxStackFrames,
@@ -541,7 +540,7 @@ func (r *Run) dispatch(id uint32, name string, args json.RawMessage) {
 
 	start := time.Now()
 	var cached bool
-	out, err := callTool(r.ctx, r.req.Dispatcher, Call{Name: name, Args: args, Run: r, Seq: int(id), cached: &cached})
+	out, err := callTool(r.ctx, r.req.Dispatcher, Call{Name: name, Args: args, Run: r, cached: &cached})
 	dur := time.Since(start)
 	if r.ctx.Err() != nil {
 		// The run is ending (cancelled, past its deadline, or over): a
@@ -694,11 +693,10 @@ type Stats struct {
 	Running, Long int
 	// Queued is the number of programs waiting for the pool.
 	Queued int
-	// Ready is the number of VMs (or worker processes) prepared for the
-	// next runs, and Idle the number of them that can take a run now,
-	// their next VM prepared or not (a worker process makes its next VM
-	// after a run, at a low priority).
-	Ready, Idle int
+	// Ready is the number of VMs prepared for the next runs in-process,
+	// or of idle worker processes, each of which takes a run at once
+	// (with the VM it prepared, or one it makes if it is still preparing).
+	Ready int
 	// Nested is the number of nested runs whose VMs are alive, in every
 	// run tree.
 	Nested int
@@ -713,9 +711,8 @@ func (e *Executor) Stats() Stats {
 	s.Running, s.Long = e.sched.running()
 	if e.local != nil {
 		s.Ready = len(e.local.pool.ready)
-		s.Idle = s.Ready
 	} else {
-		s.Ready, s.Idle = e.procs.readyCount()
+		s.Ready = e.procs.idleCount()
 	}
 	return s
 }

@@ -214,11 +214,13 @@ func newLateness(t testing.TB) *lateness {
 // end: after a stall it may run after the caller.
 func (l *lateness) max(start, end time.Time) time.Duration {
 	for {
+		// The sampler may not have run yet: in-process, VMs stuck in
+		// built-ins can hold every P for longer than a run takes.
 		l.mu.Lock()
 		n := len(l.samples)
-		last := l.samples[n-1].at
+		done := n > 0 && l.samples[n-1].at.After(end)
 		l.mu.Unlock()
-		if last.After(end) {
+		if done {
 			break
 		}
 		time.Sleep(time.Millisecond)

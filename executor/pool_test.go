@@ -2,19 +2,22 @@ package executor
 
 import "testing"
 
+// idleWorker returns a worker given back after its third root job, with
+// its next VM ready or not.
+func idleWorker(ready bool) *worker {
+	w := &worker{}
+	w.lastRoot.Store(3)
+	w.readyAfter.Store(-1)
+	if ready {
+		w.readyAfter.Store(3)
+	}
+	return w
+}
+
 // TestIdleChoice checks which idle worker a run gets: the one given back
 // last among those whose next VM is ready, else the one idle longest.
 func TestIdleChoice(t *testing.T) {
 	t.Parallel()
-	newWorker := func(ready bool) *worker {
-		w := &worker{}
-		w.lastRoot.Store(3)
-		w.readyAfter.Store(-1)
-		if ready {
-			w.readyAfter.Store(3)
-		}
-		return w
-	}
 	tests := []struct {
 		name  string
 		ready []bool // in the order given back
@@ -31,7 +34,7 @@ func TestIdleChoice(t *testing.T) {
 			p := &procPool{idle: make(chan struct{}, len(tt.ready))}
 			var ws []*worker
 			for _, r := range tt.ready {
-				w := newWorker(r)
+				w := idleWorker(r)
 				ws = append(ws, w)
 				p.putIdle(w)
 			}
@@ -41,8 +44,14 @@ func TestIdleChoice(t *testing.T) {
 					want++
 				}
 			}
-			if got, idle := p.readyCount(); got != want || idle != len(tt.ready) {
-				t.Errorf("readyCount = %d, %d idle; want %d, %d", got, idle, want, len(tt.ready))
+			got := 0
+			for _, w := range p.idleList {
+				if w.ready() {
+					got++
+				}
+			}
+			if got != want {
+				t.Errorf("%d idle workers ready, want %d", got, want)
 			}
 			<-p.idle
 			if got := p.takeIdle(); got != ws[tt.want] {
@@ -86,4 +95,27 @@ func indexOf(ws []*worker, w *worker) int {
 		}
 	}
 	return -1
+}
+
+// TestReadyCountsIdleWorkers: with process isolation, Stats.Ready counts
+// the idle workers, ready or still preparing their next VM: each takes a
+// run at once, and a server whose pool has one says it is ready
+// (/readyz answered 503 while a worker given back made its next VM).
+func TestReadyCountsIdleWorkers(t *testing.T) {
+	t.Parallel()
+	p := &procPool{idle: make(chan struct{}, 2)}
+	preparing, ready := idleWorker(false), idleWorker(true)
+	p.putIdle(preparing)
+	if got := p.idleCount(); got != 1 {
+		t.Errorf("a worker preparing its VM: idleCount = %d, want 1", got)
+	}
+	p.putIdle(ready)
+	if got := p.idleCount(); got != 2 {
+		t.Errorf("idleCount = %d, want 2", got)
+	}
+	<-p.idle
+	p.takeIdle()
+	if got := p.idleCount(); got != 1 {
+		t.Errorf("after a run took one: idleCount = %d, want 1", got)
+	}
 }

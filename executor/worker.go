@@ -220,17 +220,13 @@ func (p *procPool) takeIdle() *worker {
 	return w
 }
 
-// readyCount returns the idle workers whose next VM is ready, and all
-// the idle workers.
-func (p *procPool) readyCount() (ready, idle int) {
+// idleCount returns the idle workers. Each takes a run at once: with
+// the VM it prepared, or, while it is still preparing one, with a VM the
+// run makes itself (Stats.Ready; a server is ready with one idle worker).
+func (p *procPool) idleCount() int {
 	p.idleMu.Lock()
 	defer p.idleMu.Unlock()
-	for _, w := range p.idleList {
-		if w.ready() {
-			ready++
-		}
-	}
-	return ready, len(p.idleList)
+	return len(p.idleList)
 }
 
 // grow lets the pool have one more worker, for the slot a run gave back

@@ -53,7 +53,7 @@ func (s *Server) ready(ctx context.Context) error {
 	}
 	if !s.poolWarm.Load() {
 		st := s.exec.Stats()
-		if st.Idle == 0 && st.Running == 0 {
+		if st.Ready == 0 && st.Running == 0 {
 			return fmt.Errorf("executor pool not ready: no sandbox prepared yet (pool of %d)", st.Size)
 		}
 		// Once warm, a busy pool with nothing prepared is load, not a
