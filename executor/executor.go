@@ -429,6 +429,7 @@ func (r *Run) spec(req Request) *jobSpec {
 	return &jobSpec{
 		Src:         r.src,
 		Args:        req.Args,
+		Pin:         req.Pin,
 		Layout:      layout,
 		Memory:      r.heap(),
 		Stack:       cfg.MaxStackFrames,
@@ -540,7 +541,7 @@ func (r *Run) dispatch(id uint32, name string, args json.RawMessage) {
 
 	start := time.Now()
 	var cached bool
-	out, err := callTool(r.ctx, r.req.Dispatcher, Call{Name: name, Args: args, Run: r, cached: &cached})
+	out, err := callTool(r.ctx, r.req.Dispatcher, Call{Name: name, Args: args, Run: r, Seq: int(id), cached: &cached})
 	dur := time.Since(start)
 	if r.ctx.Err() != nil {
 		// The run is ending (cancelled, past its deadline, or over): a
