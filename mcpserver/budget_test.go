@@ -29,7 +29,7 @@ func TestRecordWithinBudget(t *testing.T) {
 		kind   executor.Kind
 	}{
 		{name: "3000 rows", code: `Array.from({length: 3000}, (_, i) => ({id: i, name: "item " + i, tags: ["a", "b"], email: "user" + i + "@example.com"}))`},
-		{name: "a 20 MB error message", code: `throw new Error("e".repeat(20*1024*1024))`, kind: executor.KindRuntime},
+		{name: "a 4 MB error message", code: `throw new Error("e".repeat(4*1024*1024))`, kind: executor.KindRuntime},
 		{name: "a thrown string", code: `throw "s".repeat(5*1024*1024)`, kind: executor.KindRuntime},
 		{name: "a tool error quoting a huge argument", code: `await util.echo({text: 7, extra: "x".repeat(1 << 20)})`, kind: executor.KindTool},
 		{name: "console flood within the limits", code: `for (let i = 0; i < 900; i++) console.log("line " + i + " " + "y".repeat(60)); 1`},
