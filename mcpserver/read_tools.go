@@ -13,7 +13,7 @@ import (
 	"github.com/codecell/codecell/vfs"
 )
 
-const readToolsDescription = `Read the tool catalogue as files: "/manifest.json", "/{category}/index.json", "/{category}/{tool}.d.ts" (signature), "/{category}/{tool}.md" (docs). A wrong path suggests the nearest.`
+const readToolsDescription = `Read the catalogue as files: "/manifest.json", "/{category}/index.json", "/{category}/{tool}.d.ts" (signature), "/{category}/{tool}.md" (docs). A wrong path suggests the nearest.`
 
 const readToolsInput = `{
 	"type": "object",
