@@ -918,5 +918,8 @@ func TestWaitedCountsEarlierWaits(t *testing.T) {
 	wantKind(t, res, executor.KindBusy, "busy")
 	cancel()
 	<-done
+	// With nothing left of its wait, a run takes a free slot at once (the
+	// canceled run's slot is free once it has been given back).
+	waitIdle(t, e)
 	wantOK(t, e.Run(t.Context(), executor.Request{Code: "1", Waited: time.Hour}), "1")
 }

