@@ -411,7 +411,7 @@ func (p programCalls) resumableCall(ctx context.Context, ec executor.Call) (json
 	if ok {
 		ec.MarkCached()
 		if t, known := p.g.reg.View(p.run.Caller).Get(ec.Name); err == nil && known && !t.Gated && p.run.flow != nil {
-			p.run.flow.observe(ec.Name, out, from)
+			p.run.flow.observe(t.Name, out, from)
 		}
 		return out, err
 	}
