@@ -65,6 +65,10 @@ type Call struct {
 	// resume is a resumable run's program call's place (mrtr.go); nil
 	// for any other call.
 	resume *resumeCall
+	// seen keeps, for a resumable run's journal, what the run's flow
+	// observes while the program's call runs, the calls made inside it
+	// included (mrtrjournal.go); nil when there is no journal.
+	seen *observations
 }
 
 // served says how a call was answered.
@@ -210,7 +214,7 @@ func (g *gate) through(c *Call) tools.Gate {
 		depth++
 	}
 	return func(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-		out, err := g.call(ctx, &Call{Run: c.Run, Name: name, Args: args, Depth: depth, Exec: executor.RunFrom(ctx)})
+		out, err := g.call(ctx, &Call{Run: c.Run, Name: name, Args: args, Depth: depth, Exec: executor.RunFrom(ctx), seen: c.seen})
 		var te *tools.Error
 		var coded executor.CodedError
 		if !skill && err != nil && !errors.As(err, &te) && errors.As(err, &coded) {
