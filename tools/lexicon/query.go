@@ -205,8 +205,9 @@ func Analyze(text string) Query {
 			q.Related[noun] = 1
 		}
 	}
-	if len(raw) > 0 && (raw[0] == "who" || raw[0] == "whom") && !q.Self {
-		// Who asks about people.
+	if len(raw) > 0 && (raw[0] == "who" || raw[0] == "whom") && !q.Self && !namesPeople(own) {
+		// Who asks about people, unless it names which ("who are the
+		// members of a project": its members).
 		q.Head = "user"
 		for _, s := range append([]string{"user"}, synonyms["user"]...) {
 			if !own[s] {
@@ -450,3 +451,17 @@ var verbStems = func() map[string]bool {
 	}
 	return m
 }()
+
+// namesPeople reports whether terms hold a word for people (user or one
+// of its synonyms: member, attendee, collaborator).
+func namesPeople(terms map[string]bool) bool {
+	if terms["user"] {
+		return true
+	}
+	for _, s := range synonyms["user"] {
+		if terms[s] {
+			return true
+		}
+	}
+	return false
+}

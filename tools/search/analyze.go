@@ -145,7 +145,10 @@ var (
 	// that removes for a query that creates, or the other way round;
 	// otherWriteFactor one that writes otherwise than asked (updates for
 	// a create).
-	classBoost         = 0.6
+	classBoost = 0.6
+	// pluralGetShare is the share of classBoost a tool that reads one
+	// thing gets for a query that asks for many ("who are the members").
+	pluralGetShare     = 0.25
 	readWriteFactor    = 0.55
 	createDeleteFactor = 0.45
 	otherWriteFactor   = 1.0

@@ -644,7 +644,7 @@ func intentFactor(qa *query, doc *doc, weights map[string]float64) float64 {
 		f *= 1 + selfBoost
 	case !q.Self && doc.self:
 		f *= otherFactor
-	case q.Self && !doc.self:
+	case q.Self && !doc.self && !doc.forSelf && !doc.noSelf:
 		f *= notSelfFactor
 	}
 	return f
@@ -673,7 +673,7 @@ func classFactor(q, d lexicon.Class, plural bool) float64 {
 	}
 	if q&d != 0 {
 		if plural && q&lexicon.List != 0 && d&lexicon.List == 0 && d&lexicon.Read != 0 {
-			return 1 + classBoost/2 // a plural asks for a list rather than one
+			return 1 + pluralGetShare*classBoost // a plural asks for a list rather than one
 		}
 		return 1 + classBoost
 	}
@@ -765,6 +765,12 @@ type doc struct {
 	// for a tool on the authenticated user's own things.
 	op   lexicon.Operation
 	self bool
+	// forSelf is set for a tool that may act for the caller though
+	// not only for them (a user id that takes "me").
+	forSelf bool
+	// noSelf is set for a tool of a category none of whose tools is
+	// the caller's own (self or forSelf).
+	noSelf bool
 	// summary and name hold the distinct terms of the tool's summary
 	// and short name, sorted.
 	summary, name []string
@@ -806,9 +812,21 @@ func analyzeKept(ts []*tools.Tool, version uint64, tc *termCache) (*index, [][nu
 		}
 		tt := all[i]
 		ix.docs = append(ix.docs, doc{tool: t, cat: cat, readOnly: t.Annotations.ReadOnly, polarity: tt.Polarity,
-			op: tt.Op, self: tt.Self, summary: tt.Summary, name: tt.Name})
+			op: tt.Op, self: tt.Self, forSelf: tt.ForSelf, summary: tt.Summary, name: tt.Name})
 		ix.byName[t.Name] = int32(i)
 		fieldTerms[i] = tt.Fields
+	}
+	// "My" picks the caller's own operations out of an API that has
+	// some; in one that has none (Stripe's, Twilio's: every operation
+	// is on the caller's account) it picks nothing out.
+	selfCat := make([]bool, len(ix.catID))
+	for i := range ix.docs {
+		if ix.docs[i].self || ix.docs[i].forSelf {
+			selfCat[ix.docs[i].cat] = true
+		}
+	}
+	for i := range ix.docs {
+		ix.docs[i].noSelf = !selfCat[ix.docs[i].cat]
 	}
 	return ix, fieldTerms
 }
@@ -873,6 +891,9 @@ type toolTerms struct {
 	Polarity int8
 	Op       lexicon.Operation
 	Self     bool
+	// ForSelf is set for a tool that acts for a user the caller may
+	// name as "me" (Zoom's /users/{userId}/meetings).
+	ForSelf bool
 }
 
 // analyzeTool makes the terms of one tool.
@@ -922,11 +943,24 @@ func analyzeTool(t *tools.Tool, sd *schemaDocs) *toolTerms {
 			op.Verbs = append(op.Verbs, v)
 		}
 	}
-	tt.Op = op
-	tt.Self = op.Self || mentionsSelf(summary+" "+lead)
-	ft[fieldIntent] = intentTerms(op)
 	in := sd.words(t.InputSchema, t.InputDefs)
 	out := sd.words(t.OutputSchema, t.OutputDefs)
+	if op.Class&^lexicon.Read != 0 {
+		// An operation that changes something does the actions its
+		// parameters' values name: Zoom's PUT /meetings/{id}/status
+		// takes an action of end or recover, its user status one of
+		// activate or deactivate. (A reading operation's values filter
+		// what it lists: an issue state of "open" opens nothing.)
+		for _, v := range in.values {
+			if c, ok := lexicon.VerbClass(v); ok && c&lexicon.Act != 0 && !slices.Contains(op.Verbs, stem(v)) {
+				op.Verbs = append(op.Verbs, stem(v))
+			}
+		}
+	}
+	tt.Op = op
+	tt.Self = op.Self || mentionsSelf(summary+" "+lead)
+	tt.ForSelf = in.self
+	ft[fieldIntent] = intentTerms(op)
 	ft[fieldParams] = terms(strings.Join(in.names, " "))
 	ft[fieldOutput] = terms(strings.Join(out.names, " "))
 	ft[fieldText] = terms(lexicon.Clean(rest + " " + strings.Join(in.descriptions, " ")))

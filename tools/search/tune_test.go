@@ -225,6 +225,7 @@ func fitParams() []fitParam {
 		{"generalWeight", &generalWeight, []float64{0, 0.1, 0.2, 0.3, 0.4}, false},
 		{"headBoost", &headBoost, boost, false},
 		{"partFactor", &partFactor, factor, false},
+		{"pluralGetShare", &pluralGetShare, []float64{0, 0.25, 0.5, 1}, false},
 		{"headMissFactor", &headMissFactor, factor, false},
 		{"verbSenseTerms", &verbSenseTerms, []float64{2, 3}, false},
 		{"contextMissFactor", &contextMissFactor, []float64{0.8, 0.85, 0.9, 0.95, 1}, false},
