@@ -146,6 +146,9 @@ var (
 	// otherWriteFactor one that writes otherwise than asked (updates for
 	// a create).
 	classBoost = 0.6
+	// variantWeight is the weight of another form of a query word
+	// (index.variantsOf: registrant for "registered").
+	variantWeight = 0.4
 	// pluralGetShare is the share of classBoost a tool that reads one
 	// thing gets for a query that asks for many ("who are the members").
 	pluralGetShare     = 0.25

@@ -303,6 +303,17 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			weights[t] = w
 		}
 	}
+	// Other forms of the query's own words in the index (registrant of
+	// register), as synonyms are.
+	if variantWeight > 0 {
+		for _, t := range qterms {
+			for _, u := range c.variantsOf(t) {
+				if _, ok := weights[u]; !ok {
+					weights[u] = variantWeight
+				}
+			}
+		}
+	}
 	// Words related in general English, below the vocabulary's. They
 	// reorder the tools the query's words find, and find none alone.
 	general := map[string]bool{}
@@ -751,6 +762,9 @@ type index struct {
 	byName   map[string]int32
 	catID    map[string]int32
 	postings map[string][]posting
+	// variants holds the index's words of at least variantPrefix
+	// letters by their first variantPrefix letters (variantsOf).
+	variants map[string][]string
 	vec      toolVectors // with an embedder
 }
 
@@ -879,6 +893,59 @@ func (ix *index) weigh(fieldTerms [][numFields][]string) {
 		}
 		ix.postings[term] = ps
 	}
+	ix.variants = map[string][]string{}
+	for term := range ix.postings {
+		if len(term) >= variantPrefix && isWord(term) {
+			ix.variants[term[:variantPrefix]] = append(ix.variants[term[:variantPrefix]], term)
+		}
+	}
+	for _, vs := range ix.variants {
+		slices.Sort(vs)
+	}
+}
+
+// variantPrefix is the least length of a word's stem for variantsOf.
+const variantPrefix = 6
+
+// variantsOf returns the index's words that are other forms of the
+// stem t: those that share most of their letters with it from the
+// start ("regist" of register and registrant, "collaborat" of
+// collaborate and collaborator). The stemmer strips inflections; an
+// API's nouns for the doer or the doing of a verb (registrant,
+// attendee, subscription) are derived words it leaves apart.
+func (ix *index) variantsOf(t string) []string {
+	if len(t) < variantPrefix {
+		return nil
+	}
+	var out []string
+	for _, u := range ix.variants[t[:variantPrefix]] {
+		n := min(len(t), len(u))
+		if u == t || 4*commonPrefix(t, u) < 3*n {
+			continue
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// commonPrefix is the length of the longest common prefix of a and b.
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// isWord reports whether t is one lower-case word (not a pair of words
+// or a plural form: bigrams, forms).
+func isWord(t string) bool {
+	for i := 0; i < len(t); i++ {
+		if t[i] < 'a' || t[i] > 'z' {
+			return false
+		}
+	}
+	return true
 }
 
 // toolTerms is what the index makes of one tool by itself: the terms of

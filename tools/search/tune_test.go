@@ -226,6 +226,7 @@ func fitParams() []fitParam {
 		{"headBoost", &headBoost, boost, false},
 		{"partFactor", &partFactor, factor, false},
 		{"pluralGetShare", &pluralGetShare, []float64{0, 0.25, 0.5, 1}, false},
+		{"variantWeight", &variantWeight, []float64{0, 0.25, 0.4, 0.6}, false},
 		{"headMissFactor", &headMissFactor, factor, false},
 		{"verbSenseTerms", &verbSenseTerms, []float64{2, 3}, false},
 		{"contextMissFactor", &contextMissFactor, []float64{0.8, 0.85, 0.9, 0.95, 1}, false},
