@@ -128,8 +128,17 @@ func Analyze(text string) Query {
 				break
 			}
 			v, ok := lookupVerb(w)
-			if !ok || IsPlural(w) {
+			if !ok || IsPlural(w) || i > 0 && initialVerbs[w] {
 				continue
+			}
+			// "Start watching a ticket", "stop following a user": the
+			// verb after it says what to start or stop.
+			if g, gv, ok := gerundAfter(ws, i); ok && aspectVerbs[w] != 0 {
+				if aspectVerbs[w] > 0 {
+					w, v = g, gv
+				} else if uv, ok := lookupVerb("un" + g); ok && uv.class&Delete != 0 {
+					w, v = "un"+g, uv
+				}
 			}
 			if adjectives[w] && IsPlural(wordAfter(ws, w)) {
 				continue // "open bugs" are bugs that are open
@@ -250,6 +259,15 @@ func Analyze(text string) Query {
 			break
 		}
 	}
+	if len(raw) > 1 && raw[0] == "how" && raw[1] == "many" {
+		// "How many …" asks for a count, which APIs give as a count, a
+		// total or statistics.
+		for _, w := range []string{"count", "total", "statistics"} {
+			if t := Stem(w); !own[t] {
+				q.Related[t] = max(q.Related[t], SynonymWeight)
+			}
+		}
+	}
 	if q.Class == 0 && q.Plural {
 		// A noun phrase ("songs on an album") asks to read.
 		q.Class = Get | List | Search
@@ -320,7 +338,7 @@ func rewrite(ws []string) []string {
 			out = append(out, "top")
 			continue
 		}
-		if _, isVerb := verbs[ws[i]]; isVerb || lightVerbs[ws[i]] || ws[i] == "put" {
+		if _, isVerb := verbs[ws[i]]; isVerb || lightVerbs[ws[i]] || phrasalStarts[ws[i]] {
 			found := false
 			for k := i + 2; k < len(ws) && k <= i+4; k++ {
 				if !particles[ws[k]] {
@@ -465,3 +483,48 @@ func namesPeople(terms map[string]bool) bool {
 	}
 	return false
 }
+
+// aspectVerbs start (+1) or stop (-1) the action of the verb after them
+// ("start watching", "stop following").
+var aspectVerbs = map[string]int{"start": 1, "begin": 1, "stop": -1, "quit": -1}
+
+// initialVerbs are words that are nouns more often than verbs: a
+// request uses them as its verb only as its first word ("report a
+// bug", "log an hour", "call a customer"), not in "the monthly report".
+var initialVerbs = map[string]bool{"report": true, "log": true, "call": true, "ring": true, "link": true}
+
+// gerundAfter returns the verb of the word after ws[i] when it is the
+// -ing form of one of the vocabulary (watching, following, shipping,
+// sharing).
+func gerundAfter(ws []string, i int) (string, verb, bool) {
+	if i+1 >= len(ws) {
+		return "", verb{}, false
+	}
+	base, ok := strings.CutSuffix(ws[i+1], "ing")
+	if !ok || len(base) < 2 {
+		return "", verb{}, false
+	}
+	cands := []string{base, base + "e"}
+	if n := len(base); n > 2 && base[n-1] == base[n-2] {
+		cands = append(cands, base[:n-1]) // shipping
+	}
+	for _, c := range cands {
+		if v, ok := verbs[c]; ok {
+			return c, v, true
+		}
+	}
+	return "", verb{}, false
+}
+
+// phrasalStarts are the first words of the phrasal verbs of phrases
+// ("sign up", "hand over", "put away"), whose object may come between
+// their words ("sign someone up").
+var phrasalStarts = func() map[string]bool {
+	m := map[string]bool{}
+	for k := range phrases {
+		if ws := strings.Fields(k); len(ws) == 2 && particles[ws[1]] {
+			m[ws[0]] = true
+		}
+	}
+	return m
+}()
