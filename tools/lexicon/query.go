@@ -195,7 +195,11 @@ func Analyze(text string) Query {
 			q.Class = q.Class&^Read | Create
 		}
 	}
-	if n, ok := verbNouns[stemOrWord(q.Verb, ws)]; ok {
+	n, ok := verbNouns[stemOrWord(q.Verb, ws)]
+	if !ok && q.Verb != "" {
+		n, ok = verbNouns[q.Verb] // "watching" is watch's
+	}
+	if ok {
 		// "Comment on a task" asks for a comment; "pin a message" pins the
 		// message.
 		q.VerbIsNoun = true
@@ -229,7 +233,7 @@ func Analyze(text string) Query {
 			if IsStop(w) || questionStarts[w] || w == "new" || timeWords[w] || numberWords[w] || isNumber(w) {
 				continue
 			}
-			if Stem(w) == q.Verb || lightVerbs[w] {
+			if Stem(w) == q.Verb || lightVerbs[w] || aspectVerbs[w] != 0 && strings.HasSuffix(wordAfter(spelled, w), "ing") {
 				continue
 			}
 			if adjectives[w] && IsPlural(wordAfter(spelled, w)) {

@@ -346,5 +346,6 @@ var verbNouns = map[string]string{
 	"remind": "reminder", "react": "reaction", "invite": "invitation", "bookmark": "bookmark", "file": "file",
 	"upload": "file", "attach": "attachment", "note": "note", "text": "message", "dm": "message", "post": "post",
 	"follow": "follower", "subscribe": "subscription", "assign": "assignee", "approve": "approval", "protect": "protection",
-	"depend": "dependency", "queue": "queue", "watch": "watcher", "pay": "payment", "refund": "refund", "charge": "charge", "transfer": "transfer", "payout": "payout",
+	"depend": "dependency", "queue": "queue", "watch": "watcher",
+	"call": "call", "phone": "call", "ring": "call", "dial": "call", "pay": "payment", "refund": "refund", "charge": "charge", "transfer": "transfer", "payout": "payout",
 }
