@@ -272,6 +272,17 @@ func Analyze(text string) Query {
 			}
 		}
 	}
+	if asksContents(raw) {
+		// "What's in this folder" asks for the things in it: a list of
+		// its items, the folder being where they are.
+		q.Class = List
+		q.Head, q.Compound = "item", nil
+		for _, w := range []string{"item", "content", "children", "entries"} {
+			if t := Stem(w); !own[t] {
+				q.Related[t] = max(q.Related[t], SynonymWeight)
+			}
+		}
+	}
 	if q.Class == 0 && q.Plural {
 		// A noun phrase ("songs on an album") asks to read.
 		q.Class = Get | List | Search
@@ -532,3 +543,16 @@ var phrasalStarts = func() map[string]bool {
 	}
 	return m
 }()
+
+// asksContents reports whether a request asks what a thing holds
+// ("what's in this folder", "what is in the trash").
+func asksContents(raw []string) bool {
+	if len(raw) < 3 || raw[0] != "what" {
+		return false
+	}
+	i := 1
+	if raw[1] == "s" || raw[1] == "is" || raw[1] == "are" {
+		i = 2
+	}
+	return i < len(raw)-1 && (raw[i] == "in" || raw[i] == "inside")
+}
