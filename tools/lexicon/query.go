@@ -1,6 +1,9 @@
 package lexicon
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Query is what a request says, as ranking needs it.
 type Query struct {
@@ -80,7 +83,7 @@ const (
 
 // Analyze reads a request.
 func Analyze(text string) Query {
-	raw := Words(text)
+	raw, framed := Request(Words(text))
 	ws := rewrite(raw)
 	var q Query
 	q.Related = map[string]float64{}
@@ -105,7 +108,7 @@ func Analyze(text string) Query {
 		case "how":
 			q.Question = len(ws) > 1 && (ws[1] == "many" || ws[1] == "much")
 		}
-		if strings.HasSuffix(strings.TrimSpace(text), "?") {
+		if strings.HasSuffix(strings.TrimSpace(text), "?") && !framed {
 			q.Question = true
 		}
 	}
@@ -555,4 +558,54 @@ func asksContents(raw []string) bool {
 		i = 2
 	}
 	return i < len(raw)-1 && (raw[i] == "in" || raw[i] == "inside")
+}
+
+// requestFrames are the words people put before what they ask an agent
+// to do ("can you …", "I need to …", "please …"), as Words splits them
+// ("I'd" is i, d). They say nothing of the task: "can you archive a
+// channel" is not a question, and the I of "I want to see my payouts"
+// is not whose payouts.
+var requestFrames = func() [][]string {
+	var out [][]string
+	for _, f := range []string{
+		"please", "pls", "kindly", "just",
+		"can you", "could you", "would you", "will you", "can u", "could u",
+		"can i", "could i", "may i", "can we", "could we",
+		"i need to", "i want to", "i d like to", "i would like to", "i have to", "i must", "i wanna", "i d love to",
+		"we need to", "we want to", "we d like to", "we have to", "we must",
+		"i m trying to", "im trying to", "i am trying to", "trying to",
+		"let s", "lets", "let me", "help me", "help me to", "go ahead and", "quickly",
+		"how do i", "how can i", "how do we", "how can we", "how to", "is it possible to",
+		"i need you to", "i want you to", "i d like you to",
+	} {
+		out = append(out, strings.Fields(f))
+	}
+	// Longest first, so "i need you to" is not taken for "i need to".
+	slices.SortStableFunc(out, func(a, b []string) int { return len(b) - len(a) })
+	return out
+}()
+
+// Request returns the words of a request without the frames it starts
+// with ("can you please …"), and whether it had any; a request that is
+// only a frame is returned whole.
+func Request(ws []string) ([]string, bool) {
+	framed := false
+	for {
+		found := false
+		for _, f := range requestFrames {
+			if len(ws) > len(f) && slices.Equal(ws[:len(f)], f) {
+				ws = ws[len(f):]
+				found, framed = true, true
+				break
+			}
+		}
+		if !found {
+			break
+		}
+	}
+	// "… for me" at the end: who the action is for.
+	if n := len(ws); n > 2 && ws[n-2] == "for" && ws[n-1] == "me" {
+		ws = ws[:n-2]
+	}
+	return ws, framed
 }

@@ -37,13 +37,14 @@ type query struct {
 }
 
 func analyze(text string) query {
-	ws := expand(words(text))
+	req, framed := lexicon.Request(words(text))
+	ws := expand(req)
 	lx := lexicon.Analyze(text)
 	q := query{terms: lx.Terms, forms: forms(ws), lx: lx}
 	if len(ws) > 0 {
 		q.question = questionWords[ws[0]] ||
 			(ws[0] == "how" && len(ws) > 1 && (ws[1] == "much" || ws[1] == "many")) ||
-			strings.HasSuffix(strings.TrimSpace(text), "?")
+			strings.HasSuffix(strings.TrimSpace(text), "?") && !framed
 	}
 	var plus, minus bool
 	for i, w := range ws {
