@@ -83,6 +83,7 @@ func TestAnalyze(t *testing.T) {
 		{"phone a customer", Act | Create, "customer", false, false, "call"},
 		{"who are the members of this project", List | Get | Search, "member", false, true, "user"},
 		{"how many emails were delivered", List | Get | Search, "email", false, true, "count"},
+		{"get a shareable link for a file", Get, "link", false, false, "shar"},
 	}
 	for _, tt := range tests {
 		q := Analyze(tt.query)

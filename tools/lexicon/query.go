@@ -275,6 +275,13 @@ func Analyze(text string) Query {
 			}
 		}
 	}
+	for _, w := range spelled {
+		// "A shareable link" is a link to share, "editable fields" are
+		// fields to edit.
+		if b, ok := ableVerb(w); ok && !own[Stem(b)] {
+			q.Related[Stem(b)] = max(q.Related[Stem(b)], ableWeight)
+		}
+	}
 	if asksContents(raw) {
 		// "What's in this folder" asks for the things in it: a list of
 		// its items, the folder being where they are.
@@ -608,4 +615,25 @@ func Request(ws []string) ([]string, bool) {
 		ws = ws[:n-2]
 	}
 	return ws, framed
+}
+
+// ableWeight is the weight of the verb of an -able word (share of
+// shareable) among a query's related terms.
+const ableWeight = 0.7
+
+// ableVerb returns the verb of the vocabulary an -able or -ible word is
+// made of ("shareable", "downloadable", "editable").
+func ableVerb(w string) (string, bool) {
+	for _, suf := range []string{"able", "ible"} {
+		base, ok := strings.CutSuffix(w, suf)
+		if !ok || len(base) < 3 {
+			continue
+		}
+		for _, b := range []string{base, base + "e"} {
+			if _, ok := verbs[b]; ok {
+				return b, true
+			}
+		}
+	}
+	return "", false
 }
