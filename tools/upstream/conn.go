@@ -78,6 +78,9 @@ type dialer struct {
 	handshake   time.Duration
 	grace       time.Duration
 	ping        time.Duration
+	// shared says several principals call the server (Config.Shared):
+	// once it has served calls, how it ended shows no stderr.
+	shared bool
 }
 
 // errLegacySSE is an HTTP server that refused Streamable HTTP's
@@ -138,7 +141,9 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 	defer cancel()
 	if err = c.start(life, hctx, d); err != nil {
 		if c.proc != nil && c.proc.waitExit(ctx, 500*time.Millisecond) {
-			why := c.proc.exitReason()
+			// Before initialize nobody's call reached it: its stderr
+			// says why it would not start.
+			why := c.proc.exitReason(true)
 			if c.proc.confined && deniedRE.MatchString(why) {
 				why += confinedHint
 			}
@@ -154,7 +159,7 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 			select {
 			case <-c.proc.exited:
 				c.proc.lastWords()
-				c.markLost(c.proc.exitReason())
+				c.markLost(c.proc.exitReason(!d.shared))
 			case <-life.Done():
 			}
 		})
