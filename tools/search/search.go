@@ -633,9 +633,11 @@ func intentFactor(qa *query, doc *doc, weights map[string]float64) float64 {
 		}
 	}
 	// It acts on something else the query names, within the thing asked
-	// about: adds a project to a task, for "add a task to a project".
+	// about: adds a project to a task, for "add a task to a project"; a
+	// file's content, for "rename a file" (a synonym of the thing, under
+	// the thing itself, is a part of it).
 	if o := doc.op.Object; q.Head != "" && o != "" && o != q.Head && weights[o] >= lexicon.SynonymWeight &&
-		slices.Contains(doc.op.Context, q.Head) && !slices.Contains(lexicon.Synonyms(q.Head), o) {
+		slices.Contains(doc.op.Context, q.Head) {
 		f *= partFactor
 	}
 	for _, a := range doc.op.Attribute {
