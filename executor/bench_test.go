@@ -19,14 +19,19 @@ import (
 //	go test -tags sqlite_fts5 -run '^$' -bench . -count 6 ./executor | benchstat -col /mode -
 
 // reportLatency records each iteration's duration and reports percentiles.
+// It also reports this process's CPU time per iteration, which a loaded
+// machine does not inflate as it does the latency (in process mode a
+// worker's CPU is not counted).
 func reportLatency(b *testing.B, each func()) {
 	b.Helper()
 	lat := make([]time.Duration, 0, b.N)
+	cpu := cpuTime()
 	for b.Loop() {
 		t := time.Now()
 		each()
 		lat = append(lat, time.Since(t))
 	}
+	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N)/1000, "cpu-ms/op")
 	slices.Sort(lat)
 	p := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))].Microseconds()) / 1000 }
 	b.ReportMetric(p(0.50), "p50-ms")

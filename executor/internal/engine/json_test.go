@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	lib "modernc.org/libquickjs"
 )
 
 // same is a deep comparison in the VM: the same types, numbers (-0 apart
@@ -144,6 +146,28 @@ func TestParseJSONLimits(t *testing.T) {
 		t.Fatalf("after running out of memory: %v", err)
 	}
 	vm.Free(v)
+}
+
+// TestParseJSONDefersCollection: once a large value is built, the heap
+// may grow by half again before the cycle collector walks it, as after a
+// collection; the program's first allocation does not pay for a walk of
+// everything just built (which would free nothing of it).
+func TestParseJSONDefersCollection(t *testing.T) {
+	vm, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Close()
+	v, err := vm.ParseJSON(bigJSON(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Free(v)
+	rt := (*lib.TJSRuntime)(ptr(vm.rt))
+	size := rt.Fmalloc_ctx.Fmalloc_state.Fmalloc_size
+	if got, want := rt.Fmalloc_gc_threshold, size+size>>1; got < want {
+		t.Errorf("collection threshold %d after building %d bytes of heap, want at least %d", got, size, want)
+	}
 }
 
 func FuzzParseJSON(f *testing.F) {
