@@ -217,7 +217,10 @@ func hints(a tools.Annotations) string {
 type tsgen struct {
 	decls []string          // named declarations found through $ref, in order
 	names map[string]string // definition key → declared name
-	used  map[string]bool
+	// keys are the definition keys' JSON, by definition: a definition is
+	// referred to many times, and its JSON can be large (Stripe's).
+	keys map[*object]string
+	used map[string]bool
 	// summarise leaves out the docs of the fields of the types named
 	// through references (inRef > 0 while one is rendered).
 	summarise bool
@@ -225,6 +228,24 @@ type tsgen struct {
 	named     int // declarations made for references
 	props     int // properties rendered
 	cut       string
+}
+
+// keyOf is target's compact JSON, made once per object: the tree is
+// not modified once parsed.
+func (g *tsgen) keyOf(target any) string {
+	o, ok := target.(*object)
+	if !ok {
+		return compactJSON(target)
+	}
+	if k, ok := g.keys[o]; ok {
+		return k
+	}
+	if g.keys == nil {
+		g.keys = map[*object]string{}
+	}
+	k := compactJSON(o)
+	g.keys[o] = k
+	return k
 }
 
 // quiet reports whether the docs being rendered are left out.
@@ -599,7 +620,7 @@ func (g *tsgen) ref(d *schemaDoc, ref string, ind string, depth int) string {
 			continue
 		}
 		defName = unescapePointer(defName)
-		key := defName + "\x00" + compactJSON(target)
+		key := defName + "\x00" + g.keyOf(target)
 		if n, ok := g.names[key]; ok {
 			return n
 		}
