@@ -40,7 +40,6 @@ import (
 	"log/slog"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
@@ -142,7 +141,7 @@ type PageDocs interface {
 type Index struct {
 	reg  *tools.Registry
 	docs func(tools.Caller) Docs
-	pool sync.Pool // *[]float64 score accumulators
+	pool sync.Pool // *scratch, a ranking's working space
 
 	terms termCache // each tool's terms, kept (snapshot.go)
 
@@ -344,17 +343,13 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			}
 		}
 	}
-	accp, _ := ix.pool.Get().(*[]float64)
-	if accp == nil || len(*accp) < len(c.docs) {
-		a := make([]float64, len(c.docs))
-		accp = &a
-	}
-	acc := (*accp)[:len(c.docs)]
-	matched := make([]uint8, len(c.docs))
-	related := make([]uint8, len(c.docs))
-	var touched []int32
-	found := make([]bool, len(c.docs)) // by a word that is not only general English
+	sc := ix.scratchFor(len(c.docs))
+	defer ix.pool.Put(sc)
+	acc, matched, related := sc.acc, sc.matched, sc.related
+	found := sc.found // by a word that is not only general English
+	touched := sc.touched
 	for t, w := range weights {
+		notGeneral := !general[t]
 		for _, p := range c.postings[t] {
 			if cat >= 0 && c.docs[p.doc].cat != cat {
 				continue
@@ -362,7 +357,7 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			if acc[p.doc] == 0 {
 				touched = append(touched, p.doc)
 			}
-			if !general[t] {
+			if notGeneral {
 				found[p.doc] = true
 			}
 			acc[p.doc] += w * p.weight
@@ -383,9 +378,9 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	})
 	// The documents that name what the query asks about, in its words or
 	// others that stand for them.
-	var hasHead map[int32]bool
+	var hasHead []bool
 	if h := qa.lx.Head; h != "" && headMissFactor < 1 {
-		hasHead = map[int32]bool{}
+		hasHead = sc.head
 		for t, w := range weights {
 			if t == h || w >= lexicon.SynonymWeight && qa.lx.IsHead(t) || qa.lx.General[t] > 0 && w > 0 {
 				for _, p := range c.postings[t] {
@@ -413,21 +408,27 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		return s
 	}
 	if keep := max(limit*candidatesPerHit, minCandidates); len(touched) > keep {
-		slices.SortFunc(touched, func(a, b int32) int {
-			if x, y := base(a), base(b); x != y {
-				if x > y {
-					return -1
-				}
-				return 1
-			}
-			return int(a - b)
-		})
-		for _, d := range touched[keep:] {
-			acc[d] = 0
+		// The best keep by base score, ties by document: a bounded heap
+		// rather than a sort of every candidate.
+		best := sc.best[:0]
+		for _, d := range touched {
+			best = pushBest(best, candidate{doc: d, score: base(d)}, keep)
 		}
-		touched = touched[:keep]
+		sc.best = best
+		worst := best[0]
+		for _, d := range touched {
+			if worse(candidate{doc: d, score: base(d)}, worst) {
+				acc[d] = 0
+			}
+		}
+		touched = touched[:0]
+		for _, b := range best {
+			touched = append(touched, b.doc)
+		}
 	}
+	sc.touched = touched[:0]
 	fit := categoryFit(c, qterms, weights)
+	qids := c.ids(qterms, false)
 	out := make([]scored, 0, len(touched))
 	for _, d := range touched {
 		s := base(d)
@@ -447,13 +448,13 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		if hasHead != nil && !hasHead[d] {
 			s *= headMissFactor
 		}
-		j := jaccard(qterms, doc.summary)
+		j := jaccardIDs(len(qterms), qids, doc.summaryIDs)
 		s *= 1 + summaryBoost*j*j
 		if n := len(doc.name); n > 0 {
-			covered := overlap(qterms, doc.name)
+			covered := overlapIDs(qids, doc.nameIDs)
 			if qa.lx.Self {
 				// "My" covers a name's "for authenticated user".
-				covered += overlap(selfTerms, doc.name)
+				covered += overlapIDs(c.selfIDs, doc.nameIDs)
 			}
 			if v := qa.lx.Verb; covered > 0 && v != "" && !slices.Contains(doc.name, v) && slices.ContainsFunc(doc.name, qa.lx.IsVerbWord) {
 				// create_label covers "add a label" as add_labels does
@@ -469,16 +470,32 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		out = append(out, scored{doc: d, score: s, match: m, conf: confidence(m, intent, objectNamed(doc, weights))})
 		acc[d] = 0
 	}
-	ix.pool.Put(accp)
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].score != out[j].score {
-			return out[i].score > out[j].score
+	// The best limit, by score and then name: those are sorted, not all.
+	after := func(a, b scored) bool {
+		if a.score != b.score {
+			return a.score < b.score
 		}
-		return c.docs[out[i].doc].tool.Name < c.docs[out[j].doc].tool.Name
-	})
-	if len(out) > limit {
-		out = out[:limit]
+		return c.docs[a.doc].tool.Name > c.docs[b.doc].tool.Name
 	}
+	if limit <= 0 {
+		return out[:0]
+	}
+	if len(out) > limit {
+		top := make([]scored, 0, limit)
+		for _, o := range out {
+			top = pushTop(top, o, limit, after)
+		}
+		out = top
+	}
+	slices.SortFunc(out, func(a, b scored) int {
+		switch {
+		case after(a, b):
+			return 1
+		case after(b, a):
+			return -1
+		}
+		return 0
+	})
 	return out
 }
 
@@ -492,10 +509,7 @@ func categoryFit(c *index, qterms []string, weights map[string]float64) []float6
 	if len(c.catID) < 2 || categoryBoost == 0 {
 		return nil
 	}
-	size := make([]float64, len(c.catID))
-	for i := range c.docs {
-		size[c.docs[i].cat]++
-	}
+	size := c.catSize
 	n := float64(len(c.docs))
 	fit := make([]float64, len(c.catID))
 	count := make([]float64, len(c.catID))
@@ -711,17 +725,18 @@ func distinct(ts []string) []string {
 	return slices.Compact(out)
 }
 
-// jaccard is |a ∩ b| / |a ∪ b| of two sorted sets of distinct terms.
-func jaccard(a, b []string) float64 {
-	if len(a) == 0 || len(b) == 0 {
+// jaccardIDs is |q ∩ d| / |q ∪ d| of a query of n distinct terms, q
+// their ids (those that have one), and a document's term ids d.
+func jaccardIDs(n int, q, d []int32) float64 {
+	if n == 0 || len(d) == 0 {
 		return 0
 	}
-	both := overlap(a, b)
-	return float64(both) / float64(len(a)+len(b)-both)
+	both := overlapIDs(q, d)
+	return float64(both) / float64(n+len(d)-both)
 }
 
-// overlap is |a ∩ b| of two sorted sets of distinct terms.
-func overlap(a, b []string) int {
+// overlapIDs is |a ∩ b| of two sorted sets of distinct term ids.
+func overlapIDs(a, b []int32) int {
 	both, i, j := 0, 0, 0
 	for i < len(a) && j < len(b) {
 		switch {
@@ -768,6 +783,31 @@ type index struct {
 	// letters by their first variantPrefix letters (variantsOf).
 	variants map[string][]string
 	vec      toolVectors // with an embedder
+	// termIDs number the terms of the documents' summaries and names,
+	// and selfTerms; selfIDs are selfTerms' ids, sorted.
+	termIDs map[string]int32
+	selfIDs []int32
+	// catSize is how many documents each category has.
+	catSize []float64
+}
+
+// ids are the ids of ts (index.termIDs), sorted; terms without one are
+// left out. add gives those an id.
+func (ix *index) ids(ts []string, add bool) []int32 {
+	out := make([]int32, 0, len(ts))
+	for _, t := range ts {
+		id, ok := ix.termIDs[t]
+		if !ok {
+			if !add {
+				continue
+			}
+			id = int32(len(ix.termIDs))
+			ix.termIDs[t] = id
+		}
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
 }
 
 type doc struct {
@@ -790,6 +830,9 @@ type doc struct {
 	// summary and name hold the distinct terms of the tool's summary
 	// and short name, sorted.
 	summary, name []string
+	// summaryIDs and nameIDs are the same terms by their ids
+	// (index.termIDs), sorted: what ranking intersects with the query's.
+	summaryIDs, nameIDs []int32
 }
 
 // posting holds a document's whole BM25F contribution for one term:
@@ -844,6 +887,14 @@ func analyzeKept(ts []*tools.Tool, version uint64, tc *termCache) (*index, [][nu
 	for i := range ix.docs {
 		ix.docs[i].noSelf = !selfCat[ix.docs[i].cat]
 	}
+	ix.termIDs = map[string]int32{}
+	ix.catSize = make([]float64, len(ix.catID))
+	for i := range ix.docs {
+		d := &ix.docs[i]
+		d.summaryIDs, d.nameIDs = ix.ids(d.summary, true), ix.ids(d.name, true)
+		ix.catSize[d.cat]++
+	}
+	ix.selfIDs = ix.ids(selfTerms, true)
 	return ix, fieldTerms
 }
 
