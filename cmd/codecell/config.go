@@ -147,7 +147,10 @@ type LimitsConfig struct {
 	SessionIdleTTL       Duration `toml:"session_idle_ttl"`
 	SessionsPerPrincipal int      `toml:"sessions_per_principal"`
 	VaultBytes           int      `toml:"vault_bytes"`
-	TotalVaultBytes      int      `toml:"total_vault_bytes"`
+	// PrincipalVaultBytes bounds one principal's vaults together; 0
+	// means a quarter of TotalVaultBytes, at least VaultBytes.
+	PrincipalVaultBytes int `toml:"principal_vault_bytes"`
+	TotalVaultBytes     int `toml:"total_vault_bytes"`
 }
 
 // FilterConfig holds the output filter's policy.
@@ -734,6 +737,11 @@ func (c *Config) validate(env func(string) string) []error {
 	positive("limits.sessions_per_principal", int64(l.SessionsPerPrincipal))
 	positive("limits.vault_bytes", int64(l.VaultBytes))
 	positive("limits.total_vault_bytes", int64(l.TotalVaultBytes))
+	if l.PrincipalVaultBytes < 0 {
+		bad("limits.principal_vault_bytes", "must not be negative (0 means a quarter of limits.total_vault_bytes)")
+	} else if l.PrincipalVaultBytes > 0 && l.PrincipalVaultBytes < l.VaultBytes {
+		bad("limits.principal_vault_bytes", "%d is below limits.vault_bytes %d, so a principal's one full vault would be over its share; raise it, lower vault_bytes, or set 0 (a quarter of total_vault_bytes)", l.PrincipalVaultBytes, l.VaultBytes)
+	}
 	if l.ToolCallBurst < s.MaxToolCalls {
 		bad("limits.tool_call_burst", "%d is below sandbox.max_tool_calls %d, so a run is rate-limited before it reaches its own limit; raise the burst or lower max_tool_calls",
 			l.ToolCallBurst, s.MaxToolCalls)

@@ -103,6 +103,8 @@ func TestConfigErrorsNameTheirKeys(t *testing.T) {
 			},
 		},
 		{name: "tool call burst below max tool calls", set: map[string]string{"sandbox.max_tool_calls": "2000"}, want: []string{"limits.tool_call_burst: 1000 is below sandbox.max_tool_calls 2000"}},
+		{name: "principal's vaults below one vault", file: "[limits]\nvault_bytes = 1048576\nprincipal_vault_bytes = 65536\n", want: []string{"limits.principal_vault_bytes: 65536 is below limits.vault_bytes 1048576"}},
+		{name: "principal's vaults negative", env: map[string]string{"CODECELL_LIMITS_PRINCIPAL_VAULT_BYTES": "-1"}, want: []string{"limits.principal_vault_bytes (from CODECELL_LIMITS_PRINCIPAL_VAULT_BYTES): must not be negative"}},
 		{name: "no such file", file: "-", want: []string{"no such file; write one with codecell config init"}},
 		{name: "stdio not a boolean", env: map[string]string{"CODECELL_LIMITS_STDIO": "sometimes"}, want: []string{`limits.stdio (from CODECELL_LIMITS_STDIO): "sometimes" is not true or false`}},
 		{name: "a section that is no table", file: "sandbox = 3\n", want: []string{"sandbox: want a table ([sandbox]), got a whole number"}},

@@ -395,10 +395,11 @@ func serverLimits(l LimitsConfig) engine.Limits {
 // sessionLimits bound the session state from the [limits] section.
 func sessionLimits(l LimitsConfig) engine.SessionLimits {
 	return engine.SessionLimits{
-		IdleTTL:         l.SessionIdleTTL.D(),
-		PerPrincipal:    l.SessionsPerPrincipal,
-		VaultBytes:      l.VaultBytes,
-		TotalVaultBytes: l.TotalVaultBytes,
+		IdleTTL:             l.SessionIdleTTL.D(),
+		PerPrincipal:        l.SessionsPerPrincipal,
+		VaultBytes:          l.VaultBytes,
+		PrincipalVaultBytes: l.PrincipalVaultBytes,
+		TotalVaultBytes:     l.TotalVaultBytes,
 	}
 }
 

@@ -86,7 +86,7 @@ func newMetrics(exec *executor.Executor) *Metrics {
 	})
 	m.sessionsEvicted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "codecell_sessions_evicted_total",
-		Help: "Session states dropped before their session ended, by reason (idle, per_principal, total_vault_bytes).",
+		Help: "Session states dropped before their session ended, by reason (idle, per_principal, principal_vault_bytes, total_vault_bytes).",
 	}, []string{"reason"})
 	pool := func(name, help string, f func(executor.Stats) int) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {

@@ -62,8 +62,14 @@ type SessionLimits struct {
 	PerPrincipal int
 	// VaultBytes caps the memory of one session's vault. Default 8 MiB.
 	VaultBytes int
-	// TotalVaultBytes caps the memory of all vaults together; the least
-	// recently used sessions are dropped to stay below it. Default 256 MiB.
+	// PrincipalVaultBytes caps the memory of one principal's vaults
+	// together; that principal's least recently used sessions are dropped
+	// to stay below it. Default a quarter of TotalVaultBytes, and never
+	// below VaultBytes.
+	PrincipalVaultBytes int
+	// TotalVaultBytes caps the memory of all vaults together; to stay
+	// below it, the least recently used session of the principal whose
+	// vaults hold the most is dropped, and again. Default 256 MiB.
 	TotalVaultBytes int
 }
 
@@ -79,6 +85,9 @@ func (l SessionLimits) withDefaults() SessionLimits {
 	}
 	if l.TotalVaultBytes <= 0 {
 		l.TotalVaultBytes = 256 << 20
+	}
+	if l.PrincipalVaultBytes <= 0 {
+		l.PrincipalVaultBytes = max(l.TotalVaultBytes/4, l.VaultBytes)
 	}
 	return l
 }
@@ -155,30 +164,55 @@ func (ss *sessions) drop(id string) {
 }
 
 // enforceLocked drops the least recently used sessions of principal
-// beyond the per-principal cap.
+// beyond the per-principal cap, then while its vaults together hold more
+// than its share, so that no principal's sessions crowd out another's.
 func (ss *sessions) enforceLocked(principal string) {
 	var mine []*Session
+	held := 0
 	for k, s := range ss.m {
 		if k.principal == principal {
 			mine = append(mine, s)
+			held += s.vault.Stats().Bytes
 		}
 	}
 	for len(mine) > ss.limits.PerPrincipal {
 		i := oldest(mine)
+		held -= mine[i].vault.Stats().Bytes
 		delete(ss.m, mine[i].key)
 		ss.evicted("per_principal")
 		mine = append(mine[:i], mine[i+1:]...)
 	}
+	ss.trimLocked(mine, held, ss.limits.PrincipalVaultBytes, "principal_vault_bytes")
 }
 
-// sweep drops idle sessions, then the least recently used ones while all
-// vaults together hold more than the cap. It returns the sessions kept
-// and the bytes their vaults hold.
+// trimLocked drops the least recently used of list, whose vaults hold
+// held bytes, until they hold at most limit, and returns what is left.
+func (ss *sessions) trimLocked(list []*Session, held, limit int, reason string) ([]*Session, int) {
+	for held > limit && len(list) > 0 {
+		i := oldest(list)
+		held -= list[i].vault.Stats().Bytes
+		delete(ss.m, list[i].key)
+		ss.evicted(reason)
+		list = append(list[:i], list[i+1:]...)
+	}
+	return list, held
+}
+
+// sweep drops idle sessions, then bounds every principal's vaults to its
+// share, then, while all vaults together hold more than the cap, the
+// least recently used session of the principal whose vaults hold the
+// most: a principal within its share loses nothing to another's sessions
+// while one holds more than it. It returns the sessions kept and the
+// bytes their vaults hold.
 func (ss *sessions) sweep() (count, vaultBytes int) {
 	now := ss.now()
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	all := make([]*Session, 0, len(ss.m))
+	type holder struct {
+		list []*Session
+		held int
+	}
+	by := map[string]*holder{}
 	for k, s := range ss.m {
 		s.mu.Lock()
 		idle := now.Sub(s.used)
@@ -188,17 +222,36 @@ func (ss *sessions) sweep() (count, vaultBytes int) {
 			ss.evicted("idle")
 			continue
 		}
-		all = append(all, s)
-		vaultBytes += s.vault.Stats().Bytes
+		h := by[k.principal]
+		if h == nil {
+			h = &holder{}
+			by[k.principal] = h
+		}
+		h.list = append(h.list, s)
+		h.held += s.vault.Stats().Bytes
 	}
-	for vaultBytes > ss.limits.TotalVaultBytes && len(all) > 0 {
-		i := oldest(all)
-		vaultBytes -= all[i].vault.Stats().Bytes
-		delete(ss.m, all[i].key)
+	for _, h := range by {
+		h.list, h.held = ss.trimLocked(h.list, h.held, ss.limits.PrincipalVaultBytes, "principal_vault_bytes")
+		count += len(h.list)
+		vaultBytes += h.held
+	}
+	for vaultBytes > ss.limits.TotalVaultBytes && count > 0 {
+		var top *holder
+		for _, h := range by {
+			if len(h.list) > 0 && (top == nil || h.held > top.held) {
+				top = h
+			}
+		}
+		i := oldest(top.list)
+		n := top.list[i].vault.Stats().Bytes
+		top.held -= n
+		vaultBytes -= n
+		count--
+		delete(ss.m, top.list[i].key)
 		ss.evicted("total_vault_bytes")
-		all = append(all[:i], all[i+1:]...)
+		top.list = append(top.list[:i], top.list[i+1:]...)
 	}
-	return len(all), vaultBytes
+	return count, vaultBytes
 }
 
 func oldest(list []*Session) int {
