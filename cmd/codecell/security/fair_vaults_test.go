@@ -18,11 +18,31 @@ import (
 // tokens her model holds no longer resolved. Now a principal's vaults
 // together hold at most limits.principal_vault_bytes (a quarter of the
 // total by default), and over the total the largest holder loses its
-// sessions first. Scaled with the defaults' ratio (64 × 128 KiB against
-// 4 MiB) so that bob fills them in seconds.
+// sessions first — even where the share is configured as the whole
+// total. Scaled with the defaults' ratio (64 × 128 KiB against 4 MiB) so
+// that bob fills them in seconds.
 func TestOnePrincipalEvictsAnothersVault(t *testing.T) {
 	t.Parallel()
-	s := ruledWith(t, "[limits]\nvault_bytes = 131072\ntotal_vault_bytes = 4194304\nsession_idle_ttl = \"2m\"\n")
+	const limits = "[limits]\nvault_bytes = 131072\nsession_idle_ttl = \"2m\"\n"
+	for _, tc := range []struct{ name, extra, reasons string }{
+		// Bob's share bounds his vaults as he opens sessions (before the
+		// fix, the sweep evicted for the total).
+		{"share", "total_vault_bytes = 4194304\n", "total_vault_bytes|principal_vault_bytes"},
+		// A share above the total, which bob's sessions pass: the sweep
+		// (every 30 s here, a quarter of the idle TTL) evicts for the
+		// total, the largest holder's sessions first.
+		{"total", "principal_vault_bytes = 8388608\ntotal_vault_bytes = 2097152\n", "total_vault_bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			vaultEviction(t, ruledWith(t, limits+tc.extra), tc.reasons)
+		})
+	}
+}
+
+// vaultEviction fills 64 sessions of bob's until s evicts some for one
+// of reasons, and checks that alice's token still resolves.
+func vaultEviction(t *testing.T, s *server, reasons string) {
 	alice := s.open(t, aliceToken)
 	tok := regexp.MustCompile(`⟦email:[0-9a-f]+⟧`).FindString(alice.run(`return (await crm.get_contact({id: "c_8812"})).email`).raw)
 	if tok == "" {
@@ -46,10 +66,8 @@ func TestOnePrincipalEvictsAnothersVault(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	// Wait until bob's vaults were bounded — by his share, or, before
-	// the fix, by the sweep for the total (every 30 s here, a quarter of
-	// the idle TTL) — then use alice's token.
-	evicted := regexp.MustCompile(`codecell_sessions_evicted_total\{reason="(total_vault_bytes|principal_vault_bytes)"\} [1-9]`)
+	// Wait until bob's vaults were bounded, then use alice's token.
+	evicted := regexp.MustCompile(`codecell_sessions_evicted_total\{reason="(` + reasons + `)"\} [1-9][0-9]*`)
 	vaultBytes := regexp.MustCompile(`(?m)^codecell_vault_bytes .*$`)
 	deadline := time.Now().Add(90 * time.Second)
 	var metrics string
@@ -59,7 +77,7 @@ func TestOnePrincipalEvictsAnothersVault(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("bob's sessions were never evicted for their vaults (%s)", vaultBytes.FindString(metrics))
+			t.Fatalf("bob's sessions were never evicted for %s (%s)", reasons, vaultBytes.FindString(metrics))
 		}
 		time.Sleep(time.Second)
 	}
