@@ -171,8 +171,9 @@ type resumption struct {
 	// The journal's bound (mrtrjournal.go): max bytes (0: none), kept
 	// in the journal, read by the run in all; over once read passes max,
 	// and tooBig is the failure of a run over it that asks.
+	// lost says an observation came after its call was journaled.
 	max, kept, read int
-	over            bool
+	over, lost      bool
 	tooBig          error
 }
 
