@@ -174,6 +174,13 @@ func viaGate(name string) tools.Handler {
 // call makes c through every stage.
 func (g *gate) call(ctx context.Context, c *Call) (json.RawMessage, error) {
 	c.Tool, _ = g.reg.View(c.Run.Caller).Get(c.Name)
+	if c.Tool != nil {
+		// A call by an alias (an upstream's own "readSecret" for
+		// read_secret) is the tool's call for every stage: the data-flow
+		// rules, labels, memoisation and the audit name tools as the
+		// catalogue does (issue 19, third round H9).
+		c.Name = c.Tool.Name
+	}
 	c.Written = c.Args
 	return g.pass(ctx, c, 0)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -173,7 +174,27 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 // httpClient is the HTTP client of a connection to an HTTP server: its
 // responses' messages are bounded as they are read.
 func (c *conn) httpClient(d dialer) *http.Client {
-	return &http.Client{Transport: limitTransport{base: http.DefaultTransport, max: d.maxResponse, drop: c.oversized(d)}}
+	return &http.Client{
+		Transport:     limitTransport{base: http.DefaultTransport, max: d.maxResponse, drop: c.oversized(d)},
+		CheckRedirect: sameOrigin(d.server.URL),
+	}
+}
+
+// sameOrigin follows a server's redirects only within the scheme, host
+// and port of its configured URL: a server cannot send codecell's
+// requests, with its headers and the calls' arguments, to another host
+// (an internal service, say), nor from https to http.
+func sameOrigin(configured string) func(*http.Request, []*http.Request) error {
+	base, err := url.Parse(configured)
+	return func(r *http.Request, via []*http.Request) error {
+		switch {
+		case len(via) >= 10:
+			return errors.New("stopped after 10 redirects")
+		case err != nil || r.URL.Scheme != base.Scheme || r.URL.Host != base.Host:
+			return fmt.Errorf("the server redirected to another origin (%s://%s), which codecell does not follow; configure its url there if it moved", r.URL.Scheme, r.URL.Host)
+		}
+		return nil
+	}
 }
 
 // oversized records a message the server sent that was larger than its
