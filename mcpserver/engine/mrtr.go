@@ -313,7 +313,7 @@ func (r *resumption) record(seq int, name string, args, out json.RawMessage, err
 		c.Out, c.Err = nil, journalErrorOf(name, err)
 	}
 	var complete bool
-	c.Seen, complete = seen.take(name, c.Out)
+	c.Seen, complete = seen.take(c.Out)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.keep(c, complete)

@@ -94,9 +94,11 @@ func (o *observations) note(source string, data json.RawMessage, from filter.Pro
 	o.seen = append(o.seen, s)
 }
 
-// take returns what was kept for the call that returned out, its own
-// result marked as such, and whether all of it was kept.
-func (o *observations) take(source string, out json.RawMessage) ([]journalSeen, bool) {
+// take returns what was kept for the call that returned out, any
+// observation of out itself (under whatever name: a call by an alias is
+// observed under the tool's) marked as such, and whether all of it was
+// kept.
+func (o *observations) take(out json.RawMessage) ([]journalSeen, bool) {
 	if o == nil {
 		return nil, true
 	}
@@ -108,7 +110,7 @@ func (o *observations) take(source string, out json.RawMessage) ([]journalSeen, 
 	}
 	seen := o.seen
 	for i := range seen {
-		if seen[i].Source == source && len(out) > 0 && bytes.Equal(seen[i].Data, out) {
+		if len(out) > 0 && bytes.Equal(seen[i].Data, out) {
 			seen[i].Data, seen[i].Result = nil, true
 		}
 	}
