@@ -137,6 +137,10 @@ type LimitsConfig struct {
 	MaxInFlight         int   `toml:"max_in_flight"`
 	MaxQueued           int   `toml:"max_queued"`
 	MaxBodyBytes        int64 `toml:"max_body_bytes"`
+	// Bytes of tool results in flight (from upstream servers and APIs),
+	// over all runs and in one run.
+	ResultBytesInFlight       int64 `toml:"result_bytes_in_flight"`
+	ResultBytesInFlightPerRun int64 `toml:"result_bytes_in_flight_per_run"`
 	// Stdio applies the per-principal rate limits to stdio's local user
 	// too; by default they apply to HTTP principals only.
 	Stdio bool `toml:"stdio"`
@@ -220,17 +224,19 @@ func defaultConfig() Config {
 			MaxTaskDuration:    Duration(10 * time.Minute),
 		},
 		Limits: LimitsConfig{
-			ExecutionsPerMinute:  600,
-			ExecutionBurst:       60,
-			ToolCallsPerMinute:   6000,
-			ToolCallBurst:        1000, // at least sandbox.max_tool_calls
-			MaxInFlight:          64,
-			MaxQueued:            256,
-			MaxBodyBytes:         4 << 20,
-			SessionIdleTTL:       Duration(time.Hour),
-			SessionsPerPrincipal: 64,
-			VaultBytes:           8 << 20,
-			TotalVaultBytes:      256 << 20,
+			ExecutionsPerMinute:       600,
+			ExecutionBurst:            60,
+			ToolCallsPerMinute:        6000,
+			ToolCallBurst:             1000, // at least sandbox.max_tool_calls
+			MaxInFlight:               64,
+			MaxQueued:                 256,
+			MaxBodyBytes:              4 << 20,
+			ResultBytesInFlight:       256 << 20,
+			ResultBytesInFlightPerRun: 128 << 20,
+			SessionIdleTTL:            Duration(time.Hour),
+			SessionsPerPrincipal:      64,
+			VaultBytes:                8 << 20,
+			TotalVaultBytes:           256 << 20,
 		},
 		Filter: FilterConfig{
 			BudgetBytes:    16 << 10,
@@ -719,6 +725,8 @@ func (c *Config) validate(env func(string) string) []error {
 		bad("limits.max_queued", "must not be negative")
 	}
 	positive("limits.max_body_bytes", l.MaxBodyBytes)
+	positive("limits.result_bytes_in_flight", l.ResultBytesInFlight)
+	positive("limits.result_bytes_in_flight_per_run", l.ResultBytesInFlightPerRun)
 	positive("limits.session_idle_ttl", int64(l.SessionIdleTTL))
 	positive("limits.sessions_per_principal", int64(l.SessionsPerPrincipal))
 	positive("limits.vault_bytes", int64(l.VaultBytes))

@@ -385,6 +385,9 @@ func serverLimits(l LimitsConfig) engine.Limits {
 		MaxQueued:           l.MaxQueued,
 		MaxBodyBytes:        l.MaxBodyBytes,
 		Stdio:               l.Stdio,
+
+		ResultBytesInFlight:       l.ResultBytesInFlight,
+		ResultBytesInFlightPerRun: l.ResultBytesInFlightPerRun,
 	}
 }
 

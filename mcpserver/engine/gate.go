@@ -24,6 +24,7 @@ import (
 //	approver   calls the policy names wait for the user   (not helpers)
 //	observer   what a call returns is followed            (not helpers)
 //	memo       memoised tools answer from the cache       (not helpers)
+//	resultBytes  a result's bytes reserved while in flight (inflight.go)
 //
 // and then the call is answered: by the engine's own runtime helpers
 // (llm, approval, skills' administration), handed the call — its run,
@@ -65,6 +66,9 @@ type Call struct {
 	// resume is a resumable run's program call's place (mrtr.go); nil
 	// for any other call.
 	resume *resumeCall
+	// releases give back what stages reserved for the call (its
+	// result's bytes, inflight.go) once the gate hands its result on.
+	releases []func()
 }
 
 // served says how a call was answered.
@@ -171,7 +175,16 @@ func viaGate(name string) tools.Handler {
 func (g *gate) call(ctx context.Context, c *Call) (json.RawMessage, error) {
 	c.Tool, _ = g.reg.View(c.Run.Caller).Get(c.Name)
 	c.Written = c.Args
+	defer c.release()
 	return g.pass(ctx, c, 0)
+}
+
+// release gives back what the stages reserved for c.
+func (c *Call) release() {
+	for _, f := range c.releases {
+		f()
+	}
+	c.releases = nil
 }
 
 func (g *gate) pass(ctx context.Context, c *Call, i int) (json.RawMessage, error) {
