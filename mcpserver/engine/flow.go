@@ -176,13 +176,12 @@ func observeResolved(flow *filter.Flow, v *filter.Vault, name string, args json.
 	}
 	walk(tree)
 	for _, t := range tokens {
-		sources, ok := v.Sources(t)
+		// As resolveTokens left it: held, with every source the shared
+		// store knows (a token another instance minted, or learned more
+		// sources of, is read through there).
+		value, sources, ok := v.Held(t)
 		class, isToken := filter.TokenClass(t)
-		if !ok || !isToken {
-			continue
-		}
-		value, err := v.ResolveString(t, name)
-		if err != nil || value == t {
+		if !ok || !isToken || value == t {
 			continue
 		}
 		b, err := json.Marshal(map[string]string{string(class): value})
