@@ -39,6 +39,10 @@ type Limits struct {
 	// DefaultResultBytesInFlightPerRun.
 	ResultBytesInFlight       int64
 	ResultBytesInFlightPerRun int64
+	// MaxJournalBytes bounds what one run of protocol 2026-07-28 keeps
+	// to be replayed if it asks the client: what its calls returned
+	// before it asks (mrtrjournal.go). Default DefaultMaxJournalBytes.
+	MaxJournalBytes int
 	// Stdio applies the per-principal rate limits (ExecutionsPerMinute,
 	// ExecutionBurst, ToolCallsPerMinute, ToolCallBurst) to requests over
 	// stdio as well. By default they apply to HTTP principals only: stdio
@@ -72,6 +76,7 @@ func (l Limits) withDefaults() Limits {
 	if l.ResultBytesInFlightPerRun <= 0 {
 		l.ResultBytesInFlightPerRun = DefaultResultBytesInFlightPerRun
 	}
+	def(&l.MaxJournalBytes, DefaultMaxJournalBytes)
 	return l
 }
 
