@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strings"
 	"time"
 )
@@ -29,12 +30,7 @@ func (s *Store) RecordToolCalls(ctx context.Context, calls ...memory.ToolCall) e
 		return nil
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		for _, c := range calls {
-			if err := s.insertToolCall(ctx, tx, c); err != nil {
-				return err
-			}
-		}
-		return nil
+		return s.insertToolCalls(ctx, tx, calls)
 	})
 	if err != nil {
 		return fmt.Errorf("record tool calls: %w", err)
@@ -59,10 +55,8 @@ func (s *Store) RecordAudit(ctx context.Context, recs ...memory.AuditRecord) err
 			if err := s.insertExecution(ctx, tx, r.Execution); err != nil {
 				return fmt.Errorf("execution %s: %w", r.Execution.ID, err)
 			}
-			for _, c := range r.ToolCalls {
-				if err := s.insertToolCall(ctx, tx, c); err != nil {
-					return err
-				}
+			if err := s.insertToolCalls(ctx, tx, r.ToolCalls); err != nil {
+				return err
 			}
 			for _, q := range r.HTTPRequests {
 				if err := s.insertHTTPRequest(ctx, tx, q); err != nil {
@@ -104,22 +98,51 @@ func (s *Store) insertExecution(ctx context.Context, tx *sql.Tx, e memory.Execut
 	return err
 }
 
-func (s *Store) insertToolCall(ctx context.Context, tx *sql.Tx, c memory.ToolCall) error {
-	if c.ArgsHash == "" {
-		c.ArgsHash = memory.Hash(c.Args)
-	}
-	if c.StartedAt.IsZero() {
-		c.StartedAt = s.now()
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO tool_calls (execution_id, tool, args_hash, status, error_code, duration_us, started_at, cached, planned)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.ExecutionID, c.Tool, c.ArgsHash, c.Status, c.ErrorCode, c.Duration.Microseconds(), ms(c.StartedAt), c.Cached, c.Planned); err != nil {
-		if strings.Contains(err.Error(), "FOREIGN KEY") {
-			return fmt.Errorf("%w: execution %q is not recorded; call RecordExecution first", memory.ErrNotFound, c.ExecutionID)
+// insertToolCalls inserts calls with as few statements as it can: up
+// to 32 rows a statement, in statements of 32, 16, 8, 4, 2 and 1 rows
+// (six texts, which the connection's statement cache keeps). A row per
+// statement cost a 100-call run's audit most of its time.
+func (s *Store) insertToolCalls(ctx context.Context, tx *sql.Tx, calls []memory.ToolCall) error {
+	args := make([]any, 0, 9*min(len(calls), maxRowsPerInsert))
+	for len(calls) > 0 {
+		n := maxRowsPerInsert
+		for n > len(calls) {
+			n /= 2
 		}
-		return err
+		args = args[:0]
+		for _, c := range calls[:n] {
+			if c.ArgsHash == "" {
+				c.ArgsHash = memory.Hash(c.Args)
+			}
+			if c.StartedAt.IsZero() {
+				c.StartedAt = s.now()
+			}
+			args = append(args, c.ExecutionID, c.Tool, c.ArgsHash, c.Status, c.ErrorCode, c.Duration.Microseconds(), ms(c.StartedAt), c.Cached, c.Planned)
+		}
+		if _, err := tx.ExecContext(ctx, insertToolCallsSQL[bits.Len(uint(n))-1], args...); err != nil {
+			if strings.Contains(err.Error(), "FOREIGN KEY") {
+				return fmt.Errorf("%w: execution %q is not recorded; call RecordExecution first", memory.ErrNotFound, calls[0].ExecutionID)
+			}
+			return err
+		}
+		calls = calls[n:]
 	}
 	return nil
 }
+
+// maxRowsPerInsert is the most rows one INSERT of tool calls holds.
+const maxRowsPerInsert = 32
+
+// insertToolCallsSQL[i] inserts 1<<i tool calls.
+var insertToolCallsSQL = func() []string {
+	var out []string
+	for n := 1; n <= maxRowsPerInsert; n *= 2 {
+		q := "INSERT INTO tool_calls (execution_id, tool, args_hash, status, error_code, duration_us, started_at, cached, planned) VALUES " +
+			strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?), ", n)
+		out = append(out, strings.TrimSuffix(q, ", "))
+	}
+	return out
+}()
 
 // ListExecutions returns audit records, newest first.
 func (s *Store) ListExecutions(ctx context.Context, q memory.ExecutionQuery) ([]memory.Execution, error) {
