@@ -180,8 +180,16 @@ func testAuditBatch(t *testing.T, open Opener) {
 			HTTPRequests: []memory.HTTPRequest{{ExecutionID: "b-1", Tool: "api.get", Method: "GET", Host: "example.com", Status: 200, Attempt: 1}}},
 		{Execution: memory.Execution{ID: "b-2", Principal: "bob", Language: "javascript", Code: "2", Status: "error", ErrorKind: "timeout"}},
 	}
+	many := memory.AuditRecord{Execution: memory.Execution{ID: "b-many", Principal: "alice", Language: "javascript", Status: "ok", ToolCalls: 37}}
+	for i := range 37 { // 32 + 4 + 1: statements of every size a store may use
+		many.ToolCalls = append(many.ToolCalls, memory.ToolCall{ExecutionID: "b-many", Tool: "util.echo", ArgsHash: fmt.Sprint(i), Status: "ok"})
+	}
+	recs = append(recs, many)
 	if err := st.RecordAudit(ctx, recs...); err != nil {
 		t.Fatal(err)
+	}
+	if _, calls, err := st.GetExecution(ctx, "b-many"); err != nil || len(calls) != 37 || calls[0].ArgsHash != "0" || calls[36].ArgsHash != "36" {
+		t.Fatalf("b-many: %d calls, %v", len(calls), err)
 	}
 	e, calls, err := st.GetExecution(ctx, "b-1")
 	if err != nil || e.Principal != "alice" || e.ToolCalls != 2 || len(calls) != 2 || calls[0].ArgsHash != "h1" || calls[1].ErrorCode != "invalid_arguments" {
