@@ -384,6 +384,7 @@ func serverLimits(l LimitsConfig) engine.Limits {
 		MaxInFlight:         l.MaxInFlight,
 		MaxQueued:           l.MaxQueued,
 		MaxBodyBytes:        l.MaxBodyBytes,
+		MaxJournalBytes:     l.MaxJournalBytes,
 		Stdio:               l.Stdio,
 	}
 }

@@ -193,6 +193,11 @@ func (a *approvals) approve(ctx context.Context, c *Call) error {
 		return &tools.Error{Code: code, Tool: t.Name, Message: fmt.Sprintf(format, args...)}
 	}
 	if err := a.client.Can(ctx, t.Name, Elicitation); err != nil {
+		if errors.Is(err, ErrNotAskableHere) {
+			// The client can be asked, but not from here: on_unsupported
+			// is for clients that cannot be asked at all.
+			return refuse(CodeApprovalUnavailable, "this call needs the user's approval (approval.required_for %q), and codecell cannot ask the client from here: %s", why, strings.TrimPrefix(err.Error(), t.Name+": "))
+		}
 		if ap.OnUnsupported == "allow" {
 			a.log.Warn("a call that needs approval made without it: the client cannot be asked", "tool", t.Name, "principal", caller.Principal)
 			return nil
