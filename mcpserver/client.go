@@ -23,6 +23,9 @@ var _ engine.Client = mcpClient{}
 // request cannot be asked for what: no session, the stateless protocol,
 // or a capability it did not declare.
 func (mcpClient) Can(ctx context.Context, tool string, what engine.Capability) error {
+	if t := task26From(ctx); t != nil {
+		return t.can(tool, what) // a 2026 task asks through its inputRequests
+	}
 	missing := func(format string, args ...any) error {
 		return &tools.Error{Code: engine.CodeCapabilityMissing, Tool: tool, Message: fmt.Sprintf(format, args...)}
 	}
@@ -56,12 +59,18 @@ func (mcpClient) Can(ctx context.Context, tool string, what engine.Capability) e
 }
 
 func (c mcpClient) Sample(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	if t := task26From(ctx); t != nil {
+		return t.sample(ctx, req)
+	}
 	//lint:ignore SA1019 sampling is what llm.* is: deprecated by protocol 2026-07-28, still the way to reach the client's model in the versions before it, which Can requires
 	res, err := c.s.mcp.RequestSampling(ctx, req)
 	return res, cannotAsk(err)
 }
 
 func (c mcpClient) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	if t := task26From(ctx); t != nil {
+		return t.elicit(ctx, req)
+	}
 	res, err := c.s.mcp.RequestElicitation(ctx, req)
 	return res, cannotAsk(err)
 }

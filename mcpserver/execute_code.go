@@ -89,6 +89,9 @@ type executeCodeArgs struct {
 // program error, a limit — is a tool result with isError set and a run
 // record whose error.kind names it, never a protocol error.
 func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if s.tasks26.wants(ctx) { // protocol 2026-07-28's tasks (tasks2026.go)
+		return s.tasks26.run(ctx, req, s.run), nil
+	}
 	ctx, task, end := s.tasks.start(ctx, req) // a task's run outlives the request
 	defer end()
 	return s.tasks.held(task, s.run(ctx, req, task)), nil
@@ -103,7 +106,7 @@ func (s *Server) run(ctx context.Context, req mcp.CallToolRequest, task *engine.
 	if msg := planModeError(args.Mode, args.PlanID, args.Code); msg != "" {
 		return s.refused(executor.KindInvalidRequest, msg)
 	}
-	if limit := s.exec.Config().MaxTimeout; req.Params.Task == nil && time.Duration(args.TimeoutMS)*time.Millisecond > limit {
+	if limit := s.exec.Config().MaxTimeout; task == nil && time.Duration(args.TimeoutMS)*time.Millisecond > limit {
 		return s.refused(executor.KindInvalidRequest, fmt.Sprintf("timeout_ms %d is over the %d an ordinary call may ask for; ask for less, or run the program as an MCP task (up to %d)",
 			args.TimeoutMS, limit.Milliseconds(), s.eng.Tasks().MaxTimeout(limit).Milliseconds()))
 	}

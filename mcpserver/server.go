@@ -162,6 +162,8 @@ type Server struct {
 	subs   subscriptions
 	events *eventStore
 	tasks  *taskCalls
+	// tasks26 are execute_code's tasks of protocol 2026-07-28.
+	tasks26 *tasks26
 
 	// oauth validates access tokens, nil when OAuth is off;
 	// resourceMetadata is the URL of the protected-resource metadata.
@@ -231,6 +233,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		}
 	}()
 	s.tasks = newTaskCalls(s.eng.Tasks(), func(ctx context.Context) string { return s.caller(ctx).Principal })
+	s.tasks26 = newTasks26(s.eng.Tasks(), func(ctx context.Context) string { return s.caller(ctx).Principal })
 	s.initOperations()
 	if err = s.initOAuth(); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
@@ -317,6 +320,7 @@ func (s *Server) hooks() *server.Hooks {
 	s.owners.hooks(h)
 	s.subs.hooks(h)
 	s.instructionHooks(h)
+	s.tasks26.hooks(h) // before the 2025 tasks' hooks: drops the task parameter of 2026 requests
 	s.tasks.hooks(h)
 	s.cacheHooks(h)
 	s.bridgeHooks(h)
