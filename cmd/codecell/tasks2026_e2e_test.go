@@ -208,6 +208,43 @@ token = "`+bob+`"
 		}
 	})
 
+	t.Run("a plan's commit asks through the task", func(t *testing.T) {
+		src, dst := filepath.Join(work, "plan.txt"), filepath.Join(work, "planned.txt")
+		if err := os.WriteFile(src, []byte("to be planned"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := a.send(t, "tools/call", "execute_code", map[string]any{"name": "execute_code", "arguments": map[string]any{"mode": "plan",
+			"code": `await fs.move_file({source: ` + jsString(src) + `, destination: ` + jsString(dst) + `}); return "planned";`}})
+		var dry struct {
+			ResultType        string `json:"resultType"`
+			StructuredContent struct {
+				Plan struct {
+					ID string `json:"plan_id"`
+				} `json:"plan"`
+			} `json:"structuredContent"`
+		}
+		if json.Unmarshal(r.Result, &dry) != nil || dry.ResultType != "complete" || dry.StructuredContent.Plan.ID == "" {
+			t.Fatalf("the dry run should answer at once with a plan: %s %+v", r.Result, r.Error)
+		}
+		if _, err := os.Stat(dst); err == nil {
+			t.Fatalf("the dry run moved the file")
+		}
+		r = a.send(t, "tools/call", "execute_code", map[string]any{"name": "execute_code", "arguments": map[string]any{"plan_id": dry.StructuredContent.Plan.ID}})
+		var task view26
+		if json.Unmarshal(r.Result, &task) != nil || task.ResultType != "task" {
+			t.Fatalf("the commit of a guarded write should become a task: %s %+v", r.Result, r.Error)
+		}
+		a.waitFor(t, task.TaskID, "input_required", "elicit.1")
+		update(task.TaskID, map[string]any{"elicit.1": map[string]any{"action": "accept", "content": map[string]any{}}})
+		v := a.waitFor(t, task.TaskID, "completed", "")
+		if v.Result == nil || v.Result.IsError {
+			t.Fatalf("the commit: %+v", v.Result)
+		}
+		if _, err := os.Stat(dst); err != nil {
+			t.Errorf("the commit did not move the file: %v", err)
+		}
+	})
+
 	t.Run("cancel", func(t *testing.T) {
 		task := execute(`await approval.request("Wait for me"); await fs.write_file({path: ` + jsString(filepath.Join(work, "late.txt")) + `, content: "x"}); return 1;`)
 		a.waitFor(t, task.TaskID, "input_required", "elicit.1")
