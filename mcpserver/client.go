@@ -38,11 +38,11 @@ func (mcpClient) Can(ctx context.Context, tool string, what engine.Capability) e
 	}
 	// Protocol 2026-07-28 has no server-to-client requests: a program
 	// run by execute_code asks through input_required (engine/mrtr.go),
-	// which the engine answers before it asks here. What reaches here
-	// cannot pause across requests: a plan's commit, a task's run, a
-	// direct call.
+	// which the engine answers before it asks here, and a 2026 task's
+	// run through the task (above). What reaches here cannot pause
+	// across requests: a plan's commit outside a task, a direct call.
 	if v := server.RequestProtocolVersion(ctx); mcp.IsModernProtocol(v) {
-		return missing("this request uses MCP protocol %s, which has no server-to-client requests: a program run by execute_code asks the client (%s) through input_required, but a plan's commit, a task's run and a direct call cannot; run it as a program, or connect with protocol %s (initialize handshake) and declare the %s capability", v, what, mcp.ProtocolVersion20251125, what)
+		return missing("this request uses MCP protocol %s, which has no server-to-client requests: a program run by execute_code asks the client (%s) through input_required, but a plan's commit and a direct call cannot; declare the tasks extension (io.modelcontextprotocol/tasks) in clientCapabilities so that the commit becomes a task that asks through tasks/get and tasks/update, run it as a program, or connect with protocol %s (initialize handshake) and declare the %s capability", v, what, mcp.ProtocolVersion20251125, what)
 	}
 	info, ok := session.(server.SessionWithClientInfo)
 	if !ok {

@@ -471,7 +471,7 @@ func (t roundTrips) Can(ctx context.Context, tool string, what Capability) error
 		return &tools.Error{Code: CodeCapabilityMissing, Tool: tool, Message: fmt.Sprintf("the MCP client did not declare the %s capability in this request (clientCapabilities in _meta): declare it so that programs can ask the client through input_required", what)}
 	}
 	if c.resume == nil {
-		return &tools.Error{Code: CodeCapabilityMissing, Tool: tool, Message: fmt.Sprintf("on protocol %s only a program's own calls can ask the client (%s), not a call made inside a tool or a skill's program; call it from the program itself", "2026-07-28", what)}
+		return &tools.Error{Code: CodeCapabilityMissing, Tool: tool, Message: fmt.Sprintf("on protocol %s only a program's own calls can ask the client (%s), not a call made inside a tool or a skill's program; call it from the program itself, or declare the tasks extension (io.modelcontextprotocol/tasks) in clientCapabilities, so that the run becomes a task that can ask from anywhere", "2026-07-28", what)}
 	}
 	return nil
 }
