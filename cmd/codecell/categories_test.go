@@ -138,7 +138,7 @@ func TestMemoryServerNamedMemory(t *testing.T) {
 	}
 	initialize(t, c)
 	eventuallyTrue(t, "memory_server ready", func() bool {
-		return strings.Contains(callTool(t, c, "read_tools", map[string]any{"path": "/manifest.json"}), `"memory_server":"9 tools`)
+		return strings.Contains(callTool(t, c, "read_tools", map[string]any{"path": "/manifest.json"}), `"memory_server":"9 tools;`)
 	})
 	manifest := callTool(t, c, "read_tools", map[string]any{"path": "/manifest.json"})
 	if strings.Contains(manifest, "unavailable") || !strings.Contains(manifest, `"memory_server":"9 tools; the MCP server \"memory\" says:`) ||

@@ -279,7 +279,7 @@ func startHost(tb testing.TB, node, dir, root, corpus string, mode agentMode) *h
 		time.Sleep(200 * time.Millisecond)
 	}
 	if mode == modeCode {
-		ready := regexp.MustCompile(`"(everything|fs|kg)":"\d+ tools`)
+		ready := regexp.MustCompile(`"(everything|fs|kg)":"\d+ tools[^,]`)
 		for len(ready.FindAllString(h.text(h.call(ctx, "read_tools", map[string]any{"path": "/manifest.json"})), -1)) < 3 {
 			if ctx.Err() != nil {
 				tb.Fatal("the upstream servers did not all connect")
