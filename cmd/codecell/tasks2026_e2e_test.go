@@ -150,7 +150,7 @@ token = "`+bob+`"
 	caps := map[string]any{"sampling": map[string]any{}, "elicitation": map[string]any{}, "extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}}
 	a := &client26{url: s.base + "/mcp", token: alice, caps: caps}
 	bo := &client26{url: s.base + "/mcp", token: bob, caps: caps}
-	ready := regexp.MustCompile(`"fs":"\d+ tools`)
+	ready := regexp.MustCompile(`"fs":"\d+ tools[^,]`) // connected, not listed from its last start
 	eventuallyTrue(t, "the filesystem server ready", func() bool {
 		r := a.send(t, "tools/call", "read_tools", map[string]any{"name": "read_tools", "arguments": map[string]any{"path": "/manifest.json"}})
 		var res struct{ Content []struct{ Text string } }
