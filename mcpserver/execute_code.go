@@ -119,7 +119,11 @@ func (s *Server) run(ctx context.Context, req mcp.CallToolRequest, task *engine.
 		return s.refused(KindRateLimited, r.Error())
 	}
 	if args.PlanID != "" {
-		rec, body := s.eng.Commit(ctx, args.PlanID, engine.Execution{Caller: caller, Local: local, BudgetBytes: args.BudgetBytes, Details: args.Details, Purpose: args.Purpose})
+		rec, body := s.eng.Commit(ctx, args.PlanID, engine.Execution{Caller: caller, Local: local, BudgetBytes: args.BudgetBytes, Details: args.Details, Purpose: args.Purpose,
+			Resume: resumeOf(ctx, req, task != nil)})
+		if rec != nil && rec.Input != nil {
+			return inputRequired(rec.Input)
+		}
 		return toolResult(rec, body)
 	}
 	arrived := time.Now()

@@ -90,6 +90,9 @@ type journal struct {
 	// run's budget holds over its retries.
 	LLMCalls  int `json:"llm_calls,omitempty"`
 	LLMTokens int `json:"llm_tokens,omitempty"`
+	// Plan is the plan a commit claimed (commit2026.go); nil for a
+	// program's run.
+	Plan *journalPlan `json:"plan,omitempty"`
 }
 
 // journalCall is one finished call of a program: its place, its tool,
@@ -368,7 +371,7 @@ func (r *resumption) next(spent llmBudget) *journal {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	j := &journal{Seed: r.prior.Seed, Now: r.prior.Now, Rounds: r.prior.Rounds, Asked: r.asked, Answers: r.prior.Answers,
-		LLMCalls: spent.calls, LLMTokens: spent.tokens}
+		LLMCalls: spent.calls, LLMTokens: spent.tokens, Plan: r.prior.Plan}
 	j.Calls = append(append(j.Calls, r.prior.Calls...), r.calls...)
 	for id := range r.asks {
 		j.Pending = append(j.Pending, id)
