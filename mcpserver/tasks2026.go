@@ -188,7 +188,7 @@ func (tc *tasks26) run(ctx context.Context, req mcp.CallToolRequest, run func(co
 	}
 	t.et = tc.tasks.Add(t.id, t.principal, t.created, t.ttl)
 	if t.et.Refused() != "" {
-		tc.tasks.Finish(t.et, nil)
+		tc.tasks.Forget(t.et)
 		return run(ctx, req, t.et) // the refusal, at once
 	}
 	tc.keep(t)
@@ -216,7 +216,7 @@ func (tc *tasks26) run(ctx context.Context, req mcp.CallToolRequest, run func(co
 	case res := <-done:
 		// Ended in time, and never asked: an ordinary result, and no task.
 		tc.forget(t.id)
-		tc.tasks.Finish(t.et, nil)
+		tc.tasks.Forget(t.et)
 		return res
 	case <-t.needs:
 	case <-timer.C:

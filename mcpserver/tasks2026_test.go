@@ -3,7 +3,9 @@ package mcpserver_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -13,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/codecell/codecell/executor"
+	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/mcpserver/engine"
 )
 
@@ -305,4 +308,97 @@ func TestTasks2026(t *testing.T) {
 			t.Errorf("unknown task: %+v, want -32602", r.Error)
 		}
 	})
+}
+
+// TestTasks2026Bounds: runs that end before they become tasks count
+// against no bound, so they never push out a task kept for its result;
+// a task that would need to drop a running one is refused at once.
+func TestTasks2026Bounds(t *testing.T) {
+	t.Parallel()
+	url, _, _ := taskServer(t, engine.TaskConfig{MaxPerPrincipal: 1}, executor.Config{})
+	alice := &client26{url: url, token: aliceToken, caps: map[string]any{"elicitation": map[string]any{}, "extensions": tasksExt}}
+	first := createdTask(t, alice.execute(t, map[string]any{"code": `return await approval.request("keep me")`}))
+	alice.until(t, first.TaskID, "input_required")
+	for range 3 {
+		if r := alice.execute(t, map[string]any{"code": `return 1`}); string(r.Raw["resultType"]) != `"complete"` {
+			t.Fatalf("a quick run: %s", r.Result)
+		}
+	}
+	if _, r := alice.get(t, first.TaskID); r.Error != nil {
+		t.Fatalf("the task was pushed out by quick runs: %+v", r.Error)
+	}
+	r := alice.execute(t, map[string]any{"code": `return await approval.request("no room")`})
+	if string(r.Raw["resultType"]) != `"complete"` || !strings.Contains(string(r.Raw["structuredContent"]), `"busy"`) || !strings.Contains(string(r.Raw["structuredContent"]), "tasks.max_per_principal") {
+		t.Fatalf("a task with no room: %s, want busy naming tasks.max_per_principal", r.Result)
+	}
+}
+
+// TestTasks2026Stdio: the extension over stdio, protocol 2026-07-28
+// without a session: a program that asks becomes a task, whose question
+// tasks/get shows and tasks/update answers.
+func TestTasks2026Stdio(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, mcpserver.Config{})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go func() {
+		srv.ServeStdio(context.Background(), inR, outW)
+		outW.Close()
+	}()
+	t.Cleanup(func() { inW.Close() })
+	sc := bufio.NewScanner(outR)
+	sc.Buffer(nil, 1<<20)
+	id := 0
+	send := func(method string, params map[string]any) map[string]json.RawMessage {
+		t.Helper()
+		id++
+		params["_meta"] = map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    mcp.ProtocolVersion20260728,
+			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "pipe", "version": "1"},
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{}, "extensions": tasksExt},
+		}
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+		if _, err := inW.Write(append(b, '\n')); err != nil {
+			t.Fatal(err)
+		}
+		for sc.Scan() {
+			var msg struct {
+				ID     int                        `json:"id"`
+				Result map[string]json.RawMessage `json:"result"`
+				Error  json.RawMessage            `json:"error"`
+			}
+			if json.Unmarshal(sc.Bytes(), &msg) == nil && msg.ID == id {
+				if msg.Error != nil {
+					t.Fatalf("%s: %s", method, msg.Error)
+				}
+				return msg.Result
+			}
+		}
+		t.Fatalf("%s: no answer", method)
+		return nil
+	}
+	res := send("tools/call", map[string]any{"name": "execute_code", "arguments": map[string]any{"code": `return await approval.request("over stdio?")`}})
+	var taskID string
+	json.Unmarshal(res["taskId"], &taskID)
+	if string(res["resultType"]) != `"task"` || taskID == "" || res["content"] != nil {
+		t.Fatalf("want a CreateTaskResult: %v", res)
+	}
+	for {
+		res = send("tasks/get", map[string]any{"taskId": taskID})
+		if strings.Contains(string(res["inputRequests"]), "over stdio?") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	send("tasks/update", map[string]any{"taskId": taskID, "inputResponses": map[string]any{"elicit.1": map[string]any{"action": "accept", "content": map[string]any{}}}})
+	for {
+		res = send("tasks/get", map[string]any{"taskId": taskID})
+		if string(res["status"]) == `"completed"` {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(string(res["result"]), `\"action\":\"accept\"`) {
+		t.Errorf("completed task: %s", res["result"])
+	}
 }
