@@ -57,7 +57,7 @@ const (
 	// the transport, which makes the result a CreateTaskResult.
 	taskMetaKey = "io.github.codecell/create-task"
 	// inlineWait is how long a tools/call waits for its run before it
-	// answers with a task instead.
+	// answers with a task instead, unless Config.TaskInline says.
 	inlineWait = time.Second
 	// taskPollInterval is the polling interval a task suggests.
 	taskPollInterval = 500 * time.Millisecond
@@ -78,8 +78,11 @@ type tasks26 struct {
 	byID map[string]*task26
 }
 
-func newTasks26(tasks *engine.Tasks, caller func(context.Context) string) *tasks26 {
-	return &tasks26{tasks: tasks, caller: caller, inline: inlineWait, byID: map[string]*task26{}}
+func newTasks26(tasks *engine.Tasks, caller func(context.Context) string, inline time.Duration) *tasks26 {
+	if inline <= 0 {
+		inline = inlineWait
+	}
+	return &tasks26{tasks: tasks, caller: caller, inline: inline, byID: map[string]*task26{}}
 }
 
 // task26 is one 2026 task: its run, its status, its questions.

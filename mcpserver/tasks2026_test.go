@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,6 +18,8 @@ import (
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/mcpserver/engine"
+	"github.com/codecell/codecell/tools"
+	"github.com/codecell/codecell/tools/builtin"
 )
 
 // client26 speaks protocol 2026-07-28 over Streamable HTTP as a client of
@@ -172,6 +175,45 @@ func taskRecord(t testing.TB, v task26View) *engine.Record {
 
 var tasksExt = map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}
 
+// task26Server serves codecell over HTTP for alice and bob with builtin
+// tools and test.tick, which counts its calls. A call waits a minute for
+// its run before it becomes a task, so that a quick run is answered at
+// once however loaded the machine: only a question makes a task sooner.
+func task26Server(t testing.TB, tasks engine.TaskConfig) (url string, ticks *atomic.Int64) {
+	t.Helper()
+	ticks = &atomic.Int64{}
+	reg := tools.NewRegistry()
+	if err := builtin.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	type tickIn struct {
+		N int `json:"n"`
+	}
+	if err := reg.Register(tools.Tool{
+		Name:        "test.tick",
+		Summary:     "Count a call.",
+		InputSchema: json.RawMessage(`{"type": "object", "properties": {"n": {"type": "integer"}}}`),
+		Handler: tools.Handle(func(_ context.Context, in tickIn) (int, error) {
+			ticks.Add(1)
+			return in.N, nil
+		}),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := mcpserver.New(forTests(t, mcpserver.Config{
+		Auth:       []mcpserver.Token{{Principal: "alice", Token: aliceToken}, {Principal: "bob", Token: bobToken}},
+		Tasks:      tasks,
+		TaskInline: time.Minute,
+	}, executor.Config{}), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return ts.URL + mcpserver.PathStreamable, ticks
+}
+
 // TestTasks2026: on protocol 2026-07-28 with the tasks extension declared,
 // a program that asks the client becomes a task: tasks/get shows its
 // questions, tasks/update answers them and the program — never replayed —
@@ -181,7 +223,7 @@ var tasksExt = map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}
 // refused.
 func TestTasks2026(t *testing.T) {
 	t.Parallel()
-	url, ticks, _ := taskServer(t, engine.TaskConfig{}, executor.Config{})
+	url, ticks := task26Server(t, engine.TaskConfig{})
 	caps := map[string]any{"sampling": map[string]any{}, "elicitation": map[string]any{}, "extensions": tasksExt}
 	alice := &client26{url: url, token: aliceToken, caps: caps}
 	bob := &client26{url: url, token: bobToken, caps: caps}
@@ -315,7 +357,7 @@ func TestTasks2026(t *testing.T) {
 // a task that would need to drop a running one is refused at once.
 func TestTasks2026Bounds(t *testing.T) {
 	t.Parallel()
-	url, _, _ := taskServer(t, engine.TaskConfig{MaxPerPrincipal: 1}, executor.Config{})
+	url, _ := task26Server(t, engine.TaskConfig{MaxPerPrincipal: 1})
 	alice := &client26{url: url, token: aliceToken, caps: map[string]any{"elicitation": map[string]any{}, "extensions": tasksExt}}
 	first := createdTask(t, alice.execute(t, map[string]any{"code": `return await approval.request("keep me")`}))
 	alice.until(t, first.TaskID, "input_required")
