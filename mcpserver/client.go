@@ -42,7 +42,12 @@ func (mcpClient) Can(ctx context.Context, tool string, what engine.Capability) e
 	// run through the task (above). What reaches here cannot pause
 	// across requests: a plan's commit outside a task, a direct call.
 	if v := server.RequestProtocolVersion(ctx); mcp.IsModernProtocol(v) {
-		return missing("this request uses MCP protocol %s, which has no server-to-client requests: a program run by execute_code asks the client (%s) through input_required, but a plan's commit and a direct call cannot; declare the tasks extension (io.modelcontextprotocol/tasks) in clientCapabilities so that the commit becomes a task that asks through tasks/get and tasks/update, run it as a program, or connect with protocol %s (initialize handshake) and declare the %s capability", v, what, mcp.ProtocolVersion20251125, what)
+		if !declared(server.RequestProtocolInfoFromContext(ctx), what) {
+			return missing("the MCP client did not declare the %s capability in this request (clientCapabilities in _meta), and this request uses MCP protocol %s, which has no server-to-client requests: declare it, and make the call from a program run by execute_code, which asks the client through input_required", what, v)
+		}
+		// The client can be asked, but not from here (an approval it
+		// needs is refused, whatever on_unsupported says).
+		return &tools.Error{Code: engine.CodeCapabilityMissing, Tool: tool, Err: engine.ErrNotAskableHere, Message: fmt.Sprintf("this request uses MCP protocol %s, which has no server-to-client requests: a program run by execute_code asks the client (%s) through input_required, but a direct call cannot; make the call from a program (execute_code), declare the tasks extension (io.modelcontextprotocol/tasks) in clientCapabilities, or connect with protocol %s (initialize handshake)", v, what, mcp.ProtocolVersion20251125)}
 	}
 	info, ok := session.(server.SessionWithClientInfo)
 	if !ok {
@@ -56,6 +61,21 @@ func (mcpClient) Can(ctx context.Context, tool string, what engine.Capability) e
 		return missing("the MCP client did not declare the elicitation capability: enable elicitation in the client (capabilities.elicitation in its initialize request) so that programs can ask its user")
 	}
 	return nil
+}
+
+// declared reports whether the client of a request of protocol 2026-07-28
+// declared it can answer what (its clientCapabilities).
+func declared(info *server.RequestProtocolInfo, what engine.Capability) bool {
+	if info == nil || info.ClientCapabilities == nil {
+		return false
+	}
+	switch what {
+	case engine.Sampling:
+		return info.ClientCapabilities.Sampling != nil
+	case engine.Elicitation:
+		return info.ClientCapabilities.Elicitation != nil
+	}
+	return false
 }
 
 func (c mcpClient) Sample(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {

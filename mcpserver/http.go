@@ -311,7 +311,8 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		next.ServeHTTP(w, r)
+		principal := s.owners.principalOf(r)
+		s.open.bounded(w, r, principal, s.authRequired(), func() { s.eng.Metrics().Refused("open_requests") }, next)
 	})
 }
 

@@ -116,7 +116,14 @@ func (s *Server) sourceStates() map[string]sourceState {
 			out = map[string]sourceState{}
 		}
 		if !st.Loading {
-			out[c] = sourceState{State: "unavailable", Detail: st.Reason}
+			// Anyone who reaches the port reads /readyz: with principals
+			// to keep apart, why a source is unavailable is theirs to
+			// read (read_tools) and the operator's (the log).
+			detail := st.Reason
+			if len(s.cfg.Auth) > 0 || s.cfg.OAuth != nil {
+				detail = "see read_tools /" + c + "/index.json with a token, or the server's log"
+			}
+			out[c] = sourceState{State: "unavailable", Detail: detail}
 			continue
 		}
 		ls := st.Load.State()

@@ -161,6 +161,8 @@ type Server struct {
 
 	auth   *authenticator
 	owners *sessionOwners
+	// open bounds the HTTP requests open at once per principal.
+	open   *openRequests
 	tracer trace.Tracer
 	levels levelSet
 	subs   subscriptions
@@ -225,6 +227,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		exec:   exec,
 		auth:   newAuthenticator(cfg.Auth),
 		owners: newSessionOwners(cfg.Principal),
+		open:   newOpenRequests(cfg.Sessions.PerPrincipal),
 		tracer: newTracer(cfg.TracerProvider),
 		events: newEventStore(256, 8<<20, 1024),
 	}

@@ -137,6 +137,9 @@ type LimitsConfig struct {
 	MaxInFlight         int   `toml:"max_in_flight"`
 	MaxQueued           int   `toml:"max_queued"`
 	MaxBodyBytes        int64 `toml:"max_body_bytes"`
+	// MaxJournalBytes bounds what a run of protocol 2026-07-28 keeps to
+	// be replayed after input_required.
+	MaxJournalBytes int `toml:"max_journal_bytes"`
 	// Stdio applies the per-principal rate limits to stdio's local user
 	// too; by default they apply to HTTP principals only.
 	Stdio bool `toml:"stdio"`
@@ -227,6 +230,7 @@ func defaultConfig() Config {
 			MaxInFlight:          64,
 			MaxQueued:            256,
 			MaxBodyBytes:         4 << 20,
+			MaxJournalBytes:      1 << 20, // engine.DefaultMaxJournalBytes
 			SessionIdleTTL:       Duration(time.Hour),
 			SessionsPerPrincipal: 64,
 			VaultBytes:           8 << 20,
@@ -719,6 +723,13 @@ func (c *Config) validate(env func(string) string) []error {
 		bad("limits.max_queued", "must not be negative")
 	}
 	positive("limits.max_body_bytes", l.MaxBodyBytes)
+	positive("limits.max_journal_bytes", int64(l.MaxJournalBytes))
+	if l.MaxJournalBytes > c.Cache.MaxValueBytes {
+		bad("limits.max_journal_bytes", "%d is over cache.max_value_bytes %d: the store keeps a run's journal as a cache entry; raise cache.max_value_bytes too, or lower this", l.MaxJournalBytes, c.Cache.MaxValueBytes)
+	}
+	if int64(l.MaxJournalBytes) > l.MaxBodyBytes/2 {
+		bad("limits.max_journal_bytes", "%d is over half of limits.max_body_bytes %d: without a store the journal comes back in the requestState of the client's retry, a request body; raise max_body_bytes too, or lower this", l.MaxJournalBytes, l.MaxBodyBytes)
+	}
 	positive("limits.session_idle_ttl", int64(l.SessionIdleTTL))
 	positive("limits.sessions_per_principal", int64(l.SessionsPerPrincipal))
 	positive("limits.vault_bytes", int64(l.VaultBytes))

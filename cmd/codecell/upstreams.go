@@ -216,16 +216,17 @@ func startUpstreams(cfg Config, reg *tools.Registry, store blobShapes, log *slog
 		}
 	}
 	src, err := upstream.Start(upstream.Config{
-		Confine:  confine,
-		Shared:   sharedByPrincipals(cfg),
-		Scrub:    scrubText,
-		Servers:  set.servers,
-		Registry: reg,
-		Lookup:   envLookup(os.Environ()),
-		Blobs:    storeBlobs{store},
-		Shapes:   store,
-		Logger:   log,
-		Version:  version,
+		Confine:     confine,
+		Shared:      sharedByPrincipals(cfg),
+		ShapeQuorum: shapeQuorum(cfg),
+		Scrub:       scrubText,
+		Servers:     set.servers,
+		Registry:    reg,
+		Lookup:      envLookup(os.Environ()),
+		Blobs:       storeBlobs{store},
+		Shapes:      store,
+		Logger:      log,
+		Version:     version,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("upstream servers: %w", err)
@@ -238,6 +239,26 @@ func startUpstreams(cfg Config, reg *tools.Registry, store blobShapes, log *slog
 // without authentication, every caller is one principal.
 func sharedByPrincipals(cfg Config) bool {
 	return cfg.Server.HTTP != "" && (len(cfg.Auth.Tokens) > 0 || cfg.Auth.OAuth.enabled())
+}
+
+// shapeQuorum is how many principals' results must hold a property
+// name before a learned result shape shows it (upstream.Config's
+// ShapeQuorum): one on a server of one principal; else three, or every
+// static principal when there are fewer (and no OAuth, whose principals
+// are not known in advance). As search's learning from use.
+func shapeQuorum(cfg Config) int {
+	if !sharedByPrincipals(cfg) {
+		return 1
+	}
+	const quorum = 3
+	if cfg.Auth.OAuth.enabled() {
+		return quorum
+	}
+	principals := map[string]bool{}
+	for _, t := range cfg.Auth.Tokens {
+		principals[t.Principal] = true
+	}
+	return max(1, min(quorum, len(principals)))
 }
 
 // scrubText replaces the sensitive values the filter's detectors find in

@@ -82,15 +82,20 @@ func (e *Engine) stepCall(ctx context.Context, run *Run, st plannedStep) (json.R
 		return e.gate.call(ctx, c)
 	}
 	seq := st.Seq - 1
-	if out, err, ok := r.replay(seq, st.Tool, st.Args); ok || err != nil {
-		return out, err
+	jc, err, ok := r.replayFrom(seq, st.Tool, st.Args)
+	if ok {
+		r.replaySeen(run, jc) // the flow learns again what the step's call showed it
+		return jc.Out, err
+	}
+	if err != nil {
+		return nil, err
 	}
 	r.enter() // one step at a time: never stopping here
 	defer r.leave()
-	c.resume = &resumeCall{seq: seq}
+	c.resume, c.seen = &resumeCall{seq: seq}, &observations{r: r}
 	out, err := e.gate.call(ctx, c)
 	if ctx.Err() == nil {
-		r.record(seq, st.Tool, st.Args, out, err, c.sources)
+		r.record(seq, st.Tool, st.Args, out, err, c.sources, c.seen)
 	}
 	return out, err
 }

@@ -103,7 +103,8 @@ func storedProvenance(out json.RawMessage) filter.Provenance {
 // from them, under the token's class. A tool that echoes its arguments
 // then returns a value the flow knows: the data-flow rules still stop it
 // where its sources may not go, and the outputs hide it as its token did.
-func observeResolved(flow *filter.Flow, v *filter.Vault, name string, args json.RawMessage) {
+// Journal keeps each observation for a resumable run's journal.
+func observeResolved(flow *filter.Flow, v *filter.Vault, name string, args json.RawMessage, journal *observations) {
 	if flow == nil || v == nil || !bytes.Contains(args, []byte("⟦")) && !bytes.Contains(args, []byte(`\u27e6`)) && !bytes.Contains(args, []byte(`\u27E6`)) {
 		return
 	}
@@ -158,6 +159,7 @@ func observeResolved(flow *filter.Flow, v *filter.Vault, name string, args json.
 			source = prov.Sources()[0]
 		}
 		flow.Observe(source, b, prov)
+		journal.note(source, b, prov)
 	}
 }
 

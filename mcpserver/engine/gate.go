@@ -65,6 +65,10 @@ type Call struct {
 	// resume is a resumable run's call's place (mrtr.go): a program's
 	// call's, or one made inside it; nil for any other call.
 	resume *resumeCall
+	// seen keeps, for a resumable run's journal, what the run's flow
+	// observes while the program's call runs, the calls made inside it
+	// included (mrtrjournal.go); nil when there is no journal.
+	seen *observations
 }
 
 // served says how a call was answered.
@@ -170,6 +174,13 @@ func viaGate(name string) tools.Handler {
 // call makes c through every stage.
 func (g *gate) call(ctx context.Context, c *Call) (json.RawMessage, error) {
 	c.Tool, _ = g.reg.View(c.Run.Caller).Get(c.Name)
+	if c.Tool != nil {
+		// A call by an alias (an upstream's own "readSecret" for
+		// read_secret) is the tool's call for every stage: the data-flow
+		// rules, labels, memoisation and the audit name tools as the
+		// catalogue does (issue 19, third round H9).
+		c.Name = c.Tool.Name
+	}
 	c.Written = c.Args
 	return g.pass(ctx, c, 0)
 }
@@ -203,7 +214,7 @@ func (g *gate) through(c *Call) tools.Gate {
 		depth++
 	}
 	return func(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-		out, err := g.call(ctx, &Call{Run: c.Run, Name: name, Args: args, Depth: depth, Exec: executor.RunFrom(ctx), resume: c.resume.nested(name)})
+		out, err := g.call(ctx, &Call{Run: c.Run, Name: name, Args: args, Depth: depth, Exec: executor.RunFrom(ctx), resume: c.resume.nested(name), seen: c.seen})
 		var te *tools.Error
 		var coded executor.CodedError
 		if !skill && err != nil && !errors.As(err, &te) && errors.As(err, &coded) {

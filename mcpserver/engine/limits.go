@@ -30,6 +30,10 @@ type Limits struct {
 	MaxQueued   int
 	// MaxBodyBytes caps an HTTP request body. Default 4 MiB.
 	MaxBodyBytes int64
+	// MaxJournalBytes bounds what one run of protocol 2026-07-28 keeps
+	// to be replayed if it asks the client: what its calls returned
+	// before it asks (mrtrjournal.go). Default DefaultMaxJournalBytes.
+	MaxJournalBytes int
 	// Stdio applies the per-principal rate limits (ExecutionsPerMinute,
 	// ExecutionBurst, ToolCallsPerMinute, ToolCallBurst) to requests over
 	// stdio as well. By default they apply to HTTP principals only: stdio
@@ -57,6 +61,7 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxBodyBytes <= 0 {
 		l.MaxBodyBytes = 4 << 20
 	}
+	def(&l.MaxJournalBytes, DefaultMaxJournalBytes)
 	return l
 }
 

@@ -186,6 +186,7 @@ func observeMemo(c *Call, tool string, out, prov json.RawMessage) {
 		return
 	}
 	c.Run.flow.flow.Observe(tool, out, p)
+	c.seen.note(tool, out, p)
 }
 
 // memoKey is the hex SHA-256 of the tool's name and its arguments as

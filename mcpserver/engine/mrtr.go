@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -104,9 +105,12 @@ type journalCall struct {
 	Out  json.RawMessage `json:"o,omitempty"`
 	Err  *journalError   `json:"e,omitempty"`
 	// From are the sources the tool's handler said its result's data
-	// came from (a skill's saved provenance): the replay tells the run's
-	// flow again, so that a result served from the journal keeps them.
+	// came from (a skill's saved provenance).
 	From *filter.Provenance `json:"f,omitempty"`
+	// Seen is what the run's flow observed while the call ran, its own
+	// result and those of the calls made inside it (mrtrjournal.go): the
+	// replay tells the flow again.
+	Seen []journalSeen `json:"s,omitempty"`
 }
 
 // journalError is a call's failure as the program saw it.
@@ -166,6 +170,13 @@ type resumption struct {
 	stopping bool
 	diverged error
 	stop     context.CancelCauseFunc // ends the run
+
+	// The journal's bound (mrtrjournal.go): max bytes (0: none), kept
+	// in the journal, read by the run in all; over once read passes max,
+	// and tooBig is the failure of a run over it that asks.
+	max, kept, read int
+	over            bool
+	tooBig          error
 }
 
 // errInputRequired is the cause of a run stopped to ask the client.
@@ -241,27 +252,23 @@ func (r *resumption) check() {
 // an error when the call differs from the one the journal has in its
 // place. Seq is the call's place; args its arguments as written.
 func (r *resumption) replay(seq int, name string, args json.RawMessage) (out json.RawMessage, err error, ok bool) {
-	out, _, err, ok = r.replayFrom(seq, name, args)
-	return out, err, ok
+	c, err, ok := r.replayFrom(seq, name, args)
+	return c.Out, err, ok
 }
 
-// replayFrom is replay, with the sources the call's handler said its
-// result came from.
-func (r *resumption) replayFrom(seq int, name string, args json.RawMessage) (out json.RawMessage, from filter.Provenance, err error, ok bool) {
+// replayFrom is replay, with the call as the journal has it (what the
+// flow observed while it ran).
+func (r *resumption) replayFrom(seq int, name string, args json.RawMessage) (_ journalCall, err error, ok bool) {
 	digest := hashHex(args)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	serve := func(i int) (json.RawMessage, filter.Provenance, error, bool) {
+	serve := func(i int) (journalCall, error, bool) {
 		r.used[i] = true
 		c := r.prior.Calls[i]
 		if c.Err != nil {
-			return nil, filter.Provenance{}, replayedError{c.Err}, true
+			return c, replayedError{c.Err}, true
 		}
-		var from filter.Provenance
-		if c.From != nil {
-			from = *c.From
-		}
-		return c.Out, from, nil, true
+		return c, nil, true
 	}
 	i, slot := r.bySeq[seq]
 	if slot && !r.used[i] && r.prior.Calls[i].Tool == name && r.prior.Calls[i].Args == digest {
@@ -280,9 +287,9 @@ func (r *resumption) replayFrom(seq int, name string, args json.RawMessage) (out
 		if c.Tool != name {
 			what = fmt.Sprintf("its call #%d was %s, and %s when it was first made", seq+1, name, c.Tool)
 		}
-		return nil, filter.Provenance{}, r.diverge("%s; a program resumed after input_required must make the same calls with the same arguments", what), false
+		return journalCall{}, r.diverge("%s; a program resumed after input_required must make the same calls with the same arguments", what), false
 	}
-	return nil, filter.Provenance{}, nil, false
+	return journalCall{}, nil, false
 }
 
 // diverge fails the run: it did not do on replay what it did before.
@@ -297,18 +304,21 @@ func (r *resumption) diverge(format string, args ...any) error {
 	return r.diverged
 }
 
-// record journals a finished call that was made live.
-func (r *resumption) record(seq int, name string, args, out json.RawMessage, err error, from filter.Provenance) {
-	c := journalCall{Seq: seq, Tool: name, Args: hashHex(args), Out: out}
+// record journals a finished call that was made live, with what the
+// run's flow observed while it ran (seen), within the journal's bound.
+func (r *resumption) record(seq int, name string, args, out json.RawMessage, err error, from filter.Provenance, seen *observations) {
+	c := journalCall{Seq: seq, Tool: name, Args: hashHex(args), Out: bytes.Clone(out)}
 	if !from.IsZero() {
 		c.From = &from
 	}
 	if err != nil {
 		c.Out, c.Err = nil, journalErrorOf(name, err)
 	}
+	var complete bool
+	c.Seen, complete = seen.take(name, c.Out)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.calls = append(r.calls, c)
+	r.keep(c, complete)
 }
 
 // ask answers question id from the client's answers, or asks it: the
@@ -322,6 +332,11 @@ func (r *resumption) ask(ctx context.Context, id string, q mcp.InputRequest) (js
 	}
 	digest := hashHex(b)
 	r.mu.Lock()
+	if r.over {
+		err := r.journalFull()
+		r.mu.Unlock()
+		return nil, err
+	}
 	if d, ok := r.asked[id]; ok && d != digest {
 		err := r.diverge("it asked the client another question (%s) than the one the client answered", id)
 		r.mu.Unlock()
@@ -349,6 +364,12 @@ func (r *resumption) ask(ctx context.Context, id string, q mcp.InputRequest) (js
 func (r *resumption) end() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.over && len(r.asks) > 0 {
+		r.journalFull()
+	}
+	if r.tooBig != nil {
+		return r.tooBig
+	}
 	if r.diverged != nil || len(r.asks) > 0 {
 		return r.diverged
 	}
@@ -458,19 +479,17 @@ func (p programCalls) resumableCall(ctx context.Context, ec executor.Call) (json
 		return nil, context.Cause(ctx)
 	}
 	defer r.leave()
-	out, from, err, ok := r.replayFrom(ec.Seq, ec.Name, ec.Args)
+	jc, err, ok := r.replayFrom(ec.Seq, ec.Name, ec.Args)
 	if ok {
 		ec.MarkCached()
-		if t, known := p.g.reg.View(p.run.Caller).Get(ec.Name); err == nil && known && !t.Gated && p.run.flow != nil {
-			p.run.flow.observe(ec.Name, out, from)
-		}
-		return out, err
+		r.replaySeen(p.run, jc)
+		return jc.Out, err
 	}
 	if err != nil {
 		return nil, err
 	}
-	c := &Call{Run: p.run, Name: ec.Name, Args: ec.Args, Exec: ec.Run, resume: &resumeCall{seq: ec.Seq}}
-	out, err = p.g.call(ctx, c)
+	c := &Call{Run: p.run, Name: ec.Name, Args: ec.Args, Exec: ec.Run, resume: &resumeCall{seq: ec.Seq}, seen: &observations{r: r}}
+	out, err := p.g.call(ctx, c)
 	if c.served == servedCached {
 		ec.MarkCached()
 	}
@@ -482,7 +501,7 @@ func (p programCalls) resumableCall(ctx context.Context, ec executor.Call) (json
 		// A dry run's write is recorded again on replay, into the plan
 		// of the attempt that finishes.
 	default:
-		r.record(ec.Seq, ec.Name, ec.Args, out, err, c.sources)
+		r.record(ec.Seq, ec.Name, ec.Args, out, err, c.sources, c.seen)
 	}
 	return out, err
 }
@@ -522,7 +541,7 @@ func (t roundTrips) Can(ctx context.Context, tool string, what Capability) error
 		return &tools.Error{Code: CodeCapabilityMissing, Tool: tool, Message: fmt.Sprintf("the MCP client did not declare the %s capability in this request (clientCapabilities in _meta): declare it so that programs can ask the client through input_required", what)}
 	}
 	if c.resume == nil || c.resume.before > 0 {
-		return &tools.Error{Code: CodeCapabilityMissing, Tool: tool, Message: fmt.Sprintf("on protocol %s a tool's handler or a skill's program can ask the client (%s) through input_required only before it makes other calls, which the retry would make again; ask from the program itself, or declare the tasks extension (io.modelcontextprotocol/tasks) in clientCapabilities, so that the run becomes a task that can ask from anywhere", "2026-07-28", what)}
+		return &tools.Error{Code: CodeCapabilityMissing, Tool: tool, Err: ErrNotAskableHere, Message: fmt.Sprintf("on protocol %s a tool's handler or a skill's program can ask the client (%s) through input_required only before it makes other calls, which the retry would make again; ask from the program itself, or declare the tasks extension (io.modelcontextprotocol/tasks) in clientCapabilities, so that the run becomes a task that can ask from anywhere", "2026-07-28", what)}
 	}
 	return nil
 }
@@ -602,6 +621,11 @@ func (e *Engine) startResume(ctx context.Context, x Execution, run *Run) (*resum
 		return nil, err
 	}
 	run.log.llm = llmBudget{calls: r.prior.LLMCalls, tokens: r.prior.LLMTokens}
+	max := e.cfg.Limits.withDefaults().MaxJournalBytes
+	if e.cfg.Store != nil {
+		max = min(max, e.cfg.Cache.MaxValueBytes) // the store keeps it as a cache entry
+	}
+	r.limit(max)
 	return r, nil
 }
 
@@ -610,9 +634,13 @@ func (e *Engine) startResume(ctx context.Context, x Execution, run *Run) (*resum
 func (e *Engine) endResume(ctx context.Context, run *Run, x Execution, res *executor.Result) (*InputRequired, error) {
 	r := run.resume
 	if err := r.end(); err != nil {
+		kind := KindReplayDiverged
+		if err == r.tooBig {
+			kind = KindJournalLimit
+		}
 		res.Status = executor.StatusError
 		res.Value = nil
-		res.Error = &executor.Error{Kind: KindReplayDiverged, Message: err.Error()}
+		res.Error = &executor.Error{Kind: kind, Message: err.Error()}
 		return nil, nil
 	}
 	r.mu.Lock()

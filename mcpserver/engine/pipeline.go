@@ -197,7 +197,13 @@ func (e *Engine) filterStreams(x *Execution, run *Run) {
 func (e *Engine) finish(ctx context.Context, run *Run, sess *Session, x Execution, started time.Time, res *executor.Result) (*Record, []byte) {
 	rec, body := e.record(context.WithoutCancel(tools.WithCaller(ctx, run.Caller)), sess, run.settled(), run.ID, x, res, run.log.runArtifacts())
 	e.Flush(ctx, sess)
-	e.audit.record(auditRecord{exec: executionRecord(run.ID, run.Caller, e.access.of(run.Caller), x, started, res), calls: run.log.auditCalls(), requests: run.log.auditRequests()})
+	exec := executionRecord(run.ID, run.Caller, e.access.of(run.Caller), x, started, res)
+	if rec.Error != nil {
+		// The audit log keeps the error as the record shows it: filtered
+		// and cut, never what the program threw (issue 19, H8).
+		exec.ErrorMessage = rec.Error.Message
+	}
+	e.audit.record(auditRecord{exec: exec, calls: run.log.auditCalls(), requests: run.log.auditRequests()})
 	return rec, body
 }
 

@@ -49,6 +49,15 @@ type CannotAsk struct{ Err error }
 func (e CannotAsk) Error() string { return e.Err.Error() }
 func (e CannotAsk) Unwrap() error { return e.Err }
 
+// ErrNotAskableHere is in the chain of a Client.Can error when the client
+// could be asked, but not from where the question comes: on protocol
+// 2026-07-28 only a program's own calls can ask (through
+// input_required); a call made inside a tool or a skill's program, a
+// direct call, a commit or a task's run cannot. An approval such a call
+// needs is refused, whatever approval.on_unsupported says: that setting
+// is for clients that cannot be asked at all (issue 19, H4).
+var ErrNotAskableHere = errors.New("codecell cannot ask the client from here")
+
 // Error codes of the runtime's tools (see also approval.go).
 const (
 	// CodeCapabilityMissing: the client cannot answer what a runtime tool

@@ -133,7 +133,7 @@ func (f dataFlow) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 		if err == nil {
 			// The values resolved keep the sources of their tokens,
 			// through a tool that echoes them (issue 19, H6).
-			observeResolved(flow, c.Run.vault, c.Name, args)
+			observeResolved(flow, c.Run.vault, c.Name, args, c.seen)
 		}
 	}
 	if err != nil {
@@ -200,6 +200,7 @@ func (observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage, 
 	if err == nil {
 		c.sources = from.get()
 		c.Run.flow.observe(c.Name, out, c.sources)
+		c.seen.note(c.Name, out, c.sources)
 	}
 	return out, err
 }

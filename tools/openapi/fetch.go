@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -60,8 +62,9 @@ func (s *Source) fetchSpec(ctx context.Context) (data []byte, cached bool, err e
 		}
 		return body, false, nil
 	case err == nil:
-		err = fmt.Errorf("fetch %s: HTTP %d", s.cfg.Spec, status)
+		err = fmt.Errorf("fetch %s: HTTP %d", shownURL(s.cfg.Spec), status)
 	}
+	err = hideURL(err, s.cfg.Spec)
 	if have != nil {
 		s.log.Warn("using the cached document: fetching it failed", "err", err.Error(), "fetched", meta.Fetched)
 		return have, true, nil
@@ -137,4 +140,38 @@ func writeCache(docPath, metaPath string, body []byte, meta cacheMeta) error {
 		}
 	}
 	return nil
+}
+
+// shownURL is a document's URL as errors and logs show it: without user
+// info, query or fragment, which may hold a key (a description served
+// behind a signed URL).
+func shownURL(raw string) string {
+	if !strings.Contains(raw, "://") {
+		return raw // a file
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(the document's URL)"
+	}
+	u.User = nil
+	u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = "", false, "", ""
+	return u.String()
+}
+
+// hideURL is err with the document's URL raw shown as shownURL shows it,
+// where net/http quotes it (url.Error) and wherever else the text holds
+// it.
+func hideURL(err error, raw string) error {
+	if err == nil {
+		return nil
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = shownURL(ue.URL)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, raw) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(msg, raw, shownURL(raw)))
 }

@@ -262,13 +262,13 @@ func (s *Source) Open(ctx context.Context, reg *tools.Registry) (*Report, error)
 	s.progress(Progress{Stage: StageParse, DocumentBytes: size, Estimate: time.Duration(size) * time.Second / parseBytesPerSecond})
 	doc, err := Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("openapi %s: %s: %w", s.category, s.cfg.Spec, err)
+		return nil, fmt.Errorf("openapi %s: %s: %w", s.category, shownURL(s.cfg.Spec), err)
 	}
 	data = nil
 	s.progress(Progress{Stage: StageBuild, DocumentBytes: size, Estimate: time.Duration(size) * time.Second / parseBytesPerSecond / 4})
 	b, err := s.build(doc)
 	if err != nil {
-		return nil, fmt.Errorf("openapi %s: %s: %w", s.category, s.cfg.Spec, err)
+		return nil, fmt.Errorf("openapi %s: %s: %w", s.category, shownURL(s.cfg.Spec), err)
 	}
 	doc = nil // what is left of the document is garbage once the tools are made
 	s.progress(Progress{Stage: StageRegister, DocumentBytes: size})
@@ -299,7 +299,7 @@ func (s *Source) OpenDocument(reg *tools.Registry, doc *Document) (*Report, erro
 	start := time.Now()
 	b, err := s.build(doc)
 	if err != nil {
-		return nil, fmt.Errorf("openapi %s: %s: %w", s.category, s.cfg.Spec, err)
+		return nil, fmt.Errorf("openapi %s: %s: %w", s.category, shownURL(s.cfg.Spec), err)
 	}
 	rep, err := s.register(reg, b)
 	if err != nil {

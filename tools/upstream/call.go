@@ -56,7 +56,7 @@ func (u *upstream) call(ctx context.Context, orig, name string, args json.RawMes
 				out, err = u.redactResult(name, out)
 			}
 			if err == nil {
-				u.observe(orig, out)
+				u.observe(tools.CallerFrom(ctx).Principal, orig, out)
 			}
 			return out, err
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,6 +79,9 @@ type dialer struct {
 	handshake   time.Duration
 	grace       time.Duration
 	ping        time.Duration
+	// shared says several principals call the server (Config.Shared):
+	// once it has served calls, how it ended shows no stderr.
+	shared bool
 }
 
 // errLegacySSE is an HTTP server that refused Streamable HTTP's
@@ -138,7 +142,9 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 	defer cancel()
 	if err = c.start(life, hctx, d); err != nil {
 		if c.proc != nil && c.proc.waitExit(ctx, 500*time.Millisecond) {
-			why := c.proc.exitReason()
+			// Before initialize nobody's call reached it: its stderr
+			// says why it would not start.
+			why := c.proc.exitReason(true)
 			if c.proc.confined && deniedRE.MatchString(why) {
 				why += confinedHint
 			}
@@ -154,7 +160,7 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 			select {
 			case <-c.proc.exited:
 				c.proc.lastWords()
-				c.markLost(c.proc.exitReason())
+				c.markLost(c.proc.exitReason(!d.shared))
 			case <-life.Done():
 			}
 		})
@@ -168,7 +174,27 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 // httpClient is the HTTP client of a connection to an HTTP server: its
 // responses' messages are bounded as they are read.
 func (c *conn) httpClient(d dialer) *http.Client {
-	return &http.Client{Transport: limitTransport{base: http.DefaultTransport, max: d.maxResponse, drop: c.oversized(d)}}
+	return &http.Client{
+		Transport:     limitTransport{base: http.DefaultTransport, max: d.maxResponse, drop: c.oversized(d)},
+		CheckRedirect: sameOrigin(d.server.URL),
+	}
+}
+
+// sameOrigin follows a server's redirects only within the scheme, host
+// and port of its configured URL: a server cannot send codecell's
+// requests, with its headers and the calls' arguments, to another host
+// (an internal service, say), nor from https to http.
+func sameOrigin(configured string) func(*http.Request, []*http.Request) error {
+	base, err := url.Parse(configured)
+	return func(r *http.Request, via []*http.Request) error {
+		switch {
+		case len(via) >= 10:
+			return errors.New("stopped after 10 redirects")
+		case err != nil || r.URL.Scheme != base.Scheme || r.URL.Host != base.Host:
+			return fmt.Errorf("the server redirected to another origin (%s://%s), which codecell does not follow; configure its url there if it moved", r.URL.Scheme, r.URL.Host)
+		}
+		return nil
+	}
 }
 
 // oversized records a message the server sent that was larger than its

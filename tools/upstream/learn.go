@@ -54,6 +54,11 @@ type learning struct {
 	done    bool                  // stable, or observed enough: results are no longer looked at
 	pending bool                  // a result of the tool waits in the queue
 	shown   *tools.InferredSchema // what the registry shows; nil before the first result
+	// seen holds, on a server of several principals, the principals
+	// (principalKey) whose results held each property name: a name is
+	// shown once ShapeQuorum of them did (see agreedShape). Observing
+	// goroutine only.
+	seen map[string]map[string]bool
 }
 
 // shapeRecord is what the store keeps of a learning.
@@ -63,14 +68,17 @@ type shapeRecord struct {
 	Unchanged int             `json:"unchanged,omitempty"`
 	Done      bool            `json:"done,omitempty"`
 	Schema    json.RawMessage `json:"schema"`
+	// Seen is learning.seen: property name → principal keys.
+	Seen map[string][]string `json:"seen,omitempty"`
 }
 
 // sample is a result waiting to be observed.
 type sample struct {
-	u     *upstream
-	orig  string
-	st    *learning
-	value json.RawMessage
+	u         *upstream
+	orig      string
+	st        *learning
+	principal string
+	value     json.RawMessage
 }
 
 // basisOf is the basis of what is learned of t's results on the server
@@ -112,8 +120,15 @@ func (u *upstream) loadShapes(ctx context.Context) {
 			u.log.Debug("left out a stored result shape", "tool", orig, "err", err)
 			continue
 		}
-		u.learned[orig] = &learning{basis: r.Basis, inf: inf, unchanged: r.Unchanged, done: r.Done,
-			shown: &tools.InferredSchema{Schema: inf.Schema(), Observed: inf.Observed()}}
+		st := &learning{basis: r.Basis, inf: inf, unchanged: r.Unchanged, done: r.Done}
+		for name, keys := range r.Seen {
+			for _, k := range keys {
+				st.see(name, k)
+			}
+		}
+		schema, _ := st.agreedShape(inf.Schema(), u.src.cfg.ShapeQuorum)
+		st.shown = &tools.InferredSchema{Schema: schema, Observed: inf.Observed()}
+		u.learned[orig] = st
 	}
 	if len(u.learned) > 0 {
 		u.log.Debug("result shapes learned before", "tools", len(u.learned))
@@ -148,7 +163,7 @@ func (u *upstream) inferred(orig string) *tools.InferredSchema {
 // observe offers a result of the tool orig to be learned from, unless its
 // shape is known well enough or one of its results waits already. It
 // never blocks: the result is observed later, by Source.learn.
-func (u *upstream) observe(orig string, out json.RawMessage) {
+func (u *upstream) observe(principal, orig string, out json.RawMessage) {
 	if len(out) > tools.InferMaxBytes {
 		return
 	}
@@ -163,7 +178,7 @@ func (u *upstream) observe(orig string, out json.RawMessage) {
 	n := int64(len(out))
 	if u.src.queued.Add(n) <= learnQueueBytes {
 		select {
-		case u.src.samples <- sample{u: u, orig: orig, st: st, value: bytes.Clone(out)}:
+		case u.src.samples <- sample{u: u, orig: orig, st: st, principal: principal, value: bytes.Clone(out)}:
 			return
 		default:
 		}
@@ -204,23 +219,31 @@ func (u *upstream) learn(ctx context.Context, smp sample) {
 	if !current {
 		return // the tool changed meanwhile
 	}
+	quorum := u.src.cfg.ShapeQuorum
+	if quorum > 1 && st.seeAll(smp.value, principalKey(smp.principal)) {
+		changed = true
+	}
 	if changed {
 		st.unchanged = 0
 	} else {
 		st.unchanged++
 	}
-	done := st.unchanged >= learnStableAfter || st.inf.Observed() >= learnMaxResults
+	schema, whole := st.agreedShape(st.inf.Schema(), quorum)
+	// Stable only once every name is shown: until then, other principals'
+	// results are what can show the rest.
+	done := st.unchanged >= learnStableAfter && whole || st.inf.Observed() >= learnMaxResults
 	if !changed && !done {
 		return
 	}
-	shown := &tools.InferredSchema{Schema: st.inf.Schema(), Observed: st.inf.Observed()}
+	shown := &tools.InferredSchema{Schema: schema, Observed: st.inf.Observed()}
 	u.mu.Lock()
 	st.done, st.shown = done, shown
 	u.mu.Unlock()
 	if done {
 		u.log.Debug("result shape learned", "tool", smp.orig, "observed", shown.Observed)
 	}
-	u.saveShape(ctx, smp.orig, shapeRecord{Basis: st.basis, Observed: shown.Observed, Unchanged: st.unchanged, Done: done, Schema: shown.Schema})
+	u.saveShape(ctx, smp.orig, shapeRecord{Basis: st.basis, Observed: shown.Observed, Unchanged: st.unchanged, Done: done,
+		Schema: st.inf.Schema(), Seen: st.seenRecord()})
 	u.reregister(smp.orig, st)
 }
 

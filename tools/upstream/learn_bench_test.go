@@ -24,7 +24,7 @@ func BenchmarkObserve(b *testing.B) {
 			u := &upstream{src: s, learned: map[string]*learning{"t": st}}
 			queued := 0
 			for b.Loop() {
-				u.observe("t", result)
+				u.observe("alice", "t", result)
 				select {
 				case smp := <-s.samples:
 					s.queued.Add(-int64(len(smp.value)))

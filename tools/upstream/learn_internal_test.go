@@ -40,7 +40,7 @@ func TestObserveQueues(t *testing.T) {
 			u := &upstream{src: s, learned: map[string]*learning{"t": st}}
 			tt.setup(s, st)
 			before, pending := s.queued.Load(), st.pending
-			u.observe("t", tt.value)
+			u.observe("alice", "t", tt.value)
 			var got *sample
 			for len(s.samples) > 0 {
 				if smp := <-s.samples; smp.st == st {

@@ -224,11 +224,20 @@ func (p *process) lastWords() {
 	}
 }
 
-// exitReason says how the child ended, with its last lines of stderr.
-func (p *process) exitReason() string {
+// exitReason says how the child ended, with its last lines of stderr
+// when withTail. A server several principals call may print what one of
+// them sent it as it fails (a record it could not process): its stderr
+// is then the operator's, in the log, not a reason every principal and
+// /readyz show.
+func (p *process) exitReason(withTail bool) string {
 	msg := exitDescription(p.exitErr)
-	if last := p.tail.last(5, 600); last != "" {
+	last := p.tail.last(5, 600)
+	switch {
+	case last == "":
+	case withTail:
 		msg += "; its last stderr: " + last
+	default:
+		msg += "; its last lines of stderr are in codecell's log"
 	}
 	return msg
 }

@@ -52,6 +52,11 @@ type Config struct {
 	// of them (by default all but a quarter). Otherwise a principal may
 	// hold them all unless max_calls_per_principal says less.
 	Shared bool
+	// ShapeQuorum is how many principals' results must have held a
+	// property name before a shape learned of a tool's results (see
+	// doc.go) shows it: one principal's data used as keys never reaches
+	// another. 0 or 1, on a server with one principal, shows them all.
+	ShapeQuorum int
 	// Scrub, when set, replaces sensitive values (credentials, personal
 	// data) in text that comes from a server before codecell logs or shows
 	// it: its stderr, its log notifications, its error messages and the

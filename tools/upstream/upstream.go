@@ -120,7 +120,7 @@ func (u *upstream) where() string {
 	if u.kind == Stdio {
 		return "stdio: " + path.Base(u.cfg.Command)
 	}
-	return string(u.kind) + ": " + redactURL(u.cfg.URL)
+	return string(u.kind) + ": " + u.red.String(redactURL(u.cfg.URL))
 }
 
 func (u *upstream) status() Status {
@@ -134,6 +134,9 @@ func (u *upstream) status() Status {
 
 // setState records a state change, tells waiting calls and the registry.
 func (u *upstream) setState(st State, reason string) {
+	// Every principal reads a source's status, and /readyz shows it: no
+	// secret of the server's configuration (its URL's key included).
+	reason = u.red.String(reason)
 	u.mu.Lock()
 	if u.state == st && u.reason == reason {
 		u.mu.Unlock()
@@ -198,7 +201,7 @@ func (u *upstream) run(ctx context.Context) {
 				failures = 0
 			}
 		} else {
-			reason = err.Error()
+			reason = u.red.String(err.Error())
 			if errors.Is(err, errConflict) {
 				u.fail(reason)
 				return
@@ -222,7 +225,7 @@ func (u *upstream) run(ctx context.Context) {
 			case <-t.C:
 			}
 		} else {
-			u.log.Warn("connection ended; reconnecting", "reason", reason)
+			u.log.Warn("connection ended; reconnecting", "reason", u.red.String(reason))
 		}
 		u.setState(StateConnecting, "reconnecting after: "+reason)
 	}
@@ -239,7 +242,7 @@ func (u *upstream) failAgain(why, shown string) {
 	u.lastWhy = why
 	u.mu.Unlock()
 	if !same {
-		u.log.Warn("upstream unavailable", "reason", why)
+		u.log.Warn("upstream unavailable", "reason", u.red.String(why))
 	}
 	u.setState(StateUnavailable, shown)
 }
@@ -252,7 +255,7 @@ var errConflict = errors.New("category conflict")
 func (u *upstream) connect(ctx context.Context, again bool) (*conn, error) {
 	d := dialer{
 		name: u.name, server: u.cfg, kind: u.kind, res: u.res, red: u.red, log: u.log, confine: u.src.cfg.Confine, maxResponse: u.maxResponse,
-		version: u.src.cfg.Version, handshake: u.src.cfg.HandshakeTimeout, grace: u.src.cfg.Grace, ping: u.src.cfg.PingInterval,
+		version: u.src.cfg.Version, handshake: u.src.cfg.HandshakeTimeout, grace: u.src.cfg.Grace, ping: u.src.cfg.PingInterval, shared: u.src.cfg.Shared,
 	}
 	c, err := d.dial(ctx)
 	if err != nil && u.detect && errors.Is(err, errLegacySSE) {
@@ -323,7 +326,7 @@ func (u *upstream) serve(ctx context.Context, c *conn) string {
 			err := u.refresh(lctx, c)
 			cancel()
 			if err != nil {
-				u.log.Warn("refresh tools after list_changed", "err", err)
+				u.log.Warn("refresh tools after list_changed", "err", u.red.String(err.Error()))
 			}
 		case <-c.featChanged:
 			lctx, cancel := context.WithTimeout(ctx, u.src.cfg.HandshakeTimeout)
@@ -339,7 +342,7 @@ func (u *upstream) refresh(ctx context.Context, c *conn) error {
 	list, err := c.listTools(ctx)
 	if err != nil {
 		if c.proc != nil && c.proc.waitExit(ctx, 200*time.Millisecond) {
-			return errors.New(c.proc.exitReason())
+			return errors.New(c.proc.exitReason(!u.src.cfg.Shared))
 		}
 		return fmt.Errorf("list tools: %s", describe(err, u.red))
 	}

@@ -33,8 +33,16 @@ type evil struct {
 	loot      string
 }
 
-// serveEvil serves MCP on stdin and stdout until stdin ends.
+// serveEvil serves MCP on stdin and stdout until stdin ends. After its
+// tool crash ran (it leaves the file EVIL_MARK), it takes
+// EVIL_SLOW_START to start again, as servers started by npx or uv do.
 func serveEvil() int {
+	if mark := os.Getenv("EVIL_MARK"); mark != "" {
+		if _, err := os.Stat(mark); err == nil {
+			d, _ := time.ParseDuration(os.Getenv("EVIL_SLOW_START"))
+			time.Sleep(d)
+		}
+	}
 	e := &evil{out: bufio.NewWriterSize(os.Stdout, 1<<16), cancelled: map[string]chan struct{}{}, loot: os.Getenv("EVIL_LOOT")}
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	var wg sync.WaitGroup
@@ -79,7 +87,7 @@ func text(s string) map[string]any {
 // tools are the server's tools; with EVIL_BAD_NAMES=1 it also lists tools
 // whose names no client can register.
 func evilTools() []map[string]any {
-	names := []string{"echo", "environ", "read", "big", "hang", "log", "swap", "exit", "shell"}
+	names := []string{"echo", "environ", "read", "big", "hang", "log", "swap", "exit", "shell", "crash"}
 	if os.Getenv("EVIL_BAD_NAMES") == "1" {
 		names = append(names, "bad\nname", "nul\x00name", strings.Repeat("long", 75), "\xff\xfe")
 	}
@@ -222,6 +230,14 @@ func (e *evil) call(id json.RawMessage, name string, raw json.RawMessage) {
 			}})
 		}
 		e.reply(id, text(fmt.Sprintf("sent %d", args.N)))
+	case "crash":
+		// What many servers do with a record they cannot process: print
+		// the error, with the record, and exit.
+		if mark := os.Getenv("EVIL_MARK"); mark != "" {
+			os.WriteFile(mark, nil, 0o600)
+		}
+		fmt.Fprintf(os.Stderr, "TypeError: cannot read properties of undefined (reading 'owner') while processing record %q\n", args.Text)
+		os.Exit(1)
 	case "swap", "exit", "shell":
 		e.escape(id, name, raw)
 	default:

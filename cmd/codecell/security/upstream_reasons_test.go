@@ -1,0 +1,135 @@
+package security
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestUpstreamCrashShowsAnothersData (issue 19, third attack round, H7):
+// a stdio upstream is shared by every principal. When alice's call makes
+// it exit, many servers print the record they failed on; how it ended is
+// the reason every principal reads (the manifest, the category's index,
+// an error) while it starts again, and /readyz, which needs no token,
+// shows it too. The stderr of a server that served calls is the
+// operator's, in the log.
+func TestUpstreamCrashShowsAnothersData(t *testing.T) {
+	t.Parallel()
+	mark := filepath.Join(t.TempDir(), "crashed")
+	e := startEvil(t, "", map[string]string{"EVIL_MARK": mark, "EVIL_SLOW_START": "5s"})
+	const private = "Nightingale layoffs Q3 (Carol Smith)"
+	alice := e.open(t, aliceToken)
+	e.ready(t, alice)
+	alice.run(`try { await evil.crash({text: "` + private + `"}) } catch (e) {} return 1`)
+	bob := e.open(t, bobToken)
+	read := func(ss *session, path string) string {
+		return string(ss.rpc("tools/call", map[string]any{"name": "read_tools", "arguments": map[string]any{"path": path}}))
+	}
+	// Wait until codecell has seen the exit (the server restarts for 5 s).
+	var seen string
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		seen = read(bob, "/manifest.json") + read(bob, "/evil/index.json")
+		if strings.Contains(seen, "exited") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(seen, "exited") {
+		t.Fatalf("the server's exit was never shown:\n%.2000s", seen)
+	}
+	_, _, ready := do(t, http.MethodGet, e.base+"/readyz", nil, "")
+	seen += bob.run(`try { await evil.echo({text: "x"}) } catch (e) { return e.message }`).raw
+	for _, got := range []struct{ where, text string }{{"what bob reads (manifest, index, an error)", seen}, {"the unauthenticated /readyz", ready}} {
+		if i := strings.Index(got.text, "Nightingale"); i >= 0 {
+			t.Errorf("%s shows alice's call's data: …%s…", got.where, got.text[max(0, i-200):min(len(got.text), i+100)])
+		}
+	}
+	// The operator still has it.
+	if !waitLog(e.stderr, "Nightingale") {
+		t.Errorf("the server's stderr is not in codecell's log:\n%s", e.stderr.String())
+	}
+}
+
+// waitLog waits a few seconds for the log to hold s.
+func waitLog(log *syncBuffer, s string) bool {
+	for range 50 {
+		if strings.Contains(log.String(), s) {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return false
+}
+
+// TestUpstreamURLCredentialShown (issue 19, third attack round, H5): an
+// HTTP upstream whose URL holds its credential (hosted MCP servers hand
+// out such URLs) fails to connect, or answers an error that echoes the
+// URL; an OpenAPI description is fetched from a URL with a key. Go's
+// errors quote the whole URL: the reason every principal reads, /readyz
+// and the log must not show the key.
+func TestUpstreamURLCredentialShown(t *testing.T) {
+	t.Parallel()
+	const secret = "qs-Secret-7f3a9b2c1d0e"
+	// An HTTP server that answers every request 502 with the URL it was
+	// sent, as a broken gateway might.
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "bad gateway for "+r.URL.String(), http.StatusBadGateway)
+	}))
+	t.Cleanup(broken.Close)
+	tlsDoc := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(tlsDoc.Close)
+	cfg := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(cfg, []byte(`[upstream.dead]
+url = "http://127.0.0.9:1/mcp?t=`+secret+`"
+[upstream.broken]
+url = "`+broken.URL+`/mcp?sig=`+secret+`"
+[upstream.inpath]
+url = "`+broken.URL+`/s/`+secret+`/mcp"
+[upstream.userinfo]
+url = "http://user:`+secret+`@127.0.0.9:1/mcp"
+[openapi.docs]
+spec = "`+broken.URL+`/openapi.json?k=`+secret+`"
+[openapi.tlsdocs]
+spec = "`+tlsDoc.URL+`/openapi.json?k=`+secret+`"
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, "--config", cfg, "--log-level", "debug")
+	alice := s.open(t, aliceToken)
+	read := func(path string) string {
+		return string(alice.rpc("tools/call", map[string]any{"name": "read_tools", "arguments": map[string]any{"path": path}}))
+	}
+	// Wait until every source has failed for its own reason, not
+	// "starting" or "loading".
+	var manifest string
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		manifest = read("/manifest.json")
+		if !strings.Contains(manifest, "starting") && !strings.Contains(manifest, "loading") && strings.Count(manifest, "unavailable") >= 6 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if strings.Count(manifest, "unavailable") < 6 {
+		t.Fatalf("not every source failed:\n%s", manifest)
+	}
+	seen := map[string]string{"/readyz, which needs no token,": func() string { _, _, b := do(t, http.MethodGet, s.base+"/readyz", nil, ""); return b }()}
+	for _, p := range []string{"/manifest.json", "/dead/index.json", "/broken/index.json", "/inpath/index.json", "/userinfo/index.json", "/docs/index.json", "/tlsdocs/index.json"} {
+		seen[p+", which every principal's model reads,"] = read(p)
+	}
+	seen["the log"] = s.stderr.String()
+	for where, got := range seen {
+		if i := strings.Index(got, secret); i >= 0 {
+			t.Errorf("%s shows an upstream's credential: …%s…", where, got[max(0, i-200):min(len(got), i+60)])
+		}
+	}
+	// Each still says why.
+	if got := read("/broken/index.json"); !strings.Contains(got, "502") && !strings.Contains(strings.ToLower(got), "bad gateway") {
+		t.Errorf("/broken/index.json does not say why: %.1000s", got)
+	}
+}
