@@ -85,7 +85,7 @@ func TestMultiRoundTripNested(t *testing.T) {
 		mustRun(t, c, `await skills.save({name: "ask_late", description: "Writes, then asks.", code: "await crm.write({early: true}); return (await llm.call('too late')).text"})`)
 		before, asked := l.writes.Load(), other.Load()
 		_, rec := execute(t, c, map[string]any{"code": `return await skills.ask_late({})`})
-		if rec.Error == nil || !strings.Contains(rec.Error.Message, "only before it makes other calls") || !strings.Contains(rec.Error.Message, "io.modelcontextprotocol/tasks") {
+		if rec.Error == nil || !strings.Contains(rec.Error.Message, "only before its other calls") || !strings.Contains(rec.Error.Message, "tasks extension") {
 			t.Fatalf("skill asking after a call: %s %+v; want capability_missing saying why and what to do", rec.Result, rec.Error)
 		}
 		if n := l.writes.Load() - before; n != 1 {

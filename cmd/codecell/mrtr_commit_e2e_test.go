@@ -107,7 +107,7 @@ func TestMultiRoundTripBinaryInner(t *testing.T) {
 			t.Errorf("the skill's write: %q %v; the model asked %d times, want once", b, err, sampled.Load()-before)
 		}
 		_, rec, txt = callExecute(t, c, map[string]any{"code": `return await skills.ask_late({})`})
-		if rec.Error == nil || !strings.Contains(rec.Error.Message, "only before it makes other calls") {
+		if rec.Error == nil || !strings.Contains(rec.Error.Message, "only before its other calls") {
 			t.Fatalf("ask_late: %s", txt)
 		}
 		if !exists("late.txt") {

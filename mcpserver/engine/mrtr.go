@@ -541,7 +541,7 @@ func (t roundTrips) Can(ctx context.Context, tool string, what Capability) error
 		return &tools.Error{Code: CodeCapabilityMissing, Tool: tool, Message: fmt.Sprintf("the MCP client did not declare the %s capability in this request (clientCapabilities in _meta): declare it so that programs can ask the client through input_required", what)}
 	}
 	if c.resume == nil || c.resume.before > 0 {
-		return &tools.Error{Code: CodeCapabilityMissing, Tool: tool, Err: ErrNotAskableHere, Message: fmt.Sprintf("on protocol %s a tool's handler or a skill's program can ask the client (%s) through input_required only before it makes other calls, which the retry would make again; ask from the program itself, or declare the tasks extension (io.modelcontextprotocol/tasks) in clientCapabilities, so that the run becomes a task that can ask from anywhere", "2026-07-28", what)}
+		return &tools.Error{Code: CodeCapabilityMissing, Tool: tool, Err: ErrNotAskableHere, Message: fmt.Sprintf("on protocol %s a tool or a skill asks the client (%s) only before its other calls; make the call from the program itself, or declare the tasks extension", "2026-07-28", what)}
 	}
 	return nil
 }
