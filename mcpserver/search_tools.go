@@ -123,6 +123,12 @@ func searchJSON(hits []search.Hit, scale, next string, absent map[string]string,
 			}
 		}
 	}
+	// Each hit is marshalled once; an answer over budget drops the last
+	// hits and joins the rest again.
+	parts := make([][]byte, len(out))
+	for i := range out {
+		parts[i], _ = json.Marshal(out[i]) // plain data always marshals
+	}
 	render := func(keep int) string {
 		var left string
 		if keep < len(out) {
@@ -132,20 +138,44 @@ func searchJSON(hits []search.Hit, scale, next string, absent map[string]string,
 			}
 			left = fmt.Sprintf("%d more hits left out to fit %d bytes: %s (ask with a smaller detail or limit, or read their .d.ts)", len(names), budget, strings.Join(names, ", "))
 		}
-		b, _ := json.Marshal(struct { // plain data always marshals
-			Hits    []sourceHit       `json:"hits"`
-			LeftOut string            `json:"left_out,omitempty"`
-			Scale   string            `json:"scale,omitempty"`
-			Next    string            `json:"next,omitempty"`
-			Absent  map[string]string `json:"not_searched,omitempty"`
-		}{out[:keep], left, scale, next, absent})
-		return string(b)
+		return searchAnswer(parts[:keep], left, scale, next, absent)
 	}
 	text := render(len(out))
 	for keep := len(out) - 1; len(text) > budget && keep >= 0; keep-- {
 		text = render(keep)
 	}
 	return text
+}
+
+// searchAnswer is the JSON of search_tools' answer: the hits, each
+// marshalled, then what was left out, how to read a match, the next step
+// and the sources not searched, each when there is one.
+func searchAnswer(hits [][]byte, left, scale, next string, absent map[string]string) string {
+	rest, _ := json.Marshal(struct { // plain data always marshals
+		LeftOut string            `json:"left_out,omitempty"`
+		Scale   string            `json:"scale,omitempty"`
+		Next    string            `json:"next,omitempty"`
+		Absent  map[string]string `json:"not_searched,omitempty"`
+	}{left, scale, next, absent})
+	n := len(`{"hits":[]`) + len(rest)
+	for _, h := range hits {
+		n += len(h) + 1
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(`{"hits":[`)
+	for i, h := range hits {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(h)
+	}
+	b.WriteByte(']')
+	if len(rest) > 2 {
+		b.WriteByte(',')
+	}
+	b.Write(rest[1:]) // the fields after the hits, and the closing brace
+	return b.String()
 }
 
 // absentSources are the sources whose tools a search does not see: those

@@ -44,12 +44,16 @@ import (
 // maxRenderedProperties properties, or maxDeclarations named types) is
 // cut, the declaration saying what was left out.
 func Declaration(t *tools.Tool) (string, error) {
-	d, g, err := declaration(t, false)
-	if err != nil || len(d) <= SummariseAbove || g.named == 0 {
-		return d, err
+	s, err := parseSchemas(t)
+	if err != nil {
+		return "", err
 	}
-	d, _, err = declaration(t, true)
-	return d, err
+	d, g := declaration(t, s, false)
+	if len(d) <= SummariseAbove || g.named == 0 {
+		return d, nil
+	}
+	d, _ = declaration(t, s, true)
+	return d, nil
 }
 
 // SummariseAbove is the size above which a declaration is summarised (see
@@ -64,10 +68,18 @@ const (
 	maxDeclarations       = 400
 )
 
-func declaration(t *tools.Tool, summarise bool) (string, *tsgen, error) {
+// schemas are a tool's input and output schemas, parsed once for both
+// of Declaration's renderings; inferred is the note of an inferred
+// output schema. Rendering does not modify them.
+type schemas struct {
+	in, out  any
+	inferred string
+}
+
+func parseSchemas(t *tools.Tool) (schemas, error) {
 	in, err := parseSchema(t.InputDocument(), `{"type":"object","additionalProperties":false}`)
 	if err != nil {
-		return "", nil, fmt.Errorf("declare %s: input schema: %w", t.Name, err)
+		return schemas{}, fmt.Errorf("declare %s: input schema: %w", t.Name, err)
 	}
 	outSchema, inferred := t.OutputDocument(), ""
 	if len(outSchema) == 0 && t.InferredOutput != nil {
@@ -75,8 +87,13 @@ func declaration(t *tools.Tool, summarise bool) (string, *tsgen, error) {
 	}
 	out, err := parseSchema(outSchema, "")
 	if err != nil {
-		return "", nil, fmt.Errorf("declare %s: output schema: %w", t.Name, err)
+		return schemas{}, fmt.Errorf("declare %s: output schema: %w", t.Name, err)
 	}
+	return schemas{in: in, out: out, inferred: inferred}, nil
+}
+
+func declaration(t *tools.Tool, s schemas, summarise bool) (string, *tsgen) {
+	in, out, inferred := s.in, s.out, s.inferred
 	g := &tsgen{names: map[string]string{}, used: map[string]bool{"Promise": true, "Record": true, "Array": true}, summarise: summarise}
 	cat, short := t.Category(), t.ShortName()
 	base := pascal(short)
@@ -159,7 +176,7 @@ func declaration(t *tools.Tool, summarise bool) (string, *tsgen, error) {
 		fmt.Fprintf(&b, "%s// %s\n", ind, g.cut)
 	}
 	b.WriteString("}\n")
-	return b.String(), g, nil
+	return b.String(), g
 }
 
 // InferredNote is the sentence that marks a result type inferred from
@@ -217,7 +234,10 @@ func hints(a tools.Annotations) string {
 type tsgen struct {
 	decls []string          // named declarations found through $ref, in order
 	names map[string]string // definition key → declared name
-	used  map[string]bool
+	// keys are the definition keys' JSON, by definition: a definition is
+	// referred to many times, and its JSON can be large (Stripe's).
+	keys map[*object]string
+	used map[string]bool
 	// summarise leaves out the docs of the fields of the types named
 	// through references (inRef > 0 while one is rendered).
 	summarise bool
@@ -225,6 +245,24 @@ type tsgen struct {
 	named     int // declarations made for references
 	props     int // properties rendered
 	cut       string
+}
+
+// keyOf is target's compact JSON, made once per object: the tree is
+// not modified once parsed.
+func (g *tsgen) keyOf(target any) string {
+	o, ok := target.(*object)
+	if !ok {
+		return compactJSON(target)
+	}
+	if k, ok := g.keys[o]; ok {
+		return k
+	}
+	if g.keys == nil {
+		g.keys = map[*object]string{}
+	}
+	k := compactJSON(o)
+	g.keys[o] = k
+	return k
 }
 
 // quiet reports whether the docs being rendered are left out.
@@ -599,7 +637,7 @@ func (g *tsgen) ref(d *schemaDoc, ref string, ind string, depth int) string {
 			continue
 		}
 		defName = unescapePointer(defName)
-		key := defName + "\x00" + compactJSON(target)
+		key := defName + "\x00" + g.keyOf(target)
 		if n, ok := g.names[key]; ok {
 			return n
 		}

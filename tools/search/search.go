@@ -40,7 +40,6 @@ import (
 	"log/slog"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
@@ -142,7 +141,7 @@ type PageDocs interface {
 type Index struct {
 	reg  *tools.Registry
 	docs func(tools.Caller) Docs
-	pool sync.Pool // *[]float64 score accumulators
+	pool sync.Pool // *scratch, a ranking's working space
 
 	terms termCache // each tool's terms, kept (snapshot.go)
 
@@ -303,6 +302,17 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			weights[t] = w
 		}
 	}
+	// Other forms of the query's own words in the index (registrant of
+	// register), as synonyms are.
+	if variantWeight > 0 {
+		for _, t := range qterms {
+			for _, u := range c.variantsOf(t) {
+				if _, ok := weights[u]; !ok {
+					weights[u] = variantWeight
+				}
+			}
+		}
+	}
 	// Words related in general English, below the vocabulary's. They
 	// reorder the tools the query's words find, and find none alone.
 	general := map[string]bool{}
@@ -333,17 +343,13 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			}
 		}
 	}
-	accp, _ := ix.pool.Get().(*[]float64)
-	if accp == nil || len(*accp) < len(c.docs) {
-		a := make([]float64, len(c.docs))
-		accp = &a
-	}
-	acc := (*accp)[:len(c.docs)]
-	matched := make([]uint8, len(c.docs))
-	related := make([]uint8, len(c.docs))
-	var touched []int32
-	found := make([]bool, len(c.docs)) // by a word that is not only general English
+	sc := ix.scratchFor(len(c.docs))
+	defer ix.pool.Put(sc)
+	acc, matched, related := sc.acc, sc.matched, sc.related
+	found := sc.found // by a word that is not only general English
+	touched := sc.touched
 	for t, w := range weights {
+		notGeneral := !general[t]
 		for _, p := range c.postings[t] {
 			if cat >= 0 && c.docs[p.doc].cat != cat {
 				continue
@@ -351,7 +357,7 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			if acc[p.doc] == 0 {
 				touched = append(touched, p.doc)
 			}
-			if !general[t] {
+			if notGeneral {
 				found[p.doc] = true
 			}
 			acc[p.doc] += w * p.weight
@@ -372,9 +378,9 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	})
 	// The documents that name what the query asks about, in its words or
 	// others that stand for them.
-	var hasHead map[int32]bool
+	var hasHead []bool
 	if h := qa.lx.Head; h != "" && headMissFactor < 1 {
-		hasHead = map[int32]bool{}
+		hasHead = sc.head
 		for t, w := range weights {
 			if t == h || w >= lexicon.SynonymWeight && qa.lx.IsHead(t) || qa.lx.General[t] > 0 && w > 0 {
 				for _, p := range c.postings[t] {
@@ -402,21 +408,27 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		return s
 	}
 	if keep := max(limit*candidatesPerHit, minCandidates); len(touched) > keep {
-		slices.SortFunc(touched, func(a, b int32) int {
-			if x, y := base(a), base(b); x != y {
-				if x > y {
-					return -1
-				}
-				return 1
-			}
-			return int(a - b)
-		})
-		for _, d := range touched[keep:] {
-			acc[d] = 0
+		// The best keep by base score, ties by document: a bounded heap
+		// rather than a sort of every candidate.
+		best := sc.best[:0]
+		for _, d := range touched {
+			best = pushBest(best, candidate{doc: d, score: base(d)}, keep)
 		}
-		touched = touched[:keep]
+		sc.best = best
+		worst := best[0]
+		for _, d := range touched {
+			if worse(candidate{doc: d, score: base(d)}, worst) {
+				acc[d] = 0
+			}
+		}
+		touched = touched[:0]
+		for _, b := range best {
+			touched = append(touched, b.doc)
+		}
 	}
+	sc.touched = touched[:0]
 	fit := categoryFit(c, qterms, weights)
+	qids := c.ids(qterms, false)
 	out := make([]scored, 0, len(touched))
 	for _, d := range touched {
 		s := base(d)
@@ -436,13 +448,13 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		if hasHead != nil && !hasHead[d] {
 			s *= headMissFactor
 		}
-		j := jaccard(qterms, doc.summary)
+		j := jaccardIDs(len(qterms), qids, doc.summaryIDs)
 		s *= 1 + summaryBoost*j*j
 		if n := len(doc.name); n > 0 {
-			covered := overlap(qterms, doc.name)
+			covered := overlapIDs(qids, doc.nameIDs)
 			if qa.lx.Self {
 				// "My" covers a name's "for authenticated user".
-				covered += overlap(selfTerms, doc.name)
+				covered += overlapIDs(c.selfIDs, doc.nameIDs)
 			}
 			if v := qa.lx.Verb; covered > 0 && v != "" && !slices.Contains(doc.name, v) && slices.ContainsFunc(doc.name, qa.lx.IsVerbWord) {
 				// create_label covers "add a label" as add_labels does
@@ -458,16 +470,32 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		out = append(out, scored{doc: d, score: s, match: m, conf: confidence(m, intent, objectNamed(doc, weights))})
 		acc[d] = 0
 	}
-	ix.pool.Put(accp)
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].score != out[j].score {
-			return out[i].score > out[j].score
+	// The best limit, by score and then name: those are sorted, not all.
+	after := func(a, b scored) bool {
+		if a.score != b.score {
+			return a.score < b.score
 		}
-		return c.docs[out[i].doc].tool.Name < c.docs[out[j].doc].tool.Name
-	})
-	if len(out) > limit {
-		out = out[:limit]
+		return c.docs[a.doc].tool.Name > c.docs[b.doc].tool.Name
 	}
+	if limit <= 0 {
+		return out[:0]
+	}
+	if len(out) > limit {
+		top := make([]scored, 0, limit)
+		for _, o := range out {
+			top = pushTop(top, o, limit, after)
+		}
+		out = top
+	}
+	slices.SortFunc(out, func(a, b scored) int {
+		switch {
+		case after(a, b):
+			return 1
+		case after(b, a):
+			return -1
+		}
+		return 0
+	})
 	return out
 }
 
@@ -481,10 +509,7 @@ func categoryFit(c *index, qterms []string, weights map[string]float64) []float6
 	if len(c.catID) < 2 || categoryBoost == 0 {
 		return nil
 	}
-	size := make([]float64, len(c.catID))
-	for i := range c.docs {
-		size[c.docs[i].cat]++
-	}
+	size := c.catSize
 	n := float64(len(c.docs))
 	fit := make([]float64, len(c.catID))
 	count := make([]float64, len(c.catID))
@@ -622,9 +647,11 @@ func intentFactor(qa *query, doc *doc, weights map[string]float64) float64 {
 		}
 	}
 	// It acts on something else the query names, within the thing asked
-	// about: adds a project to a task, for "add a task to a project".
+	// about: adds a project to a task, for "add a task to a project"; a
+	// file's content, for "rename a file" (a synonym of the thing, under
+	// the thing itself, is a part of it).
 	if o := doc.op.Object; q.Head != "" && o != "" && o != q.Head && weights[o] >= lexicon.SynonymWeight &&
-		slices.Contains(doc.op.Context, q.Head) && !slices.Contains(lexicon.Synonyms(q.Head), o) {
+		slices.Contains(doc.op.Context, q.Head) {
 		f *= partFactor
 	}
 	for _, a := range doc.op.Attribute {
@@ -644,7 +671,7 @@ func intentFactor(qa *query, doc *doc, weights map[string]float64) float64 {
 		f *= 1 + selfBoost
 	case !q.Self && doc.self:
 		f *= otherFactor
-	case q.Self && !doc.self:
+	case q.Self && !doc.self && !doc.forSelf && !doc.noSelf:
 		f *= notSelfFactor
 	}
 	return f
@@ -673,7 +700,7 @@ func classFactor(q, d lexicon.Class, plural bool) float64 {
 	}
 	if q&d != 0 {
 		if plural && q&lexicon.List != 0 && d&lexicon.List == 0 && d&lexicon.Read != 0 {
-			return 1 + classBoost/2 // a plural asks for a list rather than one
+			return 1 + pluralGetShare*classBoost // a plural asks for a list rather than one
 		}
 		return 1 + classBoost
 	}
@@ -698,17 +725,18 @@ func distinct(ts []string) []string {
 	return slices.Compact(out)
 }
 
-// jaccard is |a ∩ b| / |a ∪ b| of two sorted sets of distinct terms.
-func jaccard(a, b []string) float64 {
-	if len(a) == 0 || len(b) == 0 {
+// jaccardIDs is |q ∩ d| / |q ∪ d| of a query of n distinct terms, q
+// their ids (those that have one), and a document's term ids d.
+func jaccardIDs(n int, q, d []int32) float64 {
+	if n == 0 || len(d) == 0 {
 		return 0
 	}
-	both := overlap(a, b)
-	return float64(both) / float64(len(a)+len(b)-both)
+	both := overlapIDs(q, d)
+	return float64(both) / float64(n+len(d)-both)
 }
 
-// overlap is |a ∩ b| of two sorted sets of distinct terms.
-func overlap(a, b []string) int {
+// overlapIDs is |a ∩ b| of two sorted sets of distinct term ids.
+func overlapIDs(a, b []int32) int {
 	both, i, j := 0, 0, 0
 	for i < len(a) && j < len(b) {
 		switch {
@@ -751,7 +779,35 @@ type index struct {
 	byName   map[string]int32
 	catID    map[string]int32
 	postings map[string][]posting
+	// variants holds the index's words of at least variantPrefix
+	// letters by their first variantPrefix letters (variantsOf).
+	variants map[string][]string
 	vec      toolVectors // with an embedder
+	// termIDs number the terms of the documents' summaries and names,
+	// and selfTerms; selfIDs are selfTerms' ids, sorted.
+	termIDs map[string]int32
+	selfIDs []int32
+	// catSize is how many documents each category has.
+	catSize []float64
+}
+
+// ids are the ids of ts (index.termIDs), sorted; terms without one are
+// left out. add gives those an id.
+func (ix *index) ids(ts []string, add bool) []int32 {
+	out := make([]int32, 0, len(ts))
+	for _, t := range ts {
+		id, ok := ix.termIDs[t]
+		if !ok {
+			if !add {
+				continue
+			}
+			id = int32(len(ix.termIDs))
+			ix.termIDs[t] = id
+		}
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
 }
 
 type doc struct {
@@ -765,9 +821,18 @@ type doc struct {
 	// for a tool on the authenticated user's own things.
 	op   lexicon.Operation
 	self bool
+	// forSelf is set for a tool that may act for the caller though
+	// not only for them (a user id that takes "me").
+	forSelf bool
+	// noSelf is set for a tool of a category none of whose tools is
+	// the caller's own (self or forSelf).
+	noSelf bool
 	// summary and name hold the distinct terms of the tool's summary
 	// and short name, sorted.
 	summary, name []string
+	// summaryIDs and nameIDs are the same terms by their ids
+	// (index.termIDs), sorted: what ranking intersects with the query's.
+	summaryIDs, nameIDs []int32
 }
 
 // posting holds a document's whole BM25F contribution for one term:
@@ -806,10 +871,30 @@ func analyzeKept(ts []*tools.Tool, version uint64, tc *termCache) (*index, [][nu
 		}
 		tt := all[i]
 		ix.docs = append(ix.docs, doc{tool: t, cat: cat, readOnly: t.Annotations.ReadOnly, polarity: tt.Polarity,
-			op: tt.Op, self: tt.Self, summary: tt.Summary, name: tt.Name})
+			op: tt.Op, self: tt.Self, forSelf: tt.ForSelf, summary: tt.Summary, name: tt.Name})
 		ix.byName[t.Name] = int32(i)
 		fieldTerms[i] = tt.Fields
 	}
+	// "My" picks the caller's own operations out of an API that has
+	// some; in one that has none (Stripe's, Twilio's: every operation
+	// is on the caller's account) it picks nothing out.
+	selfCat := make([]bool, len(ix.catID))
+	for i := range ix.docs {
+		if ix.docs[i].self || ix.docs[i].forSelf {
+			selfCat[ix.docs[i].cat] = true
+		}
+	}
+	for i := range ix.docs {
+		ix.docs[i].noSelf = !selfCat[ix.docs[i].cat]
+	}
+	ix.termIDs = map[string]int32{}
+	ix.catSize = make([]float64, len(ix.catID))
+	for i := range ix.docs {
+		d := &ix.docs[i]
+		d.summaryIDs, d.nameIDs = ix.ids(d.summary, true), ix.ids(d.name, true)
+		ix.catSize[d.cat]++
+	}
+	ix.selfIDs = ix.ids(selfTerms, true)
 	return ix, fieldTerms
 }
 
@@ -861,6 +946,59 @@ func (ix *index) weigh(fieldTerms [][numFields][]string) {
 		}
 		ix.postings[term] = ps
 	}
+	ix.variants = map[string][]string{}
+	for term := range ix.postings {
+		if len(term) >= variantPrefix && isWord(term) {
+			ix.variants[term[:variantPrefix]] = append(ix.variants[term[:variantPrefix]], term)
+		}
+	}
+	for _, vs := range ix.variants {
+		slices.Sort(vs)
+	}
+}
+
+// variantPrefix is the least length of a word's stem for variantsOf.
+const variantPrefix = 6
+
+// variantsOf returns the index's words that are other forms of the
+// stem t: those that share most of their letters with it from the
+// start ("regist" of register and registrant, "collaborat" of
+// collaborate and collaborator). The stemmer strips inflections; an
+// API's nouns for the doer or the doing of a verb (registrant,
+// attendee, subscription) are derived words it leaves apart.
+func (ix *index) variantsOf(t string) []string {
+	if len(t) < variantPrefix {
+		return nil
+	}
+	var out []string
+	for _, u := range ix.variants[t[:variantPrefix]] {
+		n := min(len(t), len(u))
+		if u == t || 4*commonPrefix(t, u) < 3*n {
+			continue
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// commonPrefix is the length of the longest common prefix of a and b.
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// isWord reports whether t is one lower-case word (not a pair of words
+// or a plural form: bigrams, forms).
+func isWord(t string) bool {
+	for i := 0; i < len(t); i++ {
+		if t[i] < 'a' || t[i] > 'z' {
+			return false
+		}
+	}
+	return true
 }
 
 // toolTerms is what the index makes of one tool by itself: the terms of
@@ -873,6 +1011,9 @@ type toolTerms struct {
 	Polarity int8
 	Op       lexicon.Operation
 	Self     bool
+	// ForSelf is set for a tool that acts for a user the caller may
+	// name as "me" (Zoom's /users/{userId}/meetings).
+	ForSelf bool
 }
 
 // analyzeTool makes the terms of one tool.
@@ -922,11 +1063,24 @@ func analyzeTool(t *tools.Tool, sd *schemaDocs) *toolTerms {
 			op.Verbs = append(op.Verbs, v)
 		}
 	}
-	tt.Op = op
-	tt.Self = op.Self || mentionsSelf(summary+" "+lead)
-	ft[fieldIntent] = intentTerms(op)
 	in := sd.words(t.InputSchema, t.InputDefs)
 	out := sd.words(t.OutputSchema, t.OutputDefs)
+	if op.Class&^lexicon.Read != 0 {
+		// An operation that changes something does the actions its
+		// parameters' values name: Zoom's PUT /meetings/{id}/status
+		// takes an action of end or recover, its user status one of
+		// activate or deactivate. (A reading operation's values filter
+		// what it lists: an issue state of "open" opens nothing.)
+		for _, v := range in.values {
+			if c, ok := lexicon.VerbClass(v); ok && c&lexicon.Act != 0 && !slices.Contains(op.Verbs, stem(v)) {
+				op.Verbs = append(op.Verbs, stem(v))
+			}
+		}
+	}
+	tt.Op = op
+	tt.Self = op.Self || mentionsSelf(summary+" "+lead)
+	tt.ForSelf = in.self
+	ft[fieldIntent] = intentTerms(op)
 	ft[fieldParams] = terms(strings.Join(in.names, " "))
 	ft[fieldOutput] = terms(strings.Join(out.names, " "))
 	ft[fieldText] = terms(lexicon.Clean(rest + " " + strings.Join(in.descriptions, " ")))
