@@ -35,3 +35,11 @@ func landlockABI() (int, string) {
 func confineAndExec(confineSpec, string, []string) error {
 	return errors.New("confining a server needs Linux with Landlock")
 }
+
+// workerConfinedArg is the argument of a confined sandbox worker.
+const workerConfinedArg = "confined"
+
+// confineWorkerAndExec cannot confine here.
+func confineWorkerAndExec() error {
+	return errors.New("confining a sandbox worker needs Linux")
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/codecell/codecell/executor"
@@ -12,8 +13,17 @@ import (
 const workerCommandName = "sandbox-worker"
 
 // runWorker serves the executor that started this process over stdin and
-// stdout until stdin ends.
-func runWorker(stdin io.Reader, stdout io.Writer) error {
+// stdout until stdin ends. Started by the executor (no argument), it first
+// confines itself and executes itself again inside the confinement
+// (confineWorkerAndExec), before it reads any program; it fails, serving
+// nothing, when it cannot.
+func runWorker(args []string, stdin io.Reader, stdout io.Writer) error {
+	switch {
+	case len(args) == 0:
+		return fmt.Errorf("%s: %w", workerCommandName, confineWorkerAndExec())
+	case len(args) > 1 || args[0] != workerConfinedArg:
+		return usageError{workerCommandName + " is started by codecell for its sandbox"}
+	}
 	hardenWorker()
 	return executor.ServeWorker(stdin, stdout)
 }
