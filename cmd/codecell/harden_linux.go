@@ -331,6 +331,9 @@ func addRule(ruleset int, path string, rights, handled uint64) error {
 // once confined (confineWorkerAndExec).
 const workerConfinedArg = "confined"
 
+// workerConfines is true: a sandbox worker confines itself at start.
+const workerConfines = true
+
 // confineWorkerAndExec confines this sandbox worker and executes it again,
 // with workerConfinedArg, inside the confinement: a Landlock domain and
 // no_new_privs are a thread's, and the threads the Go runtime has already

@@ -39,6 +39,9 @@ func confineAndExec(confineSpec, string, []string) error {
 // workerConfinedArg is the argument of a confined sandbox worker.
 const workerConfinedArg = "confined"
 
+// workerConfines is false: sandbox workers run as they start here.
+const workerConfines = false
+
 // confineWorkerAndExec cannot confine here.
 func confineWorkerAndExec() error {
 	return errors.New("confining a sandbox worker needs Linux")
