@@ -341,7 +341,7 @@ const workerConfines = true
 // is born inside. The domain grants nothing on the file system but
 // reading and executing the files the program is mapped from (the binary,
 // the dynamic loader and the libraries it loads, which the kernel and the
-// loader open again at exec); from ABI 4 on, it denies binding and
+// loader open again at exec) and reading /etc/localtime; from ABI 4 on, it denies binding and
 // connecting TCP sockets; from ABI 6 on, signalling processes and
 // connecting to abstract Unix sockets outside it. A worker needs no file
 // after start: its pipes are open. Without Landlock it sets no_new_privs
@@ -399,11 +399,17 @@ func restrictWorker(abi int) error {
 			return err
 		}
 	}
+	// The time zone, which the VM's C library reads (programs' Date in
+	// local time): public data, granted where it is.
+	_ = addFileRule(ruleset, localtime, unix.LANDLOCK_ACCESS_FS_READ_FILE)
 	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(ruleset), 0, 0); errno != 0 {
 		return fmt.Errorf("enter the Landlock domain: %w", errno)
 	}
 	return nil
 }
+
+// localtime is the file that says the system's time zone.
+const localtime = "/etc/localtime"
 
 // mappedFiles lists the regular files this process is mapped from, as
 // /proc/self/maps names them: the binary, the dynamic loader and the
