@@ -389,6 +389,9 @@ func serverLimits(l LimitsConfig) engine.Limits {
 		MaxBodyBytes:        l.MaxBodyBytes,
 		MaxJournalBytes:     l.MaxJournalBytes,
 		Stdio:               l.Stdio,
+
+		ResultBytesInFlight:       l.ResultBytesInFlight,
+		ResultBytesInFlightPerRun: l.ResultBytesInFlightPerRun,
 	}
 }
 
