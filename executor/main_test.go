@@ -29,6 +29,13 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	workerCommand = []string{exe, workerArg}
+	// CODECELL_WORKER_BINARY runs the tests and benchmarks against the
+	// workers of a built codecell binary, which confine themselves:
+	//
+	//	CODECELL_WORKER_BINARY=$PWD/bin/codecell go test -tags sqlite_fts5 -run '^$' -bench RunTrivial -benchtime 200x ./executor/
+	if bin := os.Getenv("CODECELL_WORKER_BINARY"); bin != "" {
+		workerCommand = []string{bin, workerArg}
+	}
 	os.Exit(m.Run())
 }
 

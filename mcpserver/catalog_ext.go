@@ -334,18 +334,33 @@ func (s *Server) extensionHTTP(next http.Handler) http.Handler {
 			return
 		}
 		req, ok := isExtensionMethod(body)
+		tasks26, ok26 := isTasks26Method(body)
+		if ok26 {
+			req, ok = tasks26, true
+		}
 		if !ok {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if v := r.Header.Get(mcp.HeaderProtocolVersion); mcp.IsModernProtocol(v) && r.Header.Get(mcp.HeaderMethod) != req.Method {
+		if v := r.Header.Get(mcp.HeaderProtocolVersion); (ok26 || mcp.IsModernProtocol(v)) && r.Header.Get(mcp.HeaderMethod) != req.Method {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)
 			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": rpcErr{Code: mcp.HEADER_MISMATCH, Message: "Mcp-Method header does not match the body's method " + req.Method}})
 			w.Write(b)
 			return
 		}
-		out := s.extensionMethod(r.Context(), req)
+		var out []byte
+		if ok26 { // the 2026 tasks extension's methods (tasks2026.go)
+			if bad := nameMismatch(r.Header, req); bad != nil {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				w.Write(bad)
+				return
+			}
+			out = s.answer26(r.Context(), req)
+		} else {
+			out = s.extensionMethod(r.Context(), req)
+		}
 		if out == nil {
 			w.WriteHeader(http.StatusAccepted)
 			return

@@ -23,6 +23,9 @@ var _ engine.Client = mcpClient{}
 // request cannot be asked for what: no session, the stateless protocol,
 // or a capability it did not declare.
 func (mcpClient) Can(ctx context.Context, tool string, what engine.Capability) error {
+	if t := task26From(ctx); t != nil {
+		return t.can(tool, what) // a 2026 task asks through its inputRequests
+	}
 	missing := func(format string, args ...any) error {
 		return &tools.Error{Code: engine.CodeCapabilityMissing, Tool: tool, Message: fmt.Sprintf(format, args...)}
 	}
@@ -35,16 +38,16 @@ func (mcpClient) Can(ctx context.Context, tool string, what engine.Capability) e
 	}
 	// Protocol 2026-07-28 has no server-to-client requests: a program
 	// run by execute_code asks through input_required (engine/mrtr.go),
-	// which the engine answers before it asks here. What reaches here
-	// cannot pause across requests: a plan's commit, a task's run, a
-	// direct call.
+	// which the engine answers before it asks here, and a 2026 task's
+	// run through the task (above). What reaches here cannot pause
+	// across requests: a plan's commit outside a task, a direct call.
 	if v := server.RequestProtocolVersion(ctx); mcp.IsModernProtocol(v) {
 		if !declared(server.RequestProtocolInfoFromContext(ctx), what) {
 			return missing("the MCP client did not declare the %s capability in this request (clientCapabilities in _meta), and this request uses MCP protocol %s, which has no server-to-client requests: declare it, and make the call from a program run by execute_code, which asks the client through input_required", what, v)
 		}
 		// The client can be asked, but not from here (an approval it
 		// needs is refused, whatever on_unsupported says).
-		return &tools.Error{Code: engine.CodeCapabilityMissing, Tool: tool, Err: engine.ErrNotAskableHere, Message: fmt.Sprintf("this request uses MCP protocol %s, which has no server-to-client requests: a program run by execute_code asks the client (%s) through input_required, but a plan's commit, a task's run and a direct call cannot; make the call from the program itself (execute_code), or connect with protocol %s (initialize handshake)", v, what, mcp.ProtocolVersion20251125)}
+		return &tools.Error{Code: engine.CodeCapabilityMissing, Tool: tool, Err: engine.ErrNotAskableHere, Message: fmt.Sprintf("this request uses MCP protocol %s, which has no server-to-client requests: a program run by execute_code asks the client (%s) through input_required, but a direct call cannot; make the call from a program (execute_code), declare the tasks extension (io.modelcontextprotocol/tasks) in clientCapabilities, or connect with protocol %s (initialize handshake)", v, what, mcp.ProtocolVersion20251125)}
 	}
 	info, ok := session.(server.SessionWithClientInfo)
 	if !ok {
@@ -76,12 +79,18 @@ func declared(info *server.RequestProtocolInfo, what engine.Capability) bool {
 }
 
 func (c mcpClient) Sample(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	if t := task26From(ctx); t != nil {
+		return t.sample(ctx, req)
+	}
 	//lint:ignore SA1019 sampling is what llm.* is: deprecated by protocol 2026-07-28, still the way to reach the client's model in the versions before it, which Can requires
 	res, err := c.s.mcp.RequestSampling(ctx, req)
 	return res, cannotAsk(err)
 }
 
 func (c mcpClient) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	if t := task26From(ctx); t != nil {
+		return t.elicit(ctx, req)
+	}
 	res, err := c.s.mcp.RequestElicitation(ctx, req)
 	return res, cannotAsk(err)
 }

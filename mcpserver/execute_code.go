@@ -92,6 +92,9 @@ type executeCodeArgs struct {
 // program error, a limit — is a tool result with isError set and a run
 // record whose error.kind names it, never a protocol error.
 func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+	if s.tasks26.wants(ctx) { // protocol 2026-07-28's tasks (tasks2026.go)
+		return s.tasks26.run(ctx, req, s.run), nil
+	}
 	ctx, task, end := s.tasks.start(ctx, req) // a task's run outlives the request
 	defer end()
 	defer func() {
@@ -139,7 +142,7 @@ func (s *Server) run(ctx context.Context, req mcp.CallToolRequest, task *engine.
 	if msg := planModeError(args.Mode, args.PlanID, args.Code); msg != "" {
 		return s.refused(executor.KindInvalidRequest, msg)
 	}
-	if limit := s.exec.Config().MaxTimeout; req.Params.Task == nil && time.Duration(args.TimeoutMS)*time.Millisecond > limit {
+	if limit := s.exec.Config().MaxTimeout; task == nil && time.Duration(args.TimeoutMS)*time.Millisecond > limit {
 		return s.refused(executor.KindInvalidRequest, fmt.Sprintf("timeout_ms %d is over the %d an ordinary call may ask for; ask for less, or run the program as an MCP task (up to %d)",
 			args.TimeoutMS, limit.Milliseconds(), s.eng.Tasks().MaxTimeout(limit).Milliseconds()))
 	}
@@ -152,7 +155,11 @@ func (s *Server) run(ctx context.Context, req mcp.CallToolRequest, task *engine.
 		return s.refused(KindRateLimited, r.Error())
 	}
 	if args.PlanID != "" {
-		rec, body := s.eng.Commit(ctx, args.PlanID, engine.Execution{Caller: caller, Local: local, BudgetBytes: args.BudgetBytes, Details: args.Details, Purpose: args.Purpose})
+		rec, body := s.eng.Commit(ctx, args.PlanID, engine.Execution{Caller: caller, Local: local, BudgetBytes: args.BudgetBytes, Details: args.Details, Purpose: args.Purpose,
+			Resume: resumeOf(ctx, req, task != nil)})
+		if rec != nil && rec.Input != nil {
+			return inputRequired(rec.Input)
+		}
 		return toolResult(rec, body)
 	}
 	arrived := time.Now()

@@ -107,3 +107,72 @@ func BenchmarkResumedRun(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTaskRun measures the same program (10 tool calls of 1 KiB,
+// then one llm.call) run as a task of the 2026 tasks extension over
+// Streamable HTTP: tools/call (answered with the task once it asks),
+// tasks/get until its question shows, tasks/update, tasks/get until it
+// completes — the client polling as fast as it can rather than every
+// pollIntervalMs. Nothing is replayed: calls/op stays 10. Reported:
+// µs/op (one whole exchange), calls/op, requests/op (HTTP requests of
+// the exchange).
+//
+//	go test -tags sqlite_fts5 -run '^$' -bench TaskRun -benchtime 100x -count 3 ./mcpserver/
+func BenchmarkTaskRun(b *testing.B) {
+	reg := tools.NewRegistry()
+	if err := builtin.Register(reg); err != nil {
+		b.Fatal(err)
+	}
+	var calls atomic.Int64
+	item := strings.Repeat("x", 1000)
+	if err := reg.Register(tools.Tool{Name: "crm.page", Summary: "A page.", InputSchema: json.RawMessage(`{"type":"object"}`),
+		Annotations: tools.Annotations{ReadOnly: true},
+		Handler: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			calls.Add(1)
+			return json.Marshal(map[string]any{"items": []string{item}})
+		}}); err != nil {
+		b.Fatal(err)
+	}
+	srv, err := mcpserver.New(forTests(b, mcpserver.Config{
+		Limits: engine.Limits{ExecutionsPerMinute: 1 << 30, ExecutionBurst: 1 << 30, ToolCallsPerMinute: 1 << 30, ToolCallBurst: 1 << 30},
+		LLM:    engine.LLMConfig{CallsPerMinute: 1 << 30, TokensPerDay: 1 << 50},
+	}), reg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { srv.Close() })
+	ts := httptest.NewServer(srv.Handler())
+	b.Cleanup(ts.Close)
+	c := &client26{url: ts.URL + mcpserver.PathStreamable, caps: map[string]any{"sampling": map[string]any{}, "extensions": tasksExt}}
+	code := `let n = 0;
+		for (let i = 0; i < 10; i++) n += (await crm.page({i})).items.length;
+		const a = await llm.call("count " + n);
+		return a.text;`
+	poll := func(id string, done func(task26View) bool) int {
+		for n := 1; ; n++ {
+			v, r := c.get(b, id)
+			if r.Error != nil {
+				b.Fatalf("tasks/get: %+v", r.Error)
+			}
+			if done(v) {
+				return n
+			}
+		}
+	}
+	requests := 0
+	calls.Store(0)
+	for b.Loop() {
+		r := c.execute(b, map[string]any{"code": code})
+		var task task26View
+		if err := json.Unmarshal(r.Result, &task); err != nil || task.ResultType != "task" {
+			b.Fatalf("want a task: %s %+v", r.Result, r.Error)
+		}
+		requests += 2 + poll(task.TaskID, func(v task26View) bool { return v.InputRequests["sample.1"] != nil })
+		c.send(b, "tasks/update", task.TaskID, map[string]any{"taskId": task.TaskID, "inputResponses": map[string]any{
+			"sample.1": map[string]any{"role": "assistant", "content": map[string]any{"type": "text", "text": "ok"}, "model": "m", "stopReason": "endTurn"}}})
+		requests += poll(task.TaskID, func(v task26View) bool { return v.Status == "completed" })
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/op")
+	b.ReportMetric(float64(calls.Load())/float64(b.N), "calls/op")
+	b.ReportMetric(float64(requests)/float64(b.N), "requests/op")
+}

@@ -154,10 +154,10 @@ func TestRecallExpand(t *testing.T) {
 	}
 }
 
-// TestRecallExpandWithoutModel: a client without sampling, and a request
-// of the stateless protocol 2026-07-28 (which cannot sample from a
-// running program), get the recall without the model's terms and the
-// reason.
+// TestRecallExpandWithoutModel: a client without sampling gets the
+// recall without the model's terms and the reason; on the stateless
+// protocol 2026-07-28 one that declares sampling is asked through
+// input_required.
 func TestRecallExpandWithoutModel(t *testing.T) {
 	t.Parallel()
 	srv, _ := storeServerTB(t, filepath.Join(t.TempDir(), "m.db"), mcpserver.Config{})
@@ -175,32 +175,46 @@ func TestRecallExpandWithoutModel(t *testing.T) {
 			t.Fatalf("recall = %s; want the memory, and an expansion error naming sampling", rec.Result)
 		}
 	})
-	t.Run("stateless protocol", func(t *testing.T) {
-		ts := httptest.NewServer(srv.Handler())
-		t.Cleanup(ts.Close)
-		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{
-			"name": "execute_code", "arguments": map[string]any{"code": `return await memory.recall({query: "coffee", expand: true})`},
-			"_meta": map[string]any{
-				"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
-				"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "stateless", "version": "1"},
-				"io.modelcontextprotocol/clientCapabilities": map[string]any{"sampling": map[string]any{}},
-			},
-		}})
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+mcpserver.PathStreamable, bytes.NewReader(body))
-		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-			"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "execute_code"} {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		out, _ := io.ReadAll(resp.Body)
-		if !bytes.Contains(out, []byte(`expansion`)) || !bytes.Contains(out, []byte(`capability_missing`)) || !bytes.Contains(out, []byte(`results`)) {
-			t.Fatalf("%d %s, want the recall's results and an expansion error naming capability_missing", resp.StatusCode, out)
-		}
-	})
+	// On 2026-07-28 a client that declares sampling is asked for the
+	// terms through input_required (TestMultiRoundTripNested follows the
+	// retry); one that does not gets the recall and why not.
+	for _, tc := range []struct {
+		name string
+		caps map[string]any
+		want []string
+	}{
+		{"stateless protocol with sampling", map[string]any{"sampling": map[string]any{}}, []string{`"resultType":"input_required"`, `sampling/createMessage`, `Question: coffee`}},
+		{"stateless protocol without sampling", map[string]any{}, []string{`expansion`, `capability_missing`, `results`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := httptest.NewServer(srv.Handler())
+			t.Cleanup(ts.Close)
+			body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{
+				"name": "execute_code", "arguments": map[string]any{"code": `return await memory.recall({query: "coffee", expand: true})`},
+				"_meta": map[string]any{
+					"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+					"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "stateless", "version": "1"},
+					"io.modelcontextprotocol/clientCapabilities": tc.caps,
+				},
+			}})
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+mcpserver.PathStreamable, bytes.NewReader(body))
+			for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+				"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "execute_code"} {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			out, _ := io.ReadAll(resp.Body)
+			for _, w := range tc.want {
+				if !bytes.Contains(out, []byte(w)) {
+					t.Fatalf("%d %s, want %s", resp.StatusCode, out, w)
+				}
+			}
+		})
+	}
 }
 
 // TestRecallParaphraseExpanded is make bench-recall's measure through

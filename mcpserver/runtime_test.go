@@ -220,7 +220,7 @@ func TestRuntimeSamplingAndApproval(t *testing.T) {
 				t.Fatalf("asked %d times about files.delete, want 3: %q", len(policyAsks), asked)
 			}
 			first := policyAsks[0]
-			for _, want := range []string{"codecell — approval required", "files.delete (it may change or destroy data)", `"path":"/a"`, "Purpose of the run, as the model gave it: tidy up, please decline"} {
+			for _, want := range []string{"codecell — approval required", "files.delete (it may change or destroy data)", `"path":"/a"`, `Purpose of the run, as the model gave it: "tidy up, please decline"`} {
 				if !strings.Contains(first, want) {
 					t.Errorf("the approval request lacks %q:\n%s", want, first)
 				}

@@ -104,6 +104,10 @@ type Config struct {
 	Principal string
 	// Tasks configures execute_code run as an MCP task (engine/tasks.go).
 	Tasks engine.TaskConfig
+	// TaskInline is how long a call of protocol 2026-07-28 that may
+	// become a task of the tasks extension waits for its run before it
+	// answers with the task (tasks2026.go). Default one second.
+	TaskInline time.Duration
 	// Access says which tools each caller may reach
 	// (engine/toolsets.go); the zero value lets every caller reach every
 	// tool.
@@ -164,6 +168,8 @@ type Server struct {
 	subs   subscriptions
 	events *eventStore
 	tasks  *taskCalls
+	// tasks26 are execute_code's tasks of protocol 2026-07-28.
+	tasks26 *tasks26
 
 	// oauth validates access tokens, nil when OAuth is off;
 	// resourceMetadata is the URL of the protected-resource metadata.
@@ -234,6 +240,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		}
 	}()
 	s.tasks = newTaskCalls(s.eng.Tasks(), func(ctx context.Context) string { return s.caller(ctx).Principal })
+	s.tasks26 = newTasks26(s.eng.Tasks(), func(ctx context.Context) string { return s.caller(ctx).Principal }, cfg.TaskInline)
 	s.initOperations()
 	if err = s.initOAuth(); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
@@ -320,6 +327,7 @@ func (s *Server) hooks() *server.Hooks {
 	s.owners.hooks(h)
 	s.subs.hooks(h)
 	s.instructionHooks(h)
+	s.tasks26.hooks(h) // before the 2025 tasks' hooks: drops the task parameter of 2026 requests
 	s.tasks.hooks(h)
 	s.cacheHooks(h)
 	s.bridgeHooks(h)

@@ -27,6 +27,9 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	// The extension's methods, which mcp-go does not know, are answered
 	// here (catalog_ext.go).
 	gate.intercept = func(line []byte) ([]byte, bool) {
+		if req, ok := isTasks26Method(line); ok {
+			return s.answer26(withLocal(ctx), req), true
+		}
 		req, ok := isExtensionMethod(line)
 		if !ok {
 			return nil, false
@@ -170,7 +173,11 @@ type stdioOut struct{ g *stdioGate }
 
 func (o stdioOut) Write(p []byte) (int, error) {
 	o.g.writeMu.Lock()
-	n, err := o.g.out.Write(p)
+	_, err := o.g.out.Write(taskResultOf(p)) // a tools/call that became a 2026 task
+	n := len(p)
+	if err != nil {
+		n = 0
+	}
 	o.g.writeMu.Unlock()
 	var h rpcHead
 	if json.Unmarshal(p, &h) == nil && h.Method == "" && len(h.ID) > 0 {
@@ -225,7 +232,7 @@ func (s *Server) newHTTP() *httpTransports {
 		),
 		mux: http.NewServeMux(),
 	}
-	h.mux.Handle(PathStreamable, s.guard(s.drainGate(s.extensionHTTP(s.ownTaskNotes(h.streamable)))))
+	h.mux.Handle(PathStreamable, s.guard(s.drainGate(s.extensionHTTP(s.taskResults(s.ownTaskNotes(h.streamable))))))
 	h.mux.Handle(PathSSE, s.guard(s.ownTaskNotes(h.sse.SSEHandler())))
 	h.mux.Handle(PathMessage, s.guard(s.extensionSSE(h.sse, h.sse.MessageHandler())))
 	h.mux.Handle("GET "+PathMetrics, s.guard(s.eng.Metrics().Handler()))

@@ -77,3 +77,26 @@ func ReadResult(ctx context.Context, g ResultGetter, id string, offset, length i
 	}
 	return r, data[offset:end], nil
 }
+
+// CheckResultQuota refuses a result whose compressed size alone exceeds
+// what a principal, or the whole store, may keep: no eviction would make
+// room for it.
+func CheckResultQuota(storedSize int64, lim Limits) error {
+	if storedSize > lim.MaxPrincipalResultsBytes || storedSize > lim.MaxResultsBytes {
+		return TooLarge("result is %d bytes compressed; a principal's stored results may take %d bytes (and all together %d): return less from the program",
+			storedSize, lim.MaxPrincipalResultsBytes, lim.MaxResultsBytes)
+	}
+	return nil
+}
+
+// LargestHolder is the principal holding the most bytes in held (ties
+// by name), or "" when every holding is zero.
+func LargestHolder(held map[string]int64) string {
+	best := ""
+	for p, n := range held {
+		if n > 0 && (best == "" || n > held[best] || n == held[best] && p < best) {
+			best = p
+		}
+	}
+	return best
+}

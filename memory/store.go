@@ -7,10 +7,18 @@ import (
 // Limits bounds the size of what callers store. Zero fields take the
 // defaults shown.
 type Limits struct {
-	MaxContentBytes   int   // memory content and skill descriptions: 16 KiB
-	MaxMetadataBytes  int   // metadata and properties objects, as JSON: 16 KiB
-	MaxTags           int   // tags per memory: 32
-	MaxResultBytes    int64 // one stored result, uncompressed: 32 MiB
+	MaxContentBytes  int   // memory content and skill descriptions: 16 KiB
+	MaxMetadataBytes int   // metadata and properties objects, as JSON: 16 KiB
+	MaxTags          int   // tags per memory: 32
+	MaxResultBytes   int64 // one stored result, uncompressed: 32 MiB
+	// MaxPrincipalResultsBytes bounds a principal's stored results
+	// together, compressed: 128 MiB. A PutResult past it evicts that
+	// principal's oldest results, never another's.
+	MaxPrincipalResultsBytes int64
+	// MaxResultsBytes bounds every principal's stored results together,
+	// compressed: 1 GiB. A PutResult past it evicts the oldest results
+	// of the principal holding the most bytes, then of the next.
+	MaxResultsBytes   int64
 	MaxFileBytes      int64 // one workspace file, uncompressed: 8 MiB
 	MaxWorkspaceBytes int64 // a principal's workspace, uncompressed: 256 MiB
 	MaxWorkspaceFiles int   // files in a principal's workspace: 10000
@@ -39,6 +47,8 @@ func (l Limits) Defaults() Limits {
 	def(&l.MaxMetadataBytes, 16<<10)
 	def(&l.MaxTags, 32)
 	def64(&l.MaxResultBytes, 32<<20)
+	def64(&l.MaxPrincipalResultsBytes, 128<<20)
+	def64(&l.MaxResultsBytes, 1<<30)
 	def64(&l.MaxFileBytes, 8<<20)
 	def64(&l.MaxWorkspaceBytes, 256<<20)
 	def(&l.MaxWorkspaceFiles, 10000)

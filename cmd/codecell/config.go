@@ -177,16 +177,21 @@ type RuleConfig struct {
 
 // MemoryConfig holds the store and its embedder.
 type MemoryConfig struct {
-	Path                  string   `toml:"path"`
-	Embedder              string   `toml:"embedder"`
-	EmbedderURL           string   `toml:"embedder_url"`
-	EmbedderModel         string   `toml:"embedder_model"`
-	EmbedderKeyEnv        string   `toml:"embedder_key_env"`
-	EmbedderDimensions    int      `toml:"embedder_dimensions"`
-	AuditMaxAge           Duration `toml:"audit_max_age"`
-	ResultsMaxAge         Duration `toml:"results_max_age"`
-	WorkspaceMaxFileBytes int64    `toml:"workspace_max_file_bytes"`
-	WorkspaceMaxBytes     int64    `toml:"workspace_max_bytes"`
+	Path               string   `toml:"path"`
+	Embedder           string   `toml:"embedder"`
+	EmbedderURL        string   `toml:"embedder_url"`
+	EmbedderModel      string   `toml:"embedder_model"`
+	EmbedderKeyEnv     string   `toml:"embedder_key_env"`
+	EmbedderDimensions int      `toml:"embedder_dimensions"`
+	AuditMaxAge        Duration `toml:"audit_max_age"`
+	ResultsMaxAge      Duration `toml:"results_max_age"`
+	// ResultsMaxPrincipalBytes and ResultsMaxBytes bound stored results
+	// (compressed) per principal and in all, at write time
+	// (memory.Limits.MaxPrincipalResultsBytes, MaxResultsBytes).
+	ResultsMaxPrincipalBytes int64 `toml:"results_max_principal_bytes"`
+	ResultsMaxBytes          int64 `toml:"results_max_bytes"`
+	WorkspaceMaxFileBytes    int64 `toml:"workspace_max_file_bytes"`
+	WorkspaceMaxBytes        int64 `toml:"workspace_max_bytes"`
 	// Backend and DSN choose the store (config_backend.go).
 	Backend   string `toml:"backend"`
 	DSN       string `toml:"dsn"`
@@ -252,14 +257,16 @@ func defaultConfig() Config {
 		Tasks:  defaultTasks(),
 		Search: defaultSearch(),
 		Memory: MemoryConfig{
-			Embedder:              "offline",
-			Backend:               backendSQLite,
-			PGVectors:             defaultPGVectors,
-			EmbedderKeyEnv:        "CODECELL_EMBEDDER_API_KEY",
-			AuditMaxAge:           Duration(30 * 24 * time.Hour),
-			ResultsMaxAge:         Duration(7 * 24 * time.Hour),
-			WorkspaceMaxFileBytes: 8 << 20,
-			WorkspaceMaxBytes:     256 << 20,
+			Embedder:                 "offline",
+			Backend:                  backendSQLite,
+			PGVectors:                defaultPGVectors,
+			EmbedderKeyEnv:           "CODECELL_EMBEDDER_API_KEY",
+			AuditMaxAge:              Duration(30 * 24 * time.Hour),
+			ResultsMaxAge:            Duration(7 * 24 * time.Hour),
+			ResultsMaxPrincipalBytes: 128 << 20,
+			ResultsMaxBytes:          1 << 30,
+			WorkspaceMaxFileBytes:    8 << 20,
+			WorkspaceMaxBytes:        256 << 20,
 		},
 		Cache: defaultCacheConfig(),
 	}
@@ -793,6 +800,10 @@ func (c *Config) validate(env func(string) string) []error {
 		bad("memory.embedder_dimensions", "must not be negative")
 	}
 	positive("memory.workspace_max_file_bytes", m.WorkspaceMaxFileBytes)
+	positive("memory.results_max_principal_bytes", m.ResultsMaxPrincipalBytes)
+	if m.ResultsMaxBytes < m.ResultsMaxPrincipalBytes {
+		bad("memory.results_max_bytes", "is below memory.results_max_principal_bytes")
+	}
 	if m.WorkspaceMaxBytes < m.WorkspaceMaxFileBytes {
 		bad("memory.workspace_max_bytes", "is below memory.workspace_max_file_bytes")
 	}

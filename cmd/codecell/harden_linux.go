@@ -326,3 +326,126 @@ func addRule(ruleset int, path string, rights, handled uint64) error {
 	}
 	return nil
 }
+
+// workerConfinedArg is the argument a sandbox worker executes itself with
+// once confined (confineWorkerAndExec).
+const workerConfinedArg = "confined"
+
+// workerConfines is true: a sandbox worker confines itself at start.
+const workerConfines = true
+
+// confineWorkerAndExec confines this sandbox worker and executes it again,
+// with workerConfinedArg, inside the confinement: a Landlock domain and
+// no_new_privs are a thread's, and the threads the Go runtime has already
+// started would escape them, whereas every thread of the executed program
+// is born inside. The domain grants nothing on the file system but
+// reading and executing the files the program is mapped from (the binary,
+// the dynamic loader and the libraries it loads, which the kernel and the
+// loader open again at exec) and reading /etc/localtime; from ABI 4 on, it denies binding and
+// connecting TCP sockets; from ABI 6 on, signalling processes and
+// connecting to abstract Unix sockets outside it. A worker needs no file
+// after start: its pipes are open. Without Landlock it sets no_new_privs
+// only. It returns only when it failed, before executing anything.
+func confineWorkerAndExec() error {
+	exe, err := selfExe()
+	if err != nil {
+		return fmt.Errorf("find this binary: %w", err)
+	}
+	runtime.LockOSThread() // the domain and no_new_privs are the thread's, which executes exe
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("set no_new_privs: %w", err)
+	}
+	if abi, _ := landlockABI(); abi >= 1 {
+		if err := restrictWorker(abi); err != nil {
+			return err
+		}
+	}
+	env := os.Environ()
+	if os.Getenv("GOMAXPROCS") == "" {
+		// The runtime of the executed program cannot read its cgroup's
+		// CPU limit any more: it gets the value computed here.
+		env = append(env, "GOMAXPROCS="+strconv.Itoa(runtime.GOMAXPROCS(0)))
+	}
+	err = syscall.Exec(exe, []string{exe, workerCommandName, workerConfinedArg}, env)
+	return fmt.Errorf("execute the sandbox worker: %w", err)
+}
+
+// restrictWorker puts the calling thread in the sandbox workers' Landlock
+// domain (see confineWorkerAndExec).
+func restrictWorker(abi int) error {
+	handled := handledRights(abi)
+	attr := rulesetAttr{handledFS: handled}
+	size := unsafe.Offsetof(attr.handledNet)
+	if abi >= 4 {
+		attr.handledNet = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
+		size = unsafe.Offsetof(attr.scoped)
+	}
+	if abi >= 6 {
+		attr.scoped = unix.LANDLOCK_SCOPE_SIGNAL | unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
+		size = unsafe.Sizeof(attr)
+	}
+	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
+	if errno != 0 {
+		return fmt.Errorf("create the Landlock ruleset: %w", errno)
+	}
+	ruleset := int(fd)
+	defer unix.Close(ruleset)
+	files, err := mappedFiles()
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := addFileRule(ruleset, f, (unix.LANDLOCK_ACCESS_FS_READ_FILE|unix.LANDLOCK_ACCESS_FS_EXECUTE)&handled); err != nil {
+			return err
+		}
+	}
+	// The time zone, which the VM's C library reads (programs' Date in
+	// local time): public data, granted where it is.
+	_ = addFileRule(ruleset, localtime, unix.LANDLOCK_ACCESS_FS_READ_FILE)
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(ruleset), 0, 0); errno != 0 {
+		return fmt.Errorf("enter the Landlock domain: %w", errno)
+	}
+	return nil
+}
+
+// localtime is the file that says the system's time zone.
+const localtime = "/etc/localtime"
+
+// mappedFiles lists the regular files this process is mapped from, as
+// /proc/self/maps names them: the binary, the dynamic loader and the
+// shared libraries.
+func mappedFiles() ([]string, error) {
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var files []string
+	for _, line := range strings.Split(string(maps), "\n") {
+		// address perms offset dev inode path
+		f := strings.Fields(line)
+		if len(f) < 6 || f[4] == "0" || !strings.HasPrefix(f[5], "/") || seen[f[5]] {
+			continue
+		}
+		seen[f[5]] = true
+		files = append(files, f[5])
+	}
+	if len(files) == 0 {
+		return nil, errors.New("/proc/self/maps: no file mapped")
+	}
+	return files, nil
+}
+
+// addFileRule grants rights on one file, opened through any link.
+func addFileRule(ruleset int, path string, rights uint64) error {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	attr := unix.LandlockPathBeneathAttr{Allowed_access: rights, Parent_fd: int32(fd)}
+	if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&attr)), 0, 0, 0); errno != 0 {
+		return fmt.Errorf("grant %s: %w", path, errno)
+	}
+	return nil
+}

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -100,7 +101,8 @@ func startWithoutLandlock(t *testing.T, cmd *exec.Cmd) {
 }
 
 // TestWithoutLandlock: on a kernel without Landlock, codecell says in its
-// log that its stdio upstream servers run unconfined, and serves them.
+// log that its stdio upstream servers run unconfined and its sandbox
+// workers without Landlock, and serves both.
 func TestWithoutLandlock(t *testing.T) {
 	t.Parallel()
 	node, dir := upstreamNode(t)
@@ -131,6 +133,10 @@ func TestWithoutLandlock(t *testing.T) {
 		unconfined := strings.Contains(errb.String(), "stdio upstream servers run unconfined: this kernel has no Landlock")
 		if unconfined == landlock {
 			t.Errorf("landlock %v: the log says unconfined %v:\n%s", landlock, unconfined, errb.String())
+		}
+		workersUnconfined := strings.Contains(errb.String(), "sandbox workers run without Landlock: this kernel has no Landlock")
+		if workersUnconfined == landlock {
+			t.Errorf("landlock %v: the log says sandbox workers without Landlock %v:\n%s", landlock, workersUnconfined, errb.String())
 		}
 	}
 }
@@ -168,5 +174,96 @@ func BenchmarkConfinedStart(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/start")
 		})
+	}
+}
+
+// TestWorkerConfinement puts one thread of the test in the sandbox
+// workers' Landlock domain (restrictWorker) and tries, from it, what a
+// program that escaped the VM would: it reads the files the process is
+// mapped from and the time zone, and nothing else: not a key file like the data directory's
+// filter.key, not a directory listing, no new file; from ABI 4 on, it
+// cannot connect to a TCP port either. The thread is never unlocked, so
+// it ends with its goroutine and the domain with it.
+func TestWorkerConfinement(t *testing.T) {
+	abi, why := landlockABI()
+	if abi < 1 {
+		t.Skip(why)
+	}
+	dir := t.TempDir()
+	key := filepath.Join(dir, "filter.key")
+	if err := os.WriteFile(key, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = os.Stat(localtime)
+	hasLocaltime := err == nil
+	type outcome struct {
+		name string
+		err  error
+	}
+	results := make(chan []outcome, 1)
+	failed := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			failed <- err
+			return
+		}
+		if err := restrictWorker(abi); err != nil {
+			failed <- err
+			return
+		}
+		// Raw system calls: they run on this thread, whatever Go's
+		// poller would do with a descriptor.
+		try := func(name string, fn func() error) outcome { return outcome{name, fn()} }
+		open := func(path string, flags int) func() error {
+			return func() error {
+				fd, err := unix.Open(path, flags|unix.O_CLOEXEC, 0o600)
+				if err == nil {
+					unix.Close(fd)
+				}
+				return err
+			}
+		}
+		out := []outcome{
+			try("read the binary", open(exe, unix.O_RDONLY)),
+			try("read filter.key", open(key, unix.O_RDONLY)),
+			try("list the data directory", open(dir, unix.O_RDONLY|unix.O_DIRECTORY)),
+			try("create a file", open(filepath.Join(dir, "new"), unix.O_WRONLY|unix.O_CREAT)),
+			try("read /etc/passwd", open("/etc/passwd", unix.O_RDONLY)),
+			try("read the time zone", open(localtime, unix.O_RDONLY)),
+			try("read /proc/self/status", open("/proc/self/status", unix.O_RDONLY)),
+			try("connect to a TCP port", func() error {
+				fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+				if err != nil {
+					return err
+				}
+				defer unix.Close(fd)
+				port := ln.Addr().(*net.TCPAddr).Port
+				return unix.Connect(fd, &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}})
+			}),
+		}
+		results <- out
+	}()
+	var out []outcome
+	select {
+	case err := <-failed:
+		t.Fatalf("restrictWorker: %v", err)
+	case out = <-results:
+	}
+	for _, o := range out {
+		want := o.name == "read the binary" || (o.name == "connect to a TCP port" && abi < 4) ||
+			(o.name == "read the time zone" && hasLocaltime)
+		if (o.err == nil) != want {
+			t.Errorf("%s from the worker's domain: err %v, want allowed %v", o.name, o.err, want)
+		}
 	}
 }

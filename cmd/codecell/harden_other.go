@@ -35,3 +35,14 @@ func landlockABI() (int, string) {
 func confineAndExec(confineSpec, string, []string) error {
 	return errors.New("confining a server needs Linux with Landlock")
 }
+
+// workerConfinedArg is the argument of a confined sandbox worker.
+const workerConfinedArg = "confined"
+
+// workerConfines is false: sandbox workers run as they start here.
+const workerConfines = false
+
+// confineWorkerAndExec cannot confine here.
+func confineWorkerAndExec() error {
+	return errors.New("confining a sandbox worker needs Linux")
+}

@@ -119,7 +119,7 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case "memory":
 		return runMemory(ctx, rest, stdin, stdout, stderr)
 	case workerCommandName:
-		return runWorker(stdin, stdout)
+		return runWorker(rest, stdin, stdout)
 	case confineCommandName:
 		return runConfine(rest, stderr)
 	case "version", "--version", "-version":

@@ -244,6 +244,9 @@ func newServer(cfg Config, store store, log *slog.Logger, tp trace.TracerProvide
 	if err != nil {
 		return nil, nil, fmt.Errorf("sandbox: %w", err)
 	}
+	if ec.WorkerCommand != nil {
+		logWorkerConfinement(log)
+	}
 	defer func() {
 		if err != nil {
 			exec.Close()

@@ -100,9 +100,11 @@ func embedder(cfg Config, log *slog.Logger) (memory.Embedder, error) {
 // the cache's as a whole), the same for either backend.
 func storeLimits(cfg Config) memory.Limits {
 	return memory.Limits{
-		MaxFileBytes:      cfg.Memory.WorkspaceMaxFileBytes,
-		MaxWorkspaceBytes: cfg.Memory.WorkspaceMaxBytes,
-		MaxCacheBytes:     cfg.Cache.MaxTotalBytes,
+		MaxFileBytes:             cfg.Memory.WorkspaceMaxFileBytes,
+		MaxWorkspaceBytes:        cfg.Memory.WorkspaceMaxBytes,
+		MaxCacheBytes:            cfg.Cache.MaxTotalBytes,
+		MaxPrincipalResultsBytes: cfg.Memory.ResultsMaxPrincipalBytes,
+		MaxResultsBytes:          cfg.Memory.ResultsMaxBytes,
 	}
 }
 
@@ -110,6 +112,7 @@ func storeRetention(cfg Config) memory.Retention {
 	return memory.Retention{
 		ExecutionsMaxAge: cfg.Memory.AuditMaxAge.D(),
 		ResultsMaxAge:    cfg.Memory.ResultsMaxAge.D(),
+		ResultsMaxBytes:  cfg.Memory.ResultsMaxBytes,
 	}
 }
 

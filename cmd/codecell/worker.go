@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/codecell/codecell/executor"
 )
@@ -12,8 +14,18 @@ import (
 const workerCommandName = "sandbox-worker"
 
 // runWorker serves the executor that started this process over stdin and
-// stdout until stdin ends.
-func runWorker(stdin io.Reader, stdout io.Writer) error {
+// stdout until stdin ends. Started by the executor (no argument), on Linux
+// it first confines itself and executes itself again inside the confinement
+// (confineWorkerAndExec), before it reads any program; it fails, serving
+// nothing, when it cannot.
+func runWorker(args []string, stdin io.Reader, stdout io.Writer) error {
+	switch {
+	case len(args) == 0 && workerConfines:
+		return fmt.Errorf("%s: %w", workerCommandName, confineWorkerAndExec())
+	case len(args) == 0:
+	case len(args) > 1 || args[0] != workerConfinedArg:
+		return usageError{workerCommandName + " is started by codecell for its sandbox"}
+	}
 	hardenWorker()
 	return executor.ServeWorker(stdin, stdout)
 }
@@ -27,4 +39,15 @@ func workerCommand() []string {
 		return nil
 	}
 	return []string{exe, workerCommandName}
+}
+
+// logWorkerConfinement says once how the sandbox workers are confined
+// (confineWorkerAndExec): each confines itself, the server only tells.
+func logWorkerConfinement(log *slog.Logger) {
+	abi, why := landlockABI()
+	if abi < 1 {
+		log.Warn("sandbox workers run without Landlock: "+why+"; a program that escapes the VM can read the files of codecell's user", "component", "sandbox")
+		return
+	}
+	log.Info("sandbox workers run confined", "component", "sandbox", "landlock_abi", abi)
 }

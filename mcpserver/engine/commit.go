@@ -27,6 +27,9 @@ func (e *Engine) Commit(ctx context.Context, planID string, x Execution) (*Recor
 	if e.cfg.Store == nil {
 		return e.RefusedRecord(KindNoStore, "plans need the store (memory.path); this server runs without one")
 	}
+	if x.Resume != nil {
+		return e.commitResumable(ctx, planID, x) // protocol 2026-07-28 (commit2026.go)
+	}
 	id, started := newExecutionID(), time.Now()
 	p, err := e.claim(ctx, x.Caller, planID, id)
 	x.Mode, x.planHash = "commit", memory.PlanIDHash(p.storeID)
@@ -45,6 +48,7 @@ func (e *Engine) Commit(ctx context.Context, planID string, x Execution) (*Recor
 type claimedPlan struct {
 	storeID string
 	steps   []plannedStep
+	sealed  []memory.PlanStep // the steps as the store keeps them
 }
 
 // claim claims the caller's plan clientID for the commit execID and opens
@@ -62,6 +66,7 @@ func (e *Engine) claim(ctx context.Context, caller tools.Caller, clientID, execI
 	if err != nil {
 		return p, err
 	}
+	p.sealed = stored.Steps
 	if p.steps, err = e.plans.seal.open(stored.Steps, secret); err != nil {
 		e.log.Warn("a plan's steps do not open", "principal", caller.Principal, "plan_hash", memory.PlanIDHash(storeID))
 		if ferr := e.plans.store.FinishPlan(as, storeID, memory.PlanFailed); ferr != nil {
@@ -124,6 +129,12 @@ func (e *Engine) commitSteps(ctx context.Context, run *Run, p claimedPlan, start
 		}
 		start := time.Now()
 		out, err := e.commitStep(ctx, run, st)
+		if stoppedCommit(ctx, res) {
+			// Asked the client (protocol 2026-07-28): the step is made
+			// on the retry, and the plan stays claimed until then.
+			shown, _ := json.Marshal(outcomes)
+			return res, shown, "waiting"
+		}
 		cr := executor.CallRecord{Tool: st.Tool, OK: err == nil, DurationMS: float64(time.Since(start).Microseconds()) / 1000, ArgsBytes: len(st.Args), ResultBytes: len(out)}
 		status, code := memory.StepOK, ""
 		if err != nil {
@@ -185,5 +196,5 @@ func (e *Engine) commitStep(ctx context.Context, run *Run, st plannedStep) (json
 		flow.ObserveKnown("plan", st.known, prov)
 		flow.Observe("plan", resolved, prov)
 	}
-	return e.gate.call(ctx, &Call{Run: run, Name: st.Tool, Args: st.Args})
+	return e.stepCall(ctx, run, st)
 }

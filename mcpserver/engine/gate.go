@@ -66,8 +66,8 @@ type Call struct {
 	// sources are where its handler said the result's data came from
 	// (observer), for a resumable run's journal.
 	sources filter.Provenance
-	// resume is a resumable run's program call's place (mrtr.go); nil
-	// for any other call.
+	// resume is a resumable run's call's place (mrtr.go): a program's
+	// call's, or one made inside it; nil for any other call.
 	resume *resumeCall
 	// seen keeps, for a resumable run's journal, what the run's flow
 	// observes while the program's call runs, the calls made inside it
@@ -239,7 +239,7 @@ func (g *gate) through(c *Call) tools.Gate {
 		depth++
 	}
 	return func(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-		out, err := g.call(ctx, &Call{Run: c.Run, Name: name, Args: args, Depth: depth, Exec: executor.RunFrom(ctx), seen: c.seen})
+		out, err := g.call(ctx, &Call{Run: c.Run, Name: name, Args: args, Depth: depth, Exec: executor.RunFrom(ctx), resume: c.resume.nested(name), seen: c.seen})
 		var te *tools.Error
 		var coded executor.CodedError
 		if !skill && err != nil && !errors.As(err, &te) && errors.As(err, &coded) {

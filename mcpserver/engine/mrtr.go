@@ -91,6 +91,9 @@ type journal struct {
 	// run's budget holds over its retries.
 	LLMCalls  int `json:"llm_calls,omitempty"`
 	LLMTokens int `json:"llm_tokens,omitempty"`
+	// Plan is the plan a commit claimed (commit2026.go); nil for a
+	// program's run.
+	Plan *journalPlan `json:"plan,omitempty"`
 }
 
 // journalCall is one finished call of a program: its place, its tool,
@@ -390,7 +393,7 @@ func (r *resumption) next(spent llmBudget) *journal {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	j := &journal{Seed: r.prior.Seed, Now: r.prior.Now, Rounds: r.prior.Rounds, Asked: r.asked, Answers: r.prior.Answers,
-		LLMCalls: spent.calls, LLMTokens: spent.tokens}
+		LLMCalls: spent.calls, LLMTokens: spent.tokens, Plan: r.prior.Plan}
 	j.Calls = append(append(j.Calls, r.prior.Calls...), r.calls...)
 	for id := range r.asks {
 		j.Pending = append(j.Pending, id)
@@ -400,15 +403,27 @@ func (r *resumption) next(spent llmBudget) *journal {
 }
 
 // resumeCall is a program's call of a resumable run: its place, and how
-// many questions it asked.
+// many questions it asked. A call made inside it — by its tool's handler
+// (memory.recall's expand) or its skill's program — has a resumeCall of
+// its own whose root is the program's call (nested).
 type resumeCall struct {
 	seq  int
-	mu   sync.Mutex
-	asks map[string]int
+	root *resumeCall // the program's call; nil for the program's call itself
+	// before is how many of the root's inner calls other than questions
+	// started before this inner one.
+	before int
+
+	mu    sync.Mutex
+	asks  map[string]int
+	inner int // the root's inner calls other than questions, started
 }
 
 // askID names the n-th question of a kind a call asks: the same on replay.
+// The questions of the calls inside a program's call are its own.
 func (c *resumeCall) askID(kind string) string {
+	if c.root != nil {
+		return c.root.askID(kind)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.asks == nil {
@@ -417,6 +432,42 @@ func (c *resumeCall) askID(kind string) string {
 	n := c.asks[kind]
 	c.asks[kind]++
 	return fmt.Sprintf("c%d.%s.%d", c.seq+1, kind, n)
+}
+
+// nested is the resumeCall of a call named name made inside c (by its
+// handler or its skill's program); nil when c is nil.
+//
+// The journal keeps the program's call whole, when it ends: a question
+// inside it stops the run, and the retry makes the program's call again,
+// its handler answered from the journal when it asks the same question.
+// What the handler did before the question is done again, so it may
+// only have asked: the count of its other calls (before) lets Can refuse
+// a question that follows one.
+func (c *resumeCall) nested(name string) *resumeCall {
+	if c == nil {
+		return nil
+	}
+	root := c
+	if c.root != nil {
+		root = c.root
+	}
+	root.mu.Lock()
+	defer root.mu.Unlock()
+	n := &resumeCall{seq: root.seq, root: root, before: root.inner}
+	if !asksClient(name) {
+		root.inner++
+	}
+	return n
+}
+
+// asksClient reports whether the runtime helper name is a question to the
+// client, which a retry answers from the journal rather than repeats.
+func asksClient(name string) bool {
+	switch name {
+	case "llm.call", "llm.classify", "llm.extract", "approval.request":
+		return true
+	}
+	return false
 }
 
 // resumableCall makes a program's call of a resumable run: from the
@@ -490,8 +541,8 @@ func (t roundTrips) Can(ctx context.Context, tool string, what Capability) error
 	if (what == Sampling && !in.Sampling) || (what == Elicitation && !in.Elicitation) {
 		return &tools.Error{Code: CodeCapabilityMissing, Tool: tool, Message: fmt.Sprintf("the MCP client did not declare the %s capability in this request (clientCapabilities in _meta): declare it so that programs can ask the client through input_required", what)}
 	}
-	if c.resume == nil {
-		return &tools.Error{Code: CodeCapabilityMissing, Tool: tool, Err: ErrNotAskableHere, Message: fmt.Sprintf("on protocol %s only a program's own calls can ask the client (%s), not a call made inside a tool or a skill's program; make the call from the program itself", "2026-07-28", what)}
+	if c.resume == nil || c.resume.before > 0 {
+		return &tools.Error{Code: CodeCapabilityMissing, Tool: tool, Err: ErrNotAskableHere, Message: fmt.Sprintf("on protocol %s a tool or a skill asks the client (%s) only before its other calls; make the call from the program itself, or declare the tasks extension", "2026-07-28", what)}
 	}
 	return nil
 }

@@ -52,3 +52,11 @@ func TestCacheBound(t *testing.T) {
 		return openConfig(t, postgres.Config{DSN: pgtest.Database(t), MaxConns: 4, Limits: memory.Limits{MaxCacheBytes: max}})
 	})
 }
+
+// TestResultsBound runs the contract of stored results' bounds.
+func TestResultsBound(t *testing.T) {
+	storetest.ResultsBound(t, func(t *testing.T, perPrincipal, total int64) storetest.Backend {
+		return openConfig(t, postgres.Config{DSN: pgtest.Database(t), MaxConns: 4,
+			Limits: memory.Limits{MaxPrincipalResultsBytes: perPrincipal, MaxResultsBytes: total}})
+	})
+}

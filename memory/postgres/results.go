@@ -106,16 +106,98 @@ func (s *Store) PutResult(ctx context.Context, in memory.PutResultInput) (memory
 		ContentType: in.ContentType, Size: int64(len(in.Data)), SHA256: memory.Hash(in.Data), CreatedAt: s.now().UTC().Truncate(time.Millisecond)}
 	blob := s.enc.EncodeAll(in.Data, nil)
 	info.StoredSize = int64(len(blob))
+	if err := memory.CheckResultQuota(info.StoredSize, s.lim); err != nil {
+		return memory.ResultInfo{}, err
+	}
 	err = s.tx(ctx, func(tx pgx.Tx) error {
+		// One writer at a time across instances, so that each sees the
+		// others' results when it counts (taken before any row is).
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1::int4, 0)`, resultsLockClass); err != nil {
+			return err
+		}
 		_, err := tx.Exec(ctx, `INSERT INTO results (id, principal, session, execution_id, content_type, size, stored_size, sha256, data, created_at, provenance)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, info.ID, info.Principal, info.Session, info.ExecutionID, info.ContentType,
 			info.Size, info.StoredSize, info.SHA256, blob, ms(info.CreatedAt), provArg(prov))
-		return err
+		if err != nil {
+			return err
+		}
+		return s.boundResults(ctx, tx, info.Principal, info.ID)
 	})
 	if err != nil {
 		return memory.ResultInfo{}, fmt.Errorf("put result: %w", err)
 	}
 	return info, nil
+}
+
+// resultsLockClass is the first key of the lock a PutResult holds.
+const resultsLockClass = 0x72736c74 // "rslt"
+
+// boundResults keeps the stored results within the store's bounds once
+// id, principal's result, is written: past the principal's bound it
+// deletes that principal's oldest results; past the bound of all, the
+// oldest of the principal holding the most bytes, then of the next. The
+// result just written stays (CheckResultQuota has refused one that
+// cannot fit).
+func (s *Store) boundResults(ctx context.Context, tx pgx.Tx, principal, id string) error {
+	tag, err := tx.Exec(ctx, `DELETE FROM results WHERE id IN (SELECT id FROM
+		(SELECT id, sum(stored_size) OVER (ORDER BY id = $1 DESC, created_at DESC, id COLLATE "C" DESC) AS total FROM results WHERE principal = $2) t WHERE total > $3)`,
+		id, principal, s.lim.MaxPrincipalResultsBytes)
+	if err != nil {
+		return err
+	}
+	own := tag.RowsAffected()
+	var total int64
+	if err := tx.QueryRow(ctx, `SELECT COALESCE(SUM(stored_size), 0)::bigint FROM results`).Scan(&total); err != nil {
+		return err
+	}
+	var others int
+	if total > s.lim.MaxResultsBytes {
+		held := map[string]int64{}
+		rows, err := tx.Query(ctx, `SELECT principal, SUM(stored_size)::bigint FROM results GROUP BY principal`)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var p string
+			var n int64
+			if err := rows.Scan(&p, &n); err != nil {
+				rows.Close()
+				return err
+			}
+			held[p] = n
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for total > s.lim.MaxResultsBytes {
+			p := memory.LargestHolder(held)
+			if p == "" {
+				break
+			}
+			var victim string
+			var n int64
+			err := tx.QueryRow(ctx, `SELECT id, stored_size FROM results WHERE principal = $1 AND id <> $2 ORDER BY created_at, id COLLATE "C" LIMIT 1`, p, id).Scan(&victim, &n)
+			if errors.Is(err, pgx.ErrNoRows) {
+				held[p] = 0
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM results WHERE id = $1`, victim); err != nil {
+				return err
+			}
+			held[p] -= n
+			total -= n
+			others++
+		}
+	}
+	if own > 0 || others > 0 {
+		s.log.Info("stored results over their bound: evicted the oldest", "own", own, "largest_holders", others,
+			"max_principal_results_bytes", s.lim.MaxPrincipalResultsBytes, "max_results_bytes", s.lim.MaxResultsBytes)
+	}
+	return nil
 }
 
 // GetResult returns the caller's result id, decompressed. A result of

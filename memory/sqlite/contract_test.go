@@ -55,3 +55,16 @@ func TestCacheBound(t *testing.T) {
 		return st
 	})
 }
+
+// TestResultsBound runs the contract of stored results' bounds.
+func TestResultsBound(t *testing.T) {
+	storetest.ResultsBound(t, func(t *testing.T, perPrincipal, total int64) storetest.Backend {
+		st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "codecell.db"),
+			Limits: memory.Limits{MaxPrincipalResultsBytes: perPrincipal, MaxResultsBytes: total}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	})
+}

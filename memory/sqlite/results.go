@@ -35,16 +35,90 @@ func (s *Store) PutResult(ctx context.Context, in memory.PutResultInput) (memory
 	}
 	blob := s.enc.EncodeAll(in.Data, nil)
 	info.StoredSize = int64(len(blob))
+	if err := memory.CheckResultQuota(info.StoredSize, s.lim); err != nil {
+		return memory.ResultInfo{}, err
+	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO results (id, principal, session, execution_id, content_type, size, stored_size, sha256, data, created_at, provenance)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, info.ID, info.Principal, info.Session, info.ExecutionID, info.ContentType,
 			info.Size, info.StoredSize, info.SHA256, blob, ms(info.CreatedAt), provenanceArg(prov))
-		return err
+		if err != nil {
+			return err
+		}
+		return s.boundResults(ctx, tx, info.Principal, info.ID)
 	})
 	if err != nil {
 		return memory.ResultInfo{}, fmt.Errorf("put result: %w", err)
 	}
 	return info, nil
+}
+
+// boundResults keeps the stored results within the store's bounds once
+// id, principal's result, is written: past the principal's bound it
+// deletes that principal's oldest results; past the bound of all, the
+// oldest of the principal holding the most bytes, then of the next. The
+// result just written stays (CheckResultQuota has refused one that
+// cannot fit).
+func (s *Store) boundResults(ctx context.Context, tx *sql.Tx, principal, id string) error {
+	res, err := tx.ExecContext(ctx, `DELETE FROM results WHERE id IN (SELECT id FROM
+		(SELECT id, sum(stored_size) OVER (ORDER BY id = ? DESC, created_at DESC, id DESC) AS total FROM results WHERE principal = ?) WHERE total > ?)`,
+		id, principal, s.lim.MaxPrincipalResultsBytes)
+	if err != nil {
+		return err
+	}
+	own, _ := res.RowsAffected()
+	var total int64
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(stored_size), 0) FROM results`).Scan(&total); err != nil {
+		return err
+	}
+	var others int
+	if total > s.lim.MaxResultsBytes {
+		held := map[string]int64{}
+		rows, err := tx.QueryContext(ctx, `SELECT principal, SUM(stored_size) FROM results GROUP BY principal`)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var p string
+			var n int64
+			if err := rows.Scan(&p, &n); err != nil {
+				rows.Close()
+				return err
+			}
+			held[p] = n
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for total > s.lim.MaxResultsBytes {
+			p := memory.LargestHolder(held)
+			if p == "" {
+				break
+			}
+			var victim string
+			var n int64
+			err := tx.QueryRowContext(ctx, `SELECT id, stored_size FROM results WHERE principal = ? AND id <> ? ORDER BY created_at, id LIMIT 1`, p, id).Scan(&victim, &n)
+			if errors.Is(err, sql.ErrNoRows) {
+				held[p] = 0
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM results WHERE id = ?`, victim); err != nil {
+				return err
+			}
+			held[p] -= n
+			total -= n
+			others++
+		}
+	}
+	if own > 0 || others > 0 {
+		s.log.Info("stored results over their bound: evicted the oldest", "own", own, "largest_holders", others,
+			"max_principal_results_bytes", s.lim.MaxPrincipalResultsBytes, "max_results_bytes", s.lim.MaxResultsBytes)
+	}
+	return nil
 }
 
 const resultColumns = `id, principal, session, execution_id, content_type, size, stored_size, sha256, created_at, provenance`

@@ -211,9 +211,10 @@ func TestResumedRunJournalBounded(t *testing.T) {
 
 // TestInnerCallsCannotSkipApproval (H4): with on_unsupported = "allow"
 // (for clients that cannot be asked), a guarded call made where codecell
-// cannot ask on 2026-07-28 — inside a skill's program, or a direct call —
-// is refused (approval_unavailable), never made unasked, although the
-// client declared elicitation.
+// cannot ask on 2026-07-28 — inside a skill's program after another of
+// its calls, or a direct call — is refused (approval_unavailable), never
+// made unasked, although the client declared elicitation; inside a skill
+// before any other call it is asked.
 func TestInnerCallsCannotSkipApproval(t *testing.T) {
 	t.Parallel()
 	s := ruledWith(t, "[approval]\nrequired_for = [\"http.post_webhook\"]\non_unsupported = \"allow\"\n", "--expose", "both")
@@ -228,12 +229,29 @@ func TestInnerCallsCannotSkipApproval(t *testing.T) {
 		t.Fatalf("control: the user was asked %d times, want 1", len(asked))
 	}
 	t.Run("skill", func(t *testing.T) {
+		// A skill's guarded call before any other call of the skill is
+		// asked through input_required (the retry makes the skill's call
+		// again, answered from the journal), and declined.
 		if rec := a.run(`await skills.save({name: "hook", description: "posts", code: ` + jsString(call) + `}); return 1`); rec.Status != "ok" {
 			t.Fatalf("save: %.500s", rec.raw)
 		}
+		_, before := u.seen()
 		rec := a.run(`return await skills.hook({})`)
+		if string(rec.Result) == `"SENT"` || !strings.Contains(rec.raw, "approval_declined") {
+			t.Errorf("a guarded call inside a skill: want approval_declined, got %.500s", rec.raw)
+		}
+		if _, asked := u.seen(); len(asked) != len(before)+1 {
+			t.Errorf("the user was asked %d times, want once", len(asked)-len(before))
+		}
+		// After another call of the skill, the retry would make that call
+		// again: the guarded call cannot be asked, and is refused.
+		late := `await util.echo({text: "first"}); ` + call
+		if rec := a.run(`await skills.save({name: "hook_late", description: "posts later", code: ` + jsString(late) + `}); return 1`); rec.Status != "ok" {
+			t.Fatalf("save: %.500s", rec.raw)
+		}
+		rec = a.run(`return await skills.hook_late({})`)
 		if string(rec.Result) == `"SENT"` || !strings.Contains(rec.raw, "approval_unavailable") {
-			t.Errorf("a guarded call inside a skill: want approval_unavailable, got %.500s", rec.raw)
+			t.Errorf("a guarded call inside a skill after another call: want approval_unavailable, got %.500s", rec.raw)
 		}
 		if !strings.Contains(rec.raw, "from the program itself") {
 			t.Errorf("the refusal does not say to make the call from the program: %.500s", rec.raw)

@@ -341,7 +341,28 @@ func (vm *VM) Free(v Value) {
 	if tagOf(v) >= 0 || vm.dead() {
 		return // no reference count
 	}
+	vm.free(v)
+}
+
+// free releases v's reference. Kill may take the VM's memory away from
+// another goroutine between Free's check and the engine's access: the
+// fault (a panic, on a goroutine that asked for one) then leaves the VM
+// broken, and nothing to free; it must not end the goroutine, which may
+// be releasing what a run held as the run ends.
+func (vm *VM) free(v Value) {
+	defer vm.survive()
 	lib.XFreeValue(vm.tls, vm.ctx, v)
+}
+
+// survive ends a panic that a fault on the VM's memory made once Kill
+// had taken it away; any other panic goes on.
+func (vm *VM) survive() {
+	if p := recover(); p != nil {
+		vm.broken = true
+		if !vm.heap.killed.Load() {
+			panic(p)
+		}
+	}
 }
 
 // Dup returns another reference to v.

@@ -68,3 +68,33 @@ func TestKill(t *testing.T) {
 		})
 	}
 }
+
+// TestFreeAfterKill: Kill may take a VM's memory away while its goroutine
+// is freeing the values a run held (after Free checked the VM was alive):
+// the fault leaves the VM broken, and the goroutine goes on.
+func TestFreeAfterKill(t *testing.T) {
+	t.Parallel()
+	vm, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, resolve, reject, err := vm.NewPromise()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan any, 1)
+	go func() {
+		debug.SetPanicOnFault(true)
+		defer func() { done <- recover() }()
+		vm.Kill()
+		vm.free(resolve) // as if Kill came just after Free's check
+		vm.Free(reject)
+	}()
+	if p := <-done; p != nil {
+		t.Fatalf("freeing a value of a killed VM panicked: %v", p)
+	}
+	if !vm.Broken() {
+		t.Error("the VM is not broken after a fault")
+	}
+	vm.Close()
+}
