@@ -19,6 +19,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -325,7 +326,7 @@ type copier struct {
 // column is a copied column and the kind of its values.
 type column struct {
 	name string
-	kind byte // 'i' integer, 'f' float, 's' text, 'b' bytes
+	kind byte // 'i' integer, 'f' float, 's' text, 'b' bytes, 'a' strings
 }
 
 // tableSpec is how one table is copied.
@@ -577,6 +578,10 @@ func (c *copier) spec(ctx context.Context, name string) (tableSpec, error) {
 			kind = 's'
 		case "bytea":
 			kind = 'b'
+		case "ARRAY":
+			// text[] in PostgreSQL, a JSON array of strings in SQLite
+			// (vault_tokens.sources).
+			kind = 'a'
 		default:
 			return spec, fmt.Errorf("%s.%s: cannot copy a column of type %s", name, p.name, p.typ)
 		}
@@ -936,6 +941,29 @@ func normalize(col column, v any) (any, error) {
 		case string:
 			return []byte(x), nil
 		}
+	case 'a':
+		switch x := v.(type) {
+		case string: // SQLite: a JSON array
+			var out []string
+			if err := json.Unmarshal([]byte(x), &out); err != nil {
+				return nil, fmt.Errorf("a column of kind a: %w", err)
+			}
+			return append([]string{}, out...), nil
+		case []byte:
+			return normalize(col, string(x))
+		case []string:
+			return append([]string{}, x...), nil
+		case []any: // pgx: text[]
+			out := make([]string, 0, len(x))
+			for _, e := range x {
+				s, ok := e.(string)
+				if !ok {
+					return nil, fmt.Errorf("unexpected %T in a column of kind a", e)
+				}
+				out = append(out, s)
+			}
+			return out, nil
+		}
 	}
 	return nil, fmt.Errorf("unexpected %T for a column of kind %c", v, col.kind)
 }
@@ -991,6 +1019,12 @@ func (s *rowSet) hash(row []any) ([32]byte, string) {
 			b = strconv.AppendInt(b, int64(len(x)), 10)
 			b = append(b, ':')
 			b = append(b, x...)
+		case []string:
+			for _, e := range x {
+				b = strconv.AppendInt(b, int64(len(e)), 10)
+				b = append(b, ':')
+				b = append(b, e...)
+			}
 		}
 		return append(b, 0)
 	}
