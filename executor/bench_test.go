@@ -1,10 +1,14 @@
 package executor_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -19,13 +23,22 @@ import (
 //	go test -tags sqlite_fts5 -run '^$' -bench . -count 6 ./executor | benchstat -col /mode -
 
 // reportLatency records each iteration's duration and reports percentiles.
+// It also reports the CPU time per iteration, which a loaded machine
+// does not inflate as it does the latency: this process's (cpu-ms/op)
+// and, on Linux, its children's, the sandbox workers in process mode
+// (worker-cpu-ms/op).
 func reportLatency(b *testing.B, each func()) {
 	b.Helper()
 	lat := make([]time.Duration, 0, b.N)
+	cpu, workers := cpuTime(), childrenCPU()
 	for b.Loop() {
 		t := time.Now()
 		each()
 		lat = append(lat, time.Since(t))
+	}
+	b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N)/1000, "cpu-ms/op")
+	if workers >= 0 {
+		b.ReportMetric(float64((childrenCPU()-workers).Microseconds())/float64(b.N)/1000, "worker-cpu-ms/op")
 	}
 	slices.Sort(lat)
 	p := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))].Microseconds()) / 1000 }
@@ -145,6 +158,43 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// childrenCPU returns the CPU time the live children of this process have
+// used, from /proc, or -1 where there is no /proc.
+func childrenCPU() time.Duration {
+	self := strconv.Itoa(os.Getpid())
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return -1
+	}
+	var total time.Duration
+	for _, d := range procs {
+		if d.Name()[0] < '0' || d.Name()[0] > '9' {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// After the command's closing parenthesis: state ppid ... utime
+		// (field 14) stime (field 15), in clock ticks.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 13 || f[1] != self {
+			continue
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		total += time.Duration(ut+st) * (time.Second / clockTicks)
+	}
+	return total
+}
+
+// clockTicks is USER_HZ, what /proc counts CPU time in: 100 on Linux.
+const clockTicks = 100
 
 // BenchmarkRunSaturated keeps the pool busy from many goroutines and
 // reports executions per second.

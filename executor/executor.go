@@ -31,6 +31,8 @@ type Executor struct {
 	// calls tracks tool-call goroutines, which may outlive their run
 	// until the dispatcher honours the run's cancelled context.
 	calls sync.WaitGroup
+	// callers runs the tool calls.
+	callers *callers
 
 	mu     sync.Mutex
 	live   map[*Run]struct{}
@@ -49,7 +51,7 @@ func New(cfg Config) (*Executor, error) {
 		return nil, err
 	}
 	log := cfg.Logger.With("component", "executor")
-	e := &Executor{cfg: cfg, log: log, sched: newScheduler(cfg.PoolSize, cfg.ReservedSlots), live: map[*Run]struct{}{}}
+	e := &Executor{cfg: cfg, log: log, sched: newScheduler(cfg.PoolSize, cfg.ReservedSlots), live: map[*Run]struct{}{}, callers: newCallers()}
 	switch cfg.Isolation {
 	case IsolationProcess:
 		e.procs = newProcPool(cfg.PoolSize, cfg.MaxWaiting, cfg.WorkerCommand, cfg.MemoryLimit, log)
@@ -98,6 +100,7 @@ func (e *Executor) Close() error {
 		e.local.pool.close()
 	}
 	e.calls.Wait()
+	e.callers.close()
 	return nil
 }
 
@@ -513,7 +516,7 @@ func (r *Run) timeoutError() *Error {
 func (r *Run) onCall(id uint32, name string, args []byte) {
 	if r.record(id, name, args) {
 		r.e.calls.Add(1)
-		go r.dispatch(id, name, args)
+		r.e.callers.start(callTask{r, id, name, args})
 	}
 }
 

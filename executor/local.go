@@ -127,7 +127,7 @@ func (h *localHost) flush(inFlight int) {
 	}
 	for _, c := range h.calls {
 		h.r.e.calls.Add(1)
-		go h.r.dispatch(c.id, c.name, c.args)
+		h.r.e.callers.start(callTask{h.r, c.id, c.name, c.args})
 	}
 	clear(h.calls)
 	h.calls = h.calls[:0]

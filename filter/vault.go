@@ -335,6 +335,20 @@ func (v *Vault) Sources(token string) ([]string, bool) {
 	return slices.Clone(e.sources), true
 }
 
+// Held returns the value and the sources of a token the vault holds
+// now, as resolving it last left them (with the sources other instances
+// stored, for a shared vault), without reading the store or checking the
+// rules; false when it holds no such token.
+func (v *Vault) Held(token string) (value string, sources []string, ok bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	e, ok := v.byToken[token]
+	if !ok {
+		return "", nil, false
+	}
+	return e.value, slices.Clone(e.sources), true
+}
+
 // mayHoldToken reports whether JSON text can contain a token: the opening
 // bracket, raw or escaped.
 func mayHoldToken(b []byte) bool {
@@ -472,6 +486,22 @@ func (v *Vault) lookup(ctx context.Context, r tokenRef, s, tool string) (vaultEn
 		cp = vaultEntry{token: e.token, class: e.class, value: e.value, raw: e.raw, sources: slices.Clone(e.sources)}
 	}
 	v.mu.Unlock()
+	if ok && v.shared != nil {
+		// Held here, but other instances may have learned sources of
+		// the value since: the rules check them all (vaultstore.go).
+		stored, err := v.storedSources(ctx, token)
+		if err != nil {
+			return vaultEntry{}, err
+		}
+		if len(stored) > 0 {
+			cp.sources = addSources(cp.sources, stored)
+			v.mu.Lock()
+			if e, held := v.byToken[token]; held {
+				v.learnSourcesLocked(e, stored)
+			}
+			v.mu.Unlock()
+		}
+	}
 	if !ok && v.shared != nil {
 		var err error
 		if cp, ok, err = v.load(ctx, token); err != nil {

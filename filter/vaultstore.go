@@ -34,10 +34,11 @@ import (
 // values are opaque to it. Implementations are safe for concurrent use.
 type TokenStore interface {
 	// PutTokens stores tokens of one session of principal, replacing
-	// those stored under the same token.
+	// the sealed value and expiry of those stored under the same token,
+	// and adding their Sources to those stored: never removing one.
 	PutTokens(ctx context.Context, principal, session string, tokens []SealedToken) error
-	// GetToken returns a stored token that has not expired, and false
-	// when there is none.
+	// GetToken returns a stored token that has not expired, with every
+	// source stored for it, and false when there is none.
 	GetToken(ctx context.Context, principal, session, token string) (SealedToken, bool, error)
 }
 
@@ -46,6 +47,13 @@ type SealedToken struct {
 	Token   string
 	Sealed  []byte
 	Expires time.Time
+	// Sources are the sources of the value (the tools whose results
+	// held it), in clear beside the sealed value, so that the store can
+	// add those every instance learns: the sealed copy is the last
+	// writer's, and an instance that mints the value again from no
+	// source would write it without them. A vault resolving a token,
+	// held or not, checks the rules against the stored sources too.
+	Sources []string
 }
 
 // sealKeyInfo is the HKDF info that derives a principal's sealing key
@@ -174,7 +182,7 @@ func (v *Vault) Flush(ctx context.Context) error {
 		if b, err = sv.seal(p.entry, p.token); err != nil {
 			break
 		}
-		out = append(out, SealedToken{Token: p.token, Sealed: b, Expires: expires})
+		out = append(out, SealedToken{Token: p.token, Sealed: b, Expires: expires, Sources: p.entry.Sources})
 	}
 	if err == nil {
 		err = sv.store.PutTokens(ctx, sv.principal, sv.session, out)
@@ -206,11 +214,14 @@ func (v *Vault) load(ctx context.Context, token string) (vaultEntry, bool, error
 	if err != nil {
 		return vaultEntry{}, false, fmt.Errorf("read token %s from the store: %w", token, err)
 	}
+	sources := addSources(addSources(nil, se.Sources), st.Sources)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	e, held := v.byToken[token] // loaded meanwhile
-	if !held {
-		e = &vaultEntry{token: token, class: se.Class, value: se.Value, raw: se.Raw, sources: addSources(nil, se.Sources)}
+	if held {
+		v.learnSourcesLocked(e, sources)
+	} else {
+		e = &vaultEntry{token: token, class: se.Class, value: se.Value, raw: se.Raw, sources: sources}
 		if _, taken := v.byValue[valueKey{e.class, e.value}]; taken || e.cost() > v.maxBytes {
 			// The value is held under another token (a collision), or
 			// too large to keep: resolve it this once.
@@ -220,4 +231,29 @@ func (v *Vault) load(ctx context.Context, token string) (vaultEntry, bool, error
 		v.evictLocked()
 	}
 	return vaultEntry{token: e.token, class: e.class, value: e.value, raw: e.raw, sources: slices.Clone(e.sources)}, true, nil
+}
+
+// storedSources returns the sources the store holds for token, for a
+// token this vault holds: other instances may have learned more of them
+// since (a value this one minted from no source, which another read
+// from a tool), and the rules must see them all. It returns nil when the
+// store has no such token (minted here and not flushed yet).
+func (v *Vault) storedSources(ctx context.Context, token string) ([]string, error) {
+	sv := v.shared
+	st, ok, err := sv.store.GetToken(ctx, sv.principal, sv.session, token)
+	if err != nil {
+		return nil, fmt.Errorf("read token %s from the store: %w", token, err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	return st.Sources, nil
+}
+
+// learnSourcesLocked adds to a held entry sources the store holds for
+// it, without marking it to be written back: the store has them.
+func (v *Vault) learnSourcesLocked(e *vaultEntry, sources []string) {
+	before := e.cost()
+	e.sources = addSources(e.sources, sources)
+	v.bytes += e.cost() - before
 }

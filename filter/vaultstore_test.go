@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -31,7 +32,9 @@ func (m *memTokens) PutTokens(_ context.Context, principal, session string, toke
 	}
 	m.puts++
 	for _, t := range tokens {
-		m.rows[[3]string{principal, session, t.Token}] = t
+		k := [3]string{principal, session, t.Token}
+		t.Sources = addSources(slices.Clone(m.rows[k].Sources), t.Sources) // added to, never replaced
+		m.rows[k] = t
 	}
 	return nil
 }
@@ -111,6 +114,50 @@ func TestSharedVault(t *testing.T) {
 				t.Errorf("the other vault holds %d tokens after resolving, want 2", b.Len())
 			}
 		})
+	}
+}
+
+// TestSharedVaultSources (issue 19): a value minted on one instance from
+// crm, and minted again on another from no source (a program returned
+// it), was held there without its sources, and written back without
+// them: resolved on that instance, it passed the crm.* → http.* rule.
+// The store now adds sources, never replaces them, and a vault resolving
+// a token it holds checks the stored sources too.
+func TestSharedVaultSources(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	rules := []Rule{{From: "crm.*", To: "http.*"}}
+	store := newMemTokens()
+	mk := func() *Vault {
+		v, err := NewVault(fuzzKey, "alice", VaultOptions{Store: store, Session: "s1", Rules: rules})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	a, b := mk(), mk()
+	token := a.Tokenize(ClassEmail, "ada@example.com", []string{"crm.get"})
+	if err := a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if again := b.Tokenize(ClassEmail, "ada@example.com", nil); again != token {
+		t.Fatalf("the same value on the other instance: %s, want %s", again, token)
+	}
+	if err := b.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	args := json.RawMessage(`{"x":"` + token + `"}`)
+	for name, v := range map[string]*Vault{"minted from no source": b, "minted from crm": a, "read from the store": mk()} {
+		var re *RuleError
+		if out, err := v.ResolveContext(ctx, args, "http.post"); !errors.As(err, &re) || re.Source != "crm.get" {
+			t.Errorf("%s: resolved for http.post: %s, %v; want the crm.* → http.* rule", name, out, err)
+		}
+		if got, _ := v.Sources(token); !slices.Contains(got, "crm.get") {
+			t.Errorf("%s: sources after resolving %q, want crm.get among them", name, got)
+		}
+		if out, err := v.ResolveContext(ctx, args, "mail.send"); err != nil || string(out) != `{"x":"ada@example.com"}` {
+			t.Errorf("%s: resolved for mail.send: %s, %v", name, out, err)
+		}
 	}
 }
 

@@ -3,7 +3,10 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -88,10 +91,43 @@ type executeCodeArgs struct {
 // runs it through Execute. Every failure — bad arguments, a refusal, a
 // program error, a limit — is a tool result with isError set and a run
 // record whose error.kind names it, never a protocol error.
-func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *Server) executeCode(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 	ctx, task, end := s.tasks.start(ctx, req) // a task's run outlives the request
 	defer end()
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = s.crashed(task, p)
+		}
+	}()
 	return s.tasks.held(task, s.run(ctx, req, task)), nil
+}
+
+// errCrashed is what the client is told of a run that panicked: nothing
+// of the panic, which may hold data of the run's.
+var errCrashed = errors.New("an internal error occurred in codecell while it ran this program (a bug, not in your program); the server's log has the details")
+
+// crashed ends an execute_code call whose run panicked: the run's
+// deferred releases (its admission, its pool slot, its bytes in flight)
+// have run as the panic unwound; its task, if it is one, is finished,
+// so that it no longer counts as running, and fails; an ordinary call
+// gets a record of kind internal_error. The log has the panic at error
+// level: its stack and, for a runtime error, its message — never
+// another panic value, which may hold the run's data.
+func (s *Server) crashed(task *engine.Task, p any) (*mcp.CallToolResult, error) {
+	attrs := []any{"panic_type", fmt.Sprintf("%T", p), "stack", string(debug.Stack())}
+	if re, ok := p.(runtime.Error); ok {
+		attrs = append(attrs, "panic", re.Error())
+	}
+	if task != nil {
+		attrs = append(attrs, "task", task.ID())
+	}
+	s.log.Error("execute_code panicked", attrs...)
+	res := toolResult(s.eng.RefusedRecord(executor.KindInternal, errCrashed.Error()))
+	if task != nil {
+		s.tasks.held(task, res) // no longer running: its place is free
+		return nil, errCrashed  // the task fails, with this message
+	}
+	return res, nil
 }
 
 // run runs an execute_code call, or a task's run when task is not nil.

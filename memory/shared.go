@@ -3,6 +3,7 @@ package memory
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -21,6 +22,34 @@ type VaultToken struct {
 	Token     string
 	Sealed    []byte
 	Expires   time.Time
+	// Sources are the qualified names of the tools whose results held the
+	// value (its data-flow labels), kept beside the sealed value so that
+	// every instance adds to them: PutVaultTokens keeps the sources
+	// already stored and adds these (up to MaxVaultSources), never
+	// replaces them, and GetVaultToken returns them all. A value minted
+	// again on another instance, from no source or another, so keeps the
+	// labels it had (issue 19: a token resolved on another instance lost
+	// them, and passed a data-flow rule there).
+	Sources []string
+}
+
+// MaxVaultSources bounds the sources a stored token keeps, as the vault
+// bounds them in memory.
+const MaxVaultSources = 32
+
+// MergeSources returns have with the sources of add it lacks appended,
+// up to MaxVaultSources, as PutVaultTokens merges them.
+func MergeSources(have, add []string) []string {
+	out := append([]string{}, have...)
+	for _, s := range add {
+		if len(out) >= MaxVaultSources {
+			break
+		}
+		if s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // ErrKeyMismatch is an instance whose filter key is not the one the other

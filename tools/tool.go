@@ -97,6 +97,13 @@ type Tool struct {
 	// and audited — so the helper's own call is validated and audited,
 	// never approved, planned or memoised itself.
 	Gated bool
+	// MaxResultBytes is the most bytes one result of the tool can hold
+	// as its source reads it — an upstream server's or an API's
+	// max_response_bytes — and 0 for a tool whose results are not read
+	// from outside (codecell's own). The gate reserves it for each call in
+	// flight, so that the results a run, and the server, wait on are
+	// bounded in bytes as well as in number.
+	MaxResultBytes int64
 	// Handler runs the tool.
 	Handler Handler
 }

@@ -137,6 +137,10 @@ type LimitsConfig struct {
 	MaxInFlight         int   `toml:"max_in_flight"`
 	MaxQueued           int   `toml:"max_queued"`
 	MaxBodyBytes        int64 `toml:"max_body_bytes"`
+	// Bytes of tool results in flight (from upstream servers and APIs),
+	// over all runs and in one run.
+	ResultBytesInFlight       int64 `toml:"result_bytes_in_flight"`
+	ResultBytesInFlightPerRun int64 `toml:"result_bytes_in_flight_per_run"`
 	// MaxJournalBytes bounds what a run of protocol 2026-07-28 keeps to
 	// be replayed after input_required.
 	MaxJournalBytes int `toml:"max_journal_bytes"`
@@ -223,18 +227,20 @@ func defaultConfig() Config {
 			MaxTaskDuration:    Duration(10 * time.Minute),
 		},
 		Limits: LimitsConfig{
-			ExecutionsPerMinute:  600,
-			ExecutionBurst:       60,
-			ToolCallsPerMinute:   6000,
-			ToolCallBurst:        1000, // at least sandbox.max_tool_calls
-			MaxInFlight:          64,
-			MaxQueued:            256,
-			MaxBodyBytes:         4 << 20,
-			MaxJournalBytes:      1 << 20, // engine.DefaultMaxJournalBytes
-			SessionIdleTTL:       Duration(time.Hour),
-			SessionsPerPrincipal: 64,
-			VaultBytes:           8 << 20,
-			TotalVaultBytes:      256 << 20,
+			ExecutionsPerMinute:       600,
+			ExecutionBurst:            60,
+			ToolCallsPerMinute:        6000,
+			ToolCallBurst:             1000, // at least sandbox.max_tool_calls
+			MaxInFlight:               64,
+			MaxQueued:                 256,
+			MaxBodyBytes:              4 << 20,
+			ResultBytesInFlight:       256 << 20,
+			ResultBytesInFlightPerRun: 128 << 20,
+			MaxJournalBytes:           1 << 20, // engine.DefaultMaxJournalBytes
+			SessionIdleTTL:            Duration(time.Hour),
+			SessionsPerPrincipal:      64,
+			VaultBytes:                8 << 20,
+			TotalVaultBytes:           256 << 20,
 		},
 		Filter: FilterConfig{
 			BudgetBytes:    16 << 10,
@@ -723,6 +729,8 @@ func (c *Config) validate(env func(string) string) []error {
 		bad("limits.max_queued", "must not be negative")
 	}
 	positive("limits.max_body_bytes", l.MaxBodyBytes)
+	positive("limits.result_bytes_in_flight", l.ResultBytesInFlight)
+	positive("limits.result_bytes_in_flight_per_run", l.ResultBytesInFlightPerRun)
 	positive("limits.max_journal_bytes", int64(l.MaxJournalBytes))
 	if l.MaxJournalBytes > c.Cache.MaxValueBytes {
 		bad("limits.max_journal_bytes", "%d is over cache.max_value_bytes %d: the store keeps a run's journal as a cache entry; raise cache.max_value_bytes too, or lower this", l.MaxJournalBytes, c.Cache.MaxValueBytes)

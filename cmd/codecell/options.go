@@ -302,6 +302,9 @@ func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Log
 	if err != nil {
 		return nil, nil, err
 	}
+	if len(rules) > 0 && expose != mcpserver.ExposeCode {
+		log.Warn("data-flow rules hold within one run: in direct mode each tool call is its own run, so a value the model carries from one call to the next is followed only when it is a token (docs/filter.md)", "expose", cfg.Server.Expose, "rules", len(rules))
+	}
 	f, err := filter.New(fcfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("filter: %w", err)
@@ -386,6 +389,9 @@ func serverLimits(l LimitsConfig) engine.Limits {
 		MaxBodyBytes:        l.MaxBodyBytes,
 		MaxJournalBytes:     l.MaxJournalBytes,
 		Stdio:               l.Stdio,
+
+		ResultBytesInFlight:       l.ResultBytesInFlight,
+		ResultBytesInFlightPerRun: l.ResultBytesInFlightPerRun,
 	}
 }
 

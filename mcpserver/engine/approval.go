@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -217,7 +218,7 @@ func (a *approvals) approve(ctx context.Context, c *Call) error {
 	}
 	fmt.Fprintf(&msg, ".\nArguments, as the model sees them: %s\n", shown)
 	if purpose := c.Run.purpose; purpose != "" {
-		fmt.Fprintf(&msg, "Purpose of the run, as the model gave it: %s\n", filterText(a.filter, purpose, 512, filter.Options{Vault: c.Run.vault, Flow: flow}))
+		fmt.Fprintf(&msg, "Purpose of the run, as the model gave it: %s\n", shownPurpose(filterText(a.filter, purpose, 512, filter.Options{Vault: c.Run.vault, Flow: flow})))
 	}
 	msg.WriteString("Accept to allow this one call; decline to refuse it.")
 	var res *mcp.ElicitationResult
@@ -341,6 +342,26 @@ const maxProgramPrompt = 2048
 // printable drops the control characters of a program's message but line
 // breaks and tabs: nothing a terminal would act on, nothing that rewrites
 // what came before.
+// shownPurpose is the purpose the model gave a run as codecell's approval
+// prompt shows it: on one line, quoted, with no control or format
+// character — so that it cannot add lines that read as the prompt's own
+// (a forged "Arguments, as the model sees them: …" after blank lines) —
+// and not at all when it holds the prompt's own words.
+func shownPurpose(purpose string) string {
+	for _, own := range []string{policyPromptHead, programPromptHead, "Arguments, as the model sees them", "Accept to allow", "decline to refuse"} {
+		if strings.Contains(strings.ToLower(purpose), strings.ToLower(own)) {
+			return "(not shown: it imitates this prompt's own words)"
+		}
+	}
+	one := strings.Join(strings.Fields(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r) {
+			return ' '
+		}
+		return r
+	}, purpose)), " ")
+	return strconv.Quote(one)
+}
+
 func printable(text string) string {
 	return strings.Map(func(r rune) rune {
 		switch {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -45,7 +47,15 @@ func (a *auditor) run() {
 	}
 }
 
+// write writes one run's audit record. A panic under it (in the store) is
+// logged and loses that record only: the writer goes on with the next,
+// and a request that writes its own record is not failed by it.
 func (a *auditor) write(r auditRecord) {
+	defer func() {
+		if p := recover(); p != nil {
+			a.log.Error("audit record panicked", "id", r.exec.ID, "panic_type", fmt.Sprintf("%T", p), "stack", string(debug.Stack()))
+		}
+	}()
 	ctx := context.Background()
 	start := time.Now()
 	if err := a.store.RecordExecution(ctx, r.exec); err != nil {

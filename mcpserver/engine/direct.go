@@ -25,7 +25,7 @@ func (e *Engine) CallTool(ctx context.Context, caller tools.Caller, local bool, 
 	if err != nil {
 		return "", false, err
 	}
-	track := &tracker{flow: flow}
+	track := &tracker{flow: flow, log: e.log}
 	run := &Run{Caller: caller, Local: local, vault: sess.vault, flow: track}
 	out, err := e.gate.call(ctx, &Call{Run: run, Name: name, Args: args})
 	track.settled()

@@ -230,7 +230,8 @@ func (e *Engine) stages() []stage {
 	if e.memo != nil {
 		stages = append(stages, e.memo)
 	}
-	return stages
+	// Last, right before the tool: what a stage answers holds nothing.
+	return append(stages, newResultBytes(e.cfg.Limits))
 }
 
 // addRuntime registers the runtime namespaces that ask the client: llm

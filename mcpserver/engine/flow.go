@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
 	"sync"
 
 	"github.com/codecell/codecell/filter"
@@ -16,12 +19,26 @@ import (
 // complete — the next call's check, the filter of any output — waits for
 // the observations in progress. On a large result the two then overlap
 // instead of adding up.
+//
+// An observation that panics cannot kill the server, nor leave the flow
+// silently short of what the run received (a value it missed would pass
+// the rules and the output filter): the panic is logged where it
+// happened, and every settled after it panics in turn, on the goroutine
+// that waits for the flow — a call's (the executor turns it into that
+// call's error) or the run's own (execute_code's handler turns it into
+// an internal error, with nothing of the run's output).
 type tracker struct {
 	flow *filter.Flow
+	log  *slog.Logger // nil logs nothing
 
 	mu      sync.Mutex
 	pending []chan struct{}
+	crashed bool // an observation panicked
 }
+
+// errObserveCrashed is the panic of settled after an observation
+// panicked.
+var errObserveCrashed = errors.New("following the data flow of a tool's result failed (a bug in codecell); the run cannot go on")
 
 // observe records result as received from source, holding data of the
 // sources from too, in the background.
@@ -33,12 +50,33 @@ func (t *tracker) observe(source string, result json.RawMessage, from filter.Pro
 	t.mu.Unlock()
 	go func() {
 		defer close(done)
+		defer func() {
+			if p := recover(); p != nil {
+				t.mu.Lock()
+				t.crashed = true
+				t.mu.Unlock()
+				if t.log != nil {
+					// The source and the size, never the value.
+					t.log.Error("observing a tool's result panicked", "tool", source, "bytes", len(data), "panic_type", fmt.Sprintf("%T", p), "stack", string(debug.Stack()))
+				}
+			}
+		}()
 		t.flow.Observe(source, data, storedProvenance(data).Union(from))
 	}()
 }
 
 // settled waits for the observations in progress and returns the flow.
+// It panics with errObserveCrashed once an observation panicked.
 func (t *tracker) settled() *filter.Flow {
+	if !t.wait() {
+		panic(errObserveCrashed)
+	}
+	return t.flow
+}
+
+// wait waits for the observations in progress, and reports false once
+// an observation panicked: the flow is short of what the run received.
+func (t *tracker) wait() bool {
 	t.mu.Lock()
 	pending := t.pending
 	t.pending = nil
@@ -46,7 +84,9 @@ func (t *tracker) settled() *filter.Flow {
 	for _, done := range pending {
 		<-done
 	}
-	return t.flow
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.crashed
 }
 
 // checkFlow refuses a call whose arguments carry a value a data-flow rule
@@ -137,13 +177,12 @@ func observeResolved(flow *filter.Flow, v *filter.Vault, name string, args json.
 	}
 	walk(tree)
 	for _, t := range tokens {
-		sources, ok := v.Sources(t)
+		// As resolveTokens left it: held, with every source the shared
+		// store knows (a token another instance minted, or learned more
+		// sources of, is read through there).
+		value, sources, ok := v.Held(t)
 		class, isToken := filter.TokenClass(t)
-		if !ok || !isToken {
-			continue
-		}
-		value, err := v.ResolveString(t, name)
-		if err != nil || value == t {
+		if !ok || !isToken || value == t {
 			continue
 		}
 		b, err := json.Marshal(map[string]string{string(class): value})

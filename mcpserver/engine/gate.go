@@ -24,6 +24,7 @@ import (
 //	approver   calls the policy names wait for the user   (not helpers)
 //	observer   what a call returns is followed            (not helpers)
 //	memo       memoised tools answer from the cache       (not helpers)
+//	resultBytes  a result's bytes reserved while in flight (inflight.go)
 //
 // and then the call is answered: by the engine's own runtime helpers
 // (llm, approval, skills' administration), handed the call — its run,
@@ -69,6 +70,9 @@ type Call struct {
 	// observes while the program's call runs, the calls made inside it
 	// included (mrtrjournal.go); nil when there is no journal.
 	seen *observations
+	// releases give back what stages reserved for the call (its
+	// result's bytes, inflight.go) once the gate hands its result on.
+	releases []func()
 }
 
 // served says how a call was answered.
@@ -182,7 +186,16 @@ func (g *gate) call(ctx context.Context, c *Call) (json.RawMessage, error) {
 		c.Name = c.Tool.Name
 	}
 	c.Written = c.Args
+	defer c.release()
 	return g.pass(ctx, c, 0)
+}
+
+// release gives back what the stages reserved for c.
+func (c *Call) release() {
+	for _, f := range c.releases {
+		f()
+	}
+	c.releases = nil
 }
 
 func (g *gate) pass(ctx context.Context, c *Call, i int) (json.RawMessage, error) {

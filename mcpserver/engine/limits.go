@@ -30,6 +30,15 @@ type Limits struct {
 	MaxQueued   int
 	// MaxBodyBytes caps an HTTP request body. Default 4 MiB.
 	MaxBodyBytes int64
+	// ResultBytesInFlight and ResultBytesInFlightPerRun bound the bytes
+	// of tool results in flight — called for and not yet handed to the
+	// program — over every run and in one run: each call of a tool
+	// whose results come from outside (an upstream server, an API)
+	// reserves its tool's tools.Tool.MaxResultBytes until its result is
+	// handed over (inflight.go). Defaults DefaultResultBytesInFlight and
+	// DefaultResultBytesInFlightPerRun.
+	ResultBytesInFlight       int64
+	ResultBytesInFlightPerRun int64
 	// MaxJournalBytes bounds what one run of protocol 2026-07-28 keeps
 	// to be replayed if it asks the client: what its calls returned
 	// before it asks (mrtrjournal.go). Default DefaultMaxJournalBytes.
@@ -60,6 +69,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxBodyBytes <= 0 {
 		l.MaxBodyBytes = 4 << 20
+	}
+	if l.ResultBytesInFlight <= 0 {
+		l.ResultBytesInFlight = DefaultResultBytesInFlight
+	}
+	if l.ResultBytesInFlightPerRun <= 0 {
+		l.ResultBytesInFlightPerRun = DefaultResultBytesInFlightPerRun
 	}
 	def(&l.MaxJournalBytes, DefaultMaxJournalBytes)
 	return l

@@ -171,8 +171,9 @@ type resumption struct {
 	// The journal's bound (mrtrjournal.go): max bytes (0: none), kept
 	// in the journal, read by the run in all; over once read passes max,
 	// and tooBig is the failure of a run over it that asks.
+	// lost says an observation came after its call was journaled.
 	max, kept, read int
-	over            bool
+	over, lost      bool
 	tooBig          error
 }
 
@@ -312,7 +313,7 @@ func (r *resumption) record(seq int, name string, args, out json.RawMessage, err
 		c.Out, c.Err = nil, journalErrorOf(name, err)
 	}
 	var complete bool
-	c.Seen, complete = seen.take(name, c.Out)
+	c.Seen, complete = seen.take(c.Out)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.keep(c, complete)

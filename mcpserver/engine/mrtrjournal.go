@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -60,6 +61,7 @@ type observations struct {
 	seen  []journalSeen
 	bytes int
 	full  bool // over the journal's bound: nothing kept
+	taken bool // journaled: an observation after this is missed
 }
 
 // note keeps an observation the run's flow is told. Nil keeps nothing.
@@ -75,6 +77,12 @@ func (o *observations) note(source string, data json.RawMessage, from filter.Pro
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.bytes += n
+	if o.taken {
+		// A call inside the call ended after it (a skill's call it did
+		// not await): the journal misses what the flow learned.
+		o.r.missed()
+		return
+	}
 	if o.full {
 		return
 	}
@@ -86,20 +94,23 @@ func (o *observations) note(source string, data json.RawMessage, from filter.Pro
 	o.seen = append(o.seen, s)
 }
 
-// take returns what was kept for the call that returned out, its own
-// result marked as such, and whether all of it was kept.
-func (o *observations) take(source string, out json.RawMessage) ([]journalSeen, bool) {
+// take returns what was kept for the call that returned out, any
+// observation of out itself (under whatever name: a call by an alias is
+// observed under the tool's) marked as such, and whether all of it was
+// kept.
+func (o *observations) take(out json.RawMessage) ([]journalSeen, bool) {
 	if o == nil {
 		return nil, true
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.taken = true
 	if o.full {
 		return nil, false
 	}
 	seen := o.seen
 	for i := range seen {
-		if seen[i].Source == source && len(out) > 0 && bytes.Equal(seen[i].Data, out) {
+		if len(out) > 0 && bytes.Equal(seen[i].Data, out) {
 			seen[i].Data, seen[i].Result = nil, true
 		}
 	}
@@ -192,6 +203,15 @@ func (r *resumption) overflow(n int) {
 	r.overLocked(n)
 }
 
+// missed marks the journal without an observation the live run made: the
+// run cannot be resumed.
+func (r *resumption) missed() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lost = true
+	r.overLocked(0)
+}
+
 // overLocked is overflow under r.mu.
 func (r *resumption) overLocked(n int) {
 	r.read += n
@@ -213,11 +233,14 @@ func (r *resumption) keep(c journalCall, complete bool) {
 // journalFull is the failure of a run whose journal went over its bound
 // and that asks the client: it stops the run. Under r.mu.
 func (r *resumption) journalFull() error {
+	if r.tooBig == nil && r.lost {
+		r.tooBig = errors.New("the run cannot be resumed after asking the client (llm.*, approval): a call made inside one of its calls (a skill's program's call it did not await) ended after it, and what it returned is not in the run's journal; await every call in a skill's program, or ask the client before making such calls")
+	}
 	if r.tooBig == nil {
 		r.tooBig = fmt.Errorf("the run read about %d bytes of tool results before it asked the client (llm.*, approval), more than a run resumed after input_required may keep to replay them (limits.max_journal_bytes = %d): ask before reading, or read less before asking (ask the tools for less, page, keep what you need in the program); or raise limits.max_journal_bytes (with cache.max_value_bytes)", r.read, r.max)
-		if r.stop != nil {
-			r.stop(r.tooBig)
-		}
+	}
+	if r.stop != nil {
+		r.stop(r.tooBig)
 	}
 	return r.tooBig
 }

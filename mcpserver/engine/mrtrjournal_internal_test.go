@@ -85,6 +85,18 @@ func TestJournalBounded(t *testing.T) {
 		t.Errorf("observations past the bound are kept: over %v, %d kept", r.over, len(seen.seen))
 	}
 
+	// An observation after its call was journaled (a skill's call it did
+	// not await ended later) is missed: the run cannot ask.
+	r, _ = newResumption(Resume{}, nil)
+	r.limit(1 << 20)
+	r.stop = func(error) {}
+	seen = &observations{r: r}
+	r.record(0, "skills.f", json.RawMessage(`{}`), big, nil, filter.Provenance{}, seen)
+	seen.note("crm.get_contact", big, filter.Provenance{})
+	if _, err := r.ask(context.Background(), "c2.sample.0", mcp.NewSamplingInputRequest(mcp.CreateMessageParams{})); err == nil || !strings.Contains(err.Error(), "did not await") {
+		t.Errorf("a question after a missed observation: %v", err)
+	}
+
 	// A journal sent back over the bound (the bound was lowered) cannot
 	// ask again.
 	prior := &journal{Calls: []journalCall{{Seq: 0, Tool: "util.echo", Args: hashHex(json.RawMessage(`{}`)), Out: big}}}

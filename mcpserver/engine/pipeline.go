@@ -152,7 +152,7 @@ func (e *Engine) newRun(id string, x Execution) (*Run, *Session) {
 	if err != nil {
 		e.log.Error("flow", "err", err) // the rules were checked when the server was made
 	}
-	return &Run{ID: id, Caller: x.Caller, Local: x.Local, vault: vault, flow: &tracker{flow: flow}, log: newRunLog(id)}, sess
+	return &Run{ID: id, Caller: x.Caller, Local: x.Local, vault: vault, flow: &tracker{flow: flow, log: e.log}, log: newRunLog(id)}, sess
 }
 
 // filterStreams passes what the program streams as it runs — console
@@ -163,7 +163,12 @@ func (e *Engine) filterStreams(x *Execution, run *Run) {
 	if x.OnLog != nil {
 		onLog := x.OnLog
 		x.OnLog = func(l executor.LogLine) {
-			run.settled() // a line may print a value a tool just returned
+			// A line may print a value a tool just returned; none is
+			// streamed once the flow is short of one (flow.go), from a
+			// goroutine of the executor's that must not panic.
+			if !run.flow.wait() {
+				return
+			}
 			l.Message = filterText(e.filter, l.Message, maxStreamedText, textOpts)
 			onLog(l)
 		}
@@ -185,7 +190,9 @@ func (e *Engine) filterStreams(x *Execution, run *Run) {
 			}
 			sent++
 			last = now
-			run.settled()
+			if !run.flow.wait() {
+				return
+			}
 			onProgress(filterText(e.filter, message, maxStreamedText, textOpts), fraction)
 		}
 	}

@@ -40,6 +40,10 @@ type Run struct {
 	// log; nil for a direct call, which keeps nothing and has no llm
 	// budget of its own.
 	log *runLog
+	// results bounds the bytes of the run's tool results in flight,
+	// made on first use (inflight.go).
+	resultsOnce sync.Once
+	results     *byteBudget
 }
 
 // settled waits for the run's observations in progress and returns its

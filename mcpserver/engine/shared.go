@@ -49,7 +49,7 @@ func (t *sharedTokens) PutTokens(ctx context.Context, principal, session string,
 	defer t.timed("vault_put", time.Now())
 	rows := make([]memory.VaultToken, len(tokens))
 	for i, tk := range tokens {
-		rows[i] = memory.VaultToken{Principal: principal, Session: session, Token: tk.Token, Sealed: tk.Sealed, Expires: tk.Expires}
+		rows[i] = memory.VaultToken{Principal: principal, Session: session, Token: tk.Token, Sealed: tk.Sealed, Expires: tk.Expires, Sources: tk.Sources}
 	}
 	return t.st.PutVaultTokens(ctx, rows...)
 }
@@ -63,7 +63,7 @@ func (t *sharedTokens) GetToken(ctx context.Context, principal, session, token s
 	if err != nil {
 		return filter.SealedToken{}, false, err
 	}
-	return filter.SealedToken{Token: row.Token, Sealed: row.Sealed, Expires: row.Expires}, true, nil
+	return filter.SealedToken{Token: row.Token, Sealed: row.Sealed, Expires: row.Expires, Sources: row.Sources}, true, nil
 }
 
 func (t *sharedTokens) timed(op string, start time.Time) { t.observe(op, time.Since(start)) }

@@ -121,6 +121,9 @@ type Task struct {
 	body      []byte // its result, once finished and until dropped
 }
 
+// ID is the task's id.
+func (t *Task) ID() string { return t.id }
+
 // Refused says why the task was refused when it was created (its
 // principal, or the installation, had as many tasks running as it may
 // keep), or "" for a task that may run.

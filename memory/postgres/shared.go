@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -26,8 +27,11 @@ import (
 // at each edge; mcpserver's sharedQuota states that tolerance.
 
 // PutVaultTokens stores tokens, replacing those already stored under the
-// same principal, session and token (their sources or expiry changed).
-// One invalid token stores none.
+// same principal, session and token (their sealed value and expiry), and
+// adding their sources to those stored (memory.VaultToken.Sources): the
+// union, in the order first stored, up to memory.MaxVaultSources, in the
+// statement that writes the row, so that instances adding at once lose
+// none. One invalid token stores none.
 func (s *Store) PutVaultTokens(ctx context.Context, tokens ...memory.VaultToken) error {
 	if len(tokens) == 0 {
 		return nil
@@ -40,9 +44,11 @@ func (s *Store) PutVaultTokens(ctx context.Context, tokens ...memory.VaultToken)
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		var b pgx.Batch
 		for _, t := range tokens {
-			b.Queue(`INSERT INTO vault_tokens (principal, session, token, sealed, expires_at) VALUES ($1, $2, $3, $4, $5)
-				ON CONFLICT (principal, session, token) DO UPDATE SET sealed = excluded.sealed, expires_at = excluded.expires_at`,
-				t.Principal, t.Session, t.Token, t.Sealed, ms(t.Expires))
+			b.Queue(`INSERT INTO vault_tokens (principal, session, token, sealed, expires_at, sources) VALUES ($1, $2, $3, $4, $5, $6)
+				ON CONFLICT (principal, session, token) DO UPDATE SET sealed = excluded.sealed, expires_at = excluded.expires_at,
+					sources = ARRAY(SELECT s FROM unnest(vault_tokens.sources || excluded.sources) WITH ORDINALITY AS u(s, n)
+						GROUP BY s ORDER BY min(n) LIMIT `+strconv.Itoa(memory.MaxVaultSources)+`)`,
+				t.Principal, t.Session, t.Token, t.Sealed, ms(t.Expires), memory.MergeSources(nil, t.Sources))
 		}
 		return tx.SendBatch(ctx, &b).Close()
 	})
@@ -60,8 +66,8 @@ func (s *Store) GetVaultToken(ctx context.Context, principal, session, token str
 	}
 	t := memory.VaultToken{Principal: principal, Session: session, Token: token}
 	var exp int64
-	err := s.pool.QueryRow(ctx, `SELECT sealed, expires_at FROM vault_tokens
-		WHERE principal = $1 AND session = $2 AND token = $3 AND expires_at > $4`, principal, session, token, ms(s.now())).Scan(&t.Sealed, &exp)
+	err := s.pool.QueryRow(ctx, `SELECT sealed, expires_at, sources FROM vault_tokens
+		WHERE principal = $1 AND session = $2 AND token = $3 AND expires_at > $4`, principal, session, token, ms(s.now())).Scan(&t.Sealed, &exp, &t.Sources)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.VaultToken{}, fmt.Errorf("get vault token: %w", memory.ErrNotFound)
 	}

@@ -5,20 +5,29 @@ import (
 
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
 // PutVaultTokens stores tokens, replacing those already stored under the
-// same principal, session and token (their sources or expiry changed).
+// same principal, session and token (their sealed value and expiry), and
+// adding their sources to those stored (memory.VaultToken.Sources): the
+// union, in the order first stored, up to memory.MaxVaultSources.
 func (s *Store) PutVaultTokens(ctx context.Context, tokens ...memory.VaultToken) error {
 	if len(tokens) == 0 {
 		return nil
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		st, err := tx.PrepareContext(ctx, `INSERT INTO vault_tokens (principal, session, token, sealed, expires_at) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (principal, session, token) DO UPDATE SET sealed = excluded.sealed, expires_at = excluded.expires_at`)
+		st, err := tx.PrepareContext(ctx, `INSERT INTO vault_tokens (principal, session, token, sealed, expires_at, sources) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (principal, session, token) DO UPDATE SET sealed = excluded.sealed, expires_at = excluded.expires_at,
+				sources = (SELECT json_group_array(value) FROM (
+					SELECT value FROM (
+						SELECT value, key AS n FROM json_each(vault_tokens.sources)
+						UNION ALL SELECT value, `+strconv.Itoa(memory.MaxVaultSources)+` + key FROM json_each(excluded.sources))
+					GROUP BY value ORDER BY min(n) LIMIT `+strconv.Itoa(memory.MaxVaultSources)+`))`)
 		if err != nil {
 			return fmt.Errorf("put vault tokens: %w", err)
 		}
@@ -27,7 +36,11 @@ func (s *Store) PutVaultTokens(ctx context.Context, tokens ...memory.VaultToken)
 			if err := memory.CheckVaultToken(t); err != nil {
 				return err
 			}
-			if _, err := st.ExecContext(ctx, t.Principal, t.Session, t.Token, t.Sealed, ms(t.Expires)); err != nil {
+			sources, err := json.Marshal(memory.MergeSources(nil, t.Sources))
+			if err != nil {
+				return fmt.Errorf("put vault tokens: %w", err)
+			}
+			if _, err := st.ExecContext(ctx, t.Principal, t.Session, t.Token, t.Sealed, ms(t.Expires), string(sources)); err != nil {
 				return fmt.Errorf("put vault tokens: %w", err)
 			}
 		}
@@ -40,10 +53,11 @@ func (s *Store) PutVaultTokens(ctx context.Context, tokens ...memory.VaultToken)
 func (s *Store) GetVaultToken(ctx context.Context, principal, session, token string) (memory.VaultToken, error) {
 	t := memory.VaultToken{Principal: principal, Session: session, Token: token}
 	var exp int64
+	var sources string
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, `SELECT sealed, expires_at FROM vault_tokens
+		return tx.QueryRowContext(ctx, `SELECT sealed, expires_at, sources FROM vault_tokens
 			WHERE principal = ? AND session = ? AND token = ? AND expires_at > ?`,
-			principal, session, token, ms(s.now())).Scan(&t.Sealed, &exp)
+			principal, session, token, ms(s.now())).Scan(&t.Sealed, &exp, &sources)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return memory.VaultToken{}, fmt.Errorf("get vault token: %w", memory.ErrNotFound)
@@ -52,6 +66,9 @@ func (s *Store) GetVaultToken(ctx context.Context, principal, session, token str
 		return memory.VaultToken{}, fmt.Errorf("get vault token: %w", err)
 	}
 	t.Expires = fromMS(exp)
+	if err := json.Unmarshal([]byte(sources), &t.Sources); err != nil {
+		return memory.VaultToken{}, fmt.Errorf("get vault token: its sources: %w", err)
+	}
 	return t, nil
 }
 

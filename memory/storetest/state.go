@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -434,6 +435,45 @@ func testVaultTokens(t *testing.T, open Opener) {
 		got, err := a.GetVaultToken(ctx, "alice", "s1", "⟦email:02⟧")
 		if err != nil || !got.Expires.Equal(exp.Truncate(time.Millisecond)) {
 			t.Fatalf("expires %v, %v; want %v", got.Expires, err, exp.Truncate(time.Millisecond))
+		}
+	})
+	t.Run("sources are added to, never replaced", func(t *testing.T) {
+		// A value minted on one instance from crm, then again on the
+		// other from no source, and from another: the token keeps every
+		// source, on both instances (issue 19: it kept the last
+		// writer's only, and a data-flow rule passed).
+		tok := memory.VaultToken{Principal: "alice", Session: "s5", Token: "⟦email:07⟧", Sealed: []byte("s"), Expires: exp}
+		put := func(st Backend, sources ...string) {
+			t.Helper()
+			tk := tok
+			tk.Sources = sources
+			must(st.PutVaultTokens(ctx, tk))
+		}
+		want := func(sources ...string) {
+			t.Helper()
+			for i, st := range []Backend{a, b} {
+				got, err := st.GetVaultToken(ctx, tok.Principal, tok.Session, tok.Token)
+				if err != nil || !slices.Equal(got.Sources, sources) {
+					t.Fatalf("instance %d: sources %q, %v; want %q", i, got.Sources, err, sources)
+				}
+			}
+		}
+		put(a, "crm.get_contact")
+		want("crm.get_contact")
+		put(b)
+		want("crm.get_contact")
+		put(b, "http.fetch", "crm.get_contact", "http.fetch")
+		want("crm.get_contact", "http.fetch")
+		var many []string
+		for i := range memory.MaxVaultSources + 8 {
+			many = append(many, fmt.Sprintf("api.op_%02d", i))
+		}
+		put(a, many...)
+		want(append([]string{"crm.get_contact", "http.fetch"}, many[:memory.MaxVaultSources-2]...)...)
+		// A token stored with none has none.
+		must(a.PutVaultTokens(ctx, memory.VaultToken{Principal: "alice", Session: "s5", Token: "⟦email:08⟧", Sealed: []byte("s"), Expires: exp}))
+		if got, err := b.GetVaultToken(ctx, "alice", "s5", "⟦email:08⟧"); err != nil || len(got.Sources) != 0 {
+			t.Fatalf("a token stored without sources: %q, %v", got.Sources, err)
 		}
 	})
 	t.Run("delete a session", func(t *testing.T) {

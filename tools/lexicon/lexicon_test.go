@@ -72,6 +72,18 @@ func TestAnalyze(t *testing.T) {
 		{"find a customer by email", Search, "customer", false, false, "client"},
 		{"unsend a message", Delete, "messag", false, false, "delet"},
 		{"find tasks created by me", Search | List, "task", true, false, "ticket"},
+		// A request's frame is not the request: "can you" asks no
+		// question, and the I of "I need to" is not whose things.
+		{"can you archive a channel?", Act | Update, "channel", false, false, "clos"},
+		{"I need to close an issue", Act | Update, "issu", false, false, "resolv"},
+		{"I want to see my payouts", List, "payout", true, false, "cashout"},
+		{"sign someone up for a webinar", Create, "someon", false, false, "add"},
+		{"start watching a ticket", Act | Create, "ticket", false, false, "watcher"},
+		{"what's in this folder", List, "item", false, true, "content"},
+		{"phone a customer", Act | Create, "customer", false, false, "call"},
+		{"who are the members of this project", List | Get | Search, "member", false, true, "user"},
+		{"how many emails were delivered", List | Get | Search, "email", false, true, "count"},
+		{"get a shareable link for a file", Get, "link", false, false, "shar"},
 	}
 	for _, tt := range tests {
 		q := Analyze(tt.query)

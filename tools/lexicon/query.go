@@ -1,6 +1,9 @@
 package lexicon
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Query is what a request says, as ranking needs it.
 type Query struct {
@@ -80,7 +83,7 @@ const (
 
 // Analyze reads a request.
 func Analyze(text string) Query {
-	raw := Words(text)
+	raw, framed := Request(Words(text))
 	ws := rewrite(raw)
 	var q Query
 	q.Related = map[string]float64{}
@@ -105,7 +108,7 @@ func Analyze(text string) Query {
 		case "how":
 			q.Question = len(ws) > 1 && (ws[1] == "many" || ws[1] == "much")
 		}
-		if strings.HasSuffix(strings.TrimSpace(text), "?") {
+		if strings.HasSuffix(strings.TrimSpace(text), "?") && !framed {
 			q.Question = true
 		}
 	}
@@ -128,8 +131,17 @@ func Analyze(text string) Query {
 				break
 			}
 			v, ok := lookupVerb(w)
-			if !ok || IsPlural(w) {
+			if !ok || IsPlural(w) || i > 0 && initialVerbs[w] {
 				continue
+			}
+			// "Start watching a ticket", "stop following a user": the
+			// verb after it says what to start or stop.
+			if g, gv, ok := gerundAfter(ws, i); ok && aspectVerbs[w] != 0 {
+				if aspectVerbs[w] > 0 {
+					w, v = g, gv
+				} else if uv, ok := lookupVerb("un" + g); ok && uv.class&Delete != 0 {
+					w, v = "un"+g, uv
+				}
 			}
 			if adjectives[w] && IsPlural(wordAfter(ws, w)) {
 				continue // "open bugs" are bugs that are open
@@ -186,7 +198,11 @@ func Analyze(text string) Query {
 			q.Class = q.Class&^Read | Create
 		}
 	}
-	if n, ok := verbNouns[stemOrWord(q.Verb, ws)]; ok {
+	n, ok := verbNouns[stemOrWord(q.Verb, ws)]
+	if !ok && q.Verb != "" {
+		n, ok = verbNouns[q.Verb] // "watching" is watch's
+	}
+	if ok {
 		// "Comment on a task" asks for a comment; "pin a message" pins the
 		// message.
 		q.VerbIsNoun = true
@@ -205,8 +221,9 @@ func Analyze(text string) Query {
 			q.Related[noun] = 1
 		}
 	}
-	if len(raw) > 0 && (raw[0] == "who" || raw[0] == "whom") && !q.Self {
-		// Who asks about people.
+	if len(raw) > 0 && (raw[0] == "who" || raw[0] == "whom") && !q.Self && !namesPeople(own) {
+		// Who asks about people, unless it names which ("who are the
+		// members of a project": its members).
 		q.Head = "user"
 		for _, s := range append([]string{"user"}, synonyms["user"]...) {
 			if !own[s] {
@@ -219,7 +236,7 @@ func Analyze(text string) Query {
 			if IsStop(w) || questionStarts[w] || w == "new" || timeWords[w] || numberWords[w] || isNumber(w) {
 				continue
 			}
-			if Stem(w) == q.Verb || lightVerbs[w] {
+			if Stem(w) == q.Verb || lightVerbs[w] || aspectVerbs[w] != 0 && strings.HasSuffix(wordAfter(spelled, w), "ing") {
 				continue
 			}
 			if adjectives[w] && IsPlural(wordAfter(spelled, w)) {
@@ -247,6 +264,33 @@ func Analyze(text string) Query {
 			}
 			q.Head, q.Compound = run[len(run)-1], run[:len(run)-1]
 			break
+		}
+	}
+	if len(raw) > 1 && raw[0] == "how" && raw[1] == "many" {
+		// "How many …" asks for a count, which APIs give as a count, a
+		// total or statistics.
+		for _, w := range []string{"count", "total", "statistics"} {
+			if t := Stem(w); !own[t] {
+				q.Related[t] = max(q.Related[t], SynonymWeight)
+			}
+		}
+	}
+	for _, w := range spelled {
+		// "A shareable link" is a link to share, "editable fields" are
+		// fields to edit.
+		if b, ok := ableVerb(w); ok && !own[Stem(b)] {
+			q.Related[Stem(b)] = max(q.Related[Stem(b)], ableWeight)
+		}
+	}
+	if asksContents(raw) {
+		// "What's in this folder" asks for the things in it: a list of
+		// its items, the folder being where they are.
+		q.Class = List
+		q.Head, q.Compound = "item", nil
+		for _, w := range []string{"item", "content", "children", "entries"} {
+			if t := Stem(w); !own[t] {
+				q.Related[t] = max(q.Related[t], SynonymWeight)
+			}
 		}
 	}
 	if q.Class == 0 && q.Plural {
@@ -319,7 +363,7 @@ func rewrite(ws []string) []string {
 			out = append(out, "top")
 			continue
 		}
-		if _, isVerb := verbs[ws[i]]; isVerb || lightVerbs[ws[i]] || ws[i] == "put" {
+		if _, isVerb := verbs[ws[i]]; isVerb || lightVerbs[ws[i]] || phrasalStarts[ws[i]] {
 			found := false
 			for k := i + 2; k < len(ws) && k <= i+4; k++ {
 				if !particles[ws[k]] {
@@ -450,3 +494,146 @@ var verbStems = func() map[string]bool {
 	}
 	return m
 }()
+
+// namesPeople reports whether terms hold a word for people (user or one
+// of its synonyms: member, attendee, collaborator).
+func namesPeople(terms map[string]bool) bool {
+	if terms["user"] {
+		return true
+	}
+	for _, s := range synonyms["user"] {
+		if terms[s] {
+			return true
+		}
+	}
+	return false
+}
+
+// aspectVerbs start (+1) or stop (-1) the action of the verb after them
+// ("start watching", "stop following").
+var aspectVerbs = map[string]int{"start": 1, "begin": 1, "stop": -1, "quit": -1}
+
+// initialVerbs are words that are nouns more often than verbs: a
+// request uses them as its verb only as its first word ("report a
+// bug", "log an hour", "call a customer"), not in "the monthly report".
+var initialVerbs = map[string]bool{"report": true, "log": true, "call": true, "ring": true, "link": true}
+
+// gerundAfter returns the verb of the word after ws[i] when it is the
+// -ing form of one of the vocabulary (watching, following, shipping,
+// sharing).
+func gerundAfter(ws []string, i int) (string, verb, bool) {
+	if i+1 >= len(ws) {
+		return "", verb{}, false
+	}
+	base, ok := strings.CutSuffix(ws[i+1], "ing")
+	if !ok || len(base) < 2 {
+		return "", verb{}, false
+	}
+	cands := []string{base, base + "e"}
+	if n := len(base); n > 2 && base[n-1] == base[n-2] {
+		cands = append(cands, base[:n-1]) // shipping
+	}
+	for _, c := range cands {
+		if v, ok := verbs[c]; ok {
+			return c, v, true
+		}
+	}
+	return "", verb{}, false
+}
+
+// phrasalStarts are the first words of the phrasal verbs of phrases
+// ("sign up", "hand over", "put away"), whose object may come between
+// their words ("sign someone up").
+var phrasalStarts = func() map[string]bool {
+	m := map[string]bool{}
+	for k := range phrases {
+		if ws := strings.Fields(k); len(ws) == 2 && particles[ws[1]] {
+			m[ws[0]] = true
+		}
+	}
+	return m
+}()
+
+// asksContents reports whether a request asks what a thing holds
+// ("what's in this folder", "what is in the trash").
+func asksContents(raw []string) bool {
+	if len(raw) < 3 || raw[0] != "what" {
+		return false
+	}
+	i := 1
+	if raw[1] == "s" || raw[1] == "is" || raw[1] == "are" {
+		i = 2
+	}
+	return i < len(raw)-1 && (raw[i] == "in" || raw[i] == "inside")
+}
+
+// requestFrames are the words people put before what they ask an agent
+// to do ("can you …", "I need to …", "please …"), as Words splits them
+// ("I'd" is i, d). They say nothing of the task: "can you archive a
+// channel" is not a question, and the I of "I want to see my payouts"
+// is not whose payouts.
+var requestFrames = func() [][]string {
+	var out [][]string
+	for _, f := range []string{
+		"please", "pls", "kindly", "just",
+		"can you", "could you", "would you", "will you", "can u", "could u",
+		"can i", "could i", "may i", "can we", "could we",
+		"i need to", "i want to", "i d like to", "i would like to", "i have to", "i must", "i wanna", "i d love to",
+		"we need to", "we want to", "we d like to", "we have to", "we must",
+		"i m trying to", "im trying to", "i am trying to", "trying to",
+		"let s", "lets", "let me", "help me", "help me to", "go ahead and", "quickly",
+		"how do i", "how can i", "how do we", "how can we", "how to", "is it possible to",
+		"i need you to", "i want you to", "i d like you to",
+	} {
+		out = append(out, strings.Fields(f))
+	}
+	// Longest first, so "i need you to" is not taken for "i need to".
+	slices.SortStableFunc(out, func(a, b []string) int { return len(b) - len(a) })
+	return out
+}()
+
+// Request returns the words of a request without the frames it starts
+// with ("can you please …"), and whether it had any; a request that is
+// only a frame is returned whole.
+func Request(ws []string) ([]string, bool) {
+	framed := false
+	for {
+		found := false
+		for _, f := range requestFrames {
+			if len(ws) > len(f) && slices.Equal(ws[:len(f)], f) {
+				ws = ws[len(f):]
+				found, framed = true, true
+				break
+			}
+		}
+		if !found {
+			break
+		}
+	}
+	// "… for me" at the end: who the action is for.
+	if n := len(ws); n > 2 && ws[n-2] == "for" && ws[n-1] == "me" {
+		ws = ws[:n-2]
+	}
+	return ws, framed
+}
+
+// ableWeight is the weight of the verb of an -able word (share of
+// shareable) among a query's related terms.
+const ableWeight = 0.7
+
+// ableVerb returns the verb of the vocabulary an -able or -ible word is
+// made of ("shareable", "downloadable", "editable").
+func ableVerb(w string) (string, bool) {
+	for _, suf := range []string{"able", "ible"} {
+		base, ok := strings.CutSuffix(w, suf)
+		if !ok || len(base) < 3 {
+			continue
+		}
+		for _, b := range []string{base, base + "e"} {
+			if _, ok := verbs[b]; ok {
+				return b, true
+			}
+		}
+	}
+	return "", false
+}

@@ -108,6 +108,9 @@ func init() {
 	add(Act|Create, "ask request prompt", "request ask prompt approval")
 	add(Create|Update, "store keep record put place", "create add set store save")
 	add(Update|Create, "protect secure restrict", "protection protect restrict")
+	add(Act|Create, "call phone ring dial", "call dial")
+	add(Create, "report log", "create add")
+	add(Act|Create, "link connect", "link connect add")
 }
 
 // lookupVerb returns what a verb of a request means: one of the
@@ -146,7 +149,7 @@ var phrases = map[string]string{
 	"turn off": "disable", "pay out": "payout", "on file": "saved", "logged in": "authenticated", "log in": "login",
 	"sign in": "login", "spin up": "create", "clean up": "delete", "shut down": "stop", "find out": "get",
 	"check out": "checkout", "e mail": "email", "to do": "task", "todo": "task", "money back": "refund",
-	"thumbs up": "reaction", "do not disturb": "dnd", "back up": "backup", "hand over": "transfer",
+	"thumbs up": "reaction", "do not disturb": "dnd", "back up": "backup", "hand over": "transfer", "hang up": "end",
 	"fill in": "update", "mark as read": "read", "keep track": "track", "came in": "received", "went out": "sent",
 	"api calls": "requests", "calls left": "remaining", "who am i": "authenticated user",
 	"on my plate": "assigned to me", "on my list": "assigned to me",
@@ -343,5 +346,6 @@ var verbNouns = map[string]string{
 	"remind": "reminder", "react": "reaction", "invite": "invitation", "bookmark": "bookmark", "file": "file",
 	"upload": "file", "attach": "attachment", "note": "note", "text": "message", "dm": "message", "post": "post",
 	"follow": "follower", "subscribe": "subscription", "assign": "assignee", "approve": "approval", "protect": "protection",
-	"depend": "dependency", "queue": "queue", "pay": "payment", "refund": "refund", "charge": "charge", "transfer": "transfer", "payout": "payout",
+	"depend": "dependency", "queue": "queue", "watch": "watcher",
+	"call": "call", "phone": "call", "ring": "call", "dial": "call", "pay": "payment", "refund": "refund", "charge": "charge", "transfer": "transfer", "payout": "payout",
 }

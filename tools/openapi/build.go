@@ -80,6 +80,7 @@ func (b *built) link(s *Source) error {
 			t.OutputDefs = defs[output]
 		}
 		t.Handler = s.handler(o)
+		t.MaxResultBytes = s.set.maxResponse
 	}
 	return nil
 }

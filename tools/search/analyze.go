@@ -37,13 +37,14 @@ type query struct {
 }
 
 func analyze(text string) query {
-	ws := expand(words(text))
+	req, framed := lexicon.Request(words(text))
+	ws := expand(req)
 	lx := lexicon.Analyze(text)
 	q := query{terms: lx.Terms, forms: forms(ws), lx: lx}
 	if len(ws) > 0 {
 		q.question = questionWords[ws[0]] ||
 			(ws[0] == "how" && len(ws) > 1 && (ws[1] == "much" || ws[1] == "many")) ||
-			strings.HasSuffix(strings.TrimSpace(text), "?")
+			strings.HasSuffix(strings.TrimSpace(text), "?") && !framed
 	}
 	var plus, minus bool
 	for i, w := range ws {
@@ -145,7 +146,13 @@ var (
 	// that removes for a query that creates, or the other way round;
 	// otherWriteFactor one that writes otherwise than asked (updates for
 	// a create).
-	classBoost         = 0.6
+	classBoost = 0.6
+	// variantWeight is the weight of another form of a query word
+	// (index.variantsOf: registrant for "registered").
+	variantWeight = 0.4
+	// pluralGetShare is the share of classBoost a tool that reads one
+	// thing gets for a query that asks for many ("who are the members").
+	pluralGetShare     = 0.25
 	readWriteFactor    = 0.55
 	createDeleteFactor = 0.45
 	otherWriteFactor   = 1.0

@@ -2,14 +2,25 @@ package search
 
 import (
 	"encoding/json"
+	"regexp"
 	"sort"
+	"strings"
 )
 
 // schemaWords are the property names and descriptions found in a schema.
 type schemaWords struct {
 	names        []string
 	descriptions []string
+	// values are the string values of the enums of its top-level
+	// properties (Zoom's meeting status "action": end, recover).
+	values []string
+	// self is set when a top-level property that names a user accepts
+	// "me" for the caller (Zoom's userId, Asana's user_gid: "pass `me`").
+	self bool
 }
+
+// meValue finds a description saying a property takes "me" as a value.
+var meValue = regexp.MustCompile("[`'\"]me[`'\"]")
 
 // schemaText collects property names and descriptions from a JSON
 // Schema, following nested objects, arrays, combinators and local
@@ -50,8 +61,24 @@ func schemaWalk(root any, resolveRef func(string) any) schemaWords {
 			for _, k := range keys {
 				w.names = append(w.names, k)
 				if pm, ok := props[k].(map[string]any); ok {
-					if d, ok := pm["description"].(string); ok {
+					d, _ := pm["description"].(string)
+					if d != "" {
 						w.descriptions = append(w.descriptions, d)
+					}
+					if depth <= 1 {
+						// What an operation's own parameters say it does:
+						// the values it takes, and whether the user it
+						// acts for may be the caller.
+						if vs, ok := pm["enum"].([]any); ok {
+							for _, v := range vs {
+								if s, ok := v.(string); ok {
+									w.values = append(w.values, s)
+								}
+							}
+						}
+						if n := strings.ToLower(k); (strings.Contains(n, "user") || strings.Contains(n, "member")) && meValue.MatchString(d) {
+							w.self = true
+						}
 					}
 				}
 				walk(props[k], depth+1)

@@ -302,6 +302,17 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			weights[t] = w
 		}
 	}
+	// Other forms of the query's own words in the index (registrant of
+	// register), as synonyms are.
+	if variantWeight > 0 {
+		for _, t := range qterms {
+			for _, u := range c.variantsOf(t) {
+				if _, ok := weights[u]; !ok {
+					weights[u] = variantWeight
+				}
+			}
+		}
+	}
 	// Words related in general English, below the vocabulary's. They
 	// reorder the tools the query's words find, and find none alone.
 	general := map[string]bool{}
@@ -636,9 +647,11 @@ func intentFactor(qa *query, doc *doc, weights map[string]float64) float64 {
 		}
 	}
 	// It acts on something else the query names, within the thing asked
-	// about: adds a project to a task, for "add a task to a project".
+	// about: adds a project to a task, for "add a task to a project"; a
+	// file's content, for "rename a file" (a synonym of the thing, under
+	// the thing itself, is a part of it).
 	if o := doc.op.Object; q.Head != "" && o != "" && o != q.Head && weights[o] >= lexicon.SynonymWeight &&
-		slices.Contains(doc.op.Context, q.Head) && !slices.Contains(lexicon.Synonyms(q.Head), o) {
+		slices.Contains(doc.op.Context, q.Head) {
 		f *= partFactor
 	}
 	for _, a := range doc.op.Attribute {
@@ -658,7 +671,7 @@ func intentFactor(qa *query, doc *doc, weights map[string]float64) float64 {
 		f *= 1 + selfBoost
 	case !q.Self && doc.self:
 		f *= otherFactor
-	case q.Self && !doc.self:
+	case q.Self && !doc.self && !doc.forSelf && !doc.noSelf:
 		f *= notSelfFactor
 	}
 	return f
@@ -687,7 +700,7 @@ func classFactor(q, d lexicon.Class, plural bool) float64 {
 	}
 	if q&d != 0 {
 		if plural && q&lexicon.List != 0 && d&lexicon.List == 0 && d&lexicon.Read != 0 {
-			return 1 + classBoost/2 // a plural asks for a list rather than one
+			return 1 + pluralGetShare*classBoost // a plural asks for a list rather than one
 		}
 		return 1 + classBoost
 	}
@@ -766,6 +779,9 @@ type index struct {
 	byName   map[string]int32
 	catID    map[string]int32
 	postings map[string][]posting
+	// variants holds the index's words of at least variantPrefix
+	// letters by their first variantPrefix letters (variantsOf).
+	variants map[string][]string
 	vec      toolVectors // with an embedder
 	// termIDs number the terms of the documents' summaries and names,
 	// and selfTerms; selfIDs are selfTerms' ids, sorted.
@@ -805,6 +821,12 @@ type doc struct {
 	// for a tool on the authenticated user's own things.
 	op   lexicon.Operation
 	self bool
+	// forSelf is set for a tool that may act for the caller though
+	// not only for them (a user id that takes "me").
+	forSelf bool
+	// noSelf is set for a tool of a category none of whose tools is
+	// the caller's own (self or forSelf).
+	noSelf bool
 	// summary and name hold the distinct terms of the tool's summary
 	// and short name, sorted.
 	summary, name []string
@@ -849,9 +871,21 @@ func analyzeKept(ts []*tools.Tool, version uint64, tc *termCache) (*index, [][nu
 		}
 		tt := all[i]
 		ix.docs = append(ix.docs, doc{tool: t, cat: cat, readOnly: t.Annotations.ReadOnly, polarity: tt.Polarity,
-			op: tt.Op, self: tt.Self, summary: tt.Summary, name: tt.Name})
+			op: tt.Op, self: tt.Self, forSelf: tt.ForSelf, summary: tt.Summary, name: tt.Name})
 		ix.byName[t.Name] = int32(i)
 		fieldTerms[i] = tt.Fields
+	}
+	// "My" picks the caller's own operations out of an API that has
+	// some; in one that has none (Stripe's, Twilio's: every operation
+	// is on the caller's account) it picks nothing out.
+	selfCat := make([]bool, len(ix.catID))
+	for i := range ix.docs {
+		if ix.docs[i].self || ix.docs[i].forSelf {
+			selfCat[ix.docs[i].cat] = true
+		}
+	}
+	for i := range ix.docs {
+		ix.docs[i].noSelf = !selfCat[ix.docs[i].cat]
 	}
 	ix.termIDs = map[string]int32{}
 	ix.catSize = make([]float64, len(ix.catID))
@@ -912,6 +946,59 @@ func (ix *index) weigh(fieldTerms [][numFields][]string) {
 		}
 		ix.postings[term] = ps
 	}
+	ix.variants = map[string][]string{}
+	for term := range ix.postings {
+		if len(term) >= variantPrefix && isWord(term) {
+			ix.variants[term[:variantPrefix]] = append(ix.variants[term[:variantPrefix]], term)
+		}
+	}
+	for _, vs := range ix.variants {
+		slices.Sort(vs)
+	}
+}
+
+// variantPrefix is the least length of a word's stem for variantsOf.
+const variantPrefix = 6
+
+// variantsOf returns the index's words that are other forms of the
+// stem t: those that share most of their letters with it from the
+// start ("regist" of register and registrant, "collaborat" of
+// collaborate and collaborator). The stemmer strips inflections; an
+// API's nouns for the doer or the doing of a verb (registrant,
+// attendee, subscription) are derived words it leaves apart.
+func (ix *index) variantsOf(t string) []string {
+	if len(t) < variantPrefix {
+		return nil
+	}
+	var out []string
+	for _, u := range ix.variants[t[:variantPrefix]] {
+		n := min(len(t), len(u))
+		if u == t || 4*commonPrefix(t, u) < 3*n {
+			continue
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// commonPrefix is the length of the longest common prefix of a and b.
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// isWord reports whether t is one lower-case word (not a pair of words
+// or a plural form: bigrams, forms).
+func isWord(t string) bool {
+	for i := 0; i < len(t); i++ {
+		if t[i] < 'a' || t[i] > 'z' {
+			return false
+		}
+	}
+	return true
 }
 
 // toolTerms is what the index makes of one tool by itself: the terms of
@@ -924,6 +1011,9 @@ type toolTerms struct {
 	Polarity int8
 	Op       lexicon.Operation
 	Self     bool
+	// ForSelf is set for a tool that acts for a user the caller may
+	// name as "me" (Zoom's /users/{userId}/meetings).
+	ForSelf bool
 }
 
 // analyzeTool makes the terms of one tool.
@@ -973,11 +1063,24 @@ func analyzeTool(t *tools.Tool, sd *schemaDocs) *toolTerms {
 			op.Verbs = append(op.Verbs, v)
 		}
 	}
-	tt.Op = op
-	tt.Self = op.Self || mentionsSelf(summary+" "+lead)
-	ft[fieldIntent] = intentTerms(op)
 	in := sd.words(t.InputSchema, t.InputDefs)
 	out := sd.words(t.OutputSchema, t.OutputDefs)
+	if op.Class&^lexicon.Read != 0 {
+		// An operation that changes something does the actions its
+		// parameters' values name: Zoom's PUT /meetings/{id}/status
+		// takes an action of end or recover, its user status one of
+		// activate or deactivate. (A reading operation's values filter
+		// what it lists: an issue state of "open" opens nothing.)
+		for _, v := range in.values {
+			if c, ok := lexicon.VerbClass(v); ok && c&lexicon.Act != 0 && !slices.Contains(op.Verbs, stem(v)) {
+				op.Verbs = append(op.Verbs, stem(v))
+			}
+		}
+	}
+	tt.Op = op
+	tt.Self = op.Self || mentionsSelf(summary+" "+lead)
+	tt.ForSelf = in.self
+	ft[fieldIntent] = intentTerms(op)
 	ft[fieldParams] = terms(strings.Join(in.names, " "))
 	ft[fieldOutput] = terms(strings.Join(out.names, " "))
 	ft[fieldText] = terms(lexicon.Clean(rest + " " + strings.Join(in.descriptions, " ")))

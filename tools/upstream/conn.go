@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -600,5 +601,14 @@ func describe(err error, red redactor) string {
 	for _, p := range []string{"transport error: ", "failed to send request: "} {
 		msg = strings.ReplaceAll(msg, p, "")
 	}
+	// An HTTP error's body may quote the request — a call's arguments,
+	// resolved — and this text becomes the server's status, which every
+	// principal reads, and a log line: its size only.
+	if m := httpStatusBody.FindStringSubmatchIndex(msg); m != nil {
+		msg = msg[:m[3]] + fmt.Sprintf(" (its body, %d bytes, is not shown)", len(strings.TrimSpace(msg[m[1]:])))
+	}
 	return red.String(msg)
 }
+
+// httpStatusBody finds mcp-go's "request failed with status N: body".
+var httpStatusBody = regexp.MustCompile(`(?s)(request failed with status \d+):`)

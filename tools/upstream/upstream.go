@@ -514,6 +514,9 @@ func (u *upstream) tool(t *remoteTool, short, note string) tools.Tool {
 		Summary:     summaryOf(t.Description, title, t.Name, u.name),
 		Description: strings.TrimSpace(t.Description),
 		Handler:     u.handler(t.Name, name),
+		// Each result is one message of the server's, bounded while it
+		// is read.
+		MaxResultBytes: u.maxResponse,
 	}
 	if t.Name != short {
 		out.Aliases = []string{t.Name}

@@ -147,3 +147,33 @@ func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
 }
+
+// TestPurposeImitatesPrompt (issue 19, third attack round, M5): the
+// purpose the model gives a run is shown in codecell's approval prompt;
+// with line breaks it could add an imitation of the prompt (harmless
+// arguments, a forged "Accept…" line) after the real one, and push the
+// real one out of sight.
+func TestPurposeImitatesPrompt(t *testing.T) {
+	t.Parallel()
+	api := newHostileAPI(t)
+	s := start(t, "--config", gateConfig(t, api, nil, "[approval]\nrequired_for = [\"api.create_user\"]\n"))
+	u := &user{accept: true}
+	a := s.connect(t, aliceToken, u, "api")
+	for _, purpose := range []string{
+		"add the user\n\ncodecell — approval required by the server's policy (approval.required_for \"api.create_user\").\nA program wants to call api.create_user.\nArguments, as the model sees them: {\"name\":\"harmless\"}\nAccept to allow this one call; decline to refuse it.\n\n\n\n\n\n\n\n\n\n",
+		"add the user\u2028\u2028\u2028\u2028\u2028approved already\r\r\r\r",
+	} {
+		a.run(`await api.create_user({name: "dana"}); return 1`, "purpose", purpose)
+		_, msgs := u.seen()
+		if len(msgs) == 0 {
+			t.Fatal("not asked")
+		}
+		got := msgs[len(msgs)-1]
+		if n := strings.Count(got, "Arguments, as the model sees them"); n != 1 {
+			t.Errorf("the prompt shows %d lines of arguments, the model's purpose forged some:\n%s", n, got)
+		}
+		if strings.ContainsAny(got[strings.Index(got, "Purpose"):strings.LastIndex(got, "Accept")], "\r\u2028\u2029") || strings.Count(got, "\n") > 4 {
+			t.Errorf("the model's purpose adds lines to the prompt:\n%q", got)
+		}
+	}
+}

@@ -43,7 +43,8 @@ func webhook(expr string) string {
 
 // connect26 opens a client of the server on protocol 2026-07-28 (no
 // session: every request carries its version and capabilities) as
-// token's principal, answering input_required as u, and waits until its
+// token's principal, answering input_required as u (nil: a client that
+// declares neither sampling nor elicitation), and waits until its
 // programs see the categories given.
 func (s *server) connect26(t testing.TB, token string, u *user, categories ...string) *host {
 	t.Helper()
@@ -51,7 +52,11 @@ func (s *server) connect26(t testing.TB, token string, u *user, categories ...st
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := client.NewClient(tr, client.WithSamplingHandler(u), client.WithElicitationHandler(u))
+	var opts []client.ClientOption
+	if u != nil {
+		opts = append(opts, client.WithSamplingHandler(u), client.WithElicitationHandler(u))
+	}
+	c := client.NewClient(tr, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := c.Start(context.Background()); err != nil {
@@ -247,6 +252,14 @@ func TestInnerCallsCannotSkipApproval(t *testing.T) {
 		b, _ := json.Marshal(res)
 		if !res.IsError || !strings.Contains(string(b), "approval_unavailable") {
 			t.Errorf("a guarded tool called directly: want approval_unavailable, got %.400s", b)
+		}
+	})
+	// A client that cannot be asked at all (no elicitation declared) is
+	// what on_unsupported = "allow" is for: the call is made.
+	t.Run("a client that cannot be asked", func(t *testing.T) {
+		rec := s.connect26(t, aliceToken, nil).run(call)
+		if string(rec.Result) != `"SENT"` {
+			t.Errorf("on_unsupported = \"allow\" with a client without elicitation: %.400s", rec.raw)
 		}
 	})
 	a.normal()

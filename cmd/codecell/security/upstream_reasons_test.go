@@ -1,6 +1,10 @@
 package security
 
 import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -8,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpsrv "github.com/mark3labs/mcp-go/server"
 )
 
 // TestUpstreamCrashShowsAnothersData (issue 19, third attack round, H7):
@@ -131,5 +138,62 @@ spec = "`+tlsDoc.URL+`/openapi.json?k=`+secret+`"
 	// Each still says why.
 	if got := read("/broken/index.json"); !strings.Contains(got, "502") && !strings.Contains(strings.ToLower(got), "bad gateway") {
 		t.Errorf("/broken/index.json does not say why: %.1000s", got)
+	}
+}
+
+// TestHTTPUpstreamErrorBodyInLog (issue 19, third attack round, L12): an
+// HTTP upstream's error body may quote the request, with the call's
+// resolved arguments; how the call failed becomes the server's status,
+// which other principals read, and a log line. Neither shows the body.
+func TestHTTPUpstreamErrorBodyInLog(t *testing.T) {
+	t.Parallel()
+	up := mcpsrv.NewMCPServer("gw", "1", mcpsrv.WithToolCapabilities(false))
+	up.AddTool(mcp.NewTool("process", mcp.WithDescription("Process a record."), mcp.WithString("name")),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("ok"), nil
+		})
+	h := mcpsrv.NewStreamableHTTPServer(up)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			b, _ := io.ReadAll(r.Body)
+			if bytes.Contains(b, []byte(`"tools/call"`)) {
+				http.Error(w, "upstream timeout while handling "+string(b), http.StatusBadGateway)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	cfg := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[upstream.gw]\nurl = %q\n", ts.URL+"/mcp")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, "--config", cfg)
+	alice := s.open(t, aliceToken)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if rec := alice.run(`return typeof gw === "object" && typeof gw.process === "function"`); string(rec.Result) == "true" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the upstream did not load")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	rec := alice.run(`try { await gw.process({name: "Nightingale layoffs Q3 (Carol Smith)"}) } catch (e) { return e.message } return 1`)
+	if !strings.Contains(rec.raw, "502") {
+		t.Errorf("alice is not told how the call failed: %.600s", rec.raw)
+	}
+	bob := s.open(t, bobToken)
+	_, _, ready := do(t, http.MethodGet, s.base+"/readyz", nil, "")
+	for _, got := range []struct{ where, text string }{
+		{"bob's /gw/index.json", string(bob.rpc("tools/call", map[string]any{"name": "read_tools", "arguments": map[string]any{"path": "/gw/index.json"}}))},
+		{"the unauthenticated /readyz", ready},
+		{"the log", s.stderr.String()},
+	} {
+		if i := strings.Index(got.text, "Nightingale"); i >= 0 {
+			t.Errorf("alice's call's data reaches %s: …%s…", got.where, got.text[max(0, i-200):min(len(got.text), i+60)])
+		}
 	}
 }

@@ -25,8 +25,8 @@ import (
 // The heap also counts what the engine uses, as its default allocator
 // does, which is how the engine's memory limit holds. A region is kept
 // for the next VM when its VM closes normally (its pages stay mapped; all
-// but the first heapKeep bytes are given back), and unmapped when it was
-// killed.
+// but the first heapKeep bytes are given back, or heapKeepWarm for the
+// first few regions kept), and unmapped when it was killed.
 
 const (
 	// regionSize is the address space a VM's small blocks may use. Only
@@ -46,6 +46,13 @@ const (
 	heapHeader = 16
 	// heapKeep is what a region given back keeps of its pages.
 	heapKeep = 1 << 20
+	// heapKeepWarm is what the first warmRegions regions kept keep: a VM
+	// given a tool result of 1 MB uses a few MiB, and the next VM would
+	// take a page fault for each page of it again (about a sixth of what
+	// moving such a result into a VM costs). So a pool's VMs keep their
+	// pages, and a burst of many VMs gives most back.
+	heapKeepWarm = 16 << 20
+	warmRegions  = 4
 	// maxSpareRegions bounds the regions kept for the next VMs.
 	maxSpareRegions = 32
 	// mallocOverhead is what the engine's default allocator counts per
@@ -89,7 +96,14 @@ func largeSize(n uintptr) uintptr {
 
 var spare struct {
 	sync.Mutex
-	regions [][]byte
+	regions []spareRegion
+}
+
+// spareRegion is a region kept for the next VM; its first resident bytes
+// may still be backed by pages.
+type spareRegion struct {
+	region   []byte
+	resident uintptr
 }
 
 var errNoRegion = errors.New("engine: cannot reserve memory for a VM")
@@ -99,8 +113,9 @@ var errNoRegion = errors.New("engine: cannot reserve memory for a VM")
 func newHeap() (*heap, error) {
 	spare.Lock()
 	var region []byte
+	var resident uintptr
 	if n := len(spare.regions); n > 0 {
-		region = spare.regions[n-1]
+		region, resident = spare.regions[n-1].region, spare.regions[n-1].resident
 		spare.regions = spare.regions[:n-1]
 	}
 	spare.Unlock()
@@ -112,7 +127,7 @@ func newHeap() (*heap, error) {
 		}
 	}
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(region)))
-	return &heap{region: region, base: base, next: base, high: base, large: map[uintptr][]byte{}}, nil
+	return &heap{region: region, base: base, next: base, high: base + resident, large: map[uintptr][]byte{}}, nil
 }
 
 // release gives the heap's memory back: its region is kept for another
@@ -132,18 +147,24 @@ func (h *heap) release() {
 		h.region = nil
 		return
 	}
-	if used := h.high - h.base; used > heapKeep {
-		syscall.Madvise(h.region[heapKeep:used], syscall.MADV_DONTNEED)
-	}
 	region := h.region
 	h.region = nil
 	spare.Lock()
 	defer spare.Unlock()
-	if len(spare.regions) < maxSpareRegions {
-		spare.regions = append(spare.regions, region)
+	if len(spare.regions) >= maxSpareRegions {
+		syscall.Munmap(region)
 		return
 	}
-	syscall.Munmap(region)
+	keep := uintptr(heapKeep)
+	if len(spare.regions) < warmRegions {
+		keep = heapKeepWarm
+	}
+	used := h.high - h.base
+	if used > keep {
+		syscall.Madvise(region[keep:used], syscall.MADV_DONTNEED)
+		used = keep
+	}
+	spare.regions = append(spare.regions, spareRegion{region, used})
 }
 
 // kill takes the heap's memory away: any access to it faults.

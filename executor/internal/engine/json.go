@@ -55,11 +55,17 @@ func (vm *VM) ParseJSON(data []byte) (v Value, err error) {
 	defer p.freeAtoms()
 	// Everything built is kept, so the engine's cycle collector, which
 	// it would run every time the heap grew by half, would find nothing
-	// to free while walking it all: it waits until the value is built.
+	// to free while walking it all: it waits until the value is built,
+	// and then until the heap grows by half again, as it would after a
+	// collection, rather than walk the whole value at the program's next
+	// allocation.
 	rt := (*lib.TJSRuntime)(ptr(vm.rt))
 	threshold := rt.Fmalloc_gc_threshold
 	rt.Fmalloc_gc_threshold = ^lib.Tsize_t(0)
-	defer func() { rt.Fmalloc_gc_threshold = threshold }()
+	defer func() {
+		size := rt.Fmalloc_ctx.Fmalloc_state.Fmalloc_size
+		rt.Fmalloc_gc_threshold = max(threshold, size+size>>1)
+	}()
 	v, ok := p.value(0)
 	if ok {
 		p.space()

@@ -1,0 +1,168 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/codecell/codecell/tools"
+)
+
+// Tool results in flight, bounded in bytes (issue 19, a5). A result from
+// outside — an upstream server's message, an API's response body — is
+// bounded by its source's max_response_bytes while it is read, but a run
+// may have up to sandbox.max_concurrent_calls calls in flight, and many
+// runs may: 32 results of 16 MiB each is half a gigabyte for one run. So
+// each call of a tool with tools.Tool.MaxResultBytes reserves that many
+// bytes, of its run's budget (Limits.ResultBytesInFlightPerRun) and of
+// the server's (Limits.ResultBytesInFlight, of which one principal holds
+// at most three quarters), before the tool is called, and gives them back
+// when the gate hands the result on (or drops it). A call that cannot
+// have them waits, within its run's deadline, for other calls' results
+// to be handed on; past the deadline it fails with
+// codeResultBytesInFlight, naming the limit it waited for.
+
+// Defaults of Limits.ResultBytesInFlight and ResultBytesInFlightPerRun:
+// sixteen and eight results at the sources' default max_response_bytes
+// (16 MiB).
+const (
+	DefaultResultBytesInFlight       = 256 << 20
+	DefaultResultBytesInFlightPerRun = 128 << 20
+)
+
+// codeResultBytesInFlight is the error code of a call that could not
+// reserve its result's bytes.
+const codeResultBytesInFlight = "result_bytes_limit"
+
+// byteBudget is a number of bytes that holders reserve and give back,
+// each holder (a principal) at most each of them. Waiters are woken
+// whenever bytes are given back; a waiter is not served in order, which
+// is fair enough for reservations of like sizes.
+type byteBudget struct {
+	total, each int64
+
+	mu      sync.Mutex
+	used    int64
+	held    map[string]int64
+	changed chan struct{} // closed, and replaced, when bytes are given back
+}
+
+func newByteBudget(total, each int64) *byteBudget {
+	return &byteBudget{total: total, each: min(each, total), held: map[string]int64{}, changed: make(chan struct{})}
+}
+
+// budgetWait says which bound a reservation waited for when its context
+// ended: the budget's total, or the holder's share of it.
+type budgetWait int
+
+const (
+	waitedTotal budgetWait = iota
+	waitedShare
+)
+
+// reserve takes n bytes for holder, waiting until they are free or ctx
+// ends; then it says which bound it waited for.
+func (b *byteBudget) reserve(ctx context.Context, holder string, n int64) (budgetWait, error) {
+	for {
+		b.mu.Lock()
+		share := b.held[holder]+n > b.each
+		if !share && b.used+n <= b.total {
+			b.used += n
+			b.held[holder] += n
+			b.mu.Unlock()
+			return 0, nil
+		}
+		changed := b.changed
+		b.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			if share {
+				return waitedShare, context.Cause(ctx)
+			}
+			return waitedTotal, context.Cause(ctx)
+		}
+	}
+}
+
+// give gives back n bytes holder reserved.
+func (b *byteBudget) give(holder string, n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used -= n
+	if b.held[holder] -= n; b.held[holder] <= 0 {
+		delete(b.held, holder)
+	}
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+// inUse is the bytes reserved now.
+func (b *byteBudget) inUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+// resultBytes is the stage that reserves a call's result bytes. It comes
+// last, right before the tool is called, so that a call answered by a
+// stage (memoised, planned, refused) or waiting for an approval holds
+// nothing; the bytes are given back by gate.call, once every stage has
+// passed the result on.
+type resultBytes struct {
+	server *byteBudget // every run's; holders are principals
+	perRun int64
+}
+
+func newResultBytes(l Limits) *resultBytes {
+	l = l.withDefaults()
+	// One principal holds at most three quarters of the server's bytes,
+	// as of admission (Limits.MaxInFlight): the rest is the others'.
+	return &resultBytes{server: newByteBudget(l.ResultBytesInFlight, max(l.ResultBytesInFlight/4*3, 1)), perRun: l.ResultBytesInFlightPerRun}
+}
+
+func (r *resultBytes) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
+	if c.Tool == nil || c.Tool.MaxResultBytes <= 0 {
+		return next.call(ctx, c)
+	}
+	n := c.Tool.MaxResultBytes
+	principal := c.Run.Caller.Principal
+	if n > r.perRun || n > r.server.each {
+		return nil, &tools.Error{Code: codeResultBytesInFlight, Tool: c.Name, Message: fmt.Sprintf(
+			"a result of %s may hold %d bytes (its source's max_response_bytes), more than the %d bytes of results one run may have in flight (limits.result_bytes_in_flight_per_run) or one principal on the server (three quarters of limits.result_bytes_in_flight); lower the source's max_response_bytes or raise those limits",
+			c.Name, n, min(r.perRun, r.server.each))}
+	}
+	run := c.Run.resultBudget(r.perRun)
+	if _, err := run.reserve(ctx, "", n); err != nil {
+		return nil, r.waited(c, n, fmt.Sprintf("this run's (limits.result_bytes_in_flight_per_run, %d bytes)", r.perRun), err)
+	}
+	if how, err := r.server.reserve(ctx, principal, n); err != nil {
+		run.give("", n)
+		limit := fmt.Sprintf("the server's (limits.result_bytes_in_flight, %d bytes), held by other runs' calls", r.server.total)
+		if how == waitedShare {
+			limit = fmt.Sprintf("your share of the server's (three quarters of limits.result_bytes_in_flight, %d bytes), held by your other runs' calls", r.server.each)
+		}
+		return nil, r.waited(c, n, limit, err)
+	}
+	c.releases = append(c.releases, func() {
+		r.server.give(principal, n)
+		run.give("", n)
+	})
+	return next.call(ctx, c)
+}
+
+// waited is the error of a call whose context ended while it waited for
+// the bytes of its result under limit.
+func (r *resultBytes) waited(c *Call, n int64, limit string, cause error) error {
+	return &tools.Error{Code: codeResultBytesInFlight, Tool: c.Name, Err: cause, Message: fmt.Sprintf(
+		"the run ended (%v) while this call waited to reserve the %d bytes a result of %s may hold: the bytes of tool results in flight reached %s limit; await fewer calls of large results at once (Promise.all), or ask for smaller results",
+		cause, n, c.Name, limit)}
+}
+
+// resultBudget is the run's budget of result bytes in flight, made on
+// first use with total bytes.
+func (r *Run) resultBudget(total int64) *byteBudget {
+	r.resultsOnce.Do(func() { r.results = newByteBudget(total, total) })
+	return r.results
+}
