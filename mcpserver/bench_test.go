@@ -24,6 +24,7 @@ func BenchmarkExecuteCodeHTTP(b *testing.B) {
 	req.Params.Name = "execute_code"
 	req.Params.Arguments = map[string]any{"code": "1+1"}
 	b.Run("ping", func(b *testing.B) {
+		defer reportCPU(b, processCPU())
 		for b.Loop() {
 			//lint:ignore SA1019 a 2025-11-25 session still pings, and ping is the baseline the issue measures against
 			if err := c.Ping(b.Context()); err != nil {
@@ -32,6 +33,7 @@ func BenchmarkExecuteCodeHTTP(b *testing.B) {
 		}
 	})
 	b.Run("sequential", func(b *testing.B) {
+		defer reportCPU(b, processCPU())
 		for b.Loop() {
 			if res, err := c.CallTool(b.Context(), req); err != nil || res.IsError {
 				b.Fatal(err, res)
@@ -55,6 +57,7 @@ func BenchmarkExecuteCodeHTTP(b *testing.B) {
 		b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "ms/call")
 	})
 	b.Run("parallel", func(b *testing.B) {
+		defer reportCPU(b, processCPU())
 		b.SetParallelism(16)
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
@@ -65,4 +68,13 @@ func BenchmarkExecuteCodeHTTP(b *testing.B) {
 			}
 		})
 	})
+}
+
+// reportCPU reports the process's CPU time per operation since start
+// (processCPU): server, in-process client and background writers
+// together, which a loaded machine changes far less than wall time.
+func reportCPU(b *testing.B, start time.Duration) {
+	if start > 0 {
+		b.ReportMetric(float64((processCPU()-start).Nanoseconds())/float64(b.N)/1000, "cpu-µs/op")
+	}
 }

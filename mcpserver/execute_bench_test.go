@@ -23,6 +23,7 @@ func BenchmarkExecutePath(b *testing.B) {
 	defer exec.Close()
 	ctx := context.Background()
 	b.Run("executor_run", func(b *testing.B) {
+		defer reportCPU(b, processCPU())
 		for b.Loop() {
 			if res := exec.Run(ctx, executor.Request{Code: "1+1"}); res.Error != nil {
 				b.Fatal(res.Error)
@@ -30,6 +31,7 @@ func BenchmarkExecutePath(b *testing.B) {
 		}
 	})
 	b.Run("server_execute", func(b *testing.B) {
+		defer reportCPU(b, processCPU())
 		for b.Loop() {
 			if rec, _ := srv.Execute(ctx, engine.Execution{Code: "1+1"}); rec.Error != nil {
 				b.Fatal(rec.Error)
@@ -50,13 +52,16 @@ func BenchmarkGateCalls(b *testing.B) {
 	for _, n := range []int{1, 100} {
 		code := `for (let i = 0; i < ` + strconv.Itoa(n) + `; i++) await util.echo({text: "x"}); 1`
 		b.Run(strconv.Itoa(n)+"_calls", func(b *testing.B) {
-			start := time.Now()
+			start, cpu := time.Now(), processCPU()
 			for b.Loop() {
 				if rec, _ := srv.Execute(ctx, engine.Execution{Code: code}); rec.Error != nil {
 					b.Fatal(rec.Error)
 				}
 			}
 			b.ReportMetric(float64(time.Since(start).Microseconds())/float64(b.N*n), "µs/call")
+			if cpu > 0 {
+				b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N*n), "cpu-µs/call")
+			}
 		})
 	}
 }

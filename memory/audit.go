@@ -106,3 +106,12 @@ type HTTPRequest struct {
 	Duration    time.Duration `json:"duration_ns"`
 	StartedAt   time.Time     `json:"started_at"`
 }
+
+// AuditRecord is one run's whole audit: its execution, the calls its
+// program made and the HTTP requests those sent. A store's RecordAudit
+// writes any number of them in one transaction.
+type AuditRecord struct {
+	Execution    Execution
+	ToolCalls    []ToolCall
+	HTTPRequests []HTTPRequest
+}

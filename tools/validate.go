@@ -24,6 +24,10 @@ import (
 // Schema is a compiled JSON Schema that validates tool arguments.
 type Schema struct {
 	s *jsonschema.Schema
+	// fast says what the schema accepts when that needs no validator:
+	// any JSON, any object, only the empty object (a tool that takes no
+	// arguments).
+	fast fastCheck
 
 	prepOnce sync.Once // what costly needs of the schema, once
 	anchors  *anchors
@@ -59,7 +63,7 @@ func CompileSchema(doc json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, compileError(err)
 	}
-	return &Schema{s: s}, nil
+	return &Schema{s: s, fast: fastCheckOf(v)}, nil
 }
 
 // ErrExternalRef is wrapped by the error of a schema that refers to
@@ -97,6 +101,9 @@ func newCompiler() *jsonschema.Compiler {
 // A document that is not JSON is one problem at the root, and so is one
 // whose validation would take more than MaxValidationSteps.
 func (s *Schema) Validate(doc json.RawMessage) []Problem {
+	if s.fast != fastNone && s.fast.accepts(doc) {
+		return nil // what it rejects, the validator says why
+	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
 		return []Problem{{Path: "", Message: "arguments are not valid JSON: " + err.Error()}}
@@ -117,6 +124,80 @@ func (s *Schema) Validate(doc json.RawMessage) []Problem {
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return dedupe(out)
 }
+
+// fastCheck is a schema that accepts documents by their shape alone.
+type fastCheck uint8
+
+const (
+	fastNone        fastCheck = iota
+	fastAny                   // true, {}
+	fastObject                // {"type": "object"}
+	fastEmptyObject           // {"type": "object", "additionalProperties": false}
+)
+
+// fastCheckOf returns the fastCheck of a schema document, decoded: only
+// schemas made of "type": "object", empty "properties",
+// "additionalProperties" and annotations have one.
+func fastCheckOf(doc any) fastCheck {
+	if doc == true {
+		return fastAny
+	}
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return fastNone
+	}
+	object, closed := false, false
+	for k, v := range m {
+		switch k {
+		case "title", "description", "$comment":
+		case "type":
+			if v != "object" {
+				return fastNone
+			}
+			object = true
+		case "properties":
+			if p, ok := v.(map[string]any); !ok || len(p) > 0 {
+				return fastNone
+			}
+		case "additionalProperties":
+			switch v {
+			case true:
+			case false:
+				closed = true
+			default:
+				return fastNone
+			}
+		default:
+			return fastNone
+		}
+	}
+	switch {
+	case object && closed:
+		return fastEmptyObject
+	case object:
+		return fastObject
+	case closed:
+		return fastNone // objects must be empty, anything else goes
+	}
+	return fastAny
+}
+
+// accepts reports whether doc is valid JSON that the schema accepts.
+func (f fastCheck) accepts(doc []byte) bool {
+	t := bytes.Trim(doc, jsonSpace)
+	switch f {
+	case fastAny:
+		return json.Valid(t)
+	case fastObject:
+		return len(t) > 0 && t[0] == '{' && json.Valid(t)
+	case fastEmptyObject:
+		return len(t) >= 2 && t[0] == '{' && t[len(t)-1] == '}' && len(bytes.Trim(t[1:len(t)-1], jsonSpace)) == 0
+	}
+	return false
+}
+
+// jsonSpace is the white space JSON allows between tokens.
+const jsonSpace = " \t\r\n"
 
 // collect gathers the leaves of a validation error tree: they name the
 // keyword that failed at the deepest location, which is the useful part.

@@ -241,7 +241,7 @@ func (a *approvals) approve(ctx context.Context, c *Call) error {
 	case mcp.ElicitationResponseActionAccept:
 		a.log.Info("approval", "tool", t.Name, "principal", caller.Principal, "outcome", "accepted")
 		if log := c.Run.log; log != nil {
-			log.noteApproved(metricName(a.reg, caller, c.Name), asked)
+			log.noteApproved(c.metricLabel(a.reg), asked)
 		}
 		return nil
 	case mcp.ElicitationResponseActionCancel:

@@ -16,9 +16,14 @@ import (
 )
 
 // auditor writes the audit log off the request path: records queue in a
-// bounded channel that one goroutine drains into the store. When the queue
-// is full the request writes its record itself, so nothing is dropped;
-// close drains the queue.
+// bounded channel that one goroutine drains into the store, every record
+// queued at the time in one transaction (a run's execution, calls and
+// HTTP requests together, and the runs that queued while the last batch
+// was written). When the queue is full the request writes its record
+// itself, so nothing is dropped; close drains the queue. A crash of the
+// process loses the records still queued, as it did when each was written
+// on its own: those of the runs that ended while the last batch was being
+// written.
 type auditor struct {
 	store   auditLog
 	log     *slog.Logger
@@ -34,6 +39,10 @@ type auditRecord struct {
 	requests []memory.HTTPRequest
 }
 
+// maxAuditBatch bounds the runs one transaction of the audit writer
+// holds.
+const maxAuditBatch = 256
+
 func newAuditor(store auditLog, log *slog.Logger, latency func(string, time.Duration)) *auditor {
 	a := &auditor{store: store, log: log, latency: latency, queue: make(chan auditRecord, 1024), done: make(chan struct{})}
 	go a.run()
@@ -42,41 +51,62 @@ func newAuditor(store auditLog, log *slog.Logger, latency func(string, time.Dura
 
 func (a *auditor) run() {
 	defer close(a.done)
+	batch := make([]memory.AuditRecord, 0, maxAuditBatch)
 	for r := range a.queue {
-		a.write(r)
+		batch = append(batch[:0], r.audit())
+	more:
+		for len(batch) < maxAuditBatch {
+			select {
+			case r, ok := <-a.queue:
+				if !ok {
+					break more
+				}
+				batch = append(batch, r.audit())
+			default:
+				break more
+			}
+		}
+		a.write(batch)
+		clear(batch) // let the written records go
 	}
 }
 
-// write writes one run's audit record. A panic under it (in the store) is
-// logged and loses that record only: the writer goes on with the next,
-// and a request that writes its own record is not failed by it.
-func (a *auditor) write(r auditRecord) {
+// write writes a batch of runs' records in one transaction. A batch that
+// fails is written again run by run, so that one bad record costs no
+// other run its audit. A panic under it (in the store) is logged and
+// loses that record only: the writer goes on with the next, and a
+// request that writes its own record is not failed by it.
+func (a *auditor) write(batch []memory.AuditRecord) {
 	defer func() {
 		if p := recover(); p != nil {
-			a.log.Error("audit record panicked", "id", r.exec.ID, "panic_type", fmt.Sprintf("%T", p), "stack", string(debug.Stack()))
+			if len(batch) > 1 {
+				for _, r := range batch {
+					a.write([]memory.AuditRecord{r})
+				}
+				return
+			}
+			a.log.Error("audit record panicked", "id", batch[0].Execution.ID, "panic_type", fmt.Sprintf("%T", p), "stack", string(debug.Stack()))
 		}
 	}()
 	ctx := context.Background()
 	start := time.Now()
-	if err := a.store.RecordExecution(ctx, r.exec); err != nil {
-		a.log.Error("audit execution", "id", r.exec.ID, "err", err)
+	err := a.store.RecordAudit(ctx, batch...)
+	a.latency("record_audit", time.Since(start))
+	if err == nil {
 		return
 	}
-	a.latency("record_execution", time.Since(start))
-	if len(r.calls) > 0 {
-		start := time.Now()
-		if err := a.store.RecordToolCalls(ctx, r.calls...); err != nil {
-			a.log.Error("audit tool calls", "id", r.exec.ID, "calls", len(r.calls), "err", err)
-		}
-		a.latency("record_tool_calls", time.Since(start))
+	if len(batch) == 1 {
+		r := batch[0]
+		a.log.Error("audit", "id", r.Execution.ID, "calls", len(r.ToolCalls), "requests", len(r.HTTPRequests), "err", err)
+		return
 	}
-	if len(r.requests) > 0 {
-		start := time.Now()
-		if err := a.store.RecordHTTPRequests(ctx, r.requests...); err != nil {
-			a.log.Error("audit http requests", "id", r.exec.ID, "requests", len(r.requests), "err", err)
-		}
-		a.latency("record_http_requests", time.Since(start))
+	for _, r := range batch {
+		a.write([]memory.AuditRecord{r})
 	}
+}
+
+func (r auditRecord) audit() memory.AuditRecord {
+	return memory.AuditRecord{Execution: r.exec, ToolCalls: r.calls, HTTPRequests: r.requests}
 }
 
 func (a *auditor) record(r auditRecord) {
@@ -86,7 +116,7 @@ func (a *auditor) record(r auditRecord) {
 	select {
 	case a.queue <- r:
 	default:
-		a.write(r) // back-pressure rather than loss
+		a.write([]memory.AuditRecord{r.audit()}) // back-pressure rather than loss
 	}
 }
 

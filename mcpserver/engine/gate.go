@@ -60,6 +60,9 @@ type Call struct {
 
 	// served says how the call was answered.
 	served served
+	// label is the tool's name in metrics and the audit log (metricName),
+	// worked out once.
+	label string
 	// sources are where its handler said the result's data came from
 	// (observer), for a resumable run's journal.
 	sources filter.Provenance
@@ -87,6 +90,15 @@ const (
 	// counted in the tool-call metric.
 	servedRejected
 )
+
+// metricLabel returns the tool's name as metrics and the audit log show
+// it (metricName): the stages that label a call share one lookup.
+func (c *Call) metricLabel(reg *tools.Registry) string {
+	if c.label == "" {
+		c.label = metricName(reg, c.Run.Caller, c.Name)
+	}
+	return c.label
+}
 
 // gated reports whether the call is a helper's (tools.Tool.Gated): its
 // own calls pass the gate each on its own, so it is not rate-limited,

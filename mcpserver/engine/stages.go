@@ -46,7 +46,7 @@ func (r recorder) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 	endToolCall(span, out, err)
 	row := memory.ToolCall{
 		ExecutionID: log.execID,
-		Tool:        metricName(r.reg, c.Run.Caller, name),
+		Tool:        c.metricLabel(r.reg),
 		ArgsHash:    hashHex(args),
 		Status:      "ok",
 		Duration:    time.Since(start),
@@ -82,7 +82,7 @@ func (m counter) pass(ctx context.Context, c *Call, next next) (json.RawMessage,
 	case c.served == servedCached:
 		status = "cached"
 	}
-	m.metrics.toolCalls.WithLabelValues(metricName(m.reg, c.Run.Caller, c.Name), status).Inc()
+	m.metrics.toolCalls.WithLabelValues(c.metricLabel(m.reg), status).Inc()
 	return out, err
 }
 
@@ -138,7 +138,7 @@ func (f dataFlow) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 	}
 	if err != nil {
 		if tools.CodeOf(err) == "policy_violation" {
-			f.log.Warn("a data-flow rule blocked a tool call", "tool", metricName(f.reg, c.Run.Caller, c.Name), "principal", c.Run.Caller.Principal)
+			f.log.Warn("a data-flow rule blocked a tool call", "tool", c.metricLabel(f.reg), "principal", c.Run.Caller.Principal)
 		}
 		return nil, err
 	}

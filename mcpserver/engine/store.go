@@ -23,9 +23,7 @@ type Store interface {
 // auditLog records runs, their tool calls and the HTTP requests those
 // sent.
 type auditLog interface {
-	RecordExecution(ctx context.Context, e memory.Execution) error
-	RecordToolCalls(ctx context.Context, calls ...memory.ToolCall) error
-	RecordHTTPRequests(ctx context.Context, reqs ...memory.HTTPRequest) error
+	RecordAudit(ctx context.Context, recs ...memory.AuditRecord) error
 }
 
 // resultStore keeps whole results that the model got cut.

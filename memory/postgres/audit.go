@@ -135,31 +135,10 @@ func (s *Store) ListToolCalls(ctx context.Context, q memory.ToolCallQuery) ([]me
 
 // RecordExecution inserts or updates the audit record e.ID.
 func (s *Store) RecordExecution(ctx context.Context, e memory.Execution) error {
-	if e.ID == "" || len(e.ID) > 200 {
-		return fmt.Errorf("record execution: %w: id must be 1 to 200 bytes", memory.ErrInvalid)
-	}
-	if e.CodeHash == "" {
-		e.CodeHash = memory.Hash([]byte(e.Code))
-	}
-	if len(e.Code) > memory.AuditCodeLimit {
-		e.Code = e.Code[:memory.AuditCodeLimit]
-	}
-	if e.StartedAt.IsZero() {
-		e.StartedAt = s.now()
-	}
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO executions (id, principal, session, language, code, code_hash, status, error_kind, error_message,
-			duration_us, tool_calls, result_bytes, toolset, toolset_description, started_at, updated_at, mode, plan_hash)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
-			ON CONFLICT (id) DO UPDATE SET plan_hash = excluded.plan_hash, status = excluded.status, error_kind = excluded.error_kind,
-			error_message = excluded.error_message, duration_us = excluded.duration_us, tool_calls = excluded.tool_calls,
-			result_bytes = excluded.result_bytes, updated_at = excluded.updated_at`,
-			e.ID, e.Principal, e.Session, e.Language, e.Code, e.CodeHash, e.Status, e.ErrorKind, memory.Clip(e.ErrorMessage, 4000),
-			e.Duration.Microseconds(), e.ToolCalls, e.ResultBytes, memory.Clip(e.Toolset, 200), memory.Clip(e.ToolsetDescription, 4000),
-			ms(e.StartedAt), ms(s.now()), e.Mode, e.PlanHash)
+	if err := checkExecution(e); err != nil {
 		return err
-	})
-	if err != nil {
+	}
+	if err := s.tx(ctx, func(tx pgx.Tx) error { return s.insertExecution(ctx, tx, e) }); err != nil {
 		return fmt.Errorf("record execution %s: %w", e.ID, err)
 	}
 	return nil
@@ -173,18 +152,7 @@ func (s *Store) RecordToolCalls(ctx context.Context, calls ...memory.ToolCall) e
 	}
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		for _, c := range calls {
-			if c.ArgsHash == "" {
-				c.ArgsHash = memory.Hash(c.Args)
-			}
-			if c.StartedAt.IsZero() {
-				c.StartedAt = s.now()
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO tool_calls (execution_id, tool, args_hash, status, error_code, duration_us, started_at, cached, planned)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, c.ExecutionID, c.Tool, c.ArgsHash, c.Status, c.ErrorCode, c.Duration.Microseconds(), ms(c.StartedAt),
-				flag(c.Cached), flag(c.Planned)); err != nil {
-				if isCode(err, foreignKeyViolation) {
-					return fmt.Errorf("%w: execution %q is not recorded; call RecordExecution first", memory.ErrNotFound, c.ExecutionID)
-				}
+			if err := s.insertToolCall(ctx, tx, c); err != nil {
 				return err
 			}
 		}
@@ -192,6 +160,104 @@ func (s *Store) RecordToolCalls(ctx context.Context, calls ...memory.ToolCall) e
 	})
 	if err != nil {
 		return fmt.Errorf("record tool calls: %w", err)
+	}
+	return nil
+}
+
+// RecordAudit writes whole runs' audit records — each execution, then
+// its tool calls and HTTP requests — in one transaction: all of them or,
+// on an error, none.
+func (s *Store) RecordAudit(ctx context.Context, recs ...memory.AuditRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	for _, r := range recs {
+		if err := checkExecution(r.Execution); err != nil {
+			return err
+		}
+	}
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		for _, r := range recs {
+			if err := s.insertExecution(ctx, tx, r.Execution); err != nil {
+				return fmt.Errorf("execution %s: %w", r.Execution.ID, err)
+			}
+			for _, c := range r.ToolCalls {
+				if err := s.insertToolCall(ctx, tx, c); err != nil {
+					return err
+				}
+			}
+			for _, q := range r.HTTPRequests {
+				if err := s.insertHTTPRequest(ctx, tx, q); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record audit of %d runs: %w", len(recs), err)
+	}
+	return nil
+}
+
+func checkExecution(e memory.Execution) error {
+	if e.ID == "" || len(e.ID) > 200 {
+		return fmt.Errorf("record execution: %w: id must be 1 to 200 bytes", memory.ErrInvalid)
+	}
+	return nil
+}
+
+func (s *Store) insertExecution(ctx context.Context, tx pgx.Tx, e memory.Execution) error {
+	if e.CodeHash == "" {
+		e.CodeHash = memory.Hash([]byte(e.Code))
+	}
+	if len(e.Code) > memory.AuditCodeLimit {
+		e.Code = e.Code[:memory.AuditCodeLimit]
+	}
+	if e.StartedAt.IsZero() {
+		e.StartedAt = s.now()
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO executions (id, principal, session, language, code, code_hash, status, error_kind, error_message,
+			duration_us, tool_calls, result_bytes, toolset, toolset_description, started_at, updated_at, mode, plan_hash)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+			ON CONFLICT (id) DO UPDATE SET plan_hash = excluded.plan_hash, status = excluded.status, error_kind = excluded.error_kind,
+			error_message = excluded.error_message, duration_us = excluded.duration_us, tool_calls = excluded.tool_calls,
+			result_bytes = excluded.result_bytes, updated_at = excluded.updated_at`,
+		e.ID, e.Principal, e.Session, e.Language, e.Code, e.CodeHash, e.Status, e.ErrorKind, memory.Clip(e.ErrorMessage, 4000),
+		e.Duration.Microseconds(), e.ToolCalls, e.ResultBytes, memory.Clip(e.Toolset, 200), memory.Clip(e.ToolsetDescription, 4000),
+		ms(e.StartedAt), ms(s.now()), e.Mode, e.PlanHash)
+	return err
+}
+
+func (s *Store) insertToolCall(ctx context.Context, tx pgx.Tx, c memory.ToolCall) error {
+	if c.ArgsHash == "" {
+		c.ArgsHash = memory.Hash(c.Args)
+	}
+	if c.StartedAt.IsZero() {
+		c.StartedAt = s.now()
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO tool_calls (execution_id, tool, args_hash, status, error_code, duration_us, started_at, cached, planned)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, c.ExecutionID, c.Tool, c.ArgsHash, c.Status, c.ErrorCode, c.Duration.Microseconds(), ms(c.StartedAt),
+		flag(c.Cached), flag(c.Planned)); err != nil {
+		if isCode(err, foreignKeyViolation) {
+			return fmt.Errorf("%w: execution %q is not recorded; call RecordExecution first", memory.ErrNotFound, c.ExecutionID)
+		}
+		return err
+	}
+	return nil
+}
+
+func (s *Store) insertHTTPRequest(ctx context.Context, tx pgx.Tx, r memory.HTTPRequest) error {
+	if r.StartedAt.IsZero() {
+		r.StartedAt = s.now()
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO http_requests (execution_id, tool, method, host, status, error, attempt, duration_us, started_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, r.ExecutionID, memory.Clip(r.Tool, 200), memory.Clip(r.Method, 16), memory.Clip(r.Host, 255),
+		r.Status, memory.Clip(r.Error, 64), max(r.Attempt, 1), r.Duration.Microseconds(), ms(r.StartedAt)); err != nil {
+		if isCode(err, foreignKeyViolation) {
+			return fmt.Errorf("%w: execution %q is not recorded; call RecordExecution first", memory.ErrNotFound, r.ExecutionID)
+		}
+		return err
 	}
 	return nil
 }
@@ -224,15 +290,7 @@ func (s *Store) RecordHTTPRequests(ctx context.Context, reqs ...memory.HTTPReque
 	}
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		for _, r := range reqs {
-			if r.StartedAt.IsZero() {
-				r.StartedAt = s.now()
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO http_requests (execution_id, tool, method, host, status, error, attempt, duration_us, started_at)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, r.ExecutionID, memory.Clip(r.Tool, 200), memory.Clip(r.Method, 16), memory.Clip(r.Host, 255),
-				r.Status, memory.Clip(r.Error, 64), max(r.Attempt, 1), r.Duration.Microseconds(), ms(r.StartedAt)); err != nil {
-				if isCode(err, foreignKeyViolation) {
-					return fmt.Errorf("%w: execution %q is not recorded; call RecordExecution first", memory.ErrNotFound, r.ExecutionID)
-				}
+			if err := s.insertHTTPRequest(ctx, tx, r); err != nil {
 				return err
 			}
 		}

@@ -7,35 +7,17 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strings"
 	"time"
 )
 
 // RecordExecution inserts or updates the audit record e.ID.
 func (s *Store) RecordExecution(ctx context.Context, e memory.Execution) error {
-	if e.ID == "" || len(e.ID) > 200 {
-		return fmt.Errorf("record execution: %w: id must be 1 to 200 bytes", memory.ErrInvalid)
-	}
-	if e.CodeHash == "" {
-		e.CodeHash = memory.Hash([]byte(e.Code))
-	}
-	if len(e.Code) > memory.AuditCodeLimit {
-		e.Code = e.Code[:memory.AuditCodeLimit]
-	}
-	if e.StartedAt.IsZero() {
-		e.StartedAt = s.now()
-	}
-	now := s.now()
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO executions (id, principal, session, language, code, code_hash, status, error_kind, error_message,
-			duration_us, tool_calls, result_bytes, toolset, toolset_description, started_at, updated_at, mode, plan_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (id) DO UPDATE SET plan_hash = excluded.plan_hash, status = excluded.status, error_kind = excluded.error_kind, error_message = excluded.error_message,
-			duration_us = excluded.duration_us, tool_calls = excluded.tool_calls, result_bytes = excluded.result_bytes, updated_at = excluded.updated_at`,
-			e.ID, e.Principal, e.Session, e.Language, e.Code, e.CodeHash, e.Status, e.ErrorKind, memory.Clip(e.ErrorMessage, 4000),
-			e.Duration.Microseconds(), e.ToolCalls, e.ResultBytes, memory.Clip(e.Toolset, 200), memory.Clip(e.ToolsetDescription, 4000), ms(e.StartedAt), ms(now), e.Mode, e.PlanHash)
+	if err := checkExecution(e); err != nil {
 		return err
-	})
-	if err != nil {
+	}
+	if err := s.write(ctx, func(tx *sql.Tx) error { return s.insertExecution(ctx, tx, e) }); err != nil {
 		return fmt.Errorf("record execution %s: %w", e.ID, err)
 	}
 	return nil
@@ -48,28 +30,119 @@ func (s *Store) RecordToolCalls(ctx context.Context, calls ...memory.ToolCall) e
 		return nil
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		for _, c := range calls {
-			if c.ArgsHash == "" {
-				c.ArgsHash = memory.Hash(c.Args)
-			}
-			if c.StartedAt.IsZero() {
-				c.StartedAt = s.now()
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO tool_calls (execution_id, tool, args_hash, status, error_code, duration_us, started_at, cached, planned)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.ExecutionID, c.Tool, c.ArgsHash, c.Status, c.ErrorCode, c.Duration.Microseconds(), ms(c.StartedAt), c.Cached, c.Planned); err != nil {
-				if strings.Contains(err.Error(), "FOREIGN KEY") {
-					return fmt.Errorf("%w: execution %q is not recorded; call RecordExecution first", memory.ErrNotFound, c.ExecutionID)
-				}
-				return err
-			}
-		}
-		return nil
+		return s.insertToolCalls(ctx, tx, calls)
 	})
 	if err != nil {
 		return fmt.Errorf("record tool calls: %w", err)
 	}
 	return nil
 }
+
+// RecordAudit writes whole runs' audit records — each execution, then
+// its tool calls and HTTP requests — in one transaction: all of them or,
+// on an error, none.
+func (s *Store) RecordAudit(ctx context.Context, recs ...memory.AuditRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	for _, r := range recs {
+		if err := checkExecution(r.Execution); err != nil {
+			return err
+		}
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		for _, r := range recs {
+			if err := s.insertExecution(ctx, tx, r.Execution); err != nil {
+				return fmt.Errorf("execution %s: %w", r.Execution.ID, err)
+			}
+			if err := s.insertToolCalls(ctx, tx, r.ToolCalls); err != nil {
+				return err
+			}
+			for _, q := range r.HTTPRequests {
+				if err := s.insertHTTPRequest(ctx, tx, q); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record audit of %d runs: %w", len(recs), err)
+	}
+	return nil
+}
+
+func checkExecution(e memory.Execution) error {
+	if e.ID == "" || len(e.ID) > 200 {
+		return fmt.Errorf("record execution: %w: id must be 1 to 200 bytes", memory.ErrInvalid)
+	}
+	return nil
+}
+
+func (s *Store) insertExecution(ctx context.Context, tx *sql.Tx, e memory.Execution) error {
+	if e.CodeHash == "" {
+		e.CodeHash = memory.Hash([]byte(e.Code))
+	}
+	if len(e.Code) > memory.AuditCodeLimit {
+		e.Code = e.Code[:memory.AuditCodeLimit]
+	}
+	if e.StartedAt.IsZero() {
+		e.StartedAt = s.now()
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO executions (id, principal, session, language, code, code_hash, status, error_kind, error_message,
+			duration_us, tool_calls, result_bytes, toolset, toolset_description, started_at, updated_at, mode, plan_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET plan_hash = excluded.plan_hash, status = excluded.status, error_kind = excluded.error_kind, error_message = excluded.error_message,
+			duration_us = excluded.duration_us, tool_calls = excluded.tool_calls, result_bytes = excluded.result_bytes, updated_at = excluded.updated_at`,
+		e.ID, e.Principal, e.Session, e.Language, e.Code, e.CodeHash, e.Status, e.ErrorKind, memory.Clip(e.ErrorMessage, 4000),
+		e.Duration.Microseconds(), e.ToolCalls, e.ResultBytes, memory.Clip(e.Toolset, 200), memory.Clip(e.ToolsetDescription, 4000), ms(e.StartedAt), ms(s.now()), e.Mode, e.PlanHash)
+	return err
+}
+
+// insertToolCalls inserts calls with as few statements as it can: up
+// to 32 rows a statement, in statements of 32, 16, 8, 4, 2 and 1 rows
+// (six texts, which the connection's statement cache keeps). A row per
+// statement cost a 100-call run's audit most of its time.
+func (s *Store) insertToolCalls(ctx context.Context, tx *sql.Tx, calls []memory.ToolCall) error {
+	args := make([]any, 0, 9*min(len(calls), maxRowsPerInsert))
+	for len(calls) > 0 {
+		n := maxRowsPerInsert
+		for n > len(calls) {
+			n /= 2
+		}
+		args = args[:0]
+		for _, c := range calls[:n] {
+			if c.ArgsHash == "" {
+				c.ArgsHash = memory.Hash(c.Args)
+			}
+			if c.StartedAt.IsZero() {
+				c.StartedAt = s.now()
+			}
+			args = append(args, c.ExecutionID, c.Tool, c.ArgsHash, c.Status, c.ErrorCode, c.Duration.Microseconds(), ms(c.StartedAt), c.Cached, c.Planned)
+		}
+		if _, err := tx.ExecContext(ctx, insertToolCallsSQL[bits.Len(uint(n))-1], args...); err != nil {
+			if strings.Contains(err.Error(), "FOREIGN KEY") {
+				return fmt.Errorf("%w: execution %q is not recorded; call RecordExecution first", memory.ErrNotFound, calls[0].ExecutionID)
+			}
+			return err
+		}
+		calls = calls[n:]
+	}
+	return nil
+}
+
+// maxRowsPerInsert is the most rows one INSERT of tool calls holds.
+const maxRowsPerInsert = 32
+
+// insertToolCallsSQL[i] inserts 1<<i tool calls.
+var insertToolCallsSQL = func() []string {
+	var out []string
+	for n := 1; n <= maxRowsPerInsert; n *= 2 {
+		q := "INSERT INTO tool_calls (execution_id, tool, args_hash, status, error_code, duration_us, started_at, cached, planned) VALUES " +
+			strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?), ", n)
+		out = append(out, strings.TrimSuffix(q, ", "))
+	}
+	return out
+}()
 
 // ListExecutions returns audit records, newest first.
 func (s *Store) ListExecutions(ctx context.Context, q memory.ExecutionQuery) ([]memory.Execution, error) {
@@ -240,15 +313,7 @@ func (s *Store) RecordHTTPRequests(ctx context.Context, reqs ...memory.HTTPReque
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		for _, r := range reqs {
-			if r.StartedAt.IsZero() {
-				r.StartedAt = s.now()
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO http_requests (execution_id, tool, method, host, status, error, attempt, duration_us, started_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.ExecutionID, memory.Clip(r.Tool, 200), memory.Clip(r.Method, 16), memory.Clip(r.Host, 255), r.Status, memory.Clip(r.Error, 64),
-				max(r.Attempt, 1), r.Duration.Microseconds(), ms(r.StartedAt)); err != nil {
-				if strings.Contains(err.Error(), "FOREIGN KEY") {
-					return fmt.Errorf("%w: execution %q is not recorded; call RecordExecution first", memory.ErrNotFound, r.ExecutionID)
-				}
+			if err := s.insertHTTPRequest(ctx, tx, r); err != nil {
 				return err
 			}
 		}
@@ -287,4 +352,19 @@ func (s *Store) HTTPRequests(ctx context.Context, executionID string) ([]memory.
 		return nil, fmt.Errorf("http requests of %s: %w", executionID, err)
 	}
 	return out, nil
+}
+
+func (s *Store) insertHTTPRequest(ctx context.Context, tx *sql.Tx, r memory.HTTPRequest) error {
+	if r.StartedAt.IsZero() {
+		r.StartedAt = s.now()
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO http_requests (execution_id, tool, method, host, status, error, attempt, duration_us, started_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.ExecutionID, memory.Clip(r.Tool, 200), memory.Clip(r.Method, 16), memory.Clip(r.Host, 255), r.Status, memory.Clip(r.Error, 64),
+		max(r.Attempt, 1), r.Duration.Microseconds(), ms(r.StartedAt)); err != nil {
+		if strings.Contains(err.Error(), "FOREIGN KEY") {
+			return fmt.Errorf("%w: execution %q is not recorded; call RecordExecution first", memory.ErrNotFound, r.ExecutionID)
+		}
+		return err
+	}
+	return nil
 }

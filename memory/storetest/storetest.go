@@ -32,6 +32,7 @@ type Backend interface {
 	RecordExecution(ctx context.Context, e memory.Execution) error
 	RecordToolCalls(ctx context.Context, calls ...memory.ToolCall) error
 	RecordHTTPRequests(ctx context.Context, reqs ...memory.HTTPRequest) error
+	RecordAudit(ctx context.Context, recs ...memory.AuditRecord) error
 	HTTPRequests(ctx context.Context, executionID string) ([]memory.HTTPRequest, error)
 	GetExecution(ctx context.Context, id string) (memory.Execution, []memory.ToolCall, error)
 	PutResult(ctx context.Context, in memory.PutResultInput) (memory.ResultInfo, error)
@@ -84,6 +85,7 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 		opt(&o)
 	}
 	t.Run("audit", func(t *testing.T) { testAudit(t, open) })
+	t.Run("audit_batch", func(t *testing.T) { testAuditBatch(t, open) })
 	t.Run("audit_modes", func(t *testing.T) { testAuditModes(t, open) })
 	t.Run("plans", func(t *testing.T) { testPlans(t, open, o) })
 	t.Run("cache", func(t *testing.T) { testCache(t, open) })
@@ -164,6 +166,51 @@ func testAudit(t *testing.T, open Opener) {
 	if len(calls) != 1 || calls[0].Tool != "http.get" || calls[0].ArgsHash != memory.Hash([]byte(`{}`)) {
 		t.Fatalf("tool calls = %+v", calls)
 	}
+}
+
+// testAuditBatch writes several runs' audits in one RecordAudit: each
+// run's execution, calls and requests are kept; a batch with a call of a
+// run that is not recorded keeps nothing of any run in it.
+func testAuditBatch(t *testing.T, open Opener) {
+	st, _ := open(t)
+	ctx := t.Context()
+	recs := []memory.AuditRecord{
+		{Execution: memory.Execution{ID: "b-1", Principal: "alice", Language: "javascript", Code: "1", Status: "ok", ToolCalls: 2},
+			ToolCalls:    []memory.ToolCall{{ExecutionID: "b-1", Tool: "util.echo", ArgsHash: "h1", Status: "ok"}, {ExecutionID: "b-1", Tool: "util.echo", ArgsHash: "h2", Status: "error", ErrorCode: "invalid_arguments"}},
+			HTTPRequests: []memory.HTTPRequest{{ExecutionID: "b-1", Tool: "api.get", Method: "GET", Host: "example.com", Status: 200, Attempt: 1}}},
+		{Execution: memory.Execution{ID: "b-2", Principal: "bob", Language: "javascript", Code: "2", Status: "error", ErrorKind: "timeout"}},
+	}
+	many := memory.AuditRecord{Execution: memory.Execution{ID: "b-many", Principal: "alice", Language: "javascript", Status: "ok", ToolCalls: 37}}
+	for i := range 37 { // 32 + 4 + 1: statements of every size a store may use
+		many.ToolCalls = append(many.ToolCalls, memory.ToolCall{ExecutionID: "b-many", Tool: "util.echo", ArgsHash: fmt.Sprint(i), Status: "ok"})
+	}
+	recs = append(recs, many)
+	if err := st.RecordAudit(ctx, recs...); err != nil {
+		t.Fatal(err)
+	}
+	if _, calls, err := st.GetExecution(ctx, "b-many"); err != nil || len(calls) != 37 || calls[0].ArgsHash != "0" || calls[36].ArgsHash != "36" {
+		t.Fatalf("b-many: %d calls, %v", len(calls), err)
+	}
+	e, calls, err := st.GetExecution(ctx, "b-1")
+	if err != nil || e.Principal != "alice" || e.ToolCalls != 2 || len(calls) != 2 || calls[0].ArgsHash != "h1" || calls[1].ErrorCode != "invalid_arguments" {
+		t.Fatalf("b-1 = %+v, %+v, %v", e, calls, err)
+	}
+	if reqs, err := st.HTTPRequests(ctx, "b-1"); err != nil || len(reqs) != 1 || reqs[0].Status != 200 {
+		t.Fatalf("b-1 requests = %+v, %v", reqs, err)
+	}
+	if e, calls, err := st.GetExecution(ctx, "b-2"); err != nil || e.ErrorKind != "timeout" || len(calls) != 0 {
+		t.Fatalf("b-2 = %+v, %+v, %v", e, calls, err)
+	}
+	bad := []memory.AuditRecord{
+		{Execution: memory.Execution{ID: "b-3", Principal: "alice", Language: "javascript", Status: "ok"}},
+		{Execution: memory.Execution{ID: "b-4", Principal: "alice", Language: "javascript", Status: "ok"},
+			ToolCalls: []memory.ToolCall{{ExecutionID: "nope", Tool: "x", Status: "ok"}}},
+	}
+	wantCode(t, st.RecordAudit(ctx, bad...), memory.ErrNotFound)
+	if _, _, err := st.GetExecution(ctx, "b-3"); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("b-3 of a failed batch: %v, want not found", err)
+	}
+	wantCode(t, st.RecordAudit(ctx, memory.AuditRecord{}), memory.ErrInvalid)
 }
 
 func testResults(t *testing.T, open Opener) {
