@@ -74,6 +74,7 @@ var runtimeTransports = []struct {
 		return client.NewClient(tr, opts...)
 	}},
 	{"stdio", func(t testing.TB, srv *mcpserver.Server, opts ...client.ClientOption) *client.Client {
+		holdStdio(t)
 		toServer, fromClient := io.Pipe()
 		toClient, fromServer := io.Pipe()
 		ctx, cancel := context.WithCancel(context.Background())
@@ -90,6 +91,30 @@ var runtimeTransports = []struct {
 		})
 		return client.NewClient(transport.NewIO(toClient, fromClient, io.NopCloser(strings.NewReader(""))), opts...)
 	}},
+}
+
+// mcp-go's stdio transport has one session per process (its
+// stdioSessionInstance): the client's capabilities, the writer of
+// server-to-client requests and their pending replies. Two stdio
+// servers at once in the test binary mix their clients: one client's
+// capabilities, or its sampling requests, show in another's runs (a
+// client that declared sampling refused as one that did not).
+// holdStdio serves the tests' stdio servers one test at a time: t
+// holds the lock, once, until its end, after its server's cleanup.
+var (
+	stdioMu      sync.Mutex
+	stdioHolders sync.Map // testing.TB -> holding stdioMu
+)
+
+func holdStdio(t testing.TB) {
+	if _, held := stdioHolders.LoadOrStore(t, true); held {
+		return
+	}
+	stdioMu.Lock()
+	t.Cleanup(func() {
+		stdioHolders.Delete(t)
+		stdioMu.Unlock()
+	})
 }
 
 // startLegacy starts c with the initialize handshake of protocol

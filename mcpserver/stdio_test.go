@@ -21,6 +21,7 @@ func TestStdioFinishesWhatWasAsked(t *testing.T) {
 	for trial := range 5 {
 		t.Run(fmt.Sprint(trial), func(t *testing.T) {
 			t.Parallel()
+			holdStdio(t)
 			srv := newServer(t, mcpserver.Config{})
 			var in strings.Builder
 			in.WriteString(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}` + "\n")

@@ -380,14 +380,17 @@ func TestTasks2026Bounds(t *testing.T) {
 // tasks/get shows and tasks/update answers.
 func TestTasks2026Stdio(t *testing.T) {
 	t.Parallel()
+	holdStdio(t)
 	srv := newServer(t, mcpserver.Config{})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
+	done := make(chan struct{})
 	go func() {
 		srv.ServeStdio(context.Background(), inR, outW)
 		outW.Close()
+		close(done)
 	}()
-	t.Cleanup(func() { inW.Close() })
+	t.Cleanup(func() { inW.Close(); outR.Close(); <-done })
 	sc := bufio.NewScanner(outR)
 	sc.Buffer(nil, 1<<20)
 	id := 0

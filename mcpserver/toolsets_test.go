@@ -38,6 +38,7 @@ var accessTransports = []struct {
 	connect func(t testing.TB, srv *mcpserver.Server, token string) *client.Client
 }{
 	{"stdio", true, func(t testing.TB, srv *mcpserver.Server, _ string) *client.Client {
+		holdStdio(t)
 		toServer, fromClient := io.Pipe()
 		fromServer, toClient := io.Pipe()
 		done := make(chan error, 1)
