@@ -3,7 +3,10 @@ package mcpserver_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -186,5 +189,63 @@ func TestAuditPanicLosesOneRecord(t *testing.T) {
 	}
 	if log := logs.String(); !strings.Contains(log, "level=ERROR") {
 		t.Errorf("the lost audit records are not logged as errors:\n%s", log)
+	}
+}
+
+// TestRunPanicUnder2026Task (issue 19, a fresh look at the third round's
+// fixes): a run of a 2026-07-28 client that declares the tasks extension
+// runs on a goroutine of its own; a panic under it ends that run with
+// internal_error, as on any other path, and not the server.
+func TestRunPanicUnder2026Task(t *testing.T) {
+	const secret = "hunter2-the-panic-value"
+	st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "db")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	reg := tools.NewRegistry()
+	if err := builtin.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := mcpserver.New(forTests(t, mcpserver.Config{
+		Auth:   []mcpserver.Token{{Principal: "alice", Token: aliceToken}},
+		Store:  crashingStore{Store: st, putResult: func(context.Context, memory.PutResultInput) (memory.ResultInfo, error) { panic(secret) }},
+		Logger: slog.New(slog.NewTextHandler(&lockedBuffer{}, nil)),
+	}, executor.Config{}), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	call := func(code string) string {
+		params := map[string]any{"name": "execute_code", "arguments": map[string]any{"code": code},
+			"_meta": map[string]any{
+				"io.modelcontextprotocol/protocolVersion":    mcp.ProtocolVersion20260728,
+				"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "t", "version": "1"},
+				"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}},
+			}}
+		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+mcpserver.PathStreamable, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
+		req.Header.Set(mcp.HeaderMethod, "tools/call")
+		req.Header.Set(mcp.HeaderName, "execute_code")
+		req.Header.Set("Authorization", "Bearer "+aliceToken)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return string(b)
+	}
+	// A result over the budget is kept whole in the store: PutResult.
+	if got := call(`"x".repeat(100000)`); !strings.Contains(got, "internal_error") || strings.Contains(got, secret) {
+		t.Errorf("a run that panicked under a 2026 task's goroutine: %.600s", got)
+	}
+	if got := call(`1 + 1`); !strings.Contains(got, `\"result\":2`) && !strings.Contains(got, `"result":2`) {
+		t.Errorf("the server after the panic: %.600s", got)
 	}
 }

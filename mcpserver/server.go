@@ -241,6 +241,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	}()
 	s.tasks = newTaskCalls(s.eng.Tasks(), func(ctx context.Context) string { return s.caller(ctx).Principal })
 	s.tasks26 = newTasks26(s.eng.Tasks(), func(ctx context.Context) string { return s.caller(ctx).Principal }, cfg.TaskInline)
+	s.tasks26.crashed = func(p any) *mcp.CallToolResult { res, _ := s.crashed(nil, p); return res }
 	s.initOperations()
 	if err = s.initOAuth(); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)

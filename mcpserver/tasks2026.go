@@ -73,6 +73,9 @@ type tasks26 struct {
 	tasks  *engine.Tasks
 	caller func(context.Context) string
 	inline time.Duration
+	// crashed answers a run that panicked (Server.crashedRun): the
+	// task fails, the server goes on.
+	crashed func(p any) *mcp.CallToolResult
 
 	mu   sync.Mutex
 	byID map[string]*task26
@@ -209,7 +212,15 @@ func (tc *tasks26) run(ctx context.Context, req mcp.CallToolRequest, run func(co
 	done := make(chan *mcp.CallToolResult, 1)
 	go func() {
 		defer end()
-		res := run(runCtx, req, t.et)
+		var res *mcp.CallToolResult
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					res = tc.crashed(p)
+				}
+			}()
+			res = run(runCtx, req, t.et)
+		}()
 		t.finish(tc.tasks, res)
 		done <- res
 	}()

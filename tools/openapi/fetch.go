@@ -142,9 +142,9 @@ func writeCache(docPath, metaPath string, body []byte, meta cacheMeta) error {
 	return nil
 }
 
-// shownURL is a document's URL as errors and logs show it: without user
-// info, query or fragment, which may hold a key (a description served
-// behind a signed URL).
+// shownURL is a document's URL as errors and logs show it: its scheme
+// and host, as its user info, path, query or fragment may hold a key (a
+// description served behind a signed URL).
 func shownURL(raw string) string {
 	if !strings.Contains(raw, "://") {
 		return raw // a file
@@ -153,9 +153,9 @@ func shownURL(raw string) string {
 	if err != nil {
 		return "(the document's URL)"
 	}
-	u.User = nil
-	u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = "", false, "", ""
-	return u.String()
+	// Only the scheme and the host: a path can hold a key too (a secret
+	// gist's, a signed location's).
+	return u.Scheme + "://" + u.Host + "/…"
 }
 
 // hideURL is err with the document's URL raw shown as shownURL shows it,

@@ -82,6 +82,7 @@ func waitLog(log *syncBuffer, s string) bool {
 func TestUpstreamURLCredentialShown(t *testing.T) {
 	t.Parallel()
 	const secret = "qs-Secret-7f3a9b2c1d0e"
+	const letters = "QsSecretAbCdEfGhIjKl" // a key of letters only, in the path
 	// An HTTP server that answers every request 502 with the URL it was
 	// sent, as a broken gateway might.
 	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -103,6 +104,10 @@ url = "http://user:`+secret+`@127.0.0.9:1/mcp"
 spec = "`+broken.URL+`/openapi.json?k=`+secret+`"
 [openapi.tlsdocs]
 spec = "`+tlsDoc.URL+`/openapi.json?k=`+secret+`"
+[openapi.pathdocs]
+spec = "`+broken.URL+`/specs/`+secret+`/openapi.json"
+[upstream.letters]
+url = "`+broken.URL+`/mcp/`+letters+`"
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -117,22 +122,24 @@ spec = "`+tlsDoc.URL+`/openapi.json?k=`+secret+`"
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		manifest = read("/manifest.json")
-		if !strings.Contains(manifest, "starting") && !strings.Contains(manifest, "loading") && strings.Count(manifest, "unavailable") >= 6 {
+		if !strings.Contains(manifest, "starting") && !strings.Contains(manifest, "loading") && strings.Count(manifest, "unavailable") >= 8 {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if strings.Count(manifest, "unavailable") < 6 {
+	if strings.Count(manifest, "unavailable") < 8 {
 		t.Fatalf("not every source failed:\n%s", manifest)
 	}
 	seen := map[string]string{"/readyz, which needs no token,": func() string { _, _, b := do(t, http.MethodGet, s.base+"/readyz", nil, ""); return b }()}
-	for _, p := range []string{"/manifest.json", "/dead/index.json", "/broken/index.json", "/inpath/index.json", "/userinfo/index.json", "/docs/index.json", "/tlsdocs/index.json"} {
+	for _, p := range []string{"/manifest.json", "/dead/index.json", "/broken/index.json", "/inpath/index.json", "/userinfo/index.json", "/docs/index.json", "/tlsdocs/index.json", "/pathdocs/index.json", "/letters/index.json"} {
 		seen[p+", which every principal's model reads,"] = read(p)
 	}
 	seen["the log"] = s.stderr.String()
 	for where, got := range seen {
-		if i := strings.Index(got, secret); i >= 0 {
-			t.Errorf("%s shows an upstream's credential: …%s…", where, got[max(0, i-200):min(len(got), i+60)])
+		for _, key := range []string{secret, letters} {
+			if i := strings.Index(got, key); i >= 0 {
+				t.Errorf("%s shows an upstream's credential: …%s…", where, got[max(0, i-200):min(len(got), i+60)])
+			}
 		}
 	}
 	// Each still says why.
