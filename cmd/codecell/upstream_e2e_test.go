@@ -407,8 +407,10 @@ const after = await faulty.pid({});
 		eventuallyTrue(t, "progress notifications", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
+			// The tool's name as the catalogue writes it, whatever name
+			// the program called it by.
 			for _, m := range got {
-				if strings.HasPrefix(m, "everything.trigger-long-running-operation: ") {
+				if strings.HasPrefix(m, "everything.trigger_long_running_operation: ") {
 					return true
 				}
 			}
