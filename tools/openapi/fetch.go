@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/codecell/codecell/tools"
 	"io"
 	"net/http"
 	"net/url"
@@ -158,20 +159,20 @@ func shownURL(raw string) string {
 	return u.Scheme + "://" + u.Host + "/…"
 }
 
-// hideURL is err with the document's URL raw shown as shownURL shows it,
-// where net/http quotes it (url.Error) and wherever else the text holds
-// it.
+// hideURL is err with every part of the document's URL that may hold a
+// key (tools.URLSecrets: its user info, path, query, fragment) replaced,
+// wherever its text holds them: net/http quotes the URL in its errors.
 func hideURL(err error, raw string) error {
-	if err == nil {
-		return nil
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		ue.URL = shownURL(ue.URL)
-	}
-	msg := err.Error()
-	if !strings.Contains(msg, raw) {
+	if err == nil || !strings.Contains(raw, "://") {
 		return err
 	}
-	return errors.New(strings.ReplaceAll(msg, raw, shownURL(raw)))
+	r := tools.SecretReplacer(tools.URLSecrets(raw), 4, "…")
+	if r == nil {
+		return err
+	}
+	msg := err.Error()
+	if shown := r.Replace(msg); shown != msg {
+		return errors.New(shown)
+	}
+	return err
 }

@@ -3,8 +3,8 @@ package upstream
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/codecell/codecell/tools"
 	"maps"
-	"net/url"
 	"runtime"
 	"slices"
 	"strings"
@@ -152,7 +152,7 @@ func resolve(s Server, lookup Lookup) (resolved, error) {
 			r.secrets = append(r.secrets, tok)
 		}
 	}
-	r.secrets = append(r.secrets, urlSecrets(s.URL)...)
+	r.secrets = append(r.secrets, tools.URLSecrets(s.URL)...)
 	for i, a := range s.Args {
 		v, err := expand(a, lookup)
 		if err != nil {
@@ -164,51 +164,6 @@ func resolve(s Server, lookup Lookup) (resolved, error) {
 		r.args = append(r.args, v)
 	}
 	return r, nil
-}
-
-// urlSecrets are the parts of a server's URL that may be its credential,
-// as hosted MCP servers hand out URLs that hold a key: user info, the
-// query's values, the fragment, and path segments long enough to be a
-// key (16 bytes or more, with a digit). Errors quote the URL (Go's
-// url.Error does), and the log and a source's status show errors.
-func urlSecrets(raw string) []string {
-	if raw == "" {
-		return nil
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return []string{raw}
-	}
-	var out []string
-	if u.User != nil {
-		out = append(out, u.User.String(), u.User.Username())
-		if pw, ok := u.User.Password(); ok {
-			out = append(out, pw)
-		}
-	}
-	if u.RawQuery != "" {
-		out = append(out, u.RawQuery)
-		for _, vs := range u.Query() {
-			out = append(out, vs...)
-		}
-		for _, part := range strings.Split(u.RawQuery, "&") {
-			if _, v, ok := strings.Cut(part, "="); ok {
-				out = append(out, v) // as written, escapes and all
-			}
-		}
-	}
-	if u.Fragment != "" {
-		out = append(out, u.Fragment, u.EscapedFragment())
-	}
-	for _, seg := range strings.Split(u.EscapedPath(), "/") {
-		if len(seg) >= 16 && strings.ContainsAny(seg, "0123456789") {
-			out = append(out, seg)
-			if v, err := url.PathUnescape(seg); err == nil {
-				out = append(out, v)
-			}
-		}
-	}
-	return out
 }
 
 // redactor replaces secrets in what codecell shows: log lines, errors,

@@ -108,6 +108,13 @@ spec = "`+tlsDoc.URL+`/openapi.json?k=`+secret+`"
 spec = "`+broken.URL+`/specs/`+secret+`/openapi.json"
 [upstream.letters]
 url = "`+broken.URL+`/mcp/`+letters+`"
+[upstream.deadletters]
+url = "http://127.0.0.9:1/mcp/`+letters+`"
+[upstream.deadsse]
+url = "http://127.0.0.9:1/sse/`+letters+`"
+type = "sse"
+[openapi.deaduser]
+spec = "http://usr:UonlyPw@127.0.0.9:1/specs/`+letters+`/openapi.json"
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -122,21 +129,21 @@ url = "`+broken.URL+`/mcp/`+letters+`"
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		manifest = read("/manifest.json")
-		if !strings.Contains(manifest, "starting") && !strings.Contains(manifest, "loading") && strings.Count(manifest, "unavailable") >= 8 {
+		if !strings.Contains(manifest, "starting") && !strings.Contains(manifest, "loading") && strings.Count(manifest, "unavailable") >= 11 {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if strings.Count(manifest, "unavailable") < 8 {
+	if strings.Count(manifest, "unavailable") < 11 {
 		t.Fatalf("not every source failed:\n%s", manifest)
 	}
 	seen := map[string]string{"/readyz, which needs no token,": func() string { _, _, b := do(t, http.MethodGet, s.base+"/readyz", nil, ""); return b }()}
-	for _, p := range []string{"/manifest.json", "/dead/index.json", "/broken/index.json", "/inpath/index.json", "/userinfo/index.json", "/docs/index.json", "/tlsdocs/index.json", "/pathdocs/index.json", "/letters/index.json"} {
+	for _, p := range []string{"/manifest.json", "/dead/index.json", "/broken/index.json", "/inpath/index.json", "/userinfo/index.json", "/docs/index.json", "/tlsdocs/index.json", "/pathdocs/index.json", "/letters/index.json", "/deadletters/index.json", "/deadsse/index.json", "/deaduser/index.json"} {
 		seen[p+", which every principal's model reads,"] = read(p)
 	}
 	seen["the log"] = s.stderr.String()
 	for where, got := range seen {
-		for _, key := range []string{secret, letters} {
+		for _, key := range []string{secret, letters, "UonlyPw"} {
 			if i := strings.Index(got, key); i >= 0 {
 				t.Errorf("%s shows an upstream's credential: …%s…", where, got[max(0, i-200):min(len(got), i+60)])
 			}
