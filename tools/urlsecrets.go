@@ -76,3 +76,13 @@ func SecretReplacer(secrets []string, minLen int, mark string) *strings.Replacer
 	}
 	return strings.NewReplacer(pairs...)
 }
+
+// URLOrigin is a configured URL as principals and logs may read it: its
+// scheme and host, as everything after them may hold a key (URLSecrets).
+func URLOrigin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(a URL)"
+	}
+	return u.Scheme + "://" + u.Host + "/…"
+}

@@ -8,7 +8,6 @@ import (
 	"github.com/codecell/codecell/tools"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,13 +149,7 @@ func shownURL(raw string) string {
 	if !strings.Contains(raw, "://") {
 		return raw // a file
 	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(the document's URL)"
-	}
-	// Only the scheme and the host: a path can hold a key too (a secret
-	// gist's, a signed location's).
-	return u.Scheme + "://" + u.Host + "/…"
+	return tools.URLOrigin(raw)
 }
 
 // hideURL is err with every part of the document's URL that may hold a

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"path"
 	"slices"
 	"strings"
@@ -121,18 +120,7 @@ func (u *upstream) where() string {
 	if u.kind == Stdio {
 		return "stdio: " + path.Base(u.cfg.Command)
 	}
-	return string(u.kind) + ": " + u.red.String(originOf(u.cfg.URL))
-}
-
-// originOf is a server URL's scheme and host, which every principal may
-// read: its path, query and user info may hold the key that hosted
-// servers hand out as the URL.
-func originOf(raw string) string {
-	v, err := url.Parse(raw)
-	if err != nil || v.Host == "" {
-		return "(a URL)"
-	}
-	return v.Scheme + "://" + v.Host + "/…"
+	return string(u.kind) + ": " + u.red.String(tools.URLOrigin(u.cfg.URL))
 }
 
 func (u *upstream) status() Status {
