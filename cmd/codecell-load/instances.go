@@ -88,14 +88,15 @@ func startServers(bin, data string, pool, n int, storeEnv []string) ([]*exec.Cmd
 }
 
 // cpuTimes returns the CPU time each server has used, then this
-// process's own (the clients and the balancer), last.
+// process's own (the clients and the balancer), last: its own only, as the
+// servers are its children.
 func cpuTimes(servers []*exec.Cmd) []time.Duration {
 	out := make([]time.Duration, 0, len(servers)+1)
 	for _, srv := range servers {
 		d, _ := procCPU(srv.Process.Pid)
 		out = append(out, d)
 	}
-	d, _ := procCPU(os.Getpid())
+	d, _, _ := statCPU(os.Getpid())
 	return append(out, d)
 }
 
