@@ -151,9 +151,9 @@ func statCPU(pid int) (time.Duration, int, error) {
 	return time.Duration(ticks) * time.Second / 100, ppid, nil // USER_HZ
 }
 
-// reportCPU says how busy each server and the driver were over the run:
-// where the time went.
-func reportCPU(w io.Writer, cpu []time.Duration, elapsed time.Duration) {
+// reportCPU says how busy each server and the driver were over the run,
+// and their CPU time per request answered: where the time went.
+func reportCPU(w io.Writer, cpu []time.Duration, elapsed time.Duration, requests int) {
 	var parts []string
 	var servers time.Duration
 	for i, d := range cpu[:len(cpu)-1] {
@@ -163,4 +163,8 @@ func reportCPU(w io.Writer, cpu []time.Duration, elapsed time.Duration) {
 	driver := cpu[len(cpu)-1]
 	fmt.Fprintf(w, "CPU: %s; servers %.2f cores, clients and balancer %.2f cores of %d (over %s).\n",
 		strings.Join(parts, ", "), servers.Seconds()/elapsed.Seconds(), driver.Seconds()/elapsed.Seconds(), runtime.NumCPU(), elapsed.Round(time.Second))
+	if requests > 0 {
+		perReq := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(requests) }
+		fmt.Fprintf(w, "CPU per request: servers %.3f ms, clients and balancer %.3f ms.\n", perReq(servers), perReq(driver))
+	}
 }
