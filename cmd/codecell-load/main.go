@@ -226,7 +226,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	close(results)
 	cpu := cpuTimes(servers)
 	for i := range cpu {
-		cpu[i] -= cpuBefore[i]
+		cpu[i] = cpu[i].sub(cpuBefore[i])
 	}
 
 	var all []sample
