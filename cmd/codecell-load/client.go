@@ -3,14 +3,19 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // protocolVersion is the MCP version the clients speak: the newest, in
@@ -23,29 +28,107 @@ const protocolVersion = "2026-07-28"
 const requestMeta = `{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"codecell-load","version":"1"},"io.modelcontextprotocol/protocolVersion":"` + protocolVersion + `"}`
 
 // mcpClient is one MCP client over Streamable HTTP, lean because it shares
-// the machine's cores with the server it measures: a request is JSON-RPC
-// written into a buffer it reuses, sent with the headers mcp-go's client
-// sends; the answer is read whole — a JSON body, or an event stream up to
-// the response to the request — and decoded. It makes one request at a
-// time.
+// the machine's cores with the server it measures: it keeps one HTTP/1.1
+// connection and makes one request at a time on it, from the calling
+// goroutine (net/http's Transport hands each request to two goroutines of
+// its own, which cost the driver a third of its CPU). A request is
+// JSON-RPC written into a buffer it reuses, sent with the headers mcp-go's
+// client sends; the answer is parsed by net/http (http.ReadResponse), read
+// whole — a JSON body, gzipped or not, or an event stream up to the
+// response to the request — and decoded.
 type mcpClient struct {
-	http   *http.Client
-	url    string
-	header http.Header // the headers of every request
-	// headers are a request's headers by method and tool: a request does
-	// not change its headers, so requests share them.
-	headers map[[2]string]http.Header
-	nextID  int64
-	body    []byte
-	resp    bytes.Buffer
+	addr, host, path string
+
+	conn net.Conn
+	stop func() bool // ends the context's hold on conn
+	br   *bufio.Reader
+	bw   *bufio.Writer
+	gz   *gzip.Reader
+
+	nextID int64
+	body   []byte
+	resp   bytes.Buffer
 }
 
-func newMCPClient(hc *http.Client, url string) *mcpClient {
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
-	h.Set("Mcp-Protocol-Version", protocolVersion)
-	return &mcpClient{http: hc, url: url, header: h, headers: map[[2]string]http.Header{}}
+// newMCPClient returns a client of the MCP endpoint at rawURL, an http://
+// URL; it connects at its first request.
+func newMCPClient(rawURL string) (*mcpClient, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "http" {
+		return nil, fmt.Errorf("%s: the load's clients speak plain HTTP on loopback", rawURL)
+	}
+	return &mcpClient{addr: u.Host, host: u.Host, path: u.RequestURI()}, nil
+}
+
+// close closes the client's connection.
+func (c *mcpClient) close() {
+	if c.conn != nil {
+		c.stop()
+		c.conn.Close()
+		c.conn = nil
+	}
+}
+
+func (c *mcpClient) dial(ctx context.Context) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", c.addr)
+	if err != nil {
+		return err
+	}
+	c.conn = conn
+	c.stop = context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	if c.br == nil {
+		c.br, c.bw = bufio.NewReaderSize(conn, 16<<10), bufio.NewWriterSize(conn, 4<<10)
+	} else {
+		c.br.Reset(conn)
+		c.bw.Reset(conn)
+	}
+	return nil
+}
+
+// post sends body and returns the response, its body unread. A request
+// on a kept-alive connection that the server had closed before reading
+// it is sent again on a new one, as net/http's Transport does.
+func (c *mcpClient) post(ctx context.Context, method, name string, body []byte) (*http.Response, error) {
+	for {
+		fresh := c.conn == nil
+		if fresh {
+			if err := c.dial(ctx); err != nil {
+				return nil, err
+			}
+		}
+		w := c.bw
+		w.WriteString("POST ")
+		w.WriteString(c.path)
+		w.WriteString(" HTTP/1.1\r\nHost: ")
+		w.WriteString(c.host)
+		w.WriteString("\r\nUser-Agent: codecell-load\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nAccept-Encoding: gzip\r\nMcp-Protocol-Version: " + protocolVersion + "\r\nMcp-Method: ")
+		w.WriteString(method)
+		if name != "" {
+			w.WriteString("\r\nMcp-Name: ")
+			w.WriteString(name)
+		}
+		w.WriteString("\r\nContent-Length: ")
+		var n [20]byte
+		w.Write(strconv.AppendInt(n[:0], int64(len(body)), 10))
+		w.WriteString("\r\n\r\n")
+		w.Write(body)
+		err := w.Flush()
+		var resp *http.Response
+		if err == nil {
+			resp, err = http.ReadResponse(c.br, nil)
+		}
+		if err == nil {
+			return resp, nil
+		}
+		c.close()
+		if fresh || !errors.Is(err, io.EOF) || ctx.Err() != nil {
+			return nil, err
+		}
+	}
 }
 
 // rpcResponse is what a client reads of a JSON-RPC response.
@@ -119,44 +202,17 @@ func (c *mcpClient) call(ctx context.Context, method, name string, params func([
 	b = append(b, "}}"...)
 	c.body = b
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(b))
+	resp, err := c.post(ctx, method, name, b)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", method, err)
 	}
-	h, ok := c.headers[[2]string{method, name}]
-	if !ok {
-		h = c.header.Clone()
-		h.Set("Mcp-Method", method)
-		if name != "" {
-			h.Set("Mcp-Name", name)
-		}
-		c.headers[[2]string{method, name}] = h
-	}
-	req.Header = h
-	resp, err := c.http.Do(req)
+	msg, err := c.read(resp, id)
 	if err != nil {
-		return nil, err
+		c.close() // what is left of the answer is not the next one's
+		return nil, fmt.Errorf("%s: %w", method, err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("%s: HTTP %d: %s", method, resp.StatusCode, bytes.TrimSpace(msg))
-	}
-	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	var msg []byte
-	switch ct {
-	case "application/json":
-		c.resp.Reset()
-		if _, err := c.resp.ReadFrom(resp.Body); err != nil {
-			return nil, fmt.Errorf("%s: read the answer: %w", method, err)
-		}
-		msg = c.resp.Bytes()
-	case "text/event-stream":
-		if msg, err = readEvents(resp.Body, id); err != nil {
-			return nil, fmt.Errorf("%s: %w", method, err)
-		}
-	default:
-		return nil, fmt.Errorf("%s: unexpected content type %q", method, ct)
+	if resp.Close {
+		c.close()
 	}
 	var r rpcResponse
 	if err := json.Unmarshal(msg, &r); err != nil {
@@ -169,6 +225,47 @@ func (c *mcpClient) call(ctx context.Context, method, name string, params func([
 		return nil, fmt.Errorf("%s: the answer is to request %s, not %d", method, r.ID, id)
 	}
 	return r.Result, nil
+}
+
+// read reads an answer to request id whole and returns its JSON-RPC
+// message.
+func (c *mcpClient) read(resp *http.Response, id int64) ([]byte, error) {
+	defer resp.Body.Close()
+	body := io.Reader(resp.Body)
+	if resp.Header.Get("Content-Encoding") == "gzip" {
+		if c.gz == nil {
+			gz, err := gzip.NewReader(resp.Body)
+			if err != nil {
+				return nil, fmt.Errorf("read the answer: %w", err)
+			}
+			c.gz = gz
+		} else if err := c.gz.Reset(resp.Body); err != nil {
+			return nil, fmt.Errorf("read the answer: %w", err)
+		}
+		body = c.gz
+	}
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(body, 512))
+		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
+	}
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch ct {
+	case "application/json":
+		c.resp.Reset()
+		if _, err := c.resp.ReadFrom(body); err != nil {
+			return nil, fmt.Errorf("read the answer: %w", err)
+		}
+		// A gzip stream ends before its body does: the body is read to
+		// its end, so that the connection is ready for the next answer.
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			return nil, fmt.Errorf("read the answer: %w", err)
+		}
+		return c.resp.Bytes(), nil
+	case "text/event-stream":
+		return readEvents(body, id)
+	default:
+		return nil, fmt.Errorf("unexpected content type %q", ct)
+	}
 }
 
 // readEvents reads an event stream to its end and returns the data of the

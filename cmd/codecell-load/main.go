@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -143,10 +142,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer stopServers()
 
-	httpClient := &http.Client{Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute}}
 	conns := make([]*mcpClient, *clients)
 	for i := range conns {
-		c := newMCPClient(httpClient, base+"/mcp")
+		c, err := newMCPClient(base + "/mcp")
+		if err != nil {
+			return err
+		}
+		defer c.close()
 		if err := c.discover(ctx); err != nil {
 			return fmt.Errorf("start client %d: %w", i, err)
 		}
