@@ -288,6 +288,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			httpError(w, code, msg)
 			return
 		}
+		var body []byte
 		if r.Body != nil && r.Method == http.MethodPost {
 			max := s.eng.Limits().MaxBodyBytes()
 			if r.ContentLength > max {
@@ -295,7 +296,8 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the limit of %d", r.ContentLength, max))
 				return
 			}
-			body, err := readAll(http.MaxBytesReader(w, r.Body, max), r.ContentLength)
+			var err error
+			body, err = readAll(http.MaxBytesReader(w, r.Body, max), r.ContentLength)
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
 				s.eng.Metrics().Refused("body_size")
@@ -312,7 +314,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			r.Body = newHeldBody(body)
 		}
 		principal := s.owners.principalOf(r)
-		s.open.bounded(w, r, principal, s.authRequired(), func() { s.eng.Metrics().Refused("open_requests") }, next)
+		s.open.bounded(w, r, body, principal, s.authRequired(), func() { s.eng.Metrics().Refused("open_requests") }, next)
 	})
 }
 
