@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/codecell/codecell/tools/lexicon"
 	"github.com/codecell/codecell/tools/wordvec"
@@ -126,20 +127,42 @@ const (
 // neighbours are the words whose GloVe vectors are closest to w's
 // (tools/wordvec), among the table's more frequent words, weighted by
 // their cosine: the words used in the same contexts ("puppy": dog, pet;
-// "money": cash, funds).
+// "money": cash, funds). Finding them scans the table (about 3 ms a
+// word), so they are kept for the words last asked about.
 func neighbours(w string) []RelatedTerm {
+	neighbourCache.Lock()
+	out, ok := neighbourCache.m[w]
+	neighbourCache.Unlock()
+	if ok {
+		return out
+	}
 	t := wordvec.Default()
+	base := w
 	if _, _, ok := t.Lookup(w); !ok {
 		if b, ok := lexicon.Base(w); ok {
-			w = b
+			base = b
 		}
 	}
-	var out []RelatedTerm
-	for _, n := range t.Neighbours(w, neighboursPerWord, neighboursMinCos, neighboursMaxRank) {
+	for _, n := range t.Neighbours(base, neighboursPerWord, neighboursMinCos, neighboursMaxRank) {
 		out = append(out, RelatedTerm{Word: n.Word, Weight: n.Cosine})
 	}
+	neighbourCache.Lock()
+	if len(neighbourCache.m) >= neighbourCacheSize {
+		clear(neighbourCache.m)
+	}
+	neighbourCache.m[w] = out
+	neighbourCache.Unlock()
 	return out
 }
+
+// neighbourCache holds the neighbours of the words last asked about, up
+// to neighbourCacheSize words (then it starts again); they never change.
+var neighbourCache = struct {
+	sync.Mutex
+	m map[string][]RelatedTerm
+}{m: map[string][]RelatedTerm{}}
+
+const neighbourCacheSize = 20000
 
 // previousDefault is the name of the offline default embedder before
 // WordsEmbedder (HashEmbedder of DefaultDimensions).
