@@ -1,13 +1,11 @@
 package mcpserver
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -260,7 +258,8 @@ func (s *Server) addOAuthRoutes(mux *http.ServeMux) {
 
 // guard wraps the MCP endpoints: it refuses foreign Host headers on a
 // loopback listener (403, DNS rebinding), foreign origins (403), bodies
-// over the limit (413), requests without a valid token (401) and session
+// over the limit (413), requests past the open requests' bounds (429),
+// requests without a valid token (401) and session
 // IDs that are unknown, ended or another principal's (404), and puts the
 // authenticated principal into the request's context.
 func (s *Server) guard(next http.Handler) http.Handler {
@@ -288,33 +287,8 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			httpError(w, code, msg)
 			return
 		}
-		var body []byte
-		if r.Body != nil && r.Method == http.MethodPost {
-			max := s.eng.Limits().MaxBodyBytes()
-			if r.ContentLength > max {
-				s.eng.Metrics().Refused("body_size")
-				httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the limit of %d", r.ContentLength, max))
-				return
-			}
-			var err error
-			body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, max))
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				s.eng.Metrics().Refused("body_size")
-				httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", max))
-				return
-			}
-			if err != nil {
-				// A body that stopped arriving (the read timeout) leaves
-				// the connection unusable: close it.
-				w.Header().Set("Connection", "close")
-				httpError(w, http.StatusBadRequest, "read request body: "+err.Error())
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
 		principal := s.owners.principalOf(r)
-		s.open.bounded(w, r, body, principal, s.authRequired(), func() { s.eng.Metrics().Refused("open_requests") }, next)
+		s.open.bounded(w, r, principal, s.authRequired(), s.eng.Limits().MaxBodyBytes(), func(reason string) { s.eng.Metrics().Refused(reason) }, next)
 	})
 }
 
