@@ -128,7 +128,11 @@ func (s *Server) authenticate(r *http.Request) (identity, error) {
 	if s.oauth == nil {
 		return identity{}, errBadStatic
 	}
-	id, err := s.oauth.Validate(r.Context(), tok)
+	ctx := r.Context()
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		ctx = oauth.WithClient(ctx, host)
+	}
+	id, err := s.oauth.Validate(ctx, tok)
 	if err != nil {
 		return identity{}, err
 	}
@@ -139,7 +143,8 @@ func (s *Server) authenticate(r *http.Request) (identity, error) {
 // Bearer challenge (RFC 6750) that, with OAuth on, names the
 // protected-resource metadata (RFC 9728) where a client learns which
 // authorization server to ask; 403 for a token without the required
-// scopes; 503 when the authorization server could not be asked.
+// scopes; 429 when too many tokens are being checked, 503 when the
+// authorization server could not be asked.
 func (s *Server) refuseAuth(w http.ResponseWriter, err error) {
 	s.eng.Metrics().Refused("auth")
 	params := []string{`realm="codecell"`}
@@ -157,6 +162,10 @@ func (s *Server) refuseAuth(w http.ResponseWriter, err error) {
 		code = http.StatusForbidden
 		params = append(params, `error="insufficient_scope"`, `scope="`+strings.Join(s.oauth.RequiredScopes(), " ")+`"`)
 		s.log.Info("refused an access token", "principal", se.Identity.Principal, "missing_scopes", strings.Join(se.Missing, " "))
+	case errors.Is(err, oauth.ErrTooMany):
+		w.Header().Set("Retry-After", "1")
+		httpError(w, http.StatusTooManyRequests, "cannot check the access token now: "+err.Error())
+		return
 	case errors.Is(err, oauth.ErrUnavailable):
 		s.log.Warn("cannot check an access token", "err", err)
 		httpError(w, http.StatusServiceUnavailable, "cannot check the access token now: "+err.Error())
