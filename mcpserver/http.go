@@ -1,11 +1,13 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -299,6 +301,18 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		principal := s.owners.principalOf(r)
 		s.open.bounded(w, r, principal, s.authRequired(), s.eng.Limits().MaxBodyBytes(), func(reason string) { s.eng.Metrics().Refused(reason) }, next)
 	})
+}
+
+// readAll reads r to its end into a buffer of size bytes, the request's
+// Content-Length when it has one, grown if more come.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	if size <= 0 {
+		return io.ReadAll(r)
+	}
+	var b bytes.Buffer
+	b.Grow(int(size) + bytes.MinRead) // room for ReadFrom to see the end without growing
+	_, err := b.ReadFrom(r)
+	return b.Bytes(), err
 }
 
 // hostOnly refuses DNS-rebinding requests to endpoints that need no

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 
@@ -170,7 +169,7 @@ func (o *openRequests) bounded(w http.ResponseWriter, r *http.Request, principal
 		}
 		defer func() { o.giveBody(principal, held) }()
 		var err error
-		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		body, err = readAll(http.MaxBytesReader(w, r.Body, maxBody), r.ContentLength)
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			refused("body_size")
@@ -187,7 +186,7 @@ func (o *openRequests) bounded(w http.ResponseWriter, r *http.Request, principal
 		// A body of unknown length holds what it turned out to be.
 		o.giveBody(principal, held-int64(len(body)))
 		held = int64(len(body))
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.Body = newHeldBody(body)
 	}
 	if !stream && isStream(r, body) {
 		if ok, msg := o.streamed(); !ok {
