@@ -14,6 +14,7 @@ import (
 	"unicode"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/tools"
@@ -426,19 +427,25 @@ const maxProgramPrompt = 2048
 // prompt shows it: on one line, quoted, with no control or format
 // character — so that it cannot add lines that read as the prompt's own
 // (a forged "Arguments, as the model sees them: …" after blank lines) —
-// and not at all when it holds the prompt's own words.
+// and not at all when it holds the prompt's own words. The words are
+// looked for in what would be shown, in its compatibility form (NFKC),
+// so that a zero-width or full-width character cannot hide them.
 func shownPurpose(purpose string) string {
-	for _, own := range []string{policyPromptHead, programPromptHead, "Arguments, as the model sees them", "Accept to allow", "decline to refuse"} {
-		if strings.Contains(strings.ToLower(purpose), strings.ToLower(own)) {
-			return "(not shown: it imitates this prompt's own words)"
-		}
-	}
 	one := strings.Join(strings.Fields(strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r) {
+		switch {
+		case unicode.Is(unicode.Cf, r):
+			return -1
+		case unicode.IsControl(r) || unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r):
 			return ' '
 		}
 		return r
 	}, purpose)), " ")
+	folded := strings.ToLower(strings.Join(strings.Fields(norm.NFKC.String(one)), " "))
+	for _, own := range []string{policyPromptHead, programPromptHead, "Arguments, as the model sees them", "Accept to allow", "decline to refuse"} {
+		if strings.Contains(folded, strings.ToLower(own)) {
+			return "(not shown: it imitates this prompt's own words)"
+		}
+	}
 	return strconv.Quote(one)
 }
 
