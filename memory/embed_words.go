@@ -47,8 +47,11 @@ const (
 // meaning part (tuned on the dev paraphrases, see docs/benchmarks.md).
 const wordsMeaningWeight = 0.7
 
-// NewWordsEmbedder returns the offline default embedder.
+// NewWordsEmbedder returns the offline default embedder. It starts
+// decoding the word table in the background (once a process), so that a
+// store's first recall does not wait for it.
 func NewWordsEmbedder() *WordsEmbedder {
+	go wordvec.Default()
 	return &WordsEmbedder{hash: NewHashEmbedder(wordsHashDims), table: wordvec.Default, meaning: wordsMeaningWeight}
 }
 
