@@ -257,9 +257,13 @@ func (s *workerServer) chores() {
 		s.mu.Unlock()
 		switch {
 		case want:
-			in, err := newInstance(s.prelude, layout)
-			if err != nil {
-				in = nil // the job makes its own
+			in := s.reuse(layout)
+			if in == nil {
+				var err error
+				in, err = newInstance(s.prelude, layout)
+				if err != nil {
+					in = nil // the job makes its own
+				}
 			}
 			s.ready(in)
 		case old != nil:
@@ -272,6 +276,29 @@ func (s *workerServer) chores() {
 			}
 		}
 	}
+}
+
+// reuse returns a used VM of layout reset for the next job, or nil when
+// none is waiting to be closed or it cannot be reset.
+func (s *workerServer) reuse(layout *Layout) *instance {
+	s.mu.Lock()
+	var in *instance
+	for i, r := range s.retired {
+		if r.layout == layout {
+			in = r
+			s.retired = append(s.retired[:i], s.retired[i+1:]...)
+			break
+		}
+	}
+	s.mu.Unlock()
+	if in == nil {
+		return nil
+	}
+	if !in.reset() {
+		in.close()
+		return nil
+	}
+	return in
 }
 
 // ready keeps a prepared VM for the next root job and tells the

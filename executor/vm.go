@@ -544,7 +544,19 @@ func newInstance(prelude *engine.Bytecode, layout *Layout) (in *instance, err er
 	if in.settleCall, err = property(vm, api, "settleCall"); err != nil {
 		return in, err
 	}
+	vm.Snapshot()
 	return in, nil
+}
+
+// reset makes a used instance what newInstance made, for the next job of
+// its layout: the VM comes back from its snapshot (engine.VM.Reset),
+// which costs a copy of its heap instead of building a runtime, a
+// context, the prelude and the namespaces again. It reports false for an
+// instance that cannot be reset (its VM broken or killed), which must be
+// closed.
+func (in *instance) reset() bool {
+	in.job = nil
+	return in.vm.Reset()
 }
 
 func property(vm *engine.VM, v engine.Value, name string) (engine.Value, error) {
