@@ -75,8 +75,8 @@ type heap struct {
 	free [nClasses]uintptr
 
 	// mu orders Kill against large blocks being mapped and unmapped.
-	mu     sync.Mutex
-	large  map[uintptr][]byte // block address → its mapping
+	mu    sync.Mutex
+	large map[uintptr][]byte // block address → its mapping
 	// pinned are the large blocks of the image, by address: freeing one
 	// keeps its mapping, which restore fills again.
 	pinned map[uintptr][]byte

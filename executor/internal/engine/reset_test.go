@@ -213,4 +213,3 @@ func TestSpareRegionCleared(t *testing.T) {
 		}
 	}
 }
-
