@@ -489,7 +489,20 @@ type instance struct {
 	job *vmJob
 }
 
-func newInstance(prelude *engine.Bytecode, layout *Layout) (in *instance, err error) {
+// newInstance builds a VM for layout's jobs and keeps its snapshot, to
+// which reset brings it back after each job.
+func newInstance(prelude *engine.Bytecode, layout *Layout) (*instance, error) {
+	in, err := buildInstance(prelude, layout)
+	if err != nil {
+		return nil, err
+	}
+	// Once buildInstance has freed what it held: the image must hold
+	// no reference that nothing will free.
+	in.vm.Snapshot()
+	return in, nil
+}
+
+func buildInstance(prelude *engine.Bytecode, layout *Layout) (in *instance, err error) {
 	vm, err := engine.New()
 	if err != nil {
 		return nil, fmt.Errorf("new vm: %w", err)
@@ -544,7 +557,6 @@ func newInstance(prelude *engine.Bytecode, layout *Layout) (in *instance, err er
 	if in.settleCall, err = property(vm, api, "settleCall"); err != nil {
 		return in, err
 	}
-	vm.Snapshot()
 	return in, nil
 }
 
