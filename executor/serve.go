@@ -194,6 +194,14 @@ func (s *workerServer) run(id uint32, j *vmJob, in *instance) {
 	s.w.write(frameDone, id, encodeOutcome(&out), out.payload)
 	s.mu.Lock()
 	delete(s.jobs, id)
+	if !j.spec.Nested && in != nil && !s.preparing && s.next == nil && s.latest != nil && len(s.retired) < maxRetired {
+		// The chores thread resets it for the next root job (reuse):
+		// asked in the same breath, so that it never closes it first.
+		s.retired = append(s.retired, in)
+		s.preparing, s.wantNext = true, true
+		s.poke()
+		in = nil
+	}
 	s.mu.Unlock()
 	s.retire(in)
 	if !j.spec.Nested {

@@ -138,6 +138,19 @@ func (vm *VM) Snapshot() {
 	vm.nFuncs = len(vm.funcs)
 }
 
+// ImageSize is the bytes Snapshot kept, which each Reset copies back: the
+// used part of the VM's region and its large blocks.
+func (vm *VM) ImageSize() int {
+	if vm.image == nil {
+		return 0
+	}
+	n := len(vm.image.bytes)
+	for _, m := range vm.image.large {
+		n += len(m)
+	}
+	return n
+}
+
 // Reset brings the VM back to what Snapshot kept, byte for byte: nothing
 // a program did since (globals, prototypes, atoms, jobs, weak references,
 // memory) is left, and none of the bytes it wrote can be read. Math.random
