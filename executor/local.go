@@ -223,7 +223,7 @@ func (p *vmPool) maintain() {
 // is reset for the next run when one is wanted and it has the latest
 // layout (instance.reset), and closed otherwise.
 func (p *vmPool) giveBack(in *instance) {
-	if !p.closed.Load() && len(p.ready) < cap(p.ready) && in.layout == p.layout.Load() && in.reset() {
+	if !p.closed.Load() && len(p.ready) < cap(p.ready) && in.layout == p.layout.Load() && in.resetsCheaply() && in.reset() {
 		select {
 		case p.ready <- in:
 			p.out.Add(-1)

@@ -93,6 +93,12 @@ type workerServer struct {
 	// there to be closed.
 	wantNext bool
 	retired  []*instance
+	// resetting is closed once the VM of the last root job is reset for
+	// the next (instance.reset), which a root job that finds no VM ready
+	// waits for: a reset costs a tenth of building one. waiting counts
+	// the root jobs that wait.
+	resetting chan struct{}
+	waiting   int
 }
 
 // maxRetired bounds the used VMs waiting to be closed, whose heaps are
@@ -134,12 +140,17 @@ func (s *workerServer) handle(f frame) error {
 		j := newVMJob(spec, workerHost{s: s, job: f.job})
 		s.jobs[f.job] = j
 		var in *instance
+		var wait chan struct{}
 		if !spec.Nested {
 			s.lastRoot = f.job
 			in, s.next = s.next, nil
+			if in == nil && s.resetting != nil {
+				wait = s.resetting
+				s.waiting++
+			}
 		}
 		s.mu.Unlock()
-		go s.run(f.job, j, in)
+		go s.run(f.job, j, in, wait)
 	case frameResult:
 		d := dec{b: f.body}
 		c := callResult{id: d.u32(), ok: d.bool()}
@@ -167,9 +178,17 @@ func (s *workerServer) handle(f frame) error {
 }
 
 // run runs one job and reports its outcome. A root job is given the VM
-// prepared for it, if one was ready, and asks for the next once it is
-// done.
-func (s *workerServer) run(id uint32, j *vmJob, in *instance) {
+// prepared for it, if one was ready, or waits for the one being reset
+// (wait); once it is done, it resets its VM for the next root job, or
+// asks the chores thread for one.
+func (s *workerServer) run(id uint32, j *vmJob, in *instance, wait chan struct{}) {
+	if wait != nil {
+		<-wait
+		s.mu.Lock()
+		s.waiting--
+		in, s.next = s.next, nil
+		s.mu.Unlock()
+	}
 	var out outcome
 	if j.spec.Layout == nil {
 		out = outcome{status: outInternal, message: "the program's layout never reached the sandbox worker"}
@@ -191,18 +210,37 @@ func (s *workerServer) run(id uint32, j *vmJob, in *instance) {
 			out = j.run(in)
 		}
 	}
+	// Whether the VM is reset for the next root job is settled before the
+	// outcome goes out, after which the next job may arrive at once.
+	s.mu.Lock()
+	var done chan struct{}
+	if !j.spec.Nested && in != nil && in.layout == s.latest && s.next == nil && s.resetting == nil && in.resetsCheaply() {
+		done = make(chan struct{})
+		s.resetting = done
+	}
+	s.mu.Unlock()
 	s.w.write(frameDone, id, encodeOutcome(&out), out.payload)
 	s.mu.Lock()
 	delete(s.jobs, id)
-	if !j.spec.Nested && in != nil && !s.preparing && s.next == nil && s.latest != nil && len(s.retired) < maxRetired {
-		// The chores thread resets it for the next root job (reuse):
-		// asked in the same breath, so that it never closes it first.
-		s.retired = append(s.retired, in)
-		s.preparing, s.wantNext = true, true
-		s.poke()
-		in = nil
-	}
 	s.mu.Unlock()
+	if done != nil {
+		// At the job's priority, after its outcome went out: the next
+		// root job may be on its way, and waits for this rather than
+		// build a VM of its own.
+		ok := in.reset()
+		s.mu.Lock()
+		s.resetting = nil
+		if ok && in.layout == s.latest && s.next == nil {
+			s.next, in = in, nil
+			if s.waiting == 0 {
+				// Under s.mu, so that no root job takes it between the
+				// two; a job waiting takes it without the frame.
+				s.w.write(frameReady, s.lastRoot, nil, nil)
+			}
+		}
+		close(done)
+		s.mu.Unlock()
+	}
 	s.retire(in)
 	if !j.spec.Nested {
 		s.prepare()
@@ -321,6 +359,12 @@ func (s *workerServer) ready(in *instance) {
 	if in.layout != s.latest {
 		s.retired = append(s.retired, in)
 		s.preparing, s.wantNext = true, true
+		s.poke()
+		return
+	}
+	if s.next != nil {
+		// The last root job's VM, reset meanwhile.
+		s.retired = append(s.retired, in)
 		s.poke()
 		return
 	}

@@ -560,6 +560,16 @@ func buildInstance(prelude *engine.Bytecode, layout *Layout) (in *instance, err 
 	return in, nil
 }
 
+// cheapReset is the most a VM's job may have used beyond its image for
+// the VM to be reset where a run would wait for it: clearing more costs
+// more than building a VM (a run that made a 100 MB array unmaps it),
+// which the next run then does while the used VM is closed, or reset, at
+// a lower priority.
+const cheapReset = 8 << 20
+
+// resetsCheaply reports whether reset costs less than building a VM.
+func (in *instance) resetsCheaply() bool { return in.vm.Dirty() <= cheapReset }
+
 // reset makes a used instance what newInstance made, for the next job of
 // its layout: the VM comes back from its snapshot (engine.VM.Reset),
 // which costs a copy of its heap instead of building a runtime, a

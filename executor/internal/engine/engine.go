@@ -151,6 +151,16 @@ func (vm *VM) ImageSize() int {
 	return n
 }
 
+// Dirty returns the bytes a Reset would clear or unmap: what the VM's
+// programs used since Snapshot or the last Reset, beyond the image. A
+// Reset costs about a copy of the image plus this.
+func (vm *VM) Dirty() int {
+	if vm.image == nil || vm.dead() {
+		return 0
+	}
+	return vm.heap.dirty(vm.image)
+}
+
 // Reset brings the VM back to what Snapshot kept, byte for byte: nothing
 // a program did since (globals, prototypes, atoms, jobs, weak references,
 // memory) is left, and none of the bytes it wrote can be read. Math.random

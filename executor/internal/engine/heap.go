@@ -217,6 +217,21 @@ func (h *heap) snapshot() *heapImage {
 	return img
 }
 
+// dirty returns what restore would clear and unmap: the bytes of the
+// region used beyond img, and the mappings of the large blocks made
+// since.
+func (h *heap) dirty(img *heapImage) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := int(h.top - img.next)
+	for p, m := range h.large {
+		if h.pinned[p] == nil {
+			n += len(m)
+		}
+	}
+	return n
+}
+
 // restore brings the heap back to img, which snapshot took of it: its
 // region's bytes and its pinned blocks' as they were, every byte written
 // beyond them zero again, and every other large block unmapped. Nothing
