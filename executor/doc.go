@@ -2,8 +2,10 @@
 // QuickJS (modernc.org/libquickjs, QuickJS transpiled to pure Go, through
 // the thin layer of internal/engine) and returns a record of each run.
 //
-// It owns the sandbox: a pool that gives every run a fresh VM prepared in
-// the background, the prelude that installs tool namespaces (util.echo),
+// It owns the sandbox: a pool that gives every run a fresh VM — built
+// once, then reset after each run from a snapshot of its heap taken when
+// it was built (engine.VM.Reset), which nothing a program does survives
+// and which costs a tenth of building one —, the prelude that installs tool namespaces (util.echo),
 // tools.call, console and progress, the bridge that turns tool calls into
 // concurrent calls through a Dispatcher, TypeScript stripping with
 // esbuild, and the limits — deadline, heap, stack, code size, tool calls,
