@@ -400,19 +400,30 @@ func (s *Server) extensionSSE(sse *server.SSEServer, next http.Handler) http.Han
 	})
 }
 
-// readBody reads r's body, which the guard holds in memory, and puts it
-// back for the next handler.
+// readBody returns r's body, which the guard holds in memory, and puts it
+// back, whole, for the next handler: the bytes the guard read, not a copy
+// of them.
 func readBody(r *http.Request) ([]byte, error) {
+	if hb, ok := r.Body.(*heldBody); ok {
+		hb.Reset(hb.data)
+		return hb.data, nil
+	}
 	var b bytes.Buffer
 	if _, err := b.ReadFrom(r.Body); err != nil {
 		return nil, err
 	}
 	r.Body.Close()
-	data := b.Bytes()
-	r.Body = readCloser{bytes.NewReader(data)}
-	return data, nil
+	r.Body = newHeldBody(b.Bytes())
+	return b.Bytes(), nil
 }
 
-type readCloser struct{ *bytes.Reader }
+// heldBody is a request body read into memory, which the handlers in
+// front of mcp-go look at (readBody) before it reads it.
+type heldBody struct {
+	*bytes.Reader
+	data []byte
+}
 
-func (readCloser) Close() error { return nil }
+func newHeldBody(data []byte) *heldBody { return &heldBody{bytes.NewReader(data), data} }
+
+func (*heldBody) Close() error { return nil }

@@ -288,6 +288,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			httpError(w, code, msg)
 			return
 		}
+		var body []byte
 		if r.Body != nil && r.Method == http.MethodPost {
 			max := s.eng.Limits().MaxBodyBytes()
 			if r.ContentLength > max {
@@ -295,7 +296,8 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the limit of %d", r.ContentLength, max))
 				return
 			}
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+			var err error
+			body, err = readAll(http.MaxBytesReader(w, r.Body, max), r.ContentLength)
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
 				s.eng.Metrics().Refused("body_size")
@@ -309,11 +311,23 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				httpError(w, http.StatusBadRequest, "read request body: "+err.Error())
 				return
 			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.Body = newHeldBody(body)
 		}
 		principal := s.owners.principalOf(r)
-		s.open.bounded(w, r, principal, s.authRequired(), func() { s.eng.Metrics().Refused("open_requests") }, next)
+		s.open.bounded(w, r, body, principal, s.authRequired(), func() { s.eng.Metrics().Refused("open_requests") }, next)
 	})
+}
+
+// readAll reads r to its end into a buffer of size bytes, the request's
+// Content-Length when it has one, grown if more come.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	if size <= 0 {
+		return io.ReadAll(r)
+	}
+	var b bytes.Buffer
+	b.Grow(int(size) + bytes.MinRead) // room for ReadFrom to see the end without growing
+	_, err := b.ReadFrom(r)
+	return b.Bytes(), err
 }
 
 // hostOnly refuses DNS-rebinding requests to endpoints that need no

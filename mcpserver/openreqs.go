@@ -1,9 +1,13 @@
 package mcpserver
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // Requests that stay open — event streams (a Streamable HTTP GET, a
@@ -12,18 +16,24 @@ import (
 // the client keeps them. Where tokens or OAuth tell principals apart, one
 // principal may hold openPerSession of them for each session it may have
 // (sessions_per_principal); all together openTotal, well below a
-// process's descriptor limit. Past either, a request is refused with 429
-// before it is served.
+// process's descriptor limit. Streams together may hold openStreams of
+// them and no more: the rest is kept for calls, which end, so that
+// principals enough to hold every stream (32 of 256 each by default)
+// cannot make every call of everyone 429. Past any of these, a request
+// is refused with 429 before it is served.
 const (
 	openPerSession = 4
 	openTotal      = 8192
+	openStreams    = openTotal - openTotal/4
 )
 
-// openRequests counts the requests open per principal.
+// openRequests counts the requests open per principal, and the streams
+// among them.
 type openRequests struct {
 	mu          sync.Mutex
 	byPrincipal map[string]int
 	total       int
+	streams     int
 	perPrinc    int
 }
 
@@ -35,8 +45,9 @@ func newOpenRequests(sessionsPerPrincipal int) *openRequests {
 }
 
 // enter counts a request of principal open, unless a bound is reached;
-// the caller calls leave once it is answered.
-func (o *openRequests) enter(principal string, shared bool) (ok bool, msg string) {
+// the caller calls leave once it is answered. stream says the request is
+// an event stream.
+func (o *openRequests) enter(principal string, shared, stream bool) (ok bool, msg string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	switch {
@@ -44,31 +55,56 @@ func (o *openRequests) enter(principal string, shared bool) (ok bool, msg string
 		return false, fmt.Sprintf("too many requests open at once for this principal (%d: event streams and calls in flight); close some streams or wait for calls to finish", o.perPrinc)
 	case o.total >= openTotal:
 		return false, fmt.Sprintf("too many requests open at once on this server (%d); retry shortly", openTotal)
+	case stream && o.streams >= openStreams:
+		return false, fmt.Sprintf("too many event streams open at once on this server (%d; the rest is kept for calls); retry the stream shortly", openStreams)
 	}
 	o.byPrincipal[principal]++
 	o.total++
+	if stream {
+		o.streams++
+	}
 	return true, ""
 }
 
-func (o *openRequests) leave(principal string) {
+func (o *openRequests) leave(principal string, stream bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.byPrincipal[principal]--; o.byPrincipal[principal] <= 0 {
 		delete(o.byPrincipal, principal)
 	}
 	o.total--
+	if stream {
+		o.streams--
+	}
 }
 
 // bounded serves r through next while it is counted open for its
-// principal; shared says principals are told apart.
-func (o *openRequests) bounded(w http.ResponseWriter, r *http.Request, principal string, shared bool, refused func(), next http.Handler) {
-	ok, msg := o.enter(principal, shared)
+// principal; shared says principals are told apart, body is r's body as
+// read (nil for a request without one).
+func (o *openRequests) bounded(w http.ResponseWriter, r *http.Request, body []byte, principal string, shared bool, refused func(), next http.Handler) {
+	stream := isStream(r, body)
+	ok, msg := o.enter(principal, shared, stream)
 	if !ok {
 		refused()
 		w.Header().Set("Retry-After", "5")
 		httpError(w, http.StatusTooManyRequests, msg)
 		return
 	}
-	defer o.leave(principal)
+	defer o.leave(principal, stream)
 	next.ServeHTTP(w, r)
+}
+
+// isStream reports whether r opens an event stream: a GET (Streamable
+// HTTP's or SSE's), or a 2026-07-28 subscriptions/listen.
+func isStream(r *http.Request, body []byte) bool {
+	if r.Method == http.MethodGet {
+		return true
+	}
+	if !bytes.Contains(body, []byte(mcp.MethodSubscriptionsListen)) {
+		return false
+	}
+	var req struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(body, &req) == nil && req.Method == string(mcp.MethodSubscriptionsListen)
 }

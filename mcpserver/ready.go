@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/tools"
 )
 
 // Operations behind a load balancer: /readyz says whether an instance
@@ -64,25 +66,58 @@ func (s *Server) ready(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 		defer cancel()
 		if err := rs.Ready(ctx); err != nil {
-			return fmt.Errorf("store: %w", err)
+			return fmt.Errorf("%w: %w", errStoreNotReady, err)
 		}
 	}
 	return nil
 }
 
+// errStoreNotReady is the reason an instance whose store is not ready
+// gives without a token: the store's own error may name its host.
+var errStoreNotReady = errors.New("store not ready")
+
 // readyz answers PathReady. Tool sources that are loading or unavailable
 // do not make the instance unready — it serves, and says so of them — but
-// are listed with where they stand.
+// are counted, and listed with where they stand. Where principals are
+// kept apart, anyone who reaches the port reads /readyz (a balancer has
+// no token): without a principal's token it says only whether the
+// instance is ready, why not in a word, and how many sources are loading
+// or unavailable; with one, it lists the sources that principal sees.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	answer := struct {
-		Status  string                 `json:"status"`
-		Reason  string                 `json:"reason,omitempty"`
-		Sources map[string]sourceState `json:"sources,omitempty"`
-	}{Status: "ready", Sources: s.sourceStates()}
+		Status      string                 `json:"status"`
+		Reason      string                 `json:"reason,omitempty"`
+		Loading     int                    `json:"sources_loading,omitempty"`
+		Unavailable int                    `json:"sources_unavailable,omitempty"`
+		Sources     map[string]sourceState `json:"sources,omitempty"`
+	}{Status: "ready"}
+	detail, view := true, (*tools.View)(nil)
+	if s.authRequired() {
+		detail = false
+		if r.Header.Get("Authorization") != "" {
+			if id, err := s.authenticate(r); err == nil {
+				detail, view = true, s.reg.View(tools.Caller{Principal: id.principal, Scopes: id.scopes})
+			}
+		}
+	}
+	sources := s.sourceStates(view)
+	for _, st := range sources {
+		if st.State == "loading" {
+			answer.Loading++
+		} else {
+			answer.Unavailable++
+		}
+	}
+	if detail {
+		answer.Sources = sources
+	}
 	if err := s.ready(r.Context()); err != nil {
 		answer.Status, answer.Reason = "unavailable", err.Error()
+		if !detail && errors.Is(err, errStoreNotReady) {
+			answer.Reason = errStoreNotReady.Error()
+		}
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
 	json.NewEncoder(w).Encode(answer)
@@ -105,11 +140,11 @@ type sourceState struct {
 }
 
 // sourceStates lists the categories whose source is loading or
-// unavailable.
-func (s *Server) sourceStates() map[string]sourceState {
+// unavailable: all of them, or those view holds when it is not nil.
+func (s *Server) sourceStates(view *tools.View) map[string]sourceState {
 	var out map[string]sourceState
 	for c, st := range s.reg.Statuses() {
-		if !st.Absent() {
+		if !st.Absent() || view != nil && !slices.Contains(view.Categories(), c) {
 			continue
 		}
 		if out == nil {

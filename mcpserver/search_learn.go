@@ -24,7 +24,9 @@ import (
 // once principals of their own (quorum, not sessions) have made it —
 // three, or every principal of a server with fewer static principals and
 // no OAuth; one on a server with a single principal. Until then it is
-// kept, bounded, in this process only.
+// kept, bounded, in this process only, and one principal may have only
+// its share of such links (learnPerPrincipal). Once agreed, a link counts
+// once more for each other principal that makes it, never twice for one.
 
 // LearnConfig configures learning from use.
 type LearnConfig struct {
@@ -49,6 +51,12 @@ const (
 	learnMaxSessions = 4096             // sessions remembered at once
 	learnQuorum      = 3                // principals a link needs, on a shared server
 	learnMaxPending  = 16384            // links awaiting their quorum
+	// learnPerPrincipal bounds the links one principal may have awaiting
+	// their quorum, and the agreed links its learning counts for: one
+	// principal cannot fill the table for the others, nor weigh more
+	// than its share.
+	learnPerPrincipal = learnMaxPending / 16
+	learnMaxCounted   = 1 << 18 // principals' counts of agreed links remembered
 )
 
 // learner remembers each session's recent searches until a run follows
@@ -65,9 +73,22 @@ type learner struct {
 	pending map[string][]pendingSearch // by principal and session
 	// makers are the principals that made each link short of its quorum.
 	makers map[learnLink][]string
+	// pendingBy counts the links short of their quorum that each
+	// principal made.
+	pendingBy map[string]int
 	// agreedLinks are the links that have their quorum (or that the store
-	// kept): they count whoever makes them again.
+	// kept): each other principal's making them counts, once.
 	agreedLinks map[learnLink]bool
+	// counted are the agreed links each principal counted for, in this
+	// process; countedBy counts them by principal.
+	counted   map[countedLink]bool
+	countedBy map[string]int
+}
+
+// countedLink is a principal's count of a link.
+type countedLink struct {
+	principal string
+	learnLink
 }
 
 // learnLink is a word linked to a tool.
@@ -89,7 +110,8 @@ func newLearner(ctx context.Context, cfg LearnConfig, quorum int, ix *search.Ind
 		return nil
 	}
 	l := &learner{ix: ix, now: time.Now, quorum: max(quorum, 1), pending: map[string][]pendingSearch{},
-		makers: map[learnLink][]string{}, agreedLinks: map[learnLink]bool{}}
+		makers: map[learnLink][]string{}, pendingBy: map[string]int{}, agreedLinks: map[learnLink]bool{},
+		counted: map[countedLink]bool{}, countedBy: map[string]int{}}
 	if sl, ok := st.(searchLinks); ok && st != nil {
 		l.store = sl
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -215,9 +237,13 @@ func (l *learner) ran(ctx context.Context, c tools.Caller, view *tools.View, cal
 }
 
 // agreed notes that principal linked terms to tool, and returns the
-// terms whose link to tool has its quorum of principals: all of them
-// when one principal is enough. A link short of its quorum is kept
-// while there is room (learnMaxPending), and otherwise not learned.
+// terms whose link to tool has its quorum of principals and counts for
+// principal: all of them when one principal is enough. A link short of
+// its quorum is kept while there is room (learnMaxPending, and
+// learnPerPrincipal of them made by principal), and otherwise not
+// learned. An agreed link counts once for each principal — its makers
+// counted when it was agreed — and for at most learnPerPrincipal links
+// of one principal.
 func (l *learner) agreed(principal string, terms []string, tool string) []string {
 	if l.quorum <= 1 {
 		return terms
@@ -228,20 +254,29 @@ func (l *learner) agreed(principal string, terms []string, tool string) []string
 	for _, t := range terms {
 		k := learnLink{t, tool}
 		if l.agreedLinks[k] {
-			out = append(out, t)
+			if l.count(principal, k) {
+				out = append(out, t)
+			}
 			continue
 		}
 		m, ok := l.makers[k]
-		if !ok && len(l.makers) >= learnMaxPending {
+		if slices.Contains(m, principal) ||
+			!ok && len(l.makers) >= learnMaxPending ||
+			l.pendingBy[principal] >= learnPerPrincipal {
 			continue
 		}
-		if !slices.Contains(m, principal) {
-			m = append(m, principal)
-		}
+		m = append(m, principal)
+		l.pendingBy[principal]++
 		if len(m) >= l.quorum {
-			// Agreed: it counts from now on, for everyone, as the store
-			// keeps it.
+			// Agreed: it counts from now on, once for each principal, as
+			// the store keeps it; its makers have counted.
 			delete(l.makers, k)
+			for _, p := range m {
+				if l.pendingBy[p]--; l.pendingBy[p] <= 0 {
+					delete(l.pendingBy, p)
+				}
+				l.count(p, k)
+			}
 			if len(l.agreedLinks) < learnMaxPending {
 				l.agreedLinks[k] = true
 			}
@@ -251,4 +286,17 @@ func (l *learner) agreed(principal string, terms []string, tool string) []string
 		l.makers[k] = m
 	}
 	return out
+}
+
+// count notes that principal counts for the agreed link k, and reports
+// whether it may: not when it counted for k before, nor past its share of
+// links or the memory of counts. Called with mu held.
+func (l *learner) count(principal string, k learnLink) bool {
+	c := countedLink{principal, k}
+	if l.counted[c] || len(l.counted) >= learnMaxCounted || l.countedBy[principal] >= learnPerPrincipal {
+		return false
+	}
+	l.counted[c] = true
+	l.countedBy[principal]++
+	return true
 }

@@ -87,79 +87,96 @@ func startServers(bin, data string, pool, n int, storeEnv []string) ([]*exec.Cmd
 	}, nil
 }
 
-// cpuTimes returns the CPU time each server has used, then this
-// process's own (the clients and the balancer), last.
-func cpuTimes(servers []*exec.Cmd) []time.Duration {
-	out := make([]time.Duration, 0, len(servers)+1)
-	for _, srv := range servers {
-		d, _ := procCPU(srv.Process.Pid)
-		out = append(out, d)
-	}
-	d, _ := procCPU(os.Getpid())
-	return append(out, d)
+// cpuUse is the CPU time a server has used: its own process's, and its
+// sandbox workers' (its children, live or waited for).
+type cpuUse struct{ process, workers time.Duration }
+
+func (c cpuUse) total() time.Duration { return c.process + c.workers }
+
+func (c cpuUse) sub(d cpuUse) cpuUse {
+	return cpuUse{c.process - d.process, c.workers - d.workers}
 }
 
-// procCPU reads the CPU time of a process and of its live children: a
-// server's sandbox workers are its children (the time of those it has
-// waited for is in its own cutime and cstime).
-func procCPU(pid int) (time.Duration, error) {
-	total, _, err := statCPU(pid)
-	if err != nil {
-		return 0, err
+// cpuTimes returns the CPU time each server has used, then this
+// process's own (the clients and the balancer), last, as its process
+// time: its own only, as the servers are its children.
+func cpuTimes(servers []*exec.Cmd) []cpuUse {
+	out := make([]cpuUse, 0, len(servers)+1)
+	for _, srv := range servers {
+		c, _ := procCPU(srv.Process.Pid)
+		out = append(out, c)
 	}
+	own, _, _, _ := statCPU(os.Getpid())
+	return append(out, cpuUse{process: own})
+}
+
+// procCPU reads the CPU time of a process and of its children: a server's
+// sandbox workers are its children (the time of those it has waited for
+// is in its own cutime and cstime).
+func procCPU(pid int) (cpuUse, error) {
+	own, waited, _, err := statCPU(pid)
+	if err != nil {
+		return cpuUse{}, err
+	}
+	c := cpuUse{process: own, workers: waited}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		k, err := strconv.Atoi(e.Name())
 		if err != nil || k == pid {
 			continue
 		}
-		if d, ppid, err := statCPU(k); err == nil && ppid == pid {
-			total += d
+		if own, waited, ppid, err := statCPU(k); err == nil && ppid == pid {
+			c.workers += own + waited
 		}
 	}
-	return total, nil
+	return c, nil
 }
 
-// statCPU is utime + stime + cutime + cstime from /proc/PID/stat, and the
-// parent's PID.
-func statCPU(pid int) (time.Duration, int, error) {
+// statCPU is utime + stime, and cutime + cstime, from /proc/PID/stat, and
+// the parent's PID.
+func statCPU(pid int) (own, waited time.Duration, ppid int, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, 0, errors.New("bad /proc stat")
+		return 0, 0, 0, errors.New("bad /proc stat")
 	}
 	// After the command: state, ppid, …; utime is the line's field 14,
 	// here f[11], then stime, cutime, cstime.
 	f := strings.Fields(s[i+1:])
 	if len(f) < 15 {
-		return 0, 0, errors.New("short /proc stat")
+		return 0, 0, 0, errors.New("short /proc stat")
 	}
-	ppid, _ := strconv.Atoi(f[1])
-	var ticks int64
-	for _, x := range f[11:15] {
-		v, err := strconv.ParseInt(x, 10, 64)
-		if err != nil {
-			return 0, 0, err
+	ppid, _ = strconv.Atoi(f[1])
+	var ticks [4]int64
+	for k, x := range f[11:15] {
+		if ticks[k], err = strconv.ParseInt(x, 10, 64); err != nil {
+			return 0, 0, 0, err
 		}
-		ticks += v
 	}
-	return time.Duration(ticks) * time.Second / 100, ppid, nil // USER_HZ
+	tick := func(n int64) time.Duration { return time.Duration(n) * time.Second / 100 } // USER_HZ
+	return tick(ticks[0] + ticks[1]), tick(ticks[2] + ticks[3]), ppid, nil
 }
 
-// reportCPU says how busy each server and the driver were over the run:
-// where the time went.
-func reportCPU(w io.Writer, cpu []time.Duration, elapsed time.Duration) {
+// reportCPU says how busy each server and the driver were over the run,
+// and their CPU time per request answered: where the time went.
+func reportCPU(w io.Writer, cpu []cpuUse, elapsed time.Duration, requests int) {
 	var parts []string
-	var servers time.Duration
-	for i, d := range cpu[:len(cpu)-1] {
-		servers += d
-		parts = append(parts, fmt.Sprintf("server %d %.1f s", i+1, d.Seconds()))
+	var servers cpuUse
+	for i, c := range cpu[:len(cpu)-1] {
+		servers.process += c.process
+		servers.workers += c.workers
+		parts = append(parts, fmt.Sprintf("server %d %.1f s", i+1, c.total().Seconds()))
 	}
-	driver := cpu[len(cpu)-1]
+	driver := cpu[len(cpu)-1].process
 	fmt.Fprintf(w, "CPU: %s; servers %.2f cores, clients and balancer %.2f cores of %d (over %s).\n",
-		strings.Join(parts, ", "), servers.Seconds()/elapsed.Seconds(), driver.Seconds()/elapsed.Seconds(), runtime.NumCPU(), elapsed.Round(time.Second))
+		strings.Join(parts, ", "), servers.total().Seconds()/elapsed.Seconds(), driver.Seconds()/elapsed.Seconds(), runtime.NumCPU(), elapsed.Round(time.Second))
+	if requests > 0 {
+		perReq := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(requests) }
+		fmt.Fprintf(w, "CPU per request: servers %.3f ms (their processes %.3f, their sandbox workers %.3f), clients and balancer %.3f ms.\n",
+			perReq(servers.total()), perReq(servers.process), perReq(servers.workers), perReq(driver))
+	}
 }

@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -33,10 +32,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/codecell/codecell/memory/postgres/pgserver"
 )
@@ -65,21 +60,23 @@ type op struct {
 	name   string
 	weight int
 	tool   string
-	args   func(r *rand.Rand) map[string]any
+	args   func(r *rand.Rand, b []byte) []byte // appends the arguments, a JSON object
 }
 
 var ops = []op{
-	{"execute_code 1+1", 70, "execute_code", func(*rand.Rand) map[string]any { return map[string]any{"code": "1+1"} }},
-	{"execute_code + tool call", 10, "execute_code", func(r *rand.Rand) map[string]any {
-		return map[string]any{"code": fmt.Sprintf("(await util.echo({text: 'n%d'})).text", r.IntN(1000))}
+	{"execute_code 1+1", 70, "execute_code", func(_ *rand.Rand, b []byte) []byte { return append(b, `{"code":"1+1"}`...) }},
+	{"execute_code + tool call", 10, "execute_code", func(r *rand.Rand, b []byte) []byte {
+		b = append(b, `{"code":"(await util.echo({text: 'n`...)
+		b = strconv.AppendInt(b, int64(r.IntN(1000)), 10)
+		return append(b, `'})).text"}`...)
 	}},
-	{"read_tools", 10, "read_tools", func(r *rand.Rand) map[string]any {
+	{"read_tools", 10, "read_tools", func(r *rand.Rand, b []byte) []byte {
 		paths := []string{"/manifest.json", "/util/index.json", "/util/echo.d.ts", "/memory/recall.md"}
-		return map[string]any{"path": paths[r.IntN(len(paths))]}
+		return append(strconv.AppendQuote(append(b, `{"path":`...), paths[r.IntN(len(paths))]), '}')
 	}},
-	{"search_tools", 10, "search_tools", func(r *rand.Rand) map[string]any {
+	{"search_tools", 10, "search_tools", func(r *rand.Rand, b []byte) []byte {
 		qs := []string{"echo text", "remember a fact", "search memories", "current time", "write a file"}
-		return map[string]any{"query": qs[r.IntN(len(qs))]}
+		return append(strconv.AppendQuote(append(b, `{"query":`...), qs[r.IntN(len(qs))]), '}')
 	}},
 }
 
@@ -145,23 +142,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer stopServers()
 
-	httpClient := &http.Client{Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute}}
-	conns := make([]*client.Client, *clients)
+	conns := make([]*mcpClient, *clients)
 	for i := range conns {
-		c, err := client.NewStreamableHttpClient(base+"/mcp", transport.WithHTTPBasicClient(httpClient))
+		c, err := newMCPClient(base + "/mcp")
 		if err != nil {
 			return err
 		}
-		if err := c.Start(ctx); err != nil {
+		defer c.close()
+		if err := c.discover(ctx); err != nil {
 			return fmt.Errorf("start client %d: %w", i, err)
 		}
-		init := mcp.InitializeRequest{}
-		init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-		init.Params.ClientInfo = mcp.Implementation{Name: "codecell-load", Version: "1"}
-		if _, err := c.Initialize(ctx, init); err != nil {
-			return fmt.Errorf("initialize client %d: %w", i, err)
-		}
-		defer c.Close()
 		conns[i] = c
 	}
 
@@ -213,17 +203,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 					pick -= ops[k].weight
 					k++
 				}
-				req := mcp.CallToolRequest{}
-				req.Params.Name = ops[k].tool
-				req.Params.Arguments = ops[k].args(r)
 				t := time.Now()
-				res, err := c.CallTool(ctx, req)
+				res, err := c.callTool(ctx, ops[k].tool, func(b []byte) []byte { return ops[k].args(r, b) })
 				s := sample{op: k, latency: time.Since(t), outcome: "ok"}
 				switch {
 				case err != nil:
 					s.outcome, s.detail = "failed", err.Error()
 				case res.IsError:
-					txt := text(res)
+					txt := res.text()
 					if strings.Contains(txt, "rate limit") || strings.Contains(txt, "busy") {
 						s.outcome = "refused"
 					} else {
@@ -241,7 +228,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	close(results)
 	cpu := cpuTimes(servers)
 	for i := range cpu {
-		cpu[i] -= cpuBefore[i]
+		cpu[i] = cpu[i].sub(cpuBefore[i])
 	}
 
 	var all []sample
@@ -249,18 +236,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		all = append(all, r...)
 	}
 	err = report(stdout, all, elapsed, *clients, rss)
-	reportCPU(stdout, cpu, elapsed)
+	reportCPU(stdout, cpu, elapsed, len(all))
 	return err
-}
-
-func text(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
 }
 
 func report(w io.Writer, all []sample, elapsed time.Duration, clients int, rss []int64) error {

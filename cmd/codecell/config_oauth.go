@@ -32,7 +32,8 @@ type OAuthConfig struct {
 	Resource string `toml:"resource"`
 	// Audiences are other accepted "aud" values; default Resource.
 	Audiences []string `toml:"audiences"`
-	// JWKSURL overrides the jwks_uri of the issuer's metadata.
+	// JWKSURL overrides the jwks_uri of the issuer's metadata; with one
+	// issuer only.
 	JWKSURL string `toml:"jwks_url"`
 	// IntrospectionURL checks opaque tokens (RFC 7662) with ClientID and
 	// the secret in the environment variable ClientSecretEnv.

@@ -20,7 +20,6 @@ issuer = "https://login.example.test/realms/team"
 issuers = ["https://other.example.test"]
 resource = "https://mcp.example.test/mcp"
 audiences = ["codecell"]
-jwks_url = "https://login.example.test/keys"
 introspection_url = "https://login.example.test/introspect"
 client_id = "codecell"
 client_secret_env = "CODECELL_TEST_OAUTH_SECRET"
@@ -48,7 +47,7 @@ introspection_cache_ttl = "1m"
 	}
 	if !slices.Equal(oc.Issuers, []string{"https://login.example.test/realms/team", "https://other.example.test"}) ||
 		oc.Resource != "https://mcp.example.test/mcp" || !slices.Equal(oc.Audiences, []string{"codecell"}) ||
-		oc.JWKSURL != "https://login.example.test/keys" || oc.IntrospectionURL != "https://login.example.test/introspect" ||
+		oc.JWKSURL != "" || oc.IntrospectionURL != "https://login.example.test/introspect" ||
 		oc.ClientID != "codecell" || oc.ClientSecret != "s3cret" || oc.PrincipalClaim != "email" ||
 		!slices.Equal(oc.RequiredScopes, []string{"mcp"}) || oc.ClockSkew != 30*time.Second ||
 		oc.KeysMaxAge != 2*time.Hour || oc.KeysMinInterval != 10*time.Second || oc.IntrospectionCacheTTL != time.Minute ||
@@ -69,6 +68,8 @@ func TestOAuthConfigErrors(t *testing.T) {
 	}{
 		{"no resource", "issuer = \"https://as.example.test\"", []string{"auth.oauth.resource: is empty"}},
 		{"bad urls", "issuer = \"as.example.test\"\nresource = \"/mcp\"\njwks_url = \"ftp://x\"", []string{"auth.oauth.issuer:", "auth.oauth.resource:", "auth.oauth.jwks_url:"}},
+		{"one jwks_url for two issuers", "issuers = [\"https://as.example.test\", \"https://other.example.test\"]\nresource = \"https://mcp.example.test/mcp\"\njwks_url = \"https://as.example.test/keys\"",
+			[]string{"auth.oauth.jwks_url: is the key set of one issuer, and 2 are configured"}},
 		{"introspection without secret", "issuer = \"https://as.example.test\"\nresource = \"https://mcp.example.test/mcp\"\nintrospection_url = \"https://as.example.test/i\"",
 			[]string{"auth.oauth.client_secret_env: introspection needs", "auth.oauth.client_id:"}},
 		{"secret unset", "issuer = \"https://as.example.test\"\nresource = \"https://mcp.example.test/mcp\"\nclient_secret_env = \"CODECELL_TEST_UNSET_SECRET\"", []string{"auth.oauth.client_secret_env: environment variable CODECELL_TEST_UNSET_SECRET is empty"}},

@@ -193,6 +193,10 @@ func (a *approvals) approve(ctx context.Context, c *Call) error {
 		a.log.Info("approval", "tool", t.Name, "principal", caller.Principal, "outcome", code)
 		return &tools.Error{Code: code, Tool: t.Name, Message: fmt.Sprintf(format, args...)}
 	}
+	// A call that would fail validation costs the user no prompt.
+	if err := a.reg.View(caller).Validate(c.Name, c.Args); err != nil {
+		return err
+	}
 	if err := a.client.Can(ctx, t.Name, Elicitation); err != nil {
 		if errors.Is(err, ErrNotAskableHere) {
 			// The client can be asked, but not from here: on_unsupported
@@ -206,10 +210,12 @@ func (a *approvals) approve(ctx context.Context, c *Call) error {
 		return refuse(CodeApprovalUnavailable, "this call needs the user's approval (approval.required_for %q) and the client cannot be asked: %s", why, strings.TrimPrefix(err.Error(), t.Name+": "))
 	}
 	flow := c.Run.settled()
-	opts := filter.Options{Vault: c.Run.vault, Flow: flow, Budget: 1024}
+	opts := filter.Options{Vault: c.Run.vault, Flow: flow, Budget: shownArgsBudget}
 	shown := "(not shown: not JSON)"
 	if f, err := a.filter.Apply(filter.Input{Result: c.Written}, opts); err == nil {
-		shown = string(f.Limited)
+		if shown, err = shownArguments(f.Full, f.Limited); err != nil {
+			return refuse(CodeApprovalUnavailable, "this call needs the user's approval (approval.required_for %q), and its arguments cannot be shown to the user: %v", why, err)
+		}
 	}
 	var msg strings.Builder
 	fmt.Fprintf(&msg, "%s (approval.required_for %q).\nA program wants to call %s", policyPromptHead, why, t.Name)
@@ -248,6 +254,80 @@ func (a *approvals) approve(ctx context.Context, c *Call) error {
 		return refuse(CodeApprovalDeclined, "the user cancelled the approval of this call (approval.required_for %q); it was not made", why)
 	}
 	return refuse(CodeApprovalDeclined, "the user declined this call (approval.required_for %q); it was not made", why)
+}
+
+// The bounds of the arguments an approval prompt shows: the budget their
+// values share, and the most the prompt shows when every top-level
+// argument is listed, however cut.
+const (
+	shownArgsBudget = 1024
+	maxShownArgs    = 4096
+)
+
+// shownArguments returns the arguments as the approval prompt shows them,
+// given their filtered form whole and cut to shownArgsBudget: the cut
+// form when it keeps every top-level member whole-named, else every
+// top-level member's key with its value cut to an equal share of the
+// budget (elided when the share is too small to show anything). A user
+// never approves a call one of whose arguments they were not shown; when
+// even the keys do not fit maxShownArgs, the prompt is not sent.
+func shownArguments(full, limited json.RawMessage) (string, error) {
+	fullKeys, fullVals, ok := topMembers(full)
+	if !ok {
+		return string(limited), nil // not an object: no member to hide
+	}
+	if keys, _, _ := topMembers(limited); slices.Equal(keys, fullKeys) {
+		return string(limited), nil
+	}
+	share := shownArgsBudget / max(len(fullKeys), 1)
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, k := range fullKeys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		key, _ := json.Marshal(k)
+		b.Write(key)
+		b.WriteByte(':')
+		v := json.RawMessage(`"…"`)
+		if share >= filter.MinBudget {
+			if cut, _, err := filter.Limit(fullVals[i], filter.LimitOptions{Budget: share}); err == nil {
+				v = cut
+			}
+		}
+		b.Write(v)
+		if b.Len() > maxShownArgs {
+			return "", fmt.Errorf("%d top-level arguments whose names take more than %d bytes; pass fewer top-level arguments, or shorter names", len(fullKeys), maxShownArgs)
+		}
+	}
+	b.WriteByte('}')
+	return b.String(), nil
+}
+
+// topMembers returns the keys and values of a JSON object's top-level
+// members in order, and false when doc is not an object.
+func topMembers(doc json.RawMessage) ([]string, []json.RawMessage, bool) {
+	dec := json.NewDecoder(strings.NewReader(string(doc)))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, nil, false
+	}
+	var (
+		keys []string
+		vals []json.RawMessage
+	)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil, false
+		}
+		k, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, nil, false
+		}
+		keys, vals = append(keys, k), append(vals, v)
+	}
+	return keys, vals, true
 }
 
 const approvalRequestInput = `{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -130,8 +131,10 @@ func (e *Engine) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 	}
 	rec, body := e.finish(ctx, run, sess, x, started, res)
 	rec.Input = input
-	e.log.Info("run", "id", id, "principal", x.Caller.Principal, "session_hash", SessionHash(x.Caller.Session), "status", res.Status, "kind", errorKind(res),
-		"ms", res.Telemetry.DurationMS, "calls", res.Telemetry.ToolCalls, "code_bytes", len(x.Code), "returned_bytes", len(body))
+	if e.log.Enabled(ctx, slog.LevelInfo) { // its attributes cost a hash and a dozen allocations
+		e.log.Info("run", "id", id, "principal", x.Caller.Principal, "session_hash", SessionHash(x.Caller.Session), "status", res.Status, "kind", errorKind(res),
+			"ms", res.Telemetry.DurationMS, "calls", res.Telemetry.ToolCalls, "code_bytes", len(x.Code), "returned_bytes", len(body))
+	}
 	span.end(body)
 	return rec, body
 }

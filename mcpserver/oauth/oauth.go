@@ -49,8 +49,9 @@ type Config struct {
 	Resource string
 	// Audiences are the "aud" values accepted; default Resource alone.
 	Audiences []string
-	// JWKSURL, when set, is where the signing keys of every issuer are;
-	// otherwise each issuer's metadata names its jwks_uri.
+	// JWKSURL, when set, is where the signing keys of the one issuer
+	// are (it is refused with several); otherwise each issuer's metadata
+	// names its jwks_uri.
 	JWKSURL string
 	// IntrospectionURL, when set, is asked about tokens that are not JWTs
 	// (RFC 7662), authenticated with ClientID and ClientSecret (HTTP
@@ -244,6 +245,12 @@ func (c Config) check() error {
 	}
 	if c.JWKSURL != "" {
 		absURL("JWKSURL", c.JWKSURL)
+		// One key set for several issuers would let any of its keys sign
+		// a token in any issuer's name, and so choose the namespace of
+		// its principal.
+		if len(c.Issuers) > 1 {
+			bad("JWKSURL", "is the key set of one issuer, and %d are configured: remove it, so that each issuer's keys come from its own metadata (jwks_uri), or configure that one issuer alone", len(c.Issuers))
+		}
 	}
 	if c.IntrospectionURL != "" {
 		absURL("IntrospectionURL", c.IntrospectionURL)

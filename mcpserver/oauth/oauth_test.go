@@ -321,6 +321,8 @@ func TestConfig(t *testing.T) {
 		{"no issuer", oauth.Config{Resource: resource}, "Issuers"},
 		{"no resource", oauth.Config{Issuers: []string{"https://as.example.test"}}, "Resource"},
 		{"relative resource", oauth.Config{Issuers: []string{"https://as.example.test"}, Resource: "/mcp"}, "Resource"},
+		// Third attack round, L10: one key set signed for every issuer.
+		{"one jwks_url for two issuers", oauth.Config{Issuers: []string{"https://as.example.test", "https://other.example.test"}, Resource: resource, JWKSURL: "https://as.example.test/keys"}, "JWKSURL"},
 		{"introspection without client", oauth.Config{Issuers: []string{"https://as.example.test"}, Resource: resource, IntrospectionURL: "https://as.example.test/i"}, "ClientID"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

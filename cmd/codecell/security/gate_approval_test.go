@@ -1,6 +1,7 @@
 package security
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -176,4 +177,65 @@ func TestPurposeImitatesPrompt(t *testing.T) {
 			t.Errorf("the model's purpose adds lines to the prompt:\n%q", got)
 		}
 	}
+}
+
+// TestApprovalShowsEveryArgument (issue 19, third attack round, L1): the
+// approval prompt's 1 KB cut dropped an object's later members, so 200
+// filler arguments hid the one that mattered from the user; and a call
+// that fails validation cost the user a prompt before it failed.
+func TestApprovalShowsEveryArgument(t *testing.T) {
+	t.Parallel()
+	api := newHostileAPI(t)
+	l := newLiar(t)
+	s := start(t, "--config", gateConfig(t, api, l, "[approval]\nrequired_for = [\"api.create_user\", \"liar.note_write\"]\n"))
+	u := &user{}
+	alice := s.connect(t, aliceToken, u, "api", "liar")
+	fill := func(n, size int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "f%03d: %q, ", i, strings.Repeat("x", size))
+		}
+		return b.String()
+	}
+
+	t.Run("every top-level argument named", func(t *testing.T) {
+		// A loose schema (an upstream's) takes any member.
+		for _, c := range []struct{ name, args string }{
+			{"many short", "{" + fill(200, 8) + "text: 'wire the money'}"},
+			{"few long", "{" + fill(6, 400) + "text: 'wire the money'}"},
+		} {
+			_, before := u.seen()
+			rec := alice.run(`await liar.note_write(` + c.args + `)`)
+			_, after := u.seen()
+			if len(after) == len(before) {
+				if rec.Status == "error" && rec.Error.Code == "approval_unavailable" {
+					continue // refused, not asked: nothing hidden from the user
+				}
+				t.Fatalf("%s: neither asked nor refused: %.400s", c.name, rec.raw)
+			}
+			m := after[len(after)-1]
+			if !strings.Contains(m, `"text"`) {
+				t.Errorf("%s: the prompt hides the argument text:\n%.2000s", c.name, m)
+			}
+			if !strings.Contains(m, `"f005"`) {
+				t.Errorf("%s: the prompt hides the argument f005:\n%.2000s", c.name, m)
+			}
+		}
+	})
+	t.Run("invalid arguments not asked", func(t *testing.T) {
+		_, before := u.seen()
+		for _, args := range []string{
+			`{name: 5}`,
+			"{" + fill(200, 8) + "email: 'dana@example.com'}",
+		} {
+			rec := alice.run(`await api.create_user(` + args + `)`)
+			if rec.Status != "error" || rec.Error.Code != "invalid_arguments" {
+				t.Errorf("%.60s: %.400s", args, rec.raw)
+			}
+		}
+		if _, after := u.seen(); len(after) != len(before) {
+			t.Errorf("the user was asked to approve calls that fail validation: %d prompts", len(after)-len(before))
+		}
+	})
+	alice.normal()
 }
