@@ -31,8 +31,9 @@
 // the VMs of each pool slot live in a sandbox worker process: the same
 // binary, started with an empty environment, in a process group of its
 // own, dying with the server (stdin EOF; on Linux also the parent-death
-// signal). Runs take the server's priority; a worker prepares and closes
-// VMs on a thread of lower priority (Linux), and one whose run does not
+// signal). Runs take the server's priority; a worker resets a run's VM
+// for the next at the run's priority, builds and closes VMs on a thread
+// of lower priority (Linux), and one whose run does not
 // stop when interrupted drops to the lowest priority until it is killed. The executor speaks to it over
 // pipes in length-prefixed binary frames (protocol.go): the program and
 // its limits, tool calls and their results, console lines, progress, an

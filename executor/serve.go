@@ -19,10 +19,12 @@ import (
 // else may write to out. Config.WorkerCommand starts a program that calls
 // it, such as codecell's hidden "sandbox-worker" command.
 //
-// Jobs run at the process's priority. Preparing the next run's VM and
-// closing used ones, which no run waits for, happen on a thread of their
-// own at a lower priority (on Linux), so that they take the CPU only
-// when runs and the server leave it. When in and out are pipes, the
+// Jobs run at the process's priority. A root job's VM is reset for the
+// next root job (instance.reset) right after its outcome goes out, at the
+// job's priority, as the next job may be waiting for it; building VMs
+// and closing used ones, which no run waits for, happen on a thread of
+// their own at a lower priority (on Linux), so that they take the CPU
+// only when runs and the server leave it. When in and out are pipes, the
 // worker waits on them through the Go runtime's poller rather than in a
 // blocking read: a frame wakes the goroutine that waits for it without a
 // hand-off between threads.
