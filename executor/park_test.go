@@ -115,9 +115,7 @@ func TestParkBound(t *testing.T) {
 		for _, res := range results {
 			wantOK(t, res, `"yes"`)
 		}
-		if s := e.Stats(); s.Waiting != 0 || s.Running != 0 {
-			t.Fatalf("after the runs: %+v", s)
-		}
+		waitStats(t, e, func(s executor.Stats) bool { return s.Waiting == 0 && s.Running == 0 })
 	})
 }
 
