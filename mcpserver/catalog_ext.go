@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -148,6 +149,9 @@ func (s *Server) toolsCatalog(ctx context.Context, params json.RawMessage, moder
 	}
 	if len(params) > 0 && json.Unmarshal(params, &p) != nil {
 		return nil, &rpcErr{Code: mcp.INVALID_PARAMS, Message: "tools/catalog: params must be {cursor?, query?}"}
+	}
+	if n := utf8.RuneCountInString(p.Query); n > search.MaxQueryLength {
+		return nil, &rpcErr{Code: mcp.INVALID_PARAMS, Message: fmt.Sprintf("tools/catalog: the query is %d characters, over the limit of %d: say the task in a few words", n, search.MaxQueryLength)}
 	}
 	list := s.listedTools(ctx)
 	if q := strings.TrimSpace(p.Query); q != "" {

@@ -130,7 +130,11 @@ func (s *Server) authenticate(r *http.Request) (identity, error) {
 	if s.oauth == nil {
 		return identity{}, errBadStatic
 	}
-	id, err := s.oauth.Validate(r.Context(), tok)
+	ctx := r.Context()
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		ctx = oauth.WithClient(ctx, host)
+	}
+	id, err := s.oauth.Validate(ctx, tok)
 	if err != nil {
 		return identity{}, err
 	}
@@ -141,7 +145,8 @@ func (s *Server) authenticate(r *http.Request) (identity, error) {
 // Bearer challenge (RFC 6750) that, with OAuth on, names the
 // protected-resource metadata (RFC 9728) where a client learns which
 // authorization server to ask; 403 for a token without the required
-// scopes; 503 when the authorization server could not be asked.
+// scopes; 429 when too many tokens are being checked, 503 when the
+// authorization server could not be asked.
 func (s *Server) refuseAuth(w http.ResponseWriter, err error) {
 	s.eng.Metrics().Refused("auth")
 	params := []string{`realm="codecell"`}
@@ -159,6 +164,10 @@ func (s *Server) refuseAuth(w http.ResponseWriter, err error) {
 		code = http.StatusForbidden
 		params = append(params, `error="insufficient_scope"`, `scope="`+strings.Join(s.oauth.RequiredScopes(), " ")+`"`)
 		s.log.Info("refused an access token", "principal", se.Identity.Principal, "missing_scopes", strings.Join(se.Missing, " "))
+	case errors.Is(err, oauth.ErrTooMany):
+		w.Header().Set("Retry-After", "1")
+		httpError(w, http.StatusTooManyRequests, "cannot check the access token now: "+err.Error())
+		return
 	case errors.Is(err, oauth.ErrUnavailable):
 		s.log.Warn("cannot check an access token", "err", err)
 		httpError(w, http.StatusServiceUnavailable, "cannot check the access token now: "+err.Error())
@@ -260,7 +269,8 @@ func (s *Server) addOAuthRoutes(mux *http.ServeMux) {
 
 // guard wraps the MCP endpoints: it refuses foreign Host headers on a
 // loopback listener (403, DNS rebinding), foreign origins (403), bodies
-// over the limit (413), requests without a valid token (401) and session
+// over the limit (413), requests past the open requests' bounds (429),
+// requests without a valid token (401) and session
 // IDs that are unknown, ended or another principal's (404), and puts the
 // authenticated principal into the request's context.
 func (s *Server) guard(next http.Handler) http.Handler {
@@ -288,42 +298,25 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			httpError(w, code, msg)
 			return
 		}
-		var body []byte
-		if r.Body != nil && r.Method == http.MethodPost {
-			max := s.eng.Limits().MaxBodyBytes()
-			if r.ContentLength > max {
-				s.eng.Metrics().Refused("body_size")
-				httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the limit of %d", r.ContentLength, max))
-				return
-			}
-			var err error
-			body, err = readAll(http.MaxBytesReader(w, r.Body, max), r.ContentLength)
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				s.eng.Metrics().Refused("body_size")
-				httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", max))
-				return
-			}
-			if err != nil {
-				// A body that stopped arriving (the read timeout) leaves
-				// the connection unusable: close it.
-				w.Header().Set("Connection", "close")
-				httpError(w, http.StatusBadRequest, "read request body: "+err.Error())
-				return
-			}
-			r.Body = newHeldBody(body)
-		}
 		principal := s.owners.principalOf(r)
-		s.open.bounded(w, r, body, principal, s.authRequired(), func() { s.eng.Metrics().Refused("open_requests") }, next)
+		s.open.bounded(w, r, principal, s.authRequired(), s.eng.Limits().MaxBodyBytes(), func(reason string) { s.eng.Metrics().Refused(reason) }, next)
 	})
 }
 
+// presizeMax is the most readAll allocates before the bytes arrive:
+// nearly every request body is smaller.
+const presizeMax = 64 << 10
+
 // readAll reads r to its end into a buffer of size bytes, the request's
-// Content-Length when it has one, grown if more come.
+// Content-Length when it has one (up to presizeMax), grown if more come.
 func readAll(r io.Reader, size int64) ([]byte, error) {
 	if size <= 0 {
 		return io.ReadAll(r)
 	}
+	// A declared length buys at most presizeMax up front: past it the
+	// buffer grows as bytes arrive, so that headers alone cannot make the
+	// server hold memory (attack6 A1).
+	size = min(size, presizeMax)
 	var b bytes.Buffer
 	b.Grow(int(size) + bytes.MinRead) // room for ReadFrom to see the end without growing
 	_, err := b.ReadFrom(r)

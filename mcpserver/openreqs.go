@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -35,13 +36,15 @@ type openRequests struct {
 	total       int
 	streams     int
 	perPrinc    int
+	bodyBytes   map[string]int64 // bytes of bodies held, by principal
+	bodyTotal   int64
 }
 
 func newOpenRequests(sessionsPerPrincipal int) *openRequests {
 	if sessionsPerPrincipal <= 0 {
 		sessionsPerPrincipal = 64 // engine.SessionLimits' default
 	}
-	return &openRequests{byPrincipal: map[string]int{}, perPrinc: openPerSession * sessionsPerPrincipal}
+	return &openRequests{byPrincipal: map[string]int{}, bodyBytes: map[string]int64{}, perPrinc: openPerSession * sessionsPerPrincipal}
 }
 
 // enter counts a request of principal open, unless a bound is reached;
@@ -78,19 +81,120 @@ func (o *openRequests) leave(principal string, stream bool) {
 	}
 }
 
+// Bodies of requests being read and served are held in the server's
+// memory, each up to limits.max_body_bytes. A principal's bodies together
+// hold at most bodiesPerPrincipal of those, every principal's
+// bodiesTotal; a request whose body does not fit is refused with 429
+// before a byte of it is read.
+const (
+	bodiesPerPrincipal = 8
+	bodiesTotal        = 64
+)
+
+// reserveBody takes n bytes of body for principal, unless a bound is
+// reached; the caller gives them back with giveBody once the request is
+// answered. maxBody is limits.max_body_bytes.
+func (o *openRequests) reserveBody(principal string, shared bool, n, maxBody int64) (ok bool, msg string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	switch {
+	case shared && o.bodyBytes[principal]+n > bodiesPerPrincipal*maxBody:
+		return false, fmt.Sprintf("too many request bytes being read at once for this principal (%d bytes: %d bodies of limits.max_body_bytes); wait for requests to finish", bodiesPerPrincipal*maxBody, bodiesPerPrincipal)
+	case o.bodyTotal+n > bodiesTotal*maxBody:
+		return false, fmt.Sprintf("too many request bytes being read at once on this server (%d bytes); retry shortly", bodiesTotal*maxBody)
+	}
+	o.bodyBytes[principal] += n
+	o.bodyTotal += n
+	return true, ""
+}
+
+func (o *openRequests) giveBody(principal string, n int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.bodyBytes[principal] -= n; o.bodyBytes[principal] <= 0 {
+		delete(o.bodyBytes, principal)
+	}
+	o.bodyTotal -= n
+}
+
+// streamed counts a request already counted open as a stream, once its
+// body shows it is one, unless the streams' bound is reached.
+func (o *openRequests) streamed() (ok bool, msg string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.streams >= openStreams {
+		return false, fmt.Sprintf("too many event streams open at once on this server (%d; the rest is kept for calls); retry the stream shortly", openStreams)
+	}
+	o.streams++
+	return true, ""
+}
+
 // bounded serves r through next while it is counted open for its
-// principal; shared says principals are told apart, body is r's body as
-// read (nil for a request without one).
-func (o *openRequests) bounded(w http.ResponseWriter, r *http.Request, body []byte, principal string, shared bool, refused func(), next http.Handler) {
-	stream := isStream(r, body)
-	ok, msg := o.enter(principal, shared, stream)
-	if !ok {
-		refused()
+// principal; shared says principals are told apart. The request is
+// counted before its body is read, and the body's bytes (its
+// Content-Length, or maxBody for a body of unknown length) are reserved
+// before the first is read and given back once it is answered, so that
+// uploads in progress are within the bounds as calls are. refused is
+// told why a request was refused (a Refused metric's reason).
+func (o *openRequests) bounded(w http.ResponseWriter, r *http.Request, principal string, shared bool, maxBody int64, refused func(reason string), next http.Handler) {
+	tooMany := func(reason, msg string) {
+		refused(reason)
 		w.Header().Set("Retry-After", "5")
 		httpError(w, http.StatusTooManyRequests, msg)
+	}
+	stream := r.Method == http.MethodGet
+	ok, msg := o.enter(principal, shared, stream)
+	if !ok {
+		tooMany("open_requests", msg)
 		return
 	}
-	defer o.leave(principal, stream)
+	defer func() { o.leave(principal, stream) }()
+	var body []byte
+	if r.Body != nil && r.Method == http.MethodPost {
+		if r.ContentLength > maxBody {
+			refused("body_size")
+			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the limit of %d", r.ContentLength, maxBody))
+			return
+		}
+		held := maxBody
+		if r.ContentLength >= 0 {
+			held = r.ContentLength
+		}
+		if ok, msg := o.reserveBody(principal, shared, held, maxBody); !ok {
+			// The body is not read: the connection cannot serve another
+			// request.
+			w.Header().Set("Connection", "close")
+			tooMany("body_bytes", msg)
+			return
+		}
+		defer func() { o.giveBody(principal, held) }()
+		var err error
+		body, err = readAll(http.MaxBytesReader(w, r.Body, maxBody), r.ContentLength)
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			refused("body_size")
+			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", maxBody))
+			return
+		}
+		if err != nil {
+			// A body that stopped arriving (the read timeout) leaves
+			// the connection unusable: close it.
+			w.Header().Set("Connection", "close")
+			httpError(w, http.StatusBadRequest, "read request body: "+err.Error())
+			return
+		}
+		// A body of unknown length holds what it turned out to be.
+		o.giveBody(principal, held-int64(len(body)))
+		held = int64(len(body))
+		r.Body = newHeldBody(body)
+	}
+	if !stream && isStream(r, body) {
+		if ok, msg := o.streamed(); !ok {
+			tooMany("open_requests", msg)
+			return
+		}
+		stream = true
+	}
 	next.ServeHTTP(w, r)
 }
 

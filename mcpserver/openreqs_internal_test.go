@@ -18,9 +18,9 @@ func TestOpenRequestsKeepCalls(t *testing.T) {
 	hold := make(chan struct{})
 	var held sync.WaitGroup
 	streaming := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-hold })
-	serve := func(r *http.Request, body []byte, principal string, next http.Handler) int {
+	serve := func(r *http.Request, principal string, next http.Handler) int {
 		w := httptest.NewRecorder()
-		o.bounded(w, r, body, principal, true, func() {}, next)
+		o.bounded(w, r, principal, true, 4<<20, func(string) {}, next)
 		return w.Code
 	}
 	// Each principal opens as many streams as it may, half Streamable
@@ -32,16 +32,14 @@ func TestOpenRequestsKeepCalls(t *testing.T) {
 		principal := fmt.Sprintf("https://as.example.test#user%d", p)
 		for i := range o.perPrinc {
 			r := httptest.NewRequest(http.MethodGet, "/mcp", nil)
-			var body []byte
 			if i%2 == 1 {
-				body = listen
-				r = httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(string(body)))
+				r = httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(string(listen)))
 			}
 			entered := make(chan struct{})
 			held.Add(1)
 			go func() {
 				defer held.Done()
-				code := serve(r, body, principal, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				code := serve(r, principal, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					close(entered)
 					streaming(w, r)
 				}))
@@ -60,15 +58,66 @@ func TestOpenRequestsKeepCalls(t *testing.T) {
 	}
 	call := []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code"}}`)
 	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(string(call)))
-	if code := serve(r, call, "alice", http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})); code != http.StatusOK {
+	if code := serve(r, "alice", http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})); code != http.StatusOK {
 		t.Errorf("another principal's call, with every stream held: %d, want 200", code)
 	}
-	if code := serve(httptest.NewRequest(http.MethodGet, "/mcp", nil), nil, "alice", http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})); code != http.StatusTooManyRequests {
+	if code := serve(httptest.NewRequest(http.MethodGet, "/mcp", nil), "alice", http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})); code != http.StatusTooManyRequests {
 		t.Errorf("a stream past the streams' part: %d, want 429", code)
 	}
 	close(hold)
 	held.Wait()
 	if o.total != 0 || o.streams != 0 || len(o.byPrincipal) != 0 {
 		t.Errorf("after every request ended: %d open, %d streams, %d principals", o.total, o.streams, len(o.byPrincipal))
+	}
+}
+
+// TestOpenRequestsBodies (issue 19, fourth attack round, A1): bodies were
+// read before the request was counted open, and their bytes were counted
+// nowhere, so one principal's stalled uploads held the server's memory
+// without bound. A request is counted before its body is read, and a
+// body whose bytes do not fit the principal's share is refused unread.
+func TestOpenRequestsBodies(t *testing.T) {
+	const maxBody = 1 << 10
+	o := newOpenRequests(64)
+	hold := make(chan struct{})
+	var held sync.WaitGroup
+	refusedWith := map[string]int{}
+	var mu sync.Mutex
+	serve := func(principal string, size int, next http.Handler) int {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(strings.Repeat("x", size)))
+		o.bounded(w, r, principal, true, maxBody, func(reason string) {
+			mu.Lock()
+			refusedWith[reason]++
+			mu.Unlock()
+		}, next)
+		return w.Code
+	}
+	// alice's calls hold their bodies until they end.
+	for range bodiesPerPrincipal {
+		entered := make(chan struct{})
+		held.Add(1)
+		go func() {
+			defer held.Done()
+			serve("alice", maxBody, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { close(entered); <-hold }))
+		}()
+		<-entered
+	}
+	if code := serve("alice", 10, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})); code != http.StatusTooManyRequests {
+		t.Errorf("alice's body past her share: %d, want 429", code)
+	}
+	if refusedWith["body_bytes"] != 1 {
+		t.Errorf("refusals: %v, want one body_bytes", refusedWith)
+	}
+	if code := serve("bob", maxBody, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})); code != http.StatusOK {
+		t.Errorf("bob's body while alice holds her share: %d, want 200", code)
+	}
+	if code := serve("bob", maxBody+1, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("a body over the limit: %d, want 413", code)
+	}
+	close(hold)
+	held.Wait()
+	if o.total != 0 || o.bodyTotal != 0 || len(o.bodyBytes) != 0 {
+		t.Errorf("after every request ended: %d open, %d body bytes, %d principals holding bodies", o.total, o.bodyTotal, len(o.bodyBytes))
 	}
 }

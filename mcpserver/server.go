@@ -162,12 +162,14 @@ type Server struct {
 	auth   *authenticator
 	owners *sessionOwners
 	// open bounds the HTTP requests open at once per principal.
-	open   *openRequests
-	tracer trace.Tracer
-	levels levelSet
-	subs   subscriptions
-	events *eventStore
-	tasks  *taskCalls
+	open *openRequests
+	// sseMsgs follows requests posted to SSE sessions until answered.
+	sseMsgs *sseMessages
+	tracer  trace.Tracer
+	levels  levelSet
+	subs    subscriptions
+	events  *eventStore
+	tasks   *taskCalls
 	// tasks26 are execute_code's tasks of protocol 2026-07-28.
 	tasks26 *tasks26
 
@@ -221,15 +223,16 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		return nil, errors.New("new server: no executor")
 	}
 	s := &Server{
-		cfg:    cfg,
-		log:    log,
-		reg:    reg,
-		exec:   exec,
-		auth:   newAuthenticator(cfg.Auth),
-		owners: newSessionOwners(cfg.Principal),
-		open:   newOpenRequests(cfg.Sessions.PerPrincipal),
-		tracer: newTracer(cfg.TracerProvider),
-		events: newEventStore(256, 8<<20, 1024),
+		cfg:     cfg,
+		log:     log,
+		reg:     reg,
+		exec:    exec,
+		auth:    newAuthenticator(cfg.Auth),
+		owners:  newSessionOwners(cfg.Principal),
+		open:    newOpenRequests(cfg.Sessions.PerPrincipal),
+		sseMsgs: newSSEMessages(),
+		tracer:  newTracer(cfg.TracerProvider),
+		events:  newEventStore(256, 8<<20, 1024),
 	}
 	if err = s.initEngine(); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)

@@ -233,8 +233,8 @@ func (s *Server) newHTTP() *httpTransports {
 		mux: http.NewServeMux(),
 	}
 	h.mux.Handle(PathStreamable, s.guard(s.drainGate(s.extensionHTTP(s.taskResults(s.ownTaskNotes(h.streamable))))))
-	h.mux.Handle(PathSSE, s.guard(s.ownTaskNotes(h.sse.SSEHandler())))
-	h.mux.Handle(PathMessage, s.guard(s.extensionSSE(h.sse, h.sse.MessageHandler())))
+	h.mux.Handle(PathSSE, s.guard(s.ownTaskNotes(s.sseStream(h.sse.SSEHandler()))))
+	h.mux.Handle(PathMessage, s.guard(s.sseMessage(s.extensionSSE(h.sse, h.sse.MessageHandler()))))
 	h.mux.Handle("GET "+PathMetrics, s.guard(s.eng.Metrics().Handler()))
 	h.mux.Handle("GET /{$}", s.hostOnly(http.HandlerFunc(s.home)))
 	s.addOAuthRoutes(h.mux)

@@ -14,6 +14,7 @@ import (
 	"unicode"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/tools"
@@ -426,19 +427,25 @@ const maxProgramPrompt = 2048
 // prompt shows it: on one line, quoted, with no control or format
 // character — so that it cannot add lines that read as the prompt's own
 // (a forged "Arguments, as the model sees them: …" after blank lines) —
-// and not at all when it holds the prompt's own words.
+// and not at all when it holds the prompt's own words. The words are
+// looked for in what would be shown, in its compatibility form (NFKC),
+// so that a zero-width or full-width character cannot hide them.
 func shownPurpose(purpose string) string {
-	for _, own := range []string{policyPromptHead, programPromptHead, "Arguments, as the model sees them", "Accept to allow", "decline to refuse"} {
-		if strings.Contains(strings.ToLower(purpose), strings.ToLower(own)) {
-			return "(not shown: it imitates this prompt's own words)"
-		}
-	}
 	one := strings.Join(strings.Fields(strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r) {
+		switch {
+		case unicode.Is(unicode.Cf, r):
+			return -1
+		case unicode.IsControl(r) || unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r):
 			return ' '
 		}
 		return r
 	}, purpose)), " ")
+	folded := strings.ToLower(strings.Join(strings.Fields(norm.NFKC.String(one)), " "))
+	for _, own := range []string{policyPromptHead, programPromptHead, "Arguments, as the model sees them", "Accept to allow", "decline to refuse"} {
+		if strings.Contains(folded, strings.ToLower(own)) {
+			return "(not shown: it imitates this prompt's own words)"
+		}
+	}
 	return strconv.Quote(one)
 }
 
@@ -664,23 +671,25 @@ func (a *approvals) form(c *Call, raw json.RawMessage) (json.RawMessage, error) 
 }
 
 // credentialFields refuses a form that asks for a credential: a field
-// whose name or title the output filter takes for one (password, api_key,
-// token, secret, …). MCP forbids asking for sensitive information through
+// whose name, title or description the output filter takes for one
+// (password, api_key, token, secret, …; "Your account password" as much
+// as a field named password). MCP forbids asking for sensitive information through
 // elicitation, and what the user types goes to the program. schema is a
 // form as form rebuilt it; one that cannot be read is refused.
 func credentialFields(schema json.RawMessage) error {
 	var sch struct {
 		Properties map[string]struct {
-			Title string `json:"title"`
+			Title       string `json:"title"`
+			Description string `json:"description"`
 		} `json:"properties"`
 	}
 	if err := json.Unmarshal(schema, &sch); err != nil {
 		return &tools.Error{Code: tools.CodeInvalidArguments, Tool: "approval.request",
-			Message: "the form cannot be checked for credentials; send a flat form whose titles are strings"}
+			Message: "the form cannot be checked for credentials; send a flat form whose titles and descriptions are strings"}
 	}
 	var bad []string
 	for name, p := range sch.Properties {
-		for _, n := range []string{name, p.Title} {
+		for _, n := range []string{name, p.Title, p.Description} {
 			if m, ok := filter.MatchField(n); ok && filter.DefaultAction(m.Class) == filter.ActionRedact {
 				bad = append(bad, fmt.Sprintf("%s (%s)", name, m.Class))
 				break

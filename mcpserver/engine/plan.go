@@ -68,10 +68,18 @@ func (c PlanConfig) withDefaults() PlanConfig {
 type planRecorder struct {
 	mu    sync.Mutex
 	steps []plannedStep
+	bytes int // of the steps' arguments
 }
 
-// maxPlanSteps bounds a plan.
-const maxPlanSteps = 1000
+// maxPlanSteps and maxPlanBytes bound a plan: its writes, and the bytes
+// of their arguments together. A planned write goes to no source, so no
+// source's limit bounds its arguments; without a bound, 40 writes of one
+// 4 MiB string took 1.7 GiB of the server's memory as they were
+// recorded, shown, sealed and stored (issue 19, fourth round, A10).
+const (
+	maxPlanSteps = 1000
+	maxPlanBytes = 4 << 20
+)
 
 // records reports whether a call of t is recorded rather than made: any
 // call of a tool not known to be read-only (tools.Annotations.
@@ -92,6 +100,10 @@ func (p *planRecorder) add(tool string, args, provenance json.RawMessage, known 
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
+	if p.bytes+len(args) > maxPlanBytes {
+		return nil, tools.Errorf("plan_too_large", "a plan holds at most %d bytes of its writes' arguments, and this write's %d would make it %d; plan fewer or smaller writes per run", maxPlanBytes, len(args), p.bytes+len(args))
+	}
+	p.bytes += len(args)
 	p.steps = append(p.steps, plannedStep{PlanStep: memory.PlanStep{Tool: tool, Args: append(json.RawMessage(nil), args...), Provenance: provenance}, known: known})
 	return json.RawMessage(fmt.Sprintf(`{"planned":true,"id":%d}`, len(p.steps))), nil
 }

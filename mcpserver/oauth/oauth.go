@@ -125,6 +125,11 @@ var ErrInvalidToken = errors.New("invalid access token")
 // did not answer usefully.
 var ErrUnavailable = errors.New("authorization server unavailable")
 
+// ErrTooMany means the token could not be checked now because too many
+// tokens were being checked: introspection calls are bounded in number
+// and rate, per client and in all. The client may retry shortly.
+var ErrTooMany = errors.New("too many access tokens being checked at once")
+
 // ScopeError is a valid token that lacks required scopes.
 type ScopeError struct {
 	// Identity is who the token authenticates.
@@ -160,8 +165,10 @@ type Validator struct {
 	// meta holds each issuer's discovered metadata.
 	meta map[string]*issuerMeta
 
-	introMu    sync.Mutex
-	introCache map[[sha256.Size]byte]introEntry
+	introMu      sync.Mutex
+	introCache   map[[sha256.Size]byte]introEntry // identities
+	introRefused map[[sha256.Size]byte]introEntry // refusals, apart
+	introCalls   *callBound
 }
 
 // New returns a validator for cfg. It fetches nothing yet.
@@ -198,12 +205,14 @@ func New(cfg Config) (*Validator, error) {
 	}
 	cfg.RequiredScopes = normScopes(cfg.RequiredScopes)
 	v := &Validator{
-		cfg:        cfg,
-		log:        cfg.Logger.With("component", "oauth"),
-		http:       cfg.HTTPClient,
-		keys:       map[string]*keySet{},
-		meta:       map[string]*issuerMeta{},
-		introCache: map[[sha256.Size]byte]introEntry{},
+		cfg:          cfg,
+		log:          cfg.Logger.With("component", "oauth"),
+		http:         cfg.HTTPClient,
+		keys:         map[string]*keySet{},
+		meta:         map[string]*issuerMeta{},
+		introCache:   map[[sha256.Size]byte]introEntry{},
+		introRefused: map[[sha256.Size]byte]introEntry{},
+		introCalls:   newCallBound(),
 	}
 	for _, iss := range cfg.Issuers {
 		v.meta[iss] = &issuerMeta{v: v, issuer: iss}

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -401,5 +402,47 @@ func TestPrincipalNamespaces(t *testing.T) {
 	}
 	if _, err := newValidator(t, intro(one.URL, two.URL)).Validate(t.Context(), opaque); !errors.Is(err, oauth.ErrInvalidToken) || !strings.Contains(err.Error(), "names no issuer") {
 		t.Errorf("an answer without iss among two issuers: %v", err)
+	}
+}
+
+// TestIntrospectionFlood (issue 19, fourth attack round, A2): every
+// unknown token was one introspection call, for anyone who could reach
+// the port, and the refusals shared one cache with the identities, whose
+// random evictions dropped valid principals' answers. Calls for tokens
+// not cached are bounded per client and in all, and refusals are cached
+// apart: a flood is refused with ErrTooMany without asking, and a cached
+// identity stays cached.
+func TestIntrospectionFlood(t *testing.T) {
+	t.Parallel()
+	as := oauthtest.New(t)
+	v := newValidator(t, oauth.Config{
+		Issuers: []string{as.URL}, IntrospectionURL: as.URL + "/introspect",
+		ClientID: oauthtest.IntrospectionClientID, ClientSecret: oauthtest.IntrospectionSecret,
+	})
+	good := as.Opaque(as.Claims("erin", resource))
+	if _, err := v.Validate(oauth.WithClient(t.Context(), "192.0.2.1"), good); err != nil {
+		t.Fatal(err)
+	}
+	n := as.Introspections()
+	attacker := oauth.WithClient(t.Context(), "198.51.100.7")
+	var tooMany int
+	const flood = 200
+	for i := range flood {
+		_, err := v.Validate(attacker, fmt.Sprintf("junk-%d", i))
+		switch {
+		case errors.Is(err, oauth.ErrTooMany):
+			tooMany++
+		case !errors.Is(err, oauth.ErrInvalidToken):
+			t.Fatalf("token %d: err = %v", i, err)
+		}
+	}
+	if calls := as.Introspections() - n; calls > flood/4 || tooMany == 0 {
+		t.Errorf("%d unknown tokens from one client: %d introspection calls, %d refused as too many", flood, calls, tooMany)
+	}
+	if _, err := v.Validate(oauth.WithClient(t.Context(), "192.0.2.1"), good); err != nil {
+		t.Errorf("the valid token after the flood: %v", err)
+	}
+	if as.Introspections() != n+flood-tooMany {
+		t.Errorf("the valid token was introspected again after the flood")
 	}
 }

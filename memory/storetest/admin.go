@@ -44,7 +44,7 @@ func testAuditListings(t *testing.T, open Opener) {
 		{"all, newest first", memory.ExecutionQuery{}, "[r3 r2 r1]"},
 		{"principal", memory.ExecutionQuery{Principal: &alice}, "[r3 r1]"},
 		{"status", memory.ExecutionQuery{Status: "error"}, "[r3 r2]"},
-		{"session", memory.ExecutionQuery{Session: "s2"}, "[r2]"},
+		{"session", memory.ExecutionQuery{Session: memory.SessionHash("s2")}, "[r2]"},
 		{"code hash", memory.ExecutionQuery{CodeHash: memory.Hash([]byte("2"))}, "[r2]"},
 		{"since", memory.ExecutionQuery{Since: base.Add(time.Minute)}, "[r3 r2]"},
 		{"until", memory.ExecutionQuery{Until: base.Add(time.Minute)}, "[r1]"},
@@ -222,6 +222,34 @@ func testReindex(t *testing.T, open Opener) {
 	}
 	_, err = other.Recall(alice, memory.RecallInput{Query: "backup"})
 	wantCode(t, err, memory.ErrEmbedderMismatch)
+}
+
+// testUpgradeOffline: a store whose vectors the previous offline
+// default made (HashEmbedder at 384 dimensions) is re-embedded when an
+// instance with the default embedder opens it, and recalls in other
+// words at once.
+func testUpgradeOffline(t *testing.T, open Opener) {
+	st, second := open(t)
+	if second == nil {
+		t.Skip("no second instance")
+	}
+	alice := as(t.Context(), "alice")
+	remember(t, st, alice,
+		memory.RememberInput{Content: "Dogs are allowed in the office on Fridays"},
+		memory.RememberInput{Content: "The backup job runs nightly at 2am"})
+	if _, err := st.Reindex(t.Context(), memory.NewHashEmbedder(memory.DefaultDimensions)); err != nil {
+		t.Fatal(err)
+	}
+	other := second() // configured with the default embedder
+	status, err := other.EmbedderStatus(t.Context())
+	want := memory.NewWordsEmbedder()
+	if err != nil || status.Stored != want.Name() || status.StoredDimensions != want.Dimensions() {
+		t.Fatalf("status after opening with the default embedder = %+v %v, want the vectors re-embedded by %s", status, err, want.Name())
+	}
+	res, err := other.Recall(alice, memory.RecallInput{Query: "can I bring my puppy to work", Mode: memory.ModeVector, Limit: 1})
+	if err != nil || len(res.Results) != 1 || res.Results[0].Content != "Dogs are allowed in the office on Fridays" {
+		t.Fatalf("recall after the upgrade = %+v %v", res.Results, err)
+	}
 }
 
 // Fill stores a little of everything an export carries, for alice and

@@ -27,7 +27,7 @@ const (
 	CodeRateLimited     = "rate_limited"     // the source's rate limit leaves no room before the deadline
 	CodeTooLarge        = "response_too_large"
 	CodeBinary          = "binary_response" // a binary response and nowhere to keep it
-	CodeHostRefused     = "host_refused"    // a pagination link to a host not allowed
+	CodeHostRefused     = "host_refused"    // a pagination link to a host not allowed, or from https to http
 )
 
 // maxErrorBody bounds the API's error body quoted in an error message.
@@ -94,6 +94,16 @@ func (s *Source) call(ctx context.Context, o *operation, args json.RawMessage, n
 	var req *request
 	var err error
 	if next != nil {
+		// A next page goes where the first did, never from https to
+		// http (as a redirect): a link to http:// would send the
+		// source's credentials, and the answer, in clear text.
+		first, err := s.newRequest(o, args)
+		if err != nil {
+			return nil, err
+		}
+		if next.Scheme != "https" && (next.Scheme != "http" || first.url.Scheme == "https") {
+			return nil, &tools.Error{Code: CodeHostRefused, Message: fmt.Sprintf("the next page's URL is %s://%s, and the first page's %s://: a next page is fetched over http or https only, and never from https to http", next.Scheme, next.Host, first.url.Scheme)}
+		}
 		req = &request{method: http.MethodGet, url: next, header: http.Header{}}
 		s.prepareHeaders(o, req)
 	} else if req, err = s.newRequest(o, args); err != nil {

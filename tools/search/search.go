@@ -42,6 +42,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/lexicon"
@@ -62,6 +63,10 @@ const (
 const (
 	DefaultLimit = 5
 	MaxLimit     = 50
+	// MaxQueryLength bounds a query's text, in characters: a search
+	// weighs every word of it against every tool, and a task is said in
+	// a few words (issue 19, fourth round, A5: 3.4 MB cost 3 s of CPU).
+	MaxQueryLength = 1024
 )
 
 // ErrInvalidQuery is wrapped by every error Search returns for a query the
@@ -207,6 +212,9 @@ func (ix *Index) SearchContext(ctx context.Context, q Query) ([]Hit, error) {
 		limit = MaxLimit
 	}
 	text := strings.TrimSpace(q.Text)
+	if n := utf8.RuneCountInString(text); n > MaxQueryLength {
+		return nil, fmt.Errorf("%w: the query is %d characters, over the limit of %d: say the task in a few words", ErrInvalidQuery, n, MaxQueryLength)
+	}
 	if text == "" && q.Category == "" {
 		return nil, fmt.Errorf("%w: give words to search for, or a category to list", ErrInvalidQuery)
 	}
