@@ -288,6 +288,19 @@ func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Log
 		}
 		log.Debug("loaded catalogue", "path", cfg.Server.Catalog, "tools", len(reg.List())-before)
 	}
+	// A confined stdio upstream is denied codecell's paths that exist
+	// when it starts: the data directory and the filter key are made
+	// first. A first start made them after, and the upstream could read
+	// the key (issue 19, fourth round, A7).
+	if dir, err := cfg.dataDir(); err == nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			log.Warn("cannot create the data directory; set server.data_dir to a writable one", "path", dir, "err", err)
+		}
+	}
+	fcfg, key, rules, err := filterSetup(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
 	// As early as possible: they connect while the rest starts.
 	if up, err = startUpstreams(cfg, reg, store, log); err != nil {
 		return nil, nil, err
@@ -298,10 +311,6 @@ func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Log
 		}
 	}()
 	expose, err := mcpserver.ParseExpose(cfg.Server.Expose)
-	if err != nil {
-		return nil, nil, err
-	}
-	fcfg, key, rules, err := filterSetup(cfg)
 	if err != nil {
 		return nil, nil, err
 	}

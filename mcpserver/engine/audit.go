@@ -36,8 +36,9 @@ type auditor struct {
 }
 
 // The audit keeps a run's code whole up to auditCodeBytesPerDay of each
-// principal's programs a day; past it, the first auditCodeHead bytes of a
-// longer program, with its size, and its hash (code_hash) of the whole.
+// principal's programs longer than auditCodeHead a day; past it, the
+// first auditCodeHead bytes of such a program, with its size, and its
+// hash (code_hash) of the whole. Shorter programs are kept whole.
 // One principal's cheap runs of 100 KB programs wrote about 70 MB a
 // minute before, kept for memory.audit_max_age (issue 19, fourth round,
 // A9). The count is the process's: a restart starts a new day.
@@ -67,7 +68,11 @@ func (c *auditCodes) clip(e memory.Execution) memory.Execution {
 		c.day, c.kept = day, map[string]int64{} // a new day: everyone starts again
 	}
 	n := int64(len(e.Code))
-	whole := c.kept[e.Principal]+n <= auditCodeBytesPerDay || n <= auditCodeHead
+	if n <= auditCodeHead { // kept whole, as a clipped one would be kept
+		c.mu.Unlock()
+		return e
+	}
+	whole := c.kept[e.Principal]+n <= auditCodeBytesPerDay
 	if whole {
 		c.kept[e.Principal] += n
 	}
