@@ -671,14 +671,16 @@ func (a *approvals) form(c *Call, raw json.RawMessage) (json.RawMessage, error) 
 }
 
 // credentialFields refuses a form that asks for a credential: a field
-// whose name or title the output filter takes for one (password, api_key,
-// token, secret, …). MCP forbids asking for sensitive information through
+// whose name, title or description the output filter takes for one
+// (password, api_key, token, secret, …; "Your account password" of a
+// field named answer). MCP forbids asking for sensitive information through
 // elicitation, and what the user types goes to the program. schema is a
 // form as form rebuilt it; one that cannot be read is refused.
 func credentialFields(schema json.RawMessage) error {
 	var sch struct {
 		Properties map[string]struct {
-			Title string `json:"title"`
+			Title       string `json:"title"`
+			Description string `json:"description"`
 		} `json:"properties"`
 	}
 	if err := json.Unmarshal(schema, &sch); err != nil {
@@ -687,7 +689,7 @@ func credentialFields(schema json.RawMessage) error {
 	}
 	var bad []string
 	for name, p := range sch.Properties {
-		for _, n := range []string{name, p.Title} {
+		for _, n := range []string{name, p.Title, p.Description} {
 			if m, ok := filter.MatchField(n); ok && filter.DefaultAction(m.Class) == filter.ActionRedact {
 				bad = append(bad, fmt.Sprintf("%s (%s)", name, m.Class))
 				break
