@@ -303,12 +303,20 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	})
 }
 
+// presizeMax is the most readAll allocates before the bytes arrive:
+// nearly every request body is smaller.
+const presizeMax = 64 << 10
+
 // readAll reads r to its end into a buffer of size bytes, the request's
-// Content-Length when it has one, grown if more come.
+// Content-Length when it has one (up to presizeMax), grown if more come.
 func readAll(r io.Reader, size int64) ([]byte, error) {
 	if size <= 0 {
 		return io.ReadAll(r)
 	}
+	// A declared length buys at most presizeMax up front: past it the
+	// buffer grows as bytes arrive, so that headers alone cannot make the
+	// server hold memory (attack6 A1).
+	size = min(size, presizeMax)
 	var b bytes.Buffer
 	b.Grow(int(size) + bytes.MinRead) // room for ReadFrom to see the end without growing
 	_, err := b.ReadFrom(r)

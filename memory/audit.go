@@ -13,9 +13,13 @@ type Execution struct {
 	// again when it ends.
 	ID        string `json:"id"`
 	Principal string `json:"principal"`
-	Session   string `json:"session"`
-	Language  string `json:"language"`
-	Code      string `json:"code"`
+	// Session is the MCP session the run came in. The store keeps only
+	// its SessionHash, as the server log writes it (a session ID is a
+	// bearer credential for its session), so a record read back carries
+	// the hash.
+	Session  string `json:"session"`
+	Language string `json:"language"`
+	Code     string `json:"code"`
 	// CodeHash is the hex SHA-256 of Code; computed when empty.
 	CodeHash string `json:"code_hash"`
 	// Status is the caller's word: running, ok, error, timeout…
@@ -64,17 +68,31 @@ func Hash(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
+// SessionHash is the form of an MCP session ID that the audit log, the
+// server log and spans keep: a session ID is a bearer credential for its
+// session, and a short hash tells sessions apart and joins the audit log
+// to the server log. Empty for no session.
+func SessionHash(id string) string {
+	if id == "" {
+		return ""
+	}
+	h := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(h[:4])
+}
+
 // AuditCodeLimit is the most code an audit record keeps.
 const AuditCodeLimit = 1 << 20
 
 // ExecutionQuery selects audit records. Empty fields select all.
 type ExecutionQuery struct {
 	Principal *string
-	Session   string
-	Status    string
-	CodeHash  string
-	Since     time.Time
-	Until     time.Time
+	// Session selects a session's runs by its SessionHash, the form the
+	// audit log and the server log (session_hash) keep.
+	Session  string
+	Status   string
+	CodeHash string
+	Since    time.Time
+	Until    time.Time
 	// Before continues a listing: records started before this one's
 	// (StartedAt, ID).
 	Before *Execution

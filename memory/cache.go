@@ -13,10 +13,15 @@ import (
 // WithProvenance), so that a value cached by one run is known by its
 // sources in the next.
 
-// Cache kinds.
+// Cache kinds. CacheJournal holds the journals of runs resumed after
+// input_required (protocol 2026-07-28): they are kept apart from the
+// shared bound (Limits.MaxCacheBytes neither counts nor evicts them, so
+// that no other principal's writes evict a pending run's journal) and
+// bounded per principal instead (Limits.MaxPrincipalJournalBytes).
 const (
-	CacheUser = "user"
-	CacheMemo = "memo"
+	CacheUser    = "user"
+	CacheMemo    = "memo"
+	CacheJournal = "mrtr-journal"
 )
 
 // CacheEntry is a cached value.
@@ -57,7 +62,8 @@ func CheckCacheSet(in CacheSetInput) error {
 }
 
 // CacheVictim is an entry CacheSet evicts to keep every principal's
-// entries within Limits.MaxCacheBytes.
+// entries within Limits.MaxCacheBytes, or a principal's journals within
+// Limits.MaxPrincipalJournalBytes.
 type CacheVictim struct {
 	Principal, Kind, Key string
 	Bytes                int64

@@ -27,8 +27,25 @@ type Limits struct {
 	// MaxCacheBytes bounds the values of every principal's cache
 	// entries together (cache.set and memoised results): 256 MiB. A
 	// CacheSet past it evicts the oldest entries, expired ones first,
-	// whoever set them.
+	// whoever set them — never a journal (CacheJournal), which it does
+	// not count either.
 	MaxCacheBytes int64
+	// MaxPrincipalJournalBytes bounds a principal's journals of runs
+	// waiting for the client's input (CacheJournal) together: 64 MiB. A
+	// journal set past it evicts that principal's oldest journals,
+	// expired ones first, never another's.
+	MaxPrincipalJournalBytes int64
+	// A principal's memories and knowledge graph (see CheckUsage): how
+	// many memories (100000) and their content, tags and metadata
+	// together (256 MiB); how many entities (100000) and relations
+	// (200000), and their names, descriptions, types and properties
+	// together (64 MiB). A write that would take a principal past one
+	// fails with CodeQuotaExceeded.
+	MaxMemories       int
+	MaxMemoryBytes    int64
+	MaxGraphEntities  int
+	MaxGraphRelations int
+	MaxGraphBytes     int64
 }
 
 // Defaults returns l with every unset limit at its default.
@@ -55,6 +72,12 @@ func (l Limits) Defaults() Limits {
 	def(&l.MaxSkillCodeBytes, 100_000)
 	def(&l.MaxSkills, 500)
 	def64(&l.MaxCacheBytes, 256<<20)
+	def64(&l.MaxPrincipalJournalBytes, 64<<20)
+	def(&l.MaxMemories, 100_000)
+	def64(&l.MaxMemoryBytes, 256<<20)
+	def(&l.MaxGraphEntities, 100_000)
+	def(&l.MaxGraphRelations, 200_000)
+	def64(&l.MaxGraphBytes, 64<<20)
 	return l
 }
 

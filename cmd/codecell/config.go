@@ -144,6 +144,9 @@ type LimitsConfig struct {
 	// MaxJournalBytes bounds what a run of protocol 2026-07-28 keeps to
 	// be replayed after input_required.
 	MaxJournalBytes int `toml:"max_journal_bytes"`
+	// MaxPrincipalJournalBytes bounds a principal's stored journals
+	// together (memory.Limits.MaxPrincipalJournalBytes).
+	MaxPrincipalJournalBytes int64 `toml:"max_principal_journal_bytes"`
 	// Stdio applies the per-principal rate limits to stdio's local user
 	// too; by default they apply to HTTP principals only.
 	Stdio bool `toml:"stdio"`
@@ -192,6 +195,12 @@ type MemoryConfig struct {
 	ResultsMaxBytes          int64 `toml:"results_max_bytes"`
 	WorkspaceMaxFileBytes    int64 `toml:"workspace_max_file_bytes"`
 	WorkspaceMaxBytes        int64 `toml:"workspace_max_bytes"`
+	// Quotas of a principal's memories and graph (memory.Limits).
+	MaxMemories       int   `toml:"max_memories"`
+	MaxMemoryBytes    int64 `toml:"max_memory_bytes"`
+	MaxGraphEntities  int   `toml:"max_graph_entities"`
+	MaxGraphRelations int   `toml:"max_graph_relations"`
+	MaxGraphBytes     int64 `toml:"max_graph_bytes"`
 	// Backend and DSN choose the store (config_backend.go).
 	Backend   string `toml:"backend"`
 	DSN       string `toml:"dsn"`
@@ -245,6 +254,7 @@ func defaultConfig() Config {
 			ResultBytesInFlight:       256 << 20,
 			ResultBytesInFlightPerRun: 128 << 20,
 			MaxJournalBytes:           1 << 20, // engine.DefaultMaxJournalBytes
+			MaxPrincipalJournalBytes:  64 << 20,
 			SessionIdleTTL:            Duration(time.Hour),
 			SessionsPerPrincipal:      64,
 			VaultBytes:                8 << 20,
@@ -267,6 +277,11 @@ func defaultConfig() Config {
 			ResultsMaxBytes:          1 << 30,
 			WorkspaceMaxFileBytes:    8 << 20,
 			WorkspaceMaxBytes:        256 << 20,
+			MaxMemories:              100_000,
+			MaxMemoryBytes:           256 << 20,
+			MaxGraphEntities:         100_000,
+			MaxGraphRelations:        200_000,
+			MaxGraphBytes:            64 << 20,
 		},
 		Cache: defaultCacheConfig(),
 	}
@@ -745,6 +760,9 @@ func (c *Config) validate(env func(string) string) []error {
 	if l.MaxJournalBytes > c.Cache.MaxValueBytes {
 		bad("limits.max_journal_bytes", "%d is over cache.max_value_bytes %d: the store keeps a run's journal as a cache entry; raise cache.max_value_bytes too, or lower this", l.MaxJournalBytes, c.Cache.MaxValueBytes)
 	}
+	if l.MaxPrincipalJournalBytes < int64(l.MaxJournalBytes) {
+		bad("limits.max_principal_journal_bytes", "%d is below limits.max_journal_bytes %d: a principal's journals together must hold one run's", l.MaxPrincipalJournalBytes, l.MaxJournalBytes)
+	}
 	if int64(l.MaxJournalBytes) > l.MaxBodyBytes/2 {
 		bad("limits.max_journal_bytes", "%d is over half of limits.max_body_bytes %d: without a store the journal comes back in the requestState of the client's retry, a request body; raise max_body_bytes too, or lower this", l.MaxJournalBytes, l.MaxBodyBytes)
 	}
@@ -801,6 +819,11 @@ func (c *Config) validate(env func(string) string) []error {
 	}
 	positive("memory.workspace_max_file_bytes", m.WorkspaceMaxFileBytes)
 	positive("memory.results_max_principal_bytes", m.ResultsMaxPrincipalBytes)
+	positive("memory.max_memories", int64(m.MaxMemories))
+	positive("memory.max_memory_bytes", m.MaxMemoryBytes)
+	positive("memory.max_graph_entities", int64(m.MaxGraphEntities))
+	positive("memory.max_graph_relations", int64(m.MaxGraphRelations))
+	positive("memory.max_graph_bytes", m.MaxGraphBytes)
 	if m.ResultsMaxBytes < m.ResultsMaxPrincipalBytes {
 		bad("memory.results_max_bytes", "is below memory.results_max_principal_bytes")
 	}

@@ -105,6 +105,12 @@ func storeLimits(cfg Config) memory.Limits {
 		MaxCacheBytes:            cfg.Cache.MaxTotalBytes,
 		MaxPrincipalResultsBytes: cfg.Memory.ResultsMaxPrincipalBytes,
 		MaxResultsBytes:          cfg.Memory.ResultsMaxBytes,
+		MaxPrincipalJournalBytes: cfg.Limits.MaxPrincipalJournalBytes,
+		MaxMemories:              cfg.Memory.MaxMemories,
+		MaxMemoryBytes:           cfg.Memory.MaxMemoryBytes,
+		MaxGraphEntities:         cfg.Memory.MaxGraphEntities,
+		MaxGraphRelations:        cfg.Memory.MaxGraphRelations,
+		MaxGraphBytes:            cfg.Memory.MaxGraphBytes,
 	}
 }
 

@@ -157,9 +157,6 @@ func hashHex(b []byte) string {
 func newExecutionID() string { return uuid.NewString() }
 
 // SessionHash is the form of an MCP session ID that logs and spans may
-// carry: a session ID is a bearer credential for its session, and a
-// short hash tells sessions apart.
-func SessionHash(id string) string {
-	h := sha256.Sum256([]byte(id))
-	return hex.EncodeToString(h[:4])
-}
+// carry, memory.SessionHash: the audit log keeps the same, so that the
+// two join.
+func SessionHash(id string) string { return memory.SessionHash(id) }

@@ -40,7 +40,7 @@ const stateSealInfo = "codecell/request state v1"
 const statePrefix = "ccrs1."
 
 // journalKind is the store's cache kind of the journals of states.
-const journalKind = "mrtr-journal"
+const journalKind = memory.CacheJournal
 
 // maxInlineJournal bounds a journal carried inside a request state.
 const maxInlineJournal = 4 << 20

@@ -88,6 +88,9 @@ func (s *Store) CacheSet(ctx context.Context, in memory.CacheSetInput) (time.Tim
 		if err != nil {
 			return err
 		}
+		if in.Kind == memory.CacheJournal {
+			return s.boundJournals(ctx, tx, principal, in.Key, now)
+		}
 		return s.evictCache(ctx, tx, principal, in.Kind, in.Key, now)
 	})
 	if err != nil {
@@ -98,14 +101,17 @@ func (s *Store) CacheSet(ctx context.Context, in memory.CacheSetInput) (time.Tim
 
 // evictCache deletes the oldest cache entries, expired ones first, of any
 // principal, until every value together is within the store's
-// MaxCacheBytes, sparing the entry just set. One instance at a time
-// evicts (cacheEvictKey); the others, meanwhile, leave it to it rather
-// than wait, as waiting while holding the row they set could deadlock
-// with the evictor's deletes.
+// MaxCacheBytes, sparing the entry just set. Journals (CacheJournal) are
+// neither counted nor evicted: boundJournals bounds them per principal.
+// The total is cache_usage's running one (migration 11), not a sum of
+// every value; the victims come from the indexes, as many as it takes.
+// One instance at a time evicts (cacheEvictKey); the others, meanwhile,
+// leave it to it rather than wait, as waiting while holding the row they
+// set could deadlock with the evictor's deletes.
 func (s *Store) evictCache(ctx context.Context, tx pgx.Tx, principal, kind, key string, now time.Time) error {
 	total := func() (int64, error) {
 		var n int64
-		err := tx.QueryRow(ctx, `SELECT COALESCE(SUM(octet_length(value)), 0) FROM cache_entries`).Scan(&n)
+		err := tx.QueryRow(ctx, `SELECT COALESCE(SUM(bytes), 0)::bigint FROM cache_usage WHERE kind <> $1`, memory.CacheJournal).Scan(&n)
 		return n, err
 	}
 	n, err := total()
@@ -119,34 +125,92 @@ func (s *Store) evictCache(ctx context.Context, tx pgx.Tx, principal, kind, key 
 	if n, err = total(); err != nil || n <= s.lim.MaxCacheBytes {
 		return err
 	}
-	rows, err := tx.Query(ctx, `SELECT principal, kind, key, octet_length(value) FROM cache_entries ORDER BY expires_at > $1, created_at, principal, kind, key`, ms(now))
+	need := n - s.lim.MaxCacheBytes
+	skip := memory.CacheVictim{Principal: principal, Kind: kind, Key: key}
+	var victims []memory.CacheVictim
+	for _, q := range []string{
+		`SELECT principal, kind, key, octet_length(value) FROM cache_entries WHERE expires_at <= $1 AND kind <> $2 ORDER BY expires_at`,
+		`SELECT principal, kind, key, octet_length(value) FROM cache_entries WHERE expires_at > $1 AND kind <> $2 ORDER BY created_at`,
+	} {
+		rows, err := tx.Query(ctx, q, ms(now), memory.CacheJournal)
+		if err != nil {
+			return err
+		}
+		if victims, need, err = cacheVictims(rows, victims, need, skip); err != nil {
+			return err
+		}
+		if need <= 0 {
+			break
+		}
+	}
+	if err := deleteCacheVictims(ctx, tx, victims); err != nil {
+		return err
+	}
+	if len(victims) > 0 {
+		s.log.Info("cache over its bound: evicted the oldest entries", "entries", len(victims), "max_cache_bytes", s.lim.MaxCacheBytes)
+	}
+	return nil
+}
+
+// boundJournals deletes the principal's oldest journals, expired ones
+// first, until its journals together are within MaxPrincipalJournalBytes,
+// sparing the one just set: a principal's journals are evicted by its
+// own, never by another's writes. Two instances setting the principal's
+// journals take turns on its cache_usage row, which the insert's trigger
+// holds.
+func (s *Store) boundJournals(ctx context.Context, tx pgx.Tx, principal, key string, now time.Time) error {
+	var total int64
+	if err := tx.QueryRow(ctx, `SELECT COALESCE(SUM(bytes), 0)::bigint FROM cache_usage WHERE principal = $1 AND kind = $2`, principal, memory.CacheJournal).Scan(&total); err != nil {
+		return err
+	}
+	need := total - s.lim.MaxPrincipalJournalBytes
+	if need <= 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `SELECT principal, kind, key, octet_length(value) FROM cache_entries WHERE principal = $1 AND kind = $2 ORDER BY expires_at > $3, created_at`,
+		principal, memory.CacheJournal, ms(now))
 	if err != nil {
 		return err
 	}
-	var victims []memory.CacheVictim
-	for need := n - s.lim.MaxCacheBytes; need > 0 && rows.Next(); {
+	victims, _, err := cacheVictims(rows, nil, need, memory.CacheVictim{Principal: principal, Kind: memory.CacheJournal, Key: key})
+	if err != nil {
+		return err
+	}
+	if err := deleteCacheVictims(ctx, tx, victims); err != nil {
+		return err
+	}
+	if len(victims) > 0 {
+		s.log.Info("a principal's journals over their bound: evicted its oldest", "principal", principal, "entries", len(victims),
+			"max_principal_journal_bytes", s.lim.MaxPrincipalJournalBytes)
+	}
+	return nil
+}
+
+// cacheVictims adds to victims the entries rows yields, sparing skip,
+// until they free need bytes; it returns what is still needed, and
+// closes rows.
+func cacheVictims(rows pgx.Rows, victims []memory.CacheVictim, need int64, skip memory.CacheVictim) ([]memory.CacheVictim, int64, error) {
+	defer rows.Close()
+	for need > 0 && rows.Next() {
 		var e memory.CacheVictim
 		if err := rows.Scan(&e.Principal, &e.Kind, &e.Key, &e.Bytes); err != nil {
-			rows.Close()
-			return err
+			return nil, 0, err
 		}
-		if e.Principal == principal && e.Kind == kind && e.Key == key {
+		if e.Principal == skip.Principal && e.Kind == skip.Kind && e.Key == skip.Key {
 			continue // the entry just set
 		}
 		victims = append(victims, e)
 		need -= e.Bytes
 	}
 	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
+	return victims, need, rows.Err()
+}
+
+func deleteCacheVictims(ctx context.Context, tx pgx.Tx, victims []memory.CacheVictim) error {
 	for _, v := range victims {
 		if _, err := tx.Exec(ctx, `DELETE FROM cache_entries WHERE principal = $1 AND kind = $2 AND key = $3`, v.Principal, v.Kind, v.Key); err != nil {
 			return err
 		}
-	}
-	if len(victims) > 0 {
-		s.log.Info("cache over its bound: evicted the oldest entries", "entries", len(victims), "max_cache_bytes", s.lim.MaxCacheBytes)
 	}
 	return nil
 }

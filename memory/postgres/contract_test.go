@@ -3,6 +3,8 @@ package postgres_test
 import (
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/memory/postgres"
 	"github.com/codecell/codecell/memory/postgres/pgtest"
@@ -58,5 +60,64 @@ func TestResultsBound(t *testing.T) {
 	storetest.ResultsBound(t, func(t *testing.T, perPrincipal, total int64) storetest.Backend {
 		return openConfig(t, postgres.Config{DSN: pgtest.Database(t), MaxConns: 4,
 			Limits: memory.Limits{MaxPrincipalResultsBytes: perPrincipal, MaxResultsBytes: total}})
+	})
+}
+
+// TestCacheJournals runs the contract of the journals' own bound.
+func TestCacheJournals(t *testing.T) {
+	storetest.CacheJournals(t, func(t *testing.T, lim memory.Limits) storetest.Backend {
+		return openConfig(t, postgres.Config{DSN: pgtest.Database(t), MaxConns: 4, Limits: lim})
+	})
+}
+
+// TestCacheTotals runs the contract of the cache's running total.
+func TestCacheTotals(t *testing.T) {
+	storetest.CacheTotals(t, func(t *testing.T, max int64) storetest.Backend {
+		return openConfig(t, postgres.Config{DSN: pgtest.Database(t), MaxConns: 4, Limits: memory.Limits{MaxCacheBytes: max}})
+	})
+}
+
+// TestUpgrade runs the contract of issue 19's third-round migrations on
+// a database written at schema version 9.
+func TestUpgrade(t *testing.T) {
+	storetest.Upgrade(t, func(t *testing.T, old storetest.Legacy, lim memory.Limits) storetest.Backend {
+		dsn := pgtest.Database(t)
+		pool, err := pgxpool.New(t.Context(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		if _, err := postgres.MigrateTo(t.Context(), pool, legacyVersion); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range old.Executions {
+			if _, err := pool.Exec(t.Context(), `INSERT INTO executions (id, principal, session, language, code, code_hash, status, started_at, updated_at)
+				VALUES ($1, $2, $3, 'javascript', '1', '', 'ok', $4, $4)`, e.ID, e.Principal, e.Session, e.StartedAt.UnixMilli()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range old.Cache {
+			if _, err := pool.Exec(t.Context(), `INSERT INTO cache_entries (principal, kind, key, value, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+				c.Principal, c.Kind, c.Key, c.Value, c.CreatedAt.UnixMilli(), c.ExpiresAt.UnixMilli()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, e := range old.Entities {
+			if _, err := pool.Exec(t.Context(), `INSERT INTO entities (principal, name, created_at, updated_at) VALUES ($1, $2, 0, 0)`, e.Principal, e.Name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return openConfig(t, postgres.Config{DSN: dsn, MaxConns: 4, Limits: lim})
+	})
+}
+
+// legacyVersion is the schema version before issue 19's third-round
+// migrations (the audit log's session hashes, the cache's totals).
+const legacyVersion = 9
+
+// TestQuotas runs the contract of the memories' and graph's quotas.
+func TestQuotas(t *testing.T) {
+	storetest.Quotas(t, func(t *testing.T, lim memory.Limits) storetest.Backend {
+		return openConfig(t, postgres.Config{DSN: pgtest.Database(t), MaxConns: 4, Limits: lim})
 	})
 }

@@ -56,7 +56,7 @@ func (s *Store) UpsertEntity(ctx context.Context, in memory.EntityInput) (memory
 	}
 	var e memory.Entity
 	var created bool
-	err = s.tx(ctx, func(tx pgx.Tx) error {
+	err = s.txWithin(ctx, principal, func(tx pgx.Tx) error {
 		now := s.now().UTC().Truncate(time.Millisecond)
 		// Create it bare if missing, then lock it: two instances
 		// upserting the same name meet on the unique index.
@@ -106,7 +106,7 @@ func (s *Store) Relate(ctx context.Context, in memory.RelateInput) (memory.Relat
 		return memory.RelateResult{}, err
 	}
 	var res memory.RelateResult
-	err = s.tx(ctx, func(tx pgx.Tx) error {
+	err = s.txWithin(ctx, principal, func(tx pgx.Tx) error {
 		now := s.now().UTC().Truncate(time.Millisecond)
 		from, c1, err := ensureEntity(ctx, tx, principal, in.From, now, prov)
 		if err != nil {

@@ -53,7 +53,7 @@ func (s *Store) RememberBatch(ctx context.Context, ins []memory.RememberInput) (
 		return nil, err
 	}
 	ids := make([]int64, len(ps))
-	err = s.tx(ctx, func(tx pgx.Tx) error {
+	err = s.txWithin(ctx, principal, func(tx pgx.Tx) error {
 		if err := lockCodes(ctx, tx); err != nil {
 			return err
 		}
@@ -285,7 +285,7 @@ func (s *Store) Update(ctx context.Context, in memory.UpdateInput) (memory.Memor
 		}
 		now := s.now().UTC().Truncate(time.Millisecond)
 		stale := false
-		err = s.tx(ctx, func(tx pgx.Tx) error {
+		err = s.txWithin(ctx, principal, func(tx pgx.Tx) error {
 			if reembed || next.Layer != cur.Layer {
 				if err := lockCodes(ctx, tx); err != nil {
 					return err

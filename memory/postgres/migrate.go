@@ -56,6 +56,11 @@ func Migrations() ([]Migration, error) {
 // for the whole run: instances that start together wait for the first,
 // then find nothing to do. It returns the versions it applied.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
+	return migrateTo(ctx, pool, -1)
+}
+
+// migrateTo migrates up to version target (-1: the latest).
+func migrateTo(ctx context.Context, pool *pgxpool.Pool, target int) ([]int, error) {
 	ms, err := Migrations()
 	if err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)
@@ -82,7 +87,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
 	}
 	var applied []int
 	for _, m := range ms {
-		if m.Version <= have {
+		if m.Version <= have || target >= 0 && m.Version > target {
 			continue
 		}
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {

@@ -93,7 +93,7 @@ func (s *Store) insertExecution(ctx context.Context, tx *sql.Tx, e memory.Execut
 			duration_us, tool_calls, result_bytes, toolset, toolset_description, started_at, updated_at, mode, plan_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET plan_hash = excluded.plan_hash, status = excluded.status, error_kind = excluded.error_kind, error_message = excluded.error_message,
 			duration_us = excluded.duration_us, tool_calls = excluded.tool_calls, result_bytes = excluded.result_bytes, updated_at = excluded.updated_at`,
-		e.ID, e.Principal, e.Session, e.Language, e.Code, e.CodeHash, e.Status, e.ErrorKind, memory.Clip(e.ErrorMessage, 4000),
+		e.ID, e.Principal, memory.SessionHash(e.Session), e.Language, e.Code, e.CodeHash, e.Status, e.ErrorKind, memory.Clip(e.ErrorMessage, 4000),
 		e.Duration.Microseconds(), e.ToolCalls, e.ResultBytes, memory.Clip(e.Toolset, 200), memory.Clip(e.ToolsetDescription, 4000), ms(e.StartedAt), ms(s.now()), e.Mode, e.PlanHash)
 	return err
 }

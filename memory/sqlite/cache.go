@@ -67,6 +67,9 @@ func (s *Store) CacheSet(ctx context.Context, in memory.CacheSetInput) (time.Tim
 		if err != nil {
 			return err
 		}
+		if in.Kind == memory.CacheJournal {
+			return s.boundJournals(ctx, tx, principal, in.Key, now)
+		}
 		return s.evictCache(ctx, tx, principal, in.Kind, in.Key, now)
 	})
 	if err != nil {
@@ -77,43 +80,101 @@ func (s *Store) CacheSet(ctx context.Context, in memory.CacheSetInput) (time.Tim
 
 // evictCache deletes the oldest cache entries, expired ones first, of any
 // principal, until every value together is within the store's
-// MaxCacheBytes, sparing the entry just set.
+// MaxCacheBytes, sparing the entry just set. Journals (CacheJournal) are
+// neither counted nor evicted: boundJournals bounds them per principal.
+// The total is cache_usage's running one (migration 20), not a sum of
+// every value; the victims come from the indexes, as many as it takes.
 func (s *Store) evictCache(ctx context.Context, tx *sql.Tx, principal, kind, key string, now time.Time) error {
 	var total int64
-	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(length(value)), 0) FROM cache_entries`).Scan(&total); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(bytes), 0) FROM cache_usage WHERE kind <> ?`, memory.CacheJournal).Scan(&total); err != nil {
 		return err
 	}
-	if total <= s.lim.MaxCacheBytes {
+	need := total - s.lim.MaxCacheBytes
+	if need <= 0 {
 		return nil
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT principal, kind, key, length(value) FROM cache_entries ORDER BY expires_at > ?, created_at, principal, kind, key`, ms(now))
+	skip := memory.CacheVictim{Principal: principal, Kind: kind, Key: key}
+	var victims []memory.CacheVictim
+	for _, q := range []string{
+		`SELECT principal, kind, key, length(value) FROM cache_entries WHERE expires_at <= ? AND kind <> ? ORDER BY expires_at`,
+		`SELECT principal, kind, key, length(value) FROM cache_entries WHERE expires_at > ? AND kind <> ? ORDER BY created_at`,
+	} {
+		rows, err := tx.QueryContext(ctx, q, ms(now), memory.CacheJournal)
+		if err != nil {
+			return err
+		}
+		if victims, need, err = cacheVictims(rows, victims, need, skip); err != nil {
+			return err
+		}
+		if need <= 0 {
+			break
+		}
+	}
+	if err := s.deleteCacheVictims(ctx, tx, victims); err != nil {
+		return err
+	}
+	if len(victims) > 0 {
+		s.log.Info("cache over its bound: evicted the oldest entries", "entries", len(victims), "max_cache_bytes", s.lim.MaxCacheBytes)
+	}
+	return nil
+}
+
+// boundJournals deletes the principal's oldest journals, expired ones
+// first, until its journals together are within MaxPrincipalJournalBytes,
+// sparing the one just set: a principal's journals are evicted by its
+// own, never by another's writes.
+func (s *Store) boundJournals(ctx context.Context, tx *sql.Tx, principal, key string, now time.Time) error {
+	var total int64
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(bytes), 0) FROM cache_usage WHERE principal = ? AND kind = ?`, principal, memory.CacheJournal).Scan(&total); err != nil {
+		return err
+	}
+	need := total - s.lim.MaxPrincipalJournalBytes
+	if need <= 0 {
+		return nil
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT principal, kind, key, length(value) FROM cache_entries WHERE principal = ? AND kind = ? ORDER BY expires_at > ?, created_at`,
+		principal, memory.CacheJournal, ms(now))
 	if err != nil {
 		return err
 	}
-	var victims []memory.CacheVictim
-	for need := total - s.lim.MaxCacheBytes; need > 0 && rows.Next(); {
+	victims, _, err := cacheVictims(rows, nil, need, memory.CacheVictim{Principal: principal, Kind: memory.CacheJournal, Key: key})
+	if err != nil {
+		return err
+	}
+	if err := s.deleteCacheVictims(ctx, tx, victims); err != nil {
+		return err
+	}
+	if len(victims) > 0 {
+		s.log.Info("a principal's journals over their bound: evicted its oldest", "principal", principal, "entries", len(victims),
+			"max_principal_journal_bytes", s.lim.MaxPrincipalJournalBytes)
+	}
+	return nil
+}
+
+// cacheVictims adds to victims the entries rows yields, sparing skip,
+// until they free need bytes; it returns what is still needed, and
+// closes rows.
+func cacheVictims(rows *sql.Rows, victims []memory.CacheVictim, need int64, skip memory.CacheVictim) ([]memory.CacheVictim, int64, error) {
+	defer rows.Close()
+	for need > 0 && rows.Next() {
 		var e memory.CacheVictim
 		if err := rows.Scan(&e.Principal, &e.Kind, &e.Key, &e.Bytes); err != nil {
-			rows.Close()
-			return err
+			return nil, 0, err
 		}
-		if e.Principal == principal && e.Kind == kind && e.Key == key {
+		if e.Principal == skip.Principal && e.Kind == skip.Kind && e.Key == skip.Key {
 			continue // the entry just set
 		}
 		victims = append(victims, e)
 		need -= e.Bytes
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
+	return victims, need, rows.Err()
+}
+
+func (s *Store) deleteCacheVictims(ctx context.Context, tx *sql.Tx, victims []memory.CacheVictim) error {
 	for _, v := range victims {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM cache_entries WHERE principal = ? AND kind = ? AND key = ?`, v.Principal, v.Kind, v.Key); err != nil {
 			return err
 		}
-	}
-	if len(victims) > 0 {
-		s.log.Info("cache over its bound: evicted the oldest entries", "entries", len(victims), "max_cache_bytes", s.lim.MaxCacheBytes)
 	}
 	return nil
 }

@@ -68,3 +68,82 @@ func TestResultsBound(t *testing.T) {
 		return st
 	})
 }
+
+// TestCacheJournals runs the contract of the journals' own bound.
+func TestCacheJournals(t *testing.T) {
+	storetest.CacheJournals(t, func(t *testing.T, lim memory.Limits) storetest.Backend {
+		st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "codecell.db"), Limits: lim}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	})
+}
+
+// TestCacheTotals runs the contract of the cache's running total.
+func TestCacheTotals(t *testing.T) {
+	storetest.CacheTotals(t, func(t *testing.T, max int64) storetest.Backend {
+		st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "codecell.db"), Limits: memory.Limits{MaxCacheBytes: max}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	})
+}
+
+// TestUpgrade runs the contract of issue 19's third-round migrations on
+// a database file written at schema version 18.
+func TestUpgrade(t *testing.T) {
+	storetest.Upgrade(t, func(t *testing.T, old storetest.Legacy, lim memory.Limits) storetest.Backend {
+		path := filepath.Join(t.TempDir(), "codecell.db")
+		db, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_foreign_keys=on")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sqlite.MigrateTo(t.Context(), db, legacyVersion); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range old.Executions {
+			if _, err := db.Exec(`INSERT INTO executions (id, principal, session, language, code, code_hash, status, started_at, updated_at)
+				VALUES (?, ?, ?, 'javascript', '1', '', 'ok', ?, ?)`, e.ID, e.Principal, e.Session, e.StartedAt.UnixMilli(), e.StartedAt.UnixMilli()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, c := range old.Cache {
+			if _, err := db.Exec(`INSERT INTO cache_entries (principal, kind, key, value, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
+				c.Principal, c.Kind, c.Key, c.Value, c.CreatedAt.UnixMilli(), c.ExpiresAt.UnixMilli()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, e := range old.Entities {
+			if _, err := db.Exec(`INSERT INTO entities (principal, name, created_at, updated_at) VALUES (?, ?, 0, 0)`, e.Principal, e.Name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		db.Close()
+		st, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Limits: lim}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	})
+}
+
+// legacyVersion is the schema version before issue 19's third-round
+// migrations (the audit log's session hashes, the cache's totals).
+const legacyVersion = 18
+
+// TestQuotas runs the contract of the memories' and graph's quotas.
+func TestQuotas(t *testing.T) {
+	storetest.Quotas(t, func(t *testing.T, lim memory.Limits) storetest.Backend {
+		st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "codecell.db"), Limits: lim}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	})
+}

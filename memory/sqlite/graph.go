@@ -28,7 +28,7 @@ func (s *Store) UpsertEntity(ctx context.Context, in memory.EntityInput) (memory
 	}
 	var e memory.Entity
 	var created bool
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.writeWithin(ctx, principal, func(tx *sql.Tx) error {
 		now := s.now().UTC().Truncate(time.Millisecond)
 		cur, err := entityByName(ctx, tx, principal, in.Name)
 		if err != nil && !errors.Is(err, memory.ErrNotFound) {
@@ -145,7 +145,7 @@ func (s *Store) Relate(ctx context.Context, in memory.RelateInput) (memory.Relat
 		return memory.RelateResult{}, err
 	}
 	var res memory.RelateResult
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.writeWithin(ctx, principal, func(tx *sql.Tx) error {
 		now := s.now().UTC().Truncate(time.Millisecond)
 		from, c1, err := ensureEntity(ctx, tx, principal, in.From, now, prov)
 		if err != nil {

@@ -56,7 +56,7 @@ func (s *Store) RememberBatch(ctx context.Context, ins []memory.RememberInput) (
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
 	ids := make([]int64, len(ps))
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.writeWithin(ctx, principal, func(tx *sql.Tx) error {
 		fts, err := ensureFTSTable(ctx, tx, principal)
 		if err != nil {
 			return err
@@ -397,7 +397,7 @@ func (s *Store) Update(ctx context.Context, in memory.UpdateInput) (memory.Memor
 		}
 		now := s.now().UTC().Truncate(time.Millisecond)
 		stale := false
-		err = s.write(ctx, func(tx *sql.Tx) error {
+		err = s.writeWithin(ctx, principal, func(tx *sql.Tx) error {
 			var updated int64
 			if err := tx.QueryRowContext(ctx, `SELECT updated_at FROM memories WHERE id = ? AND principal = ?`, in.ID, principal).Scan(&updated); err != nil {
 				if errors.Is(err, sql.ErrNoRows) {

@@ -34,6 +34,8 @@ func migrationStep(version int) func(ctx context.Context, tx *sql.Tx) error {
 		return migrateSharedSkills
 	case 6:
 		return migrateFTSPerPrincipal
+	case 19:
+		return migrateSessionHashes
 	}
 	return nil
 }
@@ -138,6 +140,34 @@ func migrateTo(ctx context.Context, db *sql.DB, target int, logf func(string, ..
 		}
 		if logf != nil {
 			logf("schema migrated", "version", m.version, "name", m.name)
+		}
+	}
+	return nil
+}
+
+// migrateSessionHashes replaces the session IDs of the audit log's
+// records with their memory.SessionHash (migration 19).
+func migrateSessionHashes(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT session FROM executions WHERE session <> ''`)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if _, err := tx.ExecContext(ctx, `UPDATE executions SET session = ? WHERE session = ?`, memory.SessionHash(id), id); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -353,7 +354,7 @@ func (c *copier) run(ctx context.Context, rep *CopyReport) error {
 	}
 	var specs []tableSpec
 	for _, name := range order {
-		if !slices.Contains(srcTables, name) || sqliteOnly[name] != "" || name == "meta" || name == "memory_counts" {
+		if !slices.Contains(srcTables, name) || sqliteOnly[name] != "" || name == "meta" || name == "memory_counts" || usageTables[name] != "" {
 			continue
 		}
 		spec, err := c.spec(ctx, name)
@@ -384,6 +385,16 @@ func (c *copier) run(ctx context.Context, rep *CopyReport) error {
 		}
 		rep.Tables = append(rep.Tables, tc)
 	}
+	for _, name := range slices.Sorted(maps.Keys(usageTables)) {
+		if !slices.Contains(srcTables, name) {
+			continue
+		}
+		tc, err := c.checkUsage(ctx, name)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		rep.Tables = append(rep.Tables, tc)
+	}
 	if c.opts.Mode != CopyVerify {
 		tc, err := c.fillEmbeddings(ctx)
 		if err != nil {
@@ -398,7 +409,7 @@ func (c *copier) run(ctx context.Context, rep *CopyReport) error {
 		switch {
 		case isFTS(name):
 			fts++
-		case name == "meta" || name == "memory_counts" || slices.Contains(order, name) && sqliteOnly[name] == "":
+		case name == "meta" || name == "memory_counts" || usageTables[name] != "" || slices.Contains(order, name) && sqliteOnly[name] == "":
 		case sqliteOnly[name] != "":
 			tc := TableCopy{Table: name, Action: ActionNotNeeded, Reason: sqliteOnly[name]}
 			if name == "sqlite_sequence" {
@@ -1193,6 +1204,83 @@ func (c *copier) rebuildCounts(ctx context.Context) (TableCopy, error) {
 			return tc, err
 		}
 		h, key := target.hash([]any{p, n})
+		want, ok := source.byKey[key]
+		if !ok {
+			tc.Extra++
+			continue
+		}
+		if want != h {
+			tc.Differing++
+		}
+		matched = append(matched, h)
+	}
+	if err := prows.Err(); err != nil {
+		return tc, err
+	}
+	tc.TargetRows = int64(len(matched)) + tc.Extra
+	tc.SourceSum, tc.TargetSum, tc.Compared = sum(source.hashes), sum(matched), true
+	return tc, nil
+}
+
+// usageTables are the running totals (principal, kind, entries, bytes)
+// that the target's triggers keep as the rows they sum are copied, and
+// what they sum.
+var usageTables = map[string]string{
+	"cache_usage":     "the copied cache entries",
+	"principal_usage": "the copied memories, entities and relations",
+}
+
+// checkUsage compares a table of running totals (usageTables), which
+// the target's triggers kept as the rows were copied, with the source's
+// (rows of entries only: a total of 0 and no row are the same);
+// appending, the target's include its own rows and are not compared.
+func (c *copier) checkUsage(ctx context.Context, table string) (TableCopy, error) {
+	tc := TableCopy{Table: table, Action: ActionRebuilt, Reason: "summed by the target's triggers from " + usageTables[table]}
+	if c.opts.Mode == CopyVerify {
+		tc.Action, tc.Reason = ActionChecked, ""
+	}
+	spec := tableSpec{name: table, cols: []column{{"principal", 's'}, {"kind", 's'}, {"entries", 'i'}, {"bytes", 'i'}}, key: []int{0, 1}}
+	q := `SELECT principal, kind, entries, bytes FROM ` + table + ` WHERE entries > 0`
+	source := newRowSet(spec)
+	rows, err := c.src.QueryContext(ctx, q)
+	if err != nil {
+		return tc, err
+	}
+	for rows.Next() {
+		var p, k string
+		var n, b int64
+		if err := rows.Scan(&p, &k, &n, &b); err != nil {
+			rows.Close()
+			return tc, err
+		}
+		if err := source.add([]any{p, k, n, b}); err != nil {
+			rows.Close()
+			return tc, err
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return tc, err
+	}
+	tc.SourceRows = int64(len(source.hashes))
+	if c.opts.Mode == CopyAppend {
+		tc.Reason += "; not compared: the target's totals include the entries it held before"
+		return tc, nil
+	}
+	prows, err := c.tx.Query(ctx, q)
+	if err != nil {
+		return tc, err
+	}
+	defer prows.Close()
+	target := newRowSet(spec)
+	var matched [][32]byte
+	for prows.Next() {
+		var p, k string
+		var n, b int64
+		if err := prows.Scan(&p, &k, &n, &b); err != nil {
+			return tc, err
+		}
+		h, key := target.hash([]any{p, k, n, b})
 		want, ok := source.byKey[key]
 		if !ok {
 			tc.Extra++

@@ -44,7 +44,7 @@ func testAuditListings(t *testing.T, open Opener) {
 		{"all, newest first", memory.ExecutionQuery{}, "[r3 r2 r1]"},
 		{"principal", memory.ExecutionQuery{Principal: &alice}, "[r3 r1]"},
 		{"status", memory.ExecutionQuery{Status: "error"}, "[r3 r2]"},
-		{"session", memory.ExecutionQuery{Session: "s2"}, "[r2]"},
+		{"session", memory.ExecutionQuery{Session: memory.SessionHash("s2")}, "[r2]"},
 		{"code hash", memory.ExecutionQuery{CodeHash: memory.Hash([]byte("2"))}, "[r2]"},
 		{"since", memory.ExecutionQuery{Since: base.Add(time.Minute)}, "[r3 r2]"},
 		{"until", memory.ExecutionQuery{Until: base.Add(time.Minute)}, "[r1]"},

@@ -72,6 +72,35 @@ func (s *Source) snapshotPath(key [32]byte) string {
 	return filepath.Join(s.opts.SnapshotDir, s.category+"-"+hex.EncodeToString(key[:8])+snapshotExt)
 }
 
+// ownSnapshot reports whether the file name is one snapshotPath gives
+// this source's category: the category, a hyphen, 16 hex digits and
+// snapshotExt, exactly — never another category's file whose name
+// starts with this one's and a hyphen.
+func (s *Source) ownSnapshot(name string) bool {
+	rest, ok := strings.CutPrefix(name, s.category+"-")
+	if !ok {
+		return false
+	}
+	key, ok := strings.CutSuffix(rest, snapshotExt)
+	return ok && len(key) == 16 && isHex(key)
+}
+
+// ownTemp reports whether the file name is one of this source's
+// temporary files (writeSnapshot's os.CreateTemp pattern, whose random
+// part is decimal digits).
+func (s *Source) ownTemp(name string) bool {
+	rest, ok := strings.CutPrefix(name, "."+s.category+"-")
+	if !ok {
+		return false
+	}
+	digits, ok := strings.CutSuffix(rest, ".tmp")
+	return ok && digits != "" && strings.Trim(digits, "0123456789") == ""
+}
+
+func isHex(v string) bool {
+	return strings.Trim(v, "0123456789abcdef") == ""
+}
+
 // snapshot is the payload of a snapshot file.
 type snapshot struct {
 	Title, Version string
@@ -331,16 +360,16 @@ func (s *Source) writeSnapshot(key [32]byte, b *built) error {
 	// versions will not be read again, nor will the temporary files of
 	// writes that stopped half-way (those of a write in progress, by
 	// another codecell on the same directory, are recent).
-	old, _ := filepath.Glob(filepath.Join(dir, s.category+"-*"+snapshotExt))
-	for _, o := range old {
-		if o != path && strings.HasPrefix(filepath.Base(o), s.category+"-") {
-			os.Remove(o)
-		}
-	}
-	tmps, _ := filepath.Glob(filepath.Join(dir, "."+s.category+"-*.tmp"))
-	for _, t := range tmps {
-		if fi, err := os.Stat(t); err == nil && time.Since(fi.ModTime()) > 10*time.Minute {
-			os.Remove(t)
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case s.ownSnapshot(name) && name != filepath.Base(path):
+			os.Remove(filepath.Join(dir, name))
+		case s.ownTemp(name):
+			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > 10*time.Minute {
+				os.Remove(filepath.Join(dir, name))
+			}
 		}
 	}
 	return nil

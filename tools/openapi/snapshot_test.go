@@ -372,3 +372,44 @@ func call(t *testing.T, reg *tools.Registry, name, args string) {
 		t.Errorf("%s: %v", name, err)
 	}
 }
+
+// TestSnapshotCleanupKeepsOtherFiles: a write removes the source's own
+// snapshots of other keys (and its stale temporary files), matched
+// exactly, never by prefix: files whose names start with the category
+// and a hyphen but are not the category's own (another category "gh-x",
+// a copy kept aside) stay (issue 19, L5: the clean-up globbed
+// "<category>-*.snapshot").
+func TestSnapshotCleanupKeepsOtherFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	old := time.Now().Add(-time.Hour)
+	write := func(name string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(p, old, old)
+		return p
+	}
+	own := write("gh-0123456789abcdef" + snapshotExt)
+	ownTmp := write(".gh-42.tmp")
+	others := []string{
+		write("gh-x-0123456789abcdef" + snapshotExt),
+		write("gh-0123456789abcdef.old" + snapshotExt),
+		write("gh-keep" + snapshotExt),
+		write(".gh-x-42.tmp"),
+	}
+	if _, fromSnap := open(t, snapshotSource(t, dir, Config{}, "v1", nil)); fromSnap {
+		t.Fatal("the first start came from a snapshot")
+	}
+	for _, p := range []string{own, ownTmp} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s: the source's own stale file was left", filepath.Base(p))
+		}
+	}
+	for _, p := range others {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s: another file was removed: %v", filepath.Base(p), err)
+		}
+	}
+}

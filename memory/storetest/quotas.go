@@ -1,0 +1,123 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/codecell/codecell/memory"
+)
+
+// Quotas checks the per-principal quotas of memories and of the
+// knowledge graph (issue 19, third round L11: nothing bounded them, so
+// one principal could add ~96 MiB of memories a minute): past its count
+// or bytes, a write fails with CodeQuotaExceeded naming the setting to
+// raise, whole (a batch stores nothing), for that principal only; what
+// makes a measure smaller passes, and forgetting makes room. open opens
+// a fresh store with the limits given.
+func Quotas(t *testing.T, open func(t *testing.T, lim memory.Limits) Backend) {
+	st := open(t, memory.Limits{MaxMemories: 3, MaxMemoryBytes: 1000, MaxGraphEntities: 3, MaxGraphRelations: 2, MaxGraphBytes: 2000})
+	alice, bob := as(t.Context(), "alice"), as(t.Context(), "bob")
+	quota := func(t *testing.T, err error, key string) {
+		t.Helper()
+		if !errors.Is(err, memory.ErrQuota) {
+			t.Fatalf("error = %v, want quota_exceeded", err)
+		}
+		if !strings.Contains(err.Error(), key) {
+			t.Errorf("the error does not name %s: %v", key, err)
+		}
+	}
+	ok := func(t *testing.T, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	remember := func(ctx context.Context, content string) (memory.Memory, error) {
+		return st.Remember(ctx, memory.RememberInput{Content: content})
+	}
+
+	t.Run("memories", func(t *testing.T) {
+		var ids []int64
+		for i := range 3 {
+			m, err := remember(alice, fmt.Sprint("note ", i))
+			ok(t, err)
+			ids = append(ids, m.ID)
+		}
+		_, err := remember(alice, "one too many")
+		quota(t, err, "memory.max_memories")
+		batcher, _ := st.(interface {
+			RememberBatch(ctx context.Context, ins []memory.RememberInput) ([]memory.Memory, error)
+		})
+		if batcher == nil {
+			t.Fatal("the store has no RememberBatch")
+		}
+		_, err = batcher.RememberBatch(bob, []memory.RememberInput{{Content: "b1"}, {Content: "b2"}, {Content: "b3"}, {Content: "b4"}})
+		quota(t, err, "memory.max_memories")
+		if s, err := st.MemoryStats(bob); err != nil || s.Memories != 0 {
+			t.Fatalf("a refused batch stored %d memories (%v), want none", s.Memories, err)
+		}
+		_, err = remember(bob, "bob has his own quota")
+		ok(t, err)
+		_, err = st.Forget(alice, memory.ForgetInput{IDs: ids[:1]})
+		ok(t, err)
+		_, err = remember(alice, "room again")
+		ok(t, err)
+		_, err = st.Forget(alice, memory.ForgetInput{All: true})
+		ok(t, err)
+	})
+
+	t.Run("memory bytes", func(t *testing.T) {
+		carol := as(t.Context(), "carol")
+		m, err := remember(carol, strings.Repeat("a", 600))
+		ok(t, err)
+		_, err = remember(carol, strings.Repeat("b", 600))
+		quota(t, err, "memory.max_memory_bytes")
+		longer := strings.Repeat("c", 1200)
+		_, err = st.Update(carol, memory.UpdateInput{ID: m.ID, Content: &longer})
+		quota(t, err, "memory.max_memory_bytes")
+		shorter := strings.Repeat("d", 100)
+		_, err = st.Update(carol, memory.UpdateInput{ID: m.ID, Content: &shorter})
+		ok(t, err)
+		_, err = remember(carol, strings.Repeat("e", 600))
+		ok(t, err)
+	})
+
+	t.Run("graph", func(t *testing.T) {
+		dave := as(t.Context(), "dave")
+		for _, name := range []string{"e1", "e2", "e3"} {
+			_, _, err := st.UpsertEntity(dave, memory.EntityInput{Name: name, Type: "thing"})
+			ok(t, err)
+		}
+		_, _, err := st.UpsertEntity(dave, memory.EntityInput{Name: "e4"})
+		quota(t, err, "memory.max_graph_entities")
+		_, _, err = st.UpsertEntity(dave, memory.EntityInput{Name: "e1", Description: "an update of an entity it has"})
+		ok(t, err)
+		_, err = st.Relate(dave, memory.RelateInput{From: "e1", To: "e4", Type: "knows"})
+		quota(t, err, "memory.max_graph_entities")
+		_, err = st.Remember(dave, memory.RememberInput{Content: "names a new entity", Entities: []string{"e5"}})
+		quota(t, err, "memory.max_graph_entities")
+		ok(t, func() error {
+			_, err := st.Relate(dave, memory.RelateInput{From: "e1", To: "e2", Type: "knows"})
+			return err
+		}())
+		ok(t, func() error {
+			_, err := st.Relate(dave, memory.RelateInput{From: "e2", To: "e3", Type: "knows"})
+			return err
+		}())
+		_, err = st.Relate(dave, memory.RelateInput{From: "e1", To: "e3", Type: "knows"})
+		quota(t, err, "memory.max_graph_relations")
+		_, err = st.Relate(dave, memory.RelateInput{From: "e1", To: "e2", Type: "knows", Properties: []byte(`{"since":2020}`)})
+		ok(t, err)
+		// Bytes: descriptions and properties together.
+		_, _, err = st.UpsertEntity(dave, memory.EntityInput{Name: "e2", Description: strings.Repeat("x", 1500)})
+		ok(t, err)
+		_, _, err = st.UpsertEntity(dave, memory.EntityInput{Name: "e3", Description: strings.Repeat("y", 600)})
+		quota(t, err, "memory.max_graph_bytes")
+		// Another principal's graph is its own.
+		_, _, err = st.UpsertEntity(bob, memory.EntityInput{Name: "e4"})
+		ok(t, err)
+	})
+}
