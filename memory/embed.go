@@ -10,7 +10,8 @@ import (
 	"github.com/codecell/codecell/tools"
 )
 
-// DefaultDimensions is the vector size of the default embedder.
+// DefaultDimensions is the vector size of HashEmbedder by default (the
+// hash part of WordsEmbedder, the offline default).
 const DefaultDimensions = 384
 
 // Embedder turns texts into vectors. Implementations must be safe for

@@ -71,6 +71,15 @@ func Related(query string) []RelatedTerm {
 			weight[r.Word] = max(weight[r.Word], r.Weight)
 			n++
 		}
+		for _, r := range neighbours(w) {
+			if own[r.Word] || own[stem(r.Word)] || stopwords[r.Word] {
+				continue
+			}
+			if _, seen := weight[r.Word]; !seen {
+				order = append(order, r.Word)
+			}
+			weight[r.Word] = max(weight[r.Word], r.Weight)
+		}
 	}
 	out := make([]RelatedTerm, len(order))
 	for i, w := range order {

@@ -672,8 +672,8 @@ func (a *approvals) form(c *Call, raw json.RawMessage) (json.RawMessage, error) 
 
 // credentialFields refuses a form that asks for a credential: a field
 // whose name, title or description the output filter takes for one
-// (password, api_key, token, secret, …; "Your account password" of a
-// field named answer). MCP forbids asking for sensitive information through
+// (password, api_key, token, secret, …; "Your account password" as much
+// as a field named password). MCP forbids asking for sensitive information through
 // elicitation, and what the user types goes to the program. schema is a
 // form as form rebuilt it; one that cannot be read is refused.
 func credentialFields(schema json.RawMessage) error {
@@ -685,7 +685,7 @@ func credentialFields(schema json.RawMessage) error {
 	}
 	if err := json.Unmarshal(schema, &sch); err != nil {
 		return &tools.Error{Code: tools.CodeInvalidArguments, Tool: "approval.request",
-			Message: "the form cannot be checked for credentials; send a flat form whose titles are strings"}
+			Message: "the form cannot be checked for credentials; send a flat form whose titles and descriptions are strings"}
 	}
 	var bad []string
 	for name, p := range sch.Properties {

@@ -3,11 +3,14 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/codecell/codecell/memory"
 )
@@ -105,5 +108,38 @@ func TestAuditorKeepsCalls(t *testing.T) {
 	a.close()
 	if len(got) != 1 || got[0].Execution.ID != "a" || len(got[0].ToolCalls) != 3 || len(got[0].HTTPRequests) != 1 {
 		t.Fatalf("records = %+v", got)
+	}
+}
+
+// TestAuditClipsCodePastTheDay (issue 19, fourth round, A9): a
+// principal's programs are kept whole up to auditCodeBytesPerDay a day;
+// past it the audit keeps the first KiB of a longer one, its size and the
+// whole one's hash. Short programs, other principals and the next day
+// are kept whole.
+func TestAuditClipsCodePastTheDay(t *testing.T) {
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	c := auditCodes{nowFor: func() time.Time { return now }}
+	big := strings.Repeat("é", 50<<10) // 100 KiB, two bytes a character
+	for kept := 0; kept+len(big) <= auditCodeBytesPerDay; kept += len(big) {
+		if e := c.clip(memory.Execution{Principal: "bob", Code: big}); e.Code != big {
+			t.Fatalf("bob's program after %d bytes today was clipped", kept)
+		}
+	}
+	e := c.clip(memory.Execution{Principal: "bob", Code: big})
+	if len(e.Code) > auditCodeHead+300 || !strings.HasPrefix(e.Code, big[:auditCodeHead]) || !utf8.ValidString(e.Code) {
+		t.Fatalf("past the day's bytes, bob's program is kept as %d bytes: %.200q", len(e.Code), e.Code)
+	}
+	if e.CodeHash != memory.Hash([]byte(big)) || !strings.Contains(e.Code, fmt.Sprint(len(big))) {
+		t.Errorf("a clipped program does not keep the whole one's hash and size: %q %.300q", e.CodeHash, e.Code)
+	}
+	if e := c.clip(memory.Execution{Principal: "bob", Code: "1 + 1"}); e.Code != "1 + 1" {
+		t.Errorf("a short program was clipped: %q", e.Code)
+	}
+	if e := c.clip(memory.Execution{Principal: "alice", Code: big}); e.Code != big {
+		t.Error("alice's program was clipped for bob's bytes")
+	}
+	now = now.Add(24 * time.Hour)
+	if e := c.clip(memory.Execution{Principal: "bob", Code: big}); e.Code != big {
+		t.Error("bob's program was clipped the next day")
 	}
 }

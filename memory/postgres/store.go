@@ -127,7 +127,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 	}
 	s.emb = cfg.Embedder
 	if s.emb == nil {
-		s.emb = memory.NewHashEmbedder(memory.DefaultDimensions)
+		s.emb = memory.NewWordsEmbedder()
 	}
 	if err := memory.CheckEmbedder(s.emb); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -164,6 +164,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 		err = s.setupVectors(ctx)
 	}
 	s.vmu.Unlock()
+	if err == nil {
+		err = s.upgradeOffline(ctx)
+	}
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open store: %w", err)

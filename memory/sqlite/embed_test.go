@@ -90,12 +90,12 @@ func TestEmbedderMismatchAndReindex(t *testing.T) {
 	other := memory.NewHashEmbedder(128)
 	s2 := openTest(t, Config{Path: path, Embedder: other})
 	st, err := s2.EmbedderStatus(ctx)
-	if !errors.Is(err, memory.ErrEmbedderMismatch) || st.Stored != "codecell-hash-v1-384" || st.Name != "codecell-hash-v1-128" {
+	if !errors.Is(err, memory.ErrEmbedderMismatch) || st.Stored != memory.NewWordsEmbedder().Name() || st.Name != "codecell-hash-v1-128" {
 		t.Fatalf("status: %+v %v", st, err)
 	}
 	_, err = s2.Remember(ctx, memory.RememberInput{Content: "x"})
 	te := wantCode(t, err, memory.CodeEmbedderMismatch)
-	if !strings.Contains(te.Message, "codecell memory reindex") || !strings.Contains(te.Message, "384 dimensions") {
+	if !strings.Contains(te.Message, "codecell memory reindex") || !strings.Contains(te.Message, "488 dimensions") {
 		t.Fatalf("mismatch message: %s", te.Message)
 	}
 	_, err = s2.Recall(ctx, memory.RecallInput{Query: "x"})
@@ -114,7 +114,7 @@ func TestEmbedderMismatchAndReindex(t *testing.T) {
 		t.Fatalf("status after a failed reindex: %v", err)
 	}
 	rep, err := s2.Reindex(ctx, other)
-	if err != nil || rep.Memories != 2 || rep.Previous != "codecell-hash-v1-384" {
+	if err != nil || rep.Memories != 2 || rep.Previous != memory.NewWordsEmbedder().Name() {
 		t.Fatalf("reindex: %+v %v", rep, err)
 	}
 	if _, err := s2.EmbedderStatus(ctx); err != nil {

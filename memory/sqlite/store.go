@@ -175,7 +175,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 	s.codes = newCodeIndex(s.cfg.CodeIndexBytes)
 	s.emb = cfg.Embedder
 	if s.emb == nil {
-		s.emb = memory.NewHashEmbedder(memory.DefaultDimensions)
+		s.emb = memory.NewWordsEmbedder()
 	}
 	if err := memory.CheckEmbedder(s.emb); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -223,6 +223,12 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 	if err := s.initVectors(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if !cfg.ReadOnly {
+		if err := s.upgradeOffline(ctx); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open store %s: %w", path, err)
+		}
 	}
 	if !cfg.ReadOnly {
 		if _, err := s.Prune(ctx); err != nil {

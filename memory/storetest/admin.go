@@ -224,6 +224,34 @@ func testReindex(t *testing.T, open Opener) {
 	wantCode(t, err, memory.ErrEmbedderMismatch)
 }
 
+// testUpgradeOffline: a store whose vectors the previous offline
+// default made (HashEmbedder at 384 dimensions) is re-embedded when an
+// instance with the default embedder opens it, and recalls in other
+// words at once.
+func testUpgradeOffline(t *testing.T, open Opener) {
+	st, second := open(t)
+	if second == nil {
+		t.Skip("no second instance")
+	}
+	alice := as(t.Context(), "alice")
+	remember(t, st, alice,
+		memory.RememberInput{Content: "Dogs are allowed in the office on Fridays"},
+		memory.RememberInput{Content: "The backup job runs nightly at 2am"})
+	if _, err := st.Reindex(t.Context(), memory.NewHashEmbedder(memory.DefaultDimensions)); err != nil {
+		t.Fatal(err)
+	}
+	other := second() // configured with the default embedder
+	status, err := other.EmbedderStatus(t.Context())
+	want := memory.NewWordsEmbedder()
+	if err != nil || status.Stored != want.Name() || status.StoredDimensions != want.Dimensions() {
+		t.Fatalf("status after opening with the default embedder = %+v %v, want the vectors re-embedded by %s", status, err, want.Name())
+	}
+	res, err := other.Recall(alice, memory.RecallInput{Query: "can I bring my puppy to work", Mode: memory.ModeVector, Limit: 1})
+	if err != nil || len(res.Results) != 1 || res.Results[0].Content != "Dogs are allowed in the office on Fridays" {
+		t.Fatalf("recall after the upgrade = %+v %v", res.Results, err)
+	}
+}
+
 // Fill stores a little of everything an export carries, for alice and
 // bob, and returns the id of the memory that consolidation kept.
 func Fill(t *testing.T, st Backend) int64 {

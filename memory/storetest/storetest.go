@@ -116,6 +116,7 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 	t.Run("prune", func(t *testing.T) { testPrune(t, open) })
 	t.Run("stats", func(t *testing.T) { testStats(t, open) })
 	t.Run("reindex", func(t *testing.T) { testReindex(t, open) })
+	t.Run("upgrade_offline", func(t *testing.T) { testUpgradeOffline(t, open) })
 	t.Run("export_import", func(t *testing.T) { testExportImport(t, open) })
 }
 
