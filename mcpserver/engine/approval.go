@@ -691,7 +691,7 @@ func credentialFields(schema json.RawMessage) error {
 	for name, p := range sch.Properties {
 		for _, n := range []string{name, p.Title, p.Description} {
 			if m, ok := filter.MatchField(n); ok && filter.DefaultAction(m.Class) == filter.ActionRedact {
-				bad = append(bad, fmt.Sprintf("%s (%s)", name, m.Class))
+				bad = append(bad, fmt.Sprintf("field %q asks for a %s", name, m.Class))
 				break
 			}
 		}

@@ -73,6 +73,8 @@ func TestGateApprovals(t *testing.T) {
 		for _, schema := range []string{
 			`{type: "object", properties: {password: {type: "string"}}}`,
 			`{type: "object", properties: {x: {type: "string", title: "API key"}}}`,
+			// Fourth round, A8: named otherwise, described as one.
+			`{type: "object", properties: {answer: {type: "string", description: "Your account password"}}}`,
 		} {
 			rec := alice.run(`await approval.request("Sign in to continue", {schema: ` + schema + `})`)
 			if rec.Status != "error" || rec.Error.Code != "invalid_arguments" {
