@@ -306,6 +306,7 @@ func startServer(bin, data string, pool int, env ...string) (*exec.Cmd, string, 
 		args = append(args, "--pool", strconv.Itoa(pool))
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = serverAttr()
 	cmd.Env = append(append(os.Environ(),
 		"CODECELL_SERVER_DATA_DIR="+data,
 		"CODECELL_LIMITS_EXECUTIONS_PER_MINUTE=100000000",
