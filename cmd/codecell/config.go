@@ -259,7 +259,7 @@ func defaultConfig() Config {
 			ResultBytesInFlightPerRun: 128 << 20,
 			MaxJournalBytes:           1 << 20, // engine.DefaultMaxJournalBytes
 			MaxPrincipalJournalBytes:  64 << 20,
-			MaxPrincipalPlanBytes:     8 << 20, // two plans of the largest size (engine.maxPlanBytes)
+			MaxPrincipalPlanBytes:     12 << 20, // two plans of the largest size, sealed
 			SessionIdleTTL:            Duration(time.Hour),
 			SessionsPerPrincipal:      64,
 			VaultBytes:                8 << 20,
