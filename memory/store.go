@@ -37,7 +37,7 @@ type Limits struct {
 	MaxPrincipalJournalBytes int64
 	// MaxPrincipalPlanBytes bounds the bytes of a principal's live plans
 	// (planned, not expired) together: their steps' tools, arguments and
-	// provenance as stored, 12 MiB. A SavePlan past it fails with
+	// provenance as stored, 8 MiB. A SavePlan past it fails with
 	// CodeQuotaExceeded; committing a plan or letting it expire frees its
 	// share.
 	MaxPrincipalPlanBytes int64
@@ -79,7 +79,7 @@ func (l Limits) Defaults() Limits {
 	def(&l.MaxSkills, 500)
 	def64(&l.MaxCacheBytes, 256<<20)
 	def64(&l.MaxPrincipalJournalBytes, 64<<20)
-	def64(&l.MaxPrincipalPlanBytes, 12<<20)
+	def64(&l.MaxPrincipalPlanBytes, 8<<20)
 	def(&l.MaxMemories, 100_000)
 	def64(&l.MaxMemoryBytes, 256<<20)
 	def(&l.MaxGraphEntities, 100_000)

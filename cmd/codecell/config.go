@@ -259,7 +259,7 @@ func defaultConfig() Config {
 			ResultBytesInFlightPerRun: 128 << 20,
 			MaxJournalBytes:           1 << 20, // engine.DefaultMaxJournalBytes
 			MaxPrincipalJournalBytes:  64 << 20,
-			MaxPrincipalPlanBytes:     12 << 20, // two plans of the largest size, sealed
+			MaxPrincipalPlanBytes:     8 << 20, // one plan of the largest size, sealed, and room for small ones
 			SessionIdleTTL:            Duration(time.Hour),
 			SessionsPerPrincipal:      64,
 			VaultBytes:                8 << 20,

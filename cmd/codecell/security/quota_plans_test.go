@@ -46,8 +46,8 @@ func TestDryRunPlansKeptOnDisk(t *testing.T) {
 	}
 	grew := dirBytes(data) - before
 	t.Logf("%d dry runs of one 3.9 MB write each saved %d plans and grew the data directory by %d MiB", runs, saved, grew>>20)
-	if saved > 2 {
-		t.Errorf("one principal keeps %d plans of 3.9 MB: its live plans are not bounded together (default 12 MiB)", saved)
+	if saved > 1 {
+		t.Errorf("one principal keeps %d plans of 3.9 MB: its live plans are not bounded together (default 8 MiB)", saved)
 	}
 	if grew > 16<<20 {
 		t.Errorf("one principal's dry runs keep %d MiB in the store (%d runs)", grew>>20, runs)
