@@ -40,7 +40,11 @@ func TestDryRunPlansKeptOnDisk(t *testing.T) {
 		}
 		if strings.Contains(rec.raw, `"plan_id"`) {
 			saved++
-		} else if !strings.Contains(rec.raw, "limits.max_principal_plan_bytes") {
+		} else if at := strings.Index(rec.raw, "the plan was not saved"); at >= 0 && strings.Contains(rec.raw[at:], "limits.max_principal_plan_bytes") {
+			if i == runs-1 {
+				t.Logf("the last dry run says: %.500s", rec.raw[at:])
+			}
+		} else {
 			t.Errorf("dry run %d saved no plan and does not say the quota: %.300s … %.600s", i, rec.raw, rec.raw[max(0, len(rec.raw)-600):])
 		}
 	}
