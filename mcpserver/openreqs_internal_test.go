@@ -93,13 +93,14 @@ func TestOpenRequestsBodies(t *testing.T) {
 		}, next)
 		return w.Code
 	}
-	// alice's calls hold their bodies until they end.
+	// alice's calls hold their bodies until they end; each body (one
+	// JSON value's worth of text) holds maxBody with what it decodes into.
 	for range bodiesPerPrincipal {
 		entered := make(chan struct{})
 		held.Add(1)
 		go func() {
 			defer held.Done()
-			serve("alice", maxBody, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { close(entered); <-hold }))
+			serve("alice", maxBody-decodedValueBytes, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { close(entered); <-hold }))
 		}()
 		<-entered
 	}
@@ -119,5 +120,29 @@ func TestOpenRequestsBodies(t *testing.T) {
 	held.Wait()
 	if o.total != 0 || o.bodyTotal != 0 || len(o.bodyBytes) != 0 {
 		t.Errorf("after every request ended: %d open, %d body bytes, %d principals holding bodies", o.total, o.bodyTotal, len(o.bodyBytes))
+	}
+}
+
+func TestJSONValues(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int
+	}{
+		{`1`, 1},
+		{`{}`, 2},
+		{`{"a":1,"b":[1,2,3]}`, 6},
+		{`"a,b,{[c"`, 1},
+		{`"a\",{["`, 1},
+		{`[{},{},{}]`, 7},
+	} {
+		if got := jsonValues([]byte(c.in), 100); got != c.want {
+			t.Errorf("jsonValues(%s) = %d, want %d", c.in, got, c.want)
+		}
+	}
+	// attack7 B1: 4 MiB of empty objects is over the limit, and counting
+	// stops there.
+	many := []byte("[" + strings.Repeat("{},", 1<<20) + "{}]")
+	if got := jsonValues(many, maxJSONValues); got != maxJSONValues+1 {
+		t.Errorf("jsonValues of 2^20 objects = %d, want %d", got, maxJSONValues+1)
 	}
 }

@@ -238,7 +238,8 @@ func (s *Server) sseMessage(next http.Handler) http.Handler {
 			httpError(w, http.StatusTooManyRequests, why+" (a request posted to an SSE session stays open until its answer is written to the session's stream: read the stream)")
 			return
 		}
-		n := int64(len(body))
+		// Its bytes and what they decode into, as bounded counts them.
+		n := int64(len(body)) + int64(jsonValues(body, maxJSONValues))*decodedValueBytes
 		if ok, why := s.open.reserveBody(principal, shared, n, maxBody); !ok {
 			s.open.leave(principal, false)
 			s.eng.Metrics().Refused("body_bytes")

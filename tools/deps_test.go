@@ -35,9 +35,10 @@ const (
 func group(rel string) (string, bool) {
 	top, _, _ := strings.Cut(rel, "/")
 	switch {
-	case rel == "tools", rel == "tools/lexicon":
-		// tools/lexicon, how tools are worded, is part of the leaf: every
-		// package that may import tools may import it.
+	case rel == "tools", rel == "tools/lexicon", rel == "tools/wordvec":
+		// tools/lexicon, how tools are worded, and tools/wordvec, word
+		// vectors of general English, are part of the leaf: every package
+		// that may import tools may import them.
 		return "tools", true
 	case top == "tools":
 		first, _, _ := strings.Cut(strings.TrimPrefix(rel, "tools/"), "/")
@@ -173,6 +174,8 @@ func TestArrowRules(t *testing.T) {
 		{"vfs", "tools", false, true},
 		{"memory", "tools", false, true},
 		{"memory", "tools/lexicon", false, true},
+		{"memory", "tools/wordvec", false, true},
+		{"tools/wordvec", "vfs", false, false},
 		{"tools/search", "tools/lexicon", false, true},
 		{"tools/lexicon", "vfs", false, false},
 		{"tools/catalog", "tools", false, true},
