@@ -134,6 +134,29 @@ func NewPlan(principal string, in SavePlanInput, now time.Time) (id string, p Pl
 	return id, p, planStepsHash(p.Steps), nil
 }
 
+// PlanBytes is what a plan's steps take in the store, as SavePlan counts
+// them against Limits.MaxPrincipalPlanBytes: their tools, arguments and
+// provenance.
+func PlanBytes(steps []PlanStep) int64 {
+	var n int64
+	for _, st := range steps {
+		n += int64(len(st.Tool) + len(st.Args) + len(st.Provenance))
+	}
+	return n
+}
+
+// CheckPlanBytes is SavePlan's verdict on a plan of adding bytes for a
+// principal whose live plans (planned, not expired) hold held bytes: nil
+// within l's MaxPrincipalPlanBytes, else a CodeQuotaExceeded error that
+// says the bound, the setting that raises it and what frees it.
+func (l Limits) CheckPlanBytes(held, adding int64) error {
+	bound := l.Defaults().MaxPrincipalPlanBytes
+	if held+adding <= bound {
+		return nil
+	}
+	return Quota("this plan's %d bytes would take the caller's live plans to %d bytes, past its quota of %d (limits.max_principal_plan_bytes): commit its plans (execute_code {plan_id}) or let them expire to free their share, plan fewer or smaller writes, or have the operator raise limits.max_principal_plan_bytes", adding, held+adding, bound)
+}
+
 // PlanNotFound is ClaimPlan's error for an id that is not a plan of the
 // caller's.
 func PlanNotFound(id string) error {

@@ -35,6 +35,12 @@ type Limits struct {
 	// journal set past it evicts that principal's oldest journals,
 	// expired ones first, never another's.
 	MaxPrincipalJournalBytes int64
+	// MaxPrincipalPlanBytes bounds the bytes of a principal's live plans
+	// (planned, not expired) together: their steps' tools, arguments and
+	// provenance as stored, 8 MiB. A SavePlan past it fails with
+	// CodeQuotaExceeded; committing a plan or letting it expire frees its
+	// share.
+	MaxPrincipalPlanBytes int64
 	// A principal's memories and knowledge graph (see CheckUsage): how
 	// many memories (100000) and their content, tags and metadata
 	// together (256 MiB); how many entities (100000) and relations
@@ -73,6 +79,7 @@ func (l Limits) Defaults() Limits {
 	def(&l.MaxSkills, 500)
 	def64(&l.MaxCacheBytes, 256<<20)
 	def64(&l.MaxPrincipalJournalBytes, 64<<20)
+	def64(&l.MaxPrincipalPlanBytes, 8<<20)
 	def(&l.MaxMemories, 100_000)
 	def64(&l.MaxMemoryBytes, 256<<20)
 	def(&l.MaxGraphEntities, 100_000)

@@ -147,6 +147,10 @@ type LimitsConfig struct {
 	// MaxPrincipalJournalBytes bounds a principal's stored journals
 	// together (memory.Limits.MaxPrincipalJournalBytes).
 	MaxPrincipalJournalBytes int64 `toml:"max_principal_journal_bytes"`
+	// MaxPrincipalPlanBytes bounds the bytes of a principal's live dry-run
+	// plans together, kept for sandbox.plan_ttl unless committed
+	// (memory.Limits.MaxPrincipalPlanBytes).
+	MaxPrincipalPlanBytes int64 `toml:"max_principal_plan_bytes"`
 	// Stdio applies the per-principal rate limits to stdio's local user
 	// too; by default they apply to HTTP principals only.
 	Stdio bool `toml:"stdio"`
@@ -255,6 +259,7 @@ func defaultConfig() Config {
 			ResultBytesInFlightPerRun: 128 << 20,
 			MaxJournalBytes:           1 << 20, // engine.DefaultMaxJournalBytes
 			MaxPrincipalJournalBytes:  64 << 20,
+			MaxPrincipalPlanBytes:     8 << 20, // one plan of the largest size, sealed, and room for small ones
 			SessionIdleTTL:            Duration(time.Hour),
 			SessionsPerPrincipal:      64,
 			VaultBytes:                8 << 20,
@@ -766,6 +771,7 @@ func (c *Config) validate(env func(string) string) []error {
 	if int64(l.MaxJournalBytes) > l.MaxBodyBytes/2 {
 		bad("limits.max_journal_bytes", "%d is over half of limits.max_body_bytes %d: without a store the journal comes back in the requestState of the client's retry, a request body; raise max_body_bytes too, or lower this", l.MaxJournalBytes, l.MaxBodyBytes)
 	}
+	positive("limits.max_principal_plan_bytes", l.MaxPrincipalPlanBytes)
 	positive("limits.session_idle_ttl", int64(l.SessionIdleTTL))
 	positive("limits.sessions_per_principal", int64(l.SessionsPerPrincipal))
 	positive("limits.vault_bytes", int64(l.VaultBytes))

@@ -106,6 +106,7 @@ func storeLimits(cfg Config) memory.Limits {
 		MaxPrincipalResultsBytes: cfg.Memory.ResultsMaxPrincipalBytes,
 		MaxResultsBytes:          cfg.Memory.ResultsMaxBytes,
 		MaxPrincipalJournalBytes: cfg.Limits.MaxPrincipalJournalBytes,
+		MaxPrincipalPlanBytes:    cfg.Limits.MaxPrincipalPlanBytes,
 		MaxMemories:              cfg.Memory.MaxMemories,
 		MaxMemoryBytes:           cfg.Memory.MaxMemoryBytes,
 		MaxGraphEntities:         cfg.Memory.MaxGraphEntities,

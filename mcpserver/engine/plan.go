@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -154,6 +155,10 @@ func (pl *plans) save(ctx context.Context, caller tools.Caller, execID string, p
 	id, saved, err := pl.store.SavePlan(asCaller(ctx, caller.Principal), memory.SavePlanInput{
 		Session: caller.Session, ExecutionID: execID, Steps: sealed, TTL: pl.ttl,
 	})
+	if te := (*tools.Error)(nil); errors.As(err, &te) && te.Code == memory.CodeQuotaExceeded {
+		pl.log.Warn("save plan: quota", "id", execID, "bytes", memory.PlanBytes(sealed))
+		return rec, "Nothing was written, and the plan was not saved: " + te.Message
+	}
 	if err != nil {
 		pl.log.Error("save plan", "id", execID, "err", err)
 		return rec, "The plan could not be saved; run the program again."

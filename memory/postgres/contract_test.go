@@ -121,3 +121,10 @@ func TestQuotas(t *testing.T) {
 		return openConfig(t, postgres.Config{DSN: pgtest.Database(t), MaxConns: 4, Limits: lim})
 	})
 }
+
+// TestPlanQuota runs the contract of the bound on a principal's plans.
+func TestPlanQuota(t *testing.T) {
+	storetest.PlanQuota(t, func(t *testing.T, lim memory.Limits) storetest.Backend {
+		return openConfig(t, postgres.Config{DSN: pgtest.Database(t), MaxConns: 4, Limits: lim})
+	})
+}

@@ -19,9 +19,18 @@ import (
 // UPDATE) for the claim's transaction, so a concurrent claim waits for it
 // and then reads the plan as claimed.
 
+// planLockClass is the first key of the transaction-level advisory lock
+// SavePlan takes on its principal (the second key, cacheLockKey's hash),
+// so that two instances saving for one principal take turns and the
+// second counts the first's plan: neither takes the last of
+// memory.Limits.MaxPrincipalPlanBytes twice.
+const planLockClass = 0x706c616e // "plan"
+
 // SavePlan saves a plan for the caller and returns its id, "plan_"
 // followed by 128 random bits: whoever holds it (as that principal) can
-// commit the plan once.
+// commit the plan once. A plan that would take the caller's live plans
+// past memory.Limits.MaxPrincipalPlanBytes fails with
+// memory.CodeQuotaExceeded.
 func (s *Store) SavePlan(ctx context.Context, in memory.SavePlanInput) (string, memory.Plan, error) {
 	principal := tools.CallerFrom(ctx).Principal
 	now := s.now()
@@ -30,6 +39,18 @@ func (s *Store) SavePlan(ctx context.Context, in memory.SavePlanInput) (string, 
 		return "", memory.Plan{}, err
 	}
 	err = s.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1::int4, $2::int4)`, planLockClass, cacheLockKey(principal, "")); err != nil {
+			return err
+		}
+		var held int64
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(SUM(octet_length(st.tool) + octet_length(st.args) + COALESCE(octet_length(st.provenance), 0)), 0)::bigint
+			FROM plans p JOIN plan_steps st ON st.plan_hash = p.id_hash
+			WHERE p.principal = $1 AND p.state = $2 AND p.expires_at > $3`, principal, memory.PlanPlanned, ms(now)).Scan(&held); err != nil {
+			return err
+		}
+		if err := s.lim.CheckPlanBytes(held, memory.PlanBytes(p.Steps)); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO plans (id_hash, principal, session, execution_id, steps_hash, state, created_at, expires_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, p.IDHash, principal, in.Session, in.ExecutionID, hash, memory.PlanPlanned, ms(now), ms(p.ExpiresAt)); err != nil {
 			return err

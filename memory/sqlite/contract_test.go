@@ -147,3 +147,15 @@ func TestQuotas(t *testing.T) {
 		return st
 	})
 }
+
+// TestPlanQuota runs the contract of the bound on a principal's plans.
+func TestPlanQuota(t *testing.T) {
+	storetest.PlanQuota(t, func(t *testing.T, lim memory.Limits) storetest.Backend {
+		st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "codecell.db"), Limits: lim}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	})
+}

@@ -13,7 +13,8 @@ import (
 
 // SavePlan saves a plan for the caller and returns its id, "plan_"
 // followed by 128 random bits: whoever holds it (as that principal) can
-// commit the plan once.
+// commit the plan once. A plan that would take the caller's live plans
+// past Limits.MaxPrincipalPlanBytes fails with CodeQuotaExceeded.
 func (s *Store) SavePlan(ctx context.Context, in memory.SavePlanInput) (string, memory.Plan, error) {
 	principal := tools.CallerFrom(ctx).Principal
 	now := s.now()
@@ -22,6 +23,17 @@ func (s *Store) SavePlan(ctx context.Context, in memory.SavePlanInput) (string, 
 		return "", memory.Plan{}, err
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
+		// The principal's live plans, by the index plans_principal; the
+		// single writer counts and inserts with nobody between.
+		var held int64
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(length(CAST(st.tool AS BLOB)) + length(st.args) + COALESCE(length(st.provenance), 0)), 0)
+			FROM plans p JOIN plan_steps st ON st.plan_hash = p.id_hash
+			WHERE p.principal = ? AND p.state = ? AND p.expires_at > ?`, principal, memory.PlanPlanned, ms(now)).Scan(&held); err != nil {
+			return err
+		}
+		if err := s.lim.CheckPlanBytes(held, memory.PlanBytes(p.Steps)); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO plans (id_hash, principal, session, execution_id, steps_hash, state, created_at, expires_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, p.IDHash, principal, in.Session, in.ExecutionID, hash, memory.PlanPlanned, ms(now), ms(p.ExpiresAt)); err != nil {
 			return err

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/tools"
 )
 
 // Quotas checks the per-principal quotas of memories and of the
@@ -120,4 +122,62 @@ func Quotas(t *testing.T, open func(t *testing.T, lim memory.Limits) Backend) {
 		_, _, err = st.UpsertEntity(bob, memory.EntityInput{Name: "e4"})
 		ok(t, err)
 	})
+}
+
+// PlanQuota checks the bound on a principal's live plans (issue 19,
+// attack7's B2: nothing bounded them, so one principal's dry runs could
+// fill the disk for an hour): a plan that would take the caller's
+// planned, unexpired plans past Limits.MaxPrincipalPlanBytes fails with
+// CodeQuotaExceeded naming the setting, for that principal only;
+// claiming a plan for a commit, or its expiry, frees its share. open
+// opens a fresh store with the limits given.
+func PlanQuota(t *testing.T, open func(t *testing.T, lim memory.Limits) Backend) {
+	one := memory.PlanBytes(planSteps())
+	st := open(t, memory.Limits{MaxPrincipalPlanBytes: 2 * one})
+	alice, bob, carol := as(t.Context(), "alice"), as(t.Context(), "bob"), as(t.Context(), "carol")
+	save := func(ctx context.Context, ttl time.Duration) (string, memory.Plan, error) {
+		return st.SavePlan(ctx, memory.SavePlanInput{Steps: planSteps(), TTL: ttl})
+	}
+	must := func(ctx context.Context, ttl time.Duration) (string, memory.Plan) {
+		t.Helper()
+		id, p, err := save(ctx, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id, p
+	}
+	refused := func(t *testing.T, err error) {
+		t.Helper()
+		var te *tools.Error
+		if !errors.As(err, &te) || te.Code != memory.CodeQuotaExceeded || !errors.Is(err, memory.ErrQuota) {
+			t.Fatalf("error = %v, want quota_exceeded", err)
+		}
+		for _, want := range []string{"limits.max_principal_plan_bytes", fmt.Sprint(2 * one), "commit", "expire"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("the error does not say %q: %v", want, err)
+			}
+		}
+	}
+
+	first, _ := must(alice, time.Hour)
+	must(alice, time.Hour)
+	_, _, err := save(alice, time.Hour)
+	refused(t, err)
+	// Another principal's plans are its own.
+	must(bob, time.Hour)
+	must(bob, time.Hour)
+	// A plan claimed for its commit no longer counts.
+	if _, err := st.ClaimPlan(alice, first, "commit-1"); err != nil {
+		t.Fatal(err)
+	}
+	must(alice, time.Hour)
+	_, _, err = save(alice, time.Hour)
+	refused(t, err)
+	// Nor does an expired one.
+	must(carol, time.Hour)
+	_, short := must(carol, time.Millisecond)
+	waitPast(short.ExpiresAt)
+	must(carol, time.Hour)
+	_, _, err = save(carol, time.Hour)
+	refused(t, err)
 }
