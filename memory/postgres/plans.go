@@ -196,7 +196,14 @@ func (s *Store) FinishPlan(ctx context.Context, id, state string) error {
 		if _, err := tx.Exec(ctx, `UPDATE plan_steps SET status = $1 WHERE plan_hash = $2 AND status = $3`, memory.StepNotRun, h, memory.StepPending); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `UPDATE plans SET state = $1 WHERE id_hash = $2 AND state = $3`, state, h, memory.PlanCommitting)
+		tag, err := tx.Exec(ctx, `UPDATE plans SET state = $1 WHERE id_hash = $2 AND state = $3`, state, h, memory.PlanCommitting)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		// A finished plan keeps what it did, not what it wrote: its
+		// arguments left the quota when it was claimed, and kept for the
+		// audit's age they were a way to fill the disk (attack8 C1).
+		_, err = tx.Exec(ctx, `UPDATE plan_steps SET args = ''::bytea, provenance = NULL WHERE plan_hash = $1`, h)
 		return err
 	})
 	if err != nil {

@@ -180,7 +180,17 @@ func (s *Store) FinishPlan(ctx context.Context, id, state string) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE plan_steps SET status = ? WHERE plan_hash = ? AND status = ?`, memory.StepNotRun, h, memory.StepPending); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE plans SET state = ? WHERE id_hash = ? AND state = ?`, state, h, memory.PlanCommitting)
+		res, err := tx.ExecContext(ctx, `UPDATE plans SET state = ? WHERE id_hash = ? AND state = ?`, state, h, memory.PlanCommitting)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		// A finished plan keeps what it did, not what it wrote: its
+		// arguments left the quota when it was claimed, and kept for the
+		// audit's age they were a way to fill the disk (attack8 C1).
+		_, err = tx.ExecContext(ctx, `UPDATE plan_steps SET args = X'', provenance = NULL WHERE plan_hash = ?`, h)
 		return err
 	})
 	if err != nil {

@@ -151,6 +151,12 @@ func testPlans(t *testing.T, open Opener, o options) {
 		if fmt.Sprint(got) != "[ok: error:tool_failed not_run:]" || p.State != memory.PlanFailed || p.CommittedAt == nil {
 			t.Fatalf("state %s, committed at %v, steps %v; want failed, a time, [ok: error:tool_failed not_run:]", p.State, p.CommittedAt, got)
 		}
+		// attack8 C1: a finished plan's arguments are not kept.
+		for _, st := range p.Steps {
+			if len(st.Args) != 0 || st.Provenance != nil {
+				t.Fatalf("step %d of a finished plan keeps args %q, provenance %q", st.Seq, st.Args, st.Provenance)
+			}
+		}
 		_, err = a.ClaimPlan(alice, id, "c3")
 		wantToolCode(t, err, memory.CodePlanCommitted, memory.ErrPlanCommitted)
 	})
