@@ -1164,46 +1164,74 @@ func (c *copier) rebuildCounts(ctx context.Context) (TableCopy, error) {
 		return tc, err
 	}
 	spec := tableSpec{name: "memory_counts", cols: []column{{"principal", 's'}, {"n", 'i'}}, key: []int{0}}
+	err := c.compareDerived(ctx, &tc, spec, `SELECT principal, n FROM memory_counts WHERE n > 0`, "counts include the memories it held before")
+	return tc, err
+}
+
+// compareDerived compares a table the target derives as rows are copied
+// (memory_counts, usageTables) with the source's, by the rows q selects
+// on both, whose columns are spec's, strings and integers only. Appending,
+// the target's include its own rows: only the source's are counted, and
+// held says what the target's hold besides.
+func (c *copier) compareDerived(ctx context.Context, tc *TableCopy, spec tableSpec, q, held string) error {
+	scan := func(sc interface{ Scan(...any) error }) ([]any, error) {
+		dst, row := make([]any, len(spec.cols)), make([]any, len(spec.cols))
+		for i, col := range spec.cols {
+			if col.kind == 's' {
+				dst[i] = new(string)
+			} else {
+				dst[i] = new(int64)
+			}
+		}
+		if err := sc.Scan(dst...); err != nil {
+			return nil, err
+		}
+		for i, d := range dst {
+			if v, ok := d.(*string); ok {
+				row[i] = *v
+			} else {
+				row[i] = *d.(*int64)
+			}
+		}
+		return row, nil
+	}
 	source := newRowSet(spec)
-	rows, err := c.src.QueryContext(ctx, `SELECT principal, n FROM memory_counts WHERE n > 0`)
+	rows, err := c.src.QueryContext(ctx, q)
 	if err != nil {
-		return tc, err
+		return err
 	}
 	for rows.Next() {
-		var p string
-		var n int64
-		if err := rows.Scan(&p, &n); err != nil {
-			rows.Close()
-			return tc, err
+		row, err := scan(rows)
+		if err == nil {
+			err = source.add(row)
 		}
-		if err := source.add([]any{p, n}); err != nil {
+		if err != nil {
 			rows.Close()
-			return tc, err
+			return err
 		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return tc, err
+		return err
 	}
 	tc.SourceRows = int64(len(source.hashes))
 	if c.opts.Mode == CopyAppend {
-		tc.Reason += "; not compared: the target's counts include the memories it held before"
-		return tc, nil
+		tc.Reason += "; not compared: the target's " + held
+		return nil
 	}
-	prows, err := c.tx.Query(ctx, `SELECT principal, n FROM memory_counts WHERE n > 0`)
+	prows, err := c.tx.Query(ctx, q)
 	if err != nil {
-		return tc, err
+		return err
 	}
 	defer prows.Close()
 	target := newRowSet(spec)
 	var matched [][32]byte
 	for prows.Next() {
-		var p string
-		var n int64
-		if err := prows.Scan(&p, &n); err != nil {
-			return tc, err
+		row, err := scan(prows)
+		if err != nil {
+			return err
 		}
-		h, key := target.hash([]any{p, n})
+		h, key := target.hash(row)
 		want, ok := source.byKey[key]
 		if !ok {
 			tc.Extra++
@@ -1215,11 +1243,11 @@ func (c *copier) rebuildCounts(ctx context.Context) (TableCopy, error) {
 		matched = append(matched, h)
 	}
 	if err := prows.Err(); err != nil {
-		return tc, err
+		return err
 	}
 	tc.TargetRows = int64(len(matched)) + tc.Extra
 	tc.SourceSum, tc.TargetSum, tc.Compared = sum(source.hashes), sum(matched), true
-	return tc, nil
+	return nil
 }
 
 // usageTables are the running totals (principal, kind, entries, bytes)
@@ -1240,63 +1268,8 @@ func (c *copier) checkUsage(ctx context.Context, table string) (TableCopy, error
 		tc.Action, tc.Reason = ActionChecked, ""
 	}
 	spec := tableSpec{name: table, cols: []column{{"principal", 's'}, {"kind", 's'}, {"entries", 'i'}, {"bytes", 'i'}}, key: []int{0, 1}}
-	q := `SELECT principal, kind, entries, bytes FROM ` + table + ` WHERE entries > 0`
-	source := newRowSet(spec)
-	rows, err := c.src.QueryContext(ctx, q)
-	if err != nil {
-		return tc, err
-	}
-	for rows.Next() {
-		var p, k string
-		var n, b int64
-		if err := rows.Scan(&p, &k, &n, &b); err != nil {
-			rows.Close()
-			return tc, err
-		}
-		if err := source.add([]any{p, k, n, b}); err != nil {
-			rows.Close()
-			return tc, err
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return tc, err
-	}
-	tc.SourceRows = int64(len(source.hashes))
-	if c.opts.Mode == CopyAppend {
-		tc.Reason += "; not compared: the target's totals include the entries it held before"
-		return tc, nil
-	}
-	prows, err := c.tx.Query(ctx, q)
-	if err != nil {
-		return tc, err
-	}
-	defer prows.Close()
-	target := newRowSet(spec)
-	var matched [][32]byte
-	for prows.Next() {
-		var p, k string
-		var n, b int64
-		if err := prows.Scan(&p, &k, &n, &b); err != nil {
-			return tc, err
-		}
-		h, key := target.hash([]any{p, k, n, b})
-		want, ok := source.byKey[key]
-		if !ok {
-			tc.Extra++
-			continue
-		}
-		if want != h {
-			tc.Differing++
-		}
-		matched = append(matched, h)
-	}
-	if err := prows.Err(); err != nil {
-		return tc, err
-	}
-	tc.TargetRows = int64(len(matched)) + tc.Extra
-	tc.SourceSum, tc.TargetSum, tc.Compared = sum(source.hashes), sum(matched), true
-	return tc, nil
+	err := c.compareDerived(ctx, &tc, spec, `SELECT principal, kind, entries, bytes FROM `+table+` WHERE entries > 0`, "totals include the entries it held before")
+	return tc, err
 }
 
 // quoteSQLite quotes a SQLite identifier.
