@@ -2,8 +2,10 @@
 // QuickJS (modernc.org/libquickjs, QuickJS transpiled to pure Go, through
 // the thin layer of internal/engine) and returns a record of each run.
 //
-// It owns the sandbox: a pool that gives every run a fresh VM prepared in
-// the background, the prelude that installs tool namespaces (util.echo),
+// It owns the sandbox: a pool that gives every run a fresh VM — built
+// once, then reset after each run from a snapshot of its heap taken when
+// it was built (engine.VM.Reset), which nothing a program does survives
+// and which costs a tenth of building one —, the prelude that installs tool namespaces (util.echo),
 // tools.call, console and progress, the bridge that turns tool calls into
 // concurrent calls through a Dispatcher, TypeScript stripping with
 // esbuild, and the limits — deadline, heap, stack, code size, tool calls,
@@ -29,8 +31,9 @@
 // the VMs of each pool slot live in a sandbox worker process: the same
 // binary, started with an empty environment, in a process group of its
 // own, dying with the server (stdin EOF; on Linux also the parent-death
-// signal). Runs take the server's priority; a worker prepares and closes
-// VMs on a thread of lower priority (Linux), and one whose run does not
+// signal). Runs take the server's priority; a worker resets a run's VM
+// for the next at the run's priority, builds and closes VMs on a thread
+// of lower priority (Linux), and one whose run does not
 // stop when interrupted drops to the lowest priority until it is killed. The executor speaks to it over
 // pipes in length-prefixed binary frames (protocol.go): the program and
 // its limits, tool calls and their results, console lines, progress, an

@@ -446,8 +446,18 @@ func TestIsolation(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode executor.Isolation) {
 		e := newExecutor(t, mode, executor.Config{PoolSize: 1})
-		wantOK(t, run(t, e, "globalThis.leak = 'secret'; var v = 1; Object.prototype.polluted = true; util.echo.tampered = 1; 'set'"), `"set"`)
-		wantOK(t, run(t, e, "[typeof leak, typeof v, ({}).polluted, util.echo.tampered]"), `["undefined","undefined",null,null]`)
+		// A pool of one: every run takes the VM the run before used,
+		// reset (or a new one).
+		for range 3 {
+			wantOK(t, run(t, e, "globalThis.leak = 'secret'; var v = 1; Object.prototype.polluted = true; util.echo.tampered = 1; 'set'"), `"set"`)
+			wantOK(t, run(t, e, "[typeof leak, typeof v, ({}).polluted, util.echo.tampered]"), `["undefined","undefined",null,null]`)
+			wantOK(t, run(t, e, `Array.prototype.push = () => 0; String.prototype.split = null; Symbol.for("planted");
+globalThis.ref = new WeakRef({}); new FinalizationRegistry(() => { globalThis.fin = 1 }).register({}, 1);
+Promise.resolve().then(() => { globalThis.later = 1 }); new Promise(() => {}); globalThis.buf = new Uint8Array(1 << 20).fill(7);
+Object.freeze(Object.prototype); 'set'`), `"set"`)
+			wantOK(t, run(t, e, `await null; [[].push(1), typeof "".split, typeof ref, typeof fin, typeof later, typeof buf,
+Object.isFrozen(Object.prototype), Symbol.keyFor(Symbol.for("x"))]`), `[1,"function","undefined","undefined","undefined","undefined",false,"x"]`)
+		}
 	})
 }
 

@@ -56,8 +56,11 @@ func (s *localSandbox) start(r *Run, spec *jobSpec) error {
 		// and the job ends.
 		debug.SetPanicOnFault(true)
 		out := j.run(in)
-		s.pool.discard(in)
+		// The outcome first; then the VM is made fresh for the next run
+		// (or closed), before the run's slot is free: the next run finds
+		// it ready rather than build one.
 		r.deliver(out)
+		s.pool.giveBack(in)
 		r.ended()
 	}()
 	return nil
@@ -148,7 +151,10 @@ type vmPool struct {
 	// layout of the latest run.
 	layout atomic.Pointer[Layout]
 
-	ready  chan *instance
+	ready chan *instance
+	// out counts the VMs taken and not given back, which come back
+	// ready: the maintainer prepares VMs only for runs beyond them.
+	out    atomic.Int32
 	retire chan *instance
 	wake   chan struct{}
 	quit   chan struct{}
@@ -178,7 +184,7 @@ func (p *vmPool) maintain() {
 	defer close(p.done)
 	backoff := time.Duration(0)
 	for {
-		for backoff == 0 && len(p.ready) < cap(p.ready) {
+		for backoff == 0 && len(p.ready)+int(p.out.Load()) < cap(p.ready) {
 			select {
 			case <-p.quit:
 				return
@@ -191,7 +197,11 @@ func (p *vmPool) maintain() {
 				backoff = min(max(2*backoff, 10*time.Millisecond), time.Second)
 				break
 			}
-			p.ready <- in // only maintain sends, and there is room
+			select {
+			case p.ready <- in:
+			default: // used VMs given back filled it meanwhile
+				in.close()
+			}
 		}
 		var retry <-chan time.Time
 		if backoff > 0 {
@@ -209,6 +219,27 @@ func (p *vmPool) maintain() {
 	}
 }
 
+// giveBack takes back a VM that take returned, once its job is over: it
+// is reset for the next run when one is wanted and it has the latest
+// layout (instance.reset), and closed otherwise.
+func (p *vmPool) giveBack(in *instance) {
+	if !p.closed.Load() && len(p.ready) < cap(p.ready) && in.layout == p.layout.Load() && in.resetsCheaply() && in.reset() {
+		select {
+		case p.ready <- in:
+			p.out.Add(-1)
+			if p.closed.Load() {
+				// Close began meanwhile, and may have drained the queue
+				// before this VM arrived.
+				p.drain()
+			}
+			return
+		default: // the maintainer filled it meanwhile
+		}
+	}
+	p.out.Add(-1)
+	p.discard(in)
+}
+
 // take returns a prepared VM with layout installed, or makes one when none
 // is ready. VMs prepared with another layout (the catalogue changed) are
 // closed, and the maintainer prepares the next ones with layout.
@@ -221,6 +252,7 @@ func (p *vmPool) take(layout *Layout) (*instance, error) {
 		case in := <-p.ready:
 			p.poke()
 			if in.layout == layout {
+				p.out.Add(1)
 				return in, nil
 			}
 			p.discard(in)
@@ -230,7 +262,11 @@ func (p *vmPool) take(layout *Layout) (*instance, error) {
 		break
 	}
 	p.poke()
-	return newInstance(p.prelude, layout)
+	in, err := newInstance(p.prelude, layout)
+	if err == nil {
+		p.out.Add(1)
+	}
+	return in, err
 }
 
 // discard hands a used VM to the maintainer to close.
@@ -272,6 +308,11 @@ func (p *vmPool) close() {
 	p.closed.Store(true)
 	close(p.quit)
 	<-p.done
+	p.drain()
+}
+
+// drain closes the VMs ready or retired.
+func (p *vmPool) drain() {
 	for {
 		select {
 		case in := <-p.ready:

@@ -77,9 +77,9 @@ func TestParkFreesTheSlot(t *testing.T) {
 
 		close(g.open)
 		wantOK(t, <-a, `"A:yes"`)
-		if s := e.Stats(); s.Waiting != 0 || s.Running != 0 {
-			t.Fatalf("after both runs: %+v", s)
-		}
+		// A run's slot is free once its VM is reset for the next run,
+		// just after its result is delivered.
+		waitStats(t, e, func(s executor.Stats) bool { return s.Waiting == 0 && s.Running == 0 })
 	})
 }
 
@@ -115,9 +115,7 @@ func TestParkBound(t *testing.T) {
 		for _, res := range results {
 			wantOK(t, res, `"yes"`)
 		}
-		if s := e.Stats(); s.Waiting != 0 || s.Running != 0 {
-			t.Fatalf("after the runs: %+v", s)
-		}
+		waitStats(t, e, func(s executor.Stats) bool { return s.Waiting == 0 && s.Running == 0 })
 	})
 }
 

@@ -19,10 +19,12 @@ import (
 // else may write to out. Config.WorkerCommand starts a program that calls
 // it, such as codecell's hidden "sandbox-worker" command.
 //
-// Jobs run at the process's priority. Preparing the next run's VM and
-// closing used ones, which no run waits for, happen on a thread of their
-// own at a lower priority (on Linux), so that they take the CPU only
-// when runs and the server leave it. When in and out are pipes, the
+// Jobs run at the process's priority. A root job's VM is reset for the
+// next root job (instance.reset) right after its outcome goes out, at the
+// job's priority, as the next job may be waiting for it; building VMs
+// and closing used ones, which no run waits for, happen on a thread of
+// their own at a lower priority (on Linux), so that they take the CPU
+// only when runs and the server leave it. When in and out are pipes, the
 // worker waits on them through the Go runtime's poller rather than in a
 // blocking read: a frame wakes the goroutine that waits for it without a
 // hand-off between threads.
@@ -93,6 +95,12 @@ type workerServer struct {
 	// there to be closed.
 	wantNext bool
 	retired  []*instance
+	// resetting is closed once the VM of the last root job is reset for
+	// the next (instance.reset), which a root job that finds no VM ready
+	// waits for: a reset costs a tenth of building one. waiting counts
+	// the root jobs that wait.
+	resetting chan struct{}
+	waiting   int
 }
 
 // maxRetired bounds the used VMs waiting to be closed, whose heaps are
@@ -134,12 +142,17 @@ func (s *workerServer) handle(f frame) error {
 		j := newVMJob(spec, workerHost{s: s, job: f.job})
 		s.jobs[f.job] = j
 		var in *instance
+		var wait chan struct{}
 		if !spec.Nested {
 			s.lastRoot = f.job
 			in, s.next = s.next, nil
+			if in == nil && s.resetting != nil {
+				wait = s.resetting
+				s.waiting++
+			}
 		}
 		s.mu.Unlock()
-		go s.run(f.job, j, in)
+		go s.run(f.job, j, in, wait)
 	case frameResult:
 		d := dec{b: f.body}
 		c := callResult{id: d.u32(), ok: d.bool()}
@@ -167,9 +180,17 @@ func (s *workerServer) handle(f frame) error {
 }
 
 // run runs one job and reports its outcome. A root job is given the VM
-// prepared for it, if one was ready, and asks for the next once it is
-// done.
-func (s *workerServer) run(id uint32, j *vmJob, in *instance) {
+// prepared for it, if one was ready, or waits for the one being reset
+// (wait); once it is done, it resets its VM for the next root job, or
+// asks the chores thread for one.
+func (s *workerServer) run(id uint32, j *vmJob, in *instance, wait chan struct{}) {
+	if wait != nil {
+		<-wait
+		s.mu.Lock()
+		s.waiting--
+		in, s.next = s.next, nil
+		s.mu.Unlock()
+	}
 	var out outcome
 	if j.spec.Layout == nil {
 		out = outcome{status: outInternal, message: "the program's layout never reached the sandbox worker"}
@@ -191,10 +212,37 @@ func (s *workerServer) run(id uint32, j *vmJob, in *instance) {
 			out = j.run(in)
 		}
 	}
+	// Whether the VM is reset for the next root job is settled before the
+	// outcome goes out, after which the next job may arrive at once.
+	s.mu.Lock()
+	var done chan struct{}
+	if !j.spec.Nested && in != nil && in.layout == s.latest && s.next == nil && s.resetting == nil && in.resetsCheaply() {
+		done = make(chan struct{})
+		s.resetting = done
+	}
+	s.mu.Unlock()
 	s.w.write(frameDone, id, encodeOutcome(&out), out.payload)
 	s.mu.Lock()
 	delete(s.jobs, id)
 	s.mu.Unlock()
+	if done != nil {
+		// At the job's priority, after its outcome went out: the next
+		// root job may be on its way, and waits for this rather than
+		// build a VM of its own.
+		ok := in.reset()
+		s.mu.Lock()
+		s.resetting = nil
+		if ok && in.layout == s.latest && s.next == nil {
+			s.next, in = in, nil
+			if s.waiting == 0 {
+				// Under s.mu, so that no root job takes it between the
+				// two; a job waiting takes it without the frame.
+				s.w.write(frameReady, s.lastRoot, nil, nil)
+			}
+		}
+		close(done)
+		s.mu.Unlock()
+	}
 	s.retire(in)
 	if !j.spec.Nested {
 		s.prepare()
@@ -257,9 +305,13 @@ func (s *workerServer) chores() {
 		s.mu.Unlock()
 		switch {
 		case want:
-			in, err := newInstance(s.prelude, layout)
-			if err != nil {
-				in = nil // the job makes its own
+			in := s.reuse(layout)
+			if in == nil {
+				var err error
+				in, err = newInstance(s.prelude, layout)
+				if err != nil {
+					in = nil // the job makes its own
+				}
 			}
 			s.ready(in)
 		case old != nil:
@@ -274,6 +326,29 @@ func (s *workerServer) chores() {
 	}
 }
 
+// reuse returns a used VM of layout reset for the next job, or nil when
+// none is waiting to be closed or it cannot be reset.
+func (s *workerServer) reuse(layout *Layout) *instance {
+	s.mu.Lock()
+	var in *instance
+	for i, r := range s.retired {
+		if r.layout == layout {
+			in = r
+			s.retired = append(s.retired[:i], s.retired[i+1:]...)
+			break
+		}
+	}
+	s.mu.Unlock()
+	if in == nil {
+		return nil
+	}
+	if !in.reset() {
+		in.close()
+		return nil
+	}
+	return in
+}
+
 // ready keeps a prepared VM for the next root job and tells the
 // executor, unless the layout changed meanwhile.
 func (s *workerServer) ready(in *instance) {
@@ -286,6 +361,12 @@ func (s *workerServer) ready(in *instance) {
 	if in.layout != s.latest {
 		s.retired = append(s.retired, in)
 		s.preparing, s.wantNext = true, true
+		s.poke()
+		return
+	}
+	if s.next != nil {
+		// The last root job's VM, reset meanwhile.
+		s.retired = append(s.retired, in)
 		s.poke()
 		return
 	}

@@ -489,7 +489,20 @@ type instance struct {
 	job *vmJob
 }
 
-func newInstance(prelude *engine.Bytecode, layout *Layout) (in *instance, err error) {
+// newInstance builds a VM for layout's jobs and keeps its snapshot, to
+// which reset brings it back after each job.
+func newInstance(prelude *engine.Bytecode, layout *Layout) (*instance, error) {
+	in, err := buildInstance(prelude, layout)
+	if err != nil {
+		return nil, err
+	}
+	// Once buildInstance has freed what it held: the image must hold
+	// no reference that nothing will free.
+	in.vm.Snapshot()
+	return in, nil
+}
+
+func buildInstance(prelude *engine.Bytecode, layout *Layout) (in *instance, err error) {
 	vm, err := engine.New()
 	if err != nil {
 		return nil, fmt.Errorf("new vm: %w", err)
@@ -545,6 +558,27 @@ func newInstance(prelude *engine.Bytecode, layout *Layout) (in *instance, err er
 		return in, err
 	}
 	return in, nil
+}
+
+// cheapReset is the most a VM's job may have used beyond its image for
+// the VM to be reset where a run would wait for it: clearing more costs
+// more than building a VM (a run that made a 100 MB array unmaps it),
+// which the next run then does while the used VM is closed, or reset, at
+// a lower priority.
+const cheapReset = 8 << 20
+
+// resetsCheaply reports whether reset costs less than building a VM.
+func (in *instance) resetsCheaply() bool { return in.vm.Dirty() <= cheapReset }
+
+// reset makes a used instance what newInstance made, for the next job of
+// its layout: the VM comes back from its snapshot (engine.VM.Reset),
+// which costs a copy of its heap instead of building a runtime, a
+// context, the prelude and the namespaces again. It reports false for an
+// instance that cannot be reset (its VM broken or killed), which must be
+// closed.
+func (in *instance) reset() bool {
+	in.job = nil
+	return in.vm.Reset()
 }
 
 func property(vm *engine.VM, v engine.Value, name string) (engine.Value, error) {

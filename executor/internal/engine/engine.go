@@ -19,6 +19,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,6 +72,10 @@ type VM struct {
 	panicked any
 	broken   bool
 	closed   bool
+	// image is the VM as Snapshot kept it, for Reset; nFuncs is how many
+	// host functions it had then.
+	image  *heapImage
+	nFuncs int
 }
 
 // interruptData is what the interrupt handler reads: a stop that stays
@@ -115,6 +120,70 @@ func New() (*VM, error) {
 	lib.XJS_SetInterruptHandler(tls, rt, fp(onInterrupt), uintptr(unsafe.Pointer(vm.intr)))
 	vms.Store(ctx, vm)
 	return vm, nil
+}
+
+// Snapshot keeps the VM as it is now, for Reset to bring back. Nothing
+// may run in it meanwhile, and the values the caller holds stay valid
+// across a Reset only if they were held at Snapshot.
+//
+// All of a VM's state is in its heap (runtime, context, atoms, shapes,
+// objects, jobs, the GC's lists) at addresses that do not change, except
+// what this type holds in Go and a few fields that Reset sets again. The
+// engine keeps no state of a VM in the process's C statics (class ids are
+// allocated only by JS_NewClassID, which this layer never calls), and its
+// stack depth is counted on the VM's libc.TLS, which is at its base
+// between calls.
+func (vm *VM) Snapshot() {
+	vm.image = vm.heap.snapshot()
+	vm.nFuncs = len(vm.funcs)
+}
+
+// ImageSize is the bytes Snapshot kept, which each Reset copies back: the
+// used part of the VM's region and its large blocks.
+func (vm *VM) ImageSize() int {
+	if vm.image == nil {
+		return 0
+	}
+	n := len(vm.image.bytes)
+	for _, m := range vm.image.large {
+		n += len(m)
+	}
+	return n
+}
+
+// Dirty returns the bytes a Reset would clear or unmap: what the VM's
+// programs used since Snapshot or the last Reset, beyond the image. A
+// Reset costs about a copy of the image plus this.
+func (vm *VM) Dirty() int {
+	if vm.image == nil || vm.dead() {
+		return 0
+	}
+	return vm.heap.dirty(vm.image)
+}
+
+// Reset brings the VM back to what Snapshot kept, byte for byte: nothing
+// a program did since (globals, prototypes, atoms, jobs, weak references,
+// memory) is left, and none of the bytes it wrote can be read. Math.random
+// gets a new seed, as a new VM would; the interrupt, the deadline, the
+// memory and stack limits are those of the snapshot. It reports false
+// when the VM cannot be reset (no snapshot, broken, killed or closed): it
+// must then be closed.
+func (vm *VM) Reset() bool {
+	if vm.image == nil || vm.closed || vm.dead() {
+		return false
+	}
+	if !vm.heap.restore(vm.image) {
+		return false
+	}
+	// The runtime's interrupt handler and its opaque, vm.intr, are in the
+	// image; a stop requested of the run before is not for the next.
+	vm.intr.stop.Store(0)
+	vm.intr.deadline.Store(0)
+	(*lib.TJSContext)(ptr(vm.ctx)).Frandom_state = rand.Uint64() | 1
+	clear(vm.funcs[vm.nFuncs:])
+	vm.funcs = vm.funcs[:vm.nFuncs]
+	vm.panicked = nil
+	return true
 }
 
 // Close releases the VM. Values of it must all have been freed.
@@ -180,8 +249,9 @@ func onInterrupt(tls *libc.TLS, rt, opaque uintptr) int32 {
 }
 
 // Interrupt stops whatever the VM runs, now and from then on: every later
-// call into it is interrupted too, as a VM serves one program. It may be
-// called from any goroutine, also after Close.
+// call into it is interrupted too, until Reset, as a VM serves one program
+// between Resets. It may be called from any goroutine, also after Close;
+// the caller orders it before Reset, which would undo it.
 func (vm *VM) Interrupt() { vm.intr.stop.Store(1) }
 
 // Interrupted reports whether Interrupt was called or the deadline passed.

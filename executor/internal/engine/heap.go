@@ -68,11 +68,18 @@ type heap struct {
 	base   uintptr
 	next   uintptr // bump pointer
 	high   uintptr // highest next since the region was mapped or trimmed
-	free   [nClasses]uintptr
+	// top is the highest next since the heap was made or restored: the
+	// region's bytes from the image's next to top are what a run wrote
+	// beyond the image, which restore clears.
+	top  uintptr
+	free [nClasses]uintptr
 
 	// mu orders Kill against large blocks being mapped and unmapped.
-	mu     sync.Mutex
-	large  map[uintptr][]byte // block address → its mapping
+	mu    sync.Mutex
+	large map[uintptr][]byte // block address → its mapping
+	// pinned are the large blocks of the image, by address: freeing one
+	// keeps its mapping, which restore fills again.
+	pinned map[uintptr][]byte
 	killed atomic.Bool
 }
 
@@ -137,8 +144,14 @@ func (h *heap) release() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for p, m := range h.large {
-		syscall.Munmap(m)
+		if h.pinned[p] == nil {
+			syscall.Munmap(m)
+		}
 		delete(h.large, p)
+	}
+	for p, m := range h.pinned {
+		syscall.Munmap(m)
+		delete(h.pinned, p)
 	}
 	if h.killed.Load() || h.region == nil {
 		if h.region != nil {
@@ -164,7 +177,96 @@ func (h *heap) release() {
 		syscall.Madvise(region[keep:used], syscall.MADV_DONTNEED)
 		used = keep
 	}
+	// The pages kept hold what the VM's program made: the next VM, whose
+	// program is another's, must not find any of it (finding L6). The
+	// engine zeroes none of what it allocates, and a program reads some
+	// of it (an array's unused slots, a string being built). Clearing is
+	// cheaper than the page faults of fresh pages.
+	clear(region[:used])
 	spare.regions = append(spare.regions, spareRegion{region, used})
+}
+
+// heapImage is a heap as it was at one moment, which restore brings back:
+// the bytes of its region in use, the allocator's state, and the bytes of
+// its large blocks, which stay mapped where they are (pinned).
+type heapImage struct {
+	bytes []byte
+	next  uintptr
+	free  [nClasses]uintptr
+	large map[uintptr][]byte // block address → the bytes of its mapping
+}
+
+// snapshot returns the heap as it is now, and pins its large blocks.
+func (h *heap) snapshot() *heapImage {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	img := &heapImage{
+		bytes: append([]byte(nil), h.region[:h.next-h.base]...),
+		next:  h.next,
+		free:  h.free,
+		large: make(map[uintptr][]byte, len(h.large)),
+	}
+	if h.pinned == nil {
+		h.pinned = map[uintptr][]byte{}
+	}
+	for p, m := range h.large {
+		img.large[p] = append([]byte(nil), m...)
+		h.pinned[p] = m
+	}
+	h.top = h.next
+	return img
+}
+
+// dirty returns what restore would clear and unmap: the bytes of the
+// region used beyond img, and the mappings of the large blocks made
+// since.
+func (h *heap) dirty(img *heapImage) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := int(h.top - img.next)
+	for p, m := range h.large {
+		if h.pinned[p] == nil {
+			n += len(m)
+		}
+	}
+	return n
+}
+
+// restore brings the heap back to img, which snapshot took of it: its
+// region's bytes and its pinned blocks' as they were, every byte written
+// beyond them zero again, and every other large block unmapped. Nothing
+// of what ran since can be read in it any more. It reports false for a
+// heap that was killed.
+func (h *heap) restore(img *heapImage) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.killed.Load() || h.region == nil {
+		return false
+	}
+	for p, m := range h.large {
+		if h.pinned[p] == nil {
+			syscall.Munmap(m)
+		}
+		delete(h.large, p)
+	}
+	for p, m := range h.pinned {
+		copy(m, img.large[p])
+		h.large[p] = m
+	}
+	copy(h.region, img.bytes)
+	// What the run wrote beyond the image: cleared where the pool's VMs
+	// keep their pages, given back beyond.
+	start, end := img.next-h.base, h.top-h.base
+	if cut := max(heapKeepWarm, (start+pageSize-1)&^(pageSize-1)); end > cut {
+		syscall.Madvise(h.region[cut:end], syscall.MADV_DONTNEED)
+		h.high = min(h.high, h.base+cut)
+		end = cut
+	}
+	if end > start {
+		clear(h.region[start:end])
+	}
+	h.next, h.free, h.top = img.next, img.free, img.next
+	return true
 }
 
 // kill takes the heap's memory away: any access to it faults.
@@ -195,6 +297,7 @@ func (h *heap) alloc(n uintptr) uintptr {
 			b = h.next
 			h.next += size
 			h.high = max(h.high, h.next)
+			h.top = max(h.top, h.next)
 		}
 		*(*uintptr)(ptr(b)) = uintptr(c)
 		return b + heapHeader
@@ -242,6 +345,9 @@ func (h *heap) dealloc(p uintptr) {
 	m, ok := h.large[b]
 	if ok && !h.killed.Load() {
 		delete(h.large, b)
+		if h.pinned[b] != nil {
+			ok = false // restore fills it again
+		}
 	} else {
 		ok = false // a killed heap's mappings go with it
 	}
