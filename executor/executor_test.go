@@ -507,13 +507,32 @@ func TestBusy(t *testing.T) {
 				results <- e.Run(t.Context(), executor.Request{Code: "await util.echo({text: 'x'})", Dispatcher: d, Functions: layout})
 			}()
 		}
-		// Hold the two running programs until the others have given up.
-		time.Sleep(600 * time.Millisecond)
+		// Hold the two running programs until the other 48 runs have
+		// given up. Each comes back only once it is refused (a run that
+		// got a slot would wait in util.echo), so the test waits for
+		// them rather than for a time: on a loaded machine some of the
+		// 50 goroutines call Run hundreds of milliseconds after the
+		// first (a fixed sleep then let them find the slots free).
+		var all []*executor.Result
+		giveUp := time.After(time.Minute)
+	wait:
+		for len(all) < 48 {
+			select {
+			case res := <-results:
+				all = append(all, res)
+			case <-giveUp:
+				t.Errorf("%d runs came back within a minute while two held their slots; want 48", len(all))
+				break wait
+			}
+		}
 		close(release)
 		wg.Wait()
 		close(results)
-		var ok, busy int
 		for res := range results {
+			all = append(all, res)
+		}
+		var ok, busy int
+		for _, res := range all {
 			switch {
 			case res.Status == executor.StatusOK:
 				ok++

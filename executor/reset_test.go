@@ -172,8 +172,11 @@ func testPrelude(t testing.TB) *engine.Bytecode {
 // TestResetDifferential runs each program on a freshly built VM and on
 // one reset after another program changed it (pollutions): the two must
 // end alike, byte for byte.
+//
+// Not parallel: it builds and runs some 700 VMs (16 s of CPU under the
+// race detector), which would compete for the CPU with the package's
+// tests that bound times (the built-in sweep, TestBusy).
 func TestResetDifferential(t *testing.T) {
-	t.Parallel()
 	prelude := testPrelude(t)
 	progs := diffPrograms(t)
 	reused, err := newInstance(prelude, resetLayout)
