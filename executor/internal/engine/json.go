@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
@@ -475,6 +477,23 @@ func (p *jsonParser) scanString() (start, end int, plain, ok bool) {
 	start = i
 	escaped, high := false, false
 	for {
+		// Eight bytes at a time while none is a quote, a backslash or a
+		// control character; bytes of 0x80 and more are noted.
+		for i+8 <= len(d) {
+			w := binary.LittleEndian.Uint64(d[i:])
+			q := w ^ ('"' * ones)
+			b := w ^ ('\\' * ones)
+			m := (((q - ones) &^ q) | ((b - ones) &^ b) | ((w - 0x20*ones) &^ w)) & highs
+			if m == 0 {
+				high = high || w&highs != 0
+				i += 8
+				continue
+			}
+			k := bits.TrailingZeros64(m) // the first such byte's top bit
+			high = high || w&highs&(1<<k-1) != 0
+			i += k / 8
+			break
+		}
 		if i >= len(d) {
 			p.pos = i
 			p.syntax()
@@ -500,6 +519,11 @@ func (p *jsonParser) scanString() (start, end int, plain, ok bool) {
 		i++
 	}
 }
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
 
 // decoded decodes the contents of a string with escapes, or with invalid
 // UTF-8, into the VM's C buffer and returns where and how long.
