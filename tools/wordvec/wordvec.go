@@ -113,10 +113,6 @@ func (t *Table) Dimensions() int { return t.dims }
 // Len is the number of words of t.
 func (t *Table) Len() int { return len(t.ranks) }
 
-// Word returns the i-th word of t (0 ≤ i < Len, in the source's
-// frequency order) and its rank in the source.
-func (t *Table) Word(i int) (string, int) { return t.words[i], int(t.ranks[i]) }
-
 // Common is the direction shared by most word vectors (their first
 // principal component), unit length; a sentence embedder removes it.
 // The caller must not change it.

@@ -22,10 +22,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"strconv"
-	"strings"
-
-	"github.com/codecell/codecell/tools/wordvec"
 )
 
 func main() {
@@ -34,21 +30,8 @@ func main() {
 	words := flag.Int("words", 50000, "most frequent words kept")
 	top := flag.Int("top", 0, "principal components removed from every word vector (all-but-the-top)")
 	keepDims := flag.Int("dims", 0, "principal components kept (0: all dimensions, no projection)")
-	raw := flag.String("raw", "", "instead of -in: little-endian float32 vectors, -rawdims values per word of -wordlist, in its order")
-	rawDims := flag.Int("rawdims", 512, "values per word of -raw")
-	wordList := flag.String("wordlist", "", "with -raw: one word and its rank (tab-separated) a line; without: write the words of -table to it")
-	table := flag.String("table", "tools/wordvec/glove.bin.gz", "the table whose words -wordlist lists")
 	flag.Parse()
-	var err error
-	switch {
-	case *raw != "":
-		err = runRaw(*raw, *rawDims, *wordList, *out, *top, *keepDims)
-	case *wordList != "":
-		err = listWords(*table, *wordList)
-	default:
-		err = run(*in, *out, *words, *top, *keepDims)
-	}
-	if err != nil {
+	if err := run(*in, *out, *words, *top, *keepDims); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
@@ -173,69 +156,6 @@ func run(in, out string, limit, top, keepDims int) error {
 	return write(out, es, dims, common)
 }
 
-// listWords writes the words of a table, one a line with its rank in
-// the table's source (tab-separated), in the table's order: the inputs
-// of a sentence encoder's forward pass (-raw).
-func listWords(table, out string) error {
-	f, err := os.Open(table)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	t, err := wordvec.Read(f)
-	if err != nil {
-		return err
-	}
-	var b strings.Builder
-	for i := range t.Len() {
-		w, rank := t.Word(i)
-		fmt.Fprintf(&b, "%s\t%d\n", w, rank)
-	}
-	return os.WriteFile(out, []byte(b.String()), 0o644)
-}
-
-// runRaw makes a table from vectors a sentence encoder computed for each
-// word of list, alone (a static embedding distilled from the encoder, as
-// Model2Vec does): centred, the top principal components removed,
-// projected on keepDims principal components, int8.
-func runRaw(raw string, dims int, list, out string, top, keepDims int) error {
-	if list == "" || out == "" {
-		return errors.New("-raw needs -wordlist and -out")
-	}
-	lb, err := os.ReadFile(list)
-	if err != nil {
-		return err
-	}
-	vb, err := os.ReadFile(raw)
-	if err != nil {
-		return err
-	}
-	lines := strings.Split(strings.TrimRight(string(lb), "\n"), "\n")
-	if len(vb) != 4*dims*len(lines) {
-		return fmt.Errorf("%s has %d bytes, want %d (%d words of %d float32)", raw, len(vb), 4*dims*len(lines), len(lines), dims)
-	}
-	es := make([]entry, 0, len(lines))
-	for i, l := range lines {
-		w, r, ok := strings.Cut(l, "\t")
-		rank, err := strconv.Atoi(r)
-		if !ok || err != nil || rank < 1 {
-			return fmt.Errorf("%s:%d: want a word, a tab and its rank", list, i+1)
-		}
-		v := make([]float64, dims)
-		for j := range v {
-			v[j] = float64(math.Float32frombits(binary.LittleEndian.Uint32(vb[4*(i*dims+j):])))
-		}
-		es = append(es, entry{word: w, rank: rank, vec: v})
-	}
-	allButTheTop(es, dims, top)
-	if keepDims > 0 && keepDims < dims {
-		project(es, dims, keepDims)
-		dims = keepDims
-	}
-	common := firstComponent(es, dims)
-	return write(out, es, dims, common)
-}
-
 // firstComponent is the unit direction along which the word vectors,
 // weighted as a sentence embedder weighs them (a/(a+p(w)), p from the
 // rank by Zipf's law), vary most: the power method on their second
@@ -327,27 +247,19 @@ func project(es []entry, dims, k int) {
 		for range 500 {
 			next := make([]float64, dims)
 			for i := range dims {
-				row := cov[i]
-				var x float64
-				for j, y := range u {
-					x += row[j] * y
+				for j := range dims {
+					next[i] += cov[i][j] * u[j]
 				}
-				next[i] = x
 			}
 			var n float64
 			for _, x := range next {
 				n += x * x
 			}
 			lambda = math.Sqrt(n)
-			var moved float64
 			for i := range next {
 				next[i] /= lambda
-				moved = max(moved, math.Abs(next[i]-u[i]))
 			}
 			u = next
-			if moved < 1e-9 { // converged: more rounds change no int8 value
-				break
-			}
 		}
 		for i := range dims {
 			for j := range dims {
