@@ -90,3 +90,22 @@ func TestLargeResultKeptUntilClose(t *testing.T) {
 		}
 	})
 }
+
+// TestResetDropsKeptResults: the large results a run kept are in the
+// heap that a reset gives back, so the instance forgets them — close
+// would otherwise free values that no longer exist — and the next run on
+// the VM has its whole share again.
+func TestResetDropsKeptResults(t *testing.T) {
+	t.Parallel()
+	big := bigResult(2000)
+	out, in := runKept(t, `const r = await util.big({}); return r.length`, big, 64<<20)
+	if out.status != outValue || len(in.kept) != 1 {
+		t.Fatalf("outcome %d %s, kept %d: the test checks nothing", out.status, out.payload, len(in.kept))
+	}
+	if !in.reset() {
+		t.Fatal("the VM could not be reset")
+	}
+	if len(in.kept) != 0 || in.keptBytes != 0 {
+		t.Fatalf("after the reset the instance still holds %d results, %d bytes, that the heap no longer has", len(in.kept), in.keptBytes)
+	}
+}

@@ -606,9 +606,18 @@ func (in *instance) resetsCheaply() bool { return in.vm.Dirty() <= cheapReset }
 // context, the prelude and the namespaces again. It reports false for an
 // instance that cannot be reset (its VM broken or killed), which must be
 // closed.
+//
+// The results the job kept (keep) are in the heap the reset gives back:
+// they go with it, without a walk to free them, and must not be freed
+// again at close. A VM that cannot be reset keeps them, for close.
 func (in *instance) reset() bool {
 	in.job = nil
-	return in.vm.Reset()
+	if !in.vm.Reset() {
+		return false
+	}
+	clear(in.kept)
+	in.kept, in.keptBytes = in.kept[:0], 0
+	return true
 }
 
 func property(vm *engine.VM, v engine.Value, name string) (engine.Value, error) {
