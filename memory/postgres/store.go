@@ -64,6 +64,8 @@ type Store struct {
 	enc    *zstd.Encoder
 	dec    *zstd.Decoder
 	origin string
+	// consolidating runs one consolidate at a time per principal.
+	consolidating memory.ConsolidateGate
 
 	// vmu guards the embedder, the quantizer and vecErr; Reindex holds it
 	// to write, memory operations to read.
