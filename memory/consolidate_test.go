@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // allPairs is consolidation's grouping as it was before candidates were
@@ -177,4 +178,61 @@ func TestConsolidateGate(t *testing.T) {
 		t.Fatalf("after leaving: %v", err)
 	}
 	leave()
+}
+
+// BenchmarkFindDuplicates: one layer of 5,000 memories, as one
+// memory.consolidate at its largest limit compares them — memories of
+// words of their own (the attack's random words: no candidate), and
+// memories that all share three words (every pair a candidate) — beside
+// comparing every pair as before. ms/op is the CPU one consolidate takes
+// outside the store.
+func BenchmarkFindDuplicates(b *testing.B) {
+	emb := NewWordsEmbedder()
+	make5000 := func(shared bool) []ConsolidateItem {
+		rng := rand.New(rand.NewPCG(3, 4))
+		word := func() string {
+			w := make([]byte, 7)
+			for i := range w {
+				w[i] = byte('a' + rng.IntN(26))
+			}
+			return string(w)
+		}
+		items := make([]ConsolidateItem, 5000)
+		texts := make([]string, len(items))
+		for i := range items {
+			ws := []string{word(), word(), word(), word(), word(), word()}
+			if shared {
+				ws = append(ws[:3], "harbour", "crane", "ledger")
+			}
+			texts[i] = strings.Join(ws, " ")
+			items[i].Memory = Memory{ID: int64(i + 1), Content: texts[i]}
+		}
+		vs, err := emb.Embed(b.Context(), texts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range items {
+			items[i].Vector = vs[i]
+		}
+		return items
+	}
+	in := ConsolidateInput{Threshold: 0.9, MinOverlap: 0.5}
+	for _, bc := range []struct {
+		name   string
+		shared bool
+		all    bool
+	}{{"own_words", false, false}, {"own_words_all_pairs", false, true}, {"shared_words", true, false}, {"shared_words_all_pairs", true, true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			items := make5000(bc.shared)
+			start := time.Now()
+			for b.Loop() {
+				if bc.all {
+					allPairs(items, in)
+				} else if _, err := FindDuplicates(b.Context(), [][]ConsolidateItem{items}, in); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(time.Since(start).Milliseconds())/float64(b.N), "ms/op")
+		})
+	}
 }
