@@ -21,6 +21,7 @@ import (
 // empty; it offers tools, prompts and resources.
 type endlessLister struct {
 	method, field string
+	last          int          // with last > 0, the list ends at that page
 	page          []byte       // the entries of a page, %s standing for its number
 	pages         atomic.Int32 // pages served
 	deepest       atomic.Int32 // the most pages served to one listing
@@ -87,6 +88,10 @@ func (l *endlessLister) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"%s":[`, msg.ID, l.field)
 		w.Write(bytes.ReplaceAll(l.page, []byte("%s"), []byte(strconv.Itoa(n))))
+		if l.last > 0 && n+1 >= l.last {
+			fmt.Fprint(w, `]}}`)
+			return
+		}
 		fmt.Fprintf(w, `],"nextCursor":"%d"}}`, n+1)
 	case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
 		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"ok","inputSchema":{"type":"object"}}],"prompts":[],"resources":[],"resourceTemplates":[]}}`, msg.ID)
