@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/codecell/codecell/tools/upstream"
 )
@@ -109,14 +110,13 @@ func (l *endlessLister) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // other servers are served.
 func TestListsAreBoundedInBytes(t *testing.T) {
 	t.Parallel()
-	tools, toolsURL := newEndlessLister(t, "tools/list", 1<<20, 15<<10)
+	tools, toolsURL := newEndlessLister(t, "tools/list", 512<<10, 15<<10)
 	prompts, promptsURL := newEndlessLister(t, "prompts/list", 256<<10, 1<<10)
 	resources, resourcesURL := newEndlessLister(t, "resources/list", 256<<10, 1<<10)
 	templates, templatesURL := newEndlessLister(t, "resources/templates/list", 256<<10, 1<<10)
 	auth := map[string]string{"Authorization": "Bearer ${MY_TOKEN}"}
 	e := start(t, map[string]upstream.Server{
-		// The default bound, 16 MiB.
-		"tools":     {URL: toolsURL},
+		"tools":     {URL: toolsURL, MaxListBytes: 2 << 20},
 		"prompts":   {URL: promptsURL, MaxListBytes: 1 << 20},
 		"resources": {URL: resourcesURL, MaxListBytes: 1 << 20},
 		"templates": {URL: templatesURL, MaxListBytes: 1 << 20},
@@ -128,7 +128,7 @@ func TestListsAreBoundedInBytes(t *testing.T) {
 		bound    string
 		maxPages int32
 	}{
-		{"tools", tools, "16.0 MiB", 17},
+		{"tools", tools, "2.0 MiB", 5},
 		{"prompts", prompts, "1.0 MiB", 5},
 		{"resources", resources, "1.0 MiB", 5},
 		{"templates", templates, "1.0 MiB", 5},
@@ -159,7 +159,9 @@ func TestListsAreBoundedInBytes(t *testing.T) {
 func TestListsKeepTheirFirstEntries(t *testing.T) {
 	t.Parallel()
 	tools, url := newEndlessLister(t, "tools/list", 4<<20, 0)
-	e := start(t, map[string]upstream.Server{"many": {URL: url}})
+	// Registering 10,000 tools takes a while under the race detector.
+	e := startWithin(t, 3*time.Minute, map[string]upstream.Server{"many": {URL: url}},
+		func(c *upstream.Config) { c.HandshakeTimeout = 3 * time.Minute })
 	st := e.status("many")
 	if st.State != upstream.StateReady || st.Tools != 10_000 {
 		t.Errorf("status %+v, want ready with the first 10,000 tools", st)
