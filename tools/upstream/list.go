@@ -17,7 +17,12 @@ import (
 // it lists less), its pages by maxListPages, and its entries by
 // maxListTools or maxFeatures (past them the first are kept). Each page is
 // decoded entry by entry, so that a page of many tiny entries is not
-// decoded past the bound either.
+// decoded past the bound either. A tool keeps its schemas as raw JSON,
+// but prompts, resources and templates are decoded into mcp-go's types,
+// where a value costs more than its bytes (an argument {} of 3 bytes
+// is a 64-byte struct; an opaque _meta becomes maps of interfaces): their
+// entries are kept while their JSON values, counted before they are
+// decoded, fit maxFeatureValues.
 
 // DefaultMaxListBytes is Server.MaxListBytes's default.
 const DefaultMaxListBytes = 16 << 20
@@ -32,6 +37,11 @@ const maxListTools = 10_000
 // maxFeatures bounds the prompts, resources and templates kept of one
 // server, each; past it the first are kept.
 const maxFeatures = 10_000
+
+// maxFeatureValues bounds the JSON values (counted by jsonValues) of the
+// entries kept of one of a server's prompt, resource and template lists:
+// at up to 64 bytes a value decoded, 16 MiB beside their bytes.
+const maxFeatureValues = 1 << 18
 
 // listTooLargeError is a list whose pages together were larger than the
 // server's max_list_bytes. It holds nothing the server wrote.
@@ -54,9 +64,10 @@ var errListCut = errors.New("more entries than codecell keeps")
 // most keep of them. It stops with a *listTooLargeError when the pages'
 // bytes together pass maxBytes, and with errListCut, and the first keep
 // entries, when there are more.
-func listPages[T any](ctx context.Context, c *conn, method, field string, keep int, maxBytes int64) ([]T, error) {
+func listPages[T any](ctx context.Context, c *conn, method, field string, keep listRoom, maxBytes int64) ([]T, error) {
 	var all []T
 	var total int64
+	most := keep.entries
 	cursor := ""
 	for page := 1; page <= maxListPages; page++ {
 		params := map[string]any{}
@@ -71,13 +82,13 @@ func listPages[T any](ctx context.Context, c *conn, method, field string, keep i
 		if total > maxBytes {
 			return nil, &listTooLargeError{method: method, pages: page, max: maxBytes}
 		}
-		next, cut, err := decodePage(raw, field, keep-len(all), &all)
+		next, cut, err := decodePage(raw, field, &keep, &all)
 		raw = nil
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", method, err)
 		}
 		if cut {
-			return all, fmt.Errorf("%s: %w (%d); kept the first", method, errListCut, keep)
+			return all, fmt.Errorf("%s: %w (%d, and %d JSON values of prompts, resources or templates); kept the first %d", method, errListCut, most, maxFeatureValues, len(all))
 		}
 		if next == "" || next == cursor {
 			return all, nil
@@ -87,10 +98,14 @@ func listPages[T any](ctx context.Context, c *conn, method, field string, keep i
 	return nil, fmt.Errorf("%s: more than %d pages", method, maxListPages)
 }
 
-// decodePage decodes one page of a list: it appends up to room entries
-// of field to out, without decoding those past them (cut says there were
-// some), and returns the page's nextCursor.
-func decodePage[T any](raw json.RawMessage, field string, room int, out *[]T) (next string, cut bool, err error) {
+// listRoom is what a list may still keep: entries, and their JSON values
+// (values < 0: not counted).
+type listRoom struct{ entries, values int }
+
+// decodePage decodes one page of a list: it appends to out the entries of
+// field that fit in room, without decoding those past them (cut says
+// there were some), and returns the page's nextCursor.
+func decodePage[T any](raw json.RawMessage, field string, room *listRoom, out *[]T) (next string, cut bool, err error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return "", false, errors.New("the answer is not an object")
@@ -110,7 +125,7 @@ func decodePage[T any](raw json.RawMessage, field string, room int, out *[]T) (n
 				return "", false, fmt.Errorf("the answer's %s are not a list", field)
 			}
 			for dec.More() {
-				if room <= 0 {
+				if room.entries <= 0 {
 					cut = true
 					if err := dec.Decode(&skipped{}); err != nil {
 						return "", false, fmt.Errorf("the answer's %s are not a list: %w", field, err)
@@ -118,11 +133,25 @@ func decodePage[T any](raw json.RawMessage, field string, room int, out *[]T) (n
 					continue
 				}
 				var v T
-				if err := dec.Decode(&v); err != nil {
+				if room.values < 0 {
+					err = dec.Decode(&v)
+				} else {
+					var entry json.RawMessage
+					if err = dec.Decode(&entry); err == nil {
+						n := jsonValues(entry)
+						if n > room.values {
+							cut, room.entries = true, 0
+							continue
+						}
+						room.values -= n
+						err = json.Unmarshal(entry, &v)
+					}
+				}
+				if err != nil {
 					return "", false, fmt.Errorf("the answer's %s are not a list: %w", field, err)
 				}
 				*out = append(*out, v)
-				room--
+				room.entries--
 			}
 			if _, err := dec.Token(); err != nil {
 				return "", false, fmt.Errorf("the answer's %s are not a list: %w", field, err)
@@ -144,6 +173,31 @@ func decodePage[T any](raw json.RawMessage, field string, room int, out *[]T) (n
 	return next, cut, nil
 }
 
+// jsonValues counts the values of a JSON text, about: its structural
+// characters ({ [ , :) outside strings, and one more. Each costs at most
+// a few dozen bytes once decoded.
+func jsonValues(b []byte) int {
+	n, in, esc := 1, false, false
+	for _, c := range b {
+		switch {
+		case esc:
+			esc = false
+		case in:
+			switch c {
+			case '\\':
+				esc = true
+			case '"':
+				in = false
+			}
+		case c == '"':
+			in = true
+		case c == '{' || c == '[' || c == ',' || c == ':':
+			n++
+		}
+	}
+	return n
+}
+
 // skipped is a JSON value read past without being kept.
 type skipped struct{}
 
@@ -151,12 +205,13 @@ func (*skipped) UnmarshalJSON([]byte) error { return nil }
 
 // listTools returns the server's tools, following pages.
 func (c *conn) listTools(ctx context.Context) ([]remoteTool, error) {
-	return listPages[remoteTool](ctx, c, string(mcp.MethodToolsList), "tools", maxListTools, c.maxList)
+	return listPages[remoteTool](ctx, c, string(mcp.MethodToolsList), "tools", listRoom{entries: maxListTools, values: -1}, c.maxList)
 }
 
-// listAll follows a list's pages into out, up to maxFeatures entries.
+// listAll follows a list's pages into out, up to maxFeatures entries and
+// maxFeatureValues values.
 func listAll[T any](ctx context.Context, c *conn, method, field string, out *[]T) error {
-	all, err := listPages[T](ctx, c, method, field, maxFeatures, c.maxList)
+	all, err := listPages[T](ctx, c, method, field, listRoom{entries: maxFeatures, values: maxFeatureValues}, c.maxList)
 	*out = all
 	return err
 }

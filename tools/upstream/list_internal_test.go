@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // TestDecodePage decodes a list's page entry by entry: up to the room
@@ -42,7 +44,7 @@ func TestDecodePage(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var out []remoteTool
-			next, cut, err := decodePage(json.RawMessage(tt.page), "tools", tt.room, &out)
+			next, cut, err := decodePage(json.RawMessage(tt.page), "tools", &listRoom{entries: tt.room, values: -1}, &out)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Errorf("err %v, want one saying %q", err, tt.err)
@@ -56,5 +58,37 @@ func TestDecodePage(t *testing.T) {
 				t.Errorf("the last entry kept is %q", out[tt.want-1].Name)
 			}
 		})
+	}
+}
+
+// TestDecodePageValues keeps a list's entries, decoded into mcp-go's
+// types, while their JSON values fit: a prompt of 330,000 arguments {}
+// (1 MB) was 20 MB decoded.
+func TestDecodePageValues(t *testing.T) {
+	t.Parallel()
+	args := strings.TrimSuffix(strings.Repeat("{},", 330_000), ",")
+	page := `{"prompts":[{"name":"a","arguments":[{"name":"x"}]},{"name":"b","arguments":[` + args + `]},{"name":"c"}],"nextCursor":"n"}`
+	var out []mcp.Prompt
+	room := listRoom{entries: 10, values: maxFeatureValues}
+	next, cut, err := decodePage(json.RawMessage(page), "prompts", &room, &out)
+	if err != nil || !cut || next != "n" || len(out) != 1 || out[0].Name != "a" || len(out[0].Arguments) != 1 {
+		t.Errorf("%d prompts (%v), cut %v, next %q, err %v; want the first only, cut", len(out), out, cut, next, err)
+	}
+	if room.entries != 0 {
+		t.Errorf("room left after a cut: %+v", room)
+	}
+	for _, tt := range []struct {
+		text string
+		want int
+	}{
+		{`1`, 1},
+		{`[1,1,1]`, 4},
+		{`{"a":"{[,:]}","b":[{}]}`, 7},
+		{`"\"{"`, 1},
+		{`"\\\\"{}`, 2},
+	} {
+		if got := jsonValues([]byte(tt.text)); got != tt.want {
+			t.Errorf("jsonValues(%s) = %d, want %d", tt.text, got, tt.want)
+		}
 	}
 }
