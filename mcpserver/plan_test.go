@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,9 +46,11 @@ func (c *clock) add(d time.Duration) {
 // testSource is a tool source for these tests that counts its calls:
 // test.count (read-only), test.touch (a write), test.append (a write that
 // keeps its values in order), test.fail (a write that fails) and
-// test.secret (read-only, returns an API key).
+// test.secret (read-only, returns an API key) and test.hold (a write that
+// holds until its call is cancelled).
 type testSource struct {
-	counts   sync.Map // tool → *atomic.Int64
+	held     chan struct{} // test.hold says here that it holds
+	counts   sync.Map      // tool → *atomic.Int64
 	mu       sync.Mutex
 	appended []string
 }
@@ -86,6 +89,13 @@ func (ts *testSource) tools() []tools.Tool {
 				ts.appended = append(ts.appended, in.V)
 				return json.Marshal(map[string]int{"length": len(ts.appended)})
 			}},
+		{Name: "test.hold", Summary: "Holds until its call is cancelled.",
+			Handler: func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
+				count("test.hold")
+				ts.held <- struct{}{}
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}},
 		{Name: "test.fail", Summary: "Always fails.", Handler: func(context.Context, json.RawMessage) (json.RawMessage, error) {
 			count("test.fail")
 			return nil, tools.Errorf("upstream_error", "the service said no")
@@ -121,7 +131,7 @@ func planServer(t testing.TB, cfg mcpserver.Config) *planEnv {
 		t.Fatal(err)
 	}
 	reg := tools.NewRegistry()
-	src := &testSource{}
+	src := &testSource{held: make(chan struct{}, 1)}
 	if err := builtin.Register(reg); err != nil {
 		t.Fatal(err)
 	}
@@ -423,5 +433,54 @@ func TestPlanRecordsSkillWrites(t *testing.T) {
 	}
 	if env.src.calls("test.count") != 1 || len(env.src.values()) != 0 {
 		t.Fatalf("the skill's read ran %d times, writes %v", env.src.calls("test.count"), env.src.values())
+	}
+}
+
+// TestPlanCommitEndsWhenItsClientLeaves: a commit whose client gives up
+// while a step runs still records its steps' outcomes and its end, so the
+// plan does not stay committing with its steps' arguments (attack9 D1).
+func TestPlanCommitEndsWhenItsClientLeaves(t *testing.T) {
+	env := planServer(t, mcpserver.Config{})
+	alice := authedClient(t, env.url, aliceToken)
+	_, rec := execute(t, alice, map[string]any{"code": `await test.append("1"); await test.hold({}); await test.append("3"); return 0`, "mode": "plan"})
+	if rec.Plan == nil {
+		t.Fatalf("no plan: %+v", rec)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		<-env.src.held
+		cancel()
+	}()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "execute_code"
+	req.Params.Arguments = map[string]any{"plan_id": rec.Plan.ID}
+	if _, err := alice.CallTool(ctx, req); err == nil {
+		t.Fatal("the commit answered although its client gave up")
+	}
+	storeID, _, _ := strings.Cut(rec.Plan.ID, ".")
+	as := tools.WithCaller(t.Context(), tools.Caller{Principal: "alice"})
+	var p memory.Plan
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		var err error
+		if p, err = env.store.GetPlan(as, storeID); err != nil {
+			t.Fatal(err)
+		}
+		if p.State != memory.PlanCommitting || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p.State != memory.PlanFailed {
+		t.Fatalf("plan state %q, want %q", p.State, memory.PlanFailed)
+	}
+	var got []string
+	for _, st := range p.Steps {
+		got = append(got, st.Status)
+		if len(st.Args) != 0 {
+			t.Errorf("step %d keeps %d bytes of arguments", st.Seq, len(st.Args))
+		}
+	}
+	if want := []string{memory.StepOK, memory.StepError, memory.StepNotRun}; !slices.Equal(got, want) {
+		t.Fatalf("step outcomes %v, want %v", got, want)
 	}
 }

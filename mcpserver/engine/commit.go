@@ -69,7 +69,7 @@ func (e *Engine) claim(ctx context.Context, caller tools.Caller, clientID, execI
 	p.sealed = stored.Steps
 	if p.steps, err = e.plans.seal.open(stored.Steps, secret); err != nil {
 		e.log.Warn("a plan's steps do not open", "principal", caller.Principal, "plan_hash", memory.PlanIDHash(storeID))
-		if ferr := e.plans.store.FinishPlan(as, storeID, memory.PlanFailed); ferr != nil {
+		if ferr := e.plans.store.FinishPlan(context.WithoutCancel(as), storeID, memory.PlanFailed); ferr != nil {
 			e.log.Error("finish plan", "id", execID, "err", ferr)
 		}
 		return p, &tools.Error{Code: memory.CodePlanAltered, Message: planSealError(storeID)}
@@ -116,7 +116,11 @@ type stepOutcome struct {
 // keeps each step's outcome in the store; it returns the commit's result,
 // the outcomes and the plan's final state.
 func (e *Engine) commitSteps(ctx context.Context, run *Run, p claimedPlan, started time.Time) (*executor.Result, json.RawMessage, string) {
-	as := asCaller(ctx, run.Caller.Principal)
+	// The steps' outcomes and the plan's end are kept even when the
+	// client gives up on the commit while a step runs: written with the
+	// request's context, they failed with it, and the plan stayed
+	// committing with every step's arguments (attack9 D1).
+	as := asCaller(context.WithoutCancel(ctx), run.Caller.Principal)
 	steps := p.steps
 	outcomes := make([]stepOutcome, len(steps))
 	results := make([]json.RawMessage, 0, len(steps))
