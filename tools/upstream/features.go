@@ -224,8 +224,9 @@ func (u *upstream) forward(ctx context.Context, method string, params any) (json
 
 // refreshFeatures lists what the server offers besides tools, as its
 // capabilities say it does, and tells the listener what changed. A list
-// that fails is left empty, and logged; one larger than max_list_bytes
-// is the error returned, and nothing is changed.
+// that fails is left empty (one cut keeps its first entries), and logged;
+// one larger than max_list_bytes is the error returned, and nothing is
+// changed.
 func (u *upstream) refreshFeatures(ctx context.Context, c *conn) error {
 	var f features
 	var big *listTooLargeError

@@ -60,14 +60,14 @@ func (e *listTooLargeError) Error() string {
 // first were kept.
 var errListCut = errors.New("more entries than codecell keeps")
 
-// listPages follows method's pages and returns the entries of field, at
-// most keep of them. It stops with a *listTooLargeError when the pages'
-// bytes together pass maxBytes, and with errListCut, and the first keep
-// entries, when there are more.
+// listPages follows method's pages and returns the entries of field that
+// fit in keep. It stops with a *listTooLargeError when the pages' bytes
+// together pass maxBytes, and with errListCut, and the first entries,
+// when more did not fit.
 func listPages[T any](ctx context.Context, c *conn, method, field string, keep listRoom, maxBytes int64) ([]T, error) {
 	var all []T
 	var total int64
-	most := keep.entries
+	most, values := keep.entries, keep.values
 	cursor := ""
 	for page := 1; page <= maxListPages; page++ {
 		params := map[string]any{}
@@ -87,8 +87,11 @@ func listPages[T any](ctx context.Context, c *conn, method, field string, keep l
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", method, err)
 		}
+		if cut && values < 0 {
+			return all, fmt.Errorf("%s: %w (%d); kept the first", method, errListCut, most)
+		}
 		if cut {
-			return all, fmt.Errorf("%s: %w (%d, and %d JSON values of prompts, resources or templates); kept the first %d", method, errListCut, most, maxFeatureValues, len(all))
+			return all, fmt.Errorf("%s: %w (%d, and %d JSON values); kept the first %d", method, errListCut, most, values, len(all))
 		}
 		if next == "" || next == cursor {
 			return all, nil
