@@ -82,6 +82,16 @@ func BenchmarkRunTrivial(b *testing.B) {
 	})
 }
 
+// BenchmarkRunTypeScript measures one TypeScript `return 1+1` run at a
+// time: what stripping its types costs on top of BenchmarkRunTrivial
+// (in a transform process, started per program).
+func BenchmarkRunTypeScript(b *testing.B) {
+	eachModeB(b, executor.Config{}, func(b *testing.B, e *executor.Executor) {
+		req := executor.Request{Code: "const x: number = 1 + 1; return x", Language: executor.TypeScript, Functions: layout, Dispatcher: echo}
+		reportLatency(b, func() { mustOK(b, e.Run(context.Background(), req)) })
+	})
+}
+
 // tools are the dispatchers the call benchmarks run against: one that
 // answers at once, which measures the bridge, and one that takes 500 µs
 // as a fast real tool would, which shows what running calls together

@@ -64,6 +64,14 @@ type Config struct {
 	// ServeWorker with its stdin and stdout, such as codecell's hidden
 	// "sandbox-worker" command. It starts with an empty environment.
 	WorkerCommand []string
+	// TransformCommand is the argv of a transform process: a program that
+	// calls ServeTransform with its stdin and stdout, such as codecell's
+	// hidden "sandbox-worker transform" command. esbuild parses untrusted
+	// programs (TypeScript, a JavaScript syntax error's position, Check)
+	// only there, under either isolation, so that a parse that takes too
+	// long or too much memory is killed. Empty runs esbuild in this
+	// process, without a bound. It starts with an empty environment.
+	TransformCommand []string
 	// PoolSize is the number of programs that run at once, and of VMs (or
 	// worker processes) kept ready for them. Default: GOMAXPROCS.
 	PoolSize int

@@ -200,6 +200,20 @@ func (e *Executor) Run(ctx context.Context, req Request) (res *Result) {
 	}
 	defer e.untrack(r)
 
+	if req.Language == TypeScript {
+		if r.src, r.smap, fail = e.transform(r.ctx, req.Code, TypeScript, r.timeoutError); fail != nil {
+			r.cancel()
+			if r.onEnd != nil {
+				r.onEnd()
+			}
+			if giveBack != nil {
+				giveBack()
+			}
+			res.Error = fail
+			return res
+		}
+	}
+
 	disarm := r.arm(ctx)
 	if err := r.sb.start(r, r.spec(req)); err != nil {
 		o := outcome{status: outInternal, message: "could not start a sandbox: " + err.Error()}
@@ -313,7 +327,9 @@ func (e *Executor) prepare(req Request) (string, *sourceMap, *Error) {
 	case "", JavaScript:
 		return req.Code, nil, nil
 	case TypeScript:
-		return stripTypes(req.Code)
+		// Stripped in a transform process once the run holds its slot
+		// and has its deadline (in Run).
+		return "", nil, nil
 	}
 	return "", nil, &Error{Kind: KindInvalidRequest, Message: fmt.Sprintf("unknown language %q; use \"javascript\" or \"typescript\"", req.Language)}
 }

@@ -633,6 +633,7 @@ func TestArgsAndNestedRuns(t *testing.T) {
 
 func TestCheck(t *testing.T) {
 	t.Parallel()
+	e := newExecutor(t, executor.IsolationInProcess, executor.Config{PoolSize: 1})
 	for _, tt := range []struct {
 		code string
 		lang executor.Language
@@ -648,7 +649,7 @@ func TestCheck(t *testing.T) {
 		{"#!\xc9", executor.TypeScript, 0},
 		{"const s = '\xe2\x82'", executor.JavaScript, 0},
 	} {
-		err := executor.Check(tt.code, tt.lang)
+		err := e.Check(t.Context(), tt.code, tt.lang)
 		switch {
 		case tt.line == 0 && err != nil:
 			t.Errorf("%q: %v", tt.code, err)
@@ -656,7 +657,7 @@ func TestCheck(t *testing.T) {
 			t.Errorf("%q: %v, want a syntax error at line %d", tt.code, err, tt.line)
 		}
 	}
-	if err := executor.Check("1", "python"); err == nil || err.Kind != executor.KindInvalidRequest {
+	if err := e.Check(t.Context(), "1", "python"); err == nil || err.Kind != executor.KindInvalidRequest {
 		t.Errorf("unknown language: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -137,7 +138,13 @@ func (r *Run) exception(x exception, line, col int, wrapped bool) *Error {
 // unfinished last line.
 func (r *Run) syntaxError(x exception, line, col int, wrapped bool) *Error {
 	if r.smap == nil {
-		if e := Check(r.code, JavaScript); e != nil {
+		// In a transform process bounded by the run's deadline (the run
+		// itself may have ended, and its context with it); past it,
+		// QuickJS's position stands.
+		ctx, cancel := context.WithDeadline(context.WithoutCancel(r.ctx), r.deadline)
+		_, _, e := r.e.transform(ctx, r.code, JavaScript, nil)
+		cancel()
+		if e != nil && e.Kind == KindSyntax {
 			return e
 		}
 	}

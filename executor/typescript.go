@@ -9,27 +9,29 @@ import (
 	"github.com/evanw/esbuild/pkg/api"
 )
 
-// stripTypes turns a TypeScript program into JavaScript with esbuild and
-// returns a source map back to the program as written. Syntax errors come
-// back as *Error with the line and column in the TypeScript.
-func stripTypes(code string) (string, *sourceMap, *Error) {
-	return transform(code, api.LoaderTS)
+// transform turns a program into JavaScript with esbuild, in this
+// process, and returns a source map back to the program as written.
+// Syntax errors come back as *Error with the line and column in the
+// program. esbuild cannot be cancelled and some inputs take it minutes or
+// gigabytes: the server calls it only inside a transform process
+// (ServeTransform), which Executor.transform bounds and kills.
+func transform(code string, loader api.Loader) (string, *sourceMap, *Error) {
+	out := transformRaw(code, loader)
+	if out.Err != nil {
+		return "", nil, out.Err
+	}
+	return out.Code, out.sourceMap(), nil
 }
 
-// Check reports the first syntax error of a program, as esbuild parses
-// it, without running it; nil means it parses. Use it to vet programs
-// that are stored to run later.
-func Check(code string, lang Language) *Error {
-	loader := api.LoaderJS
+// loaderOf returns esbuild's loader for a language.
+func loaderOf(lang Language) (api.Loader, *Error) {
 	switch lang {
 	case "", JavaScript:
+		return api.LoaderJS, nil
 	case TypeScript:
-		loader = api.LoaderTS
-	default:
-		return &Error{Kind: KindInvalidRequest, Message: fmt.Sprintf("unknown language %q; use \"javascript\" or \"typescript\"", lang)}
+		return api.LoaderTS, nil
 	}
-	_, _, err := transform(code, loader)
-	return err
+	return api.LoaderNone, &Error{Kind: KindInvalidRequest, Message: fmt.Sprintf("unknown language %q; use \"javascript\" or \"typescript\"", lang)}
 }
 
 // mainWrapper makes a program that uses both top-level await and
@@ -38,25 +40,38 @@ func Check(code string, lang Language) *Error {
 // of its own, above the program, and is removed from the output.
 const mainWrapper = "async function __codecell_main__() {\n"
 
-func transform(code string, loader api.Loader) (string, *sourceMap, *Error) {
-	out, sm, err := esbuild(code, loader, 0)
-	if err != nil && strings.Contains(err.Message, "Top-level return cannot be used") {
-		wrapped, wsm, werr := esbuild(mainWrapper+code+"\n}\n", loader, 1)
-		if werr != nil {
-			return "", nil, werr
+// transformed is what esbuild made of a program: the JavaScript, or the
+// first syntax error, and the raw source map with the number of wrapper
+// lines to take off its positions. It crosses from a transform process to
+// the server as JSON.
+type transformed struct {
+	Code       string          `json:"code,omitempty"`
+	Map        json.RawMessage `json:"map,omitempty"`
+	LineOffset int             `json:"line_offset,omitempty"`
+	Err        *Error          `json:"error,omitempty"`
+}
+
+func transformRaw(code string, loader api.Loader) transformed {
+	out := esbuild(code, loader, 0)
+	if out.Err != nil && strings.Contains(out.Err.Message, "Top-level return cannot be used") {
+		wrapped := esbuild(mainWrapper+code+"\n}\n", loader, 1)
+		if wrapped.Err != nil {
+			return wrapped
 		}
-		body, ok := unwrapMain(wrapped)
+		body, ok := unwrapMain(wrapped.Code)
 		if !ok {
-			return "", nil, err
+			return out
 		}
-		return body, wsm, nil
+		wrapped.Code = body
+		return wrapped
 	}
-	return out, sm, err
+	return out
 }
 
 // esbuild transforms src; lineOffset is the number of wrapper lines above
-// the program, taken off the positions of errors and of the source map.
-func esbuild(src string, loader api.Loader, lineOffset int) (string, *sourceMap, *Error) {
+// the program, taken off the positions of errors (here) and of the source
+// map (by sourceMap).
+func esbuild(src string, loader api.Loader, lineOffset int) transformed {
 	// esbuild loops forever quoting a source for its map that ends in a
 	// truncated UTF-8 sequence; a program is text, and JSON-RPC would
 	// have made its invalid bytes U+FFFD anyway.
@@ -79,15 +94,19 @@ func esbuild(src string, loader api.Loader, lineOffset int) (string, *sourceMap,
 		if n := len(r.Errors); n > 1 {
 			e.Message += " (and " + pluralize(n-1, "more error") + ")"
 		}
-		return "", nil, e
+		return transformed{Err: e}
 	}
-	sm, err := parseSourceMap(r.Map)
+	return transformed{Code: string(r.Code), Map: r.Map, LineOffset: lineOffset}
+}
+
+// sourceMap parses t's map and takes the wrapper's lines off it; nil
+// means there is none, and positions point into the JavaScript.
+func (t transformed) sourceMap() *sourceMap {
+	sm, err := parseSourceMap(t.Map)
 	if err != nil {
-		// Without a map, positions point into the stripped JavaScript;
-		// the program still runs.
-		return string(r.Code), nil, nil
+		return nil
 	}
-	if lineOffset > 0 {
+	if t.LineOffset > 0 {
 		// The output loses the wrapper's first line; so does the map, and
 		// its source lines lose the wrapper's.
 		if len(sm.lines) > 0 {
@@ -95,11 +114,11 @@ func esbuild(src string, loader api.Loader, lineOffset int) (string, *sourceMap,
 		}
 		for _, segs := range sm.lines {
 			for i := range segs {
-				segs[i].srcLine -= lineOffset
+				segs[i].srcLine -= t.LineOffset
 			}
 		}
 	}
-	return string(r.Code), sm, nil
+	return sm
 }
 
 // unwrapMain returns the body of the function mainWrapper declared, as

@@ -345,8 +345,10 @@ const workerConfines = true
 // connecting TCP sockets; from ABI 6 on, signalling processes and
 // connecting to abstract Unix sockets outside it. A worker needs no file
 // after start: its pipes are open. Without Landlock it sets no_new_privs
-// only. It returns only when it failed, before executing anything.
-func confineWorkerAndExec() error {
+// only. It returns only when it failed, before executing anything. then,
+// when not empty, follows workerConfinedArg in the executed argv (a
+// transform process's transformArg).
+func confineWorkerAndExec(then string) error {
 	exe, err := selfExe()
 	if err != nil {
 		return fmt.Errorf("find this binary: %w", err)
@@ -366,7 +368,11 @@ func confineWorkerAndExec() error {
 		// CPU limit any more: it gets the value computed here.
 		env = append(env, "GOMAXPROCS="+strconv.Itoa(runtime.GOMAXPROCS(0)))
 	}
-	err = syscall.Exec(exe, []string{exe, workerCommandName, workerConfinedArg}, env)
+	argv := []string{exe, workerCommandName, workerConfinedArg}
+	if then != "" {
+		argv = append(argv, then)
+	}
+	err = syscall.Exec(exe, argv, env)
 	return fmt.Errorf("execute the sandbox worker: %w", err)
 }
 

@@ -43,6 +43,6 @@ const workerConfinedArg = "confined"
 const workerConfines = false
 
 // confineWorkerAndExec cannot confine here.
-func confineWorkerAndExec() error {
+func confineWorkerAndExec(string) error {
 	return errors.New("confining a sandbox worker needs Linux")
 }

@@ -217,6 +217,7 @@ func executorConfig(c SandboxConfig) executor.Config {
 	return executor.Config{
 		Isolation:          executor.Isolation(c.Isolation),
 		WorkerCommand:      worker,
+		TransformCommand:   transformCommand(),
 		PoolSize:           c.PoolSize,
 		ReservedSlots:      c.ReservedSlots,
 		QueueWait:          c.QueueWait.D(),

@@ -20,14 +20,35 @@ const workerCommandName = "sandbox-worker"
 // nothing, when it cannot.
 func runWorker(args []string, stdin io.Reader, stdout io.Writer) error {
 	switch {
+	case len(args) == 1 && args[0] == transformArg && workerConfines:
+		return fmt.Errorf("%s: %w", workerCommandName, confineWorkerAndExec(transformArg))
+	case len(args) == 1 && args[0] == transformArg,
+		len(args) == 2 && args[0] == workerConfinedArg && args[1] == transformArg:
+		hardenWorker()
+		return executor.ServeTransform(stdin, stdout)
 	case len(args) == 0 && workerConfines:
-		return fmt.Errorf("%s: %w", workerCommandName, confineWorkerAndExec())
+		return fmt.Errorf("%s: %w", workerCommandName, confineWorkerAndExec(""))
 	case len(args) == 0:
 	case len(args) > 1 || args[0] != workerConfinedArg:
 		return usageError{workerCommandName + " is started by codecell for its sandbox"}
 	}
 	hardenWorker()
 	return executor.ServeWorker(stdin, stdout)
+}
+
+// transformArg makes the hidden command a transform process: esbuild
+// parses one program there (executor.ServeTransform), confined as a
+// sandbox worker is.
+const transformArg = "transform"
+
+// transformCommand is the argv the executor starts its transform
+// processes with, under either isolation.
+func transformCommand() []string {
+	exe, err := selfExe()
+	if err != nil {
+		return nil
+	}
+	return []string{exe, workerCommandName, transformArg}
 }
 
 // workerCommand is the argv the executor starts its workers with: this

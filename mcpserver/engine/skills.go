@@ -444,7 +444,7 @@ func (k *skills) save(ctx context.Context, c *Call, in saveSkillArgs) (map[strin
 	if in.Language == "" {
 		in.Language = string(executor.JavaScript)
 	}
-	if err := checkSyntax(in.Code, in.Language); err != nil {
+	if err := k.checkSyntax(ctx, in.Code, in.Language); err != nil {
 		return nil, err
 	}
 	if len(in.InputSchema) > 0 {
@@ -491,9 +491,19 @@ func (k *skills) list(ctx context.Context, _ *Call, _ struct{}) (map[string][]sk
 }
 
 // checkSyntax reports a syntax error in a skill's code when it is saved,
-// rather than when it is first called.
-func checkSyntax(code, language string) error {
-	if e := executor.Check(code, executor.Language(language)); e != nil {
+// rather than when it is first called, in a transform process bounded by
+// the call's deadline.
+func (k *skills) checkSyntax(ctx context.Context, code, language string) error {
+	if e := k.exec.Check(ctx, code, executor.Language(language)); e != nil {
+		switch e.Kind {
+		case executor.KindSyntax:
+		case executor.KindCanceled:
+			return tools.Errorf(tools.CodeCanceled, "code: %s", e.Message)
+		case executor.KindInternal:
+			return tools.Errorf(tools.CodeToolFailed, "code: %s", e.Message)
+		default:
+			return tools.Errorf(tools.CodeInvalidArguments, "code: %s", e.Message)
+		}
 		where := ""
 		if e.Line > 0 {
 			where = fmt.Sprintf(" at line %d, column %d", e.Line, e.Column)
