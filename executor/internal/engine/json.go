@@ -190,16 +190,20 @@ func (p *jsonParser) witnessFor(c *shapeNode) {
 	for n := c; n.parent != nil; n = n.parent {
 		keys[n.depth-1] = n.atom
 	}
+	dropException := func() {
+		if lib.XJS_HasException(vm.tls, vm.ctx) != 0 {
+			vm.Free(lib.XJS_GetException(vm.tls, vm.ctx))
+		}
+	}
 	w := lib.XJS_NewObject(vm.tls, vm.ctx)
 	if tagOf(w) == lib.EJS_TAG_EXCEPTION {
+		dropException()
 		return
 	}
 	for _, a := range keys[:c.depth] {
 		if lib.XJS_DefinePropertyValue(vm.tls, vm.ctx, w, a, undefined, lib.MJS_PROP_C_W_E) < 0 {
 			vm.Free(w)
-			if lib.XJS_HasException(vm.tls, vm.ctx) != 0 {
-				vm.Free(lib.XJS_GetException(vm.tls, vm.ctx))
-			}
+			dropException()
 			return
 		}
 	}
