@@ -235,7 +235,7 @@ func (s *Server) newHTTP() *httpTransports {
 	h.mux.Handle(PathStreamable, s.guard(s.drainGate(s.extensionHTTP(s.taskResults(s.ownTaskNotes(h.streamable))))))
 	h.mux.Handle(PathSSE, s.guard(s.ownTaskNotes(s.sseStream(h.sse.SSEHandler()))))
 	h.mux.Handle(PathMessage, s.guard(s.sseMessage(s.extensionSSE(h.sse, h.sse.MessageHandler()))))
-	h.mux.Handle("GET "+PathMetrics, s.guard(s.eng.Metrics().Handler()))
+	h.mux.Handle("GET "+PathMetrics, s.guard(http.HandlerFunc(s.metrics)))
 	h.mux.Handle("GET /{$}", s.hostOnly(http.HandlerFunc(s.home)))
 	s.addOAuthRoutes(h.mux)
 	s.addServerCard(h.mux, h)

@@ -60,6 +60,13 @@ type ToolCall struct {
 	// Planned: a dry run recorded the call instead of making it.
 	Cached  bool `json:"cached,omitempty"`
 	Planned bool `json:"planned,omitempty"`
+	// Calls is set on an aggregate row: the audit keeps a principal's
+	// calls a row each up to a daily allowance, and past it a run's
+	// calls of one tool with one outcome (Status, ErrorCode, Cached,
+	// Planned) as one row that stands for Calls calls, with Duration
+	// their total, StartedAt the first one's and no ArgsHash. Zero on the
+	// row of a single call.
+	Calls int `json:"calls,omitempty"`
 }
 
 // Hash returns the hex SHA-256 of b, the form of CodeHash and ArgsHash.

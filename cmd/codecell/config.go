@@ -151,6 +151,11 @@ type LimitsConfig struct {
 	// plans together, kept for sandbox.plan_ttl unless committed
 	// (memory.Limits.MaxPrincipalPlanBytes).
 	MaxPrincipalPlanBytes int64 `toml:"max_principal_plan_bytes"`
+	// AuditCallRowsPerDay is how many of a principal's tool calls a day
+	// the audit log keeps a row each; past it, a run's calls are kept as
+	// one row per tool and outcome with their count
+	// (engine.Limits.AuditCallRowsPerDay).
+	AuditCallRowsPerDay int `toml:"audit_call_rows_per_day"`
 	// Stdio applies the per-principal rate limits to stdio's local user
 	// too; by default they apply to HTTP principals only.
 	Stdio bool `toml:"stdio"`
@@ -260,6 +265,7 @@ func defaultConfig() Config {
 			MaxJournalBytes:           1 << 20, // engine.DefaultMaxJournalBytes
 			MaxPrincipalJournalBytes:  64 << 20,
 			MaxPrincipalPlanBytes:     8 << 20, // one plan of the largest size, sealed, and room for small ones
+			AuditCallRowsPerDay:       10000,   // engine.DefaultAuditCallRowsPerDay: about 2.8 MiB of rows a principal a day
 			SessionIdleTTL:            Duration(time.Hour),
 			SessionsPerPrincipal:      64,
 			VaultBytes:                8 << 20,
@@ -772,6 +778,7 @@ func (c *Config) validate(env func(string) string) []error {
 		bad("limits.max_journal_bytes", "%d is over half of limits.max_body_bytes %d: without a store the journal comes back in the requestState of the client's retry, a request body; raise max_body_bytes too, or lower this", l.MaxJournalBytes, l.MaxBodyBytes)
 	}
 	positive("limits.max_principal_plan_bytes", l.MaxPrincipalPlanBytes)
+	positive("limits.audit_call_rows_per_day", int64(l.AuditCallRowsPerDay))
 	positive("limits.session_idle_ttl", int64(l.SessionIdleTTL))
 	positive("limits.sessions_per_principal", int64(l.SessionsPerPrincipal))
 	positive("limits.vault_bytes", int64(l.VaultBytes))

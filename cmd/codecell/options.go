@@ -401,6 +401,7 @@ func serverLimits(l LimitsConfig) engine.Limits {
 		MaxQueued:           l.MaxQueued,
 		MaxBodyBytes:        l.MaxBodyBytes,
 		MaxJournalBytes:     l.MaxJournalBytes,
+		AuditCallRowsPerDay: l.AuditCallRowsPerDay,
 		Stdio:               l.Stdio,
 
 		ResultBytesInFlight:       l.ResultBytesInFlight,

@@ -33,6 +33,78 @@ type auditor struct {
 	done    chan struct{}
 	once    sync.Once
 	codes   auditCodes
+	calls   auditCalls
+}
+
+// auditCalls counts the tool-call rows each principal's runs kept today.
+// Up to perDay of them a day, a principal's calls are kept a row each
+// (with their arguments' hash and start); past it, a run's further calls
+// are kept as one aggregate row per tool and outcome (memory.ToolCall's
+// Calls). One principal's cheap calls at the tool-call rate limit wrote
+// 2.3 GiB of rows a day before, kept for memory.audit_max_age (issue 19,
+// attack9's D9). The count is the process's: a restart starts a new day.
+type auditCalls struct {
+	mu     sync.Mutex
+	day    int64 // Unix days
+	kept   map[string]int
+	perDay int
+	nowFor func() time.Time // tests
+}
+
+// DefaultAuditCallRowsPerDay is Limits.AuditCallRowsPerDay's default:
+// about 2.8 MiB of rows a principal a day.
+const DefaultAuditCallRowsPerDay = 10000
+
+// bound returns a run's calls as the audit keeps them: a row each while
+// the principal's allowance of today lasts, the rest aggregated.
+func (c *auditCalls) bound(principal string, calls []memory.ToolCall) []memory.ToolCall {
+	if len(calls) == 0 {
+		return calls
+	}
+	now := time.Now
+	if c.nowFor != nil {
+		now = c.nowFor
+	}
+	day := now().Unix() / 86400
+	c.mu.Lock()
+	if day != c.day || c.kept == nil {
+		c.day, c.kept = day, map[string]int{} // a new day: everyone starts again
+	}
+	whole := min(len(calls), max(c.perDay-c.kept[principal], 0))
+	c.kept[principal] += whole
+	c.mu.Unlock()
+	if whole == len(calls) {
+		return calls
+	}
+	return append(calls[:whole:whole], aggregateCalls(calls[whole:])...)
+}
+
+// aggregateCalls is calls as one row per tool and outcome, in the order
+// of each one's first call.
+func aggregateCalls(calls []memory.ToolCall) []memory.ToolCall {
+	type key struct {
+		tool, status, code string
+		cached, planned    bool
+	}
+	at := map[key]int{}
+	var out []memory.ToolCall
+	for _, c := range calls {
+		k := key{c.Tool, c.Status, c.ErrorCode, c.Cached, c.Planned}
+		i, ok := at[k]
+		if !ok {
+			at[k] = len(out)
+			out = append(out, memory.ToolCall{ExecutionID: c.ExecutionID, Tool: c.Tool, Status: c.Status, ErrorCode: c.ErrorCode,
+				Cached: c.Cached, Planned: c.Planned, StartedAt: c.StartedAt})
+			i = len(out) - 1
+		}
+		a := &out[i]
+		a.Calls += max(c.Calls, 1)
+		a.Duration += c.Duration
+		if !c.StartedAt.IsZero() && (a.StartedAt.IsZero() || c.StartedAt.Before(a.StartedAt)) {
+			a.StartedAt = c.StartedAt
+		}
+	}
+	return out
 }
 
 // The audit keeps a run's code whole up to auditCodeBytesPerDay of each
@@ -109,8 +181,9 @@ const (
 	auditGather   = 5 * time.Millisecond
 )
 
-func newAuditor(store auditLog, log *slog.Logger, latency func(string, time.Duration)) *auditor {
-	a := &auditor{store: store, log: log, latency: latency, queue: make(chan auditRecord, 1024), done: make(chan struct{})}
+func newAuditor(store auditLog, log *slog.Logger, latency func(string, time.Duration), callRowsPerDay int) *auditor {
+	a := &auditor{store: store, log: log, latency: latency, queue: make(chan auditRecord, 1024), done: make(chan struct{}),
+		calls: auditCalls{perDay: callRowsPerDay}}
 	go a.run()
 	return a
 }
@@ -190,6 +263,7 @@ func (a *auditor) record(r auditRecord) {
 		return
 	}
 	r.exec = a.codes.clip(r.exec)
+	r.calls = a.calls.bound(r.exec.Principal, r.calls)
 	select {
 	case a.queue <- r:
 	default:

@@ -79,7 +79,7 @@ func TestAuditorBatches(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := newGatedAudit()
-			a := newAuditor(store, slog.New(slog.DiscardHandler), func(string, time.Duration) {})
+			a := newAuditor(store, slog.New(slog.DiscardHandler), func(string, time.Duration) {}, DefaultAuditCallRowsPerDay)
 			a.record(auditOf("a", 1))
 			<-store.entered // the writer holds "a"
 			for _, id := range tc.queue {
@@ -101,7 +101,7 @@ func TestAuditorKeepsCalls(t *testing.T) {
 	a := newAuditor(auditFunc(func(_ context.Context, recs ...memory.AuditRecord) error {
 		got = append(got, recs...)
 		return nil
-	}), slog.New(slog.DiscardHandler), func(string, time.Duration) {})
+	}), slog.New(slog.DiscardHandler), func(string, time.Duration) {}, DefaultAuditCallRowsPerDay)
 	r := auditOf("a", 3)
 	r.requests = []memory.HTTPRequest{{ExecutionID: "a", Host: "example.com"}}
 	a.record(r)
@@ -141,5 +141,62 @@ func TestAuditClipsCodePastTheDay(t *testing.T) {
 	now = now.Add(24 * time.Hour)
 	if e := c.clip(memory.Execution{Principal: "bob", Code: big}); e.Code != big {
 		t.Error("bob's program was clipped the next day")
+	}
+}
+
+// TestAuditAggregatesCallsPastTheDay (issue 19, attack9's D9): a
+// principal's calls are kept a row each up to its allowance of the day;
+// past it, a run's further calls are kept as one row per tool and
+// outcome, with their count, total duration and first start. Other
+// principals and the next day start with their whole allowance.
+func TestAuditAggregatesCallsPastTheDay(t *testing.T) {
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	c := auditCalls{perDay: 10, nowFor: func() time.Time { return now }}
+	run := func(n int) []memory.ToolCall {
+		var calls []memory.ToolCall
+		for i := range n {
+			st, code := "ok", ""
+			if i%3 == 2 {
+				st, code = "error", "not_found"
+			}
+			tool := "cache.get"
+			if i%2 == 1 {
+				tool = "crm.update"
+			}
+			calls = append(calls, memory.ToolCall{ExecutionID: "r", Tool: tool, Status: st, ErrorCode: code, ArgsHash: fmt.Sprint(i),
+				Duration: time.Millisecond, StartedAt: now.Add(time.Duration(i) * time.Second)})
+		}
+		return calls
+	}
+	if got := c.bound("bob", run(8)); len(got) != 8 || slices.ContainsFunc(got, func(c memory.ToolCall) bool { return c.Calls != 0 }) {
+		t.Fatalf("within the allowance, calls were aggregated: %+v", got)
+	}
+	calls := run(100)
+	got := c.bound("bob", calls)
+	if len(got) != 2+4 || got[0].ArgsHash != "0" || got[1].ArgsHash != "1" || got[1].Calls != 0 {
+		t.Fatalf("the run that passes the allowance: %d rows, want its first 2 calls whole and 4 aggregates: %+v", len(got), got)
+	}
+	total := 0
+	for _, a := range got[2:] {
+		if a.Calls == 0 || a.ArgsHash != "" {
+			t.Errorf("an aggregate row has calls %d and args hash %q", a.Calls, a.ArgsHash)
+		}
+		total += a.Calls
+		if a.Duration != time.Duration(a.Calls)*time.Millisecond {
+			t.Errorf("%s %s: duration %v for %d calls", a.Tool, a.Status, a.Duration, a.Calls)
+		}
+	}
+	if total != 98 || got[2].Tool != "cache.get" || got[2].Status != "error" || !got[2].StartedAt.Equal(now.Add(2*time.Second)) {
+		t.Errorf("aggregates stand for %d calls (want 98), first %+v", total, got[2])
+	}
+	if got := c.bound("bob", run(5)); len(got) != 3 {
+		t.Errorf("past the allowance, a run of 5 calls of 3 tools and outcomes kept %d rows: %+v", len(got), got)
+	}
+	if got := c.bound("alice", run(5)); len(got) != 5 {
+		t.Errorf("alice's calls were aggregated for bob's: %+v", got)
+	}
+	now = now.Add(24 * time.Hour)
+	if got := c.bound("bob", run(5)); len(got) != 5 {
+		t.Errorf("bob's calls were aggregated the next day: %+v", got)
 	}
 }

@@ -159,7 +159,7 @@ func New(cfg Config) (_ *Engine, err error) {
 		}
 	}()
 	if cfg.Store != nil {
-		e.audit = newAuditor(cfg.Store, e.log.With("part", "audit"), e.metrics.ObserveStore)
+		e.audit = newAuditor(cfg.Store, e.log.With("part", "audit"), e.metrics.ObserveStore, cfg.Limits.withDefaults().AuditCallRowsPerDay)
 	}
 	key := cfg.Key
 	if key == (filter.Key{}) {

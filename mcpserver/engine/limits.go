@@ -43,6 +43,12 @@ type Limits struct {
 	// to be replayed if it asks the client: what its calls returned
 	// before it asks (mrtrjournal.go). Default DefaultMaxJournalBytes.
 	MaxJournalBytes int
+	// AuditCallRowsPerDay is how many of a principal's tool calls a day
+	// the audit keeps a row each (with the hash of their arguments);
+	// past it, a run's calls are kept as one row per tool and outcome,
+	// with their count (memory.ToolCall's Calls). Default
+	// DefaultAuditCallRowsPerDay.
+	AuditCallRowsPerDay int
 	// Stdio applies the per-principal rate limits (ExecutionsPerMinute,
 	// ExecutionBurst, ToolCallsPerMinute, ToolCallBurst) to requests over
 	// stdio as well. By default they apply to HTTP principals only: stdio
@@ -62,6 +68,7 @@ func (l Limits) withDefaults() Limits {
 	def(&l.ToolCallsPerMinute, 6000)
 	def(&l.ToolCallBurst, 1000)
 	def(&l.MaxInFlight, 64)
+	def(&l.AuditCallRowsPerDay, DefaultAuditCallRowsPerDay)
 	if l.MaxQueued < 0 {
 		l.MaxQueued = 0
 	} else if l.MaxQueued == 0 {

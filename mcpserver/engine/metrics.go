@@ -2,11 +2,13 @@ package engine
 
 import (
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/codecell/codecell/executor"
 )
@@ -33,6 +35,9 @@ type Metrics struct {
 	sessionsEvicted *prometheus.CounterVec
 }
 
+// toolCallsMetric counts tool calls by tool and status.
+const toolCallsMetric = "codecell_tool_calls_total"
+
 func newMetrics(exec *executor.Executor) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
@@ -51,7 +56,7 @@ func newMetrics(exec *executor.Executor) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
 		}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "codecell_tool_calls_total",
+			Name: toolCallsMetric,
 			Help: "Tool calls, from programs and direct mode, by tool and status (ok or an error code).",
 		}, []string{"tool", "status"}),
 		findings: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -134,6 +139,32 @@ func (m *Metrics) ObserveStore(op string, d time.Duration) {
 // Handler serves the collectors in Prometheus' text format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// HandlerFor serves the metrics with the series of
+// codecell_tool_calls_total of only the tools for which visible is true:
+// a principal whose toolset hides a tool does not learn its name, nor how
+// often the others call it, from /metrics (issue 19, attack9's D8; the
+// third round's L7 did the same for /readyz).
+func (m *Metrics) HandlerFor(visible func(tool string) bool) http.Handler {
+	g := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		mfs, err := m.reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() != toolCallsMetric {
+				continue
+			}
+			mf.Metric = slices.DeleteFunc(mf.Metric, func(s *dto.Metric) bool {
+				for _, l := range s.GetLabel() {
+					if l.GetName() == "tool" {
+						return !visible(l.GetValue())
+					}
+				}
+				return false
+			})
+		}
+		return mfs, err
+	})
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{Registry: m.reg})
 }
 
 // Refused counts a request refused by limit.

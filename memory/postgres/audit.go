@@ -26,12 +26,12 @@ func scanExecution(sc interface{ Scan(...any) error }) (memory.Execution, error)
 
 // toolCallColumns are the columns scanToolCall reads, in order; cached
 // and planned are stored as 0 or 1.
-const toolCallColumns = `id, execution_id, tool, args_hash, status, error_code, duration_us, started_at, cached <> 0, planned <> 0`
+const toolCallColumns = `id, execution_id, tool, args_hash, status, error_code, duration_us, started_at, cached <> 0, planned <> 0, calls`
 
 func scanToolCall(r pgx.CollectableRow) (memory.ToolCall, error) {
 	var c memory.ToolCall
 	var d, at int64
-	err := r.Scan(&c.ID, &c.ExecutionID, &c.Tool, &c.ArgsHash, &c.Status, &c.ErrorCode, &d, &at, &c.Cached, &c.Planned)
+	err := r.Scan(&c.ID, &c.ExecutionID, &c.Tool, &c.ArgsHash, &c.Status, &c.ErrorCode, &d, &at, &c.Cached, &c.Planned, &c.Calls)
 	c.Duration, c.StartedAt = time.Duration(d)*time.Microsecond, fromMS(at)
 	return c, err
 }
@@ -230,15 +230,15 @@ func (s *Store) insertExecution(ctx context.Context, tx pgx.Tx, e memory.Executi
 }
 
 func (s *Store) insertToolCall(ctx context.Context, tx pgx.Tx, c memory.ToolCall) error {
-	if c.ArgsHash == "" {
+	if c.ArgsHash == "" && c.Calls == 0 { // an aggregate row has no one call's arguments
 		c.ArgsHash = memory.Hash(c.Args)
 	}
 	if c.StartedAt.IsZero() {
 		c.StartedAt = s.now()
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO tool_calls (execution_id, tool, args_hash, status, error_code, duration_us, started_at, cached, planned)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, c.ExecutionID, c.Tool, c.ArgsHash, c.Status, c.ErrorCode, c.Duration.Microseconds(), ms(c.StartedAt),
-		flag(c.Cached), flag(c.Planned)); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO tool_calls (execution_id, tool, args_hash, status, error_code, duration_us, started_at, cached, planned, calls)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, c.ExecutionID, c.Tool, c.ArgsHash, c.Status, c.ErrorCode, c.Duration.Microseconds(), ms(c.StartedAt),
+		flag(c.Cached), flag(c.Planned), int64(max(c.Calls, 0))); err != nil {
 		if isCode(err, foreignKeyViolation) {
 			return fmt.Errorf("%w: execution %q is not recorded; call RecordExecution first", memory.ErrNotFound, c.ExecutionID)
 		}

@@ -103,7 +103,7 @@ func (s *Store) insertExecution(ctx context.Context, tx *sql.Tx, e memory.Execut
 // (six texts, which the connection's statement cache keeps). A row per
 // statement cost a 100-call run's audit most of its time.
 func (s *Store) insertToolCalls(ctx context.Context, tx *sql.Tx, calls []memory.ToolCall) error {
-	args := make([]any, 0, 9*min(len(calls), maxRowsPerInsert))
+	args := make([]any, 0, 10*min(len(calls), maxRowsPerInsert))
 	for len(calls) > 0 {
 		n := maxRowsPerInsert
 		for n > len(calls) {
@@ -111,13 +111,13 @@ func (s *Store) insertToolCalls(ctx context.Context, tx *sql.Tx, calls []memory.
 		}
 		args = args[:0]
 		for _, c := range calls[:n] {
-			if c.ArgsHash == "" {
+			if c.ArgsHash == "" && c.Calls == 0 { // an aggregate row has no one call's arguments
 				c.ArgsHash = memory.Hash(c.Args)
 			}
 			if c.StartedAt.IsZero() {
 				c.StartedAt = s.now()
 			}
-			args = append(args, c.ExecutionID, c.Tool, c.ArgsHash, c.Status, c.ErrorCode, c.Duration.Microseconds(), ms(c.StartedAt), c.Cached, c.Planned)
+			args = append(args, c.ExecutionID, c.Tool, c.ArgsHash, c.Status, c.ErrorCode, c.Duration.Microseconds(), ms(c.StartedAt), c.Cached, c.Planned, max(c.Calls, 0))
 		}
 		if _, err := tx.ExecContext(ctx, insertToolCallsSQL[bits.Len(uint(n))-1], args...); err != nil {
 			if strings.Contains(err.Error(), "FOREIGN KEY") {
@@ -137,8 +137,8 @@ const maxRowsPerInsert = 32
 var insertToolCallsSQL = func() []string {
 	var out []string
 	for n := 1; n <= maxRowsPerInsert; n *= 2 {
-		q := "INSERT INTO tool_calls (execution_id, tool, args_hash, status, error_code, duration_us, started_at, cached, planned) VALUES " +
-			strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?), ", n)
+		q := "INSERT INTO tool_calls (execution_id, tool, args_hash, status, error_code, duration_us, started_at, cached, planned, calls) VALUES " +
+			strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", n)
 		out = append(out, strings.TrimSuffix(q, ", "))
 	}
 	return out
@@ -286,7 +286,7 @@ func (s *Store) ListToolCalls(ctx context.Context, q memory.ToolCallQuery) ([]me
 }
 
 // toolCallColumns are the columns scanToolCalls reads, in order.
-const toolCallColumns = `id, execution_id, tool, args_hash, status, error_code, duration_us, started_at, cached, planned`
+const toolCallColumns = `id, execution_id, tool, args_hash, status, error_code, duration_us, started_at, cached, planned, calls`
 
 // scanToolCalls reads the rows of a query of toolCallColumns, and closes them.
 func scanToolCalls(rows *sql.Rows) ([]memory.ToolCall, error) {
@@ -295,7 +295,7 @@ func scanToolCalls(rows *sql.Rows) ([]memory.ToolCall, error) {
 	for rows.Next() {
 		var c memory.ToolCall
 		var dur, at int64
-		if err := rows.Scan(&c.ID, &c.ExecutionID, &c.Tool, &c.ArgsHash, &c.Status, &c.ErrorCode, &dur, &at, &c.Cached, &c.Planned); err != nil {
+		if err := rows.Scan(&c.ID, &c.ExecutionID, &c.Tool, &c.ArgsHash, &c.Status, &c.ErrorCode, &dur, &at, &c.Cached, &c.Planned, &c.Calls); err != nil {
 			return nil, err
 		}
 		c.Duration = time.Duration(dur) * time.Microsecond

@@ -674,3 +674,43 @@ func testAuditModes(t *testing.T, open Opener) {
 		}
 	})
 }
+
+// testAuditAggregates (issue 19, attack9's D9): an aggregate tool-call
+// row — what the audit keeps past a principal's daily allowance of
+// calls — comes back with the number of calls it stands for and no
+// arguments' hash, beside a single call's row (Calls 0, its hash), in a
+// run's record and in the listings.
+func testAuditAggregates(t *testing.T, open Opener) {
+	st, _ := open(t)
+	ctx := t.Context()
+	at := time.UnixMilli(time.Now().UnixMilli())
+	err := st.RecordAudit(ctx, memory.AuditRecord{
+		Execution: memory.Execution{ID: "agg", Principal: "bob", Status: "ok", ToolCalls: 901},
+		ToolCalls: []memory.ToolCall{
+			{ExecutionID: "agg", Tool: "cache.get", Status: "ok", Args: []byte(`{"key":"k0"}`), StartedAt: at},
+			{ExecutionID: "agg", Tool: "cache.get", Status: "ok", Calls: 880, Duration: 880 * time.Millisecond, StartedAt: at},
+			{ExecutionID: "agg", Tool: "crm.update", Status: "error", ErrorCode: "denied", Calls: 20, StartedAt: at},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, calls, err := st.GetExecution(ctx, "agg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range calls {
+		got = append(got, fmt.Sprintf("%s:%s:%d:%v:%v", c.Tool, c.Status, c.Calls, c.ArgsHash == "", c.Duration))
+	}
+	if want := "[cache.get:ok:0:false:0s cache.get:ok:880:true:880ms crm.update:error:20:true:0s]"; fmt.Sprint(got) != want {
+		t.Fatalf("calls %v, want %s", got, want)
+	}
+	if calls[0].ArgsHash != memory.Hash([]byte(`{"key":"k0"}`)) {
+		t.Errorf("a single call's args hash %q", calls[0].ArgsHash)
+	}
+	listed, err := st.ListToolCalls(ctx, memory.ToolCallQuery{Tool: "crm.update"})
+	if err != nil || len(listed) != 1 || listed[0].Calls != 20 || listed[0].ErrorCode != "denied" {
+		t.Fatalf("listed %+v %v", listed, err)
+	}
+}
