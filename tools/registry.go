@@ -578,7 +578,7 @@ func call(ctx context.Context, e *entry, args json.RawMessage) (json.RawMessage,
 	if len(out) == 0 {
 		return json.RawMessage("null"), nil
 	}
-	if !json.Valid(out) {
+	if !validJSON(out) {
 		return nil, &Error{Code: CodeToolFailed, Tool: name, Message: "tool returned a result that is not valid JSON; this is a bug in the tool"}
 	}
 	return out, nil
