@@ -129,7 +129,7 @@ func (r *resultBytes) pass(ctx context.Context, c *Call, next next) (json.RawMes
 	h := &holding{r: r, c: c, run: c.Run.resultBudget(r.perRun), principal: c.Run.Caller.Principal}
 	c.releases = append(c.releases, h.giveBack)
 	if n := c.Tool.MaxResultBytes; n > 0 {
-		if err := h.raise(ctx, n, fmt.Sprintf("a result of %s may hold %d bytes (its source's max_response_bytes)", c.Name, n)); err != nil {
+		if err := h.raise(ctx, n, fmt.Sprintf("a result of %s may hold %d bytes (its source's max_response_bytes, or its store's bound)", c.Name, n)); err != nil {
 			return nil, err
 		}
 	}
