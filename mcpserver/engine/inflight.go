@@ -86,6 +86,18 @@ func (b *byteBudget) reserve(ctx context.Context, holder string, n int64) (budge
 	}
 }
 
+// tryReserve takes n bytes for holder if they are free now.
+func (b *byteBudget) tryReserve(holder string, n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held[holder]+n > b.each || b.used+n > b.total {
+		return false
+	}
+	b.used += n
+	b.held[holder] += n
+	return true
+}
+
 // give gives back n bytes holder reserved.
 func (b *byteBudget) give(holder string, n int64) {
 	b.mu.Lock()
@@ -170,6 +182,15 @@ func (h *holding) raise(ctx context.Context, n int64, what string) error {
 			"%s, more than the %d bytes of results one run may have in flight (limits.result_bytes_in_flight_per_run) or one principal on the server (three quarters of limits.result_bytes_in_flight); ask for smaller results (a page, fewer fields), lower the source's max_response_bytes, or raise those limits",
 			what, min(r.perRun, r.server.each))}
 	}
+	if h.held > 0 && !h.tryRaise(more) {
+		// A call waits holding nothing: calls that reserved their
+		// bound and wait to raise it cannot hold up each other.
+		h.giveBackLocked()
+		more = n
+	} else if h.held > 0 {
+		h.held = n
+		return nil
+	}
 	if _, err := h.run.reserve(ctx, "", more); err != nil {
 		return r.waited(c, n, fmt.Sprintf("this run's (limits.result_bytes_in_flight_per_run, %d bytes)", r.perRun), err)
 	}
@@ -185,10 +206,27 @@ func (h *holding) raise(ctx context.Context, n int64, what string) error {
 	return nil
 }
 
+// tryRaise takes more bytes of the run's and the server's if they are
+// free now.
+func (h *holding) tryRaise(more int64) bool {
+	if !h.run.tryReserve("", more) {
+		return false
+	}
+	if !h.r.server.tryReserve(h.principal, more) {
+		h.run.give("", more)
+		return false
+	}
+	return true
+}
+
 // giveBack gives back what the call holds.
 func (h *holding) giveBack() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.giveBackLocked()
+}
+
+func (h *holding) giveBackLocked() {
 	if h.held > 0 {
 		h.r.server.give(h.principal, h.held)
 		h.run.give("", h.held)
