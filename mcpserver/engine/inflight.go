@@ -139,7 +139,13 @@ func (r *resultBytes) pass(ctx context.Context, c *Call, next next) (json.RawMes
 		return next.call(ctx, c)
 	}
 	h := &holding{r: r, c: c, run: c.Run.resultBudget(r.perRun), principal: c.Run.Caller.Principal}
-	c.releases = append(c.releases, h.giveBack)
+	c.releases = append(c.releases, func() {
+		if c.handOff != nil && c.delivered {
+			c.handOff(h.giveBack)
+			return
+		}
+		h.giveBack()
+	})
 	if n := c.Tool.MaxResultBytes; n > 0 {
 		if err := h.raise(ctx, n, fmt.Sprintf("a result of %s may hold %d bytes (its source's max_response_bytes, or its store's bound)", c.Name, n)); err != nil {
 			return nil, err
@@ -240,6 +246,33 @@ func (r *resultBytes) waited(c *Call, n int64, limit string, cause error) error 
 	return &tools.Error{Code: codeResultBytesInFlight, Tool: c.Name, Err: cause, Message: fmt.Sprintf(
 		"the run ended (%v) while this call waited to reserve the %d bytes a result of %s may hold: the bytes of tool results in flight reached %s limit; await fewer calls of large results at once (Promise.all), or ask for smaller results",
 		cause, n, c.Name, limit)}
+}
+
+// keep holds giveBack until the program's sandbox has the result, or
+// until the run ends (endHolds), whichever comes first, and returns the
+// function that gives it back once.
+func (r *Run) keep(giveBack func()) func() {
+	once := sync.OnceFunc(giveBack)
+	r.keptMu.Lock()
+	defer r.keptMu.Unlock()
+	if r.keptEnded {
+		once()
+		return once
+	}
+	r.kept = append(r.kept, once)
+	return once
+}
+
+// endHolds gives back what the run's calls still hold of their results'
+// bytes: results the sandbox never took, as the run ended.
+func (r *Run) endHolds() {
+	r.keptMu.Lock()
+	kept := r.kept
+	r.kept, r.keptEnded = nil, true
+	r.keptMu.Unlock()
+	for _, f := range kept {
+		f()
+	}
 }
 
 // resultBudget is the run's budget of result bytes in flight, made on
