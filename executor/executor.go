@@ -511,15 +511,6 @@ func (r *Run) timeoutError() *Error {
 		r.timeout, r.maxTime.Milliseconds())
 }
 
-// onCall starts a tool call the program made; its result goes back to the
-// sandbox when it is done.
-func (r *Run) onCall(id uint32, name string, args []byte) {
-	if r.record(id, name, args) {
-		r.e.calls.Add(1)
-		r.e.callers.start(callTask{r, id, name, args})
-	}
-}
-
 // record traces a call the program made, and reports whether to run it.
 func (r *Run) record(id uint32, name string, args []byte) bool {
 	r.mu.Lock()

@@ -190,9 +190,10 @@ func TestKilledRootTakesItsNestedRuns(t *testing.T) {
 	done := make(chan *executor.Result)
 	go func() {
 		done <- e.Run(ctx, executor.Request{
-			// The skill starts once the loop has begun: the call goes out
-			// at once, and its run starts while the root is stuck.
-			Code:       "skills.spin({}); " + pinned,
+			// The skill's call goes out when the root first waits, with
+			// util.echo's; once echo's result is in, the root is stuck
+			// while the skill's run goes on in the same worker.
+			Code:       "skills.spin({}); await util.echo({}); " + pinned,
 			Dispatcher: s, Functions: skillLayout,
 		})
 	}()

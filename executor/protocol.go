@@ -34,7 +34,7 @@ const (
 	frameRun       byte = 3  // executor → worker: jobSpec
 	frameResult    byte = 4  // executor → worker: u32 call id | u8 ok | JSON
 	frameInterrupt byte = 5  // executor → worker: empty
-	frameCall      byte = 6  // worker → executor: u32 call id | string name | args JSON
+	frameCall      byte = 6  // worker → executor: u32 call id | u8 flags (callSole) | string name | args JSON
 	frameLog       byte = 7  // worker → executor: u8 level | text
 	frameProgress  byte = 8  // worker → executor: f64 fraction | message
 	frameDone      byte = 9  // worker → executor: outcome
@@ -44,6 +44,12 @@ const (
 	// is at most a heap, and a heap at most a few GiB.
 	maxFrame = 1<<31 - 1
 )
+
+// callSole flags a call that the job's VM waits for alone, in a worker
+// that runs no other job: until it completes, nothing but that call's
+// completion can happen in the worker, so the executor may run it on the
+// goroutine that reads the worker's frames (see worker.read).
+const callSole byte = 1
 
 // workerMagic opens every worker's output: anything else on its stdout
 // means the command is not a sandbox worker.
@@ -151,6 +157,32 @@ func (fw *frameWriter) write(typ byte, job uint32, head, tail []byte) error {
 	fw.w.Write(tail)
 	fw.err = fw.w.Flush()
 	return fw.err
+}
+
+// writeFrames sends frames made by appendFrame, in one write.
+func (fw *frameWriter) writeFrames(b []byte) error {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	if fw.err != nil {
+		return fw.err
+	}
+	fw.w.Write(b)
+	fw.err = fw.w.Flush()
+	return fw.err
+}
+
+// appendFrame appends a whole frame made of head and tail to b, for
+// writeFrames.
+func appendFrame(b []byte, typ byte, job uint32, head, tail []byte) ([]byte, error) {
+	n := frameHeader - 4 + len(head) + len(tail)
+	if n > maxFrame {
+		return b, fmt.Errorf("%w: %d bytes is too large", errFrame, n)
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(n))
+	b = append(b, typ)
+	b = binary.LittleEndian.AppendUint32(b, job)
+	b = append(b, head...)
+	return append(b, tail...), nil
 }
 
 // enc appends the fields of a frame body.

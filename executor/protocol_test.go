@@ -49,7 +49,7 @@ func FuzzFrames(f *testing.F) {
 	var buf bytes.Buffer
 	w := newFrameWriter(&buf)
 	w.write(frameDone, 1, encodeOutcome(&outcome{status: outValue}), []byte("1"))
-	w.write(frameCall, 1, enc(nil).u32(0).str("util.echo"), []byte("{}"))
+	w.write(frameCall, 1, enc(nil).u32(0).u8(callSole).str("util.echo"), []byte("{}"))
 	f.Add(buf.Bytes())
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 9})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -63,6 +63,7 @@ func FuzzFrames(f *testing.F) {
 			decodeSpec(fr.body)
 			d := dec{b: fr.body}
 			d.u32()
+			d.u8()
 			d.str()
 			d.rest()
 		}

@@ -131,7 +131,7 @@ func (s *workerServer) handle(f frame) error {
 		}
 		s.mu.Lock()
 		spec.Layout = s.layouts[layout]
-		j := newVMJob(spec, workerHost{s: s, job: f.job})
+		j := newVMJob(spec, &workerHost{s: s, job: f.job})
 		s.jobs[f.job] = j
 		var in *instance
 		if !spec.Nested {
@@ -294,20 +294,58 @@ func (s *workerServer) ready(in *instance) {
 	s.w.write(frameReady, s.lastRoot, nil, nil)
 }
 
-// workerHost sends what a job reports to the executor.
+// workerHost sends what a job reports to the executor. It holds the
+// tool calls the program makes until the VM has nothing else to do, and
+// then sends them in one write: a program that awaits calls together
+// costs one write, not one a call. A call the VM then waits for alone,
+// in a worker that runs no other job, is flagged callSole.
 type workerHost struct {
-	s   *workerServer
-	job uint32
+	s    *workerServer
+	job  uint32
+	held []byte // whole frameCall frames
+	n    int    // calls in held
+	// first is the offset in held of the first call's flags.
+	first int
 }
 
-func (h workerHost) call(id uint32, name, args string) {
-	h.s.w.write(frameCall, h.job, enc(nil).u32(id).str(name), unsafe.Slice(unsafe.StringData(args), len(args)))
+var _ flusher = (*workerHost)(nil)
+
+func (h *workerHost) call(id uint32, name, args string) {
+	if h.n == 0 {
+		h.first = len(h.held) + frameHeader + 4
+	}
+	var err error
+	h.held, err = appendFrame(h.held, frameCall, h.job, enc(nil).u32(id).u8(0).str(name), unsafe.Slice(unsafe.StringData(args), len(args)))
+	if err == nil {
+		h.n++
+	}
 }
 
-func (h workerHost) log(level int, text string) {
+func (h *workerHost) flush(inFlight int) {
+	if h.n == 0 {
+		return
+	}
+	if h.n == 1 && inFlight == 1 {
+		h.s.mu.Lock()
+		alone := len(h.s.jobs) == 1
+		h.s.mu.Unlock()
+		if alone {
+			h.held[h.first] = callSole
+		}
+	}
+	h.s.w.writeFrames(h.held)
+	h.n = 0
+	if cap(h.held) > 64<<10 {
+		h.held = nil // a large call's arguments are not kept
+	} else {
+		h.held = h.held[:0]
+	}
+}
+
+func (h *workerHost) log(level int, text string) {
 	h.s.w.write(frameLog, h.job, enc(nil).u8(uint8(level)), unsafe.Slice(unsafe.StringData(text), len(text)))
 }
 
-func (h workerHost) progress(message string, fraction float64) {
+func (h *workerHost) progress(message string, fraction float64) {
 	h.s.w.write(frameProgress, h.job, enc(nil).u64(f64bits(fraction)), []byte(message))
 }

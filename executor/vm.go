@@ -463,6 +463,7 @@ func (j *vmJob) complete(c callResult) {
 		j.limit(KindMemory, 0)
 		return
 	}
+	j.in.keep(v, len(c.payload), j.spec.Memory)
 	r, err := vm.Call(j.in.settleCall, engine.Undefined, p.resolve, p.reject, engine.Bool(c.ok), v)
 	vm.Free(v)
 	vm.Free(r)
@@ -498,6 +499,35 @@ type instance struct {
 	settleCall engine.Value
 	// job is the job in progress; host functions reach it through here.
 	job *vmJob
+	// kept holds large tool results until the VM closes (see keep), and
+	// keptBytes the length of their JSON.
+	kept      []engine.Value
+	keptBytes int
+}
+
+// Large results are kept alive until the VM closes, so that freeing them
+// — a walk of every object built, about a fifth of ParseJSON's time —
+// happens where the VM is closed, after the run's outcome is sent (on the
+// worker's low-priority thread, or the pool's maintainer in-process),
+// rather than when the program drops the last reference, which for a
+// result filtered to a small answer is as its async function returns, on
+// the run's path. A run keeps at most keptShare of its memory limit in
+// JSON bytes (the values built take about three to four times their
+// text), so a program that drops one large result after another to stay
+// under the limit still can.
+const (
+	keepMin   = 64 << 10
+	keptShare = 32
+)
+
+// keep keeps v, a tool result built from n bytes of JSON, until the VM
+// closes, if it is large and the run's share allows it.
+func (in *instance) keep(v engine.Value, n int, memory int64) {
+	if n < keepMin || int64(in.keptBytes+n) > memory/keptShare {
+		return
+	}
+	in.kept = append(in.kept, in.vm.Dup(v))
+	in.keptBytes += n
 }
 
 func newInstance(prelude *engine.Bytecode, layout *Layout) (in *instance, err error) {
@@ -576,6 +606,9 @@ func (in *instance) close() {
 		// Close must never take the process down.
 		_ = recover()
 	}()
+	for _, v := range in.kept {
+		in.vm.Free(v)
+	}
 	for _, v := range []engine.Value{in.begin, in.settle, in.settleCall} {
 		in.vm.Free(v)
 	}

@@ -361,6 +361,8 @@ func (p *procPool) startWorker() (*worker, error) {
 		jobs:  map[uint32]*Run{},
 		sent:  map[uint32]bool{},
 		gone:  make(chan struct{}),
+
+		readEnded: make(chan struct{}),
 	}
 	w.readyAfter.Store(-1)
 	var logging sync.WaitGroup
@@ -414,8 +416,10 @@ func (p *procPool) startWorker() (*worker, error) {
 	w.mu.Lock()
 	w.sendLayout(p.layout.Load())
 	w.mu.Unlock()
+	w.fr = fr
 	go func() {
-		w.read(fr)
+		w.read()
+		<-w.readEnded
 		logging.Wait()
 		err := cmd.Wait()
 		stdin.Close()
@@ -449,6 +453,17 @@ type worker struct {
 	// said so. The VM is ready for the next run while the two are equal.
 	lastRoot   atomic.Int64
 	readyAfter atomic.Int64
+
+	// fr reads the worker's frames, on one goroutine at a time: the one
+	// that runs read. A call flagged callSole is run on that goroutine
+	// (inline names it, and is 0 otherwise); anything that may make the
+	// worker send a frame while it runs (a nested job started, an
+	// interrupt) first hands the reading to a new goroutine (handOff).
+	// Guarded by mu.
+	fr        *frameReader
+	inline    uint64
+	turns     uint64
+	readEnded chan struct{} // closed when the frames end
 }
 
 // ready reports whether the worker has the VM of its next run prepared.
@@ -470,6 +485,7 @@ func (w *worker) start(r *Run, spec *jobSpec) error {
 		w.mu.Unlock()
 		return errors.New("the sandbox worker is gone")
 	}
+	w.handOff() // the job's frames are read while the call that starts it runs
 	w.next++
 	id := w.next
 	r.job = id
@@ -507,6 +523,9 @@ func (w *worker) complete(r *Run, c callResult) {
 func (w *worker) interrupt(r *Run) {
 	w.mu.Lock()
 	id, dead := r.job, w.dead
+	if !dead {
+		w.handOff() // the outcome is read while a call runs on
+	}
 	w.mu.Unlock()
 	if id == 0 || dead {
 		return
@@ -552,6 +571,7 @@ func (w *worker) kill() {
 func (w *worker) end(o outcome) {
 	w.mu.Lock()
 	w.dead = true
+	w.handOff() // the frames' end is read while a call runs on
 	jobs := w.jobs
 	w.jobs = map[uint32]*Run{}
 	w.mu.Unlock()
@@ -563,15 +583,25 @@ func (w *worker) end(o outcome) {
 }
 
 // read delivers the worker's frames to its runs until the process ends
-// or breaks the protocol, and then ends the runs left.
-func (w *worker) read(fr *frameReader) {
-	defer w.end(outcome{status: outLost})
+// or breaks the protocol, and then ends the runs left; or until a call
+// it ran itself was handed the reading to another goroutine.
+//
+// A tool call goes to a goroutine of its own (callers), so that the
+// frames after it are read while it runs; but one that its VM waits for
+// alone, in a worker that runs nothing else (callSole), and with no frame
+// behind it, runs here: until it completes nothing can come from the
+// worker but what the call itself starts there — a nested job, or an
+// interrupt's outcome — and those hand the reading off first. A program
+// that awaits its calls one by one so pays no hand-off between
+// goroutines per call on this side.
+func (w *worker) read() {
 	for {
-		f, err := fr.read()
+		f, err := w.fr.read()
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !w.killed.Load() {
 				w.p.log.Error("sandbox worker", "pid", w.pid, "err", err)
 			}
+			w.stopReading()
 			return
 		}
 		if f.typ == frameReady {
@@ -580,6 +610,7 @@ func (w *worker) read(fr *frameReader) {
 		}
 		w.mu.Lock()
 		r := w.jobs[f.job]
+		alone := len(w.jobs) == 1
 		if f.typ == frameDone {
 			delete(w.jobs, f.job)
 		}
@@ -587,6 +618,7 @@ func (w *worker) read(fr *frameReader) {
 		if r == nil {
 			if f.typ != frameDone && f.typ != frameCall && f.typ != frameLog && f.typ != frameProgress {
 				w.p.log.Error("sandbox worker sent an unknown frame", "pid", w.pid, "type", f.typ)
+				w.stopReading()
 				return
 			}
 			continue
@@ -595,10 +627,19 @@ func (w *worker) read(fr *frameReader) {
 		switch f.typ {
 		case frameCall:
 			id := d.u32()
+			flags := d.u8()
 			name := d.str()
 			args := d.rest()
-			if d.err == nil {
-				r.onCall(id, name, args)
+			if d.err != nil || !r.record(id, name, args) {
+				break
+			}
+			r.e.calls.Add(1)
+			if flags&callSole == 0 || !alone || w.fr.r.Buffered() > 0 {
+				r.e.callers.start(callTask{r, id, name, args})
+				break
+			}
+			if !w.runInline(r, id, name, args) {
+				return // another goroutine reads now
 			}
 		case frameLog:
 			level := d.u8()
@@ -619,13 +660,49 @@ func (w *worker) read(fr *frameReader) {
 			r.ended()
 		default:
 			w.p.log.Error("sandbox worker sent an unknown frame", "pid", w.pid, "type", f.typ)
+			w.stopReading()
 			return
 		}
 		if d.err != nil {
 			w.p.log.Error("sandbox worker sent a malformed frame", "pid", w.pid, "type", f.typ)
+			w.stopReading()
 			return
 		}
 	}
+}
+
+// runInline runs a call on the reading goroutine, and reports whether
+// it still reads.
+func (w *worker) runInline(r *Run, id uint32, name string, args []byte) bool {
+	w.mu.Lock()
+	w.turns++
+	turn := w.turns
+	w.inline = turn
+	w.mu.Unlock()
+	r.dispatch(id, name, args)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.inline != turn {
+		return false
+	}
+	w.inline = 0
+	return true
+}
+
+// handOff makes a new goroutine read the worker's frames when the one
+// that reads them runs a call. w.mu is held.
+func (w *worker) handOff() {
+	if w.inline == 0 {
+		return
+	}
+	w.inline = 0
+	go w.read()
+}
+
+// stopReading ends the runs left once the frames end.
+func (w *worker) stopReading() {
+	w.end(outcome{status: outLost})
+	close(w.readEnded)
 }
 
 // logStderr passes what the worker writes on stderr (the Go runtime's

@@ -444,3 +444,17 @@ func BenchmarkFlowAnswer(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkParseJSON parses a realistic 1 MB result into the filter's
+// tree, as Flow.Observe does with every large result.
+func BenchmarkParseJSON(b *testing.B) {
+	doc := realisticResult(1 << 20)
+	b.SetBytes(int64(len(doc)))
+	cpu := startCPU()
+	for b.Loop() {
+		if _, err := parseJSON(doc); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpu.report(b, len(doc))
+}

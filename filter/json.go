@@ -1,11 +1,14 @@
 package filter
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // The filter works on its own JSON tree rather than on map[string]any: it
@@ -108,10 +111,15 @@ func (p *parser) count() error {
 			if len(stack) > 0 {
 				stack[len(stack)-1].nonEmpty = true
 			}
-			for i++; i < len(s) && s[i] != '"'; i++ {
+			for i++; ; {
+				i = stringStop(s, i)
+				if i >= len(s) || s[i] == '"' {
+					break
+				}
 				if s[i] == '\\' {
 					i++
 				}
+				i++
 			}
 		case '[', '{':
 			if len(stack) > 0 {
@@ -280,6 +288,10 @@ func (p *parser) string() (string, error) {
 	start := p.i
 	s := p.s
 	for p.i < len(s) {
+		p.i = stringStop(s, p.i)
+		if p.i >= len(s) {
+			break
+		}
 		c := s[p.i]
 		switch {
 		case c == '"':
@@ -294,6 +306,33 @@ func (p *parser) string() (string, error) {
 		p.i++
 	}
 	return "", p.fail("unterminated string")
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// stringStop returns the index of the first quote, backslash or control
+// character in s from i on, or len(s): a string's plain bytes are passed
+// eight at a time.
+func stringStop(s string, i int) int {
+	b8 := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
+	for i+8 <= len(s) {
+		w := binary.LittleEndian.Uint64(b8[i:])
+		q := w ^ ('"' * ones)
+		b := w ^ ('\\' * ones)
+		if m := (((q - ones) &^ q) | ((b - ones) &^ b) | ((w - 0x20*ones) &^ w)) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+		i += 8
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c == '"' || c == '\\' || c < 0x20 {
+			return i
+		}
+	}
+	return i
 }
 
 func (p *parser) escapedString(start int) (string, error) {

@@ -299,7 +299,17 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			return
 		}
 		principal := s.owners.principalOf(r)
-		s.open.bounded(w, r, principal, s.authRequired(), s.eng.Limits().MaxBodyBytes(), func(reason string) { s.eng.Metrics().Refused(reason) }, next)
+		serve := next
+		if s.sessionless.applies(r) {
+			serve = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var body []byte
+				if hb, ok := r.Body.(*heldBody); ok {
+					body = hb.data
+				}
+				s.sessionless.serve(w, r, principal, body, next)
+			})
+		}
+		s.open.bounded(w, r, principal, s.authRequired(), s.eng.Limits().MaxBodyBytes(), func(reason string) { s.eng.Metrics().Refused(reason) }, serve)
 	})
 }
 

@@ -161,6 +161,9 @@ type Server struct {
 
 	auth   *authenticator
 	owners *sessionOwners
+	// sessionless scopes cancellations sent without a session to their
+	// sender's requests.
+	sessionless *sessionless
 	// open bounds the HTTP requests open at once per principal.
 	open *openRequests
 	// sseMsgs follows requests posted to SSE sessions until answered.
@@ -223,16 +226,17 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		return nil, errors.New("new server: no executor")
 	}
 	s := &Server{
-		cfg:     cfg,
-		log:     log,
-		reg:     reg,
-		exec:    exec,
-		auth:    newAuthenticator(cfg.Auth),
-		owners:  newSessionOwners(cfg.Principal),
-		open:    newOpenRequests(cfg.Sessions.PerPrincipal),
-		sseMsgs: newSSEMessages(),
-		tracer:  newTracer(cfg.TracerProvider),
-		events:  newEventStore(256, 8<<20, 1024),
+		cfg:         cfg,
+		log:         log,
+		reg:         reg,
+		exec:        exec,
+		auth:        newAuthenticator(cfg.Auth),
+		owners:      newSessionOwners(cfg.Principal),
+		sessionless: newSessionless(),
+		open:        newOpenRequests(cfg.Sessions.PerPrincipal),
+		sseMsgs:     newSSEMessages(),
+		tracer:      newTracer(cfg.TracerProvider),
+		events:      newEventStore(256, 8<<20, 1024),
 	}
 	if err = s.initEngine(); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
@@ -329,6 +333,7 @@ func (s *Server) hooks() *server.Hooks {
 	h := s.levels.hooks()
 	h.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.eng.DropSession(cs.SessionID()) })
 	s.owners.hooks(h)
+	s.sessionless.hooks(h)
 	s.subs.hooks(h)
 	s.instructionHooks(h)
 	s.tasks26.hooks(h) // before the 2025 tasks' hooks: drops the task parameter of 2026 requests

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -26,15 +27,28 @@ const sseWriteTimeout = 30 * time.Second
 
 // sseMessages follows the requests posted to each SSE session until
 // their answers are written to its stream.
+//
+// The stream tells an answer from another only by its id, which the
+// client chose: a request is followed under its id as mcp-go will write
+// it in the answer (idKey: 1.0 and 1e0 are answered as 1), and a request
+// whose id is already awaiting its answer on the session is refused —
+// JSON-RPC ids are unique among a session's requests in flight. So an
+// answer releases its own request's reservation, never another's (issue
+// 19, attack8 C2: a quick request reusing a slow one's id released the
+// slow one's bytes, and an id spelled 1.0 stayed held while its answer
+// released the request with id 1).
 type sseMessages struct {
 	mu sync.Mutex
-	// bySession holds, for each open stream, the release of each request
-	// awaiting its answer, by the request's id.
-	bySession map[string]map[string][]func()
+	// bySession holds, for each open stream, the request awaiting its
+	// answer under each id.
+	bySession map[string]map[string]*awaited
 }
 
+// awaited is a request posted to a session, until its answer is written.
+type awaited struct{ release func() }
+
 func newSSEMessages() *sseMessages {
-	return &sseMessages{bySession: map[string]map[string][]func(){}}
+	return &sseMessages{bySession: map[string]map[string]*awaited{}}
 }
 
 // opened starts following the requests of session, whose stream is open.
@@ -42,36 +56,58 @@ func (m *sseMessages) opened(session string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.bySession[session] == nil {
-		m.bySession[session] = map[string][]func(){}
+		m.bySession[session] = map[string]*awaited{}
 	}
 }
 
-// await follows request id of session until it is answered; it reports
-// false when the session has no open stream.
-func (m *sseMessages) await(session, id string, release func()) bool {
+// Outcomes of sseMessages.await.
+const (
+	awaiting = iota // followed until its answer is written
+	noStream        // the session has no open stream
+	idInUse         // another request with this id awaits its answer
+)
+
+// await follows request id of session, with release, until it is
+// answered or dropped.
+func (m *sseMessages) await(session, id string, release func()) (*awaited, int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := m.bySession[session]
-	if p == nil {
-		return false
+	switch {
+	case p == nil:
+		return nil, noStream
+	case p[id] != nil:
+		return nil, idInUse
 	}
-	p[id] = append(p[id], release)
-	return true
+	a := &awaited{release: release}
+	p[id] = a
+	return a, awaiting
 }
 
 // answered releases request id of session, whose answer is written.
 func (m *sseMessages) answered(session, id string) {
 	m.mu.Lock()
-	var release func()
-	if p := m.bySession[session]; len(p[id]) > 0 {
-		release = p[id][0]
-		if p[id] = p[id][1:]; len(p[id]) == 0 {
-			delete(p, id)
-		}
+	a := m.bySession[session][id]
+	if a != nil {
+		delete(m.bySession[session], id)
 	}
 	m.mu.Unlock()
-	if release != nil {
-		release()
+	if a != nil {
+		a.release()
+	}
+}
+
+// dropped releases a, a request of session under id that will not be
+// answered, unless its answer released it already.
+func (m *sseMessages) dropped(session, id string, a *awaited) {
+	m.mu.Lock()
+	mine := m.bySession[session][id] == a
+	if mine {
+		delete(m.bySession[session], id)
+	}
+	m.mu.Unlock()
+	if mine {
+		a.release()
 	}
 }
 
@@ -81,10 +117,8 @@ func (m *sseMessages) closed(session string) {
 	p := m.bySession[session]
 	delete(m.bySession, session)
 	m.mu.Unlock()
-	for _, rs := range p {
-		for _, r := range rs {
-			r()
-		}
+	for _, a := range p {
+		a.release()
 	}
 }
 
@@ -148,14 +182,13 @@ func (w *sseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // answerID returns the id of the JSON-RPC answer an event carries, as
 // mcp-go writes one ({"jsonrpc":…,"id":…,"result"|"error":…}), reading
-// no further than its id.
+// no further than its id, as idKey names it.
 func answerID(event []byte) (string, bool) {
 	data, ok := bytes.CutPrefix(event, []byte("event: message\ndata: "))
 	if !ok {
 		return "", false
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return "", false
 	}
@@ -167,11 +200,11 @@ func answerID(event []byte) (string, bool) {
 		}
 		switch k {
 		case "id":
-			var raw json.RawMessage
-			if dec.Decode(&raw) != nil {
+			var v any
+			if dec.Decode(&v) != nil {
 				return "", false
 			}
-			id, hasID = messageID(raw), true
+			id, hasID = idKey(v), true
 		case "result", "error":
 			return id, hasID
 		case "method":
@@ -186,22 +219,40 @@ func answerID(event []byte) (string, bool) {
 	return "", false
 }
 
-// messageID is a JSON-RPC id as a key: a string's value or a number's
-// text, kept apart.
-func messageID(raw json.RawMessage) string {
-	var v any
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	if d.Decode(&v) != nil {
-		return ""
-	}
+// idKey is a JSON-RPC id, decoded as encoding/json decodes into any, as
+// a key: a string's value, or a number's value as mcp-go answers it (it
+// decodes ids as float64s too, so 1, 1.0 and 1e0 are one id), kept
+// apart; "" for any other value.
+func idKey(v any) string {
 	switch v := v.(type) {
 	case string:
 		return "s:" + v
-	case json.Number:
-		return "n:" + v.String()
+	case float64:
+		return "n:" + strconv.FormatFloat(v, 'g', -1, 64)
 	}
 	return ""
+}
+
+// postedRequest reads a message posted to a session as mcp-go will: the
+// first JSON value of the body (what follows it is ignored), a request
+// when it has an id and no result. It returns the request's idKey, or
+// "" for what mcp-go answers with no id or not at all (a notification,
+// an answer to the server, a body it cannot parse); ok is false for a
+// request whose id is neither a string nor a number.
+func postedRequest(body []byte) (id string, ok bool) {
+	var raw json.RawMessage
+	if json.NewDecoder(bytes.NewReader(body)).Decode(&raw) != nil {
+		return "", true
+	}
+	var msg struct {
+		ID     any `json:"id"`
+		Result any `json:"result"`
+	}
+	if json.Unmarshal(raw, &msg) != nil || msg.ID == nil || msg.Result != nil {
+		return "", true
+	}
+	id = idKey(msg.ID)
+	return id, id != ""
 }
 
 // sseMessage wraps the SSE message endpoint (POST /message): a request
@@ -220,13 +271,10 @@ func (s *Server) sseMessage(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		id := ""
-		if json.Unmarshal(body, &msg) == nil && msg.Method != "" && len(msg.ID) > 0 {
-			id = messageID(msg.ID)
+		id, ok := postedRequest(body)
+		if !ok {
+			httpError(w, http.StatusBadRequest, "a request's id must be a string or a number (JSON-RPC 2.0)")
+			return
 		}
 		if id == "" { // a notification, or an answer to the server
 			next.ServeHTTP(w, r)
@@ -256,9 +304,15 @@ func (s *Server) sseMessage(next http.Handler) http.Handler {
 				s.open.leave(principal, false)
 			})
 		}
-		if !s.sseMsgs.await(session, id, release) {
-			release() // no open stream: mcp-go refuses the message
+		a, state := s.sseMsgs.await(session, id, release)
+		switch state {
+		case noStream:
+			release() // mcp-go refuses the message
 			next.ServeHTTP(w, r)
+			return
+		case idInUse:
+			release()
+			httpError(w, http.StatusConflict, "a request with this id is already awaiting its answer on this session: give each request in flight an id of its own (JSON-RPC 2.0)")
 			return
 		}
 		cw := &statusWriter{ResponseWriter: w}
@@ -266,7 +320,7 @@ func (s *Server) sseMessage(next http.Handler) http.Handler {
 		if cw.code != 0 && cw.code != http.StatusAccepted {
 			// Refused (an unknown session, a body that is not JSON): no
 			// answer will come on the stream.
-			s.sseMsgs.answered(session, id)
+			s.sseMsgs.dropped(session, id, a)
 		}
 	})
 }

@@ -1,8 +1,10 @@
 package memory
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
+	"sync"
 )
 
 // ConsolidateInput configures a consolidation pass.
@@ -93,8 +95,12 @@ type DuplicateGroup struct {
 
 // groupDuplicates groups the items of one layer: survivors in order of
 // importance, access count, then id, each taking the items not yet taken
-// that are close to it.
-func groupDuplicates(items []*consolidateItem, in ConsolidateInput) []DuplicateGroup {
+// that are close to it. It compares a survivor only with the items that
+// can pass the word test — those sharing a stemmed word with it, of a
+// size the overlap allows (two items without words overlap fully) — so
+// that memories with words of their own cost no comparison; the groups
+// are the same as comparing every pair. It ends with ctx.
+func groupDuplicates(ctx context.Context, items []*consolidateItem, in ConsolidateInput) ([]DuplicateGroup, error) {
 	order := slices.Clone(items)
 	slices.SortStableFunc(order, func(a, b *consolidateItem) int {
 		switch {
@@ -111,17 +117,56 @@ func groupDuplicates(items []*consolidateItem, in ConsolidateInput) []DuplicateG
 		}
 		return cmpID(a.mem.ID, b.mem.ID)
 	})
+	// postings lists, for each word, the positions in order of the items
+	// that have it, ascending; the items without words are under "".
+	postings := map[string][]int32{}
+	for i, it := range order {
+		if len(it.words) == 0 {
+			postings[""] = append(postings[""], int32(i))
+		}
+		for w := range it.words {
+			postings[w] = append(postings[w], int32(i))
+		}
+	}
 	var groups []DuplicateGroup
-	taken := map[int64]bool{}
-	for _, sv := range order {
-		if taken[sv.mem.ID] {
+	taken := make([]bool, len(order))
+	seen := make([]int32, len(order)) // the survivor (position+1) that last listed an item
+	var cand []int32
+	for si, sv := range order {
+		if taken[si] {
 			continue
 		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		cand = cand[:0]
+		add := func(ps []int32) {
+			for _, p := range ps {
+				if p != int32(si) && !taken[p] && seen[p] != int32(si)+1 {
+					seen[p] = int32(si) + 1
+					cand = append(cand, p)
+				}
+			}
+		}
+		switch {
+		case in.MinOverlap <= 0: // every pair passes the word test
+			for p := range order {
+				add([]int32{int32(p)})
+			}
+		case len(sv.words) == 0:
+			add(postings[""])
+		default:
+			for w := range sv.words {
+				add(postings[w])
+			}
+		}
+		slices.Sort(cand)
 		g := DuplicateGroup{Survivor: sv.mem}
-		var members []*consolidateItem
-		for _, c := range order {
-			if c == sv || taken[c.mem.ID] {
-				continue
+		var members []int32
+		for _, p := range cand {
+			c := order[p]
+			if small, large := min(len(sv.words), len(c.words)), max(len(sv.words), len(c.words)); large > 0 && float64(small)/float64(large) < in.MinOverlap {
+				continue // the overlap is at most small/large
 			}
 			sim := float64(Dot(sv.vec, c.vec))
 			if sim < in.Threshold {
@@ -131,7 +176,7 @@ func groupDuplicates(items []*consolidateItem, in ConsolidateInput) []DuplicateG
 			if ov < in.MinOverlap {
 				continue
 			}
-			members = append(members, c)
+			members = append(members, p)
 			g.Members = append(g.Members, c.mem)
 			g.Similarities = append(g.Similarities, sim)
 			g.Overlaps = append(g.Overlaps, ov)
@@ -139,13 +184,13 @@ func groupDuplicates(items []*consolidateItem, in ConsolidateInput) []DuplicateG
 		if len(members) == 0 {
 			continue
 		}
-		taken[sv.mem.ID] = true
-		for _, m := range members {
-			taken[m.mem.ID] = true
+		taken[si] = true
+		for _, p := range members {
+			taken[p] = true
 		}
 		groups = append(groups, g)
 	}
-	return groups
+	return groups, nil
 }
 
 // ReportGroups adds groups to res as Consolidate reports them.
@@ -240,11 +285,50 @@ type ConsolidateItem struct {
 	Vector []float32
 }
 
-// GroupDuplicates groups the items of one layer as Consolidate does.
-func GroupDuplicates(items []ConsolidateItem, in ConsolidateInput) []DuplicateGroup {
-	its := make([]*consolidateItem, len(items))
-	for i, it := range items {
-		its[i] = &consolidateItem{mem: it.Memory, vec: it.Vector, words: wordSet(it.Memory.Content)}
+// FindDuplicates groups the items of each layer as Consolidate does:
+// layers[i] holds one layer's items. It reads no store — the stores load
+// the items, give their connection back, then call it — and ends with
+// ctx, so that a consolidate ends with the run that asked for it.
+func FindDuplicates(ctx context.Context, layers [][]ConsolidateItem, in ConsolidateInput) ([]DuplicateGroup, error) {
+	var groups []DuplicateGroup
+	for _, items := range layers {
+		its := make([]*consolidateItem, len(items))
+		for i, it := range items {
+			its[i] = &consolidateItem{mem: it.Memory, vec: it.Vector, words: wordSet(it.Memory.Content)}
+		}
+		gs, err := groupDuplicates(ctx, its, in)
+		if err != nil {
+			return nil, err
+		}
+		groups = append(groups, gs...)
 	}
-	return groupDuplicates(its, in)
+	return groups, nil
+}
+
+// ConsolidateGate lets each principal run one consolidate at a time: a
+// consolidate compares up to Limit memories of each layer with each
+// other, seconds of CPU, and one principal's many at once would take
+// the CPU from every other. The zero value is ready.
+type ConsolidateGate struct {
+	mu   sync.Mutex
+	busy map[string]bool
+}
+
+// Enter admits principal's consolidate, or fails with CodeBusy while
+// another of its consolidates runs. leave ends the admission.
+func (g *ConsolidateGate) Enter(principal string) (leave func(), err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.busy[principal] {
+		return nil, toolErr(CodeBusy, ErrBusy, "another memory.consolidate of yours is still running; each principal runs one at a time: wait for it (or await it in the same program) and call again")
+	}
+	if g.busy == nil {
+		g.busy = map[string]bool{}
+	}
+	g.busy[principal] = true
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		delete(g.busy, principal)
+	}, nil
 }

@@ -12,7 +12,7 @@
 // relations that memories link to, hybrid recall (a vector ranking fused
 // with a keyword ranking by reciprocal rank fusion, optionally
 // recency-weighted: Fuse, Recency), consolidation of near-duplicates
-// (GroupDuplicates, MergeSurvivor), and the embedders that turn text into
+// (FindDuplicates, MergeSurvivor), and the embedders that turn text into
 // vectors: an offline hashing embedder and an OpenAI-compatible
 // /v1/embeddings client. The operations are exposed as tools in the
 // "memory" category and workspace files as tools in the "workspace"

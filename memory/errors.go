@@ -24,6 +24,9 @@ const (
 	CodeEmbedderMismatch = "embedder_mismatch"
 	// CodeConflict: the operation conflicts with the stored state.
 	CodeConflict = "conflict"
+	// CodeBusy: the caller already runs this operation, which runs one
+	// at a time per principal.
+	CodeBusy = "busy"
 )
 
 // Sentinel errors. Errors the store returns wrap them where they apply, so
@@ -39,6 +42,7 @@ var (
 	ErrInvalid          = errors.New("invalid argument")
 	ErrClosed           = errors.New("store closed")
 	ErrConflict         = errors.New("conflict")
+	ErrBusy             = errors.New("busy")
 	ErrNoStore          = errors.New("no store")
 	ErrSchema           = errors.New("schema version")
 )

@@ -135,6 +135,7 @@ var (
 	errEmbedDown  = tools.ErrorDoc{Code: CodeEmbedderUnavailable, Description: "The embedding service could not be reached or failed; nothing was changed. Retry later."}
 	errEmbedMis   = tools.ErrorDoc{Code: CodeEmbedderMismatch, Description: "The configured embedder differs from the one that built the stored vectors, or returned vectors of the wrong size; an operator must reindex."}
 	errConflict   = tools.ErrorDoc{Code: CodeConflict, Description: "The memory changed concurrently; retry."}
+	errBusy       = tools.ErrorDoc{Code: CodeBusy, Description: "Another consolidate of the caller's is still running (one at a time per principal); await it, then call again."}
 )
 
 func raw(s string) json.RawMessage { return json.RawMessage(s) }
@@ -507,7 +508,7 @@ func (ts ToolSet) MemoryTools() []tools.Tool {
 				Description: "Consolidate finds memories of the same layer whose cosine similarity is at least threshold and whose words overlap " +
 					"(Jaccard) by at least min_overlap. Each group keeps a survivor (most important, then most accessed, then oldest) that gains " +
 					"the others' tags, metadata keys, entity links and access counts; the others are deleted, and memory.get on the survivor " +
-					"shows them in merged_from. It examines the limit most recent memories of each layer.",
+					"shows them in merged_from. It examines the limit most recent memories of each layer; each principal runs one consolidate at a time.",
 				InputSchema: raw(fmt.Sprintf(`{"type": "object", "properties": {
 					"layers": {"type": "array", "items": %s},
 					"threshold": {"type": "number", "minimum": 0.5, "maximum": 1, "default": 0.9},
@@ -524,7 +525,7 @@ func (ts ToolSet) MemoryTools() []tools.Tool {
 				}, "required": ["examined", "merged", "groups", "dry_run"]}`),
 				Annotations: tools.Annotations{Destructive: true},
 				Examples:    []tools.Example{{Title: "Preview", Args: raw(`{"dry_run": true}`)}},
-				Errors:      []tools.ErrorDoc{errInvalidDoc, errEmbedDown, errEmbedMis, errConflict},
+				Errors:      []tools.ErrorDoc{errInvalidDoc, errEmbedDown, errEmbedMis, errConflict, errBusy},
 				Related:     []string{"memory.forget", "memory.get"},
 				Handler:     tools.Handle(m.Consolidate),
 			},

@@ -208,6 +208,10 @@ func startUpstreams(cfg Config, reg *tools.Registry, store blobShapes, log *slog
 			return nil, fmt.Errorf("upstream %s: %w", name, err)
 		}
 	}
+	if names := sharedUpstreams(cfg, set.servers); len(names) > 0 {
+		log.Warn("upstream servers are one for every principal: what a server keeps of its own (a memory server's graph, a browser's pages, a session it logged in) is the same for all of them; keep per-principal data in codecell's memory, or give such servers to one principal's deployment",
+			"component", "upstream", "upstreams", strings.Join(names, ","))
+	}
 	var confine upstream.Confine
 	for _, s := range set.servers {
 		if t, _ := s.Transport(); t == upstream.Stdio && !s.Disabled && !s.Unconfined {
@@ -232,6 +236,23 @@ func startUpstreams(cfg Config, reg *tools.Registry, store blobShapes, log *slog
 		return nil, fmt.Errorf("upstream servers: %w", err)
 	}
 	return src, nil
+}
+
+// sharedUpstreams names the enabled upstream servers that several
+// principals call through one connection (attack9 D11), sorted; none on a
+// server of one principal.
+func sharedUpstreams(cfg Config, servers map[string]upstream.Server) []string {
+	if !sharedByPrincipals(cfg) {
+		return nil
+	}
+	var names []string
+	for name, s := range servers {
+		if !s.Disabled {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // sharedByPrincipals reports whether several principals may call the

@@ -207,3 +207,28 @@ func TestConfigCheckShowsUpstreams(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedUpstreams: where several principals call (HTTP with tokens or
+// OAuth), the start names the upstream servers they share, whose own
+// state is one for all of them (attack9 D11); a server of one principal,
+// and a disabled upstream, are not named.
+func TestSharedUpstreams(t *testing.T) {
+	servers := map[string]upstream.Server{
+		"memory": {Command: "node"},
+		"web":    {URL: "https://example.com/mcp"},
+		"off":    {Command: "node", Disabled: true},
+	}
+	var cfg Config
+	cfg.Server.HTTP = "127.0.0.1:0"
+	if got := sharedUpstreams(cfg, servers); got != nil {
+		t.Fatalf("HTTP without authentication (one principal): %v", got)
+	}
+	cfg.Auth.Tokens = []TokenConfig{{Principal: "alice"}, {Principal: "bob"}}
+	if got := sharedUpstreams(cfg, servers); !slices.Equal(got, []string{"memory", "web"}) {
+		t.Fatalf("two principals: %v, want [memory web]", got)
+	}
+	cfg.Server.HTTP = ""
+	if got := sharedUpstreams(cfg, servers); got != nil {
+		t.Fatalf("stdio (one principal): %v", got)
+	}
+}

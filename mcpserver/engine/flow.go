@@ -14,8 +14,8 @@ import (
 	"github.com/codecell/codecell/tools"
 )
 
-// tracker is a run's data flow, fed off the call's path: a tool's result
-// is observed while the program reads it, and whatever needs the flow
+// tracker is a run's data flow, fed off the call's path: a large tool
+// result is observed while the program reads it, and whatever needs the flow
 // complete — the next call's check, the filter of any output — waits for
 // the observations in progress. On a large result the two then overlap
 // instead of adding up.
@@ -41,28 +41,45 @@ type tracker struct {
 var errObserveCrashed = errors.New("following the data flow of a tool's result failed (a bug in codecell); the run cannot go on")
 
 // observe records result as received from source, holding data of the
-// sources from too, in the background.
+// sources from too: a small result at once, a large one in the
+// background.
 func (t *tracker) observe(source string, result json.RawMessage, from filter.Provenance) {
 	data := bytes.Clone(result) // the executor owns result once the call returns
+	if len(data) < observeAtOnce {
+		t.observeNow(source, data, from)
+		return
+	}
 	done := make(chan struct{})
 	t.mu.Lock()
 	t.pending = append(t.pending, done)
 	t.mu.Unlock()
 	go func() {
 		defer close(done)
-		defer func() {
-			if p := recover(); p != nil {
-				t.mu.Lock()
-				t.crashed = true
-				t.mu.Unlock()
-				if t.log != nil {
-					// The source and the size, never the value.
-					t.log.Error("observing a tool's result panicked", "tool", source, "bytes", len(data), "panic_type", fmt.Sprintf("%T", p), "stack", string(debug.Stack()))
-				}
-			}
-		}()
-		t.flow.Observe(source, data, storedProvenance(data).Union(from))
+		t.observeNow(source, data, from)
 	}()
+}
+
+// observeAtOnce is the size under which a result is observed on the
+// call's path: the filter indexes it whole as it is observed (its
+// eagerBytes), which costs a run of many small calls less than a
+// goroutine and a thread woken for each.
+const observeAtOnce = 16 << 10
+
+// observeNow records data as received from source; a panic is logged
+// and makes every later settled panic in turn.
+func (t *tracker) observeNow(source string, data json.RawMessage, from filter.Provenance) {
+	defer func() {
+		if p := recover(); p != nil {
+			t.mu.Lock()
+			t.crashed = true
+			t.mu.Unlock()
+			if t.log != nil {
+				// The source and the size, never the value.
+				t.log.Error("observing a tool's result panicked", "tool", source, "bytes", len(data), "panic_type", fmt.Sprintf("%T", p), "stack", string(debug.Stack()))
+			}
+		}
+	}()
+	t.flow.Observe(source, data, storedProvenance(data).Union(from))
 }
 
 // settled waits for the observations in progress and returns the flow.

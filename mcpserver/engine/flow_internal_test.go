@@ -11,32 +11,43 @@ import (
 )
 
 // TestTrackerObservationPanics: an observation of a tool's result runs
-// on a goroutine of its own, where a panic killed the server. It is now
-// logged there at error level (the tool and the size, not the value),
-// and the flow, short of that result, is never used again: wait reports
-// it, and settled panics on the goroutine that waits, which a boundary
-// recovers (the executor's for a call, execute_code's for the run).
+// on a goroutine of its own when the result is large, where a panic
+// killed the server, and on the call's when it is small. It is logged at
+// error level (the tool and the size, not the value), and the flow,
+// short of that result, is never used again: wait reports it, and
+// settled panics on the goroutine that waits, which a boundary recovers
+// (the executor's for a call, execute_code's for the run).
 func TestTrackerObservationPanics(t *testing.T) {
-	var logs bytes.Buffer
-	// A tracker without a flow: Observe panics on the nil *filter.Flow.
-	tr := &tracker{log: slog.New(slog.NewTextHandler(&logs, nil))}
-	tr.observe("crm.get_contact", json.RawMessage(`{"email":"ada@example.com"}`), filter.Provenance{})
-	if tr.wait() {
-		t.Fatal("wait reported the flow whole after an observation panicked")
-	}
-	func() {
-		defer func() {
-			if p := recover(); p != errObserveCrashed {
-				t.Errorf("settled after a panicked observation: panic %v, want errObserveCrashed", p)
+	for _, tc := range []struct {
+		name   string
+		result string
+	}{
+		{"small", `{"email":"ada@example.com"}`},
+		{"large", `{"email":"ada@example.com","notes":"` + strings.Repeat("n", observeAtOnce) + `"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			// A tracker without a flow: Observe panics on the nil *filter.Flow.
+			tr := &tracker{log: slog.New(slog.NewTextHandler(&logs, nil))}
+			tr.observe("crm.get_contact", json.RawMessage(tc.result), filter.Provenance{})
+			if tr.wait() {
+				t.Fatal("wait reported the flow whole after an observation panicked")
 			}
-		}()
-		tr.settled()
-	}()
-	log := logs.String()
-	if !strings.Contains(log, "level=ERROR") || !strings.Contains(log, "crm.get_contact") {
-		t.Errorf("the panic is not logged at error level with its tool:\n%s", log)
-	}
-	if strings.Contains(log, "ada@example.com") {
-		t.Errorf("the log shows the result:\n%s", log)
+			func() {
+				defer func() {
+					if p := recover(); p != errObserveCrashed {
+						t.Errorf("settled after a panicked observation: panic %v, want errObserveCrashed", p)
+					}
+				}()
+				tr.settled()
+			}()
+			log := logs.String()
+			if !strings.Contains(log, "level=ERROR") || !strings.Contains(log, "crm.get_contact") {
+				t.Errorf("the panic is not logged at error level with its tool:\n%s", log)
+			}
+			if strings.Contains(log, "ada@example.com") {
+				t.Errorf("the log shows the result:\n%s", log)
+			}
+		})
 	}
 }

@@ -86,7 +86,7 @@ func (s *Store) ListExecutions(ctx context.Context, q memory.ExecutionQuery) ([]
 	if q.WithCode {
 		code = "code"
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+fmt.Sprintf(executionColumns, code)+` FROM executions WHERE `+strings.Join(conds, " AND ")+
+	rows, err := s.db.Query(ctx, `SELECT `+fmt.Sprintf(executionColumns, code)+` FROM executions WHERE `+strings.Join(conds, " AND ")+
 		` ORDER BY started_at DESC, id COLLATE "C" DESC LIMIT `+a.p(q.Limit), a...)
 	if err != nil {
 		return nil, fmt.Errorf("list executions: %w", err)
@@ -118,7 +118,7 @@ func (s *Store) ListToolCalls(ctx context.Context, q memory.ToolCallQuery) ([]me
 	if !q.Since.IsZero() {
 		conds = append(conds, "started_at >= "+a.p(ms(q.Since)))
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+toolCallColumns+` FROM tool_calls
+	rows, err := s.db.Query(ctx, `SELECT `+toolCallColumns+` FROM tool_calls
 		WHERE `+strings.Join(conds, " AND ")+` ORDER BY started_at DESC, id DESC LIMIT `+a.p(q.Limit), a...)
 	if err != nil {
 		return nil, fmt.Errorf("list tool calls: %w", err)
@@ -264,14 +264,14 @@ func (s *Store) insertHTTPRequest(ctx context.Context, tx pgx.Tx, r memory.HTTPR
 
 // GetExecution returns an audit record with its tool calls.
 func (s *Store) GetExecution(ctx context.Context, id string) (memory.Execution, []memory.ToolCall, error) {
-	e, err := scanExecution(s.pool.QueryRow(ctx, `SELECT `+fmt.Sprintf(executionColumns, "code")+` FROM executions WHERE id = $1`, id))
+	e, err := scanExecution(s.db.QueryRow(ctx, `SELECT `+fmt.Sprintf(executionColumns, "code")+` FROM executions WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.Execution{}, nil, fmt.Errorf("execution %s: %w", id, memory.ErrNotFound)
 	}
 	if err != nil {
 		return memory.Execution{}, nil, fmt.Errorf("get execution %s: %w", id, err)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+toolCallColumns+` FROM tool_calls WHERE execution_id = $1 ORDER BY id`, id)
+	rows, err := s.db.Query(ctx, `SELECT `+toolCallColumns+` FROM tool_calls WHERE execution_id = $1 ORDER BY id`, id)
 	if err != nil {
 		return e, nil, fmt.Errorf("get execution %s: %w", id, err)
 	}
@@ -305,7 +305,7 @@ func (s *Store) RecordHTTPRequests(ctx context.Context, reqs ...memory.HTTPReque
 // HTTPRequests returns the HTTP requests of an execution, in the order
 // they were sent.
 func (s *Store) HTTPRequests(ctx context.Context, executionID string) ([]memory.HTTPRequest, error) {
-	rows, err := s.pool.Query(ctx, `SELECT execution_id, tool, method, host, status, error, attempt, duration_us, started_at
+	rows, err := s.db.Query(ctx, `SELECT execution_id, tool, method, host, status, error, attempt, duration_us, started_at
 		FROM http_requests WHERE execution_id = $1 ORDER BY id`, executionID)
 	if err != nil {
 		return nil, fmt.Errorf("http requests of %s: %w", executionID, err)

@@ -34,7 +34,7 @@ func (s *Store) CacheGet(ctx context.Context, kind, key string) (memory.CacheEnt
 	var e memory.CacheEntry
 	var created, expires int64
 	var prov *string
-	err := s.pool.QueryRow(ctx, `SELECT value, created_at, expires_at, provenance FROM cache_entries
+	err := s.db.QueryRow(ctx, `SELECT value, created_at, expires_at, provenance FROM cache_entries
 		WHERE principal = $1 AND kind = $2 AND key = $3 AND expires_at > $4`, principal, kind, key, ms(s.now())).Scan(&e.Value, &created, &expires, &prov)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.CacheEntry{}, memory.ErrNotFound

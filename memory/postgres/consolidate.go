@@ -22,24 +22,23 @@ func (s *Store) Consolidate(ctx context.Context, in memory.ConsolidateInput) (me
 	if err != nil {
 		return memory.ConsolidateResult{}, err
 	}
-	release, err := s.vectorsReady(ctx)
+	leave, err := s.consolidating.Enter(principal)
 	if err != nil {
 		return memory.ConsolidateResult{}, err
 	}
-	defer release()
+	defer leave()
 	res := memory.ConsolidateResult{Groups: []memory.MergeGroup{}, DryRun: in.DryRun}
-	var groups []memory.DuplicateGroup
-	err = s.readTx(ctx, func(tx pgx.Tx) error {
-		for _, layer := range layers {
-			items, err := s.loadForConsolidation(ctx, tx, principal, layer, in.Limit)
-			if err != nil {
-				return err
-			}
-			res.Examined += len(items)
-			groups = append(groups, memory.GroupDuplicates(items, in)...)
-		}
-		return nil
-	})
+	// Read the layers, give the connection back, then compare: the
+	// comparison is seconds of CPU for thousands of memories, and the
+	// write below checks that nothing it merges changed since.
+	items, err := s.loadConsolidation(ctx, principal, layers, in.Limit)
+	if err != nil {
+		return memory.ConsolidateResult{}, fmt.Errorf("consolidate: %w", err)
+	}
+	for _, its := range items {
+		res.Examined += len(its)
+	}
+	groups, err := memory.FindDuplicates(ctx, items, in)
 	if err != nil {
 		return memory.ConsolidateResult{}, fmt.Errorf("consolidate: %w", err)
 	}
@@ -47,6 +46,11 @@ func (s *Store) Consolidate(ctx context.Context, in memory.ConsolidateInput) (me
 	if in.DryRun || len(groups) == 0 {
 		return res, nil
 	}
+	release, err := s.vectorsReady(ctx)
+	if err != nil {
+		return memory.ConsolidateResult{}, err
+	}
+	defer release()
 	survivors := make([]memory.Memory, len(groups))
 	vecs := make([][]float32, len(groups))
 	var texts []string
@@ -119,6 +123,28 @@ func (s *Store) Consolidate(ctx context.Context, in memory.ConsolidateInput) (me
 	}
 	s.log.Info("consolidated", "examined", res.Examined, "merged", res.Merged, "groups", len(res.Groups))
 	return res, nil
+}
+
+// loadConsolidation reads the limit most recent memories of each layer
+// of principal, with their vectors, in one snapshot.
+func (s *Store) loadConsolidation(ctx context.Context, principal string, layers []memory.Layer, limit int) ([][]memory.ConsolidateItem, error) {
+	release, err := s.vectorsReady(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	out := make([][]memory.ConsolidateItem, len(layers))
+	err = s.readTx(ctx, func(tx pgx.Tx) error {
+		for i, layer := range layers {
+			items, err := s.loadForConsolidation(ctx, tx, principal, layer, limit)
+			if err != nil {
+				return err
+			}
+			out[i] = items
+		}
+		return nil
+	})
+	return out, err
 }
 
 func (s *Store) loadForConsolidation(ctx context.Context, tx pgx.Tx, principal string, layer memory.Layer, limit int) ([]memory.ConsolidateItem, error) {

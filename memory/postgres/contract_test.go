@@ -128,3 +128,12 @@ func TestPlanQuota(t *testing.T) {
 		return openConfig(t, postgres.Config{DSN: pgtest.Database(t), MaxConns: 4, Limits: lim})
 	})
 }
+
+// TestConsolidateReaders runs the contract that a consolidate holds no
+// connection while it compares, with one connection beside the
+// listener's.
+func TestConsolidateReaders(t *testing.T) {
+	storetest.ConsolidateReaders(t, func(t *testing.T) storetest.Backend {
+		return openConfig(t, postgres.Config{DSN: pgtest.Database(t), MaxConns: 2})
+	})
+}

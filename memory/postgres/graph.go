@@ -242,7 +242,7 @@ func (s *Store) readTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	if s.closed.Load() {
 		return memory.ErrClosed
 	}
-	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+	return s.beginFunc(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
 }
 
 // Neighbors walks the graph breadth-first from in.Entity up to in.Depth

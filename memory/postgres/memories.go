@@ -73,7 +73,7 @@ func (s *Store) RememberBatch(ctx context.Context, ins []memory.RememberInput) (
 		}
 		return nil, fmt.Errorf("remember: %w", err)
 	}
-	return s.loadMemories(ctx, s.pool, principal, ids)
+	return s.loadMemories(ctx, s.db, principal, ids)
 }
 
 // insertMemory inserts a prepared memory with its vector, code, pgvector
@@ -202,19 +202,19 @@ func (p prefixScan) Scan(dest ...any) error { return p.rows.Scan(append(dest, p.
 // Get returns the caller's memory id and counts the access.
 func (s *Store) Get(ctx context.Context, id int64) (memory.Memory, error) {
 	principal := tools.CallerFrom(ctx).Principal
-	ms, err := s.loadMemories(ctx, s.pool, principal, []int64{id})
+	ms, err := s.loadMemories(ctx, s.db, principal, []int64{id})
 	if err != nil {
 		return memory.Memory{}, err
 	}
 	if len(ms) == 0 {
 		var survivor int64
-		if s.pool.QueryRow(ctx, `SELECT survivor_id FROM memory_merges WHERE merged_id = $1 AND principal = $2`, id, principal).Scan(&survivor) == nil {
+		if s.db.QueryRow(ctx, `SELECT survivor_id FROM memory_merges WHERE merged_id = $1 AND principal = $2`, id, principal).Scan(&survivor) == nil {
 			return memory.Memory{}, memory.NotFound("memory %d was merged into memory %d by consolidation; get %d instead", id, survivor, survivor)
 		}
 		return memory.Memory{}, memory.NotFound("memory %d not found", id)
 	}
 	m := ms[0]
-	if m.MergedFrom, err = loadMerges(ctx, s.pool, id); err != nil {
+	if m.MergedFrom, err = loadMerges(ctx, s.db, id); err != nil {
 		return memory.Memory{}, err
 	}
 	if err := s.touch(ctx, []int64{id}); err != nil {
@@ -230,7 +230,7 @@ func (s *Store) touch(ctx context.Context, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := s.pool.Exec(ctx, `UPDATE memories SET accessed_at = $1, access_count = access_count + 1 WHERE id = ANY($2)`, ms(s.now()), ids)
+	_, err := s.db.Exec(ctx, `UPDATE memories SET accessed_at = $1, access_count = access_count + 1 WHERE id = ANY($2)`, ms(s.now()), ids)
 	if err != nil {
 		return fmt.Errorf("touch: %w", err)
 	}
@@ -364,7 +364,7 @@ func (s *Store) peek(ctx context.Context, principal string, id int64) (memory.Me
 	if s.closed.Load() {
 		return memory.Memory{}, memory.ErrClosed
 	}
-	ms, err := s.loadMemories(ctx, s.pool, principal, []int64{id})
+	ms, err := s.loadMemories(ctx, s.db, principal, []int64{id})
 	if err != nil {
 		return memory.Memory{}, err
 	}

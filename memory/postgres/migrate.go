@@ -108,6 +108,6 @@ func migrateTo(ctx context.Context, pool *pgxpool.Pool, target int) ([]int, erro
 // SchemaVersion is the newest migration applied.
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
-	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v)
+	err := s.db.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v)
 	return v, err
 }

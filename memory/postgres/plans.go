@@ -80,8 +80,9 @@ func nullBytes(b []byte) []byte {
 // it checks that the plan is the caller's (else memory.ErrNotFound, as
 // for an id that never was), still planned (else
 // memory.ErrPlanCommitted), not expired (else memory.ErrPlanExpired) and
-// unaltered (else memory.ErrPlanAltered), and marks it committing. Of
-// two concurrent claims, on any instances, exactly one succeeds: the row
+// unaltered (else memory.ErrPlanAltered), and marks it committing. It
+// returns the plan's steps and keeps only their tools, as SQLite's does.
+// Of two concurrent claims, on any instances, exactly one succeeds: the row
 // lock makes the second wait, then see the plan committing.
 func (s *Store) ClaimPlan(ctx context.Context, id, commitExecutionID string) (memory.Plan, error) {
 	principal := tools.CallerFrom(ctx).Principal
@@ -119,7 +120,10 @@ func (s *Store) ClaimPlan(ctx context.Context, id, commitExecutionID string) (me
 			return memory.PlanCommittedError(id, "")
 		}
 		p.State = memory.PlanCommitting
-		return nil
+		// The claimed plan left the quota: its arguments leave the store
+		// (as SQLite's clearPlanArgs says, attack8 C1).
+		_, err = tx.Exec(ctx, `UPDATE plan_steps SET args = ''::bytea, provenance = NULL WHERE plan_hash = $1`, h)
+		return err
 	})
 	if err != nil {
 		return memory.Plan{}, fmt.Errorf("claim plan: %w", err)
@@ -196,14 +200,7 @@ func (s *Store) FinishPlan(ctx context.Context, id, state string) error {
 		if _, err := tx.Exec(ctx, `UPDATE plan_steps SET status = $1 WHERE plan_hash = $2 AND status = $3`, memory.StepNotRun, h, memory.StepPending); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `UPDATE plans SET state = $1 WHERE id_hash = $2 AND state = $3`, state, h, memory.PlanCommitting)
-		if err != nil || tag.RowsAffected() == 0 {
-			return err
-		}
-		// A finished plan keeps what it did, not what it wrote: its
-		// arguments left the quota when it was claimed, and kept for the
-		// audit's age they were a way to fill the disk (attack8 C1).
-		_, err = tx.Exec(ctx, `UPDATE plan_steps SET args = ''::bytea, provenance = NULL WHERE plan_hash = $1`, h)
+		_, err := tx.Exec(ctx, `UPDATE plans SET state = $1 WHERE id_hash = $2 AND state = $3`, state, h, memory.PlanCommitting)
 		return err
 	})
 	if err != nil {

@@ -44,7 +44,7 @@ func (s *Store) Recall(ctx context.Context, in memory.RecallInput) (memory.Recal
 	}
 	out := memory.RecallResult{Mode: in.Mode, Results: []memory.Hit{}, Exact: true}
 	now := s.now()
-	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err = s.beginFunc(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var vec, kw []memory.Scored
 		var err error
 		if qvec != nil {

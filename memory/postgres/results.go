@@ -30,7 +30,7 @@ func resultNotFound(id string) error {
 // StatResult describes the caller's result id without reading it.
 func (s *Store) StatResult(ctx context.Context, id string) (memory.ResultInfo, error) {
 	principal := tools.CallerFrom(ctx).Principal
-	r, err := scanResult(s.pool.QueryRow(ctx, `SELECT `+resultColumns+` FROM results WHERE id = $1 AND principal = $2`, id, principal))
+	r, err := scanResult(s.db.QueryRow(ctx, `SELECT `+resultColumns+` FROM results WHERE id = $1 AND principal = $2`, id, principal))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.ResultInfo{}, resultNotFound(id)
 	}
@@ -59,7 +59,7 @@ func (s *Store) ListResults(ctx context.Context, session string, limit int) ([]m
 	if session != "" {
 		q += ` AND session = ` + a.p(session)
 	}
-	rows, err := s.pool.Query(ctx, q+` ORDER BY created_at DESC, id COLLATE "C" LIMIT `+a.p(limit), a...)
+	rows, err := s.db.Query(ctx, q+` ORDER BY created_at DESC, id COLLATE "C" LIMIT `+a.p(limit), a...)
 	if err != nil {
 		return nil, fmt.Errorf("list results: %w", err)
 	}
@@ -76,7 +76,7 @@ func (s *Store) ListResults(ctx context.Context, session string, limit int) ([]m
 // DeleteResult deletes the caller's result id.
 func (s *Store) DeleteResult(ctx context.Context, id string) error {
 	principal := tools.CallerFrom(ctx).Principal
-	tag, err := s.pool.Exec(ctx, `DELETE FROM results WHERE id = $1 AND principal = $2`, id, principal)
+	tag, err := s.db.Exec(ctx, `DELETE FROM results WHERE id = $1 AND principal = $2`, id, principal)
 	if err != nil {
 		return fmt.Errorf("delete result: %w", err)
 	}
@@ -208,7 +208,7 @@ func (s *Store) GetResult(ctx context.Context, id string) (memory.ResultInfo, []
 	var at int64
 	var prov *string
 	var blob []byte
-	err := s.pool.QueryRow(ctx, `SELECT id, principal, session, execution_id, content_type, size, stored_size, sha256, created_at, provenance, data
+	err := s.db.QueryRow(ctx, `SELECT id, principal, session, execution_id, content_type, size, stored_size, sha256, created_at, provenance, data
 		FROM results WHERE id = $1 AND principal = $2`, id, principal).Scan(
 		&r.ID, &r.Principal, &r.Session, &r.ExecutionID, &r.ContentType, &r.Size, &r.StoredSize, &r.SHA256, &at, &prov, &blob)
 	if errors.Is(err, pgx.ErrNoRows) {

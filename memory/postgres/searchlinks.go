@@ -40,7 +40,7 @@ func (s *Store) LearnSearch(ctx context.Context, terms, toolNames []string) erro
 
 // SearchLinks returns every link learned, most counted first.
 func (s *Store) SearchLinks(ctx context.Context) ([]memory.SearchLink, error) {
-	rows, err := s.pool.Query(ctx, `SELECT term, tool, count FROM search_links ORDER BY count DESC, term, tool`)
+	rows, err := s.db.Query(ctx, `SELECT term, tool, count FROM search_links ORDER BY count DESC, term, tool`)
 	if err != nil {
 		return nil, fmt.Errorf("read search links: %w", err)
 	}
@@ -63,7 +63,7 @@ func (s *Store) SearchLinks(ctx context.Context) ([]memory.SearchLink, error) {
 
 // ResetSearchLinks forgets everything learning from use learned.
 func (s *Store) ResetSearchLinks(ctx context.Context) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM search_links`)
+	tag, err := s.db.Exec(ctx, `DELETE FROM search_links`)
 	if err != nil {
 		return 0, fmt.Errorf("reset search links: %w", err)
 	}

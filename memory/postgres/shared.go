@@ -66,7 +66,7 @@ func (s *Store) GetVaultToken(ctx context.Context, principal, session, token str
 	}
 	t := memory.VaultToken{Principal: principal, Session: session, Token: token}
 	var exp int64
-	err := s.pool.QueryRow(ctx, `SELECT sealed, expires_at, sources FROM vault_tokens
+	err := s.db.QueryRow(ctx, `SELECT sealed, expires_at, sources FROM vault_tokens
 		WHERE principal = $1 AND session = $2 AND token = $3 AND expires_at > $4`, principal, session, token, ms(s.now())).Scan(&t.Sealed, &exp, &t.Sources)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.VaultToken{}, fmt.Errorf("get vault token: %w", memory.ErrNotFound)
@@ -107,7 +107,7 @@ func (s *Store) ReserveQuota(ctx context.Context, key string, start time.Time, l
 		return 0, fmt.Errorf("reserve quota: %w", memory.ErrClosed)
 	}
 	var total int64
-	err := s.pool.QueryRow(ctx, `INSERT INTO rate_windows (key, window_start, n) VALUES ($1, $2, $3)
+	err := s.db.QueryRow(ctx, `INSERT INTO rate_windows (key, window_start, n) VALUES ($1, $2, $3)
 		ON CONFLICT (key, window_start) DO UPDATE SET n = rate_windows.n + excluded.n RETURNING n`, key, ms(start), n).Scan(&total)
 	if err != nil {
 		return 0, fmt.Errorf("reserve quota: %w", err)

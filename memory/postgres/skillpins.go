@@ -23,7 +23,7 @@ func (s *Store) SkillPin(ctx context.Context, name string) (memory.SkillPin, err
 	principal := tools.CallerFrom(ctx).Principal
 	p := memory.SkillPin{Name: name}
 	var at int64
-	err := s.pool.QueryRow(ctx, `SELECT owner, version, code_sha256, pinned_at FROM skill_pins WHERE principal = $1 AND name = $2`,
+	err := s.db.QueryRow(ctx, `SELECT owner, version, code_sha256, pinned_at FROM skill_pins WHERE principal = $1 AND name = $2`,
 		principal, name).Scan(&p.Owner, &p.Version, &p.CodeSHA256, &at)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.SkillPin{}, memory.NotFound("no pin of skill %q", memory.Clip(name, 70))

@@ -171,7 +171,7 @@ func (s *Store) SaveSkill(ctx context.Context, sk memory.Skill) (memory.Skill, e
 // SkillsVersion counts the changes of skills.
 func (s *Store) SkillsVersion(ctx context.Context) (int64, error) {
 	var v int64
-	err := s.pool.QueryRow(ctx, `SELECT coalesce((SELECT value::bigint FROM meta WHERE key = 'skills_version'), 0)`).Scan(&v)
+	err := s.db.QueryRow(ctx, `SELECT coalesce((SELECT value::bigint FROM meta WHERE key = 'skills_version'), 0)`).Scan(&v)
 	if err != nil {
 		return 0, fmt.Errorf("skills version: %w", err)
 	}
@@ -181,7 +181,7 @@ func (s *Store) SkillsVersion(ctx context.Context) (int64, error) {
 // GetSkill returns the caller's own skill name.
 func (s *Store) GetSkill(ctx context.Context, name string) (memory.Skill, error) {
 	owner := tools.CallerFrom(ctx).Principal
-	sk, err := scanSkill(s.pool.QueryRow(ctx, ownSkillSelect+` WHERE s.principal = $1 AND s.name = $2`, owner, name))
+	sk, err := scanSkill(s.db.QueryRow(ctx, ownSkillSelect+` WHERE s.principal = $1 AND s.name = $2`, owner, name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.Skill{}, memory.NotFound("you have no skill %q", memory.Clip(name, 70))
 	}
@@ -198,7 +198,7 @@ func (s *Store) ResolveSkill(ctx context.Context, name string) (memory.Skill, er
 	if !errors.Is(err, memory.ErrNotFound) {
 		return sk, err
 	}
-	sk, err = scanSkill(s.pool.QueryRow(ctx, publishedSkillSelect+` WHERE name = $1`, name))
+	sk, err = scanSkill(s.db.QueryRow(ctx, publishedSkillSelect+` WHERE name = $1`, name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.Skill{}, memory.NotFound("no skill %q: neither yours nor published", memory.Clip(name, 70))
 	}
@@ -232,7 +232,7 @@ func (s *Store) AllSkills(ctx context.Context) ([]memory.Skill, error) {
 }
 
 func (s *Store) listSkills(ctx context.Context, query string, args ...any) ([]memory.Skill, error) {
-	rows, err := s.pool.Query(ctx, query, args...)
+	rows, err := s.db.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list skills: %w", err)
 	}

@@ -61,7 +61,7 @@ func (s *Store) MemoryStats(ctx context.Context) (memory.MemoryStats, error) {
 	}
 	s.vmu.RUnlock()
 	now := ms(s.now())
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err := s.beginFunc(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var err error
 		if st.Memories, err = countLayers(ctx, tx, st.Layers, `WHERE principal = $1`, principal); err != nil {
 			return err

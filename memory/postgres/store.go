@@ -55,15 +55,21 @@ type Config struct {
 // Store is codecell's store on a PostgreSQL database. It is safe for
 // concurrent use, and several Stores (instances) may share a database.
 type Store struct {
-	cfg    Config
-	lim    memory.Limits
-	ret    memory.Retention
-	log    *slog.Logger
-	now    func() time.Time
-	pool   *pgxpool.Pool
+	cfg  Config
+	lim  memory.Limits
+	ret  memory.Retention
+	log  *slog.Logger
+	now  func() time.Time
+	pool *pgxpool.Pool
+	// db runs statements on the pool with their text as PostgreSQL
+	// holds it (text.go); every query of the store goes through it or a
+	// transaction of beginFunc.
+	db     textDB
 	enc    *zstd.Encoder
 	dec    *zstd.Decoder
 	origin string
+	// consolidating runs one consolidate at a time per principal.
+	consolidating memory.ConsolidateGate
 
 	// vmu guards the embedder, the quantizer and vecErr; Reindex holds it
 	// to write, memory operations to read.
@@ -145,6 +151,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 	if s.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
+	s.db = textDB{s.pool}
 	if s.enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1)); err != nil {
 		s.pool.Close()
 		return nil, fmt.Errorf("open store: zstd: %w", err)
@@ -220,7 +227,7 @@ func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	if s.closed.Load() {
 		return memory.ErrClosed
 	}
-	return pgx.BeginFunc(ctx, s.pool, fn)
+	return s.beginFunc(ctx, pgx.TxOptions{}, fn)
 }
 
 // IsUniqueViolation reports whether err is a unique-key violation.

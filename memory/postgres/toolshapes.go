@@ -36,7 +36,7 @@ func (s *Store) PutToolShape(ctx context.Context, source, tool string, shape jso
 
 // ToolShapes returns the shapes stored for source's tools.
 func (s *Store) ToolShapes(ctx context.Context, source string) (map[string]json.RawMessage, error) {
-	rows, err := s.pool.Query(ctx, `SELECT tool, shape FROM tool_shapes WHERE source = $1`, source)
+	rows, err := s.db.Query(ctx, `SELECT tool, shape FROM tool_shapes WHERE source = $1`, source)
 	if err != nil {
 		return nil, fmt.Errorf("read tool shapes: %w", err)
 	}

@@ -21,7 +21,7 @@ func (s *Store) EmbedderStatus(ctx context.Context) (memory.EmbedderStatus, erro
 	vecErr := s.vecErr
 	s.vmu.RUnlock()
 	var stored string
-	if err := s.pool.QueryRow(ctx, `SELECT coalesce((SELECT value FROM meta WHERE key = 'embedder'), '')`).Scan(&stored); err != nil {
+	if err := s.db.QueryRow(ctx, `SELECT coalesce((SELECT value FROM meta WHERE key = 'embedder'), '')`).Scan(&stored); err != nil {
 		return st, fmt.Errorf("embedder status: %w", err)
 	}
 	if i := strings.LastIndexByte(stored, '/'); i >= 0 {
@@ -199,12 +199,12 @@ func lockCodes(ctx context.Context, tx pgx.Tx) error {
 // caller holds vmu to write.
 func (s *Store) checkEmbedder(ctx context.Context) error {
 	want := fmt.Sprintf("%s/%d", s.emb.Name(), s.emb.Dimensions())
-	_, err := s.pool.Exec(ctx, `INSERT INTO meta (key, value) VALUES ('embedder', $1) ON CONFLICT (key) DO NOTHING`, want)
+	_, err := s.db.Exec(ctx, `INSERT INTO meta (key, value) VALUES ('embedder', $1) ON CONFLICT (key) DO NOTHING`, want)
 	if err != nil {
 		return fmt.Errorf("embedder: %w", err)
 	}
 	var have string
-	if err := s.pool.QueryRow(ctx, `SELECT value FROM meta WHERE key = 'embedder'`).Scan(&have); err != nil {
+	if err := s.db.QueryRow(ctx, `SELECT value FROM meta WHERE key = 'embedder'`).Scan(&have); err != nil {
 		return fmt.Errorf("embedder: %w", err)
 	}
 	s.vecErr = nil

@@ -88,7 +88,7 @@ func (s *Store) ReadFile(ctx context.Context, p string) (memory.FileInfo, []byte
 	var blob []byte
 	var c, u int64
 	var prov *string
-	err := s.pool.QueryRow(ctx, `SELECT path, size, stored_size, sha256, data, created_at, updated_at, provenance FROM workspace_files
+	err := s.db.QueryRow(ctx, `SELECT path, size, stored_size, sha256, data, created_at, updated_at, provenance FROM workspace_files
 		WHERE principal = $1 AND path = $2`, principal, p).Scan(&fi.Path, &fi.Size, &fi.StoredSize, &fi.SHA256, &blob, &c, &u, &prov)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return memory.FileInfo{}, nil, memory.NotFound("no file %s in the workspace; workspace.list() shows the files", p)
@@ -154,7 +154,7 @@ func (s *Store) RemoveFile(ctx context.Context, p string) (bool, error) {
 	if err := memory.ValidatePath(p); err != nil {
 		return false, memory.PathToolError(err)
 	}
-	tag, err := s.pool.Exec(ctx, `DELETE FROM workspace_files WHERE principal = $1 AND path = $2`, principal, p)
+	tag, err := s.db.Exec(ctx, `DELETE FROM workspace_files WHERE principal = $1 AND path = $2`, principal, p)
 	if err != nil {
 		return false, fmt.Errorf("remove file: %w", err)
 	}

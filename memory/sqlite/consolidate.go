@@ -26,24 +26,23 @@ func (s *Store) Consolidate(ctx context.Context, in memory.ConsolidateInput) (me
 	if err != nil {
 		return memory.ConsolidateResult{}, err
 	}
-	s.vmu.RLock()
-	defer s.vmu.RUnlock()
-	if err := s.vectorsReady(); err != nil {
+	leave, err := s.consolidating.Enter(principal)
+	if err != nil {
 		return memory.ConsolidateResult{}, err
 	}
+	defer leave()
 	res := memory.ConsolidateResult{Groups: []memory.MergeGroup{}, DryRun: in.DryRun}
-	var groups []memory.DuplicateGroup
-	err = s.read(ctx, func(tx *sql.Tx) error {
-		for _, layer := range layers {
-			items, err := loadForConsolidation(ctx, tx, principal, layer, in.Limit)
-			if err != nil {
-				return err
-			}
-			res.Examined += len(items)
-			groups = append(groups, memory.GroupDuplicates(items, in)...)
-		}
-		return nil
-	})
+	// Read the layers, give the connection back, then compare: the
+	// comparison is seconds of CPU for thousands of memories, and the
+	// write below checks that nothing it merges changed since.
+	items, err := s.loadConsolidation(ctx, principal, layers, in.Limit)
+	if err != nil {
+		return memory.ConsolidateResult{}, fmt.Errorf("consolidate: %w", err)
+	}
+	for _, its := range items {
+		res.Examined += len(its)
+	}
+	groups, err := memory.FindDuplicates(ctx, items, in)
 	if err != nil {
 		return memory.ConsolidateResult{}, fmt.Errorf("consolidate: %w", err)
 	}
@@ -54,6 +53,11 @@ func (s *Store) Consolidate(ctx context.Context, in memory.ConsolidateInput) (me
 
 	// Build the survivors and embed those whose tags changed, outside
 	// the write transaction.
+	s.vmu.RLock()
+	defer s.vmu.RUnlock()
+	if err := s.vectorsReady(); err != nil {
+		return memory.ConsolidateResult{}, err
+	}
 	type plan struct {
 		next    memory.Memory
 		vec     []float32
@@ -129,6 +133,28 @@ func (s *Store) Consolidate(ctx context.Context, in memory.ConsolidateInput) (me
 	}
 	s.log.Info("consolidated", "examined", res.Examined, "merged", res.Merged, "groups", len(res.Groups))
 	return res, nil
+}
+
+// loadConsolidation reads the limit most recent memories of each layer
+// of principal, with their vectors, in one read transaction.
+func (s *Store) loadConsolidation(ctx context.Context, principal string, layers []memory.Layer, limit int) ([][]memory.ConsolidateItem, error) {
+	s.vmu.RLock()
+	defer s.vmu.RUnlock()
+	if err := s.vectorsReady(); err != nil {
+		return nil, err
+	}
+	out := make([][]memory.ConsolidateItem, len(layers))
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		for i, layer := range layers {
+			items, err := loadForConsolidation(ctx, tx, principal, layer, limit)
+			if err != nil {
+				return err
+			}
+			out[i] = items
+		}
+		return nil
+	})
+	return out, err
 }
 
 func loadForConsolidation(ctx context.Context, tx *sql.Tx, principal string, layer memory.Layer, limit int) ([]memory.ConsolidateItem, error) {

@@ -159,3 +159,16 @@ func TestPlanQuota(t *testing.T) {
 		return st
 	})
 }
+
+// TestConsolidateReaders runs the contract that a consolidate holds no
+// read connection while it compares, with one read connection.
+func TestConsolidateReaders(t *testing.T) {
+	storetest.ConsolidateReaders(t, func(t *testing.T) storetest.Backend {
+		st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "codecell.db"), Readers: 1}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	})
+}

@@ -63,7 +63,8 @@ func nullBytes(b []byte) any {
 // it checks that the plan is the caller's (else ErrNotFound, as for an id
 // that never was), still planned (else ErrPlanCommitted), not expired
 // (else ErrPlanExpired) and unaltered (else ErrPlanAltered), and marks it
-// committing. Of two concurrent claims exactly one succeeds. The errors
+// committing. It returns the plan's steps and keeps only their tools
+// (clearPlanArgs). Of two concurrent claims exactly one succeeds. The errors
 // are *tools.Error values with the codes CodeNotFound, CodePlanCommitted,
 // CodePlanExpired and CodePlanAltered.
 func (s *Store) ClaimPlan(ctx context.Context, id, commitExecutionID string) (memory.Plan, error) {
@@ -101,12 +102,25 @@ func (s *Store) ClaimPlan(ctx context.Context, id, commitExecutionID string) (me
 			return memory.PlanCommittedError(id, "")
 		}
 		p.State = memory.PlanCommitting
-		return nil
+		return clearPlanArgs(ctx, tx, h)
 	})
 	if err != nil {
 		return memory.Plan{}, fmt.Errorf("claim plan: %w", err)
 	}
 	return p, nil
+}
+
+// clearPlanArgs drops the arguments and provenance of a claimed plan's
+// steps, keeping their tools and outcomes. A claimed plan leaves the
+// principal's plan quota (SavePlan counts planned plans only), and the
+// claim hands its steps to the commit (which, on protocol 2026-07-28,
+// keeps them in its journal, bounded on its own): kept until Prune
+// (memory.KeepPlans, 30 days), the arguments of plans claimed one after
+// another filled the disk, finished or not — a commit whose client went
+// away, or whose retry never came, never finishes (attack8 C1).
+func clearPlanArgs(ctx context.Context, tx *sql.Tx, h string) error {
+	_, err := tx.ExecContext(ctx, `UPDATE plan_steps SET args = X'', provenance = NULL WHERE plan_hash = ?`, h)
+	return err
 }
 
 func planSteps(ctx context.Context, tx *sql.Tx, h string) ([]memory.PlanStep, error) {
@@ -180,17 +194,7 @@ func (s *Store) FinishPlan(ctx context.Context, id, state string) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE plan_steps SET status = ? WHERE plan_hash = ? AND status = ?`, memory.StepNotRun, h, memory.StepPending); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE plans SET state = ? WHERE id_hash = ? AND state = ?`, state, h, memory.PlanCommitting)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return err
-		}
-		// A finished plan keeps what it did, not what it wrote: its
-		// arguments left the quota when it was claimed, and kept for the
-		// audit's age they were a way to fill the disk (attack8 C1).
-		_, err = tx.ExecContext(ctx, `UPDATE plan_steps SET args = X'', provenance = NULL WHERE plan_hash = ?`, h)
+		_, err := tx.ExecContext(ctx, `UPDATE plans SET state = ? WHERE id_hash = ? AND state = ?`, state, h, memory.PlanCommitting)
 		return err
 	})
 	if err != nil {

@@ -117,6 +117,8 @@ type Store struct {
 	closed atomic.Bool
 	// commonDocs is keywordCommonDocs; tests lower it.
 	commonDocs int
+	// consolidating runs one consolidate at a time per principal.
+	consolidating memory.ConsolidateGate
 
 	vmu   sync.RWMutex // guards the fields below; Reindex takes it to write
 	emb   memory.Embedder

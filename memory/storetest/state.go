@@ -129,6 +129,19 @@ func testPlans(t *testing.T, open Opener, o options) {
 		}
 		_, err = b.ClaimPlan(alice, id, "c2")
 		wantToolCode(t, err, memory.CodePlanCommitted, memory.ErrPlanCommitted)
+		// attack8 C1: a claimed plan left the principal's plan quota, so
+		// its arguments leave the store with it, whether or not its
+		// commit ever finishes (a client gone, a retry never sent); the
+		// claim returned them to the commit.
+		stored, err := b.GetPlan(alice, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range stored.Steps {
+			if len(st.Args) != 0 || st.Provenance != nil || st.Tool == "" {
+				t.Fatalf("step %d of a claimed plan keeps args %q, provenance %q (tool %q)", st.Seq, st.Args, st.Provenance, st.Tool)
+			}
+		}
 	})
 	t.Run("outcomes", func(t *testing.T) {
 		if err := a.FinishPlanStep(alice, id, 1, memory.StepOK, ""); err != nil {

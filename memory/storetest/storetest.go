@@ -87,6 +87,7 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 	t.Run("audit", func(t *testing.T) { testAudit(t, open) })
 	t.Run("audit_batch", func(t *testing.T) { testAuditBatch(t, open) })
 	t.Run("audit_modes", func(t *testing.T) { testAuditModes(t, open) })
+	t.Run("program_text", func(t *testing.T) { testProgramText(t, open) })
 	t.Run("plans", func(t *testing.T) { testPlans(t, open, o) })
 	t.Run("cache", func(t *testing.T) { testCache(t, open) })
 	t.Run("vault_tokens", func(t *testing.T) { testVaultTokens(t, open) })

@@ -22,8 +22,10 @@ import (
 // too, over every API of apis.txt (the extra ones as well), printing
 // only its totals; CODECELL_SEARCH_HELDOUT2=1 scores heldout2.txt the
 // same way (its misses are never printed: it is measured, not tuned
-// on). The numbers make bench-search reports are TestSearchQuality's
-// and TestSearchFresh's.
+// on). CODECELL_SEARCH_EXTRA=FILE scores a set kept outside the
+// repository the same way (api, operations and phrasing separated by
+// tabs or |; totals only). The numbers make bench-search reports are
+// TestSearchQuality's and TestSearchFresh's.
 func TestTune(t *testing.T) {
 	dir := os.Getenv("CODECELL_SEARCH_TUNE")
 	if dir == "" {
@@ -41,12 +43,19 @@ func TestTune(t *testing.T) {
 	if os.Getenv("CODECELL_SEARCH_HELDOUT2") != "" {
 		sets = append(sets, "heldout2.txt")
 	}
+	if p := os.Getenv("CODECELL_SEARCH_EXTRA"); p != "" {
+		sets = append(sets, p) // a set of one's own, outside the repository: totals only
+	}
+	var all *index
 	for _, set := range sets {
 		c := c
-		if set == "fresh.txt" || set == "heldout2.txt" {
-			c = build(tuneTools(t, dir, true), 1)
+		if set != "dev.txt" && set != "heldout.txt" {
+			if all == nil {
+				all = build(tuneTools(t, dir, true), 1)
+			}
+			c = all
 		}
-		var n, top1, top3 int
+		var n, top1, top3, top5 int
 		per := map[string][3]int{}
 		for _, tk := range tuneTasks(t, set) {
 			r := tuneRank(ix, c, tk, func(names []string) {
@@ -66,6 +75,9 @@ func TestTune(t *testing.T) {
 				top3++
 				p[2]++
 			}
+			if r >= 0 {
+				top5++
+			}
 			per[tk.api] = p
 		}
 		var apis []string
@@ -73,7 +85,7 @@ func TestTune(t *testing.T) {
 			apis = append(apis, a)
 		}
 		slices.Sort(apis)
-		line := fmt.Sprintf("%s: %d tasks, top-1 %.1f%%, top-3 %.1f%%;", set, n, 100*float64(top1)/float64(n), 100*float64(top3)/float64(n))
+		line := fmt.Sprintf("%s: %d tasks, top-1 %.1f%%, top-3 %.1f%%, top-5 %.1f%% (%d/%d/%d);", filepath.Base(set), n, 100*float64(top1)/float64(n), 100*float64(top3)/float64(n), 100*float64(top5)/float64(n), top1, top3, top5)
 		for _, a := range apis {
 			p := per[a]
 			line += fmt.Sprintf(" %s %d/%d/%d", a, p[1], p[2], p[0])
@@ -161,7 +173,10 @@ type tuneTask struct {
 }
 
 func tuneTasks(tb testing.TB, file string) []tuneTask {
-	f, err := os.Open(filepath.Join("../../testdata/search", file))
+	if !filepath.IsAbs(file) {
+		file = filepath.Join("../../testdata/search", file)
+	}
+	f, err := os.Open(file)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -173,7 +188,11 @@ func tuneTasks(tb testing.TB, file string) []tuneTask {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		parts := strings.Split(line, "|")
+		sep := "|"
+		if strings.Contains(line, "\t") {
+			sep = "\t"
+		}
+		parts := strings.Split(line, sep)
 		api := strings.TrimSpace(parts[0])
 		var want []string
 		for _, w := range strings.Split(parts[1], ",") {

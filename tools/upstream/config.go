@@ -35,7 +35,8 @@ const (
 // the mcpServers object of Claude Desktop's claude_desktop_config.json
 // (command, args, env, cwd; or url, headers and type), to which codecell
 // adds its own settings (allow, deny, timeout, max_concurrent_calls,
-// category, disabled, trust_annotations). Its TOML form is a [upstream.NAME] table of
+// max_response_bytes, max_list_bytes, category, disabled,
+// trust_annotations). Its TOML form is a [upstream.NAME] table of
 // codecell's configuration with the same keys.
 type Server struct {
 	// Command starts a stdio server: a path, or a name looked up in the
@@ -81,6 +82,11 @@ type Server struct {
 	// holding more than that; a call whose result is larger fails with
 	// upstream_too_large. 0 means DefaultMaxResponseBytes.
 	MaxResponseBytes int64 `json:"max_response_bytes,omitempty" toml:"max_response_bytes,omitzero"`
+	// MaxListBytes bounds each list the server sends — its tools,
+	// prompts, resources and resource templates — all its pages
+	// together, read without holding more than that; a server whose list
+	// is larger is unavailable, and says so. 0 means DefaultMaxListBytes.
+	MaxListBytes int64 `json:"max_list_bytes,omitempty" toml:"max_list_bytes,omitzero"`
 	// Category is the namespace of the server's tools; empty means the
 	// server's name, sanitised (CategoryFor).
 	Category string `json:"category,omitempty" toml:"category,omitempty"`
@@ -227,6 +233,9 @@ func (s *Server) Check() []Problem {
 	}
 	if s.MaxResponseBytes < 0 {
 		bad("max_response_bytes", "must not be negative (0 means %d)", DefaultMaxResponseBytes)
+	}
+	if s.MaxListBytes < 0 {
+		bad("max_list_bytes", "must not be negative (0 means %d)", DefaultMaxListBytes)
 	}
 	if s.MaxConcurrentCalls < 0 {
 		bad("max_concurrent_calls", "must not be negative (0 means %d)", DefaultMaxConcurrentCalls)

@@ -43,6 +43,7 @@ type conn struct {
 	progress map[string]progressFunc // progress token → the call's reporter
 	tooLarge map[string]int64        // request id → the size of its oversized response
 	maxMsg   int64                   // the server's max_response_bytes
+	maxList  int64                   // the server's max_list_bytes
 	dropLog  *rate.Limiter           // of the warnings about dropped messages
 
 	lost     chan struct{} // closed when the connection ended
@@ -74,12 +75,14 @@ type dialer struct {
 	confine Confine
 	// maxResponse bounds each message from the server.
 	maxResponse int64
-	red         redactor
-	log         *slog.Logger
-	version     string
-	handshake   time.Duration
-	grace       time.Duration
-	ping        time.Duration
+	// maxList bounds each of its lists, all pages together (list.go).
+	maxList   int64
+	red       redactor
+	log       *slog.Logger
+	version   string
+	handshake time.Duration
+	grace     time.Duration
+	ping      time.Duration
 	// shared says several principals call the server (Config.Shared):
 	// once it has served calls, how it ended shows no stderr.
 	shared bool
@@ -101,6 +104,7 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 		progress:    map[string]progressFunc{},
 		tooLarge:    map[string]int64{},
 		maxMsg:      d.maxResponse,
+		maxList:     d.maxList,
 		dropLog:     rate.NewLimiter(rate.Every(10*time.Second), 3),
 		lost:        make(chan struct{}),
 		listChanged: make(chan struct{}, 1),
@@ -488,38 +492,6 @@ type annotations struct {
 	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
 	IdempotentHint  *bool  `json:"idempotentHint,omitempty"`
 	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
-}
-
-// maxListPages bounds the pages of tools/list a server may send.
-const maxListPages = 100
-
-// listTools returns every tool of the server, following pages.
-func (c *conn) listTools(ctx context.Context) ([]remoteTool, error) {
-	var all []remoteTool
-	cursor := ""
-	for page := 0; page < maxListPages; page++ {
-		params := map[string]any{}
-		if cursor != "" {
-			params["cursor"] = cursor
-		}
-		raw, err := c.request(ctx, string(mcp.MethodToolsList), params)
-		if err != nil {
-			return nil, fmt.Errorf("tools/list: %w", err)
-		}
-		var res struct {
-			Tools      []remoteTool `json:"tools"`
-			NextCursor string       `json:"nextCursor"`
-		}
-		if err := json.Unmarshal(raw, &res); err != nil {
-			return nil, fmt.Errorf("tools/list: the answer is not a list of tools: %w", err)
-		}
-		all = append(all, res.Tools...)
-		if res.NextCursor == "" || res.NextCursor == cursor {
-			return all, nil
-		}
-		cursor = res.NextCursor
-	}
-	return nil, fmt.Errorf("tools/list: more than %d pages", maxListPages)
 }
 
 // callParams are the parameters of tools/call.

@@ -222,25 +222,31 @@ func (u *upstream) forward(ctx context.Context, method string, params any) (json
 	return nil, &tools.Error{Code: CodeUpstreamError, Tool: what, Message: fmt.Sprintf("upstream %q: %s", u.name, describe(err, u.red))}
 }
 
-// maxFeatures bounds the prompts, resources and templates kept of one
-// server, each.
-const maxFeatures = 10_000
-
 // refreshFeatures lists what the server offers besides tools, as its
-// capabilities say it does, and tells the listener what changed.
-func (u *upstream) refreshFeatures(ctx context.Context, c *conn) {
+// capabilities say it does, and tells the listener what changed. A list
+// that fails is left empty, and logged; one larger than max_list_bytes
+// is the error returned, and nothing is changed.
+func (u *upstream) refreshFeatures(ctx context.Context, c *conn) error {
 	var f features
+	var big *listTooLargeError
+	failed := func(what string, err error) bool {
+		if errors.As(err, &big) {
+			return true
+		}
+		if err != nil {
+			u.log.Warn(what, "err", describe(err, u.red))
+		}
+		return false
+	}
 	if c.caps.Prompts != nil {
-		if err := listAll(ctx, c, string(mcp.MethodPromptsList), "prompts", &f.prompts); err != nil {
-			u.log.Warn("list prompts", "err", describe(err, u.red))
+		if failed("list prompts", listAll(ctx, c, string(mcp.MethodPromptsList), "prompts", &f.prompts)) {
+			return u.tooLarge(big)
 		}
 	}
 	if c.caps.Resources != nil {
-		if err := listAll(ctx, c, string(mcp.MethodResourcesList), "resources", &f.resources); err != nil {
-			u.log.Warn("list resources", "err", describe(err, u.red))
-		}
-		if err := listAll(ctx, c, string(mcp.MethodResourcesTemplatesList), "resourceTemplates", &f.templates); err != nil {
-			u.log.Warn("list resource templates", "err", describe(err, u.red))
+		if failed("list resources", listAll(ctx, c, string(mcp.MethodResourcesList), "resources", &f.resources)) ||
+			failed("list resource templates", listAll(ctx, c, string(mcp.MethodResourcesTemplatesList), "resourceTemplates", &f.templates)) {
+			return u.tooLarge(big)
 		}
 	}
 	slices.SortFunc(f.prompts, func(a, b mcp.Prompt) int { return strings.Compare(a.Name, b.Name) })
@@ -249,6 +255,7 @@ func (u *upstream) refreshFeatures(ctx context.Context, c *conn) {
 		return strings.Compare(templateText(a), templateText(b))
 	})
 	u.setFeatures(f)
+	return nil
 }
 
 // setFeatures records f and tells the listener which lists changed.
@@ -295,39 +302,4 @@ func sameJSON(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
-}
-
-// listAll follows a list's pages into out, up to maxFeatures entries.
-func listAll[T any](ctx context.Context, c *conn, method, field string, out *[]T) error {
-	cursor := ""
-	for page := 0; page < maxListPages; page++ {
-		params := map[string]any{}
-		if cursor != "" {
-			params["cursor"] = cursor
-		}
-		raw, err := c.request(ctx, method, params)
-		if err != nil {
-			return fmt.Errorf("%s: %w", method, err)
-		}
-		var res map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &res); err != nil {
-			return fmt.Errorf("%s: the answer is not a list: %w", method, err)
-		}
-		var items []T
-		if err := json.Unmarshal(res[field], &items); err != nil {
-			return fmt.Errorf("%s: the answer's %s are not a list: %w", method, field, err)
-		}
-		*out = append(*out, items...)
-		if len(*out) > maxFeatures {
-			*out = (*out)[:maxFeatures]
-			return fmt.Errorf("%s: more than %d entries; kept the first", method, maxFeatures)
-		}
-		var next string
-		json.Unmarshal(res["nextCursor"], &next)
-		if next == "" || next == cursor {
-			return nil
-		}
-		cursor = next
-	}
-	return fmt.Errorf("%s: more than %d pages", method, maxListPages)
 }

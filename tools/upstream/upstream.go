@@ -34,8 +34,9 @@ type upstream struct {
 	resErr   error // a ${VAR} that could not be resolved
 	timeout  time.Duration
 	slots    *tools.Slots
-	// maxResponse bounds each message from the server.
-	maxResponse int64
+	// maxResponse bounds each message from the server, maxList each of
+	// its lists.
+	maxResponse, maxList int64
 
 	settled     chan struct{} // closed when the first attempt ended
 	settledOnce sync.Once
@@ -102,6 +103,10 @@ func newUpstream(s *Source, name string, cfg Server) *upstream {
 	u.maxResponse = cfg.MaxResponseBytes
 	if u.maxResponse <= 0 {
 		u.maxResponse = DefaultMaxResponseBytes
+	}
+	u.maxList = cfg.MaxListBytes
+	if u.maxList <= 0 {
+		u.maxList = DefaultMaxListBytes
 	}
 	u.res, u.resErr = resolve(cfg, s.cfg.Lookup)
 	u.red = newRedactor(u.res.secrets, s.cfg.Scrub)
@@ -254,7 +259,7 @@ var errConflict = errors.New("category conflict")
 // connected before.
 func (u *upstream) connect(ctx context.Context, again bool) (*conn, error) {
 	d := dialer{
-		name: u.name, server: u.cfg, kind: u.kind, res: u.res, red: u.red, log: u.log, confine: u.src.cfg.Confine, maxResponse: u.maxResponse,
+		name: u.name, server: u.cfg, kind: u.kind, res: u.res, red: u.red, log: u.log, confine: u.src.cfg.Confine, maxResponse: u.maxResponse, maxList: u.maxList,
 		version: u.src.cfg.Version, handshake: u.src.cfg.HandshakeTimeout, grace: u.src.cfg.Grace, ping: u.src.cfg.PingInterval, shared: u.src.cfg.Shared,
 	}
 	c, err := d.dial(ctx)
@@ -284,7 +289,10 @@ func (u *upstream) connect(ctx context.Context, again bool) (*conn, error) {
 		}
 	}
 	c.updated.Store(&updated)
-	u.refreshFeatures(lctx, c)
+	if err := u.refreshFeatures(lctx, c); err != nil {
+		c.close()
+		return nil, err
+	}
 	u.resubscribe(lctx, c)
 	u.mu.Lock()
 	u.conn = c
@@ -325,13 +333,20 @@ func (u *upstream) serve(ctx context.Context, c *conn) string {
 			lctx, cancel := context.WithTimeout(ctx, u.src.cfg.HandshakeTimeout)
 			err := u.refresh(lctx, c)
 			cancel()
+			var big *listTooLarge
+			if errors.As(err, &big) {
+				return big.Error()
+			}
 			if err != nil {
 				u.log.Warn("refresh tools after list_changed", "err", u.red.String(err.Error()))
 			}
 		case <-c.featChanged:
 			lctx, cancel := context.WithTimeout(ctx, u.src.cfg.HandshakeTimeout)
-			u.refreshFeatures(lctx, c)
+			err := u.refreshFeatures(lctx, c)
 			cancel()
+			if err != nil {
+				return err.Error()
+			}
 		}
 	}
 }
@@ -340,6 +355,14 @@ func (u *upstream) serve(ctx context.Context, c *conn) string {
 // new and changed tools registered, vanished ones removed.
 func (u *upstream) refresh(ctx context.Context, c *conn) error {
 	list, err := c.listTools(ctx)
+	if errors.Is(err, errListCut) {
+		u.log.Warn("the server lists more tools than codecell keeps; kept the first", "kept", len(list))
+		err = nil
+	}
+	var big *listTooLargeError
+	if errors.As(err, &big) {
+		return u.tooLarge(big)
+	}
 	if err != nil {
 		if c.proc != nil && c.proc.waitExit(ctx, 200*time.Millisecond) {
 			return errors.New(c.proc.exitReason(!u.src.cfg.Shared))
@@ -448,6 +471,18 @@ func (u *upstream) refresh(ctx context.Context, c *conn) error {
 		u.log.Info("tools updated", "registered", len(add), "removed", len(remove), "tools", len(origs))
 	}
 	return nil
+}
+
+// listTooLarge is a list of the server's that was larger than its
+// max_list_bytes: the server is not used while it lists that much.
+type listTooLarge struct{ msg string }
+
+func (e *listTooLarge) Error() string { return e.msg }
+
+// tooLarge is the error of a list larger than the server's
+// max_list_bytes, naming the server and the bound.
+func (u *upstream) tooLarge(big *listTooLargeError) error {
+	return &listTooLarge{msg: fmt.Sprintf("upstream %q: %s", u.name, big.Error())}
 }
 
 // maxToolName bounds an upstream tool's original name, in bytes, as MCP

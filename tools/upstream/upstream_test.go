@@ -99,6 +99,12 @@ type env struct {
 // tools and waits for every server to be tried once.
 func start(t testing.TB, servers map[string]upstream.Server, tweak ...func(*upstream.Config)) *env {
 	t.Helper()
+	return startWithin(t, 30*time.Second, servers, tweak...)
+}
+
+// startWithin is start waiting up to wait for the servers.
+func startWithin(t testing.TB, wait time.Duration, servers map[string]upstream.Server, tweak ...func(*upstream.Config)) *env {
+	t.Helper()
 	e := &env{reg: tools.NewRegistry(), logs: &logBuffer{}, blobs: &memBlobs{}}
 	if err := builtin.Register(e.reg); err != nil {
 		t.Fatal(err)
@@ -123,7 +129,7 @@ func start(t testing.TB, servers map[string]upstream.Server, tweak ...func(*upst
 	}
 	e.src = src
 	t.Cleanup(func() { src.Close() })
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), wait)
 	defer cancel()
 	if err := src.Wait(ctx); err != nil {
 		t.Fatalf("wait: %v; status %v; logs:\n%s", err, src.Status(), e.logs)

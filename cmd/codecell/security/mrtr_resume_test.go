@@ -48,13 +48,25 @@ func webhook(expr string) string {
 // programs see the categories given.
 func (s *server) connect26(t testing.TB, token string, u *user, categories ...string) *host {
 	t.Helper()
-	tr, err := transport.NewStreamableHTTP(s.base+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var opts []client.ClientOption
 	if u != nil {
 		opts = append(opts, client.WithSamplingHandler(u), client.WithElicitationHandler(u))
+	}
+	h := s.connect26With(t, token, opts...)
+	h.u = u
+	if len(categories) > 0 {
+		h.waitFor(categories...)
+	}
+	return h
+}
+
+// connect26With opens a client of the server on protocol 2026-07-28 as
+// token's principal, with the client options given.
+func (s *server) connect26With(t testing.TB, token string, opts ...client.ClientOption) *host {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(s.base+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+	if err != nil {
+		t.Fatal(err)
 	}
 	c := client.NewClient(tr, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -72,11 +84,7 @@ func (s *server) connect26(t testing.TB, token string, u *user, categories ...st
 	if v := c.ProtocolVersion(); v != mcp.ProtocolVersion20260728 {
 		t.Fatalf("negotiated %s, want %s", v, mcp.ProtocolVersion20260728)
 	}
-	h := &host{t: t, c: c, u: u}
-	if len(categories) > 0 {
-		h.waitFor(categories...)
-	}
-	return h
+	return &host{t: t, c: c}
 }
 
 // pagedAPI serves an OpenAPI source named name with one operation,

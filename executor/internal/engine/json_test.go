@@ -98,6 +98,13 @@ var jsonCases = []string{
 	`{"a":1,"a":2}`, `{"__proto__":{"x":1}}`, `{"2":"two","1":"one","b":0,"a":0}`, `{"":1}`, `{"\u00e9":1,"é":2}`,
 	`{"constructor":1,"toString":2,"hasOwnProperty":3}`, `{"k\n":"v"}`, "{\"\xff\":1}",
 	`[[[[[]]]]]`, `{"a":{"b":{"c":{}}}}`, `[{"id":1,"t":"x"},{"id":2,"t":"y"}]`,
+	// Repeated key sequences (the keys the parser predicts), with
+	// prefixes, other orders, duplicates, __proto__ and index keys.
+	`[{"a":1,"b":2},{"a":3,"b":4},{"a":5,"b":6,"c":7},{"a":1},{"b":1,"a":2},{"a":1,"b":{"a":1,"b":2}},{"a":1,"b":2,"c":3}]`,
+	`[{"a":1,"a":2},{"a":1,"a":2},{"a":1,"a":2,"b":3},{"a":1,"b":2,"a":3}]`,
+	`[{"__proto__":1,"x":2},{"__proto__":3,"x":4},{"__proto__":5,"x":6}]`,
+	`[{"0":1,"1":2,"x":3},{"0":3,"1":4,"x":5},{"1":5,"0":6,"x":7}]`,
+	`[{"a\u0062":1,"c":2},{"ab":1,"c":2},{"ab":1,"c":2}]`,
 	// Not JSON.
 	``, ` `, `nul`, `tru`, `01`, `1.`, `.5`, `+1`, `-`, `1e`, `1e+`, `"`, `"abc`, `"\x"`, `"\u12"`, `"\u12g4"`,
 	"\"a\nb\"", "\"\t\"", `[1,]`, `[,1]`, `{"a":1,}`, `{a:1}`, `{"a" 1}`, `{"a":}`, `[1 2]`, `1 2`, `[`, `{`, `]`, `NaN`,
@@ -275,4 +282,53 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestParseJSONWitnesses: rows of the same keys get their witnesses
+// once, and objects whose keys never repeat cost at most the bound
+// (ladderSlack and a quarter of the properties defined).
+func TestParseJSONWitnesses(t *testing.T) {
+	vm, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Close()
+	parse := func(data []byte) *jsonParser {
+		t.Helper()
+		p := &jsonParser{vm: vm, data: data}
+		v, err := vm.parseJSON(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vm.Free(v)
+		return p
+	}
+	// Seven keys a row (bigJSON's rows): one witness per prefix.
+	if p := parse(bigJSON(t)); len(p.witnesses) != 7 || p.witnessed != 1+2+3+4+5+6+7 {
+		t.Errorf("rows of 7 keys: %d witnesses, %d properties on them; want 7, 28", len(p.witnesses), p.witnessed)
+	}
+	// Pairs of objects of 32 keys each, every pair with keys of its own:
+	// each pair would make a ladder of 32 witnesses.
+	var b strings.Builder
+	b.WriteByte('[')
+	for i := range 400 {
+		for range 2 {
+			if b.Len() > 1 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('{')
+			for k := range 32 {
+				if k > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprintf(&b, `"k%d_%d":%d`, i, k, k)
+			}
+			b.WriteByte('}')
+		}
+	}
+	b.WriteByte(']')
+	p := parse([]byte(b.String()))
+	if defines := 400 * 2 * 32; p.witnessed > ladderSlack+defines/4 {
+		t.Errorf("pairs of unique keys: %d properties on witnesses for %d defined, want at most %d", p.witnessed, defines, ladderSlack+defines/4)
+	}
 }

@@ -1,0 +1,156 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// sessionless ties a notifications/cancelled sent without a session to
+// its sender's own requests. mcp-go keys a request's cancellation by its
+// session's id and its JSON-RPC id, and a request without a session — any
+// request of protocol 2026-07-28 — has the session id "": every
+// principal's stateless requests shared one key space, the ids their
+// clients chose, and anyone could cancel anyone's runs (attack9 D13).
+// Such a notification is answered here and never reaches mcp-go; it
+// cancels the requests in flight of the principal who sent it with that
+// id.
+type sessionless struct {
+	mu       sync.Mutex
+	inFlight map[cancelKey][]*sessionlessRequest
+}
+
+type cancelKey struct {
+	principal string
+	id        string // the JSON-RPC id as JSON
+}
+
+// sessionlessRequest is one request without a session, served through
+// serve.
+type sessionlessRequest struct {
+	principal string
+	cancel    context.CancelCauseFunc
+	keys      []cancelKey // guarded by sessionless.mu
+}
+
+type sessionlessKey struct{}
+
+func newSessionless() *sessionless {
+	return &sessionless{inFlight: make(map[cancelKey][]*sessionlessRequest)}
+}
+
+// applies reports a request that serve handles: a POST to the Streamable
+// HTTP endpoint without a session.
+func (*sessionless) applies(r *http.Request) bool {
+	return r.URL.Path == PathStreamable && r.Method == http.MethodPost && r.Header.Get(server.HeaderKeySessionID) == ""
+}
+
+// serve answers a cancellation itself and serves any other message
+// through next, cancellable by its principal's cancellations.
+func (c *sessionless) serve(w http.ResponseWriter, r *http.Request, principal string, body []byte, next http.Handler) {
+	if bytes.Contains(body, []byte(mcp.MethodNotificationCancelled)) {
+		if handled := c.cancelled(w, principal, body); handled {
+			return
+		}
+	}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	req := &sessionlessRequest{principal: principal, cancel: cancel}
+	defer func() {
+		c.forget(req)
+		cancel(nil)
+	}()
+	next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, sessionlessKey{}, req)))
+}
+
+// cancelled answers a notifications/cancelled; it reports false for a
+// body that is another message.
+func (c *sessionless) cancelled(w http.ResponseWriter, principal string, body []byte) bool {
+	var msg struct {
+		Method string `json:"method"`
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(body, &msg); err != nil {
+		if bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) {
+			// mcp-go would read a batch's cancellation without a
+			// session, which nothing here could scope.
+			httpError(w, http.StatusBadRequest, "a batch may not hold notifications/cancelled; send it alone")
+			return true
+		}
+		return false // mcp-go answers what does not parse
+	}
+	if msg.Method != string(mcp.MethodNotificationCancelled) {
+		return false
+	}
+	if id := requestIDKey(msg.Params.RequestID); id != "" {
+		c.mu.Lock()
+		reqs := c.inFlight[cancelKey{principal, id}]
+		c.mu.Unlock()
+		for _, req := range reqs {
+			req.cancel(context.Canceled)
+		}
+	}
+	w.WriteHeader(http.StatusAccepted)
+	return true
+}
+
+// hooks registers each request's id as mcp-go reads it.
+func (c *sessionless) hooks(h *server.Hooks) {
+	h.AddBeforeAny(func(ctx context.Context, id any, _ mcp.MCPMethod, _ any) {
+		req, ok := ctx.Value(sessionlessKey{}).(*sessionlessRequest)
+		if !ok || id == nil {
+			return
+		}
+		b, err := json.Marshal(id)
+		if err != nil {
+			return
+		}
+		k := cancelKey{req.principal, requestIDKey(b)}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		req.keys = append(req.keys, k)
+		c.inFlight[k] = append(c.inFlight[k], req)
+	})
+}
+
+func (c *sessionless) forget(req *sessionlessRequest) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range req.keys {
+		reqs := c.inFlight[k]
+		for i, r := range reqs {
+			if r == req {
+				reqs = append(reqs[:i], reqs[i+1:]...)
+				break
+			}
+		}
+		if len(reqs) == 0 {
+			delete(c.inFlight, k)
+		} else {
+			c.inFlight[k] = reqs
+		}
+	}
+}
+
+// requestIDKey spells a JSON-RPC id as mcp-go tells ids apart: by its
+// value, whether a number (1, 1.0 and 1e0 are one id) or a string.
+func requestIDKey(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return ""
+	}
+	switch v := v.(type) {
+	case string:
+		return v
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return ""
+}
