@@ -551,15 +551,19 @@ func (r *Run) dispatch(id uint32, name string, args json.RawMessage) {
 
 	start := time.Now()
 	var cached bool
-	out, err := callTool(r.ctx, r.req.Dispatcher, Call{Name: name, Args: args, Run: r, Seq: int(id), cached: &cached})
+	var consumed func()
+	out, err := callTool(r.ctx, r.req.Dispatcher, Call{Name: name, Args: args, Run: r, Seq: int(id), cached: &cached, consumed: &consumed})
 	dur := time.Since(start)
 	if r.ctx.Err() != nil {
 		// The run is ending (cancelled, past its deadline, or over): a
 		// call that failed for that reason tells the program nothing, and
 		// the run's own reason is the one to report.
+		if consumed != nil {
+			consumed()
+		}
 		return
 	}
-	c := callResult{id: id, ok: err == nil, payload: out}
+	c := callResult{id: id, ok: err == nil, payload: out, done: consumed}
 	code := ""
 	if err != nil {
 		code, c.payload = rejectionOf(name, err)
@@ -580,6 +584,8 @@ func (r *Run) dispatch(id uint32, name string, args json.RawMessage) {
 	r.mu.Unlock()
 	if !r.isOver() {
 		r.sb.complete(r, c)
+	} else {
+		c.consumed()
 	}
 }
 

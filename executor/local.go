@@ -72,6 +72,8 @@ func (s *localSandbox) complete(r *Run, c callResult) {
 	r.mu.Unlock()
 	if j != nil {
 		j.inbox.push(c)
+	} else {
+		c.consumed()
 	}
 }
 

@@ -35,6 +35,23 @@ type Call struct {
 	// cached, when set, is where MarkCached notes that the result came
 	// from a cache; the call's trace record then says so.
 	cached *bool
+	// consumed, when set, is where OnConsumed keeps its function.
+	consumed *func()
+}
+
+// OnConsumed has the executor call f once the program's sandbox has the
+// call's result (the VM has parsed it, or a worker process was sent it),
+// or the run has dropped it: the dispatcher holds what the result costs
+// the server (its bytes in flight) until then, not only until it
+// returns, since results wait in the sandbox's queue while the VM parses
+// the ones before (issue 19, attack9 D7). Called outside a run, f is
+// called at once.
+func (c Call) OnConsumed(f func()) {
+	if c.consumed == nil {
+		f()
+		return
+	}
+	*c.consumed = f
 }
 
 // MarkCached tells the run's trace that the call was answered from a

@@ -117,6 +117,16 @@ type callResult struct {
 	id      uint32
 	ok      bool
 	payload []byte
+	// done, when set, is called once the sandbox has the result, or
+	// drops it (Call.OnConsumed); it is not sent to a worker.
+	done func()
+}
+
+// consumed calls c.done, if any.
+func (c callResult) consumed() {
+	if c.done != nil {
+		c.done()
+	}
 }
 
 // inbox queues call results for a job without ever blocking the sender.
@@ -426,6 +436,7 @@ func (j *vmJob) failWith(err error) {
 // make it and about twice as fast; a result that is not JSON rejects
 // the call, and one that does not fit the heap ends the run.
 func (j *vmJob) complete(c callResult) {
+	defer c.consumed()
 	p, ok := j.pending[c.id]
 	if !ok {
 		return

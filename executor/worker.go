@@ -512,6 +512,7 @@ func (w *worker) start(r *Run, spec *jobSpec) error {
 
 func (w *worker) complete(r *Run, c callResult) {
 	w.w.write(frameResult, r.job, enc(nil).u32(c.id).bool(c.ok), c.payload)
+	c.consumed() // the worker process has it
 }
 
 // interrupt asks r's VM to stop, and gives its worker the lowest

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/codecell/codecell/tools"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -100,35 +101,6 @@ const (
 	maxJSONValues     = 1 << 16
 	decodedValueBytes = 256
 )
-
-// jsonValues counts the values in a JSON text, objects and arrays
-// included, without decoding it: one more than its commas, colons aside,
-// plus its objects and arrays, outside strings. It stops counting past
-// limit. Malformed text is counted as well as it can be; the decoder
-// refuses it later.
-func jsonValues(b []byte, limit int) int {
-	n, inString, escaped := 1, false, false
-	for _, c := range b {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == ',' || c == '{' || c == '[':
-			if n++; n > limit {
-				return n
-			}
-		}
-	}
-	return n
-}
 
 // reserveBody takes n bytes of body for principal, unless a bound is
 // reached; the caller gives them back with giveBody once the request is
@@ -230,7 +202,7 @@ func (o *openRequests) bounded(w http.ResponseWriter, r *http.Request, principal
 		// hundreds once mcp-go and the engine have decoded it): a body
 		// of too many values is refused, and the rest reserve their
 		// decoded size beside their bytes.
-		values := jsonValues(body, maxJSONValues)
+		values := tools.JSONValues(body, maxJSONValues)
 		if values > maxJSONValues {
 			refused("body_values")
 			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body holds more than %d JSON values (objects, arrays, strings, numbers); send bulk data as one string, or in several calls", maxJSONValues))

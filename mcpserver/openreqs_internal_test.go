@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/codecell/codecell/tools"
 )
 
 // TestOpenRequestsKeepCalls (issue 19, third attack round, L14): every
@@ -129,20 +131,22 @@ func TestJSONValues(t *testing.T) {
 		want int
 	}{
 		{`1`, 1},
-		{`{}`, 2},
+		{`{}`, 1},
+		{`[ ]`, 1},
+		{`[[],{ }]`, 3},
 		{`{"a":1,"b":[1,2,3]}`, 6},
 		{`"a,b,{[c"`, 1},
 		{`"a\",{["`, 1},
-		{`[{},{},{}]`, 7},
+		{`[{},{},{}]`, 4},
 	} {
-		if got := jsonValues([]byte(c.in), 100); got != c.want {
-			t.Errorf("jsonValues(%s) = %d, want %d", c.in, got, c.want)
+		if got := tools.JSONValues([]byte(c.in), 100); got != c.want {
+			t.Errorf("JSONValues(%s) = %d, want %d", c.in, got, c.want)
 		}
 	}
 	// attack7 B1: 4 MiB of empty objects is over the limit, and counting
 	// stops there.
 	many := []byte("[" + strings.Repeat("{},", 1<<20) + "{}]")
-	if got := jsonValues(many, maxJSONValues); got != maxJSONValues+1 {
+	if got := tools.JSONValues(many, maxJSONValues); got != maxJSONValues+1 {
 		t.Errorf("jsonValues of 2^20 objects = %d, want %d", got, maxJSONValues+1)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/codecell/codecell/tools"
 )
 
 // The SSE transport answers a POST to /message with 202 at once and
@@ -287,7 +289,7 @@ func (s *Server) sseMessage(next http.Handler) http.Handler {
 			return
 		}
 		// Its bytes and what they decode into, as bounded counts them.
-		n := int64(len(body)) + int64(jsonValues(body, maxJSONValues))*decodedValueBytes
+		n := int64(len(body)) + int64(tools.JSONValues(body, maxJSONValues))*decodedValueBytes
 		if ok, why := s.open.reserveBody(principal, shared, n, maxBody); !ok {
 			s.open.leave(principal, false)
 			s.eng.Metrics().Refused("body_bytes")

@@ -578,8 +578,15 @@ func call(ctx context.Context, e *entry, args json.RawMessage) (json.RawMessage,
 	if len(out) == 0 {
 		return json.RawMessage("null"), nil
 	}
-	if !validJSON(out) {
+	values, ok := validJSON(out)
+	if !ok {
 		return nil, &Error{Code: CodeToolFailed, Tool: name, Message: "tool returned a result that is not valid JSON; this is a bug in the tool"}
+	}
+	// What the result decodes into next (the filter, the sandbox) is
+	// held in the results in flight until the program has it, for every
+	// tool, built-ins included (issue 19, attack9 D7).
+	if err := HoldDecoded(ctx, int64(len(out)), values); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

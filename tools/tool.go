@@ -99,10 +99,12 @@ type Tool struct {
 	Gated bool
 	// MaxResultBytes is the most bytes one result of the tool can hold
 	// as its source reads it — an upstream server's or an API's
-	// max_response_bytes — and 0 for a tool whose results are not read
-	// from outside (codecell's own). The gate reserves it for each call in
-	// flight, so that the results a run, and the server, wait on are
-	// bounded in bytes as well as in number.
+	// max_response_bytes, a built-in's store's bound (a workspace file,
+	// a cached value) — and 0 for a tool whose results are small. The
+	// gate reserves it for each call in flight, so that the results a
+	// run, and the server, wait on are bounded in bytes as well as in
+	// number; every result, 0 or not, is held besides as what it decodes
+	// into (HoldDecoded) until it is handed on.
 	MaxResultBytes int64
 	// Handler runs the tool.
 	Handler Handler

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -31,8 +32,12 @@ func TestValidJSONLikeEncodingJSON(t *testing.T) {
 		cases = append(cases, string(b), string(b[:len(b)-1]))
 	}
 	for _, c := range cases {
-		if got, want := validJSON([]byte(c)), json.Valid([]byte(c)); got != want {
-			t.Errorf("validJSON(%.60q) = %v, json.Valid says %v", c, got, want)
+		values, got := validJSON([]byte(c))
+		if got != json.Valid([]byte(c)) {
+			t.Errorf("validJSON(%.60q) = %v, json.Valid says %v", c, got, !got)
+		}
+		if n := JSONValues([]byte(c), math.MaxInt); got && values != n {
+			t.Errorf("validJSON(%.60q) counted %d values, JSONValues %d", c, values, n)
 		}
 	}
 }
@@ -42,8 +47,12 @@ func FuzzValidJSON(f *testing.F) {
 		f.Add([]byte(c))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if got, want := validJSON(b), json.Valid(b); got != want {
-			t.Fatalf("validJSON(%q) = %v, json.Valid says %v", b, got, want)
+		values, got := validJSON(b)
+		if got != json.Valid(b) {
+			t.Fatalf("validJSON(%q) = %v, json.Valid says %v", b, got, !got)
+		}
+		if n := JSONValues(b, math.MaxInt); got && values != n {
+			t.Fatalf("validJSON(%q) counted %d values, JSONValues %d", b, values, n)
 		}
 	})
 }
@@ -58,7 +67,7 @@ func BenchmarkValidJSON(b *testing.B) {
 	for _, c := range []struct {
 		name  string
 		valid func([]byte) bool
-	}{{"codecell", validJSON}, {"encoding_json", json.Valid}} {
+	}{{"codecell", func(b []byte) bool { _, ok := validJSON(b); return ok }}, {"encoding_json", json.Valid}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(int64(len(raw)))
 			for b.Loop() {

@@ -137,8 +137,8 @@ type LimitsConfig struct {
 	MaxInFlight         int   `toml:"max_in_flight"`
 	MaxQueued           int   `toml:"max_queued"`
 	MaxBodyBytes        int64 `toml:"max_body_bytes"`
-	// Bytes of tool results in flight (from upstream servers and APIs),
-	// over all runs and in one run.
+	// Bytes of tool results in flight, every tool's, over all runs and in
+	// one run, each result counted as what it decodes into.
 	ResultBytesInFlight       int64 `toml:"result_bytes_in_flight"`
 	ResultBytesInFlightPerRun int64 `toml:"result_bytes_in_flight_per_run"`
 	// MaxJournalBytes bounds what a run of protocol 2026-07-28 keeps to

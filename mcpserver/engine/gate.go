@@ -76,6 +76,12 @@ type Call struct {
 	// releases give back what stages reserved for the call (its
 	// result's bytes, inflight.go) once the gate hands its result on.
 	releases []func()
+	// handOff, when set, takes what the call holds of its result's bytes
+	// in flight once the gate has handed its result on, to give it back
+	// when the program's sandbox has the result (a program's call:
+	// executor.Call.OnConsumed); delivered says there is a result.
+	handOff   func(giveBack func())
+	delivered bool
 }
 
 // served says how a call was answered.
@@ -199,7 +205,9 @@ func (g *gate) call(ctx context.Context, c *Call) (json.RawMessage, error) {
 	}
 	c.Written = c.Args
 	defer c.release()
-	return g.pass(ctx, c, 0)
+	out, err := g.pass(ctx, c, 0)
+	c.delivered = err == nil
+	return out, err
 }
 
 // release gives back what the stages reserved for c.
@@ -271,6 +279,7 @@ func (p programCalls) Call(ctx context.Context, ec executor.Call) (json.RawMessa
 		return p.resumableCall(ctx, ec)
 	}
 	c := &Call{Run: p.run, Name: ec.Name, Args: ec.Args, Exec: ec.Run}
+	c.handOff = func(giveBack func()) { ec.OnConsumed(p.run.keep(giveBack)) }
 	out, err := p.g.call(ctx, c)
 	if c.served == servedCached {
 		ec.MarkCached()

@@ -86,6 +86,18 @@ func (b *byteBudget) reserve(ctx context.Context, holder string, n int64) (budge
 	}
 }
 
+// tryReserve takes n bytes for holder if they are free now.
+func (b *byteBudget) tryReserve(holder string, n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held[holder]+n > b.each || b.used+n > b.total {
+		return false
+	}
+	b.used += n
+	b.held[holder] += n
+	return true
+}
+
 // give gives back n bytes holder reserved.
 func (b *byteBudget) give(holder string, n int64) {
 	b.mu.Lock()
@@ -123,33 +135,109 @@ func newResultBytes(l Limits) *resultBytes {
 }
 
 func (r *resultBytes) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
-	if c.Tool == nil || c.Tool.MaxResultBytes <= 0 {
+	if c.Tool == nil {
 		return next.call(ctx, c)
 	}
-	n := c.Tool.MaxResultBytes
-	principal := c.Run.Caller.Principal
+	h := &holding{r: r, c: c, run: c.Run.resultBudget(r.perRun), principal: c.Run.Caller.Principal}
+	c.releases = append(c.releases, func() {
+		if c.handOff != nil && c.delivered {
+			c.handOff(h.giveBack)
+			return
+		}
+		h.giveBack()
+	})
+	if n := c.Tool.MaxResultBytes; n > 0 {
+		if err := h.raise(ctx, n, fmt.Sprintf("a result of %s may hold %d bytes (its source's max_response_bytes, or its store's bound)", c.Name, n)); err != nil {
+			return nil, err
+		}
+	}
+	// What the result decodes into, counted in values before it is
+	// decoded (tools.HoldDecoded): by the tool, of what it read from
+	// outside, and by the registry, of every tool's result.
+	ctx = tools.WithDecodedHolder(ctx, func(ctx context.Context, n int64) error {
+		return h.raise(ctx, n, fmt.Sprintf("this result of %s decodes into about %d bytes (its bytes and %d a JSON value)", c.Name, n, tools.DecodedValueBytes))
+	})
+	return next.call(ctx, c)
+}
+
+// holding is what one call holds of its run's and the server's result
+// bytes: its result's bound, raised to what its result decodes into once
+// that is counted; given back when the gate hands the result on.
+type holding struct {
+	r         *resultBytes
+	c         *Call
+	run       *byteBudget
+	principal string
+
+	mu   sync.Mutex
+	held int64
+}
+
+// raise holds n bytes in all, if more than the call holds already:
+// what is a result the call may have, for the error.
+func (h *holding) raise(ctx context.Context, n int64, what string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	more := n - h.held
+	if more <= 0 {
+		return nil
+	}
+	r, c := h.r, h.c
 	if n > r.perRun || n > r.server.each {
-		return nil, &tools.Error{Code: codeResultBytesInFlight, Tool: c.Name, Message: fmt.Sprintf(
-			"a result of %s may hold %d bytes (its source's max_response_bytes), more than the %d bytes of results one run may have in flight (limits.result_bytes_in_flight_per_run) or one principal on the server (three quarters of limits.result_bytes_in_flight); lower the source's max_response_bytes or raise those limits",
-			c.Name, n, min(r.perRun, r.server.each))}
+		return &tools.Error{Code: codeResultBytesInFlight, Tool: c.Name, Message: fmt.Sprintf(
+			"%s, more than the %d bytes of results one run may have in flight (limits.result_bytes_in_flight_per_run) or one principal on the server (three quarters of limits.result_bytes_in_flight); ask for smaller results (a page, fewer fields), lower the source's max_response_bytes, or raise those limits",
+			what, min(r.perRun, r.server.each))}
 	}
-	run := c.Run.resultBudget(r.perRun)
-	if _, err := run.reserve(ctx, "", n); err != nil {
-		return nil, r.waited(c, n, fmt.Sprintf("this run's (limits.result_bytes_in_flight_per_run, %d bytes)", r.perRun), err)
+	if h.held > 0 && !h.tryRaise(more) {
+		// A call waits holding nothing: calls that reserved their
+		// bound and wait to raise it cannot hold up each other.
+		h.giveBackLocked()
+		more = n
+	} else if h.held > 0 {
+		h.held = n
+		return nil
 	}
-	if how, err := r.server.reserve(ctx, principal, n); err != nil {
-		run.give("", n)
+	if _, err := h.run.reserve(ctx, "", more); err != nil {
+		return r.waited(c, n, fmt.Sprintf("this run's (limits.result_bytes_in_flight_per_run, %d bytes)", r.perRun), err)
+	}
+	if how, err := r.server.reserve(ctx, h.principal, more); err != nil {
+		h.run.give("", more)
 		limit := fmt.Sprintf("the server's (limits.result_bytes_in_flight, %d bytes), held by other runs' calls", r.server.total)
 		if how == waitedShare {
 			limit = fmt.Sprintf("your share of the server's (three quarters of limits.result_bytes_in_flight, %d bytes), held by your other runs' calls", r.server.each)
 		}
-		return nil, r.waited(c, n, limit, err)
+		return r.waited(c, n, limit, err)
 	}
-	c.releases = append(c.releases, func() {
-		r.server.give(principal, n)
-		run.give("", n)
-	})
-	return next.call(ctx, c)
+	h.held = n
+	return nil
+}
+
+// tryRaise takes more bytes of the run's and the server's if they are
+// free now.
+func (h *holding) tryRaise(more int64) bool {
+	if !h.run.tryReserve("", more) {
+		return false
+	}
+	if !h.r.server.tryReserve(h.principal, more) {
+		h.run.give("", more)
+		return false
+	}
+	return true
+}
+
+// giveBack gives back what the call holds.
+func (h *holding) giveBack() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.giveBackLocked()
+}
+
+func (h *holding) giveBackLocked() {
+	if h.held > 0 {
+		h.r.server.give(h.principal, h.held)
+		h.run.give("", h.held)
+		h.held = 0
+	}
 }
 
 // waited is the error of a call whose context ended while it waited for
@@ -158,6 +246,33 @@ func (r *resultBytes) waited(c *Call, n int64, limit string, cause error) error 
 	return &tools.Error{Code: codeResultBytesInFlight, Tool: c.Name, Err: cause, Message: fmt.Sprintf(
 		"the run ended (%v) while this call waited to reserve the %d bytes a result of %s may hold: the bytes of tool results in flight reached %s limit; await fewer calls of large results at once (Promise.all), or ask for smaller results",
 		cause, n, c.Name, limit)}
+}
+
+// keep holds giveBack until the program's sandbox has the result, or
+// until the run ends (endHolds), whichever comes first, and returns the
+// function that gives it back once.
+func (r *Run) keep(giveBack func()) func() {
+	once := sync.OnceFunc(giveBack)
+	r.keptMu.Lock()
+	defer r.keptMu.Unlock()
+	if r.keptEnded {
+		once()
+		return once
+	}
+	r.kept = append(r.kept, once)
+	return once
+}
+
+// endHolds gives back what the run's calls still hold of their results'
+// bytes: results the sandbox never took, as the run ended.
+func (r *Run) endHolds() {
+	r.keptMu.Lock()
+	kept := r.kept
+	r.kept, r.keptEnded = nil, true
+	r.keptMu.Unlock()
+	for _, f := range kept {
+		f()
+	}
 }
 
 // resultBudget is the run's budget of result bytes in flight, made on

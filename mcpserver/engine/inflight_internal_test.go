@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
+
+	"github.com/codecell/codecell/tools"
 )
 
 // TestByteBudget: a holder takes at most its share, all holders at most
@@ -49,5 +52,45 @@ func TestByteBudget(t *testing.T) {
 	b.give("bob", 3)
 	if got := b.inUse(); got != 0 || len(b.held) != 0 {
 		t.Fatalf("after every give: in use %d, held %v", got, b.held)
+	}
+}
+
+// TestHoldingRaiseWaitsHoldingNothing (issue 19, attack9 D7): every call
+// reserves its result's bound, then raises it to what its result decodes
+// into; calls that each held a part of the run's budget and waited to
+// raise it would wait for each other to the run's deadline. A call that
+// cannot raise at once gives back what it holds while it waits.
+func TestHoldingRaiseWaitsHoldingNothing(t *testing.T) {
+	r := newResultBytes(Limits{ResultBytesInFlight: 1000, ResultBytesInFlightPerRun: 100})
+	run := newByteBudget(100, 100)
+	hold := func() *holding { return &holding{r: r, c: &Call{Name: "x.get"}, run: run, principal: "bob"} }
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a bound for a broken build, not a timing
+	defer cancel()
+	a, b := hold(), hold()
+	for _, h := range []*holding{a, b} {
+		if err := h.raise(ctx, 40, "a result"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Both raise to 70 at once: one of them, having given back its 40,
+	// waits until the other has raised and given back.
+	raised := make(chan *holding, 2)
+	for _, h := range []*holding{a, b} {
+		go func() {
+			if err := h.raise(ctx, 70, "a result"); err != nil {
+				t.Errorf("raise: %v", err)
+			}
+			h.giveBack()
+			raised <- h
+		}()
+	}
+	<-raised
+	<-raised
+	if run.inUse() != 0 || r.server.inUse() != 0 {
+		t.Fatalf("in use after every give: run %d, server %d", run.inUse(), r.server.inUse())
+	}
+	// A result larger than the run may hold is refused at once.
+	if err := a.raise(ctx, 101, "a result"); tools.CodeOf(err) != codeResultBytesInFlight {
+		t.Fatalf("a result over the run's bound: %v", err)
 	}
 }

@@ -110,6 +110,7 @@ func (e *Engine) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 		OnProgress: x.OnProgress,
 		Pin:        pin,
 	})
+	run.endHolds()
 	var input *InputRequired
 	if run.resume != nil {
 		var err error

@@ -44,6 +44,11 @@ type Run struct {
 	// made on first use (inflight.go).
 	resultsOnce sync.Once
 	results     *byteBudget
+	// kept is what the run's calls hold of their results' bytes until
+	// the sandbox has the results (Run.keep), until keptEnded.
+	keptMu    sync.Mutex
+	kept      []func()
+	keptEnded bool
 }
 
 // settled waits for the run's observations in progress and returns its

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net"
 	"net/http"
@@ -474,6 +475,15 @@ func (s *Source) attempt(parent context.Context, req *request) (*response, strin
 		return &response{status: resp.StatusCode}, "too_large", &tools.Error{Code: CodeTooLarge, Message: fmt.Sprintf("the response of %s %s is larger than %d bytes (max_response_bytes); ask for less, such as a smaller page", req.method, req.url.Host, s.set.maxResponse)}
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	// A JSON body decodes into far more than its bytes when it is dense
+	// in values ([{},{},…]): what it decodes into is held in the results
+	// in flight before it is decoded, or the call fails naming the bound
+	// (issue 19, attack9 D6).
+	if strings.Contains(strings.ToLower(mt), "json") || mt == "" {
+		if err := tools.HoldDecoded(parent, int64(len(data)), tools.JSONValues(data, math.MaxInt)); err != nil {
+			return &response{status: resp.StatusCode}, "too_large", err
+		}
+	}
 	return &response{
 		status:  resp.StatusCode,
 		header:  resp.Header,

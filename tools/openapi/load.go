@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/codecell/codecell/tools"
 	"github.com/getkin/kin-openapi/openapi2"
 	"github.com/getkin/kin-openapi/openapi2conv"
 	"github.com/getkin/kin-openapi/openapi3"
@@ -20,6 +21,15 @@ import (
 // MaxDocumentBytes is the largest OpenAPI document Parse reads. GitHub's
 // REST description, among the largest there are, is 13 MB.
 const MaxDocumentBytes = 64 << 20
+
+// MaxDocumentValues is the most JSON values (objects, arrays, strings,
+// numbers, …) an OpenAPI document may hold. A document is decoded whole,
+// and what it decodes into is in proportion to its values, not its
+// bytes: 60 MB of [{},{},…] under an x- extension took the server to
+// 2 GiB (issue 19, attack9 D5). Real descriptions hold 27–50 bytes a
+// value: GitHub's 13 MB about 258,000 values, Microsoft Graph's beta
+// (47 MB, among the largest there are) 1.53 million.
+const MaxDocumentValues = 2 << 20
 
 // ErrDocument is wrapped by every error Parse returns for a document it
 // cannot use: the message names the problem and, where it can, where in
@@ -58,11 +68,20 @@ func Parse(data []byte) (doc *Document, err error) {
 		return nil, fmt.Errorf("%w: the document is empty", ErrDocument)
 	}
 	if trimmed[0] != '{' {
+		// YAML is counted before it is decoded, from above: a value of a
+		// block collection takes a line, one of a flow collection a
+		// comma or a bracket.
+		if n := tools.JSONValues(data, MaxDocumentValues) + bytes.Count(data, []byte("\n")); n > MaxDocumentValues {
+			return nil, tooManyValues()
+		}
 		j, err := yaml.YAMLToJSON(data)
 		if err != nil {
 			return nil, fmt.Errorf("%w: neither JSON nor YAML: %s", ErrDocument, strings.TrimPrefix(err.Error(), "yaml: "))
 		}
 		data = j
+	}
+	if tools.JSONValues(data, MaxDocumentValues) > MaxDocumentValues {
+		return nil, tooManyValues()
 	}
 	var head struct {
 		Swagger any `json:"swagger"`
@@ -120,6 +139,12 @@ func Parse(data []byte) (doc *Document, err error) {
 		d.Title = t.Info.Title
 	}
 	return d, nil
+}
+
+// tooManyValues is the error of a document of more than
+// MaxDocumentValues values.
+func tooManyValues() error {
+	return fmt.Errorf("%w: it holds more than %d JSON values (objects, arrays, strings, numbers), the most a document may hold; the largest real API descriptions hold about 1.5 million. Remove what codecell does not need (x- extensions, examples) from the document", ErrDocument, MaxDocumentValues)
 }
 
 // describe quotes a version as the document wrote it.

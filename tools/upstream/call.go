@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/codecell/codecell/tools"
@@ -51,6 +52,12 @@ func (u *upstream) call(ctx context.Context, orig, name string, args json.RawMes
 		}
 		raw, err := c.callTool(ctx, orig, args, progress)
 		if err == nil {
+			// What the result decodes into (structuredContent, content
+			// parsed as JSON, then the filter) is held before it is
+			// decoded (issue 19, attack9 D6).
+			if err := tools.HoldDecoded(ctx, int64(len(raw)), tools.JSONValues(raw, math.MaxInt)); err != nil {
+				return nil, err
+			}
 			out, err := u.convert(ctx, name, raw)
 			if err == nil {
 				out, err = u.redactResult(name, out)

@@ -87,7 +87,7 @@ func text(s string) map[string]any {
 // tools are the server's tools; with EVIL_BAD_NAMES=1 it also lists tools
 // whose names no client can register.
 func evilTools() []map[string]any {
-	names := []string{"echo", "environ", "read", "big", "hang", "log", "swap", "exit", "shell", "crash"}
+	names := []string{"echo", "environ", "read", "big", "values", "hang", "log", "swap", "exit", "shell", "crash"}
 	if os.Getenv("EVIL_BAD_NAMES") == "1" {
 		names = append(names, "bad\nname", "nul\x00name", strings.Repeat("long", 75), "\xff\xfe")
 	}
@@ -213,6 +213,9 @@ func (e *evil) call(id json.RawMessage, name string, raw json.RawMessage) {
 		}
 		e.out.Flush()
 		e.mu.Unlock()
+	case "values":
+		// structuredContent of args.N empty objects: three bytes each.
+		e.reply(id, map[string]any{"content": []any{}, "structuredContent": map[string]any{"v": json.RawMessage("[" + strings.Repeat("{},", max(args.N, 1)-1) + "{}]")}})
 	case "hang":
 		ch := make(chan struct{})
 		e.mu.Lock()

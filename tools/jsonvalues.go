@@ -1,0 +1,92 @@
+package tools
+
+import "context"
+
+// What JSON decodes into is in proportion to its values, not its bytes:
+// "{}," is three bytes and a hundred once decoded into a Go map and
+// walked by the filter (issue 19, attack9 D5–D7: 15 MB of [{},{},…]
+// took about 32 times its bytes in the server). So what the server reads
+// from outside — a tool's result, an API's response, an upstream's
+// message, an API description — is counted in values before it is
+// decoded (JSONValues, or validJSON on a result's path: one scan, no
+// allocation), and is held as its bytes plus DecodedValueBytes a value
+// (DecodedSize) in the results in flight (HoldDecoded), or refused.
+
+// DecodedValueBytes is what one JSON value of a result is taken to cost
+// once decoded, beside its bytes: attack9 measured about 100 bytes a
+// value for 15 MB of empty objects (decoded, filtered and re-encoded)
+// and 20 for 1 MB of small numbers; this is the former, with room.
+const DecodedValueBytes = 128
+
+// DecodedSize is the bytes a JSON text of size bytes and values values
+// is held as while it is in flight.
+func DecodedSize(size int64, values int) int64 {
+	return size + int64(values)*DecodedValueBytes
+}
+
+// JSONValues counts the values in a JSON text, objects and arrays
+// included, without decoding it: one more than its commas, colons aside,
+// plus its objects and arrays, less its empty ones, outside strings. It
+// stops counting past limit. Malformed text is counted as well as it can
+// be; the decoder refuses it later. For valid JSON it is validJSON's
+// count.
+func JSONValues(b []byte, limit int) int {
+	n, inString, escaped, opened := 1, false, false, false
+	for _, c := range b {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '"':
+			inString = true
+		case ',', '{', '[':
+			if n++; n > limit {
+				return n
+			}
+		case '}', ']':
+			if opened {
+				n--
+			}
+		}
+		opened = c == '{' || c == '['
+	}
+	return n
+}
+
+// A DecodedHolder holds, for one tool call, n bytes of what its result
+// decodes into (DecodedSize) until the call's result is handed on: it
+// raises what the call holds to n, waiting within ctx for the bytes,
+// and returns a *Error when it cannot (a result larger than the bound,
+// or a wait past the run's deadline). The engine installs one for each
+// call it makes (WithDecodedHolder).
+type DecodedHolder func(ctx context.Context, n int64) error
+
+type decodedHolderKey struct{}
+
+// WithDecodedHolder returns ctx with h, which HoldDecoded calls.
+func WithDecodedHolder(ctx context.Context, h DecodedHolder) context.Context {
+	return context.WithValue(ctx, decodedHolderKey{}, h)
+}
+
+// HoldDecoded holds the decoded size of a JSON text of size bytes and
+// values values for the call of ctx, before it is decoded: a tool calls
+// it with what it read from outside, call with every tool's result. It
+// does nothing for a call made outside the engine (a test's, a direct
+// registry call).
+func HoldDecoded(ctx context.Context, size int64, values int) error {
+	h, _ := ctx.Value(decodedHolderKey{}).(DecodedHolder)
+	if h == nil {
+		return nil
+	}
+	return h(ctx, DecodedSize(size, values))
+}

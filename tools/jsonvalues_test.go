@@ -1,0 +1,70 @@
+package tools_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/codecell/codecell/tools"
+)
+
+func TestJSONValues(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		in   string
+		want int
+	}{
+		{`1`, 1},
+		{`{}`, 1},
+		{` [ ] `, 1},
+		{`[[],{ }]`, 3},
+		{`{"a":1,"b":[1,2,3]}`, 6},
+		{`"a,b,{[c"`, 1},
+		{`"a\",{["`, 1},
+		{`[{},{},{}]`, 4},
+		{`{"a":{"b":[{},[[]],"x,y"]}}`, 7},
+	} {
+		if got := tools.JSONValues([]byte(c.in), math.MaxInt); got != c.want {
+			t.Errorf("JSONValues(%s) = %d, want %d", c.in, got, c.want)
+		}
+	}
+	many := []byte("[" + strings.Repeat("{},", 1<<20) + "{}]")
+	if got := tools.JSONValues(many, 1000); got != 1001 {
+		t.Errorf("JSONValues of 2^20 objects, limit 1000 = %d, want 1001", got)
+	}
+}
+
+// TestCallHoldsDecodedResult (issue 19, attack9 D7): every tool's result
+// is held as what it decodes into — its bytes and DecodedValueBytes a
+// value — before it is handed on, and a result the holder refuses is the
+// call's error.
+func TestCallHoldsDecodedResult(t *testing.T) {
+	t.Parallel()
+	result := `[{},{},{}]`
+	r := tools.NewRegistry()
+	if err := r.Register(tools.Tool{Name: "x.dense", Summary: "dense", Handler: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(result), nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	var held []int64
+	refuse := errors.New("refused")
+	ctx := tools.WithDecodedHolder(t.Context(), func(_ context.Context, n int64) error {
+		held = append(held, n)
+		if n > 100 {
+			return refuse
+		}
+		return nil
+	})
+	out, err := r.Call(ctx, "x.dense", nil)
+	if want := int64(len(result) + 4*tools.DecodedValueBytes); !errors.Is(err, refuse) || len(held) != 1 || held[0] != want {
+		t.Fatalf("call of a result of 4 values: %s, %v; held %v, want [%d]", out, err, held, want)
+	}
+	// Without a holder (a call outside the engine), nothing is held.
+	if out, err := r.Call(t.Context(), "x.dense", nil); err != nil || string(out) != result {
+		t.Fatalf("call without a holder: %s, %v", out, err)
+	}
+}
