@@ -56,6 +56,15 @@ func (s *localSandbox) start(r *Run, spec *jobSpec) error {
 		// and the job ends.
 		debug.SetPanicOnFault(true)
 		out := j.run(in)
+		if r.depth > 0 {
+			// A nested run leaves its root's tree before its caller
+			// has its outcome: the caller may end the root run at once,
+			// and a root run ends with none of its nested runs alive.
+			r.ended()
+			r.deliver(out)
+			s.pool.giveBack(in)
+			return
+		}
 		// The outcome first; then the VM is made fresh for the next run
 		// (or closed), before the run's slot is free: the next run finds
 		// it ready rather than build one.
