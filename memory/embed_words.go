@@ -2,7 +2,9 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"strings"
@@ -184,4 +186,30 @@ func UpgradesOffline(stored string, e Embedder) bool {
 		return false
 	}
 	return stored == previousDefault || strings.HasPrefix(stored, "codecell-words-")
+}
+
+// offlineUpgrader is what UpgradeOffline needs of a store.
+type offlineUpgrader interface {
+	EmbedderStatus(ctx context.Context) (EmbedderStatus, error)
+	Reindex(ctx context.Context, e Embedder) (ReindexReport, error)
+}
+
+// UpgradeOffline rebuilds every vector of s with e when the stored ones
+// are an earlier offline default's (UpgradesOffline), as a store opens:
+// a store made by an earlier version keeps working with the new
+// default, and says so in log. A failed rebuild changes nothing and
+// leaves the mismatch to report; only the context's end is an error.
+func UpgradeOffline(ctx context.Context, s offlineUpgrader, e Embedder, log *slog.Logger) error {
+	st, err := s.EmbedderStatus(ctx)
+	if err == nil || !errors.Is(err, ErrEmbedderMismatch) || !UpgradesOffline(st.Stored, e) {
+		return nil
+	}
+	log.Info("re-embedding every memory with the new offline embedder (once)", "from", st.Stored, "to", e.Name())
+	if _, err := s.Reindex(ctx, e); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		log.Warn("re-embedding failed; memory operations disabled until `codecell memory reindex`", "err", err)
+	}
+	return nil
 }

@@ -172,7 +172,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 	}
 	s.vmu.Unlock()
 	if err == nil {
-		err = s.upgradeOffline(ctx)
+		err = memory.UpgradeOffline(ctx, s, s.emb, s.log) // instances of an earlier version fail their memory operations from then on, as after a reindex
 	}
 	if err != nil {
 		s.Close()

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -242,26 +241,4 @@ func (s *Store) vectorsReady(ctx context.Context) (release func(), err error) {
 		return nil, err
 	}
 	return s.vectorsReady(ctx)
-}
-
-// upgradeOffline rebuilds every vector with the configured embedder
-// when the database's are an earlier offline default's
-// (memory.UpgradesOffline): a database made by an earlier version keeps
-// working with the new default, and says so in the log. Instances of
-// the earlier version fail their memory operations from then on, as
-// after a reindex. A failed rebuild changes nothing and leaves the
-// mismatch to report.
-func (s *Store) upgradeOffline(ctx context.Context) error {
-	st, err := s.EmbedderStatus(ctx)
-	if err == nil || !errors.Is(err, memory.ErrEmbedderMismatch) || !memory.UpgradesOffline(st.Stored, s.emb) {
-		return nil
-	}
-	s.log.Info("re-embedding every memory with the new offline embedder (once)", "from", st.Stored, "to", s.emb.Name())
-	if _, err := s.Reindex(ctx, s.emb); err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
-		s.log.Warn("re-embedding failed; memory operations disabled until `codecell memory reindex`", "err", err)
-	}
-	return nil
 }

@@ -227,7 +227,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	if !cfg.ReadOnly {
-		if err := s.upgradeOffline(ctx); err != nil {
+		if err := memory.UpgradeOffline(ctx, s, s.emb, s.log); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("open store %s: %w", path, err)
 		}

@@ -5,7 +5,6 @@ import (
 
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -278,24 +277,4 @@ func putVector(ctx context.Context, tx *sql.Tx, q *memory.Quantizer, id int64, p
 		return fmt.Errorf("store vector of memory %d: %w", id, err)
 	}
 	return insertCode(ctx, tx, id, principal, layer, q.Code(v))
-}
-
-// upgradeOffline rebuilds every vector with the configured embedder
-// when the stored ones are an earlier offline default's
-// (memory.UpgradesOffline): a store made by an earlier version keeps
-// working with the new default, and says so in the log. A failed
-// rebuild changes nothing and leaves the mismatch to report.
-func (s *Store) upgradeOffline(ctx context.Context) error {
-	st, err := s.EmbedderStatus(ctx)
-	if err == nil || !errors.Is(err, memory.ErrEmbedderMismatch) || !memory.UpgradesOffline(st.Stored, s.emb) {
-		return nil
-	}
-	s.log.Info("re-embedding every memory with the new offline embedder (once)", "from", st.Stored, "to", s.emb.Name())
-	if _, err := s.Reindex(ctx, s.emb); err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
-		s.log.Warn("re-embedding failed; memory operations disabled until `codecell memory reindex`", "err", err)
-	}
-	return nil
 }
