@@ -60,7 +60,7 @@ func New(cfg Config) (*Executor, error) {
 		if err != nil {
 			return nil, err
 		}
-		e.local = &localSandbox{pool: newVMPool(cfg.PoolSize, code, log)}
+		e.local = &localSandbox{pool: newVMPool(cfg.PoolSize, code, log), runners: newRunners()}
 	}
 	return e, nil
 }
@@ -98,6 +98,7 @@ func (e *Executor) Close() error {
 	}
 	if e.local != nil {
 		e.local.pool.close()
+		e.local.runners.close()
 	}
 	e.calls.Wait()
 	e.callers.close()

@@ -46,8 +46,10 @@ func ServeWorker(in io.Reader, out io.Writer) error {
 		layouts: map[uint32]*Layout{},
 		wake:    make(chan struct{}, 1),
 		quit:    make(chan struct{}),
+		runners: newRunners(),
 	}
 	defer close(s.quit)
+	defer s.runners.close()
 	if err := s.w.write(frameHello, 0, []byte(workerMagic), nil); err != nil {
 		return fmt.Errorf("sandbox worker: %w", err)
 	}
@@ -77,6 +79,7 @@ type workerServer struct {
 	prelude *engine.Bytecode
 	wake    chan struct{} // there are chores
 	quit    chan struct{}
+	runners *runners // the jobs' goroutines
 
 	mu      sync.Mutex
 	jobs    map[uint32]*vmJob
@@ -152,7 +155,7 @@ func (s *workerServer) handle(f frame) error {
 			}
 		}
 		s.mu.Unlock()
-		go s.run(f.job, j, in, wait)
+		s.runners.start(func() { s.run(f.job, j, in, wait) })
 	case frameResult:
 		d := dec{b: f.body}
 		c := callResult{id: d.u32(), ok: d.bool()}
