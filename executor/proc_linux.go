@@ -1,12 +1,10 @@
 package executor
 
 import (
-	"io"
 	"os"
 	"runtime"
 	"strconv"
 	"syscall"
-	"unsafe"
 )
 
 // workerAttr puts a worker in a process group of its own, so that a
@@ -31,11 +29,11 @@ func lowerThreadPriority() {
 	syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), choresNice)
 }
 
-// pollableFile returns f's descriptor as a pipe that waits through the Go
+// pollableFile returns a file for f's descriptor that waits through the Go
 // runtime's poller, when f is a pipe (a worker's stdin and stdout): a
 // goroutine that waits on it then holds no thread, and wakes where the
 // frame is handled. Otherwise it returns f.
-func pollableFile(f *os.File) io.ReadWriter {
+func pollableFile(f *os.File) *os.File {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return f
@@ -51,82 +49,7 @@ func pollableFile(f *os.File) io.ReadWriter {
 	if !ok {
 		return f
 	}
-	nf := os.NewFile(fd, f.Name())
-	if rc, err = nf.SyscallConn(); err != nil {
-		return nf
-	}
-	return rawPipe{f: nf, rc: rc}
-}
-
-// rawPipe reads and writes a non-blocking pipe with raw system calls, and
-// waits for it through the poller. A system call made through package
-// syscall (as os.File's are) wakes the runtime's sysmon thread from its
-// sleep, which then wakes every 20 µs for a millisecond or more: a fifth
-// of a sandbox worker's CPU samples under make load. A raw read or write
-// of a non-blocking descriptor cannot block, so it needs no such watch.
-type rawPipe struct {
-	f  *os.File // keeps the descriptor open
-	rc syscall.RawConn
-}
-
-func (p rawPipe) Read(b []byte) (int, error) {
-	if len(b) == 0 {
-		return 0, nil
-	}
-	var n int
-	var errno syscall.Errno
-	err := p.rc.Read(func(fd uintptr) bool {
-		for {
-			r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-			switch e {
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false // wait until it is readable
-			case 0:
-				n = int(r)
-			}
-			errno = e
-			return true
-		}
-	})
-	switch {
-	case err != nil:
-		return 0, err
-	case errno != 0:
-		return 0, &os.PathError{Op: "read", Path: p.f.Name(), Err: errno}
-	case n == 0:
-		return 0, io.EOF
-	}
-	return n, nil
-}
-
-func (p rawPipe) Write(b []byte) (int, error) {
-	var n int
-	var errno syscall.Errno
-	err := p.rc.Write(func(fd uintptr) bool {
-		for n < len(b) {
-			r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[n])), uintptr(len(b)-n))
-			switch e {
-			case 0:
-				n += int(r)
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return false // wait until it is writable
-			default:
-				errno = e
-				return true
-			}
-		}
-		return true
-	})
-	switch {
-	case err != nil:
-		return n, err
-	case errno != 0:
-		return n, &os.PathError{Op: "write", Path: p.f.Name(), Err: errno}
-	}
-	return n, nil
+	return os.NewFile(fd, f.Name())
 }
 
 // pipeSize is the buffer the executor asks for on a worker's pipes: a

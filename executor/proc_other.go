@@ -3,7 +3,6 @@
 package executor
 
 import (
-	"io"
 	"os"
 	"syscall"
 )
@@ -16,7 +15,7 @@ func workerAttr() *syscall.SysProcAttr { return nil }
 func lowerThreadPriority() {}
 
 // pollableFile returns f.
-func pollableFile(f *os.File) io.ReadWriter { return f }
+func pollableFile(f *os.File) *os.File { return f }
 
 // growPipe keeps the system's pipe buffer.
 func growPipe(*os.File) {}

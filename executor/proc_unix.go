@@ -3,7 +3,6 @@
 package executor
 
 import (
-	"io"
 	"os"
 	"syscall"
 )
@@ -21,7 +20,7 @@ func lowerThreadPriority() {}
 
 // pollableFile returns f: kqueue does not report the end of a pipe whose
 // writer is gone on every system, and a worker must see its stdin end.
-func pollableFile(f *os.File) io.ReadWriter { return f }
+func pollableFile(f *os.File) *os.File { return f }
 
 // growPipe keeps the system's pipe buffer.
 func growPipe(*os.File) {}
