@@ -293,6 +293,37 @@ type scored struct {
 // the best limit of them.
 func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	qa := analyze(text)
+	if prfDocs <= 0 || prfWeight == 0 {
+		return ix.rankQuery(c, qa, cat, limit, nil, nil)
+	}
+	first := ix.rankQuery(c, qa, cat, max(limit, prfDocs, prfRerank), nil, nil)
+	extra := c.feedback(first, qa)
+	if len(extra) == 0 {
+		return trimScored(first, limit)
+	}
+	var only map[int32]bool
+	if prfRerank > 0 {
+		only = map[int32]bool{}
+		for i, s := range first {
+			if i < prfRerank {
+				only[s.doc] = true
+			}
+		}
+	}
+	return ix.rankQuery(c, qa, cat, limit, extra, only)
+}
+
+func trimScored(s []scored, limit int) []scored {
+	if len(s) > limit {
+		return s[:limit]
+	}
+	return s
+}
+
+// rankQuery is rank of an analysed query, with extra terms weighed
+// beside its own (pseudo-relevance feedback) and, when only is set, over
+// those documents alone.
+func (ix *Index) rankQuery(c *index, qa query, cat int32, limit int, extra map[string]float64, only map[int32]bool) []scored {
 	qterms := distinct(qa.terms)
 	weights := map[string]float64{}
 	for _, t := range qa.terms {
@@ -376,7 +407,30 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			}
 		}
 	}
+	for t, w := range extra {
+		for _, p := range c.postings[t] {
+			if cat >= 0 && c.docs[p.doc].cat != cat || only != nil && !only[p.doc] {
+				continue
+			}
+			if acc[p.doc] == 0 {
+				touched = append(touched, p.doc)
+			}
+			if prfFind {
+				found[p.doc] = true
+			}
+			acc[p.doc] += w * p.weight
+		}
+	}
 	ix.addLearned(c, qterms, cat, acc, matched, &touched)
+	if only != nil {
+		touched = slices.DeleteFunc(touched, func(d int32) bool {
+			if !only[d] {
+				acc[d] = 0
+				return true
+			}
+			return false
+		})
+	}
 	touched = slices.DeleteFunc(touched, func(d int32) bool {
 		if !found[d] && matched[d] == 0 {
 			acc[d] = 0
@@ -797,6 +851,10 @@ type index struct {
 	selfIDs []int32
 	// catSize is how many documents each category has.
 	catSize []float64
+	// fwd is each document's words (one word, not pairs or forms) and
+	// their weights, by id into vocab: what feedback reads.
+	fwd   [][]fwdTerm
+	vocab []string
 }
 
 // ids are the ids of ts (index.termIDs), sorted; terms without one are
@@ -945,12 +1003,28 @@ func (ix *index) weigh(fieldTerms [][numFields][]string) {
 			tfs[term] = append(tfs[term], tfDoc{doc: int32(i), tf: acc[term]})
 		}
 	}
-	for term, list := range tfs {
+	ix.fwd = make([][]fwdTerm, len(fieldTerms))
+	ix.vocab = ix.vocab[:0]
+	keys := make([]string, 0, len(tfs))
+	for term := range tfs {
+		keys = append(keys, term)
+	}
+	slices.Sort(keys)
+	for _, term := range keys {
+		list := tfs[term]
 		df := float64(len(list))
 		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
 		ps := make([]posting, len(list))
+		id := int32(-1)
+		if isWord(term) {
+			id = int32(len(ix.vocab))
+			ix.vocab = append(ix.vocab, term)
+		}
 		for i, td := range list {
 			ps[i] = posting{doc: td.doc, weight: idf * td.tf * (k1 + 1) / (k1 + td.tf)}
+			if id >= 0 {
+				ix.fwd[td.doc] = append(ix.fwd[td.doc], fwdTerm{id: id, w: float32(ps[i].weight)})
+			}
 		}
 		ix.postings[term] = ps
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -31,6 +32,7 @@ func TestTune(t *testing.T) {
 	if dir == "" {
 		t.Skip("CODECELL_SEARCH_TUNE=DIR (a bench-search cache) runs it")
 	}
+	tuneSet(t)
 	c := build(tuneTools(t, dir, false), 1)
 	ix := &Index{}
 	sets := []string{"dev.txt"}
@@ -377,4 +379,41 @@ func TestFit(t *testing.T) {
 	}
 	t.Logf("leave-one-API-out: top-1 %d → %d, top-3 %d → %d of %d", base1, cv1, base3, cv3, n)
 	reset(all)
+}
+
+// tuneSet sets ranking factors from CODECELL_SEARCH_SET
+// ("name=value,name=value"): those of fitParams and feedback's.
+func tuneSet(t *testing.T) {
+	spec := os.Getenv("CODECELL_SEARCH_SET")
+	if spec == "" {
+		return
+	}
+	floats := map[string]*float64{"prfWeight": &prfWeight}
+	for _, p := range fitParams() {
+		floats[p.name] = p.v
+	}
+	ints := map[string]*int{"prfDocs": &prfDocs, "prfTerms": &prfTerms, "prfRerank": &prfRerank}
+	bools := map[string]*bool{"prfFind": &prfFind, "prfSameCat": &prfSameCat, "prfLowOnly": &prfLowOnly, "prfSoft": &prfSoft}
+	for _, kv := range strings.Split(spec, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		switch {
+		case floats[k] != nil:
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			*floats[k] = f
+		case ints[k] != nil:
+			i, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			*ints[k] = i
+		case bools[k] != nil:
+			*bools[k] = v == "1" || v == "true"
+		default:
+			t.Fatalf("CODECELL_SEARCH_SET: no factor %q", k)
+		}
+	}
+	t.Logf("set %s", spec)
 }
