@@ -41,7 +41,7 @@ type fwdTerm struct {
 
 // feedback returns the words to add to qa from the documents first
 // ranked best, and their weights.
-func (c *index) feedback(first []scored, qa query) map[string]float64 {
+func (c *index) feedback(first []scored, qa query) []extraTerm {
 	if len(first) == 0 || c.fwd == nil {
 		return nil
 	}
@@ -108,9 +108,18 @@ func (c *index) feedback(first []scored, qa query) map[string]float64 {
 	if len(cands) == 0 {
 		return nil
 	}
-	out := make(map[string]float64, len(cands))
+	out := make([]extraTerm, 0, len(cands))
 	for _, c := range cands {
-		out[c.t] = prfWeight * c.w / cands[0].w
+		out = append(out, extraTerm{term: c.t, w: prfWeight * c.w / cands[0].w, cat: -1})
 	}
 	return out
+}
+
+// extraTerm is a term ranking weighs beside the query's own: w is its
+// weight, and cat, when not -1, the one category whose documents it
+// counts in.
+type extraTerm struct {
+	term string
+	w    float64
+	cat  int32
 }

@@ -388,12 +388,15 @@ func tuneSet(t *testing.T) {
 	if spec == "" {
 		return
 	}
-	floats := map[string]*float64{"prfWeight": &prfWeight}
+	floats := map[string]*float64{"coocWeight": &coocWeight, "coocMin": &coocMin, "coocMaxShare": &coocMaxShare, "prfWeight": &prfWeight, "proxVerbBoost": &proxVerbBoost, "proxPhraseBoost": &proxPhraseBoost}
 	for _, p := range fitParams() {
 		floats[p.name] = p.v
 	}
-	ints := map[string]*int{"prfDocs": &prfDocs, "prfTerms": &prfTerms, "prfRerank": &prfRerank}
-	bools := map[string]*bool{"prfFind": &prfFind, "prfSameCat": &prfSameCat, "prfLowOnly": &prfLowOnly, "prfSoft": &prfSoft}
+	for f := range numFields {
+		floats[fmt.Sprintf("fieldB[%d]", f)] = &fieldB[f]
+	}
+	ints := map[string]*int{"coocTerms": &coocTerms, "coocMinCo": &coocMinCo, "coocNeighbours": &coocNeighbours, "prfDocs": &prfDocs, "prfTerms": &prfTerms, "prfRerank": &prfRerank, "proxWindow": &proxWindow}
+	bools := map[string]*bool{"coocSecond": &coocSecond, "splitParamText": &splitParamText, "prfFind": &prfFind, "prfSameCat": &prfSameCat, "prfLowOnly": &prfLowOnly, "prfSoft": &prfSoft}
 	for _, kv := range strings.Split(spec, ",") {
 		k, v, _ := strings.Cut(kv, "=")
 		switch {
