@@ -30,6 +30,9 @@ var (
 	// prfSoft weighs documents by exp of their score relative to the
 	// best (a softmax) rather than in proportion.
 	prfSoft = false
+	// prfPrecise takes feedback words (and co-occurrences) from a
+	// document's name, summary, first sentence and intent only.
+	prfPrecise = false
 )
 
 // fwdTerm is one term of a document's forward list: its id
@@ -122,4 +125,44 @@ type extraTerm struct {
 	term string
 	w    float64
 	cat  int32
+}
+
+// Feedback on the category: the first pass's best prfCatDocs documents
+// vote for their categories by score, and each hit is raised by up to
+// prfCatBoost by its category's share of the vote (source selection by
+// the top documents, as federated search does). Off while 0.
+var (
+	prfCatBoost = 0.0
+	prfCatDocs  = 10
+)
+
+// byCategoryVote reorders first by its categories' votes and keeps the
+// best limit.
+func (c *index) byCategoryVote(first []scored, limit int) []scored {
+	if len(first) == 0 {
+		return first
+	}
+	vote := map[int32]float64{}
+	best := 0.0
+	for i, s := range first {
+		if i == prfCatDocs {
+			break
+		}
+		vote[c.docs[s.doc].cat] += s.score
+		best = max(best, vote[c.docs[s.doc].cat])
+	}
+	out := slices.Clone(first)
+	for i := range out {
+		out[i].score *= 1 + prfCatBoost*vote[c.docs[out[i].doc].cat]/best
+	}
+	slices.SortStableFunc(out, func(a, b scored) int {
+		switch {
+		case a.score > b.score:
+			return -1
+		case a.score < b.score:
+			return 1
+		}
+		return 0
+	})
+	return trimScored(out, limit)
 }

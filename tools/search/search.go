@@ -294,6 +294,9 @@ type scored struct {
 func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	qa := analyze(text)
 	assoc := c.associated(qa)
+	if prfCatBoost > 0 {
+		return c.byCategoryVote(ix.rankQuery(c, qa, cat, max(limit, prfCatDocs), assoc, nil), limit)
+	}
 	if prfDocs <= 0 || prfWeight == 0 {
 		return ix.rankQuery(c, qa, cat, limit, assoc, nil)
 	}
@@ -1019,6 +1022,18 @@ func (ix *index) weigh(fieldTerms [][numFields][]string) {
 		tf  float64
 	}
 	tfs := map[string][]tfDoc{}
+	var precise []map[string]bool
+	if prfPrecise {
+		precise = make([]map[string]bool, len(fieldTerms))
+		for i := range fieldTerms {
+			precise[i] = map[string]bool{}
+			for _, f := range []int{fieldName, fieldSummary, fieldLead, fieldIntent} {
+				for _, t := range fieldTerms[i][f] {
+					precise[i][t] = true
+				}
+			}
+		}
+	}
 	for i := range fieldTerms {
 		ft := &fieldTerms[i]
 		acc := map[string]float64{}
@@ -1062,7 +1077,7 @@ func (ix *index) weigh(fieldTerms [][numFields][]string) {
 		}
 		for i, td := range list {
 			ps[i] = posting{doc: td.doc, weight: idf * td.tf * (k1 + 1) / (k1 + td.tf)}
-			if id >= 0 {
+			if id >= 0 && (precise == nil || precise[td.doc][term]) {
 				ix.fwd[td.doc] = append(ix.fwd[td.doc], fwdTerm{id: id, w: float32(ps[i].weight)})
 			}
 		}

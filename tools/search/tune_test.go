@@ -272,6 +272,7 @@ func TestFit(t *testing.T) {
 	if dir == "" || os.Getenv("CODECELL_SEARCH_FIT") == "" {
 		t.Skip("CODECELL_SEARCH_TUNE=DIR CODECELL_SEARCH_FIT=1 runs it")
 	}
+	tuneSet(t)
 	c, fieldTerms := analyzeTools(tuneTools(t, dir, false), 1)
 	c.weigh(fieldTerms)
 	ix := &Index{}
@@ -347,11 +348,14 @@ func TestFit(t *testing.T) {
 	all := fit(tasks)
 	b1, b3 := score(tasks)
 	t.Logf("fitted on all dev: top-1 %d, top-3 %d of %d", b1, b3, len(tasks))
+	var set []string
 	for i, p := range params {
 		if all[i] != start[i] {
 			t.Logf("  %s: %v → %v", p.name, start[i], all[i])
+			set = append(set, fmt.Sprintf("%s=%v", p.name, all[i]))
 		}
 	}
+	t.Logf("CODECELL_SEARCH_SET=%s", strings.Join(set, ","))
 	if os.Getenv("CODECELL_SEARCH_FIT_CV") == "" {
 		return
 	}
@@ -388,15 +392,15 @@ func tuneSet(t *testing.T) {
 	if spec == "" {
 		return
 	}
-	floats := map[string]*float64{"coocWeight": &coocWeight, "coocMin": &coocMin, "coocMaxShare": &coocMaxShare, "prfWeight": &prfWeight, "proxVerbBoost": &proxVerbBoost, "proxPhraseBoost": &proxPhraseBoost}
+	floats := map[string]*float64{"prfCatBoost": &prfCatBoost, "coocWeight": &coocWeight, "coocMin": &coocMin, "coocMaxShare": &coocMaxShare, "prfWeight": &prfWeight, "proxVerbBoost": &proxVerbBoost, "proxPhraseBoost": &proxPhraseBoost}
 	for _, p := range fitParams() {
 		floats[p.name] = p.v
 	}
 	for f := range numFields {
 		floats[fmt.Sprintf("fieldB[%d]", f)] = &fieldB[f]
 	}
-	ints := map[string]*int{"coocTerms": &coocTerms, "coocMinCo": &coocMinCo, "coocNeighbours": &coocNeighbours, "prfDocs": &prfDocs, "prfTerms": &prfTerms, "prfRerank": &prfRerank, "proxWindow": &proxWindow}
-	bools := map[string]*bool{"coocSecond": &coocSecond, "splitParamText": &splitParamText, "prfFind": &prfFind, "prfSameCat": &prfSameCat, "prfLowOnly": &prfLowOnly, "prfSoft": &prfSoft}
+	ints := map[string]*int{"prfCatDocs": &prfCatDocs, "coocTerms": &coocTerms, "coocMinCo": &coocMinCo, "coocNeighbours": &coocNeighbours, "prfDocs": &prfDocs, "prfTerms": &prfTerms, "prfRerank": &prfRerank, "proxWindow": &proxWindow}
+	bools := map[string]*bool{"prfPrecise": &prfPrecise, "coocSecond": &coocSecond, "splitParamText": &splitParamText, "prfFind": &prfFind, "prfSameCat": &prfSameCat, "prfLowOnly": &prfLowOnly, "prfSoft": &prfSoft}
 	for _, kv := range strings.Split(spec, ",") {
 		k, v, _ := strings.Cut(kv, "=")
 		switch {
