@@ -293,42 +293,6 @@ type scored struct {
 // the best limit of them.
 func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	qa := analyze(text)
-	assoc := c.associated(qa)
-	if prfCatBoost > 0 {
-		return c.byCategoryVote(ix.rankQuery(c, qa, cat, max(limit, prfCatDocs), assoc, nil), limit)
-	}
-	if prfDocs <= 0 || prfWeight == 0 {
-		return ix.rankQuery(c, qa, cat, limit, assoc, nil)
-	}
-	first := ix.rankQuery(c, qa, cat, max(limit, prfDocs, prfRerank), assoc, nil)
-	extra := c.feedback(first, qa)
-	if len(extra) == 0 {
-		return trimScored(first, limit)
-	}
-	extra = append(extra, assoc...)
-	var only map[int32]bool
-	if prfRerank > 0 {
-		only = map[int32]bool{}
-		for i, s := range first {
-			if i < prfRerank {
-				only[s.doc] = true
-			}
-		}
-	}
-	return ix.rankQuery(c, qa, cat, limit, extra, only)
-}
-
-func trimScored(s []scored, limit int) []scored {
-	if len(s) > limit {
-		return s[:limit]
-	}
-	return s
-}
-
-// rankQuery is rank of an analysed query, with extra terms weighed
-// beside its own (pseudo-relevance feedback) and, when only is set, over
-// those documents alone.
-func (ix *Index) rankQuery(c *index, qa query, cat int32, limit int, extra []extraTerm, only map[int32]bool) []scored {
 	qterms := distinct(qa.terms)
 	weights := map[string]float64{}
 	for _, t := range qa.terms {
@@ -412,30 +376,7 @@ func (ix *Index) rankQuery(c *index, qa query, cat int32, limit int, extra []ext
 			}
 		}
 	}
-	for _, x := range extra {
-		for _, p := range c.postings[x.term] {
-			if cat >= 0 && c.docs[p.doc].cat != cat || only != nil && !only[p.doc] || x.cat >= 0 && c.docs[p.doc].cat != x.cat {
-				continue
-			}
-			if acc[p.doc] == 0 {
-				touched = append(touched, p.doc)
-			}
-			if prfFind {
-				found[p.doc] = true
-			}
-			acc[p.doc] += x.w * p.weight
-		}
-	}
 	ix.addLearned(c, qterms, cat, acc, matched, &touched)
-	if only != nil {
-		touched = slices.DeleteFunc(touched, func(d int32) bool {
-			if !only[d] {
-				acc[d] = 0
-				return true
-			}
-			return false
-		})
-	}
 	touched = slices.DeleteFunc(touched, func(d int32) bool {
 		if !found[d] && matched[d] == 0 {
 			acc[d] = 0
@@ -495,7 +436,6 @@ func (ix *Index) rankQuery(c *index, qa query, cat int32, limit int, extra []ext
 	}
 	sc.touched = touched[:0]
 	fit := categoryFit(c, qterms, weights)
-	prox := proximityOf(&qa, weights)
 	qids := c.ids(qterms, false)
 	out := make([]scored, 0, len(touched))
 	for _, d := range touched {
@@ -515,9 +455,6 @@ func (ix *Index) rankQuery(c *index, qa query, cat int32, limit int, extra []ext
 		}
 		if hasHead != nil && !hasHead[d] {
 			s *= headMissFactor
-		}
-		if prox != nil {
-			s *= prox.factor(doc)
 		}
 		j := jaccardIDs(len(qterms), qids, doc.summaryIDs)
 		s *= 1 + summaryBoost*j*j
@@ -834,35 +771,12 @@ const (
 	fieldParams
 	fieldOutput
 	fieldText
-	fieldRoute     // the route's path words, without its parameters
-	fieldParamText // the parameters' descriptions (splitParamText)
 	numFields
 )
 
-// splitParamText keeps the parameters' descriptions in a field of their
-// own rather than with the description's rest.
-var splitParamText = false
-
-// routeTerms are the terms of a route's path ("GET /v1/customers/{id}/
-// sources": customers, sources), without the method and parameters.
-func routeTerms(route string) []string {
-	_, path, ok := strings.Cut(route, " ")
-	if !ok {
-		return nil
-	}
-	var ws []string
-	for _, seg := range strings.Split(path, "/") {
-		if seg == "" || strings.HasPrefix(seg, "{") {
-			continue
-		}
-		ws = append(ws, seg)
-	}
-	return terms(strings.Join(ws, " "))
-}
-
 var (
-	fieldWeight = [numFields]float64{fieldName: 4, fieldCategory: 1.5, fieldSummary: 2.5, fieldLead: 1.5, fieldIntent: 3, fieldParams: 2, fieldOutput: 0.5, fieldText: 0.6, fieldRoute: 0, fieldParamText: 0.6}
-	fieldB      = [numFields]float64{fieldName: 0.3, fieldCategory: 0.3, fieldSummary: 0.6, fieldLead: 0.6, fieldIntent: 0.3, fieldParams: 0.5, fieldOutput: 0.5, fieldText: 0.75, fieldRoute: 0.3, fieldParamText: 0.75}
+	fieldWeight = [numFields]float64{fieldName: 4, fieldCategory: 1.5, fieldSummary: 2.5, fieldLead: 1.5, fieldIntent: 3, fieldParams: 2, fieldOutput: 0.5, fieldText: 0.6}
+	fieldB      = [numFields]float64{fieldName: 0.3, fieldCategory: 0.3, fieldSummary: 0.6, fieldLead: 0.6, fieldIntent: 0.3, fieldParams: 0.5, fieldOutput: 0.5, fieldText: 0.75}
 )
 
 const k1 = 1.2
@@ -883,12 +797,6 @@ type index struct {
 	selfIDs []int32
 	// catSize is how many documents each category has.
 	catSize []float64
-	// fwd is each document's words (one word, not pairs or forms) and
-	// their weights, by id into vocab: what feedback reads.
-	fwd     [][]fwdTerm
-	vocab   []string
-	vocabID map[string]int32
-	cooc    coocCache
 }
 
 // ids are the ids of ts (index.termIDs), sorted; terms without one are
@@ -933,9 +841,6 @@ type doc struct {
 	// summaryIDs and nameIDs are the same terms by their ids
 	// (index.termIDs), sorted: what ranking intersects with the query's.
 	summaryIDs, nameIDs []int32
-	// seqs are the words of its name, summary and first sentence, each
-	// in order: where proximity looks for a verb next to its object.
-	seqs [][]string
 }
 
 // posting holds a document's whole BM25F contribution for one term:
@@ -974,7 +879,7 @@ func analyzeKept(ts []*tools.Tool, version uint64, tc *termCache) (*index, [][nu
 		}
 		tt := all[i]
 		ix.docs = append(ix.docs, doc{tool: t, cat: cat, readOnly: t.Annotations.ReadOnly, polarity: tt.Polarity,
-			op: tt.Op, self: tt.Self, forSelf: tt.ForSelf, summary: tt.Summary, name: tt.Name, seqs: sequences(&tt.Fields)})
+			op: tt.Op, self: tt.Self, forSelf: tt.ForSelf, summary: tt.Summary, name: tt.Name})
 		ix.byName[t.Name] = int32(i)
 		fieldTerms[i] = tt.Fields
 	}
@@ -1022,25 +927,10 @@ func (ix *index) weigh(fieldTerms [][numFields][]string) {
 		tf  float64
 	}
 	tfs := map[string][]tfDoc{}
-	var precise []map[string]bool
-	if prfPrecise {
-		precise = make([]map[string]bool, len(fieldTerms))
-		for i := range fieldTerms {
-			precise[i] = map[string]bool{}
-			for _, f := range []int{fieldName, fieldSummary, fieldLead, fieldIntent} {
-				for _, t := range fieldTerms[i][f] {
-					precise[i][t] = true
-				}
-			}
-		}
-	}
 	for i := range fieldTerms {
 		ft := &fieldTerms[i]
 		acc := map[string]float64{}
 		for f := range numFields {
-			if fieldWeight[f] == 0 {
-				continue
-			}
 			norm := 1 - fieldB[f] + fieldB[f]*float64(len(ft[f]))/avg[f]
 			for _, term := range ft[f] {
 				acc[term] += fieldWeight[f] / norm
@@ -1055,31 +945,12 @@ func (ix *index) weigh(fieldTerms [][numFields][]string) {
 			tfs[term] = append(tfs[term], tfDoc{doc: int32(i), tf: acc[term]})
 		}
 	}
-	ix.fwd = make([][]fwdTerm, len(fieldTerms))
-	ix.vocab = ix.vocab[:0]
-	ix.vocabID = map[string]int32{}
-	ix.cooc = coocCache{}
-	keys := make([]string, 0, len(tfs))
-	for term := range tfs {
-		keys = append(keys, term)
-	}
-	slices.Sort(keys)
-	for _, term := range keys {
-		list := tfs[term]
+	for term, list := range tfs {
 		df := float64(len(list))
 		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
 		ps := make([]posting, len(list))
-		id := int32(-1)
-		if isWord(term) {
-			id = int32(len(ix.vocab))
-			ix.vocab = append(ix.vocab, term)
-			ix.vocabID[term] = id
-		}
 		for i, td := range list {
 			ps[i] = posting{doc: td.doc, weight: idf * td.tf * (k1 + 1) / (k1 + td.tf)}
-			if id >= 0 && (precise == nil || precise[td.doc][term]) {
-				ix.fwd[td.doc] = append(ix.fwd[td.doc], fwdTerm{id: id, w: float32(ps[i].weight)})
-			}
 		}
 		ix.postings[term] = ps
 	}
@@ -1220,13 +1091,7 @@ func analyzeTool(t *tools.Tool, sd *schemaDocs) *toolTerms {
 	ft[fieldIntent] = intentTerms(op)
 	ft[fieldParams] = terms(strings.Join(in.names, " "))
 	ft[fieldOutput] = terms(strings.Join(out.names, " "))
-	if splitParamText {
-		ft[fieldText] = terms(lexicon.Clean(rest))
-		ft[fieldParamText] = terms(lexicon.Clean(strings.Join(in.descriptions, " ")))
-	} else {
-		ft[fieldText] = terms(lexicon.Clean(rest + " " + strings.Join(in.descriptions, " ")))
-	}
-	ft[fieldRoute] = routeTerms(t.Route)
+	ft[fieldText] = terms(lexicon.Clean(rest + " " + strings.Join(in.descriptions, " ")))
 	return tt
 }
 

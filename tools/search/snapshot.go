@@ -38,7 +38,7 @@ type termCache struct {
 
 // termsFormat is the version of a terms file's layout and of toolTerms;
 // it changes whenever either does.
-const termsFormat = 3
+const termsFormat = 2
 
 // termsMagic starts every terms file.
 const termsMagic = "codecell search terms\n"
