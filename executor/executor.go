@@ -41,6 +41,10 @@ type Executor struct {
 	nested atomic.Int64
 	// waiting counts the runs that wait outside the pool (see Park).
 	waiting atomic.Int64
+	// lookups bounds the transform processes that locate JavaScript
+	// syntax errors, which a run may do after its slot is free
+	// (attack10 E1).
+	lookups chan struct{}
 }
 
 // New starts an executor and its pool: the VMs, or the worker processes,
@@ -51,7 +55,8 @@ func New(cfg Config) (*Executor, error) {
 		return nil, err
 	}
 	log := cfg.Logger.With("component", "executor")
-	e := &Executor{cfg: cfg, log: log, sched: newScheduler(cfg.PoolSize, cfg.ReservedSlots), live: map[*Run]struct{}{}, callers: newCallers()}
+	e := &Executor{cfg: cfg, log: log, sched: newScheduler(cfg.PoolSize, cfg.ReservedSlots), live: map[*Run]struct{}{}, callers: newCallers(),
+		lookups: make(chan struct{}, cfg.PoolSize)}
 	switch cfg.Isolation {
 	case IsolationProcess:
 		e.procs = newProcPool(cfg.PoolSize, cfg.MaxWaiting, cfg.WorkerCommand, cfg.MemoryLimit, log)
@@ -166,6 +171,7 @@ func (e *Executor) Run(ctx context.Context, req Request) (res *Result) {
 		}
 		r.root, r.sb = r, sb
 		r.levels = make([]chan struct{}, e.cfg.MaxDepth)
+		r.stripping = make(chan struct{}, 1)
 		for i := range r.levels {
 			r.levels[i] = make(chan struct{}, e.cfg.MaxNestedRuns)
 		}
@@ -201,7 +207,7 @@ func (e *Executor) Run(ctx context.Context, req Request) (res *Result) {
 	defer e.untrack(r)
 
 	if req.Language == TypeScript {
-		if r.src, r.smap, fail = e.transform(r.ctx, req.Code, TypeScript, r.timeoutError); fail != nil {
+		if r.src, r.smap, fail = r.stripTypes(req.Code); fail != nil {
 			r.cancel()
 			if r.onEnd != nil {
 				r.onEnd()
@@ -389,8 +395,11 @@ type Run struct {
 	job uint32
 	vj  *vmJob
 	// levels bound the nested runs of a root alive at each depth.
-	levels   []chan struct{}
-	inflight chan struct{}
+	levels []chan struct{}
+	// stripping lets a root's nested runs strip TypeScript one at a time
+	// (a transform process each; attack10 E1).
+	stripping chan struct{}
+	inflight  chan struct{}
 
 	stopOnce sync.Once
 	stopped  chan struct{} // closed by stop
@@ -732,4 +741,19 @@ func (e *Executor) Stats() Stats {
 		s.Ready = e.procs.idleCount()
 	}
 	return s
+}
+
+// stripTypes turns the run's TypeScript into JavaScript in a transform
+// process. A root run strips once, holding its slot; its nested runs take
+// turns, so that one run's skills cannot start a process each at once.
+func (r *Run) stripTypes(code string) (string, *sourceMap, *Error) {
+	if r.parent != nil {
+		select {
+		case r.root.stripping <- struct{}{}:
+			defer func() { <-r.root.stripping }()
+		case <-r.ctx.Done():
+			return "", nil, transformStopped(r.ctx, r.timeoutError)
+		}
+	}
+	return r.e.transform(r.ctx, code, TypeScript, r.timeoutError)
 }

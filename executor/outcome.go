@@ -141,8 +141,15 @@ func (r *Run) syntaxError(x exception, line, col int, wrapped bool) *Error {
 		// In a transform process bounded by the run's deadline (the run
 		// itself may have ended, and its context with it); past it,
 		// QuickJS's position stands.
+		// At most a pool's worth of lookups at once.
 		ctx, cancel := context.WithDeadline(context.WithoutCancel(r.ctx), r.deadline)
-		_, _, e := r.e.transform(ctx, r.code, JavaScript, nil)
+		var e *Error
+		select {
+		case r.e.lookups <- struct{}{}:
+			_, _, e = r.e.transform(ctx, r.code, JavaScript, nil)
+			<-r.e.lookups
+		case <-ctx.Done():
+		}
 		cancel()
 		if e != nil && e.Kind == KindSyntax {
 			return e
