@@ -54,7 +54,7 @@ func TestLimitReader(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var drops []drop
-			r := newLimitReader(strings.NewReader(tt.in), tt.kind, 1024, func(id json.RawMessage, method bool, size int64) {
+			r := newLimitReader(strings.NewReader(tt.in), tt.kind, 1024, func(id json.RawMessage, method bool, size int64, _ error) {
 				drops = append(drops, drop{string(id), method, size})
 			})
 			// Small reads, as a transport's may be.
