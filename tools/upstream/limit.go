@@ -81,10 +81,19 @@ type limitReader struct {
 	// message it refuses is dropped.
 	hold holder
 
-	out []byte // what Read passes on next
-	buf []byte // the message being read
-	err error  // the source's error, once out is empty
+	out [][]byte // what Read passes on next, in order
+	// buf is the start of the message being read, up to firstPiece
+	// bytes, reused from message to message; more is the rest of it, in
+	// pieces as they were read: a long message is held once, never
+	// copied to a larger buffer as it grows (appending 15 MB a chunk at a
+	// time allocated 64 MB).
+	buf  []byte
+	more [][]byte
+	err  error // the source's error, once out is empty
 }
+
+// firstPiece bounds buf, which holds a message whole when it is short.
+const firstPiece = 64 << 10
 
 func newLimitReader(r io.Reader, kind streamKind, max int64, drop oversized) *limitReader {
 	return &limitReader{src: bufio.NewReaderSize(r, 64<<10), kind: kind, max: max, drop: drop}
@@ -97,18 +106,18 @@ func (l *limitReader) Read(p []byte) (int, error) {
 		}
 		l.out, l.err = l.next()
 	}
-	n := copy(p, l.out)
-	l.out = l.out[n:]
+	n := copy(p, l.out[0])
+	if l.out[0] = l.out[0][n:]; len(l.out[0]) == 0 {
+		l.out[0] = nil
+		l.out = l.out[1:]
+	}
 	return n, nil
 }
 
 // next reads the next message (a line, an event, the body) and returns
 // what to pass on for it.
-func (l *limitReader) next() ([]byte, error) {
-	if cap(l.buf) > 1<<20 {
-		l.buf = nil // do not keep a large message's buffer
-	}
-	l.buf = l.buf[:0]
+func (l *limitReader) next() ([][]byte, error) {
+	l.buf, l.more = l.buf[:0], nil
 	var sc idScanner
 	var size int64
 	var values tools.ValueCounter
@@ -133,12 +142,17 @@ func (l *limitReader) next() ([]byte, error) {
 		if !over && (size > l.max || refused != nil) {
 			over = true
 			l.scan(&sc, l.buf, true)
-			l.buf = l.buf[:0]
+			prev := l.buf
+			for _, piece := range l.more {
+				l.scan(&sc, piece, len(prev) == 0 || prev[len(prev)-1] == '\n')
+				prev = piece
+			}
+			l.buf, l.more = l.buf[:0], nil
 		}
 		if over {
 			l.scan(&sc, chunk, atStart)
 		} else {
-			l.buf = append(l.buf, chunk...)
+			l.keep(chunk)
 		}
 		atStart = lineEnd
 		end := err != nil // the stream's end ends the message
@@ -152,10 +166,19 @@ func (l *limitReader) next() ([]byte, error) {
 			continue
 		}
 		if !over {
-			return l.buf, err
+			return append([][]byte{l.buf}, l.more...), err
 		}
-		return l.replacement(&sc, size, refused), err
+		return [][]byte{l.replacement(&sc, size, refused)}, err
 	}
+}
+
+// keep keeps chunk, the next piece of the message being read.
+func (l *limitReader) keep(chunk []byte) {
+	if len(l.more) == 0 && len(l.buf)+len(chunk) <= firstPiece {
+		l.buf = append(l.buf, chunk...)
+		return
+	}
+	l.more = append(l.more, bytes.Clone(chunk))
 }
 
 // scan feeds the JSON of an oversized message to sc: for an event
