@@ -120,6 +120,14 @@ func WithDecodedHolder(ctx context.Context, h DecodedHolder) context.Context {
 	return context.WithValue(ctx, decodedHolderKey{}, h)
 }
 
+// HoldsDecoded reports whether ctx is a call's that holds what its
+// result decodes into (WithDecodedHolder): what reads from outside for it
+// then counts as it reads.
+func HoldsDecoded(ctx context.Context) bool {
+	h, _ := ctx.Value(decodedHolderKey{}).(DecodedHolder)
+	return h != nil
+}
+
 // HoldDecoded holds the decoded size of a JSON text of size bytes and
 // values values for the call of ctx, before it is decoded: a tool calls
 // it with what it read from outside, call with every tool's result. It

@@ -413,9 +413,10 @@ func (t limitTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		kind = eventStream
 	}
 	lr := newLimitReader(resp.Body, kind, t.max, t.drop)
-	ctx := r.Context()
-	lr.hold = func(size int64, values int) error {
-		return tools.HoldDecoded(ctx, holdCopies*size, values)
+	if ctx := r.Context(); tools.HoldsDecoded(ctx) {
+		lr.hold = func(size int64, values int) error {
+			return tools.HoldDecoded(ctx, holdCopies*size, values)
+		}
 	}
 	resp.Body = struct {
 		io.Reader
