@@ -90,7 +90,7 @@ const (
 	outJSError                        // name, message, stack, raw, line, col: an exception from the engine
 	outLimit                          // kind (and size): a limit the VM enforces
 	outStopped                        // the host asked the job to stop
-	outUnsettled                      // the program awaits a promise nothing can settle
+	outUnsettled                      // the program awaits a promise nothing can settle; kind KindMemory: after the heap ran out
 	outInternal                       // message: a fault in codecell
 	outLost                           // the VM was lost with its worker, or left behind (executor side only)
 )
@@ -177,6 +177,9 @@ type vmJob struct {
 	logs     int
 	logBytes int
 	settled  bool
+	// refused is the VM's count of refused allocations as the job began
+	// (engine.VM.Refused).
+	refused uint64
 	// decided is set once out says how the job ended.
 	decided bool
 	wrapped bool
@@ -325,6 +328,7 @@ func (j *vmJob) execute() {
 	vm := j.in.vm
 	vm.SetMemoryLimit(j.spec.Memory)
 	vm.SetMaxStack(j.spec.Stack)
+	j.refused = vm.Refused()
 
 	if !j.enter() {
 		return
@@ -395,7 +399,17 @@ func (j *vmJob) execute() {
 			return
 		}
 		if len(j.pending) == 0 {
-			j.decide(outcome{status: outUnsettled})
+			o := outcome{status: outUnsettled}
+			if vm.Refused() > j.refused {
+				// The heap ran out during the job. Inside a promise job
+				// whose exception the engine drops — an element of
+				// Promise.all or allSettled, as a large tool result
+				// arrived — that leaves the promise the program awaits
+				// pending for ever: the program ran out of memory, which
+				// is what the run reports (issue 19, attack9 D7).
+				o.kind = KindMemory
+			}
+			j.decide(o)
 			return
 		}
 		results = j.inbox.drain(results[:0])
