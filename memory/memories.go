@@ -80,14 +80,20 @@ type Memory struct {
 }
 
 // MergedMemory is the provenance of one memory that consolidation merged
-// into another: the memory as it was, and how close it was.
+// into another: the memory as it was (its content up to
+// MergeExcerptBytes, without its metadata and entities, which the
+// survivor gained), and how close it was.
 type MergedMemory struct {
-	ID         int64     `json:"id"`
-	Content    string    `json:"content"`
-	Similarity float64   `json:"similarity"`
-	Overlap    float64   `json:"overlap"`
-	MergedAt   time.Time `json:"merged_at"`
-	Record     *Memory   `json:"record,omitempty"`
+	ID      int64  `json:"id"`
+	Content string `json:"content"`
+	// ContentBytes and ContentSHA256 are the whole content's size and
+	// hash, set when Content is its first MergeExcerptBytes.
+	ContentBytes  int       `json:"content_bytes,omitempty"`
+	ContentSHA256 string    `json:"content_sha256,omitempty"`
+	Similarity    float64   `json:"similarity"`
+	Overlap       float64   `json:"overlap"`
+	MergedAt      time.Time `json:"merged_at"`
+	Record        *Memory   `json:"record,omitempty"`
 }
 
 // RememberInput is a new memory.
@@ -349,10 +355,11 @@ func DecodeTags(s string) []string {
 // MergedOf reads back a memory_merges row as Get shows it in MergedFrom.
 func MergedOf(id int64, record string, similarity, overlap float64, at time.Time) MergedMemory {
 	mm := MergedMemory{ID: id, Similarity: similarity, Overlap: overlap, MergedAt: at}
-	var r ExportedMemory
+	var r mergeRecord
 	if json.Unmarshal([]byte(record), &r) == nil {
 		r.Memory.Session = r.Session
 		mm.Content = r.Content
+		mm.ContentBytes, mm.ContentSHA256 = r.ContentBytes, r.ContentSHA256
 		mm.Record = &r.Memory
 	}
 	return mm

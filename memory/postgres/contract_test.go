@@ -122,6 +122,14 @@ func TestQuotas(t *testing.T) {
 	})
 }
 
+// TestMergeQuota runs the contract that consolidation's records of
+// merged memories count toward the memory bytes (attack10's E4).
+func TestMergeQuota(t *testing.T) {
+	storetest.MergeQuota(t, func(t *testing.T, lim memory.Limits) storetest.Backend {
+		return openConfig(t, postgres.Config{DSN: pgtest.Database(t), MaxConns: 4, Limits: lim})
+	})
+}
+
 // TestPlanQuota runs the contract of the bound on a principal's plans.
 func TestPlanQuota(t *testing.T) {
 	storetest.PlanQuota(t, func(t *testing.T, lim memory.Limits) storetest.Backend {

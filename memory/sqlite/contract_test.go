@@ -148,6 +148,19 @@ func TestQuotas(t *testing.T) {
 	})
 }
 
+// TestMergeQuota runs the contract that consolidation's records of
+// merged memories count toward the memory bytes (attack10's E4).
+func TestMergeQuota(t *testing.T) {
+	storetest.MergeQuota(t, func(t *testing.T, lim memory.Limits) storetest.Backend {
+		st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "codecell.db"), Limits: lim}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	})
+}
+
 // TestPlanQuota runs the contract of the bound on a principal's plans.
 func TestPlanQuota(t *testing.T) {
 	storetest.PlanQuota(t, func(t *testing.T, lim memory.Limits) storetest.Backend {
