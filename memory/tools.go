@@ -114,11 +114,8 @@ const (
 		"created_at": {"type": "string", "format": "date-time"}, "updated_at": {"type": "string", "format": "date-time"},
 		"accessed_at": {"type": "string", "format": "date-time"}, "access_count": {"type": "integer"},
 		"merged_from": {"type": "array", "items": {"type": "object", "properties": {
-			"id": {"type": "integer"}, "content": {"type": "string", "description": "The merged memory's content, or its first 1,024 bytes."},
-			"content_bytes": {"type": "integer", "description": "The whole content's size, when content is its first 1,024 bytes."},
-			"content_sha256": {"type": "string", "description": "The whole content's SHA-256, when content is its first 1,024 bytes."},
-			"similarity": {"type": "number"},
-			"overlap": {"type": "number"}, "merged_at": {"type": "string", "format": "date-time"}}}}
+			"id": {"type": "integer"}, "content": {"type": "string"}, "content_bytes": {"type": "integer"}, "content_sha256": {"type": "string"},
+			"similarity": {"type": "number"}, "overlap": {"type": "number"}, "merged_at": {"type": "string", "format": "date-time"}}}}
 	}, "required": ["id", "layer", "content", "tags", "metadata", "importance", "created_at", "updated_at", "access_count"]}`
 	entitySchema = `{"type": "object", "properties": {
 		"id": {"type": "integer"}, "name": {"type": "string"}, "type": {"type": "string"}, "description": {"type": "string"},
@@ -232,7 +229,7 @@ func (ts ToolSet) MemoryTools() []tools.Tool {
 			{
 				Name:         "memory.get",
 				Summary:      "Read one memory by id, with its entities and what consolidation merged into it.",
-				Description:  "Get returns the caller's memory with this id and counts an access. merged_from lists memories that consolidation merged into it (for memory.audit_max_age), with the first 1,024 bytes of their content.",
+				Description:  "Get returns the caller's memory with this id and counts an access. merged_from lists memories that consolidation merged into it (kept for memory.audit_max_age): the first 1,024 bytes of each one's content, and content_bytes and content_sha256 of the whole when it was longer.",
 				InputSchema:  raw(`{"type": "object", "properties": {"id": {"type": "integer", "minimum": 1}}, "required": ["id"], "additionalProperties": false}`),
 				OutputSchema: raw(memorySchema),
 				Annotations:  tools.Annotations{ReadOnly: true},
