@@ -241,7 +241,10 @@ func MergeSurvivor(g DuplicateGroup, lim Limits) Memory {
 	}
 	b, _ := json.Marshal(meta)
 	next.Metadata = b
-	next.Entities = ents
+	// A memory links at most maxEntities entities, as Remember and
+	// Update keep it: the survivor's own first, then the others' (each
+	// merge could otherwise add up to maxEntities links per member).
+	next.Entities = capNames(ents, len(g.Survivor.Entities), maxEntities)
 	return next
 }
 

@@ -480,7 +480,42 @@ func ApplyUpdate(cur Memory, in UpdateInput, lim Limits) (Memory, error) {
 		}
 		next.Status, next.DueAt = "", nil
 	}
+	if in.Entities != nil || len(in.AddEntities) > 0 {
+		linked := cur.Entities
+		if in.Entities != nil {
+			linked = *in.Entities
+		}
+		if n, had := countNames(linked, in.AddEntities), countNames(cur.Entities, nil); n > maxEntities && n > had {
+			return next, Invalid("memory %d would link %d entities; a memory links at most %d: link fewer (entities replaces the links, add_entities adds to them), or relate the entities to each other (memory.relate)", cur.ID, n, maxEntities)
+		}
+	}
 	return next, nil
+}
+
+// countNames counts the names of a and b, each once (ignoring case).
+func countNames(a, b []string) int {
+	seen := map[string]bool{}
+	for _, n := range slices.Concat(a, b) {
+		seen[strings.ToLower(strings.TrimSpace(n))] = true
+	}
+	return len(seen)
+}
+
+// capNames de-duplicates names (ignoring case), in order, and keeps the
+// first limit, or the first keep if more.
+func capNames(names []string, keep, limit int) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range names {
+		if k := strings.ToLower(strings.TrimSpace(n)); !seen[k] {
+			seen[k] = true
+			out = append(out, n)
+		}
+	}
+	if n := max(keep, limit); len(out) > n {
+		out = out[:n]
+	}
+	return out
 }
 
 // mergeObjects sets patch's keys in base; a null value removes the key.

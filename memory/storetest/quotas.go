@@ -271,3 +271,56 @@ func MergeQuota(t *testing.T, open func(t *testing.T, lim memory.Limits) Backend
 		}
 	}
 }
+
+// testEntityLinks checks that a memory links at most 32 entities however
+// it gets them (issue 19, attack10's E4 follow-up: add_entities and
+// consolidation's survivor added links without bound, rows no quota
+// counted): an update that would pass it fails with invalid; a
+// consolidation keeps the survivor's links and as many of the others' as
+// fit.
+func testEntityLinks(t *testing.T, open Opener) {
+	st, _ := open(t)
+	alice := as(t.Context(), "alice")
+	names := func(from, n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, fmt.Sprint("entity ", from+i))
+		}
+		return out
+	}
+	m, err := st.Remember(alice, memory.RememberInput{Content: "the deploy of the billing service", Entities: names(0, 30)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Update(alice, memory.UpdateInput{ID: m.ID, AddEntities: names(30, 2)}); err != nil {
+		t.Fatalf("up to 32 links: %v", err)
+	}
+	_, err = st.Update(alice, memory.UpdateInput{ID: m.ID, AddEntities: names(32, 1)})
+	if !errors.Is(err, memory.ErrInvalid) || !strings.Contains(err.Error(), "at most 32") {
+		t.Fatalf("a 33rd link: %v, want invalid naming the limit", err)
+	}
+	if _, err := st.Update(alice, memory.UpdateInput{ID: m.ID, AddEntities: names(0, 3)}); err != nil {
+		t.Fatalf("adding links it has: %v", err)
+	}
+	replace := names(100, 32)
+	if _, err := st.Update(alice, memory.UpdateInput{ID: m.ID, Entities: &replace}); err != nil {
+		t.Fatalf("replacing 32 links with 32 others: %v", err)
+	}
+	// Two duplicates with 32 links each: the survivor keeps 32.
+	for range 2 {
+		if _, err := st.Remember(alice, memory.RememberInput{Content: "the deploy of the billing service", Entities: names(200, 32)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := st.Consolidate(alice, memory.ConsolidateInput{})
+	if err != nil || len(res.Groups) != 1 {
+		t.Fatalf("consolidate: %+v, %v; want one group", res, err)
+	}
+	got, err := st.Get(alice, res.Groups[0].Survivor.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Entities) != 32 {
+		t.Fatalf("the survivor of three memories of 32 links each links %d entities, want 32", len(got.Entities))
+	}
+}
