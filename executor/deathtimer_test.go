@@ -28,15 +28,26 @@ type workerProc struct {
 	state  *os.ProcessState
 }
 
-// startWorkerProc starts this test binary as a sandbox worker (see
-// TestMain) and reads its hello.
-func startWorkerProc(t *testing.T) *workerProc {
+// workerArgv is the command that starts a sandbox worker: this test
+// binary (see TestMain), or the built codecell binary named by
+// CODECELL_WORKER_BINARY, whose workers confine themselves.
+func workerArgv(t *testing.T) []string {
 	t.Helper()
+	if bin := os.Getenv("CODECELL_WORKER_BINARY"); bin != "" {
+		return []string{bin, "sandbox-worker"}
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "sandbox-worker")
+	return []string{exe, "sandbox-worker"}
+}
+
+// startWorkerProc starts a sandbox worker and reads its hello.
+func startWorkerProc(t *testing.T) *workerProc {
+	t.Helper()
+	argv := workerArgv(t)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = []string{}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -165,11 +176,7 @@ func TestWorkerOutlivesItsRunsTime(t *testing.T) {
 // executor's own alarm or timers, as a late server would have them.
 func TestSelfKilledWorkerTimesOut(t *testing.T) {
 	t.Parallel()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := newProcPool(1, 0, []string{exe, "sandbox-worker"}, 64<<20, slog.New(slog.DiscardHandler))
+	pool := newProcPool(1, 0, workerArgv(t), 64<<20, slog.New(slog.DiscardHandler))
 	t.Cleanup(pool.close)
 	w, fail := pool.get(t.Context())
 	if fail != nil {
@@ -186,7 +193,7 @@ func TestSelfKilledWorkerTimesOut(t *testing.T) {
 	r.job = w.next
 	w.lastRoot.Store(int64(r.job))
 	w.jobs[r.job] = r
-	err = w.w.write(frameRun, r.job, encodeSpec(spec, emptyLayout.id), nil)
+	err := w.w.write(frameRun, r.job, encodeSpec(spec, emptyLayout.id), nil)
 	w.mu.Unlock()
 	if err != nil {
 		t.Fatal(err)
