@@ -507,6 +507,17 @@ func (r *Run) stop(reason *Error) {
 	}
 }
 
+// expire ends a root run whose VM is to be given up with its worker: it
+// has timed out. Its VM is not interrupted first, as stop would: the
+// worker is killed at once.
+func (r *Run) expire() {
+	r.stopOnce.Do(func() {
+		r.reason = r.timeoutError()
+		close(r.stopped)
+	})
+	r.giveUp()
+}
+
 // pastKill reports whether the time to give up the run's VM has come:
 // its deadline plus killGrace.
 func (r *Run) pastKill() bool { return !time.Now().Before(r.deadline.Add(killGrace)) }

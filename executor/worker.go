@@ -586,8 +586,7 @@ func (w *worker) watch() {
 		// An alarm set for an earlier run may be seen late: only a run
 		// past its time is given up.
 		if r := w.armed.Load(); r != nil && r.pastKill() {
-			r.stop(r.timeoutError())
-			r.giveUp()
+			r.expire()
 		}
 	}
 }
