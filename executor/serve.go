@@ -27,7 +27,11 @@ import (
 // only when runs and the server leave it. When in and out are pipes, the
 // worker waits on them through the Go runtime's poller rather than in a
 // blocking read: a frame wakes the goroutine that waits for it without a
-// hand-off between threads.
+// hand-off between threads. On Linux, while a root job runs, a kernel
+// timer is set to kill the process at the instant the executor gives up
+// the job's VM (its deadline plus the grace the executor allows), so
+// that a VM stuck inside a built-in dies on time however late the
+// executor is scheduled.
 func ServeWorker(in io.Reader, out io.Writer) error {
 	prelude, err := compilePrelude()
 	if err != nil {
