@@ -454,6 +454,11 @@ func (r *Run) spec(req Request) *jobSpec {
 	if layout == nil {
 		layout = emptyLayout
 	}
+	var killAt int64
+	if r.depth == 0 {
+		// Nested jobs die with their root's worker.
+		killAt = monotonicAt(r.deadline.Add(killGrace))
+	}
 	return &jobSpec{
 		Src:         r.src,
 		Args:        req.Args,
@@ -466,6 +471,7 @@ func (r *Run) spec(req Request) *jobSpec {
 		MaxLogBytes: cfg.MaxLogBytes,
 		MaxResult:   cfg.MaxResultBytes,
 		Timeout:     time.Until(r.deadline),
+		KillAt:      killAt,
 		Nested:      r.depth > 0,
 	}
 }
@@ -497,14 +503,33 @@ func (r *Run) arm(ctx context.Context) func() {
 // from any goroutine. It interrupts the VM; giveUp follows when the VM
 // does not stop.
 func (r *Run) stop(reason *Error) {
+	first := false
 	r.stopOnce.Do(func() {
 		r.reason = reason
 		close(r.stopped)
-		if !r.isOver() {
-			r.sb.interrupt(r)
-		}
+		first = true
 	})
+	// Outside the Once: an interrupt that waits (for the worker's pipe)
+	// must not hold up the kill, which stops the run too.
+	if first && !r.isOver() {
+		r.sb.interrupt(r)
+	}
 }
+
+// expire ends a root run whose VM is to be given up with its worker: it
+// has timed out. Its VM is not interrupted first, as stop would: the
+// worker is killed at once.
+func (r *Run) expire() {
+	r.stopOnce.Do(func() {
+		r.reason = r.timeoutError()
+		close(r.stopped)
+	})
+	r.giveUp()
+}
+
+// pastKill reports whether the time to give up the run's VM has come:
+// its deadline plus killGrace.
+func (r *Run) pastKill() bool { return !time.Now().Before(r.deadline.Add(killGrace)) }
 
 // giveUp abandons the VM of a run that has not ended.
 func (r *Run) giveUp() {

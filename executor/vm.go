@@ -61,6 +61,10 @@ type jobSpec struct {
 	// Timeout is the VM's own deadline, a second line of defence behind
 	// the executor's.
 	Timeout time.Duration
+	// KillAt, when not 0, is when a worker process running this root
+	// job kills itself if the job has not ended by then, on the system's
+	// monotonic clock (see deathTimer): its deadline plus killGrace.
+	KillAt int64
 	// Nested jobs take a new VM instead of the one prepared for the next
 	// run.
 	Nested bool
