@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -49,5 +50,28 @@ func TestTrackerObservationPanics(t *testing.T) {
 				t.Errorf("the log shows the result:\n%s", log)
 			}
 		})
+	}
+}
+
+// BenchmarkStoredProvenance measures the look for provenance fields in a
+// result of about 1 MB that has none, as every result's observation makes.
+//
+//	go test -tags sqlite_fts5 -run '^$' -bench StoredProvenance ./mcpserver/engine/
+func BenchmarkStoredProvenance(b *testing.B) {
+	var buf bytes.Buffer
+	buf.WriteString(`{"orders":[`)
+	for i := 0; buf.Len() < 1<<20; i++ {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		fmt.Fprintf(&buf, `{"id":"ord-%06d","status":"delivered","region":"us-west","currency":"JPY","items":[{"sku":"sku-%05d","qty":1}],"total":%d.41,"tags":["priority"],"note":"weekend"}`, i, i%99991, i%997)
+	}
+	buf.WriteString(`]}`)
+	doc := json.RawMessage(buf.Bytes())
+	b.SetBytes(int64(len(doc)))
+	for b.Loop() {
+		if !storedProvenance(doc).IsZero() {
+			b.Fatal("provenance found")
+		}
 	}
 }
