@@ -116,24 +116,35 @@ func (e *Executor) transform(ctx context.Context, code string, lang Language, ti
 	if ctx.Err() != nil {
 		return "", nil, transformStopped(ctx, timeout)
 	}
-	t, err := e.transforms.get()
-	if err != nil {
-		if ctx.Err() != nil {
-			return "", nil, transformStopped(ctx, timeout)
-		}
-		e.log.Error("transform process failed", "err", err, "bytes", len(code))
-		return "", nil, &Error{Kind: KindInternal, Message: "could not parse the program: could not start a transform process: " + err.Error()}
-	}
 	lb := byte('j')
 	if loader == api.LoaderTS {
 		lb = 't'
 	}
 	start := time.Now()
-	stop := context.AfterFunc(ctx, t.kill)
-	b, held, err := t.parse(lb, code, maxTransformOutput(code))
-	if !stop() || ctx.Err() != nil {
+	var t *transformProc
+	var b []byte
+	var held uint64
+	var err error
+	// A process that died while idle is found when the program cannot be
+	// sent to it; the parse is tried once more, in another.
+	for try := 0; try < 2; try++ {
+		if t, err = e.transforms.get(); err != nil {
+			if ctx.Err() != nil {
+				return "", nil, transformStopped(ctx, timeout)
+			}
+			e.log.Error("transform process failed", "err", err, "bytes", len(code))
+			return "", nil, &Error{Kind: KindInternal, Message: "could not parse the program: could not start a transform process: " + err.Error()}
+		}
+		stop := context.AfterFunc(ctx, t.kill)
+		b, held, err = t.parse(lb, code, maxTransformOutput(code))
+		if !stop() || ctx.Err() != nil {
+			e.transforms.discard(t)
+			return "", nil, transformStopped(ctx, timeout)
+		}
+		if !errors.Is(err, errTransformGone) {
+			break
+		}
 		e.transforms.discard(t)
-		return "", nil, transformStopped(ctx, timeout)
 	}
 	var out transformed
 	if err == nil {

@@ -47,6 +47,10 @@ const transformReuse = 256
 // transformMemory.
 const transformHeld = 64 << 20
 
+// errTransformGone is a parse that could not be sent: the process had
+// died before it (a process reads a whole program before it parses).
+var errTransformGone = errors.New("the transform process was gone")
+
 // errTransformOutput is a parse whose output passed maxTransformOutput.
 var errTransformOutput = errors.New("the transform process's output is too large")
 
@@ -314,7 +318,7 @@ func (t *transformProc) readHello() error {
 func (t *transformProc) parse(lang byte, code string, max int64) ([]byte, uint64, error) {
 	t.job++
 	if err := t.w.write(frameParse, t.job, []byte{lang}, []byte(code)); err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("%w: %w", errTransformGone, err)
 	}
 	if !t.hello {
 		if err := t.readHello(); err != nil {
@@ -337,7 +341,7 @@ func (t *transformProc) parse(lang byte, code string, max int64) ([]byte, uint64
 	return d.rest(), held, nil
 }
 
-// waitExit waits, up to a second, for a killed process to be reaped and
+// waitExit waits, up to two seconds, for a killed process to be reaped and
 // returns what it wrote on stderr.
 func (t *transformProc) waitExit(ctx context.Context) string {
 	select {

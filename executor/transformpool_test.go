@@ -164,6 +164,36 @@ func TestTransformCrash(t *testing.T) {
 	})
 }
 
+// TestTransformDiedIdle: a warm process that died while idle (killed
+// from outside) costs no run: the parse goes to another.
+func TestTransformDiedIdle(t *testing.T) {
+	t.Parallel()
+	e := newTransformExecutor(t, Config{PoolSize: 1, TransformProcesses: 1})
+	for range 3 {
+		pid := 0
+		for p := range idlePids(e.transforms) {
+			pid = p
+		}
+		if pid <= 0 {
+			t.Fatal("no idle transform process")
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		// Reaped, so that all its threads are gone and its pipes closed
+		// (a zombie leader may still have threads holding them), and the
+		// pool either knows it exited or will find its pipe closed.
+		for {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		wantValue(t, runTS(t, e, typed, 0), "2")
+		waitTransforms(t, e.transforms, 1)
+	}
+}
+
 // TestTransformManyAtOnce: many TypeScript runs and checks at once, more
 // than the pool has processes, each get their own program's result; the
 // processes started for parses that found none idle are ended after, and
