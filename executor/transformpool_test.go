@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -148,8 +149,11 @@ func TestTransformCrash(t *testing.T) {
 		}
 		done := make(chan *Result, 1)
 		go func() { done <- runTS(t, e, strings.Repeat("a<", 50000), time.Minute) }()
-		// Wait until the process is lent to the parse, then kill it.
-		for len(idlePids(e.transforms)) > 0 {
+		// Wait until the process is parsing — it has used 50 ms of CPU
+		// since it was idle — then kill it. (Killed before the program
+		// reached it, the parse would go to another process.)
+		idle := cpuTicks(t, pid)
+		for cpuTicks(t, pid) < idle+5 {
 			time.Sleep(time.Millisecond)
 		}
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -192,6 +196,21 @@ func TestTransformDiedIdle(t *testing.T) {
 		wantValue(t, runTS(t, e, typed, 0), "2")
 		waitTransforms(t, e.transforms, 1)
 	}
+}
+
+// cpuTicks returns the CPU time process pid has used, in clock ticks.
+func cpuTicks(tb testing.TB, pid int) int {
+	tb.Helper()
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// After the command's closing parenthesis: state ppid ... utime
+	// (field 14) stime (field 15).
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	ut, _ := strconv.Atoi(f[11])
+	st, _ := strconv.Atoi(f[12])
+	return ut + st
 }
 
 // TestTransformManyAtOnce: many TypeScript runs and checks at once, more
@@ -250,10 +269,10 @@ func TestTransformRecycled(t *testing.T) {
 		t.Parallel()
 		e := newTransformExecutor(t, Config{PoolSize: 1, TransformProcesses: 1})
 		first := idlePids(e.transforms)
-		// 20,000 nested brackets parse, and leave the process holding
-		// about 73 MiB of stack.
-		if err := e.Check(t.Context(), strings.Repeat("[", 20000)+strings.Repeat("]", 20000), TypeScript); err != nil {
-			t.Fatalf("20,000 nested brackets: %+v, want them parsed", err)
+		// 150,000 statements (2.2 MB) parse, and leave the process
+		// holding over 100 MiB.
+		if err := e.Check(t.Context(), strings.Repeat("x = [1, 2, 3];\n", 150000), TypeScript); err != nil {
+			t.Fatalf("150,000 statements: %+v, want them parsed", err)
 		}
 		waitTransforms(t, e.transforms, 1)
 		for pid := range idlePids(e.transforms) {
