@@ -25,6 +25,9 @@ const (
 	// DefaultMaxWaiting is Config.MaxWaiting's default: this many times
 	// the pool size.
 	DefaultMaxWaiting = 2
+	// DefaultTransformProcesses bounds Config.TransformProcesses's
+	// default.
+	DefaultTransformProcesses = 2
 
 	// maxStackFrames bounds MaxStackFrames: deeper JavaScript recursion
 	// would grow the Go stack of the transpiled engine without need.
@@ -72,6 +75,12 @@ type Config struct {
 	// long or too much memory is killed. Empty runs esbuild in this
 	// process, without a bound. It starts with an empty environment.
 	TransformCommand []string
+	// TransformProcesses is the number of transform processes kept warm,
+	// each serving one parse at a time; a parse that finds none idle
+	// starts one of its own. Default: PoolSize, at most
+	// DefaultTransformProcesses. Without a TransformCommand it does
+	// nothing.
+	TransformProcesses int
 	// PoolSize is the number of programs that run at once, and of VMs (or
 	// worker processes) kept ready for them. Default: GOMAXPROCS.
 	PoolSize int
@@ -162,6 +171,7 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.MaxDepth, DefaultMaxDepth)
 	def(&c.MaxNestedRuns, DefaultMaxNestedRuns)
 	def(&c.MaxWaiting, DefaultMaxWaiting*c.PoolSize)
+	def(&c.TransformProcesses, min(c.PoolSize, DefaultTransformProcesses))
 	switch {
 	case c.ReservedSlots == 0 && c.PoolSize > 0:
 		c.ReservedSlots = min((c.PoolSize+3)/4, c.PoolSize-1)
@@ -197,6 +207,7 @@ func (c Config) withDefaults() (Config, error) {
 	positive("max depth", c.MaxDepth > 0)
 	positive("max nested runs", c.MaxNestedRuns > 0)
 	positive("max waiting", c.MaxWaiting > 0)
+	positive("transform processes", c.TransformProcesses > 0)
 	switch c.Isolation {
 	case IsolationInProcess:
 	case IsolationProcess:

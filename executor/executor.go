@@ -27,6 +27,9 @@ type Executor struct {
 	// Exactly one of local and procs is set, by cfg.Isolation.
 	local *localSandbox
 	procs *procPool
+	// transforms keeps transform processes warm; nil without a
+	// TransformCommand.
+	transforms *transformPool
 
 	// calls tracks tool-call goroutines, which may outlive their run
 	// until the dispatcher honours the run's cancelled context.
@@ -67,6 +70,9 @@ func New(cfg Config) (*Executor, error) {
 		}
 		e.local = &localSandbox{pool: newVMPool(cfg.PoolSize, code, log), runners: newRunners()}
 	}
+	if len(cfg.TransformCommand) > 0 {
+		e.transforms = newTransformPool(cfg.TransformProcesses, cfg.TransformCommand, log)
+	}
 	return e, nil
 }
 
@@ -104,6 +110,9 @@ func (e *Executor) Close() error {
 	if e.local != nil {
 		e.local.pool.close()
 		e.local.runners.close()
+	}
+	if e.transforms != nil {
+		e.transforms.close()
 	}
 	e.calls.Wait()
 	e.callers.close()
@@ -755,6 +764,10 @@ type Stats struct {
 	// Waiting is the number of runs that wait outside the pool, their
 	// slots given back (see Park).
 	Waiting int
+	// TransformsReady is the number of warm transform processes idle,
+	// each ready to parse a program at once (see
+	// Config.TransformProcesses).
+	TransformsReady int
 }
 
 // Stats returns a snapshot of the pool.
@@ -765,6 +778,9 @@ func (e *Executor) Stats() Stats {
 		s.Ready = len(e.local.pool.ready)
 	} else {
 		s.Ready = e.procs.idleCount()
+	}
+	if e.transforms != nil {
+		s.TransformsReady = e.transforms.idleCount()
 	}
 	return s
 }

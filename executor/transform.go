@@ -7,23 +7,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"time"
 
 	"github.com/evanw/esbuild/pkg/api"
 )
 
-// A transform process is a short-lived process in which esbuild parses
-// one untrusted program: a TypeScript program to strip its types, a
+// A transform process is a process in which esbuild parses untrusted
+// programs, one at a time: a TypeScript program to strip its types, a
 // JavaScript one to locate the syntax error QuickJS found, a skill's code
 // when it is saved. esbuild cannot be cancelled, its TypeScript parser is
 // quadratic in some inputs (a run of "a<") and it parses nesting by
 // recursion; in its own process it is bounded by the deadline of the run
 // or call it serves (the process is killed then, or when the client gives
-// up), by an address-space and stack limit, and, for runs, by the run's
-// pool slot, which it holds meanwhile.
+// up), by a data and stack limit, and, for runs, by the run's pool slot,
+// which it holds meanwhile. Processes are kept warm and reused
+// (transformPool).
 
 // transformStack bounds the stack of a transform process's goroutines:
 // esbuild recurses once or a few times per level of nesting, and a
@@ -32,42 +33,76 @@ import (
 // deeply.
 const transformStack = 64 << 20
 
-// transformMemory bounds a transform process's address space (on Linux),
-// what the Go runtime reserves included.
+// transformMemory bounds a transform process's data (on Linux): its heap
+// and stacks.
 const transformMemory = 1 << 30
 
 // maxTransformOutput bounds what the server reads from a transform
 // process: the JavaScript and its source map, a few times the program.
 func maxTransformOutput(code string) int64 { return 32*int64(len(code)) + 1<<20 }
 
-// ServeTransform runs a transform process: it reads a program from in,
-// prefixed with one byte naming its language ('j' JavaScript, 't'
-// TypeScript), transforms it with esbuild and writes what came of it as
-// JSON to out. Config.TransformCommand starts a program that calls it,
-// such as codecell's hidden "sandbox-worker transform" command.
+// maxTransformInput bounds the frames a transform process accepts: a
+// program, which the executor caps far lower (maxCodeBytes).
+const maxTransformInput = 64 << 20
+
+// ServeTransform runs a transform process: it says hello on out, then
+// reads programs from in, each in a frame that names its language ('j'
+// JavaScript, 't' TypeScript), transforms each with esbuild and answers
+// with what came of it, as JSON, and the memory the process holds, until
+// in ends. Config.TransformCommand starts a program that calls it, such
+// as codecell's hidden "sandbox-worker transform" command.
 func ServeTransform(in io.Reader, out io.Writer) error {
 	debug.SetMaxStack(transformStack)
 	limitTransform(transformMemory)
-	b, err := io.ReadAll(in)
-	if err != nil {
+	r := newFrameReader(in)
+	r.max = maxTransformInput
+	w := newFrameWriter(out)
+	if err := w.write(frameHello, 0, nil, []byte(transformMagic)); err != nil {
 		return fmt.Errorf("transform: %w", err)
 	}
-	if len(b) == 0 {
-		return errors.New("transform: no program")
+	for {
+		f, err := r.read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("transform: %w", err)
+		}
+		if f.typ != frameParse || len(f.body) == 0 {
+			return fmt.Errorf("transform: unexpected frame of type %d", f.typ)
+		}
+		loader := api.LoaderJS
+		switch f.body[0] {
+		case 'j':
+		case 't':
+			loader = api.LoaderTS
+		default:
+			return fmt.Errorf("transform: unknown language byte %q", f.body[0])
+		}
+		b, err := json.Marshal(transformRaw(string(f.body[1:]), loader))
+		if err != nil {
+			return fmt.Errorf("transform: %w", err)
+		}
+		if err := w.write(frameParsed, f.job, enc(nil).u64(heldMemory()), b); err != nil {
+			return fmt.Errorf("transform: %w", err)
+		}
 	}
-	loader := api.LoaderJS
-	switch b[0] {
-	case 'j':
-	case 't':
-		loader = api.LoaderTS
-	default:
-		return fmt.Errorf("transform: unknown language byte %q", b[0])
-	}
-	return json.NewEncoder(out).Encode(transformRaw(string(b[1:]), loader))
 }
 
-// transform turns code into JavaScript in a transform process that ends
-// by ctx's deadline; timeout makes the error of a deadline that passed.
+// heldMemory is the memory the Go runtime of this process holds from the
+// system: mapped and not given back. It stays near the peak of the
+// largest parse so far until the scavenger returns it.
+func heldMemory() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64() - s[1].Value.Uint64()
+}
+
+// transform turns code into JavaScript in a transform process that is
+// killed at ctx's end; timeout makes the error of a deadline that passed.
 // Without a TransformCommand (a library user whose binary cannot start
 // one) esbuild runs in this process, unbounded, as it did before.
 func (e *Executor) transform(ctx context.Context, code string, lang Language, timeout func() *Error) (string, *sourceMap, *Error) {
@@ -75,43 +110,58 @@ func (e *Executor) transform(ctx context.Context, code string, lang Language, ti
 	if fail != nil {
 		return "", nil, fail
 	}
-	argv := e.cfg.TransformCommand
-	if len(argv) == 0 {
+	if e.transforms == nil {
 		return transform(code, loader)
 	}
 	if ctx.Err() != nil {
 		return "", nil, transformStopped(ctx, timeout)
 	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = []string{} // nothing of the server's: no secrets, no configuration
-	cmd.SysProcAttr = workerAttr()
-	cmd.WaitDelay = time.Second
 	lb := byte('j')
 	if loader == api.LoaderTS {
 		lb = 't'
 	}
-	cmd.Stdin = io.MultiReader(bytes.NewReader([]byte{lb}), strings.NewReader(code))
-	stdout := &capped{max: maxTransformOutput(code)}
-	stderr := &capped{max: 4 << 10}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
 	start := time.Now()
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		return "", nil, transformStopped(ctx, timeout)
+	var t *transformProc
+	var b []byte
+	var held uint64
+	var err error
+	// A process that died while idle is found when the program cannot be
+	// sent to it; the parse is tried once more, in another.
+	for try := 0; try < 2; try++ {
+		if t, err = e.transforms.get(); err != nil {
+			if ctx.Err() != nil {
+				return "", nil, transformStopped(ctx, timeout)
+			}
+			e.log.Error("transform process failed", "err", err, "bytes", len(code))
+			return "", nil, &Error{Kind: KindInternal, Message: "could not parse the program: could not start a transform process: " + err.Error()}
+		}
+		stop := context.AfterFunc(ctx, t.kill)
+		b, held, err = t.parse(lb, code, maxTransformOutput(code))
+		if !stop() || ctx.Err() != nil {
+			e.transforms.discard(t)
+			return "", nil, transformStopped(ctx, timeout)
+		}
+		if !errors.Is(err, errTransformGone) {
+			break
+		}
+		e.transforms.discard(t)
 	}
 	var out transformed
-	if err == nil && !stdout.over {
-		err = json.Unmarshal(stdout.b.Bytes(), &out)
+	if err == nil {
+		err = json.Unmarshal(b, &out)
 	}
 	if err != nil {
-		if stdout.over || strings.Contains(stderr.b.String(), "stack exceeds") || strings.Contains(stderr.b.String(), "out of memory") {
-			e.cfg.Logger.Warn("transform process ran out of room", "bytes", len(code), "ms", time.Since(start).Milliseconds())
+		e.transforms.discard(t)
+		stderr := t.waitExit(ctx)
+		if errors.Is(err, errTransformOutput) || strings.Contains(stderr, "stack exceeds") || strings.Contains(stderr, "out of memory") {
+			e.log.Warn("transform process ran out of room", "bytes", len(code), "ms", time.Since(start).Milliseconds())
 			return "", nil, &Error{Kind: KindSyntax, Name: "SyntaxError",
 				Message: fmt.Sprintf("SyntaxError: the program nests too deeply, or is too large, to parse within %s of stack and %s of memory; flatten deeply nested brackets, or split the program", formatBytes(transformStack), formatBytes(transformMemory))}
 		}
-		e.cfg.Logger.Error("transform process failed", "err", err, "bytes", len(code))
+		e.log.Error("transform process failed", "err", err, "bytes", len(code))
 		return "", nil, &Error{Kind: KindInternal, Message: "could not parse the program: the transform process failed: " + err.Error()}
 	}
+	e.transforms.giveBack(t, held)
 	if out.Err != nil {
 		return "", nil, out.Err
 	}

@@ -64,6 +64,9 @@ func BenchmarkStdioRoundTrip(b *testing.B) {
 		{"execute_code_1+1", call("execute_code", map[string]any{"code": "1+1"})},
 		{"noop_tool_spaced", call("util__echo", map[string]any{"text": "x"})},
 		{"execute_code_1+1_spaced", call("execute_code", map[string]any{"code": "1+1"})},
+		// TypeScript: the same run after esbuild strips its types in a
+		// transform process.
+		{"execute_code_typescript", call("execute_code", map[string]any{"code": "const x: number = 1 + 1; return x", "language": "typescript"})},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			lat := make([]time.Duration, 0, b.N)
