@@ -12,8 +12,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// sessionless ties a notifications/cancelled sent without a session to
-// its sender's own requests. mcp-go keys a request's cancellation by its
+// sessionless ties a notifications/cancelled that mcp-go would read
+// without a session to its sender's own requests. mcp-go keys a request's cancellation by its
 // session's id and its JSON-RPC id, and a request without a session — any
 // request of protocol 2026-07-28 — has the session id "": every
 // principal's stateless requests shared one key space, the ids their
@@ -45,19 +45,47 @@ func newSessionless() *sessionless {
 	return &sessionless{inFlight: make(map[cancelKey][]*sessionlessRequest)}
 }
 
-// applies reports a request that serve handles: a POST to the Streamable
-// HTTP endpoint without a session.
+// applies reports a request that serve must see: a POST to the
+// Streamable HTTP endpoint. Whether mcp-go serves it without a session
+// depends on its body as well as its headers, which serve reads.
 func (*sessionless) applies(r *http.Request) bool {
-	return r.URL.Path == PathStreamable && r.Method == http.MethodPost && r.Header.Get(server.HeaderKeySessionID) == ""
+	return r.URL.Path == PathStreamable && r.Method == http.MethodPost
 }
 
-// serve answers a cancellation itself and serves any other message
+// serve answers a cancellation that mcp-go would read without a session
+// itself and serves any other message mcp-go serves without a session
 // through next, cancellable by its principal's cancellations.
+//
+// mcp-go serves a message without a session when it has no session
+// header, or when it declares protocol 2026-07-28 or later in its _meta
+// or its Mcp-Protocol-Version header, whatever session header it has.
+// The method is read as mcp-go reads it, decoded: JSON may spell any of
+// its characters as an escape (attack10 E2).
 func (c *sessionless) serve(w http.ResponseWriter, r *http.Request, principal string, body []byte, next http.Handler) {
-	if bytes.Contains(body, []byte(mcp.MethodNotificationCancelled)) {
-		if handled := c.cancelled(w, principal, body); handled {
-			return
-		}
+	var msg struct {
+		Method string `json:"method"`
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+			Meta      *mcp.Meta       `json:"_meta"`
+		} `json:"params"`
+	}
+	parsed := json.Unmarshal(body, &msg) == nil
+	withoutSession := r.Header.Get(server.HeaderKeySessionID) == "" ||
+		mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) ||
+		(parsed && mcp.IsModernProtocol(msg.Params.Meta.ProtocolVersion()))
+	if !withoutSession {
+		next.ServeHTTP(w, r) // mcp-go keys its cancellations by the session
+		return
+	}
+	if !parsed && bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) {
+		// A batch's cancellations could not be scoped here; mcp-go
+		// refuses batches too.
+		httpError(w, http.StatusBadRequest, "batches are not served; send each message alone")
+		return
+	}
+	if parsed && msg.Method == string(mcp.MethodNotificationCancelled) {
+		c.cancelled(w, principal, msg.Params.RequestID)
+		return
 	}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	req := &sessionlessRequest{principal: principal, cancel: cancel}
@@ -68,28 +96,10 @@ func (c *sessionless) serve(w http.ResponseWriter, r *http.Request, principal st
 	next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, sessionlessKey{}, req)))
 }
 
-// cancelled answers a notifications/cancelled; it reports false for a
-// body that is another message.
-func (c *sessionless) cancelled(w http.ResponseWriter, principal string, body []byte) bool {
-	var msg struct {
-		Method string `json:"method"`
-		Params struct {
-			RequestID json.RawMessage `json:"requestId"`
-		} `json:"params"`
-	}
-	if err := json.Unmarshal(body, &msg); err != nil {
-		if bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) {
-			// mcp-go would read a batch's cancellation without a
-			// session, which nothing here could scope.
-			httpError(w, http.StatusBadRequest, "a batch may not hold notifications/cancelled; send it alone")
-			return true
-		}
-		return false // mcp-go answers what does not parse
-	}
-	if msg.Method != string(mcp.MethodNotificationCancelled) {
-		return false
-	}
-	if id := requestIDKey(msg.Params.RequestID); id != "" {
+// cancelled answers a notifications/cancelled: it cancels the
+// principal's requests in flight of that id.
+func (c *sessionless) cancelled(w http.ResponseWriter, principal string, requestID json.RawMessage) {
+	if id := requestIDKey(requestID); id != "" {
 		c.mu.Lock()
 		reqs := c.inFlight[cancelKey{principal, id}]
 		c.mu.Unlock()
@@ -98,7 +108,6 @@ func (c *sessionless) cancelled(w http.ResponseWriter, principal string, body []
 		}
 	}
 	w.WriteHeader(http.StatusAccepted)
-	return true
 }
 
 // hooks registers each request's id as mcp-go reads it.

@@ -29,14 +29,22 @@ func TestStatelessCancelsAreThePrincipals(t *testing.T) {
 		return map[string]string{"Authorization": "Bearer " + token, mcp.HeaderProtocolVersion: mcp.ProtocolVersion20260728,
 			mcp.HeaderMethod: method, mcp.HeaderName: name}
 	}
-	cancel := func(token string, id any) {
-		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": mcp.MethodNotificationCancelled,
+	// cancelAs sends a cancellation whose method is spelled as given
+	// (JSON may escape any character of it), with extra headers.
+	cancelAs := func(token string, id any, method string, extra map[string]string) {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "METHOD",
 			"params": map[string]any{"requestId": id, "_meta": meta}})
-		if resp := post(t, url, headers(token, string(mcp.MethodNotificationCancelled), ""), string(body)); resp.StatusCode != 202 {
+		body := strings.Replace(string(b), `"METHOD"`, `"`+method+`"`, 1)
+		h := headers(token, string(mcp.MethodNotificationCancelled), "")
+		for k, v := range extra {
+			h[k] = v
+		}
+		if resp := post(t, url, h, body); resp.StatusCode != 202 {
 			b, _ := io.ReadAll(resp.Body)
 			t.Fatalf("cancel: %d %s", resp.StatusCode, b)
 		}
 	}
+	cancel := func(token string, id any) { cancelAs(token, id, string(mcp.MethodNotificationCancelled), nil) }
 	done := make(chan string, 1)
 	go func() {
 		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": map[string]any{
@@ -48,6 +56,11 @@ func TestStatelessCancelsAreThePrincipals(t *testing.T) {
 	// Bob's cancellations, of every id and spelling, end nothing of alice's.
 	for _, id := range []any{7, 7.0, "7", 0, 1} {
 		cancel(bobToken, id)
+		// The same method in JSON's escapes, and with a session header
+		// mcp-go ignores on a 2026-07-28 message (attack10 E2).
+		cancelAs(bobToken, id, `notifications\/cancelled`, nil)
+		cancelAs(bobToken, id, `notifications\u002fcancelled`, nil)
+		cancelAs(bobToken, id, string(mcp.MethodNotificationCancelled), map[string]string{"Mcp-Session-Id": "bob-says-so"})
 	}
 	select {
 	case out := <-done:

@@ -227,12 +227,15 @@ func (o *openRequests) bounded(w http.ResponseWriter, r *http.Request, principal
 }
 
 // isStream reports whether r opens an event stream: a GET (Streamable
-// HTTP's or SSE's), or a 2026-07-28 subscriptions/listen.
+// HTTP's or SSE's), or a 2026-07-28 subscriptions/listen — its method
+// decoded, as mcp-go reads it: JSON may spell any character as an escape
+// (attack10 E5). A body with neither the method's bytes nor an escape
+// cannot name it.
 func isStream(r *http.Request, body []byte) bool {
 	if r.Method == http.MethodGet {
 		return true
 	}
-	if !bytes.Contains(body, []byte(mcp.MethodSubscriptionsListen)) {
+	if !bytes.Contains(body, []byte(mcp.MethodSubscriptionsListen)) && bytes.IndexByte(body, '\\') < 0 {
 		return false
 	}
 	var req struct {

@@ -150,3 +150,23 @@ func TestJSONValues(t *testing.T) {
 		t.Errorf("jsonValues of 2^20 objects = %d, want %d", got, maxJSONValues+1)
 	}
 }
+
+// TestIsStreamSpellings: a subscriptions/listen is a stream however JSON
+// spells its method (attack10 E5: `subscriptions\/listen` opened a stream
+// mcp-go serves that was counted as a call, past the streams' part).
+func TestIsStreamSpellings(t *testing.T) {
+	for _, method := range []string{`subscriptions/listen`, `subscriptions\/listen`, `subscriptions\u002flisten`, `\u0073ubscriptions/listen`} {
+		body := []byte(`{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{}}`)
+		if !isStream(httptest.NewRequest(http.MethodPost, "/mcp", nil), body) {
+			t.Errorf("%s: not counted as a stream", method)
+		}
+	}
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_code","arguments":{"code":"\"subscriptions/listen\""}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"arguments":{"code":"a\nb"}}}`,
+	} {
+		if isStream(httptest.NewRequest(http.MethodPost, "/mcp", nil), []byte(body)) {
+			t.Errorf("%s: counted as a stream", body)
+		}
+	}
+}

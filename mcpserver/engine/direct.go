@@ -3,11 +3,15 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/tools"
 )
+
+// errDirectDeadline ends a direct call that ran past its deadline.
+var errDirectDeadline = errors.New("the direct call's deadline passed")
 
 // CallTool makes one call of the catalogue tool name for caller, as
 // direct mode does: through the gate, as a run of one call with a data
@@ -27,7 +31,16 @@ func (e *Engine) CallTool(ctx context.Context, caller tools.Caller, local bool, 
 	}
 	track := &tracker{flow: flow, log: e.log}
 	run := &Run{Caller: caller, Local: local, vault: sess.vault, flow: track}
-	out, err := e.gate.call(ctx, &Call{Run: run, Name: name, Args: args})
+	// A direct call is in no run, and ends by the longest deadline a run
+	// may ask for (attack10 E1: without one, a skills__save of deeply
+	// nested code held a parse for as long as its client waited).
+	limit := e.exec.Config().MaxTimeout
+	callCtx, cancel := context.WithTimeoutCause(ctx, limit, errDirectDeadline)
+	out, err := e.gate.call(callCtx, &Call{Run: run, Name: name, Args: args})
+	if err != nil && context.Cause(callCtx) == errDirectDeadline && ctx.Err() == nil {
+		err = tools.Errorf(tools.CodeCanceled, "%s ran past %s, the longest a tool called directly may take (sandbox.max_timeout); call it from execute_code to give it a timeout_ms of its own", name, limit)
+	}
+	cancel()
 	track.settled()
 	opts := filter.Options{Vault: sess.vault, Flow: flow}
 	defer e.Flush(ctx, sess)

@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/codecell/codecell/tools"
 )
@@ -31,6 +33,7 @@ func TestTune(t *testing.T) {
 	if dir == "" {
 		t.Skip("CODECELL_SEARCH_TUNE=DIR (a bench-search cache) runs it")
 	}
+	tuneSet(t)
 	c := build(tuneTools(t, dir, false), 1)
 	ix := &Index{}
 	sets := []string{"dev.txt"}
@@ -117,7 +120,7 @@ func tuneRank(ix *Index, c *index, tk tuneTask, miss func([]string)) int {
 
 // tuneTools reads the tools of the dev and held-out APIs from a
 // bench-search cache, and with extra those of the extra APIs too.
-func tuneTools(t *testing.T, dir string, extra bool) []*tools.Tool {
+func tuneTools(t testing.TB, dir string, extra bool) []*tools.Tool {
 	var ts []*tools.Tool
 	for _, a := range tuneAPIs(t) {
 		if a[1] == "extra" && !extra {
@@ -270,6 +273,7 @@ func TestFit(t *testing.T) {
 	if dir == "" || os.Getenv("CODECELL_SEARCH_FIT") == "" {
 		t.Skip("CODECELL_SEARCH_TUNE=DIR CODECELL_SEARCH_FIT=1 runs it")
 	}
+	tuneSet(t)
 	c, fieldTerms := analyzeTools(tuneTools(t, dir, false), 1)
 	c.weigh(fieldTerms)
 	ix := &Index{}
@@ -345,11 +349,14 @@ func TestFit(t *testing.T) {
 	all := fit(tasks)
 	b1, b3 := score(tasks)
 	t.Logf("fitted on all dev: top-1 %d, top-3 %d of %d", b1, b3, len(tasks))
+	var set []string
 	for i, p := range params {
 		if all[i] != start[i] {
 			t.Logf("  %s: %v → %v", p.name, start[i], all[i])
+			set = append(set, fmt.Sprintf("%s=%v", p.name, all[i]))
 		}
 	}
+	t.Logf("CODECELL_SEARCH_SET=%s", strings.Join(set, ","))
 	if os.Getenv("CODECELL_SEARCH_FIT_CV") == "" {
 		return
 	}
@@ -377,4 +384,65 @@ func TestFit(t *testing.T) {
 	}
 	t.Logf("leave-one-API-out: top-1 %d → %d, top-3 %d → %d of %d", base1, cv1, base3, cv3, n)
 	reset(all)
+}
+
+// tuneSet sets ranking factors from CODECELL_SEARCH_SET
+// ("name=value,name=value"): those of fitParams, and fieldB[i] for a
+// field's length normalization, to try a variant without editing the
+// code (TestTune, TestFit, BenchmarkTune). TestFit prints the line of
+// the factors it fitted.
+func tuneSet(t testing.TB) {
+	spec := os.Getenv("CODECELL_SEARCH_SET")
+	if spec == "" {
+		return
+	}
+	floats := map[string]*float64{}
+	for _, p := range fitParams() {
+		floats[p.name] = p.v
+	}
+	for f := range numFields {
+		floats[fmt.Sprintf("fieldB[%d]", f)] = &fieldB[f]
+	}
+	for _, kv := range strings.Split(spec, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		p := floats[k]
+		if p == nil {
+			t.Fatalf("CODECELL_SEARCH_SET: no factor %q", k)
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			t.Fatalf("CODECELL_SEARCH_SET: %s: %v", k, err)
+		}
+		*p = f
+	}
+	t.Logf("set %s", spec)
+}
+
+// BenchmarkTune is the p50 and p90 of ranking the dev phrasings over
+// every API of a bench-search cache (CODECELL_SEARCH_TUNE=DIR), with the
+// factors of CODECELL_SEARCH_SET: what a variant TestTune measures
+// costs. The index is built straight from the cache, as TestTune's.
+func BenchmarkTune(b *testing.B) {
+	dir := os.Getenv("CODECELL_SEARCH_TUNE")
+	if dir == "" {
+		b.Skip("CODECELL_SEARCH_TUNE=DIR (a bench-search cache) runs it")
+	}
+	tuneSet(b)
+	c := build(tuneTools(b, dir, true), 1)
+	ix := &Index{}
+	tasks := tuneTasks(b, "dev.txt")
+	ix.rank(c, "warm up", -1, 5)
+	var took []time.Duration
+	i := 0
+	for b.Loop() {
+		q := tasks[i%len(tasks)].query
+		i++
+		start := time.Now()
+		ix.rank(c, q, -1, 5)
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	b.ReportMetric(float64(len(c.docs)), "tools")
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(took[len(took)*9/10].Microseconds())/1000, "p90-ms")
 }
