@@ -40,10 +40,15 @@
 // interrupt, the outcome. At a run's deadline, or when its context ends,
 // the executor interrupts the VM; when the run has not ended killGrace
 // later, it kills the worker, ends the run with its reason (timeout or
-// canceled) and starts a replacement in the background. So no run
-// outlives its deadline or its cancellation by more than killGrace and
-// the time the machine takes to schedule the server (the built-in sweep
-// in the tests measures it); the pool keeps its size; Close kills the
+// canceled) and starts a replacement in the background. On Linux the
+// deadline's kill does not wait for the server's scheduling: the worker
+// kills itself at that instant by a kernel timer it sets for each root
+// run (jobSpec.KillAt), and the executor wakes on a timerfd in the Go
+// runtime's poller (alarm) rather than on a Go timer, which waits for
+// the thread of the P that set it. So no run outlives its deadline or
+// its cancellation by more than killGrace and the time the machine takes
+// to schedule the server (the built-in sweep in the tests measures it);
+// the pool keeps its size; Close kills the
 // workers and returns at once. A worker prepares the VM of its next run
 // ahead, as the in-process pool does, and says when it is ready: a run
 // gets the idle worker given back last among those that are ready. Nested runs live in their root's

@@ -41,6 +41,10 @@ type Executor struct {
 	nested atomic.Int64
 	// waiting counts the runs that wait outside the pool (see Park).
 	waiting atomic.Int64
+	// lookups bounds the transform processes that locate JavaScript
+	// syntax errors, which a run may do after its slot is free
+	// (attack10 E1).
+	lookups chan struct{}
 }
 
 // New starts an executor and its pool: the VMs, or the worker processes,
@@ -51,7 +55,8 @@ func New(cfg Config) (*Executor, error) {
 		return nil, err
 	}
 	log := cfg.Logger.With("component", "executor")
-	e := &Executor{cfg: cfg, log: log, sched: newScheduler(cfg.PoolSize, cfg.ReservedSlots), live: map[*Run]struct{}{}, callers: newCallers()}
+	e := &Executor{cfg: cfg, log: log, sched: newScheduler(cfg.PoolSize, cfg.ReservedSlots), live: map[*Run]struct{}{}, callers: newCallers(),
+		lookups: make(chan struct{}, cfg.PoolSize)}
 	switch cfg.Isolation {
 	case IsolationProcess:
 		e.procs = newProcPool(cfg.PoolSize, cfg.MaxWaiting, cfg.WorkerCommand, cfg.MemoryLimit, log)
@@ -60,7 +65,7 @@ func New(cfg Config) (*Executor, error) {
 		if err != nil {
 			return nil, err
 		}
-		e.local = &localSandbox{pool: newVMPool(cfg.PoolSize, code, log)}
+		e.local = &localSandbox{pool: newVMPool(cfg.PoolSize, code, log), runners: newRunners()}
 	}
 	return e, nil
 }
@@ -98,6 +103,7 @@ func (e *Executor) Close() error {
 	}
 	if e.local != nil {
 		e.local.pool.close()
+		e.local.runners.close()
 	}
 	e.calls.Wait()
 	e.callers.close()
@@ -166,6 +172,7 @@ func (e *Executor) Run(ctx context.Context, req Request) (res *Result) {
 		}
 		r.root, r.sb = r, sb
 		r.levels = make([]chan struct{}, e.cfg.MaxDepth)
+		r.stripping = make(chan struct{}, 1)
 		for i := range r.levels {
 			r.levels[i] = make(chan struct{}, e.cfg.MaxNestedRuns)
 		}
@@ -201,7 +208,7 @@ func (e *Executor) Run(ctx context.Context, req Request) (res *Result) {
 	defer e.untrack(r)
 
 	if req.Language == TypeScript {
-		if r.src, r.smap, fail = e.transform(r.ctx, req.Code, TypeScript, r.timeoutError); fail != nil {
+		if r.src, r.smap, fail = r.stripTypes(req.Code); fail != nil {
 			r.cancel()
 			if r.onEnd != nil {
 				r.onEnd()
@@ -389,8 +396,11 @@ type Run struct {
 	job uint32
 	vj  *vmJob
 	// levels bound the nested runs of a root alive at each depth.
-	levels   []chan struct{}
-	inflight chan struct{}
+	levels []chan struct{}
+	// stripping lets a root's nested runs strip TypeScript one at a time
+	// (a transform process each; attack10 E1).
+	stripping chan struct{}
+	inflight  chan struct{}
 
 	stopOnce sync.Once
 	stopped  chan struct{} // closed by stop
@@ -445,6 +455,11 @@ func (r *Run) spec(req Request) *jobSpec {
 	if layout == nil {
 		layout = emptyLayout
 	}
+	var killAt int64
+	if r.depth == 0 {
+		// Nested jobs die with their root's worker.
+		killAt = monotonicAt(r.deadline.Add(killGrace))
+	}
 	return &jobSpec{
 		Src:         r.src,
 		Args:        req.Args,
@@ -457,6 +472,7 @@ func (r *Run) spec(req Request) *jobSpec {
 		MaxLogBytes: cfg.MaxLogBytes,
 		MaxResult:   cfg.MaxResultBytes,
 		Timeout:     time.Until(r.deadline),
+		KillAt:      killAt,
 		Nested:      r.depth > 0,
 	}
 }
@@ -488,14 +504,33 @@ func (r *Run) arm(ctx context.Context) func() {
 // from any goroutine. It interrupts the VM; giveUp follows when the VM
 // does not stop.
 func (r *Run) stop(reason *Error) {
+	first := false
 	r.stopOnce.Do(func() {
 		r.reason = reason
 		close(r.stopped)
-		if !r.isOver() {
-			r.sb.interrupt(r)
-		}
+		first = true
 	})
+	// Outside the Once: an interrupt that waits (for the worker's pipe)
+	// must not hold up the kill, which stops the run too.
+	if first && !r.isOver() {
+		r.sb.interrupt(r)
+	}
 }
+
+// expire ends a root run whose VM is to be given up with its worker: it
+// has timed out. Its VM is not interrupted first, as stop would: the
+// worker is killed at once.
+func (r *Run) expire() {
+	r.stopOnce.Do(func() {
+		r.reason = r.timeoutError()
+		close(r.stopped)
+	})
+	r.giveUp()
+}
+
+// pastKill reports whether the time to give up the run's VM has come:
+// its deadline plus killGrace.
+func (r *Run) pastKill() bool { return !time.Now().Before(r.deadline.Add(killGrace)) }
 
 // giveUp abandons the VM of a run that has not ended.
 func (r *Run) giveUp() {
@@ -732,4 +767,19 @@ func (e *Executor) Stats() Stats {
 		s.Ready = e.procs.idleCount()
 	}
 	return s
+}
+
+// stripTypes turns the run's TypeScript into JavaScript in a transform
+// process. A root run strips once, holding its slot; its nested runs take
+// turns, so that one run's skills cannot start a process each at once.
+func (r *Run) stripTypes(code string) (string, *sourceMap, *Error) {
+	if r.parent != nil {
+		select {
+		case r.root.stripping <- struct{}{}:
+			defer func() { <-r.root.stripping }()
+		case <-r.ctx.Done():
+			return "", nil, transformStopped(r.ctx, r.timeoutError)
+		}
+	}
+	return r.e.transform(r.ctx, code, TypeScript, r.timeoutError)
 }

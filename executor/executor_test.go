@@ -741,6 +741,16 @@ func TestMisreportedKinds(t *testing.T) {
 			{"out of memory returning the result", "'x'.repeat(10 << 20)", executor.KindMemory, "heap limit"},
 			{"null thrown on purpose", "throw null", executor.KindRuntime, "the program threw null, or used up its 16 MiB heap"},
 			{"endless microtasks", "function f() { Promise.resolve().then(f) } f(); await new Promise(() => {})", executor.KindTimeout, "500ms deadline"},
+			// Running out inside Promise.all's or allSettled's own
+			// handler, as large tool results arrive, leaves its promise
+			// pending for ever (the engine drops the exception): the run
+			// ran out of memory, not "unsettled" (issue 19, attack9 D7).
+			// A program that catches running out and then waits for
+			// ever ends the same way.
+			{"out of memory, then a promise that never settles", "try { const a = []; for (;;) a.push('x'.repeat(1 << 16) + a.length) } catch (e) {} await new Promise(() => {})", executor.KindMemory, "16 MiB heap limit, and then waited for a promise that could never settle"},
+			// The VM's count of refusals outlives its reset; the next
+			// run's is its own.
+			{"a promise that never settles, after a run that ran out", "await new Promise(() => {})", executor.KindUnsettled, "never settle"},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				var timeout time.Duration

@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -14,7 +15,10 @@ import (
 	"github.com/codecell/codecell/executor"
 )
 
-var sweepReport = flag.String("sweep-report", "", "write the built-in sweep's worst overrun to this file")
+var (
+	sweepReport   = flag.String("sweep-report", "", "write the built-in sweep's worst overrun to this file")
+	sweepOverruns = flag.String("sweep-overruns", "", "append each attack of the built-in sweep to this file: mode, overrun and this process's lateness in ms, name")
+)
 
 // overrunBound is how long past its deadline a run may end, whatever it
 // does.
@@ -124,7 +128,7 @@ const list = (o) => Object.getOwnPropertyNames(o).filter(k => k !== "constructor
 func TestBuiltinSweep(t *testing.T) {
 	t.Parallel()
 	const deadline = 150 * time.Millisecond
-	var reports []string
+	var reports, overruns []string
 	for _, mode := range modes {
 		bounded := mode == executor.IsolationProcess
 		t.Run(string(mode), func(t *testing.T) {
@@ -146,6 +150,7 @@ func TestBuiltinSweep(t *testing.T) {
 						if over > worst {
 							worst, worstName, worstNoise = over, a.name, late
 						}
+						overruns = append(overruns, fmt.Sprintf("%s\t%.1f\t%.1f\t%s\n", mode, ms(over), ms(late), a.name))
 						mu.Unlock()
 						if bounded && over > overrunBound+late {
 							t.Errorf("ended %s after its %s deadline (this process was scheduled up to %s late meanwhile)", over.Round(time.Millisecond), deadline, late.Round(time.Millisecond))
@@ -165,6 +170,16 @@ func TestBuiltinSweep(t *testing.T) {
 	}
 	if *sweepReport != "" {
 		if err := os.WriteFile(*sweepReport, []byte(strings.Join(reports, "")), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	if *sweepOverruns != "" {
+		f, err := os.OpenFile(*sweepOverruns, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			_, err = f.WriteString(strings.Join(overruns, ""))
+			err = errors.Join(err, f.Close())
+		}
+		if err != nil {
 			t.Error(err)
 		}
 	}

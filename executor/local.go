@@ -35,7 +35,8 @@ var (
 
 // localSandbox runs VMs on goroutines of this process.
 type localSandbox struct {
-	pool *vmPool
+	pool    *vmPool
+	runners *runners // the jobs' goroutines
 }
 
 func (s *localSandbox) start(r *Run, spec *jobSpec) error {
@@ -50,7 +51,7 @@ func (s *localSandbox) start(r *Run, spec *jobSpec) error {
 	if r.isStopped() {
 		j.stop()
 	}
-	go func() {
+	s.runners.start(func() {
 		// A VM stuck inside a built-in is stopped by taking its memory
 		// away (abandon): this goroutine then panics out of the engine,
 		// and the job ends.
@@ -71,7 +72,7 @@ func (s *localSandbox) start(r *Run, spec *jobSpec) error {
 		r.deliver(out)
 		s.pool.giveBack(in)
 		r.ended()
-	}()
+	})
 	return nil
 }
 

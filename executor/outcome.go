@@ -24,7 +24,7 @@ func (r *Run) outcomeError(o outcome) *Error {
 		if o.name == "" && o.raw == "null" {
 			// The runtime itself never throws null: the engine does, when
 			// the heap has no room left for an error object.
-			return r.memoryError()
+			return r.memoryError(false)
 		}
 		return r.exception(exception{Name: o.name, Message: o.message, Stack: o.stack, raw: o.raw}, o.line, o.col, o.wrapped)
 	case outLimit:
@@ -36,7 +36,7 @@ func (r *Run) outcomeError(o outcome) *Error {
 		case KindResultSize:
 			return r.exception(exception{Kind: KindResultSize, Size: o.size}, 0, 0, o.wrapped)
 		case KindMemory:
-			return r.memoryError()
+			return r.memoryError(false)
 		case KindTimeout:
 			return r.timeoutError()
 		}
@@ -44,6 +44,9 @@ func (r *Run) outcomeError(o outcome) *Error {
 	case outStopped:
 		return r.timeoutError()
 	case outUnsettled:
+		if o.kind == KindMemory {
+			return r.memoryError(true)
+		}
 		return &Error{Kind: KindUnsettled, Message: "the program is waiting for a promise that can never settle: no tool call is in flight and the sandbox has no timers or I/O. Make sure every promise you await is resolved or rejected"}
 	case outLost:
 		if o.kind == KindCanceled {
@@ -57,8 +60,24 @@ func (r *Run) outcomeError(o outcome) *Error {
 	return &Error{Kind: KindInternal, Message: fmt.Sprintf("the sandbox ended the run in an unknown way (%d)", o.status)}
 }
 
-func (r *Run) memoryError() *Error {
-	return limitError(KindMemory, "the program used more than its %s heap limit. Process data in smaller pieces, or keep less of it in memory", formatBytes(r.heap()))
+// memoryError is the error of a run that used up its heap; stalled says
+// it then waited for a promise that could never settle, which running
+// out inside Promise.all or allSettled leaves behind.
+func (r *Run) memoryError(stalled bool) *Error {
+	heap := r.heap()
+	r.mu.Lock()
+	fromTools := int64(r.bytesFromTools)
+	r.mu.Unlock()
+	msg := fmt.Sprintf("the program used more than its %s heap limit", formatBytes(heap))
+	if stalled {
+		msg += ", and then waited for a promise that could never settle (running out of memory inside Promise.all or Promise.allSettled leaves its promise unsettled)"
+	}
+	if fromTools > heap/2 {
+		// Tool results are built in the heap as they arrive: a program
+		// that awaits many large ones at once holds them all.
+		return &Error{Kind: KindMemory, Message: msg + fmt.Sprintf("; its tool calls returned %s. Await fewer large results at once (a few at a time rather than Promise.all over all of them), ask for smaller results, or keep less of each", formatBytes(fromTools))}
+	}
+	return &Error{Kind: KindMemory, Message: msg + ". Process data in smaller pieces, or keep less of it in memory"}
 }
 
 // heap returns the run's heap limit: a nested run's is its root's divided
@@ -96,7 +115,7 @@ func (r *Run) exception(x exception, line, col int, wrapped bool) *Error {
 	case x.Kind == KindResult:
 		return &Error{Kind: KindResult, Name: x.Name, Message: x.Message}
 	case x.Name == "InternalError" && x.Message == "out of memory":
-		return r.memoryError()
+		return r.memoryError(false)
 	case x.Name == "InternalError" && x.Message == "stack overflow":
 		return limitError(KindStack, "the call stack grew past its limit of %d frames; look for unbounded recursion", cfg.MaxStackFrames)
 	case x.Name == "InternalError" && x.Message == "interrupted":
@@ -116,7 +135,7 @@ func (r *Run) exception(x exception, line, col int, wrapped bool) *Error {
 		// QuickJS throws null for a heap exhausted inside a built-in when
 		// it has no room left for the error object. A program that cannot
 		// throw or reject a promise by itself did not throw this null.
-		return r.memoryError()
+		return r.memoryError(false)
 	case x.Thrown == "null":
 		e.Message = fmt.Sprintf("uncaught exception: null: the program threw null, or used up its %s heap inside a built-in (QuickJS reports that as null when no room is left for an error)", formatBytes(r.heap()))
 	case x.Thrown != "":
@@ -141,8 +160,15 @@ func (r *Run) syntaxError(x exception, line, col int, wrapped bool) *Error {
 		// In a transform process bounded by the run's deadline (the run
 		// itself may have ended, and its context with it); past it,
 		// QuickJS's position stands.
+		// At most a pool's worth of lookups at once.
 		ctx, cancel := context.WithDeadline(context.WithoutCancel(r.ctx), r.deadline)
-		_, _, e := r.e.transform(ctx, r.code, JavaScript, nil)
+		var e *Error
+		select {
+		case r.e.lookups <- struct{}{}:
+			_, _, e = r.e.transform(ctx, r.code, JavaScript, nil)
+			<-r.e.lookups
+		case <-ctx.Done():
+		}
 		cancel()
 		if e != nil && e.Kind == KindSyntax {
 			return e

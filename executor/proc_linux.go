@@ -5,6 +5,10 @@ import (
 	"runtime"
 	"strconv"
 	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // workerAttr puts a worker in a process group of its own, so that a
@@ -91,3 +95,108 @@ func demoteProcess(pid int) {
 		}
 	}
 }
+
+// monotonicAt returns when t is on the system's monotonic clock
+// (CLOCK_MONOTONIC, in nanoseconds), which a worker's death timer runs on
+// and which every process reads alike, or 0 when the clock cannot be
+// read. Go's own monotonic readings come from that clock but are not
+// exposed, so t is placed by the time left until it; that is read first,
+// so the result is never earlier than t.
+func monotonicAt(t time.Time) int64 {
+	left := time.Until(t)
+	var now unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &now) != nil {
+		return 0
+	}
+	return now.Nano() + int64(left)
+}
+
+// sigevent is the kernel's struct sigevent, as timer_create reads it:
+// the value, the signal, how to notify, and padding to 64 bytes.
+type sigevent struct {
+	value  uintptr
+	signo  int32
+	notify int32
+	_      [64 - 8 - unsafe.Sizeof(uintptr(0))]byte
+}
+
+const sigevSignal = 0 // SIGEV_SIGNAL: send the process signo
+
+// deathTimer is a kernel timer that sends this process SIGKILL when it
+// expires. A worker sets it, for each root job, to the time the executor
+// gives up the job's VM (its deadline plus killGrace): a VM stuck inside
+// a built-in's own loop never sees its interrupt, and the executor's
+// timers may run late on a loaded machine, but the kernel kills the
+// process on time whatever runs or waits in it.
+type deathTimer struct{ id int32 }
+
+// newDeathTimer creates the timer, disarmed, or fails when the kernel
+// refuses it; the executor then kills the worker itself.
+func newDeathTimer() (*deathTimer, error) {
+	ev := sigevent{signo: int32(unix.SIGKILL), notify: sigevSignal}
+	var id int32
+	if _, _, e := unix.Syscall(unix.SYS_TIMER_CREATE, unix.CLOCK_MONOTONIC, uintptr(unsafe.Pointer(&ev)), uintptr(unsafe.Pointer(&id))); e != 0 {
+		return nil, e
+	}
+	return &deathTimer{id: id}, nil
+}
+
+// set makes the timer expire at at, a time on the monotonic clock (at
+// once if it has passed), or disarms it when at is 0.
+func (t *deathTimer) set(at int64) {
+	var v unix.ItimerSpec
+	if at > 0 {
+		v.Value = unix.NsecToTimespec(at)
+	}
+	unix.Syscall6(unix.SYS_TIMER_SETTIME, uintptr(t.id), unix.TIMER_ABSTIME, uintptr(unsafe.Pointer(&v)), 0, 0, 0)
+}
+
+// alarm is a kernel timer (a timerfd) that the executor waits on through
+// the Go runtime's poller: it wakes the goroutine that gives up a
+// worker's root run. The runtime's own timers wait in the heap of the P
+// that set them, and run late when that P's thread is off the CPU, which
+// a loaded machine does for hundreds of milliseconds; the poller is
+// checked by any P and by the runtime's monitor thread, which needs none.
+type alarm struct {
+	f  *os.File
+	rc syscall.RawConn
+}
+
+// newAlarm creates an alarm, disarmed.
+func newAlarm() (*alarm, error) {
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "alarm")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &alarm{f: f, rc: rc}, nil
+}
+
+// set makes the alarm go off at at, a time on the monotonic clock (at
+// once if it has passed), or disarms it when at is 0. An alarm that went
+// off and was not waited for is forgotten.
+func (a *alarm) set(at int64) {
+	var v unix.ItimerSpec
+	if at > 0 {
+		v.Value = unix.NsecToTimespec(at)
+	}
+	a.rc.Control(func(fd uintptr) {
+		unix.TimerfdSettime(int(fd), unix.TFD_TIMER_ABSTIME, &v, nil)
+	})
+}
+
+// wait returns when the alarm goes off, or with an error once it is
+// closed.
+func (a *alarm) wait() error {
+	var n [8]byte // the number of expirations
+	_, err := a.f.Read(n[:])
+	return err
+}
+
+// close ends the alarm, and any wait.
+func (a *alarm) close() { a.f.Close() }

@@ -53,7 +53,7 @@ const callSole byte = 1
 
 // workerMagic opens every worker's output: anything else on its stdout
 // means the command is not a sandbox worker.
-const workerMagic = "codecell-sandbox-worker/1"
+const workerMagic = "codecell-sandbox-worker/2"
 
 var errFrame = errors.New("malformed frame")
 
@@ -258,7 +258,7 @@ func encodeSpec(s *jobSpec, layoutID uint32) enc {
 	e := make(enc, 0, 64+len(s.Src))
 	e = e.u32(layoutID).u64(uint64(s.Memory)).u32(uint32(s.Stack)).u32(uint32(s.MaxCalls)).
 		u32(uint32(s.MaxLogLines)).u32(uint32(s.MaxLogBytes)).u64(uint64(s.MaxResult)).
-		u64(uint64(s.Timeout)).bool(s.Nested).bool(s.Pin != nil)
+		u64(uint64(s.Timeout)).u64(uint64(s.KillAt)).bool(s.Nested).bool(s.Pin != nil)
 	if s.Pin != nil {
 		e = e.u64(s.Pin.Seed).u64(uint64(s.Pin.Now.UnixMilli()))
 	}
@@ -277,6 +277,7 @@ func decodeSpec(body []byte) (*jobSpec, uint32, error) {
 		MaxLogBytes: int(d.u32()),
 		MaxResult:   int(d.u64()),
 		Timeout:     time.Duration(d.u64()),
+		KillAt:      int64(d.u64()),
 		Nested:      d.bool(),
 	}
 	if d.bool() {

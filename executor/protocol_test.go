@@ -16,7 +16,7 @@ func TestProtocolRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
 	w := newFrameWriter(&buf)
 	spec := &jobSpec{Src: "return args.x", Args: []byte(`{"x":1}`), Memory: 64 << 20, Stack: 5000, MaxCalls: 10,
-		MaxLogLines: 3, MaxLogBytes: 100, MaxResult: 1 << 20, Timeout: 3 * time.Second, Nested: true}
+		MaxLogLines: 3, MaxLogBytes: 100, MaxResult: 1 << 20, Timeout: 3 * time.Second, KillAt: 1 << 40, Nested: true}
 	out := outcome{status: outJSError, wrapped: true, kind: KindTool, size: 7, name: "TypeError", message: "m", stack: "s", raw: "r", line: 3, col: 4, payload: []byte(`{"a":1}`)}
 	if err := w.write(frameRun, 7, encodeSpec(spec, 42), spec.Args); err != nil {
 		t.Fatal(err)

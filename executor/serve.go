@@ -27,7 +27,11 @@ import (
 // only when runs and the server leave it. When in and out are pipes, the
 // worker waits on them through the Go runtime's poller rather than in a
 // blocking read: a frame wakes the goroutine that waits for it without a
-// hand-off between threads.
+// hand-off between threads. On Linux, while a root job runs, a kernel
+// timer is set to kill the process at the instant the executor gives up
+// the job's VM (its deadline plus the grace the executor allows), so
+// that a VM stuck inside a built-in dies on time however late the
+// executor is scheduled.
 func ServeWorker(in io.Reader, out io.Writer) error {
 	prelude, err := compilePrelude()
 	if err != nil {
@@ -39,15 +43,23 @@ func ServeWorker(in io.Reader, out io.Writer) error {
 	if f, ok := out.(*os.File); ok {
 		out = pollableFile(f)
 	}
+	death, err := newDeathTimer()
+	if err != nil {
+		// The executor's own timers still kill the worker.
+		fmt.Fprintf(os.Stderr, "sandbox worker: no timer to die by at a run's deadline: %v\n", err)
+	}
 	s := &workerServer{
+		death:   death,
 		w:       newFrameWriter(out),
 		prelude: prelude,
 		jobs:    map[uint32]*vmJob{},
 		layouts: map[uint32]*Layout{},
 		wake:    make(chan struct{}, 1),
 		quit:    make(chan struct{}),
+		runners: newRunners(),
 	}
 	defer close(s.quit)
+	defer s.runners.close()
 	if err := s.w.write(frameHello, 0, []byte(workerMagic), nil); err != nil {
 		return fmt.Errorf("sandbox worker: %w", err)
 	}
@@ -73,10 +85,17 @@ const maxLayouts = 8
 
 // workerServer is the state of a worker process.
 type workerServer struct {
+	// death kills the process at the time its root job's VM is given up
+	// (jobSpec.KillAt), if the job has not ended by then; nil where the
+	// system has no such timer. armed is the root job it is set for, 0
+	// while it is disarmed; guarded by mu.
+	death   *deathTimer
+	armed   uint32
 	w       *frameWriter
 	prelude *engine.Bytecode
 	wake    chan struct{} // there are chores
 	quit    chan struct{}
+	runners *runners // the jobs' goroutines
 
 	mu      sync.Mutex
 	jobs    map[uint32]*vmJob
@@ -145,6 +164,10 @@ func (s *workerServer) handle(f frame) error {
 		var wait chan struct{}
 		if !spec.Nested {
 			s.lastRoot = f.job
+			if s.death != nil && spec.KillAt != 0 {
+				s.death.set(spec.KillAt)
+				s.armed = f.job
+			}
 			in, s.next = s.next, nil
 			if in == nil && s.resetting != nil {
 				wait = s.resetting
@@ -152,7 +175,7 @@ func (s *workerServer) handle(f frame) error {
 			}
 		}
 		s.mu.Unlock()
-		go s.run(f.job, j, in, wait)
+		s.runners.start(func() { s.run(f.job, j, in, wait) })
 	case frameResult:
 		d := dec{b: f.body}
 		c := callResult{id: d.u32(), ok: d.bool()}
@@ -215,6 +238,11 @@ func (s *workerServer) run(id uint32, j *vmJob, in *instance, wait chan struct{}
 	// Whether the VM is reset for the next root job is settled before the
 	// outcome goes out, after which the next job may arrive at once.
 	s.mu.Lock()
+	if s.armed == id {
+		// The job has ended: the executor has no reason to give up its VM.
+		s.death.set(0)
+		s.armed = 0
+	}
 	var done chan struct{}
 	if !j.spec.Nested && in != nil && in.layout == s.latest && s.next == nil && s.resetting == nil && in.resetsCheaply() {
 		done = make(chan struct{})

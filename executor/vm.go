@@ -61,6 +61,10 @@ type jobSpec struct {
 	// Timeout is the VM's own deadline, a second line of defence behind
 	// the executor's.
 	Timeout time.Duration
+	// KillAt, when not 0, is when a worker process running this root
+	// job kills itself if the job has not ended by then, on the system's
+	// monotonic clock (see deathTimer): its deadline plus killGrace.
+	KillAt int64
 	// Nested jobs take a new VM instead of the one prepared for the next
 	// run.
 	Nested bool
@@ -90,7 +94,7 @@ const (
 	outJSError                        // name, message, stack, raw, line, col: an exception from the engine
 	outLimit                          // kind (and size): a limit the VM enforces
 	outStopped                        // the host asked the job to stop
-	outUnsettled                      // the program awaits a promise nothing can settle
+	outUnsettled                      // the program awaits a promise nothing can settle; kind KindMemory: after the heap ran out
 	outInternal                       // message: a fault in codecell
 	outLost                           // the VM was lost with its worker, or left behind (executor side only)
 )
@@ -177,6 +181,9 @@ type vmJob struct {
 	logs     int
 	logBytes int
 	settled  bool
+	// refused is the VM's count of refused allocations as the job began
+	// (engine.VM.Refused).
+	refused uint64
 	// decided is set once out says how the job ended.
 	decided bool
 	wrapped bool
@@ -325,6 +332,7 @@ func (j *vmJob) execute() {
 	vm := j.in.vm
 	vm.SetMemoryLimit(j.spec.Memory)
 	vm.SetMaxStack(j.spec.Stack)
+	j.refused = vm.Refused()
 
 	if !j.enter() {
 		return
@@ -395,7 +403,17 @@ func (j *vmJob) execute() {
 			return
 		}
 		if len(j.pending) == 0 {
-			j.decide(outcome{status: outUnsettled})
+			o := outcome{status: outUnsettled}
+			if vm.Refused() > j.refused {
+				// The heap ran out during the job. Inside a promise job
+				// whose exception the engine drops — an element of
+				// Promise.all or allSettled, as a large tool result
+				// arrived — that leaves the promise the program awaits
+				// pending for ever: the program ran out of memory, which
+				// is what the run reports (issue 19, attack9 D7).
+				o.kind = KindMemory
+			}
+			j.decide(o)
 			return
 		}
 		results = j.inbox.drain(results[:0])
@@ -598,8 +616,20 @@ func buildInstance(prelude *engine.Bytecode, layout *Layout) (in *instance, err 
 	if in.settleCall, err = property(vm, api, "settleCall"); err != nil {
 		return in, err
 	}
+	// QuickJS makes some built-ins (Math, Atomics, …) only when they are
+	// first read. Read now, they are in the snapshot: otherwise every run
+	// of a reset VM that reads one makes it again (a seventh of the CPU
+	// of a reset VM's `1+1` job).
+	touched, err := vm.Eval(touchGlobals, engine.EvalGlobal)
+	if err != nil {
+		return in, fmt.Errorf("make the built-ins: %w", err)
+	}
+	vm.Free(touched)
 	return in, nil
 }
+
+// touchGlobals reads every property of the global object.
+const touchGlobals = `Object.getOwnPropertyNames(globalThis).forEach(function (k) { globalThis[k]; })`
 
 // cheapReset is the most a VM's job may have used beyond its image for
 // the VM to be reset where a run would wait for it: clearing more costs

@@ -157,6 +157,7 @@ func (p *procPool) get(ctx interface{ Done() <-chan struct{} }) (*worker, *Error
 // idle again, or killed and replaced when it is dead, holds a VM that
 // could not be stopped, or still runs nested jobs after a grace period.
 func (p *procPool) giveBack(w *worker) {
+	w.disarm()
 	w.mu.Lock()
 	dead, tainted, busy := w.dead, w.tainted, len(w.jobs) > 0
 	w.mu.Unlock()
@@ -365,6 +366,10 @@ func (p *procPool) startWorker() (*worker, error) {
 		readEnded: make(chan struct{}),
 	}
 	w.readyAfter.Store(-1)
+	var alarmErr error
+	if w.alarm, alarmErr = newAlarm(); alarmErr != nil {
+		p.log.Warn("no alarm for sandbox worker: its runs are given up by the Go runtime's timers, late on a loaded machine", "pid", w.pid, "err", alarmErr)
+	}
 	var logging sync.WaitGroup
 	logging.Add(1)
 	go func() {
@@ -402,6 +407,9 @@ func (p *procPool) startWorker() (*worker, error) {
 	if err != nil {
 		w.dead = true
 		cmd.Process.Kill()
+		if w.alarm != nil {
+			w.alarm.close()
+		}
 		go func() {
 			<-hello
 			logging.Wait()
@@ -417,11 +425,24 @@ func (p *procPool) startWorker() (*worker, error) {
 	w.sendLayout(p.layout.Load())
 	w.mu.Unlock()
 	w.fr = fr
+	watching := make(chan struct{})
+	if w.alarm != nil {
+		go func() {
+			defer close(watching)
+			w.watch()
+		}()
+	} else {
+		close(watching)
+	}
 	go func() {
 		w.read()
 		<-w.readEnded
 		logging.Wait()
 		err := cmd.Wait()
+		if w.alarm != nil {
+			w.alarm.close()
+		}
+		<-watching
 		stdin.Close()
 		stdout.Close()
 		if !w.killed.Load() {
@@ -448,6 +469,10 @@ type worker struct {
 	tainted bool            // holds a VM that did not stop; killed when its root ends
 	killed  atomic.Bool
 	gone    chan struct{} // closed once the process is reaped
+	// alarm goes off when the root run armed is to be given up, if it
+	// has not ended (see watch); nil where the system has none.
+	alarm *alarm
+	armed atomic.Pointer[Run]
 	// lastRoot is the latest root job sent; readyAfter the latest root
 	// job the worker had when it said its next VM was ready, -1 before it
 	// said so. The VM is ready for the next run while the two are equal.
@@ -491,6 +516,10 @@ func (w *worker) start(r *Run, spec *jobSpec) error {
 	r.job = id
 	if !spec.Nested {
 		w.lastRoot.Store(int64(id))
+		if w.alarm != nil && spec.KillAt != 0 {
+			w.armed.Store(r)
+			w.alarm.set(spec.KillAt)
+		}
 	}
 	w.jobs[id] = r
 	err := w.sendLayout(spec.Layout)
@@ -545,6 +574,29 @@ func (w *worker) demote() {
 	}
 	w.tainted = true
 	demoteProcess(w.pid)
+}
+
+// watch gives up the root run armed when the alarm goes off, until the
+// alarm is closed. The worker has killed itself by then, at the same
+// time (jobSpec.KillAt), unless it could not arm its own timer; the
+// run's end is decided here or when the worker's frames end, whichever
+// comes first.
+func (w *worker) watch() {
+	for w.alarm.wait() == nil {
+		// An alarm set for an earlier run may be seen late: only a run
+		// past its time is given up.
+		if r := w.armed.Load(); r != nil && r.pastKill() {
+			r.expire()
+		}
+	}
+}
+
+// disarm stops the alarm: the root run armed has ended.
+func (w *worker) disarm() {
+	if w.alarm != nil {
+		w.armed.Store(nil)
+		w.alarm.set(0)
+	}
 }
 
 func (w *worker) abandon(r *Run) {
@@ -699,9 +751,20 @@ func (w *worker) handOff() {
 	go w.read()
 }
 
-// stopReading ends the runs left once the frames end.
+// stopReading ends the runs left once the frames end. A worker whose
+// root run is past the time its VM is given up has been killed by its
+// death timer (jobSpec.KillAt): that is the run's timeout, decided now,
+// however late this process's own timers are, and no news for the log.
 func (w *worker) stopReading() {
-	w.end(outcome{status: outLost})
+	o := outcome{status: outLost}
+	w.mu.Lock()
+	root := w.jobs[uint32(w.lastRoot.Load())]
+	w.mu.Unlock()
+	if root != nil && root.pastKill() {
+		w.killed.Store(true)
+		o = outcome{status: outLimit, kind: KindTimeout}
+	}
+	w.end(o)
 	close(w.readEnded)
 }
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"runtime"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -85,5 +87,99 @@ func TestPageItems(t *testing.T) {
 		if err == nil || errors.Is(err, ErrPageRange) != tc.wantRange {
 			t.Errorf("PageItems(%q, %d, %d) = %v", tc.ptr, tc.off, tc.n, err)
 		}
+	}
+}
+
+// pageItemsTree is PageItems as it was: through a tree of the whole
+// document. The scan must give what it gave.
+func pageItemsTree(full json.RawMessage, pointer string, offset, count int) (ItemPage, error) {
+	root, err := parseJSON(full)
+	if err != nil {
+		return ItemPage{}, err
+	}
+	arr, err := lookupPointer(&root, pointer)
+	if err != nil {
+		return ItemPage{}, err
+	}
+	if arr.kind != kindArray {
+		return ItemPage{}, errors.New("not an array")
+	}
+	total := len(arr.kids)
+	if offset < 0 || offset > total || (offset == total && total > 0) || count <= 0 {
+		return ItemPage{}, ErrPageRange
+	}
+	end := min(total, offset+count)
+	page := node{kind: kindArray, kids: arr.kids[offset:end]}
+	return ItemPage{Items: appendJSON(nil, &page), Offset: offset, Count: end - offset, Total: total, More: end < total}, nil
+}
+
+var pageItemsSeeds = []struct {
+	doc, ptr string
+	off, n   int
+}{
+	{`{"data":{"rows":[0,1,2,3,4,5,6,7,8,9]},"a/b":[{"x":1},{"x":2}]}`, "/data/rows", 3, 4},
+	{`{"a/b":[{"x":1},{"x":2}]}`, "/a~1b", 1, 5},
+	{` [ "x\"]" , {"k":[1,2,{"z":"}"}]} , -1.5e3 , true , null ] `, "", 0, 10},
+	{`{"k":[1],"k":[2,3],"\u006b":[4,5,6]}`, "/k", 1, 1},
+	{`{"a":[[1,[2]],[3]]}`, "/a/0/1", 0, 1},
+	{`{"a":[[1,[2]],[3]]}`, "/a/01", 0, 1},
+	{`{"a":{"":[7]}}`, "/a/", 0, 1},
+	{`[]`, "", 0, 1},
+	{`{"a":5}`, "/a", 0, 1},
+	{`{"a":5}`, "/a/b", 0, 1},
+	{`[1,2]`, "/5", 0, 1},
+	{`{"s":["\ud83d\ude00","a\\b",""]}`, "/s", 0, 3},
+}
+
+// TestPageItemsAsTree: the scan pages as the tree did (attack10 E7).
+func TestPageItemsAsTree(t *testing.T) {
+	t.Parallel()
+	for _, c := range pageItemsSeeds {
+		comparePageItems(t, c.doc, c.ptr, c.off, c.n)
+	}
+}
+
+func FuzzPageItems(f *testing.F) {
+	for _, c := range pageItemsSeeds {
+		f.Add(c.doc, c.ptr, c.off, c.n)
+	}
+	f.Fuzz(func(t *testing.T, doc, ptr string, off, n int) {
+		if !json.Valid([]byte(doc)) {
+			return // stored results are valid JSON
+		}
+		comparePageItems(t, doc, ptr, off, n)
+	})
+}
+
+func comparePageItems(t *testing.T, doc, ptr string, off, n int) {
+	t.Helper()
+	want, werr := pageItemsTree(json.RawMessage(doc), ptr, off, n)
+	got, gerr := PageItems(json.RawMessage(doc), ptr, off, n)
+	if (werr == nil) != (gerr == nil) {
+		t.Fatalf("%s %q [%d,+%d]: scan err %v, tree err %v", doc, ptr, off, n, gerr, werr)
+	}
+	if werr == nil && (string(got.Items) != string(want.Items) || got.Offset != want.Offset || got.Count != want.Count || got.Total != want.Total || got.More != want.More) {
+		t.Fatalf("%s %q [%d,+%d]: scan %+v %s, tree %+v %s", doc, ptr, off, n, got, got.Items, want, want.Items)
+	}
+	if werr != nil && errors.Is(werr, ErrPageRange) != errors.Is(gerr, ErrPageRange) {
+		t.Fatalf("%s %q [%d,+%d]: scan err %v, tree err %v", doc, ptr, off, n, gerr, werr)
+	}
+}
+
+// TestPageItemsBuildsThePageOnly (attack10 E7): one item of a result of two
+// million values cost a tree of all of them, about 125 MB a read. The
+// scan holds the text and the page. Not parallel: it reads the process's
+// allocation count.
+func TestPageItemsBuildsThePageOnly(t *testing.T) {
+	doc := []byte("[" + strings.Repeat("0,", 2_000_000) + "0]")
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	p, err := PageItems(doc, "", 5, 1)
+	runtime.ReadMemStats(&after)
+	if err != nil || string(p.Items) != "[0]" || p.Total != 2_000_001 {
+		t.Fatalf("page: %+v %s, %v", p, p.Items, err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 2*uint64(len(doc)) {
+		t.Errorf("paging one item of %d bytes allocated %d bytes", len(doc), got)
 	}
 }

@@ -2,9 +2,12 @@ package memory
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"slices"
 	"sync"
+	"unicode/utf8"
 )
 
 // ConsolidateInput configures a consolidation pass.
@@ -238,7 +241,10 @@ func MergeSurvivor(g DuplicateGroup, lim Limits) Memory {
 	}
 	b, _ := json.Marshal(meta)
 	next.Metadata = b
-	next.Entities = ents
+	// A memory links at most maxEntities entities, as Remember and
+	// Update keep it: the survivor's own first, then the others' (each
+	// merge could otherwise add up to maxEntities links per member).
+	next.Entities = capNames(ents, len(g.Survivor.Entities), maxEntities)
 	return next
 }
 
@@ -271,11 +277,65 @@ func jaccard(a, b map[string]bool) float64 {
 	return float64(inter) / float64(len(a)+len(b)-inter)
 }
 
+// MergeExcerptBytes bounds the content a merge record keeps: the first
+// this many bytes of a merged memory's content (cut at a character), with
+// the whole content's size and SHA-256 when it was cut.
+const MergeExcerptBytes = 1024
+
+// mergeRecord is the JSON memory_merges keeps of a merged memory.
+type mergeRecord struct {
+	ExportedMemory
+	ContentBytes  int    `json:"content_bytes,omitempty"`
+	ContentSHA256 string `json:"content_sha256,omitempty"`
+}
+
 // MergeRecord is the stored record of a memory that consolidation merged
-// away, as memory_merges keeps it.
+// away, as memory_merges keeps it: the memory without its metadata and
+// entities (the survivor gained those) and with at most
+// MergeExcerptBytes of its content, so that a record stays small
+// however large the memory was. Records count toward the principal's
+// memory.max_memory_bytes (the stores' principal_usage triggers).
 func MergeRecord(m Memory, uid string) string {
-	rec, _ := json.Marshal(exported(m, uid))
+	return mergeRecordOf(m, uid, 0, "")
+}
+
+// ImportedMergeRecord is the record an import stores for mg: as
+// MergeRecord, keeping the size and hash of a content that an earlier
+// merge already cut.
+func ImportedMergeRecord(mg MergedMemory) string {
+	if mg.Record == nil {
+		return "{}"
+	}
+	return mergeRecordOf(*mg.Record, "", mg.ContentBytes, mg.ContentSHA256)
+}
+
+func mergeRecordOf(m Memory, uid string, size int, sum string) string {
+	m.Metadata = json.RawMessage(`{}`)
+	m.Entities = nil
+	m.MergedFrom = nil
+	r := mergeRecord{ContentBytes: size, ContentSHA256: sum}
+	if len(m.Content) > MergeExcerptBytes {
+		if r.ContentSHA256 == "" {
+			h := sha256.Sum256([]byte(m.Content))
+			r.ContentBytes, r.ContentSHA256 = len(m.Content), hex.EncodeToString(h[:])
+		}
+		m.Content = excerpt(m.Content, MergeExcerptBytes)
+	}
+	r.ExportedMemory = exported(m, uid)
+	rec, _ := json.Marshal(r)
 	return string(rec)
+}
+
+// excerpt is s's first at most n bytes, cut before a character that
+// would not fit.
+func excerpt(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // ConsolidateItem is a memory with its stored vector, as consolidation

@@ -80,14 +80,20 @@ type Memory struct {
 }
 
 // MergedMemory is the provenance of one memory that consolidation merged
-// into another: the memory as it was, and how close it was.
+// into another: the memory as it was (its content up to
+// MergeExcerptBytes, without its metadata and entities, which the
+// survivor gained), and how close it was.
 type MergedMemory struct {
-	ID         int64     `json:"id"`
-	Content    string    `json:"content"`
-	Similarity float64   `json:"similarity"`
-	Overlap    float64   `json:"overlap"`
-	MergedAt   time.Time `json:"merged_at"`
-	Record     *Memory   `json:"record,omitempty"`
+	ID      int64  `json:"id"`
+	Content string `json:"content"`
+	// ContentBytes and ContentSHA256 are the whole content's size and
+	// hash, set when Content is its first MergeExcerptBytes.
+	ContentBytes  int       `json:"content_bytes,omitempty"`
+	ContentSHA256 string    `json:"content_sha256,omitempty"`
+	Similarity    float64   `json:"similarity"`
+	Overlap       float64   `json:"overlap"`
+	MergedAt      time.Time `json:"merged_at"`
+	Record        *Memory   `json:"record,omitempty"`
 }
 
 // RememberInput is a new memory.
@@ -349,10 +355,11 @@ func DecodeTags(s string) []string {
 // MergedOf reads back a memory_merges row as Get shows it in MergedFrom.
 func MergedOf(id int64, record string, similarity, overlap float64, at time.Time) MergedMemory {
 	mm := MergedMemory{ID: id, Similarity: similarity, Overlap: overlap, MergedAt: at}
-	var r ExportedMemory
+	var r mergeRecord
 	if json.Unmarshal([]byte(record), &r) == nil {
 		r.Memory.Session = r.Session
 		mm.Content = r.Content
+		mm.ContentBytes, mm.ContentSHA256 = r.ContentBytes, r.ContentSHA256
 		mm.Record = &r.Memory
 	}
 	return mm
@@ -473,7 +480,42 @@ func ApplyUpdate(cur Memory, in UpdateInput, lim Limits) (Memory, error) {
 		}
 		next.Status, next.DueAt = "", nil
 	}
+	if in.Entities != nil || len(in.AddEntities) > 0 {
+		linked := cur.Entities
+		if in.Entities != nil {
+			linked = *in.Entities
+		}
+		if n, had := countNames(linked, in.AddEntities), countNames(cur.Entities, nil); n > maxEntities && n > had {
+			return next, Invalid("memory %d would link %d entities; a memory links at most %d: link fewer (entities replaces the links, add_entities adds to them), or relate the entities to each other (memory.relate)", cur.ID, n, maxEntities)
+		}
+	}
 	return next, nil
+}
+
+// countNames counts the names of a and b, each once (ignoring case).
+func countNames(a, b []string) int {
+	seen := map[string]bool{}
+	for _, n := range slices.Concat(a, b) {
+		seen[strings.ToLower(strings.TrimSpace(n))] = true
+	}
+	return len(seen)
+}
+
+// capNames de-duplicates names (ignoring case), in order, and keeps the
+// first limit, or the first keep if more.
+func capNames(names []string, keep, limit int) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range names {
+		if k := strings.ToLower(strings.TrimSpace(n)); !seen[k] {
+			seen[k] = true
+			out = append(out, n)
+		}
+	}
+	if n := max(keep, limit); len(out) > n {
+		out = out[:n]
+	}
+	return out
 }
 
 // mergeObjects sets patch's keys in base; a null value removes the key.

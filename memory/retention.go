@@ -9,4 +9,7 @@ type PruneReport struct {
 	// commit and commits older than ExecutionsMaxAge.
 	Cache int64 `json:"cache"`
 	Plans int64 `json:"plans"`
+	// Merges counts consolidation's records of merged memories older
+	// than ExecutionsMaxAge (memory.audit_max_age).
+	Merges int64 `json:"merges"`
 }

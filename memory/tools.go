@@ -114,8 +114,8 @@ const (
 		"created_at": {"type": "string", "format": "date-time"}, "updated_at": {"type": "string", "format": "date-time"},
 		"accessed_at": {"type": "string", "format": "date-time"}, "access_count": {"type": "integer"},
 		"merged_from": {"type": "array", "items": {"type": "object", "properties": {
-			"id": {"type": "integer"}, "content": {"type": "string"}, "similarity": {"type": "number"},
-			"overlap": {"type": "number"}, "merged_at": {"type": "string", "format": "date-time"}}}}
+			"id": {"type": "integer"}, "content": {"type": "string"}, "content_bytes": {"type": "integer"}, "content_sha256": {"type": "string"},
+			"similarity": {"type": "number"}, "overlap": {"type": "number"}, "merged_at": {"type": "string", "format": "date-time"}}}}
 	}, "required": ["id", "layer", "content", "tags", "metadata", "importance", "created_at", "updated_at", "access_count"]}`
 	entitySchema = `{"type": "object", "properties": {
 		"id": {"type": "integer"}, "name": {"type": "string"}, "type": {"type": "string"}, "description": {"type": "string"},
@@ -229,7 +229,7 @@ func (ts ToolSet) MemoryTools() []tools.Tool {
 			{
 				Name:         "memory.get",
 				Summary:      "Read one memory by id, with its entities and what consolidation merged into it.",
-				Description:  "Get returns the caller's memory with this id and counts an access. merged_from lists memories that consolidation merged into it, as they were.",
+				Description:  "Get returns the caller's memory with this id and counts an access. merged_from lists memories that consolidation merged into it (kept for memory.audit_max_age): the first 1,024 bytes of each one's content, and content_bytes and content_sha256 of the whole when it was longer.",
 				InputSchema:  raw(`{"type": "object", "properties": {"id": {"type": "integer", "minimum": 1}}, "required": ["id"], "additionalProperties": false}`),
 				OutputSchema: raw(memorySchema),
 				Annotations:  tools.Annotations{ReadOnly: true},
@@ -508,7 +508,8 @@ func (ts ToolSet) MemoryTools() []tools.Tool {
 				Description: "Consolidate finds memories of the same layer whose cosine similarity is at least threshold and whose words overlap " +
 					"(Jaccard) by at least min_overlap. Each group keeps a survivor (most important, then most accessed, then oldest) that gains " +
 					"the others' tags, metadata keys, entity links and access counts; the others are deleted, and memory.get on the survivor " +
-					"shows them in merged_from. It examines the limit most recent memories of each layer; each principal runs one consolidate at a time.",
+					"shows them in merged_from (the first 1,024 bytes of each one's content, kept for memory.audit_max_age and counted in the caller's " +
+					"memory bytes until then, or until the survivor is forgotten). It examines the limit most recent memories of each layer; each principal runs one consolidate at a time.",
 				InputSchema: raw(fmt.Sprintf(`{"type": "object", "properties": {
 					"layers": {"type": "array", "items": %s},
 					"threshold": {"type": "number", "minimum": 0.5, "maximum": 1, "default": 0.9},

@@ -14,7 +14,8 @@ const (
 )
 
 // Usage is what a principal holds, by kind: how many, and their bytes
-// (a memory's content, tags and metadata; an entity's name, description
+// (a memory's content, tags and metadata, and the records consolidation
+// keeps of merged memories, which add bytes and no entry; an entity's name, description
 // and properties; a relation's type and properties).
 type Usage map[string]UsageOf
 
@@ -36,7 +37,7 @@ func (l Limits) CheckUsage(before, after Usage) error {
 		what, key, fix     string
 	}{
 		{before[UsageMemories].Entries, after[UsageMemories].Entries, int64(l.MaxMemories), "memories", "memory.max_memories", "forget some (memory.forget)"},
-		{before[UsageMemories].Bytes, after[UsageMemories].Bytes, l.MaxMemoryBytes, "bytes of memories (content, tags and metadata)", "memory.max_memory_bytes", "forget some (memory.forget) or keep them shorter"},
+		{before[UsageMemories].Bytes, after[UsageMemories].Bytes, l.MaxMemoryBytes, "bytes of memories (content, tags and metadata, and consolidation's records of merged memories)", "memory.max_memory_bytes", "forget some (memory.forget; forgetting a consolidated memory drops the records of what was merged into it) or keep them shorter"},
 		{before[UsageEntities].Entries, after[UsageEntities].Entries, int64(l.MaxGraphEntities), "graph entities", "memory.max_graph_entities", "update the entities it has (memory.entity_upsert of a name it holds) rather than add more"},
 		{before[UsageRelations].Entries, after[UsageRelations].Entries, int64(l.MaxGraphRelations), "graph relations", "memory.max_graph_relations", "update the relations it has (memory.relate of a pair and type it holds) rather than add more"},
 		{graphBytes(before), graphBytes(after), l.MaxGraphBytes, "bytes of graph entities and relations (names, descriptions, types, properties)", "memory.max_graph_bytes", "keep descriptions and properties shorter"},

@@ -270,7 +270,7 @@ func (d *Definitions) compile(root json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, compileError(err)
 	}
-	out := &Schema{s: s, fast: fastCheckOf(v)}
+	out := newSchema(s, v)
 	d.roots[key] = out
 	return out, nil
 }

@@ -66,6 +66,48 @@ func JSONValues(b []byte, limit int) int {
 	return n
 }
 
+// ValueCounter counts the values of a JSON text fed to it in pieces, as
+// JSONValues counts a whole one: what reads a message from outside counts
+// it as it arrives, before the message is whole.
+type ValueCounter struct {
+	n                         int
+	inString, escaped, opened bool
+}
+
+// Write counts b, the next piece of the text. It never fails.
+func (v *ValueCounter) Write(b []byte) (int, error) {
+	for _, c := range b {
+		if v.inString {
+			switch {
+			case v.escaped:
+				v.escaped = false
+			case c == '\\':
+				v.escaped = true
+			case c == '"':
+				v.inString = false
+			}
+			continue
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '"':
+			v.inString = true
+		case ',', '{', '[':
+			v.n++
+		case '}', ']':
+			if v.opened {
+				v.n--
+			}
+		}
+		v.opened = c == '{' || c == '['
+	}
+	return len(b), nil
+}
+
+// Values is the count of the text fed so far.
+func (v *ValueCounter) Values() int { return v.n + 1 }
+
 // A DecodedHolder holds, for one tool call, n bytes of what its result
 // decodes into (DecodedSize) until the call's result is handed on: it
 // raises what the call holds to n, waiting within ctx for the bytes,
@@ -79,6 +121,14 @@ type decodedHolderKey struct{}
 // WithDecodedHolder returns ctx with h, which HoldDecoded calls.
 func WithDecodedHolder(ctx context.Context, h DecodedHolder) context.Context {
 	return context.WithValue(ctx, decodedHolderKey{}, h)
+}
+
+// HoldsDecoded reports whether ctx is a call's that holds what its
+// result decodes into (WithDecodedHolder): what reads from outside for it
+// then counts as it reads.
+func HoldsDecoded(ctx context.Context) bool {
+	h, _ := ctx.Value(decodedHolderKey{}).(DecodedHolder)
+	return h != nil
 }
 
 // HoldDecoded holds the decoded size of a JSON text of size bytes and

@@ -30,6 +30,14 @@ func TestJSONValues(t *testing.T) {
 		if got := tools.JSONValues([]byte(c.in), math.MaxInt); got != c.want {
 			t.Errorf("JSONValues(%s) = %d, want %d", c.in, got, c.want)
 		}
+		// Fed a byte at a time, as a message arrives in pieces.
+		var vc tools.ValueCounter
+		for i := range len(c.in) {
+			vc.Write([]byte(c.in[i : i+1]))
+		}
+		if got := vc.Values(); got != c.want {
+			t.Errorf("ValueCounter(%s) = %d, want %d", c.in, got, c.want)
+		}
 	}
 	many := []byte("[" + strings.Repeat("{},", 1<<20) + "{}]")
 	if got := tools.JSONValues(many, 1000); got != 1001 {

@@ -26,8 +26,10 @@ type Schema struct {
 	s *jsonschema.Schema
 	// fast says what the schema accepts when that needs no validator:
 	// any JSON, any object, only the empty object (a tool that takes no
-	// arguments).
+	// arguments). flat, for an object of strings, integers and booleans,
+	// accepts arguments by a scan of their top level.
 	fast fastCheck
+	flat *flatSchema
 
 	prepOnce sync.Once // what costly needs of the schema, once
 	anchors  *anchors
@@ -63,7 +65,7 @@ func CompileSchema(doc json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, compileError(err)
 	}
-	return &Schema{s: s, fast: fastCheckOf(v)}, nil
+	return newSchema(s, v), nil
 }
 
 // ErrExternalRef is wrapped by the error of a schema that refers to
@@ -101,8 +103,8 @@ func newCompiler() *jsonschema.Compiler {
 // A document that is not JSON is one problem at the root, and so is one
 // whose validation would take more than MaxValidationSteps.
 func (s *Schema) Validate(doc json.RawMessage) []Problem {
-	if s.fast != fastNone && s.fast.accepts(doc) {
-		return nil // what it rejects, the validator says why
+	if s.fast != fastNone && s.fast.accepts(doc) || s.flat != nil && s.flat.accepts(doc) {
+		return nil // what they reject, the validator says why
 	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
@@ -123,6 +125,15 @@ func (s *Schema) Validate(doc json.RawMessage) []Problem {
 	collect(ve, &out)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return dedupe(out)
+}
+
+// newSchema returns the Schema of s, compiled from doc, decoded.
+func newSchema(s *jsonschema.Schema, doc any) *Schema {
+	out := &Schema{s: s, fast: fastCheckOf(doc)}
+	if out.fast == fastNone {
+		out.flat = flatSchemaOf(doc)
+	}
+	return out
 }
 
 // fastCheck is a schema that accepts documents by their shape alone.

@@ -603,6 +603,8 @@ func nonKeyEnv() []string {
 		envPrefix + "REQUIRE_NODE",       // tests: fail, not skip, without Node.js
 		envPrefix + "DISCLOSURE_REPORT",  // make bench-disclosure's report file
 		envPrefix + "MEMORY_CRASH_CHILD", // memory's crash test
+		envCPUProfile,                    // a developer's CPU profile of serve
+		envTrace,                         // a developer's execution trace of serve
 	}
 }
 

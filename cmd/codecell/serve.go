@@ -39,6 +39,11 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	log := newLogger(cfg, stderr)
 	hardened.log(log)
+	stopProfiles, err := startProfiles(os.Getenv, log)
+	if err != nil {
+		return err
+	}
+	defer stopProfiles()
 	addr := cfg.Server.HTTP
 	if addr != "" && publicBind(addr) && len(cfg.Auth.Tokens) == 0 && !cfg.Auth.OAuth.enabled() {
 		return fmt.Errorf("refusing to serve on %s without authentication: anyone who can reach it could run code here. "+

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/filter"
@@ -54,6 +55,11 @@ type skills struct {
 	filter    *filter.Filter
 	maxBudget int
 	log       *slog.Logger
+	// checking holds each principal's one syntax check at a time: a
+	// check is a transform process of up to a GiB, and a run may make
+	// many calls at once (attack10 E1: 32 skills.save at once started
+	// 32 processes).
+	checking oneEach
 }
 
 func (k *skills) start(ctx context.Context, g *gate) (stop func(), err error) {
@@ -444,7 +450,13 @@ func (k *skills) save(ctx context.Context, c *Call, in saveSkillArgs) (map[strin
 	if in.Language == "" {
 		in.Language = string(executor.JavaScript)
 	}
-	if err := k.checkSyntax(ctx, in.Code, in.Language); err != nil {
+	release, err := k.checking.acquire(ctx, c.Run.Caller.Principal)
+	if err != nil {
+		return nil, tools.Errorf(tools.CodeCanceled, "skills.save: another skills.save of yours was still checking its code when this call ended (one check at a time per principal); save skills one after another")
+	}
+	err = k.checkSyntax(ctx, in.Code, in.Language)
+	release()
+	if err != nil {
 		return nil, err
 	}
 	if len(in.InputSchema) > 0 {
@@ -511,4 +523,38 @@ func (k *skills) checkSyntax(ctx context.Context, code, language string) error {
 		return tools.Errorf(tools.CodeInvalidArguments, "code: syntax error%s: %s", where, strings.TrimPrefix(e.Message, "SyntaxError: "))
 	}
 	return nil
+}
+
+// oneEach lets one holder at a time have a key; the others wait for it.
+type oneEach struct {
+	mu   sync.Mutex
+	held map[string]chan struct{} // closed when its holder lets go
+}
+
+// acquire waits until key is free or ctx ends.
+func (o *oneEach) acquire(ctx context.Context, key string) (release func(), err error) {
+	for {
+		o.mu.Lock()
+		done, busy := o.held[key]
+		if !busy {
+			if o.held == nil {
+				o.held = make(map[string]chan struct{})
+			}
+			done = make(chan struct{})
+			o.held[key] = done
+			o.mu.Unlock()
+			return func() {
+				o.mu.Lock()
+				delete(o.held, key)
+				o.mu.Unlock()
+				close(done)
+			}, nil
+		}
+		o.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
 }

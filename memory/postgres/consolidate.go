@@ -70,7 +70,7 @@ func (s *Store) Consolidate(ctx context.Context, in memory.ConsolidateInput) (me
 		vecs[i] = vs[k]
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
-	err = s.tx(ctx, func(tx pgx.Tx) error {
+	err = s.txWithin(ctx, principal, func(tx pgx.Tx) error {
 		if err := lockCodes(ctx, tx); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -122,6 +123,14 @@ func TestQuotas(t *testing.T) {
 	})
 }
 
+// TestMergeQuota runs the contract that consolidation's records of
+// merged memories count toward the memory bytes (attack10's E4).
+func TestMergeQuota(t *testing.T) {
+	storetest.MergeQuota(t, func(t *testing.T, lim memory.Limits) storetest.Backend {
+		return openConfig(t, postgres.Config{DSN: pgtest.Database(t), MaxConns: 4, Limits: lim})
+	})
+}
+
 // TestPlanQuota runs the contract of the bound on a principal's plans.
 func TestPlanQuota(t *testing.T) {
 	storetest.PlanQuota(t, func(t *testing.T, lim memory.Limits) storetest.Backend {
@@ -136,4 +145,50 @@ func TestConsolidateReaders(t *testing.T) {
 	storetest.ConsolidateReaders(t, func(t *testing.T) storetest.Backend {
 		return openConfig(t, postgres.Config{DSN: pgtest.Database(t), MaxConns: 2})
 	})
+}
+
+// TestMergeUsageUpgrade: migration 15 adds the records of merged
+// memories a store already holds to their principal's memory bytes, and
+// its trigger takes them back when their survivor goes (attack10's E4).
+func TestMergeUsageUpgrade(t *testing.T) {
+	ctx := t.Context()
+	pool, err := pgxpool.New(ctx, pgtest.Database(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := postgres.MigrateTo(ctx, pool, 14); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO memories (id, principal, layer, content, created_at, updated_at, tsv) VALUES (1, 'gina', 'semantic', 'kept', 0, 0, to_tsvector('kept'))`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO memory_merges (merged_id, survivor_id, principal, record, similarity, overlap, merged_at) VALUES (2, 1, 'gina', $1, 1, 1, 0)`, strings.Repeat("r", 5000)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := postgres.MigrateTo(ctx, pool, 15); err != nil {
+		t.Fatal(err)
+	}
+	bytes := func() (n int64) {
+		t.Helper()
+		if err := pool.QueryRow(ctx, `SELECT bytes FROM principal_usage WHERE principal = 'gina' AND kind = 'memories'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := bytes(); n != 4+2+2+5000 {
+		t.Fatalf("gina's memory bytes after the migration: %d, want %d (her memory and the record of 5,000 bytes)", n, 4+2+2+5000)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO memory_merges (merged_id, survivor_id, principal, record, similarity, overlap, merged_at) VALUES (3, 1, 'gina', 'abc', 1, 1, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes(); n != 4+2+2+5003 {
+		t.Fatalf("after a new record of 3 bytes: %d, want %d", n, 4+2+2+5003)
+	}
+	if _, err := pool.Exec(ctx, `DELETE FROM memories WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes(); n != 0 {
+		t.Fatalf("after the survivor went (and its records, by cascade): %d bytes, want 0", n)
+	}
 }

@@ -324,10 +324,7 @@ func (s *Store) importMemory(ctx context.Context, tx pgx.Tx, m *importMemory) (m
 		return 0, err
 	}
 	for _, mg := range m.rec.Merges {
-		rec := "{}"
-		if mg.Record != nil {
-			rec = memory.MergeRecord(*mg.Record, "")
-		}
+		rec := memory.ImportedMergeRecord(mg)
 		// Merged ids of the source store may collide here: keep the
 		// provenance under a fresh negative id when they do.
 		mid := mg.ID

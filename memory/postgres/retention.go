@@ -19,7 +19,8 @@ const codeLogKeep = 2 * codeLogCatchUp
 // records (with their tool calls) and stored results too old or beyond
 // the row and byte limits, oldest first, and episodic memories older than
 // EpisodicMaxAge, expired cache entries, plans expired before a commit
-// and claimed plans older than the audit log's age limit; it also trims
+// and claimed plans and records of merged memories older than the audit
+// log's age limit; it also trims
 // the change log of binary codes to its latest codeLogKeep entries. Every instance may call it: it runs in one
 // transaction, and two at once only delete what the other left.
 func (s *Store) Prune(ctx context.Context) (memory.PruneReport, error) {
@@ -67,6 +68,11 @@ func (s *Store) Prune(ctx context.Context) (memory.PruneReport, error) {
 		if err := exec(&rep.Plans, `DELETE FROM plans WHERE (state = $1 AND expires_at <= $2) OR (state <> $1 AND created_at < $3)`,
 			memory.PlanPlanned, ms(now), ms(now.Add(-memory.KeepPlans(r)))); err != nil {
 			return err
+		}
+		if r.ExecutionsMaxAge > 0 {
+			if err := exec(&rep.Merges, `DELETE FROM memory_merges WHERE merged_at < $1`, ms(now.Add(-r.ExecutionsMaxAge))); err != nil {
+				return err
+			}
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM memory_code_log WHERE seq <= (SELECT max(seq) FROM memory_code_log) - $1`, codeLogKeep); err != nil {
 			return err

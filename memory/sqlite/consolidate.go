@@ -83,7 +83,7 @@ func (s *Store) Consolidate(ctx context.Context, in memory.ConsolidateInput) (me
 		plans[i].vec = vs[k]
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.writeWithin(ctx, principal, func(tx *sql.Tx) error {
 		for _, p := range plans {
 			for _, m := range p.touched {
 				var upd int64

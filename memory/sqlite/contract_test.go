@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"database/sql"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,6 +149,19 @@ func TestQuotas(t *testing.T) {
 	})
 }
 
+// TestMergeQuota runs the contract that consolidation's records of
+// merged memories count toward the memory bytes (attack10's E4).
+func TestMergeQuota(t *testing.T) {
+	storetest.MergeQuota(t, func(t *testing.T, lim memory.Limits) storetest.Backend {
+		st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "codecell.db"), Limits: lim}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	})
+}
+
 // TestPlanQuota runs the contract of the bound on a principal's plans.
 func TestPlanQuota(t *testing.T) {
 	storetest.PlanQuota(t, func(t *testing.T, lim memory.Limits) storetest.Backend {
@@ -171,4 +185,50 @@ func TestConsolidateReaders(t *testing.T) {
 		t.Cleanup(func() { st.Close() })
 		return st
 	})
+}
+
+// TestMergeUsageUpgrade: migration 24 adds the records of merged
+// memories a store already holds to their principal's memory bytes, and
+// its triggers take them back when their survivor goes (attack10's E4).
+func TestMergeUsageUpgrade(t *testing.T) {
+	db, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "codecell.db")+"?_journal_mode=WAL&_foreign_keys=on")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := t.Context()
+	if err := sqlite.MigrateTo(ctx, db, 23); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO memories (id, principal, layer, content, created_at, updated_at) VALUES (1, 'gina', 'semantic', 'kept', 0, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO memory_merges (merged_id, survivor_id, principal, record, similarity, overlap, merged_at) VALUES (2, 1, 'gina', ?, 1, 1, 0)`, strings.Repeat("r", 5000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlite.MigrateTo(ctx, db, 24); err != nil {
+		t.Fatal(err)
+	}
+	bytes := func() (n int64) {
+		t.Helper()
+		if err := db.QueryRow(`SELECT bytes FROM principal_usage WHERE principal = 'gina' AND kind = 'memories'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := bytes(); n != 4+2+2+5000 {
+		t.Fatalf("gina's memory bytes after the migration: %d, want %d (her memory and the record of 5,000 bytes)", n, 4+2+2+5000)
+	}
+	if _, err := db.Exec(`INSERT INTO memory_merges (merged_id, survivor_id, principal, record, similarity, overlap, merged_at) VALUES (3, 1, 'gina', 'abc', 1, 1, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes(); n != 4+2+2+5003 {
+		t.Fatalf("after a new record of 3 bytes: %d, want %d", n, 4+2+2+5003)
+	}
+	if _, err := db.Exec(`DELETE FROM memories WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes(); n != 0 {
+		t.Fatalf("after the survivor went (and its records, by cascade): %d bytes, want 0", n)
+	}
 }

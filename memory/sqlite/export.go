@@ -339,10 +339,7 @@ func (s *Store) importMemory(ctx context.Context, tx *sql.Tx, m *importMemory) (
 		return 0, err
 	}
 	for _, mg := range m.merges {
-		rec := "{}"
-		if mg.Record != nil {
-			rec = memory.MergeRecord(*mg.Record, "")
-		}
+		rec := memory.ImportedMergeRecord(mg)
 		// Merged ids of the source store may collide here: keep
 		// provenance under a fresh negative id when they do.
 		mid := mg.ID

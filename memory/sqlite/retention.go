@@ -11,7 +11,8 @@ import (
 // Prune enforces Config.Retention: it deletes audit records (with their
 // tool calls) and stored results that are too old or beyond the row and
 // byte limits, oldest first, and episodic memories older than
-// EpisodicMaxAge. It also trims the logs of binary-code changes and of
+// EpisodicMaxAge, and consolidation's records of merged memories older
+// than ExecutionsMaxAge. It also trims the logs of binary-code changes and of
 // skill changes to their latest codeLogKeep and skillLogKeep entries. Open calls it; a server calls it
 // periodically.
 func (s *Store) Prune(ctx context.Context) (memory.PruneReport, error) {
@@ -62,6 +63,11 @@ func (s *Store) Prune(ctx context.Context) (memory.PruneReport, error) {
 		if err := exec(tx, &rep.Plans, `DELETE FROM plans WHERE (state = ? AND expires_at <= ?) OR (state <> ? AND created_at < ?)`,
 			memory.PlanPlanned, ms(now), memory.PlanPlanned, ms(now.Add(-memory.KeepPlans(r)))); err != nil {
 			return err
+		}
+		if r.ExecutionsMaxAge > 0 {
+			if err := exec(tx, &rep.Merges, `DELETE FROM memory_merges WHERE merged_at < ?`, ms(now.Add(-r.ExecutionsMaxAge))); err != nil {
+				return err
+			}
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM memory_code_log WHERE seq <= (SELECT max(seq) FROM memory_code_log) - ?`, codeLogKeep); err != nil {
 			return err

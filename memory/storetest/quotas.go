@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -180,4 +182,145 @@ func PlanQuota(t *testing.T, open func(t *testing.T, lim memory.Limits) Backend)
 	must(carol, time.Hour)
 	_, _, err = save(carol, time.Hour)
 	refused(t, err)
+}
+
+// MergeQuota checks that what consolidation keeps of the memories it
+// merges counts toward the principal's memory bytes (issue 19,
+// attack10's E4: memory_merges kept each merged memory whole — 16 KB of
+// content and 16 KB of metadata — outside every quota, so remembering
+// and consolidating, repeated, filled the disk while the principal held
+// one memory). A record keeps at most memory.MergeExcerptBytes of the
+// content, with the whole content's size and hash; the records count
+// until the survivor is forgotten. open opens a fresh store with the
+// limits given.
+func MergeQuota(t *testing.T, open func(t *testing.T, lim memory.Limits) Backend) {
+	const quota = 100000
+	st := open(t, memory.Limits{MaxMemoryBytes: quota})
+	bob := as(t.Context(), "bob")
+	content := "quarterly numbers " + strings.Repeat("x", 8000)
+	meta := []byte(`{"pad": "` + strings.Repeat("y", 4000) + `"}`)
+	sum := sha256.Sum256([]byte(content))
+	var survivor int64
+	var refused error
+	rounds := 0
+	for ; rounds < 40 && refused == nil; rounds++ {
+		for range 4 {
+			if _, err := st.Remember(bob, memory.RememberInput{Content: content, Metadata: meta}); err != nil {
+				refused = err
+				break
+			}
+		}
+		if refused != nil {
+			break
+		}
+		res, err := st.Consolidate(bob, memory.ConsolidateInput{Layers: []memory.Layer{memory.Semantic}})
+		if err != nil {
+			refused = err
+			break
+		}
+		if len(res.Groups) != 1 {
+			t.Fatalf("round %d: consolidate made %d groups, want 1: %+v", rounds, len(res.Groups), res)
+		}
+		survivor = res.Groups[0].Survivor.ID
+	}
+	s, err := st.MemoryStats(bob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refused == nil {
+		t.Fatalf("after %d rounds of 4 memories of %d bytes consolidated, bob holds %d memory and %d merged records under a quota of %d bytes: the records are outside the quota",
+			rounds, len(content)+len(meta), s.Memories, s.Merged, quota)
+	}
+	if !errors.Is(refused, memory.ErrQuota) || !strings.Contains(refused.Error(), "memory.max_memory_bytes") {
+		t.Fatalf("round %d: error = %v, want quota_exceeded naming memory.max_memory_bytes", rounds, refused)
+	}
+	// Each record is bounded: the memory's first MergeExcerptBytes, its
+	// size and hash, without its metadata.
+	m, err := st.Get(bob, survivor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.MergedFrom) != s.Merged || s.Merged < 8 {
+		t.Fatalf("the survivor lists %d merged memories, stats say %d", len(m.MergedFrom), s.Merged)
+	}
+	for _, mg := range m.MergedFrom {
+		if mg.Content != content[:memory.MergeExcerptBytes] || mg.ContentBytes != len(content) || mg.ContentSHA256 != hex.EncodeToString(sum[:]) {
+			t.Fatalf("merged %d: content of %d bytes, content_bytes %d, content_sha256 %q; want the first %d bytes, %d, %x",
+				mg.ID, len(mg.Content), mg.ContentBytes, mg.ContentSHA256, memory.MergeExcerptBytes, len(content), sum)
+		}
+		if mg.Record == nil || string(mg.Record.Metadata) != "{}" {
+			t.Fatalf("merged %d keeps its metadata: %+v", mg.ID, mg.Record)
+		}
+	}
+	// A record costs a small fraction of the memory it replaced, so
+	// consolidating still makes room: the rounds held far more memories
+	// than the quota would hold whole.
+	if whole := quota / (len(content) + len(meta)); s.Merged+s.Memories <= 2*whole {
+		t.Errorf("%d memories and %d records under a quota that holds %d memories: the records cost too much", s.Memories, s.Merged, whole)
+	}
+	// Forgetting the survivor drops its records and gives their bytes back.
+	if _, err := st.Forget(bob, memory.ForgetInput{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := st.MemoryStats(bob); err != nil || s.Memories != 0 || s.Merged != 0 {
+		t.Fatalf("after forgetting everything bob holds %d memories and %d merged records (%v)", s.Memories, s.Merged, err)
+	}
+	for i := range quota / (len(content) + len(meta)) {
+		if _, err := st.Remember(bob, memory.RememberInput{Content: content, Metadata: meta}); err != nil {
+			t.Fatalf("memory %d after forgetting: %v; the records' bytes were not given back", i, err)
+		}
+	}
+}
+
+// testEntityLinks checks that a memory links at most 32 entities however
+// it gets them (issue 19, attack10's E4 follow-up: add_entities and
+// consolidation's survivor added links without bound, rows no quota
+// counted): an update that would pass it fails with invalid; a
+// consolidation keeps the survivor's links and as many of the others' as
+// fit.
+func testEntityLinks(t *testing.T, open Opener) {
+	st, _ := open(t)
+	alice := as(t.Context(), "alice")
+	names := func(from, n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, fmt.Sprint("entity ", from+i))
+		}
+		return out
+	}
+	m, err := st.Remember(alice, memory.RememberInput{Content: "the deploy of the billing service", Entities: names(0, 30)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Update(alice, memory.UpdateInput{ID: m.ID, AddEntities: names(30, 2)}); err != nil {
+		t.Fatalf("up to 32 links: %v", err)
+	}
+	_, err = st.Update(alice, memory.UpdateInput{ID: m.ID, AddEntities: names(32, 1)})
+	if !errors.Is(err, memory.ErrInvalid) || !strings.Contains(err.Error(), "at most 32") {
+		t.Fatalf("a 33rd link: %v, want invalid naming the limit", err)
+	}
+	if _, err := st.Update(alice, memory.UpdateInput{ID: m.ID, AddEntities: names(0, 3)}); err != nil {
+		t.Fatalf("adding links it has: %v", err)
+	}
+	replace := names(100, 32)
+	if _, err := st.Update(alice, memory.UpdateInput{ID: m.ID, Entities: &replace}); err != nil {
+		t.Fatalf("replacing 32 links with 32 others: %v", err)
+	}
+	// Two duplicates with 32 links each: the survivor keeps 32.
+	for range 2 {
+		if _, err := st.Remember(alice, memory.RememberInput{Content: "the deploy of the billing service", Entities: names(200, 32)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := st.Consolidate(alice, memory.ConsolidateInput{})
+	if err != nil || len(res.Groups) != 1 {
+		t.Fatalf("consolidate: %+v, %v; want one group", res, err)
+	}
+	got, err := st.Get(alice, res.Groups[0].Survivor.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Entities) != 32 {
+		t.Fatalf("the survivor of three memories of 32 links each links %d entities, want 32", len(got.Entities))
+	}
 }

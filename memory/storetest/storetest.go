@@ -112,6 +112,7 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 	t.Run("graph_provenance", func(t *testing.T) { testGraphProvenance(t, open) })
 	t.Run("tasks", func(t *testing.T) { testTasks(t, open) })
 	t.Run("consolidate", func(t *testing.T) { testConsolidate(t, open) })
+	t.Run("entity_links", func(t *testing.T) { testEntityLinks(t, open) })
 	t.Run("tools", func(t *testing.T) { testTools(t, open) })
 	t.Run("audit_listings", func(t *testing.T) { testAuditListings(t, open) })
 	t.Run("result_listings", func(t *testing.T) { testResultListings(t, open) })

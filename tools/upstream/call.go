@@ -69,6 +69,12 @@ func (u *upstream) call(ctx context.Context, orig, name string, args json.RawMes
 		if ctx.Err() != nil {
 			return nil, u.ended(ctx, name, "")
 		}
+		var refused *refusedError
+		if errors.As(err, &refused) {
+			// The result could not be held as it was read (holdCopies):
+			// the holder's error says which bound, and what to change.
+			return nil, refused.err
+		}
 		var big *tooLargeError
 		if errors.As(err, &big) {
 			return nil, &tools.Error{Code: CodeUpstreamTooLarge, Tool: name,

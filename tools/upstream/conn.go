@@ -41,7 +41,7 @@ type conn struct {
 	ids      atomic.Int64
 	mu       sync.Mutex
 	progress map[string]progressFunc // progress token → the call's reporter
-	tooLarge map[string]int64        // request id → the size of its oversized response
+	tooLarge map[string]dropped      // request id → its oversized, or refused, response
 	maxMsg   int64                   // the server's max_response_bytes
 	maxList  int64                   // the server's max_list_bytes
 	dropLog  *rate.Limiter           // of the warnings about dropped messages
@@ -102,7 +102,7 @@ func (d dialer) dial(ctx context.Context) (*conn, error) {
 	c := &conn{
 		kind:        d.kind,
 		progress:    map[string]progressFunc{},
-		tooLarge:    map[string]int64{},
+		tooLarge:    map[string]dropped{},
 		maxMsg:      d.maxResponse,
 		maxList:     d.maxList,
 		dropLog:     rate.NewLimiter(rate.Every(10*time.Second), 3),
@@ -207,19 +207,36 @@ func sameOrigin(configured string) func(*http.Request, []*http.Request) error {
 // notification or request, or a message without an id, is dropped, with
 // a warning now and then.
 func (c *conn) oversized(d dialer) oversized {
-	return func(id json.RawMessage, method bool, size int64) {
+	return func(id json.RawMessage, method bool, size int64, refused error) {
 		var rid mcp.RequestId
 		if id != nil && !method && json.Unmarshal(id, &rid) == nil {
 			c.mu.Lock()
-			c.tooLarge[rid.String()] = size
+			c.tooLarge[rid.String()] = dropped{size: size, refused: refused}
 			c.mu.Unlock()
 			return
+		}
+		if refused != nil {
+			return // a message for no call, which no call held
 		}
 		if c.dropLog.Allow() {
 			d.log.Warn("dropped a message larger than max_response_bytes", "bytes", size, "max_response_bytes", d.maxResponse, "request_or_notification", method)
 		}
 	}
 }
+
+// dropped is a response limitReader dropped: its size, and the holder's
+// error when it was dropped because it could not be held.
+type dropped struct {
+	size    int64
+	refused error
+}
+
+// refusedError is a call whose response was dropped as it was read
+// because it could not be held (holdCopies): err is the holder's.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string { return e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }
 
 // tooLargeError is a call whose response was larger than the server's
 // max_response_bytes, and was not read into memory.
@@ -448,10 +465,13 @@ func (c *conn) send(ctx context.Context, id mcp.RequestId, method string, params
 	}
 	if resp.Error != nil {
 		c.mu.Lock()
-		size, over := c.tooLarge[id.String()]
+		d, over := c.tooLarge[id.String()]
 		c.mu.Unlock()
-		if over {
-			return nil, &tooLargeError{size: size, max: c.maxMsg}
+		switch {
+		case over && d.refused != nil:
+			return nil, &refusedError{err: d.refused}
+		case over:
+			return nil, &tooLargeError{size: d.size, max: c.maxMsg}
 		}
 		return nil, &rpcError{Code: resp.Error.Code, Message: resp.Error.Message}
 	}

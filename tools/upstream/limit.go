@@ -9,6 +9,8 @@ import (
 	"io"
 	"mime"
 	"net/http"
+
+	"github.com/codecell/codecell/tools"
 )
 
 // DefaultMaxResponseBytes is Server.MaxResponseBytes's default, as
@@ -39,8 +41,30 @@ const (
 
 // oversized is what a limitReader reports of a message it dropped: its
 // id and whether it had a method (a request or notification), as they
-// came, and its size.
-type oversized func(id json.RawMessage, method bool, size int64)
+// came, and its size; refused is the holder's error when the message was
+// dropped because the bytes it would take could not be held (see
+// holdCopies), nil when it passed max_response_bytes.
+type oversized func(id json.RawMessage, method bool, size int64, refused error)
+
+// A message a call waits for is held as it is read, in the call's results
+// in flight (tools.HoldDecoded), before it is whole: what an HTTP
+// response's messages take in the server while they are read and decoded
+// — this reader's buffer, the transport's decoder's, and the decoded
+// message's result, each about the message's bytes — plus what its JSON
+// values decode into (tools.DecodedValueBytes each), counted as they
+// arrive. Eight calls of an upstream answering 15 MB each grew the server
+// by 470 MiB though their bytes were within the results in flight (issue
+// 19, attack9 D7); a message the call cannot hold is dropped as it is
+// read, as an oversized one is, and the call fails with the holder's
+// error (result_bytes_limit). Only an HTTP response carries its call's
+// context: a stdio server's messages, and a legacy SSE stream's, are read
+// one at a time on the connection's own goroutine, and are bounded by
+// max_response_bytes alone.
+const holdCopies = 3
+
+// holder holds the bytes of a message being read: its size so far and
+// its JSON values counted so far.
+type holder func(size int64, values int) error
 
 // tooLargeCode is the JSON-RPC error code of the responses limitReader
 // makes up; send knows them by their id, not by this code, which a
@@ -53,11 +77,23 @@ type limitReader struct {
 	kind streamKind
 	max  int64
 	drop oversized
+	// hold, when set, holds each message's bytes as they are read; a
+	// message it refuses is dropped.
+	hold holder
 
-	out []byte // what Read passes on next
-	buf []byte // the message being read
-	err error  // the source's error, once out is empty
+	out [][]byte // what Read passes on next, in order
+	// buf is the start of the message being read, up to firstPiece
+	// bytes, reused from message to message; more is the rest of it, in
+	// pieces as they were read: a long message is held once, never
+	// copied to a larger buffer as it grows (appending 15 MB a chunk at a
+	// time allocated 64 MB).
+	buf  []byte
+	more [][]byte
+	err  error // the source's error, once out is empty
 }
+
+// firstPiece bounds buf, which holds a message whole when it is short.
+const firstPiece = 64 << 10
 
 func newLimitReader(r io.Reader, kind streamKind, max int64, drop oversized) *limitReader {
 	return &limitReader{src: bufio.NewReaderSize(r, 64<<10), kind: kind, max: max, drop: drop}
@@ -70,20 +106,22 @@ func (l *limitReader) Read(p []byte) (int, error) {
 		}
 		l.out, l.err = l.next()
 	}
-	n := copy(p, l.out)
-	l.out = l.out[n:]
+	n := copy(p, l.out[0])
+	if l.out[0] = l.out[0][n:]; len(l.out[0]) == 0 {
+		l.out[0] = nil
+		l.out = l.out[1:]
+	}
 	return n, nil
 }
 
 // next reads the next message (a line, an event, the body) and returns
 // what to pass on for it.
-func (l *limitReader) next() ([]byte, error) {
-	if cap(l.buf) > 1<<20 {
-		l.buf = nil // do not keep a large message's buffer
-	}
-	l.buf = l.buf[:0]
+func (l *limitReader) next() ([][]byte, error) {
+	l.buf, l.more = l.buf[:0], nil
 	var sc idScanner
 	var size int64
+	var values tools.ValueCounter
+	var refused error
 	over := false
 	atStart := true // at the start of a line
 	for {
@@ -95,15 +133,26 @@ func (l *limitReader) next() ([]byte, error) {
 		}
 		blank := atStart && lineEnd && (len(chunk) == 1 || len(chunk) == 2 && chunk[0] == '\r')
 		size += int64(len(chunk))
-		if !over && size > l.max {
+		if !over && l.hold != nil {
+			values.Write(chunk)
+			if herr := l.hold(size, values.Values()); herr != nil {
+				refused = herr
+			}
+		}
+		if !over && (size > l.max || refused != nil) {
 			over = true
 			l.scan(&sc, l.buf, true)
-			l.buf = l.buf[:0]
+			prev := l.buf
+			for _, piece := range l.more {
+				l.scan(&sc, piece, len(prev) == 0 || prev[len(prev)-1] == '\n')
+				prev = piece
+			}
+			l.buf, l.more = l.buf[:0], nil
 		}
 		if over {
 			l.scan(&sc, chunk, atStart)
 		} else {
-			l.buf = append(l.buf, chunk...)
+			l.keep(chunk)
 		}
 		atStart = lineEnd
 		end := err != nil // the stream's end ends the message
@@ -117,10 +166,19 @@ func (l *limitReader) next() ([]byte, error) {
 			continue
 		}
 		if !over {
-			return l.buf, err
+			return append([][]byte{l.buf}, l.more...), err
 		}
-		return l.replacement(&sc, size), err
+		return [][]byte{l.replacement(&sc, size, refused)}, err
 	}
+}
+
+// keep keeps chunk, the next piece of the message being read.
+func (l *limitReader) keep(chunk []byte) {
+	if len(l.more) == 0 && len(l.buf)+len(chunk) <= firstPiece {
+		l.buf = append(l.buf, chunk...)
+		return
+	}
+	l.more = append(l.more, bytes.Clone(chunk))
 }
 
 // scan feeds the JSON of an oversized message to sc: for an event
@@ -154,18 +212,22 @@ func (l *limitReader) scan(sc *idScanner, b []byte, lineStart bool) {
 }
 
 // replacement is what the transport gets instead of an oversized message.
-func (l *limitReader) replacement(sc *idScanner, size int64) []byte {
+func (l *limitReader) replacement(sc *idScanner, size int64, refused error) []byte {
 	id := sc.id
 	if l.drop != nil {
-		l.drop(id, sc.method, size)
+		l.drop(id, sc.method, size, refused)
 	}
 	if id == nil || sc.method {
 		return l.keepFraming(nil)
 	}
+	why := fmt.Sprintf("codecell: the message was larger than %d bytes", l.max)
+	if refused != nil {
+		why = "codecell: the message could not be held in the results in flight"
+	}
 	msg, _ := json.Marshal(map[string]any{
 		"jsonrpc": "2.0",
 		"id":      json.RawMessage(id),
-		"error":   map[string]any{"code": tooLargeCode, "message": fmt.Sprintf("codecell: the message was larger than %d bytes", l.max)},
+		"error":   map[string]any{"code": tooLargeCode, "message": why},
 	})
 	return l.keepFraming(msg)
 }
@@ -350,9 +412,15 @@ func (t limitTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
 		kind = eventStream
 	}
+	lr := newLimitReader(resp.Body, kind, t.max, t.drop)
+	if ctx := r.Context(); tools.HoldsDecoded(ctx) {
+		lr.hold = func(size int64, values int) error {
+			return tools.HoldDecoded(ctx, holdCopies*size, values)
+		}
+	}
 	resp.Body = struct {
 		io.Reader
 		io.Closer
-	}{newLimitReader(resp.Body, kind, t.max, t.drop), resp.Body}
+	}{lr, resp.Body}
 	return resp, nil
 }

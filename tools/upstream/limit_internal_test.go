@@ -2,7 +2,9 @@ package upstream
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -54,7 +56,7 @@ func TestLimitReader(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var drops []drop
-			r := newLimitReader(strings.NewReader(tt.in), tt.kind, 1024, func(id json.RawMessage, method bool, size int64) {
+			r := newLimitReader(strings.NewReader(tt.in), tt.kind, 1024, func(id json.RawMessage, method bool, size int64, _ error) {
 				drops = append(drops, drop{string(id), method, size})
 			})
 			// Small reads, as a transport's may be.
@@ -77,5 +79,51 @@ func TestLimitReader(t *testing.T) {
 				t.Errorf("drops %+v, want %+v", drops, tt.drops)
 			}
 		})
+	}
+}
+
+// TestLimitReaderHolds: with a holder, a message is held as it is read
+// (its bytes so far and its values); one the holder refuses is dropped
+// as it arrives and replaced, for its id, wherever the id is, and the
+// stream goes on. A long message it holds passes whole, however many
+// pieces it was read in.
+func TestLimitReaderHolds(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("b", 200<<10)
+	in := "event: message\ndata: {\"result\":\"" + long + "\",\"id\":\"codecell-1\"}\n\n" +
+		"event: message\ndata: {\"result\":\"" + long + long + "\",\n" + "data: \"id\":\"codecell-2\"}\n\n" +
+		"event: message\ndata: {\"id\":3,\"result\":[1,2,3]}\n\n"
+	var held []int64
+	refusal := errors.New("refused")
+	type drop struct {
+		id      string
+		refused error
+	}
+	var drops []drop
+	r := newLimitReader(strings.NewReader(in), eventStream, 16<<20, func(id json.RawMessage, method bool, size int64, refused error) {
+		drops = append(drops, drop{string(id), refused})
+	})
+	r.hold = func(size int64, values int) error {
+		held = append(held, size)
+		if size > 300<<10 {
+			return refusal
+		}
+		return nil
+	}
+	out, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "event: message\ndata: {\"result\":\"" + long + "\",\"id\":\"codecell-1\"}\n\n" +
+		"event: message\ndata: {\"error\":{\"code\":-32099,\"message\":\"codecell: the message could not be held in the results in flight\"},\"id\":\"codecell-2\",\"jsonrpc\":\"2.0\"}\n\n" +
+		"event: message\ndata: {\"id\":3,\"result\":[1,2,3]}\n\n"
+	if string(out) != want {
+		t.Errorf("got %.300s…, want %.300s…", out, want)
+	}
+	if len(drops) != 1 || drops[0].id != `"codecell-2"` || drops[0].refused != refusal {
+		t.Errorf("drops %+v", drops)
+	}
+	if len(held) < 4 || slices.Max(held) > 301<<10+64<<10 {
+		t.Errorf("held %v: not as the messages were read", held)
 	}
 }

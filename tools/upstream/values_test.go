@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/codecell/codecell/tools"
@@ -42,3 +44,63 @@ func TestResultValuesHeld(t *testing.T) {
 }
 
 var errRefused = errors.New("refused")
+
+// TestMessagesHeldAsRead (issue 19, attack9 D7): an HTTP upstream's
+// response is held as it is read — three times its bytes so far (the
+// reader's buffer, the transport's decoder's, the decoded result) and
+// what its values decode into — before it is whole: a message the
+// holder refuses is dropped as it arrives, the call fails with the
+// holder's error, and the connection serves the next call. A stdio
+// server's messages, read one at a time for every call, are bounded by
+// max_response_bytes alone.
+func TestMessagesHeldAsRead(t *testing.T) {
+	t.Parallel()
+	auth := map[string]string{"Authorization": "Bearer ${MY_TOKEN}"}
+	e := start(t, map[string]upstream.Server{
+		"streamable": {URL: httpFake(t, false, false, nil).URL + "/mcp", Headers: auth},
+		"stdio":      fake(t, "serve"),
+	})
+	const n = 4 << 20 // a text of 4 MiB
+	refusal := &tools.Error{Code: "result_bytes_limit", Message: "refused"}
+	call := func(t *testing.T, name string, size int, limit int64) (most int64, err error) {
+		ctx := tools.WithDecodedHolder(t.Context(), func(_ context.Context, h int64) error {
+			most = max(most, h)
+			if h > limit {
+				return refusal
+			}
+			return nil
+		})
+		_, err = e.reg.Call(ctx, name+".big", json.RawMessage(fmt.Sprintf(`{"n": %d}`, size)))
+		return most, err
+	}
+	t.Run("streamable", func(t *testing.T) {
+		if st := e.status("streamable"); st.State != upstream.StateReady {
+			t.Fatalf("status %+v", st)
+		}
+		most, err := call(t, "streamable", n, 1<<40)
+		if err != nil || most < 3*n {
+			t.Fatalf("a 4 MiB result held at most %d bytes (%v), want three times its bytes", most, err)
+		}
+		most, err = call(t, "streamable", n, 2<<20)
+		var te *tools.Error
+		if !errors.As(err, &te) || te.Code != "result_bytes_limit" || !strings.Contains(te.Message, "refused") {
+			t.Fatalf("a 4 MiB result the holder refuses past 2 MiB: %v", err)
+		}
+		if most > 3<<20 {
+			t.Errorf("the holder was asked for %d bytes: the message was read whole before it was held", most)
+		}
+		if out, err := e.call(t, "streamable.big", `{"n": 10}`); err != nil || string(out) != `"aaaaaaaaaa"` {
+			t.Errorf("the next call: %s, %v", out, err)
+		}
+	})
+	t.Run("stdio", func(t *testing.T) {
+		if st := e.status("stdio"); st.State != upstream.StateReady {
+			t.Fatalf("status %+v", st)
+		}
+		// Held once, as the result arrives (TestResultValuesHeld).
+		most, err := call(t, "stdio", n, 1<<40)
+		if err != nil || most >= 3*n {
+			t.Fatalf("a 4 MiB result over stdio held at most %d bytes (%v)", most, err)
+		}
+	})
+}

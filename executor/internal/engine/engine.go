@@ -274,6 +274,15 @@ func (vm *VM) SetMemoryLimit(n int64) {
 	lib.XJS_SetMemoryLimit(vm.tls, vm.rt, lib.Tsize_t(max(n, 128<<10)))
 }
 
+// Refused returns how many of the engine's allocations the heap has
+// refused since the VM was made (past the memory limit, or with no memory
+// to map), Resets included: a caller compares two counts. Each refusal
+// is an "out of memory" exception, which the program may catch, and which
+// the engine drops when it is thrown inside a promise job's internal
+// handler (an element of Promise.all or allSettled), leaving the promise
+// it would have settled pending for ever.
+func (vm *VM) Refused() uint64 { return vm.heap.refused.Load() }
+
 // SetMaxStack caps the call depth, in libc.TLS stack slots (about one
 // per JavaScript call frame).
 func (vm *VM) SetMaxStack(slots int) {

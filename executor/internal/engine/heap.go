@@ -81,6 +81,12 @@ type heap struct {
 	// keeps its mapping, which restore fills again.
 	pinned map[uintptr][]byte
 	killed atomic.Bool
+	// refused counts the allocations refused since the heap was made:
+	// past the limit, or with no memory to map. The engine turns each into
+	// an exception, which a promise job's internal handler (an element of
+	// Promise.all) can drop; VM.Refused reports them. Not in the image:
+	// a Reset keeps the count.
+	refused atomic.Uint64
 }
 
 // nClasses is the number of small block classes, by the log of their
@@ -370,10 +376,12 @@ func heapMalloc(tls *libc.TLS, s uintptr, size lib.Tsize_t) uintptr {
 	h, st := heapOf(s)
 
 	if st.Fmalloc_size+size > st.Fmalloc_limit {
+		h.refused.Add(1)
 		return 0
 	}
 	p := h.alloc(uintptr(size))
 	if p == 0 {
+		h.refused.Add(1)
 		return 0
 	}
 	st.Fmalloc_count++
@@ -408,10 +416,12 @@ func heapRealloc(tls *libc.TLS, s uintptr, p uintptr, size lib.Tsize_t) uintptr 
 		return p // it fits, and keeps at least half of the block
 	}
 	if st.Fmalloc_size+size-lib.Tsize_t(old) > st.Fmalloc_limit {
+		h.refused.Add(1)
 		return 0
 	}
 	q := h.alloc(uintptr(size))
 	if q == 0 {
+		h.refused.Add(1)
 		return 0
 	}
 	copy(unsafe.Slice((*byte)(ptr(q)), size), unsafe.Slice((*byte)(ptr(p)), min(old, uintptr(size))))

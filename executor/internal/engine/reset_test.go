@@ -213,3 +213,35 @@ func TestSpareRegionCleared(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedCounts: an allocation past the limit is counted, caught
+// by the program or not, and the count outlives a Reset (callers compare
+// two counts).
+func TestRefusedCounts(t *testing.T) {
+	t.Parallel()
+	vm, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Close()
+	vm.Snapshot()
+	eval(t, vm, "globalThis.a = []; for (let i = 0; i < 100; i++) a.push('x'.repeat(1000) + i); 1")
+	if n := vm.Refused(); n != 0 {
+		t.Fatalf("%d refusals within the limit", n)
+	}
+	vm.SetMemoryLimit(4 << 20)
+	got := eval(t, vm, "try { for (;;) a.push('x'.repeat(1 << 16) + a.length) } catch (e) { String(e) }")
+	if got != "InternalError: out of memory" && got != "null" {
+		t.Fatalf("the program saw %s", got)
+	}
+	n := vm.Refused()
+	if n == 0 {
+		t.Fatal("running out of memory was not counted")
+	}
+	if !vm.Reset() {
+		t.Fatal("Reset failed")
+	}
+	if vm.Refused() != n {
+		t.Fatalf("after Reset: %d refusals, want %d", vm.Refused(), n)
+	}
+}
