@@ -336,6 +336,13 @@ func (u *upstream) forward(ctx context.Context, method string, params any) (json
 	if ctx.Err() != nil {
 		return nil, u.ended(ctx, what, "")
 	}
+	var refused *refusedError
+	if errors.As(err, &refused) {
+		// The answer could not be held as it was read (holdCopies; a
+		// resource or prompt read for a request, answerOf): the
+		// holder's error says which bound, and what to change.
+		return nil, refused.err
+	}
 	var big *tooLargeError
 	if errors.As(err, &big) {
 		return nil, &tools.Error{Code: CodeUpstreamTooLarge, Tool: what,
