@@ -256,6 +256,8 @@ func (s *Server) readBridged(ctx context.Context, req mcp.ReadResourceRequest) (
 	if !ok || !s.reaches(ctx, category) {
 		return nil, fmt.Errorf("%w: resource %s", errResourceNotFound, uri)
 	}
+	ctx, release := s.holdBridged(ctx, "resources/read of upstream "+category)
+	defer release()
 	res, err := s.cfg.Bridge.ReadResource(ctx, category, orig)
 	if err != nil {
 		if errors.Is(err, upstream.ErrNoSuchServer) {
@@ -289,6 +291,8 @@ func (s *Server) getBridgedPrompt(category, name string) server.PromptHandlerFun
 		if !s.reaches(ctx, category) {
 			return nil, fmt.Errorf("prompt %s %w", req.Params.Name, errBridgedNotFound)
 		}
+		ctx, release := s.holdBridged(ctx, "prompts/get of upstream "+category)
+		defer release()
 		res, err := s.cfg.Bridge.GetPrompt(ctx, category, name, req.Params.Arguments)
 		if err != nil {
 			return nil, err
@@ -318,6 +322,14 @@ func (s *Server) getBridgedPrompt(category, name string) server.PromptHandlerFun
 		}
 		return res, nil
 	}
+}
+
+// holdBridged holds, for the caller of ctx, what a bridged server's
+// answer decodes into, of the results in flight (issue 19, attack10 E3):
+// the bridge holds it, through ctx, before it decodes the answer; the
+// hold lasts until the request is answered (release).
+func (s *Server) holdBridged(ctx context.Context, what string) (context.Context, func()) {
+	return s.eng.HoldOutsideRun(ctx, s.caller(ctx).Principal, what)
 }
 
 // bridgeFilter is the filter's options for what a bridged server says to

@@ -1,6 +1,9 @@
 package tools
 
-import "context"
+import (
+	"context"
+	"math"
+)
 
 // What JSON decodes into is in proportion to its values, not its bytes:
 // "{}," is three bytes and a hundred once decoded into a Go map and
@@ -139,4 +142,11 @@ func HoldDecoded(ctx context.Context, size int64, values int) error {
 		return nil
 	}
 	return h(ctx, DecodedSize(size, values))
+}
+
+// HoldJSON is HoldDecoded of the JSON text b, its values counted
+// (JSONValues): what every path that decodes a text read from outside
+// holds first.
+func HoldJSON(ctx context.Context, b []byte) error {
+	return HoldDecoded(ctx, int64(len(b)), JSONValues(b, math.MaxInt))
 }

@@ -112,6 +112,7 @@ type Engine struct {
 	approvals *approvals    // the approval stage and approval.request
 	llm       *llm          // the llm namespace
 	states    *stateSealer  // resumable runs' request states (requeststate.go)
+	results   *resultBytes  // results in flight, runs' and not (inflight.go)
 
 	// stopping ends the runs still in progress when the server shuts
 	// down; see StopRuns.
@@ -205,6 +206,7 @@ func New(cfg Config) (_ *Engine, err error) {
 			return nil, err
 		}
 	}
+	e.results = newResultBytes(e.cfg.Limits)
 	e.gate.stages = e.stages()
 	if cfg.Store != nil {
 		k := &skills{reg: e.reg, store: cfg.Store, exec: e.exec, filter: e.filter, maxBudget: e.maxBudget, log: e.log}
@@ -231,7 +233,7 @@ func (e *Engine) stages() []stage {
 		stages = append(stages, e.memo)
 	}
 	// Last, right before the tool: what a stage answers holds nothing.
-	return append(stages, newResultBytes(e.cfg.Limits))
+	return append(stages, e.results)
 }
 
 // addRuntime registers the runtime namespaces that ask the client: llm

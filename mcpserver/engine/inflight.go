@@ -160,13 +160,28 @@ func (r *resultBytes) pass(ctx context.Context, c *Call, next next) (json.RawMes
 	return next.call(ctx, c)
 }
 
+// HoldOutsideRun returns ctx with a tools.DecodedHolder that holds, for
+// principal, what an answer read from outside a run decodes into — a
+// bridged server's resource or prompt, read by an MCP request (issue 19,
+// attack10 E3) — of the same results in flight as the runs' tool results:
+// the server's, and principal's share of them (there is no run's). A
+// raise waits within the context it is given. what names the request,
+// for errors; release gives back what is held, once the answer is sent.
+func (e *Engine) HoldOutsideRun(ctx context.Context, principal, what string) (_ context.Context, release func()) {
+	h := &holding{r: e.results, c: &Call{Name: what}, principal: principal}
+	ctx = tools.WithDecodedHolder(ctx, func(ctx context.Context, n int64) error {
+		return h.raise(ctx, n, fmt.Sprintf("this answer decodes into about %d bytes (its bytes and %d a JSON value)", n, tools.DecodedValueBytes))
+	})
+	return ctx, h.giveBack
+}
+
 // holding is what one call holds of its run's and the server's result
 // bytes: its result's bound, raised to what its result decodes into once
 // that is counted; given back when the gate hands the result on.
 type holding struct {
 	r         *resultBytes
-	c         *Call
-	run       *byteBudget
+	c         *Call       // c.Name names the results, for errors
+	run       *byteBudget // nil: held outside a run (HoldOutsideRun)
 	principal string
 
 	mu   sync.Mutex
@@ -183,7 +198,12 @@ func (h *holding) raise(ctx context.Context, n int64, what string) error {
 		return nil
 	}
 	r, c := h.r, h.c
-	if n > r.perRun || n > r.server.each {
+	if h.run == nil && n > r.server.each {
+		return &tools.Error{Code: codeResultBytesInFlight, Tool: c.Name, Message: fmt.Sprintf(
+			"%s, more than the %d bytes of results one principal may have in flight on the server (three quarters of limits.result_bytes_in_flight); lower the source's max_response_bytes, or raise limits.result_bytes_in_flight",
+			what, r.server.each)}
+	}
+	if h.run != nil && (n > r.perRun || n > r.server.each) {
 		return &tools.Error{Code: codeResultBytesInFlight, Tool: c.Name, Message: fmt.Sprintf(
 			"%s, more than the %d bytes of results one run may have in flight (limits.result_bytes_in_flight_per_run) or one principal on the server (three quarters of limits.result_bytes_in_flight); ask for smaller results (a page, fewer fields), lower the source's max_response_bytes, or raise those limits",
 			what, min(r.perRun, r.server.each))}
@@ -197,16 +217,20 @@ func (h *holding) raise(ctx context.Context, n int64, what string) error {
 		h.held = n
 		return nil
 	}
-	if _, err := h.run.reserve(ctx, "", more); err != nil {
-		return r.waited(c, n, fmt.Sprintf("this run's (limits.result_bytes_in_flight_per_run, %d bytes)", r.perRun), err)
+	if h.run != nil {
+		if _, err := h.run.reserve(ctx, "", more); err != nil {
+			return r.waited(c, h.run == nil, n, fmt.Sprintf("this run's (limits.result_bytes_in_flight_per_run, %d bytes)", r.perRun), err)
+		}
 	}
 	if how, err := r.server.reserve(ctx, h.principal, more); err != nil {
-		h.run.give("", more)
+		if h.run != nil {
+			h.run.give("", more)
+		}
 		limit := fmt.Sprintf("the server's (limits.result_bytes_in_flight, %d bytes), held by other runs' calls", r.server.total)
 		if how == waitedShare {
 			limit = fmt.Sprintf("your share of the server's (three quarters of limits.result_bytes_in_flight, %d bytes), held by your other runs' calls", r.server.each)
 		}
-		return r.waited(c, n, limit, err)
+		return r.waited(c, h.run == nil, n, limit, err)
 	}
 	h.held = n
 	return nil
@@ -215,11 +239,13 @@ func (h *holding) raise(ctx context.Context, n int64, what string) error {
 // tryRaise takes more bytes of the run's and the server's if they are
 // free now.
 func (h *holding) tryRaise(more int64) bool {
-	if !h.run.tryReserve("", more) {
+	if h.run != nil && !h.run.tryReserve("", more) {
 		return false
 	}
 	if !h.r.server.tryReserve(h.principal, more) {
-		h.run.give("", more)
+		if h.run != nil {
+			h.run.give("", more)
+		}
 		return false
 	}
 	return true
@@ -235,14 +261,22 @@ func (h *holding) giveBack() {
 func (h *holding) giveBackLocked() {
 	if h.held > 0 {
 		h.r.server.give(h.principal, h.held)
-		h.run.give("", h.held)
+		if h.run != nil {
+			h.run.give("", h.held)
+		}
 		h.held = 0
 	}
 }
 
 // waited is the error of a call whose context ended while it waited for
-// the bytes of its result under limit.
-func (r *resultBytes) waited(c *Call, n int64, limit string, cause error) error {
+// the bytes of its result under limit; outside, of an answer read
+// outside a run.
+func (r *resultBytes) waited(c *Call, outside bool, n int64, limit string, cause error) error {
+	if outside {
+		return &tools.Error{Code: codeResultBytesInFlight, Tool: c.Name, Err: cause, Message: fmt.Sprintf(
+			"it ended (%v) while waiting to reserve the %d bytes its answer may hold: the bytes of results in flight reached %s limit; ask again once your other requests and runs are done, or lower the source's max_response_bytes",
+			cause, n, limit)}
+	}
 	return &tools.Error{Code: codeResultBytesInFlight, Tool: c.Name, Err: cause, Message: fmt.Sprintf(
 		"the run ended (%v) while this call waited to reserve the %d bytes a result of %s may hold: the bytes of tool results in flight reached %s limit; await fewer calls of large results at once (Promise.all), or ask for smaller results",
 		cause, n, c.Name, limit)}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,5 +93,29 @@ func TestHoldingRaiseWaitsHoldingNothing(t *testing.T) {
 	// A result larger than the run may hold is refused at once.
 	if err := a.raise(ctx, 101, "a result"); tools.CodeOf(err) != codeResultBytesInFlight {
 		t.Fatalf("a result over the run's bound: %v", err)
+	}
+}
+
+// TestHoldingOutsideRun (issue 19, attack10 E3): an answer read outside a
+// run — a bridged resource or prompt — holds of the server's results in
+// flight and the principal's share of them, with no run's budget, and is
+// refused past the share, naming limits.result_bytes_in_flight.
+func TestHoldingOutsideRun(t *testing.T) {
+	e := &Engine{results: newResultBytes(Limits{ResultBytesInFlight: 1000, ResultBytesInFlightPerRun: 100})}
+	ctx, release := e.HoldOutsideRun(t.Context(), "bob", "resources/read of upstream x")
+	// More than a run may hold: no run here.
+	if err := tools.HoldDecoded(ctx, 400, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.results.server.inUse(); got != 400 {
+		t.Fatalf("held %d, want 400", got)
+	}
+	err := tools.HoldDecoded(ctx, 700, 1)
+	if tools.CodeOf(err) != codeResultBytesInFlight || !strings.Contains(err.Error(), "limits.result_bytes_in_flight") || !strings.Contains(err.Error(), "resources/read of upstream x") {
+		t.Fatalf("past the principal's share (750): %v", err)
+	}
+	release()
+	if got := e.results.server.inUse(); got != 0 {
+		t.Fatalf("in use after release: %d", got)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"mime"
 	"net"
 	"net/http"
@@ -480,7 +479,7 @@ func (s *Source) attempt(parent context.Context, req *request) (*response, strin
 	// in flight before it is decoded, or the call fails naming the bound
 	// (issue 19, attack9 D6).
 	if strings.Contains(strings.ToLower(mt), "json") || mt == "" {
-		if err := tools.HoldDecoded(parent, int64(len(data)), tools.JSONValues(data, math.MaxInt)); err != nil {
+		if err := tools.HoldJSON(parent, data); err != nil {
 			return &response{status: resp.StatusCode}, "too_large", err
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/codecell/codecell/tools"
@@ -55,7 +54,7 @@ func (u *upstream) call(ctx context.Context, orig, name string, args json.RawMes
 			// What the result decodes into (structuredContent, content
 			// parsed as JSON, then the filter) is held before it is
 			// decoded (issue 19, attack9 D6).
-			if err := tools.HoldDecoded(ctx, int64(len(raw)), tools.JSONValues(raw, math.MaxInt)); err != nil {
+			if err := tools.HoldJSON(ctx, raw); err != nil {
 				return nil, err
 			}
 			out, err := u.convert(ctx, name, raw)

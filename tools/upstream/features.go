@@ -131,38 +131,164 @@ func (s *Source) byCategory(category string) (*upstream, error) {
 	return nil, fmt.Errorf("%w: %q", ErrNoSuchServer, category)
 }
 
-// GetPrompt gets a prompt of category's server, with its arguments.
+// GetPrompt gets a prompt of category's server, with its arguments: its
+// description and messages, decoded as answerOf says.
 func (s *Source) GetPrompt(ctx context.Context, category, name string, args map[string]string) (*mcp.GetPromptResult, error) {
 	u, err := s.byCategory(category)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := u.forward(ctx, string(mcp.MethodPromptsGet), map[string]any{"name": name, "arguments": args})
+	raw, err := u.answerOf(ctx, string(mcp.MethodPromptsGet), map[string]any{"name": name, "arguments": args})
 	if err != nil {
 		return nil, err
 	}
-	res, err := mcp.ParseGetPromptResult(&raw)
-	if err != nil {
+	var w struct {
+		Description string `json:"description"`
+		Messages    []struct {
+			Role    mcp.Role    `json:"role"`
+			Content wireContent `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(raw, &w); err != nil {
 		return nil, fmt.Errorf("upstream %q: the answer to prompts/get is not a prompt: %w", u.name, err)
+	}
+	res := &mcp.GetPromptResult{Description: w.Description, Messages: make([]mcp.PromptMessage, 0, len(w.Messages))}
+	for i, m := range w.Messages {
+		c, err := m.Content.content()
+		if err != nil {
+			return nil, fmt.Errorf("upstream %q: the answer to prompts/get is not a prompt: its message %d %w", u.name, i, err)
+		}
+		res.Messages = append(res.Messages, mcp.PromptMessage{Role: m.Role, Content: c})
 	}
 	return res, nil
 }
 
-// ReadResource reads a resource of category's server by its own URI.
+// ReadResource reads a resource of category's server by its own URI: its
+// contents, decoded as answerOf says.
 func (s *Source) ReadResource(ctx context.Context, category, uri string) (*mcp.ReadResourceResult, error) {
 	u, err := s.byCategory(category)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := u.forward(ctx, string(mcp.MethodResourcesRead), map[string]any{"uri": uri})
+	raw, err := u.answerOf(ctx, string(mcp.MethodResourcesRead), map[string]any{"uri": uri})
 	if err != nil {
 		return nil, err
 	}
-	res, err := mcp.ParseReadResourceResult(&raw)
-	if err != nil {
+	var w struct {
+		Contents []wireResource `json:"contents"`
+	}
+	if err := json.Unmarshal(raw, &w); err != nil {
 		return nil, fmt.Errorf("upstream %q: the answer to resources/read is not a resource: %w", u.name, err)
 	}
+	if w.Contents == nil {
+		return nil, fmt.Errorf("upstream %q: the answer to resources/read is not a resource: it has no contents", u.name)
+	}
+	res := &mcp.ReadResourceResult{Contents: make([]mcp.ResourceContents, 0, len(w.Contents))}
+	for i, c := range w.Contents {
+		rc, err := c.contents()
+		if err != nil {
+			return nil, fmt.Errorf("upstream %q: the answer to resources/read is not a resource: its contents %d %w", u.name, i, err)
+		}
+		res.Contents = append(res.Contents, rc)
+	}
 	return res, nil
+}
+
+// answerOf forwards a request whose answer is decoded whole — a prompt,
+// a resource — and holds, for the caller of ctx, what it decodes into
+// (issue 19, attack10 E3): the server's max_response_bytes up front, as
+// a tool call's result, then the answer's bytes and its JSON values
+// (tools.HoldJSON), before it is decoded. The hold is ctx's
+// tools.DecodedHolder's (package mcpserver's, for the request), given
+// back when the request is answered; a hold waits within the server's
+// timeout. The answer is decoded into types that keep what codecell
+// passes on — a prompt's description and messages, a resource's
+// contents — and nothing else: the answer's _meta, and its contents',
+// are metadata between the server and its client, codecell, and the
+// JSON decoder skips them without building them.
+func (u *upstream) answerOf(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	hold := func(f func(context.Context) error) error {
+		hctx, cancel := context.WithTimeoutCause(ctx, u.timeout, errCallTimeout)
+		defer cancel()
+		return f(hctx)
+	}
+	if err := hold(func(ctx context.Context) error { return tools.HoldDecoded(ctx, u.maxResponse, 0) }); err != nil {
+		return nil, err
+	}
+	raw, err := u.forward(ctx, method, params)
+	if err != nil {
+		return nil, err
+	}
+	if err := hold(func(ctx context.Context) error { return tools.HoldJSON(ctx, raw) }); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// wireResource is a resource's contents as a server sends them: text or
+// blob, by which of them is a string.
+type wireResource struct {
+	URI      string  `json:"uri"`
+	MIMEType string  `json:"mimeType"`
+	Text     *string `json:"text"`
+	Blob     *string `json:"blob"`
+}
+
+func (w wireResource) contents() (mcp.ResourceContents, error) {
+	switch {
+	case w.URI == "":
+		return nil, errors.New("has no uri")
+	case w.Text != nil:
+		return mcp.TextResourceContents{URI: w.URI, MIMEType: w.MIMEType, Text: *w.Text}, nil
+	case w.Blob != nil:
+		return mcp.BlobResourceContents{URI: w.URI, MIMEType: w.MIMEType, Blob: *w.Blob}, nil
+	}
+	return nil, errors.New("has neither text nor blob")
+}
+
+// wireContent is a prompt message's content as a server sends it, of any
+// of the types a prompt may hold.
+type wireContent struct {
+	Type        string          `json:"type"`
+	Text        string          `json:"text"`
+	Data        string          `json:"data"`
+	MIMEType    string          `json:"mimeType"`
+	URI         string          `json:"uri"`
+	Name        string          `json:"name"`
+	Title       string          `json:"title"`
+	Description string          `json:"description"`
+	Resource    *wireResource   `json:"resource"`
+	Annotations json.RawMessage `json:"annotations"`
+}
+
+func (w wireContent) content() (mcp.Content, error) {
+	// Annotations a client would not understand are dropped, as mcp-go
+	// drops the fields it does not know.
+	var ann *mcp.Annotations
+	if len(w.Annotations) > 0 && json.Unmarshal(w.Annotations, &ann) != nil {
+		ann = nil
+	}
+	a := mcp.Annotated{Annotations: ann}
+	switch w.Type {
+	case mcp.ContentTypeText:
+		return mcp.TextContent{Annotated: a, Type: w.Type, Text: w.Text}, nil
+	case mcp.ContentTypeImage:
+		return mcp.ImageContent{Annotated: a, Type: w.Type, Data: w.Data, MIMEType: w.MIMEType}, nil
+	case mcp.ContentTypeAudio:
+		return mcp.AudioContent{Annotated: a, Type: w.Type, Data: w.Data, MIMEType: w.MIMEType}, nil
+	case mcp.ContentTypeLink:
+		return mcp.ResourceLink{Annotated: a, Type: w.Type, URI: w.URI, Name: w.Name, Title: w.Title, Description: w.Description, MIMEType: w.MIMEType}, nil
+	case mcp.ContentTypeResource:
+		if w.Resource == nil {
+			return nil, errors.New("is a resource without one")
+		}
+		rc, err := w.Resource.contents()
+		if err != nil {
+			return nil, fmt.Errorf("is a resource that %w", err)
+		}
+		return mcp.EmbeddedResource{Annotated: a, Type: w.Type, Resource: rc}, nil
+	}
+	return nil, errors.New("has a content of a type codecell does not know")
 }
 
 // Subscribe asks category's server to say when the resource at uri (its
@@ -209,6 +335,13 @@ func (u *upstream) forward(ctx context.Context, method string, params any) (json
 	}
 	if ctx.Err() != nil {
 		return nil, u.ended(ctx, what, "")
+	}
+	var refused *refusedError
+	if errors.As(err, &refused) {
+		// The answer could not be held as it was read (holdCopies; a
+		// resource or prompt read for a request, answerOf): the
+		// holder's error says which bound, and what to change.
+		return nil, refused.err
 	}
 	var big *tooLargeError
 	if errors.As(err, &big) {
