@@ -154,6 +154,10 @@ func schemaInt(v any) (int64, bool) {
 	return i, err == nil
 }
 
+// maxFlatKeys is the most keys arguments may have for the scan to judge
+// them: it compares each key with those before it.
+const maxFlatKeys = 32
+
 // accepts reports whether doc is valid JSON that the schema accepts;
 // false says only that the validator must decide.
 func (f *flatSchema) accepts(doc []byte) bool {
@@ -171,7 +175,11 @@ func (f *flatSchema) accepts(doc []byte) bool {
 		// t is valid JSON: a key, a colon, a value, then ',' or '}'.
 		end := stringEnd(t, i)
 		key := t[i+1 : end-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
+		// A key with an escape, or not UTF-8 (the validator reads its
+		// bytes as U+FFFD, attack11 F2), or one past maxFlatKeys (the
+		// check of each against the others is quadratic, attack11 F1),
+		// is the validator's to judge.
+		if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) || len(keys) == maxFlatKeys {
 			return false
 		}
 		for _, k := range keys {
