@@ -124,6 +124,7 @@ func (l *limitReader) next() ([][]byte, error) {
 	var refused error
 	over := false
 	atStart := true // at the start of a line
+	data := false   // in an event stream, the line is a data line
 	for {
 		// A chunk holds at most one newline, at its end.
 		chunk, err := l.src.ReadSlice('\n')
@@ -133,8 +134,23 @@ func (l *limitReader) next() ([][]byte, error) {
 		}
 		blank := atStart && lineEnd && (len(chunk) == 1 || len(chunk) == 2 && chunk[0] == '\r')
 		size += int64(len(chunk))
+		payload := chunk
+		if l.kind == eventStream {
+			// Only data lines hold the message: a comment or a field
+			// such as event: is not JSON, and a quote there would hide
+			// the data's values from the count (attack12 G2).
+			if atStart {
+				data = bytes.HasPrefix(chunk, []byte("data:"))
+				if data {
+					payload = chunk[len("data:"):]
+				}
+			}
+			if !data {
+				payload = nil
+			}
+		}
 		if !over && l.hold != nil {
-			values.Write(chunk)
+			values.Write(payload)
 			if herr := l.hold(size, values.Values()); herr != nil {
 				refused = herr
 			}

@@ -127,3 +127,25 @@ func TestLimitReaderHolds(t *testing.T) {
 		t.Errorf("held %v: not as the messages were read", held)
 	}
 }
+
+// TestLimitReaderCountsDataOnly (attack12 G2): the values of an event were
+// counted over its every line, so a comment holding a quote made the
+// counter read the data's JSON as a string, and a hostile upstream's 15 MB
+// of {} was held at its bytes alone until it was whole.
+func TestLimitReaderCountsDataOnly(t *testing.T) {
+	t.Parallel()
+	const n = 10000
+	in := ": \"\nevent: message\nid: 7\ndata: {\"id\":1,\"result\":[" + strings.Repeat("{},", n) + "{}]}\n\n"
+	r := newLimitReader(strings.NewReader(in), eventStream, 16<<20, func(json.RawMessage, bool, int64, error) {})
+	most := 0
+	r.hold = func(_ int64, values int) error {
+		most = max(most, values)
+		return nil
+	}
+	if _, err := io.ReadAll(r); err != nil {
+		t.Fatal(err)
+	}
+	if most < n {
+		t.Errorf("held %d values of an event of more than %d", most, n)
+	}
+}
