@@ -64,14 +64,18 @@ type ItemPage struct {
 }
 
 // PageItems returns count items from offset of the array at the JSON
-// Pointer pointer ("" for a top-level array) in full. The page is not cut
-// to a budget; pass Items to Limit for that.
+// Pointer pointer ("" for a top-level array) in full, as many of them as
+// fit in maxBytes of JSON (an item larger than that is refused with
+// ErrPageRange). The page is not cut to a budget; pass Items to Limit for
+// that.
 //
-// It builds only the page's items: the text before, between and after
-// them is scanned and skipped. A tree of the whole result cost about 72
-// bytes a value on every read, and a principal could read one item of a
-// 2-million-value result 32 times at once (attack10 E7: +4 GiB).
-func PageItems(full json.RawMessage, pointer string, offset, count int) (ItemPage, error) {
+// It builds only the page's items, at most maxBytes of them: the text
+// before, between and after them is scanned and skipped. A tree of the
+// whole result cost about 72 bytes a value on every read, and a principal
+// could read one item of a 2-million-value result 32 times at once
+// (attack10 E7: +4 GiB); one item holding every value did the same
+// (attack13 H1).
+func PageItems(full json.RawMessage, pointer string, offset, count, maxBytes int) (ItemPage, error) {
 	s := string(full)
 	at, err := seekPointer(s, pointer)
 	if err != nil {
@@ -84,14 +88,22 @@ func PageItems(full json.RawMessage, pointer string, offset, count int) (ItemPag
 		return ItemPage{}, fmt.Errorf("page items: count %d: %w", count, ErrPageRange)
 	}
 	var items []node
-	total := 0
+	total, size, filled := 0, 0, false
 	_, err = eachItem(s, at, func(start, end int) error {
-		if total >= offset && total-offset < count {
-			item, err := parseJSONString(s[start:end])
-			if err != nil {
-				return err
+		if !filled && total >= offset && total-offset < count {
+			switch n := end - start; {
+			case len(items) == 0 && n > maxBytes:
+				return fmt.Errorf("item %d is %d bytes of JSON, more than the %d a page holds; read a pointer into it, or the result by bytes: %w", total, n, maxBytes, ErrPageRange)
+			case size+n > maxBytes:
+				filled = true // the page holds what fits
+			default:
+				size += n
+				item, err := parseJSONString(s[start:end])
+				if err != nil {
+					return err
+				}
+				items = append(items, item)
 			}
-			items = append(items, item)
 		}
 		total++
 		return nil

@@ -51,22 +51,22 @@ func TestPageBytes(t *testing.T) {
 func TestPageItems(t *testing.T) {
 	t.Parallel()
 	full := json.RawMessage(`{"data":{"rows":[0,1,2,3,4,5,6,7,8,9]},"a/b":[{"x":1},{"x":2}]}`)
-	p, err := PageItems(full, "/data/rows", 3, 4)
+	p, err := PageItems(full, "/data/rows", 3, 4, 1<<30)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if string(p.Items) != "[3,4,5,6]" || p.Offset != 3 || p.Count != 4 || p.Total != 10 || !p.More {
 		t.Errorf("page = %+v (%s)", p, p.Items)
 	}
-	p, err = PageItems(full, "/data/rows", 8, 4)
+	p, err = PageItems(full, "/data/rows", 8, 4, 1<<30)
 	if err != nil || string(p.Items) != "[8,9]" || p.More || p.Count != 2 {
 		t.Errorf("last page = %+v (%s), %v", p, p.Items, err)
 	}
-	p, err = PageItems(full, "/a~1b", 1, 1)
+	p, err = PageItems(full, "/a~1b", 1, 1, 1<<30)
 	if err != nil || string(p.Items) != `[{"x":2}]` {
 		t.Errorf("escaped pointer: %+v, %v", p, err)
 	}
-	top, err := PageItems(json.RawMessage(`["a","b"]`), "", 0, 10)
+	top, err := PageItems(json.RawMessage(`["a","b"]`), "", 0, 10, 1<<30)
 	if err != nil || string(top.Items) != `["a","b"]` || top.Total != 2 {
 		t.Errorf("top-level array: %+v, %v", top, err)
 	}
@@ -83,7 +83,7 @@ func TestPageItems(t *testing.T) {
 		{"/data/rows", -1, 1, true},
 		{"/data/rows", 0, 0, true},
 	} {
-		_, err := PageItems(full, tc.ptr, tc.off, tc.n)
+		_, err := PageItems(full, tc.ptr, tc.off, tc.n, 1<<30)
 		if err == nil || errors.Is(err, ErrPageRange) != tc.wantRange {
 			t.Errorf("PageItems(%q, %d, %d) = %v", tc.ptr, tc.off, tc.n, err)
 		}
@@ -154,7 +154,7 @@ func FuzzPageItems(f *testing.F) {
 func comparePageItems(t *testing.T, doc, ptr string, off, n int) {
 	t.Helper()
 	want, werr := pageItemsTree(json.RawMessage(doc), ptr, off, n)
-	got, gerr := PageItems(json.RawMessage(doc), ptr, off, n)
+	got, gerr := PageItems(json.RawMessage(doc), ptr, off, n, 1<<30)
 	if errors.Is(gerr, errPointerTooDeep) {
 		return // the tree's walk was not bounded
 	}
@@ -177,7 +177,7 @@ func TestPageItemsBuildsThePageOnly(t *testing.T) {
 	doc := []byte("[" + strings.Repeat("0,", 2_000_000) + "0]")
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	p, err := PageItems(doc, "", 5, 1)
+	p, err := PageItems(doc, "", 5, 1, 1<<30)
 	runtime.ReadMemStats(&after)
 	if err != nil || string(p.Items) != "[0]" || p.Total != 2_000_001 {
 		t.Fatalf("page: %+v %s, %v", p, p.Items, err)
@@ -199,16 +199,37 @@ func TestPageItemsDeepPointer(t *testing.T) {
 	const depth = 200
 	objects := strings.Repeat(`{"a":`, depth) + `[` + big + `]` + strings.Repeat(`}`, depth)
 	ptr := strings.Repeat("/a", depth)
-	if _, err := PageItems(json.RawMessage(objects), ptr, 0, 1); !errors.Is(err, errPointerTooDeep) {
+	if _, err := PageItems(json.RawMessage(objects), ptr, 0, 1, 1<<30); !errors.Is(err, errPointerTooDeep) {
 		t.Errorf("a pointer %d objects deep into %d bytes: %v, want it refused", depth, len(objects), err)
 	}
 	arrays := strings.Repeat(`[`, depth) + big + strings.Repeat(`]`, depth)
-	p, err := PageItems(json.RawMessage(arrays), strings.Repeat("/0", depth-1), 0, 1)
+	p, err := PageItems(json.RawMessage(arrays), strings.Repeat("/0", depth-1), 0, 1, 1<<30)
 	if err != nil || p.Total != 1 || !strings.HasPrefix(string(p.Items), `["xxx`) {
 		t.Errorf("a pointer %d arrays deep: %+v, %v", depth-1, p, err)
 	}
 	shallow := `{"data":{"rows":[` + big + `,1]}}`
-	if p, err := PageItems(json.RawMessage(shallow), "/data/rows", 1, 1); err != nil || string(p.Items) != "[1]" {
+	if p, err := PageItems(json.RawMessage(shallow), "/data/rows", 1, 1, 1<<30); err != nil || string(p.Items) != "[1]" {
 		t.Errorf("a pointer two objects deep: %+v, %v", p, err)
+	}
+}
+
+// TestPageItemsBoundedInBytes (attack13 H1): a page's items were built as
+// trees whatever their size, so one item holding a result's million values
+// cost about 63 MiB a read. A page holds the items that fit in its bytes;
+// an item larger than that is refused, saying how to read it.
+func TestPageItemsBoundedInBytes(t *testing.T) {
+	t.Parallel()
+	huge := "[[" + strings.Repeat("0,", 1_000_000) + "0]]"
+	if _, err := PageItems(json.RawMessage(huge), "", 0, 1, 64<<10); !errors.Is(err, ErrPageRange) || !strings.Contains(err.Error(), "pointer into it") {
+		t.Errorf("an item of %d bytes in a page of 64 KiB: %v", len(huge), err)
+	}
+	rows := json.RawMessage(`["aaaa","bbbb","cccc","dddd"]`)
+	p, err := PageItems(rows, "", 1, 3, 13)
+	if err != nil || string(p.Items) != `["bbbb","cccc"]` || p.Count != 2 || p.Total != 4 || !p.More {
+		t.Errorf("a page of 13 bytes: %+v %s, %v", p, p.Items, err)
+	}
+	p, err = PageItems(rows, "", 3, 3, 13)
+	if err != nil || string(p.Items) != `["dddd"]` || p.More {
+		t.Errorf("the last page: %+v %s, %v", p, p.Items, err)
 	}
 }

@@ -101,7 +101,7 @@ func (s *Server) readResult(ctx context.Context, req mcp.ReadResourceRequest) ([
 			return nil, err
 		}
 		count = min(count, 1000)
-		page, err := filter.PageItems(data, q.Get("pointer"), offset, count)
+		page, err := filter.PageItems(data, q.Get("pointer"), offset, count, s.maxBudget)
 		if err != nil {
 			return nil, fmt.Errorf("page result %s: %w", id, err)
 		}
