@@ -132,7 +132,9 @@ func (l *limitReader) next() ([][]byte, error) {
 		if errors.Is(err, bufio.ErrBufferFull) {
 			err = nil
 		}
-		blank := atStart && lineEnd && (len(chunk) == 1 || len(chunk) == 2 && chunk[0] == '\r')
+		// A line of nothing but carriage returns is blank too: mcp-go's
+		// reader trims them all (attack13 H2).
+		blank := atStart && lineEnd && len(bytes.TrimRight(chunk, "\r\n")) == 0
 		size += int64(len(chunk))
 		payload := chunk
 		if l.kind == eventStream {

@@ -149,3 +149,24 @@ func TestLimitReaderCountsDataOnly(t *testing.T) {
 		t.Errorf("held %d values of an event of more than %d", most, n)
 	}
 }
+
+// TestLimitReaderBlankLines (attack13 H2): a line of carriage returns ends
+// an event for mcp-go, which trims them all; read as part of the next
+// event, a lone quote before it hid that event's values from the count.
+func TestLimitReaderBlankLines(t *testing.T) {
+	t.Parallel()
+	const n = 10000
+	in := "data: \"\n\r\r\n" + "data: {\"id\":1,\"result\":[" + strings.Repeat("{},", n) + "{}]}\n\n"
+	r := newLimitReader(strings.NewReader(in), eventStream, 16<<20, func(json.RawMessage, bool, int64, error) {})
+	most := 0
+	r.hold = func(_ int64, values int) error {
+		most = max(most, values)
+		return nil
+	}
+	if _, err := io.ReadAll(r); err != nil {
+		t.Fatal(err)
+	}
+	if most < n {
+		t.Errorf("held %d values of an event of more than %d", most, n)
+	}
+}
