@@ -42,12 +42,18 @@ var errObserveCrashed = errors.New("following the data flow of a tool's result f
 
 // observe records result as received from source, holding data of the
 // sources from too: a small result at once, a large one in the
-// background.
-func (t *tracker) observe(source string, result json.RawMessage, from filter.Provenance) {
+// background. It returns nil, or for a result observed in the background
+// a channel closed once it is observed: until then the server holds its
+// copy of the result and the tree it parses it into, which the call's
+// result bytes in flight count (inflight.go) — given back when the
+// sandbox had the result, they no longer bounded the observations still
+// parsing (issue 19: 128 cache.get of a 1 MB array of zeros at once
+// grew the server by 1.2 GiB, all of it observations' trees).
+func (t *tracker) observe(source string, result json.RawMessage, from filter.Provenance) <-chan struct{} {
 	data := bytes.Clone(result) // the executor owns result once the call returns
 	if len(data) < observeAtOnce {
 		t.observeNow(source, data, from)
-		return
+		return nil
 	}
 	done := make(chan struct{})
 	t.mu.Lock()
@@ -57,6 +63,7 @@ func (t *tracker) observe(source string, result json.RawMessage, from filter.Pro
 		defer close(done)
 		t.observeNow(source, data, from)
 	}()
+	return done
 }
 
 // observeAtOnce is the size under which a result is observed on the
