@@ -202,9 +202,15 @@ type sensitiveValue struct {
 // had been indexed now. A program that filters a large result to a small
 // answer so pays for the values that can show in the answer, not for all.
 func (fl *Flow) Observe(source string, result json.RawMessage, from Provenance) {
-	root, nodes, err := parseJSONNodes(string(result))
+	fl.ObserveText(source, string(result), from)
+}
+
+// ObserveText is Observe of a result held as a string, which the flow
+// keeps and does not copy.
+func (fl *Flow) ObserveText(source, result string, from Provenance) {
+	root, nodes, err := parseJSONNodes(result)
 	if err != nil {
-		root, nodes = node{kind: kindString, str: string(result)}, 1
+		root, nodes = node{kind: kindString, str: result}, 1
 	}
 	ruled := fl.ruled(source, from)
 	fl.mu.Lock()
