@@ -116,6 +116,10 @@ func New() (*VM, error) {
 		h.release()
 		return nil, errors.New("engine: cannot create a context")
 	}
+	// The engine seeds Math.random with the time in microseconds
+	// (js_random_init): a guess away from another VM's. Seeded as Reset
+	// seeds it (issue 19, attack14).
+	(*lib.TJSContext)(ptr(ctx)).Frandom_state = rand.Uint64() | 1
 	vm := &VM{tls: tls, rt: rt, ctx: ctx, heap: h, intr: &interruptData{}}
 	lib.XJS_SetInterruptHandler(tls, rt, fp(onInterrupt), uintptr(unsafe.Pointer(vm.intr)))
 	vms.Store(ctx, vm)

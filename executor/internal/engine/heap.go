@@ -28,6 +28,13 @@ import (
 // for the next VM when its VM closes normally (its pages stay mapped; all
 // but the first heapKeep bytes are given back, or heapKeepWarm for the
 // first few regions kept), and unmapped when it was killed.
+//
+// A region is reserved inaccessible (PROT_NONE) and made writable a chunk
+// at a time as the heap grows into it (commit), and inaccessible again
+// where it is trimmed. The kernel counts a private writable mapping in a
+// process's data (RLIMIT_DATA) whether or not its pages were touched: a
+// region reserved writable would count a whole gigabyte per VM, and a
+// sandbox worker could have no data limit at all (issue 19, attack14 I8).
 
 const (
 	// regionSize is the address space a VM's small blocks may use. Only
@@ -56,6 +63,8 @@ const (
 	warmRegions  = 4
 	// maxSpareRegions bounds the regions kept for the next VMs.
 	maxSpareRegions = 32
+	// commitChunk is how much of a region is made writable at a time.
+	commitChunk = 1 << 20
 	// mallocOverhead is what the engine's default allocator counts per
 	// block besides its usable size (MALLOC_OVERHEAD).
 	mallocOverhead = 8
@@ -69,6 +78,8 @@ type heap struct {
 	base   uintptr
 	next   uintptr // bump pointer
 	high   uintptr // highest next since the region was mapped or trimmed
+	// committed ends the writable part of the region (see commit).
+	committed uintptr
 	// top is the highest next since the heap was made or restored: the
 	// region's bytes from the image's next to top are what a run wrote
 	// beyond the image, which restore clears.
@@ -118,6 +129,8 @@ var spare struct {
 type spareRegion struct {
 	region   []byte
 	resident uintptr
+	// committed is how much of it is writable.
+	committed uintptr
 }
 
 var errNoRegion = errors.New("engine: cannot reserve memory for a VM")
@@ -127,21 +140,22 @@ var errNoRegion = errors.New("engine: cannot reserve memory for a VM")
 func newHeap() (*heap, error) {
 	spare.Lock()
 	var region []byte
-	var resident uintptr
+	var resident, committed uintptr
 	if n := len(spare.regions); n > 0 {
-		region, resident = spare.regions[n-1].region, spare.regions[n-1].resident
+		r := spare.regions[n-1]
+		region, resident, committed = r.region, r.resident, r.committed
 		spare.regions = spare.regions[:n-1]
 	}
 	spare.Unlock()
 	if region == nil {
 		var err error
-		region, err = unix.Mmap(-1, 0, regionSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON|reserveFlags)
+		region, err = unix.Mmap(-1, 0, regionSize, unix.PROT_NONE, unix.MAP_PRIVATE|unix.MAP_ANON|reserveFlags)
 		if err != nil {
 			return nil, errNoRegion
 		}
 	}
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(region)))
-	return &heap{region: region, base: base, next: base, high: base + resident, large: map[uintptr][]byte{}}, nil
+	return &heap{region: region, base: base, next: base, high: base + resident, committed: base + committed, large: map[uintptr][]byte{}}, nil
 }
 
 // release gives the heap's memory back: its region is kept for another
@@ -184,13 +198,18 @@ func (h *heap) release() {
 		discard(region[keep:used])
 		used = keep
 	}
+	committed := h.committed - h.base
+	if committed > keep {
+		unix.Mprotect(region[keep:committed], unix.PROT_NONE)
+		committed = keep
+	}
 	// The pages kept hold what the VM's program made: the next VM, whose
 	// program is another's, must not find any of it (finding L6). The
 	// engine zeroes none of what it allocates, and a program reads some
 	// of it (an array's unused slots, a string being built). Clearing is
 	// cheaper than the page faults of fresh pages.
 	clear(region[:used])
-	spare.regions = append(spare.regions, spareRegion{region, used})
+	spare.regions = append(spare.regions, spareRegion{region, used, committed})
 }
 
 // heapImage is a heap as it was at one moment, which restore brings back:
@@ -264,10 +283,15 @@ func (h *heap) restore(img *heapImage) bool {
 	// What the run wrote beyond the image: cleared where the pool's VMs
 	// keep their pages, given back beyond.
 	start, end := img.next-h.base, h.top-h.base
-	if cut := max(heapKeepWarm, (start+pageSize-1)&^(pageSize-1)); end > cut {
+	cut := max(heapKeepWarm, (start+pageSize-1)&^(pageSize-1))
+	if end > cut {
 		discard(h.region[cut:end])
 		h.high = min(h.high, h.base+cut)
 		end = cut
+	}
+	if committed := h.committed - h.base; committed > cut {
+		unix.Mprotect(h.region[cut:committed], unix.PROT_NONE)
+		h.committed = h.base + cut
 	}
 	if end > start {
 		clear(h.region[start:end])
@@ -301,6 +325,9 @@ func (h *heap) alloc(n uintptr) uintptr {
 			if h.next+size > h.base+regionSize {
 				return 0
 			}
+			if h.next+size > h.committed && !h.commit(h.next+size) {
+				return 0
+			}
 			b = h.next
 			h.next += size
 			h.high = max(h.high, h.next)
@@ -328,6 +355,24 @@ func (h *heap) alloc(n uintptr) uintptr {
 		return 0
 	}
 	return b + heapHeader
+}
+
+// commit makes the region writable up to end at least, a chunk at a
+// time, unless the heap was killed; it reports false when the system
+// refuses (the process's RLIMIT_DATA), which refuses the allocation.
+func (h *heap) commit(end uintptr) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.killed.Load() {
+		return false
+	}
+	to := min((end-h.base+commitChunk-1)&^(commitChunk-1), regionSize)
+	from := h.committed - h.base
+	if unix.Mprotect(h.region[from:to], unix.PROT_READ|unix.PROT_WRITE) != nil {
+		return false
+	}
+	h.committed = h.base + to
+	return true
 }
 
 // usable returns the usable size of block p.

@@ -2,7 +2,13 @@ package engine
 
 import (
 	"bytes"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
+
+	lib "modernc.org/libquickjs"
 )
 
 // marker is what the tests' programs write all over a heap; no byte
@@ -244,4 +250,67 @@ func TestRefusedCounts(t *testing.T) {
 	if vm.Refused() != n {
 		t.Fatalf("after Reset: %d refusals, want %d", vm.Refused(), n)
 	}
+}
+
+// TestNewSeedsMathRandom: the engine seeds a new context's Math.random
+// with the time in microseconds (js_random_init), which a program that
+// knows roughly when its VM was built could guess; New seeds it as Reset
+// does (issue 19, attack14).
+func TestNewSeedsMathRandom(t *testing.T) {
+	t.Parallel()
+	before := uint64(time.Now().UnixMicro())
+	vm, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm.Close()
+	after := uint64(time.Now().UnixMicro())
+	if s := (*lib.TJSContext)(ptr(vm.ctx)).Frandom_state; s >= before && s <= after+1 {
+		t.Errorf("a new VM's Math.random is seeded with the time: %d in [%d, %d]", s, before, after)
+	}
+}
+
+// TestRegionNotData: a VM's region is reserved inaccessible and made
+// writable as the heap grows: a writable reservation counts a gigabyte
+// per VM in the process's data (RLIMIT_DATA), which a sandbox worker
+// then could not be bounded by (issue 19, attack14 I8).
+func TestRegionNotData(t *testing.T) {
+	before := vmData(t)
+	vms := make([]*VM, 4)
+	for i := range vms {
+		vm, err := New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer vm.Close()
+		vms[i] = vm
+	}
+	if grew := vmData(t) - before; grew > 256<<20 {
+		t.Errorf("four new VMs grew the process's data by %d MiB", grew>>20)
+	}
+	// A heap still grows to its limit, and gives the commit back at
+	// Reset.
+	vm := vms[0]
+	vm.Snapshot()
+	vm.SetMemoryLimit(256 << 20)
+	eval(t, vm, `globalThis.a = []; for (let i = 0; i < 2000000; i++) a.push({i}); a.length`)
+	vm.Reset()
+	eval(t, vm, `1`)
+}
+
+// vmData is the process's data (VmData), in bytes.
+func vmData(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skip("no /proc/self/status")
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmData:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	t.Skip("no VmData")
+	return 0
 }
