@@ -422,7 +422,12 @@ type Run struct {
 	endOnce sync.Once
 	onEnd   func() // called once the VM is gone
 
-	mu             sync.Mutex
+	mu sync.Mutex
+	// unacked holds, by call, the holds of results sent to the run's
+	// worker whose VM has not taken them (see worker.complete), until
+	// acksOver, when its job has ended.
+	unacked        map[uint32]func()
+	acksOver       bool
 	over           bool // the record is built; later events are dropped
 	logs           []LogLine
 	calls          []CallRecord
@@ -560,10 +565,49 @@ func (r *Run) deliver(o outcome) {
 // pool or in its root's tree.
 func (r *Run) ended() {
 	r.endOnce.Do(func() {
+		r.endAcks()
 		if r.onEnd != nil {
 			r.onEnd()
 		}
 	})
+}
+
+// awaitAck keeps done, the hold of call's result, until the run's
+// worker says the VM has taken it (acked), or the run's job ends.
+func (r *Run) awaitAck(call uint32, done func()) {
+	r.mu.Lock()
+	if r.acksOver {
+		r.mu.Unlock()
+		done()
+		return
+	}
+	if r.unacked == nil {
+		r.unacked = map[uint32]func(){}
+	}
+	r.unacked[call] = done
+	r.mu.Unlock()
+}
+
+// acked gives back the hold of call's result, which the VM has taken.
+func (r *Run) acked(call uint32) {
+	r.mu.Lock()
+	done := r.unacked[call]
+	delete(r.unacked, call)
+	r.mu.Unlock()
+	if done != nil {
+		done()
+	}
+}
+
+// endAcks gives back the holds of results the VM never took.
+func (r *Run) endAcks() {
+	r.mu.Lock()
+	left := r.unacked
+	r.unacked, r.acksOver = nil, true
+	r.mu.Unlock()
+	for _, done := range left {
+		done()
+	}
 }
 
 func (r *Run) timeoutError() *Error {

@@ -118,7 +118,11 @@ func (s *localSandbox) abandon(r *Run) {
 type localHost struct {
 	r     *Run
 	calls []heldCall
+	// bytes is the bytes of the names and arguments of calls.
+	bytes int
 }
+
+var _ flusher = (*localHost)(nil)
 
 type heldCall struct {
 	id   uint32
@@ -126,13 +130,20 @@ type heldCall struct {
 	args []byte
 }
 
+// call holds a call until the VM waits, or starts the calls held once
+// their arguments pass flushAt.
 func (h *localHost) call(id uint32, name, args string) {
 	if b := []byte(args); h.r.record(id, name, b) {
 		h.calls = append(h.calls, heldCall{id, name, b})
+		h.bytes += len(name) + len(b)
+	}
+	if h.bytes > flushAt {
+		h.flush(-1)
 	}
 }
 
 func (h *localHost) flush(inFlight int) {
+	h.bytes = 0
 	if len(h.calls) == 1 && inFlight == 1 {
 		c := h.calls[0]
 		h.calls = h.calls[:0]
@@ -147,6 +158,10 @@ func (h *localHost) flush(inFlight int) {
 	clear(h.calls)
 	h.calls = h.calls[:0]
 }
+
+// acknowledge does nothing: a result's hold ends as the VM takes it
+// (vmJob.complete).
+func (h *localHost) acknowledge() {}
 
 func (h *localHost) log(level int, text string) { h.r.onLog(level, text) }
 func (h *localHost) progress(message string, f float64) {

@@ -25,7 +25,8 @@ import (
 // frameLayout before the first job that uses a layout, frameRun to start a
 // job, frameResult for each finished tool call and frameInterrupt to stop a
 // job. The worker sends frameCall, frameLog and frameProgress while a job
-// runs, and frameDone when it is over; frameReady says that the VM of the
+// runs, frameAck once its VM has taken results, and frameDone when it is
+// over; frameReady says that the VM of the
 // next root job is prepared. Frames of a job the other side no longer
 // knows are dropped: a tool call may finish after its job did.
 const (
@@ -39,6 +40,7 @@ const (
 	frameProgress  byte = 8  // worker → executor: f64 fraction | message
 	frameDone      byte = 9  // worker → executor: outcome
 	frameReady     byte = 10 // worker → executor: empty; job is the latest root job it had when the next one's VM was ready
+	frameAck       byte = 11 // worker → executor: u32 call id, repeated: the calls whose results the job's VM has taken
 	frameHeader         = 4 + 1 + 4
 	// maxFrame bounds a frame's size: a tool result or a program's result
 	// is at most a heap, and a heap at most a few GiB.
@@ -53,7 +55,7 @@ const callSole byte = 1
 
 // workerMagic opens every worker's output: anything else on its stdout
 // means the command is not a sandbox worker.
-const workerMagic = "codecell-sandbox-worker/2"
+const workerMagic = "codecell-sandbox-worker/3"
 
 var errFrame = errors.New("malformed frame")
 
@@ -160,13 +162,15 @@ func (fw *frameWriter) write(typ byte, job uint32, head, tail []byte) error {
 }
 
 // writeFrames sends frames made by appendFrame, in one write.
-func (fw *frameWriter) writeFrames(b []byte) error {
+func (fw *frameWriter) writeFrames(bs ...[]byte) error {
 	fw.mu.Lock()
 	defer fw.mu.Unlock()
 	if fw.err != nil {
 		return fw.err
 	}
-	fw.w.Write(b)
+	for _, b := range bs {
+		fw.w.Write(b)
+	}
 	fw.err = fw.w.Flush()
 	return fw.err
 }

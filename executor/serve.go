@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/codecell/codecell/executor/internal/engine"
@@ -187,7 +188,7 @@ func (s *workerServer) handle(f frame) error {
 		j := s.jobs[f.job]
 		s.mu.Unlock()
 		if j != nil {
-			j.inbox.push(c)
+			s.deliver(f.job, j, c)
 		}
 	case frameInterrupt:
 		s.mu.Lock()
@@ -200,6 +201,42 @@ func (s *workerServer) handle(f frame) error {
 		return fmt.Errorf("%w: unknown type %d", errFrame, f.typ)
 	}
 	return nil
+}
+
+// queueBound is the most of its results' bytes a job's inbox holds
+// that its VM has not taken: four heaps, at least 128 MiB. The executor
+// holds a result's bytes in flight until the VM has taken it (frameAck),
+// which bounds them first; this bound is the belt to that brace, for
+// results nothing holds.
+func queueBound(memory int64) int64 { return max(4*memory, 128<<20) }
+
+// deliver queues a tool call's result for job j, whose VM acknowledges
+// it once taken (workerHost.acked). A result that would take the queue
+// past queueBound is not kept: the call is rejected instead, and its
+// hold given back at once.
+func (s *workerServer) deliver(id uint32, j *vmJob, c callResult) {
+	h, ok := j.host.(*workerHost)
+	if !ok {
+		j.inbox.push(c)
+		return
+	}
+	n := int64(len(c.payload))
+	if bound := queueBound(j.spec.Memory); h.queued.Add(n) > bound {
+		h.queued.Add(-n)
+		s.w.write(frameAck, id, enc(nil).u32(c.id), nil)
+		c.ok = false
+		c.payload = rejectionJSON(fmt.Sprintf(
+			"the tool's result (%s) was dropped: the results this run's sandbox has not read yet pass %s (four times its heap limit). Await fewer calls at once, or read each result before the next arrives",
+			formatBytes(n), formatBytes(bound)))
+		n = int64(len(c.payload))
+		h.queued.Add(n)
+	}
+	call := c.id
+	c.done = func() {
+		h.queued.Add(-n)
+		h.acked(call, int(n))
+	}
+	j.inbox.push(c)
 }
 
 // run runs one job and reports its outcome. A root job is given the VM
@@ -407,7 +444,13 @@ func (s *workerServer) ready(in *instance) {
 // tool calls the program makes until the VM has nothing else to do, and
 // then sends them in one write: a program that awaits calls together
 // costs one write, not one a call. A call the VM then waits for alone,
-// in a worker that runs no other job, is flagged callSole.
+// in a worker that runs no other job, is flagged callSole. Calls whose
+// arguments pass flushAt are sent at once.
+//
+// It also tells the executor which results the VM has taken (frameAck),
+// which holds each result's bytes until then (issue 19, attack14 I9):
+// with the calls it sends, as the VM takes the next results, or at once
+// past ackAt bytes.
 type workerHost struct {
 	s    *workerServer
 	job  uint32
@@ -415,11 +458,35 @@ type workerHost struct {
 	n    int    // calls in held
 	// first is the offset in held of the first call's flags.
 	first int
+	// acks are the calls whose results the VM has taken since the last
+	// frameAck, and ackBytes the bytes of those results.
+	acks     enc
+	ackBytes int
+	// queued is the bytes of results in the job's inbox or being taken
+	// (see workerServer.deliver); it is read on the frames' goroutine.
+	queued atomic.Int64
 }
 
 var _ flusher = (*workerHost)(nil)
 
+// flushAt is the most of its calls' names and arguments a host holds
+// before it sends them on, though the VM has not waited yet.
+const flushAt = 4 << 20
+
+// ackAt is the bytes of results taken past which their acknowledgement
+// goes at once rather than with the next calls.
+const ackAt = 1 << 20
+
 func (h *workerHost) call(id uint32, name, args string) {
+	size := len(name) + len(args)
+	if len(h.held)+size > flushAt {
+		h.send()
+		if size > flushAt {
+			// The arguments go as they are, not copied into held.
+			h.s.w.write(frameCall, h.job, enc(nil).u32(id).u8(0).str(name), unsafe.Slice(unsafe.StringData(args), len(args)))
+			return
+		}
+	}
 	if h.n == 0 {
 		h.first = len(h.held) + frameHeader + 4
 	}
@@ -431,8 +498,9 @@ func (h *workerHost) call(id uint32, name, args string) {
 }
 
 func (h *workerHost) flush(inFlight int) {
-	if h.n == 0 {
-		return
+	if inFlight < 0 {
+		// The job ends: its outcome ends every hold its results have.
+		h.acks, h.ackBytes = h.acks[:0], 0
 	}
 	if h.n == 1 && inFlight == 1 {
 		h.s.mu.Lock()
@@ -442,7 +510,37 @@ func (h *workerHost) flush(inFlight int) {
 			h.held[h.first] = callSole
 		}
 	}
-	h.s.w.writeFrames(h.held)
+	h.send()
+}
+
+func (h *workerHost) acknowledge() {
+	if len(h.acks) > 0 {
+		h.send()
+	}
+}
+
+// acked notes that the VM has taken the result of call, n bytes.
+func (h *workerHost) acked(call uint32, n int) {
+	h.acks = h.acks.u32(call)
+	h.ackBytes += n
+	if h.ackBytes >= ackAt {
+		h.send()
+	}
+}
+
+// send writes the acknowledgements and the calls held, in one write:
+// the acknowledgements first, so that a call after them is the last of
+// the frames the executor reads (see worker.read, callSole).
+func (h *workerHost) send() {
+	if h.n == 0 && len(h.acks) == 0 {
+		return
+	}
+	var ack []byte
+	if len(h.acks) > 0 {
+		ack, _ = appendFrame(nil, frameAck, h.job, h.acks, nil)
+		h.acks, h.ackBytes = h.acks[:0], 0
+	}
+	h.s.w.writeFrames(ack, h.held)
 	h.n = 0
 	if cap(h.held) > 64<<10 {
 		h.held = nil // a large call's arguments are not kept

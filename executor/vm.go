@@ -80,9 +80,13 @@ type jobHost interface {
 
 // flusher is a jobHost that holds the calls a job makes until the VM
 // waits: flush starts them, inFlight being the job's calls not yet
-// settled, these included.
+// settled, these included, or -1 as the job ends. A host that tells the
+// executor which results the VM has taken (workerHost) does so with the
+// calls it flushes, or on acknowledge, which the VM calls as it takes
+// the next results while calls are in flight.
 type flusher interface {
 	flush(inFlight int)
+	acknowledge()
 }
 
 // outcomeStatus says how a job ended.
@@ -137,16 +141,34 @@ func (c callResult) consumed() {
 type inbox struct {
 	mu     sync.Mutex
 	items  []callResult
+	closed bool // the job is over: results are dropped as they come
 	signal chan struct{}
 }
 
 func (b *inbox) push(c callResult) {
 	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		c.consumed()
+		return
+	}
 	b.items = append(b.items, c)
 	b.mu.Unlock()
 	select {
 	case b.signal <- struct{}{}:
 	default:
+	}
+}
+
+// close drops the results queued and those that come later: their
+// holds end (callResult.consumed).
+func (b *inbox) close() {
+	b.mu.Lock()
+	items := b.items
+	b.items, b.closed = nil, true
+	b.mu.Unlock()
+	for _, c := range items {
+		c.consumed()
 	}
 }
 
@@ -178,6 +200,10 @@ type vmJob struct {
 	deadline time.Time
 	pending  map[uint32]pendingCall
 	calls    uint32
+	// argBytes is the bytes of the names and arguments of the calls
+	// pending: copied out of the VM, held by the host until each call
+	// finishes, and bounded by the heap limit (see hostCall).
+	argBytes int
 	logs     int
 	logBytes int
 	settled  bool
@@ -191,9 +217,11 @@ type vmJob struct {
 }
 
 // pendingCall is a tool call in flight: the functions that settle its
-// promise.
+// promise, and the bytes of its name and arguments, which its host holds
+// outside the VM until it finishes.
 type pendingCall struct {
 	resolve, reject engine.Value
+	argBytes        int
 }
 
 func (p pendingCall) free(vm *engine.VM) {
@@ -299,6 +327,8 @@ func (j *vmJob) end() {
 		p.free(j.in.vm)
 		delete(j.pending, id)
 	}
+	j.argBytes = 0
+	j.inbox.close()
 	j.mu.Lock()
 	j.over = true
 	j.mu.Unlock()
@@ -417,9 +447,13 @@ func (j *vmJob) execute() {
 			return
 		}
 		results = j.inbox.drain(results[:0])
-		if f, ok := j.host.(flusher); ok && len(results) == 0 {
-			f.flush(len(j.pending))
-			results = j.inbox.drain(results[:0])
+		if f, ok := j.host.(flusher); ok {
+			if len(results) == 0 {
+				f.flush(len(j.pending))
+				results = j.inbox.drain(results[:0])
+			} else {
+				f.acknowledge()
+			}
 		}
 		if len(results) == 0 {
 			select {
@@ -461,6 +495,7 @@ func (j *vmJob) complete(c callResult) {
 	}
 	vm := j.in.vm
 	delete(j.pending, c.id)
+	j.argBytes -= p.argBytes
 	defer p.free(vm)
 	if !j.enter() {
 		return
@@ -713,6 +748,18 @@ func (in *instance) hostCall(args []engine.Value) engine.Value {
 		j.limit(KindToolCalls, 0)
 		return engine.Undefined
 	}
+	// The name and arguments leave the heap, which bounded them, and are
+	// held outside it until the call finishes: by the host while the VM
+	// runs on, then in the queue for the run's places in flight. A
+	// program could so hold its heap many times over (a 4 MB string
+	// passed to a hundred calls, issue 19, attack14 I8): the calls in
+	// flight hold at most the heap limit.
+	n := len(name) + len(call)
+	if int64(j.argBytes+n) > j.spec.Memory {
+		return vm.ThrowRangeError(fmt.Sprintf(
+			"tools.call: the arguments of this call (%s) and of the %d calls in flight (%s) pass the %s this run's calls may hold at once (its heap limit). Await fewer calls at once (a few at a time rather than Promise.all over all of them), or pass large values to fewer calls",
+			formatBytes(int64(n)), len(j.pending), formatBytes(int64(j.argBytes)), formatBytes(j.spec.Memory)))
+	}
 	promise, resolve, reject, err := vm.NewPromise()
 	if err != nil {
 		j.limit(KindMemory, 0)
@@ -720,7 +767,8 @@ func (in *instance) hostCall(args []engine.Value) engine.Value {
 	}
 	id := j.calls
 	j.calls++
-	j.pending[id] = pendingCall{resolve: resolve, reject: reject}
+	j.pending[id] = pendingCall{resolve: resolve, reject: reject, argBytes: n}
+	j.argBytes += n
 	j.host.call(id, name, call)
 	return promise
 }

@@ -35,6 +35,8 @@ type procPool struct {
 	// maxFrame bounds what a worker may send: a result or a tool call as
 	// large as a heap, lifted to encode a result (hostHeap).
 	maxFrame uint32
+	// data is each worker's RLIMIT_DATA (workerData).
+	data uint64
 	// idle holds a token per idle worker; idleMu guards the workers, in
 	// the order they were given back. A token is sent after its worker
 	// is added and received before one is taken.
@@ -68,6 +70,7 @@ func newProcPool(size, room int, argv []string, memory int64, log *slog.Logger) 
 		argv:     argv,
 		log:      log,
 		maxFrame: uint32(min(3*memory+1<<20, maxFrame)),
+		data:     workerData(memory),
 		idle:     make(chan struct{}, size+room),
 		quit:     make(chan struct{}),
 		workers:  map[*worker]struct{}{},
@@ -80,6 +83,19 @@ func newProcPool(size, room int, argv []string, memory int64, log *slog.Logger) 
 	}
 	return p
 }
+
+// workerData is the data a sandbox worker may have (RLIMIT_DATA, on
+// Linux), for VMs of memory bytes of heap: twelve heaps and 256 MiB, 1
+// GiB by default. A worker holds a run's VM (its heap lifted to three
+// for the result, hostHeap), its nested runs' (about one more), the VM
+// prepared for the next run and the one being closed, the regions kept
+// for the next VMs (under 100 MiB), and in Go the results waiting for
+// the VM (queueBound) and the calls it sends, twice over for the
+// collector. Past it an allocation fails: the engine's makes the run
+// fail memory_limit, the Go runtime's ends the worker, with its run,
+// alone, where it would otherwise take the host's memory from every
+// other process (issue 19, attack14 I8).
+func workerData(memory int64) uint64 { return uint64(12*memory + 256<<20) }
 
 // spawn starts a worker, trying again with a growing pause, and makes it
 // idle.
@@ -353,6 +369,9 @@ func (p *procPool) startWorker() (*worker, error) {
 		stdout.Close()
 		return nil, fmt.Errorf("start %s: %w", p.argv[0], err)
 	}
+	if err := limitWorker(cmd.Process.Pid, p.data); err != nil {
+		p.log.Warn("no data limit for sandbox worker: a runaway worker may take the host's memory", "pid", cmd.Process.Pid, "err", err)
+	}
 	w := &worker{
 		p:     p,
 		cmd:   cmd,
@@ -539,9 +558,17 @@ func (w *worker) start(r *Run, spec *jobSpec) error {
 	return nil
 }
 
+// complete sends r's VM a finished call. The result's hold (c.done)
+// lasts until the worker says its VM has taken the result (frameAck), or
+// r's job ends: in the worker's queue, a result is as much in flight as
+// in this process (issue 19, attack14 I9).
 func (w *worker) complete(r *Run, c callResult) {
-	w.w.write(frameResult, r.job, enc(nil).u32(c.id).bool(c.ok), c.payload)
-	c.consumed() // the worker process has it
+	if c.done != nil {
+		r.awaitAck(c.id, c.done)
+	}
+	if w.w.write(frameResult, r.job, enc(nil).u32(c.id).bool(c.ok), c.payload) != nil {
+		r.acked(c.id) // it never reached the worker
+	}
 }
 
 // interrupt asks r's VM to stop, and gives its worker the lowest
@@ -668,7 +695,7 @@ func (w *worker) read() {
 		}
 		w.mu.Unlock()
 		if r == nil {
-			if f.typ != frameDone && f.typ != frameCall && f.typ != frameLog && f.typ != frameProgress {
+			if f.typ != frameDone && f.typ != frameCall && f.typ != frameLog && f.typ != frameProgress && f.typ != frameAck {
 				w.p.log.Error("sandbox worker sent an unknown frame", "pid", w.pid, "type", f.typ)
 				w.stopReading()
 				return
@@ -692,6 +719,10 @@ func (w *worker) read() {
 			}
 			if !w.runInline(r, id, name, args) {
 				return // another goroutine reads now
+			}
+		case frameAck:
+			for len(d.b) > 0 && d.err == nil {
+				r.acked(d.u32())
 			}
 		case frameLog:
 			level := d.u8()

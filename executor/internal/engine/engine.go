@@ -532,6 +532,12 @@ func (vm *VM) ThrowTypeError(msg string) Value {
 	return vm.throw(lib.XJS_ThrowTypeError, msg)
 }
 
+// ThrowRangeError throws a RangeError with msg; a host function returns
+// what it returns.
+func (vm *VM) ThrowRangeError(msg string) Value {
+	return vm.throw(lib.XJS_ThrowRangeError, msg)
+}
+
 // ThrowInternal throws an InternalError with msg. An uncatchable one runs
 // no catch or finally block of the script, as for an interrupt.
 func (vm *VM) ThrowInternal(msg string, uncatchable bool) Value {

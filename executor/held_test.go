@@ -1,0 +1,108 @@
+package executor_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/codecell/codecell/executor"
+)
+
+// TestCallArgumentsHeldWithinTheHeap (issue 19, attack14 I8): a call's
+// arguments are copied out of the VM and held outside it until the call
+// finishes, while the VM runs on and makes more: a 4 MB string passed to
+// a hundred calls before the first await held 400 MB outside a 64 MiB
+// heap — in the worker, or in the server itself in-process. The calls a
+// run has in flight hold at most its heap limit of arguments: past it,
+// the call throws a RangeError the program can catch, saying to await
+// fewer calls at once.
+func TestCallArgumentsHeldWithinTheHeap(t *testing.T) {
+	t.Parallel()
+	eachMode(t, func(t *testing.T, mode executor.Isolation) {
+		e := newExecutor(t, mode, executor.Config{PoolSize: 1, MemoryLimit: 64 << 20})
+		var seen atomic.Int64 // the bytes of arguments the dispatcher was given
+		d := dispatcher(func(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+			seen.Add(int64(len(args)))
+			return json.RawMessage(`1`), nil
+		})
+		res := e.Run(context.Background(), executor.Request{Dispatcher: d, Functions: layout, Timeout: 30 * time.Second, Code: `
+const S = "x".repeat(4000000); const ps = []; let err = "";
+try { for (let i = 0; i < 100; i++) ps.push(util.echo({s: S}).then(() => 1, () => 0)); }
+catch (e) { err = e.name + ": " + e.message }
+const ok = (await Promise.all(ps)).length;
+// Once those are done, as many may go again.
+for (let i = 0; i < 4; i++) await Promise.all([util.echo({s: S}), util.echo({s: S})]);
+return {made: ps.length, ok, err}`})
+		if res.Status != executor.StatusOK {
+			t.Fatalf("run: %s %v", res.Status, res.Error)
+		}
+		var got struct {
+			Made, OK int
+			Err      string
+		}
+		json.Unmarshal(res.Value, &got)
+		if got.Made > 16 || got.Made < 8 || got.OK != got.Made || !strings.HasPrefix(got.Err, "RangeError: ") || !strings.Contains(got.Err, "Await fewer calls at once") {
+			t.Errorf("100 calls of a 4 MB argument: %s", res.Value)
+		}
+		if n := seen.Load(); n > int64(got.Made+8)*4000020 {
+			t.Errorf("the dispatcher was given %d bytes of arguments", n)
+		}
+	})
+}
+
+// TestResultHeldUntilTheVMTakesIt (issue 19, attack14 I9): a call's
+// result holds its bytes in flight (Call.OnConsumed) until the run's VM
+// has taken it. With process isolation the hold ended once the result
+// was written to the worker's pipe, and the worker queued every result
+// its VM did not read, unbounded: a VM looping after its first await
+// held hundreds of megabytes of results in the worker. The program here
+// awaits its first call and then loops until its deadline: the other
+// results are released only once it loops, so none is ever taken, and
+// none of their holds may end before the run does.
+func TestResultHeldUntilTheVMTakesIt(t *testing.T) {
+	t.Parallel()
+	eachMode(t, func(t *testing.T, mode executor.Isolation) {
+		e := newExecutor(t, mode, executor.Config{PoolSize: 1})
+		release := make(chan struct{})
+		var once sync.Once
+		var early, late, returned atomic.Int32
+		big := json.RawMessage(`"` + strings.Repeat("y", 1<<20) + `"`)
+		d := caller(func(ctx context.Context, c executor.Call) (json.RawMessage, error) {
+			if c.Seq == 0 {
+				return json.RawMessage(`1`), nil
+			}
+			<-release
+			deadline, _ := ctx.Deadline()
+			c.OnConsumed(func() {
+				if time.Now().Before(deadline) {
+					early.Add(1)
+				} else {
+					late.Add(1)
+				}
+			})
+			returned.Add(1)
+			return big, nil
+		})
+		res := e.Run(context.Background(), executor.Request{Dispatcher: d, Functions: layout, Timeout: 3 * time.Second,
+			OnLog: func(executor.LogLine) { once.Do(func() { close(release) }) },
+			Code: `const ps = []; for (let i = 0; i < 20; i++) ps.push(util.echo({i}).then(() => 1, () => 0));
+await ps[0]; console.log("looping"); while (true) {}`})
+		wantKind(t, res, executor.KindTimeout, "deadline")
+		if returned.Load() == 0 {
+			t.Fatal("no result came back while the program looped: the test checks nothing")
+		}
+		if n := early.Load(); n > 0 {
+			t.Errorf("%d of %d results the VM never took gave back their holds while it ran", n, returned.Load())
+		}
+		// Every hold ends with the run.
+		for deadline := time.Now().Add(10 * time.Second); early.Load()+late.Load() < returned.Load(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d results still hold their bytes after the run ended", returned.Load()-early.Load()-late.Load(), returned.Load())
+			}
+		}
+	})
+}
