@@ -39,9 +39,9 @@ type Call struct {
 	consumed *func()
 }
 
-// OnConsumed has the executor call f once the program's sandbox has the
-// call's result (the VM has parsed it, or a worker process was sent it),
-// or the run has dropped it: the dispatcher holds what the result costs
+// OnConsumed has the executor call f once the program's VM has taken the
+// call's result (parsed it, in this process or in its worker process,
+// which says so), or the run has dropped it: the dispatcher holds what the result costs
 // the server (its bytes in flight) until then, not only until it
 // returns, since results wait in the sandbox's queue while the VM parses
 // the ones before (issue 19, attack9 D7). Called outside a run, f is

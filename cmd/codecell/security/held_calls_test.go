@@ -95,7 +95,7 @@ func TestResultsHeldInTheWorker(t *testing.T) {
 	peak := pollWorkers(pid, stop)
 	workers0 := workersRSS(pid)
 	rec := bob.run(`const ps = []; for (let i = 0; i < 600; i++) ps.push(cache.get({key: "big"}).then(() => 1, () => 0));
-await ps[0]; const t = Date.now(); while (Date.now() - t < 15000) {} return 1`, "timeout_ms", 40000)
+await ps[0]; const t = Date.now(); while (Date.now() - t < 20000) {} return 1`, "timeout_ms", 45000)
 	close(stop)
 	workersMax := <-peak
 	t.Logf("workers %d → %d MiB: %.300s", workers0>>20, workersMax>>20, rec.raw)
