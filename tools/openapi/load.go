@@ -74,9 +74,17 @@ func Parse(data []byte) (doc *Document, err error) {
 		if n := tools.JSONValues(data, MaxDocumentValues) + bytes.Count(data, []byte("\n")); n > MaxDocumentValues {
 			return nil, tooManyValues()
 		}
+		if mayHaveAnchors(data) {
+			if err := checkAliases(data); err != nil {
+				return nil, err
+			}
+		}
 		j, err := yaml.YAMLToJSON(data)
 		if err != nil {
 			return nil, fmt.Errorf("%w: neither JSON nor YAML: %s", ErrDocument, strings.TrimPrefix(err.Error(), "yaml: "))
+		}
+		if len(j) > MaxDocumentBytes {
+			return nil, fmt.Errorf("%w: as JSON it is %d bytes, more than the %d this reads", ErrDocument, len(j), MaxDocumentBytes)
 		}
 		data = j
 	}
