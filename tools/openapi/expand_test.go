@@ -121,3 +121,81 @@ func toolsOf(tb testing.TB, data []byte) string {
 	}
 	return b.String()
 }
+
+// sharedParameterDoc is a JSON description of n GET operations that each
+// take the one parameter of components/parameters, by $ref, whose
+// description, example or schema is as given.
+func sharedParameterDoc(param string, n int) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"openapi":"3.0.3","info":{"title":"evil","version":"1"},"components":{"parameters":{"P":%s}},"paths":{`, param)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"/op%d":{"get":{"operationId":"op%d","parameters":[{"$ref":"#/components/parameters/P"}],"responses":{"200":{"description":"ok"}}}}`, i, i)
+	}
+	b.WriteString("}}")
+	return []byte(b.String())
+}
+
+// TestCopiesAreBounded (issue 19, attack15 I2): what is not a component
+// schema is copied into every tool that uses it — a parameter of
+// components/parameters with a 1 MiB description, used by a hundred
+// operations, was 100 MiB of schemas, kept. A description copied into a
+// schema is cut (an example past the same length left out), and what a
+// document's tools hold in all is bounded by its bytes (at least 16 MiB):
+// past it, the operations left out are named, saying why.
+func TestCopiesAreBounded(t *testing.T) {
+	long := strings.Repeat("A", 1<<20)
+	enum := `"` + strings.Repeat(`a","`, 1<<18) + `a"`
+	for _, c := range []struct {
+		name    string
+		param   string
+		all     bool  // every operation loads
+		maxHeld int64 // bytes the tools' schemas hold at most
+	}{
+		{"description", `{"name":"q","in":"query","schema":{"type":"string"},"description":"` + long + `"}`, true, 4 << 20},
+		{"schema's description", `{"name":"q","in":"query","schema":{"type":"string","description":"` + long + `"}}`, true, 4 << 20},
+		{"example", `{"name":"q","in":"query","schema":{"type":"string"},"example":"` + long + `"}`, true, 1 << 20},
+		{"schema's example", `{"name":"q","in":"query","schema":{"type":"string","example":"` + long + `"}}`, true, 1 << 20},
+		{"enum", `{"name":"q","in":"query","schema":{"type":"string","enum":[` + enum + `]}}`, false, 17 << 20},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			data := sharedParameterDoc(c.param, 100)
+			doc, err := openapi.Parse(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := openapi.New(openapi.Config{Spec: "t.json", BaseURL: "https://api.example.invalid"}, openapi.Options{Name: "evil"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg := tools.NewRegistry()
+			rep, err := s.OpenDocument(reg, doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var held int64
+			for _, tl := range reg.List() {
+				held += int64(len(tl.InputSchema) + len(tl.OutputSchema) + len(tl.Description) + len(tl.Notes))
+			}
+			t.Logf("%d-byte document: %d tools holding %d bytes, %d problems", len(data), rep.Tools, held, len(rep.Problems))
+			if held > c.maxHeld {
+				t.Errorf("the tools of a %d-byte document hold %d bytes", len(data), held)
+			}
+			if c.all {
+				if rep.Tools != 100 || len(rep.Problems) != 0 {
+					t.Errorf("%d tools, problems %v", rep.Tools, rep.Problems)
+				}
+				return
+			}
+			if rep.Tools == 0 || rep.Tools >= 100 || rep.Tools+len(rep.Problems) != 100 {
+				t.Fatalf("%d tools, %d problems", rep.Tools, len(rep.Problems))
+			}
+			p := rep.Problems[len(rep.Problems)-1]
+			if !strings.Contains(p.Operation, "GET /op") || !strings.Contains(p.Message, "would hold more than") {
+				t.Errorf("problem %v", p)
+			}
+		})
+	}
+}
