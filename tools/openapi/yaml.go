@@ -71,7 +71,7 @@ func checkAliases(data []byte) error {
 	case m.cycle != "":
 		return fmt.Errorf("%w: YAML anchor %q holds an alias of itself, which has no JSON form", ErrDocument, m.cycle)
 	case m.added > maxAliasBytes(len(data)):
-		return fmt.Errorf("%w: its YAML aliases (%d of them) repeat more than %d bytes of the values they name, more than %d times the document's %d bytes: an alias is a whole copy of its anchor's value in the JSON the document becomes. Write the repeated parts once, under components, and refer to them with $ref", ErrDocument, m.aliases, maxAliasBytes(len(data)), aliasFactor, len(data))
+		return fmt.Errorf("%w: its YAML aliases (%d of them) would add more than %d bytes to the JSON it becomes (%d times the document's %d bytes, at least %d): each alias is a whole copy of its anchor's value; write what they repeat once, under components, and refer to it with $ref", ErrDocument, m.aliases, maxAliasBytes(len(data)), aliasFactor, len(data), aliasFloor)
 	case whole > MaxDocumentBytes:
 		return fmt.Errorf("%w: as JSON it is more than %d bytes, more than the %d this reads", ErrDocument, whole, MaxDocumentBytes)
 	}
