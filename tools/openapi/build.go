@@ -276,7 +276,7 @@ func annotate(v any, desc string, deprecated bool) any {
 		o = newObj().set("allOf", []any{v})
 	}
 	if desc != "" && !o.has("description") {
-		o.set("description", clip(desc))
+		o.set("description", cut(desc))
 	}
 	if deprecated {
 		o.set("deprecated", true)
@@ -420,7 +420,7 @@ func (s *Source) notesOf(d *Document, o *operation) string {
 	if title == "" {
 		title = "the OpenAPI document"
 	}
-	fmt.Fprintf(&b, ", from %s.", shorten(oneLine(title), 200))
+	fmt.Fprintf(&b, ", from %s.", shorten(title, 1<<10))
 	if ed := o.op.ExternalDocs; ed != nil && ed.URL != "" {
 		fmt.Fprintf(&b, " Docs: %s", ed.URL)
 	}

@@ -154,8 +154,8 @@ func TestCopiesAreBounded(t *testing.T) {
 		all     bool  // every operation loads
 		maxHeld int64 // bytes the tools' schemas hold at most
 	}{
-		{"description", `{"name":"q","in":"query","schema":{"type":"string"},"description":"` + long + `"}`, true, 4 << 20},
-		{"schema's description", `{"name":"q","in":"query","schema":{"type":"string","description":"` + long + `"}}`, true, 4 << 20},
+		{"description", `{"name":"q","in":"query","schema":{"type":"string"},"description":"` + long + `"}`, true, 8 << 20},
+		{"schema's description", `{"name":"q","in":"query","schema":{"type":"string","description":"` + long + `"}}`, true, 8 << 20},
 		{"example", `{"name":"q","in":"query","schema":{"type":"string"},"example":"` + long + `"}`, true, 1 << 20},
 		{"schema's example", `{"name":"q","in":"query","schema":{"type":"string","example":"` + long + `"}}`, true, 1 << 20},
 		{"enum", `{"name":"q","in":"query","schema":{"type":"string","enum":[` + enum + `]}}`, false, 17 << 20},

