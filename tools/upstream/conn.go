@@ -266,6 +266,17 @@ func sizeText(n int64) string {
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
+// droppedAnswer returns, of the answers limitReader dropped and no call
+// took, one, or nil.
+func (c *conn) droppedAnswer() *tooLargeError {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, d := range c.tooLarge {
+		return &tooLargeError{size: d.size, decoded: d.decoded, max: c.maxMsg}
+	}
+	return nil
+}
+
 // start starts the transport on the connection's lifetime and performs
 // the handshake within hctx.
 func (c *conn) start(life, hctx context.Context, d dialer) error {
@@ -278,6 +289,10 @@ func (c *conn) start(life, hctx context.Context, d dialer) error {
 		ClientInfo:      mcp.Implementation{Name: "codecell", Version: d.version},
 	}})
 	if err != nil {
+		if big := c.droppedAnswer(); big != nil {
+			// The only request yet: its answer was dropped as it was read.
+			return fmt.Errorf("the server sent %s, more than max_response_bytes (%s): codecell dropped it (raise max_response_bytes for this server if it must send that)", big.what("an answer to initialize"), sizeText(big.max))
+		}
 		return err
 	}
 	c.info = res.ServerInfo
