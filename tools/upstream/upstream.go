@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -528,9 +529,22 @@ func (u *upstream) allowed(orig string) bool {
 	return len(u.cfg.Allow) == 0 || match(u.cfg.Allow)
 }
 
+// fingerprint is what a tool is as the server lists it, and its short
+// name: a registration replaces the tools whose fingerprint changed. Its
+// fields are hashed as they are, each after its length: marshalling the
+// tool copied its schemas two or three times over (a schema of 15 MB
+// took 50 MB more at each registration).
 func fingerprint(t *remoteTool, short string) [32]byte {
-	b, _ := json.Marshal(t) // plain data always marshals
-	return sha256.Sum256(append(b, short...))
+	h := sha256.New()
+	field := func(b []byte) {
+		h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(b))))
+		h.Write(b)
+	}
+	ann, _ := json.Marshal(t.Annotations) // plain data always marshals
+	for _, f := range [][]byte{[]byte(t.Name), []byte(t.Title), []byte(t.Description), t.InputSchema, t.OutputSchema, ann, []byte(short)} {
+		field(f)
+	}
+	return [32]byte(h.Sum(nil))
 }
 
 // maxSummary bounds a tool's one-line summary, in runes.
