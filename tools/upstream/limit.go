@@ -389,8 +389,36 @@ const (
 const maxID = 256
 
 func (s *idScanner) feed(b []byte) {
-	for _, c := range b {
-		s.step(c)
+	for i := 0; i < len(b); i++ {
+		if s.depth < 2 {
+			s.step(b[i])
+			continue
+		}
+		// Within a top-level value only strings and brackets matter
+		// (what step does there, in a tight loop): most of a message.
+		for ; i < len(b) && s.depth >= 2; i++ {
+			c := b[i]
+			if s.inString {
+				switch {
+				case s.escaped:
+					s.escaped = false
+				case c == '\\':
+					s.escaped = true
+				case c == '"':
+					s.inString = false
+				}
+				continue
+			}
+			switch c {
+			case '"':
+				s.inString = true
+			case '{', '[':
+				s.depth++
+			case '}', ']':
+				s.depth--
+			}
+		}
+		i-- // the loop's i++ moves past the last byte read
 	}
 }
 

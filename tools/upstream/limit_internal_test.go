@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strings"
@@ -266,5 +267,38 @@ func TestLimitReaderBoundsUnheldValues(t *testing.T) {
 	out, err := io.ReadAll(r)
 	if want := ":\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n"; err != nil || string(out) != want {
 		t.Errorf("event stream: got %q, %v; want %q", out, err, want)
+	}
+}
+
+// TestIDScannerPieces: the scanner's tight loop within top-level values
+// finds what its byte-at-a-time step finds, fed in pieces of any size.
+func TestIDScannerPieces(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	keys := []string{`"id"`, `"ID"`, `"method"`, `"M\u0045thod"`, `"error"`, `"result"`, `"params"`, `"x"`}
+	values := []string{`1`, `"codecell-1"`, `"a\"b"`, `{"id":2,"method":"m"}`, `[1,"]",{"error":[]}]`, `null`, `"\\"`, `{"a":[[{}]],"b":"}"}`}
+	for range 2000 {
+		var b strings.Builder
+		b.WriteString("{")
+		for i := range rng.IntN(6) {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString(keys[rng.IntN(len(keys))] + ":" + values[rng.IntN(len(values))])
+		}
+		b.WriteString("}")
+		text := b.String()
+		var want, got idScanner
+		for i := range len(text) {
+			want.step(text[i])
+		}
+		for rest := text; rest != ""; {
+			n := min(1+rng.IntN(8), len(rest))
+			got.feed([]byte(rest[:n]))
+			rest = rest[n:]
+		}
+		if string(got.id) != string(want.id) || got.method != want.method || got.error != want.error || got.depth != want.depth {
+			t.Fatalf("%s: fed %q %v %v, stepped %q %v %v", text, got.id, got.method, got.error, want.id, want.method, want.error)
+		}
 	}
 }
