@@ -213,7 +213,13 @@ func (c *conn) oversized(d dialer) oversized {
 		var rid mcp.RequestId
 		if id != nil && !method && json.Unmarshal(id, &rid) == nil {
 			c.mu.Lock()
-			c.tooLarge[rid.String()] = why
+			// An answer to no request stays until the connection ends:
+			// a server sending such answers cannot grow the map without
+			// end. A request waiting still fails, the replacement's
+			// message saying why.
+			if len(c.tooLarge) < maxDropped {
+				c.tooLarge[rid.String()] = why
+			}
 			c.mu.Unlock()
 			return
 		}
@@ -265,6 +271,10 @@ func sizeText(n int64) string {
 	}
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
+
+// maxDropped bounds the dropped answers a connection remembers, far more
+// than its requests in flight.
+const maxDropped = 1024
 
 // droppedAnswer returns, of the answers limitReader dropped and no call
 // took, one, or nil.
