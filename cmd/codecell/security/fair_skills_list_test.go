@@ -28,7 +28,7 @@ func TestSkillsListReadsAPage(t *testing.T) {
 		code := fmt.Sprintf(`const code = "return " + JSON.stringify("x".repeat(99000)) + ";";
 for (let i = %d; i < %d; i++) { const name = "big_" + String(i).padStart(3, "0"); await skills.save({name, description: "Bob's " + name + ".", code}); await skills.publish({name}); }
 return "ok"`, from, from+100)
-		if rec := bob.run(code, "timeout_ms", 120000); rec.Status != "ok" {
+		if rec := bob.run(code, "timeout_ms", 60000); rec.Status != "ok" {
 			t.Fatalf("bob's skills: %.400s", rec.raw)
 		}
 	}
@@ -52,7 +52,7 @@ return "ok"`, from, from+100)
 				continue // only bob may publish his skills
 			}
 			wg.Go(func() {
-				if rec := ss.run(c.code, "timeout_ms", 120000); rec.Status != "ok" {
+				if rec := ss.run(c.code, "timeout_ms", 60000); rec.Status != "ok" {
 					t.Errorf("%s: %.400s", c.name, rec.raw)
 				}
 			})
