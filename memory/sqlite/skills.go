@@ -149,6 +149,13 @@ const (
 		code_sha256, 1, version, published_at FROM published_skills`
 )
 
+// listCallableSkillsQuery reads a page of ListCallableSkills: the
+// caller's own skills after a name, and the published ones after it of
+// names the caller has none of. Its indexes cover it (migration 25).
+const listCallableSkillsQuery = ownSkillInfoSelect + ` WHERE s.principal = ? AND s.name > ?
+	UNION ALL ` + publishedSkillInfoSelect + ` WHERE name > ? AND name NOT IN (SELECT name FROM skills WHERE principal = ?)
+	ORDER BY 2 LIMIT ?`
+
 func scanSkillInfo(sc interface{ Scan(...any) error }) (memory.SkillInfo, error) {
 	var in memory.SkillInfo
 	var sha sql.NullString
@@ -239,9 +246,7 @@ func (s *Store) ListCallableSkills(ctx context.Context, q memory.SkillQuery) (me
 	page := memory.SkillPage{Skills: []memory.SkillInfo{}}
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		page = memory.SkillPage{Skills: []memory.SkillInfo{}}
-		rows, err := tx.QueryContext(ctx, ownSkillInfoSelect+` WHERE s.principal = ? AND s.name > ?
-			UNION ALL `+publishedSkillInfoSelect+` WHERE name > ? AND name NOT IN (SELECT name FROM skills WHERE principal = ?)
-			ORDER BY 2 LIMIT ?`, p, q.After, q.After, p, q.PageLimit()+1)
+		rows, err := tx.QueryContext(ctx, listCallableSkillsQuery, p, q.After, q.After, p, q.PageLimit()+1)
 		if err != nil {
 			return err
 		}
