@@ -14,10 +14,11 @@ import (
 // skills.publish every snapshot again, on the caller's goroutine and
 // outside the results in flight: a publisher's 400 skills of 99 KB were
 // 40 MB read and decoded per call, and a run may make 32 calls at once
-// (two such runs grew the server by about 270 MiB and took 5 s of its
-// CPU). A list now reads a page of names and descriptions — at most 100
-// skills by default, next saying where the following page starts — and a
-// publish the one snapshot it changed.
+// (two such runs grew the server by 244 MiB and took 3.9 s of its CPU;
+// now 18 MiB and 0.2 s, pages of 500 included). A list now reads a page
+// of names and descriptions — at most 100 skills by default, next saying
+// where the following page starts — and a publish the one snapshot it
+// changed.
 func TestSkillsListReadsAPage(t *testing.T) {
 	t.Parallel()
 	const n = 400
