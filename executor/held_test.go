@@ -19,18 +19,18 @@ import (
 // heap — in the worker, or in the server itself in-process. The calls a
 // run has in flight hold at most its heap limit of arguments: past it,
 // the call throws a RangeError the program can catch, saying to await
-// fewer calls at once.
+// fewer calls at once. (Here a 250 kB string and a 4 MiB heap.)
 func TestCallArgumentsHeldWithinTheHeap(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode executor.Isolation) {
-		e := newExecutor(t, mode, executor.Config{PoolSize: 1, MemoryLimit: 64 << 20})
+		e := newExecutor(t, mode, executor.Config{PoolSize: 1, MemoryLimit: 4 << 20})
 		var seen atomic.Int64 // the bytes of arguments the dispatcher was given
 		d := dispatcher(func(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
 			seen.Add(int64(len(args)))
 			return json.RawMessage(`1`), nil
 		})
-		res := e.Run(context.Background(), executor.Request{Dispatcher: d, Functions: layout, Timeout: 30 * time.Second, Code: `
-const S = "x".repeat(4000000); const ps = []; let err = "";
+		res := e.Run(context.Background(), executor.Request{Dispatcher: d, Functions: layout, Timeout: time.Minute, Code: `
+const S = "x".repeat(250000); const ps = []; let err = "";
 try { for (let i = 0; i < 100; i++) ps.push(util.echo({s: S}).then(() => 1, () => 0)); }
 catch (e) { err = e.name + ": " + e.message }
 const ok = (await Promise.all(ps)).length;
@@ -46,9 +46,9 @@ return {made: ps.length, ok, err}`})
 		}
 		json.Unmarshal(res.Value, &got)
 		if got.Made > 16 || got.Made < 8 || got.OK != got.Made || !strings.HasPrefix(got.Err, "RangeError: ") || !strings.Contains(got.Err, "Await fewer calls at once") {
-			t.Errorf("100 calls of a 4 MB argument: %s", res.Value)
+			t.Errorf("100 calls of a 250 kB argument, heap 4 MiB: %s", res.Value)
 		}
-		if n := seen.Load(); n > int64(got.Made+8)*4000020 {
+		if n := seen.Load(); n > int64(got.Made+8)*250020 {
 			t.Errorf("the dispatcher was given %d bytes of arguments", n)
 		}
 	})
