@@ -22,6 +22,13 @@ import (
 // and 20 for 1 MB of small numbers; this is the former, with room.
 const DecodedValueBytes = 128
 
+// ResultCopies is how many copies of a result's bytes the server holds
+// while the result is in flight: the result itself, until the program's
+// sandbox has it; the text the run's data flow parses as it observes
+// it; and the strings that parsing unescapes. Counted once, a text-heavy
+// result held three times what its hold said (issue 19).
+const ResultCopies = 3
+
 // DecodedSize is the bytes a JSON text of size bytes and values values
 // is held as while it is in flight.
 func DecodedSize(size int64, values int) int64 {

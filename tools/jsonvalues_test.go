@@ -47,9 +47,9 @@ func TestJSONValues(t *testing.T) {
 }
 
 // TestCallHoldsDecodedResult (issue 19, attack9 D7): every tool's result
-// is held as what it decodes into — its bytes and DecodedValueBytes a
-// value — before it is handed on, and a result the holder refuses is the
-// call's error.
+// is held as what it decodes into — ResultCopies of its bytes and
+// DecodedValueBytes a value — before it is handed on, and a result the
+// holder refuses is the call's error.
 func TestCallHoldsDecodedResult(t *testing.T) {
 	t.Parallel()
 	result := `[{},{},{}]`
@@ -69,7 +69,7 @@ func TestCallHoldsDecodedResult(t *testing.T) {
 		return nil
 	})
 	out, err := r.Call(ctx, "x.dense", nil)
-	if want := int64(len(result) + 4*tools.DecodedValueBytes); !errors.Is(err, refuse) || len(held) != 1 || held[0] != want {
+	if want := int64(tools.ResultCopies*len(result) + 4*tools.DecodedValueBytes); !errors.Is(err, refuse) || len(held) != 1 || held[0] != want {
 		t.Fatalf("call of a result of 4 values: %s, %v; held %v, want [%d]", out, err, held, want)
 	}
 	// Without a holder (a call outside the engine), nothing is held.
