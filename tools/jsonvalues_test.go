@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -74,5 +75,31 @@ func TestCallHoldsDecodedResult(t *testing.T) {
 	// Without a holder (a call outside the engine), nothing is held.
 	if out, err := r.Call(t.Context(), "x.dense", nil); err != nil || string(out) != result {
 		t.Fatalf("call without a holder: %s, %v", out, err)
+	}
+}
+
+// TestValueCounterPieces: fed in pieces of any size, ValueCounter counts
+// what JSONValues counts of the whole, strings with escapes, escaped
+// quotes and runs of backslashes included (it skips through strings).
+func TestValueCounterPieces(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	atoms := []string{`{`, `}`, `[`, `]`, `,`, `:`, ` `, `1`, `"a,b"`, `"\""`, `"\\"`, `"\\\""`, `"{[,"`, `"x\\\\"`, `"\u0022,"`, "\"\\\n\"", `""`}
+	for range 2000 {
+		var b strings.Builder
+		for range rng.IntN(60) {
+			b.WriteString(atoms[rng.IntN(len(atoms))])
+		}
+		text := b.String()
+		want := tools.JSONValues([]byte(text), math.MaxInt)
+		var vc tools.ValueCounter
+		for rest := text; rest != ""; {
+			n := min(1+rng.IntN(8), len(rest))
+			vc.Write([]byte(rest[:n]))
+			rest = rest[n:]
+		}
+		if got := vc.Values(); got != want {
+			t.Fatalf("ValueCounter(%s) in pieces = %d, JSONValues %d", text, got, want)
+		}
 	}
 }
