@@ -1,0 +1,92 @@
+package filter
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// resolveQuadratic is resolve as it was before attack14 I1: each match
+// compared with every kept one. The differential tests hold resolve to
+// its answers.
+func resolveQuadratic(ms []Match) []Match {
+	if len(ms) < 2 {
+		return ms
+	}
+	slices.SortStableFunc(ms, betterMatch)
+	kept := ms[:0]
+	for _, m := range ms {
+		if !overlapsAny(kept, m) {
+			kept = append(kept, m)
+		}
+	}
+	slices.SortFunc(kept, func(a, b Match) int { return a.Start - b.Start })
+	return kept
+}
+
+// randomMatches are n non-empty matches over a string of size bytes, with
+// few confidences and lengths so that ties are common.
+func randomMatches(r *rand.Rand, n, size int) []Match {
+	ms := make([]Match, n)
+	for i := range ms {
+		start := r.IntN(size)
+		ms[i] = Match{
+			Detector:   fmt.Sprint(i), // tells equal spans apart
+			Confidence: float64(r.IntN(4)) / 4,
+			Start:      start,
+			End:        start + 1 + r.IntN(min(size, 12)),
+		}
+	}
+	return ms
+}
+
+func compareResolve(t *testing.T, ms []Match) {
+	t.Helper()
+	want := resolveQuadratic(slices.Clone(ms))
+	got := resolve(slices.Clone(ms))
+	if !slices.Equal(got, want) {
+		t.Fatalf("resolve(%v)\n= %v\nwant %v", ms, got, want)
+	}
+}
+
+func TestResolveSameAsBefore(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(19, 14))
+	for range 3000 {
+		n := 1 + r.IntN(4*resolveLinear)
+		compareResolve(t, randomMatches(r, n, 1+r.IntN(3*n)))
+	}
+	// Every string the detectors find much in.
+	for _, s := range []string{
+		strings.Repeat("bob@example.com ", 200),
+		strings.Repeat("call +1 415 555 2671 or 415-555-2671, card 4111 1111 1111 1111; ", 40),
+		strings.Repeat("api_key=sk_live_4eC39HqLyjWDarjtT1zdp7dc password: hunter22 10.0.0.1 ", 30),
+	} {
+		var sc scanner
+		raw := sc.find(s, nil)
+		if len(raw) <= resolveLinear {
+			t.Fatalf("%d matches in %.40q: too few to test the tree", len(raw), s)
+		}
+		compareResolve(t, raw)
+	}
+}
+
+// FuzzResolveMatches holds resolve to the quadratic answers on matches made of
+// the fuzzer's bytes, three a match: start, length and confidence.
+func FuzzResolveMatches(f *testing.F) {
+	f.Add([]byte{0, 3, 1, 2, 4, 1, 2, 1, 2})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var ms []Match
+		for i := 0; i+3 <= len(data) && len(ms) < 400; i += 3 {
+			ms = append(ms, Match{
+				Detector:   fmt.Sprint(len(ms)),
+				Confidence: float64(data[i+2]%4) / 4,
+				Start:      int(data[i]),
+				End:        int(data[i]) + 1 + int(data[i+1]%16),
+			})
+		}
+		compareResolve(t, ms)
+	})
+}
