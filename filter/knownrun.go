@@ -166,7 +166,7 @@ func (r *run) knownText(ks *knownScan, s string, inKey bool) string {
 	if len(s) < minKnownLen {
 		return s
 	}
-	skip := tokenRegions(r.skip[:0], s)
+	skip := r.ownTokens(r.skip[:0], s)
 	r.skip = skip
 	spans := r.knownSpans(ks, s, skip, inKey, r.spans[:0])
 	r.spans = spans

@@ -85,7 +85,7 @@ func (r *run) sweepText(sw *sweeper, s string, inKey bool) string {
 	if len(s) < minSweepLen {
 		return s
 	}
-	skip := tokenRegions(r.skip[:0], s)
+	skip := r.ownTokens(r.skip[:0], s)
 	r.skip = skip
 	spans := r.sweepSpans(sw, s, skip, inKey, r.spans[:0])
 	r.spans = spans
