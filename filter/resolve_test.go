@@ -2,10 +2,12 @@ package filter
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // resolveQuadratic is resolve as it was before attack14 I1: each match
@@ -89,4 +91,47 @@ func FuzzResolveMatches(f *testing.F) {
 		}
 		compareResolve(t, ms)
 	})
+}
+
+// TestFilterLinearInFindings (attack14 I1): resolve compared each match
+// of a string with every match kept before it, and dropInsideTokens each
+// match with every token of the string, so a result with a finding every
+// 16 bytes cost k²: 2 MB of e-mail addresses took 15 s of the server's
+// CPU. Four times the findings must cost about four times the CPU, not
+// sixteen. Not parallel: it reads the process's CPU time.
+func TestFilterLinearInFindings(t *testing.T) {
+	if processCPU() == 0 {
+		t.Skip("no CPU time on this platform")
+	}
+	f := newTestFilter(t, Config{})
+	v := newTestVault(t, VaultOptions{})
+	own := v.Tokenize(ClassEmail, "bob@example.com", nil)
+	for _, tc := range []struct{ name, unit string }{
+		{"e-mail addresses", "bob@example.com "},
+		{"our tokens and addresses", own + " bob@example.com "},
+		{"forged tokens and addresses", "⟦email:652468a6⟧ bob@example.com "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cost := func(n int) time.Duration {
+				res := argsOf(t, strings.Repeat(tc.unit, n))
+				best := time.Duration(math.MaxInt64)
+				for range 3 {
+					fl := newTestFlow(t, f, FlowOptions{})
+					fl.Observe("crm.get", res, Provenance{})
+					c0 := processCPU()
+					if _, err := f.Apply(Input{Result: res}, Options{Vault: v, Flow: fl}); err != nil {
+						t.Fatal(err)
+					}
+					best = min(best, processCPU()-c0)
+				}
+				return best
+			}
+			const n = 16 << 10
+			small, large := cost(n), cost(4*n)
+			t.Logf("%d findings: %v of CPU; %d: %v", n, small, 4*n, large)
+			if large > 8*small+100*time.Millisecond {
+				t.Errorf("%d findings cost %v of CPU, %d cost %v: more than linear", n, small, 4*n, large)
+			}
+		})
+	}
 }
