@@ -51,12 +51,12 @@ func (r *run) newKnownScan() *knownScan {
 		if id, ok := fl.lookup(p[:min(len(p), maxPatternLen)]); ok && fl.values[id].sens > 0 {
 			continue // the flow's index has it
 		}
-		ks.local.add(p, localBase+int32(len(ks.locals)), len(values))
 		kl := knownLocal{pattern: string(p[:min(len(p), maxPatternLen)]), value: v}
 		if len(p) > maxPatternLen {
 			kl.long = string(p)
 		}
 		ks.locals = append(ks.locals, kl)
+		ks.local.add(kl.pattern, localBase+int32(len(ks.locals)-1), ks, len(values))
 	}
 	fl.mu.RUnlock()
 	if n == 0 && ks.local.n == 0 {
