@@ -346,9 +346,8 @@ type run struct {
 	// scope, when observing, limits the look to what can show in a text
 	// (see scope.go).
 	scope *scope
-	refs  []tokenRef // scratch
-	spans []span     // scratch
-	skip  []span     // scratch
+	spans []span // scratch
+	skip  []span // scratch
 }
 
 type replacement struct {
