@@ -257,7 +257,9 @@ func TestPageItemsBuildsNoTree(t *testing.T) {
 	if err != nil || p.Count != 1 || len(p.Items) != len(doc) {
 		t.Fatalf("page: %+v %.40s, %v", p, p.Items, err)
 	}
-	if got := after.TotalAlloc - before.TotalAlloc; got > 3*uint64(len(doc)) {
+	// The text as a string, the page, and what -race adds: about 3 times
+	// the item; its tree was 40.
+	if got := after.TotalAlloc - before.TotalAlloc; got > 4*uint64(len(doc)) {
 		t.Errorf("paging one item of %d bytes allocated %d bytes (%.0f a value)", len(doc), got, float64(got)/131_000)
 	}
 	spaced := json.RawMessage(`{"rows": [ {"a" : [1, 2]} , "x y" ]}`)
