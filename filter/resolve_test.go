@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -160,5 +161,38 @@ func TestFilterLinearInFindings(t *testing.T) {
 				t.Errorf("%d findings cost %v of CPU, %d cost %v: more than linear", n, small, 4*n, large)
 			}
 		})
+	}
+}
+
+// TestKnownValuesOneMatchAStart (attack14 I1's class): the flow's index
+// reports every value found at a position, and the known-value stage kept
+// them all before taking the longest: values of every length from 6 to
+// 255 bytes of one letter (passwords a tool returned) matched 250 times
+// at each byte of a text of that letter, 2 GB allocated for 16 KB. It
+// keeps the one match a start can be replaced by. Not parallel: it reads
+// the process's allocation count.
+func TestKnownValuesOneMatchAStart(t *testing.T) {
+	f := newTestFilter(t, Config{})
+	v := newTestVault(t, VaultOptions{})
+	var rows []any
+	for l := 6; l < 256; l++ {
+		rows = append(rows, map[string]any{"password": strings.Repeat("a", l)})
+	}
+	fl := newTestFlow(t, f, FlowOptions{})
+	fl.Observe("crm.get", argsOf(t, rows), Provenance{})
+	const n = 16 << 10
+	res := argsOf(t, strings.Repeat("a", n))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	out, err := f.Apply(Input{Result: res}, Options{Vault: v, Flow: fl})
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out.Full), "aaaaaa") {
+		t.Errorf("the passwords showed: %.80s", out.Full)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
+		t.Errorf("filtering %d bytes of one letter allocated %d MiB", n, got>>20)
 	}
 }
