@@ -324,7 +324,10 @@ func needsQuotes(s string) bool {
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c == ':' && insideRef(refs, i) {
+		for len(refs) > 0 && refs[0].end <= i {
+			refs = refs[1:]
+		}
+		if c == ':' && len(refs) > 0 && refs[0].start <= i {
 			continue // the colon of a token
 		}
 		if c < 0x20 || c == ',' || c == ':' || c == '"' || c == '\\' || c == 0x7f {
@@ -332,15 +335,6 @@ func needsQuotes(s string) bool {
 		}
 	}
 	return strings.ContainsAny(s, "\u2028\u2029") || !utf8.ValidString(s)
-}
-
-func insideRef(refs []tokenRef, i int) bool {
-	for _, r := range refs {
-		if i >= r.start && i < r.end {
-			return true
-		}
-	}
-	return false
 }
 
 func appendInt(b []byte, n int) []byte {

@@ -344,8 +344,11 @@ func findURLPasswords(s string, out []Match) []Match {
 // empty, masked, a variable reference, a template or a literal such as
 // null.
 func placeholder(v string) bool {
-	if v == "" || strings.HasPrefix(v, tokenOpen) {
+	if v == "" {
 		return true
+	}
+	if t, ok := parseTokenAt(v, 0); ok && t.end == len(v) && t.redacted() && t.class.known() {
+		return true // a redaction marker; a token is the run's to tell (run.ownTokens)
 	}
 	switch strings.ToLower(v) {
 	case "null", "none", "nil", "true", "false", "undefined", "redacted", "hidden",

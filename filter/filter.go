@@ -346,9 +346,8 @@ type run struct {
 	// scope, when observing, limits the look to what can show in a text
 	// (see scope.go).
 	scope *scope
-	refs  []tokenRef // scratch
-	spans []span     // scratch
-	skip  []span     // scratch
+	spans []span // scratch
+	skip  []span // scratch
 }
 
 type replacement struct {
@@ -531,7 +530,7 @@ func (r *run) walk(n *node, inherited FieldMatch) {
 			r.path = r.path[:len(r.path)-1]
 		}
 	case kindString:
-		if inherited.Class != "" && !emptyPlaceholder(n.str) && !isOneToken(n.str) && r.inScope(n.str) {
+		if inherited.Class != "" && !emptyPlaceholder(n.str) && !r.isOwnToken(n.str) && r.inScope(n.str) {
 			if text, ok := r.act(inherited.Class, inherited.Confidence, "field_name", n.str, false, false); ok {
 				if r.observing == nil {
 					n.str = text
@@ -581,13 +580,6 @@ func emptyPlaceholder(v string) bool {
 		}
 	}
 	return true
-}
-
-// isOneToken reports whether s is exactly one token or marker, which the
-// filter made and needs no second look.
-func isOneToken(s string) bool {
-	t, ok := parseTokenAt(s, 0)
-	return ok && t.end == len(s)
 }
 
 // uniqueKeys makes replaced keys unique again (two values redacted to the
@@ -660,29 +652,69 @@ func (r *run) detectSpans(s string, inKey bool, out []span) []span {
 	return out
 }
 
-// dropInsideTokens removes matches that overlap tokens or markers already
-// in s, which are the filter's own output.
+// dropInsideTokens removes the matches that start inside a token or
+// marker of the filter's own in s (see ownTokens): the detectors found
+// them in its text. ms are ordered by Start and do not overlap.
 func (r *run) dropInsideTokens(s string, ms []Match) []Match {
 	if !strings.Contains(s, tokenOpen) {
 		return ms
 	}
-	refs := appendTokenRefs(r.refs[:0], s)
-	r.refs = refs
-	if len(refs) == 0 {
+	own := r.ownTokens(r.skip[:0], s)
+	r.skip = own
+	if len(own) == 0 {
 		return ms
 	}
 	kept := ms[:0]
+	t := 0
 	for _, m := range ms {
-		inside := false
-		for _, t := range refs {
-			if m.Start < t.end && t.start < m.End {
-				inside = true
-				break
-			}
+		for t < len(own) && own[t].end <= m.Start {
+			t++
 		}
-		if !inside {
-			kept = append(kept, m)
+		if t < len(own) && own[t].start <= m.Start {
+			continue
 		}
+		kept = append(kept, m)
 	}
 	return kept
+}
+
+// ownTokens appends the regions of s that hold a token or a marker of the
+// filter's own, in order: a marker of a class the filter knows, or a
+// token the run's vault holds (it minted it for this principal). The
+// filter leaves their text alone. Any other text of the same shape is
+// text like any other: a program that wraps a card number a tool returned
+// in ⟦x:…⟧ does not hide it from the detectors or the flow (attack14 I4).
+func (r *run) ownTokens(dst []span, s string) []span {
+	for i := 0; i < len(s); {
+		j := strings.Index(s[i:], tokenOpen)
+		if j < 0 {
+			break
+		}
+		t, ok := parseTokenAt(s, i+j)
+		if !ok {
+			i += j + len(tokenOpen)
+			continue
+		}
+		if r.isOwn(s, t) {
+			dst = append(dst, span{start: t.start, end: t.end})
+		}
+		i = t.end
+	}
+	return dst
+}
+
+// isOwn reports whether the token or marker t found in s is the filter's
+// own (see ownTokens).
+func (r *run) isOwn(s string, t tokenRef) bool {
+	if t.redacted() {
+		return t.class.known()
+	}
+	return r.opts.Vault != nil && r.opts.Vault.holds(s[t.start:t.end])
+}
+
+// isOwnToken reports whether s is exactly one token or marker of the
+// filter's own, which needs no second look.
+func (r *run) isOwnToken(s string) bool {
+	t, ok := parseTokenAt(s, 0)
+	return ok && t.end == len(s) && r.isOwn(s, t)
 }

@@ -458,7 +458,7 @@ func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte,
 		pat := string(p)
 		fl.values = append(fl.values, flowValue{pattern: pat, srcs: srcs})
 		fl.byHash[maphash.String(fl.seed, pat)] = id
-		fl.all.add(p, id, hint)
+		fl.all.add(pat, id, fl.table(), hint)
 		fl.bytes += cost
 	}
 	if sv == nil {
@@ -485,7 +485,7 @@ func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte,
 	}
 	fl.sensitive = append(fl.sensitive, info)
 	fl.values[id].sens = int32(len(fl.sensitive))
-	fl.sens.add(p, id, hint)
+	fl.sens.add(fl.values[id].pattern, id, fl.table(), hint)
 	fl.bytes += cost
 }
 

@@ -156,14 +156,32 @@ type valueIndex struct {
 	bits   []uint64 // bit filter over the first 6 bytes
 	shift  uint
 	n      int
-	heads8 map[uint64]int32 // first 8 bytes → node+1, for values of 8 bytes or more
-	heads6 map[uint64]int32 // first 6 bytes → node+1, for values of 6 or 7 bytes
-	nodes  []indexNode      // chains of values with the same key
+	heads8 map[uint64]int32 // first 8 bytes → group+1, for values of 8 bytes or more
+	heads6 map[uint64]int32 // first 6 bytes → group+1, for values of 6 or 7 bytes
+	groups []indexGroup
+	nodes  []indexNode
 }
+
+// indexGroup holds the values of one head and one length: a chain of
+// them, and past groupChain values a map from pattern to the values that
+// have it. At a position of a text, a head's groups are looked at one by
+// one (one per length), each in one lookup: comparing every value of a
+// head in turn cost k² for k values of one head (attack14 I1's class).
+type indexGroup struct {
+	length int32
+	next   int32 // the head's next group+1, or 0
+	first  int32 // node+1 of the chain of its values
+	n      int32
+	byPat  map[string]int32 // pattern → node+1 of the values that have it, chained by same
+}
+
+// groupChain is the number of values of a group compared one by one.
+const groupChain = 4
 
 type indexNode struct {
 	id   int32
-	next int32 // node+1, or 0
+	next int32 // node+1 of the group's next value, or 0
+	same int32 // node+1 of the next value of the same pattern, once the group has byPat
 }
 
 func (ix *valueIndex) hash(k6 uint64) uint64 { return (k6 * 0x9E3779B97F4A7C15) >> ix.shift }
@@ -173,9 +191,9 @@ func (ix *valueIndex) set(k6 uint64) {
 	ix.bits[h/64] |= 1 << (h % 64)
 }
 
-// add indexes value id, whose folded form is p. hint is the number of
-// values about to be added, to size the maps.
-func (ix *valueIndex) add(p []byte, id int32, hint int) {
+// add indexes value id, whose folded form in tab is pat (tab.pattern(id)).
+// hint is the number of values about to be added, to size the maps.
+func (ix *valueIndex) add(pat string, id int32, tab valueTable, hint int) {
 	if ix.heads8 == nil {
 		ix.heads8, ix.heads6 = make(map[uint64]int32, hint), map[uint64]int32{}
 		ix.bits, ix.shift = make([]uint64, 64), 64-12
@@ -188,14 +206,45 @@ func (ix *valueIndex) add(p []byte, id int32, hint int) {
 		ix.grow()
 	}
 	heads := ix.heads6
-	k := load6(p)
-	if len(p) >= 8 {
-		heads, k = ix.heads8, binary.LittleEndian.Uint64(p)
+	k := load6s(pat)
+	if len(pat) >= 8 {
+		heads, k = ix.heads8, load8s(pat)
 	}
-	ix.nodes = append(ix.nodes, indexNode{id: id, next: heads[k]})
-	heads[k] = int32(len(ix.nodes))
-	ix.set(load6(p))
+	g := heads[k]
+	for g != 0 && int(ix.groups[g-1].length) != len(pat) {
+		g = ix.groups[g-1].next
+	}
+	if g == 0 {
+		ix.groups = append(ix.groups, indexGroup{length: int32(len(pat)), next: heads[k]})
+		g = int32(len(ix.groups))
+		heads[k] = g
+	}
+	grp := &ix.groups[g-1]
+	ix.nodes = append(ix.nodes, indexNode{id: id, next: grp.first})
+	nd := int32(len(ix.nodes))
+	grp.first = nd
+	grp.n++
+	switch {
+	case grp.byPat != nil:
+		ix.nodes[nd-1].same = grp.byPat[pat]
+		grp.byPat[pat] = nd
+	case grp.n > groupChain:
+		grp.byPat = make(map[string]int32, 2*grp.n)
+		for c := grp.first; c != 0; c = ix.nodes[c-1].next {
+			p := tab.pattern(ix.nodes[c-1].id)
+			ix.nodes[c-1].same = grp.byPat[p]
+			grp.byPat[p] = c
+		}
+	}
+	ix.set(k & (1<<48 - 1))
 }
+
+// load6s and load8s are load6 and binary.LittleEndian.Uint64 of a string.
+func load6s(s string) uint64 {
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 | uint64(s[4])<<32 | uint64(s[5])<<40
+}
+
+func load8s(s string) uint64 { return load6s(s) | uint64(s[6])<<48 | uint64(s[7])<<56 }
 
 // grow doubles the bit filter until it has 32 bits per value.
 func (ix *valueIndex) grow() {
@@ -231,17 +280,36 @@ func (ix *valueIndex) find(t []byte, tab valueTable, emit func(start, end int, i
 		if ix.bits[h/64]&(1<<(h%64)) == 0 {
 			continue
 		}
-		if i+8 <= len(t) {
-			for node := ix.heads8[binary.LittleEndian.Uint64(t[i:])]; node != 0; node = ix.nodes[node-1].next {
-				id := ix.nodes[node-1].id
-				if p := tab.pattern(id); len(t)-i >= len(p) && string(t[i:i+len(p)]) == p && !emit(i, i+len(p), id) {
+		if i+8 <= len(t) && !ix.findGroups(t, i, ix.heads8[binary.LittleEndian.Uint64(t[i:])], tab, emit) {
+			return false
+		}
+		if !ix.findGroups(t, i, ix.heads6[k6], tab, emit) {
+			return false
+		}
+	}
+	return true
+}
+
+// findGroups calls emit for the values of the groups from g on that
+// occur at t[i:].
+func (ix *valueIndex) findGroups(t []byte, i int, g int32, tab valueTable, emit func(start, end int, id int32) bool) bool {
+	for ; g != 0; g = ix.groups[g-1].next {
+		grp := &ix.groups[g-1]
+		end := i + int(grp.length)
+		if end > len(t) {
+			continue
+		}
+		w := t[i:end]
+		if grp.byPat != nil {
+			for nd := grp.byPat[string(w)]; nd != 0; nd = ix.nodes[nd-1].same {
+				if !emit(i, end, ix.nodes[nd-1].id) {
 					return false
 				}
 			}
+			continue
 		}
-		for node := ix.heads6[k6]; node != 0; node = ix.nodes[node-1].next {
-			id := ix.nodes[node-1].id
-			if p := tab.pattern(id); len(t)-i >= len(p) && string(t[i:i+len(p)]) == p && !emit(i, i+len(p), id) {
+		for nd := grp.first; nd != 0; nd = ix.nodes[nd-1].next {
+			if id := ix.nodes[nd-1].id; tab.pattern(id) == string(w) && !emit(i, end, id) {
 				return false
 			}
 		}

@@ -51,12 +51,12 @@ func (r *run) newKnownScan() *knownScan {
 		if id, ok := fl.lookup(p[:min(len(p), maxPatternLen)]); ok && fl.values[id].sens > 0 {
 			continue // the flow's index has it
 		}
-		ks.local.add(p, localBase+int32(len(ks.locals)), len(values))
 		kl := knownLocal{pattern: string(p[:min(len(p), maxPatternLen)]), value: v}
 		if len(p) > maxPatternLen {
 			kl.long = string(p)
 		}
 		ks.locals = append(ks.locals, kl)
+		ks.local.add(kl.pattern, localBase+int32(len(ks.locals)-1), ks, len(values))
 	}
 	fl.mu.RUnlock()
 	if n == 0 && ks.local.n == 0 {
@@ -100,7 +100,32 @@ func (r *run) knownSpans(ks *knownScan, s string, skip []span, inKey bool, out [
 	}
 	ks.ixs = ixs
 	ks.v.plainOnly = fl.seenLocked(s)&seenAsIs != 0
+	// Of the matches at one start, the loop below takes the longest it
+	// may (then the lowest id): one that overlaps skip, or whose class
+	// the policy lets through, is passed over for the next. So only that
+	// one is kept: values of every length from 6 to 256 bytes of one
+	// letter found that many matches at each byte of a text of it, 9 GB
+	// for 64 KB (attack14 I1's class). With Policy.AllowTools, whether a
+	// value is let through depends on its sources, which are not read
+	// under this lock: then every match is kept.
+	prune := len(r.f.cfg.Policy.AllowTools) == 0
 	ks.v.search(s, skip, ixs, ks, false, func(m knownMatch) bool {
+		if prune {
+			if overlapsSpan(skip, m.start, m.end) {
+				return true
+			}
+			if m.id < localBase {
+				if info := fl.sensOf(m.id); info.conf < r.f.cfg.Policy.MinConfidence || r.f.Action(info.class) == ActionAllow {
+					return true
+				}
+			}
+			if n := len(ks.matches); n > 0 && ks.matches[n-1].start == m.start {
+				if p := ks.matches[n-1]; m.end > p.end || (m.end == p.end && m.id < p.id) {
+					ks.matches[n-1] = m
+				}
+				return true
+			}
+		}
 		ks.matches = append(ks.matches, m)
 		return true
 	})
@@ -166,7 +191,7 @@ func (r *run) knownText(ks *knownScan, s string, inKey bool) string {
 	if len(s) < minKnownLen {
 		return s
 	}
-	skip := tokenRegions(r.skip[:0], s)
+	skip := r.ownTokens(r.skip[:0], s)
 	r.skip = skip
 	spans := r.knownSpans(ks, s, skip, inKey, r.spans[:0])
 	r.spans = spans
@@ -183,4 +208,16 @@ func (r *run) knownJob(ks *knownScan, j *textJob, inKey bool) {
 // knownNode is the stage for every string, key and number of n.
 func (r *run) knownNode(ks *knownScan, n *node) {
 	r.rewriteNode(n, func(s string, inKey bool) string { return r.knownText(ks, s, inKey) })
+}
+
+// overlapsSpan reports whether [start, end) overlaps a region of spans
+// (ordered, not overlapping).
+func overlapsSpan(spans []span, start, end int) bool {
+	k, _ := slices.BinarySearchFunc(spans, start, func(sp span, at int) int {
+		if sp.end <= at {
+			return -1
+		}
+		return 1
+	})
+	return k < len(spans) && spans[k].start < end
 }

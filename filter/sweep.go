@@ -19,7 +19,12 @@ type sweeper struct {
 	// longest first; byPrefix maps four bytes to a range of sorted.
 	sorted   []string
 	byPrefix map[uint32][2]int32
-	values   map[string]replacement
+	// sameLen holds, for a value of sorted that begins a run of values of
+	// its prefix and length (more than one), those values by text: at a
+	// position, one lookup finds the one that may be there. Comparing each
+	// in turn cost k² for k values of one prefix (attack14 I1's class).
+	sameLen map[int32]map[string]bool
+	values  map[string]replacement
 }
 
 func load4(s string) uint32 {
@@ -65,18 +70,55 @@ func newSweeper(values map[string]replacement) *sweeper {
 			j++
 		}
 		sw.byPrefix[load4(sw.sorted[i])] = [2]int32{int32(i), int32(j)}
+		for a := i; a < j; {
+			b := a + 1
+			for b < j && len(sw.sorted[b]) == len(sw.sorted[a]) {
+				b++
+			}
+			if b-a > 1 {
+				if sw.sameLen == nil {
+					sw.sameLen = map[int32]map[string]bool{}
+				}
+				m := make(map[string]bool, b-a)
+				for _, v := range sw.sorted[a:b] {
+					m[v] = true
+				}
+				sw.sameLen[int32(a)] = m
+			}
+			a = b
+		}
 		i = j
 	}
 	return sw
 }
 
-// candidates returns the values that start with the four bytes p.
-func (sw *sweeper) candidates(p uint32) []string {
+// at returns the longest value that occurs at s[i:] and ends at or before
+// end, or "".
+func (sw *sweeper) at(s string, i, end int, p uint32) string {
 	r, ok := sw.byPrefix[p]
 	if !ok {
-		return nil
+		return ""
 	}
-	return sw.sorted[r[0]:r[1]]
+	for a := r[0]; a < r[1]; {
+		v := sw.sorted[a]
+		n := len(v)
+		m, group := sw.sameLen[a]
+		if i+n <= end {
+			if group {
+				if m[s[i:i+n]] {
+					return s[i : i+n]
+				}
+			} else if s[i:i+n] == v {
+				return v
+			}
+		}
+		if !group {
+			a++
+			continue
+		}
+		a += int32(len(m))
+	}
+	return ""
 }
 
 // sweepText replaces in s every value the run acted on, outside the
@@ -85,7 +127,7 @@ func (r *run) sweepText(sw *sweeper, s string, inKey bool) string {
 	if len(s) < minSweepLen {
 		return s
 	}
-	skip := tokenRegions(r.skip[:0], s)
+	skip := r.ownTokens(r.skip[:0], s)
 	r.skip = skip
 	spans := r.sweepSpans(sw, s, skip, inKey, r.spans[:0])
 	r.spans = spans
@@ -109,15 +151,15 @@ func (r *run) sweepSpans(sw *sweeper, s string, skip []span, inKey bool, out []s
 		if !sw.maybe(p) {
 			continue
 		}
-		for _, v := range sw.candidates(p) {
-			if !strings.HasPrefix(s[i:], v) || (ref < len(skip) && i+len(v) > skip[ref].start) {
-				continue
-			}
+		end := len(s)
+		if ref < len(skip) {
+			end = skip[ref].start
+		}
+		if v := sw.at(s, i, end, p); v != "" {
 			rep := sw.values[v]
 			out = append(out, span{start: i, end: i + len(v), text: rep.text})
 			r.record(rep.class, rep.conf, "repeat", rep.action, inKey)
 			i += len(v) - 1
-			break
 		}
 	}
 	return out

@@ -80,21 +80,24 @@ func mergeSpans(a, b []span) []span {
 	return append(out, b[j:]...)
 }
 
-// tokenRegions appends the regions of the tokens and markers in s.
-func tokenRegions(dst []span, s string) []span {
-	for i := 0; i < len(s); {
-		j := strings.Index(s[i:], tokenOpen)
-		if j < 0 {
-			break
+// dropCovered removes from regions those that overlap a span; both are
+// ordered, and neither overlaps itself.
+func dropCovered(regions, spans []span) []span {
+	if len(spans) == 0 {
+		return regions
+	}
+	kept := regions[:0]
+	k := 0
+	for _, g := range regions {
+		for k < len(spans) && spans[k].end <= g.start {
+			k++
 		}
-		if t, ok := parseTokenAt(s, i+j); ok {
-			dst = append(dst, span{start: t.start, end: t.end})
-			i = t.end
+		if k < len(spans) && spans[k].start < g.end {
 			continue
 		}
-		i += j + len(tokenOpen)
+		kept = append(kept, g)
 	}
-	return dst
+	return kept
 }
 
 func isSpace(c byte) bool {
@@ -128,8 +131,9 @@ func newTextJob(s string, budget int) *textJob {
 // detect is the first stage: the values the detectors find in the window.
 func (r *run) detectJob(j *textJob, inKey bool) {
 	w := j.s[:j.window]
-	j.skip = tokenRegions(nil, w)
 	j.spans = r.detectSpans(w, inKey, nil)
+	// A value the detectors found may take in a token after it.
+	j.skip = dropCovered(r.ownTokens(nil, w), j.spans)
 }
 
 // sweepJob is the second stage: other occurrences of the values the run

@@ -349,6 +349,15 @@ func (v *Vault) Held(token string) (value string, sources []string, ok bool) {
 	return e.value, slices.Clone(e.sources), true
 }
 
+// holds reports whether the vault holds token now: it minted it, and
+// has not let it expire.
+func (v *Vault) holds(token string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	_, ok := v.byToken[token]
+	return ok
+}
+
 // mayHoldToken reports whether JSON text can contain a token: the opening
 // bracket, raw or escaped.
 func mayHoldToken(b []byte) bool {

@@ -38,18 +38,21 @@ const codeResultBytesInFlight = "result_bytes_limit"
 // byteBudget is a number of bytes that holders reserve and give back,
 // each holder (a principal) at most each of them. Waiters are woken
 // whenever bytes are given back; a waiter is not served in order, which
-// is fair enough for reservations of like sizes.
+// is fair enough for reservations of like sizes — except that a holder's
+// raises (reservations of calls that have their result in hand) go
+// before its fresh reservations (see holding.raise).
 type byteBudget struct {
 	total, each int64
 
 	mu      sync.Mutex
 	used    int64
 	held    map[string]int64
-	changed chan struct{} // closed, and replaced, when bytes are given back
+	raising map[string]int // raises waiting, by holder
+	changed chan struct{}  // closed, and replaced, when bytes are given back or a raise ends
 }
 
 func newByteBudget(total, each int64) *byteBudget {
-	return &byteBudget{total: total, each: min(each, total), held: map[string]int64{}, changed: make(chan struct{})}
+	return &byteBudget{total: total, each: min(each, total), held: map[string]int64{}, raising: map[string]int{}, changed: make(chan struct{})}
 }
 
 // budgetWait says which bound a reservation waited for when its context
@@ -62,12 +65,27 @@ const (
 )
 
 // reserve takes n bytes for holder, waiting until they are free or ctx
-// ends; then it says which bound it waited for.
-func (b *byteBudget) reserve(ctx context.Context, holder string, n int64) (budgetWait, error) {
+// ends; then it says which bound it waited for. A raise goes before the
+// holder's other reservations: while one waits, they wait too.
+func (b *byteBudget) reserve(ctx context.Context, holder string, n int64, raise bool) (budgetWait, error) {
+	if raise {
+		b.mu.Lock()
+		b.raising[holder]++
+		b.mu.Unlock()
+		defer func() {
+			b.mu.Lock()
+			if b.raising[holder]--; b.raising[holder] <= 0 {
+				delete(b.raising, holder)
+				close(b.changed)
+				b.changed = make(chan struct{})
+			}
+			b.mu.Unlock()
+		}()
+	}
 	for {
 		b.mu.Lock()
 		share := b.held[holder]+n > b.each
-		if !share && b.used+n <= b.total {
+		if !share && b.used+n <= b.total && (raise || b.raising[holder] == 0) {
 			b.used += n
 			b.held[holder] += n
 			b.mu.Unlock()
@@ -230,21 +248,30 @@ func (h *holding) raise(ctx context.Context, n int64, what string) error {
 			"%s, more than the %d bytes of results one run may have in flight (limits.result_bytes_in_flight_per_run) or one principal on the server (three quarters of limits.result_bytes_in_flight); ask for smaller results (a page, fewer fields), lower the source's max_response_bytes, or raise those limits",
 			what, min(r.perRun, r.server.each))}
 	}
-	if h.held > 0 && !h.tryRaise(more) {
+	raising := h.held > 0
+	if raising && !h.tryRaise(more) {
 		// A call waits holding nothing: calls that reserved their
-		// bound and wait to raise it cannot hold up each other.
+		// bound and wait to raise it cannot hold up each other. It has
+		// its result (or what it read so far) in hand, though, which is
+		// no longer counted: so its raise goes before the fresh
+		// reservations of its run and its principal, and what calls
+		// have in hand while they wait is at most what they held —
+		// the bounds — rather than as much as every call of the run
+		// could read while the bytes given back were taken again
+		// (issue 19: 32 texts of 15 MiB at once grew the server by
+		// 1 GiB).
 		h.giveBackLocked()
 		more = n
-	} else if h.held > 0 {
+	} else if raising {
 		h.held = n
 		return nil
 	}
 	if h.run != nil {
-		if _, err := h.run.reserve(ctx, "", more); err != nil {
+		if _, err := h.run.reserve(ctx, "", more, raising); err != nil {
 			return r.waited(c, h.run == nil, n, fmt.Sprintf("this run's (limits.result_bytes_in_flight_per_run, %d bytes)", r.perRun), err)
 		}
 	}
-	if how, err := r.server.reserve(ctx, h.principal, more); err != nil {
+	if how, err := r.server.reserve(ctx, h.principal, more, raising); err != nil {
 		if h.run != nil {
 			h.run.give("", more)
 		}

@@ -31,7 +31,7 @@ func TestByteBudget(t *testing.T) {
 		{"bob", 1, ctx, 0, true},
 		{"bob", 1, ended, waitedTotal, false}, // the total of 4 is taken
 	} {
-		how, err := b.reserve(step.ctx, step.holder, step.n)
+		how, err := b.reserve(step.ctx, step.holder, step.n, false)
 		if (err == nil) != step.ok || (err != nil && (how != step.want || !errors.Is(err, context.Canceled))) {
 			t.Fatalf("reserve(%s, %d): %v, %v; want ok %v, wait %v", step.holder, step.n, how, err, step.ok, step.want)
 		}
@@ -42,7 +42,7 @@ func TestByteBudget(t *testing.T) {
 	// Bob waits, and is served once alice gives bytes back.
 	done := make(chan error)
 	go func() {
-		_, err := b.reserve(ctx, "bob", 2)
+		_, err := b.reserve(ctx, "bob", 2, false)
 		done <- err
 	}()
 	b.give("alice", 2)
@@ -143,5 +143,49 @@ func TestAfterObserved(t *testing.T) {
 	afterObserved(observed, giveBack)()
 	if len(gave) != 1 {
 		t.Fatal("an observation over: not given back at once")
+	}
+}
+
+// TestRaiseGoesFirst (issue 19): a call waiting to raise its hold has
+// its result in hand and holds nothing, so the run's fresh reservations
+// wait for it: the bytes it gave back are not taken by another call
+// that would read a result of its own meanwhile.
+func TestRaiseGoesFirst(t *testing.T) {
+	r := newResultBytes(Limits{ResultBytesInFlight: 1000, ResultBytesInFlightPerRun: 100})
+	run := newByteBudget(100, 100)
+	hold := func() *holding { return &holding{r: r, c: &Call{Name: "x.get"}, run: run, principal: "bob"} }
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a bound for a broken build, not a timing
+	defer cancel()
+	a, b, c := hold(), hold(), hold()
+	if err := a.raise(ctx, 60, "a result"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.raise(ctx, 40, "a result"); err != nil {
+		t.Fatal(err)
+	}
+	raised := make(chan error, 1)
+	go func() { raised <- b.raise(ctx, 70, "a result") }()
+	for waiting := false; !waiting; time.Sleep(time.Millisecond) {
+		run.mu.Lock()
+		waiting = run.raising[""] == 1
+		run.mu.Unlock()
+	}
+	// 40 bytes are free, and c's 30 would fit: it waits all the same.
+	short, stop := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer stop()
+	if err := c.raise(short, 30, "a result"); tools.CodeOf(err) != codeResultBytesInFlight {
+		t.Fatalf("a fresh reservation while a raise waits: %v", err)
+	}
+	a.giveBack()
+	if err := <-raised; err != nil {
+		t.Fatalf("the raise once a gave back: %v", err)
+	}
+	if err := c.raise(ctx, 30, "a result"); err != nil {
+		t.Fatalf("a fresh reservation once the raise is done: %v", err)
+	}
+	b.giveBack()
+	c.giveBack()
+	if run.inUse() != 0 || r.server.inUse() != 0 {
+		t.Fatalf("in use after every give: run %d, server %d", run.inUse(), r.server.inUse())
 	}
 }
