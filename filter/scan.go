@@ -175,8 +175,35 @@ func (sc *scanner) scan(s string, out []Match) []Match {
 }
 
 // resolve drops matches that overlap a better one and orders the rest by
-// position.
+// position. Matches that overlap no other are kept as they are; the best
+// of each run of overlapping ones are chosen among that run alone, which
+// keeps what choosing among all of them keeps: a match's fate depends on
+// the matches it overlaps. Choosing among all of them compared each with
+// every match kept so far, and a text of a million e-mail addresses took
+// tens of minutes (issue 19, sec19).
 func resolve(ms []Match) []Match {
+	if len(ms) < 2 {
+		return ms
+	}
+	slices.SortStableFunc(ms, func(a, b Match) int { return a.Start - b.Start })
+	kept := ms[:0]
+	for i := 0; i < len(ms); {
+		j, end := i+1, ms[i].End
+		for j < len(ms) && ms[j].Start < end {
+			end = max(end, ms[j].End)
+			j++
+		}
+		kept = append(kept, resolveOverlapping(ms[i:j])...)
+		i = j
+	}
+	return kept
+}
+
+// resolveOverlapping keeps, of matches ordered by position, the most
+// confident (then the longest, then the first) of those that overlap, in
+// order of position. It reorders ms, and what it returns shares ms's
+// array, at most as long as ms and at its start.
+func resolveOverlapping(ms []Match) []Match {
 	if len(ms) < 2 {
 		return ms
 	}
