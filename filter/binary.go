@@ -89,6 +89,10 @@ func (f *Filter) ApplyBytes(data []byte, opts Options) BytesOutput {
 	return BytesOutput{Data: out, Report: rep}
 }
 
+// IsText reports whether ApplyBytes filters data as text: valid UTF-8
+// without control bytes other than whitespace.
+func IsText(data []byte) bool { return isText(data) }
+
 // isText reports whether data decodes as text: valid UTF-8 without
 // control bytes other than whitespace.
 func isText(data []byte) bool {
