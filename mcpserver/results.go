@@ -66,7 +66,9 @@ func (s *Server) readResult(ctx context.Context, req mcp.ReadResourceRequest) ([
 	if err != nil {
 		return nil, fmt.Errorf("read result %s: %w", id, err)
 	}
-	defer release()
+	// Held until the answer is written: mcp-go encodes a blob's base64
+	// once more after the handler returns.
+	defer untilAnswered(ctx, release)()
 	start := time.Now()
 	info, data, err := s.cfg.Store.GetResult(ctx, id)
 	s.eng.Metrics().ObserveStore("get_result", time.Since(start))
@@ -162,14 +164,14 @@ func (s *Server) readResult(ctx context.Context, req mcp.ReadResourceRequest) ([
 func isArtifact(info memory.ResultInfo) bool { return info.ExecutionID == "" }
 
 // readCost is about what reading the stored result info takes in the
-// server, which the read holds of the results in flight: its bytes
-// compressed and whole, and what the read makes of them — a blob
-// (masked, if an artifact, and base64) three times its bytes; any other
-// read a page at most, filtered or encoded, counted as 16 of the largest
-// budget.
+// server, which the read holds of the results in flight until the answer
+// is written: its bytes compressed and whole, and what the read makes of
+// them — a blob masked (if an artifact), in base64 and encoded in the
+// answer, five times its bytes; any other read a page at most, filtered
+// or encoded, counted as 16 of the largest budget.
 func (s *Server) readCost(info memory.ResultInfo) int64 {
 	if binaryType(info.ContentType) {
-		return info.StoredSize + 4*info.Size
+		return info.StoredSize + 6*info.Size
 	}
 	return info.StoredSize + info.Size + 16*int64(s.maxBudget)
 }
