@@ -14,13 +14,18 @@ import (
 // eventStore keeps the recent events of each Streamable HTTP session so a
 // client whose stream broke can resume it (Last-Event-ID). Unlike mcp-go's
 // in-memory store it is bounded: each session keeps its last maxEvents
-// events and maxBytes of them, and the least recently active sessions are
-// dropped past maxSessions. Resuming from an event that was dropped fails
-// as an unknown event ID, and the client starts a new stream.
+// events and maxBytes of them, the least recently active sessions are
+// dropped past maxSessions, and past maxTotal bytes in all the oldest
+// events of the session holding the most go first — so a principal that
+// fills its sessions with large answers loses its own events before
+// another's small ones (attack15 I7: 8 MiB for each of 1,024 sessions was
+// 8 GiB for anyone to fill). Resuming from an event that was dropped
+// fails as an unknown event ID, and the client starts a new stream.
 type eventStore struct {
-	maxEvents, maxBytes, maxSessions int
+	maxEvents, maxBytes, maxSessions, maxTotal int
 
 	mu       sync.Mutex
+	bytes    int // of every session's events
 	seq      int64
 	sessions map[string]*list.Element // of *eventLog
 	lru      *list.List
@@ -39,11 +44,12 @@ type storedEvent struct {
 
 var _ server.EventStore = (*eventStore)(nil)
 
-func newEventStore(maxEvents, maxBytes, maxSessions int) *eventStore {
+func newEventStore(maxEvents, maxBytes, maxSessions, maxTotal int) *eventStore {
 	return &eventStore{
 		maxEvents:   maxEvents,
 		maxBytes:    maxBytes,
 		maxSessions: maxSessions,
+		maxTotal:    maxTotal,
 		sessions:    map[string]*list.Element{},
 		lru:         list.New(),
 	}
@@ -57,9 +63,7 @@ func (s *eventStore) StoreEvent(_ context.Context, session, stream string, messa
 		el = s.lru.PushFront(&eventLog{session: session})
 		s.sessions[session] = el
 		for s.lru.Len() > s.maxSessions {
-			oldest := s.lru.Back()
-			delete(s.sessions, oldest.Value.(*eventLog).session)
-			s.lru.Remove(oldest)
+			s.remove(s.lru.Back())
 		}
 	} else {
 		s.lru.MoveToFront(el)
@@ -70,12 +74,42 @@ func (s *eventStore) StoreEvent(_ context.Context, session, stream string, messa
 	msg := append(json.RawMessage(nil), message...)
 	log.events = append(log.events, storedEvent{id: id, stream: stream, message: msg})
 	log.bytes += len(msg)
+	s.bytes += len(msg)
 	for len(log.events) > 1 && (len(log.events) > s.maxEvents || log.bytes > s.maxBytes) {
-		log.bytes -= len(log.events[0].message)
-		log.events[0] = storedEvent{}
-		log.events = log.events[1:]
+		s.dropOldest(log)
+	}
+	for s.bytes > s.maxTotal {
+		largest := log
+		for el := s.lru.Front(); el != nil; el = el.Next() {
+			if l := el.Value.(*eventLog); l.bytes > largest.bytes {
+				largest = l
+			}
+		}
+		if len(largest.events) == 0 {
+			break
+		}
+		for s.bytes > s.maxTotal && len(largest.events) > 0 {
+			s.dropOldest(largest)
+		}
 	}
 	return id, nil
+}
+
+// dropOldest forgets the oldest event of log.
+func (s *eventStore) dropOldest(log *eventLog) {
+	n := len(log.events[0].message)
+	log.bytes -= n
+	s.bytes -= n
+	log.events[0] = storedEvent{}
+	log.events = log.events[1:]
+}
+
+// remove forgets a session's events.
+func (s *eventStore) remove(el *list.Element) {
+	log := el.Value.(*eventLog)
+	s.bytes -= log.bytes
+	delete(s.sessions, log.session)
+	s.lru.Remove(el)
 }
 
 func (s *eventStore) ReplayEventsAfter(_ context.Context, session, lastEventID string, send func(string, json.RawMessage) error) (string, error) {
@@ -113,8 +147,7 @@ func (s *eventStore) PurgeSession(_ context.Context, session string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if el, ok := s.sessions[session]; ok {
-		s.lru.Remove(el)
-		delete(s.sessions, session)
+		s.remove(el)
 	}
 	return nil
 }

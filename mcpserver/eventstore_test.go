@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -11,7 +12,7 @@ import (
 
 func TestEventStoreReplaysAndStaysBounded(t *testing.T) {
 	t.Parallel()
-	s := newEventStore(4, 1<<20, 2)
+	s := newEventStore(4, 1<<20, 2, 64<<20)
 	ctx := t.Context()
 	var ids []string
 	for i := range 6 {
@@ -47,5 +48,43 @@ func TestEventStoreReplaysAndStaysBounded(t *testing.T) {
 	s.PurgeSession(ctx, "s3")
 	if len(s.sessions) != 1 {
 		t.Errorf("%d sessions after purge", len(s.sessions))
+	}
+}
+
+// TestEventStoreTotalBounded: past the store's total, the events of the
+// session holding the most go first — each session kept up to its own
+// bound, for up to its number of sessions, 8 GiB by design (attack15 I7).
+func TestEventStoreTotalBounded(t *testing.T) {
+	t.Parallel()
+	const maxTotal = 4 << 20
+	s := newEventStore(256, 1<<20, 1024, maxTotal)
+	ctx := t.Context()
+	small, err := s.StoreEvent(ctx, "victim", "a", json.RawMessage(`"hello"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := json.RawMessage(`"` + strings.Repeat("x", 100<<10) + `"`)
+	for i := range 200 {
+		if _, err := s.StoreEvent(ctx, fmt.Sprintf("attacker-%d", i%16), "a", big); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.bytes > maxTotal {
+		t.Errorf("the store holds %d bytes, past its total of %d", s.bytes, maxTotal)
+	}
+	total := 0
+	for el := s.lru.Front(); el != nil; el = el.Next() {
+		total += el.Value.(*eventLog).bytes
+	}
+	if total != s.bytes {
+		t.Errorf("the logs hold %d bytes, the store counts %d", total, s.bytes)
+	}
+	s.StoreEvent(ctx, "victim", "a", json.RawMessage(`"again"`))
+	var got []string
+	if _, err := s.ReplayEventsAfter(ctx, "victim", small, func(_ string, m json.RawMessage) error {
+		got = append(got, string(m))
+		return nil
+	}); err != nil || len(got) != 1 {
+		t.Errorf("the small session's events went with the large ones': %v %v", got, err)
 	}
 }

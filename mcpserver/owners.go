@@ -17,25 +17,69 @@ import (
 // that were never issued or have ended: the answer to both is 404, so a
 // caller learns nothing about other principals' sessions.
 type sessionOwners struct {
-	fallback string // the principal of requests that carry none
-
-	mu    sync.Mutex
+	fallback     string // the principal of requests that carry none
+	perPrincipal int    // a principal's Streamable HTTP sessions at most
+	mu           sync.Mutex
+	// evict ends a Streamable HTTP session as a DELETE of it would: set
+	// with the transport, nil until then.
+	evict func(id string)
 	owner map[string]string    // live session ID → principal
 	ended map[string]time.Time // ended session IDs, kept a while to answer 404
+	// used holds, per principal, when each of its Streamable HTTP
+	// sessions was last presented.
+	used map[string]map[string]time.Time
 }
 
-func newSessionOwners(fallback string) *sessionOwners {
-	return &sessionOwners{fallback: fallback, owner: map[string]string{}, ended: map[string]time.Time{}}
+func newSessionOwners(fallback string, perPrincipal int) *sessionOwners {
+	if perPrincipal <= 0 {
+		perPrincipal = 64 // engine.SessionLimits' default
+	}
+	return &sessionOwners{
+		fallback:     fallback,
+		perPrincipal: perPrincipal,
+		owner:        map[string]string{},
+		ended:        map[string]time.Time{},
+		used:         map[string]map[string]time.Time{},
+	}
 }
 
 // maxEnded bounds the ended IDs remembered; older ones are forgotten
 // (and then answered as unknown, which is also 404).
 const maxEnded = 10000
 
-// add records that principal opened session id.
-func (o *sessionOwners) add(id, principal string) {
+// open records that principal opened Streamable HTTP session id, and
+// returns its least recently used other session when principal now has
+// more than perPrincipal: each session keeps what its initialize sent
+// (attack15 I6), as the engine keeps a session's state, which it bounds
+// the same way.
+func (o *sessionOwners) open(id, principal string) (old string, evict func(string)) {
 	o.mu.Lock()
+	defer o.mu.Unlock()
+	evict = o.evict
 	o.owner[id] = principal
+	mine := o.used[principal]
+	if mine == nil {
+		mine = map[string]time.Time{}
+		o.used[principal] = mine
+	}
+	mine[id] = time.Now()
+	if len(mine) <= o.perPrincipal {
+		return "", nil
+	}
+	var at time.Time
+	for other, t := range mine {
+		if other != id && (old == "" || t.Before(at)) {
+			old, at = other, t
+		}
+	}
+	return old, evict
+}
+
+// setEvict sets how a session is ended when its principal opens one too
+// many.
+func (o *sessionOwners) setEvict(evict func(id string)) {
+	o.mu.Lock()
+	o.evict = evict
 	o.mu.Unlock()
 }
 
@@ -45,6 +89,12 @@ func (o *sessionOwners) end(id string) {
 	defer o.mu.Unlock()
 	if _, ok := o.owner[id]; !ok {
 		return
+	}
+	if mine := o.used[o.owner[id]]; mine != nil {
+		delete(mine, id)
+		if len(mine) == 0 {
+			delete(o.used, o.owner[id])
+		}
 	}
 	delete(o.owner, id)
 	if len(o.ended) >= maxEnded {
@@ -66,7 +116,15 @@ func (o *sessionOwners) check(id, principal string) (ok, ended bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if p, live := o.owner[id]; live {
-		return p == principal, false
+		if p != principal {
+			return false, false
+		}
+		if mine := o.used[p]; mine != nil {
+			if _, ok := mine[id]; ok {
+				mine[id] = time.Now()
+			}
+		}
+		return true, false
 	}
 	_, ended = o.ended[id]
 	return false, ended
@@ -119,8 +177,9 @@ func (o *sessionOwners) hooks(h *server.Hooks) {
 // ResolveSessionIdManager gives mcp-go's Streamable HTTP server a session
 // ID manager bound to the request's principal.
 func (o *sessionOwners) ResolveSessionIdManager(r *http.Request) server.SessionIdManager {
-	if r == nil {
-		// The idle sweeper terminates sessions of any principal.
+	if r == nil || r.Context().Value(evictingKey{}) != nil {
+		// The idle sweeper, and an eviction, terminate sessions of any
+		// principal.
 		return ownedIDs{o: o, any: true}
 	}
 	return ownedIDs{o: o, principal: o.principalOf(r)}
@@ -140,9 +199,37 @@ const sessionIDPrefix = "mcp-session-"
 
 func (m ownedIDs) Generate() string {
 	id := sessionIDPrefix + uuid.NewString()
-	m.o.add(id, m.principal)
+	if old, evict := m.o.open(id, m.principal); old != "" && evict != nil {
+		evict(old)
+	}
 	return id
 }
+
+// evictingKey marks the DELETE that ends a principal's least recently
+// used session.
+type evictingKey struct{}
+
+// evictWith returns an evict that ends a session through h, as a DELETE
+// of it does: mcp-go keeps the session's state in h, and only its
+// DELETE and its idle sweep give it back.
+func evictWith(h http.Handler) func(id string) {
+	return func(id string) {
+		r, err := http.NewRequestWithContext(context.WithValue(context.Background(), evictingKey{}, true), http.MethodDelete, PathStreamable, nil)
+		if err != nil {
+			return
+		}
+		r.Header.Set(server.HeaderKeySessionID, id)
+		h.ServeHTTP(discardResponse{header: http.Header{}}, r)
+	}
+}
+
+// discardResponse is the response to an eviction's DELETE, which nobody
+// reads.
+type discardResponse struct{ header http.Header }
+
+func (d discardResponse) Header() http.Header       { return d.header }
+func (discardResponse) Write(p []byte) (int, error) { return len(p), nil }
+func (discardResponse) WriteHeader(int)             {}
 
 func (m ownedIDs) Validate(id string) (isTerminated bool, err error) {
 	ok, ended := m.o.check(id, m.principal)

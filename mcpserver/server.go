@@ -231,12 +231,12 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		reg:         reg,
 		exec:        exec,
 		auth:        newAuthenticator(cfg.Auth),
-		owners:      newSessionOwners(cfg.Principal),
+		owners:      newSessionOwners(cfg.Principal, cfg.Sessions.PerPrincipal),
 		sessionless: newSessionless(),
 		open:        newOpenRequests(cfg.Sessions.PerPrincipal),
 		sseMsgs:     newSSEMessages(),
 		tracer:      newTracer(cfg.TracerProvider),
-		events:      newEventStore(256, 8<<20, 1024),
+		events:      newEventStore(256, 8<<20, 1024, 64<<20),
 	}
 	if err = s.initEngine(); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)

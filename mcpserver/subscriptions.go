@@ -20,6 +20,7 @@ type subscriptions struct {
 }
 
 func (ss *subscriptions) hooks(h *server.Hooks) {
+	ss.boundRequests(h)
 	h.AddAfterSubscribe(func(ctx context.Context, _ any, req *mcp.SubscribeRequest, _ *mcp.EmptyResult) {
 		cs := server.ClientSessionFromContext(ctx)
 		if cs == nil {

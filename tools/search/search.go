@@ -1039,19 +1039,19 @@ func analyzeTool(t *tools.Tool, sd *schemaDocs) *toolTerms {
 	nameTerms := terms(short)
 	ft[fieldName] = append(append(nameTerms, forms(nameWords)...), bigrams(nameTerms)...)
 	ft[fieldCategory] = terms(t.Category() + " " + strings.ReplaceAll(t.Group, "/", " "))
-	summary := lexicon.Clean(t.Summary)
+	summary := lexicon.Clean(clip(t.Summary, maxIndexedText))
 	// The description's first sentence says what the tool does; a
 	// summary made from it is not counted twice, and a summary that
 	// is only the route ("POST /2010-04-01/Accounts/…", as generated
 	// descriptions have) gives way to it.
-	lead, rest := lexicon.Lead(lexicon.Clean(t.Description))
+	lead, rest := lexicon.Lead(lexicon.Clean(clip(t.Description, maxIndexedText)))
 	if lexicon.IsRoute(summary) {
 		summary, lead = lead, ""
 	}
 	if strings.TrimRight(lead, ".") == strings.TrimRight(summary, ".…") {
 		lead = ""
 	}
-	ft[fieldSummary] = terms(summary + " " + t.Title)
+	ft[fieldSummary] = terms(summary + " " + clip(t.Title, maxIndexedText))
 	tt.Summary = distinct(ft[fieldSummary])
 	tt.Name = distinct(nameTerms)
 	ft[fieldLead] = terms(lead)
@@ -1091,8 +1091,29 @@ func analyzeTool(t *tools.Tool, sd *schemaDocs) *toolTerms {
 	ft[fieldIntent] = intentTerms(op)
 	ft[fieldParams] = terms(strings.Join(in.names, " "))
 	ft[fieldOutput] = terms(strings.Join(out.names, " "))
-	ft[fieldText] = terms(lexicon.Clean(rest + " " + strings.Join(in.descriptions, " ")))
+	ft[fieldText] = terms(lexicon.Clean(rest + " " + clip(strings.Join(in.descriptions, " "), maxIndexedText)))
 	return tt
+}
+
+// maxIndexedText bounds the bytes of each text of a tool that search
+// analyses: its summary, title, description and its parameters'
+// descriptions. Real tools' are far shorter; a hostile upstream's tool
+// whose description was 1.5 million distinct words made every
+// principal's search cost seconds of CPU and hundreds of MiB (attack15
+// I8).
+const maxIndexedText = 32 << 10
+
+// clip returns s cut to at most n bytes, at the last space before the
+// cut when there is one, so that no word is indexed cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	if i := strings.LastIndexByte(s, ' '); i > 0 {
+		return s[:i]
+	}
+	return strings.ToValidUTF8(s, "")
 }
 
 // selfTerms are the terms by which names say they act for the

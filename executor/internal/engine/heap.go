@@ -5,8 +5,9 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"modernc.org/libc"
 	lib "modernc.org/libquickjs"
@@ -60,7 +61,7 @@ const (
 	mallocOverhead = 8
 )
 
-var pageSize = uintptr(syscall.Getpagesize())
+var pageSize = uintptr(unix.Getpagesize())
 
 // heap is one VM's memory.
 type heap struct {
@@ -134,7 +135,7 @@ func newHeap() (*heap, error) {
 	spare.Unlock()
 	if region == nil {
 		var err error
-		region, err = syscall.Mmap(-1, 0, regionSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
+		region, err = unix.Mmap(-1, 0, regionSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON|reserveFlags)
 		if err != nil {
 			return nil, errNoRegion
 		}
@@ -151,17 +152,17 @@ func (h *heap) release() {
 	defer h.mu.Unlock()
 	for p, m := range h.large {
 		if h.pinned[p] == nil {
-			syscall.Munmap(m)
+			unix.Munmap(m)
 		}
 		delete(h.large, p)
 	}
 	for p, m := range h.pinned {
-		syscall.Munmap(m)
+		unix.Munmap(m)
 		delete(h.pinned, p)
 	}
 	if h.killed.Load() || h.region == nil {
 		if h.region != nil {
-			syscall.Munmap(h.region)
+			unix.Munmap(h.region)
 		}
 		h.region = nil
 		return
@@ -171,7 +172,7 @@ func (h *heap) release() {
 	spare.Lock()
 	defer spare.Unlock()
 	if len(spare.regions) >= maxSpareRegions {
-		syscall.Munmap(region)
+		unix.Munmap(region)
 		return
 	}
 	keep := uintptr(heapKeep)
@@ -180,7 +181,7 @@ func (h *heap) release() {
 	}
 	used := h.high - h.base
 	if used > keep {
-		syscall.Madvise(region[keep:used], syscall.MADV_DONTNEED)
+		discard(region[keep:used])
 		used = keep
 	}
 	// The pages kept hold what the VM's program made: the next VM, whose
@@ -251,7 +252,7 @@ func (h *heap) restore(img *heapImage) bool {
 	}
 	for p, m := range h.large {
 		if h.pinned[p] == nil {
-			syscall.Munmap(m)
+			unix.Munmap(m)
 		}
 		delete(h.large, p)
 	}
@@ -264,7 +265,7 @@ func (h *heap) restore(img *heapImage) bool {
 	// keep their pages, given back beyond.
 	start, end := img.next-h.base, h.top-h.base
 	if cut := max(heapKeepWarm, (start+pageSize-1)&^(pageSize-1)); end > cut {
-		syscall.Madvise(h.region[cut:end], syscall.MADV_DONTNEED)
+		discard(h.region[cut:end])
 		h.high = min(h.high, h.base+cut)
 		end = cut
 	}
@@ -282,9 +283,9 @@ func (h *heap) kill() {
 	if h.killed.Swap(true) || h.region == nil {
 		return
 	}
-	syscall.Mprotect(h.region, syscall.PROT_NONE)
+	unix.Mprotect(h.region, unix.PROT_NONE)
 	for _, m := range h.large {
-		syscall.Mprotect(m, syscall.PROT_NONE)
+		unix.Mprotect(m, unix.PROT_NONE)
 	}
 }
 
@@ -309,7 +310,7 @@ func (h *heap) alloc(n uintptr) uintptr {
 		return b + heapHeader
 	}
 	size := largeSize(n)
-	m, err := syscall.Mmap(-1, 0, int(size), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	m, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
 	if err != nil {
 		return 0
 	}
@@ -323,7 +324,7 @@ func (h *heap) alloc(n uintptr) uintptr {
 	}
 	h.mu.Unlock()
 	if killed {
-		syscall.Munmap(m)
+		unix.Munmap(m)
 		return 0
 	}
 	return b + heapHeader
@@ -359,7 +360,7 @@ func (h *heap) dealloc(p uintptr) {
 	}
 	h.mu.Unlock()
 	if ok {
-		syscall.Munmap(m) // outside the lock: Kill never waits for it
+		unix.Munmap(m) // outside the lock: Kill never waits for it
 	}
 }
 

@@ -1,0 +1,79 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// What a session keeps of its client's requests is bounded: mcp-go keeps
+// an initialize's clientInfo and capabilities, and each subscription's
+// URI, for the session's life (attack15 I5, I6).
+const (
+	// maxInitializeBytes bounds an initialize request; a client's is a
+	// few hundred bytes.
+	maxInitializeBytes = 16 << 10
+	// maxSubscriptionURIBytes bounds a resource URI subscribed to.
+	maxSubscriptionURIBytes = 2 << 10
+	// maxSubscriptions bounds the resources one session subscribes to.
+	maxSubscriptions = 256
+)
+
+// boundRequests refuses an initialize past maxInitializeBytes, and a
+// resources/subscribe past its bounds, before mcp-go keeps either. The
+// method is read as mcp-go decodes it (JSON may spell any character as
+// an escape); a message with neither the bytes that could name it nor an
+// escape is not decoded.
+func (ss *subscriptions) boundRequests(h *server.Hooks) {
+	h.AddOnRequestInitialization(func(ctx context.Context, _ any, message any) error {
+		raw, ok := message.(json.RawMessage)
+		if !ok {
+			return nil
+		}
+		escaped := bytes.IndexByte(raw, '\\') >= 0
+		big := len(raw) > maxInitializeBytes
+		subscribe := escaped || bytes.Contains(raw, []byte(mcp.MethodResourcesSubscribe))
+		if !big && !subscribe {
+			return nil
+		}
+		var req struct {
+			Method string `json:"method"`
+			Params struct {
+				URI string `json:"uri"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(raw, &req) != nil {
+			return nil // mcp-go answers it
+		}
+		switch mcp.MCPMethod(req.Method) {
+		case mcp.MethodInitialize:
+			if big {
+				return fmt.Errorf("an initialize request is at most %d bytes (this one is %d): send a shorter clientInfo and capabilities", maxInitializeBytes, len(raw))
+			}
+		case mcp.MethodResourcesSubscribe:
+			return ss.admit(server.ClientSessionFromContext(ctx), req.Params.URI)
+		}
+		return nil
+	})
+}
+
+// admit refuses a subscription of session to uri past the bounds.
+func (ss *subscriptions) admit(cs server.ClientSession, uri string) error {
+	if len(uri) > maxSubscriptionURIBytes {
+		return fmt.Errorf("a resource URI to subscribe to is at most %d bytes (this one is %d)", maxSubscriptionURIBytes, len(uri))
+	}
+	if cs == nil {
+		return nil
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	mine := ss.subs[cs.SessionID()]
+	if !mine[uri] && len(mine) >= maxSubscriptions {
+		return fmt.Errorf("a session subscribes to at most %d resources: unsubscribe from one first (resources/unsubscribe)", maxSubscriptions)
+	}
+	return nil
+}
