@@ -159,10 +159,13 @@ type pendingResult struct {
 // observed: small results cost little, and a run makes many.
 const eagerBytes = 16 << 10
 
-// pendingCost is what a pending result of n bytes counts against
-// FlowOptions.MaxBytes: its text and its tree, about what its index would
-// take.
-func pendingCost(n int) int { return 4 * n }
+// pendingCost is what a pending result of n bytes whose tree holds nodes
+// nodes counts against FlowOptions.MaxBytes: its text and its tree, and
+// at least about what its index would take. The tree is the larger for
+// results of many small values — 72 bytes a node for a 2-byte 0, in a
+// 1 MB array of zeros: counted 4 MB, four of them held 140 MB for the
+// rest of the run (issue 19).
+func pendingCost(n, nodes int) int { return max(4*n, n+nodes*nodeBytes) }
 
 // observed is what Observe found in one result, before it takes the
 // lock.
@@ -199,9 +202,15 @@ type sensitiveValue struct {
 // had been indexed now. A program that filters a large result to a small
 // answer so pays for the values that can show in the answer, not for all.
 func (fl *Flow) Observe(source string, result json.RawMessage, from Provenance) {
-	root, err := parseJSON(result)
+	fl.ObserveText(source, string(result), from)
+}
+
+// ObserveText is Observe of a result held as a string, which the flow
+// keeps and does not copy.
+func (fl *Flow) ObserveText(source, result string, from Provenance) {
+	root, nodes, err := parseJSONNodes(result)
 	if err != nil {
-		root = node{kind: kindString, str: string(result)}
+		root, nodes = node{kind: kindString, str: result}, 1
 	}
 	ruled := fl.ruled(source, from)
 	fl.mu.Lock()
@@ -209,7 +218,7 @@ func (fl *Flow) Observe(source string, result json.RawMessage, from Provenance) 
 	for _, s := range from.sources {
 		srcs |= fl.sourceBit(s)
 	}
-	cost := pendingCost(len(result))
+	cost := pendingCost(len(result), nodes)
 	if len(result) < eagerBytes || fl.bytes+cost > fl.maxBytes {
 		fl.mu.Unlock()
 		fl.observeTree(srcs, &root, ruled, nil)

@@ -80,16 +80,27 @@ func parseJSON(data []byte) (node, error) {
 }
 
 func parseJSONString(s string) (node, error) {
+	root, _, err := parseJSONNodes(s)
+	return root, err
+}
+
+// parseJSONNodes is parseJSONString that also returns the nodes the tree
+// holds, its root's included: the tree takes its text and nodeBytes a
+// node.
+func parseJSONNodes(s string) (node, int, error) {
 	p := parser{s: s}
 	if err := p.count(); err != nil {
-		return node{}, err
+		return node{}, 0, err
 	}
 	var root node
 	if err := p.document(&root); err != nil {
-		return node{}, err
+		return node{}, 0, err
 	}
-	return root, nil
+	return root, cap(p.slab) + 1, nil
 }
+
+// nodeBytes is the memory of one node of a tree, beside its strings.
+const nodeBytes = int(unsafe.Sizeof(node{}))
 
 // count is the first pass: it fills p.counts and sizes p.slab. It fails
 // only for nesting deeper than maxNesting.

@@ -236,7 +236,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		open:        newOpenRequests(cfg.Sessions.PerPrincipal),
 		sseMsgs:     newSSEMessages(),
 		tracer:      newTracer(cfg.TracerProvider),
-		events:      newEventStore(256, 8<<20, 1024, 64<<20),
+		events:      newEventStore(256, 8<<20, 1024, 32<<20),
 	}
 	if err = s.initEngine(); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)

@@ -1,8 +1,11 @@
 package mcpserver_test
 
 import (
+	"fmt"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +13,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 
 	"github.com/codecell/codecell/mcpserver"
+	"github.com/codecell/codecell/memory"
+	"github.com/codecell/codecell/tools"
 )
 
 // readTool reads a path of the caller's tool tree with read_tools.
@@ -188,5 +193,63 @@ func TestSkillsFromAnotherProcess(t *testing.T) {
 	waitFor(t, func() bool { return strings.Contains(readTool(t, c2, "/skills/index.json"), "shared_day") })
 	if got := string(mustRun(t, c2, `await skills.shared_day()`)); got != `"tuesday"` {
 		t.Fatalf("the other server: %s", got)
+	}
+}
+
+// TestSkillsListReadsAPage (issue 19, attack14 I2): skills.list read
+// every published skill of every owner, code included, for each call —
+// a publisher's 60 skills of 90 KB were 5.4 MB read and decoded per
+// call, by whoever listed. It now reads a page of names and
+// descriptions: what eight lists at once allocate stays far below one
+// copy of the published code, and paging with after and next walks
+// every callable skill once, in order.
+func TestSkillsListReadsAPage(t *testing.T) {
+	srv, st := storeServerTB(t, filepath.Join(t.TempDir(), "db"), mcpserver.Config{
+		Auth: []mcpserver.Token{{Principal: "alice", Token: aliceToken}, {Principal: "bob", Token: bobToken}},
+	})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	bob := tools.WithCaller(t.Context(), tools.Caller{Principal: "bob"})
+	code := "return " + strconv.Quote(strings.Repeat("x", 90_000))
+	const n = 60
+	for i := range n {
+		name := fmt.Sprintf("big_%02d", i)
+		if _, err := st.SaveSkill(bob, memory.Skill{Name: name, Description: "Bob's " + name + ".", Code: code}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.PublishSkill(bob, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice := authedClient(t, ts.URL+"/mcp", aliceToken)
+	mustRun(t, alice, `await skills.save({name: "mine", description: "Alice's.", code: "return 1"})`)
+	if got := string(mustRun(t, alice, `(await skills.list()).skills.length`)); got != fmt.Sprint(n+1) {
+		t.Fatalf("alice lists %s skills, want %d", got, n+1)
+	}
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	got := string(mustRun(t, alice, `const pages = await Promise.all(Array.from({length: 8}, () => skills.list())); return pages.map(p => p.skills.length)`))
+	runtime.ReadMemStats(&after)
+	if want := strings.TrimSuffix(strings.Repeat(fmt.Sprint(n+1)+",", 8), ","); got != "["+want+"]" {
+		t.Fatalf("eight lists: %s", got)
+	}
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("eight lists of %d skills allocated %d KiB", n+1, allocated>>10)
+	if published := uint64(n * len(code)); allocated > published {
+		t.Errorf("eight lists allocated %d bytes, more than the %d bytes of the published code: they read it", allocated, published)
+	}
+
+	// Pages of 7, each after the last name of the one before.
+	got = string(mustRun(t, alice, `const names = []; let after = ""; let pages = 0;
+		for (;;) { const p = await skills.list({after, limit: 7}); pages++; names.push(...p.skills.map(s => s.name + (s.own ? "" : "@" + s.owner)));
+			if (!p.next) break; after = p.next }
+		return {pages, first: names[0], last: names[names.length - 1], n: names.length, sorted: names.every((s, i) => i == 0 || names[i-1] < s)}`))
+	if want := fmt.Sprintf(`{"first":"big_00@bob","last":"mine","n":%d,"pages":%d,"sorted":true}`, n+1, (n+1+6)/7); got != want {
+		t.Errorf("paging by 7: %s, want %s", got, want)
+	}
+	if res := mustRunErr(t, alice, `await skills.list({limit: 501})`); !strings.Contains(res, "limit") {
+		t.Errorf("a limit past 500: %s", res)
 	}
 }

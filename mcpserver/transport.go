@@ -254,8 +254,12 @@ func (s *Server) newHTTP() *httpTransports {
 		),
 		mux: http.NewServeMux(),
 	}
-	s.owners.setEvict(evictWith(h.streamable))
-	h.mux.Handle(PathStreamable, s.guard(s.drainGate(s.extensionHTTP(s.taskResults(s.ownTaskNotes(h.streamable))))))
+	evict := evictWith(h.streamable)
+	s.owners.setEvict(func(id string) {
+		s.eng.Metrics().SessionEvicted("per_principal")
+		evict(id)
+	})
+	h.mux.Handle(PathStreamable, s.guard(s.drainGate(s.extensionHTTP(s.taskResults(s.ownTaskNotes(detachOnReturn(h.streamable)))))))
 	h.mux.Handle(PathSSE, s.guard(s.ownTaskNotes(s.sseStream(h.sse.SSEHandler()))))
 	h.mux.Handle(PathMessage, s.guard(s.sseMessage(s.extensionSSE(h.sse, h.sse.MessageHandler()))))
 	h.mux.Handle("GET "+PathMetrics, s.guard(http.HandlerFunc(s.metrics)))

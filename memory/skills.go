@@ -58,6 +58,72 @@ type Skill struct {
 	Provenance json.RawMessage `json:"provenance,omitempty"`
 }
 
+// SkillInfo is what a listing of skills says of one: who owns it, its
+// name, description and version, and whether it is published — never its
+// code, which is read for the one skill run or shown (GetSkill,
+// ResolveSkill, PublishedSkill), so that listing costs what the page
+// holds, not every published skill's code.
+type SkillInfo struct {
+	Owner       string `json:"owner"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Language    string `json:"language"`
+	Version     int64  `json:"version"`
+	// CodeSHA256 is a snapshot's code hash; an own copy's is not kept
+	// apart from its code, and is empty here.
+	CodeSHA256       string     `json:"code_sha256,omitempty"`
+	Snapshot         bool       `json:"snapshot,omitempty"`
+	Published        bool       `json:"published"`
+	PublishedVersion int64      `json:"published_version,omitempty"`
+	PublishedAt      *time.Time `json:"published_at,omitempty"`
+	UpdatedAt        time.Time  `json:"updated_at"`
+}
+
+// Pages of skill listings (SkillQuery.Limit).
+const (
+	DefaultSkillPage = 100
+	MaxSkillPage     = 500
+)
+
+// SkillQuery asks for one page of a listing of skills, sorted by name.
+type SkillQuery struct {
+	// After lists the names after it (SkillPage.Next of the page
+	// before); "" starts at the first.
+	After string
+	// Limit is the most skills a page holds: DefaultSkillPage when 0,
+	// at most MaxSkillPage.
+	Limit int
+	// MaxBytes ends a page once the descriptions it holds reach this
+	// many bytes (the skill that reached it included); 0 is no bound
+	// but Limit.
+	MaxBytes int
+}
+
+// PageLimit is q.Limit within its bounds.
+func (q SkillQuery) PageLimit() int {
+	switch {
+	case q.Limit <= 0:
+		return DefaultSkillPage
+	case q.Limit > MaxSkillPage:
+		return MaxSkillPage
+	}
+	return q.Limit
+}
+
+// SkillPage is one page of a listing of skills.
+type SkillPage struct {
+	Skills []SkillInfo `json:"skills"`
+	// Next is the SkillQuery.After of the next page; "" when this page
+	// is the last.
+	Next string `json:"next,omitempty"`
+}
+
+// Full reports whether a page holding n skills whose descriptions hold
+// bytes bytes is full under q: the next skill starts another page.
+func (q SkillQuery) Full(n, bytes int) bool {
+	return n >= q.PageLimit() || (q.MaxBytes > 0 && bytes >= q.MaxBytes)
+}
+
 // SkillChangeKind says what happened to a skill.
 type SkillChangeKind string
 

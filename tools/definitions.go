@@ -227,7 +227,7 @@ func (d *Definitions) size(n string) (schemaSize, error) {
 	if sz, ok := d.sizes[n]; ok {
 		return sz, nil
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(d.defs[n]))
+	v, err := parseSchema(d.defs[n], "the definition")
 	if err != nil {
 		return schemaSize{}, fmt.Errorf("definition %s: %w", n, err)
 	}
@@ -250,9 +250,9 @@ func (d *Definitions) compile(root json.RawMessage) (*Schema, error) {
 	if s, ok := d.roots[key]; ok {
 		return s, nil
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(root))
+	v, err := parseSchema(root, "the schema")
 	if err != nil {
-		return nil, fmt.Errorf("parse schema: %w", err)
+		return nil, err
 	}
 	if err := measure(v).check("the schema"); err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -46,9 +47,9 @@ func TestJSONValues(t *testing.T) {
 }
 
 // TestCallHoldsDecodedResult (issue 19, attack9 D7): every tool's result
-// is held as what it decodes into — its bytes and DecodedValueBytes a
-// value — before it is handed on, and a result the holder refuses is the
-// call's error.
+// is held as what it decodes into — ResultCopies of its bytes and
+// DecodedValueBytes a value — before it is handed on, and a result the
+// holder refuses is the call's error.
 func TestCallHoldsDecodedResult(t *testing.T) {
 	t.Parallel()
 	result := `[{},{},{}]`
@@ -68,11 +69,37 @@ func TestCallHoldsDecodedResult(t *testing.T) {
 		return nil
 	})
 	out, err := r.Call(ctx, "x.dense", nil)
-	if want := int64(len(result) + 4*tools.DecodedValueBytes); !errors.Is(err, refuse) || len(held) != 1 || held[0] != want {
+	if want := int64(tools.ResultCopies*len(result) + 4*tools.DecodedValueBytes); !errors.Is(err, refuse) || len(held) != 1 || held[0] != want {
 		t.Fatalf("call of a result of 4 values: %s, %v; held %v, want [%d]", out, err, held, want)
 	}
 	// Without a holder (a call outside the engine), nothing is held.
 	if out, err := r.Call(t.Context(), "x.dense", nil); err != nil || string(out) != result {
 		t.Fatalf("call without a holder: %s, %v", out, err)
+	}
+}
+
+// TestValueCounterPieces: fed in pieces of any size, ValueCounter counts
+// what JSONValues counts of the whole, strings with escapes, escaped
+// quotes and runs of backslashes included (it skips through strings).
+func TestValueCounterPieces(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	atoms := []string{`{`, `}`, `[`, `]`, `,`, `:`, ` `, `1`, `"a,b"`, `"\""`, `"\\"`, `"\\\""`, `"{[,"`, `"x\\\\"`, `"\u0022,"`, "\"\\\n\"", `""`}
+	for range 2000 {
+		var b strings.Builder
+		for range rng.IntN(60) {
+			b.WriteString(atoms[rng.IntN(len(atoms))])
+		}
+		text := b.String()
+		want := tools.JSONValues([]byte(text), math.MaxInt)
+		var vc tools.ValueCounter
+		for rest := text; rest != ""; {
+			n := min(1+rng.IntN(8), len(rest))
+			vc.Write([]byte(rest[:n]))
+			rest = rest[n:]
+		}
+		if got := vc.Values(); got != want {
+			t.Fatalf("ValueCounter(%s) in pieces = %d, JSONValues %d", text, got, want)
+		}
 	}
 }

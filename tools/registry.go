@@ -584,8 +584,9 @@ func call(ctx context.Context, e *entry, args json.RawMessage) (json.RawMessage,
 	}
 	// What the result decodes into next (the filter, the sandbox) is
 	// held in the results in flight until the program has it, for every
-	// tool, built-ins included (issue 19, attack9 D7).
-	if err := HoldDecoded(ctx, int64(len(out)), values); err != nil {
+	// tool, built-ins included (issue 19, attack9 D7), with the copies
+	// of its bytes the server makes (ResultCopies).
+	if err := HoldDecoded(ctx, ResultCopies*int64(len(out)), values); err != nil {
 		return nil, err
 	}
 	return out, nil

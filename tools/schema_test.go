@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -187,5 +188,54 @@ func TestDefinitionsRefused(t *testing.T) {
 		InputSchema: json.RawMessage(`{"$defs":{"a":{}},"$ref":"#/$defs/a"}`)})
 	if err == nil {
 		t.Error("a root with $defs of its own beside shared definitions was registered")
+	}
+}
+
+// TestSchemaValuesCountedFirst (issue 19, attack15 I4): a schema is
+// counted in JSON values before it is decoded, and one of more than
+// MaxSchemaValues is refused with ErrSchemaTooLarge, saying so, having
+// decoded nothing: one upstream tool's schema of 15 MB of {} under an
+// unknown keyword was decoded whole into maps, 862 MiB, before its depth
+// and subschemas were measured. The same for a tool's schema that refers
+// to definitions, and for a definition it reaches. (Not parallel: it
+// measures what it allocates.)
+func TestSchemaValuesCountedFirst(t *testing.T) {
+	pad := func(n int) string {
+		return `{"type":"object","x-pad":[` + strings.Repeat("{},", n-1) + `{}]}`
+	}
+	allocated := func(f func()) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		f()
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	huge := json.RawMessage(pad(1_000_000)) // 3 MB; about 170 MB decoded
+	var err error
+	if n := allocated(func() { _, err = tools.CompileSchema(huge) }); !errors.Is(err, tools.ErrSchemaTooLarge) ||
+		!strings.Contains(err.Error(), fmt.Sprintf("more than %d JSON values", tools.MaxSchemaValues)) || n > 4<<20 {
+		t.Errorf("CompileSchema of a million values: %v, having allocated %d bytes; want refused, saying the bound, having allocated little", err, n)
+	}
+	if _, err := tools.CompileSchema(json.RawMessage(pad(tools.MaxSchemaValues / 2))); err != nil {
+		t.Errorf("CompileSchema within the bound: %v", err)
+	}
+	ok := func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`"ok"`), nil }
+	defs, err := tools.NewDefinitions(map[string]json.RawMessage{"Huge": huge})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := tools.NewRegistry()
+	if err := r.Register(
+		tools.Tool{Name: "x.root", Summary: "s", Handler: ok, InputDefs: defs, InputSchema: huge},
+		tools.Tool{Name: "x.def", Summary: "s", Handler: ok, InputDefs: defs, InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"#/$defs/Huge"}}}`)},
+	); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"x.root", "x.def"} {
+		var err error
+		n := allocated(func() { _, err = r.Call(t.Context(), name, json.RawMessage(`{}`)) })
+		if err == nil || !strings.Contains(err.Error(), "JSON values") || n > 4<<20 {
+			t.Errorf("%s: %v, having allocated %d bytes; want unavailable, saying the bound, having allocated little", name, err, n)
+		}
 	}
 }

@@ -46,12 +46,13 @@ var printer = message.NewPrinter(language.English)
 // $ref to a file, a URL or any other document is an error
 // (ErrExternalRef), never a read; only the JSON Schema drafts' own
 // metaschemas, built in, are known. A schema beyond the bounds
-// (MaxSchemaDepth, MaxDocumentSchemas) is refused with ErrSchemaTooLarge
-// before any work that grows with it.
+// (MaxSchemaValues, MaxSchemaDepth, MaxDocumentSchemas) is refused with
+// ErrSchemaTooLarge before any work that grows with it: its values are
+// counted before it is decoded.
 func CompileSchema(doc json.RawMessage) (*Schema, error) {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	v, err := parseSchema(doc, "the schema")
 	if err != nil {
-		return nil, fmt.Errorf("parse schema: %w", err)
+		return nil, err
 	}
 	if err := measure(v).check("the schema"); err != nil {
 		return nil, err

@@ -70,8 +70,9 @@ func (k cache) tools() []tools.Tool {
 			Related:     []string{"cache.set", "cache.delete"},
 			Runtime:     true,
 			// A value is read from the store whole (issue 19, attack9
-			// D7: 128 reads at once of a 1 MB value took 1.4 GiB).
-			MaxResultBytes: int64(c.MaxValueBytes) + 4<<10,
+			// D7: 128 reads at once of a 1 MB value took 1.4 GiB): the
+			// driver's copy, the scan's and the encoded result's.
+			MaxResultBytes: tools.ResultCopies * (int64(c.MaxValueBytes) + 4<<10),
 			Handler:        tools.Handle(k.get),
 		},
 		{

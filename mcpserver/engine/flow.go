@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"unsafe"
 
 	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/tools"
@@ -42,12 +43,21 @@ var errObserveCrashed = errors.New("following the data flow of a tool's result f
 
 // observe records result as received from source, holding data of the
 // sources from too: a small result at once, a large one in the
-// background.
-func (t *tracker) observe(source string, result json.RawMessage, from filter.Provenance) {
-	data := bytes.Clone(result) // the executor owns result once the call returns
+// background. It returns nil, or for a result observed in the background
+// a channel closed once it is observed: until then the server holds its
+// copy of the result and the tree it parses it into, which the call's
+// result bytes in flight count (inflight.go) — given back when the
+// sandbox had the result, they no longer bounded the observations still
+// parsing (issue 19: 128 cache.get of a 1 MB array of zeros at once
+// grew the server by 1.2 GiB, all of it observations' trees).
+func (t *tracker) observe(source string, result json.RawMessage, from filter.Provenance) <-chan struct{} {
+	// A copy, since the executor owns result once the call returns, and
+	// the text the flow parses (a bytes.Clone here and a string of it
+	// there held two).
+	data := string(result)
 	if len(data) < observeAtOnce {
 		t.observeNow(source, data, from)
-		return
+		return nil
 	}
 	done := make(chan struct{})
 	t.mu.Lock()
@@ -57,6 +67,7 @@ func (t *tracker) observe(source string, result json.RawMessage, from filter.Pro
 		defer close(done)
 		t.observeNow(source, data, from)
 	}()
+	return done
 }
 
 // observeAtOnce is the size under which a result is observed on the
@@ -67,7 +78,7 @@ const observeAtOnce = 16 << 10
 
 // observeNow records data as received from source; a panic is logged
 // and makes every later settled panic in turn.
-func (t *tracker) observeNow(source string, data json.RawMessage, from filter.Provenance) {
+func (t *tracker) observeNow(source string, data string, from filter.Provenance) {
 	defer func() {
 		if p := recover(); p != nil {
 			t.mu.Lock()
@@ -79,7 +90,8 @@ func (t *tracker) observeNow(source string, data json.RawMessage, from filter.Pr
 			}
 		}
 	}()
-	t.flow.Observe(source, data, storedProvenance(data).Union(from))
+	// storedProvenance only reads the bytes of data.
+	t.flow.ObserveText(source, data, storedProvenance(unsafe.Slice(unsafe.StringData(data), len(data))).Union(from))
 }
 
 // settled waits for the observations in progress and returns the flow.

@@ -140,11 +140,12 @@ func (r *resultBytes) pass(ctx context.Context, c *Call, next next) (json.RawMes
 	}
 	h := &holding{r: r, c: c, run: c.Run.resultBudget(r.perRun), principal: c.Run.Caller.Principal}
 	c.releases = append(c.releases, func() {
+		giveBack := afterObserved(c.observed, h.giveBack)
 		if c.handOff != nil && c.delivered {
-			c.handOff(h.giveBack)
+			c.handOff(giveBack)
 			return
 		}
-		h.giveBack()
+		giveBack()
 	})
 	if n := c.Tool.MaxResultBytes; n > 0 {
 		if err := h.raise(ctx, n, fmt.Sprintf("a result of %s may hold %d bytes (its source's max_response_bytes, or its store's bound)", c.Name, n)); err != nil {
@@ -158,6 +159,27 @@ func (r *resultBytes) pass(ctx context.Context, c *Call, next next) (json.RawMes
 		return h.raise(ctx, n, fmt.Sprintf("this result of %s decodes into about %d bytes (its bytes and %d a JSON value)", c.Name, n, tools.DecodedValueBytes))
 	})
 	return next.call(ctx, c)
+}
+
+// afterObserved returns giveBack, or when the result is being observed
+// (observed is not nil) a function that calls it once the observation is
+// over too: the observation's copy and tree are the result's as much as
+// the sandbox's queue is.
+func afterObserved(observed <-chan struct{}, giveBack func()) func() {
+	if observed == nil {
+		return giveBack
+	}
+	return func() {
+		select {
+		case <-observed:
+			giveBack()
+		default:
+			go func() {
+				<-observed
+				giveBack()
+			}()
+		}
+	}
 }
 
 // HoldOutsideRun returns ctx with a tools.DecodedHolder that holds, for

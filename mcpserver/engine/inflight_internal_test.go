@@ -119,3 +119,29 @@ func TestHoldingOutsideRun(t *testing.T) {
 		t.Fatalf("in use after release: %d", got)
 	}
 }
+
+// TestAfterObserved (issue 19): a call's result bytes are given back
+// once the sandbox has the result and the run's flow has observed it,
+// whichever comes last.
+func TestAfterObserved(t *testing.T) {
+	gave := make(chan struct{}, 2)
+	giveBack := func() { gave <- struct{}{} }
+	afterObserved(nil, giveBack)()
+	if len(gave) != 1 {
+		t.Fatal("without an observation, not given back at once")
+	}
+	<-gave
+	observed := make(chan struct{})
+	afterObserved(observed, giveBack)() // the sandbox has it
+	select {
+	case <-gave:
+		t.Fatal("given back before the observation was over")
+	case <-time.After(10 * time.Millisecond):
+	}
+	close(observed)
+	<-gave // waits for the state, not a duration
+	afterObserved(observed, giveBack)()
+	if len(gave) != 1 {
+		t.Fatal("an observation over: not given back at once")
+	}
+}

@@ -170,5 +170,9 @@ func (m *Metrics) HandlerFor(visible func(tool string) bool) http.Handler {
 // Refused counts a request refused by limit.
 func (m *Metrics) Refused(limit string) { m.refusals.WithLabelValues(limit).Inc() }
 
+// SessionEvicted counts a session ended before its client ended it, by
+// reason, as the engine counts the session states it drops.
+func (m *Metrics) SessionEvicted(reason string) { m.sessionsEvicted.WithLabelValues(reason).Inc() }
+
 // Register adds collectors of the surface's own.
 func (m *Metrics) Register(cs ...prometheus.Collector) { m.reg.MustRegister(cs...) }

@@ -206,6 +206,7 @@ func (e *Engine) filterStreams(x *Execution, run *Run) {
 // (record), the tokens its session minted written through to the shared
 // store, and its audit record.
 func (e *Engine) finish(ctx context.Context, run *Run, sess *Session, x Execution, started time.Time, res *executor.Result) (*Record, []byte) {
+	defer e.holdOutput(ctx, run, res)()
 	rec, body := e.record(context.WithoutCancel(tools.WithCaller(ctx, run.Caller)), sess, run.settled(), run.ID, x, res, run.log.runArtifacts())
 	e.Flush(ctx, sess)
 	exec := executionRecord(run.ID, run.Caller, e.access.of(run.Caller), x, started, res)

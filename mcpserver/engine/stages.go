@@ -199,7 +199,7 @@ func (observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage, 
 	out, err := next.call(context.WithValue(ctx, resultSourcesKey{}, from), c)
 	if err == nil {
 		c.sources = from.get()
-		c.Run.flow.observe(c.Name, out, c.sources)
+		c.observed = c.Run.flow.observe(c.Name, out, c.sources)
 		c.seen.note(c.Name, out, c.sources)
 	}
 	return out, err

@@ -39,7 +39,12 @@ type skillStore interface {
 	DeleteSkill(ctx context.Context, name string) error
 	PublishSkill(ctx context.Context, name string) (memory.Skill, error)
 	UnpublishSkill(ctx context.Context, name string) error
-	CallableSkills(ctx context.Context) ([]memory.Skill, error)
+	// ListCallableSkills reads a page of names and descriptions, no
+	// code (skills.list); PublishedSkill one snapshot with its code (a
+	// change, skills.accept); AllSkills and PublishedSkills every
+	// skill with its code, for (re)loading the catalogue only.
+	ListCallableSkills(ctx context.Context, q memory.SkillQuery) (memory.SkillPage, error)
+	PublishedSkill(ctx context.Context, name string) (memory.Skill, error)
 	AllSkills(ctx context.Context) ([]memory.Skill, error)
 	PublishedSkills(ctx context.Context) ([]memory.Skill, error)
 	OnSkillChange(fn func(memory.SkillChange)) (cancel func())

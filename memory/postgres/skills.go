@@ -27,6 +27,35 @@ const (
 		code_sha256, true, version, published_at, provenance FROM published_skills`
 )
 
+// The columns of a skill in a listing, in the order scanSkillInfo reads
+// them: no code.
+const (
+	ownSkillInfoSelect = `SELECT s.principal AS owner, s.name, s.description, s.language, s.version, s.updated_at,
+		NULL::text AS code_sha256, false AS snapshot, p.version AS published_version, p.published_at
+		FROM skills s LEFT JOIN published_skills p ON p.name = s.name AND p.owner = s.principal`
+	publishedSkillInfoSelect = `SELECT owner, name, description, language, version, updated_at,
+		code_sha256, true, version, published_at FROM published_skills`
+)
+
+func scanSkillInfo(sc interface{ Scan(...any) error }) (memory.SkillInfo, error) {
+	var in memory.SkillInfo
+	var sha *string
+	var u int64
+	var pubVersion, pubAt *int64
+	if err := sc.Scan(&in.Owner, &in.Name, &in.Description, &in.Language, &in.Version, &u,
+		&sha, &in.Snapshot, &pubVersion, &pubAt); err != nil {
+		return in, err
+	}
+	if sha != nil {
+		in.CodeSHA256 = *sha
+	}
+	if pubVersion != nil {
+		in.Published, in.PublishedVersion, in.PublishedAt = true, *pubVersion, timePtr(pubAt)
+	}
+	in.UpdatedAt = fromMS(u)
+	return in, nil
+}
+
 func scanSkill(sc interface{ Scan(...any) error }) (memory.Skill, error) {
 	var sk memory.Skill
 	var schema, sha *string
@@ -213,20 +242,60 @@ func (s *Store) ListSkills(ctx context.Context) ([]memory.Skill, error) {
 	return s.listSkills(ctx, ownSkillSelect+` WHERE s.principal = $1 ORDER BY s.name COLLATE "C"`, tools.CallerFrom(ctx).Principal)
 }
 
-// CallableSkills returns what the caller can call: its own skills, and
-// the published ones of names it has none of.
-func (s *Store) CallableSkills(ctx context.Context) ([]memory.Skill, error) {
-	return s.listSkills(ctx, `SELECT * FROM (`+ownSkillSelect+` WHERE s.principal = $1
-		UNION ALL `+publishedSkillSelect+` WHERE name NOT IN (SELECT name FROM skills WHERE principal = $1)) c
-		ORDER BY c.name COLLATE "C"`, tools.CallerFrom(ctx).Principal)
+// ListCallableSkills returns a page of what the caller can call, by
+// name: its own skills, and the published ones of names it has none of —
+// names, descriptions and versions, not code (see memory.SkillInfo).
+func (s *Store) ListCallableSkills(ctx context.Context, q memory.SkillQuery) (memory.SkillPage, error) {
+	p := tools.CallerFrom(ctx).Principal
+	rows, err := s.db.Query(ctx, `SELECT * FROM (`+ownSkillInfoSelect+` WHERE s.principal = $1 AND s.name COLLATE "C" > $2
+		UNION ALL `+publishedSkillInfoSelect+` WHERE name COLLATE "C" > $2 AND name NOT IN (SELECT name FROM skills WHERE principal = $1)) c
+		ORDER BY c.name COLLATE "C" LIMIT $3`, p, q.After, q.PageLimit()+1)
+	if err != nil {
+		return memory.SkillPage{}, fmt.Errorf("list skills: %w", err)
+	}
+	defer rows.Close()
+	page := memory.SkillPage{Skills: []memory.SkillInfo{}}
+	bytes := 0
+	for rows.Next() {
+		if n := len(page.Skills); q.Full(n, bytes) {
+			page.Next = page.Skills[n-1].Name
+			break
+		}
+		in, err := scanSkillInfo(rows)
+		if err != nil {
+			return memory.SkillPage{}, fmt.Errorf("list skills: %w", err)
+		}
+		bytes += len(in.Description)
+		page.Skills = append(page.Skills, in)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return memory.SkillPage{}, fmt.Errorf("list skills: %w", err)
+	}
+	return page, nil
 }
 
-// PublishedSkills returns every published snapshot by name.
+// PublishedSkill returns the published snapshot name, whoever owns it.
+func (s *Store) PublishedSkill(ctx context.Context, name string) (memory.Skill, error) {
+	sk, err := scanSkill(s.db.QueryRow(ctx, publishedSkillSelect+` WHERE name = $1`, name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memory.Skill{}, memory.NotFound("no skill %q is published", memory.Clip(name, 70))
+	}
+	if err != nil {
+		return memory.Skill{}, fmt.Errorf("published skill: %w", err)
+	}
+	return sk, nil
+}
+
+// PublishedSkills returns every published snapshot by name, code
+// included, for a server that registers them at start-up: a listing
+// reads ListCallableSkills, and one change PublishedSkill.
 func (s *Store) PublishedSkills(ctx context.Context) ([]memory.Skill, error) {
 	return s.listSkills(ctx, publishedSkillSelect+` ORDER BY name COLLATE "C"`)
 }
 
-// AllSkills returns every principal's own skills.
+// AllSkills returns every principal's own skills, code included, for a
+// server that registers them at start-up.
 func (s *Store) AllSkills(ctx context.Context) ([]memory.Skill, error) {
 	return s.listSkills(ctx, ownSkillSelect+` ORDER BY s.principal COLLATE "C", s.name COLLATE "C"`)
 }

@@ -139,6 +139,40 @@ const (
 		code_sha256, 1, version, published_at, provenance FROM published_skills`
 )
 
+// The columns of a skill in a listing, own copy or snapshot, in the
+// order scanSkillInfo reads them: no code.
+const (
+	ownSkillInfoSelect = `SELECT s.principal, s.name, s.description, s.language, s.version, s.updated_at,
+		NULL, 0, p.version, p.published_at
+		FROM skills s LEFT JOIN published_skills p ON p.name = s.name AND p.owner = s.principal`
+	publishedSkillInfoSelect = `SELECT owner, name, description, language, version, updated_at,
+		code_sha256, 1, version, published_at FROM published_skills`
+)
+
+// listCallableSkillsQuery reads a page of ListCallableSkills: the
+// caller's own skills after a name, and the published ones after it of
+// names the caller has none of. Its indexes cover it (migration 25).
+const listCallableSkillsQuery = ownSkillInfoSelect + ` WHERE s.principal = ? AND s.name > ?
+	UNION ALL ` + publishedSkillInfoSelect + ` WHERE name > ? AND name NOT IN (SELECT name FROM skills WHERE principal = ?)
+	ORDER BY 2 LIMIT ?`
+
+func scanSkillInfo(sc interface{ Scan(...any) error }) (memory.SkillInfo, error) {
+	var in memory.SkillInfo
+	var sha sql.NullString
+	var u int64
+	var pubVersion, pubAt sql.NullInt64
+	if err := sc.Scan(&in.Owner, &in.Name, &in.Description, &in.Language, &in.Version, &u,
+		&sha, &in.Snapshot, &pubVersion, &pubAt); err != nil {
+		return in, err
+	}
+	in.CodeSHA256 = sha.String
+	if pubVersion.Valid {
+		in.Published, in.PublishedVersion, in.PublishedAt = true, pubVersion.Int64, timePtr(pubAt)
+	}
+	in.UpdatedAt = fromMS(u)
+	return in, nil
+}
+
 func scanSkill(sc interface{ Scan(...any) error }) (memory.Skill, error) {
 	var sk memory.Skill
 	var schema, sha sql.NullString
@@ -203,24 +237,65 @@ func (s *Store) ListSkills(ctx context.Context) ([]memory.Skill, error) {
 	return s.listSkills(ctx, ownSkillSelect+` WHERE s.principal = ? ORDER BY s.name`, tools.CallerFrom(ctx).Principal)
 }
 
-// CallableSkills returns what the caller can call, sorted by name: its
-// own skills, and the published skills whose names it has no skill of its
-// own for. Owner and Snapshot say whose each is and which copy.
-func (s *Store) CallableSkills(ctx context.Context) ([]memory.Skill, error) {
+// ListCallableSkills returns a page of what the caller can call, sorted
+// by name: its own skills, and the published skills whose names it has no
+// skill of its own for — names, descriptions and versions, not code (see
+// memory.SkillInfo). Owner and Snapshot say whose each is and which copy.
+func (s *Store) ListCallableSkills(ctx context.Context, q memory.SkillQuery) (memory.SkillPage, error) {
 	p := tools.CallerFrom(ctx).Principal
-	return s.listSkills(ctx, ownSkillSelect+` WHERE s.principal = ?
-		UNION ALL `+publishedSkillSelect+` WHERE name NOT IN (SELECT name FROM skills WHERE principal = ?)
-		ORDER BY 2`, p, p)
+	page := memory.SkillPage{Skills: []memory.SkillInfo{}}
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		page = memory.SkillPage{Skills: []memory.SkillInfo{}}
+		rows, err := tx.QueryContext(ctx, listCallableSkillsQuery, p, q.After, q.After, p, q.PageLimit()+1)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		bytes := 0
+		for rows.Next() {
+			if n := len(page.Skills); q.Full(n, bytes) {
+				page.Next = page.Skills[n-1].Name
+				break
+			}
+			in, err := scanSkillInfo(rows)
+			if err != nil {
+				return err
+			}
+			bytes += len(in.Description)
+			page.Skills = append(page.Skills, in)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return memory.SkillPage{}, fmt.Errorf("list skills: %w", err)
+	}
+	return page, nil
 }
 
-// PublishedSkills returns every published snapshot, sorted by name, for a
-// server that registers them at start-up.
+// PublishedSkill returns the published snapshot name, whoever owns it.
+func (s *Store) PublishedSkill(ctx context.Context, name string) (memory.Skill, error) {
+	var sk memory.Skill
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		var err error
+		sk, err = scanSkill(tx.QueryRowContext(ctx, publishedSkillSelect+` WHERE name = ?`, name))
+		if errors.Is(err, sql.ErrNoRows) {
+			return memory.NotFound("no skill %q is published", memory.Clip(name, 70))
+		}
+		return err
+	})
+	return sk, err
+}
+
+// PublishedSkills returns every published snapshot, code included, sorted
+// by name, for a server that registers them at start-up (or reloads them
+// after missing changes): a listing reads ListCallableSkills, and one
+// change PublishedSkill.
 func (s *Store) PublishedSkills(ctx context.Context) ([]memory.Skill, error) {
 	return s.listSkills(ctx, publishedSkillSelect+` ORDER BY name`)
 }
 
-// AllSkills returns every principal's own skills, sorted by owner and
-// name.
+// AllSkills returns every principal's own skills, code included, sorted
+// by owner and name, for a server that registers them at start-up.
 func (s *Store) AllSkills(ctx context.Context) ([]memory.Skill, error) {
 	return s.listSkills(ctx, ownSkillSelect+` ORDER BY s.principal, s.name`)
 }

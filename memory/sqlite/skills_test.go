@@ -154,11 +154,11 @@ func TestSkillOwnership(t *testing.T) {
 	callable := func(ctx any) []string {
 		t.Helper()
 		var out []string
-		list, err := s.CallableSkills(as(t.Context(), ctx.(string)))
+		page, err := s.ListCallableSkills(as(t.Context(), ctx.(string)), memory.SkillQuery{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, sk := range list {
+		for _, sk := range page.Skills {
 			out = append(out, sk.Name+"@"+sk.Owner+map[bool]string{true: "/published", false: ""}[sk.Snapshot])
 		}
 		return out

@@ -312,8 +312,8 @@ func testExportImport(t *testing.T, open Opener) {
 	if err != nil || len(got.MergedFrom) != 1 || fmt.Sprint(got.Tags) != "[oncall wiki]" || fmt.Sprint(got.Entities) != "[ops]" {
 		t.Fatalf("survivor in the copy: %+v %v", got, err)
 	}
-	if sk, err := dst.CallableSkills(bob); err != nil || len(sk) != 1 || sk[0].Owner != "alice" {
-		t.Fatalf("bob's callable skills in the copy: %+v %v", sk, err)
+	if page, err := dst.ListCallableSkills(bob, memory.SkillQuery{}); err != nil || len(page.Skills) != 1 || page.Skills[0].Owner != "alice" {
+		t.Fatalf("bob's callable skills in the copy: %+v %v", page, err)
 	}
 	if _, data, err := dst.ReadFile(bob, "notes.md"); err != nil || string(data) != "# notes\n" {
 		t.Fatalf("bob's file in the copy: %q %v", data, err)

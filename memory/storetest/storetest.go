@@ -42,7 +42,8 @@ type Backend interface {
 	DeleteSkill(ctx context.Context, name string) error
 	PublishSkill(ctx context.Context, name string) (memory.Skill, error)
 	UnpublishSkill(ctx context.Context, name string) error
-	CallableSkills(ctx context.Context) ([]memory.Skill, error)
+	ListCallableSkills(ctx context.Context, q memory.SkillQuery) (memory.SkillPage, error)
+	PublishedSkill(ctx context.Context, name string) (memory.Skill, error)
 	PublishedSkills(ctx context.Context) ([]memory.Skill, error)
 	OnSkillChange(fn func(memory.SkillChange)) (cancel func())
 	SkillPin(ctx context.Context, name string) (memory.SkillPin, error)
@@ -100,6 +101,7 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 	t.Run("skills", func(t *testing.T) { testSkills(t, open) })
 	t.Run("skill_changes_across_instances", func(t *testing.T) { testSkillChanges(t, open) })
 	t.Run("skill_pins", func(t *testing.T) { testSkillPins(t, open) })
+	t.Run("skill_listing", func(t *testing.T) { testSkillListing(t, open) })
 	t.Run("tool_shapes", func(t *testing.T) { testToolShapes(t, open) })
 	t.Run("search_links", func(t *testing.T) { testSearchLinks(t, open) })
 	t.Run("memories", func(t *testing.T) { testMemories(t, open) })
@@ -303,8 +305,8 @@ func testSkills(t *testing.T, open Opener) {
 	wantCode(t, err, memory.ErrInvalid)
 	_, err = st.GetSkill(bob, "greet")
 	wantCode(t, err, memory.ErrNotFound)
-	callable, err := st.CallableSkills(bob)
-	if err != nil || len(callable) != 0 {
+	callable, err := st.ListCallableSkills(bob, memory.SkillQuery{})
+	if err != nil || len(callable.Skills) != 0 {
 		t.Fatalf("bob callable before publish: %+v %v", callable, err)
 	}
 	snap, err := st.PublishSkill(alice, "greet")
@@ -318,15 +320,15 @@ func testSkills(t *testing.T, open Opener) {
 	wantCode(t, err, memory.ErrConflict)
 	err = st.UnpublishSkill(bob, "greet")
 	wantCode(t, err, memory.ErrConflict)
-	callable, err = st.CallableSkills(bob)
-	if err != nil || len(callable) != 1 || callable[0].Owner != "bob" {
+	callable, err = st.ListCallableSkills(bob, memory.SkillQuery{})
+	if err != nil || len(callable.Skills) != 1 || callable.Skills[0].Owner != "bob" {
 		t.Fatalf("bob's own skill shadows the published one: %+v %v", callable, err)
 	}
 	if err := st.DeleteSkill(bob, "greet"); err != nil {
 		t.Fatal(err)
 	}
-	callable, err = st.CallableSkills(bob)
-	if err != nil || len(callable) != 1 || callable[0].Owner != "alice" || !callable[0].Snapshot || callable[0].Code != "return 'hello'" {
+	callable, err = st.ListCallableSkills(bob, memory.SkillQuery{})
+	if err != nil || len(callable.Skills) != 1 || callable.Skills[0].Owner != "alice" || !callable.Skills[0].Snapshot || callable.Skills[0].CodeSHA256 != memory.Hash([]byte("return 'hello'")) {
 		t.Fatalf("bob callable after publish: %+v %v", callable, err)
 	}
 	if err := st.UnpublishSkill(alice, "greet"); err != nil {

@@ -96,7 +96,7 @@ func (s *Source) build(d *Document) (*built, error) {
 		return nil, fmt.Errorf("%w: the configuration selects none of its operations (include, exclude, tags, methods, read_only)", ErrDocument)
 	}
 	groupOperations(ops)
-	sc := newSchemas(d.doc)
+	sc := newSchemas(d.doc, toolBudget(d.size))
 	out := &built{title: d.Title, version: d.Version, ops: map[string]*operation{}, problems: problems}
 	if s.set.base == nil {
 		if u, err := s.baseFor(d, &operation{}); err == nil {
@@ -111,10 +111,13 @@ func (s *Source) build(d *Document) (*built, error) {
 		}
 		o.base = base
 		t, refs, err := s.tool(d, sc, o)
+		if err == nil {
+			err = sc.charge(textBytes(&t))
+		}
 		if err != nil {
-			if errors.Is(err, errSchemaTooLarge) || errors.Is(err, errDocumentTooLarge) {
+			if errors.Is(err, errSchemaTooLarge) || errors.Is(err, errDocumentTooLarge) || errors.Is(err, errSchemaBytes) || errors.As(err, new(*budgetError)) {
 				// Not an ordinary gap of a document: say so where it shows.
-				s.log.Warn("openapi operation left out: its schema expands too far", "source", s.category, "operation", o.label())
+				s.log.Warn("openapi operation left out: its schema expands too far", "source", s.category, "operation", o.label(), "bytes", sc.spent)
 			}
 			out.problems = append(out.problems, Problem{Operation: o.label(), Message: err.Error()})
 			continue
@@ -197,7 +200,7 @@ func inputSchema(sc *schemas, o *operation) (json.RawMessage, bool, error) {
 				}
 			}
 			v = annotate(v, def.Description, def.Deprecated)
-			if def.Example != nil {
+			if def.Example != nil && small(def.Example) {
 				if ob, ok := v.(*obj); ok && !ob.has("examples") {
 					ob.set("examples", []any{def.Example})
 				}
@@ -252,6 +255,15 @@ func inputSchema(sc *schemas, o *operation) (json.RawMessage, bool, error) {
 	return sc.document(c, root)
 }
 
+// textBytes are the bytes of what a tool holds besides its schemas.
+func textBytes(t *tools.Tool) int {
+	n := len(t.Name) + len(t.Summary) + len(t.Description) + len(t.Notes) + len(t.Group) + len(t.Route)
+	for _, e := range t.Errors {
+		n += len(e.Code) + len(e.Description)
+	}
+	return n
+}
+
 // annotate adds a description (when the schema has none) and the
 // deprecated mark to a converted schema.
 func annotate(v any, desc string, deprecated bool) any {
@@ -264,7 +276,7 @@ func annotate(v any, desc string, deprecated bool) any {
 		o = newObj().set("allOf", []any{v})
 	}
 	if desc != "" && !o.has("description") {
-		o.set("description", desc)
+		o.set("description", cut(desc))
 	}
 	if deprecated {
 		o.set("deprecated", true)
@@ -408,7 +420,7 @@ func (s *Source) notesOf(d *Document, o *operation) string {
 	if title == "" {
 		title = "the OpenAPI document"
 	}
-	fmt.Fprintf(&b, ", from %s.", title)
+	fmt.Fprintf(&b, ", from %s.", shorten(title, 1<<10))
 	if ed := o.op.ExternalDocs; ed != nil && ed.URL != "" {
 		fmt.Fprintf(&b, " Docs: %s", ed.URL)
 	}

@@ -465,7 +465,7 @@ func (s *Source) attempt(parent context.Context, req *request) (*response, strin
 		return nil, kind, terr
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, s.set.maxResponse+1))
+	data, err := readResponse(resp, s.set.maxResponse)
 	if err != nil {
 		kind, terr := s.transportError(parent, ctx, req, err)
 		return nil, kind, terr
@@ -491,6 +491,21 @@ func (s *Source) attempt(parent context.Context, req *request) (*response, strin
 		url:     resp.Request.URL,
 		request: req.method + " " + req.url.Host,
 	}, "", nil
+}
+
+// readResponse reads resp's body, up to max bytes and one more. A body
+// whose length is announced is read into a buffer of that size, where
+// io.ReadAll's, growing as it reads, held up to twice its bytes at once
+// while the call reserved them once (tools.Tool.MaxResultBytes).
+func readResponse(resp *http.Response, max int64) ([]byte, error) {
+	if n := resp.ContentLength; n > 0 && n <= max {
+		b := make([]byte, n)
+		if _, err := io.ReadFull(resp.Body, b); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, max+1))
 }
 
 // transportError describes a request that got no response, without its
@@ -620,9 +635,9 @@ func (s *Source) result(ctx context.Context, o *operation, r *response) (json.Ra
 		if json.Valid(r.body) {
 			return r.body, nil
 		}
-		return json.Marshal(string(r.body))
+		return tools.TextJSON(ctx, r.body)
 	case isText(r.mime) || r.mime == "application/x-www-form-urlencoded":
-		return json.Marshal(string(r.body))
+		return tools.TextJSON(ctx, r.body)
 	}
 	if s.opts.Artifacts == nil {
 		return nil, &tools.Error{Code: CodeBinary, Message: fmt.Sprintf("%s %s answered with %d bytes of %s, and this server keeps no artifacts", o.method, o.path, len(r.body), r.mime)}

@@ -53,12 +53,27 @@ func (o *obj) len() int { return len(o.keys) }
 // json.RawMessage (written as it is). Values that have no JSON form
 // (NaN, channels) are written as null.
 func encode(v any) []byte {
-	var b bytes.Buffer
-	writeJSON(&b, v)
-	return b.Bytes()
+	b, _ := encodeMax(v, math.MaxInt)
+	return b
 }
 
-func writeJSON(b *bytes.Buffer, v any) {
+// encodeMax writes v as encode does, and stops, reporting false, once it
+// wrote more than limit bytes (a string at most past them): a schema
+// that repeats a long description or example at each of its nodes is
+// refused before it is whole.
+func encodeMax(v any, limit int) ([]byte, bool) {
+	var b bytes.Buffer
+	writeJSON(&b, v, limit)
+	if b.Len() > limit {
+		return nil, false
+	}
+	return b.Bytes(), true
+}
+
+func writeJSON(b *bytes.Buffer, v any, limit int) {
+	if b.Len() > limit {
+		return
+	}
 	switch v := v.(type) {
 	case nil:
 		b.WriteString("null")
@@ -70,7 +85,7 @@ func writeJSON(b *bytes.Buffer, v any) {
 			}
 			writeString(b, k)
 			b.WriteByte(':')
-			writeJSON(b, v.vals[k])
+			writeJSON(b, v.vals[k], limit)
 		}
 		b.WriteByte('}')
 	case map[string]any:
@@ -86,7 +101,7 @@ func writeJSON(b *bytes.Buffer, v any) {
 			}
 			writeString(b, k)
 			b.WriteByte(':')
-			writeJSON(b, v[k])
+			writeJSON(b, v[k], limit)
 		}
 		b.WriteByte('}')
 	case []any:
@@ -95,7 +110,7 @@ func writeJSON(b *bytes.Buffer, v any) {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			writeJSON(b, x)
+			writeJSON(b, x, limit)
 		}
 		b.WriteByte(']')
 	case []string:

@@ -45,6 +45,7 @@ type Document struct {
 	// Title is info.title.
 	Title string
 	doc   *openapi3.T
+	size  int // the document's bytes, as read (see toolBudget)
 }
 
 // Parse reads an OpenAPI document, JSON or YAML: OpenAPI 3.0 or 3.1, or
@@ -54,6 +55,7 @@ type Document struct {
 // problem; a document that makes the parser fail in any other way is
 // refused as well, never a panic.
 func Parse(data []byte) (doc *Document, err error) {
+	size := len(data)
 	if len(data) > MaxDocumentBytes {
 		return nil, fmt.Errorf("%w: %d bytes, more than the %d this reads", ErrDocument, len(data), MaxDocumentBytes)
 	}
@@ -74,9 +76,17 @@ func Parse(data []byte) (doc *Document, err error) {
 		if n := tools.JSONValues(data, MaxDocumentValues) + bytes.Count(data, []byte("\n")); n > MaxDocumentValues {
 			return nil, tooManyValues()
 		}
+		if mayHaveAnchors(data) {
+			if err := checkAliases(data); err != nil {
+				return nil, err
+			}
+		}
 		j, err := yaml.YAMLToJSON(data)
 		if err != nil {
 			return nil, fmt.Errorf("%w: neither JSON nor YAML: %s", ErrDocument, strings.TrimPrefix(err.Error(), "yaml: "))
+		}
+		if len(j) > MaxDocumentBytes {
+			return nil, fmt.Errorf("%w: as JSON it is %d bytes, more than the %d this reads", ErrDocument, len(j), MaxDocumentBytes)
 		}
 		data = j
 	}
@@ -134,7 +144,7 @@ func Parse(data []byte) (doc *Document, err error) {
 		}
 		return nil, fmt.Errorf("%w: it has no paths, so no operations to call", ErrDocument)
 	}
-	d := &Document{Version: version, doc: t}
+	d := &Document{Version: version, doc: t, size: size}
 	if t.Info != nil {
 		d.Title = t.Info.Title
 	}

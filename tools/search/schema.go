@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // schemaWords are the property names and descriptions found in a schema.
@@ -37,15 +38,41 @@ func schemaText(raw json.RawMessage) schemaWords {
 	return schemaWalk(root, func(ref string) any { return resolve(root, ref) })
 }
 
+// maxSchemaWords bounds the bytes of names, descriptions and values
+// the index takes from one schema of a tool. What a tool's schema
+// reaches through shared definitions is held once, but its words are
+// taken for every tool that reaches it: a definition of a megabyte of
+// descriptions, reached by each of a document's thousand operations,
+// was a gigabyte of terms (issue 19, attack15 I2). The most a tool of
+// the thirteen APIs of make bench-search takes is 32 KB (Zoom's).
+const maxSchemaWords = 128 << 10
+
 // schemaWalk collects the words of a decoded schema as schemaText does,
-// following a "$ref" to what resolveRef gives.
+// following a "$ref" to what resolveRef gives, at most maxSchemaWords
+// bytes of them.
 func schemaWalk(root any, resolveRef func(string) any) schemaWords {
 	var w schemaWords
 	seen := map[string]bool{}
+	left := maxSchemaWords
+	// take is s, cut to what is left of the bound, and whether any was.
+	take := func(s string) (string, bool) {
+		if left <= 0 {
+			return "", false
+		}
+		if len(s) > left {
+			cut := left
+			for cut > 0 && !utf8.RuneStart(s[cut]) {
+				cut--
+			}
+			s = s[:cut]
+		}
+		left -= len(s) + 1
+		return s, true
+	}
 	var walk func(s any, depth int)
 	walk = func(s any, depth int) {
 		m, ok := s.(map[string]any)
-		if !ok || depth > 4 {
+		if !ok || depth > 4 || left <= 0 {
 			return
 		}
 		if ref, ok := m["$ref"].(string); ok && !seen[ref] {
@@ -59,11 +86,15 @@ func schemaWalk(root any, resolveRef func(string) any) schemaWords {
 			}
 			sort.Strings(keys)
 			for _, k := range keys {
-				w.names = append(w.names, k)
+				if n, ok := take(k); ok {
+					w.names = append(w.names, n)
+				}
 				if pm, ok := props[k].(map[string]any); ok {
 					d, _ := pm["description"].(string)
 					if d != "" {
-						w.descriptions = append(w.descriptions, d)
+						if t, ok := take(d); ok {
+							w.descriptions = append(w.descriptions, t)
+						}
 					}
 					if depth <= 1 {
 						// What an operation's own parameters say it does:
@@ -72,7 +103,9 @@ func schemaWalk(root any, resolveRef func(string) any) schemaWords {
 						if vs, ok := pm["enum"].([]any); ok {
 							for _, v := range vs {
 								if s, ok := v.(string); ok {
-									w.values = append(w.values, s)
+									if t, ok := take(s); ok {
+										w.values = append(w.values, t)
+									}
 								}
 							}
 						}

@@ -78,7 +78,7 @@ func (u *upstream) call(ctx context.Context, orig, name string, args json.RawMes
 		var big *tooLargeError
 		if errors.As(err, &big) {
 			return nil, &tools.Error{Code: CodeUpstreamTooLarge, Tool: name,
-				Message: fmt.Sprintf("upstream %q sent a result of %s, more than its max_response_bytes (%s); ask for less, such as a smaller page or range, or raise max_response_bytes for it", u.name, sizeText(big.size), sizeText(big.max))}
+				Message: fmt.Sprintf("upstream %q sent %s, more than its max_response_bytes (%s); ask for less, such as a smaller page or range, or raise max_response_bytes for it", u.name, big.what("a result"), sizeText(big.max))}
 		}
 		var rpc *rpcError
 		if errors.As(err, &rpc) {

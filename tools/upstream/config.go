@@ -80,7 +80,10 @@ type Server struct {
 	// MaxResponseBytes bounds each message the server sends (a tool's
 	// result, a page of its tool list, a notification), read without
 	// holding more than that; a call whose result is larger fails with
-	// upstream_too_large. 0 means DefaultMaxResponseBytes.
+	// upstream_too_large. A message no call holds, other than a result
+	// codecell counts itself (a notification, the answer to initialize,
+	// an error), is bounded by what it decodes into too: its bytes and
+	// 128 a JSON value. 0 means DefaultMaxResponseBytes.
 	MaxResponseBytes int64 `json:"max_response_bytes,omitempty" toml:"max_response_bytes,omitzero"`
 	// MaxListBytes bounds each list the server sends — its tools,
 	// prompts, resources and resource templates — all its pages

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/codecell/codecell/tools"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -203,32 +204,37 @@ func sameOrigin(configured string) func(*http.Request, []*http.Request) error {
 }
 
 // oversized records a message the server sent that was larger than its
-// max_response_bytes: a response, for the call that waits for it; a
-// notification or request, or a message without an id, is dropped, with
-// a warning now and then.
+// max_response_bytes, or that no call held and decodes into more: a
+// response, for the request that waits for it; a notification or
+// request, or a message without an id, is dropped, with a warning now and
+// then.
 func (c *conn) oversized(d dialer) oversized {
-	return func(id json.RawMessage, method bool, size int64, refused error) {
+	return func(id json.RawMessage, method bool, why dropped) {
 		var rid mcp.RequestId
 		if id != nil && !method && json.Unmarshal(id, &rid) == nil {
 			c.mu.Lock()
-			c.tooLarge[rid.String()] = dropped{size: size, refused: refused}
+			// An answer to no request stays until the connection ends:
+			// a server sending such answers cannot grow the map without
+			// end. A request waiting still fails, the replacement's
+			// message saying why.
+			if len(c.tooLarge) < maxDropped {
+				c.tooLarge[rid.String()] = why
+			}
 			c.mu.Unlock()
 			return
 		}
-		if refused != nil {
+		if why.refused != nil {
 			return // a message for no call, which no call held
 		}
-		if c.dropLog.Allow() {
-			d.log.Warn("dropped a message larger than max_response_bytes", "bytes", size, "max_response_bytes", d.maxResponse, "request_or_notification", method)
+		if !c.dropLog.Allow() {
+			return
 		}
+		if why.decoded > 0 {
+			d.log.Warn("dropped a message that decodes into more than max_response_bytes", "bytes", why.size, "decoded_bytes", why.decoded, "max_response_bytes", d.maxResponse, "request_or_notification", method)
+			return
+		}
+		d.log.Warn("dropped a message larger than max_response_bytes", "bytes", why.size, "max_response_bytes", d.maxResponse, "request_or_notification", method)
 	}
-}
-
-// dropped is a response limitReader dropped: its size, and the holder's
-// error when it was dropped because it could not be held.
-type dropped struct {
-	size    int64
-	refused error
 }
 
 // refusedError is a call whose response was dropped as it was read
@@ -239,13 +245,23 @@ func (e *refusedError) Error() string { return e.err.Error() }
 func (e *refusedError) Unwrap() error { return e.err }
 
 // tooLargeError is a call whose response was larger than the server's
-// max_response_bytes, and was not read into memory.
+// max_response_bytes, and was not read into memory; or, when decoded is
+// set, whose response no call held and would decode into more (an error
+// with data of many values, over stdio).
 type tooLargeError struct {
-	size, max int64
+	size, decoded, max int64
 }
 
 func (e *tooLargeError) Error() string {
-	return fmt.Sprintf("the server sent a response of %s, more than max_response_bytes (%s)", sizeText(e.size), sizeText(e.max))
+	return "the server sent " + e.what("a response") + fmt.Sprintf(", more than max_response_bytes (%s)", sizeText(e.max))
+}
+
+// what says what the server sent, a noun such as "a result", and its size.
+func (e *tooLargeError) what(noun string) string {
+	if e.decoded > 0 {
+		return fmt.Sprintf("%s that decodes into about %s (its %s and %d bytes a JSON value)", noun, sizeText(e.decoded), sizeText(e.size), tools.DecodedValueBytes)
+	}
+	return fmt.Sprintf("%s of %s", noun, sizeText(e.size))
 }
 
 // sizeText writes a byte count for people.
@@ -254,6 +270,21 @@ func sizeText(n int64) string {
 		return fmt.Sprintf("%d bytes", n)
 	}
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
+
+// maxDropped bounds the dropped answers a connection remembers, far more
+// than its requests in flight.
+const maxDropped = 1024
+
+// droppedAnswer returns, of the answers limitReader dropped and no call
+// took, one, or nil.
+func (c *conn) droppedAnswer() *tooLargeError {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, d := range c.tooLarge {
+		return &tooLargeError{size: d.size, decoded: d.decoded, max: c.maxMsg}
+	}
+	return nil
 }
 
 // start starts the transport on the connection's lifetime and performs
@@ -268,6 +299,10 @@ func (c *conn) start(life, hctx context.Context, d dialer) error {
 		ClientInfo:      mcp.Implementation{Name: "codecell", Version: d.version},
 	}})
 	if err != nil {
+		if big := c.droppedAnswer(); big != nil {
+			// The only request yet: its answer was dropped as it was read.
+			return fmt.Errorf("the server sent %s, more than max_response_bytes (%s): codecell dropped it (raise max_response_bytes for this server if it must send that)", big.what("an answer to initialize"), sizeText(big.max))
+		}
 		return err
 	}
 	c.info = res.ServerInfo
@@ -471,7 +506,7 @@ func (c *conn) send(ctx context.Context, id mcp.RequestId, method string, params
 		case over && d.refused != nil:
 			return nil, &refusedError{err: d.refused}
 		case over:
-			return nil, &tooLargeError{size: d.size, max: c.maxMsg}
+			return nil, &tooLargeError{size: d.size, decoded: d.decoded, max: c.maxMsg}
 		}
 		return nil, &rpcError{Code: resp.Error.Code, Message: resp.Error.Message}
 	}

@@ -346,7 +346,7 @@ func (u *upstream) forward(ctx context.Context, method string, params any) (json
 	var big *tooLargeError
 	if errors.As(err, &big) {
 		return nil, &tools.Error{Code: CodeUpstreamTooLarge, Tool: what,
-			Message: fmt.Sprintf("upstream %q sent an answer of %s, more than its max_response_bytes (%s)", u.name, sizeText(big.size), sizeText(big.max))}
+			Message: fmt.Sprintf("upstream %q sent %s, more than its max_response_bytes (%s)", u.name, big.what("an answer"), sizeText(big.max))}
 	}
 	var rpc *rpcError
 	if errors.As(err, &rpc) {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strings"
 
 	"github.com/codecell/codecell/tools"
 )
@@ -26,6 +27,22 @@ const DefaultMaxResponseBytes = 16 << 20
 // the call that asked for it fails at once (oversized, which send turns
 // into a *tooLargeError), and the connection goes on. An oversized
 // notification, or a message without an id, is dropped.
+//
+// A message is bounded by what it decodes into as well, whoever reads it
+// (issue 19, attack15 I3): its JSON values are counted as it is read
+// (tools.ValueCounter). One a call holds is held as it arrives (hold,
+// below). One no call holds — a stdio server's, an HTTP response to a
+// request that holds nothing, the Streamable HTTP GET stream's, a legacy
+// SSE stream's — is dropped as an oversized one is when its bytes plus
+// tools.DecodedValueBytes a value pass max_response_bytes, unless it is
+// the answer to one of codecell's own requests with a result and no
+// error: mcp-go keeps such a result raw, and codecell counts it before it
+// decodes it (a call's result in its call's results in flight, a list's
+// entries against the list's bounds). Everything else — a notification,
+// a request from the server, an error's data, the answer to initialize —
+// mcp-go decodes whole, into maps of every value: four notifications of
+// 15 MB of {} grew codecell by 700–800 MiB, and an initialize answer of
+// them was kept for the connection's life.
 
 // streamKind is how a stream frames its messages.
 type streamKind int
@@ -41,10 +58,22 @@ const (
 
 // oversized is what a limitReader reports of a message it dropped: its
 // id and whether it had a method (a request or notification), as they
-// came, and its size; refused is the holder's error when the message was
-// dropped because the bytes it would take could not be held (see
-// holdCopies), nil when it passed max_response_bytes.
-type oversized func(id json.RawMessage, method bool, size int64, refused error)
+// came, and why (its size, and what it decodes into or the holder's
+// error).
+type oversized func(id json.RawMessage, method bool, why dropped)
+
+// dropped is why a limitReader dropped a message.
+type dropped struct {
+	// size is the message's bytes, as far as they were read.
+	size int64
+	// decoded, when set, is what the message decodes into (its bytes
+	// and tools.DecodedValueBytes a value): it was dropped for that, its
+	// bytes being within max_response_bytes, since no call held it.
+	decoded int64
+	// refused is the holder's error when the message was dropped because
+	// the bytes it would take could not be held (see holdCopies).
+	refused error
+}
 
 // A message a call waits for is held as it is read, in the call's results
 // in flight (tools.HoldDecoded), before it is whole: what an HTTP
@@ -59,7 +88,8 @@ type oversized func(id json.RawMessage, method bool, size int64, refused error)
 // error (result_bytes_limit). Only an HTTP response carries its call's
 // context: a stdio server's messages, and a legacy SSE stream's, are read
 // one at a time on the connection's own goroutine, and are bounded by
-// max_response_bytes alone.
+// max_response_bytes — in bytes, and what mcp-go decodes in what it
+// decodes into (above); a call's result is held by its call once whole.
 const holdCopies = 3
 
 // holder holds the bytes of a message being read: its size so far and
@@ -120,6 +150,8 @@ func (l *limitReader) next() ([][]byte, error) {
 	l.buf, l.more = l.buf[:0], nil
 	var sc idScanner
 	var size int64
+	// Every message's values are counted: one no call holds is bounded by
+	// them too.
 	var values tools.ValueCounter
 	var refused error
 	over := false
@@ -151,20 +183,17 @@ func (l *limitReader) next() ([][]byte, error) {
 				payload = nil
 			}
 		}
-		if !over && l.hold != nil {
+		if !over {
 			values.Write(payload)
+		}
+		if !over && l.hold != nil {
 			if herr := l.hold(size, values.Values()); herr != nil {
 				refused = herr
 			}
 		}
 		if !over && (size > l.max || refused != nil) {
 			over = true
-			l.scan(&sc, l.buf, true)
-			prev := l.buf
-			for _, piece := range l.more {
-				l.scan(&sc, piece, len(prev) == 0 || prev[len(prev)-1] == '\n')
-				prev = piece
-			}
+			l.scanKept(&sc)
 			l.buf, l.more = l.buf[:0], nil
 		}
 		if over {
@@ -183,10 +212,32 @@ func (l *limitReader) next() ([][]byte, error) {
 		if !end {
 			continue
 		}
+		why := dropped{size: size, refused: refused}
 		if !over {
-			return append([][]byte{l.buf}, l.more...), err
+			decoded := tools.DecodedSize(size, values.Values())
+			if l.hold != nil || decoded <= l.max {
+				return append([][]byte{l.buf}, l.more...), err
+			}
+			// What no call holds: passed on only when mcp-go keeps it
+			// raw, for codecell to count.
+			l.scanKept(&sc)
+			if sc.rawResult() {
+				return append([][]byte{l.buf}, l.more...), err
+			}
+			l.buf, l.more = l.buf[:0], nil
+			why.decoded = decoded
 		}
-		return [][]byte{l.replacement(&sc, size, refused)}, err
+		return [][]byte{l.replacement(&sc, why)}, err
+	}
+}
+
+// scanKept feeds sc the message kept so far.
+func (l *limitReader) scanKept(sc *idScanner) {
+	l.scan(sc, l.buf, true)
+	prev := l.buf
+	for _, piece := range l.more {
+		l.scan(sc, piece, len(prev) == 0 || prev[len(prev)-1] == '\n')
+		prev = piece
 	}
 }
 
@@ -229,18 +280,22 @@ func (l *limitReader) scan(sc *idScanner, b []byte, lineStart bool) {
 	}
 }
 
-// replacement is what the transport gets instead of an oversized message.
-func (l *limitReader) replacement(sc *idScanner, size int64, refused error) []byte {
+// replacement is what the transport gets instead of a message it
+// dropped.
+func (l *limitReader) replacement(sc *idScanner, d dropped) []byte {
 	id := sc.id
 	if l.drop != nil {
-		l.drop(id, sc.method, size, refused)
+		l.drop(id, sc.method, d)
 	}
 	if id == nil || sc.method {
 		return l.keepFraming(nil)
 	}
 	why := fmt.Sprintf("codecell: the message was larger than %d bytes", l.max)
-	if refused != nil {
+	switch {
+	case d.refused != nil:
 		why = "codecell: the message could not be held in the results in flight"
+	case d.decoded > 0:
+		why = fmt.Sprintf("codecell: the message decodes into about %d bytes (its %d bytes and %d a JSON value), more than %d", d.decoded, d.size, tools.DecodedValueBytes, l.max)
 	}
 	msg, _ := json.Marshal(map[string]any{
 		"jsonrpc": "2.0",
@@ -272,7 +327,10 @@ func (l *limitReader) keepFraming(msg []byte) []byte {
 
 // idScanner walks the JSON of a message without keeping it, and records
 // its top-level "id" (as it came, when it is a string or number of at
-// most maxID bytes) and whether it has a top-level "method".
+// most maxID bytes; the last, as a decoder takes it) and whether it has a
+// top-level "method" and "error". Keys are matched as encoding/json
+// matches them to mcp-go's fields: escapes undone, case folded, so that
+// "\u0065rror" or "ID" is no way around the bound.
 type idScanner struct {
 	depth    int
 	inString bool
@@ -280,11 +338,41 @@ type idScanner struct {
 	state    scanState
 	key      []byte // the top-level key being read
 	keyLong  bool   // longer than any key of interest
+	name     string // the top-level key whose value is being read
 	value    []byte // the id being read
 	capture  bool   // value is the id's
 	id       []byte
 	method   bool
+	error    bool
 	inData   bool // eventStream: within a data line
+}
+
+// maxKey bounds the top-level key a scanner keeps: "method" with every
+// letter escaped is 36 bytes.
+const maxKey = 64
+
+// keyName is the top-level key just read, as a decoder reads it, or ""
+// when it is longer than any of interest.
+func (s *idScanner) keyName() string {
+	if s.keyLong {
+		return ""
+	}
+	if bytes.IndexByte(s.key, '\\') < 0 {
+		return string(s.key)
+	}
+	var k string
+	if json.Unmarshal(append(append([]byte{'"'}, s.key...), '"'), &k) != nil {
+		return ""
+	}
+	return k
+}
+
+// rawResult reports whether the message is the answer to one of
+// codecell's own requests (its ids are "codecell-N") with no method and
+// no error: the transport keeps its result raw, for codecell to count and
+// decode. mcp-go's own requests (initialize) are answered into its types.
+func (s *idScanner) rawResult() bool {
+	return bytes.HasPrefix(s.id, []byte(`"codecell-`)) && !s.method && !s.error
 }
 
 type scanState int
@@ -301,8 +389,36 @@ const (
 const maxID = 256
 
 func (s *idScanner) feed(b []byte) {
-	for _, c := range b {
-		s.step(c)
+	for i := 0; i < len(b); i++ {
+		if s.depth < 2 {
+			s.step(b[i])
+			continue
+		}
+		// Within a top-level value only strings and brackets matter
+		// (what step does there, in a tight loop): most of a message.
+		for ; i < len(b) && s.depth >= 2; i++ {
+			c := b[i]
+			if s.inString {
+				switch {
+				case s.escaped:
+					s.escaped = false
+				case c == '\\':
+					s.escaped = true
+				case c == '"':
+					s.inString = false
+				}
+				continue
+			}
+			switch c {
+			case '"':
+				s.inString = true
+			case '{', '[':
+				s.depth++
+			case '}', ']':
+				s.depth--
+			}
+		}
+		i-- // the loop's i++ moves past the last byte read
 	}
 }
 
@@ -321,7 +437,7 @@ func (s *idScanner) step(c byte) {
 		case top && s.state == inKey:
 			if !s.inString {
 				s.state = wantColon
-			} else if len(s.key) < 16 {
+			} else if len(s.key) < maxKey {
 				s.key = append(s.key, c)
 			} else {
 				s.keyLong = true
@@ -355,6 +471,9 @@ func (s *idScanner) step(c byte) {
 	case '{', '[':
 		if top && s.state == wantValue {
 			s.state = inValue // an object or array: not an id
+			if strings.EqualFold(s.name, "id") {
+				s.id = nil // the last id is the decoder's
+			}
 		}
 		s.depth++
 		if s.depth == 1 {
@@ -370,8 +489,12 @@ func (s *idScanner) step(c byte) {
 	case ':':
 		if top && s.state == wantColon {
 			s.state = wantValue
-			if !s.keyLong && string(s.key) == "method" {
+			s.name = s.keyName()
+			switch {
+			case strings.EqualFold(s.name, "method"):
 				s.method = true
+			case strings.EqualFold(s.name, "error"):
+				s.error = true
 			}
 		}
 		return
@@ -395,7 +518,7 @@ func (s *idScanner) step(c byte) {
 // startValue begins a top-level value, captured when it is the id's.
 func (s *idScanner) startValue() {
 	s.state = inValue
-	s.capture = !s.keyLong && string(s.key) == "id"
+	s.capture = strings.EqualFold(s.name, "id")
 	s.value = s.value[:0]
 }
 
@@ -405,9 +528,11 @@ func (s *idScanner) keep(c byte) {
 	}
 }
 
-// endValue ends the id's value: kept when it is short and valid JSON.
+// endValue ends the id's value: kept when it is short and valid JSON,
+// and forgotten otherwise (the last id is the decoder's).
 func (s *idScanner) endValue() {
 	s.capture = false
+	s.id = nil
 	if len(s.value) <= maxID && json.Valid(s.value) && s.value[0] != 'n' && s.value[0] != 't' && s.value[0] != 'f' {
 		s.id = bytes.Clone(s.value)
 	}

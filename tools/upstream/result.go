@@ -127,7 +127,7 @@ func (u *upstream) contentValue(ctx context.Context, tool string, item json.RawM
 	}
 	switch c.Type {
 	case "text":
-		return textValue(c.Text), nil
+		return textValue(ctx, c.Text)
 	case "image", "audio":
 		data, err := base64.StdEncoding.DecodeString(c.Data)
 		if err != nil {
@@ -157,14 +157,16 @@ func (u *upstream) contentValue(ctx context.Context, tool string, item json.RawM
 	return item, nil
 }
 
-// textValue is a text content as a value: parsed when it is JSON.
-func textValue(text string) json.RawMessage {
+// textValue is a text content as a value: parsed when it is JSON, else
+// a string (tools.TextJSON, held before it is built).
+func textValue(ctx context.Context, text string) (json.RawMessage, error) {
 	t := strings.TrimSpace(text)
-	if t != "" && json.Valid([]byte(t)) {
-		return json.RawMessage(t)
+	if t != "" && (t[0] == '{' || t[0] == '[' || t[0] == '"' || t[0] == '-' || t[0] >= '0' && t[0] <= '9' || t == "true" || t == "false" || t == "null") {
+		if b := []byte(t); json.Valid(b) {
+			return b, nil
+		}
 	}
-	b, _ := json.Marshal(text) // a string always marshals
-	return b
+	return tools.TextJSON(ctx, text)
 }
 
 // keep stores a binary content and returns its handle, reporting it as an

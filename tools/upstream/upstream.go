@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -417,7 +418,7 @@ func (u *upstream) refresh(ctx context.Context, c *conn) error {
 		printed[o] = fp
 		u.mu.Lock()
 		reset := false
-		if _, declared := compiles(t.OutputSchema); !declared {
+		if declared, _ := schemaOf(t.OutputSchema); declared == nil {
 			learned[o], reset = u.learningFor(t, basisOf(c.info.Name, c.info.Version, t))
 		}
 		same := u.printed[o] == fp && u.names[o] == short[o] && u.notes[o] == notes[o] && !reset
@@ -528,9 +529,22 @@ func (u *upstream) allowed(orig string) bool {
 	return len(u.cfg.Allow) == 0 || match(u.cfg.Allow)
 }
 
+// fingerprint is what a tool is as the server lists it, and its short
+// name: a registration replaces the tools whose fingerprint changed. Its
+// fields are hashed as they are, each after its length: marshalling the
+// tool copied its schemas two or three times over (a schema of 15 MB
+// took 50 MB more at each registration).
 func fingerprint(t *remoteTool, short string) [32]byte {
-	b, _ := json.Marshal(t) // plain data always marshals
-	return sha256.Sum256(append(b, short...))
+	h := sha256.New()
+	field := func(b []byte) {
+		h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(b))))
+		h.Write(b)
+	}
+	ann, _ := json.Marshal(t.Annotations) // plain data always marshals
+	for _, f := range [][]byte{[]byte(t.Name), []byte(t.Title), []byte(t.Description), t.InputSchema, t.OutputSchema, ann, []byte(short)} {
+		field(f)
+	}
+	return [32]byte(h.Sum(nil))
 }
 
 // maxSummary bounds a tool's one-line summary, in runes.
@@ -561,16 +575,26 @@ func (u *upstream) tool(t *remoteTool, short, note string) tools.Tool {
 	if note != "" {
 		notes = append(notes, note)
 	}
-	if s, ok := compiles(t.InputSchema); ok {
-		out.InputSchema = s
-	} else if len(t.InputSchema) > 0 {
+	in, err := schemaOf(t.InputSchema)
+	switch {
+	case in != nil:
+		out.InputSchema = in
+	case errors.Is(err, tools.ErrSchemaTooLarge):
+		out.InputSchema = json.RawMessage(`{"type":"object"}`)
+		notes = append(notes, fmt.Sprintf("Its input schema is not used here (%v), so arguments are checked by the server only.", err))
+		u.log.Warn("left out a tool's input schema", "tool", t.Name, "err", err)
+	case err != nil:
 		out.InputSchema = json.RawMessage(`{"type":"object"}`)
 		notes = append(notes, "Its input schema could not be compiled here, so arguments are checked by the server only.")
 	}
-	if s, ok := compiles(t.OutputSchema); ok {
+	if s, err := schemaOf(t.OutputSchema); s != nil {
 		out.OutputSchema = s
 	} else {
 		out.InferredOutput = u.inferred(t.Name)
+		if errors.Is(err, tools.ErrSchemaTooLarge) {
+			notes = append(notes, fmt.Sprintf("Its output schema is not used here (%v).", err))
+			u.log.Warn("left out a tool's output schema", "tool", t.Name, "err", err)
+		}
 	}
 	if a := t.Annotations; a != nil {
 		yes := func(p *bool, def bool) bool {
@@ -601,17 +625,22 @@ func (u *upstream) tool(t *remoteTool, short, note string) tools.Tool {
 	return out
 }
 
-// compiles reports whether a schema from the server can be used as one
-// of a tool's: an object that the validator compiles.
-func compiles(s json.RawMessage) (json.RawMessage, bool) {
+// schemaOf returns a schema from the server when it can be used as one of
+// a tool's: an object that the validator compiles (within its bounds,
+// counted before it is decoded: tools.ErrSchemaTooLarge). Otherwise it
+// returns why not, or nil for no schema.
+func schemaOf(s json.RawMessage) (json.RawMessage, error) {
 	s = bytes.TrimSpace(s)
-	if len(s) == 0 || s[0] != '{' {
-		return nil, false
+	switch {
+	case len(s) == 0:
+		return nil, nil
+	case s[0] != '{':
+		return nil, errors.New("not a JSON object")
 	}
 	if _, err := tools.CompileSchema(s); err != nil {
-		return nil, false
+		return nil, err
 	}
-	return s, true
+	return s, nil
 }
 
 // summaryOf is a tool's one-line summary: the first sentence of its

@@ -87,7 +87,7 @@ func text(s string) map[string]any {
 // tools are the server's tools; with EVIL_BAD_NAMES=1 it also lists tools
 // whose names no client can register.
 func evilTools() []map[string]any {
-	names := []string{"echo", "environ", "read", "big", "values", "hang", "log", "swap", "exit", "shell", "crash"}
+	names := []string{"echo", "environ", "read", "big", "values", "notes", "hang", "log", "swap", "exit", "shell", "crash"}
 	if os.Getenv("EVIL_BAD_NAMES") == "1" {
 		names = append(names, "bad\nname", "nul\x00name", strings.Repeat("long", 75), "\xff\xfe")
 	}
@@ -163,6 +163,7 @@ func (e *evil) call(id json.RawMessage, name string, raw json.RawMessage) {
 		MiB    int    `json:"mib"`
 		IDLast bool   `json:"id_last"`
 		N      int    `json:"n"`
+		Times  int    `json:"times"`
 	}
 	json.Unmarshal(raw, &args)
 	switch name {
@@ -216,6 +217,17 @@ func (e *evil) call(id json.RawMessage, name string, raw json.RawMessage) {
 	case "values":
 		// structuredContent of args.N empty objects: three bytes each.
 		e.reply(id, map[string]any{"content": []any{}, "structuredContent": map[string]any{"v": json.RawMessage("[" + strings.Repeat("{},", max(args.N, 1)-1) + "{}]")}})
+	case "notes":
+		// args.Times notifications/message whose data is args.N empty
+		// objects, then the answer.
+		note := []byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":[` + strings.Repeat("{},", max(args.N, 1)-1) + "{}]}}\n")
+		for range args.Times {
+			e.mu.Lock()
+			e.out.Write(note)
+			e.out.Flush()
+			e.mu.Unlock()
+		}
+		e.reply(id, text(fmt.Sprintf("sent %d", args.Times)))
 	case "hang":
 		ch := make(chan struct{})
 		e.mu.Lock()
