@@ -51,6 +51,26 @@ type localKey struct{}
 // withLocal marks a request that came from the local user over stdio.
 func withLocal(ctx context.Context) context.Context { return context.WithValue(ctx, localKey{}, true) }
 
+// answerEndsKey marks a request's context that ends once its answer is
+// written: a Streamable HTTP request's, which net/http cancels when the
+// handler returns. Others — stdio's, an SSE session's — outlive it.
+type answerEndsKey struct{}
+
+func withAnswerEnds(ctx context.Context) context.Context {
+	return context.WithValue(ctx, answerEndsKey{}, true)
+}
+
+// untilAnswered calls release once the answer to ctx's request is
+// written, where its context says when (withAnswerEnds), else once the
+// handler returns (by the function it returns, to defer).
+func untilAnswered(ctx context.Context, release func()) (deferred func()) {
+	if ends, _ := ctx.Value(answerEndsKey{}).(bool); ends {
+		context.AfterFunc(ctx, release)
+		return func() {}
+	}
+	return release
+}
+
 // isLocal reports whether a request came over stdio.
 func isLocal(ctx context.Context) bool {
 	local, _ := ctx.Value(localKey{}).(bool)
@@ -219,7 +239,9 @@ func (s *Server) newHTTP() *httpTransports {
 		streamable: server.NewStreamableHTTPServer(s.mcp,
 			server.WithEndpointPath(PathStreamable),
 			server.WithStreamableHTTPLogger(hideSessions(s.log).With("transport", "streamable-http")),
-			server.WithHTTPContextFunc(copyPrincipal),
+			server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
+				return withAnswerEnds(copyPrincipal(ctx, r))
+			}),
 			server.WithEventStore(s.events), // streams can be resumed
 			server.WithSessionIdManagerResolver(s.owners),
 			server.WithSessionIdleTTL(s.eng.SessionIdleTTL()),
