@@ -2,7 +2,9 @@ package filter
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -111,5 +113,26 @@ func BenchmarkApplyBytes(b *testing.B) {
 			}
 			cpu.report(b, len(c.data))
 		})
+	}
+}
+
+// TestApplyBytesLongRun: a printable run longer than the window scanned
+// at once has every value masked, those across a window's end too.
+func TestApplyBytesLongRun(t *testing.T) {
+	f, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	b.WriteByte(0)
+	for i := 0; b.Len() < 3*binaryWindow; i++ {
+		fmt.Fprintf(&b, "u%07d@x.example.com ", i)
+	}
+	out := f.ApplyBytes(b.Bytes(), Options{})
+	if out.Text || len(out.Data) != b.Len() {
+		t.Fatalf("text %v, %d bytes of %d", out.Text, len(out.Data), b.Len())
+	}
+	if m := regexp.MustCompile(`u\d{7}@x\.example\.com`).Find(out.Data); m != nil {
+		t.Fatalf("%s was not masked", m)
 	}
 }

@@ -20,6 +20,7 @@ type Store interface {
 
 // resultReader reads the whole results that the model got cut.
 type resultReader interface {
+	StatResult(ctx context.Context, id string) (memory.ResultInfo, error)
 	GetResult(ctx context.Context, id string) (memory.ResultInfo, []byte, error)
 }
 

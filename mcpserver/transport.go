@@ -51,6 +51,71 @@ type localKey struct{}
 // withLocal marks a request that came from the local user over stdio.
 func withLocal(ctx context.Context) context.Context { return context.WithValue(ctx, localKey{}, true) }
 
+// answerEndsKey holds, in a Streamable HTTP request's context, a context
+// that ends once the request's answer is written: when the outermost
+// handler of the request returns, after every writer around mcp-go's has
+// written what it held back (taskResultWriter holds a JSON answer whole
+// until mcp-go returns, and a client that does not read keeps that write
+// waiting). Others — stdio's, an SSE session's — have none.
+type answerEndsKey struct{}
+
+// answeredOnReturn gives next's requests the context answerEndsKey
+// names, ended when next returns, and bounds how long each write of the
+// answer may wait for the client (writeWait): holds last until the
+// answer is written, and a client that does not read would otherwise keep
+// them, and its share of the results in flight, for ever.
+func answeredOnReturn(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		answered, done := context.WithCancel(context.Background())
+		defer done()
+		dw := &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
+		// The connection's next request may be another path's, which
+		// sets no deadline: it must not find this one's.
+		defer dw.rc.SetWriteDeadline(time.Time{})
+		next.ServeHTTP(dw, r.WithContext(context.WithValue(r.Context(), answerEndsKey{}, answered)))
+	})
+}
+
+// writeWait is how long a write to a client may wait: 10 s, and a second
+// more for each MiB it writes.
+func writeWait(n int) time.Duration { return 10*time.Second + time.Duration(n>>20)*time.Second }
+
+// deadlineWriter sets the connection's write deadline before each write
+// and flush, so that a client that stops reading fails the write, ends
+// its request and gives back what it held.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (d *deadlineWriter) Write(p []byte) (int, error) {
+	d.rc.SetWriteDeadline(time.Now().Add(writeWait(len(p))))
+	return d.ResponseWriter.Write(p)
+}
+
+// Flush flushes the event streams mcp-go writes.
+func (d *deadlineWriter) Flush() {
+	d.rc.SetWriteDeadline(time.Now().Add(writeWait(0)))
+	d.rc.Flush()
+}
+
+// Unwrap lets http.ResponseController reach the writer.
+func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
+
+// untilAnswered calls release once the answer to ctx's request is
+// written, where its context says when (answeredOnReturn), else once the
+// returned function is called (deferred by the caller). A read's hold
+// given back when mcp-go's handler returned left the answer it held
+// outside every bound while a client that did not read kept its write
+// waiting: 32 such answers of a 13 MiB image kept 1.3 GiB (attack16 J2).
+func untilAnswered(ctx context.Context, release func()) (deferred func()) {
+	if answered, ok := ctx.Value(answerEndsKey{}).(context.Context); ok {
+		context.AfterFunc(answered, release)
+		return func() {}
+	}
+	return release
+}
+
 // isLocal reports whether a request came over stdio.
 func isLocal(ctx context.Context) bool {
 	local, _ := ctx.Value(localKey{}).(bool)
@@ -237,7 +302,7 @@ func (s *Server) newHTTP() *httpTransports {
 		s.eng.Metrics().SessionEvicted("per_principal")
 		evict(id)
 	})
-	h.mux.Handle(PathStreamable, s.guard(s.drainGate(s.extensionHTTP(s.taskResults(s.ownTaskNotes(detachOnReturn(h.streamable)))))))
+	h.mux.Handle(PathStreamable, answeredOnReturn(s.guard(s.drainGate(s.extensionHTTP(s.taskResults(s.ownTaskNotes(detachOnReturn(h.streamable))))))))
 	h.mux.Handle(PathSSE, s.guard(s.ownTaskNotes(s.sseStream(h.sse.SSEHandler()))))
 	h.mux.Handle(PathMessage, s.guard(s.sseMessage(s.extensionSSE(h.sse, h.sse.MessageHandler()))))
 	h.mux.Handle("GET "+PathMetrics, s.guard(http.HandlerFunc(s.metrics)))

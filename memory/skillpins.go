@@ -24,3 +24,15 @@ func CheckSkillPin(p SkillPin) error {
 	}
 	return nil
 }
+
+// SkillPinsOverLimit is the statement, in SQL both backends read with
+// their placeholders for the principal {1}, the pin just made {2} and
+// Limits.MaxSkillPins less one {3}, that deletes a principal's pins past
+// the limit: besides the pin just made, it keeps the pins of skills
+// published now by the pin's owner before the others, the newest first
+// (issue 19, sec19: nothing deleted a pin, and one principal calling
+// skills another published and unpublished in turn grew the table
+// without bound).
+const SkillPinsOverLimit = `DELETE FROM skill_pins WHERE principal = {1} AND name <> {2} AND name NOT IN (
+	SELECT k.name FROM skill_pins k LEFT JOIN published_skills p ON p.name = k.name AND p.owner = k.owner
+	WHERE k.principal = {1} AND k.name <> {2} ORDER BY p.name IS NULL, k.pinned_at DESC, k.name LIMIT {3})`

@@ -24,6 +24,10 @@ type Limits struct {
 	MaxWorkspaceFiles int   // files in a principal's workspace: 10000
 	MaxSkillCodeBytes int   // skill source: 100 KB
 	MaxSkills         int   // skills per principal: 500
+	// MaxSkillPins bounds the skill pins a principal keeps: 1000. A pin
+	// past it makes the principal's oldest go, first those of skills no
+	// longer published by the pin's owner.
+	MaxSkillPins int
 	// MaxCacheBytes bounds the values of every principal's cache
 	// entries together (cache.set and memoised results): 256 MiB. A
 	// CacheSet past it evicts the oldest entries, expired ones first,
@@ -77,6 +81,7 @@ func (l Limits) Defaults() Limits {
 	def(&l.MaxWorkspaceFiles, 10000)
 	def(&l.MaxSkillCodeBytes, 100_000)
 	def(&l.MaxSkills, 500)
+	def(&l.MaxSkillPins, 1000)
 	def64(&l.MaxCacheBytes, 256<<20)
 	def64(&l.MaxPrincipalJournalBytes, 64<<20)
 	def64(&l.MaxPrincipalPlanBytes, 8<<20)

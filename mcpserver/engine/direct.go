@@ -36,7 +36,19 @@ func (e *Engine) CallTool(ctx context.Context, caller tools.Caller, local bool, 
 	// nested code held a parse for as long as its client waited).
 	limit := e.exec.Config().MaxTimeout
 	callCtx, cancel := context.WithTimeoutCause(ctx, limit, errDirectDeadline)
-	out, err := e.gate.call(callCtx, &Call{Run: run, Name: name, Args: args})
+	// The result's bytes stay held (inflight.go) until it is filtered
+	// and made the answer, as a program's call holds them until its
+	// sandbox has the result: filtering costs many times a result's
+	// bytes, and 12 direct calls at once of a 2.5 MB result filtered with
+	// nothing held grew the server by 750 MiB (issue 19, attack10).
+	var held func()
+	defer func() {
+		if held != nil {
+			held()
+		}
+	}()
+	c := &Call{Run: run, Name: name, Args: args, handOff: func(giveBack func()) { held = giveBack }}
+	out, err := e.gate.call(callCtx, c)
 	if err != nil && context.Cause(callCtx) == errDirectDeadline && ctx.Err() == nil {
 		err = tools.Errorf(tools.CodeCanceled, "%s ran past %s, the longest a tool called directly may take (sandbox.max_timeout); call it from execute_code to give it a timeout_ms of its own", name, limit)
 	}

@@ -215,6 +215,23 @@ func (e *Engine) HoldOutsideRun(ctx context.Context, principal, what string) (_ 
 	return ctx, h.giveBack
 }
 
+// HoldRead holds n bytes for principal of the same results in flight as
+// the runs' tool results (the server's, and principal's share of them),
+// for a request that reads them outside any run — a stored result or an
+// artifact read as a resource, decompressed, filtered and encoded (issue
+// 19, sec19). It waits for them at most the longest a run may take
+// (sandbox.max_timeout); what says what the bytes are, for errors.
+// release gives them back.
+func (e *Engine) HoldRead(ctx context.Context, principal, what string, n int64) (release func(), err error) {
+	h := &holding{r: e.results, c: &Call{Name: "resources/read"}, principal: principal}
+	ctx, cancel := context.WithTimeout(ctx, e.exec.Config().MaxTimeout)
+	defer cancel()
+	if err := h.raise(ctx, n, what); err != nil {
+		return nil, err
+	}
+	return h.giveBack, nil
+}
+
 // holding is what one call holds of its run's and the server's result
 // bytes: its result's bound, raised to what its result decodes into once
 // that is counted; given back when the gate hands the result on.

@@ -192,3 +192,11 @@ func TestMergeUsageUpgrade(t *testing.T) {
 		t.Fatalf("after the survivor went (and its records, by cascade): %d bytes, want 0", n)
 	}
 }
+
+// TestSkillPinsBound runs the contract that a principal's skill pins are
+// bounded (issue 19, sec19).
+func TestSkillPinsBound(t *testing.T) {
+	storetest.SkillPinsBound(t, func(t *testing.T, lim memory.Limits) storetest.Backend {
+		return openConfig(t, postgres.Config{DSN: pgtest.Database(t), MaxConns: 4, Limits: lim})
+	})
+}

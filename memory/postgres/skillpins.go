@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,6 +15,10 @@ import (
 
 // Skill pins, as memory/skillpins.go keeps them: the published snapshot
 // of another's skill that each principal runs.
+
+// pinsOverLimit is memory.SkillPinsOverLimit with PostgreSQL's
+// placeholders.
+var pinsOverLimit = strings.NewReplacer("{1}", "$1", "{2}", "$2", "{3}", "$3").Replace(memory.SkillPinsOverLimit)
 
 // SkillPin returns the caller's pin of skill name, or memory.ErrNotFound.
 func (s *Store) SkillPin(ctx context.Context, name string) (memory.SkillPin, error) {
@@ -47,6 +52,14 @@ func (s *Store) PinSkill(ctx context.Context, p memory.SkillPin) (memory.SkillPi
 		_, err := tx.Exec(ctx, `INSERT INTO skill_pins (principal, name, owner, version, code_sha256, pinned_at) VALUES ($1, $2, $3, $4, $5, $6)
 			ON CONFLICT (principal, name) DO UPDATE SET owner = excluded.owner, version = excluded.version, code_sha256 = excluded.code_sha256,
 			pinned_at = excluded.pinned_at`, principal, p.Name, p.Owner, p.Version, p.CodeSHA256, ms(p.PinnedAt))
+		if err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM skill_pins WHERE principal = $1`, principal).Scan(&n); err != nil || n <= s.lim.MaxSkillPins {
+			return err
+		}
+		_, err = tx.Exec(ctx, pinsOverLimit, principal, p.Name, s.lim.MaxSkillPins-1)
 		return err
 	})
 	if err != nil {

@@ -232,3 +232,16 @@ func TestMergeUsageUpgrade(t *testing.T) {
 		t.Fatalf("after the survivor went (and its records, by cascade): %d bytes, want 0", n)
 	}
 }
+
+// TestSkillPinsBound runs the contract that a principal's skill pins are
+// bounded (issue 19, sec19).
+func TestSkillPinsBound(t *testing.T) {
+	storetest.SkillPinsBound(t, func(t *testing.T, lim memory.Limits) storetest.Backend {
+		st, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "codecell.db"), Limits: lim}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	})
+}

@@ -5,11 +5,15 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
 )
+
+// pinsOverLimit is memory.SkillPinsOverLimit with SQLite's placeholders.
+var pinsOverLimit = strings.NewReplacer("{1}", "?", "{2}", "?", "{3}", "?").Replace(memory.SkillPinsOverLimit)
 
 // SkillPin returns the caller's pin of skill name, or ErrNotFound.
 func (s *Store) SkillPin(ctx context.Context, name string) (memory.SkillPin, error) {
@@ -42,6 +46,14 @@ func (s *Store) PinSkill(ctx context.Context, p memory.SkillPin) (memory.SkillPi
 		_, err := tx.ExecContext(ctx, `INSERT INTO skill_pins (principal, name, owner, version, code_sha256, pinned_at) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (principal, name) DO UPDATE SET owner = excluded.owner, version = excluded.version, code_sha256 = excluded.code_sha256,
 			pinned_at = excluded.pinned_at`, principal, p.Name, p.Owner, p.Version, p.CodeSHA256, ms(p.PinnedAt))
+		if err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM skill_pins WHERE principal = ?`, principal).Scan(&n); err != nil || n <= s.lim.MaxSkillPins {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, pinsOverLimit, principal, p.Name, principal, p.Name, s.lim.MaxSkillPins-1)
 		return err
 	})
 	if err != nil {
