@@ -85,16 +85,21 @@ func (m *sseMessages) await(session, id string, release func()) (*awaited, int) 
 }
 
 // answered releases request id of session, whose answer is written.
+// The request is forgotten once released, so that whoever no longer
+// finds it awaiting finds its bytes given back.
 func (m *sseMessages) answered(session, id string) {
 	m.mu.Lock()
 	a := m.bySession[session][id]
-	if a != nil {
+	m.mu.Unlock()
+	if a == nil {
+		return
+	}
+	a.release()
+	m.mu.Lock()
+	if m.bySession[session][id] == a {
 		delete(m.bySession[session], id)
 	}
 	m.mu.Unlock()
-	if a != nil {
-		a.release()
-	}
 }
 
 // dropped releases a, a request of session under id that will not be

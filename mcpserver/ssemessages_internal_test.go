@@ -125,15 +125,31 @@ func TestSSEReservationsBelongToTheirRequests(t *testing.T) {
 		}
 	}
 	barrier := 100
-	// settled answers a ping after everything posted before: the stream
-	// writes in order, so the answers before it have released theirs.
-	settled := func() (bytes int64, open int) {
+	// awaiting counts the requests followed until their answers.
+	awaiting := func() int {
+		m := srv.sseMsgs
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		n := 0
+		for _, p := range m.bySession {
+			n += len(p)
+		}
+		return n
+	}
+	// settled answers a ping after everything posted before, then waits
+	// until want requests are still followed: mcp-go answers the requests
+	// of a stream concurrently, and one's answer may follow the ping's. A
+	// request released is forgotten after its bytes are given back.
+	settled := func(want int) (bytes int64, open int) {
 		t.Helper()
 		barrier++
 		if code := post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, barrier)); code != http.StatusAccepted {
 			t.Fatalf("ping: %d", code)
 		}
 		answer(fmt.Sprint(barrier))
+		for deadline := time.Now().Add(10 * time.Second); awaiting() > want && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
 		o := srv.open
 		o.mu.Lock()
 		defer o.mu.Unlock()
@@ -144,14 +160,14 @@ func TestSSEReservationsBelongToTheirRequests(t *testing.T) {
 	}
 	answer("0")
 	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	baseBytes, baseOpen := settled()
+	baseBytes, baseOpen := settled(0)
 
 	slow := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"notes__slow","arguments":{"pad":"` + strings.Repeat("x", 64<<10) + `"}}}`
 	if code := post(slow); code != http.StatusAccepted {
 		t.Fatalf("the slow call: %d", code)
 	}
 	<-entered
-	held, _ := settled()
+	held, _ := settled(1)
 	if held-baseBytes < 64<<10 {
 		t.Fatalf("the slow call holds %d bytes, want its body's %d at least", held-baseBytes, len(slow))
 	}
@@ -170,14 +186,14 @@ func TestSSEReservationsBelongToTheirRequests(t *testing.T) {
 			if code := post(tc.body); code != tc.code {
 				t.Errorf("posted: %d, want %d", code, tc.code)
 			}
-			if got, _ := settled(); got != held {
+			if got, _ := settled(1); got != held {
 				t.Errorf("held %d bytes after its answer, want the slow call's %d still, and no more", got-baseBytes, held-baseBytes)
 			}
 		})
 	}
 	close(finish)
 	answer("1")
-	if b, open := settled(); b != baseBytes || open != baseOpen {
+	if b, open := settled(0); b != baseBytes || open != baseOpen {
 		t.Errorf("after every answer: %d bytes, %d requests held; want %d, %d", b, open, baseBytes, baseOpen)
 	}
 }
