@@ -458,3 +458,70 @@ func BenchmarkParseJSON(b *testing.B) {
 	}
 	cpu.report(b, len(doc))
 }
+
+// BenchmarkOnePrefix is attack16 J1's shape: 250 values of one letter,
+// 6 to 255 bytes long, then 1 MiB of that letter to filter. "flow": the
+// values are passwords a tool returned (the known-value stage); "sweep":
+// they are passwords the result itself holds, without a flow (the sweep);
+// "adds": 1,000 tool results of one new value each, each followed by a
+// 100-byte log line filtered, the flow's index growing between searches.
+// cpu-ms/op is this process's CPU per operation.
+func BenchmarkOnePrefix(b *testing.B) {
+	f, v := benchFilter(b)
+	var rows []any
+	for l := 6; l < 256; l++ {
+		rows = append(rows, map[string]any{"password": strings.Repeat("a", l)})
+	}
+	rowsJSON, _ := json.Marshal(rows)
+	text, _ := json.Marshal(strings.Repeat("a", 1<<20))
+	b.Run("flow", func(b *testing.B) {
+		fl, err := f.NewFlow(FlowOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		fl.Observe("util.echo", rowsJSON, Provenance{})
+		b.SetBytes(int64(len(text)))
+		cpu := startCPU()
+		for b.Loop() {
+			if _, err := f.Apply(Input{Result: text}, Options{Vault: v, Flow: fl}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu.reportMS(b)
+	})
+	b.Run("sweep", func(b *testing.B) {
+		doc, _ := json.Marshal(map[string]any{"rows": rows, "text": strings.Repeat("a", 1<<20)})
+		b.SetBytes(int64(len(doc)))
+		cpu := startCPU()
+		for b.Loop() {
+			if _, err := f.Apply(Input{Result: doc}, Options{Vault: v}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu.reportMS(b)
+	})
+	b.Run("adds", func(b *testing.B) {
+		r := rand.New(rand.NewPCG(3, 4))
+		line := sentence(r, 15)
+		cpu := startCPU()
+		for b.Loop() {
+			fl, err := f.NewFlow(FlowOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range 1000 {
+				res, _ := json.Marshal(map[string]any{"password": fmt.Sprintf("secret-%08x-%d", r.Uint64(), i)})
+				fl.Observe("util.echo", res, Provenance{})
+				f.ApplyText(line, Options{Vault: v, Flow: fl})
+			}
+		}
+		cpu.reportMS(b)
+	})
+}
+
+// reportMS adds cpu-ms/op.
+func (c cpuTimer) reportMS(b *testing.B) {
+	if used := processCPU() - c.start; used > 0 && b.N > 0 {
+		b.ReportMetric(float64(used.Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+	}
+}
