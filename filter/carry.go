@@ -39,14 +39,14 @@ func (fl *Flow) KnownIn(data []byte) []Known {
 	)
 	look := func(s string) {
 		v.plainOnly = false
-		v.search(s, nil, ixs, fl.table(), false, func(m knownMatch) bool {
+		v.search(s, nil, ixs, fl.table(), false, func(m knownMatch) matchVerdict {
 			if !seen[m.id] {
 				seen[m.id] = true
 				if info := fl.sensOf(m.id); info != nil {
 					out = append(out, Known{Class: info.class, Confidence: info.conf, Value: info.raw})
 				}
 			}
-			return true
+			return matchNext
 		})
 	}
 	var walk func(n *node)

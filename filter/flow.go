@@ -766,10 +766,10 @@ func (c *checker) node(n *node) {
 // text checks one string, number or key.
 func (c *checker) text(s string, inKey bool) {
 	fl := c.fl
-	c.v.search(s, nil, []*valueIndex{&fl.all}, fl.table(), true, func(m knownMatch) bool {
+	c.v.search(s, nil, []*valueIndex{&fl.all}, fl.table(), true, func(m knownMatch) matchVerdict {
 		srcs := fl.values[m.id].srcs & c.fm.mask
 		if srcs == 0 {
-			return true
+			return matchNext
 		}
 		id := lowestBit(srcs)
 		source := fl.sources[id]
@@ -782,7 +782,7 @@ func (c *checker) text(s string, inKey bool) {
 			}
 		}
 		c.err = &FlowError{Rule: fl.rules[c.fm.rules[id]], Source: source, Tool: c.dest, Path: reportPointer(c.path), InKey: inKey, Encoding: m.enc.String()}
-		return false
+		return matchStop
 	})
 }
 
@@ -790,9 +790,9 @@ func (c *checker) text(s string, inKey bool) {
 // detectors find, which a path in an error may not show.
 func (c *checker) holdsKnown(key string) bool {
 	found := false
-	c.v.search(key, nil, []*valueIndex{&c.fl.all}, c.fl.table(), true, func(knownMatch) bool {
+	c.v.search(key, nil, []*valueIndex{&c.fl.all}, c.fl.table(), true, func(knownMatch) matchVerdict {
 		found = true
-		return false
+		return matchStop
 	})
 	return found || len(ScanString(key)) > 0
 }
@@ -820,9 +820,9 @@ func (fl *Flow) Provenance(data []byte) Provenance {
 	)
 	ixs := []*valueIndex{&fl.all}
 	search := func(s string) {
-		v.search(s, nil, ixs, fl.table(), true, func(m knownMatch) bool {
+		v.search(s, nil, ixs, fl.table(), true, func(m knownMatch) matchVerdict {
 			srcs |= fl.values[m.id].srcs
-			return true
+			return matchNext
 		})
 	}
 	walk = func(n *node) {

@@ -160,6 +160,39 @@ type valueIndex struct {
 	heads6 map[uint64]int32 // first 6 bytes → group+1, for values of 6 or 7 bytes
 	groups []indexGroup
 	nodes  []indexNode
+	// crowd holds the heads of 8 bytes with more than crowdLimit groups
+	// (lengths): their values are found by the automata of levels,
+	// in one step a byte, not by a lookup a length a position.
+	crowd  map[uint64]bool
+	levels []acLevel
+}
+
+// crowdLimit is the number of lengths of one head looked up one by one
+// at a position; a head with more is searched by automaton.
+const crowdLimit = 4
+
+// acLevel is a set of the values of crowded heads and its automaton.
+// Values are added to a new level of one, and a level merged (and its
+// automaton rebuilt) with the one before it as long as it is as large:
+// a value is in O(log n) builds, and a search walks O(log n) automata
+// (Bentley and Saxe's logarithmic method).
+type acLevel struct {
+	pats []string
+	ids  []int32
+	ac   *revAC
+}
+
+// addCrowded adds a value of a crowded head to the automata.
+func (ix *valueIndex) addCrowded(pat string, id int32) {
+	ix.levels = append(ix.levels, acLevel{pats: []string{pat}, ids: []int32{id}})
+	for n := len(ix.levels); n >= 2 && len(ix.levels[n-1].pats) >= len(ix.levels[n-2].pats); n-- {
+		prev, last := &ix.levels[n-2], ix.levels[n-1]
+		prev.pats = append(prev.pats, last.pats...)
+		prev.ids = append(prev.ids, last.ids...)
+		ix.levels = ix.levels[:n-1]
+	}
+	last := &ix.levels[len(ix.levels)-1]
+	last.ac = newRevAC(last.pats, last.ids)
 }
 
 // indexGroup holds the values of one head and one length: a chain of
@@ -214,7 +247,8 @@ func (ix *valueIndex) add(pat string, id int32, tab valueTable, hint int) {
 	for g != 0 && int(ix.groups[g-1].length) != len(pat) {
 		g = ix.groups[g-1].next
 	}
-	if g == 0 {
+	newGroup := g == 0
+	if newGroup {
 		ix.groups = append(ix.groups, indexGroup{length: int32(len(pat)), next: heads[k]})
 		g = int32(len(ix.groups))
 		heads[k] = g
@@ -237,6 +271,30 @@ func (ix *valueIndex) add(pat string, id int32, tab valueTable, hint int) {
 		}
 	}
 	ix.set(k & (1<<48 - 1))
+	if len(pat) < 8 {
+		return
+	}
+	switch {
+	case ix.crowd[k]:
+		ix.addCrowded(pat, id)
+	case newGroup:
+		n := 0
+		for h := heads[k]; h != 0; h = ix.groups[h-1].next {
+			n++
+		}
+		if n <= crowdLimit {
+			return
+		}
+		if ix.crowd == nil {
+			ix.crowd = map[uint64]bool{}
+		}
+		ix.crowd[k] = true
+		for h := heads[k]; h != 0; h = ix.groups[h-1].next {
+			for nd := ix.groups[h-1].first; nd != 0; nd = ix.nodes[nd-1].next {
+				ix.addCrowded(tab.pattern(ix.nodes[nd-1].id), ix.nodes[nd-1].id)
+			}
+		}
+	}
 }
 
 // load6s and load8s are load6 and binary.LittleEndian.Uint64 of a string.
@@ -269,30 +327,156 @@ type valueTable interface {
 }
 
 // find calls emit for every value that occurs in the folded text t, with
-// its bounds in t, until emit returns false.
-func (ix *valueIndex) find(t []byte, tab valueTable, emit func(start, end int, id int32) bool) bool {
+// its bounds in t, by start, until emit returns a negative number. At a
+// start, values come longest first (ties by id) from the automata, and
+// emit returns the shortest end still wanted there: a shorter value is
+// then not reported (the values of one length all are). With segs (the
+// ends of the segments of t, increasing), a value found again in one
+// segment is not reported again (the automata's values: those of the
+// other heads, at most crowdLimit lengths a position, are).
+func (ix *valueIndex) find(t []byte, tab valueTable, segs []int, fs *findScratch, emit func(start, end int, id int32) int) bool {
 	if ix.n == 0 {
 		return true
 	}
-	for i := 0; i+minKnownLen <= len(t); i++ {
-		k6 := load6(t[i:])
-		h := ix.hash(k6)
-		if ix.bits[h/64]&(1<<(h%64)) == 0 {
-			continue
+	if len(ix.levels) == 0 {
+		for i := 0; i+minKnownLen <= len(t); i++ {
+			k6 := load6(t[i:])
+			h := ix.hash(k6)
+			if ix.bits[h/64]&(1<<(h%64)) == 0 {
+				continue
+			}
+			if i+8 <= len(t) && !ix.findGroups(t, i, ix.heads8[binary.LittleEndian.Uint64(t[i:])], tab, emit) {
+				return false
+			}
+			if !ix.findGroups(t, i, ix.heads6[k6], tab, emit) {
+				return false
+			}
 		}
-		if i+8 <= len(t) && !ix.findGroups(t, i, ix.heads8[binary.LittleEndian.Uint64(t[i:])], tab, emit) {
-			return false
+		return true
+	}
+	seg := 0
+	if segs != nil {
+		clear(fs.seen)
+	}
+	for c0 := 0; c0+minKnownLen <= len(t); c0 += findChunk {
+		c1 := min(len(t)-minKnownLen+1, c0+findChunk)
+		// The positions where a value may start, and where one of a
+		// crowded head may.
+		fs.hits, fs.pos = fs.hits[:0], fs.pos[:0]
+		for i := c0; i < c1; i++ {
+			k6 := load6(t[i:])
+			h := ix.hash(k6)
+			if ix.bits[h/64]&(1<<(h%64)) == 0 {
+				continue
+			}
+			hit := findHit{at: int32(i), g6: ix.heads6[k6], crowded: -1}
+			if i+8 <= len(t) {
+				k8 := binary.LittleEndian.Uint64(t[i:])
+				if ix.crowd[k8] {
+					hit.crowded = int32(len(fs.pos))
+					fs.pos = append(fs.pos, int32(i))
+				} else {
+					hit.g8 = ix.heads8[k8]
+				}
+			}
+			if hit.g6 != 0 || hit.g8 != 0 || hit.crowded >= 0 {
+				fs.hits = append(fs.hits, hit)
+			}
 		}
-		if !ix.findGroups(t, i, ix.heads6[k6], tab, emit) {
-			return false
+		if len(fs.pos) > 0 {
+			fs.states = slices.Grow(fs.states[:0], len(ix.levels))[:len(ix.levels)]
+			for l := range ix.levels {
+				fs.states[l] = ix.levels[l].ac.states(t, len(t), fs.pos, fs.states[l])
+			}
+		}
+		for _, hit := range fs.hits {
+			i := int(hit.at)
+			if segs != nil {
+				for seg < len(segs) && i >= segs[seg] {
+					seg++
+					clear(fs.seen)
+				}
+			}
+			if hit.crowded >= 0 && !ix.findLevels(i, int(hit.crowded), segs != nil, fs, emit) {
+				return false
+			}
+			if hit.g8 != 0 && !ix.findGroups(t, i, hit.g8, tab, emit) {
+				return false
+			}
+			if hit.g6 != 0 && !ix.findGroups(t, i, hit.g6, tab, emit) {
+				return false
+			}
 		}
 	}
 	return true
 }
 
+// findChunk is the number of positions find looks at before walking the
+// automata over them: a walk starts over at most once a chunk.
+const findChunk = 4096
+
+// findScratch is what find reuses from one text to the next.
+type findScratch struct {
+	hits   []findHit
+	pos    []int32   // positions of crowded heads
+	states [][]int32 // by level, the state at each of pos
+	cur    []int32   // by level, the next node of outputs at a position
+	seen   map[uint64]bool
+}
+
+type findHit struct {
+	at      int32
+	g6, g8  int32 // groups+1 of heads of 6 and (not crowded) 8 bytes
+	crowded int32 // index in findScratch.pos, or -1
+}
+
+// findLevels calls emit for the values of the automata that start at
+// t[i:], the k-th crowded position, longest first across the levels.
+func (ix *valueIndex) findLevels(i, k int, dedupe bool, fs *findScratch, emit func(start, end int, id int32) int) bool {
+	fs.cur = slices.Grow(fs.cur[:0], len(ix.levels))[:len(ix.levels)]
+	for l := range ix.levels {
+		fs.cur[l] = ix.levels[l].ac.out(fs.states[l][k])
+	}
+	want := 0
+	for {
+		best, depth := -1, 0
+		for l, u := range fs.cur {
+			if u != 0 {
+				if d := ix.levels[l].ac.depth(u); d > depth {
+					best, depth = l, d
+				}
+			}
+		}
+		if best < 0 || i+depth < want {
+			return true
+		}
+		ac := ix.levels[best].ac
+		u := fs.cur[best]
+		if dedupe {
+			key := uint64(best)<<32 | uint64(u)
+			if fs.seen[key] {
+				fs.cur[best] = 0 // and the rest of its chain was reported too
+				continue
+			}
+			if fs.seen == nil {
+				fs.seen = map[uint64]bool{}
+			}
+			fs.seen[key] = true
+		}
+		for e := ac.term[u]; e != 0; e = ac.next[e-1] {
+			w := emit(i, i+depth, ac.ids[e-1])
+			if w < 0 {
+				return false
+			}
+			want = max(want, w)
+		}
+		fs.cur[best] = ac.dict[u]
+	}
+}
+
 // findGroups calls emit for the values of the groups from g on that
 // occur at t[i:].
-func (ix *valueIndex) findGroups(t []byte, i int, g int32, tab valueTable, emit func(start, end int, id int32) bool) bool {
+func (ix *valueIndex) findGroups(t []byte, i int, g int32, tab valueTable, emit func(start, end int, id int32) int) bool {
 	for ; g != 0; g = ix.groups[g-1].next {
 		grp := &ix.groups[g-1]
 		end := i + int(grp.length)
@@ -302,14 +486,14 @@ func (ix *valueIndex) findGroups(t []byte, i int, g int32, tab valueTable, emit 
 		w := t[i:end]
 		if grp.byPat != nil {
 			for nd := grp.byPat[string(w)]; nd != 0; nd = ix.nodes[nd-1].same {
-				if !emit(i, end, ix.nodes[nd-1].id) {
+				if emit(i, end, ix.nodes[nd-1].id) < 0 {
 					return false
 				}
 			}
 			continue
 		}
 		for nd := grp.first; nd != 0; nd = ix.nodes[nd-1].next {
-			if id := ix.nodes[nd-1].id; tab.pattern(id) == string(w) && !emit(i, end, id) {
+			if id := ix.nodes[nd-1].id; tab.pattern(id) == string(w) && emit(i, end, id) < 0 {
 				return false
 			}
 		}
@@ -325,8 +509,18 @@ type knownMatch struct {
 	enc        encoding
 }
 
+// matchVerdict is what the receiver of a match says of it.
+type matchVerdict uint8
+
+const (
+	matchNext  matchVerdict = iota // go on
+	matchTaken                     // kept: a shorter match at its start is not wanted
+	matchStop                      // stop the search
+)
+
 // viewer makes the views of texts, reusing its buffers.
 type viewer struct {
+	fs findScratch
 	// plainOnly limits the next search to the plain view.
 	plainOnly bool
 	folded    []byte
@@ -336,17 +530,21 @@ type viewer struct {
 	dsrc      []int32 // for each decoded byte, the offset of its source in s
 	dend      []int32 // and the end of its source
 	segs      []runSeg
+	segEnds   []int
 	b64raw    []byte
 }
 
 // search calls emit for every value of the indexes that occurs in s, in
-// any view, until emit returns false. Matches of the plain and URL views
-// come with their exact bounds in s (a value longer than maxPatternLen
-// with all of it when all of it is there); matches in an encoded run span
-// the run. The same value may be reported more than once. Runs that
-// overlap a region of skip (ordered) are not decoded. With bounded,
-// letters-only values count only as whole words (see wordBounded).
-func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable, bounded bool, emit func(knownMatch) bool) {
+// any view, until emit returns matchStop. Matches of the plain and URL
+// views come with their exact bounds in s (a value longer than
+// maxPatternLen with all of it when all of it is there), by start; once
+// emit has taken one, matches at its start that end before it may not be
+// reported. Matches in an encoded run span the run; a value found twice
+// in one decoding of a run may be reported once. The same value may be
+// reported more than once. Runs that overlap a region of skip (ordered)
+// are not decoded. With bounded, letters-only values count only as whole
+// words (see wordBounded).
+func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable, bounded bool, emit func(knownMatch) matchVerdict) {
 	if len(s) < minKnownLen {
 		return
 	}
@@ -354,19 +552,19 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 	v.folded, _ = fold(v.folded[:0], nil, s, false)
 	mapped := false
 	for _, ix := range ixs {
-		ok := ix.find(v.folded, tab, func(a, b int, id int32) bool {
+		ok := ix.find(v.folded, tab, nil, &v.fs, func(a, pb int, id int32) int {
 			if !mapped {
 				v.refold, v.idx = fold(v.refold[:0], v.idx[:0], s, true)
 				mapped = true
 			}
-			b = extendLong(v.folded, a, b, tab.full(id))
+			b := extendLong(v.folded, a, pb, tab.full(id))
 			start := int(v.idx[a])
 			last := int(v.idx[b-1])
 			_, w := utf8.DecodeRuneInString(s[last:])
 			if bounded && !wordBounded(s, start, last+w, tab.pattern(id)) {
-				return true
+				return 0
 			}
-			return emit(knownMatch{start: start, end: last + w, id: id, enc: encPlain})
+			return verdictWant(emit(knownMatch{start: start, end: last + w, id: id, enc: encPlain}), pb)
 		})
 		if !ok {
 			return
@@ -381,21 +579,21 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 		v.folded, _ = foldBytes(v.folded[:0], nil, v.dec, false)
 		mapped := false
 		for _, ix := range ixs {
-			ok := ix.find(v.folded, tab, func(a, b int, id int32) bool {
+			ok := ix.find(v.folded, tab, nil, &v.fs, func(a, pb int, id int32) int {
 				if !mapped {
 					v.urlDecode(s, true)
 					v.refold, v.idx = foldBytes(v.refold[:0], v.idx[:0], v.dec, true)
 					mapped = true
 				}
-				b = extendLong(v.folded, a, b, tab.full(id))
+				b := extendLong(v.folded, a, pb, tab.full(id))
 				start := int(v.dsrc[v.idx[a]])
 				last := int(v.idx[b-1])
 				_, w := utf8.DecodeRune(v.dec[last:])
 				end := int(v.dend[last+w-1])
 				if bounded && !wordBounded(s, start, end, tab.pattern(id)) {
-					return true
+					return 0
 				}
-				return emit(knownMatch{start: start, end: end, id: id, enc: encURL})
+				return verdictWant(emit(knownMatch{start: start, end: end, id: id, enc: encURL}), pb)
 			})
 			if !ok {
 				return
@@ -444,19 +642,40 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 		kept = append(kept, sg)
 	}
 	v.segs = kept
+	v.segEnds = v.segEnds[:0]
+	for _, sg := range v.segs {
+		v.segEnds = append(v.segEnds, sg.foldEnd+1)
+	}
 	for _, ix := range ixs {
-		ok := ix.find(v.folded, tab, func(a, b int, id int32) bool {
+		ok := ix.find(v.folded, tab, v.segEnds, &v.fs, func(a, b int, id int32) int {
 			k, _ := slices.BinarySearchFunc(v.segs, a, func(sg runSeg, at int) int { return sg.foldEnd - 1 - at })
 			if k >= len(v.segs) || a < v.segs[k].foldStart || b > v.segs[k].foldEnd {
-				return true // across two decodings
+				return 0 // across two decodings
 			}
 			sg := v.segs[k]
-			return emit(knownMatch{start: sg.start, end: sg.end, id: id, enc: sg.enc})
+			if emit(knownMatch{start: sg.start, end: sg.end, id: id, enc: sg.enc}) == matchStop {
+				return -1
+			}
+			return 0
 		})
 		if !ok {
 			return
 		}
 	}
+}
+
+// verdictWant turns a verdict on a match of the plain or URL view whose
+// pattern ends at pb in the folded text into what find wants: once one is
+// taken, only matches that may end where it does in the text, those whose
+// pattern ends in the same folded rune (4 bytes at most) or after.
+func verdictWant(vd matchVerdict, pb int) int {
+	switch vd {
+	case matchStop:
+		return -1
+	case matchTaken:
+		return pb - utf8.UTFMax + 1
+	}
+	return 0
 }
 
 // mayHoldText reports whether decoded bytes hold minKnownLen bytes in a

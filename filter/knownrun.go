@@ -109,25 +109,27 @@ func (r *run) knownSpans(ks *knownScan, s string, skip []span, inKey bool, out [
 	// value is let through depends on its sources, which are not read
 	// under this lock: then every match is kept.
 	prune := len(r.f.cfg.Policy.AllowTools) == 0
-	ks.v.search(s, skip, ixs, ks, false, func(m knownMatch) bool {
-		if prune {
-			if overlapsSpan(skip, m.start, m.end) {
-				return true
-			}
-			if m.id < localBase {
-				if info := fl.sensOf(m.id); info.conf < r.f.cfg.Policy.MinConfidence || r.f.Action(info.class) == ActionAllow {
-					return true
-				}
-			}
-			if n := len(ks.matches); n > 0 && ks.matches[n-1].start == m.start {
-				if p := ks.matches[n-1]; m.end > p.end || (m.end == p.end && m.id < p.id) {
-					ks.matches[n-1] = m
-				}
-				return true
+	ks.v.search(s, skip, ixs, ks, false, func(m knownMatch) matchVerdict {
+		if !prune {
+			ks.matches = append(ks.matches, m)
+			return matchNext
+		}
+		if overlapsSpan(skip, m.start, m.end) {
+			return matchNext
+		}
+		if m.id < localBase {
+			if info := fl.sensOf(m.id); info.conf < r.f.cfg.Policy.MinConfidence || r.f.Action(info.class) == ActionAllow {
+				return matchNext
 			}
 		}
+		if n := len(ks.matches); n > 0 && ks.matches[n-1].start == m.start {
+			if p := ks.matches[n-1]; m.end > p.end || (m.end == p.end && m.id < p.id) {
+				ks.matches[n-1] = m
+			}
+			return matchTaken
+		}
 		ks.matches = append(ks.matches, m)
-		return true
+		return matchTaken
 	})
 	for _, m := range ks.matches {
 		if m.id < localBase {
