@@ -187,12 +187,12 @@ func (ac *revAC) depth(u int32) int { return len(ac.pats[ac.term[u]-1]) }
 // bytes estimates the automaton's memory.
 func (ac *revAC) bytes() int { return 17*len(ac.label) + 24*len(ac.pats) + 1024 }
 
-// states sets st[j] to the state of the automaton at t[pos[j]:] (pos
+// acStates sets st[j] to the state of the automaton at t[pos[j]:] (pos
 // increasing, within t[:end]), reading t[:end] backwards from where each
 // position needs: a state depends on the next maxLen bytes only, so the
 // walk starts over past a gap longer than that. Each byte of t[:end] is
 // read at most once, plus maxLen for each gap.
-func (ac *revAC) states(t []byte, end int, pos []int32, st []int32) []int32 {
+func acStates[T string | []byte](ac *revAC, t T, end int, pos []int32, st []int32) []int32 {
 	st = slices.Grow(st[:0], len(pos))[:len(pos)]
 	cur, u := -1, int32(0)
 	for j := len(pos) - 1; j >= 0; j-- {

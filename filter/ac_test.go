@@ -208,7 +208,7 @@ func TestAutomatonStates(t *testing.T) {
 				pos = append(pos, int32(i))
 			}
 		}
-		st := ac.states(tt, len(tt), pos, nil)
+		st := acStates(ac, tt, len(tt), pos, nil)
 		for j, p := range pos {
 			if st[j] != whole[p] {
 				t.Fatalf("state at %d: %d, want %d", p, st[j], whole[p])
@@ -231,4 +231,92 @@ func TestAutomatonStates(t *testing.T) {
 			}
 		}
 	}
+}
+
+// refSweepSpans is sweepSpans as it was, over the reference sweeper.
+func refSweepSpans(sw *refSweeper, s string, skip []span) []span {
+	var out []span
+	ref := 0
+	for i := 0; i+minSweepLen <= len(s); i++ {
+		for ref < len(skip) && skip[ref].end <= i {
+			ref++
+		}
+		if ref < len(skip) && skip[ref].start <= i {
+			i = skip[ref].end - 1
+			continue
+		}
+		p := load4(s[i:])
+		if !sw.maybe(p) {
+			continue
+		}
+		end := len(s)
+		if ref < len(skip) {
+			end = skip[ref].start
+		}
+		if v := sw.at(s, i, end, p); v != "" {
+			out = append(out, span{start: i, end: i + len(v), text: sw.values[v].text})
+			i += len(v) - 1
+		}
+	}
+	return out
+}
+
+// checkSweepSame compares the sweep with the reference on values, s and
+// skip.
+func checkSweepSame(t *testing.T, f *Filter, values []string, s string, skip []span) {
+	t.Helper()
+	m := map[string]replacement{}
+	for k, v := range values {
+		if len(v) >= minSweepLen {
+			m[v] = replacement{text: fmt.Sprintf("<%d>", k), class: ClassPassword, action: ActionRedact}
+		}
+	}
+	if len(m) == 0 {
+		return
+	}
+	want := refSweepSpans(newRefSweeper(m), s, skip)
+	r := f.newRun(Options{})
+	got := r.sweepSpans(newSweeper(m), s, skip, false, nil)
+	if !slices.Equal(got, want) {
+		t.Fatalf("values %q, %q, skip %v: swept %v, want %v", values, s, skip, got, want)
+	}
+}
+
+// TestSweepSameAsBefore: the sweep with an automaton replaces what the
+// sweep that compared each length replaced, with tokens in the way.
+func TestSweepSameAsBefore(t *testing.T) {
+	f := newTestFilter(t, Config{})
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 300 {
+		values, s := randomValues(r, 1+r.IntN(40), 6+r.IntN(300))
+		var skip []span
+		for at := r.IntN(200); at < len(s); at += 1 + r.IntN(200) {
+			end := min(len(s), at+r.IntN(12))
+			skip = append(skip, span{start: at, end: end})
+			at = end
+		}
+		checkSweepSame(t, f, values, s, skip)
+	}
+	var values []string
+	for l := 5; l < 255; l++ {
+		values = append(values, strings.Repeat("a", l)+"b")
+	}
+	checkSweepSame(t, f, values, strings.Repeat("a", 3000)+"b"+strings.Repeat("a", 300)+"b", []span{{start: 100, end: 104}})
+}
+
+// FuzzSweepSameAsBefore compares the two sweeps on arbitrary values (split
+// at newlines) and texts, a region skipped where skipAt says.
+func FuzzSweepSameAsBefore(f *testing.F) {
+	f.Add("aaaaab\naaaaaab\naaaaaaab\naaaaaaaab\naaaaaaaaab\naaaaaaaaaab", "aaaaaaaaaaaaaaaaaaaaaaaaab aaaaaab", uint16(9))
+	flt := newTestFilter(f, Config{})
+	f.Fuzz(func(t *testing.T, values, s string, skipAt uint16) {
+		if len(s) > 1<<14 {
+			return
+		}
+		var skip []span
+		if at := int(skipAt) % (len(s) + 1); skipAt != 0 {
+			skip = []span{{start: at, end: min(len(s), at+3)}}
+		}
+		checkSweepSame(t, flt, strings.Split(values, "\n"), s, skip)
+	})
 }

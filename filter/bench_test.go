@@ -490,6 +490,11 @@ func BenchmarkOnePrefix(b *testing.B) {
 		cpu.reportMS(b)
 	})
 	b.Run("sweep", func(b *testing.B) {
+		// Values that each end in a "b", where none matches.
+		var rows []any
+		for l := 5; l < 255; l++ {
+			rows = append(rows, map[string]any{"password": strings.Repeat("a", l) + "b"})
+		}
 		doc, _ := json.Marshal(map[string]any{"rows": rows, "text": strings.Repeat("a", 1<<20)})
 		b.SetBytes(int64(len(doc)))
 		cpu := startCPU()
@@ -500,23 +505,34 @@ func BenchmarkOnePrefix(b *testing.B) {
 		}
 		cpu.reportMS(b)
 	})
-	b.Run("adds", func(b *testing.B) {
-		r := rand.New(rand.NewPCG(3, 4))
-		line := sentence(r, 15)
-		cpu := startCPU()
-		for b.Loop() {
-			fl, err := f.NewFlow(FlowOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			for i := range 1000 {
-				res, _ := json.Marshal(map[string]any{"password": fmt.Sprintf("secret-%08x-%d", r.Uint64(), i)})
-				fl.Observe("util.echo", res, Provenance{})
-				f.ApplyText(line, Options{Vault: v, Flow: fl})
-			}
+	// "adds-crowded": the same with values of one head and 50 lengths.
+	for _, mode := range []string{"adds", "adds-crowded"} {
+		b.Run(mode, func(b *testing.B) {
+			addValues(b, f, v, mode == "adds-crowded")
+		})
+	}
+}
+
+func addValues(b *testing.B, f *Filter, v *Vault, crowded bool) {
+	r := rand.New(rand.NewPCG(3, 4))
+	line := sentence(r, 15)
+	cpu := startCPU()
+	for b.Loop() {
+		fl, err := f.NewFlow(FlowOptions{})
+		if err != nil {
+			b.Fatal(err)
 		}
-		cpu.reportMS(b)
-	})
+		for i := range 1000 {
+			value := fmt.Sprintf("secret-%08x-%d", r.Uint64(), i)
+			if crowded {
+				value = fmt.Sprintf("tok_live%s%05d", strings.Repeat("z", i%50), i)
+			}
+			res, _ := json.Marshal(map[string]any{"password": value})
+			fl.Observe("util.echo", res, Provenance{})
+			f.ApplyText(line, Options{Vault: v, Flow: fl})
+		}
+	}
+	cpu.reportMS(b)
 }
 
 // reportMS adds cpu-ms/op.

@@ -386,7 +386,7 @@ func (ix *valueIndex) find(t []byte, tab valueTable, segs []int, fs *findScratch
 		if len(fs.pos) > 0 {
 			fs.states = slices.Grow(fs.states[:0], len(ix.levels))[:len(ix.levels)]
 			for l := range ix.levels {
-				fs.states[l] = ix.levels[l].ac.states(t, len(t), fs.pos, fs.states[l])
+				fs.states[l] = acStates(ix.levels[l].ac, t, len(t), fs.pos, fs.states[l])
 			}
 		}
 		for _, hit := range fs.hits {
