@@ -33,15 +33,25 @@ type revAC struct {
 	maxLen int
 }
 
-// newRevAC builds the automaton over pats (with ids, one each).
+// newRevAC builds the automaton over pats (with ids, one each): the trie
+// of the reversed patterns from their sorted order (numbered depth first,
+// children by label), renumbered breadth first by a stable sort on depth.
 func newRevAC(pats []string, ids []int32) *revAC {
 	ac := &revAC{}
+	rev := make([]string, len(pats))
 	order := make([]int, len(pats))
-	for i := range order {
+	var buf []byte
+	for i, p := range pats {
+		buf = buf[:0]
+		for j := len(p) - 1; j >= 0; j-- {
+			buf = append(buf, p[j])
+		}
+		rev[i] = string(buf)
 		order[i] = i
+		ac.maxLen = max(ac.maxLen, len(p))
 	}
 	slices.SortFunc(order, func(a, b int) int {
-		if c := strings.Compare(pats[a], pats[b]); c != 0 {
+		if c := strings.Compare(rev[a], rev[b]); c != 0 {
 			return c
 		}
 		return int(ids[a]) - int(ids[b])
@@ -51,75 +61,76 @@ func newRevAC(pats []string, ids []int32) *revAC {
 	ac.next = make([]int32, len(pats))
 	for k, o := range order {
 		ac.pats[k], ac.ids[k] = pats[o], ids[o]
-		ac.maxLen = max(ac.maxLen, len(pats[o]))
 	}
-	// A trie of the reversed patterns, its edges kept as (parent, label,
-	// child) to be numbered breadth first.
-	type edge struct {
-		parent, child int32
-		label         byte
-	}
-	kids := map[uint64]int32{}
-	var edges []edge
-	nodes := int32(1)
-	tterm := []int32{0}
-	for k, p := range ac.pats {
-		if k > 0 && ac.pats[k-1] == p {
+	// The trie, depth first: each node's parent, label and depth.
+	dParent, dLabel, dDepth, dTerm := []int32{-1}, []byte{0}, []int32{0}, []int32{0}
+	path := []int32{0} // the nodes of the previous pattern, by depth
+	prev := ""
+	for k, o := range order {
+		r := rev[o]
+		if k > 0 && r == prev {
 			ac.next[k-1] = int32(k + 1)
 			continue
 		}
-		u := int32(0)
-		for j := len(p) - 1; j >= 0; j-- {
-			key := uint64(u)<<8 | uint64(p[j])
-			c, ok := kids[key]
-			if !ok {
-				c = nodes
-				nodes++
-				kids[key] = c
-				edges = append(edges, edge{parent: u, child: c, label: p[j]})
-				tterm = append(tterm, 0)
-			}
-			u = c
+		l := 0
+		for l < len(r) && l < len(prev) && r[l] == prev[l] {
+			l++
 		}
-		tterm[u] = int32(k + 1)
-	}
-	kids = nil
-	slices.SortFunc(edges, func(a, b edge) int {
-		if a.parent != b.parent {
-			return int(a.parent - b.parent)
+		path = path[:l+1]
+		for j := l; j < len(r); j++ {
+			u := int32(len(dParent))
+			dParent = append(dParent, path[j])
+			dLabel = append(dLabel, r[j])
+			dDepth = append(dDepth, int32(j+1))
+			dTerm = append(dTerm, 0)
+			path = append(path, u)
 		}
-		return int(a.label) - int(b.label)
-	})
-	// Children of each trie node: edges[off[u]:off[u+1]].
-	off := make([]int32, nodes+1)
-	for _, e := range edges {
-		off[e.parent+1]++
+		dTerm[path[len(r)]] = int32(k + 1)
+		prev = r
 	}
-	for u := int32(1); u <= nodes; u++ {
-		off[u] += off[u-1]
+	rev = nil
+	nodes := int32(len(dParent))
+	// Breadth first: by depth, depth first order kept within a depth
+	// (which is the order of the paths, as breadth first is).
+	count := make([]int32, ac.maxLen+2)
+	for _, d := range dDepth {
+		count[d+1]++
 	}
-	// Breadth-first numbering.
+	for d := 1; d < len(count); d++ {
+		count[d] += count[d-1]
+	}
+	newID := make([]int32, nodes)
+	for u, d := range dDepth {
+		newID[u] = count[d]
+		count[d]++
+	}
 	ac.first = make([]int32, nodes+1)
 	ac.label = make([]byte, nodes)
 	ac.fail = make([]int32, nodes)
 	ac.dict = make([]int32, nodes)
 	ac.term = make([]int32, nodes)
 	parent := make([]int32, nodes)
-	queue := make([]int32, 1, nodes) // trie nodes by their new number
-	queue[0] = 0
-	nextID := int32(1)
-	for nu := int32(0); nu < int32(len(queue)); nu++ {
-		u := queue[nu]
-		ac.first[nu] = nextID
-		ac.term[nu] = tterm[u]
-		for _, e := range edges[off[u]:off[u+1]] {
-			ac.label[nextID] = e.label
-			parent[nextID] = nu
-			queue = append(queue, e.child)
-			nextID++
+	for u := range nodes {
+		v := newID[u]
+		ac.label[v] = dLabel[u]
+		ac.term[v] = dTerm[u]
+		if u > 0 {
+			parent[v] = newID[dParent[u]]
 		}
 	}
+	dParent, dLabel, dDepth, dTerm, newID = nil, nil, nil, nil, nil
+	for u := range ac.first {
+		ac.first[u] = -1
+	}
+	for v := nodes - 1; v >= 1; v-- {
+		ac.first[parent[v]] = v
+	}
 	ac.first[nodes] = nodes
+	for u := nodes - 1; u >= 0; u-- {
+		if ac.first[u] < 0 {
+			ac.first[u] = ac.first[u+1]
+		}
+	}
 	for c := ac.first[0]; c < ac.first[1]; c++ {
 		ac.root[ac.label[c]] = c
 	}

@@ -107,6 +107,33 @@ func checkIndexSame(t *testing.T, pats []string, text string, searchAt map[int]b
 		if w := bestOf(want); !slices.Equal(sortFound(taken), w) {
 			t.Fatalf("after %d values %q, in %q: took %v, want %v", k+1, pats[:k+1], text, taken, w)
 		}
+		// In segments (as the decodings of a run), each value found at
+		// least once in each segment it is in.
+		segs := []int{len(tt) / 3, len(tt)}
+		segOf := func(a int) int {
+			if a < segs[0] {
+				return 0
+			}
+			return 1
+		}
+		type segValue struct {
+			seg int
+			id  int32
+		}
+		wantSeg, gotSeg := map[segValue]bool{}, map[segValue]bool{}
+		for _, m := range want {
+			wantSeg[segValue{segOf(m.start), m.id}] = true
+		}
+		ix.find(tt, tab, segs, &fs, func(a, b int, id int32) int {
+			if !wantSeg[segValue{segOf(a), id}] {
+				t.Fatalf("in %q: found %d at %d, not there", text, id, a)
+			}
+			gotSeg[segValue{segOf(a), id}] = true
+			return 0
+		})
+		if len(gotSeg) != len(wantSeg) {
+			t.Fatalf("after %d values %q, in %q, by segment: found %v, want %v", k+1, pats[:k+1], text, gotSeg, wantSeg)
+		}
 	}
 }
 
@@ -318,5 +345,38 @@ func FuzzSweepSameAsBefore(f *testing.F) {
 			skip = []span{{start: at, end: min(len(s), at+3)}}
 		}
 		checkSweepSame(t, flt, strings.Split(values, "\n"), s, skip)
+	})
+}
+
+// BenchmarkIndexOnePrefix measures the index alone on attack16 J1's
+// values (250 of one letter, 6 to 255 bytes) over 1 MiB of that letter,
+// the receiver taking the longest match at each start as the known-value
+// stage does: "before" is the index that looked each length up.
+func BenchmarkIndexOnePrefix(b *testing.B) {
+	tab := &testTable{}
+	var ix valueIndex
+	var ref refIndex
+	for l := 6; l < 256; l++ {
+		tab.pats = append(tab.pats, strings.Repeat("a", l))
+		ix.add(tab.pats[l-6], int32(l-6), tab, 250)
+		ref.add(tab.pats[l-6], int32(l-6), tab, 250)
+	}
+	t := []byte(strings.Repeat("a", 1<<20))
+	b.Run("before", func(b *testing.B) {
+		b.SetBytes(int64(len(t)))
+		cpu := startCPU()
+		for b.Loop() {
+			ref.find(t, tab, func(a, e int, id int32) bool { return true })
+		}
+		cpu.reportMS(b)
+	})
+	b.Run("after", func(b *testing.B) {
+		b.SetBytes(int64(len(t)))
+		var fs findScratch
+		cpu := startCPU()
+		for b.Loop() {
+			ix.find(t, tab, nil, &fs, func(a, e int, id int32) int { return e })
+		}
+		cpu.reportMS(b)
 	})
 }

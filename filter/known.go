@@ -397,13 +397,18 @@ func (ix *valueIndex) find(t []byte, tab valueTable, segs []int, fs *findScratch
 					clear(fs.seen)
 				}
 			}
-			if hit.crowded >= 0 && !ix.findLevels(i, int(hit.crowded), segs != nil, fs, emit) {
-				return false
+			want := 0
+			if hit.crowded >= 0 {
+				if want = ix.findLevels(i, int(hit.crowded), segs != nil, fs, emit); want < 0 {
+					return false
+				}
 			}
 			if hit.g8 != 0 && !ix.findGroups(t, i, hit.g8, tab, emit) {
 				return false
 			}
-			if hit.g6 != 0 && !ix.findGroups(t, i, hit.g6, tab, emit) {
+			// The heads of 6 bytes hold values of 6 or 7 bytes, shorter
+			// than those of the automata.
+			if hit.g6 != 0 && (want == 0 || i+7 >= want) && !ix.findGroups(t, i, hit.g6, tab, emit) {
 				return false
 			}
 		}
@@ -421,6 +426,7 @@ type findScratch struct {
 	pos    []int32   // positions of crowded heads
 	states [][]int32 // by level, the state at each of pos
 	cur    []int32   // by level, the next node of outputs at a position
+	depth  []int     // and its depth, or 0
 	seen   map[uint64]bool
 }
 
@@ -431,46 +437,55 @@ type findHit struct {
 }
 
 // findLevels calls emit for the values of the automata that start at
-// t[i:], the k-th crowded position, longest first across the levels.
-func (ix *valueIndex) findLevels(i, k int, dedupe bool, fs *findScratch, emit func(start, end int, id int32) int) bool {
+// t[i:], the k-th crowded position, longest first across the levels, and
+// returns the shortest end still wanted there, or -1 when emit stopped.
+func (ix *valueIndex) findLevels(i, k int, dedupe bool, fs *findScratch, emit func(start, end int, id int32) int) int {
 	fs.cur = slices.Grow(fs.cur[:0], len(ix.levels))[:len(ix.levels)]
+	fs.depth = slices.Grow(fs.depth[:0], len(ix.levels))[:len(ix.levels)]
 	for l := range ix.levels {
-		fs.cur[l] = ix.levels[l].ac.out(fs.states[l][k])
+		ac := ix.levels[l].ac
+		u := ac.out(fs.states[l][k])
+		fs.cur[l], fs.depth[l] = u, 0
+		if u != 0 {
+			fs.depth[l] = ac.depth(u)
+		}
 	}
 	want := 0
 	for {
 		best, depth := -1, 0
-		for l, u := range fs.cur {
-			if u != 0 {
-				if d := ix.levels[l].ac.depth(u); d > depth {
-					best, depth = l, d
-				}
+		for l, d := range fs.depth {
+			if d > depth {
+				best, depth = l, d
 			}
 		}
 		if best < 0 || i+depth < want {
-			return true
+			return want
 		}
 		ac := ix.levels[best].ac
 		u := fs.cur[best]
+		next, report := ac.dict[u], true
 		if dedupe {
 			key := uint64(best)<<32 | uint64(u)
 			if fs.seen[key] {
-				fs.cur[best] = 0 // and the rest of its chain was reported too
-				continue
+				next, report = 0, false // it and the rest of its chain were reported
+			} else {
+				if fs.seen == nil {
+					fs.seen = map[uint64]bool{}
+				}
+				fs.seen[key] = true
 			}
-			if fs.seen == nil {
-				fs.seen = map[uint64]bool{}
-			}
-			fs.seen[key] = true
 		}
-		for e := ac.term[u]; e != 0; e = ac.next[e-1] {
+		for e := ac.term[u]; report && e != 0; e = ac.next[e-1] {
 			w := emit(i, i+depth, ac.ids[e-1])
 			if w < 0 {
-				return false
+				return -1
 			}
 			want = max(want, w)
 		}
-		fs.cur[best] = ac.dict[u]
+		fs.cur[best], fs.depth[best] = next, 0
+		if next != 0 {
+			fs.depth[best] = ac.depth(next)
+		}
 	}
 }
 
@@ -564,7 +579,7 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 			if bounded && !wordBounded(s, start, last+w, tab.pattern(id)) {
 				return 0
 			}
-			return verdictWant(emit(knownMatch{start: start, end: last + w, id: id, enc: encPlain}), pb)
+			return verdictWant(emit(knownMatch{start: start, end: last + w, id: id, enc: encPlain}), v.folded, pb)
 		})
 		if !ok {
 			return
@@ -593,7 +608,7 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 				if bounded && !wordBounded(s, start, end, tab.pattern(id)) {
 					return 0
 				}
-				return verdictWant(emit(knownMatch{start: start, end: end, id: id, enc: encURL}), pb)
+				return verdictWant(emit(knownMatch{start: start, end: end, id: id, enc: encURL}), v.folded, pb)
 			})
 			if !ok {
 				return
@@ -665,15 +680,19 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 }
 
 // verdictWant turns a verdict on a match of the plain or URL view whose
-// pattern ends at pb in the folded text into what find wants: once one is
-// taken, only matches that may end where it does in the text, those whose
-// pattern ends in the same folded rune (4 bytes at most) or after.
-func verdictWant(vd matchVerdict, pb int) int {
+// pattern ends at pb in the folded text t into what find wants: once one
+// is taken, only matches that may end where it does in the text, those
+// whose pattern ends in the same folded rune or after.
+func verdictWant(vd matchVerdict, t []byte, pb int) int {
 	switch vd {
 	case matchStop:
 		return -1
 	case matchTaken:
-		return pb - utf8.UTFMax + 1
+		j := pb - 1
+		for j > pb-utf8.UTFMax && j > 0 && !utf8.RuneStart(t[j]) {
+			j--
+		}
+		return j + 1
 	}
 	return 0
 }

@@ -20,7 +20,8 @@ type knownScan struct {
 	locals  []knownLocal
 	v       viewer
 	matches []knownMatch
-	infos   []sensInfo // what act needs of the flow's values matched
+	order   []int      // matches by start, then longest, then id
+	infos   []sensInfo // what act needs of the flow's values matched, by order
 	ixs     []*valueIndex
 }
 
@@ -131,20 +132,9 @@ func (r *run) knownSpans(ks *knownScan, s string, skip []span, inKey bool, out [
 		ks.matches = append(ks.matches, m)
 		return matchTaken
 	})
-	for _, m := range ks.matches {
-		if m.id < localBase {
-			ks.infos = append(ks.infos, *fl.sensOf(m.id))
-		} else {
-			ks.infos = append(ks.infos, sensInfo{})
-		}
-	}
-	fl.mu.RUnlock()
-	if len(ks.matches) == 0 {
-		return out
-	}
-	order := make([]int, len(ks.matches))
-	for i := range order {
-		order[i] = i
+	order := ks.order[:0]
+	for i := range ks.matches {
+		order = append(order, i)
 	}
 	slices.SortFunc(order, func(a, b int) int {
 		ma, mb := ks.matches[a], ks.matches[b]
@@ -156,8 +146,31 @@ func (r *run) knownSpans(ks *knownScan, s string, skip []span, inKey bool, out [
 		}
 		return int(ma.id - mb.id)
 	})
-	ref, last := 0, 0
+	if prune {
+		// Every match kept may be replaced (act below lets none through
+		// without Policy.AllowTools): only the first at each start that
+		// is not inside one taken before will be, so only its sensInfo is
+		// copied — one a start was copied for a text of one letter.
+		kept, last := order[:0], 0
+		for _, i := range order {
+			if m := ks.matches[i]; m.start >= last {
+				kept = append(kept, i)
+				last = m.end
+			}
+		}
+		order = kept
+	}
+	ks.order = order
 	for _, i := range order {
+		if m := ks.matches[i]; m.id < localBase {
+			ks.infos = append(ks.infos, *fl.sensOf(m.id))
+		} else {
+			ks.infos = append(ks.infos, sensInfo{})
+		}
+	}
+	fl.mu.RUnlock()
+	ref, last := 0, 0
+	for k, i := range order {
 		m := ks.matches[i]
 		if m.start < last {
 			continue // inside a match already taken
@@ -174,7 +187,7 @@ func (r *run) knownSpans(ks *knownScan, s string, skip []span, inKey bool, out [
 			text = rep.text
 			r.record(rep.class, rep.conf, "known_value", rep.action, inKey)
 		} else {
-			info := ks.infos[i]
+			info := ks.infos[k]
 			t, ok := r.act(info.class, info.conf, "known_value", info.raw, false, inKey)
 			if !ok {
 				continue
