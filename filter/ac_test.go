@@ -380,3 +380,41 @@ func BenchmarkIndexOnePrefix(b *testing.B) {
 		cpu.reportMS(b)
 	})
 }
+
+// TestLongMatcherSameAsBefore: the matcher of long values answers what
+// comparing the whole value at each start answered.
+func TestLongMatcherSameAsBefore(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for range 2000 {
+		var fulls []string
+		for range 1 + r.IntN(3) {
+			var b strings.Builder
+			for range 1 + r.IntN(12) {
+				b.WriteByte("aab"[r.IntN(3)])
+			}
+			fulls = append(fulls, b.String())
+		}
+		var text strings.Builder
+		for text.Len() < 200 {
+			if r.IntN(4) == 0 {
+				text.WriteString(fulls[r.IntN(len(fulls))])
+			} else {
+				text.WriteByte("aab"[r.IntN(3)])
+			}
+		}
+		tt := []byte(text.String())
+		var lm longMatcher
+		lm.reset()
+		for a := range tt {
+			for id, full := range fulls {
+				if r.IntN(3) == 0 {
+					continue // not every start is asked about
+				}
+				b := a + 1
+				if got, want := lm.extend(tt, a, b, int32(id), full), extendLong(tt, a, b, full); got != want {
+					t.Fatalf("%q in %q at %d: %d, want %d", full, tt, a, got, want)
+				}
+			}
+		}
+	}
+}

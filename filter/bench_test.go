@@ -464,7 +464,8 @@ func BenchmarkParseJSON(b *testing.B) {
 // values are passwords a tool returned (the known-value stage); "sweep":
 // they are passwords the result itself holds, without a flow (the sweep);
 // "adds": 1,000 tool results of one new value each, each followed by a
-// 100-byte log line filtered, the flow's index growing between searches.
+// 100-byte log line filtered, the flow's index growing between searches;
+// "long": one value of 100 KB, its first 256 bytes everywhere in 1 MiB.
 // cpu-ms/op is this process's CPU per operation.
 func BenchmarkOnePrefix(b *testing.B) {
 	f, v := benchFilter(b)
@@ -500,6 +501,23 @@ func BenchmarkOnePrefix(b *testing.B) {
 		cpu := startCPU()
 		for b.Loop() {
 			if _, err := f.Apply(Input{Result: doc}, Options{Vault: v}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu.reportMS(b)
+	})
+	b.Run("long", func(b *testing.B) {
+		// One password of 100 KB: "a"s and a "b".
+		fl, err := f.NewFlow(FlowOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		row, _ := json.Marshal(map[string]any{"password": strings.Repeat("a", 100000) + "b"})
+		fl.Observe("util.echo", row, Provenance{})
+		b.SetBytes(int64(len(text)))
+		cpu := startCPU()
+		for b.Loop() {
+			if _, err := f.Apply(Input{Result: text}, Options{Vault: v, Flow: fl}); err != nil {
 				b.Fatal(err)
 			}
 		}

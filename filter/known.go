@@ -535,7 +535,8 @@ const (
 
 // viewer makes the views of texts, reusing its buffers.
 type viewer struct {
-	fs findScratch
+	fs   findScratch
+	long longMatcher
 	// plainOnly limits the next search to the plain view.
 	plainOnly bool
 	folded    []byte
@@ -565,6 +566,7 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 	}
 	// Plain. Offsets in s are worked out only for a match, which is rare.
 	v.folded, _ = fold(v.folded[:0], nil, s, false)
+	v.long.reset()
 	mapped := false
 	for _, ix := range ixs {
 		ok := ix.find(v.folded, tab, nil, &v.fs, func(a, pb int, id int32) int {
@@ -572,7 +574,7 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 				v.refold, v.idx = fold(v.refold[:0], v.idx[:0], s, true)
 				mapped = true
 			}
-			b := extendLong(v.folded, a, pb, tab.full(id))
+			b := v.long.extend(v.folded, a, pb, id, tab.full(id))
 			start := int(v.idx[a])
 			last := int(v.idx[b-1])
 			_, w := utf8.DecodeRuneInString(s[last:])
@@ -592,6 +594,7 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 	if hasPercentEscape(s) || strings.IndexByte(s, '+') >= 0 {
 		v.urlDecode(s, false)
 		v.folded, _ = foldBytes(v.folded[:0], nil, v.dec, false)
+		v.long.reset()
 		mapped := false
 		for _, ix := range ixs {
 			ok := ix.find(v.folded, tab, nil, &v.fs, func(a, pb int, id int32) int {
@@ -600,7 +603,7 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 					v.refold, v.idx = foldBytes(v.refold[:0], v.idx[:0], v.dec, true)
 					mapped = true
 				}
-				b := extendLong(v.folded, a, pb, tab.full(id))
+				b := v.long.extend(v.folded, a, pb, id, tab.full(id))
 				start := int(v.dsrc[v.idx[a]])
 				last := int(v.idx[b-1])
 				_, w := utf8.DecodeRune(v.dec[last:])
@@ -898,16 +901,6 @@ func unhex(c byte) byte {
 	return c - 'A' + 10
 }
 
-// extendLong returns the end of a match at t[a:b] of a value whose whole
-// folded form is full (when longer than its pattern): past the whole
-// value when t holds all of it, else b.
-func extendLong(t []byte, a, b int, full string) int {
-	if full != "" && len(t)-a >= len(full) && string(t[a:a+len(full)]) == full {
-		return a + len(full)
-	}
-	return b
-}
-
 // wordBounded reports whether a match of pattern at s[start:end] may
 // count. A value made of letters only (a name, a phrase) counts only as
 // whole words: once whitespace is dropped, "Ada Lovelace" would otherwise
@@ -924,3 +917,85 @@ func wordBounded(s string, start, end int, pattern string) bool {
 }
 
 func isWordByte(c byte) bool { return isAlnum(c) || c >= 0x80 }
+
+// longMatcher finds where values longer than maxPatternLen occur whole in
+// one folded text: asked, by increasing start, whether a
+// value occurs at a start where its first maxPatternLen bytes do, it
+// scans the text forwards with the value's Knuth–Morris–Pratt table, from
+// where it stopped or, past a gap, from that start. Comparing the value
+// at each such start cost its length a position: one value of 100 KB and
+// 1 MiB of the letter it was made of, 2 s.
+type longMatcher struct {
+	m map[int32]*longScan
+}
+
+type longScan struct {
+	fail []int32 // the value's failure function
+	pos  int     // the text is scanned up to here
+	j    int     // with this many bytes of the value matched
+	occ  []int   // starts of the occurrences found, from head on not yet passed
+	head int
+}
+
+func (lm *longMatcher) reset() { clear(lm.m) }
+
+// extend returns the end of a match at t[a:b] of value id, whose whole
+// folded form is full (when longer than its pattern): past the whole
+// value when t holds all of it, else b.
+func (lm *longMatcher) extend(t []byte, a, b int, id int32, full string) int {
+	if full == "" || len(t)-a < len(full) {
+		return b
+	}
+	sc := lm.m[id]
+	if sc == nil {
+		if lm.m == nil {
+			lm.m = map[int32]*longScan{}
+		}
+		sc = &longScan{fail: kmpTable(full)}
+		lm.m[id] = sc
+	}
+	if sc.pos < a {
+		sc.pos, sc.j, sc.occ, sc.head = a, 0, sc.occ[:0], 0
+	}
+	for end := a + len(full); sc.pos < end; sc.pos++ {
+		c := t[sc.pos]
+		for sc.j > 0 && full[sc.j] != c {
+			sc.j = int(sc.fail[sc.j-1])
+		}
+		if full[sc.j] == c {
+			sc.j++
+		}
+		if sc.j == len(full) {
+			sc.occ = append(sc.occ, sc.pos+1-len(full))
+			sc.j = int(sc.fail[sc.j-1])
+		}
+	}
+	for sc.head < len(sc.occ) && sc.occ[sc.head] < a {
+		sc.head++
+	}
+	if sc.head > 64 && sc.head > len(sc.occ)/2 {
+		sc.occ = sc.occ[:copy(sc.occ, sc.occ[sc.head:])]
+		sc.head = 0
+	}
+	if sc.head < len(sc.occ) && sc.occ[sc.head] == a {
+		return a + len(full)
+	}
+	return b
+}
+
+// kmpTable returns the failure function of p: for each prefix, the length
+// of its longest proper prefix that is also its suffix.
+func kmpTable(p string) []int32 {
+	f := make([]int32, len(p))
+	k := 0
+	for i := 1; i < len(p); i++ {
+		for k > 0 && p[i] != p[k] {
+			k = int(f[k-1])
+		}
+		if p[i] == p[k] {
+			k++
+		}
+		f[i] = int32(k)
+	}
+	return f
+}

@@ -266,3 +266,13 @@ func (sw *refSweeper) at(s string, i, end int, p uint32) string {
 	}
 	return ""
 }
+
+// extendLong returns the end of a match at t[a:b] of a value whose whole
+// folded form is full (when longer than its pattern): past the whole
+// value when t holds all of it, else b.
+func extendLong(t []byte, a, b int, full string) int {
+	if full != "" && len(t)-a >= len(full) && string(t[a:a+len(full)]) == full {
+		return a + len(full)
+	}
+	return b
+}
