@@ -17,7 +17,7 @@ import (
 // one letter, 8 µs a byte of text).
 //
 // Nodes are numbered breadth first, so a node's children are the nodes
-// first[u] to first[u+1]-1, ordered by label: 17 bytes a node.
+// first[u] to first[u+1]-1, ordered by label: 21 bytes a node.
 
 // revAC is that automaton over a fixed set of patterns, with ids.
 type revAC struct {
@@ -28,6 +28,7 @@ type revAC struct {
 	label  []byte  // node → the byte of the edge into it
 	fail   []int32 // node → its failure link
 	dict   []int32 // node → the nearest node on its failure chain that ends a pattern, or 0
+	nl     []int32 // node → the nearest node on its chain of outputs (itself first) that ends a pattern with a byte not a letter, or 0
 	term   []int32 // node → entry+1 of the first pattern it ends, or 0
 	root   [256]int32
 	maxLen int
@@ -108,6 +109,7 @@ func newRevAC(pats []string, ids []int32) *revAC {
 	ac.label = make([]byte, nodes)
 	ac.fail = make([]int32, nodes)
 	ac.dict = make([]int32, nodes)
+	ac.nl = make([]int32, nodes)
 	ac.term = make([]int32, nodes)
 	parent := make([]int32, nodes)
 	for u := range nodes {
@@ -146,8 +148,24 @@ func newRevAC(pats []string, ids []int32) *revAC {
 		} else {
 			ac.dict[v] = ac.dict[f]
 		}
+		if ac.term[v] != 0 && !lettersOnly(ac.pats[ac.term[v]-1]) {
+			ac.nl[v] = v
+		} else {
+			ac.nl[v] = ac.nl[ac.dict[v]]
+		}
 	}
 	return ac
+}
+
+// lettersOnly reports whether a pattern has no ASCII byte but letters:
+// such a value counts only as whole words (see wordBounded).
+func lettersOnly(p string) bool {
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c < 0x80 && !isAlpha(c) {
+			return false
+		}
+	}
+	return true
 }
 
 // child returns u's child by c, or 0.
@@ -194,9 +212,6 @@ func (ac *revAC) out(u int32) int32 {
 
 // depth is the length of the pattern a node of outputs ends.
 func (ac *revAC) depth(u int32) int { return len(ac.pats[ac.term[u]-1]) }
-
-// bytes estimates the automaton's memory.
-func (ac *revAC) bytes() int { return 17*len(ac.label) + 24*len(ac.pats) + 1024 }
 
 // acStates sets st[j] to the state of the automaton at t[pos[j]:] (pos
 // increasing, within t[:end]), reading t[:end] backwards from where each

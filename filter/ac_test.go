@@ -2,6 +2,7 @@ package filter
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -28,7 +29,7 @@ type foundValue struct {
 func findAll(ix *valueIndex, t []byte, tab valueTable) []foundValue {
 	var got []foundValue
 	var fs findScratch
-	ix.find(t, tab, nil, &fs, func(a, b int, id int32) int {
+	ix.find(t, tab, nil, nil, &fs, func(a, b int, id int32) int {
 		got = append(got, foundValue{a, b, id})
 		return 0
 	})
@@ -93,7 +94,7 @@ func checkIndexSame(t *testing.T, pats []string, text string, searchAt map[int]b
 		}
 		var taken []foundValue
 		var fs findScratch
-		ix.find(tt, tab, nil, &fs, func(a, b int, id int32) int {
+		ix.find(tt, tab, nil, nil, &fs, func(a, b int, id int32) int {
 			m := foundValue{a, b, id}
 			if n := len(taken); n > 0 && taken[n-1].start == a {
 				if p := taken[n-1]; b > p.end || (b == p.end && id < p.id) {
@@ -124,7 +125,7 @@ func checkIndexSame(t *testing.T, pats []string, text string, searchAt map[int]b
 		for _, m := range want {
 			wantSeg[segValue{segOf(m.start), m.id}] = true
 		}
-		ix.find(tt, tab, segs, &fs, func(a, b int, id int32) int {
+		ix.find(tt, tab, segs, nil, &fs, func(a, b int, id int32) int {
 			if !wantSeg[segValue{segOf(a), id}] {
 				t.Fatalf("in %q: found %d at %d, not there", text, id, a)
 			}
@@ -375,7 +376,7 @@ func BenchmarkIndexOnePrefix(b *testing.B) {
 		var fs findScratch
 		cpu := startCPU()
 		for b.Loop() {
-			ix.find(t, tab, nil, &fs, func(a, e int, id int32) int { return e })
+			ix.find(t, tab, nil, nil, &fs, func(a, e int, id int32) int { return e })
 		}
 		cpu.reportMS(b)
 	})
@@ -414,6 +415,60 @@ func TestLongMatcherSameAsBefore(t *testing.T) {
 				if got, want := lm.extend(tt, a, b, int32(id), full), extendLong(tt, a, b, full); got != want {
 					t.Fatalf("%q in %q at %d: %d, want %d", full, tt, a, got, want)
 				}
+			}
+		}
+	}
+}
+
+// TestSearchWordsSameAsBrute: the plain view finds, with or without
+// dedupe, the values a brute search finds, letters-only ones as whole
+// words only.
+func TestSearchWordsSameAsBrute(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for round := range 300 {
+		tab := &testTable{}
+		var ix valueIndex
+		pats, _ := randomValues(r, 1+r.IntN(40), 6+r.IntN(30))
+		for k, p := range pats {
+			if r.IntN(4) == 0 {
+				p = p[:len(p)-1] + "1" // not letters only
+			}
+			tab.pats = append(tab.pats, p)
+			ix.add(p, int32(k), tab, len(pats))
+		}
+		var text strings.Builder
+		for text.Len() < 400 {
+			switch r.IntN(4) {
+			case 0:
+				text.WriteString(tab.pats[r.IntN(len(tab.pats))])
+			case 1:
+				text.WriteString(" ")
+			default:
+				text.WriteByte("aAb"[r.IntN(3)])
+			}
+		}
+		s := text.String()
+		folded, idx := fold(nil, nil, s, true)
+		want := map[int32]bool{}
+		for id, p := range tab.pats {
+			for a := range folded {
+				if strings.HasPrefix(string(folded[a:]), p) {
+					last := int(idx[a+len(p)-1])
+					if wordBounded(s, int(idx[a]), last+1, p) {
+						want[int32(id)] = true
+					}
+				}
+			}
+		}
+		for _, dedupe := range []bool{false, true} {
+			v := viewer{plainOnly: true, dedupe: dedupe}
+			got := map[int32]bool{}
+			v.search(s, nil, []*valueIndex{&ix}, tab, true, func(m knownMatch) matchVerdict {
+				got[m.id] = true
+				return matchNext
+			})
+			if !maps.Equal(got, want) {
+				t.Fatalf("round %d, dedupe %v, values %q in %q: found %v, want %v", round, dedupe, tab.pats, s, got, want)
 			}
 		}
 	}

@@ -465,7 +465,9 @@ func BenchmarkParseJSON(b *testing.B) {
 // they are passwords the result itself holds, without a flow (the sweep);
 // "adds": 1,000 tool results of one new value each, each followed by a
 // 100-byte log line filtered, the flow's index growing between searches;
-// "long": one value of 100 KB, its first 256 bytes everywhere in 1 MiB.
+// "long": one value of 100 KB, its first 256 bytes everywhere in 1 MiB;
+// "provenance" and "knownin": Flow.Provenance and Flow.KnownIn of 256 KB
+// of the letter, the 250 values echoed.
 // cpu-ms/op is this process's CPU per operation.
 func BenchmarkOnePrefix(b *testing.B) {
 	f, v := benchFilter(b)
@@ -520,6 +522,28 @@ func BenchmarkOnePrefix(b *testing.B) {
 			if _, err := f.Apply(Input{Result: text}, Options{Vault: v, Flow: fl}); err != nil {
 				b.Fatal(err)
 			}
+		}
+		cpu.reportMS(b)
+	})
+	// What a store keeps with 256 KB of that letter (Provenance), and the
+	// secrets it holds (KnownIn).
+	fl, err := f.NewFlow(FlowOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fl.Observe("util.echo", rowsJSON, Provenance{})
+	data, _ := json.Marshal(map[string]any{"body": strings.Repeat("a", 1<<18)})
+	b.Run("provenance", func(b *testing.B) {
+		cpu := startCPU()
+		for b.Loop() {
+			fl.Provenance(data)
+		}
+		cpu.reportMS(b)
+	})
+	b.Run("knownin", func(b *testing.B) {
+		cpu := startCPU()
+		for b.Loop() {
+			fl.KnownIn(data)
 		}
 		cpu.reportMS(b)
 	})

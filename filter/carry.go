@@ -37,6 +37,7 @@ func (fl *Flow) KnownIn(data []byte) []Known {
 		seen = map[int32]bool{}
 		ixs  = []*valueIndex{&fl.sens}
 	)
+	v.dedupe = true
 	look := func(s string) {
 		v.plainOnly = false
 		v.search(s, nil, ixs, fl.table(), false, func(m knownMatch) matchVerdict {

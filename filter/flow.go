@@ -706,6 +706,7 @@ func (fl *Flow) Check(dest string, args json.RawMessage) error {
 		root = node{kind: kindString, str: string(args)}
 	}
 	c := checker{fl: fl, dest: dest, fm: fm}
+	c.v.dedupe = true // which value is found first does not matter, nor where
 	c.node(&root)
 	if c.err != nil {
 		return c.err
@@ -819,6 +820,7 @@ func (fl *Flow) Provenance(data []byte) Provenance {
 		walk func(n *node)
 	)
 	ixs := []*valueIndex{&fl.all}
+	v.dedupe = true
 	search := func(s string) {
 		v.search(s, nil, ixs, fl.table(), true, func(m knownMatch) matchVerdict {
 			srcs |= fl.values[m.id].srcs

@@ -327,14 +327,16 @@ type valueTable interface {
 }
 
 // find calls emit for every value that occurs in the folded text t, with
-// its bounds in t, by start, until emit returns a negative number. At a
-// start, values come longest first (ties by id) from the automata, and
-// emit returns the shortest end still wanted there: a shorter value is
-// then not reported (the values of one length all are). With segs (the
-// ends of the segments of t, increasing), a value found again in one
-// segment is not reported again (the automata's values: those of the
-// other heads, at most crowdLimit lengths a position, are).
-func (ix *valueIndex) find(t []byte, tab valueTable, segs []int, fs *findScratch, emit func(start, end int, id int32) int) bool {
+// its bounds in t, by start, until emit returns findStop. At a start,
+// values come longest first (ties by id) from the automata, and emit
+// returns the shortest end still wanted there: a shorter value is then
+// not reported (the values of one length all are). With segs (the ends of
+// the segments of t, increasing), a value emit took in a segment
+// (returned neither findHere nor findStop) is not reported again there
+// (the automata's values: those of the other heads, at most crowdLimit
+// lengths a position, are). With letters, values of letters only are not
+// reported at a start where letters says they cannot count.
+func (ix *valueIndex) find(t []byte, tab valueTable, segs []int, letters func(a int) bool, fs *findScratch, emit func(start, end int, id int32) int) bool {
 	if ix.n == 0 {
 		return true
 	}
@@ -399,7 +401,7 @@ func (ix *valueIndex) find(t []byte, tab valueTable, segs []int, fs *findScratch
 			}
 			want := 0
 			if hit.crowded >= 0 {
-				if want = ix.findLevels(i, int(hit.crowded), segs != nil, fs, emit); want < 0 {
+				if want = ix.findLevels(i, int(hit.crowded), letters == nil || letters(i), segs != nil, fs, emit); want < 0 {
 					return false
 				}
 			}
@@ -427,6 +429,8 @@ type findScratch struct {
 	states [][]int32 // by level, the state at each of pos
 	cur    []int32   // by level, the next node of outputs at a position
 	depth  []int     // and its depth, or 0
+	walk   []walked  // the nodes reported at a position, with dedupe
+	tail   []bool
 	seen   map[uint64]bool
 }
 
@@ -439,16 +443,27 @@ type findHit struct {
 // findLevels calls emit for the values of the automata that start at
 // t[i:], the k-th crowded position, longest first across the levels, and
 // returns the shortest end still wanted there, or -1 when emit stopped.
-func (ix *valueIndex) findLevels(i, k int, dedupe bool, fs *findScratch, emit func(start, end int, id int32) int) int {
+// Without letters, values of letters only are passed over. With dedupe, a
+// node whose values and chain after it were all taken at an earlier start
+// (emit returned no findHere) is passed over with its chain.
+func (ix *valueIndex) findLevels(i, k int, letters, dedupe bool, fs *findScratch, emit func(start, end int, id int32) int) int {
 	fs.cur = slices.Grow(fs.cur[:0], len(ix.levels))[:len(ix.levels)]
 	fs.depth = slices.Grow(fs.depth[:0], len(ix.levels))[:len(ix.levels)]
 	for l := range ix.levels {
 		ac := ix.levels[l].ac
 		u := ac.out(fs.states[l][k])
+		if !letters {
+			u = ac.nl[u]
+		}
 		fs.cur[l], fs.depth[l] = u, 0
 		if u != 0 {
 			fs.depth[l] = ac.depth(u)
 		}
+	}
+	fs.walk = fs.walk[:0]
+	flag := uint64(0)
+	if letters {
+		flag = 1 << 31
 	}
 	want := 0
 	for {
@@ -459,34 +474,69 @@ func (ix *valueIndex) findLevels(i, k int, dedupe bool, fs *findScratch, emit fu
 			}
 		}
 		if best < 0 || i+depth < want {
-			return want
+			break
 		}
 		ac := ix.levels[best].ac
 		u := fs.cur[best]
-		next, report := ac.dict[u], true
-		if dedupe {
-			key := uint64(best)<<32 | uint64(u)
-			if fs.seen[key] {
-				next, report = 0, false // it and the rest of its chain were reported
-			} else {
-				if fs.seen == nil {
-					fs.seen = map[uint64]bool{}
-				}
-				fs.seen[key] = true
-			}
+		next := ac.dict[u]
+		if !letters {
+			next = ac.nl[next]
 		}
-		for e := ac.term[u]; report && e != 0; e = ac.next[e-1] {
-			w := emit(i, i+depth, ac.ids[e-1])
-			if w < 0 {
-				return -1
+		if dedupe && fs.seen[uint64(best)<<32|flag|uint64(u)] {
+			next = 0 // it and the rest of its chain were taken before
+		} else {
+			ok := true
+			for e := ac.term[u]; e != 0; e = ac.next[e-1] {
+				w := emit(i, i+depth, ac.ids[e-1])
+				if w == findHere {
+					ok = false
+					continue
+				}
+				if w == findStop {
+					return findStop
+				}
+				want = max(want, w)
 			}
-			want = max(want, w)
+			if dedupe {
+				fs.walk = append(fs.walk, walked{level: int32(best), node: u, ok: ok})
+			}
 		}
 		fs.cur[best], fs.depth[best] = next, 0
 		if next != 0 {
 			fs.depth[best] = ac.depth(next)
 		}
 	}
+	if dedupe && len(fs.walk) > 0 {
+		// A node is taken for good when it and every node after it in its
+		// chain were: from the end of each level's walk backwards.
+		fs.tail = slices.Grow(fs.tail[:0], len(ix.levels))[:len(ix.levels)]
+		for l := range fs.tail {
+			fs.tail[l] = true
+		}
+		if fs.seen == nil {
+			fs.seen = map[uint64]bool{}
+		}
+		for j := len(fs.walk) - 1; j >= 0; j-- {
+			w := fs.walk[j]
+			if fs.tail[w.level] = fs.tail[w.level] && w.ok; fs.tail[w.level] {
+				fs.seen[uint64(w.level)<<32|flag|uint64(w.node)] = true
+			}
+		}
+	}
+	return want
+}
+
+// What emit returns to find besides the shortest end it wants: stop, or
+// that it passed over a value at this start only (a word that does not
+// start or end there).
+const (
+	findStop = -1
+	findHere = -2
+)
+
+type walked struct {
+	level, node int32
+	ok          bool
 }
 
 // findGroups calls emit for the values of the groups from g on that
@@ -501,14 +551,14 @@ func (ix *valueIndex) findGroups(t []byte, i int, g int32, tab valueTable, emit 
 		w := t[i:end]
 		if grp.byPat != nil {
 			for nd := grp.byPat[string(w)]; nd != 0; nd = ix.nodes[nd-1].same {
-				if emit(i, end, ix.nodes[nd-1].id) < 0 {
+				if emit(i, end, ix.nodes[nd-1].id) == findStop {
 					return false
 				}
 			}
 			continue
 		}
 		for nd := grp.first; nd != 0; nd = ix.nodes[nd-1].next {
-			if id := ix.nodes[nd-1].id; tab.pattern(id) == string(w) && emit(i, end, id) < 0 {
+			if id := ix.nodes[nd-1].id; tab.pattern(id) == string(w) && emit(i, end, id) == findStop {
 				return false
 			}
 		}
@@ -537,6 +587,9 @@ const (
 type viewer struct {
 	fs   findScratch
 	long longMatcher
+	// dedupe lets the search report a value once a view (or decoding)
+	// for a receiver to whom where it is does not matter.
+	dedupe bool
 	// plainOnly limits the next search to the plain view.
 	plainOnly bool
 	folded    []byte
@@ -568,8 +621,23 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 	v.folded, _ = fold(v.folded[:0], nil, s, false)
 	v.long.reset()
 	mapped := false
+	var segs []int
+	if v.dedupe {
+		segs = []int{len(v.folded) + 1}
+	}
+	var letters func(a int) bool
+	if bounded {
+		letters = func(a int) bool {
+			if !mapped {
+				v.refold, v.idx = fold(v.refold[:0], v.idx[:0], s, true)
+				mapped = true
+			}
+			start := int(v.idx[a])
+			return start == 0 || !isWordByte(s[start-1])
+		}
+	}
 	for _, ix := range ixs {
-		ok := ix.find(v.folded, tab, nil, &v.fs, func(a, pb int, id int32) int {
+		ok := ix.find(v.folded, tab, segs, letters, &v.fs, func(a, pb int, id int32) int {
 			if !mapped {
 				v.refold, v.idx = fold(v.refold[:0], v.idx[:0], s, true)
 				mapped = true
@@ -579,7 +647,7 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 			last := int(v.idx[b-1])
 			_, w := utf8.DecodeRuneInString(s[last:])
 			if bounded && !wordBounded(s, start, last+w, tab.pattern(id)) {
-				return 0
+				return findHere
 			}
 			return verdictWant(emit(knownMatch{start: start, end: last + w, id: id, enc: encPlain}), v.folded, pb)
 		})
@@ -596,8 +664,24 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 		v.folded, _ = foldBytes(v.folded[:0], nil, v.dec, false)
 		v.long.reset()
 		mapped := false
+		var segs []int
+		if v.dedupe {
+			segs = []int{len(v.folded) + 1}
+		}
+		var letters func(a int) bool
+		if bounded {
+			letters = func(a int) bool {
+				if !mapped {
+					v.urlDecode(s, true)
+					v.refold, v.idx = foldBytes(v.refold[:0], v.idx[:0], v.dec, true)
+					mapped = true
+				}
+				start := int(v.dsrc[v.idx[a]])
+				return start == 0 || !isWordByte(s[start-1])
+			}
+		}
 		for _, ix := range ixs {
-			ok := ix.find(v.folded, tab, nil, &v.fs, func(a, pb int, id int32) int {
+			ok := ix.find(v.folded, tab, segs, letters, &v.fs, func(a, pb int, id int32) int {
 				if !mapped {
 					v.urlDecode(s, true)
 					v.refold, v.idx = foldBytes(v.refold[:0], v.idx[:0], v.dec, true)
@@ -609,7 +693,7 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 				_, w := utf8.DecodeRune(v.dec[last:])
 				end := int(v.dend[last+w-1])
 				if bounded && !wordBounded(s, start, end, tab.pattern(id)) {
-					return 0
+					return findHere
 				}
 				return verdictWant(emit(knownMatch{start: start, end: end, id: id, enc: encURL}), v.folded, pb)
 			})
@@ -665,14 +749,14 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 		v.segEnds = append(v.segEnds, sg.foldEnd+1)
 	}
 	for _, ix := range ixs {
-		ok := ix.find(v.folded, tab, v.segEnds, &v.fs, func(a, b int, id int32) int {
+		ok := ix.find(v.folded, tab, v.segEnds, nil, &v.fs, func(a, b int, id int32) int {
 			k, _ := slices.BinarySearchFunc(v.segs, a, func(sg runSeg, at int) int { return sg.foldEnd - 1 - at })
 			if k >= len(v.segs) || a < v.segs[k].foldStart || b > v.segs[k].foldEnd {
 				return 0 // across two decodings
 			}
 			sg := v.segs[k]
 			if emit(knownMatch{start: sg.start, end: sg.end, id: id, enc: sg.enc}) == matchStop {
-				return -1
+				return findStop
 			}
 			return 0
 		})
@@ -689,7 +773,7 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 func verdictWant(vd matchVerdict, t []byte, pb int) int {
 	switch vd {
 	case matchStop:
-		return -1
+		return findStop
 	case matchTaken:
 		j := pb - 1
 		for j > pb-utf8.UTFMax && j > 0 && !utf8.RuneStart(t[j]) {
