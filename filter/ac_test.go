@@ -87,6 +87,9 @@ func checkIndexSame(t *testing.T, pats []string, text string, searchAt map[int]b
 		if !searchAt[k] && k != len(pats)-1 {
 			continue
 		}
+		if k%3 != 1 {
+			ix.flush() // else crowded values added since are looked up by length
+		}
 		want := sortFound(refFindAll(&ref, tt, tab))
 		got := sortFound(findAll(&ix, tt, tab))
 		if !slices.Equal(got, want) {
@@ -362,6 +365,7 @@ func BenchmarkIndexOnePrefix(b *testing.B) {
 		ix.add(tab.pats[l-6], int32(l-6), tab, 250)
 		ref.add(tab.pats[l-6], int32(l-6), tab, 250)
 	}
+	ix.flush()
 	t := []byte(strings.Repeat("a", 1<<20))
 	b.Run("before", func(b *testing.B) {
 		b.SetBytes(int64(len(t)))
@@ -436,6 +440,7 @@ func TestSearchWordsSameAsBrute(t *testing.T) {
 			tab.pats = append(tab.pats, p)
 			ix.add(p, int32(k), tab, len(pats))
 		}
+		ix.flush()
 		var text strings.Builder
 		for text.Len() < 400 {
 			switch r.IntN(4) {

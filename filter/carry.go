@@ -80,6 +80,7 @@ func (fl *Flow) ObserveKnown(source string, known []Known, from Provenance) {
 	}
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
+	defer fl.flushIndexes()
 	srcs := fl.sourceBit(source)
 	for _, s := range from.sources {
 		srcs |= fl.sourceBit(s)

@@ -244,6 +244,7 @@ func (fl *Flow) observeTree(srcs uint64, root *node, ruled bool, sc *scope) {
 
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
+	defer fl.flushIndexes()
 	// Sensitive values first, then the others, then what only saves time.
 	hint := len(obs.sensitive) + len(obs.tracked)
 	if len(fl.values) == 0 {
@@ -487,6 +488,13 @@ func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte,
 	fl.values[id].sens = int32(len(fl.sensitive))
 	fl.sens.add(fl.values[id].pattern, id, fl.table(), hint)
 	fl.bytes += cost
+}
+
+// flushIndexes builds the automata of the values just added; the caller
+// holds the write lock.
+func (fl *Flow) flushIndexes() {
+	fl.all.flush()
+	fl.sens.flush()
 }
 
 // flowTable is the valueTable of a flow; the caller holds its lock.

@@ -165,6 +165,10 @@ type valueIndex struct {
 	// in one step a byte, not by a lookup a length a position.
 	crowd  map[uint64]bool
 	levels []acLevel
+	// pendPats and pendIDs are the values of crowded heads added since
+	// the last flush.
+	pendPats []string
+	pendIDs  []int32
 }
 
 // crowdLimit is the number of lengths of one head looked up one by one
@@ -172,7 +176,7 @@ type valueIndex struct {
 const crowdLimit = 4
 
 // acLevel is a set of the values of crowded heads and its automaton.
-// Values are added to a new level of one, and a level merged (and its
+// The values of a batch of adds make a new level, merged (and its
 // automaton rebuilt) with the one before it as long as it is as large:
 // a value is in O(log n) builds, and a search walks O(log n) automata
 // (Bentley and Saxe's logarithmic method).
@@ -182,9 +186,24 @@ type acLevel struct {
 	ac   *revAC
 }
 
-// addCrowded adds a value of a crowded head to the automata.
+// addCrowded adds a value of a crowded head to those flush puts in the
+// automata.
 func (ix *valueIndex) addCrowded(pat string, id int32) {
-	ix.levels = append(ix.levels, acLevel{pats: []string{pat}, ids: []int32{id}})
+	ix.pendPats = append(ix.pendPats, pat)
+	ix.pendIDs = append(ix.pendIDs, id)
+}
+
+// flush makes the values added to crowded heads since the last flush a
+// level, merged with the levels before it as long as it is as large, and
+// builds its automaton. The writer of an index flushes it at the end of
+// a batch of adds (a result observed); until then, find looks every
+// length up one by one.
+func (ix *valueIndex) flush() {
+	if len(ix.pendPats) == 0 {
+		return
+	}
+	ix.levels = append(ix.levels, acLevel{pats: ix.pendPats, ids: ix.pendIDs})
+	ix.pendPats, ix.pendIDs = nil, nil
 	for n := len(ix.levels); n >= 2 && len(ix.levels[n-1].pats) >= len(ix.levels[n-2].pats); n-- {
 		prev, last := &ix.levels[n-2], ix.levels[n-1]
 		prev.pats = append(prev.pats, last.pats...)
@@ -340,7 +359,9 @@ func (ix *valueIndex) find(t []byte, tab valueTable, segs []int, letters func(a 
 	if ix.n == 0 {
 		return true
 	}
-	if len(ix.levels) == 0 {
+	if len(ix.levels) == 0 || len(ix.pendPats) > 0 {
+		// Every length looked up (values added and not flushed yet are
+		// in no automaton).
 		for i := 0; i+minKnownLen <= len(t); i++ {
 			k6 := load6(t[i:])
 			h := ix.hash(k6)

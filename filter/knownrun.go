@@ -60,6 +60,7 @@ func (r *run) newKnownScan() *knownScan {
 		ks.local.add(kl.pattern, localBase+int32(len(ks.locals)-1), ks, len(values))
 	}
 	fl.mu.RUnlock()
+	ks.local.flush()
 	if n == 0 && ks.local.n == 0 {
 		return nil
 	}
