@@ -204,6 +204,10 @@ func TestListsArePaged(t *testing.T) {
 	if count(templates, mcpserver.ResourcePrefix) == 0 {
 		t.Errorf("codecell's own templates are not listed: %v", templates)
 	}
+	// mcp-go's client follows nextCursor by itself.
+	if whole, err := c.ListPrompts(t.Context(), mcp.ListPromptsRequest{}); err != nil || len(whole.Prompts) != len(prompts) {
+		t.Errorf("mcp-go's ListPrompts, which follows the cursors: %d prompts, %v; want %d", len(whole.Prompts), err, len(prompts))
+	}
 	// Code mode's three tools are one page.
 	tl, err := c.ListToolsByPage(t.Context(), mcp.ListToolsRequest{})
 	if err != nil || len(tl.Tools) != 3 || tl.NextCursor != "" {
