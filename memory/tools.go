@@ -428,7 +428,8 @@ func (ts ToolSet) MemoryTools() []tools.Tool {
 					"types": {"type": "array", "items": {"type": "string", "minLength": 1}}
 				}, "required": ["from", "to"], "additionalProperties": false}`),
 				OutputSchema: raw(`{"type": "object", "properties": {"found": {"type": "boolean"}, "length": {"type": "integer"},
-					"entities": {"type": "array", "items": {"type": "string"}}, "steps": {"type": "array", "items": ` + relationSchema + `}},
+					"entities": {"type": "array", "items": {"type": "string"}}, "steps": {"type": "array", "items": ` + relationSchema + `},
+					"provenance": {"type": "array", "items": {"type": "string"}, "description": "The tools the names of the entities along the path came from, when known."}},
 					"required": ["found", "length", "entities", "steps"]}`),
 				Annotations: tools.Annotations{ReadOnly: true, Idempotent: true},
 				Examples: []tools.Example{{Args: raw(`{"from": "alice", "to": "postgres"}`),
