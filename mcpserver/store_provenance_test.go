@@ -41,11 +41,11 @@ func TestStoredValuesKeepTheirSources(t *testing.T) {
 		}, `const r = await memory.recall({query: "customer follow up note"}); const v = r.results.find(m => m.metadata.contact).metadata.contact;`},
 		{"memory updated from another source", []string{
 			`const c = await crm.get_contact(); await memory.remember({content: "contact " + c.email}); return 1`,
-			`const j = await jira.get_ticket(); const r = await memory.recall({query: "contact"}); await memory.update({id: r.results[0].id, metadata: {ticket: j.key}}); return 1`,
+			`const j = await jira.get_ticket(); const r = await memory.recall({query: "contact"}); await memory.update({id: r.results[0].id, metadata: {ticket: j.assignee}}); return 1`,
 		}, `const r = await memory.recall({query: "contact"}); const m = await memory.get({id: r.results[0].id}); const v = m.content;`},
 		{"task noted from another source", []string{
 			`const c = await crm.get_contact(); await memory.task_add({content: "call " + c.email}); return 1`,
-			`const j = await jira.get_ticket(); const t = await memory.task_list({}); await memory.task_update({id: t.tasks[0].id, note: j.key}); return 1`,
+			`const j = await jira.get_ticket(); const t = await memory.task_list({}); await memory.task_update({id: t.tasks[0].id, note: "for " + j.assignee}); return 1`,
 		}, `const t = await memory.task_list({}); const v = t.tasks[0].content;`},
 		{"consolidate's dry run", []string{
 			`const c = await crm.get_contact(); await memory.remember({content: "customer contact note for the quarterly review " + c.email, importance: 0.1}); return 1`,
