@@ -90,17 +90,32 @@ func TestUpstreamResultValuesHeld(t *testing.T) {
 // TestBuiltinResultsHeld: built-in tools' results are held too. With a
 // run's results in flight bounded at 32 MiB, cache.get of a cached
 // array of 500,000 numbers (1 MB, 64 MB once decoded) is refused, and of
-// a small value is not.
+// a small value is not. So is cache.set of that array: its arguments
+// decode into as much to be checked (attack18 K10); the array is cached
+// by a server with the default bound, on the same store.
 func TestBuiltinResultsHeld(t *testing.T) {
 	t.Parallel()
-	s := start(t, fmt.Sprintf("CODECELL_LIMITS_RESULT_BYTES_IN_FLIGHT_PER_RUN=%d", 32<<20))
+	dir := t.TempDir()
+	const dense = `const a = []; for (let i = 0; i < 500000; i++) a.push(0)`
+	first := start(t, "CODECELL_SERVER_DATA_DIR="+dir)
+	rec := first.open(t, bobToken).run(dense+`; await cache.set("dense", a); await cache.set("small", [1, 2, 3]); return "set"`, "timeout_ms", 60000)
+	if string(rec.Result) != `"set"` {
+		t.Fatalf("cache.set of 500,000 numbers with the default bound: %.1200s", rec.raw)
+	}
+	first.cmd.Process.Kill()
+	first.cmd.Wait()
+
+	s := start(t, "CODECELL_SERVER_DATA_DIR="+dir, fmt.Sprintf("CODECELL_LIMITS_RESULT_BYTES_IN_FLIGHT_PER_RUN=%d", 32<<20))
 	bob := s.open(t, bobToken)
-	rec := bob.run(`const a = []; for (let i = 0; i < 500000; i++) a.push(0); await cache.set("dense", a); await cache.set("small", [1, 2, 3])
-		const small = await cache.get("small")
+	rec = bob.run(`const small = await cache.get("small")
 		try { await cache.get("dense"); return ["fulfilled", small.value] } catch (e) { return [e.code + ": " + e.message, small.value] }`, "timeout_ms", 60000)
 	got := string(rec.Result)
 	if !strings.Contains(got, "result_bytes_limit") || !strings.Contains(got, "JSON value") || !strings.Contains(got, "[1,2,3]") {
 		t.Errorf("cache.get of 500,000 numbers, and of three: %.1200s", rec.raw)
+	}
+	rec = bob.run(dense+`; try { await cache.set("again", a); return "fulfilled" } catch (e) { return e.code + ": " + e.message }`, "timeout_ms", 60000)
+	if got := string(rec.Result); !strings.Contains(got, "result_bytes_limit") || !strings.Contains(got, "send fewer values") {
+		t.Errorf("cache.set of 500,000 numbers within 32 MiB: %.1200s", rec.raw)
 	}
 	bob.normal()
 }
