@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/codecell/codecell/jsonstr"
 )
 
 // Compact renders a JSON document as compact text for a model to read, in
@@ -273,7 +275,7 @@ func (c *compacter) key(k string) {
 		c.b = append(c.b, k...)
 		return
 	}
-	c.b = appendString(c.b, k)
+	c.b = jsonstr.Append(c.b, k)
 }
 
 func identifier(k string) bool {
@@ -296,7 +298,7 @@ func (c *compacter) scalar(n *node) {
 		c.b = append(c.b, n.str...)
 	default:
 		if needsQuotes(n.str) {
-			c.b = appendString(c.b, n.str)
+			c.b = jsonstr.Append(c.b, n.str)
 		} else {
 			c.b = append(c.b, n.str...)
 		}

@@ -9,6 +9,8 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/codecell/codecell/jsonstr"
 )
 
 // The filter works on its own JSON tree rather than on map[string]any: it
@@ -566,7 +568,7 @@ func appendJSON(dst []byte, n *node) []byte {
 	case kindBool, kindNumber:
 		return append(dst, n.str...)
 	case kindString:
-		return appendString(dst, n.str)
+		return jsonstr.Append(dst, n.str)
 	case kindArray:
 		dst = append(dst, '[')
 		for i := range n.kids {
@@ -582,126 +584,12 @@ func appendJSON(dst []byte, n *node) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendString(dst, n.kids[i].key)
+			dst = jsonstr.Append(dst, n.kids[i].key)
 			dst = append(dst, ':')
 			dst = appendJSON(dst, &n.kids[i])
 		}
 		return append(dst, '}')
 	}
-}
-
-// safe reports the bytes that appendString copies as they are.
-var safe = func() (t [256]bool) {
-	for c := 0x20; c < 0x80; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string. Like encoding/json it escapes
-// control characters, U+2028 and U+2029, and replaces invalid UTF-8 with
-// U+FFFD; unlike it, it leaves <, > and & alone.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if safe[c] {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
-// stringSize returns len(appendString(nil, s)) without encoding.
-func stringSize(s string) int {
-	n := 2
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			n += escapedByteSize(c)
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			n += 6
-		case r == '\u2028' || r == '\u2029':
-			n += 6
-		default:
-			n += size
-		}
-		i += size
-	}
-	return n
-}
-
-func escapedByteSize(c byte) int {
-	if safe[c] {
-		return 1
-	}
-	switch c {
-	case '"', '\\', '\n', '\r', '\t', '\b', '\f':
-		return 2
-	}
-	return 6
-}
-
-// runeEncodedSize is the encoded size of the rune starting at s[i] and the
-// number of bytes it spans in s.
-func runeEncodedSize(s string, i int) (enc, width int) {
-	c := s[i]
-	if c < utf8.RuneSelf {
-		return escapedByteSize(c), 1
-	}
-	r, size := utf8.DecodeRuneInString(s[i:])
-	if (r == utf8.RuneError && size == 1) || r == '\u2028' || r == '\u2029' {
-		return 6, size
-	}
-	return size, size
 }
 
 // measure sets size and height on n and every node below it.
@@ -712,7 +600,7 @@ func measure(n *node) {
 	case kindBool, kindNumber:
 		n.size = len(n.str)
 	case kindString:
-		n.size = stringSize(n.str)
+		n.size = jsonstr.Size(n.str)
 	case kindArray, kindObject:
 		size, height := 2, int16(0)
 		for i := range n.kids {
@@ -723,7 +611,7 @@ func measure(n *node) {
 				size++
 			}
 			if n.kind == kindObject {
-				size += stringSize(k.key) + 1
+				size += jsonstr.Size(k.key) + 1
 			}
 			height = max(height, k.height)
 		}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/codecell/codecell/jsonstr"
 )
 
 // Limits.
@@ -161,7 +163,7 @@ const (
 )
 
 func stringNode(s string) node {
-	return node{kind: kindString, str: s, size: stringSize(s)}
+	return node{kind: kindString, str: s, size: jsonstr.Size(s)}
 }
 
 // fit returns n, shortened if needed so that its encoding is at most b
@@ -207,7 +209,7 @@ func (l *limiter) cutString(s string, b int, p *pathElem, kind string) node {
 func headWithin(s string, avail int) string {
 	used, i := 0, 0
 	for i < len(s) {
-		enc, w := runeEncodedSize(s, i)
+		enc, w := jsonstr.RuneSize(s, i)
 		if used+enc > avail {
 			break
 		}
@@ -364,7 +366,7 @@ func (l *limiter) fitArray(n *node, b, depth int, p *pathElem) node {
 			if k > 0 {
 				a--
 			}
-			a -= stringSize(moreItems(N - k))
+			a -= jsonstr.Size(moreItems(N - k))
 		}
 		return a
 	}
@@ -432,14 +434,14 @@ func (l *limiter) fitObject(n *node, b, depth int, p *pathElem) node {
 	sizes := make([]int, 0, limitK)
 	for i := range limitK {
 		k := n.kids[i].key
-		if ks := stringSize(k); ks > keyCap {
+		if ks := jsonstr.Size(k); ks > keyCap {
 			k = headWithin(k, keyCap-2-len(ellipsis)-1-len(strconv.Itoa(i))) + ellipsis + "#" + strconv.Itoa(i)
 		}
 		keys = append(keys, k)
-		keyCost = append(keyCost, keyCost[i]+stringSize(k)+1)
+		keyCost = append(keyCost, keyCost[i]+jsonstr.Size(k)+1)
 		sizes = append(sizes, n.kids[i].size)
 	}
-	markerKey := stringSize(ellipsis) + 1
+	markerKey := jsonstr.Size(ellipsis) + 1
 	avail := func(k int) int {
 		a := b - 2 - keyCost[k]
 		if k > 1 {
@@ -449,7 +451,7 @@ func (l *limiter) fitObject(n *node, b, depth int, p *pathElem) node {
 			if k > 0 {
 				a--
 			}
-			a -= markerKey + stringSize(moreFields(N-k))
+			a -= markerKey + jsonstr.Size(moreFields(N-k))
 		}
 		return a
 	}
