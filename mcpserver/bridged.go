@@ -415,6 +415,12 @@ func (s *Server) getBridgedPrompt(category, name string) server.PromptHandlerFun
 			case mcp.TextContent:
 				c.Text = bridgedText(s.filter, c.Text, opts)
 				res.Messages[i].Content = c
+			case mcp.ImageContent:
+				c.Data = bridgedBlob(s.filter, c.Data)
+				res.Messages[i].Content = c
+			case mcp.AudioContent:
+				c.Data = bridgedBlob(s.filter, c.Data)
+				res.Messages[i].Content = c
 			case mcp.EmbeddedResource:
 				if t, ok := c.Resource.(mcp.TextResourceContents); ok {
 					t.URI = bridgedURI(category, t.URI)
