@@ -177,7 +177,29 @@ func (r *resultBytes) pass(ctx context.Context, c *Call, next next) (json.RawMes
 	ctx = h.context(ctx, func(n int64) string {
 		return fmt.Sprintf("this result of %s decodes into about %d bytes (its bytes and %d a JSON value)", c.Name, n, tools.DecodedValueBytes)
 	})
+	ctx = tools.WithArgsHolder(ctx, h.argsHolder())
 	return next.call(ctx, c)
+}
+
+// argsHolder holds, with h, what a call's arguments decode into while
+// its tool's schema checks them: 30 calls at once of 2 MB arrays of
+// small values decoded into 300–400 MiB held by nothing (attack18 K10).
+func (h *holding) argsHolder() tools.DecodedHolder {
+	return func(ctx context.Context, n int64) error {
+		return h.raise(ctx, n, fmt.Sprintf("the arguments of %s decode into about %d bytes to be checked against its schema (their bytes and %d a JSON value): send fewer values in one call", h.c.Name, n, tools.DecodedValueBytes))
+	}
+}
+
+// validateHeld checks c's arguments for a stage that does so before the
+// call reserves anything (the approver, the planner), holding what they
+// decode into while they are checked.
+func (r *resultBytes) validateHeld(ctx context.Context, view *tools.View, c *Call) error {
+	if r == nil || c.Run == nil {
+		return view.ValidateContext(ctx, c.Name, c.Args)
+	}
+	h := &holding{r: r, c: c, run: c.Run.resultBudget(r.perRun), principal: c.Run.Caller.Principal}
+	defer h.giveBack()
+	return view.ValidateContext(tools.WithArgsHolder(ctx, h.argsHolder()), c.Name, c.Args)
 }
 
 // afterObserved returns giveBack, or when the result is being observed
