@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
@@ -27,7 +28,7 @@ import (
 // reaches them when its toolset reaches their category, and what they say
 // — a prompt's messages, a resource's text — passes the output filter
 // with the caller's session tokens, as any third-party text the model
-// reads. Binary contents pass as they are.
+// reads. Binary contents pass it as an artifact's bytes do.
 
 // UpstreamPrefix begins the URI of every bridged server's resource.
 const UpstreamPrefix = "codecell://upstream/"
@@ -342,8 +343,10 @@ func (s *Server) readBridged(ctx context.Context, req mcp.ReadResourceRequest) (
 	if !ok || !s.reaches(ctx, category) {
 		return nil, fmt.Errorf("%w: resource %s", errResourceNotFound, uri)
 	}
+	// Held until the answer is written: mcp-go encodes a blob's base64
+	// after the handler returns (attack15).
 	ctx, release := s.holdBridged(ctx, "resources/read of upstream "+category)
-	defer release()
+	defer untilAnswered(ctx, release)()
 	res, err := s.cfg.Bridge.ReadResource(ctx, category, orig)
 	if err != nil {
 		if errors.Is(err, upstream.ErrNoSuchServer) {
@@ -365,10 +368,28 @@ func (s *Server) readBridged(ctx context.Context, req mcp.ReadResourceRequest) (
 			out = append(out, v)
 		case mcp.BlobResourceContents:
 			v.URI = bridgedURI(category, v.URI)
+			v.Blob = bridgedBlob(s.filter, v.Blob)
 			out = append(out, v)
 		}
 	}
 	return out, nil
+}
+
+// bridgedBlob is a bridged server's binary contents (base64) as the
+// caller reads them: through the filter as an artifact's bytes
+// (filter.ApplyBytes), each sensitive value in their printable runs
+// masked in place. Contents that are not base64 pass as they are: no
+// client decodes them into anything.
+func bridgedBlob(f *filter.Filter, blob string) string {
+	data, err := base64.StdEncoding.DecodeString(blob)
+	if err != nil || len(data) == 0 {
+		return blob
+	}
+	out := f.ApplyBytes(data, filter.Options{})
+	if out.Report.Masked == 0 && !out.Text {
+		return blob
+	}
+	return base64.StdEncoding.EncodeToString(out.Data)
 }
 
 // getBridgedPrompt gets a bridged server's prompt, its texts filtered.
@@ -378,7 +399,7 @@ func (s *Server) getBridgedPrompt(category, name string) server.PromptHandlerFun
 			return nil, fmt.Errorf("prompt %s %w", req.Params.Name, errBridgedNotFound)
 		}
 		ctx, release := s.holdBridged(ctx, "prompts/get of upstream "+category)
-		defer release()
+		defer untilAnswered(ctx, release)()
 		res, err := s.cfg.Bridge.GetPrompt(ctx, category, name, req.Params.Arguments)
 		if err != nil {
 			return nil, err
@@ -394,6 +415,12 @@ func (s *Server) getBridgedPrompt(category, name string) server.PromptHandlerFun
 			case mcp.TextContent:
 				c.Text = bridgedText(s.filter, c.Text, opts)
 				res.Messages[i].Content = c
+			case mcp.ImageContent:
+				c.Data = bridgedBlob(s.filter, c.Data)
+				res.Messages[i].Content = c
+			case mcp.AudioContent:
+				c.Data = bridgedBlob(s.filter, c.Data)
+				res.Messages[i].Content = c
 			case mcp.EmbeddedResource:
 				if t, ok := c.Resource.(mcp.TextResourceContents); ok {
 					t.URI = bridgedURI(category, t.URI)
@@ -401,6 +428,7 @@ func (s *Server) getBridgedPrompt(category, name string) server.PromptHandlerFun
 					c.Resource = t
 				} else if b, ok := c.Resource.(mcp.BlobResourceContents); ok {
 					b.URI = bridgedURI(category, b.URI)
+					b.Blob = bridgedBlob(s.filter, b.Blob)
 					c.Resource = b
 				}
 				res.Messages[i].Content = c

@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -29,6 +30,7 @@ type fakeBridge struct {
 	resources []upstream.Resource
 	templates []upstream.ResourceTemplate
 	getPrompt func(category, name string) (*mcp.GetPromptResult, error)
+	read      func(uri string) (*mcp.ReadResourceResult, error) // nil: a text "ok"
 
 	mu       sync.Mutex
 	listener func(upstream.Event)
@@ -47,6 +49,9 @@ func (b *fakeBridge) GetPrompt(_ context.Context, category, name string, _ map[s
 	return b.getPrompt(category, name)
 }
 func (b *fakeBridge) ReadResource(_ context.Context, _, uri string) (*mcp.ReadResourceResult, error) {
+	if b.read != nil {
+		return b.read(uri)
+	}
 	return &mcp.ReadResourceResult{Contents: []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, Text: "ok"}}}, nil
 }
 func (b *fakeBridge) Subscribe(context.Context, string, string) (bool, error) { return true, nil }
@@ -326,5 +331,38 @@ func TestBridgedUpdatesReachOnlyTheCategory(t *testing.T) {
 	// the category it reaches.
 	if got := next("reader", reader); got != mcpserver.UpstreamPrefix+"open/mem://y" {
 		t.Errorf("the reader, denied secret.*, was told of %s", got)
+	}
+}
+
+// TestBridgedBlobsAreFiltered (attack14 I7's class): a bridged server's
+// binary contents passed as the server sent them; they pass the filter
+// as an artifact's bytes do, a card number in them masked in place.
+func TestBridgedBlobsAreFiltered(t *testing.T) {
+	t.Parallel()
+	reg := tools.NewRegistry()
+	if err := reg.Register(tools.Tool{Name: "bin.get", Summary: "Get.", Handler: func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`1`), nil }}); err != nil {
+		t.Fatal(err)
+	}
+	data := append(append([]byte{0xff, 0}, "card 4012888888881881"...), 0xfe)
+	b := &fakeBridge{read: func(uri string) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []mcp.ResourceContents{mcp.BlobResourceContents{URI: uri, MIMEType: "application/octet-stream", Blob: base64.StdEncoding.EncodeToString(data)}}}, nil
+	}}
+	srv, err := mcpserver.New(forTests(t, mcpserver.Config{Bridge: b}), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	c := start(t, transports[0].connect(t, srv))
+	res, err := c.ReadResource(t.Context(), mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: mcpserver.UpstreamPrefix + "bin/mem://b"}})
+	if err != nil || len(res.Contents) != 1 {
+		t.Fatalf("read: %+v %v", res, err)
+	}
+	blob, ok := res.Contents[0].(mcp.BlobResourceContents)
+	if !ok {
+		t.Fatalf("read: %T, want a blob", res.Contents[0])
+	}
+	got, _ := base64.StdEncoding.DecodeString(blob.Blob)
+	if strings.Contains(string(got), "4012888888881881") || len(got) != len(data) || !strings.Contains(string(got), "card ") {
+		t.Errorf("a bridged blob read as %q; want its bytes with the card number masked in place", got)
 	}
 }
