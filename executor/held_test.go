@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -105,4 +106,86 @@ await ps[0]; console.log("looping"); while (true) {}`})
 			}
 		}
 	})
+}
+
+// TestWorkerQueueBounded (issue 19, attack14 I9): a sandbox worker keeps
+// at most four heaps of results its VMs have not taken, whatever holds
+// them in the executor: past that, a result is replaced by a rejection
+// and acknowledged at once. The dispatcher here holds nothing back, as a
+// tool with no bytes in flight would not: 39 results of 1 MiB reach a
+// worker whose VM (of a 4 MiB heap) loops after its first await and
+// never takes one. The first 15 fit the 16 MiB bound; each of the 24
+// after them must give its hold back while the VM still loops. Without
+// the bound the worker queued every result, and no hold ended before the
+// run did; with a bound of at least 128 MiB a job, as it was, the worker
+// queued all 39 MiB (and with 128 MiB of them, more than a small heap's
+// data limit allows, died out of memory). The test waits for the state,
+// not for a time: it is reached as soon as the results are in the worker.
+func TestWorkerQueueBounded(t *testing.T) {
+	t.Parallel()
+	const calls, heap = 40, 4 << 20
+	bound := executor.QueueBound(heap) // 16 MiB
+	big := json.RawMessage(`"` + strings.Repeat("y", 1<<20) + `"`)
+	kept := int(bound / int64(len(big))) // the results that fit
+	dropped := calls - 1 - kept
+	if dropped < 1 {
+		t.Fatalf("%d results of 1 MiB all fit the bound of %d MiB: the test checks nothing", calls-1, bound>>20)
+	}
+	e := newExecutor(t, executor.IsolationProcess, executor.Config{PoolSize: 1, MemoryLimit: heap})
+	release := make(chan struct{})
+	var once sync.Once
+	var early, late, returned atomic.Int32
+	var looping atomic.Bool
+	d := caller(func(ctx context.Context, c executor.Call) (json.RawMessage, error) {
+		if c.Seq == 0 {
+			return json.RawMessage(`1`), nil
+		}
+		<-release
+		c.OnConsumed(func() {
+			if looping.Load() {
+				early.Add(1)
+			} else {
+				late.Add(1)
+			}
+		})
+		returned.Add(1)
+		return big, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan *executor.Result, 1)
+	go func() {
+		done <- e.Run(ctx, executor.Request{Dispatcher: d, Functions: layout, Timeout: 5 * time.Minute,
+			OnLog: func(executor.LogLine) {
+				once.Do(func() {
+					looping.Store(true)
+					close(release)
+				})
+			},
+			Code: `const ps = []; for (let i = 0; i < ` + strconv.Itoa(calls) + `; i++) ps.push(util.echo({i}).then(() => 1, () => 0));
+await ps[0]; console.log("looping"); while (true) {}`})
+	}()
+	// The bound is reached once the results are in the worker; a minute
+	// is only how long a broken bound is waited for.
+	for deadline := time.Now().Add(time.Minute); early.Load() < int32(dropped); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d results returned while the VM looped, %d of them given back: the worker queued %d MiB its VM never took (the bound is %d MiB)",
+				returned.Load(), early.Load(), (returned.Load()-early.Load())*int32(len(big))>>20, bound>>20)
+		}
+	}
+	looping.Store(false)
+	cancel()
+	res := <-done
+	if res.Status != executor.StatusError || res.Error.Kind != executor.KindCanceled {
+		t.Errorf("the run: %s %v", res.Status, res.Error)
+	}
+	if n := early.Load(); n != int32(dropped) {
+		t.Errorf("%d results gave back their holds while the VM looped, want the %d past the bound", n, dropped)
+	}
+	// The others' holds end with the run.
+	for deadline := time.Now().Add(30 * time.Second); early.Load()+late.Load() < returned.Load(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d results still hold their bytes after the run ended", returned.Load()-early.Load()-late.Load(), returned.Load())
+		}
+	}
 }
