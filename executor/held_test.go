@@ -112,18 +112,19 @@ await ps[0]; console.log("looping"); while (true) {}`})
 // at most four heaps of results its VMs have not taken, whatever holds
 // them in the executor: past that, a result is replaced by a rejection
 // and acknowledged at once. The dispatcher here holds nothing back, as a
-// tool with no bytes in flight would not: 39 results of 1 MiB reach a
+// tool with no bytes in flight would not: 159 results of 1 MiB reach a
 // worker whose VM (of a 4 MiB heap) loops after its first await and
-// never takes one. The first 15 fit the 16 MiB bound; each of the 24
-// after them must give its hold back while the VM still loops. Without
-// the bound the worker queued every result, and no hold ended before the
-// run did; with a bound of at least 128 MiB a job, as it was, the worker
-// queued all 39 MiB (and with 128 MiB of them, more than a small heap's
-// data limit allows, died out of memory). The test waits for the state,
-// not for a time: it is reached as soon as the results are in the worker.
+// never takes one. The first 15 fit the 16 MiB bound; each of the 144
+// after them must give its hold back while the VM still loops, and the
+// worker lives on. Without the bound the worker queued every result, and
+// no hold ended before the run did; with the bound as it was, at least
+// 128 MiB a job, the worker died out of memory (its data limit is 304
+// MiB at this heap, and the collector lets its heap grow to twice what
+// it holds), the run with it. The test waits for the state, not for a
+// time: it is reached as soon as the results are in the worker.
 func TestWorkerQueueBounded(t *testing.T) {
 	t.Parallel()
-	const calls, heap = 40, 4 << 20
+	const calls, heap = 160, 4 << 20
 	bound := executor.QueueBound(heap) // 16 MiB
 	big := json.RawMessage(`"` + strings.Repeat("y", 1<<20) + `"`)
 	kept := int(bound / int64(len(big))) // the results that fit
