@@ -59,27 +59,29 @@ return {made: ps.length, ok, err}`})
 // result holds its bytes in flight (Call.OnConsumed) until the run's VM
 // has taken it. With process isolation the hold ended once the result
 // was written to the worker's pipe, and the worker queued every result
-// its VM did not read, unbounded: a VM looping after its first await
-// held hundreds of megabytes of results in the worker. The program here
-// awaits its first call and then loops until its deadline: the other
-// results are released only once it loops, so none is ever taken, and
-// none of their holds may end before the run does.
+// its VM did not read, unbounded: a VM looping after its calls held
+// hundreds of megabytes of results in the worker. The program here makes
+// twelve calls and loops until it is cancelled, never taking a result:
+// none of their holds may end before the run does. Each call's argument
+// (4.3 MB) passes the bytes a host holds before it sends calls on, so
+// they go while the VM runs; and the run has one place in flight, so
+// that a call is dispatched only once the one before it is done, its
+// result written to the VM's host: when the last result is returned
+// every other one has got there, and a hold given back on the way would
+// have been given back by then. The test waits for that state, not for a
+// time.
 func TestResultHeldUntilTheVMTakesIt(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode executor.Isolation) {
-		e := newExecutor(t, mode, executor.Config{PoolSize: 1})
-		release := make(chan struct{})
-		var once sync.Once
+		const calls = 12
+		e := newExecutor(t, mode, executor.Config{PoolSize: 1, MaxConcurrentCalls: 1})
+		var running atomic.Bool
+		running.Store(true)
 		var early, late, returned atomic.Int32
 		big := json.RawMessage(`"` + strings.Repeat("y", 1<<20) + `"`)
 		d := caller(func(ctx context.Context, c executor.Call) (json.RawMessage, error) {
-			if c.Seq == 0 {
-				return json.RawMessage(`1`), nil
-			}
-			<-release
-			deadline, _ := ctx.Deadline()
 			c.OnConsumed(func() {
-				if time.Now().Before(deadline) {
+				if running.Load() {
 					early.Add(1)
 				} else {
 					late.Add(1)
@@ -88,19 +90,30 @@ func TestResultHeldUntilTheVMTakesIt(t *testing.T) {
 			returned.Add(1)
 			return big, nil
 		})
-		res := e.Run(context.Background(), executor.Request{Dispatcher: d, Functions: layout, Timeout: 3 * time.Second,
-			OnLog: func(executor.LogLine) { once.Do(func() { close(release) }) },
-			Code: `const ps = []; for (let i = 0; i < 20; i++) ps.push(util.echo({i}).then(() => 1, () => 0));
-await ps[0]; console.log("looping"); while (true) {}`})
-		wantKind(t, res, executor.KindTimeout, "deadline")
-		if returned.Load() == 0 {
-			t.Fatal("no result came back while the program looped: the test checks nothing")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan *executor.Result, 1)
+		go func() {
+			done <- e.Run(ctx, executor.Request{Dispatcher: d, Functions: layout, Timeout: 5 * time.Minute,
+				Code: `const S = "x".repeat(4300000); const ps = [];
+for (let i = 0; i < ` + strconv.Itoa(calls) + `; i++) ps.push(util.echo({s: S}).then(() => 1, () => 0));
+while (true) {}`})
+		}()
+		for deadline := time.Now().Add(time.Minute); returned.Load() < calls; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d results returned in a minute", returned.Load(), calls)
+			}
 		}
 		if n := early.Load(); n > 0 {
-			t.Errorf("%d of %d results the VM never took gave back their holds while it ran", n, returned.Load())
+			t.Errorf("%d of %d results the VM never took gave back their holds while it ran", n, calls)
+		}
+		running.Store(false)
+		cancel()
+		if res := <-done; res.Status != executor.StatusError || res.Error.Kind != executor.KindCanceled {
+			t.Errorf("the run: %s %v", res.Status, res.Error)
 		}
 		// Every hold ends with the run.
-		for deadline := time.Now().Add(10 * time.Second); early.Load()+late.Load() < returned.Load(); time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(30 * time.Second); early.Load()+late.Load() < returned.Load(); time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%d of %d results still hold their bytes after the run ended", returned.Load()-early.Load()-late.Load(), returned.Load())
 			}
