@@ -145,7 +145,9 @@ func TestWorkerQueueBounded(t *testing.T) {
 	if dropped < 1 {
 		t.Fatalf("%d results of 1 MiB all fit the bound of %d MiB: the test checks nothing", calls-1, bound>>20)
 	}
-	e := newExecutor(t, executor.IsolationProcess, executor.Config{PoolSize: 1, MemoryLimit: heap})
+	// Every call has a place in flight at once: the first, which the VM
+	// awaits, never waits behind those held until it loops.
+	e := newExecutor(t, executor.IsolationProcess, executor.Config{PoolSize: 1, MemoryLimit: heap, MaxConcurrentCalls: calls})
 	release := make(chan struct{})
 	var once sync.Once
 	var early, late, returned atomic.Int32
@@ -154,7 +156,11 @@ func TestWorkerQueueBounded(t *testing.T) {
 		if c.Seq == 0 {
 			return json.RawMessage(`1`), nil
 		}
-		<-release
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 		c.OnConsumed(func() {
 			if looping.Load() {
 				early.Add(1)
@@ -197,6 +203,83 @@ await ps[0]; console.log("looping"); while (true) {}`})
 		t.Errorf("%d results gave back their holds while the VM looped, want the %d past the bound", n, dropped)
 	}
 	// The others' holds end with the run.
+	for deadline := time.Now().Add(30 * time.Second); early.Load()+late.Load() < returned.Load(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d results still hold their bytes after the run ended", returned.Load()-early.Load()-late.Load(), returned.Load())
+		}
+	}
+}
+
+// TestWorkerQueueBoundedWithNestedRuns: the worker's bound on results its
+// VMs have not taken is of the worker, its root job's and their nested
+// jobs' together — four of the root's heaps. It was of each job, at
+// least 128 MiB, a nested job's too: a root of a 4 MiB heap whose skill
+// (a nested run of a 1 MiB heap) looped after its first await queued all
+// its 39 results of 1 MiB, and each skill more would have queued as
+// many, past what the worker's data limit allows for.
+func TestWorkerQueueBoundedWithNestedRuns(t *testing.T) {
+	t.Parallel()
+	const calls, heap = 40, 4 << 20
+	bound := executor.QueueBound(heap)
+	big := json.RawMessage(`"` + strings.Repeat("y", 1<<20) + `"`)
+	dropped := calls - 1 - int(bound/int64(len(big)))
+	e := newExecutor(t, executor.IsolationProcess, executor.Config{PoolSize: 1, MemoryLimit: heap, MaxConcurrentCalls: calls})
+	release := make(chan struct{})
+	var once sync.Once
+	var early, late, returned atomic.Int32
+	var looping atomic.Bool
+	leaf := caller(func(ctx context.Context, c executor.Call) (json.RawMessage, error) {
+		if c.Seq == 0 {
+			return json.RawMessage(`1`), nil
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		c.OnConsumed(func() {
+			if looping.Load() {
+				early.Add(1)
+			} else {
+				late.Add(1)
+			}
+		})
+		returned.Add(1)
+		return big, nil
+	})
+	skill := caller(func(ctx context.Context, c executor.Call) (json.RawMessage, error) {
+		res := e.Run(ctx, executor.Request{Parent: c.Run, Dispatcher: leaf, Functions: layout, Timeout: 5 * time.Minute,
+			OnLog: func(executor.LogLine) {
+				once.Do(func() {
+					looping.Store(true)
+					close(release)
+				})
+			},
+			Code: `const ps = []; for (let i = 0; i < ` + strconv.Itoa(calls) + `; i++) ps.push(util.echo({i}).then(() => 1, () => 0));
+await ps[0]; console.log("looping"); while (true) {}`})
+		if res.Error != nil {
+			return nil, res.Error
+		}
+		return res.Value, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan *executor.Result, 1)
+	go func() {
+		done <- e.Run(ctx, executor.Request{Dispatcher: skill, Functions: layout, Timeout: 5 * time.Minute, Code: `return await util.echo({})`})
+	}()
+	for deadline := time.Now().Add(time.Minute); early.Load() < int32(dropped); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d results returned to the nested run while its VM looped, %d of them given back: the worker queued %d MiB its VMs never took (the bound is %d MiB)",
+				returned.Load(), early.Load(), (returned.Load()-early.Load())*int32(len(big))>>20, bound>>20)
+		}
+	}
+	looping.Store(false)
+	cancel()
+	<-done
+	if n := early.Load(); n != int32(dropped) {
+		t.Errorf("%d results gave back their holds while the nested run's VM looped, want the %d past the bound", n, dropped)
+	}
 	for deadline := time.Now().Add(30 * time.Second); early.Load()+late.Load() < returned.Load(); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d results still hold their bytes after the run ended", returned.Load()-early.Load()-late.Load(), returned.Load())
