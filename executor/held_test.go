@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,27 +59,30 @@ return {made: ps.length, ok, err}`})
 // result holds its bytes in flight (Call.OnConsumed) until the run's VM
 // has taken it. With process isolation the hold ended once the result
 // was written to the worker's pipe, and the worker queued every result
-// its VM did not read, unbounded: a VM looping after its first await
-// held hundreds of megabytes of results in the worker. The program here
-// awaits its first call and then loops until its deadline: the other
-// results are released only once it loops, so none is ever taken, and
-// none of their holds may end before the run does.
+// its VM did not read, unbounded: a VM looping after its calls held
+// hundreds of megabytes of results in the worker. The program here makes
+// twelve calls and loops until it is cancelled, never taking a result:
+// none of their holds may end before the run does. The last call's
+// argument (4.3 MB) passes the bytes a host holds before it sends calls
+// on, so every call goes while the VM runs; and the run has one place in
+// flight, so
+// that a call is dispatched only once the one before it is done, its
+// result written to the VM's host: when the last result is returned
+// every other one has got there, and a hold given back on the way would
+// have been given back by then. The test waits for that state, not for a
+// time.
 func TestResultHeldUntilTheVMTakesIt(t *testing.T) {
 	t.Parallel()
 	eachMode(t, func(t *testing.T, mode executor.Isolation) {
-		e := newExecutor(t, mode, executor.Config{PoolSize: 1})
-		release := make(chan struct{})
-		var once sync.Once
+		const calls = 12
+		e := newExecutor(t, mode, executor.Config{PoolSize: 1, MaxConcurrentCalls: 1})
+		var running atomic.Bool
+		running.Store(true)
 		var early, late, returned atomic.Int32
 		big := json.RawMessage(`"` + strings.Repeat("y", 1<<20) + `"`)
 		d := caller(func(ctx context.Context, c executor.Call) (json.RawMessage, error) {
-			if c.Seq == 0 {
-				return json.RawMessage(`1`), nil
-			}
-			<-release
-			deadline, _ := ctx.Deadline()
 			c.OnConsumed(func() {
-				if time.Now().Before(deadline) {
+				if running.Load() {
 					early.Add(1)
 				} else {
 					late.Add(1)
@@ -87,22 +91,199 @@ func TestResultHeldUntilTheVMTakesIt(t *testing.T) {
 			returned.Add(1)
 			return big, nil
 		})
-		res := e.Run(context.Background(), executor.Request{Dispatcher: d, Functions: layout, Timeout: 3 * time.Second,
-			OnLog: func(executor.LogLine) { once.Do(func() { close(release) }) },
-			Code: `const ps = []; for (let i = 0; i < 20; i++) ps.push(util.echo({i}).then(() => 1, () => 0));
-await ps[0]; console.log("looping"); while (true) {}`})
-		wantKind(t, res, executor.KindTimeout, "deadline")
-		if returned.Load() == 0 {
-			t.Fatal("no result came back while the program looped: the test checks nothing")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan *executor.Result, 1)
+		go func() {
+			done <- e.Run(ctx, executor.Request{Dispatcher: d, Functions: layout, Timeout: 5 * time.Minute,
+				Code: `const ps = []; for (let i = 1; i < ` + strconv.Itoa(calls) + `; i++) ps.push(util.echo({i}).then(() => 1, () => 0));
+ps.push(util.echo({s: "x".repeat(4300000)}).then(() => 1, () => 0));
+while (true) {}`})
+		}()
+		for deadline := time.Now().Add(2 * time.Minute); returned.Load() < calls; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d results returned in two minutes", returned.Load(), calls)
+			}
 		}
 		if n := early.Load(); n > 0 {
-			t.Errorf("%d of %d results the VM never took gave back their holds while it ran", n, returned.Load())
+			t.Errorf("%d of %d results the VM never took gave back their holds while it ran", n, calls)
+		}
+		running.Store(false)
+		cancel()
+		if res := <-done; res.Status != executor.StatusError || res.Error.Kind != executor.KindCanceled {
+			t.Errorf("the run: %s %v", res.Status, res.Error)
 		}
 		// Every hold ends with the run.
-		for deadline := time.Now().Add(10 * time.Second); early.Load()+late.Load() < returned.Load(); time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(30 * time.Second); early.Load()+late.Load() < returned.Load(); time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%d of %d results still hold their bytes after the run ended", returned.Load()-early.Load()-late.Load(), returned.Load())
 			}
 		}
 	})
+}
+
+// TestWorkerQueueBounded (issue 19, attack14 I9): a sandbox worker keeps
+// at most four heaps of results its VMs have not taken, whatever holds
+// them in the executor: past that, a result is replaced by a rejection
+// and acknowledged at once. The dispatcher here holds nothing back, as a
+// tool with no bytes in flight would not: 159 results of 1 MiB reach a
+// worker whose VM (of a 4 MiB heap) loops after its first await and
+// never takes one. The first 15 fit the 16 MiB bound; each of the 144
+// after them must give its hold back while the VM still loops, and the
+// worker lives on. Without the bound the worker queued every result, and
+// no hold ended before the run did; with the bound as it was, at least
+// 128 MiB a job, the worker died out of memory (its data limit is 304
+// MiB at this heap, and the collector lets its heap grow to twice what
+// it holds), the run with it. The test waits for the state, not for a
+// time: it is reached as soon as the results are in the worker.
+func TestWorkerQueueBounded(t *testing.T) {
+	t.Parallel()
+	const calls, heap = 160, 4 << 20
+	bound := executor.QueueBound(heap) // 16 MiB
+	big := json.RawMessage(`"` + strings.Repeat("y", 1<<20) + `"`)
+	kept := int(bound / int64(len(big))) // the results that fit
+	dropped := calls - 1 - kept
+	if dropped < 1 {
+		t.Fatalf("%d results of 1 MiB all fit the bound of %d MiB: the test checks nothing", calls-1, bound>>20)
+	}
+	// Every call has a place in flight at once: the first, which the VM
+	// awaits, never waits behind those held until it loops.
+	e := newExecutor(t, executor.IsolationProcess, executor.Config{PoolSize: 1, MemoryLimit: heap, MaxConcurrentCalls: calls})
+	release := make(chan struct{})
+	var once sync.Once
+	var early, late, returned atomic.Int32
+	var looping atomic.Bool
+	d := caller(func(ctx context.Context, c executor.Call) (json.RawMessage, error) {
+		if c.Seq == 0 {
+			return json.RawMessage(`1`), nil
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		c.OnConsumed(func() {
+			if looping.Load() {
+				early.Add(1)
+			} else {
+				late.Add(1)
+			}
+		})
+		returned.Add(1)
+		return big, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan *executor.Result, 1)
+	go func() {
+		done <- e.Run(ctx, executor.Request{Dispatcher: d, Functions: layout, Timeout: 5 * time.Minute,
+			OnLog: func(executor.LogLine) {
+				once.Do(func() {
+					looping.Store(true)
+					close(release)
+				})
+			},
+			Code: `const ps = []; for (let i = 0; i < ` + strconv.Itoa(calls) + `; i++) ps.push(util.echo({i}).then(() => 1, () => 0));
+await ps[0]; console.log("looping"); while (true) {}`})
+	}()
+	// The bound is reached once the results are in the worker; a minute
+	// is only how long a broken bound is waited for.
+	for deadline := time.Now().Add(time.Minute); early.Load() < int32(dropped); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d results returned while the VM looped, %d of them given back: the worker queued %d MiB its VM never took (the bound is %d MiB)",
+				returned.Load(), early.Load(), (returned.Load()-early.Load())*int32(len(big))>>20, bound>>20)
+		}
+	}
+	looping.Store(false)
+	cancel()
+	res := <-done
+	if res.Status != executor.StatusError || res.Error.Kind != executor.KindCanceled {
+		t.Errorf("the run: %s %v", res.Status, res.Error)
+	}
+	if n := early.Load(); n != int32(dropped) {
+		t.Errorf("%d results gave back their holds while the VM looped, want the %d past the bound", n, dropped)
+	}
+	// The others' holds end with the run.
+	for deadline := time.Now().Add(30 * time.Second); early.Load()+late.Load() < returned.Load(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d results still hold their bytes after the run ended", returned.Load()-early.Load()-late.Load(), returned.Load())
+		}
+	}
+}
+
+// TestWorkerQueueBoundedWithNestedRuns: the worker's bound on results its
+// VMs have not taken is of the worker, its root job's and their nested
+// jobs' together — four of the root's heaps. It was of each job, at
+// least 128 MiB, a nested job's too: a root of a 4 MiB heap whose skill
+// (a nested run of a 1 MiB heap) looped after its first await queued all
+// its 39 results of 1 MiB, and each skill more would have queued as
+// many, past what the worker's data limit allows for.
+func TestWorkerQueueBoundedWithNestedRuns(t *testing.T) {
+	t.Parallel()
+	const calls, heap = 40, 4 << 20
+	bound := executor.QueueBound(heap)
+	big := json.RawMessage(`"` + strings.Repeat("y", 1<<20) + `"`)
+	dropped := calls - 1 - int(bound/int64(len(big)))
+	e := newExecutor(t, executor.IsolationProcess, executor.Config{PoolSize: 1, MemoryLimit: heap, MaxConcurrentCalls: calls})
+	release := make(chan struct{})
+	var once sync.Once
+	var early, late, returned atomic.Int32
+	var looping atomic.Bool
+	leaf := caller(func(ctx context.Context, c executor.Call) (json.RawMessage, error) {
+		if c.Seq == 0 {
+			return json.RawMessage(`1`), nil
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		c.OnConsumed(func() {
+			if looping.Load() {
+				early.Add(1)
+			} else {
+				late.Add(1)
+			}
+		})
+		returned.Add(1)
+		return big, nil
+	})
+	skill := caller(func(ctx context.Context, c executor.Call) (json.RawMessage, error) {
+		res := e.Run(ctx, executor.Request{Parent: c.Run, Dispatcher: leaf, Functions: layout, Timeout: 5 * time.Minute,
+			OnLog: func(executor.LogLine) {
+				once.Do(func() {
+					looping.Store(true)
+					close(release)
+				})
+			},
+			Code: `const ps = []; for (let i = 0; i < ` + strconv.Itoa(calls) + `; i++) ps.push(util.echo({i}).then(() => 1, () => 0));
+await ps[0]; console.log("looping"); while (true) {}`})
+		if res.Error != nil {
+			return nil, res.Error
+		}
+		return res.Value, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan *executor.Result, 1)
+	go func() {
+		done <- e.Run(ctx, executor.Request{Dispatcher: skill, Functions: layout, Timeout: 5 * time.Minute, Code: `return await util.echo({})`})
+	}()
+	for deadline := time.Now().Add(time.Minute); early.Load() < int32(dropped); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d results returned to the nested run while its VM looped, %d of them given back: the worker queued %d MiB its VMs never took (the bound is %d MiB)",
+				returned.Load(), early.Load(), (returned.Load()-early.Load())*int32(len(big))>>20, bound>>20)
+		}
+	}
+	looping.Store(false)
+	cancel()
+	<-done
+	if n := early.Load(); n != int32(dropped) {
+		t.Errorf("%d results gave back their holds while the nested run's VM looped, want the %d past the bound", n, dropped)
+	}
+	for deadline := time.Now().Add(30 * time.Second); early.Load()+late.Load() < returned.Load(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d results still hold their bytes after the run ended", returned.Load()-early.Load()-late.Load(), returned.Load())
+		}
+	}
 }

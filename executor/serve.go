@@ -121,6 +121,14 @@ type workerServer struct {
 	// the root jobs that wait.
 	resetting chan struct{}
 	waiting   int
+
+	// heap is the heap limit of the latest root job, whose nested jobs
+	// have smaller ones; queued is the bytes of results in every job's
+	// inbox or being taken, which queueBound(heap) bounds (see deliver).
+	// Both are touched on the frames' goroutine and queued on the jobs'
+	// too.
+	heap   atomic.Int64
+	queued atomic.Int64
 }
 
 // maxRetired bounds the used VMs waiting to be closed, whose heaps are
@@ -165,6 +173,7 @@ func (s *workerServer) handle(f frame) error {
 		var wait chan struct{}
 		if !spec.Nested {
 			s.lastRoot = f.job
+			s.heap.Store(spec.Memory)
 			if s.death != nil && spec.KillAt != 0 {
 				s.death.set(spec.KillAt)
 				s.armed = f.job
@@ -203,17 +212,24 @@ func (s *workerServer) handle(f frame) error {
 	return nil
 }
 
-// queueBound is the most of its results' bytes a job's inbox holds
-// that its VM has not taken: four heaps, at least 128 MiB. The executor
-// holds a result's bytes in flight until the VM has taken it (frameAck),
-// which bounds them first; this bound is the belt to that brace, for
-// results nothing holds.
-func queueBound(memory int64) int64 { return max(4*memory, 128<<20) }
+// queueBound is the most of its results' bytes a worker holds that its
+// VMs have not taken, for root jobs of memory bytes of heap: four heaps,
+// in all, its root job's and their nested jobs'. The executor holds a
+// result's bytes in flight until the VM has taken it (frameAck), which
+// bounds them first; this bound is the belt to that brace, for results
+// nothing holds. It is of the worker, not of each job, and has no floor:
+// its data limit (workerData) allows for four heaps of them, twice over
+// for the collector, and no more — a bound of at least 128 MiB for each
+// job, a nested one's too, ended a worker of a small heap, or of a root
+// with nested runs, out of memory, its run with it (issue 19, sec28).
+// No VM takes a result larger than its heap, so a result alone never
+// passes the bound in vain.
+func queueBound(memory int64) int64 { return 4 * memory }
 
 // deliver queues a tool call's result for job j, whose VM acknowledges
-// it once taken (workerHost.acked). A result that would take the queue
-// past queueBound is not kept: the call is rejected instead, and its
-// hold given back at once.
+// it once taken (workerHost.acked). A result that would take the
+// worker's queue past queueBound is not kept: the call is rejected
+// instead, and its hold given back at once.
 func (s *workerServer) deliver(id uint32, j *vmJob, c callResult) {
 	h, ok := j.host.(*workerHost)
 	if !ok {
@@ -221,19 +237,19 @@ func (s *workerServer) deliver(id uint32, j *vmJob, c callResult) {
 		return
 	}
 	n := int64(len(c.payload))
-	if bound := queueBound(j.spec.Memory); h.queued.Add(n) > bound {
-		h.queued.Add(-n)
+	if bound := queueBound(s.heap.Load()); s.queued.Add(n) > bound {
+		queued := s.queued.Add(-n)
 		s.w.write(frameAck, id, enc(nil).u32(c.id), nil)
 		c.ok = false
 		c.payload = rejectionJSON(fmt.Sprintf(
-			"the tool's result (%s) was dropped: the results this run's sandbox has not read yet pass %s (four times its heap limit). Await fewer calls at once, or read each result before the next arrives",
-			formatBytes(n), formatBytes(bound)))
+			"the tool's result (%s) was dropped: with the results this run's sandbox has not read yet (%s) it would pass %s, four times the run's heap limit. Await fewer calls at once, read each result before the next arrives, or ask the tool for less",
+			formatBytes(n), formatBytes(queued), formatBytes(bound)))
 		n = int64(len(c.payload))
-		h.queued.Add(n)
+		s.queued.Add(n)
 	}
 	call := c.id
 	c.done = func() {
-		h.queued.Add(-n)
+		s.queued.Add(-n)
 		h.acked(call, int(n))
 	}
 	j.inbox.push(c)
@@ -462,9 +478,6 @@ type workerHost struct {
 	// frameAck, and ackBytes the bytes of those results.
 	acks     enc
 	ackBytes int
-	// queued is the bytes of results in the job's inbox or being taken
-	// (see workerServer.deliver); it is read on the frames' goroutine.
-	queued atomic.Int64
 }
 
 var _ flusher = (*workerHost)(nil)

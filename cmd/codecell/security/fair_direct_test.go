@@ -61,6 +61,13 @@ func denseCallServer(t *testing.T, n int) string {
 // by 750 MiB. The bytes are now held through the filter, so the calls
 // filter as few at a time as their holds allow; every call is answered,
 // and alice's runs go on meanwhile.
+//
+// The hold itself is tested where it lives, by what is held rather than
+// by the server's RSS: engine's TestDirectCallHeldUntilAnswered (held
+// through the filter) and TestDirectCallHoldCoversItsPeak (the hold
+// covers the call's live heap at its peak). The RSS this test logs was
+// no bar: 75–146 MiB past calls one at a time after the fix, 155–441 MiB
+// before it, on a loaded machine — too narrow a margin on one side.
 func TestDirectCallsFilterWithinTheHold(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -132,17 +139,6 @@ func TestDirectCallsFilterWithinTheHold(t *testing.T) {
 	}
 	t.Logf("3 direct calls of 2.5 MB one at a time: peak RSS %d → %d MiB; then 12 at once: → %d MiB; alice's %d runs of 1+1 meanwhile, the slowest %v (load %s)",
 		first>>20, before>>20, after>>20, runs, slowest.Round(time.Millisecond), loadAverage())
-	// Held through the filter, a principal's calls filter one at a time
-	// (each holds its bytes and 128 a value, about 115 MB, of the 192 MiB
-	// a principal may hold), so 12 at once reach little past what one at
-	// a time did: 75–108 MiB in five runs at load 22–27; with nothing
-	// held, as many filtered at once as the gate handed on: 155–441 MiB
-	// in four. Peak RSS is noisy: the margin is narrow, and a clean-clone
-	// CI run reached 146 MiB after the fix, so the bar is 192 MiB: the
-	// test now fails only on the larger growths of before the fix.
-	if one := before - first; before > 0 && after-before > 192<<20 {
-		t.Errorf("bob's 12 direct calls at once of a 2.5 MB result grew the server's peak RSS by %d MiB past what calls one at a time reached (%d MiB over its start)", (after-before)>>20, one>>20)
-	}
 	bob.normal()
 }
 
