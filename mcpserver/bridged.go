@@ -257,7 +257,7 @@ func (s *Server) readBridged(ctx context.Context, req mcp.ReadResourceRequest) (
 		return nil, fmt.Errorf("%w: resource %s", errResourceNotFound, uri)
 	}
 	ctx, release := s.holdBridged(ctx, "resources/read of upstream "+category)
-	defer release()
+	defer untilAnswered(ctx, release)()
 	res, err := s.cfg.Bridge.ReadResource(ctx, category, orig)
 	if err != nil {
 		if errors.Is(err, upstream.ErrNoSuchServer) {
@@ -292,7 +292,7 @@ func (s *Server) getBridgedPrompt(category, name string) server.PromptHandlerFun
 			return nil, fmt.Errorf("prompt %s %w", req.Params.Name, errBridgedNotFound)
 		}
 		ctx, release := s.holdBridged(ctx, "prompts/get of upstream "+category)
-		defer release()
+		defer untilAnswered(ctx, release)()
 		res, err := s.cfg.Bridge.GetPrompt(ctx, category, name, req.Params.Arguments)
 		if err != nil {
 			return nil, err
@@ -327,7 +327,10 @@ func (s *Server) getBridgedPrompt(category, name string) server.PromptHandlerFun
 // holdBridged holds, for the caller of ctx, what a bridged server's
 // answer decodes into, of the results in flight (issue 19, attack10 E3):
 // the bridge holds it, through ctx, before it decodes the answer; the
-// hold lasts until the request is answered (release).
+// hold lasts until the request's answer is written (release, given to
+// untilAnswered): a blob passes whole, and given back when the handler
+// returned, 32 answers of an 8 MB blob waited for a client that did not
+// read them outside every hold (attack17 M1).
 func (s *Server) holdBridged(ctx context.Context, what string) (context.Context, func()) {
 	return s.eng.HoldOutsideRun(ctx, s.caller(ctx).Principal, what)
 }

@@ -51,12 +51,13 @@ type localKey struct{}
 // withLocal marks a request that came from the local user over stdio.
 func withLocal(ctx context.Context) context.Context { return context.WithValue(ctx, localKey{}, true) }
 
-// answerEndsKey holds, in a Streamable HTTP request's context, a context
-// that ends once the request's answer is written: when the outermost
-// handler of the request returns, after every writer around mcp-go's has
-// written what it held back (taskResultWriter holds a JSON answer whole
-// until mcp-go returns, and a client that does not read keeps that write
-// waiting). Others — stdio's, an SSE session's — have none.
+// answerEndsKey holds, in a request's context, a context that ends once
+// the request's answer is written. On Streamable HTTP that is when the
+// outermost handler of the request returns, after every writer around
+// mcp-go's has written what it held back (taskResultWriter holds a JSON
+// answer whole until mcp-go returns, and a client that does not read
+// keeps that write waiting); on SSE, when the answer's event is written
+// to the session's stream, or the stream ends (sseMessage).
 type answerEndsKey struct{}
 
 // answeredOnReturn gives next's requests the context answerEndsKey
@@ -103,8 +104,8 @@ func (d *deadlineWriter) Flush() {
 func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
 
 // untilAnswered calls release once the answer to ctx's request is
-// written, where its context says when (answeredOnReturn), else once the
-// returned function is called (deferred by the caller). A read's hold
+// written, where its context says when (answeredOnReturn, sseMessage),
+// else once the returned function is called (deferred by the caller). A read's hold
 // given back when mcp-go's handler returned left the answer it held
 // outside every bound while a client that did not read kept its write
 // waiting: 32 such answers of a 13 MiB image kept 1.3 GiB (attack16 J2).
