@@ -67,11 +67,12 @@ func (s *Server) readWorkspaceResource(ctx context.Context, req mcp.ReadResource
 
 // readWorkspaceHeld reads the caller's workspace file p, sized size when
 // the read was received, under a hold of six times its bytes (release).
-// The file may have changed while the read waited for its hold: read
-// larger than it was sized, it is dropped and read again under a hold of
-// its new size, which waits or is refused as any other would — nothing is
-// made of bytes the hold does not cover (attack17 K2: 64 reads of a 1 MiB
-// file that became 8 MiB while they waited grew the server by 900 MiB).
+// The file may have changed while the read waited for its hold: found
+// larger than it was sized — before it is read, or as read — it is read
+// again under a hold of its new size, which waits or is refused as any
+// other would, and nothing is made of bytes the hold does not cover
+// (attack17 K2: 64 reads of a 1 MiB file that became 8 MiB while they
+// waited grew the server by 900 MiB).
 func (s *Server) readWorkspaceHeld(ctx context.Context, principal, p string, size int64) (release func(), data []byte, err error) {
 	const tries = 3
 	for try := 1; ; try++ {
@@ -79,7 +80,19 @@ func (s *Server) readWorkspaceHeld(ctx context.Context, principal, p string, siz
 		if err != nil {
 			return nil, nil, fmt.Errorf("read workspace file %q: %w", p, err)
 		}
-		_, data, err := s.cfg.Store.ReadFile(ctx, p)
+		// Sized again under the hold: what it has become while the read
+		// waited is read only under a hold of its size. Then what is
+		// read is checked, for a write between the two.
+		now, err := s.workspaceFileSize(ctx, p)
+		if err != nil {
+			release()
+			return nil, nil, err
+		}
+		var data []byte
+		if now <= size {
+			_, data, err = s.cfg.Store.ReadFile(ctx, p)
+			now = int64(len(data))
+		}
 		if err != nil {
 			release()
 		}
@@ -90,14 +103,14 @@ func (s *Server) readWorkspaceHeld(ctx context.Context, principal, p string, siz
 			return nil, nil, fmt.Errorf("%w: %v", errResourceNotFound, err)
 		case err != nil:
 			return nil, nil, fmt.Errorf("read workspace file: %w", err)
-		case int64(len(data)) <= size:
+		case now <= size:
 			return release, data, nil
 		}
 		release()
 		if try == tries {
-			return nil, nil, fmt.Errorf("read workspace file %q: it grew while the read waited, %d times in a row (now %d bytes); read it again once it is no longer being written", p, tries, len(data))
+			return nil, nil, fmt.Errorf("read workspace file %q: it grew while the read waited, %d times in a row (now %d bytes); read it again once it is no longer being written", p, tries, now)
 		}
-		size = int64(len(data))
+		size = now
 	}
 }
 
