@@ -233,3 +233,66 @@ func (c *slowSSE) post(body string) {
 		c.t.Fatalf("posted %.60s: %d", body, resp.StatusCode)
 	}
 }
+
+// TestStdioHoldsUntilAnswered: over stdio mcp-go encodes a request's
+// answer after its handler returned and waits for stdout; a hold given
+// with untilAnswered lasts until the answer's line is written, not until
+// the handler returns — a client that stops reading stdout keeps the
+// holds, not answers held by nothing. A client's header of the name the
+// stdio transport uses means nothing over HTTP.
+func TestStdioHoldsUntilAnswered(t *testing.T) {
+	t.Parallel()
+	srv := newTestServer(t, Config{})
+	returned, released := make(chan struct{}), make(chan struct{})
+	srv.mcp.AddResource(mcp.NewResource("test://doc", "doc"), func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		defer untilAnswered(ctx, func() { close(released) })()
+		defer close(returned)
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, Text: "doc"}}, nil
+	})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe() // a write waits until it is read
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeStdio(ctx, inR, outW) }()
+	t.Cleanup(func() {
+		cancel()
+		inW.Close()
+		go io.Copy(io.Discard, outR)
+		<-done
+	})
+	out := bufio.NewReader(outR)
+	line := func(want string) {
+		t.Helper()
+		for {
+			l, err := out.ReadString('\n')
+			if err != nil {
+				t.Fatalf("stdout ended before %q: %v", want, err)
+			}
+			if strings.Contains(l, want) {
+				return
+			}
+		}
+	}
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"slow","version":"1"}}}`+"\n")
+	line(`"id":0,`)
+	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":"r1","method":"resources/read","params":{"uri":"test://doc"}}`+"\n")
+	<-returned
+	select {
+	case <-released:
+		t.Fatal("the hold was given back when the handler returned, before its answer was written to stdout")
+	case <-time.After(time.Second): // stdout is not read: the answer cannot be written
+	}
+	line(`"id":"r1",`)
+	select {
+	case <-released:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the hold was not given back once the answer was written")
+	}
+
+	// Over HTTP the header is a client's, and nothing follows it.
+	header := http.Header{stdioRequestHeader: {"s:r1"}}
+	if got := stdioAnswered(context.Background(), header); got.Value(answerEndsKey{}) != nil {
+		t.Error("a request that did not come over stdio was given an answer's context by its header")
+	}
+}

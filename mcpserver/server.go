@@ -273,7 +273,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		}
 	}
 	direct := cfg.Expose == ExposeDirect || cfg.Expose == ExposeBoth
-	s.mcp = server.NewMCPServer(Name, cfg.Version, append(s.tasks.options(),
+	s.mcp = server.NewMCPServer(Name, cfg.Version, append(append(s.tasks.options(), stdioAnswerMiddleware()...),
 		server.WithToolFilter(s.filterDirectTools),
 		server.WithInstructions(instructions),
 		server.WithToolCapabilities(true),
@@ -340,6 +340,7 @@ func (s *Server) hooks() *server.Hooks {
 	s.tasks.hooks(h)
 	s.cacheHooks(h)
 	s.bridgeHooks(h)
+	stdioAnswerHooks(h)
 	return h
 }
 
