@@ -296,3 +296,73 @@ func TestStdioHoldsUntilAnswered(t *testing.T) {
 		t.Error("a request that did not come over stdio was given an answer's context by its header")
 	}
 }
+
+// TestSSESessionsPerPrincipal (attack17 M3): an SSE session counts among
+// its principal's sessions (sessions_per_principal) as a Streamable HTTP
+// session does: opening one too many ends the least recently used — an
+// SSE session's stream ends — and the others are served.
+func TestSSESessionsPerPrincipal(t *testing.T) {
+	t.Parallel()
+	srv := newTestServer(t, Config{Sessions: engine.SessionLimits{PerPrincipal: 2}})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	type stream struct {
+		endpoint string
+		ended    chan struct{}
+	}
+	open := func() stream {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+PathSSE, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		st := stream{ended: make(chan struct{})}
+		br := bufio.NewReader(resp.Body)
+		for st.endpoint == "" {
+			l, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatalf("no endpoint: %v", err)
+			}
+			if d, ok := strings.CutPrefix(l, "data: "); ok {
+				st.endpoint = strings.TrimSpace(d)
+			}
+		}
+		go func() {
+			defer close(st.ended)
+			io.Copy(io.Discard, br)
+		}()
+		return st
+	}
+	ping := func(st stream) int {
+		t.Helper()
+		resp, err := http.Post(ts.URL+st.endpoint, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":"p","method":"ping"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	first, second := open(), open()
+	ping(second) // the first is now the least recently used
+	third := open()
+	select {
+	case <-first.ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a third SSE session of a principal allowed two did not end its least recently used one")
+	}
+	for i, st := range []stream{second, third} {
+		select {
+		case <-st.ended:
+			t.Errorf("session %d ended", i+2)
+		default:
+		}
+		if code := ping(st); code != http.StatusAccepted {
+			t.Errorf("a ping to session %d: %d", i+2, code)
+		}
+	}
+	if code := ping(first); code == http.StatusAccepted {
+		t.Errorf("a ping to the ended session: %d", code)
+	}
+}

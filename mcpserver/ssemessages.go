@@ -142,7 +142,7 @@ func (s *Server) sseStream(next http.Handler) http.Handler {
 				s.sseMsgs.closed(sw.session)
 			}
 		}()
-		next.ServeHTTP(sw, r.WithContext(ctx))
+		next.ServeHTTP(sw, r.WithContext(context.WithValue(ctx, sseStreamKey{}, cancel)))
 	})
 }
 

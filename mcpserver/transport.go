@@ -311,7 +311,9 @@ func (s *Server) newHTTP() *httpTransports {
 	evict := evictWith(h.streamable)
 	s.owners.setEvict(func(id string) {
 		s.eng.Metrics().SessionEvicted("per_principal")
-		evict(id)
+		if !s.owners.endStream(id) {
+			evict(id)
+		}
 	})
 	h.mux.Handle(PathStreamable, answeredOnReturn(s.guard(s.drainGate(s.extensionHTTP(s.taskResults(s.ownTaskNotes(detachOnReturn(h.streamable))))))))
 	h.mux.Handle(PathSSE, s.guard(s.ownTaskNotes(s.sseStream(h.sse.SSEHandler()))))
