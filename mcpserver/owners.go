@@ -151,6 +151,14 @@ func (o *sessionOwners) sessionsOf(principal string) []string {
 	return out
 }
 
+// principalOfSession returns the principal of live session id; "" for
+// none.
+func (o *sessionOwners) principalOfSession(id string) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.owner[id]
+}
+
 // principalOf returns the principal a request is made for.
 func (o *sessionOwners) principalOf(r *http.Request) string {
 	if r != nil {

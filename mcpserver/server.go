@@ -236,8 +236,8 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		open:        newOpenRequests(cfg.Sessions.PerPrincipal),
 		sseMsgs:     newSSEMessages(),
 		tracer:      newTracer(cfg.TracerProvider),
-		events:      newEventStore(256, 8<<20, 1024, 32<<20),
 	}
+	s.events = newEventStore(256, 8<<20, 1024, 32<<20, s.owners.principalOfSession)
 	if err = s.initEngine(); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
 	}
