@@ -441,7 +441,10 @@ func (s *Server) getBridgedPrompt(category, name string) server.PromptHandlerFun
 // holdBridged holds, for the caller of ctx, what a bridged server's
 // answer decodes into, of the results in flight (issue 19, attack10 E3):
 // the bridge holds it, through ctx, before it decodes the answer; the
-// hold lasts until the request is answered (release).
+// hold lasts until the request's answer is written (release, given to
+// untilAnswered): a blob passes whole, and given back when the handler
+// returned, 32 answers of an 8 MB blob waited for a client that did not
+// read them outside every hold (attack17 M1).
 func (s *Server) holdBridged(ctx context.Context, what string) (context.Context, func()) {
 	return s.eng.HoldOutsideRun(ctx, s.caller(ctx).Principal, what)
 }

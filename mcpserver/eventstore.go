@@ -16,25 +16,33 @@ import (
 // in-memory store it is bounded: each session keeps its last maxEvents
 // events and maxBytes of them, the least recently active sessions are
 // dropped past maxSessions, and past maxTotal bytes in all the oldest
-// events of the session holding the most go first — so a principal that
-// fills its sessions with large answers loses its own events before
-// another's small ones (attack15 I7: 8 MiB for each of 1,024 sessions was
-// 8 GiB for anyone to fill). Resuming from an event that was dropped
-// fails as an unknown event ID, and the client starts a new stream.
+// events go first, by principal: a principal past its share of the total
+// (three quarters) loses the oldest events of its own largest session,
+// and past the total the principal holding the most does — so a
+// principal that fills its sessions with large answers loses its own
+// events before another's small ones (attack15 I7: 8 MiB for each of
+// 1,024 sessions was 8 GiB for anyone to fill; attack17 M2: the session
+// holding the most lost its events whoever held it, and one principal's
+// 64 sessions each a little smaller than another's one took that one's
+// resumption). Resuming from an event that was dropped fails as an
+// unknown event ID, and the client starts a new stream.
 type eventStore struct {
-	maxEvents, maxBytes, maxSessions, maxTotal int
+	maxEvents, maxBytes, maxSessions, maxTotal, maxPrincipal int
+	// principalOf names the principal of a session ("" when unknown).
+	principalOf func(session string) string
 
 	mu       sync.Mutex
-	bytes    int // of every session's events
+	bytes    int            // of every session's events
+	held     map[string]int // bytes of each principal's sessions' events
 	seq      int64
 	sessions map[string]*list.Element // of *eventLog
 	lru      *list.List
 }
 
 type eventLog struct {
-	session string
-	events  []storedEvent
-	bytes   int
+	session, principal string
+	events             []storedEvent
+	bytes              int
 }
 
 type storedEvent struct {
@@ -44,14 +52,22 @@ type storedEvent struct {
 
 var _ server.EventStore = (*eventStore)(nil)
 
-func newEventStore(maxEvents, maxBytes, maxSessions, maxTotal int) *eventStore {
+// newEventStore returns a store of the bounds given; principalOf names
+// each session's principal (nil: one principal).
+func newEventStore(maxEvents, maxBytes, maxSessions, maxTotal int, principalOf func(session string) string) *eventStore {
+	if principalOf == nil {
+		principalOf = func(string) string { return "" }
+	}
 	return &eventStore{
-		maxEvents:   maxEvents,
-		maxBytes:    maxBytes,
-		maxSessions: maxSessions,
-		maxTotal:    maxTotal,
-		sessions:    map[string]*list.Element{},
-		lru:         list.New(),
+		maxEvents:    maxEvents,
+		maxBytes:     maxBytes,
+		maxSessions:  maxSessions,
+		maxTotal:     maxTotal,
+		maxPrincipal: max(maxTotal/4*3, 1),
+		principalOf:  principalOf,
+		held:         map[string]int{},
+		sessions:     map[string]*list.Element{},
+		lru:          list.New(),
 	}
 }
 
@@ -60,7 +76,7 @@ func (s *eventStore) StoreEvent(_ context.Context, session, stream string, messa
 	defer s.mu.Unlock()
 	el, ok := s.sessions[session]
 	if !ok {
-		el = s.lru.PushFront(&eventLog{session: session})
+		el = s.lru.PushFront(&eventLog{session: session, principal: s.principalOf(session)})
 		s.sessions[session] = el
 		for s.lru.Len() > s.maxSessions {
 			s.remove(s.lru.Back())
@@ -75,24 +91,46 @@ func (s *eventStore) StoreEvent(_ context.Context, session, stream string, messa
 	log.events = append(log.events, storedEvent{id: id, stream: stream, message: msg})
 	log.bytes += len(msg)
 	s.bytes += len(msg)
+	s.held[log.principal] += len(msg)
 	for len(log.events) > 1 && (len(log.events) > s.maxEvents || log.bytes > s.maxBytes) {
 		s.dropOldest(log)
 	}
+	// The principal's share, from its own largest session; then the
+	// total, from the largest session of the principal holding the most.
+	s.shed(log.principal, func() bool { return s.held[log.principal] > s.maxPrincipal })
 	for s.bytes > s.maxTotal {
-		largest := log
-		for el := s.lru.Front(); el != nil; el = el.Next() {
-			if l := el.Value.(*eventLog); l.bytes > largest.bytes {
-				largest = l
+		most := log.principal
+		for p, n := range s.held {
+			if n > s.held[most] {
+				most = p
 			}
 		}
-		if len(largest.events) == 0 {
+		if !s.shed(most, func() bool { return s.bytes > s.maxTotal }) {
 			break
-		}
-		for s.bytes > s.maxTotal && len(largest.events) > 0 {
-			s.dropOldest(largest)
 		}
 	}
 	return id, nil
+}
+
+// shed drops the oldest events of principal's largest session while over
+// says so and it has any, then of its next largest; false when principal
+// has no event left to drop.
+func (s *eventStore) shed(principal string, over func() bool) bool {
+	for over() {
+		var largest *eventLog
+		for el := s.lru.Front(); el != nil; el = el.Next() {
+			if l := el.Value.(*eventLog); l.principal == principal && len(l.events) > 0 && (largest == nil || l.bytes > largest.bytes) {
+				largest = l
+			}
+		}
+		if largest == nil {
+			return false
+		}
+		for over() && len(largest.events) > 0 {
+			s.dropOldest(largest)
+		}
+	}
+	return true
 }
 
 // dropOldest forgets the oldest event of log.
@@ -100,14 +138,23 @@ func (s *eventStore) dropOldest(log *eventLog) {
 	n := len(log.events[0].message)
 	log.bytes -= n
 	s.bytes -= n
+	s.give(log.principal, n)
 	log.events[0] = storedEvent{}
 	log.events = log.events[1:]
+}
+
+// give takes n bytes off what principal holds.
+func (s *eventStore) give(principal string, n int) {
+	if s.held[principal] -= n; s.held[principal] <= 0 {
+		delete(s.held, principal)
+	}
 }
 
 // remove forgets a session's events.
 func (s *eventStore) remove(el *list.Element) {
 	log := el.Value.(*eventLog)
 	s.bytes -= log.bytes
+	s.give(log.principal, log.bytes)
 	delete(s.sessions, log.session)
 	s.lru.Remove(el)
 }

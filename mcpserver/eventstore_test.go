@@ -12,7 +12,7 @@ import (
 
 func TestEventStoreReplaysAndStaysBounded(t *testing.T) {
 	t.Parallel()
-	s := newEventStore(4, 1<<20, 2, 64<<20)
+	s := newEventStore(4, 1<<20, 2, 64<<20, nil)
 	ctx := t.Context()
 	var ids []string
 	for i := range 6 {
@@ -57,7 +57,7 @@ func TestEventStoreReplaysAndStaysBounded(t *testing.T) {
 func TestEventStoreTotalBounded(t *testing.T) {
 	t.Parallel()
 	const maxTotal = 4 << 20
-	s := newEventStore(256, 1<<20, 1024, maxTotal)
+	s := newEventStore(256, 1<<20, 1024, maxTotal, nil)
 	ctx := t.Context()
 	small, err := s.StoreEvent(ctx, "victim", "a", json.RawMessage(`"hello"`))
 	if err != nil {
@@ -86,5 +86,52 @@ func TestEventStoreTotalBounded(t *testing.T) {
 		return nil
 	}); err != nil || len(got) != 1 {
 		t.Errorf("the small session's events went with the large ones': %v %v", got, err)
+	}
+}
+
+// TestEventStoreBoundByPrincipal (attack17 M2): past the total, the events
+// dropped are those of the principal holding the most, not of the largest
+// session whoever holds it — a principal whose many sessions each hold a
+// little less than another's one made each of its new events drop that
+// session's oldest — and a principal past its share (three quarters of
+// the total) loses its own oldest events.
+func TestEventStoreBoundByPrincipal(t *testing.T) {
+	t.Parallel()
+	const maxTotal = 4 << 20
+	principal := func(session string) string { p, _, _ := strings.Cut(session, "/"); return p }
+	s := newEventStore(256, 1<<20, 1024, maxTotal, principal)
+	ctx := t.Context()
+	// The victim's one session holds 16 events of 62 KiB; the
+	// attacker's 64 hold 15 of 60 KiB each.
+	chunk := json.RawMessage(`"` + strings.Repeat("v", 62<<10) + `"`)
+	first, err := s.StoreEvent(ctx, "victim/1", "a", chunk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 15 {
+		s.StoreEvent(ctx, "victim/1", "a", chunk)
+	}
+	small := json.RawMessage(`"` + strings.Repeat("x", 60<<10) + `"`)
+	for i := range 64 * 15 {
+		if _, err := s.StoreEvent(ctx, fmt.Sprintf("attacker/%d", i%64), "a", small); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.bytes > maxTotal || s.held["attacker"] > maxTotal/4*3 {
+		t.Errorf("the store holds %d bytes, the attacker %d: past the total %d or the share %d", s.bytes, s.held["attacker"], maxTotal, maxTotal/4*3)
+	}
+	n := 0
+	if _, err := s.ReplayEventsAfter(ctx, "victim/1", first, func(string, json.RawMessage) error { n++; return nil }); err != nil || n != 15 {
+		t.Errorf("the victim's session lost its events to another principal's: replayed %d of 15 (%v)", n, err)
+	}
+	sum := map[string]int{}
+	for el := s.lru.Front(); el != nil; el = el.Next() {
+		l := el.Value.(*eventLog)
+		sum[l.principal] += l.bytes
+	}
+	for p, b := range sum {
+		if s.held[p] != b {
+			t.Errorf("principal %q's logs hold %d bytes, the store counts %d", p, b, s.held[p])
+		}
 	}
 }

@@ -18,7 +18,7 @@ import (
 // caller learns nothing about other principals' sessions.
 type sessionOwners struct {
 	fallback     string // the principal of requests that carry none
-	perPrincipal int    // a principal's Streamable HTTP sessions at most
+	perPrincipal int    // a principal's sessions at most, Streamable HTTP and SSE
 	mu           sync.Mutex
 	// evict ends a Streamable HTTP session as a DELETE of it would: set
 	// with the transport, nil until then.
@@ -31,9 +31,11 @@ type sessionOwners struct {
 	ended     map[string]struct{}
 	endedRing []string
 	endedNext int
-	// used holds, per principal, when each of its Streamable HTTP
-	// sessions was last presented.
+	// used holds, per principal, when each of its sessions — Streamable
+	// HTTP and SSE alike — was last presented.
 	used map[string]map[string]time.Time
+	// streams ends each SSE session's stream, which ends the session.
+	streams map[string]context.CancelFunc
 }
 
 func newSessionOwners(fallback string, perPrincipal int) *sessionOwners {
@@ -46,6 +48,7 @@ func newSessionOwners(fallback string, perPrincipal int) *sessionOwners {
 		owner:        map[string]string{},
 		ended:        map[string]struct{}{},
 		used:         map[string]map[string]time.Time{},
+		streams:      map[string]context.CancelFunc{},
 	}
 }
 
@@ -53,14 +56,18 @@ func newSessionOwners(fallback string, perPrincipal int) *sessionOwners {
 // (and then answered as unknown, which is also 404).
 const maxEnded = 10000
 
-// open records that principal opened Streamable HTTP session id, and
-// returns its least recently used other session when principal now has
-// more than perPrincipal: each session keeps what its initialize sent
-// (attack15 I6), as the engine keeps a session's state, which it bounds
-// the same way.
+// open records that principal opened session id, and returns its least
+// recently used other session when principal now has more than
+// perPrincipal: each session keeps what its initialize sent (attack15
+// I6), an SSE session its subscriptions and its stream's queue too, as
+// the engine keeps a session's state, which it bounds the same way.
 func (o *sessionOwners) open(id, principal string) (old string, evict func(string)) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	return o.openLocked(id, principal)
+}
+
+func (o *sessionOwners) openLocked(id, principal string) (old string, evict func(string)) {
 	evict = o.evict
 	o.owner[id] = principal
 	mine := o.used[principal]
@@ -103,6 +110,7 @@ func (o *sessionOwners) end(id string) {
 		}
 	}
 	delete(o.owner, id)
+	delete(o.streams, id)
 	o.rememberEnded(id)
 }
 
@@ -155,6 +163,14 @@ func (o *sessionOwners) sessionsOf(principal string) []string {
 	return out
 }
 
+// principalOfSession returns the principal of live session id; "" for
+// none.
+func (o *sessionOwners) principalOfSession(id string) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.owner[id]
+}
+
 // principalOf returns the principal a request is made for.
 func (o *sessionOwners) principalOf(r *http.Request) string {
 	if r != nil {
@@ -165,20 +181,55 @@ func (o *sessionOwners) principalOf(r *http.Request) string {
 	return o.fallback
 }
 
+// endStream ends SSE session id's stream, and so the session; false
+// when id is not an SSE session's.
+func (o *sessionOwners) endStream(id string) bool {
+	o.mu.Lock()
+	end := o.streams[id]
+	o.mu.Unlock()
+	if end == nil {
+		return false
+	}
+	end()
+	return true
+}
+
+// sseStreamKey holds, in the context of the GET that opens an SSE stream,
+// the function that ends the stream (sseStream).
+type sseStreamKey struct{}
+
 func (o *sessionOwners) hooks(h *server.Hooks) {
 	// SSE sessions are registered by the GET that opens the stream; its
-	// context carries the principal the guard authenticated.
+	// context carries the principal the guard authenticated. They count
+	// among the principal's sessions as Streamable HTTP sessions do: its
+	// least recently used session ends when it opens one too many
+	// (attack17 M3: SSE sessions were bounded by the open requests
+	// alone, 256 a principal).
 	h.AddOnRegisterSession(func(ctx context.Context, cs server.ClientSession) {
-		if id := cs.SessionID(); id != "" {
-			p, ok := principalFrom(ctx)
-			if !ok {
-				p = o.fallback
-			}
-			o.mu.Lock()
-			if _, known := o.owner[id]; !known {
-				o.owner[id] = p
-			}
+		id := cs.SessionID()
+		if id == "" {
+			return
+		}
+		p, ok := principalFrom(ctx)
+		if !ok {
+			p = o.fallback
+		}
+		o.mu.Lock()
+		if _, known := o.owner[id]; known {
 			o.mu.Unlock()
+			return
+		}
+		end, stream := ctx.Value(sseStreamKey{}).(context.CancelFunc)
+		if !stream {
+			o.owner[id] = p
+			o.mu.Unlock()
+			return
+		}
+		o.streams[id] = end
+		old, evict := o.openLocked(id, p)
+		o.mu.Unlock()
+		if old != "" && evict != nil {
+			evict(old)
 		}
 	})
 	h.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) {

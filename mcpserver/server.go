@@ -245,8 +245,8 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		open:        newOpenRequests(cfg.Sessions.PerPrincipal),
 		sseMsgs:     newSSEMessages(),
 		tracer:      newTracer(cfg.TracerProvider),
-		events:      newEventStore(256, 8<<20, 1024, 32<<20),
 	}
+	s.events = newEventStore(256, 8<<20, 1024, 32<<20, s.owners.principalOfSession)
 	if err = s.initEngine(); err != nil {
 		return nil, fmt.Errorf("new server: %w", err)
 	}
@@ -282,7 +282,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		}
 	}
 	direct := cfg.Expose == ExposeDirect || cfg.Expose == ExposeBoth
-	s.mcp = server.NewMCPServer(Name, cfg.Version, append(s.tasks.options(),
+	s.mcp = server.NewMCPServer(Name, cfg.Version, append(append(s.tasks.options(), stdioAnswerMiddleware()...),
 		server.WithToolFilter(s.filterDirectTools),
 		server.WithInstructions(instructions),
 		server.WithToolCapabilities(true),
@@ -350,6 +350,7 @@ func (s *Server) hooks() *server.Hooks {
 	s.tasks.hooks(h)
 	s.cacheHooks(h)
 	s.bridgeHooks(h)
+	stdioAnswerHooks(h)
 	s.pageHooks(h) // last: pages what the other hooks leave of a list
 	return h
 }

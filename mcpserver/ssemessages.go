@@ -142,7 +142,7 @@ func (s *Server) sseStream(next http.Handler) http.Handler {
 				s.sseMsgs.closed(sw.session)
 			}
 		}()
-		next.ServeHTTP(sw, r.WithContext(ctx))
+		next.ServeHTTP(sw, r.WithContext(context.WithValue(ctx, sseStreamKey{}, cancel)))
 	})
 }
 
@@ -302,11 +302,19 @@ func (s *Server) sseMessage(next http.Handler) http.Handler {
 			httpError(w, http.StatusTooManyRequests, why)
 			return
 		}
+		// The request's answer is written when it is released: what its
+		// handler holds until then (untilAnswered) is held while mcp-go
+		// encodes the answer and queues it for the stream, and while the
+		// stream writes it — not given back when the handler returns
+		// (attack17 K1: 60 reads of an 8 MB file posted to one session
+		// whose stream was read slowly grew the server by 1.4 GiB).
+		answered, done := context.WithCancel(context.Background())
 		var once sync.Once
 		release := func() {
 			once.Do(func() {
 				s.open.giveBody(principal, n)
 				s.open.leave(principal, false)
+				done()
 			})
 		}
 		a, state := s.sseMsgs.await(session, id, release)
@@ -321,7 +329,7 @@ func (s *Server) sseMessage(next http.Handler) http.Handler {
 			return
 		}
 		cw := &statusWriter{ResponseWriter: w}
-		next.ServeHTTP(cw, r)
+		next.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), answerEndsKey{}, answered)))
 		if cw.code != 0 && cw.code != http.StatusAccepted {
 			// Refused (an unknown session, a body that is not JSON): no
 			// answer will come on the stream.

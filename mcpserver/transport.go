@@ -38,8 +38,11 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	}
 	stdio := server.NewStdioServer(s.mcp)
 	stdio.SetErrorLogger(log.New(slogWriter{s.log.With("transport", "stdio")}, "", 0))
-	stdio.SetContextFunc(func(ctx context.Context) context.Context { return withLocal(ctx) })
+	stdio.SetContextFunc(func(ctx context.Context) context.Context {
+		return context.WithValue(withLocal(ctx), stdioAnswersKey{}, gate.answers)
+	})
 	err := stdio.Listen(ctx, gate, gate.writer())
+	gate.answers.end()
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
 	}
@@ -51,12 +54,14 @@ type localKey struct{}
 // withLocal marks a request that came from the local user over stdio.
 func withLocal(ctx context.Context) context.Context { return context.WithValue(ctx, localKey{}, true) }
 
-// answerEndsKey holds, in a Streamable HTTP request's context, a context
-// that ends once the request's answer is written: when the outermost
-// handler of the request returns, after every writer around mcp-go's has
-// written what it held back (taskResultWriter holds a JSON answer whole
-// until mcp-go returns, and a client that does not read keeps that write
-// waiting). Others — stdio's, an SSE session's — have none.
+// answerEndsKey holds, in a request's context, a context that ends once
+// the request's answer is written. Over stdio that is when the answer's
+// line is written to stdout (stdioAnswers); on Streamable HTTP, when the
+// outermost handler of the request returns, after every writer around
+// mcp-go's has written what it held back (taskResultWriter holds a JSON
+// answer whole until mcp-go returns, and a client that does not read
+// keeps that write waiting); on SSE, when the answer's event is written
+// to the session's stream, or the stream ends (sseMessage).
 type answerEndsKey struct{}
 
 // answeredOnReturn gives next's requests the context answerEndsKey
@@ -103,11 +108,12 @@ func (d *deadlineWriter) Flush() {
 func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
 
 // untilAnswered calls release once the answer to ctx's request is
-// written, where its context says when (answeredOnReturn), else once the
-// returned function is called (deferred by the caller). A read's hold
-// given back when mcp-go's handler returned left the answer it held
-// outside every bound while a client that did not read kept its write
-// waiting: 32 such answers of a 13 MiB image kept 1.3 GiB (attack16 J2).
+// written, where its context says when (answeredOnReturn, sseMessage,
+// stdioAnswered), else once the returned function is called (deferred by
+// the caller). A read's hold given back when mcp-go's handler returned
+// left the answer it held outside every bound while a client that did
+// not read kept its write waiting: 32 such answers of a 13 MiB image kept
+// 1.3 GiB (attack16 J2).
 func untilAnswered(ctx context.Context, release func()) (deferred func()) {
 	if answered, ok := ctx.Value(answerEndsKey{}).(context.Context); ok {
 		context.AfterFunc(answered, release)
@@ -140,6 +146,9 @@ type stdioGate struct {
 	initID  string // an initialize request not yet answered
 	rest    []byte // what is left of the current line
 
+	// answers follows each request until its answer is written.
+	answers *stdioAnswers
+
 	// intercept, when set, answers a line itself: handled lines are not
 	// passed on, and their answer (nil for none) is written out.
 	intercept func(line []byte) (answer []byte, handled bool)
@@ -149,7 +158,7 @@ type stdioGate struct {
 // newStdioGate returns a gate over in and out that waits up to drain for
 // the answers to requests in progress when in ends.
 func newStdioGate(ctx context.Context, in io.Reader, out io.Writer, drain time.Duration) *stdioGate {
-	return &stdioGate{ctx: ctx, drain: drain, in: bufio.NewReaderSize(in, 64<<10), out: out, changed: make(chan struct{}), pending: map[string]bool{}}
+	return &stdioGate{ctx: ctx, drain: drain, in: bufio.NewReaderSize(in, 64<<10), out: out, changed: make(chan struct{}), pending: map[string]bool{}, answers: newStdioAnswers()}
 }
 
 // rpcHead is what the gate reads of a JSON-RPC message.
@@ -195,6 +204,7 @@ func (g *stdioGate) Read(p []byte) (int, error) {
 			switch {
 			case len(h.ID) > 0 && string(h.ID) != "null":
 				g.pending[string(h.ID)] = true
+				g.answers.read(h.ID)
 				if h.Method == "initialize" {
 					g.initID = string(h.ID)
 				}
@@ -249,6 +259,7 @@ func (o stdioOut) Write(p []byte) (int, error) {
 		o.g.mu.Lock()
 		o.g.settleLocked(string(h.ID))
 		o.g.mu.Unlock()
+		o.g.answers.written(h.ID)
 	}
 	return n, err
 }
@@ -300,7 +311,9 @@ func (s *Server) newHTTP() *httpTransports {
 	evict := evictWith(h.streamable)
 	s.owners.setEvict(func(id string) {
 		s.eng.Metrics().SessionEvicted("per_principal")
-		evict(id)
+		if !s.owners.endStream(id) {
+			evict(id)
+		}
 	})
 	h.mux.Handle(PathStreamable, answeredOnReturn(s.guard(s.drainGate(s.extensionHTTP(s.taskResults(s.ownTaskNotes(detachOnReturn(h.streamable))))))))
 	h.mux.Handle(PathSSE, s.guard(s.ownTaskNotes(s.sseStream(h.sse.SSEHandler()))))

@@ -41,20 +41,11 @@ func (s *Server) readWorkspaceResource(ctx context.Context, req mcp.ReadResource
 	if err != nil {
 		return nil, err
 	}
-	release, err := s.eng.HoldRead(ctx, caller.Principal, fmt.Sprintf("reading workspace file %q takes about %d bytes (six times its %d)", p, 6*size, size), 6*size)
+	release, data, err := s.readWorkspaceHeld(ctx, caller.Principal, p, size)
 	if err != nil {
-		return nil, fmt.Errorf("read workspace file %q: %w", p, err)
+		return nil, err
 	}
 	defer untilAnswered(ctx, release)()
-	_, data, err := s.cfg.Store.ReadFile(ctx, p)
-	switch {
-	case errors.Is(err, memory.ErrNotFound):
-		return nil, fmt.Errorf("%w: no workspace file %q", errResourceNotFound, p)
-	case errors.Is(err, memory.ErrInvalidPath):
-		return nil, fmt.Errorf("%w: %v", errResourceNotFound, err)
-	case err != nil:
-		return nil, fmt.Errorf("read workspace file: %w", err)
-	}
 	if utf8.Valid(data) {
 		// A program wrote it: it is filtered and budgeted as anything
 		// else the model reads.
@@ -82,6 +73,55 @@ func (s *Server) readWorkspaceResource(ctx context.Context, req mcp.ReadResource
 			"note": "sensitive values in this file's text were overwritten with '*'"}}
 	}
 	return []mcp.ResourceContents{mcp.BlobResourceContents{Meta: meta, URI: uri, MIMEType: "application/octet-stream", Blob: base64.StdEncoding.EncodeToString(out.Data)}}, nil
+}
+
+// readWorkspaceHeld reads the caller's workspace file p, sized size when
+// the read was received, under a hold of six times its bytes (release).
+// The file may have changed while the read waited for its hold: found
+// larger than it was sized — before it is read, or as read — it is read
+// again under a hold of its new size, which waits or is refused as any
+// other would, and nothing is made of bytes the hold does not cover
+// (attack17 K2: 64 reads of a 1 MiB file that became 8 MiB while they
+// waited grew the server by 900 MiB).
+func (s *Server) readWorkspaceHeld(ctx context.Context, principal, p string, size int64) (release func(), data []byte, err error) {
+	const tries = 3
+	for try := 1; ; try++ {
+		release, err := s.eng.HoldRead(ctx, principal, fmt.Sprintf("reading workspace file %q takes about %d bytes (six times its %d)", p, 6*size, size), 6*size)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read workspace file %q: %w", p, err)
+		}
+		// Sized again under the hold: what it has become while the read
+		// waited is read only under a hold of its size. Then what is
+		// read is checked, for a write between the two.
+		now, err := s.workspaceFileSize(ctx, p)
+		if err != nil {
+			release()
+			return nil, nil, err
+		}
+		var data []byte
+		if now <= size {
+			_, data, err = s.cfg.Store.ReadFile(ctx, p)
+			now = int64(len(data))
+		}
+		if err != nil {
+			release()
+		}
+		switch {
+		case errors.Is(err, memory.ErrNotFound):
+			return nil, nil, fmt.Errorf("%w: no workspace file %q", errResourceNotFound, p)
+		case errors.Is(err, memory.ErrInvalidPath):
+			return nil, nil, fmt.Errorf("%w: %v", errResourceNotFound, err)
+		case err != nil:
+			return nil, nil, fmt.Errorf("read workspace file: %w", err)
+		case now <= size:
+			return release, data, nil
+		}
+		release()
+		if try == tries {
+			return nil, nil, fmt.Errorf("read workspace file %q: it grew while the read waited, %d times in a row (now %d bytes); read it again once it is no longer being written", p, tries, now)
+		}
+		size = now
+	}
 }
 
 // workspaceFileSize returns the size of the caller's workspace file p, or
