@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/codecell/codecell/tools"
@@ -137,9 +138,10 @@ func (b *byteBudget) inUse() int64 {
 
 // resultBytes is the stage that reserves a call's result bytes. It comes
 // last, right before the tool is called, so that a call answered by a
-// stage (memoised, planned, refused) or waiting for an approval holds
-// nothing; the bytes are given back by gate.call, once every stage has
-// passed the result on.
+// stage (planned, refused) or waiting for an approval holds nothing but
+// what it answers with — a memoised hit holds its value (holdValue); the
+// bytes are given back by gate.call, once every stage has passed the
+// result on.
 type resultBytes struct {
 	server *byteBudget // every run's; holders are principals
 	perRun int64
@@ -156,15 +158,7 @@ func (r *resultBytes) pass(ctx context.Context, c *Call, next next) (json.RawMes
 	if c.Tool == nil {
 		return next.call(ctx, c)
 	}
-	h := &holding{r: r, c: c, run: c.Run.resultBudget(r.perRun), principal: c.Run.Caller.Principal}
-	c.releases = append(c.releases, func() {
-		giveBack := afterObserved(c.observed, h.giveBack)
-		if c.handOff != nil && c.delivered {
-			c.handOff(giveBack)
-			return
-		}
-		giveBack()
-	})
+	h := r.holdFor(c)
 	if n := c.Tool.MaxResultBytes; n > 0 {
 		if err := h.raise(ctx, n, fmt.Sprintf("a result of %s may hold %d bytes (its source's max_response_bytes, or its store's bound)", c.Name, n)); err != nil {
 			return nil, err
@@ -177,6 +171,35 @@ func (r *resultBytes) pass(ctx context.Context, c *Call, next next) (json.RawMes
 		return h.raise(ctx, n, fmt.Sprintf("this result of %s decodes into about %d bytes (its bytes and %d a JSON value)", c.Name, n, tools.DecodedValueBytes))
 	})
 	return next.call(ctx, c)
+}
+
+// holdFor returns what c holds of its run's and the server's result
+// bytes, nothing yet, given back once the gate has handed its result on
+// — and, for a program's call, once its sandbox has it (c.handOff) —
+// and once the run's flow has observed it (afterObserved).
+func (r *resultBytes) holdFor(c *Call) *holding {
+	h := &holding{r: r, c: c, run: c.Run.resultBudget(r.perRun), principal: c.Run.Caller.Principal}
+	c.releases = append(c.releases, func() {
+		giveBack := afterObserved(c.observed, h.giveBack)
+		if c.handOff != nil && c.delivered {
+			c.handOff(giveBack)
+			return
+		}
+		giveBack()
+	})
+	return h
+}
+
+// holdValue holds out, a result that a stage answers c with from the
+// store — a memoised hit (memoize.go) — as the registry holds a tool's
+// (its bytes ResultCopies times and tools.DecodedValueBytes a value),
+// before the run's flow observes it and its sandbox takes it: 32 hits
+// at once of a 3.9 MB workspace.read held nothing, and grew the server
+// by 236–279 MiB against 62–65 for the same reads made (issue 19,
+// attack18 K9).
+func (r *resultBytes) holdValue(ctx context.Context, c *Call, out json.RawMessage) error {
+	n := tools.DecodedSize(tools.ResultCopies*int64(len(out)), tools.JSONValues(out, math.MaxInt))
+	return r.holdFor(c).raise(ctx, n, fmt.Sprintf("this memoised result of %s holds about %d bytes (%d copies of its %d bytes and %d a JSON value)", c.Name, n, tools.ResultCopies, len(out), tools.DecodedValueBytes))
 }
 
 // afterObserved returns giveBack, or when the result is being observed

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/memory/sqlite"
@@ -103,5 +105,57 @@ func TestStoreReadsHeldAsRead(t *testing.T) {
 	}
 	if got := r2.server.inUse(); got != 0 {
 		t.Errorf("%d bytes still held after an ordinary call", got)
+	}
+}
+
+// TestMemoHitsHeld (issue 19, attack18 K9): a memoised hit is held in
+// the call's results in flight, as the registry holds a tool's result,
+// until the program has it — it was answered before resultBytes and
+// outside the registry, and 32 hits at once of a 3.9 MB workspace.read
+// grew the server by 236–279 MiB against 62–65 for the same reads made.
+// A hit larger than the run may hold is refused, naming the limit.
+func TestMemoHitsHeld(t *testing.T) {
+	g, r, st := storeGate(t, Limits{}, nil)
+	memo := newMemoizer(st, CacheConfig{Memoize: []MemoRule{{Pattern: "workspace.read", TTL: time.Hour}}}.withDefaults(), slog.New(slog.DiscardHandler))
+	memo.results = r
+	g.stages = []stage{binding{g}, memo, r}
+	bob := tools.Caller{Principal: "bob"}
+	if _, _, err := st.WriteFile(tools.WithCaller(t.Context(), bob), "big.txt", []byte(strings.Repeat("y", 1<<20))); err != nil {
+		t.Fatal(err)
+	}
+	args := json.RawMessage(`{"path": "big.txt"}`)
+	call := func(g *gate) (*Call, func(), error) {
+		var held func()
+		c := &Call{Run: &Run{Caller: bob}, Name: "workspace.read", Args: args, handOff: func(giveBack func()) { held = giveBack }}
+		_, err := g.call(t.Context(), c)
+		return c, held, err
+	}
+	if c, held, err := call(g); err != nil || c.served == servedCached {
+		t.Fatalf("the first read: %v, served %v", err, c.served)
+	} else {
+		held()
+	}
+	c, held, err := call(g)
+	if err != nil || c.served != servedCached {
+		t.Fatalf("the second read: %v, served %v", err, c.served)
+	}
+	if got := r.server.inUse(); got < tools.ResultCopies<<20 {
+		t.Errorf("a memoised hit of 1 MiB holds %d bytes until the program has it", got)
+	}
+	if held != nil {
+		held()
+	}
+	if got := r.server.inUse(); got != 0 {
+		t.Errorf("%d bytes still held once the program has the hit", got)
+	}
+	// Under a run's bound of 2 MiB, the hit is refused.
+	small := newResultBytes(Limits{ResultBytesInFlight: 64 << 20, ResultBytesInFlightPerRun: 2 << 20})
+	memo.results = small
+	g.stages = []stage{binding{g}, memo, small}
+	if _, _, err := call(g); tools.CodeOf(err) != codeResultBytesInFlight || !strings.Contains(err.Error(), "memoised") {
+		t.Fatalf("a hit of 1 MiB under 2 MiB a run: %v", err)
+	}
+	if got := small.server.inUse(); got != 0 {
+		t.Errorf("%d bytes still held after the refusal", got)
 	}
 }
