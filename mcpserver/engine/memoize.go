@@ -157,11 +157,20 @@ func (m *memoizer) pass(ctx context.Context, c *Call, next next) (json.RawMessag
 	if err != nil {
 		return next.call(ctx, c)
 	}
+	var held *holding
+	if m.results != nil {
+		if held, err = m.results.holdHit(ctx, c, m.maxBytes); err != nil {
+			return nil, err
+		}
+	}
 	e, err := m.store.CacheGet(ctx, memory.CacheMemo, key)
+	if err != nil && held != nil {
+		held.giveBack() // a miss: the call holds what its tool's does
+	}
 	switch {
 	case err == nil:
-		if m.results != nil {
-			if err := m.results.holdValue(ctx, c, e.Value); err != nil {
+		if held != nil {
+			if err := held.settle(ctx, e.Value); err != nil {
 				return nil, err
 			}
 		}
