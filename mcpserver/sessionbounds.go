@@ -79,7 +79,7 @@ func (ss *subscriptions) admit(cs server.ClientSession, uri string) error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	mine := ss.subs[cs.SessionID()]
-	if !mine[uri] && len(mine) >= maxSubscriptions {
+	if _, ok := mine[uri]; !ok && len(mine) >= maxSubscriptions {
 		return fmt.Errorf("a session subscribes to at most %d resources: unsubscribe from one first (resources/unsubscribe)", maxSubscriptions)
 	}
 	return nil
