@@ -21,10 +21,12 @@ func TestStoreReadsHeld(t *testing.T) {
 	t.Parallel()
 	s := start(t)
 	bob := s.open(t, bobToken)
-	if rec := bob.run(`const z = new Array(7000).fill(0); const ps = [];
-for (let i = 0; i < 500; i++) ps.push(memory.task_add({content: "task " + i, metadata: {z}}));
+	for range 5 { // a run of 500 task_add took more than 60 s under load
+		if rec := bob.run(`const z = new Array(7000).fill(0); const ps = [];
+for (let i = 0; i < 100; i++) ps.push(memory.task_add({content: "task " + i, metadata: {z}}));
 await Promise.all(ps); return 1`, "timeout_ms", 60000); rec.Status != "ok" {
-		t.Fatalf("500 tasks: %.400s", rec.raw)
+			t.Fatalf("100 tasks: %.400s", rec.raw)
+		}
 	}
 	pid := s.cmd.Process.Pid
 	before := peakRSS(pid)
