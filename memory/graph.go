@@ -310,10 +310,16 @@ func WalkNeighbors(ctx context.Context, g GraphReader, start Entity, in Neighbor
 		res.Neighbors = make([]Neighbor, 0, len(reached))
 		for _, f := range reached {
 			e, err := g.EntityByID(ctx, f.id)
+			if err == nil {
+				err = holdEntity(ctx, &e)
+			}
 			if err != nil {
 				return err
 			}
 			r, err := g.RelationByID(ctx, f.via)
+			if err == nil {
+				err = holdRelation(ctx, &r)
+			}
 			if err != nil {
 				return err
 			}
@@ -342,6 +348,9 @@ func WalkNeighbors(ctx context.Context, g GraphReader, start Entity, in Neighbor
 				return err
 			}
 			if kept[strings.ToLower(r.From)] && kept[strings.ToLower(r.To)] {
+				if err := holdRelation(ctx, &r); err != nil {
+					return err
+				}
 				res.Relations = append(res.Relations, r)
 			}
 		}
@@ -350,8 +359,14 @@ func WalkNeighbors(ctx context.Context, g GraphReader, start Entity, in Neighbor
 			if res.Memories, err = g.LinkedMemories(ctx, start.ID); err != nil {
 				return err
 			}
+			if err := holdLinks(ctx, res.Memories); err != nil {
+				return err
+			}
 			for i := range res.Neighbors {
 				if res.Neighbors[i].Memories, err = g.LinkedMemories(ctx, res.Neighbors[i].Entity.ID); err != nil {
+					return err
+				}
+				if err := holdLinks(ctx, res.Neighbors[i].Memories); err != nil {
 					return err
 				}
 			}

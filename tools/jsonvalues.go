@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"sync"
 )
 
 // What JSON decodes into is in proportion to its values, not its bytes:
@@ -151,18 +152,34 @@ type DecodedHolder func(ctx context.Context, n int64) error
 
 type decodedHolderKey struct{}
 
-// WithDecodedHolder returns ctx with h, which HoldDecoded calls.
+// decodedHold is a call's DecodedHolder and what the call holds, row by
+// row, of what it reads to build its result (HoldMore).
+type decodedHold struct {
+	hold DecodedHolder
+
+	mu     sync.Mutex
+	size   int64
+	values int
+}
+
+// WithDecodedHolder returns ctx with h, which HoldDecoded and HoldMore
+// call.
 func WithDecodedHolder(ctx context.Context, h DecodedHolder) context.Context {
-	return context.WithValue(ctx, decodedHolderKey{}, h)
+	return context.WithValue(ctx, decodedHolderKey{}, &decodedHold{hold: h})
+}
+
+func holdOf(ctx context.Context) *decodedHold {
+	d, _ := ctx.Value(decodedHolderKey{}).(*decodedHold)
+	if d == nil || d.hold == nil {
+		return nil
+	}
+	return d
 }
 
 // HoldsDecoded reports whether ctx is a call's that holds what its
 // result decodes into (WithDecodedHolder): what reads from outside for it
 // then counts as it reads.
-func HoldsDecoded(ctx context.Context) bool {
-	h, _ := ctx.Value(decodedHolderKey{}).(DecodedHolder)
-	return h != nil
-}
+func HoldsDecoded(ctx context.Context) bool { return holdOf(ctx) != nil }
 
 // HoldDecoded holds the decoded size of a JSON text of size bytes and
 // values values for the call of ctx, before it is decoded: a tool calls
@@ -170,11 +187,33 @@ func HoldsDecoded(ctx context.Context) bool {
 // does nothing for a call made outside the engine (a test's, a direct
 // registry call).
 func HoldDecoded(ctx context.Context, size int64, values int) error {
-	h, _ := ctx.Value(decodedHolderKey{}).(DecodedHolder)
-	if h == nil {
+	d := holdOf(ctx)
+	if d == nil {
 		return nil
 	}
-	return h(ctx, DecodedSize(size, values))
+	return d.hold(ctx, DecodedSize(size, values))
+}
+
+// HoldMore adds to what the call of ctx holds a part of its result that
+// it has just read, of size bytes and values JSON values once encoded —
+// a row the store read — as ResultCopies copies of its bytes and
+// DecodedValueBytes a value, the parts read before it included: a tool
+// that builds its result from many rows calls it for each, before it
+// reads the next, and stops at the error (a *Error of the engine's,
+// naming the bound). What the whole result holds once built
+// (HoldDecoded) is held instead of what its parts did, when more. It
+// does nothing for a call made outside the engine.
+func HoldMore(ctx context.Context, size int64, values int) error {
+	d := holdOf(ctx)
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	d.size += size
+	d.values += values
+	n := DecodedSize(ResultCopies*d.size, d.values)
+	d.mu.Unlock()
+	return d.hold(ctx, n)
 }
 
 // HoldJSON is HoldDecoded of the JSON text b, its values counted

@@ -207,6 +207,9 @@ func New(cfg Config) (_ *Engine, err error) {
 		}
 	}
 	e.results = newResultBytes(e.cfg.Limits)
+	if e.memo != nil {
+		e.memo.results = e.results
+	}
 	e.approvals.results = e.results
 	e.gate.stages = e.stages()
 	if cfg.Store != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/codecell/codecell/tools"
@@ -56,12 +57,14 @@ func newByteBudget(total, each int64) *byteBudget {
 }
 
 // budgetWait says which bound a reservation waited for when its context
-// ended: the budget's total, or the holder's share of it.
+// ended: the budget's total, or the holder's share of it — or, for a
+// call's (reserveBoth), its run's.
 type budgetWait int
 
 const (
 	waitedTotal budgetWait = iota
 	waitedShare
+	waitedRun
 )
 
 // reserve takes n bytes for holder, waiting until they are free or ctx
@@ -104,6 +107,78 @@ func (b *byteBudget) reserve(ctx context.Context, holder string, n int64, raise 
 	}
 }
 
+// reserveBoth takes n bytes of a run's budget (nil: a reservation
+// outside any run) and of the server's for holder, at once, waiting
+// until both have them or ctx ends; then it says which bound it waited
+// for. It never holds one while it waits for the other, so that no
+// reservation holds up another that holds what it waits for. A raise
+// goes before the fresh reservations of its run and of its holder on the
+// server, whichever it waits for: a call that raises has given back what
+// it held and has its result in hand, and while it waited at its run the
+// holder's other runs took its share back (issue 19, attack18: what a
+// principal had in hand could reach its runs times
+// limits.result_bytes_in_flight_per_run rather than its share).
+func reserveBoth(ctx context.Context, run, server *byteBudget, holder string, n int64, raise bool) (budgetWait, error) {
+	if raise {
+		mark := func(b *byteBudget, key string, d int) {
+			b.mu.Lock()
+			if b.raising[key] += d; b.raising[key] <= 0 {
+				delete(b.raising, key)
+				close(b.changed)
+				b.changed = make(chan struct{})
+			}
+			b.mu.Unlock()
+		}
+		if run != nil {
+			mark(run, "", 1)
+			defer mark(run, "", -1)
+		}
+		mark(server, holder, 1)
+		defer mark(server, holder, -1)
+	}
+	for {
+		// Locks are taken run first, then server; give takes one.
+		var runChanged chan struct{}
+		runOK := true
+		if run != nil {
+			run.mu.Lock()
+			runOK = run.used+n <= run.total && (raise || run.raising[""] == 0)
+			runChanged = run.changed
+		}
+		server.mu.Lock()
+		share := server.held[holder]+n > server.each
+		serverOK := !share && server.used+n <= server.total && (raise || server.raising[holder] == 0)
+		if runOK && serverOK {
+			server.used += n
+			server.held[holder] += n
+			if run != nil {
+				run.used += n
+				run.held[""] += n
+			}
+		}
+		serverChanged := server.changed
+		server.mu.Unlock()
+		if run != nil {
+			run.mu.Unlock()
+		}
+		if runOK && serverOK {
+			return 0, nil
+		}
+		select {
+		case <-runChanged: // nil, never, outside a run
+		case <-serverChanged:
+		case <-ctx.Done():
+			switch {
+			case !runOK:
+				return waitedRun, context.Cause(ctx)
+			case share:
+				return waitedShare, context.Cause(ctx)
+			}
+			return waitedTotal, context.Cause(ctx)
+		}
+	}
+}
+
 // tryReserve takes n bytes for holder if they are free now.
 func (b *byteBudget) tryReserve(holder string, n int64) bool {
 	b.mu.Lock()
@@ -137,9 +212,10 @@ func (b *byteBudget) inUse() int64 {
 
 // resultBytes is the stage that reserves a call's result bytes. It comes
 // last, right before the tool is called, so that a call answered by a
-// stage (memoised, planned, refused) or waiting for an approval holds
-// nothing; the bytes are given back by gate.call, once every stage has
-// passed the result on.
+// stage (planned, refused) or waiting for an approval holds nothing but
+// what it answers with — a memoised hit holds its value (holdHit); the
+// bytes are given back by gate.call, once every stage has passed the
+// result on.
 type resultBytes struct {
 	server *byteBudget // every run's; holders are principals
 	perRun int64
@@ -156,15 +232,7 @@ func (r *resultBytes) pass(ctx context.Context, c *Call, next next) (json.RawMes
 	if c.Tool == nil {
 		return next.call(ctx, c)
 	}
-	h := &holding{r: r, c: c, run: c.Run.resultBudget(r.perRun), principal: c.Run.Caller.Principal}
-	c.releases = append(c.releases, func() {
-		giveBack := afterObserved(c.observed, h.giveBack)
-		if c.handOff != nil && c.delivered {
-			c.handOff(giveBack)
-			return
-		}
-		giveBack()
-	})
+	h := r.holdFor(c)
 	if n := c.Tool.MaxResultBytes; n > 0 {
 		if err := h.raise(ctx, n, fmt.Sprintf("a result of %s may hold %d bytes (its source's max_response_bytes, or its store's bound)", c.Name, n)); err != nil {
 			return nil, err
@@ -179,6 +247,57 @@ func (r *resultBytes) pass(ctx context.Context, c *Call, next next) (json.RawMes
 	})
 	ctx = tools.WithArgsHolder(ctx, h.argsHolder())
 	return next.call(ctx, c)
+}
+
+// holdFor returns what c holds of its run's and the server's result
+// bytes, nothing yet, given back once the gate has handed its result on
+// — and, for a program's call, once its sandbox has it (c.handOff) —
+// and once the run's flow has observed it (afterObserved).
+func (r *resultBytes) holdFor(c *Call) *holding {
+	h := &holding{r: r, c: c, run: c.Run.resultBudget(r.perRun), principal: c.Run.Caller.Principal}
+	c.releases = append(c.releases, func() {
+		giveBack := afterObserved(c.observed, h.giveBack)
+		if c.handOff != nil && c.delivered {
+			c.handOff(giveBack)
+			return
+		}
+		giveBack()
+	})
+	return h
+}
+
+// holdHit holds, for c, what reading a memoised result of at most
+// maxBytes from the store takes — its bytes ResultCopies times, within
+// the bounds of a run and of a principal — before it is read
+// (memoize.go), and returns the holding: settle it to what the hit
+// holds once read, or give it back on a miss. A hit held nothing, and
+// 32 at once of a 3.9 MB workspace.read grew the server by 236–279 MiB
+// against 62–65 for the same reads made (issue 19, attack18 K9).
+func (r *resultBytes) holdHit(ctx context.Context, c *Call, maxBytes int) (*holding, error) {
+	h := r.holdFor(c)
+	n := min(tools.ResultCopies*(int64(maxBytes)+4<<10), r.perRun, r.server.each)
+	if err := h.raise(ctx, n, fmt.Sprintf("a memoised result of %s may hold %d bytes (cache.max_memo_bytes)", c.Name, n)); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// settle holds what out, a memoised hit just read, holds while the run's
+// flow observes it and its sandbox takes it, as the registry holds a
+// tool's result (its bytes ResultCopies times and
+// tools.DecodedValueBytes a value): more than holdHit held, or less.
+func (h *holding) settle(ctx context.Context, out json.RawMessage) error {
+	n := tools.DecodedSize(tools.ResultCopies*int64(len(out)), tools.JSONValues(out, math.MaxInt))
+	h.mu.Lock()
+	if less := h.held - n; less > 0 {
+		h.r.server.give(h.principal, less)
+		if h.run != nil {
+			h.run.give("", less)
+		}
+		h.held = n
+	}
+	h.mu.Unlock()
+	return h.raise(ctx, n, fmt.Sprintf("this memoised result of %s holds about %d bytes (%d copies of its %d bytes and %d a JSON value)", h.c.Name, n, tools.ResultCopies, len(out), tools.DecodedValueBytes))
 }
 
 // argsHolder holds, with h, what a call's arguments decode into while
@@ -344,14 +463,9 @@ func (h *holding) raise(ctx context.Context, n int64, what string) error {
 		h.held = n
 		return nil
 	}
-	if h.run != nil {
-		if _, err := h.run.reserve(ctx, "", more, raising); err != nil {
-			return r.waited(c, h.run == nil, n, fmt.Sprintf("this run's (limits.result_bytes_in_flight_per_run, %d bytes)", r.perRun), err)
-		}
-	}
-	if how, err := r.server.reserve(ctx, h.principal, more, raising); err != nil {
-		if h.run != nil {
-			h.run.give("", more)
+	if how, err := reserveBoth(ctx, h.run, r.server, h.principal, more, raising); err != nil {
+		if how == waitedRun {
+			return r.waited(c, false, n, fmt.Sprintf("this run's (limits.result_bytes_in_flight_per_run, %d bytes)", r.perRun), err)
 		}
 		limit := fmt.Sprintf("the server's (limits.result_bytes_in_flight, %d bytes), held by other runs' calls", r.server.total)
 		if how == waitedShare {

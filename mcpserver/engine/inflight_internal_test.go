@@ -189,3 +189,56 @@ func TestRaiseGoesFirst(t *testing.T) {
 		t.Fatalf("in use after every give: run %d, server %d", run.inUse(), r.server.inUse())
 	}
 }
+
+// TestRaiseGoesFirstAcrossRuns (issue 19, attack18): a call that waits
+// to raise its hold at its run's budget has given back what it held, of
+// its run's and of its principal's share of the server's, and has its
+// result in hand. Its principal's fresh reservations in other runs
+// waited for nothing: they took the share back, and what the principal
+// had in hand grew past its share by what each such call had — about
+// runs × limits.result_bytes_in_flight_per_run. They wait now, as the
+// run's own do.
+func TestRaiseGoesFirstAcrossRuns(t *testing.T) {
+	r := newResultBytes(Limits{ResultBytesInFlight: 1000, ResultBytesInFlightPerRun: 500}) // bob's share: 750
+	runA, runB := newByteBudget(500, 500), newByteBudget(500, 500)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a bound for a broken build, not a timing
+	defer cancel()
+	a1 := &holding{r: r, c: &Call{Name: "x.get"}, run: runA, principal: "bob"}
+	a2 := &holding{r: r, c: &Call{Name: "x.get"}, run: runA, principal: "bob"}
+	b1 := &holding{r: r, c: &Call{Name: "x.get"}, run: runB, principal: "bob"}
+	if err := a1.raise(ctx, 300, "a result"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a2.raise(ctx, 150, "a result"); err != nil {
+		t.Fatal(err)
+	}
+	// a2 has 150 in hand and raises to 400: its run has 50 free, so it
+	// gives back its 150 and waits for a1.
+	raised := make(chan error, 1)
+	go func() { raised <- a2.raise(ctx, 400, "a result") }()
+	for waiting := false; !waiting; time.Sleep(time.Millisecond) {
+		runA.mu.Lock()
+		waiting = runA.raising[""] == 1
+		runA.mu.Unlock()
+	}
+	// bob's share has 450 free, and b1's fresh 450 would fit beside
+	// a1's 300 — but a2 has 150 in hand: b1 waits.
+	short, stop := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer stop()
+	if err := b1.raise(short, 450, "a result"); tools.CodeOf(err) != codeResultBytesInFlight {
+		b1.giveBack()
+		t.Fatalf("a fresh reservation of another run of the principal while a raise waits: %v", err)
+	}
+	a1.giveBack()
+	if err := <-raised; err != nil {
+		t.Fatalf("the raise once a1 gave back: %v", err)
+	}
+	if err := b1.raise(ctx, 300, "a result"); err != nil {
+		t.Fatalf("a fresh reservation once the raise is done: %v", err)
+	}
+	a2.giveBack()
+	b1.giveBack()
+	if runA.inUse() != 0 || runB.inUse() != 0 || r.server.inUse() != 0 {
+		t.Fatalf("in use after every give: runs %d %d, server %d", runA.inUse(), runB.inUse(), r.server.inUse())
+	}
+}

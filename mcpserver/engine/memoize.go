@@ -96,7 +96,8 @@ func (c CacheConfig) Validate() error {
 // memoizer answers calls of memoised tools from the store's cache.
 type memoizer struct {
 	store    cacheStore
-	rules    []MemoRule // longest pattern first
+	results  *resultBytes // holds a hit as a call's result is held
+	rules    []MemoRule   // longest pattern first
 	maxBytes int
 	log      *slog.Logger
 	warned   sync.Map // tool name → struct{}: rules that matched a tool with writes
@@ -133,8 +134,9 @@ func (m *memoizer) ttl(t *tools.Tool) time.Duration {
 }
 
 // pass answers a call of a memoised tool from the cache when the caller
-// in ctx has its result within the TTL, and else keeps what the rest of
-// the gate answers. A store that fails is logged and bypassed:
+// in ctx has its result within the TTL — held in the call's results in
+// flight as a live result is, before the run's flow observes it — and
+// else keeps what the rest of the gate answers. A store that fails is logged and bypassed:
 // memoisation never fails a call. A helper's own call is not memoised
 // (its calls are, each on its own).
 func (m *memoizer) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
@@ -155,9 +157,23 @@ func (m *memoizer) pass(ctx context.Context, c *Call, next next) (json.RawMessag
 	if err != nil {
 		return next.call(ctx, c)
 	}
+	var held *holding
+	if m.results != nil {
+		if held, err = m.results.holdHit(ctx, c, m.maxBytes); err != nil {
+			return nil, err
+		}
+	}
 	e, err := m.store.CacheGet(ctx, memory.CacheMemo, key)
+	if err != nil && held != nil {
+		held.giveBack() // a miss: the call holds what its tool's does
+	}
 	switch {
 	case err == nil:
+		if held != nil {
+			if err := held.settle(ctx, e.Value); err != nil {
+				return nil, err
+			}
+		}
 		observeMemo(c, t.Name, e.Value, e.Provenance)
 		c.served = servedCached
 		return e.Value, nil

@@ -171,12 +171,15 @@ func (s *Store) loadMemories(ctx context.Context, q querier, principal string, i
 	for rows.Next() {
 		var ents []string
 		m, err := scanMemory(prefixScan{rows, &ents})
+		if err == nil {
+			if len(ents) > 0 {
+				m.Entities = ents
+			}
+			err = memory.HoldMemory(ctx, &m)
+		}
 		if err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("load memories: %w", err)
-		}
-		if len(ents) > 0 {
-			m.Entities = ents
 		}
 		byID[m.ID] = m
 	}
@@ -477,7 +480,8 @@ func loadMerges(ctx context.Context, q querier, survivor int64) ([]memory.Merged
 		if err := r.Scan(&id, &rec, &sim, &ov, &at); err != nil {
 			return memory.MergedMemory{}, err
 		}
-		return memory.MergedOf(id, rec, sim, ov, fromMS(at)), nil
+		mm := memory.MergedOf(id, rec, sim, ov, fromMS(at))
+		return mm, memory.HoldMerged(ctx, &mm)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load merges: %w", err)

@@ -143,9 +143,11 @@ func (s *Store) ListFiles(ctx context.Context, prefix string) (memory.WorkspaceL
 			var fi memory.FileInfo
 			var c, u int64
 			var prov *string
-			err := r.Scan(&fi.Path, &fi.Size, &fi.StoredSize, &fi.SHA256, &c, &u, &prov)
+			if err := r.Scan(&fi.Path, &fi.Size, &fi.StoredSize, &fi.SHA256, &c, &u, &prov); err != nil {
+				return fi, err
+			}
 			fi.CreatedAt, fi.UpdatedAt, fi.Provenance = fromMS(c), fromMS(u), provOf(prov)
-			return fi, err
+			return fi, memory.HoldFile(ctx, &fi)
 		})
 		if err != nil {
 			return err

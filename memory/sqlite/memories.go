@@ -205,6 +205,9 @@ func loadMemories(ctx context.Context, q queryer, principal string, ids []int64)
 		}
 		for rows.Next() {
 			m, err := scanMemory(rows)
+			if err == nil {
+				err = memory.HoldMemory(ctx, &m)
+			}
 			if err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("load memories: %w", err)
@@ -315,7 +318,11 @@ func loadMerges(ctx context.Context, q queryer, survivor int64) ([]memory.Merged
 		if err := rows.Scan(&id, &rec, &sim, &overlap, &at); err != nil {
 			return nil, fmt.Errorf("load merges: %w", err)
 		}
-		out = append(out, memory.MergedOf(id, rec, sim, overlap, fromMS(at)))
+		mm := memory.MergedOf(id, rec, sim, overlap, fromMS(at))
+		if err := memory.HoldMerged(ctx, &mm); err != nil {
+			return nil, fmt.Errorf("load merges: %w", err)
+		}
+		out = append(out, mm)
 	}
 	return out, rows.Err()
 }

@@ -154,6 +154,9 @@ func (s *Store) ListFiles(ctx context.Context, prefix string) (memory.WorkspaceL
 				return err
 			}
 			fi.CreatedAt, fi.UpdatedAt, fi.Provenance = fromMS(c), fromMS(u), provenanceOf(prov)
+			if err := memory.HoldFile(ctx, &fi); err != nil {
+				return err
+			}
 			out.Files = append(out.Files, fi)
 		}
 		if err := rows.Err(); err != nil {

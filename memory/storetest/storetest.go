@@ -115,6 +115,7 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 	t.Run("graph_provenance", func(t *testing.T) { testGraphProvenance(t, open) })
 	t.Run("read_provenance", func(t *testing.T) { testReadProvenance(t, open) })
 	t.Run("tasks", func(t *testing.T) { testTasks(t, open) })
+	t.Run("reads_held", func(t *testing.T) { testReadsHeld(t, open) })
 	t.Run("consolidate", func(t *testing.T) { testConsolidate(t, open) })
 	t.Run("entity_links", func(t *testing.T) { testEntityLinks(t, open) })
 	t.Run("tools", func(t *testing.T) { testTools(t, open) })
