@@ -274,8 +274,7 @@ func TestFit(t *testing.T) {
 		t.Skip("CODECELL_SEARCH_TUNE=DIR CODECELL_SEARCH_FIT=1 runs it")
 	}
 	tuneSet(t)
-	c, fieldTerms := analyzeTools(tuneTools(t, dir, false), 1)
-	c.weigh(fieldTerms)
+	c := build(tuneTools(t, dir, false), 1) // weighs at each query: nothing to make again
 	ix := &Index{}
 	tasks := tuneTasks(t, "dev.txt")
 	params := fitParams()
@@ -284,15 +283,8 @@ func TestFit(t *testing.T) {
 		start[i] = *p.v
 	}
 	reset := func(vals []float64) {
-		field := false
 		for i, p := range params {
-			if *p.v != vals[i] {
-				field = field || p.field
-				*p.v = vals[i]
-			}
-		}
-		if field {
-			c.weigh(fieldTerms)
+			*p.v = vals[i]
 		}
 	}
 	score := func(ts []tuneTask) (top1, top3 int) {
@@ -319,9 +311,6 @@ func TestFit(t *testing.T) {
 						continue
 					}
 					*p.v = v
-					if p.field {
-						c.weigh(fieldTerms)
-					}
 					a, b := score(ts)
 					// Better on both counts together; a tie keeps the value.
 					if a+b > best1+best3 {
@@ -330,9 +319,6 @@ func TestFit(t *testing.T) {
 					}
 				}
 				*p.v = bestV
-				if p.field {
-					c.weigh(fieldTerms)
-				}
 			}
 			if !improved {
 				break
