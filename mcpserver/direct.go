@@ -49,26 +49,25 @@ func DirectName(qualified string) string {
 // maxDirectName is the longest tool name that hosts accept everywhere.
 const maxDirectName = 64
 
-// syncDirect makes the direct-mode MCP tools match the catalogue: it adds
-// and replaces the changed tools and deletes the removed ones. mcp-go
-// tells connected clients the list changed.
-func (s *Server) syncDirect(ch tools.Change) {
+// syncDirectNames makes the direct-mode MCP tools of the global tools
+// named match the catalogue: it adds and replaces those registered and
+// deletes the others. mcp-go tells connected clients the list changed,
+// once for the deleted and once for the added.
+func (s *Server) syncDirectNames(names []string) {
 	var del []string
-	for _, name := range ch.Removed {
-		del = append(del, DirectName(name))
-	}
-	if len(del) > 0 {
-		s.mcp.DeleteTools(del...)
-	}
 	var add []server.ServerTool
-	for _, name := range ch.Added {
+	for _, name := range names {
 		t, ok := s.reg.Get(name)
 		if !ok {
+			del = append(del, DirectName(name))
 			continue
 		}
 		if st, ok := s.directTool(t); ok {
 			add = append(add, st)
 		}
+	}
+	if len(del) > 0 {
+		s.mcp.DeleteTools(del...)
 	}
 	if len(add) > 0 {
 		s.mcp.AddTools(add...)
