@@ -49,25 +49,28 @@ func DirectName(qualified string) string {
 // maxDirectName is the longest tool name that hosts accept everywhere.
 const maxDirectName = 64
 
-// syncDirectNames makes the direct-mode MCP tools of the global tools
-// named match the catalogue: it adds and replaces those registered and
-// deletes the others. mcp-go tells connected clients the list changed,
-// once for the deleted and once for the added.
-func (s *Server) syncDirectNames(names []string) {
+// syncDirect makes the direct-mode MCP tools match the catalogue: it adds
+// and replaces the changed tools and deletes the removed ones, at once,
+// so that tools/list is the catalogue's. mcp-go tells connected clients
+// the list changed, at each change: direct mode's tools/list_changed are
+// not coalesced (listChanges).
+func (s *Server) syncDirect(ch tools.Change) {
 	var del []string
+	for _, name := range ch.Removed {
+		del = append(del, DirectName(name))
+	}
+	if len(del) > 0 {
+		s.mcp.DeleteTools(del...)
+	}
 	var add []server.ServerTool
-	for _, name := range names {
+	for _, name := range ch.Added {
 		t, ok := s.reg.Get(name)
 		if !ok {
-			del = append(del, DirectName(name))
 			continue
 		}
 		if st, ok := s.directTool(t); ok {
 			add = append(add, st)
 		}
-	}
-	if len(del) > 0 {
-		s.mcp.DeleteTools(del...)
 	}
 	if len(add) > 0 {
 		s.mcp.AddTools(add...)

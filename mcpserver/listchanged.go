@@ -26,24 +26,22 @@ const listChangedWindow = 250 * time.Millisecond
 type listChanges struct {
 	window time.Duration
 	// flush tells of what a window gathered: changes every caller sees
-	// (global; with the names of the global tools they touched, for
-	// direct mode), and those of each scope.
-	flush func(global bool, touched []string, scopes []string)
+	// (global), and those of each scope.
+	flush func(global bool, scopes []string)
 	// after schedules f after d; time.AfterFunc but in tests.
 	after func(d time.Duration, f func()) (stop func() bool)
 
 	mu      sync.Mutex
 	pending bool // a window is open
 	global  bool
-	touched map[string]bool
 	scopes  map[string]bool
 	stop    func() bool
 	closed  bool
 	running sync.WaitGroup // a window's end in progress
 }
 
-func newListChanges(window time.Duration, flush func(global bool, touched, scopes []string)) *listChanges {
-	return &listChanges{window: window, flush: flush, touched: map[string]bool{}, scopes: map[string]bool{},
+func newListChanges(window time.Duration, flush func(global bool, scopes []string)) *listChanges {
+	return &listChanges{window: window, flush: flush, scopes: map[string]bool{},
 		after: func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }}
 }
 
@@ -57,12 +55,6 @@ func (l *listChanges) changed(ch tools.Change) {
 	}
 	if ch.Scope == "" {
 		l.global = true
-		for _, n := range ch.Added {
-			l.touched[n] = true
-		}
-		for _, n := range ch.Removed {
-			l.touched[n] = true
-		}
 	} else {
 		l.scopes[ch.Scope] = true
 	}
@@ -77,24 +69,19 @@ func (l *listChanges) changed(ch tools.Change) {
 func (l *listChanges) end() {
 	defer l.running.Done()
 	l.mu.Lock()
-	global, touched, scopes := l.global, l.touched, l.scopes
-	l.global, l.touched, l.scopes, l.pending = false, map[string]bool{}, map[string]bool{}, false
+	global, scopes := l.global, l.scopes
+	l.global, l.scopes, l.pending = false, map[string]bool{}, false
 	closed := l.closed
 	l.mu.Unlock()
 	if closed {
 		return
 	}
-	names := make([]string, 0, len(touched))
-	for n := range touched {
-		names = append(names, n)
-	}
-	slices.Sort(names)
 	ss := make([]string, 0, len(scopes))
 	for s := range scopes {
 		ss = append(ss, s)
 	}
 	slices.Sort(ss)
-	l.flush(global, names, ss)
+	l.flush(global, ss)
 }
 
 // close drops what is not told yet, and waits for a window's end in
@@ -111,9 +98,10 @@ func (l *listChanges) close() {
 }
 
 // announce tells the sessions what a window of changes gathered (see
-// listChanges).
-func (s *Server) announce(direct bool) func(global bool, touched, scopes []string) {
-	return func(global bool, touched, scopes []string) {
+// listChanges). In direct mode, the tools changed were synced at once
+// (syncDirect), and mcp-go told of them then.
+func (s *Server) announce(direct bool) func(global bool, scopes []string) {
+	return func(global bool, scopes []string) {
 		for _, scope := range scopes {
 			// A principal's own tools changed (its skills): only its
 			// sessions' tree changed, and nobody else learns of it.
@@ -125,9 +113,7 @@ func (s *Server) announce(direct bool) func(global bool, touched, scopes []strin
 		if !global {
 			return
 		}
-		if direct {
-			s.syncDirectNames(touched) // mcp-go announces the new tool list
-		} else {
+		if !direct {
 			s.mcp.SendNotificationToAllClients(mcp.MethodNotificationToolsListChanged, nil)
 		}
 		// The tree's files changed, and with them what the templates list.

@@ -14,22 +14,22 @@ import (
 // was told to every client at once, so one principal's skills.publish
 // and skills.unpublish in a loop sent two notifications of each kind to
 // every client per turn. A change opens a window; the changes within it
-// are told once, when it ends — every one of them, the global ones with
-// the names they touched, the scoped ones to their principal — and a
+// are told once, when it ends — every one of them, the scoped ones to
+// their principal — and a
 // change after it opens the next.
 func TestListChangesCoalesced(t *testing.T) {
 	t.Parallel()
 	type told struct {
-		global          bool
-		touched, scopes []string
+		global bool
+		scopes []string
 	}
 	var mu sync.Mutex
 	var got []told
 	var ends []func()
-	l := newListChanges(time.Hour, func(global bool, touched, scopes []string) {
+	l := newListChanges(time.Hour, func(global bool, scopes []string) {
 		mu.Lock()
 		defer mu.Unlock()
-		got = append(got, told{global, touched, scopes})
+		got = append(got, told{global, scopes})
 	})
 	l.after = func(d time.Duration, f func()) func() bool {
 		if d != time.Hour {
@@ -48,7 +48,7 @@ func TestListChangesCoalesced(t *testing.T) {
 		t.Fatalf("%d windows opened, %d told before the end of the first", len(ends), len(got))
 	}
 	ends[0]()
-	if len(got) != 1 || !got[0].global || !slices.Equal(got[0].touched, []string{"skills.flip"}) || !slices.Equal(got[0].scopes, []string{"bob"}) {
+	if len(got) != 1 || !got[0].global || !slices.Equal(got[0].scopes, []string{"bob"}) {
 		t.Fatalf("told %+v", got)
 	}
 	l.changed(tools.Change{Scope: "alice", Added: []string{"skills.x"}})

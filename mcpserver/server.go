@@ -311,7 +311,12 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		s.mcp.AddTools(s.directTools()...)
 	}
 	s.listChanges = newListChanges(listChangedWindow, s.announce(direct))
-	s.unsubscribe = reg.Subscribe(s.listChanges.changed)
+	s.unsubscribe = reg.Subscribe(func(ch tools.Change) {
+		if direct && ch.Scope == "" {
+			s.syncDirect(ch) // tools/list is the catalogue's at once
+		}
+		s.listChanges.changed(ch)
+	})
 	return s, nil
 }
 
