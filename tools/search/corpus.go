@@ -434,6 +434,66 @@ type index struct {
 	// noSelf is set for a category none of whose tools in the view is
 	// the caller's own (doc.self or forSelf).
 	noSelf []bool
+
+	// wc keeps the weights of the terms searched (weights), at most
+	// maxCachedWeights of them together.
+	wmu sync.RWMutex
+	wc  map[string][]float64
+	wcn int
+}
+
+// maxCachedWeights bounds the weights a view keeps (1 MiB): the postings
+// of the terms its searches use most, weighed once rather than at each
+// search.
+const maxCachedWeights = 1 << 17
+
+// forgetWeights drops the weights kept, to be weighed again: after the
+// fields' weights or normalization (fieldWeight, fieldB) changed, as
+// tuning them does.
+func (c *index) forgetWeights() {
+	c.wmu.Lock()
+	c.wc, c.wcn = nil, 0
+	c.wmu.Unlock()
+}
+
+// weights returns the postings of t and the weight of each in the view
+// (weight), 0 for those the view does not hold; the weights may be
+// fewer than the postings, whose others the view does not hold either
+// (documents added since). c.mu is held.
+func (c *index) weights(t string) ([]posting, []float64) {
+	ps := c.postings[t]
+	c.wmu.RLock()
+	ws, ok := c.wc[t]
+	c.wmu.RUnlock()
+	if ok {
+		return ps, ws
+	}
+	n := 0
+	for i := range ps {
+		if c.has(ps[i].doc) {
+			n++
+		}
+	}
+	if n == 0 {
+		return ps, nil
+	}
+	idf := c.idf(n)
+	ws = make([]float64, len(ps))
+	for i := range ps {
+		if c.has(ps[i].doc) {
+			ws[i] = c.weight(idf, &ps[i])
+		}
+	}
+	if len(ws) <= maxCachedWeights/8 {
+		c.wmu.Lock()
+		if c.wcn+len(ws) > maxCachedWeights || c.wc == nil {
+			c.wc, c.wcn = map[string][]float64{}, 0
+		}
+		c.wc[t] = ws
+		c.wcn += len(ws)
+		c.wmu.Unlock()
+	}
+	return ps, ws
 }
 
 // has reports whether the view holds document d.

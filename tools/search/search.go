@@ -370,15 +370,11 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	touched := sc.touched
 	for t, w := range weights {
 		notGeneral := !general[t]
-		ps, df := c.df(t)
-		if df == 0 {
-			continue
-		}
-		idf := c.idf(df)
-		for i := range ps {
+		ps, ws := c.weights(t)
+		for i, pw := range ws {
 			p := &ps[i]
-			if !c.has(p.doc) || cat >= 0 && c.docs[p.doc].cat != cat {
-				continue
+			if pw == 0 || cat >= 0 && c.docs[p.doc].cat != cat {
+				continue // not in the view, or not in the category
 			}
 			if acc[p.doc] == 0 {
 				touched = append(touched, p.doc)
@@ -386,7 +382,7 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			if notGeneral {
 				found[p.doc] = true
 			}
-			acc[p.doc] += w * c.weight(idf, p)
+			acc[p.doc] += w * pw
 			if w == 1 && matched[p.doc] < 255 {
 				matched[p.doc]++
 			} else if w < 1 && w >= lexicon.SynonymWeight && related[p.doc] < 255 {

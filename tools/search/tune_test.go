@@ -274,7 +274,7 @@ func TestFit(t *testing.T) {
 		t.Skip("CODECELL_SEARCH_TUNE=DIR CODECELL_SEARCH_FIT=1 runs it")
 	}
 	tuneSet(t)
-	c := build(tuneTools(t, dir, false), 1) // weighs at each query: nothing to make again
+	c := build(tuneTools(t, dir, false), 1)
 	ix := &Index{}
 	tasks := tuneTasks(t, "dev.txt")
 	params := fitParams()
@@ -284,6 +284,9 @@ func TestFit(t *testing.T) {
 	}
 	reset := func(vals []float64) {
 		for i, p := range params {
+			if *p.v != vals[i] && p.field {
+				c.forgetWeights()
+			}
 			*p.v = vals[i]
 		}
 	}
@@ -311,6 +314,9 @@ func TestFit(t *testing.T) {
 						continue
 					}
 					*p.v = v
+					if p.field {
+						c.forgetWeights()
+					}
 					a, b := score(ts)
 					// Better on both counts together; a tie keeps the value.
 					if a+b > best1+best3 {
@@ -319,6 +325,9 @@ func TestFit(t *testing.T) {
 					}
 				}
 				*p.v = bestV
+				if p.field {
+					c.forgetWeights()
+				}
 			}
 			if !improved {
 				break
