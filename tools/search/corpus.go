@@ -281,7 +281,8 @@ func (co *corpus) ids(ts []string, add bool) []int32 {
 }
 
 // corpus returns the corpus, first made to hold the tools registered
-// now (or made again when it holds more dead documents than live ones).
+// now (or made again when its dead documents are more than an eighth of
+// its live ones, and minCompact).
 func (ix *Index) corpus() *corpus {
 	if co := ix.corp.Load(); co != nil && co.synced.Load() == ix.reg.Version() {
 		return co
@@ -298,7 +299,7 @@ func (ix *Index) corpus() *corpus {
 	}
 	co.mu.Lock()
 	co.sync(ts, &ix.terms)
-	if co.dead > max(co.live/2, minCompact) {
+	if co.dead > max(co.live/8, minCompact) {
 		nc, remap := co.compacted()
 		co.mu.Unlock()
 		nc.moveVectors(co, remap)

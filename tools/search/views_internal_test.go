@@ -75,3 +75,52 @@ func TestIndexMadeOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestDeadDocumentsCompacted: a tool no longer registered keeps its
+// document until such documents pass an eighth of the live ones (and
+// minCompact); then the corpus is made again of the live ones, and
+// searches find what they found.
+func TestDeadDocumentsCompacted(t *testing.T) {
+	t.Parallel()
+	reg := tools.NewRegistry()
+	if err := reg.Register(manyTools(200)...); err != nil {
+		t.Fatal(err)
+	}
+	ix := New(reg, func(tools.Caller) Docs { return noDocs{} })
+	h := func(context.Context, json.RawMessage) (json.RawMessage, error) { return nil, nil }
+	top := func(q string) string {
+		t.Helper()
+		hits, err := ix.Search(Query{Text: q, Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) == 0 {
+			return ""
+		}
+		return hits[0].Name
+	}
+	want := top("update a meeting")
+	first := ix.corp.Load()
+	for i := range 3 * minCompact {
+		if err := reg.Register(tools.Tool{Name: "skills.flip", Summary: "Flip the zeppelin.", Handler: h}); err != nil {
+			t.Fatal(err)
+		}
+		if got := top("flip the zeppelin"); got != "skills.flip" {
+			t.Fatalf("round %d: %q", i, got)
+		}
+		reg.Unregister("skills.flip")
+		if got := top("flip the zeppelin"); got == "skills.flip" {
+			t.Fatalf("round %d: found a tool unregistered", i)
+		}
+		co := ix.corp.Load()
+		if co.dead > max(co.live/8, minCompact) {
+			t.Fatalf("round %d: %d dead documents beside %d live", i, co.dead, co.live)
+		}
+	}
+	if ix.corp.Load() == first {
+		t.Error("never compacted")
+	}
+	if got := top("update a meeting"); got != want {
+		t.Errorf("after compaction: %q, before %q", got, want)
+	}
+}
