@@ -96,7 +96,8 @@ func (co *corpus) add(ts []*tools.Tool, page bool, tc *termCache) []int32 {
 		}
 		tt := all[i]
 		d := doc{tool: t, cat: cat, readOnly: t.Annotations.ReadOnly, polarity: tt.Polarity,
-			op: tt.Op, self: tt.Self, forSelf: tt.ForSelf, summary: tt.Summary, name: tt.Name, hash: tt.hash, seen: co.seen}
+			op: tt.Op, self: tt.Self, forSelf: tt.ForSelf, summary: tt.Summary, name: tt.Name, hash: tt.hash, seen: co.seen,
+			page: !strings.Contains(t.Name, ".")}
 		d.summaryIDs, d.nameIDs = co.ids(d.summary, true), co.ids(d.name, true)
 		counts := map[string]*posting{}
 		var order []string
@@ -446,7 +447,7 @@ type index struct {
 // maxCachedWeights bounds the weights a view keeps (1 MiB): the postings
 // of the terms its searches use most, weighed once rather than at each
 // search.
-const maxCachedWeights = 1 << 17
+const maxCachedWeights = 1 << 20
 
 // forgetWeights drops the weights kept, to be weighed again: after the
 // fields' weights or normalization (fieldWeight, fieldB) changed, as
@@ -559,12 +560,11 @@ func (c *index) docOf(name string) (int32, bool) {
 // before reports whether document a comes before b in a view's order:
 // tools by name, then pages by name.
 func (c *index) before(a, b int32) bool {
-	ta, tb := c.docs[a].tool.Name, c.docs[b].tool.Name
-	pa, pb := !strings.Contains(ta, "."), !strings.Contains(tb, ".")
-	if pa != pb {
-		return pb
+	da, db := &c.docs[a], &c.docs[b]
+	if da.page != db.page {
+		return db.page
 	}
-	return ta < tb
+	return da.tool.Name < db.tool.Name
 }
 
 func build(ts []*tools.Tool, version uint64) *index {

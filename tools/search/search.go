@@ -833,6 +833,9 @@ type doc struct {
 	// corpus's last sync that found it registered.
 	dead bool
 	seen uint32
+	// page is set for a page (PageDocs; a name without a category),
+	// which comes after the tools in a view's order.
+	page bool
 }
 
 // variantPrefix is the least length of a word's stem for variantsOf.
