@@ -444,7 +444,7 @@ type index struct {
 	wcn int
 }
 
-// maxCachedWeights bounds the weights a view keeps (1 MiB): the postings
+// maxCachedWeights bounds the weights a view keeps (8 MiB): the postings
 // of the terms its searches use most, weighed once rather than at each
 // search.
 const maxCachedWeights = 1 << 20
