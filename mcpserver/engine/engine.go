@@ -207,6 +207,7 @@ func New(cfg Config) (_ *Engine, err error) {
 		}
 	}
 	e.results = newResultBytes(e.cfg.Limits)
+	e.approvals.results = e.results
 	e.gate.stages = e.stages()
 	if cfg.Store != nil {
 		k := &skills{reg: e.reg, store: cfg.Store, exec: e.exec, filter: e.filter, maxBudget: e.maxBudget, log: e.log}
@@ -225,7 +226,7 @@ func (e *Engine) stages() []stage {
 		rateLimit{limits: e.limits, metrics: e.metrics},
 		dataFlow{reg: e.reg, log: e.log},
 		binding{e.gate},
-		planner{reg: e.reg},
+		planner{reg: e.reg, results: e.results},
 		e.approvals,
 		observer{},
 	}
