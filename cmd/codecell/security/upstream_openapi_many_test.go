@@ -49,7 +49,7 @@ func TestOpenAPIManyOperations(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	if rec := bob.run(`await skills.save({name: "flip", description: "Flip the board.", code: "return 1"}); return "saved"`); rec.Status != "ok" {
+	if rec := bob.run(`await skills.save({name: "flip", description: "Flip the board.", code: "return 1"}); return "saved"`, "timeout_ms", 60000); rec.Status != "ok" {
 		t.Fatalf("bob's skill: %.400s", rec.raw)
 	}
 	loaded := peakMiB(pid)
