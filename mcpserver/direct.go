@@ -50,8 +50,10 @@ func DirectName(qualified string) string {
 const maxDirectName = 64
 
 // syncDirect makes the direct-mode MCP tools match the catalogue: it adds
-// and replaces the changed tools and deletes the removed ones. mcp-go
-// tells connected clients the list changed.
+// and replaces the changed tools and deletes the removed ones, at once,
+// so that tools/list is the catalogue's. mcp-go tells connected clients
+// the list changed, at each change: direct mode's tools/list_changed are
+// not coalesced (listChanges).
 func (s *Server) syncDirect(ch tools.Change) {
 	var del []string
 	for _, name := range ch.Removed {

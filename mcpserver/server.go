@@ -196,6 +196,9 @@ type Server struct {
 	budget, maxBudget int
 
 	unsubscribe func()
+	// listChanges tells sessions of the catalogue's changes, a window
+	// of them at a time (listchanged.go).
+	listChanges *listChanges
 	closeOnce   sync.Once
 
 	// draining and poolWarm answer /readyz (ready.go).
@@ -316,24 +319,12 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 	if direct {
 		s.mcp.AddTools(s.directTools()...)
 	}
+	s.listChanges = newListChanges(listChangedWindow, s.announce(direct))
 	s.unsubscribe = reg.Subscribe(func(ch tools.Change) {
-		if ch.Scope != "" {
-			// A principal's own tools changed (its skills): only its
-			// sessions' tree changed, and nobody else learns of it.
-			for _, id := range s.owners.sessionsOf(ch.Scope) {
-				s.mcp.SendNotificationToSpecificClient(id, mcp.MethodNotificationToolsListChanged, nil)
-				s.mcp.SendNotificationToSpecificClient(id, mcp.MethodNotificationResourcesListChanged, nil)
-			}
-			return
+		if direct && ch.Scope == "" {
+			s.syncDirect(ch) // tools/list is the catalogue's at once
 		}
-		if direct {
-			s.syncDirect(ch) // mcp-go announces the new tool list
-		} else {
-			s.mcp.SendNotificationToAllClients(mcp.MethodNotificationToolsListChanged, nil)
-		}
-		// The tree's files changed, and with them what the templates list.
-		s.mcp.SendNotificationToAllClients(mcp.MethodNotificationResourcesListChanged, nil)
-		s.toolTreeChanged()
+		s.listChanges.changed(ch)
 	})
 	return s, nil
 }
@@ -433,6 +424,9 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		if s.unsubscribe != nil {
 			s.unsubscribe()
+		}
+		if s.listChanges != nil {
+			s.listChanges.close()
 		}
 		if s.eng != nil {
 			s.eng.Close()

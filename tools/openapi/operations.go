@@ -129,11 +129,14 @@ var ignoredHeaders = map[string]bool{"accept": true, "content-type": true, "auth
 
 // collect walks the document's operations in a fixed order (paths sorted,
 // then methods in the order of methods), keeps those the settings select,
-// and prepares each: its name, parameters and body. Operations it cannot
-// call are returned as problems.
-func collect(d *openapi3.T, set *settings) ([]*operation, []Problem) {
-	var ops []*operation
-	var problems []Problem
+// at most the settings' bound (maxOps), and prepares each: its name,
+// parameters and body. Operations it cannot call are returned as
+// problems; over is how many it left out for the bound.
+func collect(d *openapi3.T, set *settings) (ops []*operation, problems []Problem, over int) {
+	limit := DefaultMaxOperations
+	if set != nil && set.maxOps > 0 {
+		limit = set.maxOps
+	}
 	paths := d.Paths.Keys()
 	slices.Sort(paths)
 	for _, path := range paths {
@@ -151,6 +154,10 @@ func collect(d *openapi3.T, set *settings) ([]*operation, []Problem) {
 			if !selected(o, set) {
 				continue
 			}
+			if len(ops) >= limit {
+				over++
+				continue
+			}
 			switch {
 			case op.Servers != nil && len(*op.Servers) > 0:
 				o.servers = *op.Servers
@@ -165,7 +172,7 @@ func collect(d *openapi3.T, set *settings) ([]*operation, []Problem) {
 		}
 	}
 	nameOperations(ops)
-	return ops, problems
+	return ops, problems, over
 }
 
 // selected applies the configuration's filters.

@@ -39,7 +39,7 @@ import (
 
 // snapshotFormat is the version of what a snapshot holds; it changes
 // whenever built or operation does in a way a snapshot must follow.
-const snapshotFormat = 2
+const snapshotFormat = 3
 
 // snapshotMagic starts every snapshot file.
 const snapshotMagic = "codecell openapi snapshot\n"
@@ -110,6 +110,7 @@ type snapshot struct {
 	Problems       []Problem
 	Paged          int
 	CredHost       string
+	Over, MaxOps   int
 }
 
 type snapTool struct {
@@ -163,7 +164,7 @@ type snapCursor struct {
 
 // toSnapshot copies what b holds into a snapshot.
 func (b *built) toSnapshot() *snapshot {
-	sn := &snapshot{Title: b.title, Version: b.version, Problems: b.problems, Paged: b.paged, CredHost: b.credHost}
+	sn := &snapshot{Title: b.title, Version: b.version, Problems: b.problems, Paged: b.paged, CredHost: b.credHost, Over: b.over, MaxOps: b.maxOps}
 	for dir := range b.defs {
 		sn.Defs[dir] = make(map[string][]byte, len(b.defs[dir]))
 		for n, d := range b.defs[dir] {
@@ -215,7 +216,7 @@ func (b *built) toSnapshot() *snapshot {
 // built makes what the snapshot holds again, for s; link gives it its
 // handlers and definitions.
 func (sn *snapshot) built(s *Source) (*built, error) {
-	b := &built{title: sn.Title, version: sn.Version, problems: sn.Problems, paged: sn.Paged, credHost: sn.CredHost, ops: map[string]*operation{}}
+	b := &built{title: sn.Title, version: sn.Version, problems: sn.Problems, paged: sn.Paged, credHost: sn.CredHost, over: sn.Over, maxOps: sn.MaxOps, ops: map[string]*operation{}}
 	for dir := range sn.Defs {
 		b.defs[dir] = make(map[string]json.RawMessage, len(sn.Defs[dir]))
 		for n, d := range sn.Defs[dir] {

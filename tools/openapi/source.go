@@ -335,6 +335,10 @@ func (s *Source) register(reg *tools.Registry, b *built) (*Report, error) {
 		about = "HTTP API " + s.category
 	}
 	about = shorten(oneLine(about), 100)
+	if b.over > 0 {
+		// Where the manifest and the category's index show it.
+		about += fmt.Sprintf(" (%d of its operations left out: at most max_operations = %d)", b.over, b.maxOps)
+	}
 	if err := reg.DescribeCategory(s.category, about); err != nil {
 		return nil, fmt.Errorf("openapi %s: %w", s.category, err)
 	}

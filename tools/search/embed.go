@@ -7,7 +7,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/codecell/codecell/tools/lexicon"
 )
@@ -36,9 +35,9 @@ const (
 	lexicalFloor = 0.25
 )
 
-// SetEmbedder makes searches use e as one more signal (nil: none). The
-// tools' vectors are made on the first search that needs them, for each
-// caller's view of the registry, and kept with its index; log hears of
+// SetEmbedder makes searches use e as one more signal (nil: none). A
+// tool's vector is made on the first search whose view holds it, and kept
+// with the catalogue's index; log hears of
 // an embedder that fails (nil discards).
 func (ix *Index) SetEmbedder(e Embedder, log *slog.Logger) {
 	if log == nil {
@@ -55,13 +54,6 @@ func (ix *Index) embedder() (Embedder, *slog.Logger) {
 	return ix.emb, ix.log
 }
 
-// toolVectors are the embeddings of an index's documents, made once.
-type toolVectors struct {
-	mu   sync.Mutex
-	name string // the embedder's
-	vecs [][]float32
-}
-
 // embedText is what a tool's embedding is made of: its name in words,
 // its summary and the first sentence of its description.
 func embedText(d *doc) string {
@@ -70,24 +62,39 @@ func embedText(d *doc) string {
 	return strings.Join(lexicon.Words(t.Name), " ") + ". " + lexicon.Clean(t.Summary) + " " + lead
 }
 
-// vectors returns the unit embeddings of c's documents, making them
-// with e on first use.
+// vectors returns the unit embeddings of the corpus's documents, by
+// document, making those of the view's documents that have none yet with
+// e. Only the view's may be read: others may be written meanwhile. c.mu
+// is not held.
 func (c *index) vectors(ctx context.Context, e Embedder) ([][]float32, error) {
-	c.vec.mu.Lock()
-	defer c.vec.mu.Unlock()
-	if c.vec.vecs != nil && c.vec.name == e.Name() {
-		return c.vec.vecs, nil
+	c.vecMu.Lock()
+	defer c.vecMu.Unlock()
+	if c.vecName != e.Name() {
+		c.vecs, c.vecName = nil, e.Name()
 	}
-	texts := make([]string, len(c.docs))
-	for i := range c.docs {
-		texts[i] = embedText(&c.docs[i])
+	c.mu.RLock()
+	if n := len(c.docs); len(c.vecs) < n {
+		c.vecs = append(c.vecs, make([][]float32, n-len(c.vecs))...)
 	}
-	vs, err := embedUnit(ctx, e, texts)
-	if err != nil {
-		return nil, err
+	var need []int32
+	var texts []string
+	for i, in := range c.in {
+		if in && c.vecs[i] == nil {
+			need = append(need, int32(i))
+			texts = append(texts, embedText(&c.docs[i]))
+		}
 	}
-	c.vec.vecs, c.vec.name = vs, e.Name()
-	return vs, nil
+	c.mu.RUnlock()
+	if len(need) > 0 {
+		vs, err := embedUnit(ctx, e, texts)
+		if err != nil {
+			return nil, err
+		}
+		for j, id := range need {
+			c.vecs[id] = vs[j]
+		}
+	}
+	return c.vecs, nil
 }
 
 // embedUnit embeds texts with e and scales each vector to unit length.
@@ -139,11 +146,14 @@ func (ix *Index) fuseEmbeddings(ctx context.Context, c *index, text string, cat 
 		doc int32
 		sim float32
 	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	var near []cand
-	for i, v := range vecs {
-		if cat >= 0 && c.docs[i].cat != cat {
+	for i, in := range c.in {
+		if !in || cat >= 0 && c.docs[i].cat != cat {
 			continue
 		}
+		v := vecs[i]
 		var s float32
 		for j := range v {
 			s += v[j] * q[0][j]
@@ -157,7 +167,10 @@ func (ix *Index) fuseEmbeddings(ctx context.Context, c *index, text string, cat 
 		case a.sim < b.sim:
 			return 1
 		}
-		return int(a.doc - b.doc)
+		if c.before(a.doc, b.doc) {
+			return -1
+		}
+		return 1
 	})
 	near = near[:min(len(near), embedDepth)]
 	// Below half the best similarity is noise, whatever the model's

@@ -26,8 +26,10 @@
 // output, and its text at the requested detail level.
 //
 // A caller searches the tools of its own view of the registry
-// (tools.View): the global tools, its own, within its toolset. Each view's
-// index is built on first use and kept with the view.
+// (tools.View): the global tools, its own, within its toolset. The index
+// of the whole catalogue is made once and shared (corpus.go); each view
+// ranks the documents it holds with the statistics of those alone, as an
+// index of the view by itself would.
 //
 // Package search does not render tool documentation (package vfs) or speak
 // MCP (package mcpserver).
@@ -42,6 +44,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/codecell/codecell/tools"
@@ -150,6 +153,11 @@ type Index struct {
 
 	terms termCache // each tool's terms, kept (snapshot.go)
 
+	// corp is the index of the whole catalogue (corpus.go); syncMu
+	// makes it follow the registry one change at a time.
+	corp   atomic.Pointer[corpus]
+	syncMu sync.Mutex
+
 	// learned is what learning from use taught: term → tool → count;
 	// taught the same by tool: tool → term → count.
 	mu      sync.RWMutex
@@ -162,26 +170,13 @@ type Index struct {
 
 // New returns an index over reg whose hits take their signatures, pages,
 // costs and output shapes from docs(caller), which must render the same
-// registry as the caller sees it. A caller's index is built on its first
-// search and kept on its tools.View, so it is rebuilt only when what the
-// caller sees changes, and callers who share a view share it.
+// registry as the caller sees it. The catalogue's index is made on the
+// first search and follows the registry's changes, each tool analysed
+// once; what a caller's view holds of it is kept on its tools.View.
 func New(reg *tools.Registry, docs func(tools.Caller) Docs) *Index {
 	ix := &Index{reg: reg, docs: docs}
 	ix.terms.reg = reg
 	return ix
-}
-
-// current returns the index of c's view, with the pages of its docs
-// (PageDocs).
-func (ix *Index) current(c tools.Caller) *index {
-	v := ix.reg.View(c)
-	return v.Memo(ix, func(v *tools.View) any {
-		ts := v.List()
-		if p, ok := ix.docs(c).(PageDocs); ok {
-			ts = append(slices.Clip(ts), p.Pages()...)
-		}
-		return buildKept(ts, v.Version(), &ix.terms)
-	}).(*index)
 }
 
 // Search ranks the tools against q and returns the best hits, best first.
@@ -220,10 +215,12 @@ func (ix *Index) SearchContext(ctx context.Context, q Query) ([]Hit, error) {
 	}
 	c := ix.current(q.Caller)
 	docs := ix.docs(q.Caller)
+	c.mu.RLock()
 	var cat int32 = -1
 	if q.Category != "" {
 		i, ok := c.catID[q.Category]
-		if !ok {
+		if !ok || !c.hasCat(i) {
+			c.mu.RUnlock()
 			return nil, fmt.Errorf("%w: no category %q", ErrInvalidQuery, q.Category)
 		}
 		cat = i
@@ -231,23 +228,35 @@ func (ix *Index) SearchContext(ctx context.Context, q Query) ([]Hit, error) {
 	var ranked []scored
 	if text == "" {
 		for i, d := range c.docs {
-			if d.cat == cat {
+			if d.cat == cat && c.has(int32(i)) {
 				ranked = append(ranked, scored{doc: int32(i)})
 			}
 		}
+		slices.SortFunc(ranked, func(a, b scored) int {
+			if c.before(a.doc, b.doc) {
+				return -1
+			}
+			return 1
+		})
 		if len(ranked) > limit {
 			ranked = ranked[:limit]
 		}
+	} else if e, _ := ix.embedder(); e != nil {
+		lexical := ix.rank(c, text, cat, max(limit, embedDepth))
+		c.mu.RUnlock() // not held while the embedder is asked
+		ranked = ix.fuseEmbeddings(ctx, c, text, cat, lexical, limit)
+		c.mu.RLock()
 	} else {
-		if e, _ := ix.embedder(); e != nil {
-			ranked = ix.fuseEmbeddings(ctx, c, text, cat, ix.rank(c, text, cat, max(limit, embedDepth)), limit)
-		} else {
-			ranked = ix.rank(c, text, cat, limit)
-		}
+		ranked = ix.rank(c, text, cat, limit)
 	}
+	found := make([]*tools.Tool, len(ranked))
+	for i, r := range ranked {
+		found[i] = c.docs[r.doc].tool
+	}
+	c.mu.RUnlock()
 	hits := make([]Hit, 0, len(ranked))
-	for _, r := range ranked {
-		h := hit(docs, c.docs[r.doc].tool, r.score, detail)
+	for i, r := range ranked {
+		h := hit(docs, found[i], r.score, detail)
 		if text != "" {
 			h.Match = math.Round(r.match*100) / 100
 			h.Confidence = r.conf
@@ -315,7 +324,7 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	if variantWeight > 0 {
 		for _, t := range qterms {
 			for _, u := range c.variantsOf(t) {
-				if _, ok := weights[u]; !ok {
+				if _, ok := weights[u]; !ok && c.holds(u) {
 					weights[u] = variantWeight
 				}
 			}
@@ -342,6 +351,9 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	// its tools.
 	named := map[int32]bool{}
 	for name, id := range c.catID {
+		if !c.hasCat(id) {
+			continue
+		}
 		// As the query's words are: stemmed ("stripe" is strip).
 		if t := terms(name); len(t) == 1 && slices.Contains(qterms, t[0]) || slices.Contains(qterms, name) {
 			named[id] = true
@@ -351,16 +363,18 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			}
 		}
 	}
-	sc := ix.scratchFor(len(c.docs))
+	sc := ix.scratchFor(len(c.in))
 	defer ix.pool.Put(sc)
 	acc, matched, related := sc.acc, sc.matched, sc.related
 	found := sc.found // by a word that is not only general English
 	touched := sc.touched
 	for t, w := range weights {
 		notGeneral := !general[t]
-		for _, p := range c.postings[t] {
-			if cat >= 0 && c.docs[p.doc].cat != cat {
-				continue
+		ps, ws := c.weights(t)
+		for i, pw := range ws {
+			p := &ps[i]
+			if pw == 0 || cat >= 0 && c.docs[p.doc].cat != cat {
+				continue // not in the view, or not in the category
 			}
 			if acc[p.doc] == 0 {
 				touched = append(touched, p.doc)
@@ -368,7 +382,7 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 			if notGeneral {
 				found[p.doc] = true
 			}
-			acc[p.doc] += w * p.weight
+			acc[p.doc] += w * pw
 			if w == 1 && matched[p.doc] < 255 {
 				matched[p.doc]++
 			} else if w < 1 && w >= lexicon.SynonymWeight && related[p.doc] < 255 {
@@ -392,7 +406,9 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 		for t, w := range weights {
 			if t == h || w >= lexicon.SynonymWeight && qa.lx.IsHead(t) || qa.lx.General[t] > 0 && w > 0 {
 				for _, p := range c.postings[t] {
-					hasHead[p.doc] = true
+					if c.has(p.doc) {
+						hasHead[p.doc] = true
+					}
 				}
 			}
 		}
@@ -418,9 +434,15 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	if keep := max(limit*candidatesPerHit, minCandidates); len(touched) > keep {
 		// The best keep by base score, ties by document: a bounded heap
 		// rather than a sort of every candidate.
+		worse := func(a, b candidate) bool {
+			if a.score != b.score {
+				return a.score < b.score
+			}
+			return c.before(b.doc, a.doc)
+		}
 		best := sc.best[:0]
 		for _, d := range touched {
-			best = pushBest(best, candidate{doc: d, score: base(d)}, keep)
+			best = pushTop(best, candidate{doc: d, score: base(d)}, keep, worse)
 		}
 		sc.best = best
 		worst := best[0]
@@ -441,7 +463,7 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 	for _, d := range touched {
 		s := base(d)
 		doc := &c.docs[d]
-		intent := intentFactor(&qa, doc, weights)
+		intent := intentFactor(&qa, doc, c.noSelf[doc.cat], weights)
 		s *= intent
 		if named[doc.cat] {
 			s *= namedBoost
@@ -514,27 +536,28 @@ func (ix *Index) rank(c *index, text string, cat int32, limit int) []scored {
 // most likely about the one whose vocabulary is its own. It is nil
 // when the index has one category, or the query no words of its own.
 func categoryFit(c *index, qterms []string, weights map[string]float64) []float64 {
-	if len(c.catID) < 2 || categoryBoost == 0 {
+	if c.cats < 2 || categoryBoost == 0 {
 		return nil
 	}
 	size := c.catSize
-	n := float64(len(c.docs))
-	fit := make([]float64, len(c.catID))
-	count := make([]float64, len(c.catID))
+	fit := make([]float64, len(size))
+	count := make([]float64, len(size))
 	found := false
 	for _, t := range qterms {
 		if weights[t] != 1 {
 			continue
 		}
-		ps := c.postings[t]
-		if len(ps) == 0 {
+		ps, df := c.df(t)
+		if df == 0 {
 			continue
 		}
 		clear(count)
 		for _, p := range ps {
-			count[c.docs[p.doc].cat]++
+			if c.has(p.doc) {
+				count[c.docs[p.doc].cat]++
+			}
 		}
-		idf := math.Log(1 + (n-float64(len(ps))+0.5)/(float64(len(ps))+0.5))
+		idf := c.idf(df)
 		for k := range fit {
 			if size[k] > 0 {
 				fit[k] += idf * math.Sqrt(count[k]/size[k])
@@ -600,7 +623,7 @@ func objectNamed(d *doc, weights map[string]float64) bool {
 // what the query asks: the CRUD sense of each (lexicon.Class), the
 // resource it acts on, the action it names, and whether both are about
 // the one asking.
-func intentFactor(qa *query, doc *doc, weights map[string]float64) float64 {
+func intentFactor(qa *query, doc *doc, noSelf bool, weights map[string]float64) float64 {
 	f := 1.0
 	q := qa.lx
 	dc := doc.op.Class
@@ -679,7 +702,7 @@ func intentFactor(qa *query, doc *doc, weights map[string]float64) float64 {
 		f *= 1 + selfBoost
 	case !q.Self && doc.self:
 		f *= otherFactor
-	case q.Self && !doc.self && !doc.forSelf && !doc.noSelf:
+	case q.Self && !doc.self && !doc.forSelf && !noSelf:
 		f *= notSelfFactor
 	}
 	return f
@@ -781,43 +804,6 @@ var (
 
 const k1 = 1.2
 
-type index struct {
-	version  uint64
-	docs     []doc
-	byName   map[string]int32
-	catID    map[string]int32
-	postings map[string][]posting
-	// variants holds the index's words of at least variantPrefix
-	// letters by their first variantPrefix letters (variantsOf).
-	variants map[string][]string
-	vec      toolVectors // with an embedder
-	// termIDs number the terms of the documents' summaries and names,
-	// and selfTerms; selfIDs are selfTerms' ids, sorted.
-	termIDs map[string]int32
-	selfIDs []int32
-	// catSize is how many documents each category has.
-	catSize []float64
-}
-
-// ids are the ids of ts (index.termIDs), sorted; terms without one are
-// left out. add gives those an id.
-func (ix *index) ids(ts []string, add bool) []int32 {
-	out := make([]int32, 0, len(ts))
-	for _, t := range ts {
-		id, ok := ix.termIDs[t]
-		if !ok {
-			if !add {
-				continue
-			}
-			id = int32(len(ix.termIDs))
-			ix.termIDs[t] = id
-		}
-		out = append(out, id)
-	}
-	slices.Sort(out)
-	return out
-}
-
 type doc struct {
 	tool *tools.Tool
 	cat  int32
@@ -832,137 +818,24 @@ type doc struct {
 	// forSelf is set for a tool that may act for the caller though
 	// not only for them (a user id that takes "me").
 	forSelf bool
-	// noSelf is set for a tool of a category none of whose tools is
-	// the caller's own (self or forSelf).
-	noSelf bool
 	// summary and name hold the distinct terms of the tool's summary
 	// and short name, sorted.
 	summary, name []string
 	// summaryIDs and nameIDs are the same terms by their ids
-	// (index.termIDs), sorted: what ranking intersects with the query's.
+	// (corpus.termIDs), sorted: what ranking intersects with the query's.
 	summaryIDs, nameIDs []int32
-}
-
-// posting holds a document's whole BM25F contribution for one term:
-// idf × saturated, weighted, length-normalized term frequency.
-type posting struct {
-	doc    int32
-	weight float64
-}
-
-func build(ts []*tools.Tool, version uint64) *index { return buildKept(ts, version, nil) }
-
-// buildKept is build with each tool's terms from tc (nil: made for it).
-func buildKept(ts []*tools.Tool, version uint64, tc *termCache) *index {
-	ix, fieldTerms := analyzeKept(ts, version, tc)
-	ix.weigh(fieldTerms)
-	return ix
-}
-
-// analyzeTools reads each tool: what it does and the terms of each of
-// its fields.
-func analyzeTools(ts []*tools.Tool, version uint64) (*index, [][numFields][]string) {
-	return analyzeKept(ts, version, nil)
-}
-
-// analyzeKept is analyzeTools with each tool's terms from tc (nil: made
-// for it; see analyzeTool).
-func analyzeKept(ts []*tools.Tool, version uint64, tc *termCache) (*index, [][numFields][]string) {
-	ix := &index{version: version, catID: map[string]int32{}, postings: map[string][]posting{}, byName: make(map[string]int32, len(ts))}
-	fieldTerms := make([][numFields][]string, len(ts))
-	all := tc.termsOf(ts)
-	for i, t := range ts {
-		cat, ok := ix.catID[t.Category()]
-		if !ok {
-			cat = int32(len(ix.catID))
-			ix.catID[t.Category()] = cat
-		}
-		tt := all[i]
-		ix.docs = append(ix.docs, doc{tool: t, cat: cat, readOnly: t.Annotations.ReadOnly, polarity: tt.Polarity,
-			op: tt.Op, self: tt.Self, forSelf: tt.ForSelf, summary: tt.Summary, name: tt.Name})
-		ix.byName[t.Name] = int32(i)
-		fieldTerms[i] = tt.Fields
-	}
-	// "My" picks the caller's own operations out of an API that has
-	// some; in one that has none (Stripe's, Twilio's: every operation
-	// is on the caller's account) it picks nothing out.
-	selfCat := make([]bool, len(ix.catID))
-	for i := range ix.docs {
-		if ix.docs[i].self || ix.docs[i].forSelf {
-			selfCat[ix.docs[i].cat] = true
-		}
-	}
-	for i := range ix.docs {
-		ix.docs[i].noSelf = !selfCat[ix.docs[i].cat]
-	}
-	ix.termIDs = map[string]int32{}
-	ix.catSize = make([]float64, len(ix.catID))
-	for i := range ix.docs {
-		d := &ix.docs[i]
-		d.summaryIDs, d.nameIDs = ix.ids(d.summary, true), ix.ids(d.name, true)
-		ix.catSize[d.cat]++
-	}
-	ix.selfIDs = ix.ids(selfTerms, true)
-	return ix, fieldTerms
-}
-
-// weigh makes the postings of the documents' field terms: each term's
-// BM25F weight in each document.
-func (ix *index) weigh(fieldTerms [][numFields][]string) {
-	ix.postings = make(map[string][]posting, len(ix.postings))
-	var totalLen [numFields]float64
-	for i := range fieldTerms {
-		for f := range numFields {
-			totalLen[f] += float64(len(fieldTerms[i][f]))
-		}
-	}
-	n := float64(len(fieldTerms))
-	var avg [numFields]float64
-	for f := range numFields {
-		avg[f] = max(totalLen[f]/max(n, 1), 1)
-	}
-	// Weighted, normalized term frequencies per document, then idf.
-	type tfDoc struct {
-		doc int32
-		tf  float64
-	}
-	tfs := map[string][]tfDoc{}
-	for i := range fieldTerms {
-		ft := &fieldTerms[i]
-		acc := map[string]float64{}
-		for f := range numFields {
-			norm := 1 - fieldB[f] + fieldB[f]*float64(len(ft[f]))/avg[f]
-			for _, term := range ft[f] {
-				acc[term] += fieldWeight[f] / norm
-			}
-		}
-		keys := make([]string, 0, len(acc))
-		for term := range acc {
-			keys = append(keys, term)
-		}
-		slices.Sort(keys)
-		for _, term := range keys {
-			tfs[term] = append(tfs[term], tfDoc{doc: int32(i), tf: acc[term]})
-		}
-	}
-	for term, list := range tfs {
-		df := float64(len(list))
-		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
-		ps := make([]posting, len(list))
-		for i, td := range list {
-			ps[i] = posting{doc: td.doc, weight: idf * td.tf * (k1 + 1) / (k1 + td.tf)}
-		}
-		ix.postings[term] = ps
-	}
-	ix.variants = map[string][]string{}
-	for term := range ix.postings {
-		if len(term) >= variantPrefix && isWord(term) {
-			ix.variants[term[:variantPrefix]] = append(ix.variants[term[:variantPrefix]], term)
-		}
-	}
-	for _, vs := range ix.variants {
-		slices.Sort(vs)
-	}
+	// lens is how many terms each field has.
+	lens [numFields]int32
+	// hash identifies what analysis read of the tool, when its terms
+	// are kept (snapshot.go).
+	hash [32]byte
+	// dead is set once the tool is no longer registered; seen is the
+	// corpus's last sync that found it registered.
+	dead bool
+	seen uint32
+	// page is set for a page (PageDocs; a name without a category),
+	// which comes after the tools in a view's order.
+	page bool
 }
 
 // variantPrefix is the least length of a word's stem for variantsOf.
@@ -974,7 +847,7 @@ const variantPrefix = 6
 // collaborate and collaborator). The stemmer strips inflections; an
 // API's nouns for the doer or the doing of a verb (registrant,
 // attendee, subscription) are derived words it leaves apart.
-func (ix *index) variantsOf(t string) []string {
+func (ix *corpus) variantsOf(t string) []string {
 	if len(t) < variantPrefix {
 		return nil
 	}
@@ -987,6 +860,16 @@ func (ix *index) variantsOf(t string) []string {
 		out = append(out, u)
 	}
 	return out
+}
+
+// holds reports whether a document of the view holds t.
+func (c *index) holds(t string) bool {
+	for _, p := range c.postings[t] {
+		if c.has(p.doc) {
+			return true
+		}
+	}
+	return false
 }
 
 // commonPrefix is the length of the longest common prefix of a and b.
@@ -1022,6 +905,9 @@ type toolTerms struct {
 	// ForSelf is set for a tool that acts for a user the caller may
 	// name as "me" (Zoom's /users/{userId}/meetings).
 	ForSelf bool
+	// hash is the tool's (termCache.hash) when its terms are kept;
+	// not in the file.
+	hash [32]byte
 }
 
 // analyzeTool makes the terms of one tool.
@@ -1239,11 +1125,10 @@ func (ix *Index) SetLearned(links []Link) {
 // holds them all, one that shares two of its words ("play a song", of
 // "queue up a song to play next") a part. The caller holds ix.mu.
 func (ix *Index) covered(c *index, tool string, qterms []string) float64 {
-	n := float64(len(c.docs))
 	var in, all float64
 	for t, cnt := range ix.taught[tool] {
-		df := float64(len(c.postings[t]))
-		w := float64(cnt) * math.Log(1+(n-df+0.5)/(df+0.5))
+		_, df := c.df(t)
+		w := float64(cnt) * c.idf(df)
 		all += w
 		if slices.Contains(qterms, t) {
 			in += w
@@ -1268,12 +1153,11 @@ func (ix *Index) addLearned(c *index, qterms []string, cat int32, acc []float64,
 	if len(ix.learned) == 0 {
 		return
 	}
-	n := float64(len(c.docs))
 	idf := make([]float64, len(qterms))
 	total := 0.0
 	for i, t := range qterms {
-		df := float64(len(c.postings[t]))
-		idf[i] = math.Log(1 + (n-df+0.5)/(df+0.5))
+		_, df := c.df(t)
+		idf[i] = c.idf(df)
 		total += idf[i]
 	}
 	type linked struct {
@@ -1283,7 +1167,7 @@ func (ix *Index) addLearned(c *index, qterms []string, cat int32, acc []float64,
 	byDoc := map[int32]*linked{}
 	for i, t := range qterms {
 		for name, count := range ix.learned[t] {
-			d, ok := c.byName[name]
+			d, ok := c.docOf(name)
 			if !ok || cat >= 0 && c.docs[d].cat != cat {
 				continue
 			}

@@ -14,12 +14,11 @@ import (
 	"github.com/codecell/codecell/tools"
 )
 
-// termCache keeps each tool's terms (toolTerms) between the indexes made
-// of the catalogue, when the registry names a snapshot directory
-// (tools.Registry.SetSnapshots): a file per category, so that a restart,
-// or a view that changed because a source finished loading, reads them
-// rather than analysing every tool again. Nothing is held in memory
-// between indexes but each tool's hash: 5,300 tools' terms are 34 MiB.
+// termCache keeps each tool's terms (toolTerms) between starts, when the
+// registry names a snapshot directory (tools.Registry.SetSnapshots): a
+// file per category, so that a restart reads them rather than analysing
+// every tool again. Nothing is held in memory but each tool's hash, in
+// its document (corpus.go): 5,300 tools' terms are 34 MiB.
 //
 // A category's file holds its tools' terms, each under the SHA-256 of
 // what analysis reads of the tool (name, title, summary, description,
@@ -31,9 +30,8 @@ import (
 type termCache struct {
 	reg *tools.Registry
 
-	mu     sync.Mutex
-	hashes map[*tools.Tool][32]byte // of the tools of the last index made
-	defs   map[*tools.Definitions][32]byte
+	mu   sync.Mutex
+	defs map[*tools.Definitions][32]byte
 }
 
 // termsFormat is the version of a terms file's layout and of toolTerms;
@@ -51,8 +49,10 @@ type termsFile struct {
 }
 
 // termsOf returns the terms of each of ts: read from their categories'
-// files, else made (and then kept). A nil termCache makes them all.
-func (tc *termCache) termsOf(ts []*tools.Tool) []*toolTerms {
+// files, else made (and then kept, each category's file with the terms
+// of the tools live names: those already in the corpus, and ts). Each
+// kept tool's terms carry its hash. A nil termCache makes them all.
+func (tc *termCache) termsOf(ts []*tools.Tool, live func(category string) map[[32]byte]bool) []*toolTerms {
 	sd := newSchemaDocs()
 	out := make([]*toolTerms, len(ts))
 	var dir, version string
@@ -67,36 +67,46 @@ func (tc *termCache) termsOf(ts []*tools.Tool) []*toolTerms {
 	}
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
-	hashes := make(map[*tools.Tool][32]byte, len(ts))
 	files := map[string]map[[32]byte]*toolTerms{} // category → its file's terms
 	made := map[string]bool{}                     // categories with terms made now
+	hashes := make([][32]byte, len(ts))
 	for i, t := range ts {
 		if !kept(t) {
 			out[i] = analyzeTool(t, sd)
 			continue
 		}
-		h, ok := tc.hashes[t]
-		if !ok {
-			h = tc.hash(t)
-		}
-		hashes[t] = h
+		h := tc.hash(t)
+		hashes[i] = h
 		cat := t.Category()
 		f, ok := files[cat]
 		if !ok {
 			f, _ = readTerms(termsPath(dir, cat), version)
 			files[cat] = f
 		}
-		if out[i] = f[h]; out[i] == nil {
-			out[i] = analyzeTool(t, sd)
+		tt := f[h]
+		if tt == nil {
+			tt = analyzeTool(t, sd)
 			made[cat] = true
 		}
+		// A copy: the file's terms may serve two tools of one text.
+		c := *tt
+		c.hash = h
+		out[i] = &c
 	}
-	tc.hashes = hashes
 	for cat := range made {
 		terms := map[[32]byte]*toolTerms{}
+		var keep map[[32]byte]bool
+		if live != nil {
+			keep = live(cat)
+		}
+		for h, tt := range files[cat] {
+			if keep[h] {
+				terms[h] = tt
+			}
+		}
 		for i, t := range ts {
 			if kept(t) && t.Category() == cat {
-				terms[hashes[t]] = out[i]
+				terms[hashes[i]] = out[i]
 			}
 		}
 		writeTerms(dir, version, cat, terms)

@@ -94,9 +94,11 @@ func TestTermsKeptBetweenStarts(t *testing.T) {
 	}
 }
 
-// TestTermsReadWhenTheViewChanges: a source registered after an index
-// was made makes a new index of the kept terms of the tools it had, and
-// the terms of its own.
+// TestTermsReadWhenTheViewChanges: a source registered after the index
+// was made adds its own tools' terms, kept in its own file, and leaves
+// the others' as they were — neither analysed nor read again (attack15
+// L1: every change made every view's index anew) — while a new index, a
+// restart's, reads them all from their files.
 func TestTermsReadWhenTheViewChanges(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -126,11 +128,18 @@ func TestTermsReadWhenTheViewChanges(t *testing.T) {
 	if err := reg.Register(tools.Tool{Name: "mail.send", Summary: "Send an e-mail.", Handler: noop}); err != nil {
 		t.Fatal(err)
 	}
-	hits, err := ix.Search(Query{Text: "zebra"})
-	if err != nil || len(hits) != 1 || hits[0].Name != "crm.get_user" {
-		t.Errorf("the new index did not read crm's kept terms: %v %v", hits, err)
-	}
 	if hits, err := ix.Search(Query{Text: "e-mail"}); err != nil || len(hits) == 0 || hits[0].Name != "mail.send" {
 		t.Errorf("mail.send: %v %v", hits, err)
+	}
+	if hits, err := ix.Search(Query{Text: "zebra"}); err != nil || len(hits) != 0 {
+		t.Errorf("crm's terms were read again for a change of mail's: %v %v", hits, err)
+	}
+	if _, err := readTerms(filepath.Join(dir, "mail.terms"), "v1"); err != nil {
+		t.Errorf("mail's terms were not kept: %v", err)
+	}
+	restarted := New(reg, func(tools.Caller) Docs { return noDocs{} })
+	hits, err := restarted.Search(Query{Text: "zebra"})
+	if err != nil || len(hits) != 1 || hits[0].Name != "crm.get_user" {
+		t.Errorf("a new index did not read crm's kept terms: %v %v", hits, err)
 	}
 }

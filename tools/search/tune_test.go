@@ -274,8 +274,7 @@ func TestFit(t *testing.T) {
 		t.Skip("CODECELL_SEARCH_TUNE=DIR CODECELL_SEARCH_FIT=1 runs it")
 	}
 	tuneSet(t)
-	c, fieldTerms := analyzeTools(tuneTools(t, dir, false), 1)
-	c.weigh(fieldTerms)
+	c := build(tuneTools(t, dir, false), 1)
 	ix := &Index{}
 	tasks := tuneTasks(t, "dev.txt")
 	params := fitParams()
@@ -284,15 +283,11 @@ func TestFit(t *testing.T) {
 		start[i] = *p.v
 	}
 	reset := func(vals []float64) {
-		field := false
 		for i, p := range params {
-			if *p.v != vals[i] {
-				field = field || p.field
-				*p.v = vals[i]
+			if *p.v != vals[i] && p.field {
+				c.forgetWeights()
 			}
-		}
-		if field {
-			c.weigh(fieldTerms)
+			*p.v = vals[i]
 		}
 	}
 	score := func(ts []tuneTask) (top1, top3 int) {
@@ -320,7 +315,7 @@ func TestFit(t *testing.T) {
 					}
 					*p.v = v
 					if p.field {
-						c.weigh(fieldTerms)
+						c.forgetWeights()
 					}
 					a, b := score(ts)
 					// Better on both counts together; a tie keeps the value.
@@ -331,7 +326,7 @@ func TestFit(t *testing.T) {
 				}
 				*p.v = bestV
 				if p.field {
-					c.weigh(fieldTerms)
+					c.forgetWeights()
 				}
 			}
 			if !improved {
