@@ -1,0 +1,76 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/codecell/codecell/filter"
+	"github.com/codecell/codecell/tools"
+)
+
+// What the server filters of what a program sends it — an llm prompt, a
+// classified item, the arguments an approval shows, the run's own
+// output (output.go) — is held before it is filtered, in the results in
+// flight of the run and its principal, as the results of its calls are
+// (inflight.go): its bytes and values first, then its findings as the
+// filter meets them (filter.Options.Findings, filter.FindingBytes each).
+// The run's heap bounds what a program can send, not what filtering it
+// costs: one run's 30 llm.call of 1.6 MB of distinct addresses grew the
+// server by 2 GiB, every call answered capability_missing (issue 19,
+// attack18 K1). Cheap checks — sizes, the client's capability, the llm
+// budget — come before any of it.
+
+// textCopies is the copies of a program's text the server holds while it
+// filters it: the text, its filtered form, and what it is built into
+// (the prompt, the approval's message).
+const textCopies = 3
+
+// filterHold is what one filtering of a program's text or JSON holds of
+// the results in flight of its run and principal.
+type filterHold struct {
+	ctx  context.Context
+	h    *holding
+	base int64  // its bytes and values, held before filtering
+	what string // what is filtered, for errors: "the prompt"
+}
+
+// holdFiltering holds, for call c, what filtering what — size bytes of a
+// program's, holding values JSON values (0 for a text) — takes before
+// its findings, waiting within ctx as a call's result does; release
+// gives it back.
+func (r *resultBytes) holdFiltering(ctx context.Context, c *Call, what string, size int64, values int) (*filterHold, error) {
+	fh := &filterHold{
+		ctx:  ctx,
+		h:    &holding{r: r, c: c, run: c.Run.resultBudget(r.perRun), principal: c.Run.Caller.Principal},
+		base: textCopies*size + int64(values)*tools.DecodedValueBytes,
+		what: what,
+	}
+	if err := fh.h.raise(ctx, fh.base, fmt.Sprintf("%s is %s, which the server holds as about %s while it filters it (%d copies of the bytes and %d bytes a JSON value)",
+		what, formatSize(size), formatSize(fh.base), textCopies, tools.DecodedValueBytes)); err != nil {
+		return nil, err
+	}
+	return fh, nil
+}
+
+// findings holds what n findings cost beside the bytes: it is the
+// filter.Options.Findings of the filtering.
+func (fh *filterHold) findings(n int) error {
+	need := fh.base + int64(n)*filter.FindingBytes
+	return fh.h.raise(fh.ctx, need, fmt.Sprintf("%s has %d findings or more (secrets and personal data the filter replaces), which the server holds as about %s while it filters them (%d bytes a finding)",
+		fh.what, n, formatSize(need), filter.FindingBytes))
+}
+
+// release gives back what the filtering held.
+func (fh *filterHold) release() { fh.h.giveBack() }
+
+// heldError is the error of a filtering for tool that its hold stopped
+// (a *filter.FindingsError, or the hold's own): the hold's
+// result_bytes_limit *tools.Error, which names the limit.
+func heldError(tool string, err error) error {
+	var te *tools.Error
+	if errors.As(err, &te) {
+		return te
+	}
+	return &tools.Error{Code: codeResultBytesInFlight, Tool: tool, Message: err.Error(), Err: err}
+}
