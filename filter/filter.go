@@ -358,10 +358,12 @@ type run struct {
 	scope *scope
 	spans []span // scratch
 	skip  []span // scratch
-	// findings counts the findings acted on (not observing); admitted
-	// is how many Options.Findings holds, and held its refusal.
-	findings, admitted int
-	held               *FindingsError
+	// findings counts the findings acted on (not observing), cost what
+	// they cost (hold.go); admitted is what Options.Findings holds, and
+	// held its refusal.
+	findings       int
+	cost, admitted int64
+	held           *FindingsError
 }
 
 type replacement struct {
@@ -449,7 +451,8 @@ func (r *run) act(c Class, conf float64, detector, value string, raw, inKey bool
 		r.observing.sensitive = append(r.observing.sensitive, sensitiveValue{value: value, class: c, conf: conf, detector: detector})
 		return "", true
 	}
-	if !r.admit(r.findings + 1) {
+	cost := r.findingCost(value)
+	if !r.admit(r.cost + cost) {
 		return RedactionMarker(c), true // the output is not shown
 	}
 	if action != ActionAllow && r.allowedByTool(value) {
@@ -469,7 +472,9 @@ func (r *run) act(c Class, conf float64, detector, value string, raw, inKey bool
 	case ActionMask:
 		text = maskValue(value)
 	}
-	r.record(c, conf, detector, action, inKey)
+	r.findings++
+	r.cost += cost
+	r.tally(c, conf, detector, action, inKey)
 	if action == ActionAllow {
 		return "", false
 	}
@@ -484,11 +489,19 @@ func (r *run) act(c Class, conf float64, detector, value string, raw, inKey bool
 	return text, true
 }
 
+// record counts a finding the run replaced without acting on it —
+// another occurrence of a value it acted on — and what it costs.
 func (r *run) record(c Class, conf float64, detector string, a Action, inKey bool) {
 	if r.observing == nil {
 		r.findings++
-		r.admit(r.findings)
+		r.cost += RepeatBytes
+		r.admit(r.cost)
 	}
+	r.tally(c, conf, detector, a, inKey)
+}
+
+// tally counts a finding in the report.
+func (r *run) tally(c Class, conf float64, detector string, a Action, inKey bool) {
 	rep := &r.report
 	if rep.Findings == nil {
 		rep.Findings = map[Class]int{}
@@ -665,7 +678,7 @@ func (r *run) detectSpans(s string, inKey bool, out []span) []span {
 		}
 		r.observing.seen = append(r.observing.seen, seenString{hash: maphash.String(r.flow.seed, s), flags: flags})
 	}
-	if len(r.matches) == 0 || r.observing == nil && !r.admit(r.findings+len(r.matches)) {
+	if len(r.matches) == 0 || r.observing == nil && !r.admit(r.cost+int64(len(r.matches))*RepeatBytes) {
 		return out
 	}
 	for _, m := range r.dropInsideTokens(s, r.matches) {

@@ -13,56 +13,75 @@ import (
 // entry, its count in the report. 20 MB of distinct e-mail addresses
 // took about 1.3 GiB of heap to filter. So a caller that holds what
 // filtering costs gives Options.Findings, and the filter asks it, before
-// it acts on more findings than it was granted, to hold FindingBytes
-// each: a refusal stops the filtering with a *FindingsError.
+// it acts on findings that cost more than it was granted, to hold what
+// they cost — FindingBytes a value it has not met before in this
+// filtering, RepeatBytes another occurrence of one, and RepeatBytes
+// each of the matches of a string before it acts on them: a refusal
+// stops the filtering with a *FindingsError.
 
-// FindingBytes is the memory the filter takes for one finding it acts on
-// while it filters: measured with BenchmarkFindingsMemory, 1.1–1.5 KiB
-// of heap a finding for 10⁴ to 10⁶ distinct e-mail addresses in one
-// string or result (as a JSON string and as a text), with a vault and a
-// flow.
-const FindingBytes = 1536
+// FindingBytes and RepeatBytes are the memory the filter takes for one
+// finding it acts on while it filters, measured with
+// BenchmarkFindingsMemory (heap, with a vault and a flow, a JSON string
+// and a text): 1.1–1.5 KiB a distinct e-mail address of 10⁴ to 10⁶ in
+// one string — a token, a vault entry, its replacement and the sweep's
+// index of it — and 320–450 bytes each of 1.3·10⁵ to 10⁶ occurrences of
+// one address — a match, a span, its share of the text rebuilt.
+const (
+	FindingBytes = 1536
+	RepeatBytes  = 512
+)
 
-// findingsStep is how many findings the filter asks the hold for at
-// once, beyond those it knows it will act on.
-const findingsStep = 256
+// findingsStep is the bytes the filter asks the hold for at once, beyond
+// those its findings cost so far.
+const findingsStep = 256 * FindingBytes
 
-// FindingsHold holds what n findings in all cost (n × FindingBytes) for
-// one filtering, or says why it cannot; it is called with n growing.
-type FindingsHold func(n int) error
+// FindingsHold holds n bytes in all for one filtering's findings, or
+// says why it cannot; it is called with n growing.
+type FindingsHold func(n int64) error
 
 // FindingsError is the error of a filtering stopped because its
 // Options.Findings refused to hold more findings.
 type FindingsError struct {
-	// Findings is how many findings the filtering had met when it stopped.
+	// Findings is how many findings the filtering had acted on when it
+	// stopped, and Bytes what it asked the hold for.
 	Findings int
+	Bytes    int64
 	// Err is the hold's refusal.
 	Err error
 }
 
 func (e *FindingsError) Error() string {
-	return "filter: " + strconv.Itoa(e.Findings) + " findings or more: " + e.Err.Error()
+	return "filter: " + strconv.Itoa(e.Findings) + " findings and more: " + e.Err.Error()
 }
 
 func (e *FindingsError) Unwrap() error { return e.Err }
 
-// admit reports whether the run may act on findings in all, asking
-// Options.Findings to hold them when it holds fewer; once refused, it
-// never admits again.
-func (r *run) admit(findings int) bool {
+// admit reports whether the run may hold cost bytes in all for its
+// findings, asking Options.Findings to hold them when it holds less;
+// once refused, it never admits again.
+func (r *run) admit(cost int64) bool {
 	if r.held != nil {
 		return false
 	}
-	if r.opts.Findings == nil || findings <= r.admitted {
+	if r.opts.Findings == nil || cost <= r.admitted {
 		return true
 	}
-	want := (findings + findingsStep - 1) / findingsStep * findingsStep
+	want := (cost + findingsStep - 1) / findingsStep * findingsStep
 	if err := r.opts.Findings(want); err != nil {
-		r.held = &FindingsError{Findings: findings, Err: err}
+		r.held = &FindingsError{Findings: r.findings, Bytes: want, Err: err}
 		return false
 	}
 	r.admitted = want
 	return true
+}
+
+// findingCost is what acting on value costs the run: FindingBytes, or
+// RepeatBytes when it acted on it before.
+func (r *run) findingCost(value string) int64 {
+	if _, ok := r.values[value]; ok {
+		return RepeatBytes
+	}
+	return FindingBytes
 }
 
 // ApplyTextHeld is ApplyText that reports a filtering stopped by

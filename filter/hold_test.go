@@ -32,10 +32,10 @@ func TestFindingsHeldBeforeActedOn(t *testing.T) {
 	raw, _ := json.Marshal(map[string]any{"a": text, "b": []string{"x@example.org", "y@example.org"}})
 	refused := errors.New("no more")
 	for _, limit := range []int{0, 1000, 4999} {
-		var asked []int
-		hold := func(n int) error {
+		var asked []int64
+		hold := func(n int64) error {
 			asked = append(asked, n)
-			if n > limit {
+			if n > int64(limit)*FindingBytes {
 				return refused
 			}
 			return nil
@@ -49,7 +49,7 @@ func TestFindingsHeldBeforeActedOn(t *testing.T) {
 		if v.Len() > limit {
 			t.Errorf("limit %d: the vault took %d tokens", limit, v.Len())
 		}
-		if len(asked) == 0 || len(asked) > 4 {
+		if len(asked) == 0 || len(asked) > 3+limit*FindingBytes/findingsStep {
 			t.Errorf("limit %d: the hold was asked %v", limit, asked)
 		}
 		out, err := f.ApplyTextHeld(text, Options{Vault: v, Findings: hold, Budget: -1})
@@ -63,8 +63,8 @@ func TestFindingsHeldBeforeActedOn(t *testing.T) {
 		}
 	}
 	// Enough held: the same output as without a hold.
-	var asked []int
-	hold := func(n int) error { asked = append(asked, n); return nil }
+	var asked []int64
+	hold := func(n int64) error { asked = append(asked, n); return nil }
 	v := newTestVault(t, VaultOptions{})
 	held, err := f.Apply(Input{Result: raw}, Options{Vault: v, Findings: hold})
 	if err != nil {
@@ -74,8 +74,16 @@ func TestFindingsHeldBeforeActedOn(t *testing.T) {
 	if string(held.Full) != string(free.Full) {
 		t.Error("a held filtering's output differs")
 	}
-	if last := asked[len(asked)-1]; last < 5002 || last > 5002+2*findingsStep {
+	if last := asked[len(asked)-1]; last < 5002*FindingBytes || last > 5002*FindingBytes+findingsStep {
 		t.Errorf("held %v for 5,002 findings", asked)
+	}
+	// Repeats of one value cost RepeatBytes each.
+	asked = nil
+	if _, err := f.Apply(Input{Result: json.RawMessage(`"` + strings.Repeat("bob@example.com ", 5000) + `"`)}, Options{Vault: v, Findings: hold}); err != nil {
+		t.Fatal(err)
+	}
+	if last := asked[len(asked)-1]; last < 5000*RepeatBytes || last > 5000*RepeatBytes+FindingBytes+findingsStep {
+		t.Errorf("held %v for 5,000 occurrences of one address", asked)
 	}
 	// Nothing found: never asked.
 	asked = nil

@@ -14,7 +14,8 @@ import (
 // output (output.go) — is held before it is filtered, in the results in
 // flight of the run and its principal, as the results of its calls are
 // (inflight.go): its bytes and values first, then its findings as the
-// filter meets them (filter.Options.Findings, filter.FindingBytes each).
+// filter meets them (filter.Options.Findings: filter.FindingBytes a
+// distinct value, filter.RepeatBytes a repeat).
 // The run's heap bounds what a program can send, not what filtering it
 // costs: one run's 30 llm.call of 1.6 MB of distinct addresses grew the
 // server by 2 GiB, every call answered capability_missing (issue 19,
@@ -53,12 +54,12 @@ func (r *resultBytes) holdFiltering(ctx context.Context, c *Call, what string, s
 	return fh, nil
 }
 
-// findings holds what n findings cost beside the bytes: it is the
-// filter.Options.Findings of the filtering.
-func (fh *filterHold) findings(n int) error {
-	need := fh.base + int64(n)*filter.FindingBytes
-	return fh.h.raise(fh.ctx, need, fmt.Sprintf("%s has %d findings or more (secrets and personal data the filter replaces), which the server holds as about %s while it filters them (%d bytes a finding)",
-		fh.what, n, formatSize(need), filter.FindingBytes))
+// findings holds n bytes for the findings beside the bytes and values:
+// it is the filter.Options.Findings of the filtering.
+func (fh *filterHold) findings(n int64) error {
+	need := fh.base + n
+	return fh.h.raise(fh.ctx, need, fmt.Sprintf("%s has so many findings (secrets and personal data the filter replaces) that the server holds about %s while it filters them (%d bytes a distinct value, %d a repeat, beside %s for the bytes and values)",
+		fh.what, formatSize(need), filter.FindingBytes, filter.RepeatBytes, formatSize(fh.base)))
 }
 
 // release gives back what the filtering held.

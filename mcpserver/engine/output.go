@@ -23,7 +23,7 @@ import (
 // An output larger than the bounds fails the run with KindResultSize,
 // saying how to return less; one that must wait for other runs' results
 // waits at most the sandbox's queue wait. Its findings are held too, as
-// the filter meets them (filter.FindingBytes each): 20 MB of distinct
+// the filter meets them (filter.FindingBytes a distinct value): 20 MB of distinct
 // addresses, held as 60 MB and 1 value, took the filter 1 GiB more
 // (attack18 K7). An output whose findings cannot be held fails the run
 // the same way.
@@ -80,12 +80,11 @@ func (e *Engine) holdOutput(ctx context.Context, run *Run, res *executor.Result,
 			formatSize(need), wait)})
 		return func() {}, nil
 	}
-	findings := func(n int) error {
-		more := need + int64(n)*filter.FindingBytes
+	findings := func(n int64) error {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
 		defer cancel()
-		return h.raise(wctx, more, fmt.Sprintf("the result and console output have %d findings or more (secrets and personal data the filter replaces), which the server holds as about %s while it filters them (%d bytes a finding beside %s for the bytes and values)",
-			n, formatSize(more), filter.FindingBytes, formatSize(need)))
+		return h.raise(wctx, need+n, fmt.Sprintf("the result and console output have so many findings (secrets and personal data the filter replaces) that the server holds about %s while it filters them (%d bytes a distinct value, %d a repeat, beside %s for the bytes and values)",
+			formatSize(need+n), filter.FindingBytes, filter.RepeatBytes, formatSize(need)))
 	}
 	return h.giveBack, findings
 }
