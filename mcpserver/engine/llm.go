@@ -725,12 +725,6 @@ func (u *llmUsage) fits(tool string, b *llmBudget, p *principalLLM, estimate int
 	case p.dayTokens+estimate > u.cfg.TokensPerDay:
 		return &tools.Error{Code: CodeQuotaExceeded, Tool: tool, Message: fmt.Sprintf("the principal's %d llm tokens of the day (UTC) are spent (llm.tokens_per_day)", u.cfg.TokensPerDay)}
 	}
-	p.minuteCalls++
-	p.dayTokens += estimate
-	if b != nil {
-		b.calls++
-		b.tokens += estimate
-	}
 	return nil
 }
 
