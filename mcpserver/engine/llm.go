@@ -513,9 +513,15 @@ func (m *llm) classify(ctx context.Context, c *Call, a llmClassifyArgs) (llmClas
 	for _, it := range a.Items {
 		values += tools.JSONValues(it, math.MaxInt)
 	}
+	refused := func(err error) (llmClassifyResult, error) {
+		// Counted as a call, as llm.call's are (sample): a run cannot
+		// make more such refusals than calls.
+		_ = m.use.begin(tool, c.Run.log, c.Run.Caller.Principal, 0)
+		return llmClassifyResult{}, err
+	}
 	fh, err := m.results.holdFiltering(ctx, c, "the items", int64(size), values)
 	if err != nil {
-		return llmClassifyResult{}, err
+		return refused(err)
 	}
 	defer fh.release()
 	labels, _ := json.Marshal(a.Labels)
@@ -530,7 +536,7 @@ func (m *llm) classify(ctx context.Context, c *Call, a llmClassifyArgs) (llmClas
 		// Each item as a result would show it: field names count.
 		shown, err := m.clientJSON(c, fh, it)
 		if err != nil {
-			return llmClassifyResult{}, err
+			return refused(err)
 		}
 		fmt.Fprintf(&b, "%d: %s\n", i, compactJSON(shown))
 	}
