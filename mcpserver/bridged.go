@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/codecell/codecell/filter"
+	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/upstream"
 )
 
@@ -94,9 +96,11 @@ func (s *Server) initBridge() {
 	b.SetListener(func(e upstream.Event) {
 		switch {
 		case e.Updated != "":
+			// Only to the sessions that reach the category, checked
+			// again now: a session's toolset is its caller's.
 			uri := bridgedURI(e.Category, e.Updated)
-			for session, uris := range s.subs.matching(uri) {
-				if slices.Contains(uris, uri) {
+			for session, caller := range s.subs.subscribers(uri) {
+				if s.callerReaches(caller, e.Category) {
 					s.mcp.SendNotificationToSpecificClient(session, mcp.MethodNotificationResourceUpdated, map[string]any{"uri": uri})
 				}
 			}
@@ -108,22 +112,42 @@ func (s *Server) initBridge() {
 }
 
 // syncBridge brings the MCP server's prompts and resources in line with
-// the bridge's; mcp-go tells the clients the lists changed.
+// the bridge's; mcp-go tells the clients the lists changed. Of each
+// bridged server it serves the first Config.BridgedListed prompts and
+// lists as many resources (the others are still read by their URI), and
+// a prompt whose name another category's prompt has already is not
+// served: each is logged as a warning that names the bound or the other
+// prompt.
 func (s *Server) syncBridge(prompts, resources bool) {
 	b, bs := s.cfg.Bridge, s.bridged
+	limit := s.bridgedListed()
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
 	if prompts {
 		want := map[string]string{}
 		var add []server.ServerPrompt
-		for _, p := range b.Prompts() {
+		count, over := map[string]int{}, map[string]int{}
+		for _, p := range byCategory(b.Prompts(), func(p upstream.Prompt) string { return p.Category }) {
+			if count[p.Category] >= limit {
+				over[p.Category]++
+				continue
+			}
 			name := bridgedPromptName(p.Category, p.Prompt.Name)
+			if other, ok := want[name]; ok {
+				if other != p.Category {
+					s.log.Warn("a bridged prompt's name is another category's prompt's: it is not served; rename one of the categories",
+						"prompt", name, "category", p.Category, "served_for", other)
+				}
+				continue
+			}
+			count[p.Category]++
 			want[name] = p.Category
 			mp := p.Prompt
 			mp.Name = name
 			mp.Description = fromSource(p.Category, mp.Description)
 			add = append(add, server.ServerPrompt{Prompt: mp, Handler: s.getBridgedPrompt(p.Category, p.Prompt.Name)})
 		}
+		s.warnOver("prompts", "served", over, limit)
 		var del []string
 		for name := range bs.prompts {
 			if _, ok := want[name]; !ok {
@@ -141,13 +165,26 @@ func (s *Server) syncBridge(prompts, resources bool) {
 	if resources {
 		want := map[string]bool{}
 		var add []server.ServerResource
-		for _, r := range b.Resources() {
+		count, over := map[string]int{}, map[string]int{}
+		for _, r := range byCategory(b.Resources(), func(r upstream.Resource) string { return r.Category }) {
+			if count[r.Category] >= limit {
+				over[r.Category]++
+				continue
+			}
 			mr := r.Resource
 			mr.URI = bridgedURI(r.Category, r.Resource.URI)
+			if want[mr.URI] {
+				continue
+			}
+			count[r.Category]++
+			if mr.Name == "" {
+				mr.Name = mr.URI // lists are paged by URI, and a resource needs a name
+			}
 			mr.Description = fromSource(r.Category, mr.Description)
 			want[mr.URI] = true
 			add = append(add, server.ServerResource{Resource: mr, Handler: s.readBridged})
 		}
+		s.warnOver("resources", "listed (the others are read by their URI, "+UpstreamPrefix+"{category}/{uri})", over, limit)
 		var del []string
 		for uri := range bs.resources {
 			if !want[uri] {
@@ -166,13 +203,60 @@ func (s *Server) syncBridge(prompts, resources bool) {
 	}
 }
 
+// DefaultBridgedListed is Config.BridgedListed's default.
+const DefaultBridgedListed = 256
+
+// bridgedListed is how many prompts, resources and templates of one
+// bridged server the lists hold.
+func (s *Server) bridgedListed() int {
+	if s.cfg.BridgedListed > 0 {
+		return s.cfg.BridgedListed
+	}
+	return DefaultBridgedListed
+}
+
+// warnOver logs, for each category in over, that its server has more
+// kind than the bound: how many were left out, and the setting.
+func (s *Server) warnOver(kind, done string, over map[string]int, limit int) {
+	for _, c := range slices.Sorted(maps.Keys(over)) {
+		s.log.Warn(fmt.Sprintf("a bridged server has more %s than the %d of each that codecell serves (limits.bridged_listed): the first are %s", kind, limit, done),
+			"category", c, "left_out", over[c], "limit", limit)
+	}
+}
+
+// byCategory sorts a bridge's entries by category, keeping each
+// server's own order: which of two colliding names is served, and which
+// entries are within the bound, does not depend on the bridge's order of
+// its servers.
+func byCategory[T any](list []T, category func(T) string) []T {
+	slices.SortStableFunc(list, func(a, b T) int { return strings.Compare(category(a), category(b)) })
+	return list
+}
+
 // reaches reports whether the caller of ctx may reach category's bridged
 // prompts and resources: when its toolset reaches the category.
 func (s *Server) reaches(ctx context.Context, category string) bool {
+	return s.callerReaches(s.caller(ctx), category)
+}
+
+// callerReaches is reaches for caller.
+func (s *Server) callerReaches(caller tools.Caller, category string) bool {
 	if !s.eng.HasAccessRules() {
 		return true
 	}
-	return slices.Contains(s.reg.View(s.caller(ctx)).Categories(), category)
+	return slices.Contains(s.reg.View(caller).Categories(), category)
+}
+
+// followsSubscription is the subscriptions' follows: a bridged server's
+// resource is followed for a caller that reaches its category; any
+// other URI for anyone (a tool tree's resource is read through the
+// caller's view).
+func (s *Server) followsSubscription(ctx context.Context, uri string) (tools.Caller, bool) {
+	caller := s.caller(ctx)
+	if c, _, ok := splitBridgedURI(uri); ok && !s.callerReaches(caller, c) {
+		return caller, false
+	}
+	return caller, true
 }
 
 // filterBridgedPrompts is the prompt filter: a caller lists and gets the
@@ -209,10 +293,12 @@ func (s *Server) bridgeHooks(h *server.Hooks) {
 		if s.bridged == nil {
 			return
 		}
-		for _, t := range s.cfg.Bridge.ResourceTemplates() {
-			if t.Template.URITemplate == nil || !s.reaches(ctx, t.Category) {
+		count, limit := map[string]int{}, s.bridgedListed()
+		for _, t := range byCategory(s.cfg.Bridge.ResourceTemplates(), func(t upstream.ResourceTemplate) string { return t.Category }) {
+			if t.Template.URITemplate == nil || count[t.Category] >= limit || !s.reaches(ctx, t.Category) {
 				continue
 			}
+			count[t.Category]++
 			mt := mcp.NewResourceTemplate(bridgedURI(t.Category, t.Template.URITemplate.Raw()), t.Template.Name,
 				mcp.WithTemplateDescription(fromSource(t.Category, t.Template.Description)),
 				mcp.WithTemplateMIMEType(t.Template.MIMEType))

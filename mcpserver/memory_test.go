@@ -2,7 +2,9 @@ package mcpserver_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -197,5 +199,38 @@ func TestWorkspaceReadsAreFiltered(t *testing.T) {
 	}
 	if len(body) > 300<<10 {
 		t.Errorf("a workspace read of %d bytes", len(body))
+	}
+}
+
+// TestWorkspaceBinaryReadsAreFiltered (attack14 I7): a workspace file
+// that is not UTF-8 was served as a blob as it was; its printable runs
+// now pass the filter as an artifact's bytes do, the value masked in
+// place and the bytes around it kept.
+func TestWorkspaceBinaryReadsAreFiltered(t *testing.T) {
+	t.Parallel()
+	srv, _ := storeServer(t, filepath.Join(t.TempDir(), "db"))
+	c := start(t, transports[0].connect(t, srv))
+	// "\xff" + "card 4012888888881881" + "\x00\x01", in base64.
+	data := append(append([]byte{0xff}, "card 4012888888881881"...), 0, 1)
+	mustRun(t, c, fmt.Sprintf(`await workspace.write({path: "t.bin", data: %q, encoding: "base64"}); 1`, base64.StdEncoding.EncodeToString(data)))
+	req := mcp.ReadResourceRequest{}
+	req.Params.URI = "codecell://workspace/t.bin"
+	res, err := c.ReadResource(t.Context(), req)
+	if err != nil || len(res.Contents) != 1 {
+		t.Fatalf("read: %+v %v", res, err)
+	}
+	blob, ok := res.Contents[0].(mcp.BlobResourceContents)
+	if !ok {
+		t.Fatalf("read: %T, want a blob", res.Contents[0])
+	}
+	got, err := base64.StdEncoding.DecodeString(blob.Blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(got), "4012888888881881") {
+		t.Fatalf("a binary workspace file read shows a card number: %q", got)
+	}
+	if len(got) != len(data) || got[0] != 0xff || !strings.HasPrefix(string(got[1:]), "card ") {
+		t.Errorf("a binary workspace file read as %q; want its bytes with the value masked in place", got)
 	}
 }

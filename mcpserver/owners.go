@@ -23,8 +23,14 @@ type sessionOwners struct {
 	// evict ends a Streamable HTTP session as a DELETE of it would: set
 	// with the transport, nil until then.
 	evict func(id string)
-	owner map[string]string    // live session ID → principal
-	ended map[string]time.Time // ended session IDs, kept a while to answer 404
+	owner map[string]string // live session ID → principal
+	// ended holds the IDs of ended sessions, kept a while to answer 404,
+	// in the order they ended: endedRing holds them too, endedNext at the
+	// oldest once the ring is full, so that remembering one more forgets
+	// the oldest at once (attack16: a scan of all 10,000 under the lock).
+	ended     map[string]struct{}
+	endedRing []string
+	endedNext int
 	// used holds, per principal, when each of its Streamable HTTP
 	// sessions was last presented.
 	used map[string]map[string]time.Time
@@ -38,7 +44,7 @@ func newSessionOwners(fallback string, perPrincipal int) *sessionOwners {
 		fallback:     fallback,
 		perPrincipal: perPrincipal,
 		owner:        map[string]string{},
-		ended:        map[string]time.Time{},
+		ended:        map[string]struct{}{},
 		used:         map[string]map[string]time.Time{},
 	}
 }
@@ -97,17 +103,23 @@ func (o *sessionOwners) end(id string) {
 		}
 	}
 	delete(o.owner, id)
-	if len(o.ended) >= maxEnded {
-		var oldest string
-		var at time.Time
-		for k, t := range o.ended {
-			if oldest == "" || t.Before(at) {
-				oldest, at = k, t
-			}
-		}
-		delete(o.ended, oldest)
+	o.rememberEnded(id)
+}
+
+// rememberEnded remembers that session id ended, forgetting the oldest
+// ended ID once maxEnded are remembered.
+func (o *sessionOwners) rememberEnded(id string) {
+	if _, ok := o.ended[id]; ok {
+		return
 	}
-	o.ended[id] = time.Now()
+	if len(o.endedRing) < maxEnded {
+		o.endedRing = append(o.endedRing, id)
+	} else {
+		delete(o.ended, o.endedRing[o.endedNext])
+		o.endedRing[o.endedNext] = id
+		o.endedNext = (o.endedNext + 1) % maxEnded
+	}
+	o.ended[id] = struct{}{}
 }
 
 // check reports whether principal may use session id: it must be live and

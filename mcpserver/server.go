@@ -139,6 +139,15 @@ type Config struct {
 	// Bridge, when set, is the source of bridged MCP servers whose
 	// prompts and resources the server serves too (bridged.go).
 	Bridge Bridge
+	// BridgedListed is how many prompts one bridged server has served,
+	// and resources and resource templates listed, each: the first it
+	// lists. Default DefaultBridgedListed.
+	BridgedListed int
+	// ListPageSize is how many entries one page of tools/list,
+	// prompts/list, resources/list and resources/templates/list holds;
+	// the rest follow by nextCursor (lists.go). Default
+	// DefaultListPageSize.
+	ListPageSize int
 }
 
 // Server is a codecell MCP server. Create it with New, serve it with
@@ -334,12 +343,14 @@ func (s *Server) hooks() *server.Hooks {
 	h.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { s.eng.DropSession(cs.SessionID()) })
 	s.owners.hooks(h)
 	s.sessionless.hooks(h)
+	s.subs.follows = s.followsSubscription
 	s.subs.hooks(h)
 	s.instructionHooks(h)
 	s.tasks26.hooks(h) // before the 2025 tasks' hooks: drops the task parameter of 2026 requests
 	s.tasks.hooks(h)
 	s.cacheHooks(h)
 	s.bridgeHooks(h)
+	s.pageHooks(h) // last: pages what the other hooks leave of a list
 	return h
 }
 

@@ -40,14 +40,15 @@ func (ss *subscriptions) boundRequests(h *server.Hooks) {
 		if !big && !subscribe {
 			return nil
 		}
+		// The method alone decides, decoded as mcp-go decodes it: a
+		// message decoded whole could fail on a field mcp-go ignores
+		// (a "uri" that is not a string) and pass unbounded (attack17 K5).
 		var req struct {
-			Method string `json:"method"`
-			Params struct {
-				URI string `json:"uri"`
-			} `json:"params"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
 		}
 		if json.Unmarshal(raw, &req) != nil {
-			return nil // mcp-go answers it
+			return nil // mcp-go cannot read it either, and answers so
 		}
 		switch mcp.MCPMethod(req.Method) {
 		case mcp.MethodInitialize:
@@ -55,7 +56,13 @@ func (ss *subscriptions) boundRequests(h *server.Hooks) {
 				return fmt.Errorf("an initialize request is at most %d bytes (this one is %d): send a shorter clientInfo and capabilities", maxInitializeBytes, len(raw))
 			}
 		case mcp.MethodResourcesSubscribe:
-			return ss.admit(server.ClientSessionFromContext(ctx), req.Params.URI)
+			var params struct {
+				URI string `json:"uri"`
+			}
+			if err := json.Unmarshal(req.Params, &params); err != nil {
+				return fmt.Errorf("resources/subscribe: params.uri must be a string: %w", err)
+			}
+			return ss.admit(server.ClientSessionFromContext(ctx), params.URI)
 		}
 		return nil
 	})
@@ -72,7 +79,7 @@ func (ss *subscriptions) admit(cs server.ClientSession, uri string) error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	mine := ss.subs[cs.SessionID()]
-	if !mine[uri] && len(mine) >= maxSubscriptions {
+	if _, ok := mine[uri]; !ok && len(mine) >= maxSubscriptions {
 		return fmt.Errorf("a session subscribes to at most %d resources: unsubscribe from one first (resources/unsubscribe)", maxSubscriptions)
 	}
 	return nil

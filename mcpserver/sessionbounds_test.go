@@ -96,5 +96,18 @@ func TestInitializeBounded(t *testing.T) {
 	if !strings.Contains(string(out), "an initialize request is at most") {
 		t.Errorf("a 100 KB initialize: %d %.300s", resp.StatusCode, out)
 	}
+	// A field mcp-go ignores, of a type the bound's own decoding did not
+	// expect, does not make the bound look away (attack17 K5).
+	for _, extra := range []string{`"uri":1,`, `"uri":{"a":[1]},`, `"uri":null,`} {
+		odd := strings.Replace(big, `"params":{`, `"params":{`+extra, 1)
+		if odd == big {
+			t.Fatal("the initialize has no params to add to")
+		}
+		resp := post(t, url, map[string]string{"Authorization": "Bearer " + aliceToken}, odd)
+		out, _ := io.ReadAll(resp.Body)
+		if !strings.Contains(string(out), "an initialize request is at most") {
+			t.Errorf("a 100 KB initialize with %s: %d %.300s", extra, resp.StatusCode, out)
+		}
+	}
 	initSession(t, url, aliceToken) // a client's own is served
 }

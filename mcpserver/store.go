@@ -24,9 +24,9 @@ type resultReader interface {
 	GetResult(ctx context.Context, id string) (memory.ResultInfo, []byte, error)
 }
 
-// workspaceFiles reads the caller's workspace files, and lists them for
-// a file's size before it is read.
+// workspaceFiles reads the caller's workspace files, and a file's size
+// before it is read (one row, not a listing).
 type workspaceFiles interface {
 	ReadFile(ctx context.Context, path string) (memory.FileInfo, []byte, error)
-	ListFiles(ctx context.Context, prefix string) (memory.WorkspaceListing, error)
+	StatFile(ctx context.Context, path string) (memory.FileInfo, error)
 }

@@ -9,14 +9,21 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/codecell/codecell/mcpserver/engine"
+	"github.com/codecell/codecell/tools"
 )
 
 // subscriptions remembers which sessions subscribed to which resources,
 // so that a change of the tool tree reaches them as
 // notifications/resources/updated.
 type subscriptions struct {
+	// follows says whether the caller of ctx may be told of uri's changes,
+	// and who it is: a bridged server's resource only when the caller
+	// reaches its category (attack15: bob, denied secret.*, learnt when
+	// alice's subscription made its server report a change).
+	follows func(ctx context.Context, uri string) (tools.Caller, bool)
+
 	mu   sync.Mutex
-	subs map[string]map[string]bool // session → URIs
+	subs map[string]map[string]tools.Caller // session → URIs → who subscribed
 }
 
 func (ss *subscriptions) hooks(h *server.Hooks) {
@@ -26,15 +33,19 @@ func (ss *subscriptions) hooks(h *server.Hooks) {
 		if cs == nil {
 			return
 		}
+		caller, ok := ss.follows(ctx, req.Params.URI)
+		if !ok {
+			return
+		}
 		ss.mu.Lock()
 		defer ss.mu.Unlock()
 		if ss.subs == nil {
-			ss.subs = map[string]map[string]bool{}
+			ss.subs = map[string]map[string]tools.Caller{}
 		}
 		if ss.subs[cs.SessionID()] == nil {
-			ss.subs[cs.SessionID()] = map[string]bool{}
+			ss.subs[cs.SessionID()] = map[string]tools.Caller{}
 		}
-		ss.subs[cs.SessionID()][req.Params.URI] = true
+		ss.subs[cs.SessionID()][req.Params.URI] = caller
 	})
 	h.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
 		if cs := server.ClientSessionFromContext(ctx); cs != nil {
@@ -60,6 +71,20 @@ func (ss *subscriptions) matching(prefix string) map[string][]string {
 			if strings.HasPrefix(uri, prefix) {
 				out[session] = append(out[session], uri)
 			}
+		}
+	}
+	return out
+}
+
+// subscribers returns the sessions subscribed to uri, with who
+// subscribed in each.
+func (ss *subscriptions) subscribers(uri string) map[string]tools.Caller {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	out := map[string]tools.Caller{}
+	for session, uris := range ss.subs {
+		if c, ok := uris[uri]; ok {
+			out[session] = c
 		}
 	}
 	return out

@@ -346,12 +346,16 @@ func (s *Server) Handler() http.Handler {
 // saying the server is shutting down.
 func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	h := s.newHTTP()
+	ln = newConnListener(ln, maxConns(), writeWait, func(open, refused int64) {
+		s.log.Warn("too many connections open at once; closing new ones", "open", open, "refused", refused)
+	})
 	srv := &http.Server{
 		Handler:           compress(h.mux),
 		ReadHeaderTimeout: min(10*time.Second, s.cfg.ReadTimeout),
 		// A request's body must arrive within ReadTimeout (the guard
 		// reads it whole); responses, such as event streams, are not
-		// bounded. Idle keep-alive connections are closed.
+		// bounded as a whole, but each write is (connListener). Idle
+		// keep-alive connections are closed.
 		ReadTimeout: s.cfg.ReadTimeout,
 		IdleTimeout: s.cfg.IdleTimeout,
 		ErrorLog:    log.New(slogWriter{s.log.With("transport", "http")}, "", 0),

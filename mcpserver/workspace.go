@@ -71,23 +71,32 @@ func (s *Server) readWorkspaceResource(ctx context.Context, req mcp.ReadResource
 		}
 		return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: mimeOf(p), Text: text}}, nil
 	}
-	return []mcp.ResourceContents{mcp.BlobResourceContents{URI: uri, MIMEType: "application/octet-stream", Blob: base64.StdEncoding.EncodeToString(data)}}, nil
+	// Bytes that are not text pass the filter as an artifact's do
+	// (filter.ApplyBytes): a sensitive value in their printable runs is
+	// masked in place (attack14 I7: a card number after one 0xFF byte
+	// was served as it was).
+	out := s.filter.ApplyBytes(data, filter.Options{})
+	var meta map[string]any
+	if out.Report.Masked > 0 {
+		meta = map[string]any{"codecell/filter": map[string]any{"masked": out.Report.Masked, "findings": out.Report.Findings,
+			"note": "sensitive values in this file's text were overwritten with '*'"}}
+	}
+	return []mcp.ResourceContents{mcp.BlobResourceContents{Meta: meta, URI: uri, MIMEType: "application/octet-stream", Blob: base64.StdEncoding.EncodeToString(out.Data)}}, nil
 }
 
 // workspaceFileSize returns the size of the caller's workspace file p, or
-// 0 when it has none (the read then says so).
+// 0 when it has none (the read then says so). It reads the file's row
+// alone: a listing of its path as a prefix read up to
+// max_workspace_files rows a read.
 func (s *Server) workspaceFileSize(ctx context.Context, p string) (int64, error) {
-	listing, err := s.cfg.Store.ListFiles(ctx, p)
-	if errors.Is(err, memory.ErrInvalidPath) {
+	fi, err := s.cfg.Store.StatFile(ctx, p)
+	switch {
+	case errors.Is(err, memory.ErrNotFound):
+		return 0, nil
+	case errors.Is(err, memory.ErrInvalidPath):
 		return 0, fmt.Errorf("%w: %v", errResourceNotFound, err)
-	}
-	if err != nil {
+	case err != nil:
 		return 0, fmt.Errorf("read workspace file: %w", err)
 	}
-	for _, f := range listing.Files {
-		if f.Path == p {
-			return f.Size, nil
-		}
-	}
-	return 0, nil
+	return fi.Size, nil
 }

@@ -183,3 +183,14 @@ func HoldDecoded(ctx context.Context, size int64, values int) error {
 func HoldJSON(ctx context.Context, b []byte) error {
 	return HoldDecoded(ctx, int64(len(b)), JSONValues(b, math.MaxInt))
 }
+
+type argsHolderKey struct{}
+
+// WithArgsHolder returns ctx whose validations of a tool's arguments
+// (Registry.Call, View.Call, View.ValidateContext) hold, with h, what the
+// arguments decode into before the schema's validator decodes them; h's
+// error fails the call as it is. Arguments a schema checks without
+// decoding them hold nothing.
+func WithArgsHolder(ctx context.Context, h DecodedHolder) context.Context {
+	return context.WithValue(ctx, argsHolderKey{}, h)
+}

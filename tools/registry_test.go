@@ -215,3 +215,51 @@ func TestSleepHonoursCancellation(t *testing.T) {
 		t.Fatalf("err %v, want canceled", err)
 	}
 }
+
+// TestArgumentsHeldWhileChecked (attack18 K10): arguments a schema must
+// decode to check are held, with the context's holder, for what they
+// decode into before they are decoded, and the holder's refusal fails
+// the call untouched; arguments checked by their shape alone hold
+// nothing.
+func TestArgumentsHeldWhileChecked(t *testing.T) {
+	t.Parallel()
+	r := newRegistry(t)
+	err := r.Register(tools.Tool{
+		Name:        "util.sum",
+		Summary:     "Add numbers.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"items":{"type":"array","items":{"type":"integer"}}},"required":["items"]}`),
+		Handler: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(`0`), nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []int64
+	refuse := errors.New("too much to hold")
+	ctx := tools.WithArgsHolder(t.Context(), func(_ context.Context, n int64) error {
+		held = append(held, n)
+		if n > 4<<20 {
+			return refuse
+		}
+		return nil
+	})
+	args := `{"items":[` + strings.Repeat("0,", 9999) + `0]}`
+	if _, err := r.Call(ctx, "util.sum", json.RawMessage(args)); err != nil {
+		t.Fatalf("10,000 values: %v", err)
+	}
+	if want := tools.DecodedSize(int64(len(args)), 10002); len(held) != 1 || held[0] != want {
+		t.Fatalf("held %v for arguments of 10,002 values, want [%d]", held, want)
+	}
+	big := `{"items":[` + strings.Repeat("0,", 99999) + `0]}`
+	if _, err := r.Call(ctx, "util.sum", json.RawMessage(big)); !errors.Is(err, refuse) {
+		t.Fatalf("arguments of 100,002 values past the holder: %v", err)
+	}
+	if err := r.View(tools.Caller{}).ValidateContext(ctx, "util.sum", json.RawMessage(big)); !errors.Is(err, refuse) {
+		t.Fatalf("checked alone, past the holder: %v", err)
+	}
+	held = nil
+	if _, err := r.Call(ctx, "util.echo", json.RawMessage(`{"text":"x","items":[`+strings.Repeat("0,", 99999)+`0]}`)); err != nil || len(held) != 0 {
+		t.Fatalf("util.echo, checked by its shape: %v, held %v", err, held)
+	}
+}

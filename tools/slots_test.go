@@ -73,3 +73,43 @@ func TestSlotsShare(t *testing.T) {
 		}
 	}
 }
+
+// TestSlotsYieldWhileWaiting: a call that waits for a slot gives back
+// what it holds of the results in flight (SlotWait) before it waits, and
+// takes it back once it has the slot; when it cannot, Acquire returns
+// the holder's error and the slot is free again (issue 19, sec19).
+func TestSlotsYieldWhileWaiting(t *testing.T) {
+	s := tools.NewSlots(1, 1)
+	ctx := tools.WithCaller(context.Background(), tools.Caller{Principal: "bob"})
+	release, _, err := s.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yielded := make(chan struct{})
+	var reclaimed int
+	refuse := errors.New("the share is held")
+	wctx := tools.WithSlotWait(ctx, func() func(context.Context) error {
+		close(yielded)
+		return func(context.Context) error { reclaimed++; return refuse }
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := s.Acquire(wctx)
+		done <- err
+	}()
+	<-yielded // it gave back what it held before it waited
+	release()
+	if err := <-done; !errors.Is(err, refuse) || reclaimed != 1 {
+		t.Fatalf("Acquire after the reclaim was refused: %v (reclaimed %d times)", err, reclaimed)
+	}
+	// The slot it took for the reclaim is free again; a call that gets a
+	// slot at once yields nothing.
+	r2, _, err := s.Acquire(tools.WithSlotWait(ctx, func() func(context.Context) error {
+		t.Error("yielded though a slot was free")
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2()
+}

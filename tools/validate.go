@@ -104,28 +104,41 @@ func newCompiler() *jsonschema.Compiler {
 // A document that is not JSON is one problem at the root, and so is one
 // whose validation would take more than MaxValidationSteps.
 func (s *Schema) Validate(doc json.RawMessage) []Problem {
+	ps, _ := s.validate(doc, nil)
+	return ps
+}
+
+// validate is Validate, which first calls hold, when not nil, with what
+// doc decodes into (DecodedSize) if it must be decoded, and returns
+// hold's error as it is.
+func (s *Schema) validate(doc json.RawMessage, hold func(n int64) error) ([]Problem, error) {
 	if s.fast != fastNone && s.fast.accepts(doc) || s.flat != nil && s.flat.accepts(doc) {
-		return nil // what they reject, the validator says why
+		return nil, nil // what they reject, the validator says why
+	}
+	if hold != nil {
+		if err := hold(DecodedSize(int64(len(doc)), JSONValues(doc, math.MaxInt))); err != nil {
+			return nil, err
+		}
 	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
-		return []Problem{{Path: "", Message: "arguments are not valid JSON: " + err.Error()}}
+		return []Problem{{Path: "", Message: "arguments are not valid JSON: " + err.Error()}}, nil
 	}
 	if p, ok := s.costly(v, len(doc)); ok {
-		return []Problem{{Path: "", Message: p}}
+		return []Problem{{Path: "", Message: p}}, nil
 	}
 	err = s.s.Validate(v)
 	if err == nil {
-		return nil
+		return nil, nil
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return []Problem{{Path: "", Message: err.Error()}}
+		return []Problem{{Path: "", Message: err.Error()}}, nil
 	}
 	var out []Problem
 	collect(ve, &out)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return dedupe(out)
+	return dedupe(out), nil
 }
 
 // newSchema returns the Schema of s, compiled from doc, decoded.

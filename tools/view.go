@@ -120,11 +120,17 @@ func (v *View) CategorySummary(name string) string { return v.summaries[name] }
 // Validate checks args against the named tool's input schema. It returns
 // an *Error with code CodeUnknownTool or CodeInvalidArguments, or nil.
 func (v *View) Validate(name string, args json.RawMessage) error {
+	return v.ValidateContext(context.Background(), name, args)
+}
+
+// ValidateContext is Validate, holding what the arguments decode into
+// with ctx's holder (WithArgsHolder) while they are checked.
+func (v *View) ValidateContext(ctx context.Context, name string, args json.RawMessage) error {
 	e, ok := v.entry(name)
 	if !ok {
 		return v.unknown(name)
 	}
-	return validateArgs(e, args)
+	return validateArgs(ctx, e, args)
 }
 
 // Call runs the named tool of the view as Registry.Call does. The view

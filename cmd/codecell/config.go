@@ -21,6 +21,7 @@ import (
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/filter"
+	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/openapi"
 	"github.com/codecell/codecell/tools/upstream"
@@ -85,6 +86,10 @@ type ServerConfig struct {
 	LoadWait Duration `toml:"load_wait"`
 	// ReadOnly keeps only the tools annotated read-only (config_access.go).
 	ReadOnly bool `toml:"read_only"`
+	// ListPageSize is how many entries one page of tools/list,
+	// prompts/list, resources/list and resources/templates/list holds
+	// (mcpserver.Config.ListPageSize).
+	ListPageSize int `toml:"list_page_size"`
 }
 
 // SandboxConfig holds the executor's pool and limits.
@@ -141,6 +146,10 @@ type LimitsConfig struct {
 	// one run, each result counted as what it decodes into.
 	ResultBytesInFlight       int64 `toml:"result_bytes_in_flight"`
 	ResultBytesInFlightPerRun int64 `toml:"result_bytes_in_flight_per_run"`
+	// BridgedListed is how many prompts of one bridged MCP server are
+	// served, and resources and templates listed, each
+	// (mcpserver.Config.BridgedListed).
+	BridgedListed int `toml:"bridged_listed"`
 	// MaxJournalBytes bounds what a run of protocol 2026-07-28 keeps to
 	// be replayed after input_required.
 	MaxJournalBytes int `toml:"max_journal_bytes"`
@@ -232,6 +241,7 @@ func defaultConfig() Config {
 			LogLevel:      "info",
 			LogFormat:     "text",
 			UpstreamWait:  Duration(2 * time.Second),
+			ListPageSize:  mcpserver.DefaultListPageSize,
 		},
 		// The executor's own defaults: it applies them to a zero Config,
 		// and this file, config.default.toml and docs/configuration.md say
@@ -262,6 +272,7 @@ func defaultConfig() Config {
 			MaxBodyBytes:              4 << 20,
 			ResultBytesInFlight:       256 << 20,
 			ResultBytesInFlightPerRun: 128 << 20,
+			BridgedListed:             mcpserver.DefaultBridgedListed,
 			MaxJournalBytes:           1 << 20, // engine.DefaultMaxJournalBytes
 			MaxPrincipalJournalBytes:  64 << 20,
 			MaxPrincipalPlanBytes:     8 << 20, // one plan of the largest size, sealed, and room for small ones
@@ -769,6 +780,8 @@ func (c *Config) validate(env func(string) string) []error {
 	positive("limits.max_body_bytes", l.MaxBodyBytes)
 	positive("limits.result_bytes_in_flight", l.ResultBytesInFlight)
 	positive("limits.result_bytes_in_flight_per_run", l.ResultBytesInFlightPerRun)
+	positive("limits.bridged_listed", int64(l.BridgedListed))
+	positive("server.list_page_size", int64(c.Server.ListPageSize))
 	positive("limits.max_journal_bytes", int64(l.MaxJournalBytes))
 	if l.MaxJournalBytes > c.Cache.MaxValueBytes {
 		bad("limits.max_journal_bytes", "%d is over cache.max_value_bytes %d: the store keeps a run's journal as a cache entry; raise cache.max_value_bytes too, or lower this", l.MaxJournalBytes, c.Cache.MaxValueBytes)

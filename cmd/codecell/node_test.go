@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,9 +85,18 @@ func TestTypeScriptSDK(t *testing.T) {
 func TestTypeScriptSDKDirectMode(t *testing.T) {
 	t.Parallel()
 	node(t)
-	out, err := runNode(t, 2*time.Minute, "direct.mjs", binary, "serve", "--expose", "both", "--catalog", filepath.Join("..", "catalog"))
+	// Pages of ten tools: the SDK's client follows nextCursor.
+	cfg := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(cfg, []byte("[server]\nlist_page_size = 10\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runNode(t, 2*time.Minute, "direct.mjs", binary, "serve", "--config", cfg, "--expose", "both", "--catalog", filepath.Join("..", "catalog"))
 	if err != nil || !strings.Contains(out, `"ok":true`) {
 		t.Fatalf("direct mode through the TypeScript SDK: %v\n%s", err, out)
+	}
+	var res struct{ Tools, Pages int }
+	if err := json.Unmarshal([]byte(out[strings.LastIndex(out, "{"):]), &res); err != nil || res.Pages < 2 || res.Tools <= 10 {
+		t.Errorf("tools/list through the TypeScript SDK in pages of ten: %+v %v\n%s", res, err, out)
 	}
 }
 

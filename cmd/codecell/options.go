@@ -370,6 +370,8 @@ func buildServer(cfg Config, store store, exec *executor.Executor, log *slog.Log
 		SearchEmbedder: searchEmb,
 		LoadWait:       cfg.Server.LoadWait.D(),
 		Bridge:         bridgeOf(up),
+		BridgedListed:  cfg.Limits.BridgedListed,
+		ListPageSize:   cfg.Server.ListPageSize,
 	}, reg)
 	if err != nil {
 		return nil, nil, err

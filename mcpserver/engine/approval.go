@@ -196,7 +196,7 @@ func (a *approvals) approve(ctx context.Context, c *Call) error {
 		return &tools.Error{Code: code, Tool: t.Name, Message: fmt.Sprintf(format, args...)}
 	}
 	// A call that would fail validation costs the user no prompt.
-	if err := a.reg.View(caller).Validate(c.Name, c.Args); err != nil {
+	if err := a.results.validateHeld(ctx, a.reg.View(caller), c); err != nil {
 		return err
 	}
 	if err := a.client.Can(ctx, t.Name, Elicitation); err != nil {

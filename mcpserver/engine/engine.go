@@ -225,7 +225,7 @@ func (e *Engine) stages() []stage {
 		rateLimit{limits: e.limits, metrics: e.metrics},
 		dataFlow{reg: e.reg, log: e.log},
 		binding{e.gate},
-		planner{reg: e.reg},
+		planner{reg: e.reg, results: e.results},
 		e.approvals,
 		observer{},
 	}

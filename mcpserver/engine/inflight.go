@@ -172,11 +172,34 @@ func (r *resultBytes) pass(ctx context.Context, c *Call, next next) (json.RawMes
 	}
 	// What the result decodes into, counted in values before it is
 	// decoded (tools.HoldDecoded): by the tool, of what it read from
-	// outside, and by the registry, of every tool's result.
-	ctx = tools.WithDecodedHolder(ctx, func(ctx context.Context, n int64) error {
-		return h.raise(ctx, n, fmt.Sprintf("this result of %s decodes into about %d bytes (its bytes and %d a JSON value)", c.Name, n, tools.DecodedValueBytes))
+	// outside, and by the registry, of every tool's result. Nothing is
+	// held while the tool waits for a slot of its own.
+	ctx = h.context(ctx, func(n int64) string {
+		return fmt.Sprintf("this result of %s decodes into about %d bytes (its bytes and %d a JSON value)", c.Name, n, tools.DecodedValueBytes)
 	})
+	ctx = tools.WithArgsHolder(ctx, h.argsHolder())
 	return next.call(ctx, c)
+}
+
+// argsHolder holds, with h, what a call's arguments decode into while
+// its tool's schema checks them: 30 calls at once of 2 MB arrays of
+// small values decoded into 300–400 MiB held by nothing (attack18 K10).
+func (h *holding) argsHolder() tools.DecodedHolder {
+	return func(ctx context.Context, n int64) error {
+		return h.raise(ctx, n, fmt.Sprintf("the arguments of %s decode into about %d bytes to be checked against its schema (their bytes and %d a JSON value): send fewer values in one call", h.c.Name, n, tools.DecodedValueBytes))
+	}
+}
+
+// validateHeld checks c's arguments for a stage that does so before the
+// call reserves anything (the approver, the planner), holding what they
+// decode into while they are checked.
+func (r *resultBytes) validateHeld(ctx context.Context, view *tools.View, c *Call) error {
+	if r == nil || c.Run == nil {
+		return view.ValidateContext(ctx, c.Name, c.Args)
+	}
+	h := &holding{r: r, c: c, run: c.Run.resultBudget(r.perRun), principal: c.Run.Caller.Principal}
+	defer h.giveBack()
+	return view.ValidateContext(tools.WithArgsHolder(ctx, h.argsHolder()), c.Name, c.Args)
 }
 
 // afterObserved returns giveBack, or when the result is being observed
@@ -209,8 +232,8 @@ func afterObserved(observed <-chan struct{}, giveBack func()) func() {
 // for errors; release gives back what is held, once the answer is sent.
 func (e *Engine) HoldOutsideRun(ctx context.Context, principal, what string) (_ context.Context, release func()) {
 	h := &holding{r: e.results, c: &Call{Name: what}, principal: principal}
-	ctx = tools.WithDecodedHolder(ctx, func(ctx context.Context, n int64) error {
-		return h.raise(ctx, n, fmt.Sprintf("this answer decodes into about %d bytes (its bytes and %d a JSON value)", n, tools.DecodedValueBytes))
+	ctx = h.context(ctx, func(n int64) string {
+		return fmt.Sprintf("this answer decodes into about %d bytes (its bytes and %d a JSON value)", n, tools.DecodedValueBytes)
 	})
 	return ctx, h.giveBack
 }
@@ -243,6 +266,41 @@ type holding struct {
 
 	mu   sync.Mutex
 	held int64
+	// what said what the call's last reservation was for, for a
+	// reclaim's error; reclaiming is set while one waits.
+	what       string
+	reclaiming bool
+}
+
+// yield gives back what the call holds while it waits for a slot of its
+// tool's (tools.SlotWait), and returns what takes it back, as a raise,
+// once it has the slot.
+func (h *holding) yield() func(context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n, what := h.held, h.what
+	if n == 0 {
+		return nil
+	}
+	h.giveBackLocked()
+	return func(ctx context.Context) error {
+		h.mu.Lock()
+		h.reclaiming = true
+		h.mu.Unlock()
+		defer func() {
+			h.mu.Lock()
+			h.reclaiming = false
+			h.mu.Unlock()
+		}()
+		return h.raise(ctx, n, what)
+	}
+}
+
+// context returns ctx with the call's tools.DecodedHolder, which raises
+// what it holds as the tool reads, and its tools.SlotWait.
+func (h *holding) context(ctx context.Context, raised func(n int64) string) context.Context {
+	ctx = tools.WithDecodedHolder(ctx, func(ctx context.Context, n int64) error { return h.raise(ctx, n, raised(n)) })
+	return tools.WithSlotWait(ctx, h.yield)
 }
 
 // raise holds n bytes in all, if more than the call holds already:
@@ -265,8 +323,11 @@ func (h *holding) raise(ctx context.Context, n int64, what string) error {
 			"%s, more than the %d bytes of results one run may have in flight (limits.result_bytes_in_flight_per_run) or one principal on the server (three quarters of limits.result_bytes_in_flight); ask for smaller results (a page, fewer fields), lower the source's max_response_bytes, or raise those limits",
 			what, min(r.perRun, r.server.each))}
 	}
-	raising := h.held > 0
-	if raising && !h.tryRaise(more) {
+	// A reclaim (yield) goes before fresh reservations as a raise does:
+	// the call has its slot, and what it gave back while it waited for
+	// it must not be taken by a call that would wait for a slot next.
+	raising := h.held > 0 || h.reclaiming
+	if h.held > 0 && !h.tryRaise(more) {
 		// A call waits holding nothing: calls that reserved their
 		// bound and wait to raise it cannot hold up each other. It has
 		// its result (or what it read so far) in hand, though, which is
@@ -279,7 +340,7 @@ func (h *holding) raise(ctx context.Context, n int64, what string) error {
 		// 1 GiB).
 		h.giveBackLocked()
 		more = n
-	} else if raising {
+	} else if h.held > 0 {
 		h.held = n
 		return nil
 	}
@@ -298,7 +359,7 @@ func (h *holding) raise(ctx context.Context, n int64, what string) error {
 		}
 		return r.waited(c, h.run == nil, n, limit, err)
 	}
-	h.held = n
+	h.held, h.what = n, what
 	return nil
 }
 

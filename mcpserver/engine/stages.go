@@ -168,14 +168,17 @@ func (b binding) pass(ctx context.Context, c *Call, next next) (json.RawMessage,
 // recorded call is checked as a real one would be, so that a plan holds
 // only calls that can run; a plan's writes are approved when they are
 // committed, not when recorded.
-type planner struct{ reg *tools.Registry }
+type planner struct {
+	reg     *tools.Registry
+	results *resultBytes
+}
 
 func (pl planner) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
 	p := c.Run.plan
 	if !p.records(c.Tool) {
 		return next.call(ctx, c)
 	}
-	if err := pl.reg.View(c.Run.Caller).Validate(c.Name, c.Args); err != nil {
+	if err := pl.results.validateHeld(ctx, pl.reg.View(c.Run.Caller), c); err != nil {
 		c.served = servedRejected
 		return nil, err
 	}

@@ -104,6 +104,28 @@ func (s *Store) ReadFile(ctx context.Context, p string) (memory.FileInfo, []byte
 	return fi, data, nil
 }
 
+// StatFile describes the caller's file at path p, reading no data and
+// no other file's row.
+func (s *Store) StatFile(ctx context.Context, p string) (memory.FileInfo, error) {
+	principal := tools.CallerFrom(ctx).Principal
+	if err := memory.ValidatePath(p); err != nil {
+		return memory.FileInfo{}, memory.PathToolError(err)
+	}
+	var fi memory.FileInfo
+	var c, u int64
+	var prov *string
+	err := s.db.QueryRow(ctx, `SELECT path, size, stored_size, sha256, created_at, updated_at, provenance FROM workspace_files
+		WHERE principal = $1 AND path = $2`, principal, p).Scan(&fi.Path, &fi.Size, &fi.StoredSize, &fi.SHA256, &c, &u, &prov)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memory.FileInfo{}, memory.NotFound("no file %s in the workspace; workspace.list() shows the files", p)
+	}
+	if err != nil {
+		return memory.FileInfo{}, fmt.Errorf("stat file %s: %w", p, err)
+	}
+	fi.CreatedAt, fi.UpdatedAt, fi.Provenance = fromMS(c), fromMS(u), provOf(prov)
+	return fi, nil
+}
+
 // ListFiles returns the caller's files whose path starts with prefix.
 func (s *Store) ListFiles(ctx context.Context, prefix string) (memory.WorkspaceListing, error) {
 	principal := tools.CallerFrom(ctx).Principal

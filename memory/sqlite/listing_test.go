@@ -20,6 +20,7 @@ func TestListingsReadNoRows(t *testing.T) {
 	}{
 		{"skills", listCallableSkillsQuery, []any{"alice", "", "", "alice", 101}},
 		{"workspace", listFilesQuery, []any{"alice", 0, ""}},
+		{"workspace file's stat", statFileQuery, []any{"alice", "a.txt"}},
 		{"results", `SELECT ` + resultColumns + ` FROM results WHERE principal = ? ORDER BY created_at DESC, id LIMIT ?`, []any{"alice", 100}},
 		{"results of a session", `SELECT ` + resultColumns + ` FROM results WHERE principal = ? AND session = ? ORDER BY created_at DESC, id LIMIT ?`, []any{"alice", "s", 100}},
 		{"results' eviction", `SELECT id, stored_size FROM results WHERE principal = ? AND id <> ? ORDER BY created_at, id LIMIT 1`, []any{"alice", "x"}},

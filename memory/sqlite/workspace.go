@@ -107,6 +107,30 @@ func (s *Store) ReadFile(ctx context.Context, p string) (memory.FileInfo, []byte
 	return fi, data, nil
 }
 
+// StatFile describes the caller's workspace file at path, reading no
+// data and no other file's row.
+func (s *Store) StatFile(ctx context.Context, p string) (memory.FileInfo, error) {
+	principal := tools.CallerFrom(ctx).Principal
+	if err := memory.ValidatePath(p); err != nil {
+		return memory.FileInfo{}, memory.PathToolError(err)
+	}
+	var fi memory.FileInfo
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		var c, u int64
+		var prov sql.NullString
+		err := tx.QueryRowContext(ctx, statFileQuery, principal, p).Scan(&fi.Path, &fi.Size, &fi.StoredSize, &fi.SHA256, &c, &u, &prov)
+		if errors.Is(err, sql.ErrNoRows) {
+			return memory.NotFound("no file %s in the workspace; workspace.list() shows the files", p)
+		}
+		fi.CreatedAt, fi.UpdatedAt, fi.Provenance = fromMS(c), fromMS(u), provenanceOf(prov)
+		return err
+	})
+	if err != nil {
+		return memory.FileInfo{}, err
+	}
+	return fi, nil
+}
+
 // ListFiles lists the caller's workspace files whose path starts with
 // prefix ("" for all), sorted by path. A prefix "notes" matches
 // "notes/a.md" and "notes.md".
@@ -166,6 +190,13 @@ func (s *Store) RemoveFile(ctx context.Context, p string) (bool, error) {
 	}
 	return removed, nil
 }
+
+// statFileQuery reads StatFile's file from the listings' index, as
+// listFilesQuery does: its row's columns after data sit behind the
+// file's overflow pages (an 8 MiB file's), and the planner would take
+// the primary key's index, which does not cover them.
+const statFileQuery = `SELECT path, size, stored_size, sha256, created_at, updated_at, provenance FROM workspace_files
+	INDEXED BY workspace_files_listing WHERE principal = ? AND path = ?`
 
 // listFilesQuery reads ListFiles' files: an index covers it (migration
 // 25), so that it reads no file's data.

@@ -52,6 +52,7 @@ type Backend interface {
 	ListExecutions(ctx context.Context, q memory.ExecutionQuery) ([]memory.Execution, error)
 	ListToolCalls(ctx context.Context, q memory.ToolCallQuery) ([]memory.ToolCall, error)
 	StatResult(ctx context.Context, id string) (memory.ResultInfo, error)
+	StatFile(ctx context.Context, path string) (memory.FileInfo, error)
 	ReadResult(ctx context.Context, id string, offset, length int64) (memory.ResultInfo, []byte, error)
 	ListResults(ctx context.Context, session string, limit int) ([]memory.ResultInfo, error)
 	DeleteResult(ctx context.Context, id string) error
@@ -260,6 +261,15 @@ func testWorkspace(t *testing.T, open Opener) {
 	}
 	_, _, err = st.ReadFile(bob, "notes/todo.md")
 	wantCode(t, err, memory.ErrNotFound)
+	if fi, err := st.StatFile(alice, "notes/todo.md"); err != nil || fi.Path != "notes/todo.md" || fi.Size != 10 || fi.SHA256 != memory.Hash([]byte("- shipped\n")) {
+		t.Fatalf("stat: %+v %v", fi, err)
+	}
+	_, err = st.StatFile(bob, "notes/todo.md")
+	wantCode(t, err, memory.ErrNotFound)
+	_, err = st.StatFile(alice, "notes")
+	wantCode(t, err, memory.ErrNotFound)
+	_, err = st.StatFile(alice, "../etc/passwd")
+	wantCode(t, err, memory.ErrInvalidPath)
 	_, _, err = st.WriteFile(alice, "../etc/passwd", []byte("x"))
 	wantCode(t, err, memory.ErrInvalidPath)
 	ls, err := st.ListFiles(alice, "notes/")

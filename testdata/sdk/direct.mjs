@@ -19,8 +19,19 @@ function childEnv() {
 const [command, ...args] = process.argv.slice(2);
 const client = new Client({ name: "codecell-direct-test", version: "1.0.0" });
 await client.connect(new StdioClientTransport({ command, args, stderr: "ignore", env: childEnv() }));
-const { tools } = await client.listTools();
+// tools/list is paged (server.list_page_size): a client follows
+// nextCursor, as hosts built on the SDK do.
+const tools = [];
+let pages = 0;
+for (let cursor; ; ) {
+  const page = await client.listTools(cursor ? { cursor } : {});
+  tools.push(...page.tools);
+  pages++;
+  if (!page.nextCursor) break;
+  cursor = page.nextCursor;
+}
 const names = tools.map(t => t.name);
+if (new Set(names).size !== names.length) throw new Error("tools/list listed a tool twice");
 for (const want of ["execute_code", "crm__search_contacts"]) {
   if (!names.includes(want)) throw new Error("tools/list lacks " + want);
 }
@@ -28,5 +39,5 @@ const result = await client.callTool({ name: "crm__search_contacts", arguments: 
 const text = (result.content || []).map(c => c.text).join("");
 if (result.isError) throw new Error("crm__search_contacts failed: " + text);
 if (!/⟦email:[0-9a-f]+⟧/.test(text) || text.includes("anna.lindqvist@northwind.se")) throw new Error("not filtered: " + text);
-console.log(JSON.stringify({ ok: true, tools: names.length, bytes: text.length }));
+console.log(JSON.stringify({ ok: true, tools: names.length, pages, bytes: text.length }));
 await client.close();

@@ -54,6 +54,12 @@ func TestYAMLAliasesAreBounded(t *testing.T) {
 		"in a list":     "x: [&a 1, *a]\n",
 		"after a dash":  "x:\n  - &a 1\n  - *a\n",
 		"after a tag":   "x: !!str &a 1\ny: *a\n",
+		// attack17 K4: a JSON-like key's value may follow its colon.
+		"after a quoted key's colon": "x: {\"k\":&a 1, \"l\": *a}\n",
+		"after a single-quoted key":  "x: {'k':&a 1, 'l': *a}\n",
+		// yaml.v3 breaks lines at NEL and the Unicode line separators.
+		"after a next line":      "x: [\u0085&a 1, *a]\n",
+		"after a line separator": "x: [\u2028&a 1, *a]\n",
 	} {
 		if !strings.Contains(doc, "&a") {
 			t.Fatal(name)

@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"fmt"
+	"strings"
 
 	yaml3 "github.com/oasdiff/yaml3"
 )
@@ -29,19 +30,25 @@ func maxAliasBytes(docBytes int) int64 {
 	return max(int64(docBytes)*aliasFactor, aliasFloor)
 }
 
-// mayHaveAnchors reports whether YAML text can hold an anchor: a '&' that
-// starts a token (at the start, or after a space, a line break or a
-// flow indicator) and is followed by a name. Text without one has no
-// aliases either (an alias of an unknown anchor is an error), so it need
-// not be parsed twice.
+// mayHaveAnchors reports whether YAML text can hold an anchor: a '&'
+// followed by a name, that does not continue a word. An anchor starts a
+// token: at the start, after a space or a line break — yaml.v3 breaks
+// lines at NEL and U+2028/U+2029 too —, after a flow indicator, or right
+// after the colon of a JSON-like key ({"k":&a v}, which attack17 K4 used
+// to get past a check that did not know it). So only a '&' after an
+// ASCII byte that can be none of these is left out: text without an
+// anchor has no aliases either (an alias of an unknown anchor is an
+// error), and need not be parsed twice. What else is let through is
+// parsed once more, no harm done.
 func mayHaveAnchors(data []byte) bool {
 	for i, c := range data {
 		if c != '&' || i+1 >= len(data) {
 			continue
 		}
 		if i > 0 {
-			switch data[i-1] {
-			case ' ', '\t', '\n', '\r', '[', '{', ',':
+			switch p := data[i-1]; {
+			case p >= 0x80: // the last byte of a line break, or of anything
+			case p == ' ', p == '\t', p == '\n', p == '\r', p == '[', p == '{', p == ',', p == ':':
 			default:
 				continue
 			}
@@ -59,11 +66,12 @@ func mayHaveAnchors(data []byte) bool {
 // than maxAliasBytes(len(data)) bytes to the JSON it becomes, or make
 // that JSON larger than MaxDocumentBytes. It fails too on an alias of a
 // value that holds it, which has no JSON form. A document the parser
-// refuses is left to the conversion, which reports why.
+// refuses is refused as the conversion would refuse it: left to the
+// conversion, a parser that read it otherwise would expand it unchecked.
 func checkAliases(data []byte) error {
 	var root yaml3.Node
 	if err := yaml3.Unmarshal(data, &root); err != nil {
-		return nil
+		return fmt.Errorf("%w: neither JSON nor YAML: %s", ErrDocument, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	m := &aliasMeter{sizes: map[*yaml3.Node]int64{}, visiting: map[*yaml3.Node]bool{}}
 	whole := m.size(&root)

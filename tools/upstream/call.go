@@ -28,6 +28,9 @@ func (u *upstream) call(ctx context.Context, orig, name string, args json.RawMes
 	ctx, cancel := context.WithTimeoutCause(ctx, u.timeout, errCallTimeout)
 	defer cancel()
 	release, atShare, err := u.slots.Acquire(ctx)
+	if te := (*tools.Error)(nil); errors.As(err, &te) {
+		return nil, err // the bytes it gave back while it waited (tools.SlotWait)
+	}
 	if err != nil {
 		while := fmt.Sprintf("while waiting for one of the %d calls in flight to it to finish", u.slots.Total())
 		if atShare {

@@ -321,6 +321,9 @@ func (u *upstream) forward(ctx context.Context, method string, params any) (json
 	defer cancel()
 	what := u.category + " " + method
 	release, _, err := u.slots.Acquire(ctx)
+	if te := (*tools.Error)(nil); errors.As(err, &te) {
+		return nil, err // the bytes it gave back while it waited (tools.SlotWait)
+	}
 	if err != nil {
 		return nil, u.ended(ctx, what, "")
 	}

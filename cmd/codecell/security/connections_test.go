@@ -1,8 +1,11 @@
 package security
 
 import (
+	"fmt"
 	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -52,6 +55,63 @@ func TestIdleAndSlowConnectionsAreClosed(t *testing.T) {
 	}
 	if !closed(slow) {
 		t.Error("a request whose body never arrives keeps its connection")
+	}
+	s.open(t, aliceToken).normal()
+}
+
+// TestUnreadAnswersLoseTheirConnection (attack17): anyone who can reach
+// the port — no token needed — pipelined requests to /healthz on
+// connections whose answers it never read, and each connection stayed
+// open for ever, its goroutine blocked in a write no deadline bounded,
+// keeping a descriptor of the server. Every write to a client now has a
+// deadline, so such connections are closed.
+func TestUnreadAnswersLoseTheirConnection(t *testing.T) {
+	t.Parallel()
+	// Idle connections are not what closes these.
+	s := start(t, "CODECELL_SERVER_IDLE_TIMEOUT=10m")
+	addr := strings.TrimPrefix(s.base, "http://")
+	pid := s.cmd.Process.Pid
+	descriptors := func() int {
+		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(fds)
+	}
+	before := descriptors()
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	// 40,000 answers of /healthz are more than the kernel buffers
+	// of a connection hold (4 MiB at most here): the server's write of
+	// the next one waits.
+	const conns, requests = 20, 40000
+	for range conns {
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		go func() {
+			c.SetWriteDeadline(time.Now().Add(time.Minute))
+			c.Write([]byte(strings.Repeat("GET /healthz HTTP/1.1\r\nHost: "+addr+"\r\n\r\n", requests)))
+		}()
+	}
+	// Every connection is open.
+	for deadline := time.Now().Add(30 * time.Second); descriptors() < before+conns; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the %d connections did not open: %d descriptors, %d before", conns, descriptors(), before)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Its answers fill it, and a write waits at most 10 s (and a
+	// second a MiB): then the connection goes.
+	deadline := time.Now().Add(90 * time.Second)
+	for descriptors() > before+conns/10 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d connections whose answers are never read still hold a descriptor after 90 s", descriptors()-before, conns)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	s.open(t, aliceToken).normal()
 }

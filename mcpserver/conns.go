@@ -1,0 +1,129 @@
+package mcpserver
+
+import (
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Connections. Every write to an HTTP client has a deadline, whoever
+// writes it: a client that stops reading fails the write and loses its
+// connection, rather than keeping a descriptor, a goroutine and the
+// answer for ever. Handlers that know better set their own deadline
+// (an answer's write waits writeWait of its size, an SSE event
+// sseWriteTimeout); when none is set, each write to the connection gets
+// writeWait of its own size. Before this, a connection that pipelined
+// requests to /healthz and never read its answers stayed open for ever,
+// its goroutine blocked in a write, counted in no bound (attack17).
+//
+// The number of connections open at once is bounded too, below the
+// process's descriptor limit, so that connections alone cannot take the
+// descriptors the store, the sandbox workers and the upstreams need.
+
+// maxConnsCap bounds the connections open at once whatever the
+// descriptor limit: each costs the server some 10 KiB at least.
+const maxConnsCap = 16384
+
+// maxConns is the connections the server keeps open at once: half the
+// process's descriptor limit, at most maxConnsCap, at least 64.
+func maxConns() int {
+	var lim syscall.Rlimit
+	n := maxConnsCap
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Cur/2 < uint64(n) {
+		n = int(lim.Cur / 2)
+	}
+	return max(n, 64)
+}
+
+// connListener bounds the connections open at once and gives each
+// write a deadline. Past the bound a connection is closed as soon as it
+// is accepted, so that the kernel's queue does not keep it either.
+type connListener struct {
+	net.Listener
+	max  int64
+	wait func(n int) time.Duration // the deadline of a write of n bytes
+	open atomic.Int64
+
+	mu      sync.Mutex
+	refused int64 // connections closed past the bound since the last warning
+	warned  time.Time
+	warn    func(open, refused int64)
+}
+
+func newConnListener(ln net.Listener, max int, wait func(int) time.Duration, warn func(open, refused int64)) *connListener {
+	return &connListener{Listener: ln, max: int64(max), wait: wait, warn: warn}
+}
+
+func (l *connListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.open.Add(1) > l.max {
+			l.open.Add(-1)
+			c.Close()
+			l.refusedOne()
+			continue
+		}
+		return &boundConn{Conn: c, l: l}, nil
+	}
+}
+
+// refusedOne counts a connection closed past the bound and warns at most
+// once a minute.
+func (l *connListener) refusedOne() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.refused++
+	if now := time.Now(); now.Sub(l.warned) >= time.Minute {
+		l.warned = now
+		if l.warn != nil {
+			l.warn(l.open.Load(), l.refused)
+		}
+		l.refused = 0
+	}
+}
+
+// boundConn is a connection whose writes have a deadline: its holder's,
+// when it set one, else wait of each write's size.
+type boundConn struct {
+	net.Conn
+	l        *connListener
+	explicit atomic.Bool // a write deadline was set and not cleared
+	closed   sync.Once
+}
+
+func (c *boundConn) Write(p []byte) (int, error) {
+	if !c.explicit.Load() {
+		c.Conn.SetWriteDeadline(time.Now().Add(c.l.wait(len(p))))
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *boundConn) SetWriteDeadline(t time.Time) error {
+	c.explicit.Store(!t.IsZero())
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func (c *boundConn) SetDeadline(t time.Time) error {
+	c.explicit.Store(!t.IsZero())
+	return c.Conn.SetDeadline(t)
+}
+
+// CloseWrite lets net/http half-close the connection after a request
+// whose body it did not read, as it does on a *net.TCPConn.
+func (c *boundConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+func (c *boundConn) Close() error {
+	err := c.Conn.Close()
+	c.closed.Do(func() { c.l.open.Add(-1) })
+	return err
+}
