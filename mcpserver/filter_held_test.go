@@ -74,20 +74,21 @@ func TestRunOutputFindingsHeld(t *testing.T) {
 
 // TestLLMFilteringHeld (K1): a prompt, and items to classify, are
 // refused for their size, then held — findings included — before they
-// are filtered, and the model is not asked.
+// are filtered, and the model is not asked. Under a per-run bound of 4
+// MiB, 4,000 addresses (6 MiB held) are refused, 200 pass.
 func TestLLMFilteringHeld(t *testing.T) {
 	t.Parallel()
 	cs := newChatServer(t, echo)
 	srv := newServer(t, mcpserver.Config{
 		LLM:    engine.LLMConfig{Provider: providerConfig(cs, "")},
-		Limits: engine.Limits{ResultBytesInFlightPerRun: 1 << 20},
+		Limits: engine.Limits{ResultBytesInFlightPerRun: 4 << 20},
 	})
 	for _, tc := range []struct {
 		name, code, code2, mention string
 	}{
-		{"a prompt of many addresses", `return await llm.call(` + addresses(2000) + `)`, "result_bytes_limit", "findings"},
-		{"a system prompt of many addresses", `return await llm.call({prompt: "hi", system: ` + addresses(2000) + `})`, "result_bytes_limit", "findings"},
-		{"items of many addresses", `return await llm.classify([` + addresses(2000) + `.split(" ").map(email => ({email}))], ["a", "b"])`, "result_bytes_limit", "findings"},
+		{"a prompt of many addresses", `return await llm.call(` + addresses(4000) + `)`, "result_bytes_limit", "findings"},
+		{"a system prompt of many addresses", `return await llm.call({prompt: "hi", system: ` + addresses(4000) + `})`, "result_bytes_limit", "findings"},
+		{"items of many addresses", `return await llm.classify([` + addresses(4000) + `.split(" ").map(email => ({email}))], ["a", "b"])`, "result_bytes_limit", "findings"},
 		{"a prompt too long", `return await llm.call("x".repeat(1200000))`, "invalid_arguments", "filter.max_budget_bytes"},
 		{"items too long", `return await llm.classify(["x".repeat(1200000)], ["a", "b"])`, "invalid_arguments", "filter.max_budget_bytes"},
 		{"a stop sequence too long", `return await llm.call({prompt: "hi", stopSequences: [` + addresses(2000) + `]})`, "invalid_arguments", "stopSequences[0]"},

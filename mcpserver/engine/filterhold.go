@@ -30,22 +30,30 @@ const textCopies = 3
 // filterHold is what one filtering of a program's text or JSON holds of
 // the results in flight of its run and principal.
 type filterHold struct {
-	ctx  context.Context
-	h    *holding
-	base int64  // its bytes and values, held before filtering
-	what string // what is filtered, for errors: "the prompt"
+	ctx    context.Context
+	h      *holding
+	shared bool   // h is the call's own (Call.held), given back with it
+	base   int64  // its bytes and values, held before filtering
+	what   string // what is filtered, for errors: "the prompt"
 }
 
 // holdFiltering holds, for call c, what filtering what — size bytes of a
 // program's, holding values JSON values (0 for a text) — takes before
 // its findings, waiting within ctx as a call's result does; release
-// gives it back.
+// gives it back. A call that holds bytes of its own already (Call.held:
+// a runtime tool's, its arguments' decoded size while they were
+// checked, gone since) raises that hold: held apart, the filtering could
+// wait for its own call's bytes until the run's deadline.
 func (r *resultBytes) holdFiltering(ctx context.Context, c *Call, what string, size int64, values int) (*filterHold, error) {
 	fh := &filterHold{
-		ctx:  ctx,
-		h:    &holding{r: r, c: c, run: c.Run.resultBudget(r.perRun), principal: c.Run.Caller.Principal},
-		base: textCopies*size + int64(values)*tools.DecodedValueBytes,
-		what: what,
+		ctx:    ctx,
+		h:      c.held,
+		shared: c.held != nil,
+		base:   textCopies*size + int64(values)*tools.DecodedValueBytes,
+		what:   what,
+	}
+	if fh.h == nil {
+		fh.h = &holding{r: r, c: c, run: c.Run.resultBudget(r.perRun), principal: c.Run.Caller.Principal}
 	}
 	if err := fh.h.raise(ctx, fh.base, fmt.Sprintf("%s is %s, which the server holds as about %s while it filters it (%d copies of the bytes and %d bytes a JSON value)",
 		what, formatSize(size), formatSize(fh.base), textCopies, tools.DecodedValueBytes)); err != nil {
@@ -62,8 +70,13 @@ func (fh *filterHold) findings(n int64) error {
 		fh.what, formatSize(need), filter.FindingBytes, filter.RepeatBytes, formatSize(fh.base)))
 }
 
-// release gives back what the filtering held.
-func (fh *filterHold) release() { fh.h.giveBack() }
+// release gives back what the filtering held, unless the call gives it
+// back with its own.
+func (fh *filterHold) release() {
+	if !fh.shared {
+		fh.h.giveBack()
+	}
+}
 
 // heldError is the error of a filtering for tool that its hold stopped
 // (a *filter.FindingsError, or the hold's own): the hold's

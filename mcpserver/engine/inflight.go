@@ -157,6 +157,7 @@ func (r *resultBytes) pass(ctx context.Context, c *Call, next next) (json.RawMes
 		return next.call(ctx, c)
 	}
 	h := &holding{r: r, c: c, run: c.Run.resultBudget(r.perRun), principal: c.Run.Caller.Principal}
+	c.held = h
 	c.releases = append(c.releases, func() {
 		giveBack := afterObserved(c.observed, h.giveBack)
 		if c.handOff != nil && c.delivered {
