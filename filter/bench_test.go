@@ -458,3 +458,128 @@ func BenchmarkParseJSON(b *testing.B) {
 	}
 	cpu.report(b, len(doc))
 }
+
+// BenchmarkOnePrefix is attack16 J1's shape: 250 values of one letter,
+// 6 to 255 bytes long, then 1 MiB of that letter to filter. "flow": the
+// values are passwords a tool returned (the known-value stage); "sweep":
+// they are passwords the result itself holds, without a flow (the sweep);
+// "adds": 1,000 tool results of one new value each, each followed by a
+// 100-byte log line filtered, the flow's index growing between searches;
+// "long": one value of 100 KB, its first 256 bytes everywhere in 1 MiB;
+// "provenance" and "knownin": Flow.Provenance and Flow.KnownIn of 256 KB
+// of the letter, the 250 values echoed.
+// cpu-ms/op is this process's CPU per operation.
+func BenchmarkOnePrefix(b *testing.B) {
+	f, v := benchFilter(b)
+	var rows []any
+	for l := 6; l < 256; l++ {
+		rows = append(rows, map[string]any{"password": strings.Repeat("a", l)})
+	}
+	rowsJSON, _ := json.Marshal(rows)
+	text, _ := json.Marshal(strings.Repeat("a", 1<<20))
+	b.Run("flow", func(b *testing.B) {
+		fl, err := f.NewFlow(FlowOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		fl.Observe("util.echo", rowsJSON, Provenance{})
+		b.SetBytes(int64(len(text)))
+		cpu := startCPU()
+		for b.Loop() {
+			if _, err := f.Apply(Input{Result: text}, Options{Vault: v, Flow: fl}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu.reportMS(b)
+	})
+	b.Run("sweep", func(b *testing.B) {
+		// Values that each end in a "b", where none matches.
+		var rows []any
+		for l := 5; l < 255; l++ {
+			rows = append(rows, map[string]any{"password": strings.Repeat("a", l) + "b"})
+		}
+		doc, _ := json.Marshal(map[string]any{"rows": rows, "text": strings.Repeat("a", 1<<20)})
+		b.SetBytes(int64(len(doc)))
+		cpu := startCPU()
+		for b.Loop() {
+			if _, err := f.Apply(Input{Result: doc}, Options{Vault: v}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu.reportMS(b)
+	})
+	b.Run("long", func(b *testing.B) {
+		// One password of 100 KB: "a"s and a "b".
+		fl, err := f.NewFlow(FlowOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		row, _ := json.Marshal(map[string]any{"password": strings.Repeat("a", 100000) + "b"})
+		fl.Observe("util.echo", row, Provenance{})
+		b.SetBytes(int64(len(text)))
+		cpu := startCPU()
+		for b.Loop() {
+			if _, err := f.Apply(Input{Result: text}, Options{Vault: v, Flow: fl}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu.reportMS(b)
+	})
+	// What a store keeps with 256 KB of that letter (Provenance), and the
+	// secrets it holds (KnownIn).
+	fl, err := f.NewFlow(FlowOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fl.Observe("util.echo", rowsJSON, Provenance{})
+	data, _ := json.Marshal(map[string]any{"body": strings.Repeat("a", 1<<18)})
+	b.Run("provenance", func(b *testing.B) {
+		cpu := startCPU()
+		for b.Loop() {
+			fl.Provenance(data)
+		}
+		cpu.reportMS(b)
+	})
+	b.Run("knownin", func(b *testing.B) {
+		cpu := startCPU()
+		for b.Loop() {
+			fl.KnownIn(data)
+		}
+		cpu.reportMS(b)
+	})
+	// "adds-crowded": the same with values of one head and 50 lengths.
+	for _, mode := range []string{"adds", "adds-crowded"} {
+		b.Run(mode, func(b *testing.B) {
+			addValues(b, f, v, mode == "adds-crowded")
+		})
+	}
+}
+
+func addValues(b *testing.B, f *Filter, v *Vault, crowded bool) {
+	r := rand.New(rand.NewPCG(3, 4))
+	line := sentence(r, 15)
+	cpu := startCPU()
+	for b.Loop() {
+		fl, err := f.NewFlow(FlowOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range 1000 {
+			value := fmt.Sprintf("secret-%08x-%d", r.Uint64(), i)
+			if crowded {
+				value = fmt.Sprintf("tok_live%s%05d", strings.Repeat("z", i%50), i)
+			}
+			res, _ := json.Marshal(map[string]any{"password": value})
+			fl.Observe("util.echo", res, Provenance{})
+			f.ApplyText(line, Options{Vault: v, Flow: fl})
+		}
+	}
+	cpu.reportMS(b)
+}
+
+// reportMS adds cpu-ms/op.
+func (c cpuTimer) reportMS(b *testing.B) {
+	if used := processCPU() - c.start; used > 0 && b.N > 0 {
+		b.ReportMetric(float64(used.Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+	}
+}

@@ -37,16 +37,17 @@ func (fl *Flow) KnownIn(data []byte) []Known {
 		seen = map[int32]bool{}
 		ixs  = []*valueIndex{&fl.sens}
 	)
+	v.dedupe = true
 	look := func(s string) {
 		v.plainOnly = false
-		v.search(s, nil, ixs, fl.table(), false, func(m knownMatch) bool {
+		v.search(s, nil, ixs, fl.table(), false, func(m knownMatch) matchVerdict {
 			if !seen[m.id] {
 				seen[m.id] = true
 				if info := fl.sensOf(m.id); info != nil {
 					out = append(out, Known{Class: info.class, Confidence: info.conf, Value: info.raw})
 				}
 			}
-			return true
+			return matchNext
 		})
 	}
 	var walk func(n *node)
@@ -79,6 +80,7 @@ func (fl *Flow) ObserveKnown(source string, known []Known, from Provenance) {
 	}
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
+	defer fl.flushIndexes()
 	srcs := fl.sourceBit(source)
 	for _, s := range from.sources {
 		srcs |= fl.sourceBit(s)

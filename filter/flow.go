@@ -244,6 +244,7 @@ func (fl *Flow) observeTree(srcs uint64, root *node, ruled bool, sc *scope) {
 
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
+	defer fl.flushIndexes()
 	// Sensitive values first, then the others, then what only saves time.
 	hint := len(obs.sensitive) + len(obs.tracked)
 	if len(fl.values) == 0 {
@@ -489,6 +490,13 @@ func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte,
 	fl.bytes += cost
 }
 
+// flushIndexes builds the automata of the values just added; the caller
+// holds the write lock.
+func (fl *Flow) flushIndexes() {
+	fl.all.flush()
+	fl.sens.flush()
+}
+
 // flowTable is the valueTable of a flow; the caller holds its lock.
 type flowTable Flow
 
@@ -706,6 +714,7 @@ func (fl *Flow) Check(dest string, args json.RawMessage) error {
 		root = node{kind: kindString, str: string(args)}
 	}
 	c := checker{fl: fl, dest: dest, fm: fm}
+	c.v.dedupe = true // which value is found first does not matter, nor where
 	c.node(&root)
 	if c.err != nil {
 		return c.err
@@ -766,10 +775,10 @@ func (c *checker) node(n *node) {
 // text checks one string, number or key.
 func (c *checker) text(s string, inKey bool) {
 	fl := c.fl
-	c.v.search(s, nil, []*valueIndex{&fl.all}, fl.table(), true, func(m knownMatch) bool {
+	c.v.search(s, nil, []*valueIndex{&fl.all}, fl.table(), true, func(m knownMatch) matchVerdict {
 		srcs := fl.values[m.id].srcs & c.fm.mask
 		if srcs == 0 {
-			return true
+			return matchNext
 		}
 		id := lowestBit(srcs)
 		source := fl.sources[id]
@@ -782,7 +791,7 @@ func (c *checker) text(s string, inKey bool) {
 			}
 		}
 		c.err = &FlowError{Rule: fl.rules[c.fm.rules[id]], Source: source, Tool: c.dest, Path: reportPointer(c.path), InKey: inKey, Encoding: m.enc.String()}
-		return false
+		return matchStop
 	})
 }
 
@@ -790,9 +799,9 @@ func (c *checker) text(s string, inKey bool) {
 // detectors find, which a path in an error may not show.
 func (c *checker) holdsKnown(key string) bool {
 	found := false
-	c.v.search(key, nil, []*valueIndex{&c.fl.all}, c.fl.table(), true, func(knownMatch) bool {
+	c.v.search(key, nil, []*valueIndex{&c.fl.all}, c.fl.table(), true, func(knownMatch) matchVerdict {
 		found = true
-		return false
+		return matchStop
 	})
 	return found || len(ScanString(key)) > 0
 }
@@ -819,10 +828,11 @@ func (fl *Flow) Provenance(data []byte) Provenance {
 		walk func(n *node)
 	)
 	ixs := []*valueIndex{&fl.all}
+	v.dedupe = true
 	search := func(s string) {
-		v.search(s, nil, ixs, fl.table(), true, func(m knownMatch) bool {
+		v.search(s, nil, ixs, fl.table(), true, func(m knownMatch) matchVerdict {
 			srcs |= fl.values[m.id].srcs
-			return true
+			return matchNext
 		})
 	}
 	walk = func(n *node) {

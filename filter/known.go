@@ -160,6 +160,58 @@ type valueIndex struct {
 	heads6 map[uint64]int32 // first 6 bytes → group+1, for values of 6 or 7 bytes
 	groups []indexGroup
 	nodes  []indexNode
+	// crowd holds the heads of 8 bytes with more than crowdLimit groups
+	// (lengths): their values are found by the automata of levels,
+	// in one step a byte, not by a lookup a length a position.
+	crowd  map[uint64]bool
+	levels []acLevel
+	// pendPats and pendIDs are the values of crowded heads added since
+	// the last flush.
+	pendPats []string
+	pendIDs  []int32
+}
+
+// crowdLimit is the number of lengths of one head looked up one by one
+// at a position; a head with more is searched by automaton.
+const crowdLimit = 4
+
+// acLevel is a set of the values of crowded heads and its automaton.
+// The values of a batch of adds make a new level, merged (and its
+// automaton rebuilt) with the one before it as long as it is as large:
+// a value is in O(log n) builds, and a search walks O(log n) automata
+// (Bentley and Saxe's logarithmic method).
+type acLevel struct {
+	pats []string
+	ids  []int32
+	ac   *revAC
+}
+
+// addCrowded adds a value of a crowded head to those flush puts in the
+// automata.
+func (ix *valueIndex) addCrowded(pat string, id int32) {
+	ix.pendPats = append(ix.pendPats, pat)
+	ix.pendIDs = append(ix.pendIDs, id)
+}
+
+// flush makes the values added to crowded heads since the last flush a
+// level, merged with the levels before it as long as it is as large, and
+// builds its automaton. The writer of an index flushes it at the end of
+// a batch of adds (a result observed); until then, find looks every
+// length up one by one.
+func (ix *valueIndex) flush() {
+	if len(ix.pendPats) == 0 {
+		return
+	}
+	ix.levels = append(ix.levels, acLevel{pats: ix.pendPats, ids: ix.pendIDs})
+	ix.pendPats, ix.pendIDs = nil, nil
+	for n := len(ix.levels); n >= 2 && len(ix.levels[n-1].pats) >= len(ix.levels[n-2].pats); n-- {
+		prev, last := &ix.levels[n-2], ix.levels[n-1]
+		prev.pats = append(prev.pats, last.pats...)
+		prev.ids = append(prev.ids, last.ids...)
+		ix.levels = ix.levels[:n-1]
+	}
+	last := &ix.levels[len(ix.levels)-1]
+	last.ac = newRevAC(last.pats, last.ids)
 }
 
 // indexGroup holds the values of one head and one length: a chain of
@@ -214,7 +266,8 @@ func (ix *valueIndex) add(pat string, id int32, tab valueTable, hint int) {
 	for g != 0 && int(ix.groups[g-1].length) != len(pat) {
 		g = ix.groups[g-1].next
 	}
-	if g == 0 {
+	newGroup := g == 0
+	if newGroup {
 		ix.groups = append(ix.groups, indexGroup{length: int32(len(pat)), next: heads[k]})
 		g = int32(len(ix.groups))
 		heads[k] = g
@@ -237,6 +290,30 @@ func (ix *valueIndex) add(pat string, id int32, tab valueTable, hint int) {
 		}
 	}
 	ix.set(k & (1<<48 - 1))
+	if len(pat) < 8 {
+		return
+	}
+	switch {
+	case ix.crowd[k]:
+		ix.addCrowded(pat, id)
+	case newGroup:
+		n := 0
+		for h := heads[k]; h != 0; h = ix.groups[h-1].next {
+			n++
+		}
+		if n <= crowdLimit {
+			return
+		}
+		if ix.crowd == nil {
+			ix.crowd = map[uint64]bool{}
+		}
+		ix.crowd[k] = true
+		for h := heads[k]; h != 0; h = ix.groups[h-1].next {
+			for nd := ix.groups[h-1].first; nd != 0; nd = ix.nodes[nd-1].next {
+				ix.addCrowded(tab.pattern(ix.nodes[nd-1].id), ix.nodes[nd-1].id)
+			}
+		}
+	}
 }
 
 // load6s and load8s are load6 and binary.LittleEndian.Uint64 of a string.
@@ -269,30 +346,223 @@ type valueTable interface {
 }
 
 // find calls emit for every value that occurs in the folded text t, with
-// its bounds in t, until emit returns false.
-func (ix *valueIndex) find(t []byte, tab valueTable, emit func(start, end int, id int32) bool) bool {
+// its bounds in t, by start, until emit returns findStop. At a start,
+// values come longest first (ties by id) from the automata, and emit
+// returns the shortest end still wanted there: a shorter value is then
+// not reported (the values of one length all are). With segs (the ends of
+// the segments of t, increasing), a value emit took in a segment
+// (returned neither findHere nor findStop) is not reported again there
+// (the automata's values: those of the other heads, at most crowdLimit
+// lengths a position, are). With letters, values of letters only are not
+// reported at a start where letters says they cannot count.
+func (ix *valueIndex) find(t []byte, tab valueTable, segs []int, letters func(a int) bool, fs *findScratch, emit func(start, end int, id int32) int) bool {
 	if ix.n == 0 {
 		return true
 	}
-	for i := 0; i+minKnownLen <= len(t); i++ {
-		k6 := load6(t[i:])
-		h := ix.hash(k6)
-		if ix.bits[h/64]&(1<<(h%64)) == 0 {
-			continue
+	if len(ix.levels) == 0 || len(ix.pendPats) > 0 {
+		// Every length looked up (values added and not flushed yet are
+		// in no automaton).
+		for i := 0; i+minKnownLen <= len(t); i++ {
+			k6 := load6(t[i:])
+			h := ix.hash(k6)
+			if ix.bits[h/64]&(1<<(h%64)) == 0 {
+				continue
+			}
+			if i+8 <= len(t) && !ix.findGroups(t, i, ix.heads8[binary.LittleEndian.Uint64(t[i:])], tab, emit) {
+				return false
+			}
+			if !ix.findGroups(t, i, ix.heads6[k6], tab, emit) {
+				return false
+			}
 		}
-		if i+8 <= len(t) && !ix.findGroups(t, i, ix.heads8[binary.LittleEndian.Uint64(t[i:])], tab, emit) {
-			return false
+		return true
+	}
+	seg := 0
+	if segs != nil {
+		clear(fs.seen)
+	}
+	for c0 := 0; c0+minKnownLen <= len(t); c0 += findChunk {
+		c1 := min(len(t)-minKnownLen+1, c0+findChunk)
+		// The positions where a value may start, and where one of a
+		// crowded head may.
+		fs.hits, fs.pos = fs.hits[:0], fs.pos[:0]
+		for i := c0; i < c1; i++ {
+			k6 := load6(t[i:])
+			h := ix.hash(k6)
+			if ix.bits[h/64]&(1<<(h%64)) == 0 {
+				continue
+			}
+			hit := findHit{at: int32(i), g6: ix.heads6[k6], crowded: -1}
+			if i+8 <= len(t) {
+				k8 := binary.LittleEndian.Uint64(t[i:])
+				if ix.crowd[k8] {
+					hit.crowded = int32(len(fs.pos))
+					fs.pos = append(fs.pos, int32(i))
+				} else {
+					hit.g8 = ix.heads8[k8]
+				}
+			}
+			if hit.g6 != 0 || hit.g8 != 0 || hit.crowded >= 0 {
+				fs.hits = append(fs.hits, hit)
+			}
 		}
-		if !ix.findGroups(t, i, ix.heads6[k6], tab, emit) {
-			return false
+		if len(fs.pos) > 0 {
+			fs.states = slices.Grow(fs.states[:0], len(ix.levels))[:len(ix.levels)]
+			for l := range ix.levels {
+				fs.states[l] = acStates(ix.levels[l].ac, t, len(t), fs.pos, fs.states[l])
+			}
+		}
+		for _, hit := range fs.hits {
+			i := int(hit.at)
+			if segs != nil {
+				for seg < len(segs) && i >= segs[seg] {
+					seg++
+					clear(fs.seen)
+				}
+			}
+			want := 0
+			if hit.crowded >= 0 {
+				if want = ix.findLevels(i, int(hit.crowded), letters == nil || letters(i), segs != nil, fs, emit); want < 0 {
+					return false
+				}
+			}
+			if hit.g8 != 0 && !ix.findGroups(t, i, hit.g8, tab, emit) {
+				return false
+			}
+			// The heads of 6 bytes hold values of 6 or 7 bytes, shorter
+			// than those of the automata.
+			if hit.g6 != 0 && (want == 0 || i+7 >= want) && !ix.findGroups(t, i, hit.g6, tab, emit) {
+				return false
+			}
 		}
 	}
 	return true
 }
 
+// findChunk is the number of positions find looks at before walking the
+// automata over them: a walk starts over at most once a chunk.
+const findChunk = 4096
+
+// findScratch is what find reuses from one text to the next.
+type findScratch struct {
+	hits   []findHit
+	pos    []int32   // positions of crowded heads
+	states [][]int32 // by level, the state at each of pos
+	cur    []int32   // by level, the next node of outputs at a position
+	depth  []int     // and its depth, or 0
+	walk   []walked  // the nodes reported at a position, with dedupe
+	tail   []bool
+	seen   map[uint64]bool
+}
+
+type findHit struct {
+	at      int32
+	g6, g8  int32 // groups+1 of heads of 6 and (not crowded) 8 bytes
+	crowded int32 // index in findScratch.pos, or -1
+}
+
+// findLevels calls emit for the values of the automata that start at
+// t[i:], the k-th crowded position, longest first across the levels, and
+// returns the shortest end still wanted there, or -1 when emit stopped.
+// Without letters, values of letters only are passed over. With dedupe, a
+// node whose values and chain after it were all taken at an earlier start
+// (emit returned no findHere) is passed over with its chain.
+func (ix *valueIndex) findLevels(i, k int, letters, dedupe bool, fs *findScratch, emit func(start, end int, id int32) int) int {
+	fs.cur = slices.Grow(fs.cur[:0], len(ix.levels))[:len(ix.levels)]
+	fs.depth = slices.Grow(fs.depth[:0], len(ix.levels))[:len(ix.levels)]
+	for l := range ix.levels {
+		ac := ix.levels[l].ac
+		u := ac.out(fs.states[l][k])
+		if !letters {
+			u = ac.nl[u]
+		}
+		fs.cur[l], fs.depth[l] = u, 0
+		if u != 0 {
+			fs.depth[l] = ac.depth(u)
+		}
+	}
+	fs.walk = fs.walk[:0]
+	flag := uint64(0)
+	if letters {
+		flag = 1 << 31
+	}
+	want := 0
+	for {
+		best, depth := -1, 0
+		for l, d := range fs.depth {
+			if d > depth {
+				best, depth = l, d
+			}
+		}
+		if best < 0 || i+depth < want {
+			break
+		}
+		ac := ix.levels[best].ac
+		u := fs.cur[best]
+		next := ac.dict[u]
+		if !letters {
+			next = ac.nl[next]
+		}
+		if dedupe && fs.seen[uint64(best)<<32|flag|uint64(u)] {
+			next = 0 // it and the rest of its chain were taken before
+		} else {
+			ok := true
+			for e := ac.term[u]; e != 0; e = ac.next[e-1] {
+				w := emit(i, i+depth, ac.ids[e-1])
+				if w == findHere {
+					ok = false
+					continue
+				}
+				if w == findStop {
+					return findStop
+				}
+				want = max(want, w)
+			}
+			if dedupe {
+				fs.walk = append(fs.walk, walked{level: int32(best), node: u, ok: ok})
+			}
+		}
+		fs.cur[best], fs.depth[best] = next, 0
+		if next != 0 {
+			fs.depth[best] = ac.depth(next)
+		}
+	}
+	if dedupe && len(fs.walk) > 0 {
+		// A node is taken for good when it and every node after it in its
+		// chain were: from the end of each level's walk backwards.
+		fs.tail = slices.Grow(fs.tail[:0], len(ix.levels))[:len(ix.levels)]
+		for l := range fs.tail {
+			fs.tail[l] = true
+		}
+		if fs.seen == nil {
+			fs.seen = map[uint64]bool{}
+		}
+		for j := len(fs.walk) - 1; j >= 0; j-- {
+			w := fs.walk[j]
+			if fs.tail[w.level] = fs.tail[w.level] && w.ok; fs.tail[w.level] {
+				fs.seen[uint64(w.level)<<32|flag|uint64(w.node)] = true
+			}
+		}
+	}
+	return want
+}
+
+// What emit returns to find besides the shortest end it wants: stop, or
+// that it passed over a value at this start only (a word that does not
+// start or end there).
+const (
+	findStop = -1
+	findHere = -2
+)
+
+type walked struct {
+	level, node int32
+	ok          bool
+}
+
 // findGroups calls emit for the values of the groups from g on that
 // occur at t[i:].
-func (ix *valueIndex) findGroups(t []byte, i int, g int32, tab valueTable, emit func(start, end int, id int32) bool) bool {
+func (ix *valueIndex) findGroups(t []byte, i int, g int32, tab valueTable, emit func(start, end int, id int32) int) bool {
 	for ; g != 0; g = ix.groups[g-1].next {
 		grp := &ix.groups[g-1]
 		end := i + int(grp.length)
@@ -302,14 +572,14 @@ func (ix *valueIndex) findGroups(t []byte, i int, g int32, tab valueTable, emit 
 		w := t[i:end]
 		if grp.byPat != nil {
 			for nd := grp.byPat[string(w)]; nd != 0; nd = ix.nodes[nd-1].same {
-				if !emit(i, end, ix.nodes[nd-1].id) {
+				if emit(i, end, ix.nodes[nd-1].id) == findStop {
 					return false
 				}
 			}
 			continue
 		}
 		for nd := grp.first; nd != 0; nd = ix.nodes[nd-1].next {
-			if id := ix.nodes[nd-1].id; tab.pattern(id) == string(w) && !emit(i, end, id) {
+			if id := ix.nodes[nd-1].id; tab.pattern(id) == string(w) && emit(i, end, id) == findStop {
 				return false
 			}
 		}
@@ -325,8 +595,22 @@ type knownMatch struct {
 	enc        encoding
 }
 
+// matchVerdict is what the receiver of a match says of it.
+type matchVerdict uint8
+
+const (
+	matchNext  matchVerdict = iota // go on
+	matchTaken                     // kept: a shorter match at its start is not wanted
+	matchStop                      // stop the search
+)
+
 // viewer makes the views of texts, reusing its buffers.
 type viewer struct {
+	fs   findScratch
+	long longMatcher
+	// dedupe lets the search report a value once a view (or decoding)
+	// for a receiver to whom where it is does not matter.
+	dedupe bool
 	// plainOnly limits the next search to the plain view.
 	plainOnly bool
 	folded    []byte
@@ -336,37 +620,57 @@ type viewer struct {
 	dsrc      []int32 // for each decoded byte, the offset of its source in s
 	dend      []int32 // and the end of its source
 	segs      []runSeg
+	segEnds   []int
 	b64raw    []byte
 }
 
 // search calls emit for every value of the indexes that occurs in s, in
-// any view, until emit returns false. Matches of the plain and URL views
-// come with their exact bounds in s (a value longer than maxPatternLen
-// with all of it when all of it is there); matches in an encoded run span
-// the run. The same value may be reported more than once. Runs that
-// overlap a region of skip (ordered) are not decoded. With bounded,
-// letters-only values count only as whole words (see wordBounded).
-func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable, bounded bool, emit func(knownMatch) bool) {
+// any view, until emit returns matchStop. Matches of the plain and URL
+// views come with their exact bounds in s (a value longer than
+// maxPatternLen with all of it when all of it is there), by start; once
+// emit has taken one, matches at its start that end before it may not be
+// reported. Matches in an encoded run span the run; a value found twice
+// in one decoding of a run may be reported once. The same value may be
+// reported more than once. Runs that overlap a region of skip (ordered)
+// are not decoded. With bounded, letters-only values count only as whole
+// words (see wordBounded).
+func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable, bounded bool, emit func(knownMatch) matchVerdict) {
 	if len(s) < minKnownLen {
 		return
 	}
 	// Plain. Offsets in s are worked out only for a match, which is rare.
 	v.folded, _ = fold(v.folded[:0], nil, s, false)
+	v.long.reset()
 	mapped := false
-	for _, ix := range ixs {
-		ok := ix.find(v.folded, tab, func(a, b int, id int32) bool {
+	var segs []int
+	if v.dedupe {
+		segs = []int{len(v.folded) + 1}
+	}
+	var letters func(a int) bool
+	if bounded {
+		letters = func(a int) bool {
 			if !mapped {
 				v.refold, v.idx = fold(v.refold[:0], v.idx[:0], s, true)
 				mapped = true
 			}
-			b = extendLong(v.folded, a, b, tab.full(id))
+			start := int(v.idx[a])
+			return start == 0 || !isWordByte(s[start-1])
+		}
+	}
+	for _, ix := range ixs {
+		ok := ix.find(v.folded, tab, segs, letters, &v.fs, func(a, pb int, id int32) int {
+			if !mapped {
+				v.refold, v.idx = fold(v.refold[:0], v.idx[:0], s, true)
+				mapped = true
+			}
+			b := v.long.extend(v.folded, a, pb, id, tab.full(id))
 			start := int(v.idx[a])
 			last := int(v.idx[b-1])
 			_, w := utf8.DecodeRuneInString(s[last:])
 			if bounded && !wordBounded(s, start, last+w, tab.pattern(id)) {
-				return true
+				return findHere
 			}
-			return emit(knownMatch{start: start, end: last + w, id: id, enc: encPlain})
+			return verdictWant(emit(knownMatch{start: start, end: last + w, id: id, enc: encPlain}), v.folded, pb)
 		})
 		if !ok {
 			return
@@ -379,23 +683,40 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 	if hasPercentEscape(s) || strings.IndexByte(s, '+') >= 0 {
 		v.urlDecode(s, false)
 		v.folded, _ = foldBytes(v.folded[:0], nil, v.dec, false)
+		v.long.reset()
 		mapped := false
-		for _, ix := range ixs {
-			ok := ix.find(v.folded, tab, func(a, b int, id int32) bool {
+		var segs []int
+		if v.dedupe {
+			segs = []int{len(v.folded) + 1}
+		}
+		var letters func(a int) bool
+		if bounded {
+			letters = func(a int) bool {
 				if !mapped {
 					v.urlDecode(s, true)
 					v.refold, v.idx = foldBytes(v.refold[:0], v.idx[:0], v.dec, true)
 					mapped = true
 				}
-				b = extendLong(v.folded, a, b, tab.full(id))
+				start := int(v.dsrc[v.idx[a]])
+				return start == 0 || !isWordByte(s[start-1])
+			}
+		}
+		for _, ix := range ixs {
+			ok := ix.find(v.folded, tab, segs, letters, &v.fs, func(a, pb int, id int32) int {
+				if !mapped {
+					v.urlDecode(s, true)
+					v.refold, v.idx = foldBytes(v.refold[:0], v.idx[:0], v.dec, true)
+					mapped = true
+				}
+				b := v.long.extend(v.folded, a, pb, id, tab.full(id))
 				start := int(v.dsrc[v.idx[a]])
 				last := int(v.idx[b-1])
 				_, w := utf8.DecodeRune(v.dec[last:])
 				end := int(v.dend[last+w-1])
 				if bounded && !wordBounded(s, start, end, tab.pattern(id)) {
-					return true
+					return findHere
 				}
-				return emit(knownMatch{start: start, end: end, id: id, enc: encURL})
+				return verdictWant(emit(knownMatch{start: start, end: end, id: id, enc: encURL}), v.folded, pb)
 			})
 			if !ok {
 				return
@@ -444,19 +765,44 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 		kept = append(kept, sg)
 	}
 	v.segs = kept
+	v.segEnds = v.segEnds[:0]
+	for _, sg := range v.segs {
+		v.segEnds = append(v.segEnds, sg.foldEnd+1)
+	}
 	for _, ix := range ixs {
-		ok := ix.find(v.folded, tab, func(a, b int, id int32) bool {
+		ok := ix.find(v.folded, tab, v.segEnds, nil, &v.fs, func(a, b int, id int32) int {
 			k, _ := slices.BinarySearchFunc(v.segs, a, func(sg runSeg, at int) int { return sg.foldEnd - 1 - at })
 			if k >= len(v.segs) || a < v.segs[k].foldStart || b > v.segs[k].foldEnd {
-				return true // across two decodings
+				return 0 // across two decodings
 			}
 			sg := v.segs[k]
-			return emit(knownMatch{start: sg.start, end: sg.end, id: id, enc: sg.enc})
+			if emit(knownMatch{start: sg.start, end: sg.end, id: id, enc: sg.enc}) == matchStop {
+				return findStop
+			}
+			return 0
 		})
 		if !ok {
 			return
 		}
 	}
+}
+
+// verdictWant turns a verdict on a match of the plain or URL view whose
+// pattern ends at pb in the folded text t into what find wants: once one
+// is taken, only matches that may end where it does in the text, those
+// whose pattern ends in the same folded rune or after.
+func verdictWant(vd matchVerdict, t []byte, pb int) int {
+	switch vd {
+	case matchStop:
+		return findStop
+	case matchTaken:
+		j := pb - 1
+		for j > pb-utf8.UTFMax && j > 0 && !utf8.RuneStart(t[j]) {
+			j--
+		}
+		return j + 1
+	}
+	return 0
 }
 
 // mayHoldText reports whether decoded bytes hold minKnownLen bytes in a
@@ -660,16 +1006,6 @@ func unhex(c byte) byte {
 	return c - 'A' + 10
 }
 
-// extendLong returns the end of a match at t[a:b] of a value whose whole
-// folded form is full (when longer than its pattern): past the whole
-// value when t holds all of it, else b.
-func extendLong(t []byte, a, b int, full string) int {
-	if full != "" && len(t)-a >= len(full) && string(t[a:a+len(full)]) == full {
-		return a + len(full)
-	}
-	return b
-}
-
 // wordBounded reports whether a match of pattern at s[start:end] may
 // count. A value made of letters only (a name, a phrase) counts only as
 // whole words: once whitespace is dropped, "Ada Lovelace" would otherwise
@@ -686,3 +1022,85 @@ func wordBounded(s string, start, end int, pattern string) bool {
 }
 
 func isWordByte(c byte) bool { return isAlnum(c) || c >= 0x80 }
+
+// longMatcher finds where values longer than maxPatternLen occur whole in
+// one folded text: asked, by increasing start, whether a
+// value occurs at a start where its first maxPatternLen bytes do, it
+// scans the text forwards with the value's Knuth–Morris–Pratt table, from
+// where it stopped or, past a gap, from that start. Comparing the value
+// at each such start cost its length a position: one value of 100 KB and
+// 1 MiB of the letter it was made of, 2 s.
+type longMatcher struct {
+	m map[int32]*longScan
+}
+
+type longScan struct {
+	fail []int32 // the value's failure function
+	pos  int     // the text is scanned up to here
+	j    int     // with this many bytes of the value matched
+	occ  []int   // starts of the occurrences found, from head on not yet passed
+	head int
+}
+
+func (lm *longMatcher) reset() { clear(lm.m) }
+
+// extend returns the end of a match at t[a:b] of value id, whose whole
+// folded form is full (when longer than its pattern): past the whole
+// value when t holds all of it, else b.
+func (lm *longMatcher) extend(t []byte, a, b int, id int32, full string) int {
+	if full == "" || len(t)-a < len(full) {
+		return b
+	}
+	sc := lm.m[id]
+	if sc == nil {
+		if lm.m == nil {
+			lm.m = map[int32]*longScan{}
+		}
+		sc = &longScan{fail: kmpTable(full)}
+		lm.m[id] = sc
+	}
+	if sc.pos < a {
+		sc.pos, sc.j, sc.occ, sc.head = a, 0, sc.occ[:0], 0
+	}
+	for end := a + len(full); sc.pos < end; sc.pos++ {
+		c := t[sc.pos]
+		for sc.j > 0 && full[sc.j] != c {
+			sc.j = int(sc.fail[sc.j-1])
+		}
+		if full[sc.j] == c {
+			sc.j++
+		}
+		if sc.j == len(full) {
+			sc.occ = append(sc.occ, sc.pos+1-len(full))
+			sc.j = int(sc.fail[sc.j-1])
+		}
+	}
+	for sc.head < len(sc.occ) && sc.occ[sc.head] < a {
+		sc.head++
+	}
+	if sc.head > 64 && sc.head > len(sc.occ)/2 {
+		sc.occ = sc.occ[:copy(sc.occ, sc.occ[sc.head:])]
+		sc.head = 0
+	}
+	if sc.head < len(sc.occ) && sc.occ[sc.head] == a {
+		return a + len(full)
+	}
+	return b
+}
+
+// kmpTable returns the failure function of p: for each prefix, the length
+// of its longest proper prefix that is also its suffix.
+func kmpTable(p string) []int32 {
+	f := make([]int32, len(p))
+	k := 0
+	for i := 1; i < len(p); i++ {
+		for k > 0 && p[i] != p[k] {
+			k = int(f[k-1])
+		}
+		if p[i] == p[k] {
+			k++
+		}
+		f[i] = int32(k)
+	}
+	return f
+}

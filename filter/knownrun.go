@@ -20,7 +20,8 @@ type knownScan struct {
 	locals  []knownLocal
 	v       viewer
 	matches []knownMatch
-	infos   []sensInfo // what act needs of the flow's values matched
+	order   []int      // matches by start, then longest, then id
+	infos   []sensInfo // what act needs of the flow's values matched, by order
 	ixs     []*valueIndex
 }
 
@@ -59,6 +60,7 @@ func (r *run) newKnownScan() *knownScan {
 		ks.local.add(kl.pattern, localBase+int32(len(ks.locals)-1), ks, len(values))
 	}
 	fl.mu.RUnlock()
+	ks.local.flush()
 	if n == 0 && ks.local.n == 0 {
 		return nil
 	}
@@ -109,40 +111,31 @@ func (r *run) knownSpans(ks *knownScan, s string, skip []span, inKey bool, out [
 	// value is let through depends on its sources, which are not read
 	// under this lock: then every match is kept.
 	prune := len(r.f.cfg.Policy.AllowTools) == 0
-	ks.v.search(s, skip, ixs, ks, false, func(m knownMatch) bool {
-		if prune {
-			if overlapsSpan(skip, m.start, m.end) {
-				return true
+	ks.v.search(s, skip, ixs, ks, false, func(m knownMatch) matchVerdict {
+		if !prune {
+			ks.matches = append(ks.matches, m)
+			return matchNext
+		}
+		if overlapsSpan(skip, m.start, m.end) {
+			return matchNext
+		}
+		if m.id < localBase {
+			if info := fl.sensOf(m.id); info.conf < r.f.cfg.Policy.MinConfidence || r.f.Action(info.class) == ActionAllow {
+				return matchNext
 			}
-			if m.id < localBase {
-				if info := fl.sensOf(m.id); info.conf < r.f.cfg.Policy.MinConfidence || r.f.Action(info.class) == ActionAllow {
-					return true
-				}
+		}
+		if n := len(ks.matches); n > 0 && ks.matches[n-1].start == m.start {
+			if p := ks.matches[n-1]; m.end > p.end || (m.end == p.end && m.id < p.id) {
+				ks.matches[n-1] = m
 			}
-			if n := len(ks.matches); n > 0 && ks.matches[n-1].start == m.start {
-				if p := ks.matches[n-1]; m.end > p.end || (m.end == p.end && m.id < p.id) {
-					ks.matches[n-1] = m
-				}
-				return true
-			}
+			return matchTaken
 		}
 		ks.matches = append(ks.matches, m)
-		return true
+		return matchTaken
 	})
-	for _, m := range ks.matches {
-		if m.id < localBase {
-			ks.infos = append(ks.infos, *fl.sensOf(m.id))
-		} else {
-			ks.infos = append(ks.infos, sensInfo{})
-		}
-	}
-	fl.mu.RUnlock()
-	if len(ks.matches) == 0 {
-		return out
-	}
-	order := make([]int, len(ks.matches))
-	for i := range order {
-		order[i] = i
+	order := ks.order[:0]
+	for i := range ks.matches {
+		order = append(order, i)
 	}
 	slices.SortFunc(order, func(a, b int) int {
 		ma, mb := ks.matches[a], ks.matches[b]
@@ -154,8 +147,31 @@ func (r *run) knownSpans(ks *knownScan, s string, skip []span, inKey bool, out [
 		}
 		return int(ma.id - mb.id)
 	})
-	ref, last := 0, 0
+	if prune {
+		// Every match kept may be replaced (act below lets none through
+		// without Policy.AllowTools): only the first at each start that
+		// is not inside one taken before will be, so only its sensInfo is
+		// copied — one a start was copied for a text of one letter.
+		kept, last := order[:0], 0
+		for _, i := range order {
+			if m := ks.matches[i]; m.start >= last {
+				kept = append(kept, i)
+				last = m.end
+			}
+		}
+		order = kept
+	}
+	ks.order = order
 	for _, i := range order {
+		if m := ks.matches[i]; m.id < localBase {
+			ks.infos = append(ks.infos, *fl.sensOf(m.id))
+		} else {
+			ks.infos = append(ks.infos, sensInfo{})
+		}
+	}
+	fl.mu.RUnlock()
+	ref, last := 0, 0
+	for k, i := range order {
 		m := ks.matches[i]
 		if m.start < last {
 			continue // inside a match already taken
@@ -172,7 +188,7 @@ func (r *run) knownSpans(ks *knownScan, s string, skip []span, inKey bool, out [
 			text = rep.text
 			r.record(rep.class, rep.conf, "known_value", rep.action, inKey)
 		} else {
-			info := ks.infos[i]
+			info := ks.infos[k]
 			t, ok := r.act(info.class, info.conf, "known_value", info.raw, false, inKey)
 			if !ok {
 				continue

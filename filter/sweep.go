@@ -25,6 +25,14 @@ type sweeper struct {
 	// in turn cost k² for k values of one prefix (attack14 I1's class).
 	sameLen map[int32]map[string]bool
 	values  map[string]replacement
+	// crowd holds the prefixes with more than crowdLimit lengths, or a
+	// value longer than maxPatternLen: their values are found by ac, in
+	// one step a byte, not compared at each position the prefix occurs
+	// (attack16 J1's class).
+	crowd map[uint32]bool
+	ac    *revAC
+	pos   []int32 // scratch: crowded positions, and the states there
+	st    []int32
 }
 
 func load4(s string) uint32 {
@@ -64,12 +72,30 @@ func newSweeper(values map[string]replacement) *sweeper {
 		}
 		return strings.Compare(a, b)
 	})
+	var acPats []string
+	var acIDs []int32
 	for i := 0; i < len(sw.sorted); {
 		j := i + 1
 		for j < len(sw.sorted) && sw.sorted[j][:4] == sw.sorted[i][:4] {
 			j++
 		}
 		sw.byPrefix[load4(sw.sorted[i])] = [2]int32{int32(i), int32(j)}
+		lengths := 0
+		for a := i; a < j; a++ {
+			if a == i || len(sw.sorted[a]) != len(sw.sorted[a-1]) {
+				lengths++
+			}
+		}
+		if lengths > crowdLimit || len(sw.sorted[i]) > maxPatternLen {
+			if sw.crowd == nil {
+				sw.crowd = map[uint32]bool{}
+			}
+			sw.crowd[load4(sw.sorted[i])] = true
+			for a := i; a < j; a++ {
+				acPats = append(acPats, sw.sorted[a])
+				acIDs = append(acIDs, int32(a))
+			}
+		}
 		for a := i; a < j; {
 			b := a + 1
 			for b < j && len(sw.sorted[b]) == len(sw.sorted[a]) {
@@ -88,6 +114,9 @@ func newSweeper(values map[string]replacement) *sweeper {
 			a = b
 		}
 		i = j
+	}
+	if len(acPats) > 0 {
+		sw.ac = newRevAC(acPats, acIDs)
 	}
 	return sw
 }
@@ -138,6 +167,23 @@ func (r *run) sweepText(sw *sweeper, s string, inKey bool) string {
 // that occur in s outside the regions in skip (ordered, not
 // overlapping).
 func (r *run) sweepSpans(sw *sweeper, s string, skip []span, inKey bool, out []span) []span {
+	if sw.ac != nil {
+		// Between the regions of skip, a gap at a time.
+		g0 := 0
+		for k := 0; k <= len(skip); k++ {
+			g1 := len(s)
+			if k < len(skip) {
+				g1 = skip[k].start
+			}
+			if g0 < g1 {
+				out = r.sweepGap(sw, s, g0, g1, inKey, out)
+			}
+			if k < len(skip) {
+				g0 = max(g0, skip[k].end)
+			}
+		}
+		return out
+	}
 	ref := 0
 	for i := 0; i+minSweepLen <= len(s); i++ {
 		for ref < len(skip) && skip[ref].end <= i {
@@ -161,6 +207,53 @@ func (r *run) sweepSpans(sw *sweeper, s string, skip []span, inKey bool, out []s
 			r.record(rep.class, rep.conf, "repeat", rep.action, inKey)
 			i += len(v) - 1
 		}
+	}
+	return out
+}
+
+// sweepGap appends the replacements of the values the run acted on that
+// occur in s[g0:g1], with the automaton: the positions of a chunk where a
+// crowded prefix occurs are given their states by a walk backwards from
+// g1 (or as far as the longest value), then the chunk is swept forwards,
+// taking the longest value at each position as sweepSpans does.
+func (r *run) sweepGap(sw *sweeper, s string, g0, g1 int, inKey bool, out []span) []span {
+	chunk := max(findChunk, sw.ac.maxLen)
+	for i := g0; i+minSweepLen <= g1; {
+		c1 := min(g1-minSweepLen+1, i+chunk)
+		sw.pos = sw.pos[:0]
+		for p := i; p < c1; p++ {
+			if q := load4(s[p:]); sw.maybe(q) && sw.crowd[q] {
+				sw.pos = append(sw.pos, int32(p))
+			}
+		}
+		if len(sw.pos) > 0 {
+			sw.st = acStates(sw.ac, s, g1, sw.pos, sw.st)
+		}
+		k, p := 0, i
+		for ; p < c1; p++ {
+			q := load4(s[p:])
+			if !sw.maybe(q) {
+				continue
+			}
+			var v string
+			if sw.crowd[q] {
+				for int(sw.pos[k]) < p {
+					k++
+				}
+				if u := sw.ac.out(sw.st[k]); u != 0 {
+					v = sw.ac.pats[sw.ac.term[u]-1]
+				}
+			} else {
+				v = sw.at(s, p, g1, q)
+			}
+			if v != "" {
+				rep := sw.values[v]
+				out = append(out, span{start: p, end: p + len(v), text: rep.text})
+				r.record(rep.class, rep.conf, "repeat", rep.action, inKey)
+				p += len(v) - 1
+			}
+		}
+		i = p
 	}
 	return out
 }

@@ -40,6 +40,9 @@ type MergedEntry struct {
 	Content    string  `json:"content"`
 	Similarity float64 `json:"similarity"`
 	Overlap    float64 `json:"overlap"`
+	// Provenance is the memory's (see Memory.Provenance): the report
+	// shows its content, data of those sources.
+	Provenance json.RawMessage `json:"provenance,omitempty"`
 }
 
 // ConsolidateResult reports a consolidation pass.
@@ -196,12 +199,16 @@ func groupDuplicates(ctx context.Context, items []*consolidateItem, in Consolida
 	return groups, nil
 }
 
-// ReportGroups adds groups to res as Consolidate reports them.
+// ReportGroups adds groups to res as Consolidate reports them: each
+// memory's content with its provenance, so that what a program reads of
+// the report (a dry run's too) is known by the sources it came from
+// (issue 19, attack18 K4).
 func ReportGroups(res *ConsolidateResult, groups []DuplicateGroup) {
 	for _, g := range groups {
-		mg := MergeGroup{Survivor: MemoryLink{ID: g.Survivor.ID, Layer: g.Survivor.Layer, Content: Clip(g.Survivor.Content, 300)}}
+		mg := MergeGroup{Survivor: MemoryLink{ID: g.Survivor.ID, Layer: g.Survivor.Layer, Content: Clip(g.Survivor.Content, 300), Provenance: g.Survivor.Provenance}}
 		for i, m := range g.Members {
-			mg.Merged = append(mg.Merged, MergedEntry{ID: m.ID, Content: Clip(m.Content, 300), Similarity: Round4(g.Similarities[i]), Overlap: Round4(g.Overlaps[i])})
+			mg.Merged = append(mg.Merged, MergedEntry{ID: m.ID, Content: Clip(m.Content, 300), Similarity: Round4(g.Similarities[i]), Overlap: Round4(g.Overlaps[i]),
+				Provenance: m.Provenance})
 		}
 		res.Groups = append(res.Groups, mg)
 		res.Merged += len(g.Members)
@@ -210,7 +217,10 @@ func ReportGroups(res *ConsolidateResult, groups []DuplicateGroup) {
 
 // MergeSurvivor returns the survivor of g as it is after the merge: the
 // members' tags, metadata keys it lacks, entities and access counts
-// added, the highest importance, the earliest creation time.
+// added, the highest importance, the earliest creation time, and the
+// provenance of every memory of the group (UnionProvenance): what it
+// gained is data of the members' sources, and a data-flow rule on them
+// must still stop it (issue 19, attack18 K2).
 func MergeSurvivor(g DuplicateGroup, lim Limits) Memory {
 	next := g.Survivor
 	tags := slices.Clone(next.Tags)
@@ -228,6 +238,7 @@ func MergeSurvivor(g DuplicateGroup, lim Limits) Memory {
 			}
 		}
 		ents = append(ents, m.Entities...)
+		next.Provenance = UnionProvenance(next.Provenance, m.Provenance)
 		next.Importance = max(next.Importance, m.Importance)
 		next.AccessCount += m.AccessCount
 		if m.CreatedAt.Before(next.CreatedAt) {

@@ -381,6 +381,9 @@ type PathResult struct {
 	Length   int        `json:"length"`
 	Entities []string   `json:"entities"`
 	Steps    []Relation `json:"steps"`
+	// Provenance is that of the entities along the path, together
+	// (UnionProvenance): their names are data of those sources.
+	Provenance json.RawMessage `json:"provenance,omitempty"`
 }
 
 // NormalizePath sets a Path search's defaults, checks it and returns the
@@ -402,6 +405,7 @@ func FindPath(ctx context.Context, g GraphReader, from, to Entity, in PathInput,
 	if from.ID == to.ID {
 		res.Found = true
 		res.Entities = []string{from.Name}
+		res.Provenance = from.Provenance
 		return res, nil
 	}
 	parent := map[int64]Edge{from.ID: {}}
@@ -447,6 +451,7 @@ func buildPath(ctx context.Context, g GraphReader, parent map[int64]Edge, from, 
 			return err
 		}
 		res.Entities = append(res.Entities, e.Name)
+		res.Provenance = UnionProvenance(res.Provenance, e.Provenance)
 	}
 	for _, r := range rels {
 		rel, err := g.RelationByID(ctx, r)

@@ -385,9 +385,10 @@ type UpdateInput struct {
 	// Entities replaces the linked entities; AddEntities adds links.
 	Entities    *[]string `json:"entities,omitempty"`
 	AddEntities []string  `json:"add_entities,omitempty"`
-	// Provenance, set by the server (see WithProvenance), replaces the
-	// stored one; nil takes the context's, and without either the stored
-	// one stays.
+	// Provenance, set by the server (see WithProvenance), joins the
+	// stored one (UnionProvenance): what the update leaves of the memory
+	// is still data of the sources it came from. Nil takes the
+	// context's, and without either the stored one stays.
 	Provenance json.RawMessage `json:"-"`
 }
 

@@ -77,6 +77,9 @@ type SkillInfo struct {
 	PublishedVersion int64      `json:"published_version,omitempty"`
 	PublishedAt      *time.Time `json:"published_at,omitempty"`
 	UpdatedAt        time.Time  `json:"updated_at"`
+	// Provenance is the skill's (see Skill.Provenance): its description
+	// and name are data of those sources (issue 19, attack18 K6).
+	Provenance json.RawMessage `json:"provenance,omitempty"`
 }
 
 // Pages of skill listings (SkillQuery.Limit).

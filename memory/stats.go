@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"encoding/json"
 	"time"
 )
 
@@ -22,6 +23,20 @@ type MemoryStats struct {
 type TagCount struct {
 	Tag   string `json:"tag"`
 	Count int    `json:"count"`
+	// Provenance is that of the memories carrying the tag, together
+	// (UnionProvenance): a tag is data of its memory's sources (issue
+	// 19, attack18 K5). Absent when none of them has any.
+	Provenance json.RawMessage `json:"provenance,omitempty"`
+}
+
+// AddTagProvenance joins prov, the provenance of a memory carrying tag,
+// to tag's entry in tags.
+func AddTagProvenance(tags []TagCount, tag string, prov json.RawMessage) {
+	for i := range tags {
+		if tags[i].Tag == tag {
+			tags[i].Provenance = UnionProvenance(tags[i].Provenance, prov)
+		}
+	}
 }
 
 // StoreStats summarizes the whole database, every principal included, for

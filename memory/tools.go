@@ -113,19 +113,23 @@ const (
 		"status": ` + statusEnum + `, "entities": {"type": "array", "items": {"type": "string"}},
 		"created_at": {"type": "string", "format": "date-time"}, "updated_at": {"type": "string", "format": "date-time"},
 		"accessed_at": {"type": "string", "format": "date-time"}, "access_count": {"type": "integer"},
+		"provenance": {"type": "array", "items": {"type": "string"}, "description": "The tools its data came from, when known."},
 		"merged_from": {"type": "array", "items": {"type": "object", "properties": {
 			"id": {"type": "integer"}, "content": {"type": "string"}, "content_bytes": {"type": "integer"}, "content_sha256": {"type": "string"},
 			"similarity": {"type": "number"}, "overlap": {"type": "number"}, "merged_at": {"type": "string", "format": "date-time"}}}}
 	}, "required": ["id", "layer", "content", "tags", "metadata", "importance", "created_at", "updated_at", "access_count"]}`
 	entitySchema = `{"type": "object", "properties": {
 		"id": {"type": "integer"}, "name": {"type": "string"}, "type": {"type": "string"}, "description": {"type": "string"},
-		"properties": {"type": "object"}, "created_at": {"type": "string", "format": "date-time"}, "updated_at": {"type": "string", "format": "date-time"}
+		"properties": {"type": "object"}, "created_at": {"type": "string", "format": "date-time"}, "updated_at": {"type": "string", "format": "date-time"},
+		"provenance": {"type": "array", "items": {"type": "string"}, "description": "The tools its data came from, when known."}
 	}, "required": ["id", "name", "type", "properties"]}`
 	relationSchema = `{"type": "object", "properties": {
 		"id": {"type": "integer"}, "from": {"type": "string"}, "to": {"type": "string"}, "type": {"type": "string"},
-		"weight": {"type": "number"}, "properties": {"type": "object"}
+		"weight": {"type": "number"}, "properties": {"type": "object"},
+		"provenance": {"type": "array", "items": {"type": "string"}, "description": "The tools its data came from, when known."}
 	}, "required": ["id", "from", "to", "type", "weight"]}`
-	linkSchema = `{"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer"}, "layer": {"type": "string"}, "content": {"type": "string"}}}}`
+	linkSchema = `{"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer"}, "layer": {"type": "string"}, "content": {"type": "string"},
+		"provenance": {"type": "array", "items": {"type": "string"}, "description": "The tools its data came from, when known."}}}}`
 )
 
 var (
@@ -329,7 +333,8 @@ func (ts ToolSet) MemoryTools() []tools.Tool {
 				OutputSchema: raw(`{"type": "object", "properties": {
 					"memories": {"type": "integer"}, "layers": {"type": "object"}, "tasks": {"type": "object"},
 					"entities": {"type": "integer"}, "relations": {"type": "integer"}, "merged": {"type": "integer"},
-					"top_tags": {"type": "array", "items": {"type": "object", "properties": {"tag": {"type": "string"}, "count": {"type": "integer"}}}},
+					"top_tags": {"type": "array", "items": {"type": "object", "properties": {"tag": {"type": "string"}, "count": {"type": "integer"},
+						"provenance": {"type": "array", "items": {"type": "string"}, "description": "The tools the data of the memories carrying the tag came from, when known."}}}},
 					"oldest": {"type": "string", "format": "date-time"}, "newest": {"type": "string", "format": "date-time"}, "embedder": {"type": "object"}
 				}, "required": ["memories", "layers", "tasks", "entities", "relations"]}`),
 				Annotations: tools.Annotations{ReadOnly: true, Idempotent: true},
@@ -423,7 +428,8 @@ func (ts ToolSet) MemoryTools() []tools.Tool {
 					"types": {"type": "array", "items": {"type": "string", "minLength": 1}}
 				}, "required": ["from", "to"], "additionalProperties": false}`),
 				OutputSchema: raw(`{"type": "object", "properties": {"found": {"type": "boolean"}, "length": {"type": "integer"},
-					"entities": {"type": "array", "items": {"type": "string"}}, "steps": {"type": "array", "items": ` + relationSchema + `}},
+					"entities": {"type": "array", "items": {"type": "string"}}, "steps": {"type": "array", "items": ` + relationSchema + `},
+					"provenance": {"type": "array", "items": {"type": "string"}, "description": "The tools the names of the entities along the path came from, when known."}},
 					"required": ["found", "length", "entities", "steps"]}`),
 				Annotations: tools.Annotations{ReadOnly: true, Idempotent: true},
 				Examples: []tools.Example{{Args: raw(`{"from": "alice", "to": "postgres"}`),
@@ -507,7 +513,7 @@ func (ts ToolSet) MemoryTools() []tools.Tool {
 				Summary: "Merge near-duplicate memories (similar vectors and shared words), keeping provenance; dry_run previews.",
 				Description: "Consolidate finds memories of the same layer whose cosine similarity is at least threshold and whose words overlap " +
 					"(Jaccard) by at least min_overlap. Each group keeps a survivor (most important, then most accessed, then oldest) that gains " +
-					"the others' tags, metadata keys, entity links and access counts; the others are deleted, and memory.get on the survivor " +
+					"the others' tags, metadata keys, entity links, access counts and provenance; the others are deleted, and memory.get on the survivor " +
 					"shows them in merged_from (the first 1,024 bytes of each one's content, kept for memory.audit_max_age and counted in the caller's " +
 					"memory bytes until then, or until the survivor is forgotten). It examines the limit most recent memories of each layer; each principal runs one consolidate at a time.",
 				InputSchema: raw(fmt.Sprintf(`{"type": "object", "properties": {
@@ -520,9 +526,10 @@ func (ts ToolSet) MemoryTools() []tools.Tool {
 				OutputSchema: raw(`{"type": "object", "properties": {
 					"examined": {"type": "integer"}, "merged": {"type": "integer"}, "dry_run": {"type": "boolean"},
 					"groups": {"type": "array", "items": {"type": "object", "properties": {
-						"survivor": {"type": "object", "properties": {"id": {"type": "integer"}, "layer": {"type": "string"}, "content": {"type": "string"}}},
+						"survivor": {"type": "object", "properties": {"id": {"type": "integer"}, "layer": {"type": "string"}, "content": {"type": "string"},
+							"provenance": {"type": "array", "items": {"type": "string"}, "description": "The tools its data came from, when known."}}},
 						"merged": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer"}, "content": {"type": "string"},
-							"similarity": {"type": "number"}, "overlap": {"type": "number"}}}}}}}
+							"similarity": {"type": "number"}, "overlap": {"type": "number"}, "provenance": {"type": "array", "items": {"type": "string"}, "description": "The tools its data came from, when known."}}}}}}}
 				}, "required": ["examined", "merged", "groups", "dry_run"]}`),
 				Annotations: tools.Annotations{Destructive: true},
 				Examples:    []tools.Example{{Title: "Preview", Args: raw(`{"dry_run": true}`)}},

@@ -155,7 +155,8 @@ func (ts ToolSet) WorkspaceTools() []tools.Tool {
 			OutputSchema: raw(`{"type": "object", "properties": {
 				"files": {"type": "array", "items": {"type": "object", "properties": {"path": {"type": "string"}, "size": {"type": "integer"},
 					"stored_size": {"type": "integer"}, "sha256": {"type": "string"}, "created_at": {"type": "string", "format": "date-time"},
-					"updated_at": {"type": "string", "format": "date-time"}}}},
+					"updated_at": {"type": "string", "format": "date-time"},
+					"provenance": {"type": "array", "items": {"type": "string"}, "description": "The tools the file's data came from, when known."}}}},
 				"count": {"type": "integer"}, "total_bytes": {"type": "integer"}, "quota_bytes": {"type": "integer"}, "quota_files": {"type": "integer"}
 			}, "required": ["files", "count", "total_bytes", "quota_bytes"]}`),
 			Annotations: tools.Annotations{ReadOnly: true, Idempotent: true},

@@ -355,7 +355,7 @@ func (k *skills) helpers() []helper {
 				},
 				"additionalProperties": false
 			}`),
-			OutputSchema:   json.RawMessage(`{"type":"object","properties":{"skills":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"description":{"type":"string"},"language":{"type":"string"},"version":{"type":"integer"},"owner":{"type":"string"},"own":{"type":"boolean"},"published":{"type":"boolean"}}}},"next":{"type":"string","description":"Present when more skills follow: pass it as after."}},"required":["skills"]}`),
+			OutputSchema:   json.RawMessage(`{"type":"object","properties":{"skills":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"description":{"type":"string"},"language":{"type":"string"},"version":{"type":"integer"},"owner":{"type":"string"},"own":{"type":"boolean"},"published":{"type":"boolean"},"provenance":{"type":"array","items":{"type":"string"},"description":"The tools the skill's data came from, when known."}}}},"next":{"type":"string","description":"Present when more skills follow: pass it as after."}},"required":["skills"]}`),
 			Annotations:    tools.Annotations{ReadOnly: true},
 			MaxResultBytes: skillListReadBytes,
 			Related:        []string{"skills.save"},
@@ -518,6 +518,10 @@ type skillRow struct {
 	Owner       string `json:"owner"`
 	Own         bool   `json:"own"`
 	Published   bool   `json:"published"`
+	// Provenance is the skill's: its name and description are data of
+	// the sources it was saved from, and the run's flow reads them here
+	// (storedProvenance; issue 19, attack18 K6).
+	Provenance json.RawMessage `json:"provenance,omitempty"`
 }
 
 type listSkillsArgs struct {
@@ -545,7 +549,7 @@ func (k *skills) list(ctx context.Context, _ *Call, in listSkillsArgs) (skillLis
 	for _, sk := range page.Skills {
 		desc := k.filter.ApplyText(sk.Description, filter.Options{Budget: 4 << 10}).Text
 		rows = append(rows, skillRow{Name: sk.Name, Description: desc, Language: sk.Language, Version: sk.Version,
-			Owner: sk.Owner, Own: sk.Owner == me && !sk.Snapshot, Published: sk.Published})
+			Owner: sk.Owner, Own: sk.Owner == me && !sk.Snapshot, Published: sk.Published, Provenance: sk.Provenance})
 	}
 	return skillList{Skills: rows, Next: page.Next}, nil
 }

@@ -84,9 +84,9 @@ func (s *Store) Consolidate(ctx context.Context, in memory.ConsolidateInput) (me
 			}
 			sv := survivors[i]
 			if _, err := tx.Exec(ctx, `UPDATE memories SET tags = $1, metadata = $2, importance = $3, access_count = $4, created_at = $5, updated_at = $6,
-				tsv = to_tsvector('english', content || ' ' || $7) WHERE id = $8`,
+				tsv = to_tsvector('english', content || ' ' || $7), provenance = $8 WHERE id = $9`,
 				memory.EncodeTags(sv.Tags), string(sv.Metadata), sv.Importance, sv.AccessCount, ms(sv.CreatedAt), max(ms(now), ms(sv.UpdatedAt)+1),
-				joinTags(sv.Tags), sv.ID); err != nil {
+				joinTags(sv.Tags), provArg(sv.Provenance), sv.ID); err != nil {
 				return fmt.Errorf("update survivor %d: %w", sv.ID, err)
 			}
 			if err := writeTags(ctx, tx, sv.ID, sv.Tags); err != nil {

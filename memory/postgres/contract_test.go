@@ -193,6 +193,49 @@ func TestMergeUsageUpgrade(t *testing.T) {
 	}
 }
 
+// TestSurvivorProvenanceUpgrade: migration 16 gives a survivor that
+// consolidation made before this release the provenance of the memories
+// merged into it (their records keep it), with its own (issue 19,
+// attack18 K2); a record that is not JSON, or has none, changes nothing.
+func TestSurvivorProvenanceUpgrade(t *testing.T) {
+	ctx := t.Context()
+	pool, err := pgxpool.New(ctx, pgtest.Database(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := postgres.MigrateTo(ctx, pool, 15); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO memories (id, principal, layer, content, created_at, updated_at, tsv, provenance) VALUES
+			(1, 'gina', 'semantic', 'kept', 0, 0, to_tsvector('kept'), '["mail"]'), (5, 'gina', 'semantic', 'alone', 0, 0, to_tsvector('alone'), '["x"]'),
+			(6, 'gina', 'semantic', 'plain', 0, 0, to_tsvector('plain'), NULL)`,
+		`INSERT INTO memory_merges (merged_id, survivor_id, principal, record, similarity, overlap, merged_at) VALUES
+			(2, 1, 'gina', '{"id":2,"content":"c","provenance":["crm.get_contact"]}', 1, 1, 0),
+			(3, 1, 'gina', 'not json "provenance"', 1, 1, 0),
+			(4, 1, 'gina', '{"id":4,"content":"c"}', 1, 1, 0),
+			(7, 6, 'gina', '{"id":7,"content":"c","provenance":["crm.get_contact","mail"]}', 1, 1, 0),
+			(8, 6, 'gina', '{"id":8,"content":"c","provenance":["jira.get_ticket"]}', 1, 1, 0)`,
+	} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := postgres.MigrateTo(ctx, pool, 16); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[int]string{1: `["crm.get_contact","mail"]`, 5: `["x"]`, 6: `["crm.get_contact","jira.get_ticket","mail"]`} {
+		var got *string
+		if err := pool.QueryRow(ctx, `SELECT provenance FROM memories WHERE id = $1`, id).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got == nil || *got != want {
+			t.Errorf("memory %d's provenance after the migration: %v, want %q", id, got, want)
+		}
+	}
+}
+
 // TestSkillPinsBound runs the contract that a principal's skill pins are
 // bounded (issue 19, sec19).
 func TestSkillPinsBound(t *testing.T) {

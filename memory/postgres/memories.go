@@ -303,16 +303,19 @@ func (s *Store) Update(ctx context.Context, in memory.UpdateInput) (memory.Memor
 				stale = true
 				return nil
 			}
+			// The update's sources join the stored ones: what it keeps of
+			// the memory is still data of the sources it came from (issue
+			// 19, attack18 K3).
 			var status *string
 			if next.Layer == memory.Prospective {
 				st := string(next.Status)
 				status = &st
 			}
 			if _, err := tx.Exec(ctx, `UPDATE memories SET layer = $1, content = $2, tags = $3, metadata = $4, importance = $5, source = $6,
-				occurred_at = $7, due_at = $8, status = $9, updated_at = $10, provenance = coalesce($11, provenance),
+				occurred_at = $7, due_at = $8, status = $9, updated_at = $10, provenance = $11,
 				tsv = to_tsvector('english', $2 || ' ' || $12) WHERE id = $13`,
 				string(next.Layer), next.Content, memory.EncodeTags(next.Tags), string(next.Metadata), next.Importance, next.Source,
-				nullMS(next.OccurredAt), nullMS(next.DueAt), status, max(ms(now), updated+1), provArg(prov), joinTags(next.Tags), in.ID); err != nil {
+				nullMS(next.OccurredAt), nullMS(next.DueAt), status, max(ms(now), updated+1), provArg(memory.UnionProvenance(cur.Provenance, prov)), joinTags(next.Tags), in.ID); err != nil {
 				return err
 			}
 			if !slices.Equal(next.Tags, cur.Tags) {

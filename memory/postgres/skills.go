@@ -31,10 +31,10 @@ const (
 // them: no code.
 const (
 	ownSkillInfoSelect = `SELECT s.principal AS owner, s.name, s.description, s.language, s.version, s.updated_at,
-		NULL::text AS code_sha256, false AS snapshot, p.version AS published_version, p.published_at
+		NULL::text AS code_sha256, false AS snapshot, p.version AS published_version, p.published_at, s.provenance
 		FROM skills s LEFT JOIN published_skills p ON p.name = s.name AND p.owner = s.principal`
 	publishedSkillInfoSelect = `SELECT owner, name, description, language, version, updated_at,
-		code_sha256, true, version, published_at FROM published_skills`
+		code_sha256, true, version, published_at, provenance FROM published_skills`
 )
 
 func scanSkillInfo(sc interface{ Scan(...any) error }) (memory.SkillInfo, error) {
@@ -42,10 +42,12 @@ func scanSkillInfo(sc interface{ Scan(...any) error }) (memory.SkillInfo, error)
 	var sha *string
 	var u int64
 	var pubVersion, pubAt *int64
+	var prov *string
 	if err := sc.Scan(&in.Owner, &in.Name, &in.Description, &in.Language, &in.Version, &u,
-		&sha, &in.Snapshot, &pubVersion, &pubAt); err != nil {
+		&sha, &in.Snapshot, &pubVersion, &pubAt, &prov); err != nil {
 		return in, err
 	}
+	in.Provenance = provOf(prov)
 	if sha != nil {
 		in.CodeSHA256 = *sha
 	}

@@ -92,6 +92,27 @@ func (s *Store) MemoryStats(ctx context.Context) (memory.MemoryStats, error) {
 		}); err != nil {
 			return err
 		}
+		// Each tag with the provenance of the memories carrying it: a
+		// tag is data of its memory's sources (issue 19, attack18 K5).
+		if len(st.TopTags) > 0 {
+			names := make([]string, len(st.TopTags))
+			for i, tc := range st.TopTags {
+				names[i] = tc.Tag
+			}
+			rows, err = tx.Query(ctx, `SELECT DISTINCT t.tag, m.provenance FROM memory_tags t JOIN memories m ON m.id = t.memory_id
+				WHERE m.principal = $1 AND m.provenance IS NOT NULL AND t.tag = ANY($2)`, principal, names)
+			if err != nil {
+				return err
+			}
+			var tag string
+			var prov *string
+			if _, err := pgx.ForEachRow(rows, []any{&tag, &prov}, func() error {
+				memory.AddTagProvenance(st.TopTags, tag, provOf(prov))
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
 		var oldest, newest *int64
 		if err := tx.QueryRow(ctx, `SELECT min(created_at), max(created_at) FROM memories WHERE principal = $1`, principal).Scan(&oldest, &newest); err != nil {
 			return err

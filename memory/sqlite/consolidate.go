@@ -93,8 +93,8 @@ func (s *Store) Consolidate(ctx context.Context, in memory.ConsolidateInput) (me
 				}
 			}
 			sv := p.next
-			if _, err := tx.ExecContext(ctx, `UPDATE memories SET tags = ?, metadata = ?, importance = ?, access_count = ?, created_at = ?, updated_at = ? WHERE id = ?`,
-				memory.EncodeTags(sv.Tags), string(sv.Metadata), sv.Importance, sv.AccessCount, ms(sv.CreatedAt), max(ms(now), ms(sv.UpdatedAt)+1), sv.ID); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE memories SET tags = ?, metadata = ?, importance = ?, access_count = ?, created_at = ?, updated_at = ?, provenance = ? WHERE id = ?`,
+				memory.EncodeTags(sv.Tags), string(sv.Metadata), sv.Importance, sv.AccessCount, ms(sv.CreatedAt), max(ms(now), ms(sv.UpdatedAt)+1), provenanceArg(sv.Provenance), sv.ID); err != nil {
 				return fmt.Errorf("update survivor %d: %w", sv.ID, err)
 			}
 			if err := writeTags(ctx, tx, sv.ID, sv.Tags); err != nil {

@@ -233,6 +233,48 @@ func TestMergeUsageUpgrade(t *testing.T) {
 	}
 }
 
+// TestSurvivorProvenanceUpgrade: migration 26 gives a survivor that
+// consolidation made before this release the provenance of the memories
+// merged into it (their records keep it), with its own (issue 19,
+// attack18 K2); a record that is not JSON, or has none, changes nothing.
+func TestSurvivorProvenanceUpgrade(t *testing.T) {
+	db, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "codecell.db")+"?_journal_mode=WAL&_foreign_keys=on")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := t.Context()
+	if err := sqlite.MigrateTo(ctx, db, 25); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO memories (id, principal, layer, content, created_at, updated_at, provenance) VALUES
+			(1, 'gina', 'semantic', 'kept', 0, 0, '["mail"]'), (5, 'gina', 'semantic', 'alone', 0, 0, '["x"]'), (6, 'gina', 'semantic', 'plain', 0, 0, NULL)`,
+		`INSERT INTO memory_merges (merged_id, survivor_id, principal, record, similarity, overlap, merged_at) VALUES
+			(2, 1, 'gina', '{"id":2,"content":"c","provenance":["crm.get_contact"]}', 1, 1, 0),
+			(3, 1, 'gina', 'not json', 1, 1, 0),
+			(4, 1, 'gina', '{"id":4,"content":"c"}', 1, 1, 0),
+			(7, 6, 'gina', '{"id":7,"content":"c","provenance":["crm.get_contact","mail"]}', 1, 1, 0),
+			(8, 6, 'gina', '{"id":8,"content":"c","provenance":["jira.get_ticket"]}', 1, 1, 0)`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sqlite.MigrateTo(ctx, db, 26); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[int]string{1: `["crm.get_contact","mail"]`, 5: `["x"]`, 6: `["crm.get_contact","jira.get_ticket","mail"]`} {
+		var got sql.NullString
+		if err := db.QueryRow(`SELECT provenance FROM memories WHERE id = ?`, id).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got.String != want {
+			t.Errorf("memory %d's provenance after the migration: %q, want %q", id, got.String, want)
+		}
+	}
+}
+
 // TestSkillPinsBound runs the contract that a principal's skill pins are
 // bounded (issue 19, sec19).
 func TestSkillPinsBound(t *testing.T) {

@@ -419,8 +419,12 @@ func (s *Store) Update(ctx context.Context, in memory.UpdateInput) (memory.Memor
 				nullMS(next.OccurredAt), nullMS(next.DueAt), status, max(ms(now), updated+1), in.ID); err != nil {
 				return fmt.Errorf("update memory: %w", err)
 			}
+			// The update's sources join the stored ones: what it keeps of
+			// the memory (its content, the metadata keys and tags it does
+			// not touch) is still data of the sources it came from (issue
+			// 19, attack18 K3).
 			if prov != nil {
-				if _, err := tx.ExecContext(ctx, `UPDATE memories SET provenance = ? WHERE id = ?`, string(prov), in.ID); err != nil {
+				if _, err := tx.ExecContext(ctx, `UPDATE memories SET provenance = ? WHERE id = ?`, provenanceArg(memory.UnionProvenance(cur.Provenance, prov)), in.ID); err != nil {
 					return fmt.Errorf("update memory: %w", err)
 				}
 			}

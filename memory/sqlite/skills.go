@@ -143,15 +143,15 @@ const (
 // order scanSkillInfo reads them: no code.
 const (
 	ownSkillInfoSelect = `SELECT s.principal, s.name, s.description, s.language, s.version, s.updated_at,
-		NULL, 0, p.version, p.published_at
+		NULL, 0, p.version, p.published_at, s.provenance
 		FROM skills s LEFT JOIN published_skills p ON p.name = s.name AND p.owner = s.principal`
 	publishedSkillInfoSelect = `SELECT owner, name, description, language, version, updated_at,
-		code_sha256, 1, version, published_at FROM published_skills`
+		code_sha256, 1, version, published_at, provenance FROM published_skills`
 )
 
 // listCallableSkillsQuery reads a page of ListCallableSkills: the
 // caller's own skills after a name, and the published ones after it of
-// names the caller has none of. Its indexes cover it (migration 25).
+// names the caller has none of. Its indexes cover it (migrations 25, 26).
 const listCallableSkillsQuery = ownSkillInfoSelect + ` WHERE s.principal = ? AND s.name > ?
 	UNION ALL ` + publishedSkillInfoSelect + ` WHERE name > ? AND name NOT IN (SELECT name FROM skills WHERE principal = ?)
 	ORDER BY 2 LIMIT ?`
@@ -161,11 +161,12 @@ func scanSkillInfo(sc interface{ Scan(...any) error }) (memory.SkillInfo, error)
 	var sha sql.NullString
 	var u int64
 	var pubVersion, pubAt sql.NullInt64
+	var prov sql.NullString
 	if err := sc.Scan(&in.Owner, &in.Name, &in.Description, &in.Language, &in.Version, &u,
-		&sha, &in.Snapshot, &pubVersion, &pubAt); err != nil {
+		&sha, &in.Snapshot, &pubVersion, &pubAt, &prov); err != nil {
 		return in, err
 	}
-	in.CodeSHA256 = sha.String
+	in.CodeSHA256, in.Provenance = sha.String, provenanceOf(prov)
 	if pubVersion.Valid {
 		in.Published, in.PublishedVersion, in.PublishedAt = true, pubVersion.Int64, timePtr(pubAt)
 	}

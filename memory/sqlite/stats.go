@@ -64,6 +64,12 @@ func (s *Store) MemoryStats(ctx context.Context) (memory.MemoryStats, error) {
 			st.TopTags = append(st.TopTags, tc)
 		}
 		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if err := topTagsProvenance(ctx, tx, principal, st.TopTags); err != nil {
+			return err
+		}
 		var oldest, newest sql.NullInt64
 		if err := tx.QueryRowContext(ctx, `SELECT min(created_at), max(created_at) FROM memories WHERE principal = ?`, principal).Scan(&oldest, &newest); err != nil {
 			return err
@@ -153,4 +159,31 @@ func countLayers(ctx context.Context, tx *sql.Tx, layers map[memory.Layer]int, w
 		total += n
 	}
 	return total, rows.Err()
+}
+
+// topTagsProvenance gives each of tags the provenance of the principal's
+// memories that carry it: each distinct provenance once per tag.
+func topTagsProvenance(ctx context.Context, tx *sql.Tx, principal string, tags []memory.TagCount) error {
+	if len(tags) == 0 {
+		return nil
+	}
+	args := []any{principal}
+	for _, tc := range tags {
+		args = append(args, tc.Tag)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT t.tag, m.provenance FROM memory_tags t JOIN memories m ON m.id = t.memory_id
+		WHERE m.principal = ? AND m.provenance IS NOT NULL AND t.tag IN (`+placeholders(len(tags))+`)`, args...)
+	if err != nil {
+		return fmt.Errorf("top tags' provenance: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var tag string
+		var prov sql.NullString
+		if err := rows.Scan(&tag, &prov); err != nil {
+			return err
+		}
+		memory.AddTagProvenance(tags, tag, provenanceOf(prov))
+	}
+	return rows.Err()
 }

@@ -113,6 +113,7 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 	t.Run("memory_stats", func(t *testing.T) { testMemoryStats(t, open) })
 	t.Run("graph", func(t *testing.T) { testGraph(t, open) })
 	t.Run("graph_provenance", func(t *testing.T) { testGraphProvenance(t, open) })
+	t.Run("read_provenance", func(t *testing.T) { testReadProvenance(t, open) })
 	t.Run("tasks", func(t *testing.T) { testTasks(t, open) })
 	t.Run("consolidate", func(t *testing.T) { testConsolidate(t, open) })
 	t.Run("entity_links", func(t *testing.T) { testEntityLinks(t, open) })

@@ -132,3 +132,43 @@ func TestPageItemsBuildNoTree(t *testing.T) {
 	}
 	bob.normal()
 }
+
+// TestKnownValuesOfOnePrefix (issue 19, attack16 J1): the flow's index
+// and the sweep compared, at each position of a result where the first
+// bytes of values occur, once a length of the values that share them:
+// a program that had util.echo return 250 passwords "aaaaaa" to "a"×255
+// and then returned 1 MiB of "a" cost 8 s of the server's CPU after the
+// run's deadline (32 s for 4 MiB), and 250 passwords "a"×n+"b" in the
+// result with 4 MiB of "a" 11 s in the sweep; the provenance of a tool
+// call whose arguments held 512 KiB of "a", after the 250 passwords, 13
+// s. Automata find those values in one step a byte: each costs a
+// fraction of a second.
+func TestKnownValuesOfOnePrefix(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	bob := s.open(t, bobToken)
+	pid := s.cmd.Process.Pid
+	cost := func(code, password string) float64 {
+		c0 := cpuSeconds(pid)
+		if rec := bob.run(code, "timeout_ms", 60000); rec.Status != "ok" {
+			t.Fatalf("%.200s: %.400s", code, rec.raw)
+		} else if strings.Contains(rec.raw, password) {
+			t.Errorf("%.200s: the passwords showed: %.400s", code, rec.raw)
+		}
+		return cpuSeconds(pid) - c0
+	}
+	flow := cost(`for (let l = 6; l < 256; l++) await util.echo({text: "x", password: "a".repeat(l)});
+return "a".repeat(1 << 20)`, "aaaaaa")
+	sweep := cost(`const rows = [];
+for (let l = 5; l < 255; l++) rows.push({password: "a".repeat(l) + "b"});
+return {rows, text: "a".repeat(4 << 20)}`, "aaaaab")
+	args := cost(`for (let l = 6; l < 256; l++) await util.echo({text: "x", password: "a".repeat(l)});
+await util.echo({text: "a".repeat(512 << 10)}); return 1`, "aaaaaa")
+	t.Logf("250 passwords of one letter echoed, then 1 MiB of it: %.1f s of the server's CPU; 250 in the result with 4 MiB of it: %.1f s; 512 KiB of it in a tool's arguments: %.1f s", flow, sweep, args)
+	if flow < 0 {
+		t.Skip("no /proc here")
+	}
+	if flow > 2 || sweep > 2 || args > 2 {
+		t.Errorf("values of one prefix cost the server %.1f s of CPU for 1 MiB in the known-value stage (8 s before), %.1f s for 4 MiB in the sweep (11 s before), %.1f s for 512 KiB of a tool's arguments (13 s before)", flow, sweep, args)
+	}
+}
