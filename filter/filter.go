@@ -135,6 +135,9 @@ type Options struct {
 	// (Report.Details) and up to 64 cuts instead of 8. Reports are lean
 	// by default because hosts hand them to the model.
 	Details bool
+	// Findings, when set, holds what the findings cost before the filter
+	// acts on them (see FindingsHold); its refusal stops the filtering.
+	Findings FindingsHold
 }
 
 // Input is the output of one run.
@@ -167,7 +170,8 @@ type Output struct {
 // field names and values, tokenize, redact or mask them (a value found
 // anywhere is replaced everywhere, logs included), keep the full filtered
 // result, then compact and limit it for the model. An error means the
-// result is not valid JSON.
+// result is not valid JSON, or is a *FindingsError: Options.Findings
+// refused to hold its findings.
 func (f *Filter) Apply(in Input, opts Options) (*Output, error) {
 	out, _, err := f.apply(in, opts)
 	return out, err
@@ -211,6 +215,9 @@ func (f *Filter) apply(in Input, opts Options) (*Output, *run, error) {
 		r.detectJob(logs[i], false)
 	}
 	r.path = r.path[:0]
+	if r.held != nil {
+		return nil, r, r.held
+	}
 	ks := r.newKnownScan()
 	// With a flow, the known-value stage below finds every other
 	// occurrence of the values the run acted on, and more.
@@ -233,6 +240,9 @@ func (f *Filter) apply(in Input, opts Options) (*Output, *run, error) {
 			r.knownJob(ks, j, false)
 		}
 		r.path = r.path[:0]
+	}
+	if r.held != nil {
+		return nil, r, r.held
 	}
 	out := &Output{Report: r.report}
 	measure(&root)
@@ -348,6 +358,12 @@ type run struct {
 	scope *scope
 	spans []span // scratch
 	skip  []span // scratch
+	// findings counts the findings acted on (not observing), cost what
+	// they cost (hold.go); admitted is what Options.Findings holds, and
+	// held its refusal.
+	findings       int
+	cost, admitted int64
+	held           *FindingsError
 }
 
 type replacement struct {
@@ -435,6 +451,10 @@ func (r *run) act(c Class, conf float64, detector, value string, raw, inKey bool
 		r.observing.sensitive = append(r.observing.sensitive, sensitiveValue{value: value, class: c, conf: conf, detector: detector})
 		return "", true
 	}
+	cost := r.findingCost(value)
+	if !r.admit(r.cost + cost) {
+		return RedactionMarker(c), true // the output is not shown
+	}
 	if action != ActionAllow && r.allowedByTool(value) {
 		action = ActionAllow
 	}
@@ -452,7 +472,9 @@ func (r *run) act(c Class, conf float64, detector, value string, raw, inKey bool
 	case ActionMask:
 		text = maskValue(value)
 	}
-	r.record(c, conf, detector, action, inKey)
+	r.findings++
+	r.cost += cost
+	r.tally(c, conf, detector, action, inKey)
 	if action == ActionAllow {
 		return "", false
 	}
@@ -467,7 +489,19 @@ func (r *run) act(c Class, conf float64, detector, value string, raw, inKey bool
 	return text, true
 }
 
+// record counts a finding the run replaced without acting on it —
+// another occurrence of a value it acted on — and what it costs.
 func (r *run) record(c Class, conf float64, detector string, a Action, inKey bool) {
+	if r.observing == nil {
+		r.findings++
+		r.cost += RepeatBytes
+		r.admit(r.cost)
+	}
+	r.tally(c, conf, detector, a, inKey)
+}
+
+// tally counts a finding in the report.
+func (r *run) tally(c Class, conf float64, detector string, a Action, inKey bool) {
 	rep := &r.report
 	if rep.Findings == nil {
 		rep.Findings = map[Class]int{}
@@ -618,6 +652,9 @@ func (r *run) replaceText(s string, inKey bool) string {
 // detectSpans appends the replacements of the sensitive values the
 // detectors find in s.
 func (r *run) detectSpans(s string, inKey bool, out []span) []span {
+	if r.held != nil {
+		return out // stopped: the output is not shown
+	}
 	if r.observing == nil && r.flow != nil && r.flow.seenFlags(s)&seenClean != 0 {
 		return out // scanned by Flow.Observe, nothing found
 	}
@@ -641,7 +678,7 @@ func (r *run) detectSpans(s string, inKey bool, out []span) []span {
 		}
 		r.observing.seen = append(r.observing.seen, seenString{hash: maphash.String(r.flow.seed, s), flags: flags})
 	}
-	if len(r.matches) == 0 {
+	if len(r.matches) == 0 || r.observing == nil && !r.admit(r.cost+int64(len(r.matches))*RepeatBytes) {
 		return out
 	}
 	for _, m := range r.dropInsideTokens(s, r.matches) {

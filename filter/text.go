@@ -263,10 +263,16 @@ func (f *Filter) applyText(text string, opts Options) (TextOutput, *run) {
 	}
 	j := newTextJob(text, budget)
 	r.detectJob(j, false)
+	if r.held != nil {
+		return TextOutput{Text: heldText(len(text)), Report: r.report}, r
+	}
 	if ks := r.newKnownScan(); ks != nil {
 		r.knownJob(ks, j, false)
 	} else if len(r.values) > 0 {
 		r.sweepJob(newSweeper(r.values), j, false)
+	}
+	if r.held != nil {
+		return TextOutput{Text: heldText(len(text)), Report: r.report}, r
 	}
 	out, cut, kept := j.finish()
 	rep := &r.report

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"path"
 	"slices"
 	"strconv"
@@ -147,9 +148,6 @@ type approvals struct {
 	credentials *filter.Filter
 	reg         *tools.Registry
 	log         *slog.Logger
-	// results holds what a call's arguments decode into while they
-	// are checked, before it is asked for (set with the gate's stages).
-	results *resultBytes
 }
 
 func newApprovals(cfg ApprovalConfig, a asker, reg *tools.Registry, log *slog.Logger) (*approvals, error) {
@@ -214,12 +212,27 @@ func (a *approvals) approve(ctx context.Context, c *Call) error {
 		return refuse(CodeApprovalUnavailable, "this call needs the user's approval (approval.required_for %q) and the client cannot be asked: %s", why, strings.TrimPrefix(err.Error(), t.Name+": "))
 	}
 	flow := c.Run.settled()
-	opts := filter.Options{Vault: c.Run.vault, Flow: flow, Budget: shownArgsBudget}
+	// The arguments are filtered whole, as a result is: what that costs
+	// is held first, of the run's and its principal's results in flight
+	// (filterhold.go; attack18 K1).
+	fh, err := a.results.holdFiltering(ctx, c, "the arguments the approval shows", int64(len(c.Written)), tools.JSONValues(c.Written, math.MaxInt))
+	if err != nil {
+		return err
+	}
+	opts := filter.Options{Vault: c.Run.vault, Flow: flow, Budget: shownArgsBudget, Findings: fh.findings}
 	shown := "(not shown: not JSON)"
-	if f, err := a.filter.Apply(filter.Input{Result: c.Written}, opts); err == nil {
-		if shown, err = shownArguments(f.Full, f.Limited); err != nil {
-			return refuse(CodeApprovalUnavailable, "this call needs the user's approval (approval.required_for %q), and its arguments cannot be shown to the user: %v", why, err)
-		}
+	f, err := a.filter.Apply(filter.Input{Result: c.Written}, opts)
+	var held *filter.FindingsError
+	switch {
+	case errors.As(err, &held):
+		fh.release()
+		return heldError(t.Name, err)
+	case err == nil:
+		shown, err = shownArguments(f.Full, f.Limited)
+	}
+	fh.release() // what is shown is at most maxShownArgs bytes
+	if err != nil && held == nil && f != nil {
+		return refuse(CodeApprovalUnavailable, "this call needs the user's approval (approval.required_for %q), and its arguments cannot be shown to the user: %v", why, err)
 	}
 	var msg strings.Builder
 	fmt.Fprintf(&msg, "%s (approval.required_for %q).\nA program wants to call %s", policyPromptHead, why, t.Name)
@@ -233,7 +246,7 @@ func (a *approvals) approve(ctx context.Context, c *Call) error {
 	msg.WriteString("Accept to allow this one call; decline to refuse it.")
 	var res *mcp.ElicitationResult
 	asked := time.Now()
-	err := waitOnClient(ctx, c, func(ctx context.Context) (err error) {
+	err = waitOnClient(ctx, c, func(ctx context.Context) (err error) {
 		res, err = a.client.Elicit(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
 			Message:         msg.String(),
 			RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`),

@@ -190,6 +190,7 @@ func New(cfg Config) (_ *Engine, err error) {
 	if e.access != nil {
 		e.reg.SetToolsets(e.access.toolset)
 	}
+	e.results = newResultBytes(e.cfg.Limits)
 	if err = e.addRuntime(); err != nil {
 		return nil, err
 	}
@@ -206,11 +207,9 @@ func New(cfg Config) (_ *Engine, err error) {
 			return nil, err
 		}
 	}
-	e.results = newResultBytes(e.cfg.Limits)
 	if e.memo != nil {
 		e.memo.results = e.results
 	}
-	e.approvals.results = e.results
 	e.gate.stages = e.stages()
 	if cfg.Store != nil {
 		k := &skills{reg: e.reg, store: cfg.Store, exec: e.exec, filter: e.filter, maxBudget: e.maxBudget, log: e.log}
@@ -243,8 +242,8 @@ func (e *Engine) stages() []stage {
 // addRuntime registers the runtime namespaces that ask the client: llm
 // and approval.
 func (e *Engine) addRuntime() (err error) {
-	a := asker{client: roundTrips{e.cfg.Client}, filter: e.filter}
-	if e.llm, err = newLLM(e.cfg.LLM, a); err != nil {
+	a := asker{client: roundTrips{e.cfg.Client}, filter: e.filter, results: e.results}
+	if e.llm, err = newLLM(e.cfg.LLM, a, maxPromptBytes(e.filter)); err != nil {
 		return err
 	}
 	if e.approvals, err = newApprovals(e.cfg.Approval, a, e.reg, e.log); err != nil {

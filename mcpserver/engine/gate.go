@@ -76,6 +76,10 @@ type Call struct {
 	// releases give back what stages reserved for the call (its
 	// result's bytes, inflight.go) once the gate hands its result on.
 	releases []func()
+	// held is what the call holds of the results in flight (set by
+	// resultBytes.pass), which a runtime tool raises to filter what the
+	// program sent it (filterhold.go).
+	held *holding
 	// handOff, when set, takes what the call holds of its result's bytes
 	// in flight once the gate has handed its result on, to give it back
 	// when the program's sandbox has the result (a program's call:

@@ -255,6 +255,7 @@ func (r *resultBytes) pass(ctx context.Context, c *Call, next next) (json.RawMes
 // and once the run's flow has observed it (afterObserved).
 func (r *resultBytes) holdFor(c *Call) *holding {
 	h := &holding{r: r, c: c, run: c.Run.resultBudget(r.perRun), principal: c.Run.Caller.Principal}
+	c.held = h
 	c.releases = append(c.releases, func() {
 		giveBack := afterObserved(c.observed, h.giveBack)
 		if c.handOff != nil && c.delivered {

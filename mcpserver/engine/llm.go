@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/tools"
 )
 
@@ -92,6 +94,7 @@ var llmErrors = []tools.ErrorDoc{
 	{Code: CodeQuotaExceeded, Description: "The run's or the principal's budget of llm calls or tokens is spent."},
 	{Code: CodeRateLimited, Description: "The principal makes llm calls faster than allowed per minute."},
 	{Code: tools.CodeToolFailed, Description: "The client refused or failed the request (its user may have rejected it), or the provider failed it."},
+	{Code: codeResultBytesInFlight, Description: "Filtering the prompt or the items (their bytes, values, and the secrets and personal data the filter replaces) would take more than the run or its principal may hold of the results in flight; the message names the limit. Send less: a summary, fewer items."},
 }
 
 // llm is the llm runtime namespace: requests to a model — the client's
@@ -99,19 +102,35 @@ var llmErrors = []tools.ErrorDoc{
 // provider (provider.go) — within the run's and the principal's budgets.
 type llm struct {
 	asker
-	cfg      LLMConfig
-	use      *llmUsage
-	provider *provider // nil: the client's model only
+	cfg       LLMConfig
+	use       *llmUsage
+	provider  *provider // nil: the client's model only
+	maxPrompt int       // bytes of a call's prompt, system and messages
 }
 
-func newLLM(cfg LLMConfig, a asker) (*llm, error) {
+// promptBudgets is the prompt a program may send a model, in response
+// budgets (filter.max_budget_bytes): four, 1 MiB by default — about
+// 260,000 tokens, more than a model reads at once, and more than
+// llm.max_tokens_per_run allows by default.
+const promptBudgets = 4
+
+// maxPromptBytes is the most bytes of a prompt (its system prompt and
+// messages, as the program gives them) with filter f.
+func maxPromptBytes(f *filter.Filter) int {
+	if f == nil {
+		return promptBudgets * 16 * filter.DefaultBudget
+	}
+	return promptBudgets * f.MaxBudget()
+}
+
+func newLLM(cfg LLMConfig, a asker, maxPrompt int) (*llm, error) {
 	cfg = cfg.WithDefaults()
 	switch cfg.Prefer {
 	case PreferClient, PreferProvider:
 	default:
 		return nil, fmt.Errorf("llm prefer %q: want %q or %q", cfg.Prefer, PreferClient, PreferProvider)
 	}
-	m := &llm{asker: a, cfg: cfg, use: newLLMUsage(cfg)}
+	m := &llm{asker: a, cfg: cfg, use: newLLMUsage(cfg), maxPrompt: maxPrompt}
 	if cfg.Provider != nil {
 		p, err := newProvider(*cfg.Provider)
 		if err != nil {
@@ -240,43 +259,30 @@ func (m *llm) sample(ctx context.Context, c *Call, tool string, a llmCallArgs, m
 	if a.MaxTokens > 0 {
 		maxTokens = min(a.MaxTokens, cfg.MaxTokens)
 	}
-	// The model sees the prompt as the output filter shows any output:
-	// tokens stay tokens, and what the run read is hidden as in a
-	// result. So does a provider's: it is another party too.
-	req := modelRequest{
-		System:      m.clientText(c, a.System),
-		MaxTokens:   maxTokens,
-		Temperature: a.Temperature,
+	// What costs nothing to check comes before what filtering the
+	// prompt costs (issue 19, attack18 K1): its size, the stop
+	// sequences' and hints' number and size, a model to ask, the budget.
+	prompt := len(a.System)
+	for _, msg := range msgs {
+		prompt += len(msg.Content)
 	}
-	// What goes beside the prompt is filtered as it is, and bounded:
-	// the stop sequences and the model hints' names reach the client
-	// (and its user's logs) as much as the prompt does.
-	var err error
-	if req.StopSequences, err = m.sideTexts(c, tool, "stopSequences", a.StopSequences); err != nil {
+	if prompt > m.maxPrompt {
+		return llmCallResult{}, &tools.Error{Code: tools.CodeInvalidArguments, Tool: tool, Message: fmt.Sprintf(
+			"the prompt (system prompt and messages) is %s, more than the %s a prompt may be (%d × filter.max_budget_bytes): no model reads that much at once; send a summary, or fewer or smaller items, in more calls",
+			formatSize(int64(prompt)), formatSize(int64(m.maxPrompt)), promptBudgets)}
+	}
+	var hints []string
+	if p := a.ModelPreferences; p != nil {
+		hints = make([]string, len(p.Hints))
+		for i, h := range p.Hints {
+			hints[i] = h.Name
+		}
+	}
+	if err := checkSideTexts(tool, "stopSequences", a.StopSequences); err != nil {
 		return llmCallResult{}, err
 	}
-	if p := a.ModelPreferences; p != nil {
-		names := make([]string, len(p.Hints))
-		for i, h := range p.Hints {
-			names[i] = h.Name
-		}
-		if names, err = m.sideTexts(c, tool, "modelPreferences.hints", names); err != nil {
-			return llmCallResult{}, err
-		}
-		req.Preferences = &mcp.ModelPreferences{
-			CostPriority:         unitInterval(p.CostPriority),
-			SpeedPriority:        unitInterval(p.SpeedPriority),
-			IntelligencePriority: unitInterval(p.IntelligencePriority),
-		}
-		for _, n := range names {
-			req.Preferences.Hints = append(req.Preferences.Hints, mcp.ModelHint{Name: n})
-		}
-	}
-	promptBytes := len(req.System)
-	for _, msg := range msgs {
-		text := m.clientText(c, msg.Content)
-		req.Messages = append(req.Messages, llmMessage{Role: msg.Role, Content: text})
-		promptBytes += len(text)
+	if err := checkSideTexts(tool, "modelPreferences.hints", hints); err != nil {
+		return llmCallResult{}, err
 	}
 	mod, err := m.modelFor(ctx, tool)
 	if err != nil {
@@ -285,9 +291,16 @@ func (m *llm) sample(ctx context.Context, c *Call, tool string, a llmCallArgs, m
 	// Charge the prompt and the most the answer may take before asking,
 	// so that concurrent calls cannot overrun a budget together; the
 	// answer's actual size replaces the estimate after.
-	estimate := tools.EstimateTokens(promptBytes) + maxTokens
+	estimate := tools.EstimateTokens(prompt) + maxTokens
 	run, principal := c.Run.log, c.Run.Caller.Principal
 	if err := m.use.begin(tool, run, principal, estimate); err != nil {
+		return llmCallResult{}, err
+	}
+	req, promptBytes, err := m.request(ctx, c, tool, a, msgs, prompt, hints, maxTokens)
+	if err != nil {
+		// The call stays counted, its tokens do not: a run cannot make
+		// more refused calls, each filtering what it holds, than calls.
+		m.use.end(run, principal, estimate, 0)
 		return llmCallResult{}, err
 	}
 	var ans modelAnswer
@@ -319,20 +332,97 @@ const (
 	maxSideTextSize = 64 // bytes of each, as the model's client sees it
 )
 
-// sideTexts is texts (a program's stop sequences or model hints) as the
-// client may see them: filtered as the prompt is, at most maxSideTexts
-// of at most maxSideTextSize bytes each.
-func (m *llm) sideTexts(c *Call, tool, what string, texts []string) ([]string, error) {
+// request is the request to a model of a program's call: its prompt
+// (system, msgs: prompt bytes), stop sequences and model hints as the
+// output filter shows them — tokens stay tokens, and what the run read
+// is hidden as in a result, for a provider too: it is another party —
+// filtered within what the run and its principal may hold. promptBytes
+// is the filtered prompt's size.
+func (m *llm) request(ctx context.Context, c *Call, tool string, a llmCallArgs, msgs []llmMessage, prompt int, hints []string, maxTokens int) (req modelRequest, promptBytes int, err error) {
+	size := prompt
+	for _, t := range a.StopSequences {
+		size += len(t)
+	}
+	for _, t := range hints {
+		size += len(t)
+	}
+	fh, err := m.results.holdFiltering(ctx, c, "the prompt", int64(size), 0)
+	if err != nil {
+		return req, 0, err
+	}
+	defer fh.release()
+	req = modelRequest{MaxTokens: maxTokens, Temperature: a.Temperature}
+	if req.System, err = m.clientText(c, fh, a.System); err != nil {
+		return req, 0, err
+	}
+	// What goes beside the prompt is filtered as it is, and bounded:
+	// the stop sequences and the model hints' names reach the client
+	// (and its user's logs) as much as the prompt does.
+	if req.StopSequences, err = m.sideTexts(c, fh, tool, "stopSequences", a.StopSequences); err != nil {
+		return req, 0, err
+	}
+	if p := a.ModelPreferences; p != nil {
+		if hints, err = m.sideTexts(c, fh, tool, "modelPreferences.hints", hints); err != nil {
+			return req, 0, err
+		}
+		req.Preferences = &mcp.ModelPreferences{
+			CostPriority:         unitInterval(p.CostPriority),
+			SpeedPriority:        unitInterval(p.SpeedPriority),
+			IntelligencePriority: unitInterval(p.IntelligencePriority),
+		}
+		for _, n := range hints {
+			req.Preferences.Hints = append(req.Preferences.Hints, mcp.ModelHint{Name: n})
+		}
+	}
+	promptBytes = len(req.System)
+	for _, msg := range msgs {
+		text, err := m.clientText(c, fh, msg.Content)
+		if err != nil {
+			return req, 0, err
+		}
+		req.Messages = append(req.Messages, llmMessage{Role: msg.Role, Content: text})
+		promptBytes += len(text)
+	}
+	return req, promptBytes, nil
+}
+
+// maxRawSideText is the most bytes of a stop sequence or a model hint as
+// the program gives it: a few times maxSideTextSize, which a token or a
+// marker may take in place of a shorter value.
+const maxRawSideText = 4 * maxSideTextSize
+
+// checkSideTexts refuses texts (a program's stop sequences or model
+// hints) that could not be sent whatever the filter makes of them, before
+// they are filtered: more than maxSideTexts, or one of more than
+// maxRawSideText bytes.
+func checkSideTexts(tool, what string, texts []string) error {
+	if len(texts) > maxSideTexts {
+		return &tools.Error{Code: tools.CodeInvalidArguments, Tool: tool,
+			Message: fmt.Sprintf("%s: %d given, at most %d", what, len(texts), maxSideTexts)}
+	}
+	for i, t := range texts {
+		if len(t) > maxRawSideText {
+			return &tools.Error{Code: tools.CodeInvalidArguments, Tool: tool,
+				Message: fmt.Sprintf("%s[%d]: %d bytes, at most %d", what, i, len(t), maxSideTextSize)}
+		}
+	}
+	return nil
+}
+
+// sideTexts is texts (a program's stop sequences or model hints, checked
+// by checkSideTexts) as the client may see them: filtered as the prompt
+// is, at most maxSideTextSize bytes each.
+func (m *llm) sideTexts(c *Call, fh *filterHold, tool, what string, texts []string) ([]string, error) {
 	if len(texts) == 0 {
 		return nil, nil
 	}
-	if len(texts) > maxSideTexts {
-		return nil, &tools.Error{Code: tools.CodeInvalidArguments, Tool: tool,
-			Message: fmt.Sprintf("%s: %d given, at most %d", what, len(texts), maxSideTexts)}
-	}
 	out := make([]string, len(texts))
 	for i, t := range texts {
-		out[i] = printable(m.clientText(c, t))
+		text, err := m.clientText(c, fh, t)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = printable(text)
 		if len(out[i]) > maxSideTextSize {
 			return nil, &tools.Error{Code: tools.CodeInvalidArguments, Tool: tool,
 				Message: fmt.Sprintf("%s[%d]: %d bytes, at most %d", what, i, len(out[i]), maxSideTextSize)}
@@ -396,6 +486,44 @@ type llmClassifyResult struct {
 }
 
 func (m *llm) classify(ctx context.Context, c *Call, a llmClassifyArgs) (llmClassifyResult, error) {
+	const tool = "llm.classify"
+	// The items are filtered as results, each a tree: what costs
+	// nothing to check comes first — their size (they go into one
+	// prompt), a model to ask, the budget — then the hold of what
+	// filtering them costs (issue 19, attack18 K1).
+	size, values := 0, 0
+	for _, it := range a.Items {
+		size += len(it)
+	}
+	if size > m.maxPrompt {
+		return llmClassifyResult{}, &tools.Error{Code: tools.CodeInvalidArguments, Tool: tool, Message: fmt.Sprintf(
+			"the items are %s, more than the %s a prompt may be (%d × filter.max_budget_bytes): no model reads that much at once; classify fewer or smaller items a call (a summary or the fields that decide the label)",
+			formatSize(int64(size)), formatSize(int64(m.maxPrompt)), promptBudgets)}
+	}
+	if _, err := m.modelFor(ctx, tool); err != nil {
+		return llmClassifyResult{}, err
+	}
+	maxTokens := m.cfg.DefaultMaxTokens
+	if a.MaxTokens > 0 {
+		maxTokens = min(a.MaxTokens, m.cfg.MaxTokens)
+	}
+	if err := m.use.check(tool, c.Run.log, c.Run.Caller.Principal, tools.EstimateTokens(size)+maxTokens); err != nil {
+		return llmClassifyResult{}, err
+	}
+	for _, it := range a.Items {
+		values += tools.JSONValues(it, math.MaxInt)
+	}
+	refused := func(err error) (llmClassifyResult, error) {
+		// Counted as a call, as llm.call's are (sample): a run cannot
+		// make more such refusals than calls.
+		_ = m.use.begin(tool, c.Run.log, c.Run.Caller.Principal, 0)
+		return llmClassifyResult{}, err
+	}
+	fh, err := m.results.holdFiltering(ctx, c, "the items", int64(size), values)
+	if err != nil {
+		return refused(err)
+	}
+	defer fh.release()
 	labels, _ := json.Marshal(a.Labels)
 	schema := fmt.Sprintf(`{"type":"array","items":{"enum":%s},"minItems":%d,"maxItems":%d}`, labels, len(a.Items), len(a.Items))
 	var b strings.Builder
@@ -406,9 +534,14 @@ func (m *llm) classify(ctx context.Context, c *Call, a llmClassifyArgs) (llmClas
 	fmt.Fprintf(&b, "Answer with JSON only: an array of %d label strings, the label of item 0 first.\n\nItems:\n", len(a.Items))
 	for i, it := range a.Items {
 		// Each item as a result would show it: field names count.
-		fmt.Fprintf(&b, "%d: %s\n", i, compactJSON(m.clientJSON(c, it)))
+		shown, err := m.clientJSON(c, fh, it)
+		if err != nil {
+			return refused(err)
+		}
+		fmt.Fprintf(&b, "%d: %s\n", i, compactJSON(shown))
 	}
-	data, ans, attempts, err := m.askJSON(ctx, c, "llm.classify", b.String(), json.RawMessage(schema), a.MaxTokens)
+	fh.release() // filtered: the prompt is held as the prompt
+	data, ans, attempts, err := m.askJSON(ctx, c, tool, b.String(), json.RawMessage(schema), a.MaxTokens)
 	if err != nil {
 		return llmClassifyResult{}, err
 	}
@@ -538,6 +671,38 @@ func newLLMUsage(cfg LLMConfig) *llmUsage {
 func (u *llmUsage) begin(tool string, run *runLog, principal string, estimate int) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	p := u.principalLocked(principal)
+	var b *llmBudget
+	if run != nil {
+		b = &run.llm
+	}
+	if err := u.fits(tool, b, p, estimate); err != nil {
+		return err
+	}
+	p.minuteCalls++
+	p.dayTokens += estimate
+	if b != nil {
+		b.calls++
+		b.tokens += estimate
+	}
+	return nil
+}
+
+// check says which budget one call of estimate tokens would exceed, as
+// begin does, and charges nothing.
+func (u *llmUsage) check(tool string, run *runLog, principal string, estimate int) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var b *llmBudget
+	if run != nil {
+		b = &run.llm
+	}
+	return u.fits(tool, b, u.principalLocked(principal), estimate)
+}
+
+// principalLocked is principal's budgets, its minute and day windows
+// turned to now's.
+func (u *llmUsage) principalLocked(principal string) *principalLLM {
 	now := u.now().UTC()
 	p := u.principals[principal]
 	if p == nil {
@@ -550,10 +715,12 @@ func (u *llmUsage) begin(tool string, run *runLog, principal string, estimate in
 	if day := now.Format(time.DateOnly); p.day != day {
 		p.day, p.dayTokens = day, 0
 	}
-	var b *llmBudget
-	if run != nil {
-		b = &run.llm
-	}
+	return p
+}
+
+// fits says which budget — the run's b (nil for a direct call), the
+// principal's p — one call of estimate tokens would exceed.
+func (u *llmUsage) fits(tool string, b *llmBudget, p *principalLLM, estimate int) error {
 	switch {
 	case b != nil && b.calls+1 > u.cfg.MaxCallsPerRun:
 		return &tools.Error{Code: CodeQuotaExceeded, Tool: tool, Message: fmt.Sprintf("this run made its %d llm calls, the most a run may make (llm.max_calls_per_run); batch items into one call (llm.classify takes many)", u.cfg.MaxCallsPerRun)}
@@ -563,12 +730,6 @@ func (u *llmUsage) begin(tool string, run *runLog, principal string, estimate in
 		return &tools.Error{Code: CodeRateLimited, Tool: tool, Message: fmt.Sprintf("more than %d llm calls in a minute (llm.calls_per_minute); wait and run again", u.cfg.CallsPerMinute)}
 	case p.dayTokens+estimate > u.cfg.TokensPerDay:
 		return &tools.Error{Code: CodeQuotaExceeded, Tool: tool, Message: fmt.Sprintf("the principal's %d llm tokens of the day (UTC) are spent (llm.tokens_per_day)", u.cfg.TokensPerDay)}
-	}
-	p.minuteCalls++
-	p.dayTokens += estimate
-	if b != nil {
-		b.calls++
-		b.tokens += estimate
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -206,8 +207,13 @@ func (e *Engine) filterStreams(x *Execution, run *Run) {
 // (record), the tokens its session minted written through to the shared
 // store, and its audit record.
 func (e *Engine) finish(ctx context.Context, run *Run, sess *Session, x Execution, started time.Time, res *executor.Result) (*Record, []byte) {
-	defer e.holdOutput(ctx, run, res)()
-	rec, body := e.record(context.WithoutCancel(tools.WithCaller(ctx, run.Caller)), sess, run.settled(), run.ID, x, res, run.log.runArtifacts())
+	var steps json.RawMessage
+	if x.planned != nil {
+		steps = x.planned.Steps
+	}
+	release, findings := e.holdOutput(ctx, run, res, steps)
+	defer release()
+	rec, body := e.record(context.WithoutCancel(tools.WithCaller(ctx, run.Caller)), sess, run.settled(), run.ID, x, res, run.log.runArtifacts(), findings)
 	e.Flush(ctx, sess)
 	exec := executionRecord(run.ID, run.Caller, e.access.of(run.Caller), x, started, res)
 	if rec.Error != nil {
@@ -244,8 +250,9 @@ func errorKind(res *executor.Result) executor.Kind {
 
 // record runs the output filter over a run, keeps the whole result when
 // the model gets less than all of it, and builds the record within the
-// response budget.
-func (e *Engine) record(ctx context.Context, sess *Session, flow *filter.Flow, execID string, x Execution, res *executor.Result, arts []tools.Artifact) (*Record, []byte) {
+// response budget. findings, when set, holds the findings of the run's
+// output (holdOutput); a refusal fails the run.
+func (e *Engine) record(ctx context.Context, sess *Session, flow *filter.Flow, execID string, x Execution, res *executor.Result, arts []tools.Artifact, findings filter.FindingsHold) (*Record, []byte) {
 	budget := e.budget
 	if x.BudgetBytes > 0 {
 		budget = min(x.BudgetBytes, e.maxBudget)
@@ -274,9 +281,17 @@ func (e *Engine) record(ctx context.Context, sess *Session, flow *filter.Flow, e
 			rec.Stats.CachedCalls++
 		}
 	}
+	held := opts
+	held.Findings = findings
 	if x.planned != nil {
-		rec.Plan = e.plans.show(x.planned, opts)
-		rec.Note = x.planned.note
+		plan, err := e.plans.show(x.planned, held)
+		if err != nil {
+			// Its steps' findings cost more than the run may hold.
+			fail(res, heldOutput(err))
+			rec.Status = res.Status
+		} else {
+			rec.Plan, rec.Note = plan, x.planned.note
+		}
 	}
 	// Tool names are the program's to choose: an unknown one is text
 	// like any other.
@@ -295,9 +310,17 @@ func (e *Engine) record(ctx context.Context, sess *Session, flow *filter.Flow, e
 		lines[i] = l.Message
 	}
 	fspan := startFilter(ctx, e.tracer, res)
-	out, err := e.filter.Apply(filter.Input{Result: res.Value, Logs: lines}, opts)
+	out, err := e.filter.Apply(filter.Input{Result: res.Value, Logs: lines}, held)
 	var full json.RawMessage
-	if err != nil {
+	var stopped *filter.FindingsError
+	if errors.As(err, &stopped) {
+		// Its findings cost more than the run may hold: the run fails,
+		// showing nothing of its output.
+		e.log.Info("filter stopped", "id", execID, "findings", stopped.Findings)
+		endFilter(fspan, nil, err)
+		fail(res, heldOutput(err))
+		rec.Status, rec.Result, rec.Logs = res.Status, json.RawMessage("null"), nil
+	} else if err != nil {
 		// The executor only returns valid JSON; a failure here is ours.
 		e.log.Error("filter", "id", execID, "err", err)
 		endFilter(fspan, nil, err)

@@ -169,17 +169,22 @@ func (pl *plans) save(ctx context.Context, caller tools.Caller, execID string, p
 
 // show passes a plan's steps through the filter, as the result is: values
 // the run read from tools and secrets become tokens, and the steps keep
-// to a share of the budget.
-func (pl *plans) show(p *PlanRecord, opts filter.Options) *PlanRecord {
+// to a share of the budget. An error is opts.Findings' refusal (a
+// *filter.FindingsError).
+func (pl *plans) show(p *PlanRecord, opts filter.Options) (*PlanRecord, error) {
 	out := *p
 	opts.Budget = max(opts.Budget/2, filter.MinBudget)
 	f, err := pl.filter.Apply(filter.Input{Result: p.Steps}, opts)
+	var held *filter.FindingsError
+	if errors.As(err, &held) {
+		return nil, err
+	}
 	if err != nil {
 		out.Steps = json.RawMessage("[]")
-		return &out
+		return &out, nil
 	}
 	out.Steps = f.Limited
-	return &out
+	return &out, nil
 }
 
 // planHash names a plan, by the id its client holds, in the audit log:

@@ -75,6 +75,9 @@ const (
 type asker struct {
 	client Client
 	filter *filter.Filter
+	// results holds what filtering what the client is shown costs, of
+	// the results in flight (filterhold.go).
+	results *resultBytes
 }
 
 // waitOnClient runs ask, a request to the client, and waits for its
@@ -119,24 +122,40 @@ func clientFilter(c *Call) filter.Options {
 }
 
 // clientText is text as the client may be shown it: filtered whole, not
-// cut to the budget.
-func (a asker) clientText(c *Call, text string) string {
+// cut to the budget, its findings held by fh.
+func (a asker) clientText(c *Call, fh *filterHold, text string) (string, error) {
 	if text == "" {
-		return ""
+		return "", nil
 	}
-	return a.filter.ApplyText(text, clientFilter(c)).Full()
+	opts := clientFilter(c)
+	opts.Budget, opts.Findings = -1, fh.findings
+	out, err := a.filter.ApplyTextHeld(text, opts)
+	if err != nil {
+		return "", heldError(c.Name, err)
+	}
+	return out.Text, nil
 }
 
 // clientJSON is a JSON value as the client may be shown it, filtered as a
-// result is (field names and values), whole.
-func (a asker) clientJSON(c *Call, v json.RawMessage) json.RawMessage {
-	out, err := a.filter.Apply(filter.Input{Result: v}, clientFilter(c))
-	if err != nil {
+// result is (field names and values), whole, its findings held by fh.
+func (a asker) clientJSON(c *Call, fh *filterHold, v json.RawMessage) (json.RawMessage, error) {
+	opts := clientFilter(c)
+	opts.Findings = fh.findings
+	out, err := a.filter.Apply(filter.Input{Result: v}, opts)
+	var held *filter.FindingsError
+	switch {
+	case errors.As(err, &held):
+		return nil, heldError(c.Name, err)
+	case err != nil:
 		// Not JSON: shown as text.
-		b, _ := json.Marshal(a.clientText(c, string(v)))
-		return b
+		text, err := a.clientText(c, fh, string(v))
+		if err != nil {
+			return nil, err
+		}
+		b, _ := json.Marshal(text)
+		return b, nil
 	}
-	return out.Full
+	return out.Full, nil
 }
 
 // credentialsFilter is a filter that redacts credentials and leaves
