@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -38,8 +39,14 @@ func maxConns() int {
 }
 
 // connListener bounds the connections open at once and gives each
-// write a deadline. Past the bound a connection is closed as soon as it
-// is accepted, so that the kernel's queue does not keep it either.
+// write a deadline. At the bound, a new connection takes the place of
+// the connection that has served nothing for the longest (idle between
+// requests, or not yet past its first request's headers): a client with
+// no token held half the descriptor limit of idle keep-alive
+// connections, and every other client's new connection was closed at
+// once (attack19 L1). Only when every connection is serving a request
+// is the new one closed as soon as it is accepted, so that the kernel's
+// queue does not keep it either.
 type connListener struct {
 	net.Listener
 	max  int64
@@ -47,13 +54,14 @@ type connListener struct {
 	open atomic.Int64
 
 	mu      sync.Mutex
-	refused int64 // connections closed past the bound since the last warning
+	conns   map[*boundConn]struct{} // open, for the choice of one to close
+	refused int64                   // connections closed past the bound since the last warning
 	warned  time.Time
 	warn    func(open, refused int64)
 }
 
 func newConnListener(ln net.Listener, max int, wait func(int) time.Duration, warn func(open, refused int64)) *connListener {
-	return &connListener{Listener: ln, max: int64(max), wait: wait, warn: warn}
+	return &connListener{Listener: ln, max: int64(max), wait: wait, warn: warn, conns: map[*boundConn]struct{}{}}
 }
 
 func (l *connListener) Accept() (net.Conn, error) {
@@ -64,11 +72,53 @@ func (l *connListener) Accept() (net.Conn, error) {
 		}
 		if l.open.Add(1) > l.max {
 			l.open.Add(-1)
-			c.Close()
-			l.refusedOne()
-			continue
+			if !l.closeLeastBusy() {
+				c.Close()
+				l.refusedOne()
+				continue
+			}
+			l.open.Add(1)
 		}
-		return &boundConn{Conn: c, l: l}, nil
+		bc := &boundConn{Conn: c, l: l}
+		bc.since.Store(time.Now().UnixNano())
+		l.mu.Lock()
+		l.conns[bc] = struct{}{}
+		l.mu.Unlock()
+		return bc, nil
+	}
+}
+
+// closeLeastBusy closes the open connection that has served nothing for
+// the longest, if one serves nothing now, and reports whether it did.
+func (l *connListener) closeLeastBusy() bool {
+	l.mu.Lock()
+	var oldest *boundConn
+	for c := range l.conns {
+		if !c.active.Load() && (oldest == nil || c.since.Load() < oldest.since.Load()) {
+			oldest = c
+		}
+	}
+	l.mu.Unlock()
+	if oldest == nil {
+		return false
+	}
+	oldest.Close()
+	return true
+}
+
+// track follows each connection's state for closeLeastBusy: it is the
+// http.Server's ConnState hook.
+func (l *connListener) track(c net.Conn, state http.ConnState) {
+	bc, ok := c.(*boundConn)
+	if !ok {
+		return
+	}
+	switch state {
+	case http.StateActive, http.StateHijacked:
+		bc.active.Store(true)
+	case http.StateIdle:
+		bc.active.Store(false)
+		bc.since.Store(time.Now().UnixNano())
 	}
 }
 
@@ -92,7 +142,9 @@ func (l *connListener) refusedOne() {
 type boundConn struct {
 	net.Conn
 	l        *connListener
-	explicit atomic.Bool // a write deadline was set and not cleared
+	explicit atomic.Bool  // a write deadline was set and not cleared
+	active   atomic.Bool  // serving a request (http.StateActive)
+	since    atomic.Int64 // when it was accepted or last became idle, in Unix nanoseconds
 	closed   sync.Once
 }
 
@@ -124,6 +176,11 @@ func (c *boundConn) CloseWrite() error {
 
 func (c *boundConn) Close() error {
 	err := c.Conn.Close()
-	c.closed.Do(func() { c.l.open.Add(-1) })
+	c.closed.Do(func() {
+		c.l.mu.Lock()
+		delete(c.l.conns, c)
+		c.l.mu.Unlock()
+		c.l.open.Add(-1)
+	})
 	return err
 }

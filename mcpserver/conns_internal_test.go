@@ -19,7 +19,7 @@ func serveConns(t *testing.T, max int, wait time.Duration, handler http.Handler)
 		t.Fatal(err)
 	}
 	cl := newConnListener(ln, max, func(int) time.Duration { return wait }, nil)
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: time.Minute}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: time.Minute, ConnState: cl.track}
 	go srv.Serve(cl)
 	t.Cleanup(func() { srv.Close() })
 	return cl
@@ -63,12 +63,16 @@ func TestUnreadConnectionsAreClosed(t *testing.T) {
 	waitOpen(t, cl, 0)
 }
 
-// TestConnectionsPastTheBoundAreClosed: past the bound, a new
-// connection is closed as soon as it is accepted, and a connection
-// closed makes room for the next.
+// TestConnectionsPastTheBoundAreClosed: past the bound, while every
+// connection serves a request, a new connection is closed as soon as it
+// is accepted; once one is idle, a new one takes its place.
 func TestConnectionsPastTheBoundAreClosed(t *testing.T) {
 	t.Parallel()
+	release := make(chan struct{})
 	cl := serveConns(t, 2, 10*time.Second, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/block" {
+			<-release
+		}
 		io.WriteString(w, "ok")
 	}))
 	dial := func() net.Conn {
@@ -79,8 +83,12 @@ func TestConnectionsPastTheBoundAreClosed(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		return c
 	}
-	a, _ := dial(), dial()
+	a, b := dial(), dial()
+	for _, c := range []net.Conn{a, b} {
+		io.WriteString(c, "GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
+	}
 	waitOpen(t, cl, 2)
+	waitActive(t, cl, 2)
 	over := dial()
 	over.SetReadDeadline(time.Now().Add(30 * time.Second))
 	if n, err := over.Read(make([]byte, 1)); err == nil || n != 0 {
@@ -88,14 +96,86 @@ func TestConnectionsPastTheBoundAreClosed(t *testing.T) {
 	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		t.Fatal("a connection past the bound was neither served nor closed")
 	}
-	a.Close()
-	waitOpen(t, cl, 1)
+	// Once they have answered, a new connection takes an idle one's place.
+	close(release)
+	waitActive(t, cl, 0)
 	c := dial()
 	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 	c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	got, _ := io.ReadAll(io.LimitReader(c, 1<<10))
 	if !strings.Contains(string(got), "200 OK") {
-		t.Fatalf("a connection within the bound again was not served: %q", got)
+		t.Fatalf("a connection once the others are idle was not served: %q", got)
+	}
+}
+
+// waitActive waits until want of cl's connections serve a request.
+func waitActive(t *testing.T, cl *connListener, want int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cl.mu.Lock()
+		n := 0
+		for c := range cl.conns {
+			if c.active.Load() {
+				n++
+			}
+		}
+		cl.mu.Unlock()
+		if n == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections serve a request, want %d", n, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestIdleConnectionsGiveWay (attack19 L1): at the bound, a new
+// connection takes the place of the one idle the longest — a client with
+// no token that held the bound in idle keep-alive connections kept every
+// other client out.
+func TestIdleConnectionsGiveWay(t *testing.T) {
+	t.Parallel()
+	cl := serveConns(t, 2, 10*time.Second, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	ask := func(c net.Conn, keep bool) string {
+		req := "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+		if !keep {
+			req = "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+		}
+		io.WriteString(c, req)
+		c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		buf := make([]byte, 1<<10)
+		n, _ := c.Read(buf)
+		return string(buf[:n])
+	}
+	var idle []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", cl.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if got := ask(c, true); !strings.Contains(got, "200 OK") {
+			t.Fatalf("a connection within the bound: %q", got)
+		}
+		idle = append(idle, c)
+	}
+	waitActive(t, cl, 0)
+	c, err := net.Dial("tcp", cl.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := ask(c, false); !strings.Contains(got, "200 OK") {
+		t.Fatalf("a new connection while the bound is held by idle ones: %q", got)
+	}
+	// The first, idle the longest, was closed for it.
+	idle[0].SetReadDeadline(time.Now().Add(30 * time.Second))
+	if n, err := idle[0].Read(make([]byte, 1)); err == nil || n != 0 {
+		t.Fatalf("the connection idle the longest is still open (read %d, %v)", n, err)
 	}
 }
 

@@ -359,10 +359,12 @@ func (s *Server) Handler() http.Handler {
 // saying the server is shutting down.
 func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	h := s.newHTTP()
-	ln = newConnListener(ln, maxConns(), writeWait, func(open, refused int64) {
-		s.log.Warn("too many connections open at once; closing new ones", "open", open, "refused", refused)
+	cl := newConnListener(ln, maxConns(), writeWait, func(open, refused int64) {
+		s.log.Warn("too many connections open at once, each serving a request; closing new ones", "open", open, "refused", refused)
 	})
+	ln = cl
 	srv := &http.Server{
+		ConnState:         cl.track,
 		Handler:           compress(h.mux),
 		ReadHeaderTimeout: min(10*time.Second, s.cfg.ReadTimeout),
 		// A request's body must arrive within ReadTimeout (the guard

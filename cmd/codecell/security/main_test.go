@@ -222,7 +222,9 @@ func (ss *session) rpc(method string, params any) json.RawMessage {
 // lastMessage returns the last JSON-RPC message of a JSON or event-stream
 // response body.
 func lastMessage(body string) string {
-	if !strings.Contains(body, "data:") {
+	// An event stream's lines start with their field; a JSON answer has
+	// no line break outside its strings, whatever "data:" they hold.
+	if !strings.HasPrefix(body, "data:") && !strings.Contains(body, "\ndata:") {
 		return body
 	}
 	last := ""
