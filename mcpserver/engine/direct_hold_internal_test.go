@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -186,5 +187,40 @@ func samplePeak() func() int64 {
 		runtime.GC()
 		done.Store(true)
 		return peak.Load()
+	}
+}
+
+// TestDirectCallFindingsHeld (attack20 N2): what filtering a direct
+// call's result costs by its findings is held before it is spent, as a
+// run's output's is: a result of 100,000 distinct addresses (2 MB, about
+// 150 MB of findings) is refused naming the limit rather than filtered
+// outside every hold, and one of 1,000 is answered.
+func TestDirectCallFindingsHeld(t *testing.T) {
+	t.Parallel()
+	var result atomic.Pointer[json.RawMessage]
+	e := directEngine(t, &result, func(*Engine) {})
+	addresses := func(n int) json.RawMessage {
+		var b strings.Builder
+		b.WriteString(`{"v":"`)
+		for i := range n {
+			fmt.Fprintf(&b, "u%d@example.com ", i)
+		}
+		b.WriteString(`"}`)
+		return json.RawMessage(b.String())
+	}
+	few := addresses(1000)
+	result.Store(&few)
+	text, failed, err := e.CallTool(t.Context(), tools.Caller{Principal: "bob", Session: "few"}, false, "dense.get", json.RawMessage(`{}`))
+	if err != nil || failed || !strings.Contains(text, "⟦email:") {
+		t.Fatalf("1,000 addresses: failed %v, %v: %.300s", failed, err, text)
+	}
+	many := addresses(100000)
+	result.Store(&many)
+	text, failed, err = e.CallTool(t.Context(), tools.Caller{Principal: "bob", Session: "many"}, false, "dense.get", json.RawMessage(`{}`))
+	if err != nil || !failed || !strings.Contains(text, "result_bytes_limit") || !strings.Contains(text, "findings") {
+		t.Fatalf("100,000 addresses: failed %v, %v: %.300s", failed, err, text)
+	}
+	if n := e.results.server.inUse(); n != 0 {
+		t.Errorf("%d bytes still held after the answer", n)
 	}
 }
