@@ -141,15 +141,24 @@ func TestDirectCallHoldCoversItsPeak(t *testing.T) {
 	} {
 		b := json.RawMessage(shape.json)
 		result.Store(&b)
-		runtime.GC()
-		base := liveHeap()
-		old := debug.SetGCPercent(5)
-		stop := samplePeak()
-		text, failed, err := e.CallTool(t.Context(), tools.Caller{Principal: "bob", Session: shape.name}, false, "dense.get", json.RawMessage(`{}`))
-		peak := stop() - base
-		debug.SetGCPercent(old)
-		if err != nil || failed {
-			t.Fatalf("%s: failed %v, %v: %.300s", shape.name, failed, err, text)
+		// The least of three: the heap is the process's, and what another
+		// goroutine allocates meanwhile (a test's cleanup) is not the
+		// call's.
+		var base, peak int64
+		for i := range 3 {
+			runtime.GC()
+			base0 := liveHeap()
+			old := debug.SetGCPercent(5)
+			stop := samplePeak()
+			text, failed, err := e.CallTool(t.Context(), tools.Caller{Principal: "bob", Session: fmt.Sprint(shape.name, i)}, false, "dense.get", json.RawMessage(`{}`))
+			p := stop() - base0
+			debug.SetGCPercent(old)
+			if err != nil || failed {
+				t.Fatalf("%s: failed %v, %v: %.300s", shape.name, failed, err, text)
+			}
+			if i == 0 || p < peak {
+				base, peak = base0, p
+			}
 		}
 		held := heldFor(b)
 		t.Logf("%s: %d bytes; held %d KiB, peak %d KiB over the %d KiB live before", shape.name, len(b), held>>10, peak>>10, base>>10)
