@@ -149,64 +149,100 @@ func TestWorkerQueueBounded(t *testing.T) {
 	// Every call has a place in flight at once: the first, which the VM
 	// awaits, never waits behind those held until it loops.
 	e := newExecutor(t, executor.IsolationProcess, executor.Config{PoolSize: 1, MemoryLimit: heap, MaxConcurrentCalls: calls})
-	release := make(chan struct{})
-	var once sync.Once
-	var early, late, returned atomic.Int32
-	var looping atomic.Bool
-	d := caller(func(ctx context.Context, c executor.Call) (json.RawMessage, error) {
-		if c.Seq == 0 {
-			return json.RawMessage(`1`), nil
-		}
-		select {
-		case <-release:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		c.OnConsumed(func() {
-			if looping.Load() {
-				early.Add(1)
-			} else {
-				late.Add(1)
-			}
-		})
-		returned.Add(1)
-		return big, nil
-	})
+	p := newLoopProbe(big)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan *executor.Result, 1)
 	go func() {
-		done <- e.Run(ctx, executor.Request{Dispatcher: d, Functions: layout, Timeout: 5 * time.Minute,
-			OnLog: func(executor.LogLine) {
-				once.Do(func() {
-					looping.Store(true)
-					close(release)
-				})
-			},
-			Code: `const ps = []; for (let i = 0; i < ` + strconv.Itoa(calls) + `; i++) ps.push(util.echo({i}).then(() => 1, () => 0));
-await ps[0]; console.log("looping"); while (true) {}`})
+		done <- e.Run(ctx, executor.Request{Dispatcher: p.caller(), Functions: layout, Timeout: 5 * time.Minute, OnLog: p.onLog, Code: loopingCode(calls)})
 	}()
 	// The bound is reached once the results are in the worker; a minute
 	// is only how long a broken bound is waited for.
-	for deadline := time.Now().Add(time.Minute); early.Load() < int32(dropped); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d results returned while the VM looped, %d of them given back: the worker queued %d MiB its VM never took (the bound is %d MiB)",
-				returned.Load(), early.Load(), (returned.Load()-early.Load())*int32(len(big))>>20, bound>>20)
-		}
-	}
-	looping.Store(false)
+	p.waitDropped(t, dropped, bound, "")
 	cancel()
 	res := <-done
 	if res.Status != executor.StatusError || res.Error.Kind != executor.KindCanceled {
 		t.Errorf("the run: %s %v", res.Status, res.Error)
 	}
-	if n := early.Load(); n != int32(dropped) {
+	if n := p.early.Load(); n != int32(dropped) {
 		t.Errorf("%d results gave back their holds while the VM looped, want the %d past the bound", n, dropped)
 	}
 	// The others' holds end with the run.
-	for deadline := time.Now().Add(30 * time.Second); early.Load()+late.Load() < returned.Load(); time.Sleep(10 * time.Millisecond) {
+	p.waitAll(t)
+}
+
+// loopProbe answers a run's calls: its first at once, the others with
+// big once the run's VM loops (its first log line), counting the results
+// given back while it loops (early) and after (late).
+type loopProbe struct {
+	big                   json.RawMessage
+	release               chan struct{}
+	once                  sync.Once
+	early, late, returned atomic.Int32
+	looping               atomic.Bool
+}
+
+func newLoopProbe(big json.RawMessage) *loopProbe {
+	return &loopProbe{big: big, release: make(chan struct{})}
+}
+
+// loopingCode makes calls calls at once, awaits the first, logs and
+// loops.
+func loopingCode(calls int) string {
+	return `const ps = []; for (let i = 0; i < ` + strconv.Itoa(calls) + `; i++) ps.push(util.echo({i}).then(() => 1, () => 0));
+await ps[0]; console.log("looping"); while (true) {}`
+}
+
+func (p *loopProbe) caller() caller {
+	return func(ctx context.Context, c executor.Call) (json.RawMessage, error) {
+		if c.Seq == 0 {
+			return json.RawMessage(`1`), nil
+		}
+		select {
+		case <-p.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		c.OnConsumed(func() {
+			if p.looping.Load() {
+				p.early.Add(1)
+			} else {
+				p.late.Add(1)
+			}
+		})
+		p.returned.Add(1)
+		return p.big, nil
+	}
+}
+
+// onLog is the run's OnLog: its VM loops.
+func (p *loopProbe) onLog(executor.LogLine) {
+	p.once.Do(func() {
+		p.looping.Store(true)
+		close(p.release)
+	})
+}
+
+// waitDropped waits until dropped results have given back their holds
+// while the VM looped, then stops counting them so; nested names the run
+// in the failure.
+func (p *loopProbe) waitDropped(t *testing.T, dropped int, bound int64, nested string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); p.early.Load() < int32(dropped); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d results still hold their bytes after the run ended", returned.Load()-early.Load()-late.Load(), returned.Load())
+			t.Fatalf("%d results returned%s while its VM looped, %d of them given back: the worker queued %d MiB its VMs never took (the bound is %d MiB)",
+				p.returned.Load(), nested, p.early.Load(), (p.returned.Load()-p.early.Load())*int32(len(p.big))>>20, bound>>20)
+		}
+	}
+	p.looping.Store(false)
+}
+
+// waitAll waits until every result returned has given back its hold.
+func (p *loopProbe) waitAll(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); p.early.Load()+p.late.Load() < p.returned.Load(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d results still hold their bytes after the run ended", p.returned.Load()-p.early.Load()-p.late.Load(), p.returned.Load())
 		}
 	}
 }
@@ -225,39 +261,9 @@ func TestWorkerQueueBoundedWithNestedRuns(t *testing.T) {
 	big := json.RawMessage(`"` + strings.Repeat("y", 1<<20) + `"`)
 	dropped := calls - 1 - int(bound/int64(len(big)))
 	e := newExecutor(t, executor.IsolationProcess, executor.Config{PoolSize: 1, MemoryLimit: heap, MaxConcurrentCalls: calls})
-	release := make(chan struct{})
-	var once sync.Once
-	var early, late, returned atomic.Int32
-	var looping atomic.Bool
-	leaf := caller(func(ctx context.Context, c executor.Call) (json.RawMessage, error) {
-		if c.Seq == 0 {
-			return json.RawMessage(`1`), nil
-		}
-		select {
-		case <-release:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		c.OnConsumed(func() {
-			if looping.Load() {
-				early.Add(1)
-			} else {
-				late.Add(1)
-			}
-		})
-		returned.Add(1)
-		return big, nil
-	})
+	p := newLoopProbe(big)
 	skill := caller(func(ctx context.Context, c executor.Call) (json.RawMessage, error) {
-		res := e.Run(ctx, executor.Request{Parent: c.Run, Dispatcher: leaf, Functions: layout, Timeout: 5 * time.Minute,
-			OnLog: func(executor.LogLine) {
-				once.Do(func() {
-					looping.Store(true)
-					close(release)
-				})
-			},
-			Code: `const ps = []; for (let i = 0; i < ` + strconv.Itoa(calls) + `; i++) ps.push(util.echo({i}).then(() => 1, () => 0));
-await ps[0]; console.log("looping"); while (true) {}`})
+		res := e.Run(ctx, executor.Request{Parent: c.Run, Dispatcher: p.caller(), Functions: layout, Timeout: 5 * time.Minute, OnLog: p.onLog, Code: loopingCode(calls)})
 		if res.Error != nil {
 			return nil, res.Error
 		}
@@ -269,21 +275,11 @@ await ps[0]; console.log("looping"); while (true) {}`})
 	go func() {
 		done <- e.Run(ctx, executor.Request{Dispatcher: skill, Functions: layout, Timeout: 5 * time.Minute, Code: `return await util.echo({})`})
 	}()
-	for deadline := time.Now().Add(time.Minute); early.Load() < int32(dropped); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d results returned to the nested run while its VM looped, %d of them given back: the worker queued %d MiB its VMs never took (the bound is %d MiB)",
-				returned.Load(), early.Load(), (returned.Load()-early.Load())*int32(len(big))>>20, bound>>20)
-		}
-	}
-	looping.Store(false)
+	p.waitDropped(t, dropped, bound, " to the nested run")
 	cancel()
 	<-done
-	if n := early.Load(); n != int32(dropped) {
+	if n := p.early.Load(); n != int32(dropped) {
 		t.Errorf("%d results gave back their holds while the nested run's VM looped, want the %d past the bound", n, dropped)
 	}
-	for deadline := time.Now().Add(30 * time.Second); early.Load()+late.Load() < returned.Load(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d results still hold their bytes after the run ended", returned.Load()-early.Load()-late.Load(), returned.Load())
-		}
-	}
+	p.waitAll(t)
 }
