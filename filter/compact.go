@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/codecell/codecell/jsonstr"
+	"github.com/codecell/codecell/tools/jsonstr"
 )
 
 // Compact renders a JSON document as compact text for a model to read, in

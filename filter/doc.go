@@ -2,7 +2,7 @@
 // returns or logs passes through it before a model sees it. It is made of
 // pure functions over JSON, plus two stateful parts — the Vault of a
 // session and the Flow of a run — and imports no other codecell package
-// but jsonstr, the JSON string encoder (a leaf).
+// but tools/jsonstr, the JSON string encoder (a leaf).
 //
 // Stages:
 //

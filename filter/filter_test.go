@@ -348,7 +348,7 @@ func TestReportAdd(t *testing.T) {
 }
 
 // TestImportsNoCodecellPackage keeps the design's rule: filter imports no
-// other codecell package but jsonstr, the JSON string encoder, a leaf.
+// other codecell package but tools/jsonstr, the JSON string encoder, a leaf.
 func TestImportsNoCodecellPackage(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob("*.go")
@@ -365,7 +365,7 @@ func TestImportsNoCodecellPackage(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, imp := range f.Imports {
-			if p, _ := strconv.Unquote(imp.Path.Value); strings.HasPrefix(p, "github.com/codecell/") && p != "github.com/codecell/codecell/jsonstr" {
+			if p, _ := strconv.Unquote(imp.Path.Value); strings.HasPrefix(p, "github.com/codecell/") && p != "github.com/codecell/codecell/tools/jsonstr" {
 				t.Errorf("%s imports %s", name, p)
 			}
 		}

@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/codecell/codecell/jsonstr"
+	"github.com/codecell/codecell/tools/jsonstr"
 )
 
 // The filter works on its own JSON tree rather than on map[string]any: it

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/codecell/codecell/jsonstr"
+	"github.com/codecell/codecell/tools/jsonstr"
 )
 
 // Limits.

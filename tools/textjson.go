@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/codecell/codecell/jsonstr"
+	"github.com/codecell/codecell/tools/jsonstr"
 )
 
 // TextJSON returns text as a JSON string, for a tool whose result is text

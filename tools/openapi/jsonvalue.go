@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/codecell/codecell/jsonstr"
+	"github.com/codecell/codecell/tools/jsonstr"
 )
 
 // obj is a JSON object that keeps its keys in the order they were set,
