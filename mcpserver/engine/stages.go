@@ -201,9 +201,21 @@ func (observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage, 
 	from := &resultSources{}
 	out, err := next.call(context.WithValue(ctx, resultSourcesKey{}, from), c)
 	if err == nil {
-		c.sources = from.get()
+		// A store tool's result says which sources its data came from,
+		// where the tool puts them (storedOf); the journal of a
+		// resumable run keeps them with the result.
+		st := storedOf(c.Tool, out)
+		c.sources = from.get().Union(st.from)
 		c.observed = c.Run.flow.observe(c.Name, out, c.sources)
 		c.seen.note(c.Name, out, c.sources)
+		// What the store gave back encoded is known decoded too, before
+		// the program has it (issue 19, attack21 P2).
+		for _, d := range st.decoded {
+			for _, text := range decodedTexts(d) {
+				c.Run.flow.observeNow(c.Name, text, c.sources)
+				c.seen.note(c.Name, json.RawMessage(text), c.sources)
+			}
+		}
 	}
 	return out, err
 }
