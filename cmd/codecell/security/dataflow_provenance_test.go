@@ -2,6 +2,7 @@ package security
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -11,11 +12,12 @@ import (
 // "crm.get_contact".
 const fakeSources = `const names = []; for (let i = 0; i < 64; i++) names.push("aa." + String(i).padStart(2, "0"));`
 
-// stopped fails t unless rec was refused by the rule crm.* → http.*.
+// stopped fails t unless rec was refused by a data-flow rule.
 func stopped(t *testing.T, rec record, what string) {
 	t.Helper()
 	if string(rec.Result) == `"SENT"` {
-		t.Fatalf("%s reached http past crm.* → http.*", what)
+		t.Errorf("%s reached http past the rule", what)
+		return
 	}
 	if !strings.Contains(rec.raw, "policy_violation") {
 		t.Fatalf("%s: not stopped by the rule, nor sent: %.600s", what, rec.raw)
@@ -179,5 +181,42 @@ if (title !== "Head of Finance") return "decoded " + title; `},
 	rec := s.open(t, aliceToken).run(b64 + `const title = b64((await workspace.read({path: "notes/plain.txt", encoding: "base64"})).data); ` + webhook("title"))
 	if string(rec.Result) != `"SENT"` {
 		t.Fatalf("a file of no source, read as base64, was stopped: %.600s", rec.raw)
+	}
+}
+
+// TestManySourcesKeepTheRuledOne (issue 19, attack21 P1, with no made-up
+// name): a value that passed through more tools than a provenance (64)
+// or a token (32) keeps kept the names that sort first, and lost the one
+// a rule names when it sorts after them — here util.echo under
+// util.* → http.*, behind 64 skills named s00…s63, as a deployment with
+// many tools can do without an attacker. Past the bound the value is of
+// every source now, and stopped from http in a later session, stored or
+// tokenized; its controls, with one skill, are stopped too.
+func TestManySourcesKeepTheRuledOne(t *testing.T) {
+	t.Parallel()
+	s := ruledWith(t, "[[filter.rules]]\nfrom = \"util.*\"\nto = \"http.*\"\n")
+	if rec := s.open(t, aliceToken).run(`for (let i = 0; i < 64; i++) await skills.save({name: "s" + String(i).padStart(2, "0"), description: "Passes its value on.", code: "return args.v"}); return 1`); rec.Status != "ok" {
+		t.Fatalf("skills: %.600s", rec.raw)
+	}
+	through := func(n int) string {
+		return `let v = (await util.echo({text: "ada.lovelace@example.org"})).text;
+for (let i = 0; i < ` + fmt.Sprint(n) + `; i++) v = await skills["s" + String(i).padStart(2, "0")]({v});`
+	}
+	tokenRE := regexp.MustCompile(`⟦email:[^⟧]*⟧`)
+	for _, n := range []int{1, 64} {
+		rec := s.open(t, aliceToken).run(through(n) + ` const m = await memory.remember({content: "contact " + v}); return m.id`)
+		if rec.Status != "ok" {
+			t.Fatalf("%d skills: remember: %.600s", n, rec.raw)
+		}
+		stopped(t, s.open(t, aliceToken).run(`const m = await memory.get({id: `+string(rec.Result)+`}); `+webhook("m.content")),
+			fmt.Sprintf("a memory of a util.echo value passed through %d skills", n))
+
+		ss := s.open(t, aliceToken)
+		rec = ss.run(through(n) + ` return v`)
+		tok := tokenRE.FindString(rec.raw)
+		if tok == "" {
+			t.Fatalf("%d skills: no email token in the output: %.600s", n, rec.raw)
+		}
+		stopped(t, ss.run(webhook(`"`+tok+`"`)), fmt.Sprintf("the token of a util.echo value passed through %d skills", n))
 	}
 }
