@@ -151,26 +151,24 @@ func storedOf(t *tools.Tool, out json.RawMessage) stored {
 	return stored{from: filter.NewProvenance(d.Sources...), decoded: d.Decoded}
 }
 
-// decodedTexts are the texts, each a JSON string, the flow observes for
-// stored data a result gave back encoded: the bytes as UTF-8 text when
-// they are, as a result that gives them as text holds them; and when
-// any byte is not ASCII, each byte as the character of its value — what
-// a program's atob, or a decoder written byte by byte, makes of them.
+// decodedTexts are the texts the flow observes for stored data a result
+// gave back encoded: the bytes as UTF-8 text when they are, as a result
+// that gives them as text holds them; and when any byte is not ASCII,
+// each byte as the character of its value — what a program's atob, or a
+// decoder written byte by byte, makes of them. They are texts, not JSON:
+// the flow takes one that is not JSON as one string. The first shares
+// b's bytes.
 func decodedTexts(b []byte) []string {
 	var out []string
 	if utf8.Valid(b) {
-		if j, err := json.Marshal(unsafe.String(unsafe.SliceData(b), len(b))); err == nil {
-			out = append(out, string(j))
-		}
+		out = append(out, unsafe.String(unsafe.SliceData(b), len(b)))
 	}
 	if slices.ContainsFunc(b, func(c byte) bool { return c >= utf8.RuneSelf }) {
-		latin := make([]rune, len(b))
-		for i, c := range b {
-			latin[i] = rune(c)
+		latin := make([]byte, 0, 2*len(b))
+		for _, c := range b {
+			latin = utf8.AppendRune(latin, rune(c))
 		}
-		if j, err := json.Marshal(string(latin)); err == nil {
-			out = append(out, string(j))
-		}
+		out = append(out, string(latin))
 	}
 	return out
 }

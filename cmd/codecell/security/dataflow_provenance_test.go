@@ -162,6 +162,7 @@ func TestWorkspaceReadEncodedKeepsSources(t *testing.T) {
 	s := ruled(t)
 	if rec := s.open(t, aliceToken).run(`const c = await crm.get_contact({id: "c_8812"});
 await workspace.write({path: "notes/t.txt", data: c.title});
+await workspace.write({path: "notes/accented.txt", data: c.title + " — Zürich"});
 await workspace.write({path: "notes/plain.txt", data: "Head of Nothing"}); return 1`); rec.Status != "ok" {
 		t.Fatalf("write: %.600s", rec.raw)
 	}
@@ -174,6 +175,10 @@ for (const ch of s) { if (ch === "=") break; bits = (bits << 6) | a.indexOf(ch);
 		{"read as base64 and decoded", b64 + `const title = b64((await workspace.read({path: "notes/t.txt", encoding: "base64"})).data);
 if (title !== "Head of Finance") return "decoded " + title; `},
 		{"read as base64 and sent encoded", `const title = (await workspace.read({path: "notes/t.txt", encoding: "base64"})).data; `},
+		// Decoded byte by byte, as atob does: a character a byte, not
+		// the UTF-8 text.
+		{"not ASCII, read as base64 and decoded byte by byte", b64 + `const title = b64((await workspace.read({path: "notes/accented.txt", encoding: "base64"})).data);
+if (!title.startsWith("Head of Finance") || title.includes("Zürich")) return "decoded " + title; `},
 	} {
 		stopped(t, s.open(t, aliceToken).run(tc.code+webhook("title")), "a crm title in a workspace file, "+tc.name)
 	}
