@@ -116,7 +116,7 @@ type cacheGetResult struct {
 	Found     bool            `json:"found"`
 	Value     json.RawMessage `json:"value,omitempty"`
 	ExpiresAt *time.Time      `json:"expires_at,omitempty"`
-	// Provenance names the sources of the value (see storedProvenance).
+	// Provenance names the sources of the value (see storedOf).
 	Provenance json.RawMessage `json:"provenance,omitempty"`
 }
 

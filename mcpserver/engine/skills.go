@@ -521,7 +521,7 @@ type skillRow struct {
 	Published   bool   `json:"published"`
 	// Provenance is the skill's: its name and description are data of
 	// the sources it was saved from, and the run's flow reads them here
-	// (storedProvenance; issue 19, attack18 K6).
+	// (storedOf, where skills.list says: issue 19, attack18 K6).
 	Provenance json.RawMessage `json:"provenance,omitempty"`
 }
 
