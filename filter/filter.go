@@ -378,7 +378,11 @@ type replacement struct {
 const minSweepLen = 6
 
 func (f *Filter) newRun(opts Options) *run {
-	return &run{f: f, opts: opts, sc: scanner{fields: f.fields}, flow: opts.Flow}
+	r := &run{f: f, opts: opts, sc: scanner{fields: f.fields}, flow: opts.Flow}
+	if opts.Findings != nil {
+		r.sc.room = r.matchRoom
+	}
+	return r
 }
 
 // pointer is the path to the value being filtered, for a report. Keys on
@@ -448,6 +452,12 @@ func (r *run) act(c Class, conf float64, detector, value string, raw, inKey bool
 		if action == ActionAllow {
 			return "", false
 		}
+		// What the flow is told of it, held at the repeat price.
+		if !r.admit(r.cost + RepeatBytes) {
+			return "", true
+		}
+		r.findings++
+		r.cost += RepeatBytes
 		r.observing.sensitive = append(r.observing.sensitive, sensitiveValue{value: value, class: c, conf: conf, detector: detector})
 		return "", true
 	}
@@ -671,6 +681,9 @@ func (r *run) detectSpans(s string, inKey bool, out []span) []span {
 		seen = sc.holds(s)
 	}
 	r.matches = r.sc.scan(s, r.matches)
+	if r.held != nil {
+		return out // refused room for the matches
+	}
 	if seen {
 		flags := seenAsIs
 		if len(r.matches) == 0 {
@@ -678,7 +691,7 @@ func (r *run) detectSpans(s string, inKey bool, out []span) []span {
 		}
 		r.observing.seen = append(r.observing.seen, seenString{hash: maphash.String(r.flow.seed, s), flags: flags})
 	}
-	if len(r.matches) == 0 || r.observing == nil && !r.admit(r.cost+int64(len(r.matches))*RepeatBytes) {
+	if len(r.matches) == 0 || !r.admit(r.cost+int64(len(r.matches))*RepeatBytes) {
 		return out
 	}
 	for _, m := range r.dropInsideTokens(s, r.matches) {

@@ -41,7 +41,18 @@ type FlowOptions struct {
 	// sources whose values were lost (see FlowError.Untracked). 0 means
 	// DefaultFlowBytes.
 	MaxBytes int
+	// Keep, when set, holds what the flow keeps (values, indexes, results
+	// waiting to be indexed: FlowStats.Bytes), asked before it keeps more
+	// than Keep last held, in steps of keepStep, for the rest of the run:
+	// n is the bytes in all. Its refusal fails the observation that
+	// needed them (ObserveHeld); the flow keeps nothing of it.
+	Keep FindingsHold
 }
+
+// keepStep is the bytes FlowOptions.Keep is asked for at once, beyond
+// what the flow keeps: a run that observes a few small results asks it
+// once.
+const keepStep = 1 << 20
 
 // Flow tracks the values one run received from its sources. It is safe
 // for concurrent use (tool calls awaited together run in parallel). Make
@@ -51,6 +62,15 @@ type Flow struct {
 	rules    []Rule
 	maxBytes int
 	seed     maphash.Seed
+
+	// keep is FlowOptions.Keep; kept is what it holds (written under
+	// keepMu and mu), and reserved (under mu) what observations about to
+	// add to the flow may add, held beside bytes. keepMu lets one caller
+	// at a time ask keep.
+	keep     FindingsHold
+	keepMu   sync.Mutex
+	kept     int
+	reserved int
 
 	mu        sync.RWMutex
 	sources   []string // by id; the last slot holds overflow names too
@@ -113,6 +133,7 @@ func (f *Filter) NewFlow(opts FlowOptions) (*Flow, error) {
 		f:         f,
 		rules:     slices.Clone(opts.Rules),
 		maxBytes:  opts.MaxBytes,
+		keep:      opts.Keep,
 		seed:      maphash.MakeSeed(),
 		srcID:     map[string]int{},
 		byHash:    map[uint64]int32{},
@@ -206,8 +227,26 @@ func (fl *Flow) Observe(source string, result json.RawMessage, from Provenance) 
 }
 
 // ObserveText is Observe of a result held as a string, which the flow
-// keeps and does not copy.
+// keeps and does not copy. What FlowOptions.Keep refuses to hold of it
+// is not kept, as past FlowOptions.MaxBytes.
 func (fl *Flow) ObserveText(source, result string, from Provenance) {
+	_ = fl.observe(source, result, from, nil, false)
+}
+
+// ObserveHeld is ObserveText that holds what observing the result costs
+// before it spends it: what its findings cost while they are detected
+// and collected, of hold (as Options.Findings: RepeatBytes a match, in
+// steps), and what the flow keeps of it, of FlowOptions.Keep. A refusal
+// of either stops the observation with a *FindingsError, the result not
+// indexed: the caller must not let anything see the result (fail the
+// call that returned it), since a value the flow does not know would
+// pass the rules and the output filter. hold may be nil.
+func (fl *Flow) ObserveHeld(source, result string, from Provenance, hold FindingsHold) error {
+	return fl.observe(source, result, from, hold, true)
+}
+
+// observe is ObserveText, and with strict ObserveHeld.
+func (fl *Flow) observe(source, result string, from Provenance, hold FindingsHold, strict bool) error {
 	root, nodes, err := parseJSONNodes(result)
 	if err != nil {
 		root, nodes = node{kind: kindString, str: result}, 1
@@ -219,32 +258,102 @@ func (fl *Flow) ObserveText(source, result string, from Provenance) {
 		srcs |= fl.sourceBit(s)
 	}
 	cost := pendingCost(len(result), nodes)
-	if len(result) < eagerBytes || fl.bytes+cost > fl.maxBytes {
-		fl.mu.Unlock()
-		fl.observeTree(srcs, &root, ruled, nil)
-		return
-	}
-	fl.bytes += cost
-	fl.pending = append(fl.pending, &pendingResult{srcs: srcs, root: root, ruled: ruled, size: len(result), cost: cost})
-	fl.npending.Add(1)
+	eager := len(result) < eagerBytes || fl.bytes+fl.reserved+cost > fl.maxBytes
 	fl.mu.Unlock()
+	if !eager {
+		err := fl.reserve(cost)
+		if err == nil {
+			fl.mu.Lock()
+			fl.reserved -= cost
+			fl.bytes += cost
+			fl.pending = append(fl.pending, &pendingResult{srcs: srcs, root: root, ruled: ruled, size: len(result), cost: cost})
+			fl.npending.Add(1)
+			fl.mu.Unlock()
+			return nil
+		}
+		if strict {
+			return &FindingsError{Bytes: int64(fl.keptBytes()), Err: err}
+		}
+	}
+	return fl.observeTree(srcs, &root, ruled, nil, hold, strict)
+}
+
+// reserve asks FlowOptions.Keep to hold what the flow keeps and n bytes
+// more, which the caller then adds to Flow.bytes, taking them off
+// reserved.
+func (fl *Flow) reserve(n int) error {
+	if fl.keep == nil || n <= 0 {
+		fl.mu.Lock()
+		fl.reserved += n
+		fl.mu.Unlock()
+		return nil
+	}
+	fl.keepMu.Lock()
+	defer fl.keepMu.Unlock()
+	fl.mu.Lock()
+	want := fl.bytes + fl.reserved + n
+	fl.mu.Unlock()
+	kept := fl.kept
+	if want > kept {
+		kept = (want + keepStep - 1) / keepStep * keepStep
+		if err := fl.keep(int64(kept)); err != nil {
+			return err
+		}
+	}
+	fl.mu.Lock()
+	fl.kept = kept // written under both locks, read under either
+	fl.reserved += n
+	fl.mu.Unlock()
+	return nil
+}
+
+// keptBytes is what FlowOptions.Keep holds.
+func (fl *Flow) keptBytes() int {
+	fl.keepMu.Lock()
+	defer fl.keepMu.Unlock()
+	return fl.kept
 }
 
 // observeTree indexes the values of a result from the sources srcs: all
-// of them, or with a scope only those that can show in its text.
-func (fl *Flow) observeTree(srcs uint64, root *node, ruled bool, sc *scope) {
+// of them, or with a scope only those that can show in its text. hold,
+// when set, holds what its findings cost as they are met
+// (Options.Findings). With strict, a refusal of hold or of
+// FlowOptions.Keep returns a *FindingsError, nothing of the result
+// added; without, what Keep refuses is not kept, as past MaxBytes.
+func (fl *Flow) observeTree(srcs uint64, root *node, ruled bool, sc *scope, hold FindingsHold, strict bool) error {
 	var obs observed
 	if ruled {
 		collectTracked(root, &obs.tracked, sc)
 	}
-	r := fl.f.newRun(Options{Flow: fl})
+	r := fl.f.newRun(Options{Flow: fl, Findings: hold})
 	r.observing = &obs
 	r.scope = sc
 	r.walk(root, FieldMatch{})
+	if r.held != nil {
+		return r.held
+	}
+	// What the flow may keep of it, held before it is kept: every value
+	// new, and nothing past MaxBytes.
+	need := len(obs.seen) * seenCost
+	for i := range obs.sensitive {
+		need += valueCost(len(obs.sensitive[i].value)) + sensCost(len(obs.sensitive[i].value))
+	}
+	for _, v := range obs.tracked {
+		need += valueCost(len(v))
+	}
+	need = min(need, fl.maxBytes)
+	if err := fl.reserve(need); err != nil {
+		if strict {
+			return &FindingsError{Findings: r.findings, Bytes: int64(fl.keptBytes()), Err: err}
+		}
+		need = 0 // kept as far as Keep holds, the rest not, as past MaxBytes
+	}
 
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
 	defer fl.flushIndexes()
+	fl.reserved -= need
+	limit := fl.limit()
 	// Sensitive values first, then the others, then what only saves time.
 	hint := len(obs.sensitive) + len(obs.tracked)
 	if len(fl.values) == 0 {
@@ -253,22 +362,40 @@ func (fl *Flow) observeTree(srcs uint64, root *node, ruled bool, sc *scope) {
 	}
 	var buf []byte
 	for _, sv := range obs.sensitive {
-		fl.addValue(sv.value, srcs, &sv, &buf, len(obs.sensitive))
+		fl.addValue(sv.value, srcs, &sv, &buf, len(obs.sensitive), limit)
 	}
 	for _, v := range obs.tracked {
-		fl.addValue(v, srcs, nil, &buf, hint)
+		fl.addValue(v, srcs, nil, &buf, hint, limit)
 	}
 	for _, sn := range obs.seen {
 		f, ok := fl.seen[sn.hash]
 		if !ok {
-			if fl.bytes+seenCost > fl.maxBytes {
+			if fl.bytes+seenCost > limit {
 				break
 			}
 			fl.bytes += seenCost
 		}
 		fl.seen[sn.hash] = f | sn.flags
 	}
+	return nil
 }
+
+// limit is the most bytes the flow may keep now: MaxBytes, and with
+// FlowOptions.Keep what it holds, less what other observations reserved.
+// The caller holds mu.
+func (fl *Flow) limit() int {
+	if fl.keep == nil {
+		return fl.maxBytes
+	}
+	return min(fl.maxBytes, fl.kept-fl.reserved)
+}
+
+// valueCost and sensCost bound what addValue counts for a value of n
+// bytes and for what the flow knows of a sensitive one: folding may
+// lengthen a value (a few runes lower-case to longer ones), not past
+// twice.
+func valueCost(n int) int { return 2*n + valueOverhead }
+func sensCost(n int) int  { return 3*n + sensOverhead }
 
 // settle indexes the pending results whose sources meet mask (all when 0)
 // as far as the text of sc needs, or whole when sc is nil, when the text
@@ -289,7 +416,7 @@ func (fl *Flow) settle(sc *scope, mask uint64) {
 		}
 		if sc != nil && p.scoped == 0 && 4*sc.n <= p.size {
 			p.scoped++
-			fl.observeTree(p.srcs, &p.root, p.ruled, sc)
+			_ = fl.observeTree(p.srcs, &p.root, p.ruled, sc, nil, false)
 			continue
 		}
 		fl.mu.Lock()
@@ -297,7 +424,7 @@ func (fl *Flow) settle(sc *scope, mask uint64) {
 		fl.bytes -= p.cost
 		fl.npending.Add(-1)
 		fl.mu.Unlock()
-		fl.observeTree(p.srcs, &p.root, p.ruled, nil)
+		_ = fl.observeTree(p.srcs, &p.root, p.ruled, nil, nil, false)
 	}
 }
 
@@ -429,9 +556,9 @@ func (fl *Flow) sensOf(id int32) *sensInfo {
 }
 
 // addValue records a value from the sources srcs; sv is set for a
-// sensitive one. buf is scratch; hint the number of values being added.
-// The caller holds the lock.
-func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte, hint int) {
+// sensitive one. buf is scratch; hint the number of values being added;
+// the flow keeps no more than limit bytes. The caller holds the lock.
+func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte, hint, limit int) {
 	p, _ := fold((*buf)[:0], nil, v, false)
 	*buf = p
 	minLen := minTrackLen
@@ -450,7 +577,7 @@ func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte,
 		fl.values[id].srcs |= srcs
 	} else {
 		cost := len(p) + valueOverhead
-		if fl.bytes+cost > fl.maxBytes {
+		if fl.bytes+cost > limit {
 			fl.untracked |= srcs
 			fl.dropped++
 			return
@@ -475,7 +602,7 @@ func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte,
 		return
 	}
 	cost := len(v) + len(whole) + sensOverhead
-	if fl.bytes+cost > fl.maxBytes {
+	if fl.bytes+cost > limit {
 		fl.untracked |= srcs
 		fl.dropped++
 		return

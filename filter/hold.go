@@ -75,6 +75,19 @@ func (r *run) admit(cost int64) bool {
 	return true
 }
 
+// matchRoom is the scanner's room (scanner.room) under a findings
+// hold: a string's matches may grow as far as what the run holds covers
+// at the repeat price, asked for as they grow. Asked once a string's
+// matches were all found, the hold refused only after they had been
+// spent: 3 direct calls of 400,000 addresses grew the server by
+// 618–729 MiB, each refused (issue 19, attack20 N2).
+func (r *run) matchRoom(n int) int {
+	if !r.admit(r.cost + int64(n)*RepeatBytes) {
+		return 0
+	}
+	return int((r.admitted - r.cost) / RepeatBytes)
+}
+
 // findingCost is what acting on value costs the run: FindingBytes, or
 // RepeatBytes when it acted on it before.
 func (r *run) findingCost(value string) int64 {
