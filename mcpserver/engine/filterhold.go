@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/tools"
@@ -87,4 +88,93 @@ func heldError(tool string, err error) error {
 		return te
 	}
 	return &tools.Error{Code: codeResultBytesInFlight, Tool: tool, Message: err.Error(), Err: err}
+}
+
+// observeHold is what one observation of a call's result by its run's
+// data flow holds for its findings (filter.Flow.ObserveHeld): the call's
+// own hold (Call.held, what its result's bytes hold), raised as the
+// findings are met, or one of its own for a call that holds nothing.
+type observeHold struct {
+	ctx    context.Context
+	h      *holding
+	shared bool
+	base   int64 // what the call held before
+	name   string
+}
+
+// holdObserving returns the hold of an observation of c's result
+// (filter.Flow.ObserveHeld's), and what gives it back; nil and a no-op
+// without results in flight to hold.
+func (r *resultBytes) holdObserving(ctx context.Context, c *Call) (filter.FindingsHold, func()) {
+	if r == nil {
+		return nil, func() {}
+	}
+	oh := &observeHold{ctx: ctx, h: c.held, shared: c.held != nil, name: c.Name}
+	if oh.h == nil {
+		oh.h = &holding{r: r, c: c, run: c.Run.resultBudget(r.perRun), principal: c.Run.Caller.Principal}
+	}
+	oh.h.mu.Lock()
+	oh.base = oh.h.held
+	oh.h.mu.Unlock()
+	return oh.findings, oh.release
+}
+
+// findings holds n bytes for the findings beside what the call held.
+func (oh *observeHold) findings(n int64) error {
+	need := oh.base + n
+	return oh.h.raise(oh.ctx, need, fmt.Sprintf("the result of %s has so many findings (secrets and personal data the run's data flow follows) that the server holds about %s while it observes them (%d bytes a finding, beside %s for the result itself)",
+		oh.name, formatSize(need), filter.RepeatBytes, formatSize(oh.base)))
+}
+
+// release gives back what the observation held, unless the call gives
+// it back with its own.
+func (oh *observeHold) release() {
+	if !oh.shared {
+		oh.h.giveBack()
+	}
+}
+
+// observeError is the error of a call whose result the run's data flow
+// could not observe: the program does not get the result, since a value
+// the flow does not know would pass the rules and the output filter.
+func observeError(tool string, err error) error {
+	if errors.Is(err, errObserveCrashed) {
+		return &tools.Error{Code: tools.CodeToolFailed, Tool: tool, Message: err.Error(), Err: err}
+	}
+	msg := err.Error()
+	var te *tools.Error
+	if errors.As(err, &te) {
+		msg = te.Message
+	}
+	return &tools.Error{Code: codeResultBytesInFlight, Tool: tool, Err: err, Message: "the run's data flow cannot follow this result, so the program does not get it: " + msg +
+		"; ask for less (a page, fewer fields, a filter at the source), or await fewer such calls at once"}
+}
+
+// flowKeep holds, for a run, what its data flow keeps of the values its
+// calls returned (filter.FlowOptions.Keep: the values, their indexes,
+// results waiting to be indexed), of the run's results in flight and its
+// principal's share, until the run ends: up to filter.DefaultFlowBytes,
+// held by nothing before (issue 19, attack20 N2).
+type flowKeep struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	h      *holding
+}
+
+// keepFlow returns run's flowKeep; its holds wait for bytes within ctx
+// and at most wait. Release it when the run is over.
+func (r *resultBytes) keepFlow(ctx context.Context, run *Run, wait time.Duration) *flowKeep {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	return &flowKeep{ctx: ctx, cancel: cancel, h: &holding{r: r, c: &Call{Name: "the data flow"}, run: run.resultBudget(r.perRun), principal: run.Caller.Principal, pinned: true}}
+}
+
+// hold is the flow's filter.FlowOptions.Keep.
+func (k *flowKeep) hold(n int64) error {
+	return k.h.raise(k.ctx, n, fmt.Sprintf("the run's data flow keeps about %s of the values its calls returned (their index, for the data-flow rules and the output filter)", formatSize(n)))
+}
+
+// release gives back what the flow held.
+func (k *flowKeep) release() {
+	k.cancel()
+	k.h.giveBack()
 }

@@ -483,7 +483,9 @@ func (p programCalls) resumableCall(ctx context.Context, ec executor.Call) (json
 	jc, err, ok := r.replayFrom(ec.Seq, ec.Name, ec.Args)
 	if ok {
 		ec.MarkCached()
-		r.replaySeen(p.run, jc)
+		if err := r.replaySeen(p.run, jc); err != nil {
+			return nil, err
+		}
 		return jc.Out, err
 	}
 	if err != nil {

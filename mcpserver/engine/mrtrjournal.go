@@ -118,10 +118,12 @@ func (o *observations) take(out json.RawMessage) ([]journalSeen, bool) {
 }
 
 // replaySeen tells the run's flow again what it observed while the
-// journaled call c ran.
-func (r *resumption) replaySeen(run *Run, c journalCall) {
+// journaled call c ran. A refusal of what the flow keeps (the run's
+// results in flight) is the replayed call's error, as it would have been
+// the call's.
+func (r *resumption) replaySeen(run *Run, c journalCall) error {
 	if run.flow == nil {
-		return
+		return nil
 	}
 	for _, s := range c.Seen {
 		data := s.Data
@@ -132,8 +134,11 @@ func (r *resumption) replaySeen(run *Run, c journalCall) {
 		if s.From != nil {
 			from = *s.From
 		}
-		run.flow.observe(s.Source, data, from)
+		if err := run.flow.observe(s.Source, data, from, nil); err != nil {
+			return observeError(s.Source, err)
+		}
 	}
+	return nil
 }
 
 // cost is about what an observation takes in the journal, as JSON: never

@@ -190,11 +190,12 @@ func (pl planner) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 	return p.add(c.Tool.Name, c.Written, c.Provenance, known) // the arguments with their tokens
 }
 
-// observer follows what each call returns into the run's data flow, off
-// the call's path (tracker).
-type observer struct{}
+// observer follows what each call returns into the run's data flow
+// (tracker), before the call returns it, holding what that costs: a
+// result whose observation cannot be held fails its call.
+type observer struct{ results *resultBytes }
 
-func (observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
+func (o observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
 	if c.gated() || c.Run.flow == nil {
 		return next.call(ctx, c)
 	}
@@ -202,7 +203,12 @@ func (observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage, 
 	out, err := next.call(context.WithValue(ctx, resultSourcesKey{}, from), c)
 	if err == nil {
 		c.sources = from.get()
-		c.observed = c.Run.flow.observe(c.Name, out, c.sources)
+		hold, release := o.results.holdObserving(ctx, c)
+		err = c.Run.flow.observe(c.Name, out, c.sources, hold)
+		release()
+		if err != nil {
+			return nil, observeError(c.Name, err)
+		}
 		c.seen.note(c.Name, out, c.sources)
 	}
 	return out, err
