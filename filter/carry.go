@@ -83,7 +83,7 @@ func (fl *Flow) ObserveKnown(source string, known []Known, from Provenance) {
 		need += valueCost(len(k.Value)) + sensCost(len(k.Value))
 	}
 	need = min(need, fl.maxBytes)
-	if fl.reserve(need) != nil {
+	if fl.reserve(need, nil) != nil {
 		need = 0 // kept as far as FlowOptions.Keep holds, as past MaxBytes
 	}
 	fl.mu.Lock()

@@ -42,10 +42,14 @@ type FlowOptions struct {
 	// DefaultFlowBytes.
 	MaxBytes int
 	// Keep, when set, holds what the flow keeps (values, indexes, results
-	// waiting to be indexed: FlowStats.Bytes), asked before it keeps more
-	// than Keep last held, in steps of keepStep, for the rest of the run:
-	// n is the bytes in all. Its refusal fails the observation that
-	// needed them (ObserveHeld); the flow keeps nothing of it.
+	// waiting to be indexed: FlowStats.Bytes) for the rest of the run,
+	// asked before it keeps more than Keep last held, in steps of
+	// keepStep: n is the bytes in all. It is asked with no lock of the
+	// flow held, from any goroutine, several at once (the most asked is
+	// what must be held), so it should not wait for what the run's
+	// calls hold. An observation may give a Keep of its own
+	// (ObserveHeld). What Keep refuses is not kept, as past MaxBytes;
+	// ObserveHeld fails instead.
 	Keep FindingsHold
 }
 
@@ -63,12 +67,11 @@ type Flow struct {
 	maxBytes int
 	seed     maphash.Seed
 
-	// keep is FlowOptions.Keep; kept is what it holds (written under
-	// keepMu and mu), and reserved (under mu) what observations about to
-	// add to the flow may add, held beside bytes. keepMu lets one caller
-	// at a time ask keep.
+	// keep is FlowOptions.Keep; kept (under mu) is what the keeps
+	// asked hold, once keeps says one was; reserved (under mu) is what
+	// observations about to add to the flow may add, held beside bytes.
 	keep     FindingsHold
-	keepMu   sync.Mutex
+	keeps    bool
 	kept     int
 	reserved int
 
@@ -230,23 +233,24 @@ func (fl *Flow) Observe(source string, result json.RawMessage, from Provenance) 
 // keeps and does not copy. What FlowOptions.Keep refuses to hold of it
 // is not kept, as past FlowOptions.MaxBytes.
 func (fl *Flow) ObserveText(source, result string, from Provenance) {
-	_ = fl.observe(source, result, from, nil, false)
+	_ = fl.observe(source, result, from, nil, nil, false)
 }
 
 // ObserveHeld is ObserveText that holds what observing the result costs
 // before it spends it: what its findings cost while they are detected
 // and collected, of hold (as Options.Findings: RepeatBytes a match, in
-// steps), and what the flow keeps of it, of FlowOptions.Keep. A refusal
-// of either stops the observation with a *FindingsError, the result not
-// indexed: the caller must not let anything see the result (fail the
-// call that returned it), since a value the flow does not know would
-// pass the rules and the output filter. hold may be nil.
-func (fl *Flow) ObserveHeld(source, result string, from Provenance, hold FindingsHold) error {
-	return fl.observe(source, result, from, hold, true)
+// steps), and what the flow keeps of it, of keep (as FlowOptions.Keep,
+// which a nil keep means; this one may wait). A refusal of either stops
+// the observation with a *FindingsError, the result not indexed: the
+// caller must not let anything see the result (fail the call that
+// returned it), since a value the flow does not know would pass the
+// rules and the output filter. hold may be nil.
+func (fl *Flow) ObserveHeld(source, result string, from Provenance, hold, keep FindingsHold) error {
+	return fl.observe(source, result, from, hold, keep, true)
 }
 
 // observe is ObserveText, and with strict ObserveHeld.
-func (fl *Flow) observe(source, result string, from Provenance, hold FindingsHold, strict bool) error {
+func (fl *Flow) observe(source, result string, from Provenance, hold, keep FindingsHold, strict bool) error {
 	root, nodes, err := parseJSONNodes(result)
 	if err != nil {
 		root, nodes = node{kind: kindString, str: result}, 1
@@ -261,7 +265,7 @@ func (fl *Flow) observe(source, result string, from Provenance, hold FindingsHol
 	eager := len(result) < eagerBytes || fl.bytes+fl.reserved+cost > fl.maxBytes
 	fl.mu.Unlock()
 	if !eager {
-		err := fl.reserve(cost)
+		err := fl.reserve(cost, keep)
 		if err == nil {
 			fl.mu.Lock()
 			fl.reserved -= cost
@@ -275,52 +279,51 @@ func (fl *Flow) observe(source, result string, from Provenance, hold FindingsHol
 			return &FindingsError{Bytes: int64(fl.keptBytes()), Err: err}
 		}
 	}
-	return fl.observeTree(srcs, &root, ruled, nil, hold, strict)
+	return fl.observeTree(srcs, &root, ruled, nil, hold, keep, strict)
 }
 
-// reserve asks FlowOptions.Keep to hold what the flow keeps and n bytes
-// more, which the caller then adds to Flow.bytes, taking them off
-// reserved.
-func (fl *Flow) reserve(n int) error {
-	if fl.keep == nil || n <= 0 {
-		fl.mu.Lock()
-		fl.reserved += n
-		fl.mu.Unlock()
+// reserve asks keep (FlowOptions.Keep when nil) to hold what the flow
+// keeps and n bytes more, which the caller then adds to Flow.bytes,
+// taking them off reserved. No lock is held while keep is asked.
+func (fl *Flow) reserve(n int, keep FindingsHold) error {
+	if keep == nil {
+		keep = fl.keep
+	}
+	fl.mu.Lock()
+	fl.reserved += n
+	want, kept := fl.bytes+fl.reserved, fl.kept
+	fl.mu.Unlock()
+	if keep == nil || want <= kept {
 		return nil
 	}
-	fl.keepMu.Lock()
-	defer fl.keepMu.Unlock()
+	want = (want + keepStep - 1) / keepStep * keepStep
+	err := keep(int64(want))
 	fl.mu.Lock()
-	want := fl.bytes + fl.reserved + n
-	fl.mu.Unlock()
-	kept := fl.kept
-	if want > kept {
-		kept = (want + keepStep - 1) / keepStep * keepStep
-		if err := fl.keep(int64(kept)); err != nil {
-			return err
-		}
+	defer fl.mu.Unlock()
+	if err != nil {
+		fl.reserved -= n
+		return err
 	}
-	fl.mu.Lock()
-	fl.kept = kept // written under both locks, read under either
-	fl.reserved += n
-	fl.mu.Unlock()
+	fl.keeps = true
+	fl.kept = max(fl.kept, want)
 	return nil
 }
 
-// keptBytes is what FlowOptions.Keep holds.
+// keptBytes is what the keeps asked hold.
 func (fl *Flow) keptBytes() int {
-	fl.keepMu.Lock()
-	defer fl.keepMu.Unlock()
+	fl.mu.RLock()
+	defer fl.mu.RUnlock()
 	return fl.kept
 }
 
 // observeTree indexes the values of a result from the sources srcs: all
 // of them, or with a scope only those that can show in its text. hold,
 // when set, holds what its findings cost as they are met
-// (Options.Findings). With strict, a refusal of hold or of
+// (Options.Findings), and keep (FlowOptions.Keep when nil) what the flow
+// keeps of it. With strict, a refusal of hold or of
 // FlowOptions.Keep returns a *FindingsError, nothing of the result
 // added; without, what Keep refuses is not kept, as past MaxBytes.
-func (fl *Flow) observeTree(srcs uint64, root *node, ruled bool, sc *scope, hold FindingsHold, strict bool) error {
+func (fl *Flow) observeTree(srcs uint64, root *node, ruled bool, sc *scope, hold, keep FindingsHold, strict bool) error {
 	var obs observed
 	if ruled {
 		collectTracked(root, &obs.tracked, sc)
@@ -342,7 +345,7 @@ func (fl *Flow) observeTree(srcs uint64, root *node, ruled bool, sc *scope, hold
 		need += valueCost(len(v))
 	}
 	need = min(need, fl.maxBytes)
-	if err := fl.reserve(need); err != nil {
+	if err := fl.reserve(need, keep); err != nil {
 		if strict {
 			return &FindingsError{Findings: r.findings, Bytes: int64(fl.keptBytes()), Err: err}
 		}
@@ -384,7 +387,7 @@ func (fl *Flow) observeTree(srcs uint64, root *node, ruled bool, sc *scope, hold
 // FlowOptions.Keep what it holds, less what other observations reserved.
 // The caller holds mu.
 func (fl *Flow) limit() int {
-	if fl.keep == nil {
+	if fl.keep == nil && !fl.keeps {
 		return fl.maxBytes
 	}
 	return min(fl.maxBytes, fl.kept-fl.reserved)
@@ -416,7 +419,7 @@ func (fl *Flow) settle(sc *scope, mask uint64) {
 		}
 		if sc != nil && p.scoped == 0 && 4*sc.n <= p.size {
 			p.scoped++
-			_ = fl.observeTree(p.srcs, &p.root, p.ruled, sc, nil, false)
+			_ = fl.observeTree(p.srcs, &p.root, p.ruled, sc, nil, nil, false)
 			continue
 		}
 		fl.mu.Lock()
@@ -424,7 +427,7 @@ func (fl *Flow) settle(sc *scope, mask uint64) {
 		fl.bytes -= p.cost
 		fl.npending.Add(-1)
 		fl.mu.Unlock()
-		_ = fl.observeTree(p.srcs, &p.root, p.ruled, nil, nil, false)
+		_ = fl.observeTree(p.srcs, &p.root, p.ruled, nil, nil, nil, false)
 	}
 }
 

@@ -187,7 +187,7 @@ func TestDetectionHeldAsItGoes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return fl.ObserveHeld("people.get", in, Provenance{}, hold)
+			return fl.ObserveHeld("people.get", in, Provenance{}, hold, nil)
 		}},
 	}
 	for _, tc := range cases {
@@ -261,11 +261,11 @@ func TestObservationKeptHeld(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := fl.ObserveHeld("people.get", `"a@example.org"`, Provenance{}, nil); err != nil || kept != keepStep {
+			if err := fl.ObserveHeld("people.get", `"a@example.org"`, Provenance{}, nil, nil); err != nil || kept != keepStep {
 				t.Fatalf("a small result: %v, kept %d", err, kept)
 			}
 			var fe *FindingsError
-			if err := fl.ObserveHeld("people.list", result, Provenance{}, nil); !errors.As(err, &fe) {
+			if err := fl.ObserveHeld("people.list", result, Provenance{}, nil, nil); !errors.As(err, &fe) {
 				t.Fatalf("ObserveHeld past Keep: %v, want a *FindingsError", err)
 			}
 			if st := fl.Stats(); st.Bytes > int(kept) {

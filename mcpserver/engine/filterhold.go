@@ -102,12 +102,14 @@ type observeHold struct {
 	name   string
 }
 
-// holdObserving returns the hold of an observation of c's result
-// (filter.Flow.ObserveHeld's), and what gives it back; nil and a no-op
-// without results in flight to hold.
-func (r *resultBytes) holdObserving(ctx context.Context, c *Call) (filter.FindingsHold, func()) {
+// holdObserving returns the holds of an observation of c's result
+// (filter.Flow.ObserveHeld's: its findings', and what the flow keeps of
+// it, first held on the call's hold and then moved to the run's
+// flowKeep), and what gives them back; nils and a no-op without results
+// in flight to hold.
+func (r *resultBytes) holdObserving(ctx context.Context, c *Call) (findings, keep filter.FindingsHold, release func()) {
 	if r == nil {
-		return nil, func() {}
+		return nil, nil, func() {}
 	}
 	oh := &observeHold{ctx: ctx, h: c.held, shared: c.held != nil, name: c.Name}
 	if oh.h == nil {
@@ -116,7 +118,10 @@ func (r *resultBytes) holdObserving(ctx context.Context, c *Call) (filter.Findin
 	oh.h.mu.Lock()
 	oh.base = oh.h.held
 	oh.h.mu.Unlock()
-	return oh.findings, oh.release
+	if k := c.Run.flowKeep; k != nil {
+		keep = k.takeFrom(ctx, oh.h, c.Name)
+	}
+	return oh.findings, keep, oh.release
 }
 
 // findings holds n bytes for the findings beside what the call held.
@@ -168,9 +173,49 @@ func (r *resultBytes) keepFlow(ctx context.Context, run *Run, wait time.Duration
 	return &flowKeep{ctx: ctx, cancel: cancel, h: &holding{r: r, c: &Call{Name: "the data flow"}, run: run.resultBudget(r.perRun), principal: run.Caller.Principal, pinned: true}}
 }
 
-// hold is the flow's filter.FlowOptions.Keep.
+// hold is the flow's filter.FlowOptions.Keep, asked where no call's
+// observation is (the values found when a result waiting in the flow is
+// indexed for an output, a plan's values): it takes the bytes if they
+// are free now, and waits for nothing — the run's calls, which hold the
+// rest, may be waiting for the flow.
 func (k *flowKeep) hold(n int64) error {
-	return k.h.raise(k.ctx, n, fmt.Sprintf("the run's data flow keeps about %s of the values its calls returned (their index, for the data-flow rules and the output filter)", formatSize(n)))
+	return k.h.raiseNow(n, fmt.Sprintf("the run's data flow keeps about %s of the values its calls returned (their index, for the data-flow rules and the output filter)", formatSize(n)))
+}
+
+// takeFrom returns the filter.Flow.ObserveHeld keep of an observation of
+// call name's result, whose hold is h: what the flow keeps more is held
+// on h first, which waits as a call's raise does (holding nothing, and
+// before the fresh reservations of its run and principal), and then
+// moved to the run's flowKeep, which holds it until the run ends.
+func (k *flowKeep) takeFrom(ctx context.Context, h *holding, name string) filter.FindingsHold {
+	return func(n int64) error {
+		k.h.mu.Lock()
+		more := n - k.h.held
+		k.h.mu.Unlock()
+		if more <= 0 {
+			return nil
+		}
+		h.mu.Lock()
+		base := h.held
+		h.mu.Unlock()
+		if err := h.raise(ctx, base+more, fmt.Sprintf("the run's data flow keeps about %s of the values its calls returned (their index, for the data-flow rules and the output filter), %s more for the result of %s",
+			formatSize(n), formatSize(more), name)); err != nil {
+			return err
+		}
+		// Moved, not given back and taken again: the bytes stay the
+		// run's and its principal's.
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		k.h.mu.Lock()
+		defer k.h.mu.Unlock()
+		if t := min(n-k.h.held, more, h.held); t > 0 {
+			h.held -= t
+			h.pin(-t)
+			k.h.held += t
+			k.h.pin(t)
+		}
+		return nil
+	}
 }
 
 // release gives back what the flow held.

@@ -44,22 +44,22 @@ var errObserveCrashed = errors.New("following the data flow of a tool's result f
 
 // observe records result as received from source, holding data of the
 // sources from too, before the call returns it: hold holds what its
-// findings cost as they are met (filter.Flow.ObserveHeld), and the flow's
-// FlowOptions.Keep what the flow keeps of it. A refusal of either is the
+// findings cost as they are met, and keep what the flow keeps of it
+// (filter.Flow.ObserveHeld). A refusal of either is the
 // call's error: the program never has the result. Observed in the
 // background while the program read it, a refused result could no longer
 // be taken back (issue 19, attack20 N2: one run's 8 calls of 8 MB of
 // distinct addresses grew the server by 750 MiB, observed with nothing
 // held).
-func (t *tracker) observe(source string, result json.RawMessage, from filter.Provenance, hold filter.FindingsHold) error {
+func (t *tracker) observe(source string, result json.RawMessage, from filter.Provenance, hold, keep filter.FindingsHold) error {
 	// A copy, since the executor owns result once the call returns; a
 	// result waiting in the flow keeps it.
-	return t.observeNow(source, string(result), from, hold)
+	return t.observeNow(source, string(result), from, hold, keep)
 }
 
 // observeNow records data as received from source; a panic is logged
 // and makes every later settled panic in turn.
-func (t *tracker) observeNow(source string, data string, from filter.Provenance, hold filter.FindingsHold) (err error) {
+func (t *tracker) observeNow(source string, data string, from filter.Provenance, hold, keep filter.FindingsHold) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			t.mu.Lock()
@@ -73,7 +73,7 @@ func (t *tracker) observeNow(source string, data string, from filter.Provenance,
 		}
 	}()
 	// storedProvenance only reads the bytes of data.
-	return t.flow.ObserveHeld(source, data, storedProvenance(unsafe.Slice(unsafe.StringData(data), len(data))).Union(from), hold)
+	return t.flow.ObserveHeld(source, data, storedProvenance(unsafe.Slice(unsafe.StringData(data), len(data))).Union(from), hold, keep)
 }
 
 // settled returns the flow. It panics with errObserveCrashed once an

@@ -30,7 +30,7 @@ func TestTrackerObservationPanics(t *testing.T) {
 			var logs bytes.Buffer
 			// A tracker without a flow: Observe panics on the nil *filter.Flow.
 			tr := &tracker{log: slog.New(slog.NewTextHandler(&logs, nil))}
-			if err := tr.observe("crm.get_contact", json.RawMessage(tc.result), filter.Provenance{}, nil); err != errObserveCrashed {
+			if err := tr.observe("crm.get_contact", json.RawMessage(tc.result), filter.Provenance{}, nil, nil); err != errObserveCrashed {
 				t.Errorf("observe: %v, want errObserveCrashed", err)
 			}
 			if tr.wait() {

@@ -493,6 +493,25 @@ func (h *holding) pinnedByOthers() int64 {
 	return p
 }
 
+// raiseNow holds n bytes in all, if more than h holds already and they
+// are free now; else it refuses at once, what saying what they are for.
+func (h *holding) raiseNow(n int64, what string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	more := n - h.held
+	if more <= 0 {
+		return nil
+	}
+	if !h.tryRaise(more) {
+		return &tools.Error{Code: codeResultBytesInFlight, Tool: h.c.Name, Message: fmt.Sprintf(
+			"%s, more than this run's results in flight (limits.result_bytes_in_flight_per_run, %d bytes) and your share of the server's (three quarters of limits.result_bytes_in_flight, %d bytes) have free; ask for smaller results, or await fewer calls at once",
+			what, h.r.perRun, h.r.server.each)}
+	}
+	h.pin(more)
+	h.held = n
+	return nil
+}
+
 // tryRaise takes more bytes of the run's and the server's if they are
 // free now.
 func (h *holding) tryRaise(more int64) bool {

@@ -204,9 +204,9 @@ func (m *memoizer) observeMemo(ctx context.Context, c *Call, tool string, out, p
 	if json.Unmarshal(prov, &p) != nil || p.IsZero() {
 		return nil
 	}
-	hold, release := m.results.holdObserving(ctx, c)
+	hold, keep, release := m.results.holdObserving(ctx, c)
 	defer release()
-	if err := c.Run.flow.observe(tool, out, p, hold); err != nil {
+	if err := c.Run.flow.observe(tool, out, p, hold, keep); err != nil {
 		return observeError(tool, err)
 	}
 	c.seen.note(tool, out, p)

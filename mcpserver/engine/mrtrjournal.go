@@ -134,7 +134,7 @@ func (r *resumption) replaySeen(run *Run, c journalCall) error {
 		if s.From != nil {
 			from = *s.From
 		}
-		if err := run.flow.observe(s.Source, data, from, nil); err != nil {
+		if err := run.flow.observe(s.Source, data, from, nil, nil); err != nil {
 			return observeError(s.Source, err)
 		}
 	}

@@ -203,8 +203,8 @@ func (o observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 	out, err := next.call(context.WithValue(ctx, resultSourcesKey{}, from), c)
 	if err == nil {
 		c.sources = from.get()
-		hold, release := o.results.holdObserving(ctx, c)
-		err = c.Run.flow.observe(c.Name, out, c.sources, hold)
+		hold, keep, release := o.results.holdObserving(ctx, c)
+		err = c.Run.flow.observe(c.Name, out, c.sources, hold, keep)
 		release()
 		if err != nil {
 			return nil, observeError(c.Name, err)
