@@ -56,7 +56,7 @@ type FlowOptions struct {
 // keepStep is the bytes FlowOptions.Keep is asked for at once, beyond
 // what the flow keeps: a run that observes a few small results asks it
 // once.
-const keepStep = 1 << 20
+const keepStep = 64 << 10
 
 // Flow tracks the values one run received from its sources. It is safe
 // for concurrent use (tool calls awaited together run in parallel). Make
