@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 )
@@ -95,6 +96,15 @@ func (r *run) findingCost(value string) int64 {
 		return RepeatBytes
 	}
 	return FindingBytes
+}
+
+// heldError is err, a refusal of an observation, as a *FindingsError.
+func heldError(err error) *FindingsError {
+	var fe *FindingsError
+	if errors.As(err, &fe) {
+		return fe
+	}
+	return &FindingsError{Err: err}
 }
 
 // ApplyTextHeld is ApplyText that reports a filtering stopped by
