@@ -17,8 +17,11 @@ import (
 // it acts on findings that cost more than it was granted, to hold what
 // they cost — FindingBytes a value it has not met before in this
 // filtering, RepeatBytes another occurrence of one, and RepeatBytes
-// each of the matches of a string before it acts on them: a refusal
-// stops the filtering with a *FindingsError.
+// each match the detectors find before they keep it (scanner.room, in
+// steps): a refusal stops the filtering with a *FindingsError. A flow's
+// observation of a tool's result holds its findings the same way
+// (Flow.ObserveHeld), RepeatBytes each, and what the flow keeps of it
+// (FlowOptions.Keep).
 
 // FindingBytes and RepeatBytes are the memory the filter takes for one
 // finding it acts on while it filters, measured with
