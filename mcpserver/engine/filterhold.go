@@ -151,7 +151,7 @@ func observeError(tool string, err error) error {
 	if errors.As(err, &te) {
 		msg = te.Message
 	}
-	return &tools.Error{Code: codeResultBytesInFlight, Tool: tool, Err: err, Message: "the run's data flow cannot follow this result, so the program does not get it: " + msg +
+	return &tools.Error{Code: codeResultBytesInFlight, Tool: tool, Err: err, Message: "the result is not returned, since the run's data flow cannot follow it: " + msg +
 		"; ask for less (a page, fewer fields, a filter at the source), or await fewer such calls at once"}
 }
 
