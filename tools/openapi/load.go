@@ -44,7 +44,7 @@ type Document struct {
 	// Title is info.title.
 	Title string
 	doc   *openapi3.T
-	size  int // the document's bytes, as read (see toolBudget)
+	size  int // the document's bytes as UTF-8 (see toolBudget)
 }
 
 // Parse reads an OpenAPI document, JSON or YAML: OpenAPI 3.0 or 3.1, or
@@ -66,6 +66,7 @@ func Parse(data []byte) (doc *Document, err error) {
 	if data, err = utf8Text(data); err != nil {
 		return nil, err
 	}
+	size = len(data)
 	if len(data) > MaxDocumentBytes { // UTF-16 may grow by half as UTF-8
 		return nil, fmt.Errorf("%w: %d bytes as UTF-8, more than the %d this reads", ErrDocument, len(data), MaxDocumentBytes)
 	}
