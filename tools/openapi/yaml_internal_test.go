@@ -3,8 +3,10 @@ package openapi
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -93,4 +95,80 @@ func TestYAMLToJSONAsOasdiff(t *testing.T) {
 			t.Errorf("%s: sized as %d JSON values, made %d", name, s.values, n)
 		}
 	}
+}
+
+// FuzzYAMLToJSON: for any text yamlToJSON accepts, YAMLToJSON makes the
+// same JSON, no longer than yamlToJSON sized it; for any it refuses as a
+// YAML error, YAMLToJSON fails too. (Texts refused for their size are
+// not given to YAMLToJSON, which would expand them.)
+func FuzzYAMLToJSON(f *testing.F) {
+	for _, s := range []string{
+		"a: 1\nb: [1, 2.5, -3, 0x1f, 1e20]\nc: {d: ~, g:}\n",
+		"200: ok\n1.5: f\ntrue: t\n",
+		"base: &b {x: 1}\nm:\n  <<: *b\n  y: 3\n",
+		"t: 2001-12-14\nb: !!binary aGVsbG8=\ne: !!float '1e20'\n",
+		"s: \"<a>\\u2028\\x01\"\nl: |\n  line\n",
+		"a: &x [1, 2]\nb: [*x, *x, {c: *x}]\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, gerr := yamlToJSON(data)
+		if gerr != nil && !strings.Contains(gerr.Error(), "neither JSON nor YAML") {
+			return // a bound: not to be expanded
+		}
+		want, werr := yaml.YAMLToJSON(data)
+		if (gerr == nil) != (werr == nil) {
+			t.Fatalf("yamlToJSON: %v; YAMLToJSON: %v", gerr, werr)
+		}
+		if gerr != nil {
+			return
+		}
+		var v any
+		yaml3.Unmarshal(data, &v)
+		if !bytes.Equal(got, want) && !keysCollide(v) {
+			t.Fatalf("yamlToJSON made %s, YAMLToJSON %s", got, want)
+		}
+		var root yaml3.Node
+		if err := yaml3.Unmarshal(data, &root); err != nil {
+			t.Fatal(err)
+		}
+		m := &jsonMeter{sizes: map[*yaml3.Node]jsonSize{}, visiting: map[*yaml3.Node]bool{}}
+		if s := m.size(&root); s.bytes < int64(len(want)) || s.values < int64(tools.JSONValues(want, MaxDocumentValues)) {
+			t.Fatalf("sized as %d bytes and %d values, made %d bytes, %d values: %s", s.bytes, s.values, len(want), tools.JSONValues(want, MaxDocumentValues), want)
+		}
+	})
+}
+
+// keysCollide reports whether a mapping of v has two keys written alike
+// as JSON (0 and 0.0 are both "0"): which one's value is kept depends on
+// the order of a Go map, in YAMLToJSON as in yamlToJSON.
+func keysCollide(v any) bool {
+	switch v := v.(type) {
+	case map[any]any:
+		seen := map[string]bool{}
+		for k, e := range v {
+			s := fmt.Sprint(k)
+			if f, ok := k.(float64); ok {
+				s = strconv.FormatFloat(f, 'g', -1, 64)
+			}
+			if seen[s] || keysCollide(e) {
+				return true
+			}
+			seen[s] = true
+		}
+	case map[string]any:
+		for _, e := range v {
+			if keysCollide(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if keysCollide(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
