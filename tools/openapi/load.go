@@ -54,7 +54,6 @@ type Document struct {
 // problem; a document that makes the parser fail in any other way is
 // refused as well, never a panic.
 func Parse(data []byte) (doc *Document, err error) {
-	size := len(data)
 	if len(data) > MaxDocumentBytes {
 		return nil, fmt.Errorf("%w: %d bytes, more than the %d this reads", ErrDocument, len(data), MaxDocumentBytes)
 	}
@@ -66,8 +65,8 @@ func Parse(data []byte) (doc *Document, err error) {
 	if data, err = utf8Text(data); err != nil {
 		return nil, err
 	}
-	size = len(data)
-	if len(data) > MaxDocumentBytes { // UTF-16 may grow by half as UTF-8
+	size := len(data)
+	if size > MaxDocumentBytes { // UTF-16 may grow by half as UTF-8
 		return nil, fmt.Errorf("%w: %d bytes as UTF-8, more than the %d this reads", ErrDocument, len(data), MaxDocumentBytes)
 	}
 	trimmed := bytes.TrimSpace(data)
