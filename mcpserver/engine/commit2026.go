@@ -85,7 +85,12 @@ func (e *Engine) stepCall(ctx context.Context, run *Run, st plannedStep) (json.R
 	seq := st.Seq - 1
 	jc, err, ok := r.replayFrom(seq, st.Tool, st.Args)
 	if ok {
-		r.replaySeen(run, jc, e.gate.reg.View(run.Caller)) // the flow learns again what the step's call showed it
+		// The flow learns again what the step's call showed it; a
+		// refusal of what that costs fails the step, as it failed the
+		// call (a flow short of a value would let it pass the rules).
+		if err := r.replaySeen(run, jc, e.gate.reg.View(run.Caller)); err != nil {
+			return nil, err
+		}
 		return jc.Out, err
 	}
 	if err != nil {

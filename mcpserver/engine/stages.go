@@ -249,7 +249,7 @@ func observeDecoded(ctx context.Context, r *resultBytes, c *Call, out json.RawMe
 		texts = append(texts, decodedTexts(d)...)
 	}
 	for _, text := range texts {
-		hold, keep, release := r.holdObserving(ctx, c, len(out))
+		hold, keep, release := r.holdObserving(ctx, c, len(text))
 		err := c.Run.flow.observeNow(c.Name, text, c.sources, hold, keep)
 		release()
 		if err != nil {
