@@ -3,6 +3,7 @@
 package executor
 
 import (
+	"io"
 	"os"
 	"syscall"
 )
@@ -22,3 +23,6 @@ func growPipe(*os.File) {}
 
 // demoteProcess does nothing here.
 func demoteProcess(int) {}
+
+// rawPipeOf returns f.
+func rawPipeOf(f *os.File) io.ReadWriter { return f }

@@ -3,6 +3,7 @@
 package executor
 
 import (
+	"io"
 	"os"
 	"syscall"
 )
@@ -34,3 +35,6 @@ const demoteNice = 19
 func demoteProcess(pid int) {
 	syscall.Setpriority(syscall.PRIO_PROCESS, pid, demoteNice)
 }
+
+// rawPipeOf returns f.
+func rawPipeOf(f *os.File) io.ReadWriter { return f }
