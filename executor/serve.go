@@ -205,6 +205,9 @@ func (s *workerServer) handle(f frame) error {
 		s.mu.Unlock()
 		if j != nil {
 			j.stop()
+			if j.inbox.reclaim() {
+				j.turn <- struct{}{} // the job's goroutine ends it
+			}
 		}
 	default:
 		return fmt.Errorf("%w: unknown type %d", errFrame, f.typ)
@@ -233,7 +236,9 @@ func queueBound(memory int64) int64 { return 4 * memory }
 func (s *workerServer) deliver(id uint32, j *vmJob, c callResult) {
 	h, ok := j.host.(*workerHost)
 	if !ok {
-		j.inbox.push(c)
+		if j.inbox.push(c) {
+			j.resume()
+		}
 		return
 	}
 	n := int64(len(c.payload))
@@ -252,7 +257,11 @@ func (s *workerServer) deliver(id uint32, j *vmJob, c callResult) {
 		s.queued.Add(-n)
 		h.acked(call, int(n))
 	}
-	j.inbox.push(c)
+	if j.inbox.push(c) {
+		// The VM waits for this call alone: it runs on here, on the
+		// frames' goroutine (vmJob.resume).
+		j.resume()
+	}
 }
 
 // run runs one job and reports its outcome. A root job is given the VM
@@ -510,20 +519,21 @@ func (h *workerHost) call(id uint32, name, args string) {
 	}
 }
 
-func (h *workerHost) flush(inFlight int) {
+func (h *workerHost) flush(inFlight int) (sole bool) {
 	if inFlight < 0 {
 		// The job ends: its outcome ends every hold its results have.
 		h.acks, h.ackBytes = h.acks[:0], 0
 	}
 	if h.n == 1 && inFlight == 1 {
 		h.s.mu.Lock()
-		alone := len(h.s.jobs) == 1
+		sole = len(h.s.jobs) == 1
 		h.s.mu.Unlock()
-		if alone {
+		if sole {
 			h.held[h.first] = callSole
 		}
 	}
 	h.send()
+	return sole
 }
 
 func (h *workerHost) acknowledge() {
