@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -215,13 +216,17 @@ func (a *alarm) close() { a.f.Close() }
 type rawPipe struct {
 	f  *os.File
 	rc syscall.RawConn
+	// only, when set, makes the calls raw only while it holds, and
+	// os.File's otherwise.
+	only *atomic.Bool
 }
 
 // rawPipeOf returns f as a rawPipe when its descriptor is non-blocking
-// and waits through the poller (a pipe os.Pipe made), and f otherwise: a
-// raw read of a blocking descriptor would hold its thread without the
-// scheduler knowing.
-func rawPipeOf(f *os.File) io.ReadWriter {
+// and waits through the poller (a pipe os.Pipe made, or pollableFile's),
+// and f otherwise: a raw read of a blocking descriptor would hold its
+// thread without the scheduler knowing. When only is not nil, the calls
+// are raw only while it holds.
+func rawPipeOf(f *os.File, only *atomic.Bool) io.ReadWriter {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return f
@@ -234,10 +239,13 @@ func rawPipeOf(f *os.File) io.ReadWriter {
 	if !nonblock {
 		return f
 	}
-	return &rawPipe{f: f, rc: rc}
+	return &rawPipe{f: f, rc: rc, only: only}
 }
 
 func (p *rawPipe) Read(b []byte) (int, error) {
+	if p.only != nil && !p.only.Load() {
+		return p.f.Read(b)
+	}
 	if len(b) == 0 {
 		return 0, nil
 	}
@@ -267,6 +275,9 @@ func (p *rawPipe) Read(b []byte) (int, error) {
 }
 
 func (p *rawPipe) Write(b []byte) (int, error) {
+	if p.only != nil && !p.only.Load() {
+		return p.f.Write(b)
+	}
 	n, errno := 0, syscall.Errno(0)
 	err := p.rc.Write(func(fd uintptr) bool {
 		for n < len(b) {

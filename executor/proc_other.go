@@ -5,6 +5,7 @@ package executor
 import (
 	"io"
 	"os"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -25,4 +26,4 @@ func growPipe(*os.File) {}
 func demoteProcess(int) {}
 
 // rawPipeOf returns f.
-func rawPipeOf(f *os.File) io.ReadWriter { return f }
+func rawPipeOf(f *os.File, _ *atomic.Bool) io.ReadWriter { return f }

@@ -5,6 +5,7 @@ package executor
 import (
 	"io"
 	"os"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -37,4 +38,4 @@ func demoteProcess(pid int) {
 }
 
 // rawPipeOf returns f.
-func rawPipeOf(f *os.File) io.ReadWriter { return f }
+func rawPipeOf(f *os.File, _ *atomic.Bool) io.ReadWriter { return f }

@@ -38,11 +38,19 @@ func ServeWorker(in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// While the VM waits for one call alone, the worker's pipes are read
+	// and written with raw system calls (rawPipe): nothing else runs in
+	// the worker then, and the monitor thread a system call through
+	// package syscall wakes would only poll. At other times its duties
+	// (the poller while every P is busy, preemption) are the worker's
+	// runs': a worker whose pipes were always raw did less work per
+	// trivial run but fewer of them under load (docs/decisions.md).
+	sole := new(atomic.Bool)
 	if f, ok := in.(*os.File); ok {
-		in = pollableFile(f)
+		in = rawPipeOf(pollableFile(f), sole)
 	}
 	if f, ok := out.(*os.File); ok {
-		out = pollableFile(f)
+		out = rawPipeOf(pollableFile(f), sole)
 	}
 	death, err := newDeathTimer()
 	if err != nil {
@@ -50,6 +58,7 @@ func ServeWorker(in io.Reader, out io.Writer) error {
 		fmt.Fprintf(os.Stderr, "sandbox worker: no timer to die by at a run's deadline: %v\n", err)
 	}
 	s := &workerServer{
+		sole:    sole,
 		death:   death,
 		w:       newFrameWriter(out),
 		prelude: prelude,
@@ -86,6 +95,8 @@ const maxLayouts = 8
 
 // workerServer is the state of a worker process.
 type workerServer struct {
+	// sole holds while a VM waits for one call alone (workerHost.flush).
+	sole *atomic.Bool
 	// death kills the process at the time its root job's VM is given up
 	// (jobSpec.KillAt), if the job has not ended by then; nil where the
 	// system has no such timer. armed is the root job it is set for, 0
@@ -532,6 +543,7 @@ func (h *workerHost) flush(inFlight int) (sole bool) {
 			h.held[h.first] = callSole
 		}
 	}
+	h.s.sole.Store(sole)
 	h.send()
 	return sole
 }
