@@ -78,9 +78,19 @@ func (fl *Flow) ObserveKnown(source string, known []Known, from Provenance) {
 	if fl == nil || len(known) == 0 {
 		return
 	}
+	need := 0
+	for _, k := range known {
+		need += valueCost(len(k.Value)) + sensCost(len(k.Value))
+	}
+	need = min(need, fl.maxBytes)
+	if fl.reserve(need, nil) != nil {
+		need = 0 // kept as far as FlowOptions.Keep holds, as past MaxBytes
+	}
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
 	defer fl.flushIndexes()
+	fl.reserved -= need
+	limit := fl.limit()
 	srcs := fl.sourceBit(source)
 	for _, s := range from.sources {
 		srcs |= fl.sourceBit(s)
@@ -91,6 +101,6 @@ func (fl *Flow) ObserveKnown(source string, known []Known, from Provenance) {
 			continue
 		}
 		sv := sensitiveValue{value: k.Value, class: k.Class, conf: min(max(k.Confidence, 0), 1), detector: "known_value"}
-		fl.addValue(k.Value, srcs, &sv, &buf, len(known))
+		fl.addValue(k.Value, srcs, &sv, &buf, len(known), limit)
 	}
 }

@@ -15,8 +15,8 @@ func isDomainChar(c byte) bool { return isAlnum(c) || c == '.' || c == '-' }
 // two labels of letters, digits and inner hyphens, and an alphabetic
 // top-level domain of at least two letters (so "pkg@1.2.3" and
 // "user@localhost" are not addresses).
-func findEmails(s string, out []Match) []Match {
-	for i := 0; i < len(s); {
+func findEmails(s string, fd *detected) {
+	for i := 0; i < len(s) && !fd.full; {
 		j := strings.IndexByte(s[i:], '@')
 		if j < 0 {
 			break
@@ -51,10 +51,9 @@ func findEmails(s string, out []Match) []Match {
 		if s[l:at] == "git" && r < len(s) && s[r] == ':' {
 			continue // git@host:owner/repo, an SSH remote
 		}
-		out = append(out, Match{Class: ClassEmail, Detector: "email", Confidence: 0.9, Start: l, End: r})
+		fd.add(Match{Class: ClassEmail, Detector: "email", Confidence: 0.9, Start: l, End: r})
 		i = r
 	}
-	return out
 }
 
 func validLocal(local string) bool {
@@ -100,8 +99,8 @@ func isPhoneSep(c byte) bool { return c == ' ' || c == '-' || c == '.' }
 // does not start with 0, then 8 to 15 digits in all, grouped by single
 // spaces, hyphens, dots or parentheses, with a group of three digits or
 // more unless there are ten digits or more.
-func findPhonesE164(s string, out []Match) []Match {
-	for i := 0; i < len(s); {
+func findPhonesE164(s string, fd *detected) {
+	for i := 0; i < len(s) && !fd.full; {
 		j := strings.IndexByte(s[i:], '+')
 		if j < 0 {
 			break
@@ -144,10 +143,9 @@ func findPhonesE164(s string, out []Match) []Match {
 		if end < len(s) && (s[end] == '.' || s[end] == '-') && end+1 < len(s) && isDigit(s[end+1]) {
 			continue
 		}
-		out = append(out, Match{Class: ClassPhone, Detector: "phone_e164", Confidence: 0.85, Start: p, End: end})
+		fd.add(Match{Class: ClassPhone, Detector: "phone_e164", Confidence: 0.85, Start: p, End: end})
 		i = end
 	}
-	return out
 }
 
 // findPhonesNational finds common national shapes without a country code:
@@ -156,23 +154,22 @@ func findPhonesE164(s string, out []Match) []Match {
 // 020 7946 0958, 01 23 45 67 89 or 06-12345678 (10 or 11 digits in at
 // least two groups of two or more, one separator kind). Dates, versions,
 // addresses and bare digit runs do not have these shapes.
-func findPhonesNational(s string, out []Match) []Match {
-	for i := 0; i < len(s); i++ {
+func findPhonesNational(s string, fd *detected) {
+	for i := 0; i < len(s) && !fd.full; i++ {
 		c := s[i]
 		if !(isDigit(c) || c == '(') || !phoneStart(s, i) {
 			continue
 		}
 		if end, ok := matchNANP(s, i); ok {
-			out = append(out, Match{Class: ClassPhone, Detector: "phone_national", Confidence: 0.75, Start: i, End: end})
+			fd.add(Match{Class: ClassPhone, Detector: "phone_national", Confidence: 0.75, Start: i, End: end})
 			i = end - 1
 			continue
 		}
 		if end, ok := matchTrunk(s, i); ok {
-			out = append(out, Match{Class: ClassPhone, Detector: "phone_national", Confidence: 0.6, Start: i, End: end})
+			fd.add(Match{Class: ClassPhone, Detector: "phone_national", Confidence: 0.6, Start: i, End: end})
 			i = end - 1
 		}
 	}
-	return out
 }
 
 func phoneStart(s string, i int) bool {

@@ -11,8 +11,8 @@ import (
 
 // findJWTs finds three base64url segments joined by dots whose first
 // segment decodes to a JSON object with an "alg" member.
-func findJWTs(s string, out []Match) []Match {
-	for i := 0; i < len(s); {
+func findJWTs(s string, fd *detected) {
+	for i := 0; i < len(s) && !fd.full; {
 		j := strings.Index(s[i:], "eyJ")
 		if j < 0 {
 			break
@@ -41,10 +41,9 @@ func findJWTs(s string, out []Match) []Match {
 		if sig == p+1 {
 			conf = 0.95 // unsigned ("alg":"none")
 		}
-		out = append(out, Match{Class: ClassJWT, Detector: "jwt", Confidence: conf, Start: st, End: sig})
+		fd.add(Match{Class: ClassJWT, Detector: "jwt", Confidence: conf, Start: st, End: sig})
 		i = sig
 	}
-	return out
 }
 
 func runEnd(s string, i int, in func(byte) bool) int {
@@ -90,9 +89,9 @@ func jwtHeader(seg string) bool {
 // findPEM finds PEM blocks whose label names a private key (RSA, EC, DSA,
 // OpenSSH, PKCS#8, encrypted, PGP). A block without its END line runs to
 // the end of the string: a cut key is still a key.
-func findPEM(s string, out []Match) []Match {
+func findPEM(s string, fd *detected) {
 	const begin = "-----BEGIN "
-	for i := 0; i < len(s); {
+	for i := 0; i < len(s) && !fd.full; {
 		j := strings.Index(s[i:], begin)
 		if j < 0 {
 			break
@@ -112,10 +111,9 @@ func findPEM(s string, out []Match) []Match {
 		if k := strings.Index(s[i+l:], closing); k >= 0 {
 			end = i + l + k + len(closing)
 		}
-		out = append(out, Match{Class: ClassPrivateKey, Detector: "private_key_pem", Confidence: 0.99, Start: st, End: end})
+		fd.add(Match{Class: ClassPrivateKey, Detector: "private_key_pem", Confidence: 0.99, Start: st, End: end})
 		i = end
 	}
-	return out
 }
 
 // prefixRule is a key format recognised by a fixed prefix.
@@ -210,8 +208,8 @@ var prefixByFirst = func() (t [256][]int) {
 // findPrefixed finds keys in the documented formats of AWS, GCP, Azure,
 // GitHub, Slack, Stripe, OpenAI and other services: a fixed prefix at the
 // start of a word, then a body of the right characters and length.
-func findPrefixed(s string, out []Match) []Match {
-	for i := 0; i < len(s); i++ {
+func findPrefixed(s string, fd *detected) {
+	for i := 0; i < len(s) && !fd.full; i++ {
 		rules := prefixByFirst[s[i]]
 		if len(rules) == 0 || (i > 0 && (isAlnum(s[i-1]) || s[i-1] == '_' || s[i-1] == '-')) {
 			continue
@@ -236,12 +234,11 @@ func findPrefixed(s string, out []Match) []Match {
 			if r.bodyOnly {
 				st = b
 			}
-			out = append(out, Match{Class: r.class, Detector: r.detector, Confidence: r.conf, Start: st, End: e})
+			fd.add(Match{Class: r.class, Detector: r.detector, Confidence: r.conf, Start: st, End: e})
 			i = e - 1
 			break
 		}
 	}
-	return out
 }
 
 func isTokenChar(c byte) bool {
@@ -252,8 +249,8 @@ func isTokenChar(c byte) bool {
 // characters or more with a digit or punctuation, so "Bearer
 // authentication" is prose) and after "Basic" (base64 that decodes to
 // user:password).
-func findBearer(s string, out []Match) []Match {
-	for i := 0; i < len(s); i++ {
+func findBearer(s string, fd *detected) {
+	for i := 0; i < len(s) && !fd.full; i++ {
 		c := s[i] | 0x20
 		if c != 'b' || !wordBefore(s, i) {
 			continue
@@ -288,10 +285,9 @@ func findBearer(s string, out []Match) []Match {
 		} else if !hasDigitOrPunct(tok) {
 			continue
 		}
-		out = append(out, Match{Class: ClassBearer, Detector: "bearer_credentials", Confidence: 0.95, Start: j, End: e})
+		fd.add(Match{Class: ClassBearer, Detector: "bearer_credentials", Confidence: 0.95, Start: j, End: e})
 		i = e - 1
 	}
-	return out
 }
 
 func isTokenEnd(c byte) bool {
@@ -308,8 +304,8 @@ func hasDigitOrPunct(s string) bool {
 }
 
 // findURLPasswords finds the password in scheme://user:password@host.
-func findURLPasswords(s string, out []Match) []Match {
-	for i := 0; i < len(s); {
+func findURLPasswords(s string, fd *detected) {
+	for i := 0; i < len(s) && !fd.full; {
 		j := strings.Index(s[i:], "://")
 		if j < 0 {
 			break
@@ -334,10 +330,9 @@ func findURLPasswords(s string, out []Match) []Match {
 		if pe-ps < 1 || placeholder(s[ps:pe]) {
 			continue
 		}
-		out = append(out, Match{Class: ClassPassword, Detector: "url_password", Confidence: 0.95, Start: ps, End: pe})
+		fd.add(Match{Class: ClassPassword, Detector: "url_password", Confidence: 0.95, Start: ps, End: pe})
 		i = u + 1
 	}
-	return out
 }
 
 // placeholder reports values that stand for a secret without being one:
@@ -385,8 +380,8 @@ var authSchemes = []string{"bearer", "basic", "token", "digest", "negotiate", "a
 // password=hunter2, "api_key": "…", Authorization: Bearer …, Password=…; in
 // a connection string. The name is matched like a field name; the value
 // runs to the closing quote, or to white space or punctuation.
-func (sc *scanner) findAssignments(s string, out []Match) []Match {
-	for k := 0; k < len(s); k++ {
+func (sc *scanner) findAssignments(s string, fd *detected) {
+	for k := 0; k < len(s) && !fd.full; k++ {
 		c := s[k]
 		if c != '=' && c != ':' {
 			continue
@@ -446,10 +441,9 @@ func (sc *scanner) findAssignments(s string, out []Match) []Match {
 		if placeholder(val) || !secretLike(fm.Class, val) {
 			continue
 		}
-		out = append(out, Match{Class: fm.Class, Detector: "key_assignment", Confidence: min(0.85, fm.Confidence), Start: v, End: ve})
+		fd.add(Match{Class: fm.Class, Detector: "key_assignment", Confidence: min(0.85, fm.Confidence), Start: v, End: ve})
 		k = ve - 1
 	}
-	return out
 }
 
 func isUnquotedValue(b byte) bool {
@@ -486,18 +480,17 @@ func isEntropyChar(c byte) bool {
 // character, or 32 hex digits or more) that come within 32 bytes after a
 // key-like word. A git SHA, a hex hash or a UUID alone is not a secret;
 // after "secret:" or "api key" it is.
-func findKeywordEntropy(s string, out []Match) []Match {
-	for i := 0; i < len(s); i++ {
+func findKeywordEntropy(s string, fd *detected) {
+	for i := 0; i < len(s) && !fd.full; i++ {
 		if !isEntropyChar(s[i]) || (i > 0 && isEntropyChar(s[i-1])) {
 			continue
 		}
 		e := runEnd(s, i, isEntropyChar)
 		if n := e - i; n >= 16 && n <= 512 && keyWordBefore(s, i) && randomLooking(s[i:e]) && !pathLike(s, i, e) {
-			out = append(out, Match{Class: ClassSecret, Detector: "keyword_entropy", Confidence: 0.7, Start: i, End: e})
+			fd.add(Match{Class: ClassSecret, Detector: "keyword_entropy", Confidence: 0.7, Start: i, End: e})
 		}
 		i = e - 1
 	}
-	return out
 }
 
 // pathLike reports whether the run s[i:e] is a file system path: rooted

@@ -7,9 +7,9 @@ package filter
 // issuer prefix belongs to a card network and whose Luhn checksum holds. A
 // 16-digit order number that fails Luhn, or a millisecond timestamp (which
 // starts with 1), is not a card.
-func findCards(s string, out []Match) []Match {
+func findCards(s string, fd *detected) {
 	var buf [19]byte
-	for i := 0; i < len(s); i++ {
+	for i := 0; i < len(s) && !fd.full; i++ {
 		if !isDigit(s[i]) || (i > 0 && (isAlnum(s[i-1]) || s[i-1] == '.' || s[i-1] == '-' || s[i-1] == '_')) {
 			continue
 		}
@@ -61,9 +61,8 @@ func findCards(s string, out []Match) []Match {
 		if !cardIIN(digits) || !luhn(digits) {
 			continue
 		}
-		out = append(out, Match{Class: ClassCard, Detector: "card_luhn", Confidence: 0.95, Start: start, End: end})
+		fd.add(Match{Class: ClassCard, Detector: "card_luhn", Confidence: 0.95, Start: start, End: end})
 	}
-	return out
 }
 
 func cardGroups(g []int) bool {
@@ -129,8 +128,8 @@ func luhn(d string) bool {
 // 078 05 1120 that follow the issuing rules: the area is not 000, 666 or
 // 900–999, the group not 00, the serial not 0000, and the number is not
 // one of the two made public in advertising.
-func findSSNs(s string, out []Match) []Match {
-	for i := 0; i+11 <= len(s); i++ {
+func findSSNs(s string, fd *detected) {
+	for i := 0; i+11 <= len(s) && !fd.full; i++ {
 		if !isDigit(s[i]) || (i > 0 && (isAlnum(s[i-1]) || s[i-1] == '-' || s[i-1] == '.' || s[i-1] == '+' || s[i-1] == '/')) {
 			continue
 		}
@@ -153,10 +152,9 @@ func findSSNs(s string, out []Match) []Match {
 		if sep == ' ' {
 			conf = 0.7
 		}
-		out = append(out, Match{Class: ClassSSN, Detector: "ssn", Confidence: conf, Start: i, End: end})
+		fd.add(Match{Class: ClassSSN, Detector: "ssn", Confidence: conf, Start: i, End: end})
 		i = end - 1
 	}
-	return out
 }
 
 // ibanLengths is the length of the IBAN of each country that has one.
@@ -179,9 +177,9 @@ var ibanLengths = map[string]int{
 // findIBANs finds IBANs, compact (DE89370400440532013000) or printed in
 // groups of four (DE89 3704 0044 0532 0130 00), of the right length for
 // their country and with a valid ISO 7064 mod-97 checksum.
-func findIBANs(s string, out []Match) []Match {
+func findIBANs(s string, fd *detected) {
 	var buf [34]byte
-	for i := 0; i+15 <= len(s); i++ {
+	for i := 0; i+15 <= len(s) && !fd.full; i++ {
 		if !isUpper(s[i]) || !isUpper(s[i+1]) || !isDigit(s[i+2]) || !isDigit(s[i+3]) || !wordBefore(s, i) {
 			continue
 		}
@@ -210,10 +208,9 @@ func findIBANs(s string, out []Match) []Match {
 		if n != want || !wordAfter(s, j) || !ibanChecksum(buf[:n]) {
 			continue
 		}
-		out = append(out, Match{Class: ClassIBAN, Detector: "iban", Confidence: 0.95, Start: i, End: j})
+		fd.add(Match{Class: ClassIBAN, Detector: "iban", Confidence: 0.95, Start: i, End: j})
 		i = j - 1
 	}
-	return out
 }
 
 // ibanChecksum checks ISO 7064 mod 97-10 over the IBAN with its first four

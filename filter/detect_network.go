@@ -12,8 +12,8 @@ import (
 // (an OID, a long version) is skipped whole, and so is a quad after "v" or
 // a word such as "version". Loopback, unspecified, broadcast and netmask
 // addresses (255.x.x.x) carry no personal data and are left alone.
-func findIPv4(s string, out []Match) []Match {
-	for i := 0; i < len(s); i++ {
+func findIPv4(s string, fd *detected) {
+	for i := 0; i < len(s) && !fd.full; i++ {
 		if !isDigit(s[i]) || (i > 0 && (isAlnum(s[i-1]) || s[i-1] == '.' || s[i-1] == '-' || s[i-1] == '_')) {
 			continue
 		}
@@ -52,10 +52,9 @@ func findIPv4(s string, out []Match) []Match {
 		if addr.IsPrivate() {
 			conf = 0.7
 		}
-		out = append(out, Match{Class: ClassIP, Detector: "ipv4", Confidence: conf, Start: i, End: j})
+		fd.add(Match{Class: ClassIP, Detector: "ipv4", Confidence: conf, Start: i, End: j})
 		i = j
 	}
-	return out
 }
 
 // versionBefore reports whether a version word comes right before i.
@@ -84,8 +83,8 @@ func reportableIP(a netip.Addr) bool {
 // that net/netip accepts, standing alone (not after a letter, digit or
 // colon, so "std::map" and the time in "T12:30:45" are not addresses).
 // MAC addresses and times do not parse as IPv6.
-func findIPv6(s string, out []Match) []Match {
-	for i := 0; i < len(s); i++ {
+func findIPv6(s string, fd *detected) {
+	for i := 0; i < len(s) && !fd.full; i++ {
 		c := s[i]
 		if !(isHex(c) || c == ':') || (i > 0 && (isAlnum(s[i-1]) || s[i-1] == ':' || s[i-1] == '.' || s[i-1] == '_' || s[i-1] == '-')) {
 			continue
@@ -124,8 +123,7 @@ func findIPv6(s string, out []Match) []Match {
 			i = j
 			continue
 		}
-		out = append(out, Match{Class: ClassIP, Detector: "ipv6", Confidence: 0.8, Start: i, End: end})
+		fd.add(Match{Class: ClassIP, Detector: "ipv6", Confidence: 0.8, Start: i, End: end})
 		i = j
 	}
-	return out
 }

@@ -200,7 +200,10 @@ func (f *Filter) apply(in Input, opts Options) (*Output, *run, error) {
 		for _, line := range in.Logs {
 			sc.add(line)
 		}
-		fl.settle(sc, 0)
+		// What indexing finds is held as the output's findings are.
+		if err := fl.settleHeld(sc, 0, opts.Findings); err != nil {
+			return nil, nil, err
+		}
 	}
 	r := f.newRun(opts)
 	r.where = "result"
@@ -378,7 +381,11 @@ type replacement struct {
 const minSweepLen = 6
 
 func (f *Filter) newRun(opts Options) *run {
-	return &run{f: f, opts: opts, sc: scanner{fields: f.fields}, flow: opts.Flow}
+	r := &run{f: f, opts: opts, sc: scanner{fields: f.fields}, flow: opts.Flow}
+	if opts.Findings != nil {
+		r.sc.room = r.matchRoom
+	}
+	return r
 }
 
 // pointer is the path to the value being filtered, for a report. Keys on
@@ -448,6 +455,12 @@ func (r *run) act(c Class, conf float64, detector, value string, raw, inKey bool
 		if action == ActionAllow {
 			return "", false
 		}
+		// What the flow is told of it, held at the repeat price.
+		if !r.admit(r.cost + RepeatBytes) {
+			return "", true
+		}
+		r.findings++
+		r.cost += RepeatBytes
 		r.observing.sensitive = append(r.observing.sensitive, sensitiveValue{value: value, class: c, conf: conf, detector: detector})
 		return "", true
 	}
@@ -671,6 +684,9 @@ func (r *run) detectSpans(s string, inKey bool, out []span) []span {
 		seen = sc.holds(s)
 	}
 	r.matches = r.sc.scan(s, r.matches)
+	if r.held != nil {
+		return out // refused room for the matches
+	}
 	if seen {
 		flags := seenAsIs
 		if len(r.matches) == 0 {
@@ -678,7 +694,7 @@ func (r *run) detectSpans(s string, inKey bool, out []span) []span {
 		}
 		r.observing.seen = append(r.observing.seen, seenString{hash: maphash.String(r.flow.seed, s), flags: flags})
 	}
-	if len(r.matches) == 0 || r.observing == nil && !r.admit(r.cost+int64(len(r.matches))*RepeatBytes) {
+	if len(r.matches) == 0 || !r.admit(r.cost+int64(len(r.matches))*RepeatBytes) {
 		return out
 	}
 	for _, m := range r.dropInsideTokens(s, r.matches) {

@@ -41,7 +41,22 @@ type FlowOptions struct {
 	// sources whose values were lost (see FlowError.Untracked). 0 means
 	// DefaultFlowBytes.
 	MaxBytes int
+	// Keep, when set, holds what the flow keeps (values, indexes, results
+	// waiting to be indexed: FlowStats.Bytes) for the rest of the run,
+	// asked before it keeps more than Keep last held, in steps of
+	// keepStep: n is the bytes in all. It is asked with no lock of the
+	// flow held, from any goroutine, several at once (the most asked is
+	// what must be held), so it should not wait for what the run's
+	// calls hold. An observation may give a Keep of its own
+	// (ObserveHeld). What Keep refuses is not kept, as past MaxBytes;
+	// ObserveHeld fails instead.
+	Keep FindingsHold
 }
+
+// keepStep is the bytes FlowOptions.Keep is asked for at once, beyond
+// what the flow keeps: a run that observes a few small results asks it
+// once.
+const keepStep = 64 << 10
 
 // Flow tracks the values one run received from its sources. It is safe
 // for concurrent use (tool calls awaited together run in parallel). Make
@@ -51,6 +66,14 @@ type Flow struct {
 	rules    []Rule
 	maxBytes int
 	seed     maphash.Seed
+
+	// keep is FlowOptions.Keep; kept (under mu) is what the keeps
+	// asked hold, once keeps says one was; reserved (under mu) is what
+	// observations about to add to the flow may add, held beside bytes.
+	keep     FindingsHold
+	keeps    bool
+	kept     int
+	reserved int
 
 	mu        sync.RWMutex
 	sources   []string // by id; the last slot holds overflow names too
@@ -113,6 +136,7 @@ func (f *Filter) NewFlow(opts FlowOptions) (*Flow, error) {
 		f:         f,
 		rules:     slices.Clone(opts.Rules),
 		maxBytes:  opts.MaxBytes,
+		keep:      opts.Keep,
 		seed:      maphash.MakeSeed(),
 		srcID:     map[string]int{},
 		byHash:    map[uint64]int32{},
@@ -206,8 +230,27 @@ func (fl *Flow) Observe(source string, result json.RawMessage, from Provenance) 
 }
 
 // ObserveText is Observe of a result held as a string, which the flow
-// keeps and does not copy.
+// keeps and does not copy. What FlowOptions.Keep refuses to hold of it
+// is not kept, as past FlowOptions.MaxBytes.
 func (fl *Flow) ObserveText(source, result string, from Provenance) {
+	_ = fl.observe(source, result, from, nil, nil, false)
+}
+
+// ObserveHeld is ObserveText that holds what observing the result costs
+// before it spends it: what its findings cost while they are detected
+// and collected, of hold (as Options.Findings: RepeatBytes a match, in
+// steps), and what the flow keeps of it, of keep (as FlowOptions.Keep,
+// which a nil keep means; this one may wait). A refusal of either stops
+// the observation with a *FindingsError, the result not indexed: the
+// caller must not let anything see the result (fail the call that
+// returned it), since a value the flow does not know would pass the
+// rules and the output filter. hold may be nil.
+func (fl *Flow) ObserveHeld(source, result string, from Provenance, hold, keep FindingsHold) error {
+	return fl.observe(source, result, from, hold, keep, true)
+}
+
+// observe is ObserveText, and with strict ObserveHeld.
+func (fl *Flow) observe(source, result string, from Provenance, hold, keep FindingsHold, strict bool) error {
 	root, nodes, err := parseJSONNodes(result)
 	if err != nil {
 		root, nodes = node{kind: kindString, str: result}, 1
@@ -219,32 +262,101 @@ func (fl *Flow) ObserveText(source, result string, from Provenance) {
 		srcs |= fl.sourceBit(s)
 	}
 	cost := pendingCost(len(result), nodes)
-	if len(result) < eagerBytes || fl.bytes+cost > fl.maxBytes {
-		fl.mu.Unlock()
-		fl.observeTree(srcs, &root, ruled, nil)
-		return
-	}
-	fl.bytes += cost
-	fl.pending = append(fl.pending, &pendingResult{srcs: srcs, root: root, ruled: ruled, size: len(result), cost: cost})
-	fl.npending.Add(1)
+	eager := len(result) < eagerBytes || fl.bytes+fl.reserved+cost > fl.maxBytes
 	fl.mu.Unlock()
+	if !eager {
+		err := fl.reserve(cost, keep)
+		if err == nil {
+			fl.mu.Lock()
+			fl.reserved -= cost
+			fl.bytes += cost
+			fl.pending = append(fl.pending, &pendingResult{srcs: srcs, root: root, ruled: ruled, size: len(result), cost: cost})
+			fl.npending.Add(1)
+			fl.mu.Unlock()
+			return nil
+		}
+		if strict {
+			return &FindingsError{Bytes: int64(fl.keptBytes()), Err: err}
+		}
+	}
+	return fl.observeTree(srcs, &root, ruled, nil, hold, keep, strict)
+}
+
+// reserve asks keep (FlowOptions.Keep when nil) to hold what the flow
+// keeps and n bytes more, which the caller then adds to Flow.bytes,
+// taking them off reserved. No lock is held while keep is asked.
+func (fl *Flow) reserve(n int, keep FindingsHold) error {
+	if keep == nil {
+		keep = fl.keep
+	}
+	fl.mu.Lock()
+	fl.reserved += n
+	want, kept := fl.bytes+fl.reserved, fl.kept
+	fl.mu.Unlock()
+	if keep == nil || want <= kept {
+		return nil
+	}
+	want = (want + keepStep - 1) / keepStep * keepStep
+	err := keep(int64(want))
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if err != nil {
+		fl.reserved -= n
+		return err
+	}
+	fl.keeps = true
+	fl.kept = max(fl.kept, want)
+	return nil
+}
+
+// keptBytes is what the keeps asked hold.
+func (fl *Flow) keptBytes() int {
+	fl.mu.RLock()
+	defer fl.mu.RUnlock()
+	return fl.kept
 }
 
 // observeTree indexes the values of a result from the sources srcs: all
-// of them, or with a scope only those that can show in its text.
-func (fl *Flow) observeTree(srcs uint64, root *node, ruled bool, sc *scope) {
+// of them, or with a scope only those that can show in its text. hold,
+// when set, holds what its findings cost as they are met
+// (Options.Findings), and keep (FlowOptions.Keep when nil) what the flow
+// keeps of it. With strict, a refusal of hold or of
+// FlowOptions.Keep returns a *FindingsError, nothing of the result
+// added; without, what Keep refuses is not kept, as past MaxBytes.
+func (fl *Flow) observeTree(srcs uint64, root *node, ruled bool, sc *scope, hold, keep FindingsHold, strict bool) error {
 	var obs observed
 	if ruled {
 		collectTracked(root, &obs.tracked, sc)
 	}
-	r := fl.f.newRun(Options{Flow: fl})
+	r := fl.f.newRun(Options{Flow: fl, Findings: hold})
 	r.observing = &obs
 	r.scope = sc
 	r.walk(root, FieldMatch{})
+	if r.held != nil {
+		return r.held
+	}
+	// What the flow may keep of it, held before it is kept: every value
+	// new, and nothing past MaxBytes.
+	need := len(obs.seen) * seenCost
+	for i := range obs.sensitive {
+		need += valueCost(len(obs.sensitive[i].value)) + sensCost(len(obs.sensitive[i].value))
+	}
+	for _, v := range obs.tracked {
+		need += valueCost(len(v))
+	}
+	need = min(need, fl.maxBytes)
+	if err := fl.reserve(need, keep); err != nil {
+		if strict {
+			return &FindingsError{Findings: r.findings, Bytes: int64(fl.keptBytes()), Err: err}
+		}
+		need = 0 // kept as far as Keep holds, the rest not, as past MaxBytes
+	}
 
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
 	defer fl.flushIndexes()
+	fl.reserved -= need
+	limit := fl.limit()
 	// Sensitive values first, then the others, then what only saves time.
 	hint := len(obs.sensitive) + len(obs.tracked)
 	if len(fl.values) == 0 {
@@ -253,31 +365,58 @@ func (fl *Flow) observeTree(srcs uint64, root *node, ruled bool, sc *scope) {
 	}
 	var buf []byte
 	for _, sv := range obs.sensitive {
-		fl.addValue(sv.value, srcs, &sv, &buf, len(obs.sensitive))
+		fl.addValue(sv.value, srcs, &sv, &buf, len(obs.sensitive), limit)
 	}
 	for _, v := range obs.tracked {
-		fl.addValue(v, srcs, nil, &buf, hint)
+		fl.addValue(v, srcs, nil, &buf, hint, limit)
 	}
 	for _, sn := range obs.seen {
 		f, ok := fl.seen[sn.hash]
 		if !ok {
-			if fl.bytes+seenCost > fl.maxBytes {
+			if fl.bytes+seenCost > limit {
 				break
 			}
 			fl.bytes += seenCost
 		}
 		fl.seen[sn.hash] = f | sn.flags
 	}
+	return nil
 }
+
+// limit is the most bytes the flow may keep now: MaxBytes, and with
+// FlowOptions.Keep what it holds, less what other observations reserved.
+// The caller holds mu.
+func (fl *Flow) limit() int {
+	if fl.keep == nil && !fl.keeps {
+		return fl.maxBytes
+	}
+	return min(fl.maxBytes, fl.kept-fl.reserved)
+}
+
+// valueCost and sensCost bound what addValue counts for a value of n
+// bytes and for what the flow knows of a sensitive one: folding may
+// lengthen a value (a few runes lower-case to longer ones), not past
+// twice.
+func valueCost(n int) int { return 2*n + valueOverhead }
+func sensCost(n int) int  { return 3*n + sensOverhead }
 
 // settle indexes the pending results whose sources meet mask (all when 0)
 // as far as the text of sc needs, or whole when sc is nil, when the text
 // is large beside the result, or when the result was indexed for a text
 // before. Callers hold no lock of the flow.
 func (fl *Flow) settle(sc *scope, mask uint64) {
+	_ = fl.settleHeld(sc, mask, nil)
+}
+
+// settleHeld is settle that holds what indexing costs by its findings of
+// hold, when set (the Options.Findings of the output it indexes for):
+// a refusal stops it with a *FindingsError, the result it indexed left
+// waiting, to be indexed again for the next text.
+func (fl *Flow) settleHeld(sc *scope, mask uint64, hold FindingsHold) error {
 	if fl.npending.Load() == 0 {
-		return
+		return nil
 	}
+	strict := hold != nil
 	fl.settleMu.Lock()
 	defer fl.settleMu.Unlock()
 	fl.mu.RLock()
@@ -289,7 +428,10 @@ func (fl *Flow) settle(sc *scope, mask uint64) {
 		}
 		if sc != nil && p.scoped == 0 && 4*sc.n <= p.size {
 			p.scoped++
-			fl.observeTree(p.srcs, &p.root, p.ruled, sc)
+			if err := fl.observeTree(p.srcs, &p.root, p.ruled, sc, hold, nil, strict); err != nil {
+				p.scoped--
+				return err
+			}
 			continue
 		}
 		fl.mu.Lock()
@@ -297,8 +439,16 @@ func (fl *Flow) settle(sc *scope, mask uint64) {
 		fl.bytes -= p.cost
 		fl.npending.Add(-1)
 		fl.mu.Unlock()
-		fl.observeTree(p.srcs, &p.root, p.ruled, nil)
+		if err := fl.observeTree(p.srcs, &p.root, p.ruled, nil, hold, nil, strict); err != nil {
+			fl.mu.Lock()
+			fl.pending = append(fl.pending, p)
+			fl.bytes += p.cost
+			fl.npending.Add(1)
+			fl.mu.Unlock()
+			return err
+		}
 	}
+	return nil
 }
 
 // settleFor settles for a text that is JSON (or, if not, one string).
@@ -429,9 +579,9 @@ func (fl *Flow) sensOf(id int32) *sensInfo {
 }
 
 // addValue records a value from the sources srcs; sv is set for a
-// sensitive one. buf is scratch; hint the number of values being added.
-// The caller holds the lock.
-func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte, hint int) {
+// sensitive one. buf is scratch; hint the number of values being added;
+// the flow keeps no more than limit bytes. The caller holds the lock.
+func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte, hint, limit int) {
 	p, _ := fold((*buf)[:0], nil, v, false)
 	*buf = p
 	minLen := minTrackLen
@@ -450,7 +600,7 @@ func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte,
 		fl.values[id].srcs |= srcs
 	} else {
 		cost := len(p) + valueOverhead
-		if fl.bytes+cost > fl.maxBytes {
+		if fl.bytes+cost > limit {
 			fl.untracked |= srcs
 			fl.dropped++
 			return
@@ -475,7 +625,7 @@ func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte,
 		return
 	}
 	cost := len(v) + len(whole) + sensOverhead
-	if fl.bytes+cost > fl.maxBytes {
+	if fl.bytes+cost > limit {
 		fl.untracked |= srcs
 		fl.dropped++
 		return

@@ -69,7 +69,9 @@ func TestResolveSameAsBefore(t *testing.T) {
 		strings.Repeat("api_key=sk_live_4eC39HqLyjWDarjtT1zdp7dc password: hunter22 10.0.0.1 ", 30),
 	} {
 		var sc scanner
-		raw := sc.find(s, nil)
+		fd := detected{upto: math.MaxInt}
+		sc.find(s, &fd)
+		raw := fd.ms
 		if len(raw) <= resolveLinear {
 			t.Fatalf("%d matches in %.40q: too few to test the tree", len(raw), s)
 		}

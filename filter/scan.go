@@ -43,6 +43,11 @@ func ScanString(s string) []Match {
 // Its zero value is ready to use.
 type scanner struct {
 	fields *fieldCache // nil: no cache
+	// room, when set, is asked before a string's matches grow past what
+	// it last allowed: given the number of matches about to be held, it
+	// returns how many may be held in all, or fewer to refuse (hold.go).
+	// Nil lets them grow.
+	room func(n int) int
 }
 
 // field matches a field name.
@@ -121,62 +126,98 @@ func featuresOf(s string) features {
 const minScanLen = 6
 
 // scan appends the matches in s to out and returns them resolved.
+// Before it keeps more matches than room last allowed, it asks room
+// again (see scanner.room); once refused, it keeps no more and returns
+// those it kept, unresolved.
 func (sc *scanner) scan(s string, out []Match) []Match {
-	return resolve(sc.find(s, out[:0]))
+	fd := detected{ms: out[:0], room: sc.room, upto: math.MaxInt}
+	if sc.room != nil {
+		fd.upto = 0
+	}
+	sc.find(s, &fd)
+	if fd.full {
+		return fd.ms
+	}
+	return resolve(fd.ms)
 }
 
-// find appends what every detector finds in s to out, overlaps and all.
-func (sc *scanner) find(s string, out []Match) []Match {
+// detected collects what the detectors find in one string, asking room
+// (scanner.room) as it grows.
+type detected struct {
+	ms   []Match
+	room func(n int) int
+	// upto is how many matches ms may hold before room is asked again;
+	// full says room refused, and later matches are dropped.
+	upto int
+	full bool
+}
+
+// add keeps m, unless room refuses to let the matches grow.
+func (fd *detected) add(m Match) {
+	if len(fd.ms) >= fd.upto {
+		if fd.full {
+			return
+		}
+		if fd.upto = fd.room(len(fd.ms) + 1); fd.upto <= len(fd.ms) {
+			fd.full = true
+			return
+		}
+	}
+	fd.ms = append(fd.ms, m)
+}
+
+// find appends what every detector finds in s to fd, overlaps and all.
+func (sc *scanner) find(s string, fd *detected) {
 	if len(s) < minScanLen {
-		return out
+		return
 	}
 	f := featuresOf(s)
+	// Each detector runs unless the matches were refused room.
 	if f.at {
-		out = findEmails(s, out)
+		findEmails(s, fd)
 	}
-	if f.digits >= 8 {
+	if f.digits >= 8 && !fd.full {
 		if f.plus {
-			out = findPhonesE164(s, out)
+			findPhonesE164(s, fd)
 		}
-		if f.digits >= 10 {
-			out = findPhonesNational(s, out)
+		if f.digits >= 10 && !fd.full {
+			findPhonesNational(s, fd)
 		}
 	}
-	if f.digits >= 13 {
-		out = findCards(s, out)
+	if f.digits >= 13 && !fd.full {
+		findCards(s, fd)
 	}
-	if f.digits >= 9 {
-		out = findSSNs(s, out)
+	if f.digits >= 9 && !fd.full {
+		findSSNs(s, fd)
 	}
-	if f.digits >= 8 && f.upper && len(s) >= 15 {
-		out = findIBANs(s, out)
+	if f.digits >= 8 && f.upper && len(s) >= 15 && !fd.full {
+		findIBANs(s, fd)
 	}
-	if f.digits >= 4 && f.dot {
-		out = findIPv4(s, out)
+	if f.digits >= 4 && f.dot && !fd.full {
+		findIPv4(s, fd)
 	}
-	if f.colons >= 2 {
-		out = findIPv6(s, out)
+	if f.colons >= 2 && !fd.full {
+		findIPv6(s, fd)
 	}
-	if len(s) >= 30 && f.dot {
-		out = findJWTs(s, out)
+	if len(s) >= 30 && f.dot && !fd.full {
+		findJWTs(s, fd)
 	}
-	if f.dash {
-		out = findPEM(s, out)
+	if f.dash && !fd.full {
+		findPEM(s, fd)
 	}
-	if len(s) >= 12 {
-		out = findPrefixed(s, out)
-		out = findBearer(s, out)
+	if len(s) >= 12 && !fd.full {
+		findPrefixed(s, fd)
+		findBearer(s, fd)
 	}
-	if f.at && f.colons > 0 && f.slash {
-		out = findURLPasswords(s, out)
+	if f.at && f.colons > 0 && f.slash && !fd.full {
+		findURLPasswords(s, fd)
 	}
-	if f.eqs > 0 || f.colons > 0 {
-		out = sc.findAssignments(s, out)
+	if (f.eqs > 0 || f.colons > 0) && !fd.full {
+		sc.findAssignments(s, fd)
 	}
-	if len(s) >= 20 && f.digits > 0 {
-		out = findKeywordEntropy(s, out)
+	if len(s) >= 20 && f.digits > 0 && !fd.full {
+		findKeywordEntropy(s, fd)
 	}
-	return out
 }
 
 // resolve drops matches that overlap a better one and orders the rest by

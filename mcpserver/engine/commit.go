@@ -36,7 +36,8 @@ func (e *Engine) Commit(ctx context.Context, planID string, x Execution) (*Recor
 	if err != nil {
 		return e.refuseCommit(x, id, started, err)
 	}
-	run, sess := e.newRun(id, x)
+	run, sess := e.newRun(ctx, id, x)
+	defer run.flowKeep.release()
 	res, outcomes, state := e.commitSteps(ctx, run, p, started)
 	x.planned = &PlanRecord{ID: planID, Steps: outcomes}
 	rec, body := e.finish(ctx, run, sess, x, started, res)

@@ -37,7 +37,8 @@ func (e *Engine) commitResumable(ctx context.Context, planID string, x Execution
 	xd := x
 	xd.Mode = "commit " + storeID
 	x.Mode, x.planHash = "commit", memory.PlanIDHash(storeID)
-	run, sess := e.newRun(id, x)
+	run, sess := e.newRun(ctx, id, x)
+	defer run.flowKeep.release()
 	r, err := e.startResume(ctx, xd, run)
 	if err != nil {
 		return e.refusedResume(err)

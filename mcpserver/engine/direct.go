@@ -25,17 +25,21 @@ func (e *Engine) CallTool(ctx context.Context, caller tools.Caller, local bool, 
 		return "", false, err
 	}
 	// One call is one flow: it sees the call's result (the observer),
-	// and the filter hides its sensitive values.
-	flow, err := e.filter.NewFlow(filter.FlowOptions{Rules: e.cfg.Rules})
-	if err != nil {
-		return "", false, err
-	}
-	track := &tracker{flow: flow, log: e.log}
-	run := &Run{Caller: caller, Local: local, vault: sess.vault, flow: track}
+	// and the filter hides its sensitive values; what it keeps is held
+	// until the answer is made.
 	// A direct call is in no run, and ends by the longest deadline a run
 	// may ask for (attack10 E1: without one, a skills__save of deeply
 	// nested code held a parse for as long as its client waited).
 	limit := e.exec.Config().MaxTimeout
+	run := &Run{Caller: caller, Local: local, vault: sess.vault}
+	run.flowKeep = e.results.keepFlow(ctx, run, limit)
+	defer run.flowKeep.release()
+	flow, err := e.filter.NewFlow(filter.FlowOptions{Rules: e.cfg.Rules, Keep: run.flowKeep.hold})
+	if err != nil {
+		return "", false, err
+	}
+	track := &tracker{flow: flow, log: e.log}
+	run.flow = track
 	callCtx, cancel := context.WithTimeoutCause(ctx, limit, errDirectDeadline)
 	// The result's bytes stay held (inflight.go) until it is filtered
 	// and made the answer, as a program's call holds them until its

@@ -230,7 +230,7 @@ func (e *Engine) stages() []stage {
 		binding{e.gate},
 		planner{reg: e.reg, results: e.results},
 		e.approvals,
-		observer{},
+		observer{results: e.results},
 	}
 	if e.memo != nil {
 		stages = append(stages, e.memo)

@@ -17,15 +17,17 @@ import (
 	"github.com/codecell/codecell/tools"
 )
 
-// tracker is a run's data flow, fed off the call's path: a large tool
-// result is observed while the program reads it, and whatever needs the flow
-// complete — the next call's check, the filter of any output — waits for
-// the observations in progress. On a large result the two then overlap
-// instead of adding up.
+// tracker is a run's data flow, fed as its calls return: each tool result
+// is observed before the program has it, what observing it costs held
+// first (the call's results in flight for what it detects, the run's for
+// what the flow keeps: observeHeld), so that a result whose observation
+// cannot be held fails its call rather than leaving the flow short of a
+// value — which would pass the rules and the output filter. A large
+// result waits in the flow, parsed, to be indexed as far as an output
+// needs (filter's lazy observation).
 //
 // An observation that panics cannot kill the server, nor leave the flow
-// silently short of what the run received (a value it missed would pass
-// the rules and the output filter): the panic is logged where it
+// silently short of what the run received: the panic is logged where it
 // happened, and every settled after it panics in turn, on the goroutine
 // that waits for the flow — a call's (the executor turns it into that
 // call's error) or the run's own (execute_code's handler turns it into
@@ -35,7 +37,6 @@ type tracker struct {
 	log  *slog.Logger // nil logs nothing
 
 	mu      sync.Mutex
-	pending []chan struct{}
 	crashed bool // an observation panicked
 }
 
@@ -44,43 +45,23 @@ type tracker struct {
 var errObserveCrashed = errors.New("following the data flow of a tool's result failed (a bug in codecell); the run cannot go on")
 
 // observe records result as received from source, holding data of the
-// sources from too: a small result at once, a large one in the
-// background. It returns nil, or for a result observed in the background
-// a channel closed once it is observed: until then the server holds its
-// copy of the result and the tree it parses it into, which the call's
-// result bytes in flight count (inflight.go) — given back when the
-// sandbox had the result, they no longer bounded the observations still
-// parsing (issue 19: 128 cache.get of a 1 MB array of zeros at once
-// grew the server by 1.2 GiB, all of it observations' trees).
-func (t *tracker) observe(source string, result json.RawMessage, from filter.Provenance) <-chan struct{} {
-	// A copy, since the executor owns result once the call returns, and
-	// the text the flow parses (a bytes.Clone here and a string of it
-	// there held two).
-	data := string(result)
-	if len(data) < observeAtOnce {
-		t.observeNow(source, data, from)
-		return nil
-	}
-	done := make(chan struct{})
-	t.mu.Lock()
-	t.pending = append(t.pending, done)
-	t.mu.Unlock()
-	go func() {
-		defer close(done)
-		t.observeNow(source, data, from)
-	}()
-	return done
+// sources from too, before the call returns it: hold holds what its
+// findings cost as they are met, and keep what the flow keeps of it
+// (filter.Flow.ObserveHeld). A refusal of either is the
+// call's error: the program never has the result. Observed in the
+// background while the program read it, a refused result could no longer
+// be taken back (issue 19, attack20 N2: one run's 8 calls of 8 MB of
+// distinct addresses grew the server by 750 MiB, observed with nothing
+// held).
+func (t *tracker) observe(source string, result json.RawMessage, from filter.Provenance, hold, keep filter.FindingsHold) error {
+	// A copy, since the executor owns result once the call returns; a
+	// result waiting in the flow keeps it.
+	return t.observeNow(source, string(result), from, hold, keep)
 }
-
-// observeAtOnce is the size under which a result is observed on the
-// call's path: the filter indexes it whole as it is observed (its
-// eagerBytes), which costs a run of many small calls less than a
-// goroutine and a thread woken for each.
-const observeAtOnce = 16 << 10
 
 // observeNow records data as received from source; a panic is logged
 // and makes every later settled panic in turn.
-func (t *tracker) observeNow(source string, data string, from filter.Provenance) {
+func (t *tracker) observeNow(source string, data string, from filter.Provenance, hold, keep filter.FindingsHold) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			t.mu.Lock()
@@ -90,13 +71,14 @@ func (t *tracker) observeNow(source string, data string, from filter.Provenance)
 				// The source and the size, never the value.
 				t.log.Error("observing a tool's result panicked", "tool", source, "bytes", len(data), "panic_type", fmt.Sprintf("%T", p), "stack", string(debug.Stack()))
 			}
+			err = errObserveCrashed
 		}
 	}()
-	t.flow.ObserveText(source, data, from)
+	return t.flow.ObserveHeld(source, data, from, hold, keep)
 }
 
-// settled waits for the observations in progress and returns the flow.
-// It panics with errObserveCrashed once an observation panicked.
+// settled returns the flow. It panics with errObserveCrashed once an
+// observation panicked.
 func (t *tracker) settled() *filter.Flow {
 	if !t.wait() {
 		panic(errObserveCrashed)
@@ -104,16 +86,9 @@ func (t *tracker) settled() *filter.Flow {
 	return t.flow
 }
 
-// wait waits for the observations in progress, and reports false once
-// an observation panicked: the flow is short of what the run received.
+// wait reports false once an observation panicked: the flow is short of
+// what the run received.
 func (t *tracker) wait() bool {
-	t.mu.Lock()
-	pending := t.pending
-	t.pending = nil
-	t.mu.Unlock()
-	for _, done := range pending {
-		<-done
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return !t.crashed

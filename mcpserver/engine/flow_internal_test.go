@@ -12,26 +12,28 @@ import (
 	"github.com/codecell/codecell/tools"
 )
 
-// TestTrackerObservationPanics: an observation of a tool's result runs
-// on a goroutine of its own when the result is large, where a panic
-// killed the server, and on the call's when it is small. It is logged at
-// error level (the tool and the size, not the value), and the flow,
-// short of that result, is never used again: wait reports it, and
-// settled panics on the goroutine that waits, which a boundary recovers
-// (the executor's for a call, execute_code's for the run).
+// TestTrackerObservationPanics: an observation of a tool's result that
+// panics — it once ran on a goroutine of its own for a large result,
+// where a panic killed the server — is logged at error level (the tool
+// and the size, not the value), fails its call (errObserveCrashed), and
+// the flow, short of that result, is never used again: wait reports it,
+// and settled panics on the goroutine that waits, which a boundary
+// recovers (the executor's for a call, execute_code's for the run).
 func TestTrackerObservationPanics(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		result string
 	}{
 		{"small", `{"email":"ada@example.com"}`},
-		{"large", `{"email":"ada@example.com","notes":"` + strings.Repeat("n", observeAtOnce) + `"}`},
+		{"large", `{"email":"ada@example.com","notes":"` + strings.Repeat("n", 16<<10) + `"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs bytes.Buffer
 			// A tracker without a flow: Observe panics on the nil *filter.Flow.
 			tr := &tracker{log: slog.New(slog.NewTextHandler(&logs, nil))}
-			tr.observe("crm.get_contact", json.RawMessage(tc.result), filter.Provenance{})
+			if err := tr.observe("crm.get_contact", json.RawMessage(tc.result), filter.Provenance{}, nil, nil); err != errObserveCrashed {
+				t.Errorf("observe: %v, want errObserveCrashed", err)
+			}
 			if tr.wait() {
 				t.Fatal("wait reported the flow whole after an observation panicked")
 			}

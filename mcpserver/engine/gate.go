@@ -86,10 +86,6 @@ type Call struct {
 	// executor.Call.OnConsumed); delivered says there is a result.
 	handOff   func(giveBack func())
 	delivered bool
-	// observed, when set, is closed once the run's flow has observed
-	// the result (tracker.observe): what the call holds of its result's
-	// bytes is given back no sooner.
-	observed <-chan struct{}
 }
 
 // served says how a call was answered.

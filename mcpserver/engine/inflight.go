@@ -47,6 +47,7 @@ type byteBudget struct {
 
 	mu      sync.Mutex
 	used    int64
+	pinned  int64 // of used, held until the run ends (a run's budget: its flow's, flowKeep)
 	held    map[string]int64
 	raising map[string]int // raises waiting, by holder
 	changed chan struct{}  // closed, and replaced, when bytes are given back or a raise ends
@@ -251,13 +252,13 @@ func (r *resultBytes) pass(ctx context.Context, c *Call, next next) (json.RawMes
 
 // holdFor returns what c holds of its run's and the server's result
 // bytes, nothing yet, given back once the gate has handed its result on
-// — and, for a program's call, once its sandbox has it (c.handOff) —
-// and once the run's flow has observed it (afterObserved).
+// — and, for a program's call, once its sandbox has it (c.handOff); the
+// run's flow observed it before the gate handed it on (observer).
 func (r *resultBytes) holdFor(c *Call) *holding {
 	h := &holding{r: r, c: c, run: c.Run.resultBudget(r.perRun), principal: c.Run.Caller.Principal}
 	c.held = h
 	c.releases = append(c.releases, func() {
-		giveBack := afterObserved(c.observed, h.giveBack)
+		giveBack := h.giveBack
 		if c.handOff != nil && c.delivered {
 			c.handOff(giveBack)
 			return
@@ -322,27 +323,6 @@ func (r *resultBytes) validateHeld(ctx context.Context, view *tools.View, c *Cal
 	return view.ValidateContext(tools.WithArgsHolder(ctx, h.argsHolder()), c.Name, c.Args)
 }
 
-// afterObserved returns giveBack, or when the result is being observed
-// (observed is not nil) a function that calls it once the observation is
-// over too: the observation's copy and tree are the result's as much as
-// the sandbox's queue is.
-func afterObserved(observed <-chan struct{}, giveBack func()) func() {
-	if observed == nil {
-		return giveBack
-	}
-	return func() {
-		select {
-		case <-observed:
-			giveBack()
-		default:
-			go func() {
-				<-observed
-				giveBack()
-			}()
-		}
-	}
-}
-
 // HoldOutsideRun returns ctx with a tools.DecodedHolder that holds, for
 // principal, what an answer read from outside a run decodes into — a
 // bridged server's resource or prompt, read by an MCP request (issue 19,
@@ -383,6 +363,10 @@ type holding struct {
 	c         *Call       // c.Name names the results, for errors
 	run       *byteBudget // nil: held outside a run (HoldOutsideRun)
 	principal string
+
+	// pinned says it is held until its run ends (flowKeep): the run's
+	// other holds cannot wait for it.
+	pinned bool
 
 	mu   sync.Mutex
 	held int64
@@ -438,10 +422,14 @@ func (h *holding) raise(ctx context.Context, n int64, what string) error {
 			"%s, more than the %d bytes of results one principal may have in flight on the server (three quarters of limits.result_bytes_in_flight); lower the source's max_response_bytes, or raise limits.result_bytes_in_flight",
 			what, r.server.each)}
 	}
-	if h.run != nil && (n > r.perRun || n > r.server.each) {
+	if h.run != nil && (n > r.perRun-h.pinnedByOthers() || n > r.server.each) {
+		kept := ""
+		if p := h.pinnedByOthers(); p > 0 {
+			kept = fmt.Sprintf(", %d of them kept by the run's data flow until it ends", p)
+		}
 		return &tools.Error{Code: codeResultBytesInFlight, Tool: c.Name, Message: fmt.Sprintf(
-			"%s, more than the %d bytes of results one run may have in flight (limits.result_bytes_in_flight_per_run) or one principal on the server (three quarters of limits.result_bytes_in_flight); ask for smaller results (a page, fewer fields), lower the source's max_response_bytes, or raise those limits",
-			what, min(r.perRun, r.server.each))}
+			"%s, more than the %d bytes of results one run may have in flight (limits.result_bytes_in_flight_per_run%s) or one principal on the server (three quarters of limits.result_bytes_in_flight); ask for smaller results (a page, fewer fields), lower the source's max_response_bytes, or raise those limits",
+			what, min(r.perRun, r.server.each), kept)}
 	}
 	// A reclaim (yield) goes before fresh reservations as a raise does:
 	// the call has its slot, and what it gave back while it waited for
@@ -461,6 +449,7 @@ func (h *holding) raise(ctx context.Context, n int64, what string) error {
 		h.giveBackLocked()
 		more = n
 	} else if h.held > 0 {
+		h.pin(n - h.held)
 		h.held = n
 		return nil
 	}
@@ -474,7 +463,52 @@ func (h *holding) raise(ctx context.Context, n int64, what string) error {
 		}
 		return r.waited(c, h.run == nil, n, limit, err)
 	}
+	h.pin(n - h.held)
 	h.held, h.what = n, what
+	return nil
+}
+
+// pin counts d more bytes of a pinned holding in its run's pinned
+// bytes; the caller holds h.mu.
+func (h *holding) pin(d int64) {
+	if h.pinned && h.run != nil {
+		h.run.mu.Lock()
+		h.run.pinned += d
+		h.run.mu.Unlock()
+	}
+}
+
+// pinnedByOthers is what the run's pinned holdings other than h hold;
+// the caller holds h.mu.
+func (h *holding) pinnedByOthers() int64 {
+	if h.run == nil {
+		return 0
+	}
+	h.run.mu.Lock()
+	p := h.run.pinned
+	h.run.mu.Unlock()
+	if h.pinned {
+		p -= h.held
+	}
+	return p
+}
+
+// raiseNow holds n bytes in all, if more than h holds already and they
+// are free now; else it refuses at once, what saying what they are for.
+func (h *holding) raiseNow(n int64, what string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	more := n - h.held
+	if more <= 0 {
+		return nil
+	}
+	if !h.tryRaise(more) {
+		return &tools.Error{Code: codeResultBytesInFlight, Tool: h.c.Name, Message: fmt.Sprintf(
+			"%s, more than this run's results in flight (limits.result_bytes_in_flight_per_run, %d bytes) and your share of the server's (three quarters of limits.result_bytes_in_flight, %d bytes) have free; ask for smaller results, or await fewer calls at once",
+			what, h.r.perRun, h.r.server.each)}
+	}
+	h.pin(more)
+	h.held = n
 	return nil
 }
 
@@ -502,6 +536,7 @@ func (h *holding) giveBack() {
 
 func (h *holding) giveBackLocked() {
 	if h.held > 0 {
+		h.pin(-h.held)
 		h.r.server.give(h.principal, h.held)
 		if h.run != nil {
 			h.run.give("", h.held)

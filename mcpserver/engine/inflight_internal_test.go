@@ -120,32 +120,6 @@ func TestHoldingOutsideRun(t *testing.T) {
 	}
 }
 
-// TestAfterObserved (issue 19): a call's result bytes are given back
-// once the sandbox has the result and the run's flow has observed it,
-// whichever comes last.
-func TestAfterObserved(t *testing.T) {
-	gave := make(chan struct{}, 2)
-	giveBack := func() { gave <- struct{}{} }
-	afterObserved(nil, giveBack)()
-	if len(gave) != 1 {
-		t.Fatal("without an observation, not given back at once")
-	}
-	<-gave
-	observed := make(chan struct{})
-	afterObserved(observed, giveBack)() // the sandbox has it
-	select {
-	case <-gave:
-		t.Fatal("given back before the observation was over")
-	case <-time.After(10 * time.Millisecond):
-	}
-	close(observed)
-	<-gave // waits for the state, not a duration
-	afterObserved(observed, giveBack)()
-	if len(gave) != 1 {
-		t.Fatal("an observation over: not given back at once")
-	}
-}
-
 // TestRaiseGoesFirst (issue 19): a call waiting to raise its hold has
 // its result in hand and holds nothing, so the run's fresh reservations
 // wait for it: the bytes it gave back are not taken by another call

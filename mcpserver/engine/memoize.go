@@ -174,7 +174,9 @@ func (m *memoizer) pass(ctx context.Context, c *Call, next next) (json.RawMessag
 				return nil, err
 			}
 		}
-		observeMemo(c, t.Name, e.Value, e.Provenance)
+		if err := m.observeMemo(ctx, c, t.Name, e.Value, e.Provenance); err != nil {
+			return nil, err
+		}
 		c.served = servedCached
 		return e.Value, nil
 	case !errors.Is(err, memory.ErrNotFound):
@@ -192,17 +194,23 @@ func (m *memoizer) pass(ctx context.Context, c *Call, next next) (json.RawMessag
 
 // observeMemo tells the data flow of the run that made the call, if a
 // program's, that a memoised result's values came from the sources prov
-// names (besides the tool, which the observer records).
-func observeMemo(c *Call, tool string, out, prov json.RawMessage) {
+// names (besides the tool, which the observer records), holding what
+// that costs as the observer does.
+func (m *memoizer) observeMemo(ctx context.Context, c *Call, tool string, out, prov json.RawMessage) error {
 	if c.Run.log == nil || c.Run.flow == nil || len(prov) == 0 {
-		return
+		return nil
 	}
 	var p filter.Provenance
 	if json.Unmarshal(prov, &p) != nil || p.IsZero() {
-		return
+		return nil
 	}
-	c.Run.flow.flow.Observe(tool, out, p)
+	hold, keep, release := m.results.holdObserving(ctx, c, len(out))
+	defer release()
+	if err := c.Run.flow.observe(tool, out, p, hold, keep); err != nil {
+		return observeError(tool, err)
+	}
 	c.seen.note(tool, out, p)
+	return nil
 }
 
 // memoKey is the hex SHA-256 of the tool's name and its arguments as

@@ -122,10 +122,12 @@ func (o *observations) take(out json.RawMessage) ([]journalSeen, bool) {
 // journaled call c ran. A store tool's result (of view) is read for the
 // sources of its data as the live call read it, whether or not the
 // journal's From has them (a journal written before they were kept
-// there: issue 19, attack21 P1).
-func (r *resumption) replaySeen(run *Run, c journalCall, view *tools.View) {
+// there: issue 19, attack21 P1). A refusal of what the flow keeps (the
+// run's results in flight) is the replayed call's error, as it would
+// have been the call's.
+func (r *resumption) replaySeen(run *Run, c journalCall, view *tools.View) error {
 	if run.flow == nil {
-		return
+		return nil
 	}
 	for _, s := range c.Seen {
 		data := s.Data
@@ -139,8 +141,11 @@ func (r *resumption) replaySeen(run *Run, c journalCall, view *tools.View) {
 		if t, ok := view.Get(s.Source); ok {
 			from = from.Union(storedOf(t, data).from)
 		}
-		run.flow.observe(s.Source, data, from)
+		if err := run.flow.observe(s.Source, data, from, nil, nil); err != nil {
+			return observeError(s.Source, err)
+		}
 	}
+	return nil
 }
 
 // cost is about what an observation takes in the journal, as JSON: never

@@ -73,7 +73,8 @@ type Execution struct {
 func (e *Engine) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 	id, started := newExecutionID(), time.Now()
 	ctx, span := startRun(ctx, e.tracer, id, x.Language, x.Code)
-	run, sess := e.newRun(id, x)
+	run, sess := e.newRun(ctx, id, x)
+	defer run.flowKeep.release()
 	run.purpose = x.Purpose
 	if x.Mode == ModePlan {
 		if e.cfg.Store == nil {
@@ -144,7 +145,9 @@ func (e *Engine) Execute(ctx context.Context, x Execution) (*Record, []byte) {
 // newRun opens the run id for x: its caller's session, whose tokens its
 // calls resolve, and a data flow of its own, which follows what its calls
 // return.
-func (e *Engine) newRun(id string, x Execution) (*Run, *Session) {
+// What the flow keeps is held for the run (flowKeep): release run.flowKeep
+// once the run is over.
+func (e *Engine) newRun(ctx context.Context, id string, x Execution) (*Run, *Session) {
 	sess, err := e.sessions.get(x.Caller.Principal, x.Caller.Session)
 	if err != nil {
 		e.log.Error("session", "err", err)
@@ -153,11 +156,14 @@ func (e *Engine) newRun(id string, x Execution) (*Run, *Session) {
 	if sess != nil {
 		vault = sess.vault
 	}
-	flow, err := e.filter.NewFlow(filter.FlowOptions{Rules: e.cfg.Rules})
+	run := &Run{ID: id, Caller: x.Caller, Local: x.Local, vault: vault, log: newRunLog(id)}
+	run.flowKeep = e.results.keepFlow(ctx, run, e.exec.Config().MaxTimeout)
+	flow, err := e.filter.NewFlow(filter.FlowOptions{Rules: e.cfg.Rules, Keep: run.flowKeep.hold})
 	if err != nil {
 		e.log.Error("flow", "err", err) // the rules were checked when the server was made
 	}
-	return &Run{ID: id, Caller: x.Caller, Local: x.Local, vault: vault, flow: &tracker{flow: flow, log: e.log}, log: newRunLog(id)}, sess
+	run.flow = &tracker{flow: flow, log: e.log}
+	return run, sess
 }
 
 // filterStreams passes what the program streams as it runs — console

@@ -23,8 +23,10 @@ type Run struct {
 	// vault holds the tokens of the caller's session.
 	vault *filter.Vault
 	// flow follows what the run received from each source, for the
-	// data-flow rules and the output filter; nil follows nothing.
-	flow *tracker
+	// data-flow rules and the output filter; nil follows nothing. keep
+	// holds what it keeps until the run is over (flowKeep).
+	flow     *tracker
+	flowKeep *flowKeep
 	// plan, in a dry run, records the writes instead of making them.
 	plan *planRecorder
 	// purpose is the run's purpose as execute_code gave it, shown when

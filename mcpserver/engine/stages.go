@@ -191,11 +191,12 @@ func (pl planner) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 	return p.add(c.Tool.Name, c.Written, c.Provenance, known) // the arguments with their tokens
 }
 
-// observer follows what each call returns into the run's data flow, off
-// the call's path (tracker).
-type observer struct{}
+// observer follows what each call returns into the run's data flow
+// (tracker), before the call returns it, holding what that costs: a
+// result whose observation cannot be held fails its call.
+type observer struct{ results *resultBytes }
 
-func (observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
+func (o observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
 	if c.gated() || c.Run.flow == nil {
 		return next.call(ctx, c)
 	}
@@ -207,11 +208,16 @@ func (observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage, 
 		// resumable run keeps them with the result.
 		st := storedOf(c.Tool, out)
 		c.sources = from.get().Union(st.from)
-		c.observed = c.Run.flow.observe(c.Name, out, c.sources)
+		hold, keep, release := o.results.holdObserving(ctx, c, len(out))
+		err = c.Run.flow.observe(c.Name, out, c.sources, hold, keep)
+		release()
+		if err != nil {
+			return nil, observeError(c.Name, err)
+		}
 		c.seen.note(c.Name, out, c.sources)
 		// What the store gave back encoded is known decoded too, before
 		// the program has it (issue 19, attack21 P2).
-		if err := observeDecoded(ctx, c, out, st); err != nil {
+		if err := observeDecoded(ctx, o.results, c, out, st); err != nil {
 			return nil, err
 		}
 	}
@@ -223,8 +229,9 @@ func (observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage, 
 // it has any: data of none holds no value a rule follows. The call holds
 // what the decoded texts take beside its result's copies first (a
 // decoded 8 MiB file is up to 24 MiB of texts), so that reads at once
-// cannot take more than their holds; a refusal fails the call.
-func observeDecoded(ctx context.Context, c *Call, out json.RawMessage, st stored) error {
+// cannot take more than their holds; a refusal fails the call, as does
+// one of what observing them costs (holdObserving).
+func observeDecoded(ctx context.Context, r *resultBytes, c *Call, out json.RawMessage, st stored) error {
 	if len(st.decoded) == 0 || st.from.IsZero() {
 		return nil
 	}
@@ -242,7 +249,12 @@ func observeDecoded(ctx context.Context, c *Call, out json.RawMessage, st stored
 		texts = append(texts, decodedTexts(d)...)
 	}
 	for _, text := range texts {
-		c.Run.flow.observeNow(c.Name, text, c.sources)
+		hold, keep, release := r.holdObserving(ctx, c, len(out))
+		err := c.Run.flow.observeNow(c.Name, text, c.sources, hold, keep)
+		release()
+		if err != nil {
+			return observeError(c.Name, err)
+		}
 		if c.seen != nil {
 			// The journal keeps JSON: the text as a string.
 			j, _ := json.Marshal(text)
