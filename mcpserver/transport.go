@@ -375,11 +375,12 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	h := s.newHTTP()
 	cl := newConnListener(ln, maxConns(), writeWait, func(open, refused int64) {
-		s.log.Warn("too many connections open at once, each serving a request; closing new ones", "open", open, "refused", refused)
+		s.log.Warn("too many connections open at once, each serving a client's request; closing new ones (raise the descriptor limit, ulimit -n, for more)", "open", open, "refused", refused)
 	})
 	ln = cl
 	srv := &http.Server{
 		ConnState:         cl.track,
+		ConnContext:       cl.connContext,
 		Handler:           compress(h.mux),
 		ReadHeaderTimeout: min(10*time.Second, s.cfg.ReadTimeout),
 		// A request's body must arrive within ReadTimeout (the guard
