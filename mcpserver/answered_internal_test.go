@@ -66,6 +66,30 @@ func TestHoldsUntilAnswered(t *testing.T) {
 	}
 }
 
+// TestHoldsUntilTheHandlerReturns (attack22 P3): a hold given with
+// untilAnswered lasts until its handler returned too, when the answer's
+// context ends first — an SSE stream or a stdio client gone while the
+// handler still makes the answer.
+func TestHoldsUntilTheHandlerReturns(t *testing.T) {
+	t.Parallel()
+	answered, done := context.WithCancel(context.Background())
+	released := make(chan struct{})
+	deferred := untilAnswered(context.WithValue(context.Background(), answerEndsKey{}, answered), func() { close(released) })
+	done()
+	select {
+	case <-released:
+		t.Fatal("the hold was given back when the answer's context ended, while its handler still ran")
+	case <-time.After(100 * time.Millisecond): // context.AfterFunc runs on a goroutine of its own
+	}
+	deferred()
+	deferred() // a second call gives back nothing more
+	select {
+	case <-released:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hold was not given back once the handler returned")
+	}
+}
+
 // TestSSEHoldsUntilAnswered (attack17 K1): on the legacy SSE transport a
 // request posted to /message is answered on the session's stream, after
 // mcp-go's handler returned and encoded the answer; a hold given with
