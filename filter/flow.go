@@ -331,11 +331,11 @@ const (
 // sensitive ones always are, for the outputs).
 func (fl *Flow) ruled(source string, from Provenance) bool {
 	for _, r := range fl.rules {
-		if ok, _ := path.Match(r.From, source); ok {
+		if fromMatches(r.From, source) {
 			return true
 		}
 		for _, s := range from.sources {
-			if ok, _ := path.Match(r.From, s); ok {
+			if fromMatches(r.From, s) {
 				return true
 			}
 		}
@@ -626,7 +626,7 @@ type FlowError struct {
 func (e *FlowError) Error() string {
 	if e.Untracked {
 		return fmt.Sprintf("rule %q → %q: this run received more data from %s than the data-flow tracker keeps, so calls to %s cannot be checked and are refused for the rest of the run",
-			e.Rule.From, e.Rule.To, e.Source, e.Tool)
+			e.Rule.From, e.Rule.To, sourceText(e.Source), e.Tool)
 	}
 	where := "argument " + e.Path
 	if e.Path == "" {
@@ -638,7 +638,7 @@ func (e *FlowError) Error() string {
 	if e.Encoding != "" {
 		where += ", " + e.Encoding
 	}
-	return fmt.Sprintf("rule %q → %q forbids passing a value from %s to %s (%s)", e.Rule.From, e.Rule.To, e.Source, e.Tool, where)
+	return fmt.Sprintf("rule %q → %q forbids passing a value from %s to %s (%s)", e.Rule.From, e.Rule.To, sourceText(e.Source), e.Tool, where)
 }
 
 func (e *FlowError) Unwrap() error { return ErrExfiltration }
@@ -663,7 +663,7 @@ func (fl *Flow) forbiddenFor(dest string) forbidMask {
 				names = append(names, fl.overflow...)
 			}
 			for _, n := range names {
-				if from, _ := path.Match(rule.From, n); from && m.mask&(1<<id) == 0 {
+				if fromMatches(rule.From, n) && m.mask&(1<<id) == 0 {
 					m.mask |= 1 << id
 					m.rules[id] = ri
 				}
@@ -784,7 +784,7 @@ func (c *checker) text(s string, inKey bool) {
 		source := fl.sources[id]
 		if id == maxFlowSources-1 {
 			for _, n := range append([]string{source}, fl.overflow...) {
-				if ok, _ := path.Match(fl.rules[c.fm.rules[id]].From, n); ok {
+				if fromMatches(fl.rules[c.fm.rules[id]].From, n) {
 					source = n
 					break
 				}
@@ -850,77 +850,4 @@ func (fl *Flow) Provenance(data []byte) Provenance {
 	}
 	walk(&root)
 	return NewProvenance(fl.names(srcs)...)
-}
-
-// Provenance is the set of sources (qualified tool names) that stored
-// data came from, kept by the store with memories, workspace files and
-// stored results, and given back to Flow.Observe when a later run reads
-// them. Its JSON form is a sorted array of names; the zero value means
-// no known source.
-type Provenance struct {
-	sources []string // sorted, unique
-}
-
-// maxProvenanceSources bounds a provenance; beyond it, the first names in
-// order are kept.
-const maxProvenanceSources = 64
-
-// NewProvenance returns the provenance of the named sources.
-func NewProvenance(sources ...string) Provenance {
-	var s []string
-	for _, name := range sources {
-		if name != "" {
-			s = append(s, name)
-		}
-	}
-	slices.Sort(s)
-	s = slices.Compact(s)
-	if len(s) > maxProvenanceSources {
-		s = s[:maxProvenanceSources]
-	}
-	return Provenance{sources: s}
-}
-
-// Sources returns the sources, sorted.
-func (p Provenance) Sources() []string { return slices.Clone(p.sources) }
-
-// IsZero reports whether no source is known.
-func (p Provenance) IsZero() bool { return len(p.sources) == 0 }
-
-// Union returns the sources of p and q.
-func (p Provenance) Union(q Provenance) Provenance {
-	return NewProvenance(append(slices.Clone(p.sources), q.sources...)...)
-}
-
-func (p Provenance) String() string { return strings.Join(p.sources, ",") }
-
-// MarshalJSON encodes p as a sorted array of names.
-func (p Provenance) MarshalJSON() ([]byte, error) {
-	if p.sources == nil {
-		return []byte("[]"), nil
-	}
-	return json.Marshal(p.sources)
-}
-
-// UnmarshalJSON decodes an array of names (or null).
-func (p *Provenance) UnmarshalJSON(b []byte) error {
-	var s []string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("provenance: %w", err)
-	}
-	*p = NewProvenance(s...)
-	return nil
-}
-
-// ParseProvenance decodes the JSON form of a provenance, as the store
-// keeps it; "" is the zero provenance.
-func ParseProvenance(text string) (Provenance, error) {
-	var p Provenance
-	if text == "" {
-		return p, nil
-	}
-	if err := p.UnmarshalJSON([]byte(text)); err != nil {
-		return Provenance{}, err
-	}
-	return p, nil
 }

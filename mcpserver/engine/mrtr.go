@@ -483,7 +483,7 @@ func (p programCalls) resumableCall(ctx context.Context, ec executor.Call) (json
 	jc, err, ok := r.replayFrom(ec.Seq, ec.Name, ec.Args)
 	if ok {
 		ec.MarkCached()
-		r.replaySeen(p.run, jc)
+		r.replaySeen(p.run, jc, p.g.reg.View(p.run.Caller))
 		return jc.Out, err
 	}
 	if err != nil {
