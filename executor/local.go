@@ -142,14 +142,16 @@ func (h *localHost) call(id uint32, name, args string) {
 	}
 }
 
-func (h *localHost) flush(inFlight int) {
+// flush never lends the job's turn: a call alone runs here, on the VM's
+// goroutine, and its result is queued when flush returns.
+func (h *localHost) flush(inFlight int) bool {
 	h.bytes = 0
 	if len(h.calls) == 1 && inFlight == 1 {
 		c := h.calls[0]
 		h.calls = h.calls[:0]
 		h.r.e.calls.Add(1)
 		h.r.dispatch(c.id, c.name, c.args)
-		return
+		return false
 	}
 	for _, c := range h.calls {
 		h.r.e.calls.Add(1)
@@ -157,6 +159,7 @@ func (h *localHost) flush(inFlight int) {
 	}
 	clear(h.calls)
 	h.calls = h.calls[:0]
+	return false
 }
 
 // acknowledge does nothing: a result's hold ends as the VM takes it

@@ -3,7 +3,9 @@
 package executor
 
 import (
+	"io"
 	"os"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -22,3 +24,6 @@ func growPipe(*os.File) {}
 
 // demoteProcess does nothing here.
 func demoteProcess(int) {}
+
+// rawPipeOf returns f.
+func rawPipeOf(f *os.File, _ *atomic.Bool) io.ReadWriter { return f }

@@ -38,11 +38,19 @@ func ServeWorker(in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// While the VM waits for one call alone, the worker's pipes are read
+	// and written with raw system calls (rawPipe): nothing else runs in
+	// the worker then, and the monitor thread a system call through
+	// package syscall wakes would only poll. At other times its duties
+	// (the poller while every P is busy, preemption) are the worker's
+	// runs': a worker whose pipes were always raw did less work per
+	// trivial run but fewer of them under load (docs/decisions.md).
+	sole := new(atomic.Bool)
 	if f, ok := in.(*os.File); ok {
-		in = pollableFile(f)
+		in = rawPipeOf(pollableFile(f), sole)
 	}
 	if f, ok := out.(*os.File); ok {
-		out = pollableFile(f)
+		out = rawPipeOf(pollableFile(f), sole)
 	}
 	death, err := newDeathTimer()
 	if err != nil {
@@ -50,6 +58,7 @@ func ServeWorker(in io.Reader, out io.Writer) error {
 		fmt.Fprintf(os.Stderr, "sandbox worker: no timer to die by at a run's deadline: %v\n", err)
 	}
 	s := &workerServer{
+		sole:    sole,
 		death:   death,
 		w:       newFrameWriter(out),
 		prelude: prelude,
@@ -86,6 +95,8 @@ const maxLayouts = 8
 
 // workerServer is the state of a worker process.
 type workerServer struct {
+	// sole holds while a VM waits for one call alone (workerHost.flush).
+	sole *atomic.Bool
 	// death kills the process at the time its root job's VM is given up
 	// (jobSpec.KillAt), if the job has not ended by then; nil where the
 	// system has no such timer. armed is the root job it is set for, 0
@@ -205,6 +216,9 @@ func (s *workerServer) handle(f frame) error {
 		s.mu.Unlock()
 		if j != nil {
 			j.stop()
+			if j.inbox.reclaim() {
+				j.turn <- struct{}{} // the job's goroutine ends it
+			}
 		}
 	default:
 		return fmt.Errorf("%w: unknown type %d", errFrame, f.typ)
@@ -233,7 +247,9 @@ func queueBound(memory int64) int64 { return 4 * memory }
 func (s *workerServer) deliver(id uint32, j *vmJob, c callResult) {
 	h, ok := j.host.(*workerHost)
 	if !ok {
-		j.inbox.push(c)
+		if j.inbox.push(c) {
+			j.resume()
+		}
 		return
 	}
 	n := int64(len(c.payload))
@@ -252,7 +268,11 @@ func (s *workerServer) deliver(id uint32, j *vmJob, c callResult) {
 		s.queued.Add(-n)
 		h.acked(call, int(n))
 	}
-	j.inbox.push(c)
+	if j.inbox.push(c) {
+		// The VM waits for this call alone: it runs on here, on the
+		// frames' goroutine (vmJob.resume).
+		j.resume()
+	}
 }
 
 // run runs one job and reports its outcome. A root job is given the VM
@@ -510,20 +530,22 @@ func (h *workerHost) call(id uint32, name, args string) {
 	}
 }
 
-func (h *workerHost) flush(inFlight int) {
+func (h *workerHost) flush(inFlight int) (sole bool) {
 	if inFlight < 0 {
 		// The job ends: its outcome ends every hold its results have.
 		h.acks, h.ackBytes = h.acks[:0], 0
 	}
 	if h.n == 1 && inFlight == 1 {
 		h.s.mu.Lock()
-		alone := len(h.s.jobs) == 1
+		sole = len(h.s.jobs) == 1
 		h.s.mu.Unlock()
-		if alone {
+		if sole {
 			h.held[h.first] = callSole
 		}
 	}
+	h.s.sole.Store(sole)
 	h.send()
+	return sole
 }
 
 func (h *workerHost) acknowledge() {

@@ -84,8 +84,12 @@ type jobHost interface {
 // executor which results the VM has taken (workerHost) does so with the
 // calls it flushes, or on acknowledge, which the VM calls as it takes
 // the next results while calls are in flight.
+//
+// flush reports whether the VM now waits for one call alone, which the
+// host sent flagged callSole (workerHost): the job then lends its turn to
+// whoever delivers that call's result (inbox.lend, vmJob.resume).
 type flusher interface {
-	flush(inFlight int)
+	flush(inFlight int) (sole bool)
 	acknowledge()
 }
 
@@ -142,22 +146,56 @@ type inbox struct {
 	mu     sync.Mutex
 	items  []callResult
 	closed bool // the job is over: results are dropped as they come
+	// lent is set while the job's goroutine has lent its turn to the
+	// next push (inbox.lend).
+	lent   bool
 	signal chan struct{}
 }
 
-func (b *inbox) push(c callResult) {
+// push queues c. It reports whether the job had lent its turn: the
+// caller then holds it, and runs the job on (vmJob.resume) instead of
+// waking the job's goroutine.
+func (b *inbox) push(c callResult) (turn bool) {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
 		c.consumed()
-		return
+		return false
 	}
 	b.items = append(b.items, c)
+	if b.lent {
+		b.lent = false
+		b.mu.Unlock()
+		return true
+	}
 	b.mu.Unlock()
 	select {
 	case b.signal <- struct{}{}:
 	default:
 	}
+	return false
+}
+
+// lend lends the job's turn to the next push, unless a result is queued
+// already or the job is over; it reports whether it did.
+func (b *inbox) lend() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.items) > 0 || b.closed {
+		return false
+	}
+	b.lent = true
+	return true
+}
+
+// reclaim takes back a turn lent and not yet taken; it reports whether
+// there was one.
+func (b *inbox) reclaim() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	lent := b.lent
+	b.lent = false
+	return lent
 }
 
 // close drops the results queued and those that come later: their
@@ -189,7 +227,10 @@ type vmJob struct {
 	host jobHost
 	in   *instance
 
-	inbox    inbox
+	inbox inbox
+	// turn comes back to the job's goroutine when it lent its turn
+	// (lend) and the goroutine that took it is done (resume).
+	turn     chan struct{}
 	stopOnce sync.Once
 	stopped  chan struct{}
 	// mu orders stop against the start and the end of the job: the VM is
@@ -198,8 +239,10 @@ type vmJob struct {
 	over bool
 
 	deadline time.Time
-	pending  map[uint32]pendingCall
-	calls    uint32
+	// lentResults is resume's buffer.
+	lentResults []callResult
+	pending     map[uint32]pendingCall
+	calls       uint32
 	// argBytes is the bytes of the names and arguments of the calls
 	// pending: copied out of the VM, held by the host until each call
 	// finishes, and bounded by the heap limit (see hostCall).
@@ -234,6 +277,7 @@ func newVMJob(spec *jobSpec, host jobHost) *vmJob {
 		spec:    spec,
 		host:    host,
 		inbox:   inbox{signal: make(chan struct{}, 1)},
+		turn:    make(chan struct{}, 1),
 		stopped: make(chan struct{}),
 		pending: map[uint32]pendingCall{},
 	}
@@ -419,18 +463,57 @@ func (j *vmJob) execute() {
 
 	var results []callResult
 	for {
-		if !j.enter() || j.settled {
+		var next stepEnds
+		next, results = j.step(results)
+		switch next {
+		case stepEnd:
 			return
+		case stepLend:
+			if j.inbox.lend() {
+				<-j.turn
+			}
+			results = j.inbox.drain(results[:0])
+			continue
+		}
+		select {
+		case <-j.inbox.signal:
+		case <-j.stopped:
+			return
+		}
+		results = j.inbox.drain(results[:0])
+	}
+}
+
+// stepEnds says how a step of a job ended.
+type stepEnds uint8
+
+const (
+	stepEnd  stepEnds = iota // the job is over
+	stepWait                 // the VM waits for results
+	stepLend                 // the VM waits for one call alone (flusher.flush)
+)
+
+// step settles the calls of results and runs the VM until it waits for
+// more or the job ends. It returns results emptied, for reuse.
+func (j *vmJob) step(results []callResult) (stepEnds, []callResult) {
+	vm := j.in.vm
+	for {
+		for _, c := range results {
+			j.complete(c)
+		}
+		results = results[:0]
+		if !j.enter() || j.settled {
+			return stepEnd, results
 		}
 		if err := vm.RunJobs(); err != nil {
 			if !errors.Is(err, engine.ErrDrainBound) {
 				j.failWith(err)
-				return
+				return stepEnd, results
 			}
 			continue // a self-feeding queue: the deadline ends it
 		}
 		if j.settled || j.decided || j.isStopped() {
-			return
+			return stepEnd, results
 		}
 		if len(j.pending) == 0 {
 			o := outcome{status: outUnsettled}
@@ -444,27 +527,54 @@ func (j *vmJob) execute() {
 				o.kind = KindMemory
 			}
 			j.decide(o)
-			return
+			return stepEnd, results
 		}
-		results = j.inbox.drain(results[:0])
+		results = j.inbox.drain(results)
+		sole := false
 		if f, ok := j.host.(flusher); ok {
 			if len(results) == 0 {
-				f.flush(len(j.pending))
-				results = j.inbox.drain(results[:0])
+				sole = f.flush(len(j.pending))
+				results = j.inbox.drain(results)
 			} else {
 				f.acknowledge()
 			}
 		}
-		if len(results) == 0 {
-			select {
-			case <-j.inbox.signal:
-			case <-j.stopped:
-				return
-			}
-			results = j.inbox.drain(results[:0])
+		switch {
+		case len(results) > 0:
+		case sole:
+			return stepLend, results
+		default:
+			return stepWait, results
 		}
-		for _, c := range results {
-			j.complete(c)
+	}
+}
+
+// resume runs the job on the calling goroutine, which took the turn the
+// job lent (inbox.push): in a worker, the goroutine that reads the
+// executor's frames, so that a program awaiting its calls one by one
+// costs no hand-off between goroutines, and no thread woken, per call.
+// The VM runs until it waits again; if it waits for one call alone, the
+// turn is lent again, else it goes back to the job's goroutine. Frames
+// are not read meanwhile: what can come then is only an interrupt for
+// this job (the worker runs no other), which the VM's own deadline, the
+// worker's death timer and the executor's kill back up.
+func (j *vmJob) resume() {
+	defer func() {
+		if p := recover(); p != nil {
+			j.decided = false
+			j.decide(outcome{status: outInternal, message: "the sandbox failed unexpectedly: " + fmt.Sprint(p)})
+			j.turn <- struct{}{}
+		}
+	}()
+	for {
+		var next stepEnds
+		next, j.lentResults = j.step(j.inbox.drain(j.lentResults))
+		if next != stepLend {
+			j.turn <- struct{}{}
+			return
+		}
+		if j.inbox.lend() {
+			return
 		}
 	}
 }

@@ -378,7 +378,7 @@ func (p *procPool) startWorker() (*worker, error) {
 		p:     p,
 		cmd:   cmd,
 		pid:   cmd.Process.Pid,
-		w:     newFrameWriter(stdin),
+		w:     newFrameWriter(rawPipeOf(stdin, nil)),
 		stdin: stdin,
 		jobs:  map[uint32]*Run{},
 		sent:  map[uint32]bool{},
@@ -397,7 +397,7 @@ func (p *procPool) startWorker() (*worker, error) {
 		defer logging.Done()
 		w.logStderr(stderr)
 	}()
-	fr := newFrameReader(stdout)
+	fr := newFrameReader(rawPipeOf(stdout, nil))
 	fr.max = p.maxFrame
 	hello := make(chan error, 1)
 	go func() {

@@ -66,6 +66,30 @@ func TestHoldsUntilAnswered(t *testing.T) {
 	}
 }
 
+// TestHoldsUntilTheHandlerReturns (attack22 P3): a hold given with
+// untilAnswered lasts until its handler returned too, when the answer's
+// context ends first — an SSE stream or a stdio client gone while the
+// handler still makes the answer.
+func TestHoldsUntilTheHandlerReturns(t *testing.T) {
+	t.Parallel()
+	answered, done := context.WithCancel(context.Background())
+	released := make(chan struct{})
+	deferred := untilAnswered(context.WithValue(context.Background(), answerEndsKey{}, answered), func() { close(released) })
+	done()
+	select {
+	case <-released:
+		t.Fatal("the hold was given back when the answer's context ended, while its handler still ran")
+	case <-time.After(100 * time.Millisecond): // context.AfterFunc runs on a goroutine of its own
+	}
+	deferred()
+	deferred() // a second call gives back nothing more
+	select {
+	case <-released:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hold was not given back once the handler returned")
+	}
+}
+
 // TestSSEHoldsUntilAnswered (attack17 K1): on the legacy SSE transport a
 // request posted to /message is answered on the session's stream, after
 // mcp-go's handler returned and encoded the answer; a hold given with
@@ -95,6 +119,130 @@ func TestSSEHoldsUntilAnswered(t *testing.T) {
 	case <-released:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the hold was not given back once the answer was written")
+	}
+}
+
+// TestSSEHoldsOutliveTheStream (attack22 P3): a request posted to an SSE
+// session keeps its hold, and stays counted open for its principal, until
+// its handler has returned — not until its stream ends. mcp-go handles a
+// posted message on a goroutine the stream's end does not stop: released
+// then, 4 × 60 reads of an 8 MB file posted to sessions whose streams
+// closed at once were each made held by nothing, and the server grew by
+// 5 GiB. The handler's context ends with the stream.
+func TestSSEHoldsOutliveTheStream(t *testing.T) {
+	t.Parallel()
+	srv := newTestServer(t, Config{})
+	started, returned, released := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	unblock := make(chan struct{})
+	t.Cleanup(func() { close(unblock) })
+	var cancelled atomic.Bool
+	srv.mcp.AddResource(mcp.NewResource("test://slow", "slow"), func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		defer untilAnswered(ctx, func() { close(released) })()
+		defer close(returned)
+		close(started)
+		select {
+		case <-ctx.Done():
+			cancelled.Store(true)
+		case <-unblock:
+		}
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, Text: "done"}}, nil
+	})
+	openRequests := func() int {
+		srv.open.mu.Lock()
+		defer srv.open.mu.Unlock()
+		return srv.open.total
+	}
+	before := openRequests() // the stream is counted open too, until it ends
+	c := openSlowSSE(t, srv)
+	c.post(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"test://slow"}}`)
+	<-started
+	c.end()
+	select {
+	case <-released:
+		select {
+		case <-returned:
+		default:
+			t.Fatalf("the hold was given back when the stream ended, while the handler still ran (%d requests counted open, %d before the stream)", openRequests(), before)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the handler of a request whose stream ended was neither stopped nor given back its hold")
+	}
+	if !cancelled.Load() {
+		t.Error("the handler's context did not end with the stream")
+	}
+	for deadline := time.Now().Add(10 * time.Second); openRequests() != before; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests counted open once the handler returned, want %d", openRequests(), before)
+		}
+	}
+}
+
+// TestSSERequestsFollowTheirHandling: sseMessages releases a request
+// posted to a session once its answer is written or never will be, and
+// its handling (begin) is over; a request not begun when its stream ended
+// is released then and refused when it would begin.
+func TestSSERequestsFollowTheirHandling(t *testing.T) {
+	t.Parallel()
+	m := newSSEMessages()
+	m.opened("s")
+	var released [3]atomic.Int32
+	follow := func(i int) *awaited {
+		a, state := m.await("s", fmt.Sprint(i), func() { released[i].Add(1) })
+		if state != awaiting {
+			t.Fatalf("request %d: state %d", i, state)
+		}
+		return a
+	}
+	// 0: begun, answered, its handling over after.
+	a0 := follow(0)
+	h0, over0 := context.WithCancel(context.Background())
+	if err := a0.begin(h0); err != nil {
+		t.Fatal(err)
+	}
+	m.answered("s", "0")
+	if _, state := m.await("s", "0", func() {}); state != awaiting {
+		t.Errorf("an id whose answer is written is still in use (state %d)", state)
+	}
+	if released[0].Load() != 0 {
+		t.Error("released when its answer was written, before its handling was over")
+	}
+	over0()
+	waitFor(t, func() bool { return released[0].Load() == 1 }, "request 0 released once its handling was over")
+	// 1: begun when its stream ends; 2: not begun.
+	a1, a2 := follow(1), follow(2)
+	h1, over1 := context.WithCancel(context.Background())
+	if err := a1.begin(h1); err != nil {
+		t.Fatal(err)
+	}
+	m.closed("s")
+	if released[2].Load() != 1 {
+		t.Error("a request not begun was not released when its stream ended")
+	}
+	if err := a2.begin(context.Background()); !errors.Is(err, errStreamEnded) {
+		t.Errorf("a request begun after its stream ended: %v, want errStreamEnded", err)
+	}
+	if released[1].Load() != 0 {
+		t.Error("a request in progress was released when its stream ended")
+	}
+	if a1.ended.Err() == nil {
+		t.Error("the stream's context did not end")
+	}
+	over1()
+	waitFor(t, func() bool { return released[1].Load() == 1 }, "request 1 released once its handling was over")
+	for i := range released {
+		if n := released[i].Load(); n != 1 {
+			t.Errorf("request %d released %d times", i, n)
+		}
+	}
+}
+
+// waitFor waits up to 10 s for cond, else fails saying what.
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("not " + what)
+		}
 	}
 }
 
@@ -180,6 +328,7 @@ type slowSSE struct {
 	base     string
 	endpoint string
 	events   *bufio.Reader
+	end      func() // ends the stream
 }
 
 func openSlowSSE(t *testing.T, srv *Server) *slowSSE {
@@ -198,7 +347,7 @@ func openSlowSSE(t *testing.T, srv *Server) *slowSSE {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stream.Body.Close() })
-	c := &slowSSE{t: t, base: ts.URL, events: bufio.NewReaderSize(stream.Body, 64<<10)}
+	c := &slowSSE{t: t, base: ts.URL, events: bufio.NewReaderSize(stream.Body, 64<<10), end: func() { cancel(); stream.Body.Close() }}
 	c.endpoint = c.until("sessionId=")
 	c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"slow","version":"1"}}}`)
 	c.until(`"id":0,`)

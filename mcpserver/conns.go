@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"sync"
@@ -39,14 +40,20 @@ func maxConns() int {
 }
 
 // connListener bounds the connections open at once and gives each
-// write a deadline. At the bound, a new connection takes the place of
-// the connection that has served nothing for the longest (idle between
-// requests, or not yet past its first request's headers): a client with
-// no token held half the descriptor limit of idle keep-alive
-// connections, and every other client's new connection was closed at
-// once (attack19 L1). Only when every connection is serving a request
-// is the new one closed as soon as it is accepted, so that the kernel's
-// queue does not keep it either.
+// write a deadline. At the bound, a new connection takes the place of one
+// that serves no request of a client known to the server — idle between
+// requests, not yet past its first request's headers, or serving a
+// request that has not passed the guard (its token checked and its body
+// read): a client with no token held half the descriptor limit of idle
+// keep-alive connections (attack19 L1), and then of connections reading
+// (discarding) the late bodies of requests to /healthz, which net/http
+// does in StateActive (attack22 P2); every other client's new connection
+// was closed at once. Of those, the one closed is of the remote address
+// holding the most connections, idle the longest: one peer's connections
+// give way to each other before another peer's. Only when every
+// connection serves a request that passed the guard is the new one
+// closed as soon as it is accepted, so that the kernel's queue does not
+// keep it either.
 type connListener struct {
 	net.Listener
 	max  int64
@@ -55,13 +62,14 @@ type connListener struct {
 
 	mu      sync.Mutex
 	conns   map[*boundConn]struct{} // open, for the choice of one to close
+	byAddr  map[string]int          // open connections by remoteKey
 	refused int64                   // connections closed past the bound since the last warning
 	warned  time.Time
 	warn    func(open, refused int64)
 }
 
 func newConnListener(ln net.Listener, max int, wait func(int) time.Duration, warn func(open, refused int64)) *connListener {
-	return &connListener{Listener: ln, max: int64(max), wait: wait, warn: warn, conns: map[*boundConn]struct{}{}}
+	return &connListener{Listener: ln, max: int64(max), wait: wait, warn: warn, conns: map[*boundConn]struct{}{}, byAddr: map[string]int{}}
 }
 
 func (l *connListener) Accept() (net.Conn, error) {
@@ -79,30 +87,50 @@ func (l *connListener) Accept() (net.Conn, error) {
 			}
 			l.open.Add(1)
 		}
-		bc := &boundConn{Conn: c, l: l}
+		bc := &boundConn{Conn: c, l: l, addr: remoteKey(c.RemoteAddr())}
 		bc.since.Store(time.Now().UnixNano())
 		l.mu.Lock()
 		l.conns[bc] = struct{}{}
+		l.byAddr[bc.addr]++
 		l.mu.Unlock()
 		return bc, nil
 	}
 }
 
-// closeLeastBusy closes the open connection that has served nothing for
-// the longest, if one serves nothing now, and reports whether it did.
+// remoteKey is the peer a connection counts for: its IP address, or for
+// IPv6 its /64 — one host's usual allocation.
+func remoteKey(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return a.Network()
+	}
+	if ip4 := ta.IP.To4(); ip4 != nil {
+		return ip4.String()
+	}
+	return ta.IP.Mask(net.CIDRMask(64, 128)).String() + "/64"
+}
+
+// closeLeastBusy closes, if one serves no request that passed the guard,
+// the open connection of the remote address holding the most that has
+// served nothing for the longest, and reports whether it did.
 func (l *connListener) closeLeastBusy() bool {
 	l.mu.Lock()
-	var oldest *boundConn
+	var victim *boundConn
+	most := 0
 	for c := range l.conns {
-		if !c.active.Load() && (oldest == nil || c.since.Load() < oldest.since.Load()) {
-			oldest = c
+		if c.busy.Load() {
+			continue
+		}
+		n := l.byAddr[c.addr]
+		if victim == nil || n > most || n == most && c.since.Load() < victim.since.Load() {
+			victim, most = c, n
 		}
 	}
 	l.mu.Unlock()
-	if oldest == nil {
+	if victim == nil {
 		return false
 	}
-	oldest.Close()
+	victim.Close()
 	return true
 }
 
@@ -114,11 +142,33 @@ func (l *connListener) track(c net.Conn, state http.ConnState) {
 		return
 	}
 	switch state {
-	case http.StateActive, http.StateHijacked:
-		bc.active.Store(true)
+	case http.StateActive:
+		bc.busy.Store(false) // until its request passes the guard (serving)
+	case http.StateHijacked:
+		bc.busy.Store(true)
 	case http.StateIdle:
-		bc.active.Store(false)
+		bc.busy.Store(false)
 		bc.since.Store(time.Now().UnixNano())
+	}
+}
+
+type connKey struct{}
+
+// connContext puts a request's connection in its context, for serving:
+// it is the http.Server's ConnContext hook.
+func (l *connListener) connContext(ctx context.Context, c net.Conn) context.Context {
+	if bc, ok := c.(*boundConn); ok {
+		return context.WithValue(ctx, connKey{}, bc)
+	}
+	return ctx
+}
+
+// serving notes that the request of ctx passed the guard — its token
+// checked, its body read: its connection is no longer closed for a new
+// one at the bound until it is idle again.
+func serving(ctx context.Context) {
+	if bc, ok := ctx.Value(connKey{}).(*boundConn); ok {
+		bc.busy.Store(true)
 	}
 }
 
@@ -142,8 +192,9 @@ func (l *connListener) refusedOne() {
 type boundConn struct {
 	net.Conn
 	l        *connListener
+	addr     string       // remoteKey of its peer
 	explicit atomic.Bool  // a write deadline was set and not cleared
-	active   atomic.Bool  // serving a request (http.StateActive)
+	busy     atomic.Bool  // serving a request that passed the guard (serving)
 	since    atomic.Int64 // when it was accepted or last became idle, in Unix nanoseconds
 	closed   sync.Once
 }
@@ -179,6 +230,9 @@ func (c *boundConn) Close() error {
 	c.closed.Do(func() {
 		c.l.mu.Lock()
 		delete(c.l.conns, c)
+		if c.l.byAddr[c.addr]--; c.l.byAddr[c.addr] <= 0 {
+			delete(c.l.byAddr, c.addr)
+		}
 		c.l.mu.Unlock()
 		c.l.open.Add(-1)
 	})

@@ -19,7 +19,7 @@ func serveConns(t *testing.T, max int, wait time.Duration, handler http.Handler)
 		t.Fatal(err)
 	}
 	cl := newConnListener(ln, max, func(int) time.Duration { return wait }, nil)
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: time.Minute, ConnState: cl.track}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: time.Minute, ConnState: cl.track, ConnContext: cl.connContext}
 	go srv.Serve(cl)
 	t.Cleanup(func() { srv.Close() })
 	return cl
@@ -64,13 +64,15 @@ func TestUnreadConnectionsAreClosed(t *testing.T) {
 }
 
 // TestConnectionsPastTheBoundAreClosed: past the bound, while every
-// connection serves a request, a new connection is closed as soon as it
-// is accepted; once one is idle, a new one takes its place.
+// connection serves a request that passed the guard, a new connection is
+// closed as soon as it is accepted; once one is idle, a new one takes its
+// place.
 func TestConnectionsPastTheBoundAreClosed(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	cl := serveConns(t, 2, 10*time.Second, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/block" {
+			serving(r.Context())
 			<-release
 		}
 		io.WriteString(w, "ok")
@@ -88,7 +90,7 @@ func TestConnectionsPastTheBoundAreClosed(t *testing.T) {
 		io.WriteString(c, "GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
 	}
 	waitOpen(t, cl, 2)
-	waitActive(t, cl, 2)
+	waitBusy(t, cl, 2)
 	over := dial()
 	over.SetReadDeadline(time.Now().Add(30 * time.Second))
 	if n, err := over.Read(make([]byte, 1)); err == nil || n != 0 {
@@ -98,7 +100,7 @@ func TestConnectionsPastTheBoundAreClosed(t *testing.T) {
 	}
 	// Once they have answered, a new connection takes an idle one's place.
 	close(release)
-	waitActive(t, cl, 0)
+	waitBusy(t, cl, 0)
 	c := dial()
 	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
 	c.SetReadDeadline(time.Now().Add(30 * time.Second))
@@ -108,15 +110,16 @@ func TestConnectionsPastTheBoundAreClosed(t *testing.T) {
 	}
 }
 
-// waitActive waits until want of cl's connections serve a request.
-func waitActive(t *testing.T, cl *connListener, want int) {
+// waitBusy waits until want of cl's connections serve a request that
+// passed the guard.
+func waitBusy(t *testing.T, cl *connListener, want int) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		cl.mu.Lock()
 		n := 0
 		for c := range cl.conns {
-			if c.active.Load() {
+			if c.busy.Load() {
 				n++
 			}
 		}
@@ -163,7 +166,7 @@ func TestIdleConnectionsGiveWay(t *testing.T) {
 		}
 		idle = append(idle, c)
 	}
-	waitActive(t, cl, 0)
+	waitBusy(t, cl, 0)
 	c, err := net.Dial("tcp", cl.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -176,6 +179,99 @@ func TestIdleConnectionsGiveWay(t *testing.T) {
 	idle[0].SetReadDeadline(time.Now().Add(30 * time.Second))
 	if n, err := idle[0].Read(make([]byte, 1)); err == nil || n != 0 {
 		t.Fatalf("the connection idle the longest is still open (read %d, %v)", n, err)
+	}
+}
+
+// TestUnknownClientsGiveWay (attack22 P2): at the bound, a connection
+// whose request has not passed the guard gives way to a new one, though
+// it serves the request: a client with no token held the bound with
+// connections in which net/http discarded the late bodies of requests to
+// /healthz, and every other client's connection was closed at accept.
+// Once a request passed the guard, its connection stays.
+func TestUnknownClientsGiveWay(t *testing.T) {
+	t.Parallel()
+	entered := make(chan struct{}, 2)
+	cl := serveConns(t, 2, 10*time.Second, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/mcp" {
+			serving(r.Context())
+		} else {
+			entered <- struct{}{}
+		}
+		io.WriteString(w, "ok")
+	}))
+	var held []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", cl.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		// A body that comes late: once the handler returns, net/http
+		// waits for the body to discard it before it answers, the
+		// connection active.
+		io.WriteString(c, "POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")
+		<-entered
+		held = append(held, c)
+	}
+	waitOpen(t, cl, 2)
+	ask := func() string {
+		c, err := net.Dial("tcp", cl.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		io.WriteString(c, "GET /mcp HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		got, _ := io.ReadAll(io.LimitReader(c, 1<<10))
+		return string(got)
+	}
+	for i := range 2 {
+		if got := ask(); !strings.Contains(got, "200 OK") {
+			t.Fatalf("request %d: a client was kept out by connections discarding late bodies: %q", i, got)
+		}
+	}
+	// The one discarding the longest went first.
+	held[0].SetReadDeadline(time.Now().Add(30 * time.Second))
+	if n, err := held[0].Read(make([]byte, 1)); err == nil || n != 0 {
+		t.Fatalf("the first connection discarding a body is still open (read %d, %v)", n, err)
+	}
+}
+
+// TestCrowdedAddressGivesWay: at the bound, the connection closed for a
+// new one is of the address holding the most, though another address's
+// has been idle longer: one peer's connections give way to each other
+// before another's.
+func TestCrowdedAddressGivesWay(t *testing.T) {
+	t.Parallel()
+	cl := serveConns(t, 3, 10*time.Second, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	dialFrom := func(ip string) net.Conn {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+		c, err := d.Dial("tcp", cl.Addr().String())
+		if err != nil {
+			t.Skipf("dial from %s: %v", ip, err)
+		}
+		t.Cleanup(func() { c.Close() })
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		if n, _ := c.Read(make([]byte, 1<<10)); n == 0 {
+			t.Fatalf("no answer from %s", ip)
+		}
+		return c
+	}
+	alice := dialFrom("127.0.0.1") // idle the longest
+	for range 2 {
+		dialFrom("127.0.0.2")
+	}
+	waitOpen(t, cl, 3)
+	waitBusy(t, cl, 0)
+	dialFrom("127.0.0.2")
+	waitOpen(t, cl, 3)
+	io.WriteString(alice, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	alice.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if got, _ := io.ReadAll(io.LimitReader(alice, 1<<10)); !strings.Contains(string(got), "200 OK") {
+		t.Fatalf("the connection of the address holding one was closed for the address holding two: %q", got)
 	}
 }
 

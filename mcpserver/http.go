@@ -309,7 +309,13 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				s.sessionless.serve(w, r, principal, body, next)
 			})
 		}
-		s.open.bounded(w, r, principal, s.authRequired(), s.eng.Limits().MaxBodyBytes(), func(reason string) { s.eng.Metrics().Refused(reason) }, serve)
+		// Past the token and the body: a client the server knows, whose
+		// connection does not give way to a new one at the bound.
+		admitted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			serving(r.Context())
+			serve.ServeHTTP(w, r)
+		})
+		s.open.bounded(w, r, principal, s.authRequired(), s.eng.Limits().MaxBodyBytes(), func(reason string) { s.eng.Metrics().Refused(reason) }, admitted)
 	})
 }
 

@@ -285,7 +285,7 @@ func New(cfg Config, reg *tools.Registry) (_ *Server, err error) {
 		}
 	}
 	direct := cfg.Expose == ExposeDirect || cfg.Expose == ExposeBoth
-	s.mcp = server.NewMCPServer(Name, cfg.Version, append(append(s.tasks.options(), stdioAnswerMiddleware()...),
+	s.mcp = server.NewMCPServer(Name, cfg.Version, append(append(s.tasks.options(), answerMiddleware()...),
 		server.WithToolFilter(s.filterDirectTools),
 		server.WithInstructions(instructions),
 		server.WithToolCapabilities(true),
@@ -342,6 +342,7 @@ func (s *Server) hooks() *server.Hooks {
 	s.cacheHooks(h)
 	s.bridgeHooks(h)
 	stdioAnswerHooks(h)
+	sseHooks(h)
 	s.pageHooks(h) // last: pages what the other hooks leave of a list
 	return h
 }

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/codecell/codecell/tools"
 )
@@ -37,18 +40,95 @@ const sseWriteTimeout = 30 * time.Second
 // 19, attack8 C2: a quick request reusing a slow one's id released the
 // slow one's bytes, and an id spelled 1.0 stayed held while its answer
 // released the request with id 1).
+//
+// A request is released once its answer is written, or will never be
+// (refused, or its stream ended) — and, if mcp-go began handling it, once
+// that handling is over too: mcp-go handles a posted message on a
+// goroutine of its own with a context the stream's end does not cancel
+// (sse.go handleMessage: context.WithoutCancel), which goes on after the
+// stream ended. Released at the stream's end, 4 × 60 reads of an 8 MB
+// file posted to sessions whose streams closed at once were each read,
+// filtered and encoded held by nothing, and the next session's were
+// admitted at once: the server grew by 5 GiB (issue 19, attack22 P3). A
+// request mcp-go had not begun when its stream ended is refused when it
+// would begin (sseHooks), and a resource or prompt handler's context ends
+// with the stream (untilStreamEnds).
 type sseMessages struct {
 	mu sync.Mutex
-	// bySession holds, for each open stream, the request awaiting its
-	// answer under each id.
-	bySession map[string]map[string]*awaited
+	// bySession holds, for each open stream, the requests awaiting their
+	// answers.
+	bySession map[string]*sseFollowed
 }
 
-// awaited is a request posted to a session, until its answer is written.
-type awaited struct{ release func() }
+// sseFollowed is what sseMessages follows of one session's stream.
+type sseFollowed struct {
+	ended context.Context // ends with the stream
+	end   context.CancelFunc
+	byID  map[string]*awaited // the request awaiting its answer under each id
+}
+
+// awaited is a request posted to a session, until its answer is written
+// and mcp-go's handling of it is over.
+type awaited struct {
+	release func()
+	ended   context.Context // its session's stream's
+
+	mu       sync.Mutex
+	settled  bool // its answer was written, or never will be
+	begun    bool // mcp-go began handling it (begin)
+	finished bool // mcp-go's handling of it is over: the answer queued or dropped
+}
+
+// errStreamEnded refuses a request whose SSE stream ended before mcp-go
+// began handling it: its answer would have nowhere to go.
+var errStreamEnded = errors.New("the SSE stream this request was posted to has ended: open a new one (GET " + PathSSE + ") and post the request again")
+
+// begin is called when mcp-go begins handling the request, with the
+// context it handles it in, which ends once that handling is over (the
+// answer queued for the stream or dropped). A request whose answer will
+// never be written is refused.
+func (a *awaited) begin(ctx context.Context) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.settled {
+		return errStreamEnded
+	}
+	a.begun = true
+	context.AfterFunc(ctx, a.finish)
+	return nil
+}
+
+// finish notes that mcp-go's handling of the request is over.
+func (a *awaited) finish() {
+	a.mu.Lock()
+	a.finished = true
+	now := a.settled
+	a.mu.Unlock()
+	if now {
+		a.release()
+	}
+}
+
+// answered reports whether the request was settled.
+func (a *awaited) answered() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.settled
+}
+
+// settle notes that the request's answer was written, or never will be.
+func (a *awaited) settle() {
+	a.mu.Lock()
+	a.settled = true
+	now := !a.begun || a.finished
+	a.mu.Unlock()
+	if now {
+		a.release()
+	}
+}
 
 func newSSEMessages() *sseMessages {
-	return &sseMessages{bySession: map[string]map[string]*awaited{}}
+	return &sseMessages{bySession: map[string]*sseFollowed{}}
 }
 
 // opened starts following the requests of session, whose stream is open.
@@ -56,7 +136,8 @@ func (m *sseMessages) opened(session string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.bySession[session] == nil {
-		m.bySession[session] = map[string]*awaited{}
+		ended, end := context.WithCancel(context.Background())
+		m.bySession[session] = &sseFollowed{ended: ended, end: end, byID: map[string]*awaited{}}
 	}
 }
 
@@ -68,63 +149,103 @@ const (
 )
 
 // await follows request id of session, with release, until it is
-// answered or dropped.
+// released. A request whose answer is written but whose handling is not
+// yet over does not keep its id: the client may use it again.
 func (m *sseMessages) await(session, id string, release func()) (*awaited, int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p := m.bySession[session]
+	f := m.bySession[session]
 	switch {
-	case p == nil:
+	case f == nil:
 		return nil, noStream
-	case p[id] != nil:
+	case f.byID[id] != nil && !f.byID[id].answered():
 		return nil, idInUse
 	}
-	a := &awaited{release: release}
-	p[id] = a
+	a := &awaited{ended: f.ended}
+	a.release = func() {
+		release()
+		m.forget(session, id, a)
+	}
+	f.byID[id] = a
 	return a, awaiting
 }
 
-// answered releases request id of session, whose answer is written.
-// The request is forgotten once released, so that whoever no longer
-// finds it awaiting finds its bytes given back.
+// forget stops following a, request id of session, released.
+func (m *sseMessages) forget(session, id string, a *awaited) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if f := m.bySession[session]; f != nil && f.byID[id] == a {
+		delete(f.byID, id)
+	}
+}
+
+// answered settles request id of session, whose answer is written.
 func (m *sseMessages) answered(session, id string) {
 	m.mu.Lock()
-	a := m.bySession[session][id]
-	m.mu.Unlock()
-	if a == nil {
-		return
-	}
-	a.release()
-	m.mu.Lock()
-	if m.bySession[session][id] == a {
-		delete(m.bySession[session], id)
+	var a *awaited
+	if f := m.bySession[session]; f != nil {
+		a = f.byID[id]
 	}
 	m.mu.Unlock()
+	if a != nil {
+		a.settle()
+	}
 }
 
-// dropped releases a, a request of session under id that will not be
-// answered, unless its answer released it already.
+// dropped settles a, a request of session under id that will not be
+// answered, unless its answer settled it already.
 func (m *sseMessages) dropped(session, id string, a *awaited) {
 	m.mu.Lock()
-	mine := m.bySession[session][id] == a
-	if mine {
-		delete(m.bySession[session], id)
-	}
+	f := m.bySession[session]
+	mine := f != nil && f.byID[id] == a
 	m.mu.Unlock()
 	if mine {
-		a.release()
+		a.settle()
 	}
 }
 
-// closed releases every request of session, whose stream ended.
+// closed settles every request of session, whose stream ended, and ends
+// the contexts of their handlers (untilStreamEnds).
 func (m *sseMessages) closed(session string) {
 	m.mu.Lock()
-	p := m.bySession[session]
+	f := m.bySession[session]
 	delete(m.bySession, session)
 	m.mu.Unlock()
-	for _, a := range p {
-		a.release()
+	if f == nil {
+		return
 	}
+	f.end()
+	for _, a := range f.byID {
+		a.settle()
+	}
+}
+
+// ssePostedKey holds, in the context of a request posted to an SSE
+// session, its *awaited.
+type ssePostedKey struct{}
+
+// sseHooks tell sseMessages when mcp-go begins handling a request posted
+// to an SSE session, and refuse one whose stream has ended.
+func sseHooks(h *server.Hooks) {
+	h.AddOnRequestInitialization(func(ctx context.Context, _ any, _ any) error {
+		if a, ok := ctx.Value(ssePostedKey{}).(*awaited); ok {
+			return a.begin(ctx)
+		}
+		return nil
+	})
+}
+
+// untilStreamEnds returns ctx, ended too when the stream of the SSE
+// session its request was posted to ends; stop lets go of it. Outside
+// such a request it returns ctx.
+func untilStreamEnds(ctx context.Context) (_ context.Context, stop func()) {
+	a, ok := ctx.Value(ssePostedKey{}).(*awaited)
+	if !ok {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	unhook := context.AfterFunc(a.ended, func() { cancel(errStreamEnded) })
+	return ctx, func() { unhook(); cancel(nil) }
 }
 
 // sseStream wraps the handler of an SSE event stream (GET /sse): it
@@ -263,7 +384,8 @@ func postedRequest(body []byte) (id string, ok bool) {
 // sseMessage wraps the SSE message endpoint (POST /message): a request
 // posted to a session is counted open for its principal, with its body's
 // bytes, until its answer is written to the session's stream (sseStream)
-// or the stream ends — not only until the 202.
+// or the stream ends, and mcp-go's handling of it is over — not only
+// until the 202.
 func (s *Server) sseMessage(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		session := r.URL.Query().Get("sessionId")
@@ -329,7 +451,8 @@ func (s *Server) sseMessage(next http.Handler) http.Handler {
 			return
 		}
 		cw := &statusWriter{ResponseWriter: w}
-		next.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), answerEndsKey{}, answered)))
+		ctx := context.WithValue(context.WithValue(r.Context(), answerEndsKey{}, answered), ssePostedKey{}, a)
+		next.ServeHTTP(cw, r.WithContext(ctx))
 		if cw.code != 0 && cw.code != http.StatusAccepted {
 			// Refused (an unknown session, a body that is not JSON): no
 			// answer will come on the stream.

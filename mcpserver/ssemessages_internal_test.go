@@ -131,8 +131,8 @@ func TestSSEReservationsBelongToTheirRequests(t *testing.T) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		n := 0
-		for _, p := range m.bySession {
-			n += len(p)
+		for _, f := range m.bySession {
+			n += len(f.byID)
 		}
 		return n
 	}

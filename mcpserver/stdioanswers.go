@@ -131,17 +131,23 @@ func stdioAnswered(ctx context.Context, header http.Header) context.Context {
 	return ctx
 }
 
-// stdioAnswerMiddleware gives resource and prompt handlers stdioAnswered's
-// context.
-func stdioAnswerMiddleware() []server.ServerOption {
+// answerMiddleware gives resource and prompt handlers stdioAnswered's
+// context, ended too when the SSE stream of the session its request was
+// posted to ends (untilStreamEnds): a read whose answer has nowhere to go
+// stops, and one waiting for its hold is refused.
+func answerMiddleware() []server.ServerOption {
 	return []server.ServerOption{
 		server.WithResourceHandlerMiddleware(func(next server.ResourceHandlerFunc) server.ResourceHandlerFunc {
 			return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+				ctx, stop := untilStreamEnds(ctx)
+				defer stop()
 				return next(stdioAnswered(ctx, req.Header), req)
 			}
 		}),
 		server.WithPromptHandlerMiddleware(func(next server.PromptHandlerFunc) server.PromptHandlerFunc {
 			return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+				ctx, stop := untilStreamEnds(ctx)
+				defer stop()
 				return next(stdioAnswered(ctx, req.Header), req)
 			}
 		}),

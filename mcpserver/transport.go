@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/gzhttp"
@@ -109,17 +110,31 @@ func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter 
 
 // untilAnswered calls release once the answer to ctx's request is
 // written, where its context says when (answeredOnReturn, sseMessage,
-// stdioAnswered), else once the returned function is called (deferred by
-// the caller). A read's hold given back when mcp-go's handler returned
-// left the answer it held outside every bound while a client that did
-// not read kept its write waiting: 32 such answers of a 13 MiB image kept
-// 1.3 GiB (attack16 J2).
+// stdioAnswered), and the returned function is called (deferred by the
+// caller: its handler returned) — whichever comes later. A read's hold
+// given back when mcp-go's handler returned left the answer it held
+// outside every bound while a client that did not read kept its write
+// waiting: 32 such answers of a 13 MiB image kept 1.3 GiB (attack16 J2);
+// and given back when the answer's context ended — an SSE stream, a stdio
+// client gone — while the handler went on, it held nothing of what the
+// handler still made (attack22 P3).
 func untilAnswered(ctx context.Context, release func()) (deferred func()) {
-	if answered, ok := ctx.Value(answerEndsKey{}).(context.Context); ok {
-		context.AfterFunc(answered, release)
-		return func() {}
+	answered, ok := ctx.Value(answerEndsKey{}).(context.Context)
+	if !ok {
+		return release
 	}
-	return release
+	var (
+		left atomic.Int32 // of the two: the answer written, the handler returned
+		once sync.Once
+	)
+	left.Store(2)
+	both := func() {
+		if left.Add(-1) == 0 {
+			release()
+		}
+	}
+	context.AfterFunc(answered, both)
+	return func() { once.Do(both) }
 }
 
 // isLocal reports whether a request came over stdio.
@@ -360,11 +375,12 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	h := s.newHTTP()
 	cl := newConnListener(ln, maxConns(), writeWait, func(open, refused int64) {
-		s.log.Warn("too many connections open at once, each serving a request; closing new ones", "open", open, "refused", refused)
+		s.log.Warn("too many connections open at once, each serving a client's request; closing new ones (raise the descriptor limit, ulimit -n, for more)", "open", open, "refused", refused)
 	})
 	ln = cl
 	srv := &http.Server{
 		ConnState:         cl.track,
+		ConnContext:       cl.connContext,
 		Handler:           compress(h.mux),
 		ReadHeaderTimeout: min(10*time.Second, s.cfg.ReadTimeout),
 		// A request's body must arrive within ReadTimeout (the guard

@@ -80,6 +80,9 @@ func Parse(data []byte) (doc *Document, err error) {
 		if n := tools.JSONValues(data, MaxDocumentValues) + bytes.Count(data, []byte("\n")); n > MaxDocumentValues {
 			return nil, tooManyValues()
 		}
+		if yamlValues(data, maxYAMLValues) > maxYAMLValues {
+			return nil, tooManyYAMLValues()
+		}
 		j, err := yamlToJSON(data)
 		if err != nil {
 			return nil, err
@@ -152,6 +155,10 @@ func Parse(data []byte) (doc *Document, err error) {
 
 // tooManyValues is the error of a document of more than
 // MaxDocumentValues values.
+func tooManyYAMLValues() error {
+	return fmt.Errorf("%w: as YAML it may hold more than %d values (counted before it is parsed, from the commas, brackets, colons, dashes and question marks that may start one, since the parser's memory follows its values); the largest real API descriptions hold about 1.5 million. Convert it to JSON, which is counted exactly, or remove what codecell does not need (x- extensions, examples)", ErrDocument, maxYAMLValues)
+}
+
 func tooManyValues() error {
 	return fmt.Errorf("%w: it holds more than %d JSON values (objects, arrays, strings, numbers), the most a document may hold; the largest real API descriptions hold about 1.5 million. Remove what codecell does not need (x- extensions, examples) from the document", ErrDocument, MaxDocumentValues)
 }

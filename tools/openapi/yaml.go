@@ -303,3 +303,37 @@ func escapedLen(s string) int64 {
 	}
 	return n
 }
+
+// maxYAMLValues bounds yamlValues: half again MaxDocumentValues, since
+// it counts what may start a value, and real descriptions written as
+// YAML count more than they hold (Microsoft Graph's beta, 56 MB as YAML,
+// the largest there is: 2.61 million for 1.53 million values; GitHub's:
+// 367,000 for 258,000).
+const maxYAMLValues = MaxDocumentValues * 3 / 2
+
+// yamlValues is an upper bound of the values a YAML text holds without
+// its aliases (which the alias meter counts), read before it is parsed:
+// the parser's node tree takes about 220 bytes a value, so a count taken
+// from the tree comes after the cost. Every value but the root follows
+// one of ',', '[', '{' (a flow collection's entries), ':' (a mapping's
+// value, after a key in any form), '-' (a block sequence's entry) and
+// '?' (an explicit key), so each of those bytes counts, wherever it is:
+// quotes are not read, since a '"' in a plain scalar is text, and a
+// count that took it for the start of a string skipped the values after
+// it; nor are line breaks, of which YAML knows several (attack22 P5:
+// 8,000,000 values in 16 MB took the server to 2 GiB). These bytes are
+// ASCII, so no other spelling of them in UTF-8 exists. It stops counting
+// past limit.
+func yamlValues(data []byte, limit int) int {
+	n := 1
+	for _, c := range data {
+		switch c {
+		case ',', '[', '{', ':', '-', '?':
+			n++
+			if n > limit {
+				return n
+			}
+		}
+	}
+	return n
+}

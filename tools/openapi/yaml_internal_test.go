@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -98,6 +99,38 @@ func TestYAMLToJSONAsOasdiff(t *testing.T) {
 		if n := tools.JSONValues(want, MaxDocumentValues); s.values < int64(n) {
 			t.Errorf("%s: sized as %d JSON values, made %d", name, s.values, n)
 		}
+		if n := tools.JSONValues(want, MaxDocumentValues); !bytes.ContainsRune(data, '*') && yamlValues(data, MaxDocumentValues) < n {
+			t.Errorf("%s: counted %d values before parsing, made %d", name, yamlValues(data, MaxDocumentValues), n)
+		}
+	}
+}
+
+// TestYAMLValuesCountedBeforeParsing: what a YAML description may hold is
+// counted before it is parsed, however its scalars are written — a '"'
+// inside a plain scalar is text, not a string that hides the values
+// after it, and lines may end in CR alone — and a description past the
+// bound is refused before the parser builds its tree (attack22 P5: 8
+// million values in 16 MB took the server to 2 GiB).
+func TestYAMLValuesCountedBeforeParsing(t *testing.T) {
+	const values = maxYAMLValues + 1000
+	head := "openapi: 3.0.3\ninfo: {title: t, version: '1'}\npaths: {}\n"
+	quoted := head + "x-a: a\"\nx-big: [" + strings.Repeat("1,", values) + "1]\nx-b: b\"\n"
+	cr := head + "x-big:" + strings.Repeat("\r- 1", values) + "\n"
+	pairs := head + "x-big: [" + strings.Repeat("a:,", values/2) + "a:]\n"
+	for name, doc := range map[string]string{"quoted": quoted, "CR lines": cr, "single pairs": pairs} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := Parse([]byte(doc))
+		runtime.ReadMemStats(&after)
+		alloc := after.TotalAlloc - before.TotalAlloc
+		t.Logf("%s: %d bytes, %d MiB allocated: %v", name, len(doc), alloc>>20, err)
+		if err == nil || !strings.Contains(err.Error(), "as YAML it may hold more than") {
+			t.Errorf("%s: %v", name, err)
+		}
+		if alloc > 64<<20 {
+			t.Errorf("%s: %d MiB allocated before the refusal", name, alloc>>20)
+		}
 	}
 }
 
@@ -140,6 +173,9 @@ func FuzzYAMLToJSON(f *testing.F) {
 		m := &jsonMeter{sizes: map[*yaml3.Node]jsonSize{}, visiting: map[*yaml3.Node]bool{}}
 		if s := m.size(&root); s.bytes < int64(len(want)) || s.values < int64(tools.JSONValues(want, MaxDocumentValues)) {
 			t.Fatalf("sized as %d bytes and %d values, made %d bytes, %d values: %s", s.bytes, s.values, len(want), tools.JSONValues(want, MaxDocumentValues), want)
+		}
+		if n := tools.JSONValues(want, MaxDocumentValues); !bytes.ContainsRune(data, '*') && yamlValues(data, MaxDocumentValues) < n {
+			t.Fatalf("counted %d values before parsing, made %d: %s", yamlValues(data, MaxDocumentValues), n, want)
 		}
 	})
 }

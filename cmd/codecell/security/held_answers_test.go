@@ -91,6 +91,81 @@ func TestSSEReadsHeldUntilWritten(t *testing.T) {
 	bob.normal()
 }
 
+// TestSSEHoldsOutliveTheStream (issue 19, attack22 P3): a read posted to
+// an SSE session gave its hold back when its stream ended, while mcp-go's
+// goroutine, which the stream's end does not stop, went on to read,
+// filter and encode the file held by nothing; and the next session's
+// reads were admitted at once. 4 × 60 reads of an 8 MB file posted to
+// sessions whose streams bob closed at once grew the server from 153 to
+// 5,286 MiB (control, the streams kept and read: +505 MiB). Bob does it
+// 3 × 40 times: his share of the results in flight (192 MiB, three
+// quarters of 256) holds four reads of 48 MB (six times the file); the
+// bar is three times the share — what it holds, as much garbage before
+// the collector runs, and room for the reads being stopped.
+func TestSSEHoldsOutliveTheStream(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	bob := s.open(t, bobToken)
+	if rec := bob.run(`await workspace.write({path: "big.bin", data: "////".repeat(2666666), encoding: "base64"}); return 1`); rec.Status != "ok" {
+		t.Fatalf("write: %.400s", rec.raw)
+	}
+	pid := s.cmd.Process.Pid
+	before := peakRSS(pid)
+	if before < 0 {
+		t.Skip("no VmHWM in /proc/<pid>/status to measure memory")
+	}
+	posted := 0
+	for range 3 {
+		ctx, cancel := context.WithCancel(t.Context())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/sse", nil)
+		req.Header.Set("Authorization", "Bearer "+bobToken)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(resp.Body)
+		endpoint := ""
+		for endpoint == "" {
+			l, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatalf("the SSE stream: %v", err)
+			}
+			if d, ok := strings.CutPrefix(strings.TrimSpace(l), "data: "); ok && strings.Contains(d, "sessionId=") {
+				endpoint = d
+			}
+		}
+		postSSE := func(body string) int {
+			code, _, err := post(t.Context(), s.base+endpoint, map[string]string{"Authorization": "Bearer " + bobToken}, body)
+			if err != nil {
+				t.Fatalf("post: %v", err)
+			}
+			return code
+		}
+		postSSE(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"closer","version":"1"}}}`)
+		postSSE(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		for i := range 40 {
+			body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": i + 1, "method": "resources/read", "params": map[string]any{"uri": "codecell://workspace/big.bin"}})
+			if postSSE(string(body)) == http.StatusAccepted {
+				posted++
+			}
+		}
+		cancel() // the stream ends at once
+		resp.Body.Close()
+	}
+	// What was admitted is read, or refused, within seconds.
+	time.Sleep(10 * time.Second)
+	after := peakRSS(pid)
+	t.Logf("3 × 40 reads of an 8 MB workspace file posted to SSE sessions whose streams ended at once (%d accepted): peak RSS %d → %d MiB (load %s)", posted, before>>20, after>>20, loadAverage())
+	if posted == 0 {
+		t.Fatal("no read was accepted")
+	}
+	if grow := after - before; grow > 3*192<<20 {
+		t.Errorf("reads posted to SSE sessions whose streams ended grew the server by %d MiB: their holds went with the stream while their handlers went on", grow>>20)
+	}
+	bob.normal()
+}
+
 // TestWorkspaceReadsSizedAsRead (issue 19, attack17 K2): a workspace read
 // sizes its file, waits for its hold of six times that, and reads the
 // file as it then is. Bob fills his share with four reads of an 8 MB

@@ -85,6 +85,14 @@ func startBinary(t testing.TB, binary string, extra ...string) *server {
 // as a host's may.
 func startFiles(t testing.TB, binary string, files []*os.File, extra ...string) *server {
 	t.Helper()
+	return startWrapped(t, nil, binary, files, extra...)
+}
+
+// startWrapped is startFiles with the binary run by wrap (a command and
+// its arguments, the binary's path and arguments appended), which execs
+// it: the server's pid is the wrapper's.
+func startWrapped(t testing.TB, wrap []string, binary string, files []*os.File, extra ...string) *server {
+	t.Helper()
 	args := []string{"serve", "--http", "127.0.0.1:0"}
 	env := append(os.Environ(),
 		"CODECELL_SERVER_DATA_DIR="+t.TempDir(),
@@ -98,6 +106,9 @@ func startFiles(t testing.TB, binary string, files []*os.File, extra ...string) 
 		}
 	}
 	cmd := exec.Command(binary, args...)
+	if len(wrap) > 0 {
+		cmd = exec.Command(wrap[0], append(append(wrap[1:], binary), args...)...)
+	}
 	cmd.Env = env
 	cmd.ExtraFiles = files
 	stderr, err := cmd.StderrPipe()
