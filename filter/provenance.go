@@ -15,34 +15,34 @@ import (
 // no known source.
 //
 // A provenance is bounded: past maxProvenanceSources names it is the one
-// name EverySource, data of every source, which every rule's From matches.
+// name AnySource, data of every source, which every rule's From matches.
 // It never keeps some of the names and drops the others: the names
 // dropped could be the ones a rule forbids (issue 19, attack21 P1: 64
 // made-up names sorting before "crm." cut crm.get_contact off).
 type Provenance struct {
-	sources []string // sorted, unique; or [EverySource]
+	sources []string // sorted, unique; or [AnySource]
 }
 
-// EverySource is the name that stands for every source: the provenance of
+// AnySource is the name that stands for every source: the provenance of
 // data whose sources outnumber what a provenance keeps
 // (maxProvenanceSources), and the source of a token whose value's
 // sources outnumber what the vault keeps (maxSources). Every rule's From
 // matches it, so such data goes nowhere a rule forbids any source to
 // go. No tool has this name.
-const EverySource = "*"
+const AnySource = "*"
 
 // maxProvenanceSources bounds a provenance; beyond it, the provenance is
-// EverySource.
+// AnySource.
 const maxProvenanceSources = 64
 
-// NewProvenance returns the provenance of the named sources: EverySource
+// NewProvenance returns the provenance of the named sources: AnySource
 // alone when it is among them or when they are more than a provenance
 // keeps.
 func NewProvenance(sources ...string) Provenance {
 	var s []string
 	for _, name := range sources {
-		if name == EverySource {
-			return everyProvenance()
+		if name == AnySource {
+			return anyProvenance()
 		}
 		if name != "" {
 			s = append(s, name)
@@ -51,12 +51,12 @@ func NewProvenance(sources ...string) Provenance {
 	slices.Sort(s)
 	s = slices.Compact(s)
 	if len(s) > maxProvenanceSources {
-		return everyProvenance()
+		return anyProvenance()
 	}
 	return Provenance{sources: s}
 }
 
-func everyProvenance() Provenance { return Provenance{sources: []string{EverySource}} }
+func anyProvenance() Provenance { return Provenance{sources: []string{AnySource}} }
 
 // Sources returns the sources, sorted.
 func (p Provenance) Sources() []string { return slices.Clone(p.sources) }
@@ -64,8 +64,8 @@ func (p Provenance) Sources() []string { return slices.Clone(p.sources) }
 // IsZero reports whether no source is known.
 func (p Provenance) IsZero() bool { return len(p.sources) == 0 }
 
-// IsEvery reports whether p is of every source (EverySource).
-func (p Provenance) IsEvery() bool { return len(p.sources) == 1 && p.sources[0] == EverySource }
+// IsAny reports whether p is of every source (AnySource).
+func (p Provenance) IsAny() bool { return len(p.sources) == 1 && p.sources[0] == AnySource }
 
 // Union returns the sources of p and q.
 func (p Provenance) Union(q Provenance) Provenance {
@@ -112,18 +112,18 @@ func ParseProvenance(text string) (Provenance, error) {
 }
 
 // fromMatches reports whether a rule's From (a glob) matches the source
-// name: EverySource, data of every source, is matched by every From.
+// name: AnySource, data of every source, is matched by every From.
 func fromMatches(from, name string) bool {
-	if name == EverySource {
+	if name == AnySource {
 		return true
 	}
 	ok, _ := path.Match(from, name)
 	return ok
 }
 
-// sourceText is how an error names a source: EverySource said in words.
+// sourceText is how an error names a source: AnySource said in words.
 func sourceText(name string) string {
-	if name == EverySource {
+	if name == AnySource {
 		return fmt.Sprintf("more sources than the data-flow tracker keeps apart (%d for stored data, %d for a token's value; taken as every source)", maxProvenanceSources, maxSources)
 	}
 	return name

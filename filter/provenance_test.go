@@ -32,11 +32,11 @@ func TestProvenanceNeverDropsASource(t *testing.T) {
 		{"64 names", NewProvenance(manyNames(64)...), false},
 		{"65 names", NewProvenance(append(manyNames(64), crm)...), true},
 		{"a union past the bound", NewProvenance(manyNames(64)...).Union(NewProvenance(crm)), true},
-		{"a union with every source", NewProvenance(crm).Union(NewProvenance(EverySource)), true},
-		{"every source named among others", NewProvenance("b.x", EverySource, "a.y"), true},
+		{"a union with every source", NewProvenance(crm).Union(NewProvenance(AnySource)), true},
+		{"every source named among others", NewProvenance("b.x", AnySource, "a.y"), true},
 	} {
-		if tc.p.IsEvery() != tc.any {
-			t.Errorf("%s: IsEvery() = %v, want %v (%d names)", tc.name, tc.p.IsEvery(), tc.any, len(tc.p.Sources()))
+		if tc.p.IsAny() != tc.any {
+			t.Errorf("%s: IsAny() = %v, want %v (%d names)", tc.name, tc.p.IsAny(), tc.any, len(tc.p.Sources()))
 		}
 		if !tc.any && len(tc.p.Sources()) != 64 {
 			t.Errorf("%s: %d names, want 64", tc.name, len(tc.p.Sources()))
@@ -47,7 +47,7 @@ func TestProvenanceNeverDropsASource(t *testing.T) {
 			t.Errorf("%s: JSON %s read back as %v, %v", tc.name, b, back, err)
 		}
 	}
-	if p, _ := ParseProvenance(`["*"]`); !p.IsEvery() {
+	if p, _ := ParseProvenance(`["*"]`); !p.IsAny() {
 		t.Errorf(`["*"] reads as %v, not every source`, p)
 	}
 }
@@ -61,10 +61,10 @@ func TestFlowEverySource(t *testing.T) {
 	f := newTestFilter(t, Config{})
 	rules := []Rule{{From: "crm.*", To: "http.*"}}
 	fl := newTestFlow(t, f, FlowOptions{Rules: rules})
-	fl.Observe("memory.get", json.RawMessage(`{"content":"contact ada.lovelace@example.com"}`), NewProvenance(EverySource))
+	fl.Observe("memory.get", json.RawMessage(`{"content":"contact ada.lovelace@example.com"}`), NewProvenance(AnySource))
 	err := fl.Check("http.post", json.RawMessage(`{"v":"contact ada.lovelace@example.com"}`))
 	var fe *FlowError
-	if !errors.As(err, &fe) || fe.Source != EverySource || !strings.Contains(err.Error(), "taken as every source") {
+	if !errors.As(err, &fe) || fe.Source != AnySource || !strings.Contains(err.Error(), "taken as every source") {
 		t.Fatalf("Check of data of every source: %v", err)
 	}
 	if err := fl.Check("jira.comment", json.RawMessage(`{"v":"contact ada.lovelace@example.com"}`)); err != nil {
@@ -75,7 +75,7 @@ func TestFlowEverySource(t *testing.T) {
 	fl = newTestFlow(t, f, FlowOptions{Rules: rules})
 	fl.Observe("crm.get_contact", json.RawMessage(`{"email":"grace.hopper@example.com"}`), Provenance{})
 	fl.Observe("util.echo", json.RawMessage(`{"text":"grace.hopper@example.com"}`), NewProvenance(manyNames(64)...))
-	if p := fl.Provenance(json.RawMessage(`{"content":"contact grace.hopper@example.com"}`)); !p.IsEvery() {
+	if p := fl.Provenance(json.RawMessage(`{"content":"contact grace.hopper@example.com"}`)); !p.IsAny() {
 		t.Errorf("the provenance of a value of 66 sources is %d names, not every source: %v", len(p.Sources()), p)
 	}
 }
@@ -88,12 +88,12 @@ func TestVaultTokenOfEverySource(t *testing.T) {
 	t.Parallel()
 	v := newTestVault(t, VaultOptions{Rules: []Rule{{From: "crm.*", To: "http.*"}}})
 	tok := v.Tokenize(ClassEmail, "ada@example.com", append(manyNames(40), "crm.get_contact"))
-	if s, _ := v.Sources(tok); len(s) != 1 || s[0] != EverySource {
+	if s, _ := v.Sources(tok); len(s) != 1 || s[0] != AnySource {
 		t.Fatalf("sources of a token of 41 sources: %v", s)
 	}
 	_, err := v.Resolve(json.RawMessage(`{"v":"`+tok+`"}`), "http.post")
 	var re *RuleError
-	if !errors.As(err, &re) || re.Source != EverySource || !strings.Contains(err.Error(), "taken as every source") {
+	if !errors.As(err, &re) || re.Source != AnySource || !strings.Contains(err.Error(), "taken as every source") {
 		t.Fatalf("resolve for http: %v", err)
 	}
 	if _, err := v.Resolve(json.RawMessage(`{"v":"`+tok+`"}`), "jira.comment"); err != nil {
@@ -102,7 +102,7 @@ func TestVaultTokenOfEverySource(t *testing.T) {
 	// Sources added one at a time reach the bound the same way.
 	tok = v.Tokenize(ClassEmail, "bob@example.com", manyNames(32))
 	v.Tokenize(ClassEmail, "bob@example.com", []string{"crm.get_contact"})
-	if s, _ := v.Sources(tok); len(s) != 1 || s[0] != EverySource {
+	if s, _ := v.Sources(tok); len(s) != 1 || s[0] != AnySource {
 		t.Fatalf("sources of a token given a 33rd: %v", s)
 	}
 }

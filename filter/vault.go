@@ -109,7 +109,7 @@ type VaultOptions struct {
 }
 
 // maxSources bounds the source tools remembered per value; past it, a
-// value is of every source (EverySource).
+// value is of every source (AnySource).
 const maxSources = 32
 
 // Vault maps the tokens of one MCP session to their values, in memory
@@ -308,30 +308,30 @@ func (v *Vault) addSources(e *vaultEntry, add []string) {
 		return
 	}
 	before, had := e.cost(), len(e.sources)
-	wasAny := isEverySource(e.sources)
+	wasAny := isAnySource(e.sources)
 	e.sources = addSources(e.sources, add)
 	v.bytes += e.cost() - before
-	if len(e.sources) != had || isEverySource(e.sources) != wasAny {
+	if len(e.sources) != had || isAnySource(e.sources) != wasAny {
 		v.shared.markLocked(e) // the stored copy must learn its sources
 	}
 }
 
 // addSources returns have with the sources of add it lacks. Past
-// maxSources, or given EverySource, it is EverySource alone: the value is of
+// maxSources, or given AnySource, it is AnySource alone: the value is of
 // every source, never of some of them with the others dropped (issue 19,
 // attack21 P1: 40 made-up names that sort before "crm." were kept in
 // place of crm.get_contact, and the token passed crm.* → http.*).
 func addSources(have, add []string) []string {
-	if isEverySource(have) {
+	if isAnySource(have) {
 		return have
 	}
 	for _, s := range add {
 		switch {
-		case s == EverySource:
-			return []string{EverySource}
+		case s == AnySource:
+			return []string{AnySource}
 		case s == "" || slices.Contains(have, s):
 		case len(have) == maxSources:
-			return []string{EverySource}
+			return []string{AnySource}
 		default:
 			have = append(have, s)
 		}
@@ -339,8 +339,8 @@ func addSources(have, add []string) []string {
 	return have
 }
 
-// isEverySource reports whether sources are EverySource alone.
-func isEverySource(sources []string) bool { return len(sources) == 1 && sources[0] == EverySource }
+// isAnySource reports whether sources are AnySource alone.
+func isAnySource(sources []string) bool { return len(sources) == 1 && sources[0] == AnySource }
 
 // Sources returns the source tools recorded for a token.
 func (v *Vault) Sources(token string) ([]string, bool) {

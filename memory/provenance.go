@@ -33,19 +33,19 @@ func ProvenanceFrom(ctx context.Context) json.RawMessage {
 	return p
 }
 
-// EverySource and MaxProvenanceSources are package filter's bound on a
-// provenance (filter.EverySource, which every data-flow rule's From
-// matches, and the names a provenance keeps before it is EverySource
+// AnySource and MaxProvenanceSources are package filter's bound on a
+// provenance (filter.AnySource, which every data-flow rule's From
+// matches, and the names a provenance keeps before it is AnySource
 // alone); a test of package engine, which sees both, keeps them equal.
 const (
-	EverySource          = "*"
+	AnySource            = "*"
 	MaxProvenanceSources = 64
 )
 
 // UnionProvenance returns the provenance of data written over data of
 // provenance stored: when both are JSON arrays (package filter's form, an
 // array of source names), their elements together, sorted and each once
-// — or [EverySource] alone when that is among them or they are more than
+// — or [AnySource] alone when that is among them or they are more than
 // MaxProvenanceSources, so that no source is ever dropped to keep the
 // bound (issue 19, attack21 P1) —; else the one given, or the stored one
 // when none is given. Writes that merge (an entity's properties, a
@@ -74,8 +74,8 @@ func UnionProvenance(stored, given json.RawMessage) json.RawMessage {
 			all = append(all, k)
 		}
 	}
-	if every := `"` + EverySource + `"`; seen[every] || len(all) > MaxProvenanceSources {
-		return json.RawMessage("[" + every + "]")
+	if anySource := `"` + AnySource + `"`; seen[anySource] || len(all) > MaxProvenanceSources {
+		return json.RawMessage("[" + anySource + "]")
 	}
 	slices.Sort(all)
 	return json.RawMessage("[" + strings.Join(all, ",") + "]")

@@ -18,8 +18,8 @@ import (
 // order, which dropped crm.get_contact.
 func TestStoreUnionKeepsTheFlowsBound(t *testing.T) {
 	t.Parallel()
-	if memory.EverySource != filter.EverySource {
-		t.Fatalf("memory.EverySource %q, filter.EverySource %q", memory.EverySource, filter.EverySource)
+	if memory.AnySource != filter.AnySource {
+		t.Fatalf("memory.AnySource %q, filter.AnySource %q", memory.AnySource, filter.AnySource)
 	}
 	names := func(n int) json.RawMessage {
 		s := make([]string, n)
@@ -44,8 +44,8 @@ func TestStoreUnionKeepsTheFlowsBound(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %s: %v", tc.name, u, err)
 		}
-		if p.IsEvery() != tc.any || !tc.any && !slices.Contains(p.Sources(), "crm.get_contact") {
-			t.Errorf("%s: the union %.80s… reads as %d names (every source: %v)", tc.name, u, len(p.Sources()), p.IsEvery())
+		if p.IsAny() != tc.any || !tc.any && !slices.Contains(p.Sources(), "crm.get_contact") {
+			t.Errorf("%s: the union %.80s… reads as %d names (every source: %v)", tc.name, u, len(p.Sources()), p.IsAny())
 		}
 		if !tc.any && len(p.Sources()) != memory.MaxProvenanceSources && len(p.Sources()) != 2 {
 			t.Errorf("%s: %d names", tc.name, len(p.Sources()))
