@@ -364,11 +364,44 @@ func (fl *Flow) observeTree(srcs uint64, root *node, ruled bool, sc *scope, hold
 		fl.values = make([]flowValue, 0, hint)
 	}
 	var buf []byte
-	for _, sv := range obs.sensitive {
-		fl.addValue(sv.value, srcs, &sv, &buf, len(obs.sensitive), limit)
-	}
-	for _, v := range obs.tracked {
-		fl.addValue(v, srcs, nil, &buf, hint, limit)
+	retry := fl.keep != nil || keep != nil
+	for i := 0; i < hint; i++ {
+		var short int
+		if i < len(obs.sensitive) {
+			short = fl.addValue(obs.sensitive[i].value, srcs, &obs.sensitive[i], &buf, len(obs.sensitive), limit, retry)
+		} else {
+			short = fl.addValue(obs.tracked[i-len(obs.sensitive)], srcs, nil, &buf, hint, limit, retry)
+		}
+		if short == 0 {
+			continue
+		}
+		// Values of crowded heads cost their automata (acCost), which
+		// need did not count: have Keep hold the most the rest can cost,
+		// once, and add them again.
+		retry = false
+		more := short
+		for j := i + 1; j < hint; j++ {
+			if j < len(obs.sensitive) {
+				n := len(obs.sensitive[j].value)
+				more += valueCost(n) + sensCost(n) + 2*acCost(2*n, 1)
+			} else {
+				more += valueCost(len(obs.tracked[j-len(obs.sensitive)])) + acCost(2*len(obs.tracked[j-len(obs.sensitive)]), 1)
+			}
+		}
+		more = min(more, fl.maxBytes)
+		fl.flushIndexes()
+		fl.mu.Unlock()
+		err := fl.reserve(more, keep)
+		fl.mu.Lock()
+		if err != nil {
+			if strict {
+				return &FindingsError{Findings: r.findings, Bytes: int64(fl.kept), Err: err}
+			}
+			more = 0
+		}
+		fl.reserved -= more
+		limit = fl.limit()
+		i-- // again, the limit raised
 	}
 	for _, sn := range obs.seen {
 		f, ok := fl.seen[sn.hash]
@@ -560,8 +593,11 @@ func (fl *Flow) sensOf(id int32) *sensInfo {
 
 // addValue records a value from the sources srcs; sv is set for a
 // sensitive one. buf is scratch; hint the number of values being added;
-// the flow keeps no more than limit bytes. The caller holds the lock.
-func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte, hint, limit int) {
+// the flow keeps no more than limit bytes: a value past it is dropped,
+// its sources untracked. With retry, a value past limit that MaxBytes
+// would admit is left for the caller, which may raise limit: addValue
+// returns what it costs, nothing of it marked. The caller holds the lock.
+func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte, hint, limit int, retry bool) int {
 	p, _ := fold((*buf)[:0], nil, v, false)
 	*buf = p
 	minLen := minTrackLen
@@ -569,7 +605,7 @@ func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte,
 		minLen = minKnownLen
 	}
 	if len(p) < minLen {
-		return
+		return 0
 	}
 	whole := p
 	if len(p) > maxPatternLen {
@@ -579,11 +615,18 @@ func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte,
 	if ok {
 		fl.values[id].srcs |= srcs
 	} else {
+		// The value, and the automata it joins when its head is crowded.
 		cost := len(p) + valueOverhead
+		if n, count := fl.all.crowdedBytes(p); n > 0 {
+			cost += acCost(n, count)
+		}
 		if fl.bytes+cost > limit {
+			if retry && fl.bytes+cost <= fl.maxBytes {
+				return cost
+			}
 			fl.untracked |= srcs
 			fl.dropped++
-			return
+			return 0
 		}
 		id = int32(len(fl.values))
 		pat := string(p)
@@ -593,22 +636,28 @@ func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte,
 		fl.bytes += cost
 	}
 	if sv == nil {
-		return
+		return 0
 	}
 	info := sensInfo{class: sv.class, conf: sv.conf, detector: sv.detector}
 	if cur := fl.sensOf(id); cur != nil {
 		if sv.conf <= cur.conf {
-			return
+			return 0
 		}
 		info.raw, info.long = cur.raw, cur.long
 		*cur = info
-		return
+		return 0
 	}
 	cost := len(v) + len(whole) + sensOverhead
+	if n, count := fl.sens.crowdedBytes(p); n > 0 {
+		cost += acCost(n, count)
+	}
 	if fl.bytes+cost > limit {
+		if retry && fl.bytes+cost <= fl.maxBytes {
+			return cost
+		}
 		fl.untracked |= srcs
 		fl.dropped++
-		return
+		return 0
 	}
 	info.raw = strings.Clone(v)
 	if len(whole) > len(p) {
@@ -618,6 +667,7 @@ func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte,
 	fl.values[id].sens = int32(len(fl.sensitive))
 	fl.sens.add(fl.values[id].pattern, id, fl.table(), hint)
 	fl.bytes += cost
+	return 0
 }
 
 // flushIndexes builds the automata of the values just added; the caller
