@@ -31,6 +31,30 @@ const DefaultFlowBytes = 16 << 20
 // one of them forbids the values of all of them.
 const maxFlowSources = 64
 
+// maxOverflowNames is the number of names the last slot keeps besides
+// its own: past them (or past FlowOptions.MaxBytes) it stands for every
+// source, EverySource among its names, and every rule's From matches it.
+// Names arrive with results (a stored value's provenance) and with every
+// tool a run calls; a run named 12,800 of them, and each set of slots
+// named with the last one copied them all (attack21 A3).
+const maxOverflowNames = 192
+
+// EverySource is the name of a source that stands for every source:
+// a flow names it among the sources of values from the sources past
+// those it names one by one (maxOverflowNames), so that a provenance
+// keeps that they may be of any source. Every rule's From matches it, in
+// the flow that reads it back from a provenance and in the vault.
+const EverySource = "*"
+
+// fromMatches reports whether a rule's From matches a source.
+func fromMatches(from, source string) bool {
+	if source == EverySource {
+		return true
+	}
+	ok, _ := path.Match(from, source)
+	return ok
+}
+
 // FlowOptions configure a Flow.
 type FlowOptions struct {
 	// Rules are the exfiltration rules Check enforces.
@@ -75,9 +99,14 @@ type Flow struct {
 	kept     int
 	reserved int
 
-	mu        sync.RWMutex
-	sources   []string // by id; the last slot holds overflow names too
-	overflow  []string
+	mu         sync.RWMutex
+	sources    []string // by id; the last slot holds overflow names too
+	overflow   []string // at most maxOverflowNames
+	inOverflow map[string]bool
+	// every: the last slot stands for every source, past overflow.
+	every bool
+	// srcGen counts the changes of sources, overflow and every.
+	srcGen    int
 	srcID     map[string]int
 	values    []flowValue
 	sensitive []sensInfo
@@ -96,8 +125,12 @@ type Flow struct {
 	cacheMu   sync.Mutex
 	forbidden map[string]forbidMask // cache of forbiddenFor, by destination
 
-	namesMu sync.Mutex
-	namesOf map[uint64][]string // cache of names, shared: not to be modified
+	namesMu  sync.Mutex
+	namesOf  map[uint64][]string // cache of names, shared: not to be modified
+	namesLen int                 // the names namesOf holds
+	// overflowSorted is overflow sorted, with EverySource when every;
+	// nil when not computed.
+	overflowSorted []string
 }
 
 // flowValue is one known value.
@@ -119,9 +152,9 @@ type sensInfo struct {
 }
 
 type forbidMask struct {
-	nsources int // len(sources) when computed
-	mask     uint64
-	rules    []int // rule index by source id, for the error
+	srcGen int // Flow.srcGen when computed
+	mask   uint64
+	rules  []int // rule index by source id, for the error
 }
 
 // NewFlow returns an empty tracker for one run. Rules must be valid globs
@@ -489,16 +522,24 @@ const (
 	sensOverhead  = 96
 )
 
+// overflowNameCost is what a name of the last slot costs besides its
+// bytes (its entries in the list and the set), and maxCachedNames the
+// names Flow.names keeps cached, of all its sets.
+const (
+	overflowNameCost = 96
+	maxCachedNames   = 1 << 14
+)
+
 // ruled reports whether some rule's From matches the source or one of the
 // sources of from: only then are the values tracked for the rules (the
 // sensitive ones always are, for the outputs).
 func (fl *Flow) ruled(source string, from Provenance) bool {
 	for _, r := range fl.rules {
-		if ok, _ := path.Match(r.From, source); ok {
+		if fromMatches(r.From, source) {
 			return true
 		}
 		for _, s := range from.sources {
-			if ok, _ := path.Match(r.From, s); ok {
+			if fromMatches(r.From, s) {
 				return true
 			}
 		}
@@ -559,17 +600,30 @@ func (fl *Flow) sourceBit(name string) uint64 {
 	if len(fl.sources) < maxFlowSources {
 		fl.srcID[name] = len(fl.sources)
 		fl.sources = append(fl.sources, name)
+		fl.srcGen++
 		fl.bytes += 64 + len(name)
 		return 1 << (len(fl.sources) - 1)
 	}
-	// The last slot stands for every later source.
-	if !slices.Contains(fl.overflow, name) {
-		fl.overflow = append(fl.overflow, name)
-		fl.bytes += 32 + len(name)
-		fl.namesMu.Lock()
-		clear(fl.namesOf)
-		fl.namesMu.Unlock()
+	// The last slot stands for every later source: by name up to
+	// maxOverflowNames, then for all.
+	if fl.every || fl.inOverflow[name] {
+		return 1 << (maxFlowSources - 1)
 	}
+	if cost := overflowNameCost + len(name); len(fl.overflow) < maxOverflowNames && fl.bytes+cost <= fl.maxBytes {
+		if fl.inOverflow == nil {
+			fl.inOverflow = map[string]bool{}
+		}
+		fl.overflow = append(fl.overflow, name)
+		fl.inOverflow[name] = true
+		fl.bytes += cost
+	} else {
+		fl.every = true
+	}
+	fl.srcGen++
+	fl.namesMu.Lock()
+	clear(fl.namesOf)
+	fl.namesLen, fl.overflowSorted = 0, nil
+	fl.namesMu.Unlock()
 	return 1 << (maxFlowSources - 1)
 }
 
@@ -741,16 +795,36 @@ func (fl *Flow) names(srcs uint64) []string {
 	for id, name := range fl.sources {
 		if srcs&(1<<id) != 0 {
 			out = append(out, name)
-			if id == maxFlowSources-1 {
-				out = append(out, fl.overflow...)
-			}
 		}
 	}
 	slices.Sort(out)
-	if fl.namesOf == nil || len(fl.namesOf) > 4096 {
-		fl.namesOf = map[uint64][]string{}
+	if last := maxFlowSources - 1; srcs&(1<<last) != 0 && len(fl.sources) > last && (len(fl.overflow) > 0 || fl.every) {
+		// The last slot's other names, sorted once for every set.
+		if fl.overflowSorted == nil {
+			fl.overflowSorted = slices.Clone(fl.overflow)
+			if fl.every {
+				fl.overflowSorted = append(fl.overflowSorted, EverySource)
+			}
+			slices.Sort(fl.overflowSorted)
+		}
+		merged := make([]string, 0, len(out)+len(fl.overflowSorted))
+		a, b := out, fl.overflowSorted
+		for len(a) > 0 && len(b) > 0 {
+			if a[0] <= b[0] {
+				merged, a = append(merged, a[0]), a[1:]
+			} else {
+				merged, b = append(merged, b[0]), b[1:]
+			}
+		}
+		out = slices.Compact(append(append(merged, a...), b...))
+	}
+	// Bounded by the names it holds, not the sets: a set with the last
+	// slot holds up to maxOverflowNames more.
+	if fl.namesOf == nil || fl.namesLen+len(out) > maxCachedNames {
+		fl.namesOf, fl.namesLen = map[uint64][]string{}, 0
 	}
 	fl.namesOf[srcs] = out
+	fl.namesLen += len(out)
 	return out
 }
 
@@ -818,7 +892,11 @@ func (e *FlowError) Error() string {
 	if e.Encoding != "" {
 		where += ", " + e.Encoding
 	}
-	return fmt.Sprintf("rule %q → %q forbids passing a value from %s to %s (%s)", e.Rule.From, e.Rule.To, e.Source, e.Tool, where)
+	source := e.Source
+	if source == EverySource {
+		source = fmt.Sprintf("one of the sources past the %d the data-flow tracker names one by one (the run or its stored data read from more; every rule covers them)", maxFlowSources-1+maxOverflowNames)
+	}
+	return fmt.Sprintf("rule %q → %q forbids passing a value from %s to %s (%s)", e.Rule.From, e.Rule.To, source, e.Tool, where)
 }
 
 func (e *FlowError) Unwrap() error { return ErrExfiltration }
@@ -829,10 +907,10 @@ func (e *FlowError) Unwrap() error { return ErrExfiltration }
 func (fl *Flow) forbiddenFor(dest string) forbidMask {
 	fl.cacheMu.Lock()
 	defer fl.cacheMu.Unlock()
-	if m, ok := fl.forbidden[dest]; ok && m.nsources == len(fl.sources)+len(fl.overflow) {
+	if m, ok := fl.forbidden[dest]; ok && m.srcGen == fl.srcGen {
 		return m
 	}
-	m := forbidMask{nsources: len(fl.sources) + len(fl.overflow), rules: make([]int, maxFlowSources)}
+	m := forbidMask{srcGen: fl.srcGen, rules: make([]int, maxFlowSources)}
 	for ri, rule := range fl.rules {
 		if to, _ := path.Match(rule.To, dest); !to {
 			continue
@@ -841,9 +919,12 @@ func (fl *Flow) forbiddenFor(dest string) forbidMask {
 			names := []string{name}
 			if id == maxFlowSources-1 {
 				names = append(names, fl.overflow...)
+				if fl.every {
+					names = append(names, EverySource)
+				}
 			}
 			for _, n := range names {
-				if from, _ := path.Match(rule.From, n); from && m.mask&(1<<id) == 0 {
+				if fromMatches(rule.From, n) && m.mask&(1<<id) == 0 {
 					m.mask |= 1 << id
 					m.rules[id] = ri
 				}
@@ -963,8 +1044,12 @@ func (c *checker) text(s string, inKey bool) {
 		id := lowestBit(srcs)
 		source := fl.sources[id]
 		if id == maxFlowSources-1 {
-			for _, n := range append([]string{source}, fl.overflow...) {
-				if ok, _ := path.Match(fl.rules[c.fm.rules[id]].From, n); ok {
+			names := append([]string{source}, fl.overflow...)
+			if fl.every {
+				names = append(names, EverySource)
+			}
+			for _, n := range names {
+				if fromMatches(fl.rules[c.fm.rules[id]].From, n) {
 					source = n
 					break
 				}

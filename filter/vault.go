@@ -525,7 +525,7 @@ func (v *Vault) lookup(ctx context.Context, r tokenRef, s, tool string) (vaultEn
 			continue
 		}
 		for _, src := range cp.sources {
-			if from, _ := path.Match(rule.From, src); from {
+			if fromMatches(rule.From, src) {
 				return vaultEntry{}, &RuleError{Rule: rule, Token: token, Source: src, Tool: tool}
 			}
 		}
