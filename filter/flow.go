@@ -37,7 +37,7 @@ const maxFlowSources = 64
 // Names arrive with results (a stored value's provenance) and with every
 // tool a run calls; a run named 12,800 of them, and each set of slots
 // named with the last one copied them all (attack21 A3).
-const maxOverflowNames = 192
+const maxOverflowNames = 64
 
 // EverySource is the name of a source that stands for every source:
 // a flow names it among the sources of values from the sources past
