@@ -200,7 +200,10 @@ func (f *Filter) apply(in Input, opts Options) (*Output, *run, error) {
 		for _, line := range in.Logs {
 			sc.add(line)
 		}
-		fl.settle(sc, 0)
+		// What indexing finds is held as the output's findings are.
+		if err := fl.settleHeld(sc, 0, opts.Findings); err != nil {
+			return nil, nil, err
+		}
 	}
 	r := f.newRun(opts)
 	r.where = "result"

@@ -80,7 +80,7 @@ type FlowOptions struct {
 // keepStep is the bytes FlowOptions.Keep is asked for at once, beyond
 // what the flow keeps: a run that observes a few small results asks it
 // once.
-const keepStep = 1 << 20
+const keepStep = 64 << 10
 
 // Flow tracks the values one run received from its sources. It is safe
 // for concurrent use (tool calls awaited together run in parallel). Make
@@ -471,9 +471,18 @@ func sensCost(n int) int  { return 3*n + sensOverhead }
 // is large beside the result, or when the result was indexed for a text
 // before. Callers hold no lock of the flow.
 func (fl *Flow) settle(sc *scope, mask uint64) {
+	_ = fl.settleHeld(sc, mask, nil)
+}
+
+// settleHeld is settle that holds what indexing costs by its findings of
+// hold, when set (the Options.Findings of the output it indexes for):
+// a refusal stops it with a *FindingsError, the result it indexed left
+// waiting, to be indexed again for the next text.
+func (fl *Flow) settleHeld(sc *scope, mask uint64, hold FindingsHold) error {
 	if fl.npending.Load() == 0 {
-		return
+		return nil
 	}
+	strict := hold != nil
 	fl.settleMu.Lock()
 	defer fl.settleMu.Unlock()
 	fl.mu.RLock()
@@ -485,7 +494,10 @@ func (fl *Flow) settle(sc *scope, mask uint64) {
 		}
 		if sc != nil && p.scoped == 0 && 4*sc.n <= p.size {
 			p.scoped++
-			_ = fl.observeTree(p.srcs, &p.root, p.ruled, sc, nil, nil, false)
+			if err := fl.observeTree(p.srcs, &p.root, p.ruled, sc, hold, nil, strict); err != nil {
+				p.scoped--
+				return err
+			}
 			continue
 		}
 		fl.mu.Lock()
@@ -493,8 +505,16 @@ func (fl *Flow) settle(sc *scope, mask uint64) {
 		fl.bytes -= p.cost
 		fl.npending.Add(-1)
 		fl.mu.Unlock()
-		_ = fl.observeTree(p.srcs, &p.root, p.ruled, nil, nil, nil, false)
+		if err := fl.observeTree(p.srcs, &p.root, p.ruled, nil, hold, nil, strict); err != nil {
+			fl.mu.Lock()
+			fl.pending = append(fl.pending, p)
+			fl.bytes += p.cost
+			fl.npending.Add(1)
+			fl.mu.Unlock()
+			return err
+		}
 	}
+	return nil
 }
 
 // settleFor settles for a text that is JSON (or, if not, one string).

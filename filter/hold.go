@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 )
@@ -16,8 +17,11 @@ import (
 // it acts on findings that cost more than it was granted, to hold what
 // they cost — FindingBytes a value it has not met before in this
 // filtering, RepeatBytes another occurrence of one, and RepeatBytes
-// each of the matches of a string before it acts on them: a refusal
-// stops the filtering with a *FindingsError.
+// each match the detectors find before they keep it (scanner.room, in
+// steps): a refusal stops the filtering with a *FindingsError. A flow's
+// observation of a tool's result holds its findings the same way
+// (Flow.ObserveHeld), RepeatBytes each, and what the flow keeps of it
+// (FlowOptions.Keep).
 
 // FindingBytes and RepeatBytes are the memory the filter takes for one
 // finding it acts on while it filters, measured with
@@ -95,6 +99,15 @@ func (r *run) findingCost(value string) int64 {
 		return RepeatBytes
 	}
 	return FindingBytes
+}
+
+// heldError is err, a refusal of an observation, as a *FindingsError.
+func heldError(err error) *FindingsError {
+	var fe *FindingsError
+	if errors.As(err, &fe) {
+		return fe
+	}
+	return &FindingsError{Err: err}
 }
 
 // ApplyTextHeld is ApplyText that reports a filtering stopped by

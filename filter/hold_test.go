@@ -284,3 +284,44 @@ func TestObservationKeptHeld(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitingResultIndexedHeld: a large result waits in the flow to be
+// indexed as far as an output needs; indexing it for an output holds
+// what its findings cost on the output's hold. Refused, the output fails
+// and the result still waits, to be indexed for the next text.
+func TestWaitingResultIndexedHeld(t *testing.T) {
+	f, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl, err := f.NewFlow(FlowOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := addresses(20_000) // 390 KB: it waits
+	fl.ObserveText("people.list", strconv.Quote(text), Provenance{})
+	if fl.npending.Load() != 1 {
+		t.Fatal("the result does not wait")
+	}
+	refused := errors.New("no more")
+	hold := func(n int64) error {
+		if n > findingsStep {
+			return refused
+		}
+		return nil
+	}
+	// No finding of its own, but the result's windows: it is indexed.
+	output, _ := json.Marshal(strings.ReplaceAll(text, "@example.com", ""))
+	if _, err := f.Apply(Input{Result: output}, Options{Flow: fl, Findings: hold}); !errors.Is(err, refused) {
+		t.Fatalf("Apply: %v, want the hold's refusal", err)
+	}
+	if _, err := f.ApplyTextHeld(string(output), Options{Flow: fl, Findings: hold, Budget: -1}); !errors.Is(err, refused) {
+		t.Fatalf("ApplyTextHeld: %v, want the hold's refusal", err)
+	}
+	if fl.npending.Load() != 1 {
+		t.Fatal("a refused indexing dropped the result")
+	}
+	if st := fl.Stats(); st.Values < 20_000 {
+		t.Errorf("indexed at last: %+v", st)
+	}
+}

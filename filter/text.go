@@ -253,7 +253,11 @@ func (f *Filter) applyText(text string, opts Options) (TextOutput, *run) {
 		sc := newScope(fl.seed)
 		sc.fit(len(text))
 		sc.add(text)
-		fl.settle(sc, 0)
+		if err := fl.settleHeld(sc, 0, opts.Findings); err != nil {
+			r := f.newRun(opts)
+			r.held = heldError(err)
+			return TextOutput{Text: heldText(len(text)), Report: r.report}, r
+		}
 	}
 	r := f.newRun(opts)
 	r.where = "text"
