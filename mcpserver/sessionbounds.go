@@ -23,8 +23,10 @@ const (
 	maxSubscriptions = 256
 )
 
-// boundRequests refuses an initialize past maxInitializeBytes, and a
-// resources/subscribe past its bounds, before mcp-go keeps either. The
+// boundRequests refuses an initialize past maxInitializeBytes, a request
+// whose _meta carries a client's identity and capabilities past the same
+// bound, and a resources/subscribe past its bounds, before mcp-go keeps
+// any of them. The
 // method is read as mcp-go decodes it (JSON may spell any character as
 // an escape); a message with neither the bytes that could name it nor an
 // escape is not decoded.
@@ -50,6 +52,11 @@ func (ss *subscriptions) boundRequests(h *server.Hooks) {
 		if json.Unmarshal(raw, &req) != nil {
 			return nil // mcp-go cannot read it either, and answers so
 		}
+		if big {
+			if err := boundMeta(raw); err != nil {
+				return err
+			}
+		}
 		switch mcp.MCPMethod(req.Method) {
 		case mcp.MethodInitialize:
 			if big {
@@ -66,6 +73,29 @@ func (ss *subscriptions) boundRequests(h *server.Hooks) {
 		}
 		return nil
 	})
+}
+
+// boundMeta refuses a request whose _meta carries a client's identity and
+// capabilities of more than maxInitializeBytes together. From protocol
+// 2026-07-28 on every request may carry them, whatever its method, and
+// mcp-go keeps them on the session as an initialize's — on an SSE
+// session for the session's life (attack22 P4: 64 SSE sessions' pings
+// of a 3.9 MiB clientInfo kept 500 MiB). _meta is decoded as mcp-go
+// decodes it: a params or _meta it cannot read, it does not keep.
+func boundMeta(raw json.RawMessage) error {
+	var req struct {
+		Params struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(raw, &req) != nil {
+		return nil
+	}
+	n := len(req.Params.Meta[mcp.MetaKeyClientInfo]) + len(req.Params.Meta[mcp.MetaKeyClientCapabilities])
+	if n > maxInitializeBytes {
+		return fmt.Errorf("a request's clientInfo and clientCapabilities are at most %d bytes together (these are %d): send shorter ones", maxInitializeBytes, n)
+	}
+	return nil
 }
 
 // admit refuses a subscription of session to uri past the bounds.

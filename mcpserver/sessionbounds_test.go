@@ -1,12 +1,16 @@
 package mcpserver_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/codecell/codecell/mcpserver"
 	"github.com/codecell/codecell/mcpserver/engine"
@@ -110,4 +114,40 @@ func TestInitializeBounded(t *testing.T) {
 		}
 	}
 	initSession(t, url, aliceToken) // a client's own is served
+}
+
+// TestModernMetaBounded: from protocol 2026-07-28 on, any request may
+// carry the client's identity and capabilities in _meta, and mcp-go
+// keeps them on the session as it keeps an initialize's; they are
+// bounded as an initialize is, whatever the method (attack22 P4).
+func TestModernMetaBounded(t *testing.T) {
+	t.Parallel()
+	ts := securedServer(t, engine.Limits{})
+	send := func(name string, info map[string]any) string {
+		t.Helper()
+		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": map[string]any{"_meta": map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    mcp.ProtocolVersion20260728,
+			"io.modelcontextprotocol/clientInfo":         info,
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		}}})
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+mcpserver.PathStreamable, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+aliceToken)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", mcp.ProtocolVersion20260728)
+		req.Header.Set("Mcp-Method", "tools/list")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		return string(out)
+	}
+	if out := send("a 100 KB clientInfo", map[string]any{"name": "big", "version": strings.Repeat("9", 100<<10)}); !strings.Contains(out, "clientInfo and clientCapabilities are at most") {
+		t.Errorf("a tools/list with a 100 KB clientInfo: %.300s", out)
+	}
+	if out := send("a client's own", map[string]any{"name": "small", "version": "1"}); !strings.Contains(out, "execute_code") {
+		t.Errorf("a tools/list with a client's own clientInfo: %.300s", out)
+	}
 }
