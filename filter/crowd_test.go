@@ -131,3 +131,67 @@ func TestCrowdedBuildCounted(t *testing.T) {
 		}
 	}
 }
+
+// TestCrowdedValuesUnderKeep: what an observation asks FlowOptions.Keep
+// to hold counts values without their automata; a crowded value that
+// does not fit what Keep holds but fits MaxBytes makes the observation
+// ask Keep again, so that none is lost below MaxBytes — and what Keep
+// holds covers what the flow counts.
+func TestCrowdedValuesUnderKeep(t *testing.T) {
+	f := newTestFilter(t, Config{})
+	var held int64
+	fl := newTestFlow(t, f, FlowOptions{Rules: []Rule{{From: "util.*", To: "http.*"}}, Keep: func(n int64) error {
+		held = max(held, n)
+		return nil
+	}})
+	r := rand.New(rand.NewPCG(4, 4))
+	for range 4 {
+		fl.Observe("util.echo", crowdedResult(r, "zzzzzzzz", 300, 60), Provenance{})
+	}
+	st := fl.Stats()
+	if st.Dropped != 0 || st.Values < 1200 || int64(st.Bytes) > held {
+		t.Errorf("%+v, Keep asked for %d bytes at most: crowded values lost below MaxBytes, or kept past what Keep holds", st, held)
+	}
+	if err := fl.Check("http.post", json.RawMessage(`{"v":"hello there"}`)); err != nil {
+		t.Errorf("Check with every value kept = %v", err)
+	}
+}
+
+// TestCrowdedSensitiveValuesCounted: addresses of one local part's head,
+// tracked on a flow without a rule (the sensitive values, in both of its
+// indexes), keep no more than MaxBytes and little more either (attack21
+// A2 with ATTACK21_EMAILS: +398 MiB on a server with no rule).
+func TestCrowdedSensitiveValuesCounted(t *testing.T) {
+	f := newTestFilter(t, Config{})
+	r := rand.New(rand.NewPCG(8, 9))
+	const abc = "abcdefghijklmnopqrstuvwxyz0123456789"
+	rnd := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = abc[r.IntN(len(abc))]
+		}
+		return string(b)
+	}
+	results := make([]json.RawMessage, 11)
+	for i := range results {
+		items := make([]string, 4000)
+		for j := range items {
+			items[j] = "zzzzzzzz" + rnd(20+j%30) + "@" + rnd(60) + "." + rnd(60) + ".com"
+		}
+		results[i], _ = json.Marshal(map[string]any{"items": items})
+	}
+	const maxBytes = 8 << 20
+	before := liveHeap()
+	fl := newTestFlow(t, f, FlowOptions{MaxBytes: maxBytes})
+	for _, res := range results {
+		fl.Observe("util.echo", res, Provenance{})
+	}
+	st := fl.Stats()
+	grew := liveHeap() - before
+	runtime.KeepAlive(fl)
+	runtime.KeepAlive(results)
+	t.Logf("%+v, heap +%d KiB", st, grew>>10)
+	if st.Bytes > maxBytes || grew > maxBytes*5/4 || st.Dropped == 0 {
+		t.Errorf("a flow of MaxBytes %d KiB counted %d KiB and kept %d KiB of heap, %d values dropped", maxBytes>>10, st.Bytes>>10, grew>>10, st.Dropped)
+	}
+}

@@ -97,3 +97,19 @@ func TestOverflowNamesBounded(t *testing.T) {
 		t.Errorf("Check of a stored value of every source = %v", err)
 	}
 }
+
+// TestTokenOfEverySource: a token whose sources include EverySource (a
+// value of the flow's last slot past its names) is refused by every rule
+// whose To covers the call.
+func TestTokenOfEverySource(t *testing.T) {
+	t.Parallel()
+	v := newTestVault(t, VaultOptions{Rules: []Rule{{From: "crm.*", To: "http.*"}}})
+	tok := v.Tokenize(ClassEmail, "ada@example.com", []string{EverySource, "tool.one"})
+	var re *RuleError
+	if _, err := v.Resolve(json.RawMessage(`{"to":"`+tok+`"}`), "http.post"); !errors.As(err, &re) || re.Source != EverySource {
+		t.Errorf("Resolve to http = %v, want a *RuleError of %s", err, EverySource)
+	}
+	if _, err := v.Resolve(json.RawMessage(`{"to":"`+tok+`"}`), "mail.send"); err != nil {
+		t.Errorf("Resolve to a tool no rule covers = %v", err)
+	}
+}
