@@ -40,10 +40,13 @@ func TestCrowdedValuesKeptBounded(t *testing.T) {
 		t0 := time.Now()
 		rec := bob.run(`const abc = "abcdefghijklmnopqrstuvwxyz0123456789";
 function rnd(n) { let s = ""; for (let i = 0; i < n; i++) s += abc[(Math.random() * 36) | 0]; return s; }
+const base = rnd(240);
 let n = 0;
 for (let c = 0; c < 11; c++) {
   const items = [];
-  for (let i = 0; i < 4000; i++) { const h = `+head+`; items.push(h + "-" + rnd(200 + (i % 40))); }
+  // Values of 40 lengths that end apart: each about its length in
+  // nodes of the automaton of the values reversed.
+  for (let i = 0; i < 4000; i++) { const h = `+head+`; items.push(h + "-" + base.slice(0, 200 + (i % 40)) + (c * 4000 + i).toString(36)); }
   n += (await util.echo({text: "x", items})).items.length;
 }
 try { await http.post_webhook({url: "https://hooks.example/x", payload: {v: "a plain value"}}); return n + " sent" }
