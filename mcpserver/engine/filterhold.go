@@ -102,12 +102,12 @@ type observeHold struct {
 	name   string
 }
 
-// holdObserving returns the holds of an observation of c's result
-// (filter.Flow.ObserveHeld's: its findings', and what the flow keeps of
-// it, first held on the call's hold and then moved to the run's
-// flowKeep), and what gives them back; nils and a no-op without results
-// in flight to hold.
-func (r *resultBytes) holdObserving(ctx context.Context, c *Call) (findings, keep filter.FindingsHold, release func()) {
+// holdObserving returns the holds of an observation of c's result of
+// size bytes (filter.Flow.ObserveHeld's: its findings', and what the
+// flow keeps of it, moved from the call's hold to the run's flowKeep),
+// and what gives them back; nils and a no-op without results in flight
+// to hold.
+func (r *resultBytes) holdObserving(ctx context.Context, c *Call, size int) (findings, keep filter.FindingsHold, release func()) {
 	if r == nil {
 		return nil, nil, func() {}
 	}
@@ -119,7 +119,7 @@ func (r *resultBytes) holdObserving(ctx context.Context, c *Call) (findings, kee
 	oh.base = oh.h.held
 	oh.h.mu.Unlock()
 	if k := c.Run.flowKeep; k != nil {
-		keep = k.takeFrom(ctx, oh.h, c.Name)
+		keep = k.takeFrom(ctx, oh.h, c.Name, int64(size))
 	}
 	return oh.findings, keep, oh.release
 }
@@ -151,7 +151,7 @@ func observeError(tool string, err error) error {
 	if errors.As(err, &te) {
 		msg = te.Message
 	}
-	return &tools.Error{Code: codeResultBytesInFlight, Tool: tool, Err: err, Message: "the run's data flow cannot follow this result, so the program does not get it: " + msg +
+	return &tools.Error{Code: codeResultBytesInFlight, Tool: tool, Err: err, Message: "the result is not returned, since the run's data flow cannot follow it: " + msg +
 		"; ask for less (a page, fewer fields, a filter at the source), or await fewer such calls at once"}
 }
 
@@ -183,11 +183,15 @@ func (k *flowKeep) hold(n int64) error {
 }
 
 // takeFrom returns the filter.Flow.ObserveHeld keep of an observation of
-// call name's result, whose hold is h: what the flow keeps more is held
-// on h first, which waits as a call's raise does (holding nothing, and
-// before the fresh reservations of its run and principal), and then
-// moved to the run's flowKeep, which holds it until the run ends.
-func (k *flowKeep) takeFrom(ctx context.Context, h *holding, name string) filter.FindingsHold {
+// call name's result, whose hold is h: what the flow keeps more is moved
+// from h to the run's flowKeep, which holds it until the run ends. The
+// call's hold counted the observation's copy of the result and its tree
+// (tools.ResultCopies), which are what the flow keeps of it; the call
+// keeps at least floor, the result's bytes, for the program's sandbox to
+// take. When it holds less than that and what is moved, it is raised
+// first, waiting as a call's raise does (holding nothing, and before the
+// fresh reservations of its run and principal).
+func (k *flowKeep) takeFrom(ctx context.Context, h *holding, name string, floor int64) filter.FindingsHold {
 	return func(n int64) error {
 		k.h.mu.Lock()
 		more := n - k.h.held
@@ -196,11 +200,13 @@ func (k *flowKeep) takeFrom(ctx context.Context, h *holding, name string) filter
 			return nil
 		}
 		h.mu.Lock()
-		base := h.held
+		held := h.held
 		h.mu.Unlock()
-		if err := h.raise(ctx, base+more, fmt.Sprintf("the run's data flow keeps about %s of the values its calls returned (their index, for the data-flow rules and the output filter), %s more for the result of %s",
-			formatSize(n), formatSize(more), name)); err != nil {
-			return err
+		if held-floor < more {
+			if err := h.raise(ctx, floor+more, fmt.Sprintf("the run's data flow keeps about %s of the values its calls returned (their index, for the data-flow rules and the output filter), %s more for the result of %s",
+				formatSize(n), formatSize(more), name)); err != nil {
+				return err
+			}
 		}
 		// Moved, not given back and taken again: the bytes stay the
 		// run's and its principal's.
@@ -208,7 +214,7 @@ func (k *flowKeep) takeFrom(ctx context.Context, h *holding, name string) filter
 		defer h.mu.Unlock()
 		k.h.mu.Lock()
 		defer k.h.mu.Unlock()
-		if t := min(n-k.h.held, more, h.held); t > 0 {
+		if t := min(n-k.h.held, more, h.held-floor); t > 0 {
 			h.held -= t
 			h.pin(-t)
 			k.h.held += t

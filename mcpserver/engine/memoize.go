@@ -204,7 +204,7 @@ func (m *memoizer) observeMemo(ctx context.Context, c *Call, tool string, out, p
 	if json.Unmarshal(prov, &p) != nil || p.IsZero() {
 		return nil
 	}
-	hold, keep, release := m.results.holdObserving(ctx, c)
+	hold, keep, release := m.results.holdObserving(ctx, c, len(out))
 	defer release()
 	if err := c.Run.flow.observe(tool, out, p, hold, keep); err != nil {
 		return observeError(tool, err)

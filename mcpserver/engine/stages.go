@@ -203,7 +203,7 @@ func (o observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 	out, err := next.call(context.WithValue(ctx, resultSourcesKey{}, from), c)
 	if err == nil {
 		c.sources = from.get()
-		hold, keep, release := o.results.holdObserving(ctx, c)
+		hold, keep, release := o.results.holdObserving(ctx, c, len(out))
 		err = c.Run.flow.observe(c.Name, out, c.sources, hold, keep)
 		release()
 		if err != nil {
