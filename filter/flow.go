@@ -914,7 +914,7 @@ func (e *FlowError) Error() string {
 	}
 	source := e.Source
 	if source == EverySource {
-		source = fmt.Sprintf("one of the sources past the %d the data-flow tracker names one by one (the run or its stored data read from more; every rule covers them)", maxFlowSources-1+maxOverflowNames)
+		source = fmt.Sprintf("one of the sources past the %d the data-flow tracker names one by one (the run or its stored data read from more; every rule covers them)", maxFlowSources+maxOverflowNames)
 	}
 	return fmt.Sprintf("rule %q → %q forbids passing a value from %s to %s (%s)", e.Rule.From, e.Rule.To, source, e.Tool, where)
 }
