@@ -206,7 +206,7 @@ load-multi: build
 ## deadline + 100 ms, whatever built-in it abuses.
 FUZZTIME ?= 2m
 FUZZ_TARGETS := executor:FuzzBuiltins executor:FuzzRun executor:FuzzFrames executor/internal/engine:FuzzParseJSON filter:FuzzApply filter:FuzzApplyText \
-	filter:FuzzFlow filter:FuzzFlowLazy filter:FuzzJSON filter:FuzzResolve vfs:FuzzPaths memory:FuzzValidatePath tools:FuzzInferrer tools/openapi:FuzzParse
+	filter:FuzzFlow filter:FuzzFlowLazy filter:FuzzJSON filter:FuzzResolve vfs:FuzzPaths memory:FuzzValidatePath tools:FuzzInferrer tools/openapi:FuzzParse tools/openapi:FuzzYAMLToJSON
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t##*:}; echo "== $$pkg $$fn ($(FUZZTIME))"; \

@@ -33,27 +33,11 @@ const maxFlowSources = 64
 
 // maxOverflowNames is the number of names the last slot keeps besides
 // its own: past them (or past FlowOptions.MaxBytes) it stands for every
-// source, EverySource among its names, and every rule's From matches it.
+// source, AnySource among its names, and every rule's From matches it.
 // Names arrive with results (a stored value's provenance) and with every
 // tool a run calls; a run named 12,800 of them, and each set of slots
 // named with the last one copied them all (attack21 A3).
 const maxOverflowNames = 64
-
-// EverySource is the name of a source that stands for every source:
-// a flow names it among the sources of values from the sources past
-// those it names one by one (maxOverflowNames), so that a provenance
-// keeps that they may be of any source. Every rule's From matches it, in
-// the flow that reads it back from a provenance and in the vault.
-const EverySource = "*"
-
-// fromMatches reports whether a rule's From matches a source.
-func fromMatches(from, source string) bool {
-	if source == EverySource {
-		return true
-	}
-	ok, _ := path.Match(from, source)
-	return ok
-}
 
 // FlowOptions configure a Flow.
 type FlowOptions struct {
@@ -128,7 +112,7 @@ type Flow struct {
 	namesMu  sync.Mutex
 	namesOf  map[uint64][]string // cache of names, shared: not to be modified
 	namesLen int                 // the names namesOf holds
-	// overflowSorted is overflow sorted, with EverySource when every;
+	// overflowSorted is overflow sorted, with AnySource when every;
 	// nil when not computed.
 	overflowSorted []string
 }
@@ -823,7 +807,7 @@ func (fl *Flow) names(srcs uint64) []string {
 		if fl.overflowSorted == nil {
 			fl.overflowSorted = slices.Clone(fl.overflow)
 			if fl.every {
-				fl.overflowSorted = append(fl.overflowSorted, EverySource)
+				fl.overflowSorted = append(fl.overflowSorted, AnySource)
 			}
 			slices.Sort(fl.overflowSorted)
 		}
@@ -900,7 +884,7 @@ type FlowError struct {
 func (e *FlowError) Error() string {
 	if e.Untracked {
 		return fmt.Sprintf("rule %q → %q: this run received more data from %s than the data-flow tracker keeps, so calls to %s cannot be checked and are refused for the rest of the run",
-			e.Rule.From, e.Rule.To, e.Source, e.Tool)
+			e.Rule.From, e.Rule.To, sourceText(e.Source), e.Tool)
 	}
 	where := "argument " + e.Path
 	if e.Path == "" {
@@ -912,11 +896,7 @@ func (e *FlowError) Error() string {
 	if e.Encoding != "" {
 		where += ", " + e.Encoding
 	}
-	source := e.Source
-	if source == EverySource {
-		source = fmt.Sprintf("one of the sources past the %d the data-flow tracker names one by one (the run or its stored data read from more; every rule covers them)", maxFlowSources+maxOverflowNames)
-	}
-	return fmt.Sprintf("rule %q → %q forbids passing a value from %s to %s (%s)", e.Rule.From, e.Rule.To, source, e.Tool, where)
+	return fmt.Sprintf("rule %q → %q forbids passing a value from %s to %s (%s)", e.Rule.From, e.Rule.To, sourceText(e.Source), e.Tool, where)
 }
 
 func (e *FlowError) Unwrap() error { return ErrExfiltration }
@@ -940,7 +920,7 @@ func (fl *Flow) forbiddenFor(dest string) forbidMask {
 			if id == maxFlowSources-1 {
 				names = append(names, fl.overflow...)
 				if fl.every {
-					names = append(names, EverySource)
+					names = append(names, AnySource)
 				}
 			}
 			for _, n := range names {
@@ -1066,7 +1046,7 @@ func (c *checker) text(s string, inKey bool) {
 		if id == maxFlowSources-1 {
 			names := append([]string{source}, fl.overflow...)
 			if fl.every {
-				names = append(names, EverySource)
+				names = append(names, AnySource)
 			}
 			for _, n := range names {
 				if fromMatches(fl.rules[c.fm.rules[id]].From, n) {
@@ -1135,77 +1115,4 @@ func (fl *Flow) Provenance(data []byte) Provenance {
 	}
 	walk(&root)
 	return NewProvenance(fl.names(srcs)...)
-}
-
-// Provenance is the set of sources (qualified tool names) that stored
-// data came from, kept by the store with memories, workspace files and
-// stored results, and given back to Flow.Observe when a later run reads
-// them. Its JSON form is a sorted array of names; the zero value means
-// no known source.
-type Provenance struct {
-	sources []string // sorted, unique
-}
-
-// maxProvenanceSources bounds a provenance; beyond it, the first names in
-// order are kept.
-const maxProvenanceSources = 64
-
-// NewProvenance returns the provenance of the named sources.
-func NewProvenance(sources ...string) Provenance {
-	var s []string
-	for _, name := range sources {
-		if name != "" {
-			s = append(s, name)
-		}
-	}
-	slices.Sort(s)
-	s = slices.Compact(s)
-	if len(s) > maxProvenanceSources {
-		s = s[:maxProvenanceSources]
-	}
-	return Provenance{sources: s}
-}
-
-// Sources returns the sources, sorted.
-func (p Provenance) Sources() []string { return slices.Clone(p.sources) }
-
-// IsZero reports whether no source is known.
-func (p Provenance) IsZero() bool { return len(p.sources) == 0 }
-
-// Union returns the sources of p and q.
-func (p Provenance) Union(q Provenance) Provenance {
-	return NewProvenance(append(slices.Clone(p.sources), q.sources...)...)
-}
-
-func (p Provenance) String() string { return strings.Join(p.sources, ",") }
-
-// MarshalJSON encodes p as a sorted array of names.
-func (p Provenance) MarshalJSON() ([]byte, error) {
-	if p.sources == nil {
-		return []byte("[]"), nil
-	}
-	return json.Marshal(p.sources)
-}
-
-// UnmarshalJSON decodes an array of names (or null).
-func (p *Provenance) UnmarshalJSON(b []byte) error {
-	var s []string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("provenance: %w", err)
-	}
-	*p = NewProvenance(s...)
-	return nil
-}
-
-// ParseProvenance decodes the JSON form of a provenance, as the store
-// keeps it; "" is the zero provenance.
-func ParseProvenance(text string) (Provenance, error) {
-	var p Provenance
-	if text == "" {
-		return p, nil
-	}
-	if err := p.UnmarshalJSON([]byte(text)); err != nil {
-		return Provenance{}, err
-	}
-	return p, nil
 }

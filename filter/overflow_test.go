@@ -84,30 +84,30 @@ func TestOverflowNamesBounded(t *testing.T) {
 	fl.Observe("crm.secret_store", json.RawMessage(`{"v":"the launch code 4417-A"}`), Provenance{})
 	var fe *FlowError
 	err := fl.Check("http.post", json.RawMessage(`{"body":"the launch code 4417-A"}`))
-	if !errors.As(err, &fe) || fe.Source != EverySource || !strings.Contains(err.Error(), "every rule covers them") {
+	if !errors.As(err, &fe) || fe.Source != AnySource || !strings.Contains(err.Error(), "taken as every source") {
 		t.Errorf("Check of a value from a source past the names = %v", err)
 	}
-	if p := fl.Provenance(json.RawMessage(`"the launch code 4417-A"`)); !slices.Contains(p.Sources(), EverySource) {
-		t.Errorf("Provenance = %v, want %s among them", p, EverySource)
+	if p := fl.Provenance(json.RawMessage(`"the launch code 4417-A"`)); !slices.Contains(p.Sources(), AnySource) {
+		t.Errorf("Provenance = %v, want %s among them", p, AnySource)
 	}
 	// A later run that reads it back: every rule covers its values.
 	later := newTestFlow(t, f, FlowOptions{Rules: []Rule{{From: "crm.*", To: "http.*"}}})
-	later.Observe("memory.get", json.RawMessage(`{"content":"the launch code 4417-A"}`), NewProvenance(EverySource))
+	later.Observe("memory.get", json.RawMessage(`{"content":"the launch code 4417-A"}`), NewProvenance(AnySource))
 	if err := later.Check("http.post", json.RawMessage(`{"body":"the launch code 4417-A"}`)); !errors.As(err, &fe) {
 		t.Errorf("Check of a stored value of every source = %v", err)
 	}
 }
 
-// TestTokenOfEverySource: a token whose sources include EverySource (a
+// TestTokenOfAnySource: a token whose sources include AnySource (a
 // value of the flow's last slot past its names) is refused by every rule
 // whose To covers the call.
-func TestTokenOfEverySource(t *testing.T) {
+func TestTokenOfAnySource(t *testing.T) {
 	t.Parallel()
 	v := newTestVault(t, VaultOptions{Rules: []Rule{{From: "crm.*", To: "http.*"}}})
-	tok := v.Tokenize(ClassEmail, "ada@example.com", []string{EverySource, "tool.one"})
+	tok := v.Tokenize(ClassEmail, "ada@example.com", []string{AnySource, "tool.one"})
 	var re *RuleError
-	if _, err := v.Resolve(json.RawMessage(`{"to":"`+tok+`"}`), "http.post"); !errors.As(err, &re) || re.Source != EverySource {
-		t.Errorf("Resolve to http = %v, want a *RuleError of %s", err, EverySource)
+	if _, err := v.Resolve(json.RawMessage(`{"to":"`+tok+`"}`), "http.post"); !errors.As(err, &re) || re.Source != AnySource {
+		t.Errorf("Resolve to http = %v, want a *RuleError of %s", err, AnySource)
 	}
 	if _, err := v.Resolve(json.RawMessage(`{"to":"`+tok+`"}`), "mail.send"); err != nil {
 		t.Errorf("Resolve to a tool no rule covers = %v", err)

@@ -80,7 +80,7 @@ type RuleError struct {
 
 func (e *RuleError) Error() string {
 	return fmt.Sprintf("rule %q → %q forbids passing %s (a value from %s) to %s",
-		e.Rule.From, e.Rule.To, e.Token, e.Source, e.Tool)
+		e.Rule.From, e.Rule.To, e.Token, sourceText(e.Source), e.Tool)
 }
 
 func (e *RuleError) Unwrap() error { return ErrExfiltration }
@@ -108,7 +108,8 @@ type VaultOptions struct {
 	TTL time.Duration
 }
 
-// maxSources bounds the source tools remembered per value.
+// maxSources bounds the source tools remembered per value; past it, a
+// value is of every source (AnySource).
 const maxSources = 32
 
 // Vault maps the tokens of one MCP session to their values, in memory
@@ -306,23 +307,40 @@ func (v *Vault) addSources(e *vaultEntry, add []string) {
 	if len(add) == 0 {
 		return
 	}
-	before := e.cost()
-	n := len(e.sources)
+	before, had := e.cost(), len(e.sources)
+	wasAny := isAnySource(e.sources)
 	e.sources = addSources(e.sources, add)
 	v.bytes += e.cost() - before
-	if len(e.sources) != n {
+	if len(e.sources) != had || isAnySource(e.sources) != wasAny {
 		v.shared.markLocked(e) // the stored copy must learn its sources
 	}
 }
 
+// addSources returns have with the sources of add it lacks. Past
+// maxSources, or given AnySource, it is AnySource alone: the value is of
+// every source, never of some of them with the others dropped (issue 19,
+// attack21 P1: 40 made-up names that sort before "crm." were kept in
+// place of crm.get_contact, and the token passed crm.* → http.*).
 func addSources(have, add []string) []string {
+	if isAnySource(have) {
+		return have
+	}
 	for _, s := range add {
-		if s != "" && !slices.Contains(have, s) && len(have) < maxSources {
+		switch {
+		case s == AnySource:
+			return []string{AnySource}
+		case s == "" || slices.Contains(have, s):
+		case len(have) == maxSources:
+			return []string{AnySource}
+		default:
 			have = append(have, s)
 		}
 	}
 	return have
 }
+
+// isAnySource reports whether sources are AnySource alone.
+func isAnySource(sources []string) bool { return len(sources) == 1 && sources[0] == AnySource }
 
 // Sources returns the source tools recorded for a token.
 func (v *Vault) Sources(token string) ([]string, bool) {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/codecell/codecell/tools"
 )
 
 // What a session keeps of its client's requests is bounded: mcp-go keeps
@@ -17,19 +19,23 @@ const (
 	// maxInitializeBytes bounds an initialize request; a client's is a
 	// few hundred bytes.
 	maxInitializeBytes = 16 << 10
+	// maxClientValues bounds the JSON values of a client's identity and
+	// capabilities: a client's are a few dozen, and mcp-go keeps them
+	// decoded, which 16 KiB of nested objects made 0.9 MB (attack23 M1).
+	maxClientValues = 512
 	// maxSubscriptionURIBytes bounds a resource URI subscribed to.
 	maxSubscriptionURIBytes = 2 << 10
 	// maxSubscriptions bounds the resources one session subscribes to.
 	maxSubscriptions = 256
 )
 
-// boundRequests refuses an initialize past maxInitializeBytes, a request
-// whose _meta carries a client's identity and capabilities past the same
-// bound, and a resources/subscribe past its bounds, before mcp-go keeps
-// any of them. The
-// method is read as mcp-go decodes it (JSON may spell any character as
-// an escape); a message with neither the bytes that could name it nor an
-// escape is not decoded.
+// boundRequests refuses an initialize past maxInitializeBytes or
+// maxClientValues, a request whose _meta carries a client's identity and
+// capabilities past the same bounds, and a resources/subscribe past its
+// bounds, before mcp-go keeps any of them. The method is read as mcp-go
+// decodes it (JSON may spell any character as an escape); a message with
+// neither the bytes that could name it nor an escape, small and of few
+// values, is not decoded.
 func (ss *subscriptions) boundRequests(h *server.Hooks) {
 	h.AddOnRequestInitialization(func(ctx context.Context, _ any, message any) error {
 		raw, ok := message.(json.RawMessage)
@@ -39,7 +45,9 @@ func (ss *subscriptions) boundRequests(h *server.Hooks) {
 		escaped := bytes.IndexByte(raw, '\\') >= 0
 		big := len(raw) > maxInitializeBytes
 		subscribe := escaped || bytes.Contains(raw, []byte(mcp.MethodResourcesSubscribe))
-		if !big && !subscribe {
+		client := escaped || bytes.Contains(raw, []byte("apabilities")) || bytes.Contains(raw, []byte("lientInfo"))
+		many := client && tools.JSONValues(raw, maxClientValues) > maxClientValues
+		if !big && !many && !subscribe {
 			return nil
 		}
 		// The method alone decides, decoded as mcp-go decodes it: a
@@ -52,7 +60,7 @@ func (ss *subscriptions) boundRequests(h *server.Hooks) {
 		if json.Unmarshal(raw, &req) != nil {
 			return nil // mcp-go cannot read it either, and answers so
 		}
-		if big {
+		if big || many {
 			if err := boundMeta(raw); err != nil {
 				return err
 			}
@@ -61,6 +69,10 @@ func (ss *subscriptions) boundRequests(h *server.Hooks) {
 		case mcp.MethodInitialize:
 			if big {
 				return fmt.Errorf("an initialize request is at most %d bytes (this one is %d): send a shorter clientInfo and capabilities", maxInitializeBytes, len(raw))
+			}
+			// Little else than clientInfo and capabilities has values.
+			if many {
+				return fmt.Errorf("an initialize request has at most %d JSON values: send a simpler clientInfo and capabilities", maxClientValues)
 			}
 		case mcp.MethodResourcesSubscribe:
 			var params struct {
@@ -76,7 +88,8 @@ func (ss *subscriptions) boundRequests(h *server.Hooks) {
 }
 
 // boundMeta refuses a request whose _meta carries a client's identity and
-// capabilities of more than maxInitializeBytes together. From protocol
+// capabilities of more than maxInitializeBytes or maxClientValues
+// together. From protocol
 // 2026-07-28 on every request may carry them, whatever its method, and
 // mcp-go keeps them on the session as an initialize's — on an SSE
 // session for the session's life (attack22 P4: 64 SSE sessions' pings
@@ -91,9 +104,12 @@ func boundMeta(raw json.RawMessage) error {
 	if json.Unmarshal(raw, &req) != nil {
 		return nil
 	}
-	n := len(req.Params.Meta[mcp.MetaKeyClientInfo]) + len(req.Params.Meta[mcp.MetaKeyClientCapabilities])
-	if n > maxInitializeBytes {
+	info, caps := req.Params.Meta[mcp.MetaKeyClientInfo], req.Params.Meta[mcp.MetaKeyClientCapabilities]
+	if n := len(info) + len(caps); n > maxInitializeBytes {
 		return fmt.Errorf("a request's clientInfo and clientCapabilities are at most %d bytes together (these are %d): send shorter ones", maxInitializeBytes, n)
+	}
+	if tools.JSONValues(info, maxClientValues)+tools.JSONValues(caps, maxClientValues) > maxClientValues {
+		return fmt.Errorf("a request's clientInfo and clientCapabilities have at most %d JSON values together: send simpler ones", maxClientValues)
 	}
 	return nil
 }

@@ -113,7 +113,21 @@ func TestInitializeBounded(t *testing.T) {
 			t.Errorf("a 100 KB initialize with %s: %d %.300s", extra, resp.StatusCode, out)
 		}
 	}
+	deep := strings.Replace(initBody, `"capabilities":{}`, `"capabilities":{"experimental":`+nested(2000)+`}`, 1)
+	if deep == initBody || len(deep) > 16<<10 {
+		t.Fatalf("the initialize with nested capabilities is %d bytes", len(deep))
+	}
+	resp = post(t, url, map[string]string{"Authorization": "Bearer " + aliceToken}, deep)
+	out, _ = io.ReadAll(resp.Body)
+	if !strings.Contains(string(out), "an initialize request has at most 512 JSON values") {
+		t.Errorf("an initialize of 2,000 nested capabilities: %d %.300s", resp.StatusCode, out)
+	}
 	initSession(t, url, aliceToken) // a client's own is served
+}
+
+// nested is n objects, each the value of the one around it.
+func nested(n int) string {
+	return strings.Repeat(`{"a":`, n) + "{}" + strings.Repeat("}", n)
 }
 
 // TestModernMetaBounded: from protocol 2026-07-28 on, any request may
@@ -123,12 +137,16 @@ func TestInitializeBounded(t *testing.T) {
 func TestModernMetaBounded(t *testing.T) {
 	t.Parallel()
 	ts := securedServer(t, engine.Limits{})
-	send := func(name string, info map[string]any) string {
+	send := func(name string, info map[string]any, caps ...any) string {
 		t.Helper()
+		var capabilities any = map[string]any{}
+		if len(caps) > 0 {
+			capabilities = caps[0]
+		}
 		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": map[string]any{"_meta": map[string]any{
 			"io.modelcontextprotocol/protocolVersion":    mcp.ProtocolVersion20260728,
 			"io.modelcontextprotocol/clientInfo":         info,
-			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+			"io.modelcontextprotocol/clientCapabilities": capabilities,
 		}}})
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+mcpserver.PathStreamable, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+aliceToken)
@@ -146,6 +164,11 @@ func TestModernMetaBounded(t *testing.T) {
 	}
 	if out := send("a 100 KB clientInfo", map[string]any{"name": "big", "version": strings.Repeat("9", 100<<10)}); !strings.Contains(out, "clientInfo and clientCapabilities are at most") {
 		t.Errorf("a tools/list with a 100 KB clientInfo: %.300s", out)
+	}
+	// 16 KiB of objects in objects decode to far more than 16 KiB, and
+	// mcp-go keeps them decoded (attack23 M1).
+	if out := send("nested capabilities", map[string]any{"name": "small", "version": "1"}, json.RawMessage(nested(2000))); !strings.Contains(out, "have at most 512 JSON values") {
+		t.Errorf("a tools/list with 2,000 nested capabilities: %.300s", out)
 	}
 	if out := send("a client's own", map[string]any{"name": "small", "version": "1"}); !strings.Contains(out, "execute_code") {
 		t.Errorf("a tools/list with a client's own clientInfo: %.300s", out)

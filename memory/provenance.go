@@ -33,12 +33,24 @@ func ProvenanceFrom(ctx context.Context) json.RawMessage {
 	return p
 }
 
+// AnySource and MaxProvenanceSources are package filter's bound on a
+// provenance (filter.AnySource, which every data-flow rule's From
+// matches, and the names a provenance keeps before it is AnySource
+// alone); a test of package engine, which sees both, keeps them equal.
+const (
+	AnySource            = "*"
+	MaxProvenanceSources = 64
+)
+
 // UnionProvenance returns the provenance of data written over data of
 // provenance stored: when both are JSON arrays (package filter's form, an
-// array of source names), their elements together, sorted and each once;
-// else the one given, or the stored one when none is given. Writes that
-// merge (an entity's properties, a relation) record it, so that what they
-// hold keeps the sources of every write, not only the last.
+// array of source names), their elements together, sorted and each once
+// — or [AnySource] alone when that is among them or they are more than
+// MaxProvenanceSources, so that no source is ever dropped to keep the
+// bound (issue 19, attack21 P1) —; else the one given, or the stored one
+// when none is given. Writes that merge (an entity's properties, a
+// relation) record it, so that what they hold keeps the sources of every
+// write, not only the last.
 func UnionProvenance(stored, given json.RawMessage) json.RawMessage {
 	if len(bytes.TrimSpace(given)) == 0 || string(bytes.TrimSpace(given)) == "null" {
 		return stored
@@ -61,6 +73,9 @@ func UnionProvenance(stored, given json.RawMessage) json.RawMessage {
 			seen[k] = true
 			all = append(all, k)
 		}
+	}
+	if anySource := `"` + AnySource + `"`; seen[anySource] || len(all) > MaxProvenanceSources {
+		return json.RawMessage("[" + anySource + "]")
 	}
 	slices.Sort(all)
 	return json.RawMessage("[" + strings.Join(all, ",") + "]")

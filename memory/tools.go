@@ -116,7 +116,10 @@ const (
 		"provenance": {"type": "array", "items": {"type": "string"}, "description": "The tools its data came from, when known."},
 		"merged_from": {"type": "array", "items": {"type": "object", "properties": {
 			"id": {"type": "integer"}, "content": {"type": "string"}, "content_bytes": {"type": "integer"}, "content_sha256": {"type": "string"},
-			"similarity": {"type": "number"}, "overlap": {"type": "number"}, "merged_at": {"type": "string", "format": "date-time"}}}}
+			"similarity": {"type": "number"}, "overlap": {"type": "number"}, "merged_at": {"type": "string", "format": "date-time"},
+			"record": {"type": "object", "description": "The merged memory as it was, without its metadata and entities (the survivor gained them).", "properties": {
+				"id": {"type": "integer"}, "layer": {"type": "string"}, "content": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}},
+				"provenance": {"type": "array", "items": {"type": "string"}, "description": "The tools its data came from, when known."}}}}}}
 	}, "required": ["id", "layer", "content", "tags", "metadata", "importance", "created_at", "updated_at", "access_count"]}`
 	entitySchema = `{"type": "object", "properties": {
 		"id": {"type": "integer"}, "name": {"type": "string"}, "type": {"type": "string"}, "description": {"type": "string"},
@@ -539,5 +542,18 @@ func (ts ToolSet) MemoryTools() []tools.Tool {
 			},
 		}...)
 	}
-	return out
+	return storedTools(out)
+}
+
+// storedTools marks the tools whose results show stored data with the
+// fields of their output schemas that carry its sources (tools.Stored),
+// unless a tool says so itself: a run's data flow reads them there and
+// nowhere else.
+func storedTools(ts []tools.Tool) []tools.Tool {
+	for i := range ts {
+		if p := tools.ProvenanceFields(ts[i].OutputSchema); len(p) > 0 && ts[i].Stored == nil {
+			ts[i].Stored = &tools.StoredFields{Provenance: p}
+		}
+	}
+	return ts
 }

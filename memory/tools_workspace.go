@@ -54,7 +54,7 @@ func (ts ToolSet) WorkspaceTools() []tools.Tool {
 		return nil
 	}
 	lim := ts.Limits.Defaults()
-	return []tools.Tool{
+	return storedTools([]tools.Tool{
 		{
 			Name:    "workspace.write",
 			Summary: "Write a file (text, or base64 with encoding: \"base64\") to the persistent workspace, replacing any file there.",
@@ -122,6 +122,9 @@ func (ts ToolSet) WorkspaceTools() []tools.Tool {
 			// 7.5 MiB file took 1.45 GiB); the JSON it becomes is held
 			// as the registry counts it.
 			MaxResultBytes: 2 * lim.MaxFileBytes,
+			// The file's bytes in base64 are its data too: the flow knows
+			// them decoded (issue 19, attack21 P2).
+			Stored: &tools.StoredFields{Provenance: []string{"provenance"}, Base64: []string{"data"}},
 			Handler: tools.Handle(func(ctx context.Context, in struct {
 				Path     string `json:"path"`
 				Encoding string `json:"encoding"`
@@ -191,5 +194,5 @@ func (ts ToolSet) WorkspaceTools() []tools.Tool {
 				return map[string]any{"path": in.Path, "removed": removed}, nil
 			}),
 		},
-	}
+	})
 }

@@ -106,6 +106,13 @@ type Tool struct {
 	// number; every result, 0 or not, is held besides as what it decodes
 	// into (HoldDecoded) until it is handed on.
 	MaxResultBytes int64
+	// Stored, set only on the server's own tools that return stored data
+	// (memories, workspace files, cached values, skills), says where
+	// their results carry the sources of that data, and what of it they
+	// give back encoded. A run's data flow reads a result's sources
+	// there alone: nil on every other tool, whose results name none,
+	// whatever they hold (see StoredFields).
+	Stored *StoredFields
 	// Handler runs the tool.
 	Handler Handler
 }

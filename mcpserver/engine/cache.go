@@ -73,7 +73,10 @@ func (k cache) tools() []tools.Tool {
 			// D7: 128 reads at once of a 1 MB value took 1.4 GiB): the
 			// driver's copy, the scan's and the encoded result's.
 			MaxResultBytes: tools.ResultCopies * (int64(c.MaxValueBytes) + 4<<10),
-			Handler:        tools.Handle(k.get),
+			// The value's sources are its provenance field's, never a
+			// "provenance" key of the value (attack21 P1).
+			Stored:  &tools.StoredFields{Provenance: []string{"provenance"}},
+			Handler: tools.Handle(k.get),
 		},
 		{
 			Name:        "cache.set",
@@ -113,7 +116,7 @@ type cacheGetResult struct {
 	Found     bool            `json:"found"`
 	Value     json.RawMessage `json:"value,omitempty"`
 	ExpiresAt *time.Time      `json:"expires_at,omitempty"`
-	// Provenance names the sources of the value (see storedProvenance).
+	// Provenance names the sources of the value (see storedOf).
 	Provenance json.RawMessage `json:"provenance,omitempty"`
 }
 

@@ -85,7 +85,7 @@ func (e *Engine) stepCall(ctx context.Context, run *Run, st plannedStep) (json.R
 	seq := st.Seq - 1
 	jc, err, ok := r.replayFrom(seq, st.Tool, st.Args)
 	if ok {
-		r.replaySeen(run, jc) // the flow learns again what the step's call showed it
+		r.replaySeen(run, jc, e.gate.reg.View(run.Caller)) // the flow learns again what the step's call showed it
 		return jc.Out, err
 	}
 	if err != nil {

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/codecell/codecell/filter"
@@ -72,8 +74,7 @@ func (t *tracker) observeNow(source string, data string, from filter.Provenance,
 			err = errObserveCrashed
 		}
 	}()
-	// storedProvenance only reads the bytes of data.
-	return t.flow.ObserveHeld(source, data, storedProvenance(unsafe.Slice(unsafe.StringData(data), len(data))).Union(from), hold, keep)
+	return t.flow.ObserveHeld(source, data, from, hold, keep)
 }
 
 // settled returns the flow. It panics with errObserveCrashed once an
@@ -104,43 +105,47 @@ func checkFlow(flow *filter.Flow, name string, args json.RawMessage) error {
 	return err
 }
 
-// storedProvenance is the union of the provenance fields in the result of
-// a tool that reads what was stored (memories, workspace files): the
-// sources the stored data came from. Other results carry none.
-func storedProvenance(out json.RawMessage) filter.Provenance {
-	var p filter.Provenance
-	// Looked for by its tail first: a search anchored on a quote, the
-	// commonest byte of JSON, took 0.8 ms of a 1 MB result, 8× as long.
-	if !bytes.Contains(out, []byte(`venance"`)) || !bytes.Contains(out, []byte(`"provenance"`)) {
-		return p
+// stored is what a result of a store tool carries for the data flow
+// (tools.StoredFields): the sources of the stored data it shows, and what
+// of that data it gives back encoded, decoded.
+type stored struct {
+	from    filter.Provenance
+	decoded [][]byte
+}
+
+// storedOf reads what out, a result of t, carries for the data flow:
+// only where t, a store tool, says it puts it — never a "provenance" key
+// of the data itself (a memory's metadata, a cached value) nor of another
+// tool's result, which named made-up sources beside a crm value and cut
+// crm's off a provenance (issue 19, attack21 P1).
+func storedOf(t *tools.Tool, out json.RawMessage) stored {
+	if t == nil || t.Stored == nil {
+		return stored{}
 	}
-	var walk func(v any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			for k, e := range x {
-				if k == "provenance" {
-					if b, err := json.Marshal(e); err == nil {
-						var q filter.Provenance
-						if json.Unmarshal(b, &q) == nil {
-							p = p.Union(q)
-						}
-					}
-					continue
-				}
-				walk(e)
-			}
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
+	d := t.Stored.Read(out)
+	return stored{from: filter.NewProvenance(d.Sources...), decoded: d.Decoded}
+}
+
+// decodedTexts are the texts the flow observes for stored data a result
+// gave back encoded: the bytes as UTF-8 text when they are, as a result
+// that gives them as text holds them; and when any byte is not ASCII,
+// each byte as the character of its value — what a program's atob, or a
+// decoder written byte by byte, makes of them. They are texts, not JSON:
+// the flow takes one that is not JSON as one string. The first shares
+// b's bytes.
+func decodedTexts(b []byte) []string {
+	var out []string
+	if utf8.Valid(b) {
+		out = append(out, unsafe.String(unsafe.SliceData(b), len(b)))
+	}
+	if slices.ContainsFunc(b, func(c byte) bool { return c >= utf8.RuneSelf }) {
+		latin := make([]byte, 0, 2*len(b))
+		for _, c := range b {
+			latin = utf8.AppendRune(latin, rune(c))
 		}
+		out = append(out, string(latin))
 	}
-	var v any
-	if json.Unmarshal(out, &v) == nil {
-		walk(v)
-	}
-	return p
+	return out
 }
 
 // observeResolved tells the flow where the values of the tokens in args

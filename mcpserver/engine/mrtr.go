@@ -483,7 +483,7 @@ func (p programCalls) resumableCall(ctx context.Context, ec executor.Call) (json
 	jc, err, ok := r.replayFrom(ec.Seq, ec.Name, ec.Args)
 	if ok {
 		ec.MarkCached()
-		if err := r.replaySeen(p.run, jc); err != nil {
+		if err := r.replaySeen(p.run, jc, p.g.reg.View(p.run.Caller)); err != nil {
 			return nil, err
 		}
 		return jc.Out, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/codecell/codecell/executor"
 	"github.com/codecell/codecell/filter"
+	"github.com/codecell/codecell/tools"
 )
 
 // What a resumable run's journal keeps beside each call's result, and
@@ -118,10 +119,13 @@ func (o *observations) take(out json.RawMessage) ([]journalSeen, bool) {
 }
 
 // replaySeen tells the run's flow again what it observed while the
-// journaled call c ran. A refusal of what the flow keeps (the run's
-// results in flight) is the replayed call's error, as it would have been
-// the call's.
-func (r *resumption) replaySeen(run *Run, c journalCall) error {
+// journaled call c ran. A store tool's result (of view) is read for the
+// sources of its data as the live call read it, whether or not the
+// journal's From has them (a journal written before they were kept
+// there: issue 19, attack21 P1). A refusal of what the flow keeps (the
+// run's results in flight) is the replayed call's error, as it would
+// have been the call's.
+func (r *resumption) replaySeen(run *Run, c journalCall, view *tools.View) error {
 	if run.flow == nil {
 		return nil
 	}
@@ -133,6 +137,9 @@ func (r *resumption) replaySeen(run *Run, c journalCall) error {
 		var from filter.Provenance
 		if s.From != nil {
 			from = *s.From
+		}
+		if t, ok := view.Get(s.Source); ok {
+			from = from.Union(storedOf(t, data).from)
 		}
 		if err := run.flow.observe(s.Source, data, from, nil, nil); err != nil {
 			return observeError(s.Source, err)

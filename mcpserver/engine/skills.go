@@ -358,6 +358,7 @@ func (k *skills) helpers() []helper {
 			OutputSchema:   json.RawMessage(`{"type":"object","properties":{"skills":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"description":{"type":"string"},"language":{"type":"string"},"version":{"type":"integer"},"owner":{"type":"string"},"own":{"type":"boolean"},"published":{"type":"boolean"},"provenance":{"type":"array","items":{"type":"string"},"description":"The tools the skill's data came from, when known."}}}},"next":{"type":"string","description":"Present when more skills follow: pass it as after."}},"required":["skills"]}`),
 			Annotations:    tools.Annotations{ReadOnly: true},
 			MaxResultBytes: skillListReadBytes,
+			Stored:         &tools.StoredFields{Provenance: []string{"skills/*/provenance"}},
 			Related:        []string{"skills.save"},
 		}, call: bindHelper(k.list)},
 		{tool: tools.Tool{
@@ -520,7 +521,7 @@ type skillRow struct {
 	Published   bool   `json:"published"`
 	// Provenance is the skill's: its name and description are data of
 	// the sources it was saved from, and the run's flow reads them here
-	// (storedProvenance; issue 19, attack18 K6).
+	// (storedOf, where skills.list says: issue 19, attack18 K6).
 	Provenance json.RawMessage `json:"provenance,omitempty"`
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -202,7 +203,11 @@ func (o observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 	from := &resultSources{}
 	out, err := next.call(context.WithValue(ctx, resultSourcesKey{}, from), c)
 	if err == nil {
-		c.sources = from.get()
+		// A store tool's result says which sources its data came from,
+		// where the tool puts them (storedOf); the journal of a
+		// resumable run keeps them with the result.
+		st := storedOf(c.Tool, out)
+		c.sources = from.get().Union(st.from)
 		hold, keep, release := o.results.holdObserving(ctx, c, len(out))
 		err = c.Run.flow.observe(c.Name, out, c.sources, hold, keep)
 		release()
@@ -210,8 +215,53 @@ func (o observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 			return nil, observeError(c.Name, err)
 		}
 		c.seen.note(c.Name, out, c.sources)
+		// What the store gave back encoded is known decoded too, before
+		// the program has it (issue 19, attack21 P2).
+		if err := observeDecoded(ctx, o.results, c, out, st); err != nil {
+			return nil, err
+		}
 	}
 	return out, err
+}
+
+// observeDecoded observes the stored data a store tool's result out gave
+// back encoded (st.decoded), decoded, under the result's sources — when
+// it has any: data of none holds no value a rule follows. The call holds
+// what the decoded texts take beside its result's copies first (a
+// decoded 8 MiB file is up to 24 MiB of texts), so that reads at once
+// cannot take more than their holds; a refusal fails the call, as does
+// one of what observing them costs (holdObserving).
+func observeDecoded(ctx context.Context, r *resultBytes, c *Call, out json.RawMessage, st stored) error {
+	if len(st.decoded) == 0 || st.from.IsZero() {
+		return nil
+	}
+	var texts []string
+	size := tools.ResultCopies * int64(len(out))
+	for _, d := range st.decoded {
+		size += 3 * int64(len(d)) // the bytes, and their texts at most twice
+	}
+	if c.held != nil {
+		if err := c.held.raise(ctx, size, fmt.Sprintf("the data of this result of %s, decoded from base64 for the data-flow rules, takes the server about %s with the result", c.Name, formatSize(size))); err != nil {
+			return err
+		}
+	}
+	for _, d := range st.decoded {
+		texts = append(texts, decodedTexts(d)...)
+	}
+	for _, text := range texts {
+		hold, keep, release := r.holdObserving(ctx, c, len(out))
+		err := c.Run.flow.observeNow(c.Name, text, c.sources, hold, keep)
+		release()
+		if err != nil {
+			return observeError(c.Name, err)
+		}
+		if c.seen != nil {
+			// The journal keeps JSON: the text as a string.
+			j, _ := json.Marshal(text)
+			c.seen.note(c.Name, j, c.sources)
+		}
+	}
+	return nil
 }
 
 // resultSources is where a tool's handler says which sources the data of

@@ -22,8 +22,10 @@ import (
 // report (a dry run too), stats' top tags and the skills listing showed
 // stored text with none.
 //
-// The sources are read as the server reads them (storedProvenance in
-// mcpserver/engine): every "provenance" field of a tool's result, joined.
+// The sources are read as the server reads them (storedOf in
+// mcpserver/engine): where each tool says its results carry them
+// (tools.Tool.Stored), never a "provenance" key of the stored data
+// itself (issue 19, attack21 P1).
 func testReadProvenance(t *testing.T, open Opener) {
 	st, _ := open(t)
 	r := tools.NewRegistry()
@@ -40,10 +42,11 @@ func testReadProvenance(t *testing.T, open Opener) {
 		}
 		return out
 	}
-	// has fails unless the provenance fields of out name every source.
-	has := func(what string, out json.RawMessage, sources ...string) {
+	// has fails unless the provenance fields of out, a result of a tool
+	// whose stored fields are stored, name every source.
+	has := func(what string, stored *tools.StoredFields, out json.RawMessage, sources ...string) {
 		t.Helper()
-		got := resultSources(out)
+		got := stored.Read(out).Sources
 		for _, s := range sources {
 			if !slices.Contains(got, s) {
 				t.Errorf("%s: the result names the sources %q, not %q: %.600s", what, got, s, out)
@@ -80,7 +83,28 @@ func testReadProvenance(t *testing.T, open Opener) {
 		{"workspace.list", "workspace.list", `{}`},
 		{"workspace.read", "workspace.read", `{"path": "ann@example.com.txt"}`},
 	} {
-		has(c.what, call(alice, c.tool, c.args), "crm.get_contact")
+		has(c.what, storedOf(t, r, c.tool), call(alice, c.tool, c.args), "crm.get_contact")
+	}
+
+	// Stored data names no sources: a "provenance" key of a memory's
+	// metadata, an entity's properties or a file's text is data (attack21
+	// P1 named 64 made-up sources there, which cut crm's off).
+	forged := call(from(crm), "memory.remember", `{"content": "forged note", "metadata": {"provenance": ["aa.00"]}}`)
+	var fm memory.Memory
+	if err := json.Unmarshal(forged, &fm); err != nil {
+		t.Fatal(err)
+	}
+	call(from(crm), "memory.entity_upsert", `{"name": "forged-entity", "properties": {"provenance": ["aa.00"]}}`)
+	call(from(crm), "workspace.write", `{"path": "forged.json", "data": "{\"provenance\": [\"aa.00\"]}"}`)
+	for _, c := range []struct{ what, tool, args string }{
+		{"a memory's metadata", "memory.get", `{"id": ` + id(fm) + `}`},
+		{"an entity's properties", "memory.neighbors", `{"entity": "forged-entity"}`},
+		{"a file's text", "workspace.read", `{"path": "forged.json"}`},
+	} {
+		got := storedOf(t, r, c.tool).Read(call(alice, c.tool, c.args)).Sources
+		if !slices.Equal(got, []string{"crm.get_contact"}) {
+			t.Errorf("%s: the sources read are %q, want only crm.get_contact", c.what, got)
+		}
 	}
 
 	// Skills: the listing shows a description saved from crm.
@@ -92,7 +116,7 @@ func testReadProvenance(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	out, _ := json.Marshal(page)
-	has("skills listing", out, "crm.get_contact")
+	has("skills listing", skillsListing, out, "crm.get_contact")
 	if _, err := st.PublishSkill(alice, "contact_note"); err != nil {
 		t.Fatal(err)
 	}
@@ -101,20 +125,20 @@ func testReadProvenance(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	out, _ = json.Marshal(page)
-	has("published skills listing", out, "crm.get_contact")
+	has("published skills listing", skillsListing, out, "crm.get_contact")
 
 	// An update joins its sources to the stored ones: what it leaves of
 	// the memory (the content, the metadata keys it does not touch) is
 	// still crm's.
-	has("update from jira", call(from(jira), "memory.update", `{"id": `+id(fromCRM)+`, "merge_metadata": {"ticket": "OPS-142"}}`),
+	has("update from jira", storedOf(t, r, "memory.update"), call(from(jira), "memory.update", `{"id": `+id(fromCRM)+`, "merge_metadata": {"ticket": "OPS-142"}}`),
 		"crm.get_contact", "jira.get_ticket")
-	has("update with no sources", call(alice, "memory.update", `{"id": `+id(fromCRM)+`, "importance": 0.2}`),
+	has("update with no sources", storedOf(t, r, "memory.update"), call(alice, "memory.update", `{"id": `+id(fromCRM)+`, "importance": 0.2}`),
 		"crm.get_contact", "jira.get_ticket")
 	var tasks struct{ Tasks []memory.Task }
 	if err := json.Unmarshal(call(alice, "memory.task_list", `{}`), &tasks); err != nil || len(tasks.Tasks) != 1 {
 		t.Fatalf("tasks %+v: %v", tasks, err)
 	}
-	has("task note from jira", call(from(jira), "memory.task_update", `{"id": `+id(tasks.Tasks[0].Memory)+`, "note": "OPS-142"}`),
+	has("task note from jira", storedOf(t, r, "memory.task_update"), call(from(jira), "memory.task_update", `{"id": `+id(tasks.Tasks[0].Memory)+`, "note": "OPS-142"}`),
 		"crm.get_contact", "jira.get_ticket")
 
 	// Consolidation: the plain memory survives (by importance) and gains
@@ -132,41 +156,21 @@ func testReadProvenance(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	// The survivor's own provenance, not only merged_from's records.
-	has("consolidated survivor", json.RawMessage(`{"provenance":`+string(sv.Provenance)+`}`), "crm.get_contact", "jira.get_ticket")
-	has("recall of the survivor", call(alice, "memory.recall", `{"query": "customer follow up note"}`), "crm.get_contact")
+	has("consolidated survivor", storedOf(t, r, "memory.get"), json.RawMessage(`{"provenance":`+string(sv.Provenance)+`}`), "crm.get_contact", "jira.get_ticket")
+	has("recall of the survivor", storedOf(t, r, "memory.recall"), call(alice, "memory.recall", `{"query": "customer follow up note"}`), "crm.get_contact")
 }
 
-// resultSources is the union of the "provenance" fields (arrays of
-// source names) anywhere in out, sorted.
-func resultSources(out json.RawMessage) []string {
-	var got []string
-	var walk func(v any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			for k, e := range x {
-				if k == "provenance" {
-					if a, ok := e.([]any); ok {
-						for _, s := range a {
-							if s, ok := s.(string); ok && !slices.Contains(got, s) {
-								got = append(got, s)
-							}
-						}
-					}
-					continue
-				}
-				walk(e)
-			}
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
-		}
+// skillsListing is where skills.list (mcpserver/engine) says its results
+// carry the sources of each skill: the page's, as the store returns it.
+var skillsListing = &tools.StoredFields{Provenance: []string{"skills/*/provenance"}}
+
+// storedOf returns the stored fields of the tool name of r, failing t
+// when it has none.
+func storedOf(t *testing.T, r *tools.Registry, name string) *tools.StoredFields {
+	t.Helper()
+	tool, ok := r.Get(name)
+	if !ok || tool.Stored == nil {
+		t.Fatalf("%s says nowhere that its results carry the sources of what they show (tools.Tool.Stored)", name)
 	}
-	var v any
-	if json.Unmarshal(out, &v) == nil {
-		walk(v)
-	}
-	slices.Sort(got)
-	return got
+	return tool.Stored
 }

