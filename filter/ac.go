@@ -42,7 +42,9 @@ func newRevAC(pats []string, ids []int32) *revAC {
 	rev := make([]string, len(pats))
 	order := make([]int, len(pats))
 	var buf []byte
+	total := 0 // the most nodes the trie can have, less the root
 	for i, p := range pats {
+		total += len(p)
 		buf = buf[:0]
 		for j := len(p) - 1; j >= 0; j-- {
 			buf = append(buf, p[j])
@@ -64,7 +66,11 @@ func newRevAC(pats []string, ids []int32) *revAC {
 		ac.pats[k], ac.ids[k] = pats[o], ids[o]
 	}
 	// The trie, depth first: each node's parent, label and depth.
-	dParent, dLabel, dDepth, dTerm := []int32{-1}, []byte{0}, []int32{0}, []int32{0}
+	// Sized once at the most they can hold (what acCost counts), not
+	// grown by doubling.
+	total = min(total+1, int(^uint32(0)>>1))
+	dParent, dLabel, dDepth, dTerm := make([]int32, 1, total), make([]byte, 1, total), make([]int32, 1, total), make([]int32, 1, total)
+	dParent[0] = -1
 	path := []int32{0} // the nodes of the previous pattern, by depth
 	prev := ""
 	for k, o := range order {

@@ -307,7 +307,7 @@ func checkSweepSame(t *testing.T, f *Filter, values []string, s string, skip []s
 	}
 	want := refSweepSpans(newRefSweeper(m), s, skip)
 	r := f.newRun(Options{})
-	got := r.sweepSpans(newSweeper(m), s, skip, false, nil)
+	got := r.sweepSpans(newSweeper(m, nil), s, skip, false, nil)
 	if !slices.Equal(got, want) {
 		t.Fatalf("values %q, %q, skip %v: swept %v, want %v", values, s, skip, got, want)
 	}

@@ -155,7 +155,7 @@ func BenchmarkPipeline(b *testing.B) {
 			r := f.newRun(Options{Vault: v})
 			r.walk(&root, FieldMatch{})
 			if len(r.values) > 0 {
-				r.sweepNode(newSweeper(r.values), &root)
+				r.sweepNode(newSweeper(r.values, nil), &root)
 			}
 			measure(&root)
 			_ = appendJSON(make([]byte, 0, root.size), &root)

@@ -101,6 +101,6 @@ func (fl *Flow) ObserveKnown(source string, known []Known, from Provenance) {
 			continue
 		}
 		sv := sensitiveValue{value: k.Value, class: k.Class, conf: min(max(k.Confidence, 0), 1), detector: "known_value"}
-		fl.addValue(k.Value, srcs, &sv, &buf, len(known), limit)
+		fl.addValue(k.Value, srcs, &sv, &buf, len(known), limit, false)
 	}
 }

@@ -222,10 +222,16 @@ func (f *Filter) apply(in Input, opts Options) (*Output, *run, error) {
 		return nil, r, r.held
 	}
 	ks := r.newKnownScan()
+	if r.held != nil {
+		return nil, r, r.held
+	}
 	// With a flow, the known-value stage below finds every other
 	// occurrence of the values the run acted on, and more.
 	if len(r.values) > 0 && ks == nil {
-		sw := newSweeper(r.values)
+		sw := newSweeper(r.values, r.automataRoom)
+		if r.held != nil {
+			return nil, r, r.held
+		}
 		r.where = "result"
 		r.sweepNode(sw, &root)
 		r.where = "logs"

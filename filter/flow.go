@@ -31,6 +31,14 @@ const DefaultFlowBytes = 16 << 20
 // one of them forbids the values of all of them.
 const maxFlowSources = 64
 
+// maxOverflowNames is the number of names the last slot keeps besides
+// its own: past them (or past FlowOptions.MaxBytes) it stands for every
+// source, AnySource among its names, and every rule's From matches it.
+// Names arrive with results (a stored value's provenance) and with every
+// tool a run calls; a run named 12,800 of them, and each set of slots
+// named with the last one copied them all (attack21 A3).
+const maxOverflowNames = 64
+
 // FlowOptions configure a Flow.
 type FlowOptions struct {
 	// Rules are the exfiltration rules Check enforces.
@@ -75,9 +83,14 @@ type Flow struct {
 	kept     int
 	reserved int
 
-	mu        sync.RWMutex
-	sources   []string // by id; the last slot holds overflow names too
-	overflow  []string
+	mu         sync.RWMutex
+	sources    []string // by id; the last slot holds overflow names too
+	overflow   []string // at most maxOverflowNames
+	inOverflow map[string]bool
+	// every: the last slot stands for every source, past overflow.
+	every bool
+	// srcGen counts the changes of sources, overflow and every.
+	srcGen    int
 	srcID     map[string]int
 	values    []flowValue
 	sensitive []sensInfo
@@ -96,8 +109,12 @@ type Flow struct {
 	cacheMu   sync.Mutex
 	forbidden map[string]forbidMask // cache of forbiddenFor, by destination
 
-	namesMu sync.Mutex
-	namesOf map[uint64][]string // cache of names, shared: not to be modified
+	namesMu  sync.Mutex
+	namesOf  map[uint64][]string // cache of names, shared: not to be modified
+	namesLen int                 // the names namesOf holds
+	// overflowSorted is overflow sorted, with AnySource when every;
+	// nil when not computed.
+	overflowSorted []string
 }
 
 // flowValue is one known value.
@@ -119,9 +136,9 @@ type sensInfo struct {
 }
 
 type forbidMask struct {
-	nsources int // len(sources) when computed
-	mask     uint64
-	rules    []int // rule index by source id, for the error
+	srcGen int // Flow.srcGen when computed
+	mask   uint64
+	rules  []int // rule index by source id, for the error
 }
 
 // NewFlow returns an empty tracker for one run. Rules must be valid globs
@@ -364,11 +381,44 @@ func (fl *Flow) observeTree(srcs uint64, root *node, ruled bool, sc *scope, hold
 		fl.values = make([]flowValue, 0, hint)
 	}
 	var buf []byte
-	for _, sv := range obs.sensitive {
-		fl.addValue(sv.value, srcs, &sv, &buf, len(obs.sensitive), limit)
-	}
-	for _, v := range obs.tracked {
-		fl.addValue(v, srcs, nil, &buf, hint, limit)
+	retry := fl.keep != nil || keep != nil
+	for i := 0; i < hint; i++ {
+		var short int
+		if i < len(obs.sensitive) {
+			short = fl.addValue(obs.sensitive[i].value, srcs, &obs.sensitive[i], &buf, len(obs.sensitive), limit, retry)
+		} else {
+			short = fl.addValue(obs.tracked[i-len(obs.sensitive)], srcs, nil, &buf, hint, limit, retry)
+		}
+		if short == 0 {
+			continue
+		}
+		// Values of crowded heads cost their automata (acCost), which
+		// need did not count: have Keep hold the most the rest can cost,
+		// once, and add them again.
+		retry = false
+		more := short
+		for j := i + 1; j < hint; j++ {
+			if j < len(obs.sensitive) {
+				n := len(obs.sensitive[j].value)
+				more += valueCost(n) + sensCost(n) + 2*acCost(2*n, 1)
+			} else {
+				more += valueCost(len(obs.tracked[j-len(obs.sensitive)])) + acCost(2*len(obs.tracked[j-len(obs.sensitive)]), 1)
+			}
+		}
+		more = min(more, fl.maxBytes)
+		fl.flushIndexes()
+		fl.mu.Unlock()
+		err := fl.reserve(more, keep)
+		fl.mu.Lock()
+		if err != nil {
+			if strict {
+				return &FindingsError{Findings: r.findings, Bytes: int64(fl.kept), Err: err}
+			}
+			more = 0
+		}
+		fl.reserved -= more
+		limit = fl.limit()
+		i-- // again, the limit raised
 	}
 	for _, sn := range obs.seen {
 		f, ok := fl.seen[sn.hash]
@@ -476,6 +526,14 @@ const (
 	sensOverhead  = 96
 )
 
+// overflowNameCost is what a name of the last slot costs besides its
+// bytes (its entries in the list and the set), and maxCachedNames the
+// names Flow.names keeps cached, of all its sets.
+const (
+	overflowNameCost = 96
+	maxCachedNames   = 1 << 14
+)
+
 // ruled reports whether some rule's From matches the source or one of the
 // sources of from: only then are the values tracked for the rules (the
 // sensitive ones always are, for the outputs).
@@ -546,17 +604,30 @@ func (fl *Flow) sourceBit(name string) uint64 {
 	if len(fl.sources) < maxFlowSources {
 		fl.srcID[name] = len(fl.sources)
 		fl.sources = append(fl.sources, name)
+		fl.srcGen++
 		fl.bytes += 64 + len(name)
 		return 1 << (len(fl.sources) - 1)
 	}
-	// The last slot stands for every later source.
-	if !slices.Contains(fl.overflow, name) {
-		fl.overflow = append(fl.overflow, name)
-		fl.bytes += 32 + len(name)
-		fl.namesMu.Lock()
-		clear(fl.namesOf)
-		fl.namesMu.Unlock()
+	// The last slot stands for every later source: by name up to
+	// maxOverflowNames, then for all.
+	if fl.every || fl.inOverflow[name] {
+		return 1 << (maxFlowSources - 1)
 	}
+	if cost := overflowNameCost + len(name); len(fl.overflow) < maxOverflowNames && fl.bytes+cost <= fl.maxBytes {
+		if fl.inOverflow == nil {
+			fl.inOverflow = map[string]bool{}
+		}
+		fl.overflow = append(fl.overflow, name)
+		fl.inOverflow[name] = true
+		fl.bytes += cost
+	} else {
+		fl.every = true
+	}
+	fl.srcGen++
+	fl.namesMu.Lock()
+	clear(fl.namesOf)
+	fl.namesLen, fl.overflowSorted = 0, nil
+	fl.namesMu.Unlock()
 	return 1 << (maxFlowSources - 1)
 }
 
@@ -580,8 +651,11 @@ func (fl *Flow) sensOf(id int32) *sensInfo {
 
 // addValue records a value from the sources srcs; sv is set for a
 // sensitive one. buf is scratch; hint the number of values being added;
-// the flow keeps no more than limit bytes. The caller holds the lock.
-func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte, hint, limit int) {
+// the flow keeps no more than limit bytes: a value past it is dropped,
+// its sources untracked. With retry, a value past limit that MaxBytes
+// would admit is left for the caller, which may raise limit: addValue
+// returns what it costs, nothing of it marked. The caller holds the lock.
+func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte, hint, limit int, retry bool) int {
 	p, _ := fold((*buf)[:0], nil, v, false)
 	*buf = p
 	minLen := minTrackLen
@@ -589,7 +663,7 @@ func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte,
 		minLen = minKnownLen
 	}
 	if len(p) < minLen {
-		return
+		return 0
 	}
 	whole := p
 	if len(p) > maxPatternLen {
@@ -599,11 +673,18 @@ func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte,
 	if ok {
 		fl.values[id].srcs |= srcs
 	} else {
+		// The value, and the automata it joins when its head is crowded.
 		cost := len(p) + valueOverhead
+		if n, count := fl.all.crowdedBytes(p); n > 0 {
+			cost += acCost(n, count)
+		}
 		if fl.bytes+cost > limit {
+			if retry && fl.bytes+cost <= fl.maxBytes {
+				return cost
+			}
 			fl.untracked |= srcs
 			fl.dropped++
-			return
+			return 0
 		}
 		id = int32(len(fl.values))
 		pat := string(p)
@@ -613,22 +694,28 @@ func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte,
 		fl.bytes += cost
 	}
 	if sv == nil {
-		return
+		return 0
 	}
 	info := sensInfo{class: sv.class, conf: sv.conf, detector: sv.detector}
 	if cur := fl.sensOf(id); cur != nil {
 		if sv.conf <= cur.conf {
-			return
+			return 0
 		}
 		info.raw, info.long = cur.raw, cur.long
 		*cur = info
-		return
+		return 0
 	}
 	cost := len(v) + len(whole) + sensOverhead
+	if n, count := fl.sens.crowdedBytes(p); n > 0 {
+		cost += acCost(n, count)
+	}
 	if fl.bytes+cost > limit {
+		if retry && fl.bytes+cost <= fl.maxBytes {
+			return cost
+		}
 		fl.untracked |= srcs
 		fl.dropped++
-		return
+		return 0
 	}
 	info.raw = strings.Clone(v)
 	if len(whole) > len(p) {
@@ -638,6 +725,7 @@ func (fl *Flow) addValue(v string, srcs uint64, sv *sensitiveValue, buf *[]byte,
 	fl.values[id].sens = int32(len(fl.sensitive))
 	fl.sens.add(fl.values[id].pattern, id, fl.table(), hint)
 	fl.bytes += cost
+	return 0
 }
 
 // flushIndexes builds the automata of the values just added; the caller
@@ -711,16 +799,36 @@ func (fl *Flow) names(srcs uint64) []string {
 	for id, name := range fl.sources {
 		if srcs&(1<<id) != 0 {
 			out = append(out, name)
-			if id == maxFlowSources-1 {
-				out = append(out, fl.overflow...)
-			}
 		}
 	}
 	slices.Sort(out)
-	if fl.namesOf == nil || len(fl.namesOf) > 4096 {
-		fl.namesOf = map[uint64][]string{}
+	if last := maxFlowSources - 1; srcs&(1<<last) != 0 && len(fl.sources) > last && (len(fl.overflow) > 0 || fl.every) {
+		// The last slot's other names, sorted once for every set.
+		if fl.overflowSorted == nil {
+			fl.overflowSorted = slices.Clone(fl.overflow)
+			if fl.every {
+				fl.overflowSorted = append(fl.overflowSorted, AnySource)
+			}
+			slices.Sort(fl.overflowSorted)
+		}
+		merged := make([]string, 0, len(out)+len(fl.overflowSorted))
+		a, b := out, fl.overflowSorted
+		for len(a) > 0 && len(b) > 0 {
+			if a[0] <= b[0] {
+				merged, a = append(merged, a[0]), a[1:]
+			} else {
+				merged, b = append(merged, b[0]), b[1:]
+			}
+		}
+		out = slices.Compact(append(append(merged, a...), b...))
+	}
+	// Bounded by the names it holds, not the sets: a set with the last
+	// slot holds up to maxOverflowNames more.
+	if fl.namesOf == nil || fl.namesLen+len(out) > maxCachedNames {
+		fl.namesOf, fl.namesLen = map[uint64][]string{}, 0
 	}
 	fl.namesOf[srcs] = out
+	fl.namesLen += len(out)
 	return out
 }
 
@@ -799,10 +907,10 @@ func (e *FlowError) Unwrap() error { return ErrExfiltration }
 func (fl *Flow) forbiddenFor(dest string) forbidMask {
 	fl.cacheMu.Lock()
 	defer fl.cacheMu.Unlock()
-	if m, ok := fl.forbidden[dest]; ok && m.nsources == len(fl.sources)+len(fl.overflow) {
+	if m, ok := fl.forbidden[dest]; ok && m.srcGen == fl.srcGen {
 		return m
 	}
-	m := forbidMask{nsources: len(fl.sources) + len(fl.overflow), rules: make([]int, maxFlowSources)}
+	m := forbidMask{srcGen: fl.srcGen, rules: make([]int, maxFlowSources)}
 	for ri, rule := range fl.rules {
 		if to, _ := path.Match(rule.To, dest); !to {
 			continue
@@ -811,6 +919,9 @@ func (fl *Flow) forbiddenFor(dest string) forbidMask {
 			names := []string{name}
 			if id == maxFlowSources-1 {
 				names = append(names, fl.overflow...)
+				if fl.every {
+					names = append(names, AnySource)
+				}
 			}
 			for _, n := range names {
 				if fromMatches(rule.From, n) && m.mask&(1<<id) == 0 {
@@ -933,7 +1044,11 @@ func (c *checker) text(s string, inKey bool) {
 		id := lowestBit(srcs)
 		source := fl.sources[id]
 		if id == maxFlowSources-1 {
-			for _, n := range append([]string{source}, fl.overflow...) {
+			names := append([]string{source}, fl.overflow...)
+			if fl.every {
+				names = append(names, AnySource)
+			}
+			for _, n := range names {
 				if fromMatches(fl.rules[c.fm.rules[id]].From, n) {
 					source = n
 					break

@@ -92,6 +92,19 @@ func (r *run) matchRoom(n int) int {
 	return int((r.admitted - r.cost) / RepeatBytes)
 }
 
+// automataRoom holds n bytes more for the run's findings, for the
+// automata it builds over the values it acted on (the sweep's, the
+// known-value stage's): they take about acCost a value of a crowded
+// prefix, past FindingBytes (attack21 A2's class: 10,000 addresses of
+// one head allocated 87 MB to filter against 15 MB held).
+func (r *run) automataRoom(n int) bool {
+	if !r.admit(r.cost + int64(n)) {
+		return false
+	}
+	r.cost += int64(n)
+	return true
+}
+
 // findingCost is what acting on value costs the run: FindingBytes, or
 // RepeatBytes when it acted on it before.
 func (r *run) findingCost(value string) int64 {

@@ -175,15 +175,63 @@ type valueIndex struct {
 // at a position; a head with more is searched by automaton.
 const crowdLimit = 4
 
-// acLevel is a set of the values of crowded heads and its automaton.
-// The values of a batch of adds make a new level, merged (and its
-// automaton rebuilt) with the one before it as long as it is as large:
-// a value is in O(log n) builds, and a search walks O(log n) automata
-// (Bentley and Saxe's logarithmic method).
+// acLevel is a set of the values of crowded heads: its automaton, which
+// keeps them (revAC.pats, ids). The values of a batch of adds make a new
+// level, merged (and its automaton rebuilt) with the one before it as
+// long as it is as large: a value is in O(log n) builds, and a search
+// walks O(log n) automata (Bentley and Saxe's logarithmic method).
 type acLevel struct {
-	pats []string
-	ids  []int32
-	ac   *revAC
+	ac *revAC
+}
+
+// What the automata of crowded values cost, at most, a byte and a value
+// of the values they hold: acNodeBytes a node and a node a byte at most,
+// and while a level is rebuilt its build's temporaries (the reversed
+// values, the trie in depth-first order, the renumbering: acBuildBytes a
+// byte, acBuildValue a value, the levels merged into it dropped first).
+// A flow counts a value of a crowded head at crowdCost (acCost for the
+// values a head moves when it becomes crowded): one level can hold every
+// value, so the most a rebuild takes is what every value costs at once.
+// TestCrowdedBuildCounted checks them against the allocations of builds.
+const (
+	acNodeBytes  = 21
+	acBuildBytes = 28
+	acValueBytes = 24 // revAC.pats, ids, next
+	acBuildValue = 96 // the reversed value (its header, its size class), the order, the batch's and the merge's pats and ids
+)
+
+// acCost is what the automata cost for values of n bytes in all, count
+// of them.
+func acCost(n, count int) int {
+	return (acNodeBytes+acBuildBytes)*n + (acValueBytes+acBuildValue)*count
+}
+
+// crowdedBytes returns the bytes and the number of the values that adding
+// pat (folded, at most maxPatternLen bytes) would put in the automata:
+// pat alone when its head is crowded, every value of its head when pat
+// makes it crowded, else none.
+func (ix *valueIndex) crowdedBytes(pat []byte) (n, count int) {
+	if len(pat) < 8 || ix.heads8 == nil {
+		return 0, 0
+	}
+	k := binary.LittleEndian.Uint64(pat)
+	if ix.crowd[k] {
+		return len(pat), 1
+	}
+	lengths := 0
+	for g := ix.heads8[k]; g != 0; g = ix.groups[g-1].next {
+		grp := &ix.groups[g-1]
+		if int(grp.length) == len(pat) {
+			return 0, 0
+		}
+		lengths++
+		n += int(grp.length) * int(grp.n)
+		count += int(grp.n)
+	}
+	if lengths < crowdLimit {
+		return 0, 0
+	}
+	return n + len(pat), count + 1
 }
 
 // addCrowded adds a value of a crowded head to those flush puts in the
@@ -197,21 +245,31 @@ func (ix *valueIndex) addCrowded(pat string, id int32) {
 // level, merged with the levels before it as long as it is as large, and
 // builds its automaton. The writer of an index flushes it at the end of
 // a batch of adds (a result observed); until then, find looks every
-// length up one by one.
+// length up one by one. The automata of the levels merged are dropped
+// before the merged one is built: the build's peak is the merged level's
+// alone (see acCost).
 func (ix *valueIndex) flush() {
 	if len(ix.pendPats) == 0 {
 		return
 	}
-	ix.levels = append(ix.levels, acLevel{pats: ix.pendPats, ids: ix.pendIDs})
+	pats, ids := ix.pendPats, ix.pendIDs
 	ix.pendPats, ix.pendIDs = nil, nil
-	for n := len(ix.levels); n >= 2 && len(ix.levels[n-1].pats) >= len(ix.levels[n-2].pats); n-- {
-		prev, last := &ix.levels[n-2], ix.levels[n-1]
-		prev.pats = append(prev.pats, last.pats...)
-		prev.ids = append(prev.ids, last.ids...)
-		ix.levels = ix.levels[:n-1]
+	n, count := len(ix.levels), len(pats)
+	for n >= 1 && count >= len(ix.levels[n-1].ac.pats) {
+		n--
+		count += len(ix.levels[n].ac.pats)
 	}
-	last := &ix.levels[len(ix.levels)-1]
-	last.ac = newRevAC(last.pats, last.ids)
+	if n < len(ix.levels) {
+		mp, mi := make([]string, 0, count), make([]int32, 0, count)
+		for i := range ix.levels[n:] {
+			mp = append(mp, ix.levels[n+i].ac.pats...)
+			mi = append(mi, ix.levels[n+i].ac.ids...)
+			ix.levels[n+i].ac = nil
+		}
+		pats, ids = append(mp, pats...), append(mi, ids...)
+		ix.levels = ix.levels[:n]
+	}
+	ix.levels = append(ix.levels, acLevel{ac: newRevAC(pats, ids)})
 }
 
 // indexGroup holds the values of one head and one length: a chain of

@@ -60,6 +60,16 @@ func (r *run) newKnownScan() *knownScan {
 		ks.local.add(kl.pattern, localBase+int32(len(ks.locals)-1), ks, len(values))
 	}
 	fl.mu.RUnlock()
+	// The automata of the run's values of crowded heads, held as the
+	// findings are before they are built.
+	n8, count := 0, 0
+	for _, p := range ks.local.pendPats {
+		n8 += len(p)
+		count++
+	}
+	if count > 0 && !r.automataRoom(acCost(n8, count)) {
+		return nil
+	}
 	ks.local.flush()
 	if n == 0 && ks.local.n == 0 {
 		return nil

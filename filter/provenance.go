@@ -124,7 +124,7 @@ func fromMatches(from, name string) bool {
 // sourceText is how an error names a source: AnySource said in words.
 func sourceText(name string) string {
 	if name == AnySource {
-		return fmt.Sprintf("more sources than the data-flow tracker keeps apart (%d for stored data, %d for a token's value; taken as every source)", maxProvenanceSources, maxSources)
+		return fmt.Sprintf("more sources than the data-flow tracker keeps apart (%d for stored data, %d for a token's value, %d in a run; taken as every source)", maxProvenanceSources, maxSources, maxFlowSources+maxOverflowNames)
 	}
 	return name
 }

@@ -46,7 +46,10 @@ func (sw *sweeper) maybe(p uint32) bool {
 	return sw.bits[h/64]&(1<<(h%64)) != 0
 }
 
-func newSweeper(values map[string]replacement) *sweeper {
+// room, when set, is asked for what the automaton of the values of
+// crowded prefixes costs (acCost) before it is built: refused, newSweeper
+// returns nil.
+func newSweeper(values map[string]replacement, room func(n int) bool) *sweeper {
 	logBits := uint32(10)
 	for logBits < 20 && 1<<logBits < 64*len(values) {
 		logBits++
@@ -74,6 +77,7 @@ func newSweeper(values map[string]replacement) *sweeper {
 	})
 	var acPats []string
 	var acIDs []int32
+	acBytes := 0
 	for i := 0; i < len(sw.sorted); {
 		j := i + 1
 		for j < len(sw.sorted) && sw.sorted[j][:4] == sw.sorted[i][:4] {
@@ -94,6 +98,7 @@ func newSweeper(values map[string]replacement) *sweeper {
 			for a := i; a < j; a++ {
 				acPats = append(acPats, sw.sorted[a])
 				acIDs = append(acIDs, int32(a))
+				acBytes += len(sw.sorted[a])
 			}
 		}
 		for a := i; a < j; {
@@ -116,6 +121,9 @@ func newSweeper(values map[string]replacement) *sweeper {
 		i = j
 	}
 	if len(acPats) > 0 {
+		if room != nil && !room(acCost(acBytes, len(acPats))) {
+			return nil
+		}
 		sw.ac = newRevAC(acPats, acIDs)
 	}
 	return sw

@@ -272,8 +272,8 @@ func (f *Filter) applyText(text string, opts Options) (TextOutput, *run) {
 	}
 	if ks := r.newKnownScan(); ks != nil {
 		r.knownJob(ks, j, false)
-	} else if len(r.values) > 0 {
-		r.sweepJob(newSweeper(r.values), j, false)
+	} else if len(r.values) > 0 && r.held == nil {
+		r.sweepJob(newSweeper(r.values, r.automataRoom), j, false)
 	}
 	if r.held != nil {
 		return TextOutput{Text: heldText(len(text)), Report: r.report}, r
