@@ -45,7 +45,10 @@ func (ss *subscriptions) boundRequests(h *server.Hooks) {
 		escaped := bytes.IndexByte(raw, '\\') >= 0
 		big := len(raw) > maxInitializeBytes
 		subscribe := escaped || bytes.Contains(raw, []byte(mcp.MethodResourcesSubscribe))
-		client := escaped || bytes.Contains(raw, []byte("apabilities")) || bytes.Contains(raw, []byte("lientInfo"))
+		// mcp-go decodes an initialize's params into a struct, so its
+		// field names match in any case (attack24 R3): an initialize is
+		// counted whatever it spells them.
+		client := escaped || bytes.Contains(raw, []byte(mcp.MethodInitialize)) || bytes.Contains(raw, []byte("apabilities")) || bytes.Contains(raw, []byte("lientInfo"))
 		many := client && tools.JSONValues(raw, maxClientValues) > maxClientValues
 		if !big && !many && !subscribe {
 			return nil

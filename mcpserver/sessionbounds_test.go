@@ -122,6 +122,13 @@ func TestInitializeBounded(t *testing.T) {
 	if !strings.Contains(string(out), "an initialize request has at most 512 JSON values") {
 		t.Errorf("an initialize of 2,000 nested capabilities: %d %.300s", resp.StatusCode, out)
 	}
+	// mcp-go matches an initialize's field names in any case (attack24 R3).
+	upper := strings.NewReplacer(`"capabilities"`, `"CAPABILITIES"`, `"clientInfo"`, `"CLIENTINFO"`).Replace(deep)
+	resp = post(t, url, map[string]string{"Authorization": "Bearer " + aliceToken}, upper)
+	out, _ = io.ReadAll(resp.Body)
+	if !strings.Contains(string(out), "an initialize request has at most 512 JSON values") {
+		t.Errorf("an initialize of 2,000 nested CAPABILITIES: %d %.300s", resp.StatusCode, out)
+	}
 	initSession(t, url, aliceToken) // a client's own is served
 }
 

@@ -80,8 +80,11 @@ func Parse(data []byte) (doc *Document, err error) {
 		if n := tools.JSONValues(data, MaxDocumentValues) + bytes.Count(data, []byte("\n")); n > MaxDocumentValues {
 			return nil, tooManyValues()
 		}
-		if yamlValues(data, maxYAMLValues) > maxYAMLValues {
-			return nil, tooManyYAMLValues()
+		if yamlNodes(data, maxYAMLNodes) > maxYAMLNodes {
+			return nil, tooManyYAMLNodes()
+		}
+		if yamlTagDirective(data) {
+			return nil, fmt.Errorf("%w: it declares a YAML tag handle (%%TAG), which codecell does not read: its prefix would be copied into every node that uses it. Write the tags out, or convert the document to JSON", ErrDocument)
 		}
 		j, err := yamlToJSON(data)
 		if err != nil {
@@ -155,8 +158,8 @@ func Parse(data []byte) (doc *Document, err error) {
 
 // tooManyValues is the error of a document of more than
 // MaxDocumentValues values.
-func tooManyYAMLValues() error {
-	return fmt.Errorf("%w: as YAML it may hold more than %d values (counted before it is parsed, from the commas, brackets, colons, dashes and question marks that may start one, since the parser's memory follows its values); the largest real API descriptions hold about 1.5 million. Convert it to JSON, which is counted exactly, or remove what codecell does not need (x- extensions, examples)", ErrDocument, maxYAMLValues)
+func tooManyYAMLNodes() error {
+	return fmt.Errorf("%w: as YAML it may make more than %d pairs of nodes as it is parsed (counted before, from the commas, brackets, colons, dashes, question marks and comments that may start one, since the parser's memory follows them); the largest real API descriptions written as YAML count about 1.2 million. Convert it to JSON, which is counted exactly, or remove what codecell does not need (x- extensions, examples, comments)", ErrDocument, maxYAMLNodes)
 }
 
 func tooManyValues() error {

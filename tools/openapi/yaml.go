@@ -304,31 +304,34 @@ func escapedLen(s string) int64 {
 	return n
 }
 
-// maxYAMLValues bounds yamlValues: half again MaxDocumentValues, since
-// it counts what may start a value, and real descriptions written as
-// YAML count more than they hold (Microsoft Graph's beta, 56 MB as YAML,
-// the largest there is: 2.61 million for 1.53 million values; GitHub's:
-// 367,000 for 258,000).
-const maxYAMLValues = MaxDocumentValues * 3 / 2
+// maxYAMLNodes bounds yamlNodes: at about 220 bytes a node, the parser's
+// tree of a description at the bound takes about what the largest real
+// description that loads as YAML takes to parse (Microsoft Graph's v1.0,
+// 25 MB, counts 1.2 million; GitHub's 367,000). A description past it is
+// refused saying to convert it to JSON, which is counted exactly.
+const maxYAMLNodes = MaxDocumentValues * 3 / 4
 
-// yamlValues is an upper bound of the values a YAML text holds without
-// its aliases (which the alias meter counts), read before it is parsed:
-// the parser's node tree takes about 220 bytes a value, so a count taken
-// from the tree comes after the cost. Every value but the root follows
-// one of ',', '[', '{' (a flow collection's entries), ':' (a mapping's
-// value, after a key in any form), '-' (a block sequence's entry) and
-// '?' (an explicit key), so each of those bytes counts, wherever it is:
-// quotes are not read, since a '"' in a plain scalar is text, and a
-// count that took it for the start of a string skipped the values after
-// it; nor are line breaks, of which YAML knows several (attack22 P5:
-// 8,000,000 values in 16 MB took the server to 2 GiB). These bytes are
+// yamlNodes is an upper bound, in pairs, of the nodes the parser makes of
+// a YAML text apart from its aliases (which the alias meter counts), read
+// before it is parsed: the tree takes about 220 bytes a node, so a count
+// taken from the tree comes after the cost. Every node but the root
+// follows one of ',', '[', '{' (a flow collection's entries), ':' (a
+// mapping's value, after a key in any form), '-' (a block sequence's
+// entry) and '?' (an explicit key); each of them adds at most a key and
+// a value, a pair. A comment ('#') is kept on the node after it, copied
+// on the way, and counts as a pair too. Each of these bytes counts,
+// wherever it is: quotes are not read, since a '"' in a plain scalar is
+// text, and a count that took it for the start of a string skipped the
+// values after it; nor are line breaks, of which YAML knows several
+// (attack22 P5: 8,000,000 values in 16 MB took the server to 2 GiB;
+// attack24 R2, R4: keys, and comments ended by a CR). These bytes are
 // ASCII, so no other spelling of them in UTF-8 exists. It stops counting
 // past limit.
-func yamlValues(data []byte, limit int) int {
+func yamlNodes(data []byte, limit int) int {
 	n := 1
 	for _, c := range data {
 		switch c {
-		case ',', '[', '{', ':', '-', '?':
+		case ',', '[', '{', ':', '-', '?', '#':
 			n++
 			if n > limit {
 				return n
@@ -336,4 +339,12 @@ func yamlValues(data []byte, limit int) int {
 		}
 	}
 	return n
+}
+
+// yamlTagDirective reports whether a YAML text may declare a tag handle
+// (%TAG): the parser copies a handle's prefix into every node that uses
+// it, so 1 MB of text made 2 GiB of tags (attack24 R1). No OpenAPI
+// description needs one.
+func yamlTagDirective(data []byte) bool {
+	return bytes.Contains(data, []byte("%TAG"))
 }

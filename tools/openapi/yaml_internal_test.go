@@ -99,9 +99,29 @@ func TestYAMLToJSONAsOasdiff(t *testing.T) {
 		if n := tools.JSONValues(want, MaxDocumentValues); s.values < int64(n) {
 			t.Errorf("%s: sized as %d JSON values, made %d", name, s.values, n)
 		}
-		if n := tools.JSONValues(want, MaxDocumentValues); !bytes.ContainsRune(data, '*') && yamlValues(data, MaxDocumentValues) < n {
-			t.Errorf("%s: counted %d values before parsing, made %d", name, yamlValues(data, MaxDocumentValues), n)
+		if n := tools.JSONValues(want, MaxDocumentValues); !bytes.ContainsRune(data, '*') && yamlNodes(data, MaxDocumentValues) < n {
+			t.Errorf("%s: counted %d values before parsing, made %d", name, yamlNodes(data, MaxDocumentValues), n)
 		}
+	}
+}
+
+// TestYAMLTagHandlesRefused: a %TAG directive's prefix is copied into
+// every node that uses its handle — 1 MB of text made 2 GiB of tags
+// (attack24 R1) — and no OpenAPI description needs one.
+func TestYAMLTagHandlesRefused(t *testing.T) {
+	doc := "%TAG !e! tag:" + strings.Repeat("a", 1<<20) + ":\n---\nopenapi: 3.0.3\ninfo: {title: t, version: '1'}\npaths: {}\nx-big: [" + strings.Repeat("!e!a a,", 1500) + "a]\n"
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := Parse([]byte(doc))
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("%d bytes, %d MiB allocated: %v", len(doc), alloc>>20, err)
+	if err == nil || !strings.Contains(err.Error(), "%TAG") {
+		t.Errorf("a %%TAG handle used 1,500 times: %v", err)
+	}
+	if alloc > 64<<20 {
+		t.Errorf("%d MiB allocated before the refusal", alloc>>20)
 	}
 }
 
@@ -112,12 +132,16 @@ func TestYAMLToJSONAsOasdiff(t *testing.T) {
 // bound is refused before the parser builds its tree (attack22 P5: 8
 // million values in 16 MB took the server to 2 GiB).
 func TestYAMLValuesCountedBeforeParsing(t *testing.T) {
-	const values = maxYAMLValues + 1000
+	const values = maxYAMLNodes + 1000
 	head := "openapi: 3.0.3\ninfo: {title: t, version: '1'}\npaths: {}\n"
 	quoted := head + "x-a: a\"\nx-big: [" + strings.Repeat("1,", values) + "1]\nx-b: b\"\n"
 	cr := head + "x-big:" + strings.Repeat("\r- 1", values) + "\n"
 	pairs := head + "x-big: [" + strings.Repeat("a:,", values/2) + "a:]\n"
-	for name, doc := range map[string]string{"quoted": quoted, "CR lines": cr, "single pairs": pairs} {
+	// A key is a node as its value is (attack24 R2), and a comment is kept
+	// on the node after it (R4).
+	keys := head + "x-a: a\"\nx-big: {" + strings.Repeat("k,", values) + "k}\nx-b: b\"\n"
+	comments := head + "x-a: a\"\nx-big: [" + strings.Repeat("#cccccccccccccccccccc\r1,", values/2) + "1]\nx-b: b\"\n"
+	for name, doc := range map[string]string{"quoted": quoted, "CR lines": cr, "single pairs": pairs, "keys": keys, "comments": comments} {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
@@ -125,7 +149,7 @@ func TestYAMLValuesCountedBeforeParsing(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		alloc := after.TotalAlloc - before.TotalAlloc
 		t.Logf("%s: %d bytes, %d MiB allocated: %v", name, len(doc), alloc>>20, err)
-		if err == nil || !strings.Contains(err.Error(), "as YAML it may hold more than") {
+		if err == nil || !strings.Contains(err.Error(), "as YAML it may make more than") {
 			t.Errorf("%s: %v", name, err)
 		}
 		if alloc > 64<<20 {
@@ -174,8 +198,8 @@ func FuzzYAMLToJSON(f *testing.F) {
 		if s := m.size(&root); s.bytes < int64(len(want)) || s.values < int64(tools.JSONValues(want, MaxDocumentValues)) {
 			t.Fatalf("sized as %d bytes and %d values, made %d bytes, %d values: %s", s.bytes, s.values, len(want), tools.JSONValues(want, MaxDocumentValues), want)
 		}
-		if n := tools.JSONValues(want, MaxDocumentValues); !bytes.ContainsRune(data, '*') && yamlValues(data, MaxDocumentValues) < n {
-			t.Fatalf("counted %d values before parsing, made %d: %s", yamlValues(data, MaxDocumentValues), n, want)
+		if n := tools.JSONValues(want, MaxDocumentValues); !bytes.ContainsRune(data, '*') && yamlNodes(data, MaxDocumentValues) < n {
+			t.Fatalf("counted %d values before parsing, made %d: %s", yamlNodes(data, MaxDocumentValues), n, want)
 		}
 	})
 }
