@@ -48,27 +48,8 @@ func TestSSEReadsHeldUntilWritten(t *testing.T) {
 	}
 	t.Cleanup(func() { c.Close() })
 	fmt.Fprintf(c, "GET /sse HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nAccept: text/event-stream\r\n\r\n", addr, bobToken)
-	br := bufio.NewReader(c)
-	endpoint := ""
-	for endpoint == "" {
-		l, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatalf("the SSE stream: %v", err)
-		}
-		if d, ok := strings.CutPrefix(strings.TrimSpace(l), "data: "); ok && strings.Contains(d, "sessionId=") {
-			endpoint = d
-		}
-	}
 	// From here on the stream is not read.
-	postSSE := func(body string) int {
-		code, _, err := post(t.Context(), s.base+endpoint, map[string]string{"Authorization": "Bearer " + bobToken}, body)
-		if err != nil {
-			t.Fatalf("post: %v", err)
-		}
-		return code
-	}
-	postSSE(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"slow","version":"1"}}}`)
-	postSSE(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	postSSE := s.sseSession(t, bufio.NewReader(c), bobToken)
 	accepted := 0
 	for i := range 32 {
 		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": i + 1, "method": "resources/read", "params": map[string]any{"uri": "codecell://workspace/big.bin"}})
@@ -124,26 +105,7 @@ func TestSSEHoldsOutliveTheStream(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		br := bufio.NewReader(resp.Body)
-		endpoint := ""
-		for endpoint == "" {
-			l, err := br.ReadString('\n')
-			if err != nil {
-				t.Fatalf("the SSE stream: %v", err)
-			}
-			if d, ok := strings.CutPrefix(strings.TrimSpace(l), "data: "); ok && strings.Contains(d, "sessionId=") {
-				endpoint = d
-			}
-		}
-		postSSE := func(body string) int {
-			code, _, err := post(t.Context(), s.base+endpoint, map[string]string{"Authorization": "Bearer " + bobToken}, body)
-			if err != nil {
-				t.Fatalf("post: %v", err)
-			}
-			return code
-		}
-		postSSE(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"closer","version":"1"}}}`)
-		postSSE(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		postSSE := s.sseSession(t, bufio.NewReader(resp.Body), bobToken)
 		for i := range 40 {
 			body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": i + 1, "method": "resources/read", "params": map[string]any{"uri": "codecell://workspace/big.bin"}})
 			if postSSE(string(body)) == http.StatusAccepted {
@@ -251,4 +213,36 @@ func TestWorkspaceReadsSizedAsRead(t *testing.T) {
 		t.Errorf("64 reads of a file that grew from 1 to 8 MiB while they waited grew the server by %d MiB: they read 8 MiB under holds of 6", grow>>20)
 	}
 	bob.normal()
+}
+
+// sseEndpoint reads an SSE stream up to the endpoint event and returns
+// the path its messages are posted to.
+func sseEndpoint(t *testing.T, br *bufio.Reader) string {
+	t.Helper()
+	for {
+		l, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the SSE stream: %v", err)
+		}
+		if d, ok := strings.CutPrefix(strings.TrimSpace(l), "data: "); ok && strings.Contains(d, "sessionId=") {
+			return d
+		}
+	}
+}
+
+// sseSession initializes the session of the SSE stream br, as token, and
+// returns how to post a message to it (the HTTP status of the post).
+func (s *server) sseSession(t *testing.T, br *bufio.Reader, token string) func(body string) int {
+	t.Helper()
+	endpoint := sseEndpoint(t, br)
+	postSSE := func(body string) int {
+		code, _, err := post(t.Context(), s.base+endpoint, map[string]string{"Authorization": "Bearer " + token}, body)
+		if err != nil {
+			t.Fatalf("post: %v", err)
+		}
+		return code
+	}
+	postSSE(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sse","version":"1"}}}`)
+	postSSE(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return postSSE
 }

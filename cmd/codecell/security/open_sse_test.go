@@ -42,18 +42,7 @@ func TestSSEMessagesOutliveTheirRequests(t *testing.T) {
 		tc.SetReadBuffer(4096) // a slow reader: its window fills early
 	}
 	fmt.Fprintf(c, "GET /sse HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nAccept: text/event-stream\r\n\r\n", addr, aliceToken)
-	br := bufio.NewReader(c)
-	endpoint := ""
-	for endpoint == "" {
-		l, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatalf("the SSE stream: %v", err)
-		}
-		if d, ok := strings.CutPrefix(strings.TrimSpace(l), "data: "); ok && strings.Contains(d, "sessionId=") {
-			endpoint = d
-		}
-	}
-	url := s.base + endpoint
+	url := s.base + sseEndpoint(t, bufio.NewReader(c))
 	codes := map[int]int{}
 	post := func(body string) int {
 		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
