@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -21,33 +19,16 @@ import (
 func denseCallServer(t *testing.T, n int) string {
 	t.Helper()
 	dense := `{"v":` + emptyObjects(n/3) + `}`
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		b, _ := io.ReadAll(r.Body)
-		if r.Method != http.MethodPost || json.Unmarshal(b, &msg) != nil {
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		}
-		if len(msg.ID) == 0 {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		var result string
-		switch msg.Method {
+	ts := httptest.NewServer(upstreamHandler(func(method string, _ json.RawMessage) string {
+		switch method {
 		case "initialize":
-			result = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"dense","version":"1"}}`
+			return `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"dense","version":"1"}}`
 		case "tools/list":
-			result = `{"tools":[{"name":"get","description":"Get.","inputSchema":{"type":"object"}}]}`
+			return `{"tools":[{"name":"get","description":"Get.","inputSchema":{"type":"object"}}]}`
 		case "tools/call":
-			result = `{"content":[{"type":"text","text":"ok"}],"structuredContent":` + dense + `}`
-		default:
-			result = `{}`
+			return `{"content":[{"type":"text","text":"ok"}],"structuredContent":` + dense + `}`
 		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, msg.ID, result)
+		return ""
 	}))
 	t.Cleanup(ts.Close)
 	return ts.URL + "/mcp"

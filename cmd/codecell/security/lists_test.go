@@ -3,7 +3,6 @@ package security
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -31,36 +30,20 @@ func manyFeaturesUpstream(n, size int) http.Handler {
 	}
 	prompts.WriteString(`]}`)
 	resources.WriteString(`]}`)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		}
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		body, _ := io.ReadAll(r.Body)
-		json.Unmarshal(body, &msg)
-		if len(msg.ID) == 0 {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		res := `{}`
-		switch msg.Method {
+	return upstreamHandler(func(method string, _ json.RawMessage) string {
+		switch method {
 		case "initialize":
-			res = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{},"prompts":{},"resources":{}},"serverInfo":{"name":"many","version":"1"}}`
+			return `{"protocolVersion":"2025-06-18","capabilities":{"tools":{},"prompts":{},"resources":{}},"serverInfo":{"name":"many","version":"1"}}`
 		case "tools/list":
-			res = `{"tools":[{"name":"get","description":"Get.","inputSchema":{"type":"object"}}]}`
+			return `{"tools":[{"name":"get","description":"Get.","inputSchema":{"type":"object"}}]}`
 		case "prompts/list":
-			res = prompts.String()
+			return prompts.String()
 		case "resources/list":
-			res = resources.String()
+			return resources.String()
 		case "resources/read":
-			res = `{"contents":[{"uri":"mem://r9999","text":"the last"}]}`
+			return `{"contents":[{"uri":"mem://r9999","text":"the last"}]}`
 		}
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, msg.ID, res)
+		return ""
 	})
 }
 

@@ -3,8 +3,6 @@ package security
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -19,39 +17,26 @@ import (
 // the argument clean, the same bytes without a finding.
 func addressesServer(t *testing.T) string {
 	t.Helper()
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
+	ts := httptest.NewServer(upstreamHandler(func(method string, params json.RawMessage) string {
+		switch method {
+		case "initialize":
+			return `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"people","version":"1"}}`
+		case "tools/list":
+			return `{"tools":[{"name":"get","description":"Lists the people.","inputSchema":{"type":"object","properties":{"n":{"type":"integer"}}},"annotations":{"readOnlyHint":true}}]}`
+		case "tools/call":
+			var call struct {
 				Arguments struct {
 					N     int  `json:"n"`
 					Clean bool `json:"clean"`
 				} `json:"arguments"`
-			} `json:"params"`
-		}
-		b, _ := io.ReadAll(r.Body)
-		if r.Method != http.MethodPost || json.Unmarshal(b, &msg) != nil {
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		}
-		if len(msg.ID) == 0 {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		var result string
-		switch msg.Method {
-		case "initialize":
-			result = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"people","version":"1"}}`
-		case "tools/list":
-			result = `{"tools":[{"name":"get","description":"Lists the people.","inputSchema":{"type":"object","properties":{"n":{"type":"integer"}}},"annotations":{"readOnlyHint":true}}]}`
-		case "tools/call":
-			n := msg.Params.Arguments.N
+			}
+			json.Unmarshal(params, &call)
+			n := call.Arguments.N
 			if n <= 0 {
 				n = 400_000
 			}
 			line := "u%07d@example.com\n"
-			if msg.Params.Arguments.Clean {
+			if call.Arguments.Clean {
 				line = "u%07dxexamplexcom\n" // the same bytes, no finding
 			}
 			var text strings.Builder
@@ -59,12 +44,9 @@ func addressesServer(t *testing.T) string {
 				fmt.Fprintf(&text, line, i)
 			}
 			content, _ := json.Marshal(text.String())
-			result = `{"content":[{"type":"text","text":` + string(content) + `}]}`
-		default:
-			result = `{}`
+			return `{"content":[{"type":"text","text":` + string(content) + `}]}`
 		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, msg.ID, result)
+		return ""
 	}))
 	t.Cleanup(ts.Close)
 	return ts.URL + "/mcp"

@@ -3,7 +3,6 @@ package security
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,47 +22,31 @@ func denseFeatureServer(t *testing.T) string {
 	t.Helper()
 	dense := `{"v":` + emptyObjects(5<<20) + `}`
 	small := `{"upstream.example/marker":"meta-of-the-upstream"}`
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				URI  string `json:"uri"`
-				Name string `json:"name"`
-			} `json:"params"`
+	ts := httptest.NewServer(upstreamHandler(func(method string, params json.RawMessage) string {
+		var p struct {
+			URI  string `json:"uri"`
+			Name string `json:"name"`
 		}
-		b, _ := io.ReadAll(r.Body)
-		if r.Method != http.MethodPost || json.Unmarshal(b, &msg) != nil {
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		}
-		if len(msg.ID) == 0 {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
+		json.Unmarshal(params, &p)
 		meta := small
-		if msg.Params.URI == "mem://dense" || msg.Params.Name == "dense" {
+		if p.URI == "mem://dense" || p.Name == "dense" {
 			meta = dense
 		}
-		var result string
-		switch msg.Method {
+		switch method {
 		case "initialize":
-			result = `{"protocolVersion":"2025-06-18","capabilities":{"tools":{},"resources":{},"prompts":{}},"serverInfo":{"name":"dense","version":"1"}}`
+			return `{"protocolVersion":"2025-06-18","capabilities":{"tools":{},"resources":{},"prompts":{}},"serverInfo":{"name":"dense","version":"1"}}`
 		case "tools/list":
-			result = `{"tools":[{"name":"get","inputSchema":{"type":"object"}}]}`
+			return `{"tools":[{"name":"get","inputSchema":{"type":"object"}}]}`
 		case "resources/list":
-			result = `{"resources":[{"uri":"mem://dense","name":"dense"},{"uri":"mem://small","name":"small"}]}`
+			return `{"resources":[{"uri":"mem://dense","name":"dense"},{"uri":"mem://small","name":"small"}]}`
 		case "prompts/list":
-			result = `{"prompts":[{"name":"dense"},{"name":"small"}]}`
+			return `{"prompts":[{"name":"dense"},{"name":"small"}]}`
 		case "resources/read":
-			result = fmt.Sprintf(`{"contents":[{"uri":%q,"mimeType":"text/plain","text":"ok"}],"_meta":%s}`, msg.Params.URI, meta)
+			return fmt.Sprintf(`{"contents":[{"uri":%q,"mimeType":"text/plain","text":"ok"}],"_meta":%s}`, p.URI, meta)
 		case "prompts/get":
-			result = `{"messages":[{"role":"user","content":{"type":"text","text":"ok"}}],"_meta":` + meta + `}`
-		default:
-			result = `{}`
+			return `{"messages":[{"role":"user","content":{"type":"text","text":"ok"}}],"_meta":` + meta + `}`
 		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, msg.ID, result)
+		return ""
 	}))
 	t.Cleanup(ts.Close)
 	return ts.URL + "/mcp"
