@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,6 +42,12 @@ const maxOverflowNames = 64
 type FlowOptions struct {
 	// Rules are the exfiltration rules Check enforces.
 	Rules []Rule
+	// Match reports whether a rule's pattern matches a tool's qualified
+	// name, as a destination or a source; nil is path.Match on the name
+	// alone. The server gives one that matches every name the tool answers
+	// to (tools.Registry.MatchName), so that a rule written with an
+	// upstream's own name for a tool means the tool.
+	Match NameMatch
 	// MaxBytes bounds the memory the flow keeps (values and indexes, as
 	// FlowStats counts it). When it is reached, later values are not
 	// kept, and Check refuses calls that a rule would check against the
@@ -72,6 +77,7 @@ const keepStep = 64 << 10
 type Flow struct {
 	f        *Filter
 	rules    []Rule
+	match    NameMatch
 	maxBytes int
 	seed     maphash.Seed
 
@@ -152,6 +158,7 @@ func (f *Filter) NewFlow(opts FlowOptions) (*Flow, error) {
 	fl := &Flow{
 		f:         f,
 		rules:     slices.Clone(opts.Rules),
+		match:     opts.Match,
 		maxBytes:  opts.MaxBytes,
 		keep:      opts.Keep,
 		seed:      maphash.MakeSeed(),
@@ -539,11 +546,11 @@ const (
 // sensitive ones always are, for the outputs).
 func (fl *Flow) ruled(source string, from Provenance) bool {
 	for _, r := range fl.rules {
-		if fromMatches(r.From, source) {
+		if fl.match.from(r.From, source) {
 			return true
 		}
 		for _, s := range from.sources {
-			if fromMatches(r.From, s) {
+			if fl.match.from(r.From, s) {
 				return true
 			}
 		}
@@ -912,7 +919,7 @@ func (fl *Flow) forbiddenFor(dest string) forbidMask {
 	}
 	m := forbidMask{srcGen: fl.srcGen, rules: make([]int, maxFlowSources)}
 	for ri, rule := range fl.rules {
-		if to, _ := path.Match(rule.To, dest); !to {
+		if !fl.match.name(rule.To, dest) {
 			continue
 		}
 		for id, name := range fl.sources {
@@ -924,7 +931,7 @@ func (fl *Flow) forbiddenFor(dest string) forbidMask {
 				}
 			}
 			for _, n := range names {
-				if fromMatches(rule.From, n) && m.mask&(1<<id) == 0 {
+				if fl.match.from(rule.From, n) && m.mask&(1<<id) == 0 {
 					m.mask |= 1 << id
 					m.rules[id] = ri
 				}
@@ -1049,7 +1056,7 @@ func (c *checker) text(s string, inKey bool) {
 				names = append(names, AnySource)
 			}
 			for _, n := range names {
-				if fromMatches(fl.rules[c.fm.rules[id]].From, n) {
+				if fl.match.from(fl.rules[c.fm.rules[id]].From, n) {
 					source = n
 					break
 				}
