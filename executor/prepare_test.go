@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,5 +108,58 @@ return [before, await big];`,
 		}
 		// The VM is whole after each.
 		wantOK(t, run(t, e, "1 + 1"), "2")
+	})
+}
+
+// TestPreparedResultsAwaitedTogether: results handed early while the VM
+// waits for other calls too are built early only within a small share of
+// the heap. Each of six calls awaited together hands 2 MB early, and once
+// all six have, they return one after another: built at once, they would
+// not fit the 16 MiB heap, while the program, which keeps a number of
+// each, holds one at a time when each is built as it is confirmed.
+func TestPreparedResultsAwaitedTogether(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString(`{"n":1,"rows":[`)
+	for i := range 40000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"t":"%s"}`, i, strings.Repeat("y", 32))
+	}
+	b.WriteString("]}")
+	big := json.RawMessage(b.String())
+	const n = 6
+	eachMode(t, func(t *testing.T, mode executor.Isolation) {
+		e := newExecutor(t, mode, executor.Config{PoolSize: 1, MemoryLimit: 16 << 20, Timeout: time.Minute, MaxTimeout: time.Minute})
+		var handed sync.WaitGroup
+		handed.Add(n)
+		turns := make([]chan struct{}, n)
+		for i := range turns {
+			turns[i] = make(chan struct{})
+		}
+		go func() {
+			handed.Wait()
+			for _, turn := range turns {
+				close(turn)
+				time.Sleep(50 * time.Millisecond)
+			}
+		}()
+		d := caller(func(ctx context.Context, c executor.Call) (json.RawMessage, error) {
+			c.Prepare(big)
+			handed.Done()
+			select {
+			case <-turns[c.Seq]:
+				return big, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		})
+		res := e.Run(t.Context(), executor.Request{
+			Code:       fmt.Sprintf("return await Promise.all(Array.from({length: %d}, () => util.big({}).then(v => v.n)))", n),
+			Dispatcher: d,
+			Functions:  executor.NewLayout([]executor.Function{{Name: "util.big"}}),
+		})
+		wantOK(t, res, "[1,1,1,1,1,1]")
 	})
 }

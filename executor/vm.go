@@ -266,9 +266,12 @@ type vmJob struct {
 	// pending: copied out of the VM, held by the host until each call
 	// finishes, and bounded by the heap limit (see hostCall).
 	argBytes int
-	logs     int
-	logBytes int
-	settled  bool
+	// earlyBytes is the JSON bytes of the results built early
+	// (callResult.prepared) and not yet settled.
+	earlyBytes int
+	logs       int
+	logBytes   int
+	settled    bool
 	// refused is the VM's count of refused allocations as the job began
 	// (engine.VM.Refused).
 	refused uint64
@@ -291,6 +294,16 @@ type pendingCall struct {
 	early *callResult
 	built engine.Value
 }
+
+// earlyShare bounds the results a job builds early while it waits for
+// other calls too: at most 1/earlyShare of its heap limit in JSON bytes
+// (their values take three to four times that). A result the VM waits
+// for alone is built early whatever its size: the program holds it as
+// soon as the call is confirmed. Built early without a bound, the 8 MB
+// results of calls awaited together — each dropped by the program as it
+// arrived — were all in the heap at once (TestObservedFindingsHeld's
+// clean run, out of memory).
+const earlyShare = 32
 
 func (p pendingCall) free(vm *engine.VM) {
 	vm.Free(p.resolve)
@@ -400,7 +413,7 @@ func (j *vmJob) end() {
 		p.free(j.in.vm)
 		delete(j.pending, id)
 	}
-	j.argBytes = 0
+	j.argBytes, j.earlyBytes = 0, 0
 	j.inbox.close()
 	j.mu.Lock()
 	j.over = true
@@ -646,9 +659,11 @@ func (j *vmJob) complete(c callResult) {
 			return
 		}
 		p.early = &c
-		if c.ok {
+		alone := len(j.pending) == 1
+		if c.ok && (alone || int64(j.earlyBytes+len(c.payload)) <= j.spec.Memory/earlyShare) {
 			if v, err := vm.ParseJSON(c.payload); err == nil {
 				p.built = v
+				j.earlyBytes += len(c.payload)
 			}
 		}
 		j.pending[c.id] = p
@@ -657,6 +672,9 @@ func (j *vmJob) complete(c callResult) {
 	defer c.consumed()
 	delete(j.pending, c.id)
 	j.argBytes -= p.argBytes
+	if !engine.IsUndefined(p.built) {
+		j.earlyBytes -= len(p.early.payload)
+	}
 	defer func() { p.free(vm) }()
 	if !j.enter() {
 		return
