@@ -193,7 +193,10 @@ func (pl planner) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 
 // observer follows what each call returns into the run's data flow
 // (tracker), before the call returns it, holding what that costs: a
-// result whose observation cannot be held fails its call.
+// result whose observation cannot be held fails its call. A program's
+// call hands its result to the sandbox first (Call.prepare), which
+// builds it into the VM while the flow observes it: the program has it
+// only once the call returns it, and a refused one never.
 type observer struct{ results *resultBytes }
 
 func (o observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
@@ -208,6 +211,9 @@ func (o observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 		// resumable run keeps them with the result.
 		st := storedOf(c.Tool, out)
 		c.sources = from.get().Union(st.from)
+		if c.prepare != nil {
+			c.prepare(out)
+		}
 		hold, keep, release := o.results.holdObserving(ctx, c, len(out))
 		err = c.Run.flow.observe(c.Name, out, c.sources, hold, keep)
 		release()
