@@ -53,12 +53,13 @@ func jsonText(tb testing.TB, v any) string {
 
 const crmDeal = `{"street":"Hauptstraße 17","turkish_street":"İstiklal Caddesi 42","greek_office":"Οδός Αγίου Σπυρίδωνος 12",` +
 	`"notes":"Call after 3pm,\nonly on \"Mondays\"","amount":1234567.10,"budget":4.2e7,"check":98765432.000,` +
-	`"ledger_id":98765432109876543210,"tiny":0.00000012345600}`
+	`"ledger_id":98765432109876543210,"tiny":0.00000012345600,"title":"Head of Finance"}`
 
-// TestFlowCheckProgramForms (attack25 F1, F2, F4, F5): what everyday
+// TestFlowCheckProgramForms (attack25 F1, F2, F4, F5, F9): what everyday
 // program code makes of a value — JavaScript's full case changes, JSON
 // text, escape() and the hex of char codes of non-ASCII text, a number
-// as JavaScript writes it — is followed by the rules.
+// as JavaScript writes it, a name beside punctuation past ASCII — is
+// followed by the rules.
 func TestFlowCheckProgramForms(t *testing.T) {
 	t.Parallel()
 	f := newTestFilter(t, Config{})
@@ -87,6 +88,12 @@ func TestFlowCheckProgramForms(t *testing.T) {
 		{"integer past 2^53", `{"v":98765432109876540000}`, ""},
 		{"small number", `{"v":1.23456e-7}`, ""},
 		{"number in a sentence", `{"v":"total 1234567.1 EUR"}`, ""},
+		{"a title before ’", `{"v":"Head of Finance’s budget"}`, ""},
+		{"a title before a no-break space", `{"v":"Head of Finance\u00a0(Stockholm)"}`, ""},
+		{"a title in « »", `{"v":"«Head of Finance»"}`, ""},
+		{"a title before —", `{"v":"Head of Finance—Stockholm"}`, ""},
+		{"a title after a JSON line break", jsonText(t, map[string]any{"body": jsonText(t, map[string]any{"t": "Dear\nHead of Finance"})}), "JSON-escaped"},
+		{"a title after %20", `{"v":"https://x.example/?q=dear%20Head%20of%20Finance%20"}`, "URL-encoded"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := fl.Check("http.post_webhook", json.RawMessage(tc.args))
@@ -100,7 +107,7 @@ func TestFlowCheckProgramForms(t *testing.T) {
 		})
 	}
 	// What only looks alike passes.
-	for _, args := range []string{`{"v":"HAUPTSTRASSE 18"}`, `{"v":1234567.2}`, `{"v":"Call after 3pm, only on Tuesdays"}`, `{"v":"a\\\\b \\\"c\\\" d\\ne"}`} {
+	for _, args := range []string{`{"v":"ÜberHead of Finance"}`, `{"v":"Head of Financeé"}`, `{"v":"HAUPTSTRASSE 18"}`, `{"v":1234567.2}`, `{"v":"Call after 3pm, only on Tuesdays"}`, `{"v":"a\\\\b \\\"c\\\" d\\ne"}`} {
 		if err := fl.Check("http.post_webhook", json.RawMessage(args)); err != nil {
 			t.Errorf("Check(%s) = %v", args, err)
 		}
