@@ -156,3 +156,23 @@ func TestJSNumber(t *testing.T) {
 		t.Error("jsNumber(1e999): an infinity is no number JavaScript writes")
 	}
 }
+
+// TestKeywordEntropyWholeWord (attack25 F8): a random-looking value after
+// a key-like word is a secret whole, the letters past ASCII in it too: a
+// run of ASCII cut at "ß" left the head "Weiß" shown.
+func TestKeywordEntropyWholeWord(t *testing.T) {
+	t.Parallel()
+	f := newTestFilter(t, Config{})
+	for _, text := range []string{"new password Weißbier-Geheimnis-2024", "token: Ab3dEf9hIj2kLm5nOp-çà-Qr7s!", "secret=x9Kq2Lm8Np4Rt6Vw1Yz3-Ærø"} {
+		got := f.ApplyText(text, Options{}).Text
+		for _, part := range []string{"Weiß", "çà", "Ærø", "Geheimnis"} {
+			if strings.Contains(got, part) {
+				t.Errorf("ApplyText(%q) = %q: %q shows", text, got, part)
+			}
+		}
+	}
+	// Prose around it stays.
+	if got := f.ApplyText("secret: Ab3dEf9hIj2kLm5nOp7Qr — à bientôt", Options{}).Text; !strings.HasSuffix(got, " — à bientôt") {
+		t.Errorf("the text after the secret changed: %q", got)
+	}
+}
