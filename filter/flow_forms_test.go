@@ -114,24 +114,25 @@ func TestFlowCheckProgramForms(t *testing.T) {
 	}
 }
 
-// TestFlowHidesProgramForms (attack25 F3, F6): a sensitive value the
-// program upper-cased with JavaScript's full case mapping, or put in JSON
-// text with its quote escaped, is hidden in the result and the logs.
+// TestFlowHidesProgramForms (attack25 F3, F5, F6): a sensitive value the
+// program upper-cased with JavaScript's full case mapping, put in JSON
+// text with its quote escaped, or a number the upstream wrote otherwise
+// than JavaScript does, is hidden in the result and the logs.
 func TestFlowHidesProgramForms(t *testing.T) {
 	t.Parallel()
 	f := newTestFilter(t, Config{})
 	v := newTestVault(t, VaultOptions{})
 	fl := newTestFlow(t, f, FlowOptions{})
-	fl.Observe("crm.get_user", json.RawMessage(`{"user":"ann","password":"winter\"autumn-leaves-fall","portal_password":"Weißbier-Geheimnis-2024"}`), Provenance{})
+	fl.Observe("crm.get_user", json.RawMessage(`{"user":"ann","password":"winter\"autumn-leaves-fall","portal_password":"Weißbier-Geheimnis-2024","ssn":987654321.0}`), Provenance{})
 	body := jsonText(t, map[string]any{"user": "ann", "pass": `winter"autumn-leaves-fall`})
-	result := argsOf(t, map[string]any{"upper": "WEISSBIER-GEHEIMNIS-2024", "body": body, "tab": jsonText(t, []string{"x\tWeißbier-Geheimnis-2024"})})
+	result := argsOf(t, map[string]any{"upper": "WEISSBIER-GEHEIMNIS-2024", "body": body, "tab": jsonText(t, []string{"x\tWeißbier-Geheimnis-2024"}), "ref": 987654321, "note": "ref 987654321"})
 	logs := []string{"pw WEISSBIER-GEHEIMNIS-2024", "sent " + body}
 	out, err := f.Apply(Input{Result: result, Logs: logs}, Options{Vault: v, Flow: fl})
 	if err != nil {
 		t.Fatal(err)
 	}
 	all := strings.ToLower(string(out.Full) + "\n" + strings.Join(out.Logs, "\n"))
-	for _, form := range []string{"weissbier", "weißbier", "geheimnis", "autumn-leaves", `winter\`} {
+	for _, form := range []string{"weissbier", "weißbier", "geheimnis", "autumn-leaves", `winter\`, "987654321"} {
 		if strings.Contains(all, form) {
 			t.Errorf("%q shows in\n%s", form, all)
 		}
@@ -152,8 +153,10 @@ func TestJSNumber(t *testing.T) {
 			t.Errorf("jsNumber(%s) = %q, %v; want %q", lit, got, ok, want)
 		}
 	}
-	if _, ok := jsNumber("1e999"); ok {
-		t.Error("jsNumber(1e999): an infinity is no number JavaScript writes")
+	for _, lit := range []string{"1e999", "+44207946", "0x1F4A3B", "Infinity", "12_345_678", "", "-"} {
+		if js, ok := jsNumber(lit); ok {
+			t.Errorf("jsNumber(%q) = %q: not a finite JSON number", lit, js)
+		}
 	}
 }
 
