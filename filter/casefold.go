@@ -15,10 +15,13 @@ import (
 // what its upper- and lower-cased forms map to:
 //
 //   - a rune with a full case folding of several runes (CaseFolding.txt's
-//     F entries, fullFolds) to those runes;
-//   - any other rune to the lower case of its upper case
-//     (unicode.ToLower(unicode.ToUpper(r))), which joins "ς" and "σ",
-//     "ſ" and "s", "ı" and "i", "K" (Kelvin) and "k".
+//     F entries) to those runes;
+//   - any other rune to the lower case of its upper case, which joins
+//     "ς" and "σ", "ſ" and "s", "ı" and "i", "µ" and "μ".
+//
+// The lower case of the upper case is unicode.ToLower but for a few
+// runes: those and the F entries are specialFolds, behind a test of
+// ranges, so most runes cost one ToLower as before.
 //
 // fold(JavaScript's toUpperCase(s)) and fold(toLowerCase(s)) are then
 // fold(s) (TestFoldFollowsJSCase checks every rune against x/text's full
@@ -28,9 +31,15 @@ import (
 // maxFoldGrowth bounds how many times longer than a text its fold is.
 const maxFoldGrowth = 3
 
-// fullFolds are the runes whose full case folding is several runes
-// (CaseFolding.txt, status F; Unicode 15).
-var fullFolds = map[rune]string{
+// specialFolds are the runes whose fold is not their unicode.ToLower:
+// those whose full case folding is several runes (CaseFolding.txt,
+// status F), and those whose upper case lower-cases to another rune.
+var specialFolds = map[rune]string{
+	0x00B5: "\u03bc", 0x0131: "i", 0x017F: "s", 0x0345: "\u03b9", 0x03C2: "\u03c3",
+	0x03D0: "\u03b2", 0x03D1: "\u03b8", 0x03D5: "\u03c6", 0x03D6: "\u03c0", 0x03F0: "\u03ba",
+	0x03F1: "\u03c1", 0x03F5: "\u03b5", 0x1C80: "\u0432", 0x1C81: "\u0434", 0x1C82: "\u043e",
+	0x1C83: "\u0441", 0x1C84: "\u0442", 0x1C85: "\u0442", 0x1C86: "\u044a", 0x1C87: "\u0463",
+	0x1C88: "\ua64b", 0x1E9B: "\u1e61", 0x1FBE: "\u03b9",
 	0x00DF: "ss", 0x0130: "i\u0307", 0x0149: "\u02bcn", 0x01F0: "j\u030c",
 	0x0390: "\u03b9\u0308\u0301", 0x03B0: "\u03c5\u0308\u0301", 0x0587: "\u0565\u0582", 0x1E96: "h\u0331",
 	0x1E97: "t\u0308", 0x1E98: "w\u030a", 0x1E99: "y\u030a", 0x1E9A: "a\u02be",
@@ -59,14 +68,21 @@ var fullFolds = map[rune]string{
 	0xFB14: "\u0574\u0565", 0xFB15: "\u0574\u056b", 0xFB16: "\u057e\u0576", 0xFB17: "\u0574\u056d",
 }
 
-// hasFullFold reports whether r may be in fullFolds: a test of ranges
-// before the map lookup, which most runes skip.
-func hasFullFold(r rune) bool {
+// hasSpecialFold reports whether r may be in specialFolds: a test of
+// ranges before the map lookup, which most runes skip.
+func hasSpecialFold(r rune) bool {
 	switch {
-	case r < 0xDF:
+	case r < 0xB5:
 		return false
-	case r <= 0x587:
-		return r == 0xDF || r == 0x130 || r == 0x149 || r == 0x1F0 || r == 0x390 || r == 0x3B0 || r == 0x587
+	case r < 0x3D0:
+		return r == 0xB5 || r == 0xDF || r == 0x130 || r == 0x131 || r == 0x149 || r == 0x17F ||
+			r == 0x1F0 || r == 0x345 || r == 0x390 || r == 0x3B0 || r == 0x3C2
+	case r <= 0x3F5:
+		return true
+	case r < 0x1C80:
+		return r == 0x587
+	case r <= 0x1C88:
+		return true
 	case r < 0x1E96:
 		return false
 	case r <= 0x1FFC:
@@ -77,10 +93,10 @@ func hasFullFold(r rune) bool {
 
 // foldedRune appends the fold of the non-ASCII rune r to dst.
 func foldedRune(dst []byte, r rune) []byte {
-	if hasFullFold(r) {
-		if f, ok := fullFolds[r]; ok {
+	if hasSpecialFold(r) {
+		if f, ok := specialFolds[r]; ok {
 			return append(dst, f...)
 		}
 	}
-	return utf8.AppendRune(dst, unicode.ToLower(unicode.ToUpper(r)))
+	return utf8.AppendRune(dst, unicode.ToLower(r))
 }

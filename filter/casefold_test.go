@@ -11,7 +11,7 @@ import (
 
 // TestFoldFollowsJSCase checks that the fold of every rune is the fold of
 // its full upper and lower case (x/text's mappings, JavaScript's
-// toUpperCase and toLowerCase), and that fullFolds is CaseFolding.txt's
+// toUpperCase and toLowerCase), and that specialFolds holds CaseFolding.txt's
 // F entries (x/text's full folding) (attack25 F1, F3).
 func TestFoldFollowsJSCase(t *testing.T) {
 	upper, lower, full := cases.Upper(language.Und), cases.Lower(language.Und), cases.Fold()
@@ -28,16 +28,19 @@ func TestFoldFollowsJSCase(t *testing.T) {
 				t.Errorf("U+%04X %q: fold %+q, of its case change %q %+q", r, s, want, c, got)
 			}
 		}
-		if f := full.String(s); utf8.RuneCountInString(f) > 1 && fullFolds[r] != f {
-			t.Errorf("U+%04X: fullFolds %+q, CaseFolding %+q", r, fullFolds[r], f)
+		if f := full.String(s); utf8.RuneCountInString(f) > 1 && specialFolds[r] != f {
+			t.Errorf("U+%04X: specialFolds %+q, CaseFolding %+q", r, specialFolds[r], f)
+		}
+		if lu := unicode.ToLower(unicode.ToUpper(r)); lu != unicode.ToLower(r) && specialFolds[r] == "" {
+			t.Errorf("U+%04X: not in specialFolds, its upper case lower-cases to U+%04X", r, lu)
 		}
 		if len(want) > maxFoldGrowth*len(s) {
 			t.Errorf("U+%04X: folds to %d bytes from %d", r, len(want), len(s))
 		}
 	}
-	for r := range fullFolds {
-		if !hasFullFold(r) {
-			t.Errorf("U+%04X: in fullFolds, not in hasFullFold's ranges", r)
+	for r := range specialFolds {
+		if !hasSpecialFold(r) {
+			t.Errorf("U+%04X: in specialFolds, not in hasSpecialFold's ranges", r)
 		}
 	}
 	// Texts as programs change them, a final sigma among them.

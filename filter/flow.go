@@ -588,8 +588,12 @@ func collectTracked(n *node, out *[]string, sc *scope) {
 // jsNumber returns how JavaScript writes the number of the JSON literal
 // lit (ECMAScript's Number::toString: the shortest digits that read back
 // as the same number, in fixed notation from 1e-6 up to 1e21, else as
-// 1.5e-7 or 1e+21); false when lit is not a finite number.
+// 1.5e-7 or 1e+21); false when lit is not a finite number written as JSON
+// writes one (no '+' ahead, no hex, no "Inf").
 func jsNumber(lit string) (string, bool) {
+	if lit == "" || (lit[0] != '-' && !isDigit(lit[0])) || strings.Trim(lit, "0123456789.eE+-") != "" {
+		return "", false
+	}
 	f, err := strconv.ParseFloat(lit, 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 		return "", false

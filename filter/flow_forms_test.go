@@ -53,12 +53,13 @@ func jsonText(tb testing.TB, v any) string {
 
 const crmDeal = `{"street":"Hauptstraße 17","turkish_street":"İstiklal Caddesi 42","greek_office":"Οδός Αγίου Σπυρίδωνος 12",` +
 	`"notes":"Call after 3pm,\nonly on \"Mondays\"","amount":1234567.10,"budget":4.2e7,"check":98765432.000,` +
-	`"ledger_id":98765432109876543210,"tiny":0.00000012345600}`
+	`"ledger_id":98765432109876543210,"tiny":0.00000012345600,"title":"Head of Finance"}`
 
-// TestFlowCheckProgramForms (attack25 F1, F2, F4, F5): what everyday
+// TestFlowCheckProgramForms (attack25 F1, F2, F4, F5, F9): what everyday
 // program code makes of a value — JavaScript's full case changes, JSON
 // text, escape() and the hex of char codes of non-ASCII text, a number
-// as JavaScript writes it — is followed by the rules.
+// as JavaScript writes it, a name beside punctuation past ASCII — is
+// followed by the rules.
 func TestFlowCheckProgramForms(t *testing.T) {
 	t.Parallel()
 	f := newTestFilter(t, Config{})
@@ -87,6 +88,12 @@ func TestFlowCheckProgramForms(t *testing.T) {
 		{"integer past 2^53", `{"v":98765432109876540000}`, ""},
 		{"small number", `{"v":1.23456e-7}`, ""},
 		{"number in a sentence", `{"v":"total 1234567.1 EUR"}`, ""},
+		{"a title before ’", `{"v":"Head of Finance’s budget"}`, ""},
+		{"a title before a no-break space", `{"v":"Head of Finance\u00a0(Stockholm)"}`, ""},
+		{"a title in « »", `{"v":"«Head of Finance»"}`, ""},
+		{"a title before —", `{"v":"Head of Finance—Stockholm"}`, ""},
+		{"a title after a JSON line break", jsonText(t, map[string]any{"body": jsonText(t, map[string]any{"t": "Dear\nHead of Finance"})}), "JSON-escaped"},
+		{"a title after %20", `{"v":"https://x.example/?q=dear%20Head%20of%20Finance%20"}`, "URL-encoded"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := fl.Check("http.post_webhook", json.RawMessage(tc.args))
@@ -100,31 +107,32 @@ func TestFlowCheckProgramForms(t *testing.T) {
 		})
 	}
 	// What only looks alike passes.
-	for _, args := range []string{`{"v":"HAUPTSTRASSE 18"}`, `{"v":1234567.2}`, `{"v":"Call after 3pm, only on Tuesdays"}`, `{"v":"a\\\\b \\\"c\\\" d\\ne"}`} {
+	for _, args := range []string{`{"v":"ÜberHead of Finance"}`, `{"v":"Head of Financeé"}`, `{"v":"HAUPTSTRASSE 18"}`, `{"v":1234567.2}`, `{"v":"Call after 3pm, only on Tuesdays"}`, `{"v":"a\\\\b \\\"c\\\" d\\ne"}`} {
 		if err := fl.Check("http.post_webhook", json.RawMessage(args)); err != nil {
 			t.Errorf("Check(%s) = %v", args, err)
 		}
 	}
 }
 
-// TestFlowHidesProgramForms (attack25 F3, F6): a sensitive value the
-// program upper-cased with JavaScript's full case mapping, or put in JSON
-// text with its quote escaped, is hidden in the result and the logs.
+// TestFlowHidesProgramForms (attack25 F3, F5, F6): a sensitive value the
+// program upper-cased with JavaScript's full case mapping, put in JSON
+// text with its quote escaped, or a number the upstream wrote otherwise
+// than JavaScript does, is hidden in the result and the logs.
 func TestFlowHidesProgramForms(t *testing.T) {
 	t.Parallel()
 	f := newTestFilter(t, Config{})
 	v := newTestVault(t, VaultOptions{})
 	fl := newTestFlow(t, f, FlowOptions{})
-	fl.Observe("crm.get_user", json.RawMessage(`{"user":"ann","password":"winter\"autumn-leaves-fall","portal_password":"Weißbier-Geheimnis-2024"}`), Provenance{})
+	fl.Observe("crm.get_user", json.RawMessage(`{"user":"ann","password":"winter\"autumn-leaves-fall","portal_password":"Weißbier-Geheimnis-2024","ssn":987654321.0}`), Provenance{})
 	body := jsonText(t, map[string]any{"user": "ann", "pass": `winter"autumn-leaves-fall`})
-	result := argsOf(t, map[string]any{"upper": "WEISSBIER-GEHEIMNIS-2024", "body": body, "tab": jsonText(t, []string{"x\tWeißbier-Geheimnis-2024"})})
+	result := argsOf(t, map[string]any{"upper": "WEISSBIER-GEHEIMNIS-2024", "body": body, "tab": jsonText(t, []string{"x\tWeißbier-Geheimnis-2024"}), "ref": 987654321, "note": "ref 987654321"})
 	logs := []string{"pw WEISSBIER-GEHEIMNIS-2024", "sent " + body}
 	out, err := f.Apply(Input{Result: result, Logs: logs}, Options{Vault: v, Flow: fl})
 	if err != nil {
 		t.Fatal(err)
 	}
 	all := strings.ToLower(string(out.Full) + "\n" + strings.Join(out.Logs, "\n"))
-	for _, form := range []string{"weissbier", "weißbier", "geheimnis", "autumn-leaves", `winter\`} {
+	for _, form := range []string{"weissbier", "weißbier", "geheimnis", "autumn-leaves", `winter\`, "987654321"} {
 		if strings.Contains(all, form) {
 			t.Errorf("%q shows in\n%s", form, all)
 		}
@@ -145,7 +153,29 @@ func TestJSNumber(t *testing.T) {
 			t.Errorf("jsNumber(%s) = %q, %v; want %q", lit, got, ok, want)
 		}
 	}
-	if _, ok := jsNumber("1e999"); ok {
-		t.Error("jsNumber(1e999): an infinity is no number JavaScript writes")
+	for _, lit := range []string{"1e999", "+44207946", "0x1F4A3B", "Infinity", "12_345_678", "", "-"} {
+		if js, ok := jsNumber(lit); ok {
+			t.Errorf("jsNumber(%q) = %q: not a finite JSON number", lit, js)
+		}
+	}
+}
+
+// TestKeywordEntropyWholeWord (attack25 F8): a random-looking value after
+// a key-like word is a secret whole, the letters past ASCII in it too: a
+// run of ASCII cut at "ß" left the head "Weiß" shown.
+func TestKeywordEntropyWholeWord(t *testing.T) {
+	t.Parallel()
+	f := newTestFilter(t, Config{})
+	for _, text := range []string{"new password Weißbier-Geheimnis-2024", "token: Ab3dEf9hIj2kLm5nOp-çà-Qr7s!", "secret=x9Kq2Lm8Np4Rt6Vw1Yz3-Ærø"} {
+		got := f.ApplyText(text, Options{}).Text
+		for _, part := range []string{"Weiß", "çà", "Ærø", "Geheimnis"} {
+			if strings.Contains(got, part) {
+				t.Errorf("ApplyText(%q) = %q: %q shows", text, got, part)
+			}
+		}
+	}
+	// Prose around it stays.
+	if got := f.ApplyText("secret: Ab3dEf9hIj2kLm5nOp7Qr — à bientôt", Options{}).Text; !strings.HasSuffix(got, " — à bientôt") {
+		t.Errorf("the text after the secret changed: %q", got)
 	}
 }

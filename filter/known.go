@@ -716,7 +716,7 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 				mapped = true
 			}
 			start := int(v.idx[a])
-			return start == 0 || !isWordByte(s[start-1])
+			return !joinsBefore(s, start)
 		}
 	}
 	for _, ix := range ixs {
@@ -837,8 +837,7 @@ func (v *viewer) searchDecoded(s string, decode func(v *viewer, s string, track 
 				v.refold, v.idx = foldBytes(v.refold[:0], v.idx[:0], v.dec, true)
 				mapped = true
 			}
-			start := int(v.dsrc[v.idx[a]])
-			return start == 0 || !isWordByte(s[start-1])
+			return !joinsBefore(v.dec, int(v.idx[a]))
 		}
 	}
 	for _, ix := range ixs {
@@ -853,7 +852,9 @@ func (v *viewer) searchDecoded(s string, decode func(v *viewer, s string, track 
 			last := int(v.idx[b-1])
 			_, w := utf8.DecodeRune(v.dec[last:])
 			end := int(v.dend[last+w-1])
-			if bounded && !wordBounded(s, start, end, tab.pattern(id)) {
+			// Words are bounded in the decoded text: "%20" or "\n" before
+			// a name is a space.
+			if bounded && !wordBounded(v.dec, int(v.idx[a]), last+w, tab.pattern(id)) {
 				return findHere
 			}
 			return verdictWant(emit(knownMatch{start: start, end: end, id: id, enc: enc}), v.folded, pb)
@@ -1185,16 +1186,49 @@ func unhex(c byte) byte {
 // match inside "Nevada lovelaces", and short phrases inside any text.
 // Values with a digit or a symbol (addresses, ids, numbers, keys) count
 // anywhere.
-func wordBounded(s string, start, end int, pattern string) bool {
+func wordBounded[T string | []byte](s T, start, end int, pattern string) bool {
 	for i := 0; i < len(pattern); i++ {
 		if c := pattern[i]; c < 0x80 && !isAlpha(c) {
 			return true
 		}
 	}
-	return (start == 0 || !isWordByte(s[start-1])) && (end >= len(s) || !isWordByte(s[end]))
+	return !joinsBefore(s, start) && !joinsAfter(s, end)
 }
 
-func isWordByte(c byte) bool { return isAlnum(c) || c >= 0x80 }
+// joinsBefore and joinsAfter report whether a letter, a digit or a mark (a
+// combining accent) is just before s[i] or at it: a word goes on there.
+// Punctuation and spaces past ASCII — ’, « », —, a no-break space — end
+// a word as their ASCII kin do. A byte that is not UTF-8 is read as a
+// Latin-1 character, as fold reads it.
+func joinsBefore[T string | []byte](s T, i int) bool {
+	if i == 0 {
+		return false
+	}
+	if c := s[i-1]; c < utf8.RuneSelf {
+		return isAlnum(c)
+	}
+	r, w := utf8.DecodeLastRuneInString(string(s[max(0, i-utf8.UTFMax):i]))
+	if r == utf8.RuneError && w == 1 {
+		r = rune(s[i-1])
+	}
+	return isWordRune(r)
+}
+
+func joinsAfter[T string | []byte](s T, i int) bool {
+	if i >= len(s) {
+		return false
+	}
+	if c := s[i]; c < utf8.RuneSelf {
+		return isAlnum(c)
+	}
+	r, w := utf8.DecodeRuneInString(string(s[i:min(len(s), i+utf8.UTFMax)]))
+	if r == utf8.RuneError && w == 1 {
+		r = rune(s[i])
+	}
+	return isWordRune(r)
+}
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) }
 
 // longMatcher finds where values longer than maxPatternLen occur whole in
 // one folded text: asked, by increasing start, whether a
