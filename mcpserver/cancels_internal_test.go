@@ -80,3 +80,19 @@ func TestSessionlessReadsMetaWhenItDecides(t *testing.T) {
 		t.Errorf("a 200-field _meta: %v allocations a request, against %v for a 1-field one; want about the same", large, small)
 	}
 }
+
+// BenchmarkSessionless is the sessionless check of one tools/call of
+// protocol 2026-07-28 as codecell-load's clients and mcp-go's send it: its
+// protocol in a header and in _meta, no session.
+func BenchmarkSessionless(b *testing.B) {
+	c := newSessionless()
+	body := []byte(`{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"codecell-load","version":"1"},"io.modelcontextprotocol/protocolVersion":"` +
+		mcp.ProtocolVersion20260728 + `"},"name":"execute_code","arguments":{"code":"1+1"}}}`)
+	r := httptest.NewRequest(http.MethodPost, PathStreamable, nil)
+	r.Header.Set(mcp.HeaderProtocolVersion, mcp.ProtocolVersion20260728)
+	next := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	b.ReportAllocs()
+	for b.Loop() {
+		c.serve(nil, r, "alice", body, next)
+	}
+}
