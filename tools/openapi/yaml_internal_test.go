@@ -250,6 +250,32 @@ func TestYAMLDuplicateKeys(t *testing.T) {
 	})
 }
 
+// TestJSONNotReadAsYAML: a JSON description that does not decode as
+// OpenAPI is refused with what encoding/json says, and is not decoded
+// again as YAML, as kin-openapi's LoadFromData did: an object holding a
+// key 4,000 times, beside a server that is not an object, made yaml.v3's
+// decoder keep 8 million error strings (issue 19, attack26 T1, through
+// JSON; 8,000 keys took the server past 2 GiB).
+func TestJSONNotReadAsYAML(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"openapi":"3.0.3","info":{"title":"t","version":"1"},"paths":{"/a":{"get":{"operationId":"a","responses":{"200":{"description":"ok"}}}}},"servers":[5],"x-pad":{`)
+	b.WriteString(strings.TrimSuffix(strings.Repeat(`"a":"",`, 4000), ","))
+	b.WriteString("}}")
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := Parse([]byte(b.String()))
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("%d bytes, %d KiB allocated: %v", b.Len(), alloc>>10, err)
+	if err == nil || !strings.Contains(err.Error(), "cannot unmarshal number into value of type openapi3.Server") || strings.Contains(err.Error(), "yaml") {
+		t.Errorf("got %v, want encoding/json's error about the server alone", err)
+	}
+	if alloc > 16<<20 {
+		t.Errorf("%d MiB allocated for a %d-byte description", alloc>>20, b.Len())
+	}
+}
+
 // FuzzYAMLToJSON: for any text yamlToJSON accepts, YAMLToJSON makes the
 // same JSON, no longer than yamlToJSON sized it; for any it refuses as a
 // YAML error, YAMLToJSON fails too. (Texts refused for their size are

@@ -44,8 +44,8 @@ func utf16LE(s string) string {
 // either way the server stays within a few tens of MiB of the same
 // document without the long string — in UTF-16 too (attack22 P1: 400
 // aliases took the server to 1,531 MiB). A mapping that holds a key
-// twice is refused, naming it, at the cost of a lookup a key (attack26
-// T1).
+// twice is refused, naming it, at the cost of a lookup a key, and a
+// JSON description is not decoded as YAML (attack26 T1).
 func TestOpenAPIDocumentCopies(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("A", 1<<20)
@@ -81,6 +81,12 @@ func TestOpenAPIDocumentCopies(t *testing.T) {
 		}
 		return b.String()
 	}
+	// The same through JSON: a description that does not decode as
+	// OpenAPI was decoded again as YAML by kin-openapi's loader.
+	jsonKeys := func(n int) string {
+		return `{"openapi":"3.0.3","info":{"title":"evil","version":"1"},"paths":{"/op0":{"get":{"operationId":"op0","responses":{"200":{"description":"ok"}}}}},"servers":[5],"x-pad":{` +
+			strings.TrimSuffix(strings.Repeat(`"k0":"",`, n), ",") + "}}"
+	}
 	for _, c := range []struct {
 		name, file      string
 		control, attack string
@@ -91,6 +97,7 @@ func TestOpenAPIDocumentCopies(t *testing.T) {
 		// could hold an anchor, and in UTF-16 every '&' follows a NUL.
 		{"yaml aliases in utf-16", "evil.yaml", utf16LE(aliases("short", 100)), utf16LE(aliases(long, 100)), "YAML aliases (100 of them)"},
 		{"yaml duplicate keys", "evil.yaml", keys(5000, false), keys(5000, true), `mapping key \"k0\" is already defined at line 9`},
+		{"json duplicate keys", "evil.json", jsonKeys(1), jsonKeys(5000), "cannot unmarshal number into value of type openapi3.Server"},
 		{"shared parameter", "evil.json", shared("short", 100), shared(long, 100), "unreachable"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
