@@ -179,3 +179,23 @@ func TestKeywordEntropyWholeWord(t *testing.T) {
 		t.Errorf("the text after the secret changed: %q", got)
 	}
 }
+
+// TestFlowCheckCardDigits (attack25 F12): a card, an IBAN or a phone
+// number a tool returned is refused with its separators removed or
+// changed to spaces, as a payment API wants it.
+func TestFlowCheckCardDigits(t *testing.T) {
+	t.Parallel()
+	f := newTestFilter(t, Config{})
+	fl := newTestFlow(t, f, FlowOptions{Rules: crmToHTTP})
+	fl.Observe("crm.get_contact", json.RawMessage(`{"card_on_file":"4012-8888-8888-1881","iban":"DE89-3704-0044-0532-0130-00","phone":"+44-20-7946-0958"}`), Provenance{})
+	for _, v := range []string{"4012888888881881", "4012 8888 8888 1881", "pay 4012888888881881 now", "DE89370400440532013000", "442079460958"} {
+		err := fl.Check("http.post_webhook", argsOf(t, map[string]any{"v": v}))
+		var fe *FlowError
+		if !errors.As(err, &fe) {
+			t.Errorf("Check(%q) = %v, want a *FlowError", v, err)
+		}
+	}
+	if err := fl.Check("http.post_webhook", argsOf(t, map[string]any{"v": "4012888888881882"})); err != nil {
+		t.Errorf("another number: %v", err)
+	}
+}

@@ -37,18 +37,20 @@ func formsServer(t *testing.T, deal string) *server {
 	return start(t, "--config", cfg, "--catalog", catalog)
 }
 
-// TestDataFlowFollowsProgramForms (issue 19, attack25 F1–F6): what
-// everyday program code makes of a value a tool returned — JavaScript's
-// toUpperCase and toLowerCase (ß → SS, İ → i̇, a final ς), JSON.stringify
-// of a text with a line break or a quote, escape() and the hex of char
-// codes of non-ASCII text, a number passed on as JavaScript writes it —
-// is followed by the rules, and a sensitive value so changed is hidden
-// from the client.
+// TestDataFlowFollowsProgramForms (issue 19, attack25 F1–F6, F8, F9,
+// F12): what everyday program code makes of a value a tool returned —
+// JavaScript's toUpperCase and toLowerCase (ß → SS, İ → i̇, a final ς),
+// JSON.stringify of a text with a line break or a quote, escape() and the
+// hex of char codes of non-ASCII text, a number passed on as JavaScript
+// writes it, a title beside ’ or in « », a card without its dashes — is
+// followed by the rules, and a sensitive value so changed is hidden from
+// the client, its head too.
 func TestDataFlowFollowsProgramForms(t *testing.T) {
 	t.Parallel()
 	s := formsServer(t, `{"street":"Hauptstraße 17","turkish":"İstiklal Caddesi 42","greek":"Οδός Αγίου Σπυρίδωνος 12",`+
 		`"notes":"Call after 3pm,\nonly on \"Mondays\"","amount":1234567.10,"budget":4.2e7,"ledger":98765432109876543210,`+
-		`"password":"Weißbier-Geheimnis-2024","portal_password":"winter\"autumn-leaves-fall"}`)
+		`"password":"Weißbier-Geheimnis-2024","portal_password":"winter\"autumn-leaves-fall","title":"Head of Finance",`+
+		`"card_on_file":"4012-8888-8888-1881","ssn":987654321.0}`)
 	alice := s.open(t, aliceToken)
 	const get = `const d = await crmx.get_deal({});`
 	post := func(expr string) string {
@@ -66,6 +68,10 @@ func TestDataFlowFollowsProgramForms(t *testing.T) {
 		{"a number as JavaScript writes it", `d.amount`},
 		{"an exponent's number", `d.budget`},
 		{"an integer past 2^53", `d.ledger`},
+		{"a title before ’", `d.title + "’s budget"`},
+		{"a title in « »", `"«" + d.title + "»"`},
+		{"a card without its dashes", `d.card_on_file.replace(/-/g, "")`},
+		{"a card spaced", `d.card_on_file.replace(/-/g, " ")`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := alice.run(post(tc.expr))
@@ -79,11 +85,11 @@ func TestDataFlowFollowsProgramForms(t *testing.T) {
 		t.Fatalf("an innocent call was refused: %.400s", rec.raw)
 	}
 	// Sensitive values the program changed, in the result and a console line.
-	rec := alice.run(get + ` const up = d.password.toUpperCase(); const body = JSON.stringify({user: "ann", pass: d.portal_password}); console.log(up, body); return {up, body}`)
+	rec := alice.run(get + ` const up = d.password.toUpperCase(); const body = JSON.stringify({user: "ann", pass: d.portal_password}); console.log(up, body); return {up, body, line: "new password " + d.password, ref: d.ssn, note: "ref " + d.ssn}`)
 	if rec.Status != "ok" {
 		t.Fatalf("run: %.400s", rec.raw)
 	}
-	for _, form := range []string{"WEISSBIER", "GEHEIMNIS", "autumn-leaves"} {
+	for _, form := range []string{"WEISSBIER", "GEHEIMNIS", "autumn-leaves", "Weiß", "987654321"} {
 		if strings.Contains(rec.raw, form) {
 			t.Errorf("%s reached the client: %.600s", form, rec.raw)
 		}
