@@ -63,6 +63,21 @@ func runEndMax(s string, i int, in func(byte) bool, n int) int {
 	return i
 }
 
+// quotedEnd returns the end of a value quoted by q that starts at s[i]:
+// the closing quote, a line break, or maxValueLen bytes on. A quote after
+// a backslash is inside the value — `"pass":"winter\"autumn"` in JSON
+// text is one password, not "winter\" and the rest shown (attack25 F6).
+func quotedEnd(s string, i int, q byte) int {
+	end := min(len(s), i+maxValueLen)
+	for i < end && s[i] != q && s[i] != '\n' {
+		if s[i] == '\\' && i+1 < end && s[i+1] != '\n' {
+			i++
+		}
+		i++
+	}
+	return min(i, end)
+}
+
 // maxValueLen bounds the values the text detectors look at: scans stop
 // there, which keeps every detector linear in the length of the string.
 const maxValueLen = 4096
@@ -425,7 +440,7 @@ func (sc *scanner) findAssignments(s string, fd *detected) {
 		var ve int
 		if q := s[v]; q == '"' || q == '\'' {
 			v++
-			ve = runEndMax(s, v, func(b byte) bool { return b != q && b != '\n' }, maxValueLen)
+			ve = quotedEnd(s, v, q)
 		} else {
 			ve = runEndMax(s, v, isUnquotedValue, maxValueLen)
 		}

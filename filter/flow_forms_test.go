@@ -199,3 +199,21 @@ func TestFlowCheckCardDigits(t *testing.T) {
 		t.Errorf("another number: %v", err)
 	}
 }
+
+// TestAssignmentReadsEscapedQuotes (attack25 F6): a password in JSON text
+// holding an escaped quote is one value to the key_assignment detector,
+// not its head replaced and its tail shown.
+func TestAssignmentReadsEscapedQuotes(t *testing.T) {
+	t.Parallel()
+	f := newTestFilter(t, Config{})
+	for _, text := range []string{`{"user":"ann","password":"winter\"autumn-leaves-fall"}`, `password = 'it\'s-autumn-leaves-fall'`, `{"password":"back\\slash\"autumn-leaves"}`} {
+		got := f.ApplyText(text, Options{}).Text
+		if strings.Contains(got, "autumn") || !strings.Contains(got, "⟦password") {
+			t.Errorf("ApplyText(%q) = %q", text, got)
+		}
+	}
+	// A value that ends in an escaped backslash ends at its quote.
+	if got := f.ApplyText(`{"password":"hunter2-x\\","user":"ann"}`, Options{}).Text; !strings.Contains(got, `"user":"ann"`) {
+		t.Errorf("the text after the value changed: %q", got)
+	}
+}
