@@ -468,6 +468,13 @@ func (r *run) act(c Class, conf float64, detector, value string, raw, inKey bool
 		r.findings++
 		r.cost += RepeatBytes
 		r.observing.sensitive = append(r.observing.sensitive, sensitiveValue{value: value, class: c, conf: conf, detector: detector})
+		// A number is known as JavaScript writes it too: the program
+		// that passes 987654321.0 on writes 987654321.
+		if js, ok := jsNumber(value); ok && js != value && r.admit(r.cost+RepeatBytes) {
+			r.findings++
+			r.cost += RepeatBytes
+			r.observing.sensitive = append(r.observing.sensitive, sensitiveValue{value: js, class: c, conf: conf, detector: detector})
+		}
 		return "", true
 	}
 	cost := r.findingCost(value)

@@ -205,6 +205,9 @@ func (o observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 	}
 	from := &resultSources{}
 	out, err := next.call(context.WithValue(ctx, resultSourcesKey{}, from), c)
+	if err != nil {
+		return out, observeFailure(ctx, o.results, c, from.get(), err)
+	}
 	if err == nil {
 		// A store tool's result says which sources its data came from,
 		// where the tool puts them (storedOf); the journal of a
@@ -228,6 +231,35 @@ func (o observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 		}
 	}
 	return out, err
+}
+
+// observeFailure observes what err, the error of c's tool, carries to
+// the program — the ToolError's message: an upstream's isError text, an
+// API's error body, what a skill's program threw — as a result is, under
+// the sources its handler named (from), before the program has it; and
+// returns err, or the refusal of what observing it costs. An error of a
+// call refused before its tool was called (c.held is set by resultBytes,
+// the last stage) is the server's own and carries no source's data.
+// Without it, an honest CRM's "contact AC-99-1234567 is locked" passed
+// every rule once the program caught it (issue 19, attack25 F11).
+func observeFailure(ctx context.Context, r *resultBytes, c *Call, from filter.Provenance, err error) error {
+	if c.held == nil {
+		return err
+	}
+	text := err.Error()
+	c.sources = from
+	hold, keep, release := r.holdObserving(ctx, c, len(text))
+	oerr := c.Run.flow.observeNow(c.Name, text, from, hold, keep)
+	release()
+	if oerr != nil {
+		return observeError(c.Name, oerr)
+	}
+	if c.seen != nil {
+		// The journal keeps JSON: the text as a string.
+		j, _ := json.Marshal(text)
+		c.seen.note(c.Name, j, from)
+	}
+	return err
 }
 
 // observeDecoded observes the stored data a store tool's result out gave
