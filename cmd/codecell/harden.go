@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,21 +38,32 @@ import (
 // server and executes it. Users never type it.
 const confineCommandName = "upstream-exec"
 
-// confineSpec is what the shim is told: the paths to deny, and the paths
-// the server was configured with, which it keeps.
+// landlockNetABI is the Landlock ABI that controls TCP connections
+// (Linux 6.7).
+const landlockNetABI = 4
+
+// confineSpec is what the shim is told: the paths to deny, the paths the
+// server was configured with, which it keeps, and the TCP ports it may
+// not connect to (codecell's own listeners).
 type confineSpec struct {
-	Protect []string `json:"protect"`
-	Allow   []string `json:"allow,omitempty"`
+	Protect     []string `json:"protect"`
+	Allow       []string `json:"allow,omitempty"`
+	DenyConnect []int    `json:"deny_connect,omitempty"`
 }
 
-// protectedPaths are codecell's secrets on disk: the data directory (the
-// store, the filter key, stored results), the filter key and the store
-// wherever they are configured, the configuration file, the default
-// configuration directory and the MCP configuration file, which carries
-// the other servers' tokens; and codecell's own executable, which it
-// runs outside the confinement. Only paths that exist are returned,
+// protectedPaths are what codecell reads at its start and keeps from its
+// servers: the data directory (the store, the filter key, stored results),
+// the filter key and the store wherever they are configured, the
+// configuration file, the default configuration directories (that of
+// XDG_CONFIG_HOME and ~/.config/codecell, read at a start given no file),
+// the MCP configuration file, which carries the other servers' tokens, the
+// OpenAPI documents read from files and the catalogue; and codecell's own
+// executable, which it runs outside the confinement. They are returned
 // absolute, their symbolic links resolved, sorted and without one below
-// another.
+// another. A path that does not exist yet is returned as the entry that
+// would lead to it in its nearest existing ancestor (protectable), so that
+// nothing can create it: a server that made ~/.config/codecell/config.toml
+// had codecell run what it wrote at the next start (attack27 T2).
 func protectedPaths(cfg Config) []string {
 	var ps []string
 	if dir, err := cfg.dataDir(); err == nil {
@@ -66,7 +78,17 @@ func protectedPaths(cfg Config) []string {
 	if p := defaultConfigPath(); p != "" {
 		ps = append(ps, filepath.Dir(p))
 	}
-	ps = append(ps, cfg.file, cfg.Server.MCPConfig)
+	if home, err := os.UserHomeDir(); err == nil {
+		// The default when XDG_CONFIG_HOME is not set, as at a start
+		// from another environment.
+		ps = append(ps, filepath.Join(home, ".config", "codecell"))
+	}
+	ps = append(ps, cfg.file, cfg.Server.MCPConfig, cfg.Server.Catalog)
+	for _, name := range slices.Sorted(maps.Keys(cfg.OpenAPI)) {
+		if spec := cfg.OpenAPI[name].Spec; !strings.Contains(spec, "://") {
+			ps = append(ps, spec)
+		}
+	}
 	// This binary, which codecell executes unconfined (through
 	// /proc/self/exe, see selfExe): denying it denies creating or
 	// removing entries of its directory too, so that nothing can be
@@ -79,13 +101,56 @@ func protectedPaths(cfg Config) []string {
 		if p == "" {
 			continue
 		}
-		r, err := resolvePath(p, "")
+		r, err := protectable(p)
 		if err != nil {
 			continue
 		}
 		out = append(out, r)
 	}
 	return outermost(out)
+}
+
+// protectable returns p absolute with its symbolic links resolved, or,
+// for a path that does not exist, the entry of its nearest existing
+// ancestor that would lead to it: the first name missing, below the
+// ancestor resolved. Denying that entry denies creating it, since the
+// confinement grants no new entry in a protected path's ancestors. A
+// dangling symbolic link on the way is followed to what it names, which
+// is where the path would be created.
+func protectable(p string) (string, error) {
+	p, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	for range 40 { // links followed, as the kernel's limit
+		r, err := filepath.EvalSymlinks(p)
+		if !errors.Is(err, fs.ErrNotExist) {
+			return r, err
+		}
+		// The nearest ancestor that exists, and the names below it.
+		dir, rest := filepath.Dir(p), []string{filepath.Base(p)}
+		var base string
+		for {
+			if base, err = filepath.EvalSymlinks(dir); err == nil {
+				break
+			}
+			if !errors.Is(err, fs.ErrNotExist) || dir == filepath.Dir(dir) {
+				return "", err
+			}
+			dir, rest = filepath.Dir(dir), append([]string{filepath.Base(dir)}, rest...)
+		}
+		first := filepath.Join(base, rest[0])
+		target, err := os.Readlink(first)
+		if err != nil {
+			// Not a link: the entry to deny.
+			return first, nil
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(base, target)
+		}
+		p = filepath.Join(append([]string{target}, rest[1:]...)...)
+	}
+	return "", fmt.Errorf("%s: too many levels of symbolic links", p)
 }
 
 // resolvePath returns p absolute (relative to dir when it is not "") with
@@ -180,11 +245,18 @@ func upstreamConfinement(cfg Config, log *slog.Logger) upstream.Confine {
 		return nil
 	}
 	protect := protectedPaths(cfg)
-	log.Info("stdio upstream servers run confined", "component", "upstream", "landlock_abi", abi, "protected", len(protect))
+	log.Info("stdio upstream servers run confined", "component", "upstream", "landlock_abi", abi, "protected", len(protect), "denied_ports", cfg.listening)
+	if len(cfg.listening) > 0 && abi < landlockNetABI {
+		msg := fmt.Sprintf("stdio upstream servers can connect to codecell's own HTTP listener: this kernel's Landlock (ABI %d) cannot deny TCP connections (ABI 4, Linux 6.7, can)", abi)
+		if len(cfg.Auth.Tokens) == 0 && !cfg.Auth.OAuth.enabled() {
+			msg += "; without tokens it serves them as you (your memories, workspace and other servers' tools): configure [[auth.tokens]], or serve over stdio"
+		}
+		log.Warn(msg, "component", "upstream", "ports", cfg.listening)
+	}
 	var mu sync.Mutex
 	warned := map[string]bool{}
 	return func(l upstream.Launch) (upstream.Launch, error) {
-		spec := confineSpec{Protect: protect, Allow: configuredPaths(l)}
+		spec := confineSpec{Protect: protect, Allow: configuredPaths(l), DenyConnect: cfg.listening}
 		for _, a := range spec.Allow {
 			for _, p := range protect {
 				if !within(a, p) && !within(p, a) {
