@@ -60,10 +60,11 @@ type confineSpec struct {
 // OpenAPI documents read from files and the catalogue; and codecell's own
 // executable, which it runs outside the confinement. They are returned
 // absolute, their symbolic links resolved, sorted and without one below
-// another. A path that does not exist yet is returned as the entry that
-// would lead to it in its nearest existing ancestor (protectable), so that
-// nothing can create it: a server that made ~/.config/codecell/config.toml
-// had codecell run what it wrote at the next start (attack27 T2).
+// another, with every symbolic link on the way to them. A path that does
+// not exist yet is returned as the entry that would lead to it in its
+// nearest existing ancestor (protectable), so that nothing can create it:
+// a server that made ~/.config/codecell/config.toml had codecell run what
+// it wrote at the next start (attack27 T2).
 func protectedPaths(cfg Config) []string {
 	var ps []string
 	if dir, err := cfg.dataDir(); err == nil {
@@ -105,52 +106,63 @@ func protectedPaths(cfg Config) []string {
 		if err != nil {
 			continue
 		}
-		out = append(out, r)
+		out = append(out, r...)
 	}
 	return outermost(out)
 }
 
-// protectable returns p absolute with its symbolic links resolved, or,
-// for a path that does not exist, the entry of its nearest existing
-// ancestor that would lead to it: the first name missing, below the
-// ancestor resolved. Denying that entry denies creating it, since the
-// confinement grants no new entry in a protected path's ancestors. A
-// dangling symbolic link on the way is followed to what it names, which
-// is where the path would be created.
-func protectable(p string) (string, error) {
+// protectable returns what denies p to a server: p with its symbolic
+// links resolved, or, for a path that does not exist, the entry of its
+// nearest existing ancestor that would lead to it (denying it denies
+// creating it, since the confinement grants no new entry in a protected
+// path's ancestors; a dangling link is followed to where the path would
+// be made); and every symbolic link on the way, as it is, so that the
+// server can replace none of them with a path of its own (attack27 T4: a
+// server moved the link ~/.config/codecell aside and made a directory in
+// its place).
+func protectable(p string) ([]string, error) {
 	p, err := filepath.Abs(p)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	for range 40 { // links followed, as the kernel's limit
-		r, err := filepath.EvalSymlinks(p)
-		if !errors.Is(err, fs.ErrNotExist) {
-			return r, err
+	var out []string
+	dir, rest := "/", strings.Split(p, "/")
+	for links := 0; len(rest) > 0; {
+		name := rest[0]
+		rest = rest[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			dir = filepath.Dir(dir)
+			continue
 		}
-		// The nearest ancestor that exists, and the names below it.
-		dir, rest := filepath.Dir(p), []string{filepath.Base(p)}
-		var base string
-		for {
-			if base, err = filepath.EvalSymlinks(dir); err == nil {
-				break
-			}
-			if !errors.Is(err, fs.ErrNotExist) || dir == filepath.Dir(dir) {
-				return "", err
-			}
-			dir, rest = filepath.Dir(dir), append([]string{filepath.Base(dir)}, rest...)
+		next := filepath.Join(dir, name)
+		fi, err := os.Lstat(next)
+		if errors.Is(err, fs.ErrNotExist) {
+			return append(out, next), nil
 		}
-		first := filepath.Join(base, rest[0])
-		target, err := os.Readlink(first)
 		if err != nil {
-			// Not a link: the entry to deny.
-			return first, nil
+			return nil, err
 		}
-		if !filepath.IsAbs(target) {
-			target = filepath.Join(base, target)
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			dir = next
+			continue
 		}
-		p = filepath.Join(append([]string{target}, rest[1:]...)...)
+		if links++; links > 40 { // the kernel's limit
+			return nil, fmt.Errorf("%s: too many levels of symbolic links", p)
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, next)
+		if filepath.IsAbs(target) {
+			dir = "/"
+		}
+		rest = append(strings.Split(target, "/"), rest...)
 	}
-	return "", fmt.Errorf("%s: too many levels of symbolic links", p)
+	return append(out, dir), nil
 }
 
 // resolvePath returns p absolute (relative to dir when it is not "") with

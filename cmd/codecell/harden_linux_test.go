@@ -134,7 +134,7 @@ func TestConfineShimMissingPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, _ := json.Marshal(confineSpec{Protect: []string{p}})
+	spec, _ := json.Marshal(confineSpec{Protect: p})
 	for _, tt := range []struct {
 		name, script string
 		ok           bool
@@ -150,6 +150,48 @@ func TestConfineShimMissingPath(t *testing.T) {
 	}
 	if _, err := os.Stat(missing); err == nil {
 		t.Errorf("the confined server created %s", missing)
+	}
+}
+
+// TestConfineShimLink: a protected path reached through a symbolic link
+// keeps the link, as protectable gives it: the server can neither move
+// the link aside nor put a directory of its own in its place (attack27
+// T4), and still reads and writes beside it.
+func TestConfineShimLink(t *testing.T) {
+	t.Parallel()
+	if abi, why := landlockABI(); abi < 1 {
+		t.Skip(why)
+	}
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	config, dotfiles := filepath.Join(root, ".config"), filepath.Join(root, "dotfiles", "codecell")
+	os.MkdirAll(config, 0o700)
+	os.MkdirAll(dotfiles, 0o700)
+	os.WriteFile(filepath.Join(dotfiles, "config.toml"), []byte("x"), 0o600)
+	os.WriteFile(filepath.Join(root, "dotfiles", "notes"), []byte("x"), 0o600)
+	link := filepath.Join(config, "codecell")
+	os.Symlink(dotfiles, link)
+	p, err := protectable(filepath.Join(link, "config.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := json.Marshal(confineSpec{Protect: p})
+	for _, tt := range []struct {
+		name, script string
+		ok           bool
+	}{
+		{"the configuration", "cat " + filepath.Join(link, "config.toml"), false},
+		{"moving the link aside", "mv " + link + " " + link + ".old", false},
+		{"removing the link", "rm " + link, false},
+		{"a new entry beside the link", "mkdir " + filepath.Join(config, "new"), false},
+		{"a file beside the target", "echo >> " + filepath.Join(root, "dotfiles", "notes"), true},
+	} {
+		out, err := exec.Command(binary, confineCommandName, string(spec), "--", "/bin/sh", "-c", tt.script).CombinedOutput()
+		if (err == nil) != tt.ok {
+			t.Errorf("%s: %q: err %v, want ok %v: %s", tt.name, tt.script, err, tt.ok, out)
+		}
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link is gone: %v", err)
 	}
 }
 

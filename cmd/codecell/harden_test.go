@@ -64,30 +64,41 @@ func TestProtectedPaths(t *testing.T) {
 
 // TestProtectable: a path that exists is itself, its links resolved; one
 // that does not is the first entry missing below its nearest existing
-// ancestor, followed through a dangling link to where it would be made.
+// ancestor, followed through a dangling link to where it would be made;
+// and every link on the way is protected as it is (attack27 T4).
 func TestProtectable(t *testing.T) {
 	t.Parallel()
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
 	os.MkdirAll(filepath.Join(dir, "real", "sub"), 0o700)
-	os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "link"))
-	os.Symlink(filepath.Join(dir, "elsewhere", "codecell"), filepath.Join(dir, "dangling"))
-	os.Symlink("relative-target", filepath.Join(dir, "real", "rel"))
-	for _, tt := range []struct{ name, path, want string }{
-		{"an existing directory", filepath.Join(dir, "real", "sub"), filepath.Join(dir, "real", "sub")},
-		{"through a link", filepath.Join(dir, "link", "sub"), filepath.Join(dir, "real", "sub")},
-		{"a missing file", filepath.Join(dir, "real", "config.toml"), filepath.Join(dir, "real", "config.toml")},
-		{"missing directories", filepath.Join(dir, "real", "a", "b", "config.toml"), filepath.Join(dir, "real", "a")},
-		{"missing below a link", filepath.Join(dir, "link", "a", "config.toml"), filepath.Join(dir, "real", "a")},
-		{"through a dangling link", filepath.Join(dir, "dangling", "config.toml"), filepath.Join(dir, "elsewhere")},
-		{"through a dangling relative link", filepath.Join(dir, "real", "rel", "x"), filepath.Join(dir, "real", "relative-target")},
+	link := filepath.Join(dir, "link")
+	os.Symlink(filepath.Join(dir, "real"), link)
+	dangling := filepath.Join(dir, "dangling")
+	os.Symlink(filepath.Join(dir, "elsewhere", "codecell"), dangling)
+	rel := filepath.Join(dir, "real", "rel")
+	os.Symlink("relative-target", rel)
+	up := filepath.Join(dir, "real", "sub", "up")
+	os.Symlink("../../link/sub", up)
+	for _, tt := range []struct {
+		name, path string
+		want       []string
+	}{
+		{"an existing directory", filepath.Join(dir, "real", "sub"), []string{filepath.Join(dir, "real", "sub")}},
+		{"through a link", filepath.Join(link, "sub"), []string{link, filepath.Join(dir, "real", "sub")}},
+		{"a missing file", filepath.Join(dir, "real", "config.toml"), []string{filepath.Join(dir, "real", "config.toml")}},
+		{"missing directories", filepath.Join(dir, "real", "a", "b", "config.toml"), []string{filepath.Join(dir, "real", "a")}},
+		{"missing below a link", filepath.Join(link, "a", "config.toml"), []string{link, filepath.Join(dir, "real", "a")}},
+		{"through a dangling link", filepath.Join(dangling, "config.toml"), []string{dangling, filepath.Join(dir, "elsewhere")}},
+		{"through a dangling relative link", filepath.Join(rel, "x"), []string{rel, filepath.Join(dir, "real", "relative-target")}},
+		{"links through links", up, []string{up, link, filepath.Join(dir, "real", "sub")}},
 	} {
 		got, err := protectable(tt.path)
-		if err != nil || got != tt.want {
+		if err != nil || !slices.Equal(got, tt.want) {
 			t.Errorf("%s: protectable(%s) = %q, %v; want %q", tt.name, tt.path, got, err, tt.want)
 		}
 	}
-	os.Symlink(filepath.Join(dir, "loop"), filepath.Join(dir, "loop"))
-	if got, err := protectable(filepath.Join(dir, "loop", "x")); err == nil {
+	loop := filepath.Join(dir, "loop")
+	os.Symlink(loop, loop)
+	if got, err := protectable(filepath.Join(loop, "x")); err == nil {
 		t.Errorf("a link to itself: protectable = %q, want an error", got)
 	}
 }
