@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,21 +38,33 @@ import (
 // server and executes it. Users never type it.
 const confineCommandName = "upstream-exec"
 
-// confineSpec is what the shim is told: the paths to deny, and the paths
-// the server was configured with, which it keeps.
+// landlockNetABI is the Landlock ABI that controls TCP connections
+// (Linux 6.7).
+const landlockNetABI = 4
+
+// confineSpec is what the shim is told: the paths to deny, the paths the
+// server was configured with, which it keeps, and the TCP ports it may
+// not connect to (codecell's own listeners).
 type confineSpec struct {
-	Protect []string `json:"protect"`
-	Allow   []string `json:"allow,omitempty"`
+	Protect     []string `json:"protect"`
+	Allow       []string `json:"allow,omitempty"`
+	DenyConnect []int    `json:"deny_connect,omitempty"`
 }
 
-// protectedPaths are codecell's secrets on disk: the data directory (the
-// store, the filter key, stored results), the filter key and the store
-// wherever they are configured, the configuration file, the default
-// configuration directory and the MCP configuration file, which carries
-// the other servers' tokens; and codecell's own executable, which it
-// runs outside the confinement. Only paths that exist are returned,
+// protectedPaths are what codecell reads at its start and keeps from its
+// servers: the data directory (the store, the filter key, stored results),
+// the filter key and the store wherever they are configured, the
+// configuration file, the default configuration directories (that of
+// XDG_CONFIG_HOME and ~/.config/codecell, read at a start given no file),
+// the MCP configuration file, which carries the other servers' tokens, the
+// OpenAPI documents read from files and the catalogue; and codecell's own
+// executable, which it runs outside the confinement. They are returned
 // absolute, their symbolic links resolved, sorted and without one below
-// another.
+// another, with every symbolic link on the way to them. A path that does
+// not exist yet is returned as the entry that would lead to it in its
+// nearest existing ancestor (protectable), so that nothing can create it:
+// a server that made ~/.config/codecell/config.toml had codecell run what
+// it wrote at the next start (attack27 T2).
 func protectedPaths(cfg Config) []string {
 	var ps []string
 	if dir, err := cfg.dataDir(); err == nil {
@@ -66,7 +79,17 @@ func protectedPaths(cfg Config) []string {
 	if p := defaultConfigPath(); p != "" {
 		ps = append(ps, filepath.Dir(p))
 	}
-	ps = append(ps, cfg.file, cfg.Server.MCPConfig)
+	if home, err := os.UserHomeDir(); err == nil {
+		// The default when XDG_CONFIG_HOME is not set, as at a start
+		// from another environment.
+		ps = append(ps, filepath.Join(home, ".config", "codecell"))
+	}
+	ps = append(ps, cfg.file, cfg.Server.MCPConfig, cfg.Server.Catalog)
+	for _, name := range slices.Sorted(maps.Keys(cfg.OpenAPI)) {
+		if spec := cfg.OpenAPI[name].Spec; !strings.Contains(spec, "://") {
+			ps = append(ps, spec)
+		}
+	}
 	// This binary, which codecell executes unconfined (through
 	// /proc/self/exe, see selfExe): denying it denies creating or
 	// removing entries of its directory too, so that nothing can be
@@ -79,13 +102,67 @@ func protectedPaths(cfg Config) []string {
 		if p == "" {
 			continue
 		}
-		r, err := resolvePath(p, "")
+		r, err := protectable(p)
 		if err != nil {
 			continue
 		}
-		out = append(out, r)
+		out = append(out, r...)
 	}
 	return outermost(out)
+}
+
+// protectable returns what denies p to a server: p with its symbolic
+// links resolved, or, for a path that does not exist, the entry of its
+// nearest existing ancestor that would lead to it (denying it denies
+// creating it, since the confinement grants no new entry in a protected
+// path's ancestors; a dangling link is followed to where the path would
+// be made); and every symbolic link on the way, as it is, so that the
+// server can replace none of them with a path of its own (attack27 T4: a
+// server moved the link ~/.config/codecell aside and made a directory in
+// its place).
+func protectable(p string) ([]string, error) {
+	p, err := filepath.Abs(p)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	dir, rest := "/", strings.Split(p, "/")
+	for links := 0; len(rest) > 0; {
+		name := rest[0]
+		rest = rest[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			dir = filepath.Dir(dir)
+			continue
+		}
+		next := filepath.Join(dir, name)
+		fi, err := os.Lstat(next)
+		if errors.Is(err, fs.ErrNotExist) {
+			return append(out, next), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			dir = next
+			continue
+		}
+		if links++; links > 40 { // the kernel's limit
+			return nil, fmt.Errorf("%s: too many levels of symbolic links", p)
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, next)
+		if filepath.IsAbs(target) {
+			dir = "/"
+		}
+		rest = append(strings.Split(target, "/"), rest...)
+	}
+	return append(out, dir), nil
 }
 
 // resolvePath returns p absolute (relative to dir when it is not "") with
@@ -180,11 +257,18 @@ func upstreamConfinement(cfg Config, log *slog.Logger) upstream.Confine {
 		return nil
 	}
 	protect := protectedPaths(cfg)
-	log.Info("stdio upstream servers run confined", "component", "upstream", "landlock_abi", abi, "protected", len(protect))
+	log.Info("stdio upstream servers run confined", "component", "upstream", "landlock_abi", abi, "protected", len(protect), "denied_ports", cfg.listening)
+	if len(cfg.listening) > 0 && abi < landlockNetABI {
+		msg := fmt.Sprintf("stdio upstream servers can connect to codecell's own HTTP listener: this kernel's Landlock (ABI %d) cannot deny TCP connections (ABI 4, Linux 6.7, can)", abi)
+		if len(cfg.Auth.Tokens) == 0 && !cfg.Auth.OAuth.enabled() {
+			msg += "; without tokens it serves them as you (your memories, workspace and other servers' tools): configure [[auth.tokens]], or serve over stdio"
+		}
+		log.Warn(msg, "component", "upstream", "ports", cfg.listening)
+	}
 	var mu sync.Mutex
 	warned := map[string]bool{}
 	return func(l upstream.Launch) (upstream.Launch, error) {
-		spec := confineSpec{Protect: protect, Allow: configuredPaths(l)}
+		spec := confineSpec{Protect: protect, Allow: configuredPaths(l), DenyConnect: cfg.listening}
 		for _, a := range spec.Allow {
 			for _, p := range protect {
 				if !within(a, p) && !within(p, a) {

@@ -228,18 +228,33 @@ type rulesetAttr struct {
 // except the one leading to P. So a confined process cannot create or
 // remove entries directly in those directories (such as the home
 // directory), and an entry created there after it started is not its
-// own. From ABI 6 on, it cannot signal processes outside its domain
-// either; from ABI 1 on, it cannot ptrace them (nor read their memory or
-// environment through /proc). no_new_privs keeps a setuid program from
-// shedding it. It returns only when it failed, before executing anything.
+// own. From ABI 4 on, it can connect to every TCP port but those of
+// spec.DenyConnect, codecell's own listeners, which would serve it as
+// their callers (attack27 T1); Landlock only grants, so that is a rule for
+// each of the other ports. From ABI 6 on, it cannot signal processes
+// outside its domain either; from ABI 1 on, it cannot ptrace them (nor
+// read their memory or environment through /proc). no_new_privs keeps a
+// setuid program from shedding it. It returns only when it failed,
+// before executing anything.
 func confineAndExec(spec confineSpec, path string, args []string) error {
 	abi, why := landlockABI()
 	if abi < 1 {
 		return errors.New(why)
 	}
+	deny := map[int]bool{}
+	for _, port := range spec.DenyConnect {
+		if port < 1 || port > 65535 {
+			return fmt.Errorf("cannot deny port %d", port)
+		}
+		deny[port] = true
+	}
 	handled := handledRights(abi)
 	attr := rulesetAttr{handledFS: handled}
 	size := unsafe.Offsetof(attr.handledNet)
+	if abi >= landlockNetABI && len(deny) > 0 {
+		attr.handledNet = unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
+		size = unsafe.Offsetof(attr.scoped)
+	}
 	if abi >= 6 {
 		attr.scoped = unix.LANDLOCK_SCOPE_SIGNAL
 		size = unsafe.Sizeof(attr)
@@ -286,6 +301,16 @@ func confineAndExec(spec confineSpec, path string, args []string) error {
 	for _, p := range spec.Allow {
 		_ = addRule(ruleset, p, handled, handled)
 	}
+	if attr.handledNet != 0 {
+		for port := range 65536 {
+			if deny[port] {
+				continue
+			}
+			if err := addPortRule(ruleset, port, unix.LANDLOCK_ACCESS_NET_CONNECT_TCP); err != nil {
+				return err
+			}
+		}
+	}
 	runtime.LockOSThread() // the domain and no_new_privs are the thread's, which executes path
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("set no_new_privs: %w", err)
@@ -323,6 +348,24 @@ func addRule(ruleset int, path string, rights, handled uint64) error {
 	attr := unix.LandlockPathBeneathAttr{Allowed_access: rights, Parent_fd: int32(fd)}
 	if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&attr)), 0, 0, 0); errno != 0 {
 		return fmt.Errorf("grant %s: %w", path, errno)
+	}
+	return nil
+}
+
+// landlockRuleNetPort is LANDLOCK_RULE_NET_PORT, whose attribute is
+// netPortAttr (struct landlock_net_port_attr).
+const landlockRuleNetPort = 2
+
+type netPortAttr struct {
+	allowedAccess uint64
+	port          uint64
+}
+
+// addPortRule grants rights on a TCP port.
+func addPortRule(ruleset, port int, rights uint64) error {
+	attr := netPortAttr{allowedAccess: rights, port: uint64(port)}
+	if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), landlockRuleNetPort, uintptr(unsafe.Pointer(&attr)), 0, 0, 0); errno != 0 {
+		return fmt.Errorf("grant port %d: %w", port, errno)
 	}
 	return nil
 }
