@@ -251,3 +251,20 @@ func TestRaiseFormatsNothing(t *testing.T) {
 		t.Errorf("arguments past the run's bound: %v, want a %s saying %q", err, codeResultBytesInFlight, want)
 	}
 }
+
+// BenchmarkHoldDecoded is what a call's result costs the gate's hold as
+// the registry counts it (tools.HoldDecoded): a raise within the run's
+// bound, given back.
+func BenchmarkHoldDecoded(b *testing.B) {
+	r := newResultBytes(Limits{})
+	c := &Call{Name: "util.echo", Run: &Run{Caller: tools.Caller{Principal: "bob"}}}
+	h := r.holdFor(c)
+	ctx := h.context(b.Context(), resultDecoded)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := tools.HoldDecoded(ctx, 64, 3); err != nil {
+			b.Fatal(err)
+		}
+		h.giveBack()
+	}
+}
