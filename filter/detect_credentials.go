@@ -3,6 +3,7 @@ package filter
 import (
 	"encoding/base64"
 	"strings"
+	"unicode/utf8"
 )
 
 // Credentials: JWTs, PEM private keys, cloud and SaaS key formats, bearer
@@ -487,10 +488,48 @@ func findKeywordEntropy(s string, fd *detected) {
 		}
 		e := runEnd(s, i, isEntropyChar)
 		if n := e - i; n >= 16 && n <= 512 && keyWordBefore(s, i) && randomLooking(s[i:e]) && !pathLike(s, i, e) {
-			fd.add(Match{Class: ClassSecret, Detector: "keyword_entropy", Confidence: 0.7, Start: i, End: e})
+			a, b := wordAround(s, i, e)
+			fd.add(Match{Class: ClassSecret, Detector: "keyword_entropy", Confidence: 0.7, Start: a, End: b})
+			e = b
 		}
 		i = e - 1
 	}
+}
+
+// wordAround widens the run s[i:e] of entropy characters over the
+// letters, digits and marks past ASCII next to it, and the runs beyond
+// them: "Weißbier-Geheimnis-2024" is one secret, not "bier-Geheimnis-2024"
+// after a head left shown (attack25 F8).
+func wordAround(s string, i, e int) (int, int) {
+	for i > 0 {
+		if c := s[i-1]; c < utf8.RuneSelf {
+			if !isEntropyChar(c) {
+				break
+			}
+			i--
+			continue
+		}
+		if !joinsBefore(s, i) {
+			break
+		}
+		_, w := utf8.DecodeLastRuneInString(s[:i])
+		i -= w
+	}
+	for e < len(s) {
+		if c := s[e]; c < utf8.RuneSelf {
+			if !isEntropyChar(c) {
+				break
+			}
+			e++
+			continue
+		}
+		if !joinsAfter(s, e) {
+			break
+		}
+		_, w := utf8.DecodeRuneInString(s[e:])
+		e += w
+	}
+	return i, e
 }
 
 // pathLike reports whether the run s[i:e] is a file system path: rooted

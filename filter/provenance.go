@@ -111,14 +111,24 @@ func ParseProvenance(text string) (Provenance, error) {
 	return p, nil
 }
 
-// fromMatches reports whether a rule's From (a glob) matches the source
-// name: AnySource, data of every source, is matched by every From.
-func fromMatches(from, name string) bool {
-	if name == AnySource {
-		return true
+// NameMatch reports whether a rule's pattern (a glob) matches a tool's
+// qualified name (see FlowOptions.Match).
+type NameMatch func(glob, name string) bool
+
+// name reports whether glob matches the tool name: path.Match when m is
+// nil.
+func (m NameMatch) name(glob, name string) bool {
+	if m != nil {
+		return m(glob, name)
 	}
-	ok, _ := path.Match(from, name)
+	ok, _ := path.Match(glob, name)
 	return ok
+}
+
+// from reports whether a rule's From matches the source name: AnySource,
+// data of every source, is matched by every From.
+func (m NameMatch) from(from, name string) bool {
+	return name == AnySource || m.name(from, name)
 }
 
 // sourceText is how an error names a source: AnySource said in words.

@@ -95,6 +95,8 @@ type VaultOptions struct {
 	MaxBytes int
 	// Rules are the exfiltration rules checked by Resolve.
 	Rules []Rule
+	// Match is FlowOptions.Match, for the rules' patterns here.
+	Match NameMatch
 	// Store, when set, keeps the vault's entries beyond this process,
 	// sealed, so that its tokens resolve on every instance that shares
 	// the store (see TokenStore): Flush writes what was minted, and
@@ -122,6 +124,7 @@ type Vault struct {
 	key        Key // the principal's
 	principal  string
 	rules      []Rule
+	match      NameMatch
 	maxEntries int
 	maxBytes   int
 
@@ -196,6 +199,7 @@ func NewVault(key Key, principal string, opts VaultOptions) (*Vault, error) {
 		key:        pk,
 		principal:  principal,
 		rules:      slices.Clone(opts.Rules),
+		match:      opts.Match,
 		maxEntries: opts.MaxEntries,
 		maxBytes:   opts.MaxBytes,
 		byToken:    map[string]*vaultEntry{},
@@ -539,11 +543,11 @@ func (v *Vault) lookup(ctx context.Context, r tokenRef, s, tool string) (vaultEn
 		return vaultEntry{}, &TokenError{Token: token, Tool: tool, Err: ErrUnknownToken}
 	}
 	for _, rule := range v.rules {
-		if to, _ := path.Match(rule.To, tool); !to {
+		if !v.match.name(rule.To, tool) {
 			continue
 		}
 		for _, src := range cp.sources {
-			if fromMatches(rule.From, src) {
+			if v.match.from(rule.From, src) {
 				return vaultEntry{}, &RuleError{Rule: rule, Token: token, Source: src, Tool: tool}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -330,6 +331,17 @@ func (r *Registry) Get(name string) (*Tool, bool) {
 		return nil, false
 	}
 	return e.tool, true
+}
+
+// MatchName reports whether glob matches a name the global tool called
+// name answers to (Tool.Matches); a name r does not hold is matched as it
+// is. It is what the data-flow rules match tool names with.
+func (r *Registry) MatchName(glob, name string) bool {
+	if t, ok := r.Get(name); ok {
+		return t.Matches(glob)
+	}
+	ok, _ := path.Match(glob, name)
+	return ok
 }
 
 // List returns every global tool, sorted by name. It does not list scoped

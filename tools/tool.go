@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -14,6 +15,24 @@ import (
 // input schema and returns the result as JSON. An error it returns reaches
 // the caller; return an *Error to choose the code the caller sees.
 type Handler func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
+
+// Matches reports whether glob (path.Match syntax) matches a name t
+// answers to: its qualified name, or category.alias for one of its
+// aliases. A policy — an approval, a data-flow rule, a toolset, a memoize
+// rule — written with the name an upstream server or an OpenAPI document
+// gives a tool (`orig.noteWrite`, `acct.createUser`) means that tool, as a
+// call by that name does (attack27 T6).
+func (t *Tool) Matches(glob string) bool {
+	if ok, _ := path.Match(glob, t.Name); ok {
+		return true
+	}
+	for _, a := range t.Aliases {
+		if ok, _ := path.Match(glob, t.Category()+"."+a); ok {
+			return true
+		}
+	}
+	return false
+}
 
 // Tool is one operation in the catalogue.
 type Tool struct {

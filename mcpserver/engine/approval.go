@@ -121,7 +121,7 @@ func (ap ApprovalPolicy) requires(t *tools.Tool) string {
 				return r
 			}
 		default:
-			if ok, _ := path.Match(r, t.Name); ok {
+			if t.Matches(r) {
 				return r
 			}
 		}

@@ -2,7 +2,11 @@ package engine
 
 import (
 	"encoding/json"
+	"log/slog"
 	"testing"
+	"time"
+
+	"github.com/codecell/codecell/tools"
 )
 
 func TestCredentialFields(t *testing.T) {
@@ -29,5 +33,30 @@ func TestCredentialFields(t *testing.T) {
 				t.Fatalf("refused = %v (%v), want %v", got, err, c.refuse)
 			}
 		})
+	}
+}
+
+// TestPoliciesMatchEveryName (attack27 T6): an approval and a memoize rule
+// written with the name an upstream server gives its tool (noteWrite,
+// send-note) or an OpenAPI operationId (createUser) mean the catalogued
+// tool, as a call by that name does; before, they matched t.Name only and
+// were void.
+func TestPoliciesMatchEveryName(t *testing.T) {
+	write := &tools.Tool{Name: "orig.note_write", Aliases: []string{"noteWrite"}}
+	send := &tools.Tool{Name: "orig.send_note", Aliases: []string{"send-note"}}
+	create := &tools.Tool{Name: "acct.create_user", Aliases: []string{"createUser"}}
+	ap := ApprovalPolicy{RequiredFor: []string{"orig.noteWrite", "orig.send-*", "acct.createUser"}}
+	for _, tl := range []*tools.Tool{write, send, create} {
+		if ap.requires(tl) == "" {
+			t.Errorf("%s: no approval asked, though %v names it by its own name", tl.Name, ap.RequiredFor)
+		}
+	}
+	if other := (&tools.Tool{Name: "orig.note_read", Aliases: []string{"noteRead"}}); ap.requires(other) != "" {
+		t.Errorf("%s needs approval by %q", other.Name, ap.requires(other))
+	}
+	read := &tools.Tool{Name: "orig.get_sum", Aliases: []string{"get-sum"}, Annotations: tools.Annotations{ReadOnly: true}}
+	m := &memoizer{rules: []MemoRule{{Pattern: "orig.get-sum", TTL: time.Minute}}, log: slog.New(slog.DiscardHandler)}
+	if m.ttl(read) != time.Minute {
+		t.Errorf("a memoize rule by the tool's own name is void: ttl %v", m.ttl(read))
 	}
 }

@@ -34,7 +34,7 @@ func (e *Engine) CallTool(ctx context.Context, caller tools.Caller, local bool, 
 	run := &Run{Caller: caller, Local: local, vault: sess.vault}
 	run.flowKeep = e.results.keepFlow(ctx, run, limit)
 	defer run.flowKeep.release()
-	flow, err := e.filter.NewFlow(filter.FlowOptions{Rules: e.cfg.Rules, Keep: run.flowKeep.hold})
+	flow, err := e.filter.NewFlow(filter.FlowOptions{Rules: e.cfg.Rules, Match: e.reg.MatchName, Keep: run.flowKeep.hold})
 	if err != nil {
 		return "", false, err
 	}

@@ -264,6 +264,7 @@ func (e *Engine) startSessions(key filter.Key) {
 	e.sessions = newSessions(key, e.cfg.Rules, e.cfg.Sessions, e.log, func(reason string) {
 		e.metrics.sessionsEvicted.WithLabelValues(reason).Inc()
 	})
+	e.sessions.match = e.reg.MatchName
 	e.sweeper.Go(func() {
 		every := min(time.Minute, max(e.sessions.limits.IdleTTL/4, 100*time.Millisecond))
 		e.sessions.sweepEvery(e.stopping, every, e.metrics.observeSessions)

@@ -86,6 +86,11 @@ type Call struct {
 	// executor.Call.OnConsumed); delivered says there is a result.
 	handOff   func(giveBack func())
 	delivered bool
+	// prepare, when set, hands the result to the program's sandbox
+	// before the observer has followed it (executor.Call.Prepare): the
+	// sandbox builds it meanwhile, and the program has it only once the
+	// gate returns it.
+	prepare func(out json.RawMessage)
 }
 
 // served says how a call was answered.
@@ -282,7 +287,7 @@ func (p programCalls) Call(ctx context.Context, ec executor.Call) (json.RawMessa
 	if p.run.resume != nil {
 		return p.resumableCall(ctx, ec)
 	}
-	c := &Call{Run: p.run, Name: ec.Name, Args: ec.Args, Exec: ec.Run}
+	c := &Call{Run: p.run, Name: ec.Name, Args: ec.Args, Exec: ec.Run, prepare: ec.Prepare}
 	c.handOff = func(giveBack func()) { ec.OnConsumed(p.run.keep(giveBack)) }
 	out, err := p.g.call(ctx, c)
 	if c.served == servedCached {

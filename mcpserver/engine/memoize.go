@@ -119,7 +119,7 @@ func (m *memoizer) ttl(t *tools.Tool) time.Duration {
 		return 0
 	}
 	for _, r := range m.rules {
-		if ok, _ := path.Match(r.Pattern, t.Name); !ok {
+		if !t.Matches(r.Pattern) {
 			continue
 		}
 		if !t.Annotations.KnownReadOnly() {

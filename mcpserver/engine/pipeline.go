@@ -158,7 +158,7 @@ func (e *Engine) newRun(ctx context.Context, id string, x Execution) (*Run, *Ses
 	}
 	run := &Run{ID: id, Caller: x.Caller, Local: x.Local, vault: vault, log: newRunLog(id)}
 	run.flowKeep = e.results.keepFlow(ctx, run, e.exec.Config().MaxTimeout)
-	flow, err := e.filter.NewFlow(filter.FlowOptions{Rules: e.cfg.Rules, Keep: run.flowKeep.hold})
+	flow, err := e.filter.NewFlow(filter.FlowOptions{Rules: e.cfg.Rules, Match: e.reg.MatchName, Keep: run.flowKeep.hold})
 	if err != nil {
 		e.log.Error("flow", "err", err) // the rules were checked when the server was made
 	}

@@ -98,6 +98,7 @@ func (l SessionLimits) withDefaults() SessionLimits {
 type sessions struct {
 	key     filter.Key
 	rules   []filter.Rule
+	match   filter.NameMatch // the rules' patterns against tool names
 	limits  SessionLimits
 	evicted func(reason string)
 	now     func() time.Time
@@ -129,7 +130,7 @@ func (ss *sessions) get(principal, id string) (*Session, error) {
 		s.mu.Unlock()
 		return s, nil
 	}
-	opts := filter.VaultOptions{Rules: ss.rules, MaxBytes: ss.limits.VaultBytes}
+	opts := filter.VaultOptions{Rules: ss.rules, Match: ss.match, MaxBytes: ss.limits.VaultBytes}
 	if ss.shared != nil {
 		opts.Store, opts.Session, opts.TTL = ss.shared, id, ss.limits.IdleTTL
 	}

@@ -193,7 +193,10 @@ func (pl planner) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 
 // observer follows what each call returns into the run's data flow
 // (tracker), before the call returns it, holding what that costs: a
-// result whose observation cannot be held fails its call.
+// result whose observation cannot be held fails its call. A program's
+// call hands its result to the sandbox first (Call.prepare), which
+// builds it into the VM while the flow observes it: the program has it
+// only once the call returns it, and a refused one never.
 type observer struct{ results *resultBytes }
 
 func (o observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
@@ -202,12 +205,18 @@ func (o observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 	}
 	from := &resultSources{}
 	out, err := next.call(context.WithValue(ctx, resultSourcesKey{}, from), c)
+	if err != nil {
+		return out, observeFailure(ctx, o.results, c, from.get(), err)
+	}
 	if err == nil {
 		// A store tool's result says which sources its data came from,
 		// where the tool puts them (storedOf); the journal of a
 		// resumable run keeps them with the result.
 		st := storedOf(c.Tool, out)
 		c.sources = from.get().Union(st.from)
+		if c.prepare != nil {
+			c.prepare(out)
+		}
 		hold, keep, release := o.results.holdObserving(ctx, c, len(out))
 		err = c.Run.flow.observe(c.Name, out, c.sources, hold, keep)
 		release()
@@ -222,6 +231,35 @@ func (o observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 		}
 	}
 	return out, err
+}
+
+// observeFailure observes what err, the error of c's tool, carries to
+// the program — the ToolError's message: an upstream's isError text, an
+// API's error body, what a skill's program threw — as a result is, under
+// the sources its handler named (from), before the program has it; and
+// returns err, or the refusal of what observing it costs. An error of a
+// call refused before its tool was called (c.held is set by resultBytes,
+// the last stage) is the server's own and carries no source's data.
+// Without it, an honest CRM's "contact AC-99-1234567 is locked" passed
+// every rule once the program caught it (issue 19, attack25 F11).
+func observeFailure(ctx context.Context, r *resultBytes, c *Call, from filter.Provenance, err error) error {
+	if c.held == nil {
+		return err
+	}
+	text := err.Error()
+	c.sources = from
+	hold, keep, release := r.holdObserving(ctx, c, len(text))
+	oerr := c.Run.flow.observeNow(c.Name, text, from, hold, keep)
+	release()
+	if oerr != nil {
+		return observeError(c.Name, oerr)
+	}
+	if c.seen != nil {
+		// The journal keeps JSON: the text as a string.
+		j, _ := json.Marshal(text)
+		c.seen.note(c.Name, j, from)
+	}
+	return err
 }
 
 // observeDecoded observes the stored data a store tool's result out gave

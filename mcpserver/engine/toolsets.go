@@ -148,13 +148,8 @@ func (r *toolRule) allows(t *tools.Tool) bool {
 // aliases.
 func matchesAny(globs []string, t *tools.Tool) bool {
 	for _, g := range globs {
-		if ok, _ := path.Match(g, t.Name); ok {
+		if t.Matches(g) {
 			return true
-		}
-		for _, a := range t.Aliases {
-			if ok, _ := path.Match(g, t.Category()+"."+a); ok {
-				return true
-			}
 		}
 	}
 	return false

@@ -181,6 +181,7 @@ func (s *Source) tool(d *Document, sc *schemas, o *operation) (tools.Tool, [2]bo
 	refs[input], refs[output] = inRefs, outRefs
 	t := tools.Tool{
 		Name:         s.category + "." + o.name,
+		Aliases:      aliasesOf(o),
 		Summary:      summaryOf(o),
 		Description:  descriptionOf(o),
 		InputSchema:  in,

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -276,5 +277,40 @@ func TestFetchCachesWithETag(t *testing.T) {
 	s, _ := openapi.New(openapi.Config{Spec: srv.URL + "/api.yaml"}, openapi.Options{Name: "gh"})
 	if _, err := s.Open(context.Background(), tools.NewRegistry()); err == nil || !strings.Contains(err.Error(), "fetch the document") {
 		t.Errorf("no cache, server down: %v", err)
+	}
+}
+
+// TestOperationIDsAreAliases (attack27 T6): a tool answers to its
+// operation's operationId as the document spells it, so that a policy
+// written with it (approval.required_for = ["t.createUser"]) means the
+// tool; an operationId that is the tool's name, or none, adds nothing.
+func TestOperationIDsAreAliases(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi.Parse([]byte(`{"openapi":"3.0.0","info":{"title":"t","version":"1"},"servers":[{"url":"https://api.example.invalid"}],"paths":{
+		"/users":{"post":{"operationId":"createUser","responses":{"200":{"description":"ok"}}},
+		          "get":{"operationId":"list_users","responses":{"200":{"description":"ok"}}}},
+		"/ping":{"get":{"responses":{"200":{"description":"ok"}}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := openapi.New(openapi.Config{Spec: "t.json"}, openapi.Options{Name: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := tools.NewRegistry()
+	if _, err := s.OpenDocument(reg, doc); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string][]string{"t.create_user": {"createUser"}, "t.list_users": nil, "t.get_ping": nil} {
+		tl, ok := reg.Get(name)
+		if !ok {
+			t.Fatalf("no tool %s", name)
+		}
+		if !slices.Equal(tl.Aliases, want) {
+			t.Errorf("%s answers to %q, want %q", name, tl.Aliases, want)
+		}
+	}
+	if !reg.MatchName("t.createUser", "t.create_user") || reg.MatchName("t.createUser", "t.list_users") {
+		t.Error("a pattern naming the operationId does not mean its tool alone")
 	}
 }

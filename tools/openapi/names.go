@@ -120,3 +120,18 @@ func glob(pattern, s string) bool {
 	}
 	return pi == len(p)
 }
+
+// aliasesOf returns the other name an operation's tool answers to: the
+// document's own name for it, its operationId, when that is not the
+// tool's name ("createUser" beside create_user). Programs may call it by
+// that name, and a policy written with it (approval.required_for, a
+// data-flow rule, a toolset) means the tool (attack27 T6). An operationId
+// no alias may be (empty, over 128 bytes, with control characters) gives
+// none.
+func aliasesOf(o *operation) []string {
+	id := o.id
+	if id == "" || id == o.name || len(id) > 128 || strings.IndexFunc(id, func(r rune) bool { return r < ' ' || r == 0x7f }) >= 0 {
+		return nil
+	}
+	return []string{id}
+}

@@ -261,9 +261,11 @@ func (sn *snapshot) built(s *Source) (*built, error) {
 	for _, st := range sn.Tools {
 		t := tools.Tool{Name: st.Name, Summary: st.Summary, Description: st.Description, Notes: st.Notes, Group: st.Group, Route: st.Route,
 			InputSchema: st.Input, OutputSchema: st.Output, Annotations: st.Annotations, Errors: st.Errors, Deprecated: st.Deprecated}
-		if b.ops[t.ShortName()] == nil {
+		o := b.ops[t.ShortName()]
+		if o == nil {
 			return nil, fmt.Errorf("tool %s has no operation", t.Name)
 		}
+		t.Aliases = aliasesOf(o)
 		b.tools = append(b.tools, t)
 		b.refers = append(b.refers, [2]bool{st.InRefs, st.OutRefs})
 	}
