@@ -219,7 +219,7 @@ func TestRaiseGoesFirstAcrossRuns(t *testing.T) {
 
 // TestRaiseFormatsNothing (issue 23, speed10): what a call's result and
 // arguments are held for is text only in an error. Every raise of a
-// call's tools.DecodedHolder formatted it, 7% of the gate's CPU a call,
+// call's tools.DecodedHolder formatted it, about 6% of the gate's CPU,
 // though a raise within what the call holds already, or one that holds,
 // refuses nothing; a refusal still says what it was for.
 func TestRaiseFormatsNothing(t *testing.T) {
