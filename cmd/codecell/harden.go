@@ -8,9 +8,12 @@ import (
 	"io/fs"
 	"log/slog"
 	"maps"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -49,6 +52,59 @@ type confineSpec struct {
 	Protect     []string `json:"protect"`
 	Allow       []string `json:"allow,omitempty"`
 	DenyConnect []int    `json:"deny_connect,omitempty"`
+	DenyBind    []int    `json:"deny_bind,omitempty"`
+}
+
+// loopbackPorts are the TCP ports of the loopback URLs codecell sends
+// requests to, with their credentials and data: its HTTP upstream
+// servers', its APIs' (documents and base URLs), its model provider's and
+// embedder's, its OAuth server's and its trace exporter's. A confined
+// server may not bind them: while the service behind one is down, it
+// would take what codecell sends (attack27 T8: an HTTP upstream's bearer
+// token).
+func loopbackPorts(cfg Config, servers map[string]upstream.Server) []int {
+	urls := []string{cfg.LLM.ProviderURL, cfg.Memory.EmbedderURL, cfg.Auth.OAuth.Issuer, cfg.Auth.OAuth.JWKSURL, cfg.Auth.OAuth.IntrospectionURL,
+		os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")}
+	if strings.EqualFold(strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER")), "otlp") {
+		urls = append(urls, "http://localhost:4318") // the exporter's default
+	}
+	urls = append(urls, cfg.Auth.OAuth.Issuers...)
+	for _, s := range servers {
+		urls = append(urls, s.URL)
+	}
+	for _, o := range cfg.OpenAPI {
+		urls = append(urls, o.Spec, o.BaseURL)
+	}
+	var ports []int
+	for _, raw := range urls {
+		u, err := url.Parse(strings.TrimSpace(raw))
+		if err != nil || u.Host == "" || !loopbackHost(u.Hostname()) {
+			continue
+		}
+		port, err := strconv.Atoi(u.Port())
+		switch {
+		case u.Port() == "" && (u.Scheme == "https" || u.Scheme == "wss"):
+			port = 443
+		case u.Port() == "":
+			port = 80
+		case err != nil || port < 1 || port > 65535:
+			continue
+		}
+		ports = append(ports, port)
+	}
+	slices.Sort(ports)
+	return slices.Compact(ports)
+}
+
+// loopbackHost reports whether host names this machine: localhost (and
+// its subdomains), a loopback address, or the unspecified one.
+func loopbackHost(host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && (ip.IsLoopback() || ip.IsUnspecified())
 }
 
 // protectedPaths are what codecell reads at its start and keeps from its
@@ -245,7 +301,7 @@ func configuredPaths(l upstream.Launch) []string {
 // upstreamConfinement returns the upstream.Confine that starts stdio
 // servers through the shim, or nil, with a log line saying why, where
 // they cannot be confined.
-func upstreamConfinement(cfg Config, log *slog.Logger) upstream.Confine {
+func upstreamConfinement(cfg Config, servers map[string]upstream.Server, log *slog.Logger) upstream.Confine {
 	abi, why := landlockABI()
 	if abi < 1 {
 		log.Warn("stdio upstream servers run unconfined: "+why+"; they can read codecell's data directory and configuration", "component", "upstream")
@@ -257,7 +313,8 @@ func upstreamConfinement(cfg Config, log *slog.Logger) upstream.Confine {
 		return nil
 	}
 	protect := protectedPaths(cfg)
-	log.Info("stdio upstream servers run confined", "component", "upstream", "landlock_abi", abi, "protected", len(protect), "denied_ports", cfg.listening)
+	bind := loopbackPorts(cfg, servers)
+	log.Info("stdio upstream servers run confined", "component", "upstream", "landlock_abi", abi, "protected", len(protect), "deny_connect", cfg.listening, "deny_bind", bind)
 	if len(cfg.listening) > 0 && abi < landlockNetABI {
 		msg := fmt.Sprintf("stdio upstream servers can connect to codecell's own HTTP listener: this kernel's Landlock (ABI %d) cannot deny TCP connections (ABI 4, Linux 6.7, can)", abi)
 		if len(cfg.Auth.Tokens) == 0 && !cfg.Auth.OAuth.enabled() {
@@ -265,10 +322,14 @@ func upstreamConfinement(cfg Config, log *slog.Logger) upstream.Confine {
 		}
 		log.Warn(msg, "component", "upstream", "ports", cfg.listening)
 	}
+	if len(bind) > 0 && abi < landlockNetABI {
+		log.Warn(fmt.Sprintf("stdio upstream servers can listen on the loopback ports codecell sends requests to, and take what it sends there while the service is down: this kernel's Landlock (ABI %d) cannot deny binding them (ABI 4, Linux 6.7, can)", abi),
+			"component", "upstream", "ports", bind)
+	}
 	var mu sync.Mutex
 	warned := map[string]bool{}
 	return func(l upstream.Launch) (upstream.Launch, error) {
-		spec := confineSpec{Protect: protect, Allow: configuredPaths(l), DenyConnect: cfg.listening}
+		spec := confineSpec{Protect: protect, Allow: configuredPaths(l), DenyConnect: cfg.listening, DenyBind: bind}
 		for _, a := range spec.Allow {
 			for _, p := range protect {
 				if !within(a, p) && !within(p, a) {

@@ -73,7 +73,8 @@ func TestConfineShim(t *testing.T) {
 // TestConfineShimPorts: a server confined while codecell listens cannot
 // connect to codecell's listener, which would serve it as codecell's
 // caller (attack27 T1: without tokens, as the user), and connects to any
-// other port.
+// other port; nor can it bind the port of a loopback service codecell
+// sends requests to (T8), and binds any other.
 func TestConfineShimPorts(t *testing.T) {
 	t.Parallel()
 	abi, why := landlockABI()
@@ -108,6 +109,44 @@ func TestConfineShimPorts(t *testing.T) {
 	}
 	if out, err := connect(other); err != nil {
 		t.Errorf("connecting to another port: %v: %s", err, out)
+	}
+	// Landlock's TCP rules do not cover Multipath TCP sockets, which
+	// connect to a TCP listener all the same: the shim fails creating them.
+	if python, err := exec.LookPath("python3"); err == nil && abi >= landlockNetABI {
+		out, err := exec.Command(binary, confineCommandName, string(spec), "--", python, "-c",
+			fmt.Sprintf("import socket; socket.socket(socket.AF_INET, socket.SOCK_STREAM, %d).connect(('127.0.0.1', %d))", unix.IPPROTO_MPTCP, codecell)).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "Protocol not supported") {
+			t.Errorf("connecting to codecell's listener with a Multipath TCP socket: %v: %s", err, out)
+		}
+	}
+	// Binding: the port of a loopback service of codecell's, while it is
+	// down, is not the server's (attack27 T8); another is.
+	if python, err := exec.LookPath("python3"); err == nil {
+		free := func() int {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			return ln.Addr().(*net.TCPAddr).Port
+		}
+		down, other := free(), free()
+		spec, _ := json.Marshal(confineSpec{Protect: []string{t.TempDir()}, DenyBind: []int{down}})
+		bind := func(port int) (string, error) {
+			out, err := exec.Command(binary, confineCommandName, string(spec), "--", python, "-c",
+				fmt.Sprintf("import socket; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1', %d)); s.listen()", port)).CombinedOutput()
+			return string(out), err
+		}
+		out, err := bind(down)
+		switch {
+		case abi >= landlockNetABI && err == nil:
+			t.Errorf("the confined server bound the port of codecell's loopback service (%d)", down)
+		case abi >= landlockNetABI && !strings.Contains(out, "PermissionError"):
+			t.Errorf("binding the port of codecell's loopback service: %v: %s", err, out)
+		}
+		if out, err := bind(other); err != nil {
+			t.Errorf("binding another port: %v: %s", err, out)
+		}
 	}
 	bad, _ := json.Marshal(confineSpec{Protect: []string{t.TempDir()}, DenyConnect: []int{70000}})
 	if out, err := exec.Command(binary, confineCommandName, string(bad), "--", "/bin/true").CombinedOutput(); err == nil || !strings.Contains(string(out), "cannot deny port") {

@@ -102,3 +102,29 @@ func TestProtectable(t *testing.T) {
 		t.Errorf("a link to itself: protectable = %q, want an error", got)
 	}
 }
+
+// TestLoopbackPorts: the ports of the loopback URLs codecell sends
+// requests to, which a confined server may not bind (attack27 T8); a
+// remote host's port is not one.
+func TestLoopbackPorts(t *testing.T) {
+	t.Parallel()
+	cfg := defaultConfig()
+	cfg.LLM.ProviderURL = "http://127.0.0.1:11434/v1"
+	cfg.Memory.EmbedderURL = "http://localhost:8081/v1"
+	cfg.Auth.OAuth.IntrospectionURL = "https://[::1]/introspect"
+	cfg.OpenAPI = map[string]openapi.Config{
+		"local":  {Spec: "http://127.0.0.2:9000/openapi.json", BaseURL: "http://api.localhost:9001"},
+		"remote": {Spec: "https://example.com:8443/openapi.json", BaseURL: "https://api.example.com"},
+		"file":   {Spec: "apis/petstore.yaml"},
+	}
+	servers := map[string]upstream.Server{
+		"http":  {URL: "http://0.0.0.0:7000/mcp"},
+		"far":   {URL: "http://10.0.0.1:7001/mcp"},
+		"stdio": {Command: "server", Args: []string{"http://127.0.0.1:7002"}},
+	}
+	got := loopbackPorts(cfg, servers)
+	want := []int{443, 7000, 8081, 9000, 9001, 11434}
+	if !slices.Equal(got, want) {
+		t.Errorf("loopbackPorts = %v, want %v", got, want)
+	}
+}
