@@ -61,5 +61,6 @@ func (a argsHeld) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 		return nil, err
 	}
 	defer h.giveBack()
+	c.args = h
 	return next.call(ctx, c)
 }

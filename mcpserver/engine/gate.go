@@ -82,6 +82,10 @@ type Call struct {
 	// resultBytes.pass), which a runtime tool raises to filter what the
 	// program sent it (filterhold.go).
 	held *holding
+	// args is what the call's arguments hold while it is in the gate
+	// (argsHeld), which the call's other holds cannot wait for: it is
+	// given back only when the call is over.
+	args *holding
 	// handOff, when set, takes what the call holds of its result's bytes
 	// in flight once the gate has handed its result on, to give it back
 	// when the program's sandbox has the result (a program's call:
