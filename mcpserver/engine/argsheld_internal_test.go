@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/codecell/codecell/tools"
 )
@@ -54,5 +55,39 @@ func TestArgumentsHeldInTheGate(t *testing.T) {
 	}
 	if n := run.resultBudget(r.perRun).inUse(); n != 0 {
 		t.Errorf("%d bytes held after a refusal", n)
+	}
+}
+
+// TestNestedArgumentsRefusedAtOnce (issue 19, attack29 T2): a call made
+// by another call's handler (tools.CallThrough: api.paginate passing its
+// arguments on) cannot wait for what its parent's arguments hold, which
+// is given back only once the nested call is over: a hold that could
+// only be had that way is refused at once, not waited for until the
+// run's deadline.
+func TestNestedArgumentsRefusedAtOnce(t *testing.T) {
+	t.Parallel()
+	r := newResultBytes(Limits{ResultBytesInFlight: 256 << 20, ResultBytesInFlightPerRun: 32 << 20})
+	run := &Run{Caller: tools.Caller{Principal: "alice"}}
+	reg := tools.NewRegistry()
+	g := newGate(reg)
+	g.stages = []stage{argsHeld{results: r}, binding{g}}
+	args := json.RawMessage(`{"v": "` + strings.Repeat("a", 5<<20) + `"}`) // 20 MiB held of 32
+	if err := reg.Register(tools.Tool{Name: "x.post", Summary: "A fixture.", InputSchema: json.RawMessage(`{"type": "object", "properties": {"v": {"type": "string"}}}`),
+		Handler: func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }}); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Register(tools.Tool{Name: "x.forward", Summary: "A helper passing its arguments on.", InputSchema: json.RawMessage(`{"type": "object", "properties": {"v": {"type": "string"}}}`),
+		Handler: func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) { return tools.CallThrough(ctx, "x.post", a) }}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := g.call(ctx, &Call{Run: run, Name: "x.forward", Args: args})
+	if tools.CodeOf(err) != codeResultBytesInFlight || !strings.Contains(err.Error(), "calls that made it") {
+		t.Errorf("a nested call that could only wait for its parent's hold: %v after %s", err, time.Since(start).Round(time.Millisecond))
+	}
+	if n := run.resultBudget(r.perRun).inUse(); n != 0 {
+		t.Errorf("%d bytes held after the refusal", n)
 	}
 }

@@ -86,6 +86,10 @@ type Call struct {
 	// (argsHeld), which the call's other holds cannot wait for: it is
 	// given back only when the call is over.
 	args *holding
+	// parent is the call whose handler made this one (tools.CallThrough:
+	// a helper's, a skill's), nil for a program's own call: what its
+	// arguments hold is not given back before this call is over either.
+	parent *Call
 	// handOff, when set, takes what the call holds of its result's bytes
 	// in flight once the gate has handed its result on, to give it back
 	// when the program's sandbox has the result (a program's call:
@@ -271,7 +275,7 @@ func (g *gate) through(c *Call) tools.Gate {
 		depth++
 	}
 	return func(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-		out, err := g.call(ctx, &Call{Run: c.Run, Name: name, Args: args, Depth: depth, Exec: executor.RunFrom(ctx), resume: c.resume.nested(name), seen: c.seen})
+		out, err := g.call(ctx, &Call{Run: c.Run, Name: name, Args: args, Depth: depth, Exec: executor.RunFrom(ctx), resume: c.resume.nested(name), seen: c.seen, parent: c})
 		var te *tools.Error
 		var coded executor.CodedError
 		if !skill && err != nil && !errors.As(err, &te) && errors.As(err, &coded) {

@@ -481,7 +481,7 @@ func (h *holding) raiseFor(ctx context.Context, n int64, what reason) error {
 			kept = fmt.Sprintf(", %d of them kept by the run's data flow until it ends", p)
 		}
 		if args > 0 {
-			kept += fmt.Sprintf(", %d of them held for the call's arguments until it is over", args)
+			kept += fmt.Sprintf(", %d of them held for the arguments of this call (and of the calls that made it) until it is over", args)
 		}
 		return &tools.Error{Code: codeResultBytesInFlight, Tool: c.Name, Message: fmt.Sprintf(
 			"%s, more than the %d bytes of results one run may have in flight (limits.result_bytes_in_flight_per_run%s) or one principal on the server (three quarters of limits.result_bytes_in_flight); ask for smaller results (a page, fewer fields), lower the source's max_response_bytes, or raise those limits",
@@ -549,16 +549,21 @@ func (h *holding) pinnedByOthers() int64 {
 	return p
 }
 
-// heldForArgs is what the arguments of h's call hold (Call.args), when
-// h is another of its holds; the caller holds h.mu.
+// heldForArgs is what the arguments of h's call and of the calls that
+// made it (Call.args, Call.parent: a helper passing its arguments on,
+// as api.paginate does) hold, h itself aside; the caller holds h.mu.
 func (h *holding) heldForArgs() int64 {
-	a := h.c.args
-	if a == nil || a == h {
-		return 0
+	var n int64
+	for c := h.c; c != nil; c = c.parent {
+		a := c.args
+		if a == nil || a == h {
+			continue
+		}
+		a.mu.Lock()
+		n += a.held
+		a.mu.Unlock()
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.held
+	return n
 }
 
 // raiseNow holds n bytes in all, if more than h holds already and they
