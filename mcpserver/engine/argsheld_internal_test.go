@@ -77,7 +77,9 @@ func TestNestedArgumentsRefusedAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := reg.Register(tools.Tool{Name: "x.forward", Summary: "A helper passing its arguments on.", InputSchema: json.RawMessage(`{"type": "object", "properties": {"v": {"type": "string"}}}`),
-		Handler: func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) { return tools.CallThrough(ctx, "x.post", a) }}); err != nil {
+		Handler: func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
+			return tools.CallThrough(ctx, "x.post", a)
+		}}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
