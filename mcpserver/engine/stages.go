@@ -155,14 +155,43 @@ func (f dataFlow) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 }
 
 // binding gives the tool's handler its context: the caller it acts for
-// (tools.WithCaller), and this gate, through which it calls other tools
-// for that caller (a skill's program, a helper's calls; tools.WithGate).
-type binding struct{ g *gate }
+// (tools.WithCaller), this gate, through which it calls other tools for
+// that caller (a skill's program, a helper's calls; tools.WithGate), and
+// what a remote embedder may be shown of the texts it embeds
+// (memory.WithShown).
+type binding struct {
+	g *gate
+	// show filters what a remote embedder is sent; a zero show (no
+	// filter) sets nothing, and a remote embedder is sent nothing.
+	show asker
+}
 
 func (b binding) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
 	ctx = tools.WithCaller(ctx, c.Run.Caller)
 	ctx = tools.WithGate(ctx, b.g.through(c))
+	if b.show.filter != nil {
+		ctx = memory.WithShown(ctx, b.shown(ctx, c))
+	}
 	return next.call(ctx, c)
+}
+
+// shown is what a remote embedder (an embeddings endpoint: another
+// party, as an llm provider is) is sent of a text the call c stores or
+// recalls by: the text as the client's model would be shown it
+// (clientText) — the run's tokens stay tokens, a value behind a token the
+// program passed is a token again under the principal's key, and every
+// value the run received that a result hides is hidden — while the store
+// keeps the text as given (issue 19, attack27 T5). What filtering costs is
+// held as a prompt's is.
+func (b binding) shown(ctx context.Context, c *Call) memory.Shown {
+	return func(text string) (string, error) {
+		fh, err := b.show.results.holdFiltering(ctx, c, "the text to embed", int64(len(text)), 0)
+		if err != nil {
+			return "", err
+		}
+		defer fh.release()
+		return b.show.clientText(c, fh, text)
+	}
 }
 
 // planner records, in a dry run, each write instead of making it. A
