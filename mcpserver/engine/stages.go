@@ -150,8 +150,22 @@ func (f dataFlow) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 				c.Provenance = b
 			}
 		}
+		// A source whose server may print what it is sent (an upstream's
+		// stderr and log lines) scrubs its logs of the arguments'
+		// sensitive values (issue 19, attack27 T7); found when it asks.
+		ctx = tools.WithSensitive(ctx, func() []string { return sensitiveIn(flow, c.Args) })
 	}
 	return next.call(ctx, c)
+}
+
+// sensitiveIn is the values of args that flow knows to be sensitive.
+func sensitiveIn(flow *filter.Flow, args json.RawMessage) []string {
+	known := flow.KnownIn(args)
+	out := make([]string, len(known))
+	for i, k := range known {
+		out[i] = k.Value
+	}
+	return out
 }
 
 // binding gives the tool's handler its context: the caller it acts for
