@@ -184,7 +184,7 @@ func (b binding) pass(ctx context.Context, c *Call, next next) (json.RawMessage,
 	ctx = tools.WithCaller(ctx, c.Run.Caller)
 	ctx = tools.WithGate(ctx, b.g.through(c))
 	if b.show.filter != nil {
-		ctx = memory.WithShown(ctx, b.shown(ctx, c))
+		ctx = memory.WithShown(ctx, b.shown(c))
 	}
 	return next.call(ctx, c)
 }
@@ -192,19 +192,20 @@ func (b binding) pass(ctx context.Context, c *Call, next next) (json.RawMessage,
 // shown is what a remote embedder (an embeddings endpoint: another
 // party, as an llm provider is) is sent of a text the call c stores or
 // recalls by: the text as the client's model would be shown it
-// (clientText) — the run's tokens stay tokens, a value behind a token the
-// program passed is a token again under the principal's key, and every
-// value the run received that a result hides is hidden — while the store
-// keeps the text as given (issue 19, attack27 T5). What filtering costs is
-// held as a prompt's is.
-func (b binding) shown(ctx context.Context, c *Call) memory.Shown {
+// (clientFilter) — the run's tokens stay tokens, a value behind a token
+// the program passed is a token again under the principal's key, and
+// every value the run received that a result hides is hidden — while the
+// store keeps the text as given (issue 19, attack27 T5). The text is a
+// memory's or a query's, bounded by the store's limits (content_bytes),
+// and its filtering is not held in the call's results in flight: held
+// there (holdFiltering, as a prompt is), a recall with expand: true over
+// stdio ran to its deadline (TestRecallExpandAndToolEmbeddings, twice);
+// why was not found.
+func (b binding) shown(c *Call) memory.Shown {
 	return func(text string) (string, error) {
-		fh, err := b.show.results.holdFiltering(ctx, c, "the text to embed", int64(len(text)), 0)
-		if err != nil {
-			return "", err
-		}
-		defer fh.release()
-		return b.show.clientText(c, fh, text)
+		opts := clientFilter(c)
+		opts.Budget = -1
+		return b.show.filter.ApplyText(text, opts).Text, nil
 	}
 }
 
