@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // killGrace is how long a stopped run may take to end before its VM is
@@ -640,7 +641,17 @@ func (r *Run) dispatch(id uint32, name string, args json.RawMessage) {
 	start := time.Now()
 	var cached bool
 	var consumed func()
-	out, err := callTool(r.ctx, r.req.Dispatcher, Call{Name: name, Args: args, Run: r, Seq: int(id), cached: &cached, consumed: &consumed})
+	// A result handed early (Call.Prepare) is built in the VM while the
+	// dispatcher decides; the call is then confirmed, or replaced.
+	var early json.RawMessage
+	prepare := func(out json.RawMessage) {
+		if early != nil || r.isOver() {
+			return
+		}
+		early = out
+		r.sb.complete(r, callResult{id: id, ok: true, prepared: true, payload: out})
+	}
+	out, err := callTool(r.ctx, r.req.Dispatcher, Call{Name: name, Args: args, Run: r, Seq: int(id), cached: &cached, consumed: &consumed, prepare: prepare})
 	dur := time.Since(start)
 	if r.ctx.Err() != nil {
 		// The run is ending (cancelled, past its deadline, or over): a
@@ -655,6 +666,8 @@ func (r *Run) dispatch(id uint32, name string, args json.RawMessage) {
 	code := ""
 	if err != nil {
 		code, c.payload = rejectionOf(name, err)
+	} else if early != nil && len(early) == len(out) && unsafe.SliceData(early) == unsafe.SliceData(out) {
+		c.confirmed, c.payload = true, nil
 	}
 	r.mu.Lock()
 	if !r.over {

@@ -33,7 +33,7 @@ const (
 	frameHello     byte = 1  // worker → executor: body is workerMagic
 	frameLayout    byte = 2  // executor → worker: u32 layout id | layout JSON
 	frameRun       byte = 3  // executor → worker: jobSpec
-	frameResult    byte = 4  // executor → worker: u32 call id | u8 ok | JSON
+	frameResult    byte = 4  // executor → worker: u32 call id | u8 resultFlags | JSON
 	frameInterrupt byte = 5  // executor → worker: empty
 	frameCall      byte = 6  // worker → executor: u32 call id | u8 flags (callSole) | string name | args JSON
 	frameLog       byte = 7  // worker → executor: u8 level | text
@@ -53,9 +53,21 @@ const (
 // goroutine that reads the worker's frames (see worker.read).
 const callSole byte = 1
 
+// The flags of a frameResult. A result the dispatcher hands early
+// (Call.Prepare) crosses as resultPrepared, its JSON to be built into the
+// VM while the server still decides whether the program may have it;
+// resultConfirmed then settles the call with the value built (no JSON),
+// or a result with neither flag replaces it (the call's error, or a
+// different result), the value built dropped unseen.
+const (
+	resultOK        byte = 1
+	resultPrepared  byte = 2
+	resultConfirmed byte = 4
+)
+
 // workerMagic opens every worker's output: anything else on its stdout
 // means the command is not a sandbox worker.
-const workerMagic = "codecell-sandbox-worker/3"
+const workerMagic = "codecell-sandbox-worker/4"
 
 var errFrame = errors.New("malformed frame")
 

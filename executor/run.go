@@ -37,7 +37,28 @@ type Call struct {
 	cached *bool
 	// consumed, when set, is where OnConsumed keeps its function.
 	consumed *func()
+	// prepare, when set, hands a result to the sandbox early (Prepare).
+	prepare func(out json.RawMessage)
 }
+
+// Prepare hands the sandbox out, the result Call is about to return,
+// while the dispatcher still decides whether the program may have it (a
+// run's data flow observes it first, and may refuse it): the sandbox
+// builds it into the program's VM meanwhile, out of the program's reach,
+// and the program gets it only if Call then returns out itself, without
+// an error. If Call returns an error, or another result, the program gets
+// that, and the value built is dropped unseen. out must not be written
+// to afterwards. Results under prepareMin bytes are not handed early
+// (building them costs less than a frame more), nor are those of calls
+// outside a run's program.
+func (c Call) Prepare(out json.RawMessage) {
+	if c.prepare != nil && len(out) >= prepareMin {
+		c.prepare(out)
+	}
+}
+
+// prepareMin is the size from which Call.Prepare hands a result early.
+const prepareMin = 64 << 10
 
 // OnConsumed has the executor call f once the program's VM has taken the
 // call's result (parsed it, in this process or in its worker process,

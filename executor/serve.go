@@ -199,7 +199,9 @@ func (s *workerServer) handle(f frame) error {
 		s.runners.start(func() { s.run(f.job, j, in, wait) })
 	case frameResult:
 		d := dec{b: f.body}
-		c := callResult{id: d.u32(), ok: d.bool()}
+		c := callResult{id: d.u32()}
+		flags := d.u8()
+		c.ok, c.prepared, c.confirmed = flags&resultOK != 0, flags&resultPrepared != 0, flags&resultConfirmed != 0
 		c.payload = d.rest()
 		if d.err != nil {
 			return errFrame
@@ -255,7 +257,10 @@ func (s *workerServer) deliver(id uint32, j *vmJob, c callResult) {
 	n := int64(len(c.payload))
 	if bound := queueBound(s.heap.Load()); s.queued.Add(n) > bound {
 		queued := s.queued.Add(-n)
-		s.w.write(frameAck, id, enc(nil).u32(c.id), nil)
+		if !c.prepared {
+			// A result handed early is acknowledged with its confirmation.
+			s.w.write(frameAck, id, enc(nil).u32(c.id), nil)
+		}
 		c.ok = false
 		c.payload = rejectionJSON(fmt.Sprintf(
 			"the tool's result (%s) was dropped: with the results this run's sandbox has not read yet (%s) it would pass %s, four times the run's heap limit. Await fewer calls at once, read each result before the next arrives, or ask the tool for less",
@@ -263,10 +268,12 @@ func (s *workerServer) deliver(id uint32, j *vmJob, c callResult) {
 		n = int64(len(c.payload))
 		s.queued.Add(n)
 	}
-	call := c.id
+	call, prepared := c.id, c.prepared
 	c.done = func() {
 		s.queued.Add(-n)
-		h.acked(call, int(n))
+		if !prepared {
+			h.acked(call, int(n))
+		}
 	}
 	if j.inbox.push(c) {
 		// The VM waits for this call alone: it runs on here, on the
@@ -498,6 +505,8 @@ type workerHost struct {
 	// frameAck, and ackBytes the bytes of those results.
 	acks     enc
 	ackBytes int
+	// sole: the last call sent was flagged callSole.
+	sole bool
 }
 
 var _ flusher = (*workerHost)(nil)
@@ -535,14 +544,22 @@ func (h *workerHost) flush(inFlight int) (sole bool) {
 		// The job ends: its outcome ends every hold its results have.
 		h.acks, h.ackBytes = h.acks[:0], 0
 	}
-	if h.n == 1 && inFlight == 1 {
+	switch {
+	case h.n == 1 && inFlight == 1:
 		h.s.mu.Lock()
 		sole = len(h.s.jobs) == 1
 		h.s.mu.Unlock()
 		if sole {
 			h.held[h.first] = callSole
 		}
+	case h.n == 0 && inFlight == 1 && h.sole:
+		// The call flagged last is still the one in flight: its result
+		// was handed early, and its confirmation is to come.
+		h.s.mu.Lock()
+		sole = len(h.s.jobs) == 1
+		h.s.mu.Unlock()
 	}
+	h.sole = sole
 	h.s.sole.Store(sole)
 	h.send()
 	return sole

@@ -126,12 +126,31 @@ type outcome struct {
 // callResult is a finished tool call handed to its job: the result, or a
 // rejection, as JSON.
 type callResult struct {
-	id      uint32
-	ok      bool
-	payload []byte
+	id uint32
+	ok bool
+	// prepared: payload is a result handed early (Call.Prepare), to be
+	// built into the VM, the call left pending; confirmed: the call is
+	// settled with the value built, and payload is empty.
+	prepared, confirmed bool
+	payload             []byte
 	// done, when set, is called once the sandbox has the result, or
 	// drops it (Call.OnConsumed); it is not sent to a worker.
 	done func()
+}
+
+// flags encodes c's kind in a frameResult.
+func (c callResult) flags() byte {
+	var f byte
+	if c.ok {
+		f |= resultOK
+	}
+	if c.prepared {
+		f |= resultPrepared
+	}
+	if c.confirmed {
+		f |= resultConfirmed
+	}
+	return f
 }
 
 // consumed calls c.done, if any.
@@ -247,9 +266,12 @@ type vmJob struct {
 	// pending: copied out of the VM, held by the host until each call
 	// finishes, and bounded by the heap limit (see hostCall).
 	argBytes int
-	logs     int
-	logBytes int
-	settled  bool
+	// earlyBytes is the JSON bytes of the results built early
+	// (callResult.prepared) and not yet settled.
+	earlyBytes int
+	logs       int
+	logBytes   int
+	settled    bool
 	// refused is the VM's count of refused allocations as the job began
 	// (engine.VM.Refused).
 	refused uint64
@@ -265,11 +287,31 @@ type vmJob struct {
 type pendingCall struct {
 	resolve, reject engine.Value
 	argBytes        int
+	// early is the result handed early (callResult.prepared), kept until
+	// the call is confirmed or replaced, and built its value built from
+	// it (engine.Undefined until then, or when it could not be built):
+	// the program cannot reach it before the call settles.
+	early *callResult
+	built engine.Value
 }
+
+// earlyShare bounds the results a job builds early while it waits for
+// other calls too: at most 1/earlyShare of its heap limit in JSON bytes
+// (their values take three to four times that). A result the VM waits
+// for alone is built early whatever its size: the program holds it as
+// soon as the call is confirmed. Built early without a bound, the 8 MB
+// results of calls awaited together — each dropped by the program as it
+// arrived — were all in the heap at once (TestObservedFindingsHeld's
+// clean run, out of memory).
+const earlyShare = 32
 
 func (p pendingCall) free(vm *engine.VM) {
 	vm.Free(p.resolve)
 	vm.Free(p.reject)
+	vm.Free(p.built)
+	if p.early != nil {
+		p.early.consumed()
+	}
 }
 
 func newVMJob(spec *jobSpec, host jobHost) *vmJob {
@@ -371,7 +413,7 @@ func (j *vmJob) end() {
 		p.free(j.in.vm)
 		delete(j.pending, id)
 	}
-	j.argBytes = 0
+	j.argBytes, j.earlyBytes = 0, 0
 	j.inbox.close()
 	j.mu.Lock()
 	j.over = true
@@ -470,7 +512,17 @@ func (j *vmJob) execute() {
 			return
 		case stepLend:
 			if j.inbox.lend() {
-				<-j.turn
+				select {
+				case <-j.turn:
+				case <-j.stopped:
+					// An interrupt read between the call's flush and
+					// the lend found no turn to take back: take it back
+					// here, unless a result took it first.
+					if j.inbox.reclaim() {
+						return
+					}
+					<-j.turn
+				}
 			}
 			results = j.inbox.drain(results[:0])
 			continue
@@ -597,18 +649,57 @@ func (j *vmJob) failWith(err error) {
 // is built into the VM from Go (engine.ParseJSON), as JSON.parse would
 // make it and about twice as fast; a result that is not JSON rejects
 // the call, and one that does not fit the heap ends the run.
+//
+// A result handed early (prepared) is only built, the call left pending
+// and the value out of the program's reach, until the call is confirmed
+// (settled with that value) or another result replaces it (the value
+// dropped): the server decides meanwhile whether the program may have it
+// (Call.Prepare). One that could not be built is built again when
+// confirmed, so that its failure is the one the call would have had.
 func (j *vmJob) complete(c callResult) {
-	defer c.consumed()
 	p, ok := j.pending[c.id]
 	if !ok {
+		c.consumed()
 		return
 	}
 	vm := j.in.vm
+	if c.prepared {
+		if p.early != nil || !j.enter() {
+			c.consumed()
+			return
+		}
+		p.early = &c
+		alone := len(j.pending) == 1
+		if c.ok && (alone || int64(j.earlyBytes+len(c.payload)) <= j.spec.Memory/earlyShare) {
+			if v, err := vm.ParseJSON(c.payload); err == nil {
+				p.built = v
+				j.earlyBytes += len(c.payload)
+			}
+		}
+		j.pending[c.id] = p
+		return
+	}
+	defer c.consumed()
 	delete(j.pending, c.id)
 	j.argBytes -= p.argBytes
-	defer p.free(vm)
+	if !engine.IsUndefined(p.built) {
+		j.earlyBytes -= len(p.early.payload)
+	}
+	defer func() { p.free(vm) }()
 	if !j.enter() {
 		return
+	}
+	if c.confirmed {
+		if p.early == nil {
+			j.decide(outcome{status: outInternal, message: "the sandbox was told to settle a tool call with a result it never received"})
+			return
+		}
+		c.ok, c.payload = p.early.ok, p.early.payload
+		if v := p.built; !engine.IsUndefined(v) {
+			p.built = engine.Undefined
+			j.settleCall(p, c, v)
+			return
+		}
 	}
 	v, err := vm.ParseJSON(c.payload)
 	switch {
@@ -626,6 +717,13 @@ func (j *vmJob) complete(c callResult) {
 		j.limit(KindMemory, 0)
 		return
 	}
+	j.settleCall(p, c, v)
+}
+
+// settleCall settles the promise of the call p with v, built from c, and
+// frees v.
+func (j *vmJob) settleCall(p pendingCall, c callResult, v engine.Value) {
+	vm := j.in.vm
 	j.in.keep(v, len(c.payload), j.spec.Memory)
 	r, err := vm.Call(j.in.settleCall, engine.Undefined, p.resolve, p.reject, engine.Bool(c.ok), v)
 	vm.Free(v)
@@ -877,7 +975,7 @@ func (in *instance) hostCall(args []engine.Value) engine.Value {
 	}
 	id := j.calls
 	j.calls++
-	j.pending[id] = pendingCall{resolve: resolve, reject: reject, argBytes: n}
+	j.pending[id] = pendingCall{resolve: resolve, reject: reject, argBytes: n, built: engine.Undefined}
 	j.argBytes += n
 	j.host.call(id, name, call)
 	return promise

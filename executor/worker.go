@@ -568,7 +568,7 @@ func (w *worker) complete(r *Run, c callResult) {
 	if c.done != nil {
 		r.awaitAck(c.id, c.done)
 	}
-	if w.w.write(frameResult, r.job, enc(nil).u32(c.id).bool(c.ok), c.payload) != nil {
+	if w.w.write(frameResult, r.job, enc(nil).u32(c.id).u8(c.flags()), c.payload) != nil && c.done != nil {
 		r.acked(c.id) // it never reached the worker
 	}
 }

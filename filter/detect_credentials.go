@@ -3,6 +3,7 @@ package filter
 import (
 	"encoding/base64"
 	"strings"
+	"unicode/utf8"
 )
 
 // Credentials: JWTs, PEM private keys, cloud and SaaS key formats, bearer
@@ -60,6 +61,21 @@ func runEndMax(s string, i int, in func(byte) bool, n int) int {
 		i++
 	}
 	return i
+}
+
+// quotedEnd returns the end of a value quoted by q that starts at s[i]:
+// the closing quote, a line break, or maxValueLen bytes on. A quote after
+// a backslash is inside the value — `"pass":"winter\"autumn"` in JSON
+// text is one password, not "winter\" and the rest shown (attack25 F6).
+func quotedEnd(s string, i int, q byte) int {
+	end := min(len(s), i+maxValueLen)
+	for i < end && s[i] != q && s[i] != '\n' {
+		if s[i] == '\\' && i+1 < end && s[i+1] != '\n' {
+			i++
+		}
+		i++
+	}
+	return min(i, end)
 }
 
 // maxValueLen bounds the values the text detectors look at: scans stop
@@ -424,7 +440,7 @@ func (sc *scanner) findAssignments(s string, fd *detected) {
 		var ve int
 		if q := s[v]; q == '"' || q == '\'' {
 			v++
-			ve = runEndMax(s, v, func(b byte) bool { return b != q && b != '\n' }, maxValueLen)
+			ve = quotedEnd(s, v, q)
 		} else {
 			ve = runEndMax(s, v, isUnquotedValue, maxValueLen)
 		}
@@ -487,10 +503,48 @@ func findKeywordEntropy(s string, fd *detected) {
 		}
 		e := runEnd(s, i, isEntropyChar)
 		if n := e - i; n >= 16 && n <= 512 && keyWordBefore(s, i) && randomLooking(s[i:e]) && !pathLike(s, i, e) {
-			fd.add(Match{Class: ClassSecret, Detector: "keyword_entropy", Confidence: 0.7, Start: i, End: e})
+			a, b := wordAround(s, i, e)
+			fd.add(Match{Class: ClassSecret, Detector: "keyword_entropy", Confidence: 0.7, Start: a, End: b})
+			e = b
 		}
 		i = e - 1
 	}
+}
+
+// wordAround widens the run s[i:e] of entropy characters over the
+// letters, digits and marks past ASCII next to it, and the runs beyond
+// them: "Weißbier-Geheimnis-2024" is one secret, not "bier-Geheimnis-2024"
+// after a head left shown (attack25 F8).
+func wordAround(s string, i, e int) (int, int) {
+	for i > 0 {
+		if c := s[i-1]; c < utf8.RuneSelf {
+			if !isEntropyChar(c) {
+				break
+			}
+			i--
+			continue
+		}
+		if !joinsBefore(s, i) {
+			break
+		}
+		_, w := utf8.DecodeLastRuneInString(s[:i])
+		i -= w
+	}
+	for e < len(s) {
+		if c := s[e]; c < utf8.RuneSelf {
+			if !isEntropyChar(c) {
+				break
+			}
+			e++
+			continue
+		}
+		if !joinsAfter(s, e) {
+			break
+		}
+		_, w := utf8.DecodeRuneInString(s[e:])
+		e += w
+	}
+	return i, e
 }
 
 // pathLike reports whether the run s[i:e] is a file system path: rooted

@@ -450,6 +450,27 @@ func (r *run) allowedByTool(value string) bool {
 	return true
 }
 
+// separatedClass reports the classes whose values are digits (and
+// letters) that people and programs write with separators or without.
+func separatedClass(c Class) bool {
+	switch c {
+	case ClassCard, ClassSSN, ClassIBAN, ClassPhone, ClassNationalID, ClassAccountNumber:
+		return true
+	}
+	return false
+}
+
+// alnumOnly returns the ASCII letters and digits of s.
+func alnumOnly(s string) string {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if isAlnum(s[i]) {
+			b = append(b, s[i])
+		}
+	}
+	return string(b)
+}
+
 // act applies the policy to one finding and returns its replacement, or
 // ok false when the value stays.
 func (r *run) act(c Class, conf float64, detector, value string, raw, inKey bool) (string, bool) {
@@ -468,6 +489,26 @@ func (r *run) act(c Class, conf float64, detector, value string, raw, inKey bool
 		r.findings++
 		r.cost += RepeatBytes
 		r.observing.sensitive = append(r.observing.sensitive, sensitiveValue{value: value, class: c, conf: conf, detector: detector})
+		also := func(v string) {
+			if r.admit(r.cost + RepeatBytes) {
+				r.findings++
+				r.cost += RepeatBytes
+				r.observing.sensitive = append(r.observing.sensitive, sensitiveValue{value: v, class: c, conf: conf, detector: detector})
+			}
+		}
+		// A number is known as JavaScript writes it too: the program
+		// that passes 987654321.0 on writes 987654321.
+		if js, ok := jsNumber(value); ok && js != value {
+			also(js)
+		}
+		// A number with separators (a card, an IBAN, a phone number) is
+		// known by its digits and letters alone too: what a program
+		// normalizes it to (attack25 F12).
+		if separatedClass(c) {
+			if bare := alnumOnly(value); len(bare) >= minKnownLen && len(bare) < len(value) {
+				also(bare)
+			}
+		}
 		return "", true
 	}
 	cost := r.findingCost(value)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -407,9 +408,9 @@ func (fl *Flow) observeTree(srcs uint64, root *node, ruled bool, sc *scope, hold
 		for j := i + 1; j < hint; j++ {
 			if j < len(obs.sensitive) {
 				n := len(obs.sensitive[j].value)
-				more += valueCost(n) + sensCost(n) + 2*acCost(2*n, 1)
+				more += valueCost(n) + sensCost(n) + 2*acCost(maxFoldGrowth*n, 1)
 			} else {
-				more += valueCost(len(obs.tracked[j-len(obs.sensitive)])) + acCost(2*len(obs.tracked[j-len(obs.sensitive)]), 1)
+				more += valueCost(len(obs.tracked[j-len(obs.sensitive)])) + acCost(maxFoldGrowth*len(obs.tracked[j-len(obs.sensitive)]), 1)
 			}
 		}
 		more = min(more, fl.maxBytes)
@@ -452,10 +453,10 @@ func (fl *Flow) limit() int {
 
 // valueCost and sensCost bound what addValue counts for a value of n
 // bytes and for what the flow knows of a sensitive one: folding may
-// lengthen a value (a few runes lower-case to longer ones), not past
-// twice.
-func valueCost(n int) int { return 2*n + valueOverhead }
-func sensCost(n int) int  { return 3*n + sensOverhead }
+// lengthen a value (a few runes fold to several), not past maxFoldGrowth
+// times.
+func valueCost(n int) int { return maxFoldGrowth*n + valueOverhead }
+func sensCost(n int) int  { return (1+maxFoldGrowth)*n + sensOverhead }
 
 // settle indexes the pending results whose sources meet mask (all when 0)
 // as far as the text of sc needs, or whole when sc is nil, when the text
@@ -566,6 +567,14 @@ func collectTracked(n *node, out *[]string, sc *scope) {
 		if worthTracking(n.str) && (sc == nil || sc.hits(n.str)) {
 			*out = append(*out, n.str)
 		}
+		// A number a program passes on is written as JavaScript writes
+		// it, which may not be how the source spelled it (1234567.10,
+		// 4.2e7, 42000000.0): it is tracked in both spellings.
+		if n.kind == kindNumber {
+			if js, ok := jsNumber(n.str); ok && js != n.str && worthTracking(js) && (sc == nil || sc.hits(js)) {
+				*out = append(*out, js)
+			}
+		}
 	case kindArray, kindObject:
 		for i := range n.kids {
 			if k := n.kids[i].key; n.kind == kindObject && worthTracking(k) && (sc == nil || sc.hits(k)) {
@@ -574,6 +583,32 @@ func collectTracked(n *node, out *[]string, sc *scope) {
 			collectTracked(&n.kids[i], out, sc)
 		}
 	}
+}
+
+// jsNumber returns how JavaScript writes the number of the JSON literal
+// lit (ECMAScript's Number::toString: the shortest digits that read back
+// as the same number, in fixed notation from 1e-6 up to 1e21, else as
+// 1.5e-7 or 1e+21); false when lit is not a finite number written as JSON
+// writes one (no '+' ahead, no hex, no "Inf").
+func jsNumber(lit string) (string, bool) {
+	if lit == "" || (lit[0] != '-' && !isDigit(lit[0])) || strings.Trim(lit, "0123456789.eE+-") != "" {
+		return "", false
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return "", false
+	}
+	if f == 0 {
+		return "0", true // -0 too
+	}
+	if a := math.Abs(f); a >= 1e-6 && a < 1e21 {
+		return strconv.FormatFloat(f, 'f', -1, 64), true
+	}
+	// Go writes the exponent with two digits at least (1e-07).
+	e := strconv.FormatFloat(f, 'e', -1, 64)
+	i := strings.LastIndexByte(e, 'e')
+	exp := strings.TrimLeft(e[i+2:], "0")
+	return e[:i+2] + exp, true
 }
 
 // worthTracking reports whether a value is specific enough for the rules

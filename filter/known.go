@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -50,6 +51,7 @@ const (
 	encURL
 	encBase64
 	encHex
+	encJSON
 )
 
 func (e encoding) String() string {
@@ -60,12 +62,15 @@ func (e encoding) String() string {
 		return "base64-encoded"
 	case encHex:
 		return "hex-encoded"
+	case encJSON:
+		return "JSON-escaped"
 	}
 	return ""
 }
 
-// fold appends to dst the folded form of s: letters lower-cased
-// (unicode.ToLower), whitespace dropped, invalid UTF-8 copied as it is.
+// fold appends to dst the folded form of s: letters case-folded as
+// JavaScript's case changes need (casefold.go), whitespace dropped, a
+// byte that is not UTF-8 read as a Latin-1 character.
 // With withIdx, idx gets, for each byte appended, the offset in s of the
 // rune it belongs to.
 func fold(dst []byte, idx []int32, s string, withIdx bool) ([]byte, []int32) {
@@ -118,20 +123,19 @@ func foldBytes(dst []byte, idx []int32, s []byte, withIdx bool) ([]byte, []int32
 }
 
 // foldRune folds the non-ASCII rune r of width w at offset i, whose first
-// byte is c.
+// byte is c: as casefold.go says, and a byte that is not UTF-8 as the
+// Latin-1 character of its value — what a program's escape(), its hex of
+// char codes or a byte-wise atob give for "ß" is the byte 0xDF, and the
+// fold of both is "ss".
 func foldRune(dst []byte, idx []int32, withIdx bool, r rune, w int, c byte, i int) ([]byte, []int32) {
 	if r == utf8.RuneError && w == 1 {
-		dst = append(dst, c)
-		if withIdx {
-			idx = append(idx, int32(i))
-		}
-		return dst, idx
+		r = rune(c)
 	}
 	if unicode.IsSpace(r) {
 		return dst, idx
 	}
 	n := len(dst)
-	dst = utf8.AppendRune(dst, unicode.ToLower(r))
+	dst = foldedRune(dst, r)
 	if withIdx {
 		for range len(dst) - n {
 			idx = append(idx, int32(i))
@@ -712,7 +716,7 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 				mapped = true
 			}
 			start := int(v.idx[a])
-			return start == 0 || !isWordByte(s[start-1])
+			return !joinsBefore(s, start)
 		}
 	}
 	for _, ix := range ixs {
@@ -737,48 +741,16 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 	if v.plainOnly {
 		return
 	}
-	// URL-decoded ('+' is a space there, which folding drops).
+	// URL-decoded ('+' is a space there, which folding drops), and with
+	// JSON string escapes undone (a value JSON.stringify put in a text).
 	if hasPercentEscape(s) || strings.IndexByte(s, '+') >= 0 {
-		v.urlDecode(s, false)
-		v.folded, _ = foldBytes(v.folded[:0], nil, v.dec, false)
-		v.long.reset()
-		mapped := false
-		var segs []int
-		if v.dedupe {
-			segs = []int{len(v.folded) + 1}
+		if !v.searchDecoded(s, (*viewer).urlDecode, encURL, ixs, tab, bounded, emit) {
+			return
 		}
-		var letters func(a int) bool
-		if bounded {
-			letters = func(a int) bool {
-				if !mapped {
-					v.urlDecode(s, true)
-					v.refold, v.idx = foldBytes(v.refold[:0], v.idx[:0], v.dec, true)
-					mapped = true
-				}
-				start := int(v.dsrc[v.idx[a]])
-				return start == 0 || !isWordByte(s[start-1])
-			}
-		}
-		for _, ix := range ixs {
-			ok := ix.find(v.folded, tab, segs, letters, &v.fs, func(a, pb int, id int32) int {
-				if !mapped {
-					v.urlDecode(s, true)
-					v.refold, v.idx = foldBytes(v.refold[:0], v.idx[:0], v.dec, true)
-					mapped = true
-				}
-				b := v.long.extend(v.folded, a, pb, id, tab.full(id))
-				start := int(v.dsrc[v.idx[a]])
-				last := int(v.idx[b-1])
-				_, w := utf8.DecodeRune(v.dec[last:])
-				end := int(v.dend[last+w-1])
-				if bounded && !wordBounded(s, start, end, tab.pattern(id)) {
-					return findHere
-				}
-				return verdictWant(emit(knownMatch{start: start, end: end, id: id, enc: encURL}), v.folded, pb)
-			})
-			if !ok {
-				return
-			}
+	}
+	if strings.IndexByte(s, '\\') >= 0 {
+		if !v.searchDecoded(s, (*viewer).jsonUnescape, encJSON, ixs, tab, bounded, emit) {
+			return
 		}
 	}
 	// Base64 and hex runs, decoded into one buffer.
@@ -843,6 +815,55 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 			return
 		}
 	}
+}
+
+// searchDecoded is search's view of s decoded by decode (which fills
+// v.dec and, with track, v.dsrc and v.dend), whose matches come with
+// their bounds in s. It returns false when emit stopped the search.
+func (v *viewer) searchDecoded(s string, decode func(v *viewer, s string, track bool), enc encoding, ixs []*valueIndex, tab valueTable, bounded bool, emit func(knownMatch) matchVerdict) bool {
+	decode(v, s, false)
+	v.folded, _ = foldBytes(v.folded[:0], nil, v.dec, false)
+	v.long.reset()
+	mapped := false
+	var segs []int
+	if v.dedupe {
+		segs = []int{len(v.folded) + 1}
+	}
+	var letters func(a int) bool
+	if bounded {
+		letters = func(a int) bool {
+			if !mapped {
+				decode(v, s, true)
+				v.refold, v.idx = foldBytes(v.refold[:0], v.idx[:0], v.dec, true)
+				mapped = true
+			}
+			return !joinsBefore(v.dec, int(v.idx[a]))
+		}
+	}
+	for _, ix := range ixs {
+		ok := ix.find(v.folded, tab, segs, letters, &v.fs, func(a, pb int, id int32) int {
+			if !mapped {
+				decode(v, s, true)
+				v.refold, v.idx = foldBytes(v.refold[:0], v.idx[:0], v.dec, true)
+				mapped = true
+			}
+			b := v.long.extend(v.folded, a, pb, id, tab.full(id))
+			start := int(v.dsrc[v.idx[a]])
+			last := int(v.idx[b-1])
+			_, w := utf8.DecodeRune(v.dec[last:])
+			end := int(v.dend[last+w-1])
+			// Words are bounded in the decoded text: "%20" or "\n" before
+			// a name is a space.
+			if bounded && !wordBounded(v.dec, int(v.idx[a]), last+w, tab.pattern(id)) {
+				return findHere
+			}
+			return verdictWant(emit(knownMatch{start: start, end: end, id: id, enc: enc}), v.folded, pb)
+		})
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // verdictWant turns a verdict on a match of the plain or URL view whose
@@ -1021,7 +1042,7 @@ func isB64Char(c byte) bool { return isAlnum(c) || c == '+' || c == '/' || c == 
 
 func hasPercentEscape(s string) bool {
 	for i := strings.IndexByte(s, '%'); i >= 0 && i+2 < len(s); {
-		if isHex(s[i+1]) && isHex(s[i+2]) {
+		if _, w := percentEscape(s, i); w > 0 {
 			return true
 		}
 		j := strings.IndexByte(s[i+1:], '%')
@@ -1033,17 +1054,112 @@ func hasPercentEscape(s string) bool {
 	return false
 }
 
-// urlDecode decodes %XX escapes and '+' (a space) of s into v.dec, and
-// with track, the offsets of each byte's source into v.dsrc and v.dend.
+// percentEscape decodes the escape at s[i] ('%'): %XX, a byte (r below
+// 0x100), or %uXXXX, a UTF-16 code unit (what JavaScript's escape()
+// writes for a character past 0xFF). w is the escape's length, 0 when
+// there is none.
+func percentEscape(s string, i int) (r rune, w int) {
+	switch {
+	case i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
+		return rune(unhex(s[i+1]))<<4 | rune(unhex(s[i+2])), 3
+	case i+5 < len(s) && s[i+1] == 'u' && isHex(s[i+2]) && isHex(s[i+3]) && isHex(s[i+4]) && isHex(s[i+5]):
+		return hex4(s[i+2:]), 6
+	}
+	return 0, 0
+}
+
+// hex4 is the value of the 4 hex digits s starts with.
+func hex4(s string) rune {
+	return rune(unhex(s[0]))<<12 | rune(unhex(s[1]))<<8 | rune(unhex(s[2]))<<4 | rune(unhex(s[3]))
+}
+
+// urlDecode decodes %XX escapes, %uXXXX escapes (as UTF-8, a surrogate
+// pair joined) and '+' (a space) of s into v.dec, and with track, the
+// offsets of each byte's source into v.dsrc and v.dend. A byte of a %XX
+// that is not part of UTF-8 is folded as Latin-1 (foldRune).
 func (v *viewer) urlDecode(s string, track bool) {
 	v.dec, v.dsrc, v.dend = v.dec[:0], v.dsrc[:0], v.dend[:0]
 	for i := 0; i < len(s); {
 		c, w := s[i], 1
 		switch {
-		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
-			c, w = unhex(s[i+1])<<4|unhex(s[i+2]), 3
+		case c == '%':
+			r, n := percentEscape(s, i)
+			if n == 6 {
+				if utf16.IsSurrogate(r) && i+11 < len(s) && s[i+6] == '%' {
+					if r2, n2 := percentEscape(s, i+6); n2 == 6 {
+						if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+							r, n = d, 12
+						}
+					}
+				}
+				v.appendRune(r, i, i+n, track)
+				i += n
+				continue
+			}
+			if n == 3 {
+				c, w = byte(r), 3
+			}
 		case c == '+':
 			c = ' '
+		}
+		v.dec = append(v.dec, c)
+		if track {
+			v.dsrc = append(v.dsrc, int32(i))
+			v.dend = append(v.dend, int32(i+w))
+		}
+		i += w
+	}
+}
+
+// appendRune appends r, decoded from s[start:end], to v.dec as UTF-8 (a
+// lone surrogate as U+FFFD), and with track, its source to v.dsrc and
+// v.dend.
+func (v *viewer) appendRune(r rune, start, end int, track bool) {
+	n := len(v.dec)
+	v.dec = utf8.AppendRune(v.dec, r)
+	if track {
+		for range len(v.dec) - n {
+			v.dsrc = append(v.dsrc, int32(start))
+			v.dend = append(v.dend, int32(end))
+		}
+	}
+}
+
+// jsonUnescape undoes the JSON string escapes of s into v.dec (\n, \t,
+// \", \\, \uXXXX with surrogate pairs joined, ...; anything else is copied),
+// and with track, the offsets of each byte's source into v.dsrc and
+// v.dend: the text a JSON.stringify of a value holds, seen as the value.
+func (v *viewer) jsonUnescape(s string, track bool) {
+	v.dec, v.dsrc, v.dend = v.dec[:0], v.dsrc[:0], v.dend[:0]
+	for i := 0; i < len(s); {
+		c, w := s[i], 1
+		if c == '\\' && i+1 < len(s) {
+			switch e := s[i+1]; e {
+			case '"', '\\', '/':
+				c, w = e, 2
+			case 'n':
+				c, w = '\n', 2
+			case 't':
+				c, w = '\t', 2
+			case 'r':
+				c, w = '\r', 2
+			case 'b':
+				c, w = '\b', 2
+			case 'f':
+				c, w = '\f', 2
+			case 'u':
+				if i+5 < len(s) && isHex(s[i+2]) && isHex(s[i+3]) && isHex(s[i+4]) && isHex(s[i+5]) {
+					r, n := hex4(s[i+2:]), 6
+					if utf16.IsSurrogate(r) && i+11 < len(s) && s[i+6] == '\\' && s[i+7] == 'u' && isHex(s[i+8]) && isHex(s[i+9]) && isHex(s[i+10]) && isHex(s[i+11]) {
+						if d := utf16.DecodeRune(r, hex4(s[i+8:])); d != utf8.RuneError {
+							r, n = d, 12
+						}
+					}
+					v.appendRune(r, i, i+n, track)
+					i += n
+					continue
+				}
+			}
 		}
 		v.dec = append(v.dec, c)
 		if track {
@@ -1070,16 +1186,49 @@ func unhex(c byte) byte {
 // match inside "Nevada lovelaces", and short phrases inside any text.
 // Values with a digit or a symbol (addresses, ids, numbers, keys) count
 // anywhere.
-func wordBounded(s string, start, end int, pattern string) bool {
+func wordBounded[T string | []byte](s T, start, end int, pattern string) bool {
 	for i := 0; i < len(pattern); i++ {
 		if c := pattern[i]; c < 0x80 && !isAlpha(c) {
 			return true
 		}
 	}
-	return (start == 0 || !isWordByte(s[start-1])) && (end >= len(s) || !isWordByte(s[end]))
+	return !joinsBefore(s, start) && !joinsAfter(s, end)
 }
 
-func isWordByte(c byte) bool { return isAlnum(c) || c >= 0x80 }
+// joinsBefore and joinsAfter report whether a letter, a digit or a mark (a
+// combining accent) is just before s[i] or at it: a word goes on there.
+// Punctuation and spaces past ASCII — ’, « », —, a no-break space — end
+// a word as their ASCII kin do. A byte that is not UTF-8 is read as a
+// Latin-1 character, as fold reads it.
+func joinsBefore[T string | []byte](s T, i int) bool {
+	if i == 0 {
+		return false
+	}
+	if c := s[i-1]; c < utf8.RuneSelf {
+		return isAlnum(c)
+	}
+	r, w := utf8.DecodeLastRuneInString(string(s[max(0, i-utf8.UTFMax):i]))
+	if r == utf8.RuneError && w == 1 {
+		r = rune(s[i-1])
+	}
+	return isWordRune(r)
+}
+
+func joinsAfter[T string | []byte](s T, i int) bool {
+	if i >= len(s) {
+		return false
+	}
+	if c := s[i]; c < utf8.RuneSelf {
+		return isAlnum(c)
+	}
+	r, w := utf8.DecodeRuneInString(string(s[i:min(len(s), i+utf8.UTFMax)]))
+	if r == utf8.RuneError && w == 1 {
+		r = rune(s[i])
+	}
+	return isWordRune(r)
+}
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) }
 
 // longMatcher finds where values longer than maxPatternLen occur whole in
 // one folded text: asked, by increasing start, whether a

@@ -132,13 +132,19 @@ func (sc *scope) holds(s string) bool {
 }
 
 // views calls fn with the folded form of each view of s that search looks
-// through: s itself, its URL decoding, and its base64 and hex runs
-// decoded. It decodes every run, where search may skip some: a superset.
+// through: s itself, its URL decoding, its JSON escapes undone, and its
+// base64 and hex runs decoded. It decodes every run, where search may
+// skip some: a superset.
 func (v *viewer) views(s string, fn func(t []byte)) {
 	v.folded, _ = fold(v.folded[:0], nil, s, false)
 	fn(v.folded)
 	if hasPercentEscape(s) || strings.IndexByte(s, '+') >= 0 {
 		v.urlDecode(s, false)
+		v.folded, _ = foldBytes(v.folded[:0], nil, v.dec, false)
+		fn(v.folded)
+	}
+	if strings.IndexByte(s, '\\') >= 0 {
+		v.jsonUnescape(s, false)
 		v.folded, _ = foldBytes(v.folded[:0], nil, v.dec, false)
 		fn(v.folded)
 	}

@@ -61,18 +61,37 @@ func (*sessionless) applies(r *http.Request) bool {
 // or its Mcp-Protocol-Version header, whatever session header it has.
 // The method is read as mcp-go reads it, decoded: JSON may spell any of
 // its characters as an escape (attack10 E2).
+//
+// The _meta is decoded only when the answer depends on it: as mcp-go
+// decodes it (mcp.Meta, a map of every field), it was 40% of this
+// function's CPU on every request, most of which declare their protocol
+// in a header (issue 23, speed10). A message whose _meta mcp.Meta cannot
+// decode is one that did not parse, as when it was decoded with the rest.
 func (c *sessionless) serve(w http.ResponseWriter, r *http.Request, principal string, body []byte, next http.Handler) {
 	var msg struct {
 		Method string `json:"method"`
 		Params struct {
 			RequestID json.RawMessage `json:"requestId"`
-			Meta      *mcp.Meta       `json:"_meta"`
+			Meta      json.RawMessage `json:"_meta"`
 		} `json:"params"`
 	}
 	parsed := json.Unmarshal(body, &msg) == nil
+	meta := func() (*mcp.Meta, bool) {
+		var m *mcp.Meta
+		if !parsed {
+			return nil, false
+		}
+		if len(msg.Params.Meta) > 0 && json.Unmarshal(msg.Params.Meta, &m) != nil {
+			return nil, false
+		}
+		return m, true
+	}
 	withoutSession := r.Header.Get(server.HeaderKeySessionID) == "" ||
-		mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) ||
-		(parsed && mcp.IsModernProtocol(msg.Params.Meta.ProtocolVersion()))
+		mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion))
+	if !withoutSession {
+		m, ok := meta()
+		withoutSession = ok && mcp.IsModernProtocol(m.ProtocolVersion())
+	}
 	if !withoutSession {
 		next.ServeHTTP(w, r) // mcp-go keys its cancellations by the session
 		return
@@ -83,9 +102,11 @@ func (c *sessionless) serve(w http.ResponseWriter, r *http.Request, principal st
 		httpError(w, http.StatusBadRequest, "batches are not served; send each message alone")
 		return
 	}
-	if parsed && msg.Method == string(mcp.MethodNotificationCancelled) {
-		c.cancelled(w, principal, msg.Params.RequestID)
-		return
+	if msg.Method == string(mcp.MethodNotificationCancelled) {
+		if _, ok := meta(); ok {
+			c.cancelled(w, principal, msg.Params.RequestID)
+			return
+		}
 	}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	req := &sessionlessRequest{principal: principal, cancel: cancel}

@@ -28,6 +28,18 @@ import (
 // descriptor limit: each costs the server some 10 KiB at least.
 const maxConnsCap = 16384
 
+// maxHeaderBytes bounds a request's line and headers, which net/http
+// reads before any handler — before the guard, the token, the bounds of
+// bodies: with net/http's default (1 MiB), 1,000 connections with no
+// token, each sending most of a megabyte of header and never ending it,
+// took the server from 50 to 1,190 MiB until ReadHeaderTimeout closed
+// them, and maxConnsCap of them would hold 16 GiB (issue 19, attack26
+// T5). 16 KiB holds a long OAuth token and MCP's headers (nginx's
+// default is four buffers of 8 KiB); net/http answers a longer request
+// 431 and closes its connection. maxConnsCap connections then hold at
+// most 320 MiB of headers (net/http reads 4 KiB past the bound).
+const maxHeaderBytes = 16 << 10
+
 // maxConns is the connections the server keeps open at once: half the
 // process's descriptor limit, at most maxConnsCap, at least 64.
 func maxConns() int {

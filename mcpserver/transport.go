@@ -383,6 +383,7 @@ func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener, grace time.Dura
 		ConnContext:       cl.connContext,
 		Handler:           compress(h.mux),
 		ReadHeaderTimeout: min(10*time.Second, s.cfg.ReadTimeout),
+		MaxHeaderBytes:    maxHeaderBytes,
 		// A request's body must arrive within ReadTimeout (the guard
 		// reads it whole); responses, such as event streams, are not
 		// bounded as a whole, but each write is (connListener). Idle

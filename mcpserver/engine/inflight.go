@@ -235,7 +235,7 @@ func (r *resultBytes) pass(ctx context.Context, c *Call, next next) (json.RawMes
 	}
 	h := r.holdFor(c)
 	if n := c.Tool.MaxResultBytes; n > 0 {
-		if err := h.raise(ctx, n, fmt.Sprintf("a result of %s may hold %d bytes (its source's max_response_bytes, or its store's bound)", c.Name, n)); err != nil {
+		if err := h.raiseFor(ctx, n, reason{of: resultBound, name: c.Name, n: n}); err != nil {
 			return nil, err
 		}
 	}
@@ -243,11 +243,50 @@ func (r *resultBytes) pass(ctx context.Context, c *Call, next next) (json.RawMes
 	// decoded (tools.HoldDecoded): by the tool, of what it read from
 	// outside, and by the registry, of every tool's result. Nothing is
 	// held while the tool waits for a slot of its own.
-	ctx = h.context(ctx, func(n int64) string {
-		return fmt.Sprintf("this result of %s decodes into about %d bytes (its bytes and %d a JSON value)", c.Name, n, tools.DecodedValueBytes)
-	})
+	ctx = h.context(ctx, resultDecoded)
 	ctx = tools.WithArgsHolder(ctx, h.argsHolder())
 	return next.call(ctx, c)
+}
+
+// reason says what a raise holds bytes for, for the error of a refusal
+// or of a wait. Its text is made only when an error needs it: a raise
+// that holds formats nothing — formatting it on every raise was about
+// 6% of the gate's CPU on 100 sequential calls (issue 23, speed10).
+type reason struct {
+	text string
+	// of, if set, makes the text from name and n.
+	of   func(name string, n int64) string
+	name string
+	n    int64
+}
+
+func (r reason) String() string {
+	if r.of != nil {
+		return r.of(r.name, r.n)
+	}
+	return r.text
+}
+
+// The reasons of the raises of a call's result and arguments, with the
+// call's name and the bytes held.
+func resultBound(name string, n int64) string {
+	return fmt.Sprintf("a result of %s may hold %d bytes (its source's max_response_bytes, or its store's bound)", name, n)
+}
+
+func resultDecoded(name string, n int64) string {
+	return fmt.Sprintf("this result of %s decodes into about %d bytes (its bytes and %d a JSON value)", name, n, tools.DecodedValueBytes)
+}
+
+func memoBound(name string, n int64) string {
+	return fmt.Sprintf("a memoised result of %s may hold %d bytes (cache.max_memo_bytes)", name, n)
+}
+
+func argsDecoded(name string, n int64) string {
+	return fmt.Sprintf("the arguments of %s decode into about %d bytes to be checked against its schema (their bytes and %d a JSON value): send fewer values in one call", name, n, tools.DecodedValueBytes)
+}
+
+func answerDecoded(_ string, n int64) string {
+	return fmt.Sprintf("this answer decodes into about %d bytes (its bytes and %d a JSON value)", n, tools.DecodedValueBytes)
 }
 
 // holdFor returns what c holds of its run's and the server's result
@@ -278,7 +317,7 @@ func (r *resultBytes) holdFor(c *Call) *holding {
 func (r *resultBytes) holdHit(ctx context.Context, c *Call, maxBytes int) (*holding, error) {
 	h := r.holdFor(c)
 	n := min(tools.ResultCopies*(int64(maxBytes)+4<<10), r.perRun, r.server.each)
-	if err := h.raise(ctx, n, fmt.Sprintf("a memoised result of %s may hold %d bytes (cache.max_memo_bytes)", c.Name, n)); err != nil {
+	if err := h.raiseFor(ctx, n, reason{of: memoBound, name: c.Name, n: n}); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -299,7 +338,10 @@ func (h *holding) settle(ctx context.Context, out json.RawMessage) error {
 		h.held = n
 	}
 	h.mu.Unlock()
-	return h.raise(ctx, n, fmt.Sprintf("this memoised result of %s holds about %d bytes (%d copies of its %d bytes and %d a JSON value)", h.c.Name, n, tools.ResultCopies, len(out), tools.DecodedValueBytes))
+	size := len(out)
+	return h.raiseFor(ctx, n, reason{name: h.c.Name, n: n, of: func(name string, n int64) string {
+		return fmt.Sprintf("this memoised result of %s holds about %d bytes (%d copies of its %d bytes and %d a JSON value)", name, n, tools.ResultCopies, size, tools.DecodedValueBytes)
+	}})
 }
 
 // argsHolder holds, with h, what a call's arguments decode into while
@@ -307,7 +349,7 @@ func (h *holding) settle(ctx context.Context, out json.RawMessage) error {
 // small values decoded into 300–400 MiB held by nothing (attack18 K10).
 func (h *holding) argsHolder() tools.DecodedHolder {
 	return func(ctx context.Context, n int64) error {
-		return h.raise(ctx, n, fmt.Sprintf("the arguments of %s decode into about %d bytes to be checked against its schema (their bytes and %d a JSON value): send fewer values in one call", h.c.Name, n, tools.DecodedValueBytes))
+		return h.raiseFor(ctx, n, reason{of: argsDecoded, name: h.c.Name, n: n})
 	}
 }
 
@@ -332,9 +374,7 @@ func (r *resultBytes) validateHeld(ctx context.Context, view *tools.View, c *Cal
 // for errors; release gives back what is held, once the answer is sent.
 func (e *Engine) HoldOutsideRun(ctx context.Context, principal, what string) (_ context.Context, release func()) {
 	h := &holding{r: e.results, c: &Call{Name: what}, principal: principal}
-	ctx = h.context(ctx, func(n int64) string {
-		return fmt.Sprintf("this answer decodes into about %d bytes (its bytes and %d a JSON value)", n, tools.DecodedValueBytes)
-	})
+	ctx = h.context(ctx, answerDecoded)
 	return ctx, h.giveBack
 }
 
@@ -372,7 +412,7 @@ type holding struct {
 	held int64
 	// what said what the call's last reservation was for, for a
 	// reclaim's error; reclaiming is set while one waits.
-	what       string
+	what       reason
 	reclaiming bool
 }
 
@@ -396,20 +436,28 @@ func (h *holding) yield() func(context.Context) error {
 			h.reclaiming = false
 			h.mu.Unlock()
 		}()
-		return h.raise(ctx, n, what)
+		return h.raiseFor(ctx, n, what)
 	}
 }
 
 // context returns ctx with the call's tools.DecodedHolder, which raises
-// what it holds as the tool reads, and its tools.SlotWait.
-func (h *holding) context(ctx context.Context, raised func(n int64) string) context.Context {
-	ctx = tools.WithDecodedHolder(ctx, func(ctx context.Context, n int64) error { return h.raise(ctx, n, raised(n)) })
+// what it holds as the tool reads — raised says, from the call's name and
+// the bytes, what for — and its tools.SlotWait.
+func (h *holding) context(ctx context.Context, raised func(name string, n int64) string) context.Context {
+	ctx = tools.WithDecodedHolder(ctx, func(ctx context.Context, n int64) error {
+		return h.raiseFor(ctx, n, reason{of: raised, name: h.c.Name, n: n})
+	})
 	return tools.WithSlotWait(ctx, h.yield)
 }
 
 // raise holds n bytes in all, if more than the call holds already:
 // what is a result the call may have, for the error.
 func (h *holding) raise(ctx context.Context, n int64, what string) error {
+	return h.raiseFor(ctx, n, reason{text: what})
+}
+
+// raiseFor is raise, what made into text only for an error.
+func (h *holding) raiseFor(ctx context.Context, n int64, what reason) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	more := n - h.held
@@ -420,16 +468,24 @@ func (h *holding) raise(ctx context.Context, n int64, what string) error {
 	if h.run == nil && n > r.server.each {
 		return &tools.Error{Code: codeResultBytesInFlight, Tool: c.Name, Message: fmt.Sprintf(
 			"%s, more than the %d bytes of results one principal may have in flight on the server (three quarters of limits.result_bytes_in_flight); lower the source's max_response_bytes, or raise limits.result_bytes_in_flight",
-			what, r.server.each)}
+			what.String(), r.server.each)}
 	}
-	if h.run != nil && (n > r.perRun-h.pinnedByOthers() || n > r.server.each) {
+	// What the call's arguments hold (argsHeld) is given back only when
+	// the call is over: a hold of the same call that needs more than
+	// the bounds leave beside it could only wait for itself, until the
+	// run's deadline (an llm prompt's findings did).
+	args := h.heldForArgs()
+	if h.run != nil && (n > r.perRun-h.pinnedByOthers()-args || n > r.server.each-args) {
 		kept := ""
 		if p := h.pinnedByOthers(); p > 0 {
 			kept = fmt.Sprintf(", %d of them kept by the run's data flow until it ends", p)
 		}
+		if args > 0 {
+			kept += fmt.Sprintf(", %d of them held for the call's arguments until it is over", args)
+		}
 		return &tools.Error{Code: codeResultBytesInFlight, Tool: c.Name, Message: fmt.Sprintf(
 			"%s, more than the %d bytes of results one run may have in flight (limits.result_bytes_in_flight_per_run%s) or one principal on the server (three quarters of limits.result_bytes_in_flight); ask for smaller results (a page, fewer fields), lower the source's max_response_bytes, or raise those limits",
-			what, min(r.perRun, r.server.each), kept)}
+			what.String(), min(r.perRun, r.server.each), kept)}
 	}
 	// A reclaim (yield) goes before fresh reservations as a raise does:
 	// the call has its slot, and what it gave back while it waited for
@@ -491,6 +547,18 @@ func (h *holding) pinnedByOthers() int64 {
 		p -= h.held
 	}
 	return p
+}
+
+// heldForArgs is what the arguments of h's call hold (Call.args), when
+// h is another of its holds; the caller holds h.mu.
+func (h *holding) heldForArgs() int64 {
+	a := h.c.args
+	if a == nil || a == h {
+		return 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.held
 }
 
 // raiseNow holds n bytes in all, if more than h holds already and they

@@ -144,16 +144,23 @@ func (f dataFlow) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 		return nil, err
 	}
 	if flow != nil {
-		if p := flow.Provenance(c.Args); !p.IsZero() {
-			if b, err := json.Marshal(p); err == nil {
-				ctx = memory.WithProvenance(ctx, b)
-				c.Provenance = b
+		// Found where a write keeps them (the store, a memoised result,
+		// a plan's step), not for every call: it reads the arguments
+		// whole, 22% of a 30 MB webhook call's CPU (attack25 F7).
+		args := c.Args
+		c.provenance = sync.OnceValue(func() json.RawMessage {
+			if p := flow.Provenance(args); !p.IsZero() {
+				if b, err := json.Marshal(p); err == nil {
+					return b
+				}
 			}
-		}
+			return nil
+		})
+		ctx = memory.WithProvenanceOf(ctx, c.provenance)
 		// A source whose server may print what it is sent (an upstream's
 		// stderr and log lines) scrubs its logs of the arguments'
 		// sensitive values (issue 19, attack27 T7); found when it asks.
-		ctx = tools.WithSensitive(ctx, func() []string { return sensitiveIn(flow, c.Args) })
+		ctx = tools.WithSensitive(ctx, func() []string { return sensitiveIn(flow, args) })
 	}
 	return next.call(ctx, c)
 }
@@ -232,12 +239,15 @@ func (pl planner) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 		known = c.Run.flow.flow.KnownIn(c.Args)
 	}
 	c.served = servedPlanned
-	return p.add(c.Tool.Name, c.Written, c.Provenance, known) // the arguments with their tokens
+	return p.add(c.Tool.Name, c.Written, c.provenanceOf(), known) // the arguments with their tokens
 }
 
 // observer follows what each call returns into the run's data flow
 // (tracker), before the call returns it, holding what that costs: a
-// result whose observation cannot be held fails its call.
+// result whose observation cannot be held fails its call. A program's
+// call hands its result to the sandbox first (Call.prepare), which
+// builds it into the VM while the flow observes it: the program has it
+// only once the call returns it, and a refused one never.
 type observer struct{ results *resultBytes }
 
 func (o observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
@@ -246,12 +256,18 @@ func (o observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 	}
 	from := &resultSources{}
 	out, err := next.call(context.WithValue(ctx, resultSourcesKey{}, from), c)
+	if err != nil {
+		return out, observeFailure(ctx, o.results, c, from.get(), err)
+	}
 	if err == nil {
 		// A store tool's result says which sources its data came from,
 		// where the tool puts them (storedOf); the journal of a
 		// resumable run keeps them with the result.
 		st := storedOf(c.Tool, out)
 		c.sources = from.get().Union(st.from)
+		if c.prepare != nil {
+			c.prepare(out)
+		}
 		hold, keep, release := o.results.holdObserving(ctx, c, len(out))
 		err = c.Run.flow.observe(c.Name, out, c.sources, hold, keep)
 		release()
@@ -266,6 +282,35 @@ func (o observer) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 		}
 	}
 	return out, err
+}
+
+// observeFailure observes what err, the error of c's tool, carries to
+// the program — the ToolError's message: an upstream's isError text, an
+// API's error body, what a skill's program threw — as a result is, under
+// the sources its handler named (from), before the program has it; and
+// returns err, or the refusal of what observing it costs. An error of a
+// call refused before its tool was called (c.held is set by resultBytes,
+// the last stage) is the server's own and carries no source's data.
+// Without it, an honest CRM's "contact AC-99-1234567 is locked" passed
+// every rule once the program caught it (issue 19, attack25 F11).
+func observeFailure(ctx context.Context, r *resultBytes, c *Call, from filter.Provenance, err error) error {
+	if c.held == nil {
+		return err
+	}
+	text := err.Error()
+	c.sources = from
+	hold, keep, release := r.holdObserving(ctx, c, len(text))
+	oerr := c.Run.flow.observeNow(c.Name, text, from, hold, keep)
+	release()
+	if oerr != nil {
+		return observeError(c.Name, oerr)
+	}
+	if c.seen != nil {
+		// The journal keeps JSON: the text as a string.
+		j, _ := json.Marshal(text)
+		c.seen.note(c.Name, j, from)
+	}
+	return err
 }
 
 // observeDecoded observes the stored data a store tool's result out gave

@@ -97,7 +97,8 @@ func fromUTF16(data []byte, bigEndian bool) ([]byte, error) {
 // yamlToJSON converts a YAML document to JSON as oasdiff/yaml's
 // YAMLToJSON does (the first document of the text; mapping keys that are
 // numbers or booleans written as strings; keys sorted), parsing it once,
-// and refuses it before it is decoded when the JSON would pass a bound.
+// and refuses it before it is converted when the JSON would pass a bound,
+// or when a mapping holds a key twice.
 func yamlToJSON(data []byte) ([]byte, error) {
 	var root yaml3.Node
 	if err := yaml3.Unmarshal(data, &root); err != nil {
@@ -115,15 +116,10 @@ func yamlToJSON(data []byte) ([]byte, error) {
 	case whole.values > MaxDocumentValues:
 		return nil, tooManyValues()
 	}
-	var v any
-	if root.Kind != 0 { // else a text of comments only: null, as YAMLToJSON makes it
-		if err := root.Decode(&v); err != nil {
-			return nil, yamlProblem(err)
-		}
-	}
-	v, err := jsonable(v)
+	c := &jsonConverter{anchored: map[*yaml3.Node]any{}}
+	v, err := c.value(&root)
 	if err != nil {
-		return nil, fmt.Errorf("%w: neither JSON nor YAML: %s", ErrDocument, err)
+		return nil, err
 	}
 	j, err := json.Marshal(v)
 	if err != nil {
@@ -136,51 +132,183 @@ func yamlProblem(err error) error {
 	return fmt.Errorf("%w: neither JSON nor YAML: %s", ErrDocument, strings.TrimPrefix(err.Error(), "yaml: "))
 }
 
-// jsonable makes what yaml.v3 decodes into encodable as JSON, as
-// oasdiff/yaml does: a mapping with a key that is not a string has its
-// keys written as strings.
-func jsonable(v any) (any, error) {
+// A sized node tree is converted to what encoding/json encodes by
+// jsonConverter, not by yaml.v3's Node.Decode: the decoder compares each
+// key of a mapping with every later one, and keeps an error string for
+// each pair that is equal — 8,000 copies of one key (64 KB) made 32
+// million strings, 2 GiB, and 20,000 would have made 16 GiB (issue 19,
+// attack26 T1); a mapping of distinct keys costs as many comparisons. The
+// converter finds a key written twice in the map it fills, and refuses
+// the document at the first, naming the key and both lines: YAML 1.2
+// requires a mapping's keys to be unique, and yaml.v3 refused the same
+// documents. Scalars are still resolved by yaml.v3 (Node.Decode on a
+// scalar node alone: a null, a number, a boolean, a timestamp, !!binary),
+// so the JSON is what YAMLToJSON makes of the document, byte for byte.
+// Merge keys ("<<") are applied as yaml.v3 applies them: a mapping's own
+// keys first, then those of each merged mapping, in order, that are not
+// there yet — a key a merge brings again is not a duplicate, and costs a
+// lookup.
+
+// jsonConverter converts a YAML node tree, sized by jsonMeter and free of
+// cycles, to the maps, slices and scalars encoding/json encodes.
+type jsonConverter struct {
+	anchored map[*yaml3.Node]any // each anchored node's value, converted once
+}
+
+func (c *jsonConverter) value(n *yaml3.Node) (any, error) {
+	if n.Anchor != "" {
+		if v, ok := c.anchored[n]; ok {
+			return v, nil
+		}
+	}
+	var v any
+	var err error
+	switch n.Kind {
+	case 0: // a text of comments only: null, as YAMLToJSON makes it
+	case yaml3.DocumentNode:
+		if len(n.Content) > 0 {
+			v, err = c.value(n.Content[0])
+		}
+	case yaml3.AliasNode:
+		v, err = c.value(n.Alias)
+	case yaml3.ScalarNode:
+		v, err = scalarValue(n)
+	case yaml3.SequenceNode:
+		a := make([]any, len(n.Content))
+		for i, e := range n.Content {
+			if a[i], err = c.value(e); err != nil {
+				break
+			}
+		}
+		v = a
+	case yaml3.MappingNode:
+		v, err = c.mapping(n)
+	default:
+		err = fmt.Errorf("%w: neither JSON nor YAML: line %d: a node of unknown kind %d", ErrDocument, n.Line, n.Kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if n.Anchor != "" {
+		c.anchored[n] = v
+	}
+	return v, nil
+}
+
+// mapping converts a mapping node: its keys as JSON strings, each once,
+// then what its merge key ("<<") brings.
+func (c *jsonConverter) mapping(n *yaml3.Node) (map[string]any, error) {
+	m := make(map[string]any, len(n.Content)/2)
+	var merge *yaml3.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, err := c.key(n.Content[i])
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := m[key]; dup || isMerge(n.Content[i]) && merge != nil {
+			return nil, duplicateKey(n, i, key)
+		}
+		if isMerge(n.Content[i]) {
+			merge = n.Content[i+1]
+			continue
+		}
+		if m[key], err = c.value(n.Content[i+1]); err != nil {
+			return nil, err
+		}
+	}
+	if merge == nil {
+		return m, nil
+	}
+	merged := []*yaml3.Node{merge}
+	if merge.Kind == yaml3.SequenceNode {
+		merged = merge.Content
+	}
+	for _, e := range merged {
+		if t := e; t.Kind == yaml3.MappingNode || t.Kind == yaml3.AliasNode && t.Alias != nil && t.Alias.Kind == yaml3.MappingNode {
+			v, err := c.value(e)
+			if err != nil {
+				return nil, err
+			}
+			for k, e := range v.(map[string]any) {
+				if _, ok := m[k]; !ok {
+					m[k] = e
+				}
+			}
+			continue
+		}
+		return nil, fmt.Errorf("%w: neither JSON nor YAML: line %d: map merge requires map or sequence of maps as the value", ErrDocument, e.Line)
+	}
+	return m, nil
+}
+
+// isMerge reports whether a key is YAML's merge key, as yaml.v3 reads it.
+func isMerge(k *yaml3.Node) bool {
+	return k.Kind == yaml3.ScalarNode && k.Value == "<<" && (k.Tag == "" || k.Tag == "!" || k.ShortTag() == "!!merge")
+}
+
+// duplicateKey is the error of the i-th node of mapping n, a key whose
+// JSON form, key, an earlier key of n has too.
+func duplicateKey(n *yaml3.Node, i int, key string) error {
+	first := n.Content[i]
+	c := &jsonConverter{anchored: map[*yaml3.Node]any{}}
+	for j := 0; j < i; j += 2 {
+		if k, err := c.key(n.Content[j]); err == nil && k == key {
+			first = n.Content[j]
+			break
+		}
+	}
+	return fmt.Errorf("%w: line %d, column %d: mapping key %.200q is already defined at line %d: a YAML mapping's keys, as a JSON object's, must be unique; keep one of them", ErrDocument, n.Content[i].Line, n.Content[i].Column, key, first.Line)
+}
+
+// key is a mapping key as JSON writes it: a string, or a number or a
+// boolean written as a string, as oasdiff/yaml writes it. Any other key
+// has no JSON form.
+func (c *jsonConverter) key(n *yaml3.Node) (string, error) {
+	k := n
+	if k.Kind == yaml3.AliasNode && k.Alias != nil {
+		k = k.Alias
+	}
+	if k.Kind != yaml3.ScalarNode {
+		return "", fmt.Errorf("%w: neither JSON nor YAML: line %d: a mapping key that is a %s, which has no JSON form", ErrDocument, n.Line, kindName(k.Kind))
+	}
+	v, err := scalarValue(k)
+	if err != nil {
+		return "", err
+	}
 	switch v := v.(type) {
-	case map[any]any:
-		m := make(map[string]any, len(v))
-		for k, e := range v {
-			var key string
-			switch k := k.(type) {
-			case string:
-				key = k
-			case int:
-				key = strconv.Itoa(k)
-			case int64:
-				key = strconv.FormatInt(k, 10)
-			case float64:
-				key = strconv.FormatFloat(k, 'g', -1, 64)
-			case bool:
-				key = strconv.FormatBool(k)
-			default:
-				return nil, fmt.Errorf("a mapping key of type %s, which has no JSON form: %.100v", reflect.TypeOf(k), k)
-			}
-			m[key] = e
-		}
-		return jsonable(m)
-	case map[string]any:
-		for k, e := range v {
-			e, err := jsonable(e)
-			if err != nil {
-				return nil, err
-			}
-			v[k] = e
-		}
+	case string:
 		return v, nil
-	case []any:
-		a := make([]any, len(v))
-		for i, e := range v {
-			e, err := jsonable(e)
-			if err != nil {
-				return nil, err
-			}
-			a[i] = e
-		}
-		return a, nil
+	case int:
+		return strconv.Itoa(v), nil
+	case int64:
+		return strconv.FormatInt(v, 10), nil
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64), nil
+	case bool:
+		return strconv.FormatBool(v), nil
+	}
+	return "", fmt.Errorf("%w: neither JSON nor YAML: line %d: a mapping key of type %v, which has no JSON form: %.100v", ErrDocument, n.Line, reflect.TypeOf(v), v)
+}
+
+func kindName(k yaml3.Kind) string {
+	switch k {
+	case yaml3.MappingNode:
+		return "mapping"
+	case yaml3.SequenceNode:
+		return "sequence"
+	}
+	return "node of kind " + strconv.Itoa(int(k))
+}
+
+// scalarValue is what yaml.v3 decodes a scalar node into: a string
+// without asking it, the rest as it resolves them.
+func scalarValue(n *yaml3.Node) (any, error) {
+	if n.ShortTag() == "!!str" {
+		return n.Value, nil
+	}
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return nil, yamlProblem(err)
 	}
 	return v, nil
 }

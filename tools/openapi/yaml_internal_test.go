@@ -71,6 +71,14 @@ func TestYAMLToJSONAsOasdiff(t *testing.T) {
 		"a: &x [1, 2]\nb: [*x, *x, {c: *x}]\n",
 		"y: yes\nn: no\non: off\n",
 		"big: 18446744073709551615\nbigger: 184467440737095516150\n",
+		"a: &a {x: 1, y: 2}\nb: &b {y: 3, z: 4, <<: *a}\nc:\n  z: 5\n  <<: [*b, *a, {w: 6}]\n",
+		"k: &k key\nm: {*k : 1, other: 2}\n",
+		"m: {<<: 1}\n",
+		"m: {<<: [{a: 1}, 2]}\n",
+		"m: {a: 1, <<: {a: 2}, <<: {b: 3}}\n",
+		"m: {'<<': 1, b: 2}\n",
+		"? !!str 1\n: a\n? !!int 1\n: b\n",
+		"~: null key\n",
 	} {
 		docs["corner "+string(rune('A'+i))] = []byte(c)
 	}
@@ -155,6 +163,116 @@ func TestYAMLValuesCountedBeforeParsing(t *testing.T) {
 		if alloc > 64<<20 {
 			t.Errorf("%s: %d MiB allocated before the refusal", name, alloc>>20)
 		}
+	}
+}
+
+// TestYAMLDuplicateKeys: a mapping that holds a key twice is refused,
+// naming the key and both lines, at the cost of a lookup a key — yaml.v3's
+// decoder kept an error string for each pair of equal keys, and 8,000
+// copies of one key (64 KB) took the server to 2 GiB (issue 19, attack26
+// T1) —, whether the keys are written alike or only the same as JSON, or
+// one is an alias. A key that a merge ("<<") brings again is not a
+// duplicate: the mapping's own keys win, then each merged mapping's in
+// order, and many merges of a wide mapping cost what they copy.
+func TestYAMLDuplicateKeys(t *testing.T) {
+	head := "openapi: 3.0.3\ninfo: {title: t, version: '1'}\npaths:\n  /a:\n    get:\n      operationId: a\n      responses: {'200': {description: ok}}\n"
+	for _, c := range []struct {
+		name, doc, want string
+	}{
+		{"8,000 copies", head + "x-pad:\n" + strings.Repeat("  a: ''\n", 8000), `line 10, column 3: mapping key "a" is already defined at line 9`},
+		{"same as JSON", head + "x-pad:\n  1: a\n  1.0: b\n", `line 10, column 3: mapping key "1" is already defined at line 9`},
+		{"quoted and plain", head + "x-pad: {a: 1, b: 2, 'a': 3}\n", `line 8, column 21: mapping key "a" is already defined at line 8`},
+		{"an alias", head + "x-k: &k a\nx-pad:\n  a: 1\n  *k : 2\n", `line 11, column 3: mapping key "a" is already defined at line 10`},
+		{"two merges", head + "x-pad:\n  <<: {a: 1}\n  <<: {b: 1}\n", `mapping key "<<" is already defined at line 9`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_, err := Parse([]byte(c.doc))
+			runtime.ReadMemStats(&after)
+			alloc := after.TotalAlloc - before.TotalAlloc
+			t.Logf("%d bytes, %d KiB allocated: %v", len(c.doc), alloc>>10, err)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want an error saying %s", err, c.want)
+			}
+			if alloc > 16<<20 {
+				t.Errorf("%d MiB allocated for a %d-byte description", alloc>>20, len(c.doc))
+			}
+		})
+	}
+	t.Run("merges", func(t *testing.T) {
+		const keys, merges = 100, 100
+		var b strings.Builder
+		b.WriteString(head + "x-base: &b {")
+		for i := range keys {
+			fmt.Fprintf(&b, "k%d: %d, ", i, i)
+		}
+		b.WriteString("k0: last}\n")
+		// k0 is the base's own key twice: refused, as above.
+		if _, err := Parse([]byte(b.String())); err == nil || !strings.Contains(err.Error(), `mapping key "k0" is already defined`) {
+			t.Fatalf("a base with k0 twice: %v", err)
+		}
+		b.Reset()
+		b.WriteString(head + "x-base: &b {")
+		for i := range keys {
+			fmt.Fprintf(&b, "k%d: b, ", i)
+		}
+		b.WriteString("end: b}\nx-merged:\n")
+		for i := range merges {
+			fmt.Fprintf(&b, "  m%d: {k1: own, <<: [{k2: first}, *b, *b]}\n", i)
+		}
+		doc := b.String()
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := Parse([]byte(doc))
+		runtime.ReadMemStats(&after)
+		alloc := after.TotalAlloc - before.TotalAlloc
+		t.Logf("%d bytes, %d merges of %d keys: %d MiB allocated", len(doc), 2*merges, keys, alloc>>20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := yamlToJSON([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v struct {
+			Merged map[string]map[string]any `json:"x-merged"`
+		}
+		if err := json.Unmarshal(j, &v); err != nil {
+			t.Fatal(err)
+		}
+		m := v.Merged["m7"]
+		if len(m) != keys+1 || m["k1"] != "own" || m["k2"] != "first" || m["k3"] != "b" {
+			t.Errorf("m7 is %d keys, k1 %v, k2 %v, k3 %v; want %d keys, own, first, b", len(m), m["k1"], m["k2"], m["k3"], keys+1)
+		}
+	})
+}
+
+// TestJSONNotReadAsYAML: a JSON description that does not decode as
+// OpenAPI is refused with what encoding/json says, and is not decoded
+// again as YAML, as kin-openapi's LoadFromData did: an object holding a
+// key 4,000 times, beside a server that is not an object, made yaml.v3's
+// decoder keep 8 million error strings (issue 19, attack26 T1, through
+// JSON; 8,000 keys took the server past 2 GiB).
+func TestJSONNotReadAsYAML(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"openapi":"3.0.3","info":{"title":"t","version":"1"},"paths":{"/a":{"get":{"operationId":"a","responses":{"200":{"description":"ok"}}}}},"servers":[5],"x-pad":{`)
+	b.WriteString(strings.TrimSuffix(strings.Repeat(`"a":"",`, 4000), ","))
+	b.WriteString("}}")
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := Parse([]byte(b.String()))
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("%d bytes, %d KiB allocated: %v", b.Len(), alloc>>10, err)
+	if err == nil || !strings.Contains(err.Error(), "cannot unmarshal number into value of type openapi3.Server") || strings.Contains(err.Error(), "yaml") {
+		t.Errorf("got %v, want encoding/json's error about the server alone", err)
+	}
+	if alloc > 16<<20 {
+		t.Errorf("%d MiB allocated for a %d-byte description", alloc>>20, b.Len())
 	}
 }
 

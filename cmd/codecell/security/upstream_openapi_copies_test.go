@@ -43,7 +43,9 @@ func utf16LE(s string) string {
 // parameter's operations load holding a short copy of the description;
 // either way the server stays within a few tens of MiB of the same
 // document without the long string — in UTF-16 too (attack22 P1: 400
-// aliases took the server to 1,531 MiB).
+// aliases took the server to 1,531 MiB). A mapping that holds a key
+// twice is refused, naming it, at the cost of a lookup a key, and a
+// JSON description is not decoded as YAML (attack26 T1).
 func TestOpenAPIDocumentCopies(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("A", 1<<20)
@@ -65,6 +67,26 @@ func TestOpenAPIDocumentCopies(t *testing.T) {
 		b.WriteString("}}")
 		return b.String()
 	}
+	// attack26 T1: yaml.v3's decoder kept an error string for each pair
+	// of equal keys in a mapping; 8,000 copies of one key (64 KB) took
+	// the server to 2 GiB and more.
+	keys := func(n int, same bool) string {
+		var b strings.Builder
+		b.WriteString("openapi: 3.0.3\ninfo: {title: evil, version: '1'}\npaths:\n  /op0:\n    get:\n      operationId: op0\n      responses: {'200': {description: ok}}\nx-pad:\n")
+		for i := range n {
+			if same {
+				i = 0
+			}
+			fmt.Fprintf(&b, "  k%d: ''\n", i)
+		}
+		return b.String()
+	}
+	// The same through JSON: a description that does not decode as
+	// OpenAPI was decoded again as YAML by kin-openapi's loader.
+	jsonKeys := func(n int) string {
+		return `{"openapi":"3.0.3","info":{"title":"evil","version":"1"},"paths":{"/op0":{"get":{"operationId":"op0","responses":{"200":{"description":"ok"}}}}},"servers":[5],"x-pad":{` +
+			strings.TrimSuffix(strings.Repeat(`"k0":"",`, n), ",") + "}}"
+	}
 	for _, c := range []struct {
 		name, file      string
 		control, attack string
@@ -74,6 +96,8 @@ func TestOpenAPIDocumentCopies(t *testing.T) {
 		// attack22 P1: the alias count once ran only on text whose bytes
 		// could hold an anchor, and in UTF-16 every '&' follows a NUL.
 		{"yaml aliases in utf-16", "evil.yaml", utf16LE(aliases("short", 100)), utf16LE(aliases(long, 100)), "YAML aliases (100 of them)"},
+		{"yaml duplicate keys", "evil.yaml", keys(5000, false), keys(5000, true), `mapping key \"k0\" is already defined at line 9`},
+		{"json duplicate keys", "evil.json", jsonKeys(1), jsonKeys(5000), "cannot unmarshal number into value of type openapi3.Server"},
 		{"shared parameter", "evil.json", shared("short", 100), shared(long, 100), "unreachable"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
