@@ -27,6 +27,43 @@ type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
 
+// Remote is implemented by an embedder that sends texts out of codecell's
+// process (OpenAIEmbedder): another party, which Embed gives a text only
+// as the output filter shows it (see WithShown). An embedder that does
+// not implement it, or reports false, computes in the process and is
+// given the text as stored.
+type Remote interface {
+	Remote() bool
+}
+
+// IsRemote reports whether e sends what it embeds to another party.
+func IsRemote(e Embedder) bool {
+	r, ok := e.(Remote)
+	return ok && r.Remote()
+}
+
+// Shown turns a text into what another party may be shown of it: the
+// text as the output filter shows it to the model, tokens for the values
+// it hides (under the principal's key, so that one value is one token),
+// no token resolved.
+type Shown func(text string) (string, error)
+
+type shownKey struct{}
+
+// WithShown returns a context whose embedding by a remote embedder
+// (Embed) sends each text as show makes it. The server that runs a
+// program sets it on every tool call (the run's tokens and the values it
+// received), and a command of the store's for what it re-embeds.
+func WithShown(ctx context.Context, show Shown) context.Context {
+	return context.WithValue(ctx, shownKey{}, show)
+}
+
+// ShownFrom returns the Shown that WithShown stored, or nil.
+func ShownFrom(ctx context.Context) Shown {
+	s, _ := ctx.Value(shownKey{}).(Shown)
+	return s
+}
+
 // CheckEmbedder says whether e can serve a store: a name, and dimensions
 // a multiple of 8 between 8 and 8192.
 func CheckEmbedder(e Embedder) error {
@@ -44,9 +81,19 @@ func CheckEmbedder(e Embedder) error {
 // length. Failures are *tools.Error values, as Remember reports them:
 // CodeEmbedderUnavailable when the embedder failed, CodeEmbedderMismatch
 // when it returned vectors of the wrong size.
+//
+// A remote embedder (IsRemote) is sent each text as the context's Shown
+// makes it, never as stored; without one it is sent nothing and Embed
+// fails (issue 19, attack27 T5).
 func Embed(ctx context.Context, e Embedder, texts []string) ([][]float32, error) {
 	if len(texts) == 0 {
 		return nil, nil
+	}
+	if IsRemote(e) {
+		var err error
+		if texts, err = shownTexts(ctx, e, texts); err != nil {
+			return nil, err
+		}
 	}
 	vs, err := e.Embed(ctx, texts)
 	if err != nil {
@@ -86,6 +133,25 @@ func Embed(ctx context.Context, e Embedder, texts []string) ([][]float32, error)
 		}
 	}
 	return vs, nil
+}
+
+// shownTexts is texts as the context's Shown makes them, for the remote
+// embedder e.
+func shownTexts(ctx context.Context, e Embedder, texts []string) ([]string, error) {
+	show := ShownFrom(ctx)
+	if show == nil {
+		return nil, &tools.Error{Code: CodeEmbedderUnavailable, Err: ErrEmbedder,
+			Message: fmt.Sprintf("embedder %s is another party, sent a text only as the output filter shows it, and this call has no filter to show it; nothing was stored or changed", e.Name())}
+	}
+	out := make([]string, len(texts))
+	for i, t := range texts {
+		s, err := show(t)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = s
+	}
+	return out, nil
 }
 
 // normalize scales v to unit length in place. It reports false, leaving v

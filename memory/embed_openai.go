@@ -116,6 +116,10 @@ func NewOpenAIEmbedder(cfg OpenAIConfig) (*OpenAIEmbedder, error) {
 // Name implements Embedder: "openai:" and the model.
 func (o *OpenAIEmbedder) Name() string { return "openai:" + o.cfg.Model }
 
+// Remote implements Remote: the endpoint is another party, given texts as
+// the output filter shows them (Embed, WithShown).
+func (o *OpenAIEmbedder) Remote() bool { return true }
+
 // Dimensions implements Embedder.
 func (o *OpenAIEmbedder) Dimensions() int { return o.cfg.Dimensions }
 

@@ -279,3 +279,37 @@ func TestFWHT(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbedShowsRemoteEmbedders (issue 19, attack27 T5): a remote
+// embedder is sent a text as the context's Shown makes it, and nothing
+// without one; an in-process embedder embeds the text as given.
+func TestEmbedShowsRemoteEmbedders(t *testing.T) {
+	srv, calls := fakeEmbeddings(t, 64, nil)
+	remote := newOpenAI(t, srv.URL, 64, nil)
+	local := NewHashEmbedder(64)
+	texts := []string{"pw hunter2", "mail dana@example.com"}
+	shown := func(s string) (string, error) { return strings.ReplaceAll(s, "hunter2", "⟦password:1a2b⟧"), nil }
+
+	_, err := Embed(t.Context(), remote, texts)
+	if tools.CodeOf(err) != CodeEmbedderUnavailable || calls.Load() != 0 {
+		t.Fatalf("a remote embedder without a Shown: err %v, %d calls; want %s and none", err, calls.Load(), CodeEmbedderUnavailable)
+	}
+	ctx := WithShown(t.Context(), shown)
+	got, err := Embed(ctx, remote, texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := Embed(t.Context(), local, []string{"pw ⟦password:1a2b⟧", texts[1]})
+	if !slices.Equal(got[0], want[0]) || !slices.Equal(got[1], want[1]) {
+		t.Fatalf("the remote embedder was not sent the texts as shown")
+	}
+	got, _ = Embed(ctx, local, texts)
+	raw, _ := Embed(t.Context(), local, texts)
+	if !slices.Equal(got[0], raw[0]) {
+		t.Fatalf("an in-process embedder was given the texts as shown, not as stored")
+	}
+	failing := WithShown(t.Context(), func(string) (string, error) { return "", errors.New("held") })
+	if _, err := Embed(failing, remote, texts); err == nil || calls.Load() != 1 {
+		t.Fatalf("a Shown that fails: err %v, %d calls; want its error and no call", err, calls.Load())
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/codecell/codecell/filter"
 	"github.com/codecell/codecell/memory"
 	"github.com/codecell/codecell/tools"
 )
@@ -75,6 +76,19 @@ func runMemory(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	log := newLogger(cfg, stderr)
+	if cfg.Memory.Embedder == "openai" {
+		// What a command re-embeds (import, reindex) or searches by
+		// reaches the embeddings endpoint, another party, as the output
+		// filter shows it, its sensitive values redacted: no session's
+		// tokens here (issue 19, attack27 T5).
+		f, err := filter.New(filterConfig(cfg))
+		if err != nil {
+			return fmt.Errorf("filter: %w", err)
+		}
+		ctx = memory.WithShown(ctx, func(text string) (string, error) {
+			return f.ApplyText(text, filter.Options{Budget: -1}).Text, nil
+		})
+	}
 	open := openStore
 	if readOnlyMemoryCommands[sub] {
 		open = openStoreReadOnly

@@ -426,13 +426,6 @@ func sessionLimits(l LimitsConfig) engine.SessionLimits {
 // creating, on first start) the per-installation token key.
 func filterSetup(cfg Config) (filter.Config, filter.Key, []filter.Rule, error) {
 	fc := cfg.Filter
-	policy := filter.Policy{AllowFields: fc.AllowFields, AllowTools: fc.AllowTools}
-	if len(fc.Policy) > 0 {
-		policy.Actions = map[filter.Class]filter.Action{}
-		for class, action := range fc.Policy {
-			policy.Actions[filter.Class(class)] = filter.Action(action)
-		}
-	}
 	path, err := keyPath(cfg)
 	if err != nil {
 		return filter.Config{}, filter.Key{}, nil, err
@@ -445,12 +438,26 @@ func filterSetup(cfg Config) (filter.Config, filter.Key, []filter.Rule, error) {
 	for _, r := range fc.Rules {
 		rules = append(rules, filter.Rule{From: r.From, To: r.To})
 	}
+	return filterConfig(cfg), key, rules, nil
+}
+
+// filterConfig is the output filter's configuration of the [filter]
+// section.
+func filterConfig(cfg Config) filter.Config {
+	fc := cfg.Filter
+	policy := filter.Policy{AllowFields: fc.AllowFields, AllowTools: fc.AllowTools}
+	if len(fc.Policy) > 0 {
+		policy.Actions = map[filter.Class]filter.Action{}
+		for class, action := range fc.Policy {
+			policy.Actions[filter.Class(class)] = filter.Action(action)
+		}
+	}
 	return filter.Config{
 		Budget:    fc.BudgetBytes,
 		MaxBudget: fc.MaxBudgetBytes,
 		Compact:   true,
 		Policy:    policy,
-	}, key, rules, nil
+	}
 }
 
 // keyPath is where the filter's token key lives.

@@ -456,13 +456,30 @@ func shownPurpose(purpose string) string {
 		}
 		return r
 	}, purpose)), " ")
-	folded := strings.ToLower(strings.Join(strings.Fields(norm.NFKC.String(one)), " "))
-	for _, own := range []string{policyPromptHead, programPromptHead, "Arguments, as the model sees them", "Accept to allow", "decline to refuse"} {
-		if strings.Contains(folded, strings.ToLower(own)) {
-			return "(not shown: it imitates this prompt's own words)"
-		}
+	if imitatesPrompt(one) {
+		return "(not shown: it imitates this prompt's own words)"
 	}
 	return strconv.Quote(one)
+}
+
+// imitatesPrompt reports whether text holds the words of codecell's own
+// approval prompts, looked for in its compatibility form (NFKC), case
+// and spacing folded, with no format character, so that a zero-width
+// or full-width character cannot hide them.
+func imitatesPrompt(text string) bool {
+	text = strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, text)
+	folded := strings.ToLower(strings.Join(strings.Fields(norm.NFKC.String(text)), " "))
+	for _, own := range []string{policyPromptHead, programPromptHead, "Arguments, as the model sees them", "Accept to allow", "decline to refuse"} {
+		if strings.Contains(folded, strings.ToLower(own)) {
+			return true
+		}
+	}
+	return false
 }
 
 func printable(text string) string {
@@ -518,6 +535,13 @@ func (a *approvals) form(c *Call, raw json.RawMessage) (json.RawMessage, error) 
 		out := printable(filterText(a.filter, s, 0, clientFilter(c)))
 		if len(out) > limit {
 			return "", refuse("%s: %d bytes, at most %d", where, len(out), limit)
+		}
+		if imitatesPrompt(out) {
+			// A host shows titles and descriptions as the form's
+			// labels and help, under the program's marked message:
+			// codecell's own words there would read as its prompt
+			// (issue 19, attack27 L3).
+			return "", refuse("%s: it holds the words of codecell's own approval prompt, which a program's form may not imitate", where)
 		}
 		return out, nil
 	}

@@ -228,7 +228,7 @@ func (e *Engine) stages() []stage {
 		rateLimit{limits: e.limits, metrics: e.metrics},
 		argsHeld{results: e.results},
 		dataFlow{reg: e.reg, log: e.log},
-		binding{e.gate},
+		binding{g: e.gate, show: asker{filter: e.filter, results: e.results}},
 		planner{reg: e.reg, results: e.results},
 		e.approvals,
 		observer{results: e.results},

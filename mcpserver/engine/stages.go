@@ -157,19 +157,63 @@ func (f dataFlow) pass(ctx context.Context, c *Call, next next) (json.RawMessage
 			return nil
 		})
 		ctx = memory.WithProvenanceOf(ctx, c.provenance)
+		// A source whose server may print what it is sent (an upstream's
+		// stderr and log lines) scrubs its logs of the arguments'
+		// sensitive values (issue 19, attack27 T7); found when it asks.
+		ctx = tools.WithSensitive(ctx, func() []string { return sensitiveIn(flow, args) })
 	}
 	return next.call(ctx, c)
 }
 
+// sensitiveIn is the values of args that flow knows to be sensitive.
+func sensitiveIn(flow *filter.Flow, args json.RawMessage) []string {
+	known := flow.KnownIn(args)
+	out := make([]string, len(known))
+	for i, k := range known {
+		out[i] = k.Value
+	}
+	return out
+}
+
 // binding gives the tool's handler its context: the caller it acts for
-// (tools.WithCaller), and this gate, through which it calls other tools
-// for that caller (a skill's program, a helper's calls; tools.WithGate).
-type binding struct{ g *gate }
+// (tools.WithCaller), this gate, through which it calls other tools for
+// that caller (a skill's program, a helper's calls; tools.WithGate), and
+// what a remote embedder may be shown of the texts it embeds
+// (memory.WithShown).
+type binding struct {
+	g *gate
+	// show filters what a remote embedder is sent; a zero show (no
+	// filter) sets nothing, and a remote embedder is sent nothing.
+	show asker
+}
 
 func (b binding) pass(ctx context.Context, c *Call, next next) (json.RawMessage, error) {
 	ctx = tools.WithCaller(ctx, c.Run.Caller)
 	ctx = tools.WithGate(ctx, b.g.through(c))
+	if b.show.filter != nil {
+		ctx = memory.WithShown(ctx, b.shown(c))
+	}
 	return next.call(ctx, c)
+}
+
+// shown is what a remote embedder (an embeddings endpoint: another
+// party, as an llm provider is) is sent of a text the call c stores or
+// recalls by: the text as the client's model would be shown it
+// (clientFilter) — the run's tokens stay tokens, a value behind a token
+// the program passed is a token again under the principal's key, and
+// every value the run received that a result hides is hidden — while the
+// store keeps the text as given (issue 19, attack27 T5). The text is a
+// memory's or a query's, bounded by the store's limits (content_bytes),
+// and its filtering is not held in the call's results in flight: held
+// there (holdFiltering, as a prompt is), a recall with expand: true over
+// stdio ran to its deadline (TestRecallExpandAndToolEmbeddings, twice);
+// why was not found.
+func (b binding) shown(c *Call) memory.Shown {
+	return func(text string) (string, error) {
+		opts := clientFilter(c)
+		opts.Budget = -1
+		return b.show.filter.ApplyText(text, opts).Text, nil
+	}
 }
 
 // planner records, in a dry run, each write instead of making it. A

@@ -28,7 +28,7 @@ func BenchmarkStoreListHeld(b *testing.B) {
 		b.Fatal(err)
 	}
 	g := newGate(reg)
-	g.stages = []stage{binding{g}, newResultBytes(Limits{})}
+	g.stages = []stage{binding{g: g}, newResultBytes(Limits{})}
 	bob := tools.Caller{Principal: "bob"}
 	for i := range 50 {
 		if _, err := st.AddTask(tools.WithCaller(b.Context(), bob), memory.TaskInput{Content: fmt.Sprintf("renew certificate %d", i), Tags: []string{"ops"}, Metadata: json.RawMessage(`{"host":"api.example.com","notes":["a","b"]}`)}); err != nil {

@@ -50,7 +50,7 @@ func storeGate(t *testing.T, l Limits, spy *raiseSpy) (*gate, *resultBytes, *sql
 	}
 	g := newGate(reg)
 	r := newResultBytes(l)
-	g.stages = []stage{binding{g}, r}
+	g.stages = []stage{binding{g: g}, r}
 	if spy != nil {
 		g.stages = append(g.stages, spy)
 	}
@@ -118,7 +118,7 @@ func TestMemoHitsHeld(t *testing.T) {
 	g, r, st := storeGate(t, Limits{}, nil)
 	memo := newMemoizer(st, CacheConfig{Memoize: []MemoRule{{Pattern: "workspace.read", TTL: time.Hour}}}.withDefaults(), slog.New(slog.DiscardHandler))
 	memo.results = r
-	g.stages = []stage{binding{g}, memo, r}
+	g.stages = []stage{binding{g: g}, memo, r}
 	bob := tools.Caller{Principal: "bob"}
 	if _, _, err := st.WriteFile(tools.WithCaller(t.Context(), bob), "big.txt", []byte(strings.Repeat("y", 1<<20))); err != nil {
 		t.Fatal(err)
@@ -151,7 +151,7 @@ func TestMemoHitsHeld(t *testing.T) {
 	// Under a run's bound of 2 MiB, the hit is refused.
 	small := newResultBytes(Limits{ResultBytesInFlight: 64 << 20, ResultBytesInFlightPerRun: 2 << 20})
 	memo.results = small
-	g.stages = []stage{binding{g}, memo, small}
+	g.stages = []stage{binding{g: g}, memo, small}
 	if _, _, err := call(g); tools.CodeOf(err) != codeResultBytesInFlight || !strings.Contains(err.Error(), "memoised") {
 		t.Fatalf("a hit of 1 MiB under 2 MiB a run: %v", err)
 	}

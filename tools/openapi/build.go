@@ -147,7 +147,7 @@ func (s *Source) build(d *Document) (*built, error) {
 		return nil, fmt.Errorf("%w: none of its operations can be called; the first: %s", ErrDocument, out.problems[0])
 	}
 	if out.paged > 0 {
-		out.tools = append(out.tools, s.paginateTool(out.paged))
+		out.tools = append(out.tools, s.paginateTool())
 		out.refers = append(out.refers, [2]bool{})
 	}
 	out.defs = [2]map[string]json.RawMessage{sc.definitions(input), sc.definitions(output)}

@@ -247,21 +247,31 @@ func (s *Source) newRequest(o *operation, args json.RawMessage) (*request, error
 // or ".."), which would move the request to another resource of the
 // API: encoded as %2E it is the same URI (RFC 3986, 6.2.2.2), which
 // servers and proxies resolve.
+//
+// An empty segment the template does not have ("/files//meta", a
+// trailing "/") is refused too: servers and proxies that merge slashes
+// address another resource with it (issue 19, attack27 L2).
 func checkSegments(o *operation, path string) error {
+	names := func() string {
+		var names []string
+		for _, p := range o.params {
+			if p.in == "path" {
+				names = append(names, p.prop)
+			}
+		}
+		return strings.Join(names, ", ")
+	}
 	template := map[string]bool{}
 	for _, seg := range strings.Split(o.path, "/") {
 		template[seg] = true
 	}
 	for _, seg := range strings.Split(path, "/") {
 		if (seg == "." || seg == "..") && !template[seg] {
-			var names []string
-			for _, p := range o.params {
-				if p.in == "path" {
-					names = append(names, p.prop)
-				}
-			}
-			return &tools.Error{Code: tools.CodeInvalidArguments, Message: fmt.Sprintf("the path parameters (%s) make %q a segment of the path %s, which would address another resource; give a name, not . or ..", strings.Join(names, ", "), seg, o.path)}
+			return &tools.Error{Code: tools.CodeInvalidArguments, Message: fmt.Sprintf("the path parameters (%s) make %q a segment of the path %s, which would address another resource; give a name, not . or ..", names(), seg, o.path)}
 		}
+	}
+	if strings.Count(path, "//") > strings.Count(o.path, "//") || strings.HasSuffix(path, "/") && !strings.HasSuffix(o.path, "/") {
+		return &tools.Error{Code: tools.CodeInvalidArguments, Message: fmt.Sprintf("the path parameters (%s) make an empty segment of the path %s, which would address another resource; give each a value that is not empty", names(), o.path)}
 	}
 	return nil
 }

@@ -34,6 +34,19 @@ func TestDotSegmentsAreRefused(t *testing.T) {
 			t.Errorf("%s: a request was sent", args)
 		}
 	}
+	// An empty value makes an empty segment ("/repos//admin"), which a
+	// server or proxy that merges slashes reads as "/repos/admin"
+	// (attack27 L2).
+	for _, args := range []string{`{"owner":"","repo":"admin"}`, `{"owner":"octo","repo":""}`} {
+		before := a.count()
+		_, err := reg.Call(context.Background(), "gh.repos_get", json.RawMessage(args))
+		if tools.CodeOf(err) != tools.CodeInvalidArguments || !strings.Contains(err.Error(), "empty segment") {
+			t.Errorf("%s: %v", args, err)
+		}
+		if a.count() != before {
+			t.Errorf("%s: a request was sent", args)
+		}
+	}
 	// Dots within a name are names.
 	if _, err := reg.Call(context.Background(), "gh.repos_get", json.RawMessage(`{"owner":"...","repo":"a..b"}`)); err != nil && tools.CodeOf(err) != "http_404" {
 		t.Errorf("dots in a name: %v", err)

@@ -48,8 +48,10 @@ const CodePaginationLimit = "pagination_limit"
 // allows (or to max), unless the program did.
 var pageSizeParams = []string{"per_page", "page_size", "pageSize", "limit", "max_results", "maxResults", "count"}
 
-// paginateTool is the source's tool behind tools.paginate.
-func (s *Source) paginateTool(paged int) tools.Tool {
+// paginateTool is the source's tool behind tools.paginate. Its text
+// counts no operations: a caller's toolset may hide some, which do not
+// exist for it (issue 19, attack27 T3).
+func (s *Source) paginateTool() tools.Tool {
 	in := fmt.Sprintf(`{"type":"object","properties":{`+
 		`"tool":{"type":"string","description":"The short name of an operation of %[1]s whose results come in pages, such as the one tools.paginate was given."},`+
 		`"args":{"type":"object","description":"The operation's arguments, the same for every page."},`+
@@ -61,9 +63,9 @@ func (s *Source) paginateTool(paged int) tools.Tool {
 	return tools.Tool{
 		Name:    s.category + "." + PaginateTool,
 		Summary: fmt.Sprintf("Fetch one page of a list operation of %s, with the continuation to the next (what tools.paginate follows).", s.category),
-		Description: fmt.Sprintf("Fetches the next page of one of %d operations of %s — following the Link header (rel=\"next\") or the cursor the document declares — and returns its items and, unless it was the last, next: the continuation to pass back for the page after. "+
+		Description: fmt.Sprintf("Fetches the next page of a list operation of %s — following the Link header (rel=\"next\") or the cursor the document declares — and returns its items and, unless it was the last, next: the continuation to pass back for the page after. "+
 			"A program writes `await tools.paginate(%s.<tool>, {...}, {max: 500, maxBytes: 8e6})`, which follows the continuations and returns every item. "+
-			"Each page is a call of the operation itself: approvals, data-flow rules, dry runs and memoisation apply to it page by page. The page size is raised to the most the operation's schema allows (per_page, limit, …) when it states a maximum; otherwise pass it in args for fewer requests.", paged, s.category, s.category),
+			"Each page is a call of the operation itself: approvals, data-flow rules, dry runs and memoisation apply to it page by page. The page size is raised to the most the operation's schema allows (per_page, limit, …) when it states a maximum; otherwise pass it in args for fewer requests.", s.category, s.category),
 		InputSchema:  json.RawMessage(in),
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{"items":{"type":"array","description":"The page's items."},"next":{"type":"string","description":"The continuation to the next page; absent after the last."},"page":{"type":"integer"},"bytes":{"type":"integer","description":"Bytes of the pages so far."},"planned":{"type":"object","description":"In a dry run, the placeholder of the recorded call of an operation that is not read-only: there are no pages."}}}`),
 		Annotations:  tools.Annotations{ReadOnly: true, Idempotent: true, OpenWorld: true},
@@ -166,6 +168,12 @@ func (s *Source) paginateHandler(ctx context.Context, raw json.RawMessage) (json
 		return nil, tools.DecodeError(err)
 	}
 	o := s.operationNamed(strings.TrimPrefix(in.Tool, s.category+"."))
+	if o != nil && !s.visible(ctx, o) {
+		// An operation the caller's toolset hides does not exist for
+		// it, here too: the same answer as a name of nothing, before
+		// anything about the operation is told (issue 19, attack27 T3).
+		o = nil
+	}
 	if o == nil {
 		return nil, &tools.Error{Code: tools.CodeUnknownTool, Message: fmt.Sprintf("%s has no operation %q to paginate", s.category, in.Tool)}
 	}
@@ -257,6 +265,17 @@ func (s *Source) nextPage(st *pageState, o *operation, pr tools.PageResult, item
 	}
 	st.Cursor, _ = nextCursor(pr.Result, o.cursor, items)
 	return st.Cursor != ""
+}
+
+// visible reports whether the caller of ctx sees the operation o: its
+// tool is in the caller's view of the registry (its toolset). Without a
+// registry (a source not opened in one) every operation is.
+func (s *Source) visible(ctx context.Context, o *operation) bool {
+	if s.reg == nil {
+		return true
+	}
+	_, ok := s.reg.View(tools.CallerFrom(ctx)).Get(s.category + "." + o.name)
+	return ok
 }
 
 // operationNamed returns the operation of a short name, or of the

@@ -143,3 +143,48 @@ func TestPaginateContinuationIsTheCallers(t *testing.T) {
 		t.Errorf("alice's own continuation: %v", err)
 	}
 }
+
+// TestPaginateHiddenIsUnknown (issue 19, attack27 T3): an operation the
+// caller's toolset hides is answered as a name of nothing — not with its
+// page's error, nor with whether it pages — and is not called.
+func TestPaginateHiddenIsUnknown(t *testing.T) {
+	t.Parallel()
+	a := newTestAPI(t)
+	_, reg, _ := openSource(t, a, openapi.Config{}, openapi.Options{})
+	hidden := map[string]bool{"gh.issues_list_for_repo": true, "gh.issues_create": true}
+	reg.SetToolsets(func(c tools.Caller) tools.Toolset {
+		if c.Principal != "bob" {
+			return tools.Toolset{}
+		}
+		return tools.Toolset{Key: "bob", Allow: func(t *tools.Tool) bool { return !hidden[t.Name] }}
+	})
+	g := &gate{reg: reg}
+	bob := tools.WithCaller(g.ctx(context.Background()), tools.Caller{Principal: "bob"})
+	answer := func(ctx context.Context, op string) string {
+		_, err := reg.Call(ctx, "gh.paginate", json.RawMessage(`{"tool":"`+op+`","args":{"owner":"octo","repo":"hello"}}`))
+		if err == nil {
+			return "a page"
+		}
+		return tools.CodeOf(err) + ": " + strings.ReplaceAll(err.Error(), op, "NAME")
+	}
+	none := answer(bob, "no_such_operation")
+	if !strings.HasPrefix(none, tools.CodeUnknownTool) {
+		t.Fatalf("a name of nothing: %s", none)
+	}
+	before := a.count()
+	for _, op := range []string{"issues_list_for_repo", "issues_create", "gh.issues_list_for_repo"} {
+		if got := answer(bob, op); got != none {
+			t.Errorf("bob paginating the hidden %s: %s; want what a name of nothing gets: %s", op, got, none)
+		}
+	}
+	if a.count() != before || len(g.calls) != 0 {
+		t.Errorf("hidden operations were called: %d requests, gate calls %q", a.count()-before, g.calls)
+	}
+	alice := tools.WithCaller(g.ctx(context.Background()), tools.Caller{Principal: "alice"})
+	if got := answer(alice, "issues_list_for_repo"); got != "a page" {
+		t.Errorf("alice, who sees it: %s", got)
+	}
+	if got := answer(alice, "issues_create"); !strings.HasPrefix(got, tools.CodeInvalidArguments) {
+		t.Errorf("alice paginating a POST that does not page: %s", got)
+	}
+}

@@ -273,7 +273,7 @@ func (sn *snapshot) built(s *Source) (*built, error) {
 		return nil, errors.New("no tools")
 	}
 	if b.paged > 0 {
-		b.tools = append(b.tools, s.paginateTool(b.paged))
+		b.tools = append(b.tools, s.paginateTool())
 		b.refers = append(b.refers, [2]bool{})
 	}
 	return b, nil

@@ -40,6 +40,9 @@ func (u *upstream) call(ctx context.Context, orig, name string, args json.RawMes
 		return nil, u.ended(ctx, name, while)
 	}
 	defer release()
+	// What the server may print of its arguments is scrubbed from its
+	// logs (sent.go).
+	u.red.sent.add(tools.SensitiveFrom(ctx))
 	progress := func(p, total float64, message string) {
 		f := -1.0
 		if total > 0 {

@@ -175,6 +175,9 @@ type redactor struct {
 	text, results *strings.Replacer
 	// scrub replaces what a detector finds sensitive in text (Config.Scrub).
 	scrub func(string) string
+	// sent are the sensitive values programs sent the server lately,
+	// replaced in text too.
+	sent *sentValues
 }
 
 const (
@@ -183,7 +186,7 @@ const (
 )
 
 func newRedactor(secrets []string, scrub func(string) string) redactor {
-	return redactor{text: replacer(secrets, minSecret, false), results: replacer(secrets, minSecret, true), scrub: scrub}
+	return redactor{text: replacer(secrets, minSecret, false), results: replacer(secrets, minSecret, true), scrub: scrub, sent: newSentValues()}
 }
 
 // replacer replaces the secrets of at least minLen bytes, and their JSON
@@ -215,11 +218,13 @@ func replacer(secrets []string, minLen int, inJSON bool) *strings.Replacer {
 	return strings.NewReplacer(pairs...)
 }
 
-// String replaces the secrets in a text, and what the scrubber finds.
+// String replaces the secrets in a text, the sensitive values programs
+// sent the server lately, and what the scrubber finds.
 func (r redactor) String(s string) string {
 	if r.text != nil {
 		s = r.text.Replace(s)
 	}
+	s = r.sent.replace(s)
 	if r.scrub != nil {
 		s = r.scrub(s)
 	}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -254,8 +255,9 @@ const confinedHint = " (it runs confined: codecell's data and configuration are 
 // for the reason shown when the child exits.
 type stderrTail struct {
 	mu    sync.Mutex
-	lines []string
+	lines []string // as read: scrubbed by red when shown
 	max   int
+	red   redactor
 }
 
 // Stderr is logged at most stderrRate lines a second, in bursts of up to
@@ -267,13 +269,16 @@ const (
 )
 
 func (t *stderrTail) read(r io.Reader, name string, log *slog.Logger, red redactor) {
+	t.mu.Lock()
+	t.red = red
+	t.mu.Unlock()
 	br := bufio.NewReaderSize(r, maxStderrLine)
 	lim := rate.NewLimiter(stderrRate, stderrBurst)
 	dropped := 0
 	for {
 		line, err := br.ReadSlice('\n')
 		if len(line) > 0 {
-			text := red.String(strings.TrimRight(string(line), "\r\n"))
+			text := strings.TrimRight(string(line), "\r\n")
 			if errors.Is(err, bufio.ErrBufferFull) {
 				text += "…"
 				// Skip the rest of the long line.
@@ -282,13 +287,15 @@ func (t *stderrTail) read(r io.Reader, name string, log *slog.Logger, red redact
 				}
 			}
 			if strings.TrimSpace(text) != "" {
+				// Kept as read, scrubbed when shown (last): scrubbing
+				// costs, and only the lines logged and shown need it.
 				t.add(text)
 				if lim.Allow() {
 					if dropped > 0 {
 						log.Warn(fmt.Sprintf("%s: %d stderr lines not logged (more than %d a second)", name, dropped, stderrRate))
 						dropped = 0
 					}
-					log.Info(name+": "+text, "stream", "stderr")
+					log.Info(name+": "+red.String(text), "stream", "stderr")
 				} else {
 					dropped++
 				}
@@ -304,9 +311,6 @@ func (t *stderrTail) read(r io.Reader, name string, log *slog.Logger, red redact
 }
 
 func (t *stderrTail) add(line string) {
-	if len(line) > 300 {
-		line = line[:300] + "…"
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.lines = append(t.lines, line)
@@ -319,7 +323,14 @@ func (t *stderrTail) add(line string) {
 func (t *stderrTail) last(n, limit int) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	lines := t.lines[max(0, len(t.lines)-n):]
+	lines := slices.Clone(t.lines[max(0, len(t.lines)-n):])
+	for i, l := range lines {
+		// Scrubbed whole, then cut: no secret is cut in two.
+		if l = t.red.String(l); len(l) > 300 {
+			l = cutBytes(l, 300) + "…"
+		}
+		lines[i] = l
+	}
 	out := strings.Join(lines, " | ")
 	if len(out) > limit {
 		out = "…" + out[len(out)-limit:]
