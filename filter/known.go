@@ -1189,19 +1189,19 @@ func wordBounded[T string | []byte](s T, start, end int, pattern string) bool {
 // combining accent) is just before s[i] or at it: a word goes on there.
 // Punctuation and spaces past ASCII — ’, « », —, a no-break space — end
 // a word as their ASCII kin do. A byte that is not UTF-8 is read as a
-// Latin-1 character, as fold reads it.
+// Latin-1 character, as fold reads it. Scripts written without spaces
+// between words (Chinese, Japanese, Thai …) have no word ends to see: a
+// rune of one on either side joins nothing, so a name in a Japanese
+// sentence ("請求先は" + name + "です") is a word of it.
 func joinsBefore[T string | []byte](s T, i int) bool {
 	if i == 0 {
 		return false
 	}
 	if c := s[i-1]; c < utf8.RuneSelf {
-		return isAlnum(c)
+		return isAlnum(c) && (i == len(s) || s[i] < utf8.RuneSelf || !isSpaceless(runeAt(s, i)))
 	}
-	r, w := utf8.DecodeLastRuneInString(string(s[max(0, i-utf8.UTFMax):i]))
-	if r == utf8.RuneError && w == 1 {
-		r = rune(s[i-1])
-	}
-	return isWordRune(r)
+	r := runeBefore(s, i)
+	return isWordRune(r) && !isSpaceless(r) && (i == len(s) || !isSpaceless(runeAt(s, i)))
 }
 
 func joinsAfter[T string | []byte](s T, i int) bool {
@@ -1209,14 +1209,34 @@ func joinsAfter[T string | []byte](s T, i int) bool {
 		return false
 	}
 	if c := s[i]; c < utf8.RuneSelf {
-		return isAlnum(c)
+		return isAlnum(c) && (i == 0 || s[i-1] < utf8.RuneSelf || !isSpaceless(runeBefore(s, i)))
 	}
+	r := runeAt(s, i)
+	return isWordRune(r) && !isSpaceless(r) && (i == 0 || !isSpaceless(runeBefore(s, i)))
+}
+
+// runeAt and runeBefore read the rune at s[i] and the one ending there, a
+// byte that is not UTF-8 as a Latin-1 character.
+func runeAt[T string | []byte](s T, i int) rune {
 	r, w := utf8.DecodeRuneInString(string(s[i:min(len(s), i+utf8.UTFMax)]))
 	if r == utf8.RuneError && w == 1 {
 		r = rune(s[i])
 	}
-	return isWordRune(r)
+	return r
 }
+
+func runeBefore[T string | []byte](s T, i int) rune {
+	r, w := utf8.DecodeLastRuneInString(string(s[max(0, i-utf8.UTFMax):i]))
+	if r == utf8.RuneError && w == 1 {
+		r = rune(s[i-1])
+	}
+	return r
+}
+
+// spaceless are the scripts written without spaces between words.
+var spaceless = []*unicode.RangeTable{unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Thai, unicode.Lao, unicode.Khmer, unicode.Myanmar, unicode.Tibetan}
+
+func isSpaceless(r rune) bool { return r >= 0x0E00 && unicode.IsOneOf(spaceless, r) }
 
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) }
 
