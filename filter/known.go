@@ -732,16 +732,10 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 		return
 	}
 	// URL-decoded ('+' is a space there, which folding drops), and with
-	// JSON string escapes undone (a value JSON.stringify put in a text).
-	if hasPercentEscape(s) || strings.IndexByte(s, '+') >= 0 {
-		if !v.searchDecoded(s, (*viewer).urlDecode, encURL, ixs, tab, bounded, emit) {
-			return
-		}
-	}
-	if strings.IndexByte(s, '\\') >= 0 {
-		if !v.searchDecoded(s, (*viewer).jsonUnescape, encJSON, ixs, tab, bounded, emit) {
-			return
-		}
+	// JSON string escapes undone (a value JSON.stringify put in a text),
+	// and those decodings of those, maxViewDepth deep.
+	if !v.searchLayers(s, s, nil, ixs, tab, bounded, emit) {
+		return
 	}
 	// Base64 and hex runs, decoded into one buffer.
 	v.dec, v.segs = v.dec[:0], v.segs[:0]
@@ -803,6 +797,78 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 		})
 		if !ok {
 			return
+		}
+	}
+}
+
+// maxViewDepth is how many decodings deep search follows a text: URL
+// encoding and JSON string escapes, each of the other or of itself — a
+// JSON text in a query parameter (encodeURIComponent(JSON.stringify(o))),
+// JSON text in JSON text (an API's field that is a JSON string), a part
+// URL-encoded twice — and one more of those. Each layer is a view searched
+// whole, only where the layer above holds the escapes of the next; at
+// most 2+4+8 views of a text that holds both at every depth.
+const maxViewDepth = 3
+
+// layer is one decoding of the views.
+type layer struct {
+	decode func(v *viewer, s string, track bool)
+	enc    encoding
+}
+
+var layers = [...]layer{{(*viewer).urlDecode, encURL}, {(*viewer).jsonUnescape, encJSON}}
+
+// searchLayers searches the views of s one decoding below chain, whose
+// decoding of s is cur, and those below them, until maxViewDepth deep. A
+// match is said to be in the encoding of the outermost decoding. It
+// returns false when emit stopped the search.
+func (v *viewer) searchLayers(s, cur string, chain []layer, ixs []*valueIndex, tab valueTable, bounded bool, emit func(knownMatch) matchVerdict) bool {
+	if len(chain) == maxViewDepth {
+		return true
+	}
+	for _, l := range layers {
+		switch l.enc {
+		case encURL:
+			// A '+' is a space in the text itself only: JSON text with a
+			// phone number in it is not a form's encoding.
+			if !hasPercentEscape(cur) && (chain != nil || strings.IndexByte(cur, '+') < 0) {
+				continue
+			}
+		case encJSON:
+			if strings.IndexByte(cur, '\\') < 0 {
+				continue
+			}
+		}
+		c := append(chain[:len(chain):len(chain)], l)
+		decode := l.decode
+		if len(c) > 1 {
+			decode = func(v *viewer, s string, track bool) { v.decodeLayers(s, c, track) }
+		}
+		if !v.searchDecoded(s, decode, c[0].enc, ixs, tab, bounded, emit) {
+			return false
+		}
+		if len(c) < maxViewDepth && !v.searchLayers(s, string(v.dec), c, ixs, tab, bounded, emit) {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeLayers decodes s by each layer of chain in turn into v.dec, and
+// with track, the source in s of each byte into v.dsrc and v.dend.
+func (v *viewer) decodeLayers(s string, chain []layer, track bool) {
+	chain[0].decode(v, s, track)
+	for _, l := range chain[1:] {
+		prev := string(v.dec)
+		var psrc, pend []int32
+		if track {
+			psrc, pend = slices.Clone(v.dsrc), slices.Clone(v.dend)
+		}
+		l.decode(v, prev, track)
+		if track {
+			for k := range v.dsrc {
+				v.dsrc[k], v.dend[k] = psrc[v.dsrc[k]], pend[v.dend[k]-1]
+			}
 		}
 	}
 }
