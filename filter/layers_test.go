@@ -75,3 +75,27 @@ func TestFlowFollowsLayeredEncodings(t *testing.T) {
 		t.Errorf("the text around the values is lost:\n%s", got)
 	}
 }
+
+// BenchmarkCheckLayeredText: a rule's check of a 64 KB argument of JSON
+// text inside JSON text whose notes hold "%" escapes too, which gets every
+// view maxViewDepth deep.
+func BenchmarkCheckLayeredText(b *testing.B) {
+	f := newTestFilter(b, Config{})
+	fl := newTestFlow(b, f, FlowOptions{Rules: crmToHTTP})
+	fl.Observe("crm.get_contact", json.RawMessage(contact), Provenance{})
+	var rows []map[string]string
+	for len(rows)*80 < 48<<10 {
+		rows = append(rows, map[string]string{"note": "line one\nline \"two\" 100%25", "city": "Springfield West"})
+	}
+	text, _ := json.Marshal(rows)
+	inner, _ := json.Marshal(map[string]string{"rows": string(text)})
+	args, _ := json.Marshal(map[string]string{"body": string(inner)})
+	b.SetBytes(int64(len(args)))
+	c := startCPU()
+	for b.Loop() {
+		if err := fl.Check("http.post_webhook", args); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c.report(b, len(args))
+}
