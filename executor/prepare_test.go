@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,10 +114,11 @@ return [before, await big];`,
 
 // TestPreparedResultsAwaitedTogether: results handed early while the VM
 // waits for other calls too are built early only within a small share of
-// the heap. Each of six calls awaited together hands 2 MB early, and once
-// all six have, they return one after another: built at once, they would
-// not fit the 16 MiB heap, while the program, which keeps a number of
-// each, holds one at a time when each is built as it is confirmed.
+// the heap. Six calls awaited together each hand 2 MB early; the first
+// returns once all have, each other one when the program asks for it
+// (util.next), so that it reads them one at a time. Between the first
+// and the others the program needs 10 MiB of its 16 MiB heap: built early
+// without a bound, the results still pending would hold that room.
 func TestPreparedResultsAwaitedTogether(t *testing.T) {
 	t.Parallel()
 	var b strings.Builder
@@ -134,32 +136,42 @@ func TestPreparedResultsAwaitedTogether(t *testing.T) {
 		e := newExecutor(t, mode, executor.Config{PoolSize: 1, MemoryLimit: 16 << 20, Timeout: time.Minute, MaxTimeout: time.Minute})
 		var handed sync.WaitGroup
 		handed.Add(n)
+		all := make(chan struct{})
+		go func() { handed.Wait(); close(all) }()
 		turns := make([]chan struct{}, n)
 		for i := range turns {
 			turns[i] = make(chan struct{})
 		}
-		go func() {
-			handed.Wait()
-			for _, turn := range turns {
-				close(turn)
-				time.Sleep(50 * time.Millisecond)
-			}
-		}()
+		close(turns[0])
+		var nexts atomic.Int32
 		d := caller(func(ctx context.Context, c executor.Call) (json.RawMessage, error) {
+			if c.Name == "util.next" {
+				close(turns[nexts.Add(1)])
+				return json.RawMessage(`{}`), nil
+			}
 			c.Prepare(big)
 			handed.Done()
-			select {
-			case <-turns[c.Seq]:
-				return big, nil
-			case <-ctx.Done():
-				return nil, ctx.Err()
+			for _, ch := range []<-chan struct{}{all, turns[c.Seq]} {
+				select {
+				case <-ch:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
 			}
+			return big, nil
 		})
 		res := e.Run(t.Context(), executor.Request{
-			Code:       fmt.Sprintf("return await Promise.all(Array.from({length: %d}, () => util.big({}).then(v => v.n)))", n),
+			Code: fmt.Sprintf(`const ps = Array.from({length: %d}, () => util.big({}).then(v => v.n));
+const got = [await ps[0]];
+const room = "z".repeat(10 << 20).length;
+for (let i = 1; i < ps.length; i++) {
+  await util.next({});
+  got.push(await ps[i]);
+}
+return [room, got];`, n),
 			Dispatcher: d,
-			Functions:  executor.NewLayout([]executor.Function{{Name: "util.big"}}),
+			Functions:  executor.NewLayout([]executor.Function{{Name: "util.big"}, {Name: "util.next"}}),
 		})
-		wantOK(t, res, "[1,1,1,1,1,1]")
+		wantOK(t, res, fmt.Sprintf("[%d,[1,1,1,1,1,1]]", 10<<20))
 	})
 }

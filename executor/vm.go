@@ -512,7 +512,17 @@ func (j *vmJob) execute() {
 			return
 		case stepLend:
 			if j.inbox.lend() {
-				<-j.turn
+				select {
+				case <-j.turn:
+				case <-j.stopped:
+					// An interrupt read between the call's flush and
+					// the lend found no turn to take back: take it back
+					// here, unless a result took it first.
+					if j.inbox.reclaim() {
+						return
+					}
+					<-j.turn
+				}
 			}
 			results = j.inbox.drain(results[:0])
 			continue

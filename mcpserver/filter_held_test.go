@@ -83,17 +83,26 @@ func TestLLMFilteringHeld(t *testing.T) {
 		LLM:    engine.LLMConfig{Provider: providerConfig(cs, "")},
 		Limits: engine.Limits{ResultBytesInFlightPerRun: 4 << 20},
 	})
+	roomy := newServer(t, mcpserver.Config{LLM: engine.LLMConfig{Provider: providerConfig(cs, "")}})
 	for _, tc := range []struct {
 		name, code, code2, mention string
 	}{
 		{"a prompt of many addresses", `return await llm.call(` + addresses(4000) + `)`, "result_bytes_limit", "findings"},
 		{"a system prompt of many addresses", `return await llm.call({prompt: "hi", system: ` + addresses(4000) + `})`, "result_bytes_limit", "findings"},
 		{"items of many addresses", `return await llm.classify([` + addresses(4000) + `.split(" ").map(email => ({email}))], ["a", "b"])`, "result_bytes_limit", "findings"},
+		{"a stop sequence too long", `return await llm.call({prompt: "hi", stopSequences: [` + addresses(2000) + `]})`, "invalid_arguments", "stopSequences[0]"},
+		// Arguments this long are refused before the prompt's bound is
+		// checked under a per-run bound of 4 MiB (the 4 copies the gate
+		// holds of them, argsHeld); under the default bounds the
+		// prompt's own is met first.
 		{"a prompt too long", `return await llm.call("x".repeat(1200000))`, "invalid_arguments", "filter.max_budget_bytes"},
 		{"items too long", `return await llm.classify(["x".repeat(1200000)], ["a", "b"])`, "invalid_arguments", "filter.max_budget_bytes"},
-		{"a stop sequence too long", `return await llm.call({prompt: "hi", stopSequences: [` + addresses(2000) + `]})`, "invalid_arguments", "stopSequences[0]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			srv := srv
+			if strings.HasSuffix(tc.name, "too long") && !strings.Contains(tc.name, "stop") {
+				srv = roomy
+			}
 			rec, _ := srv.Execute(t.Context(), engine.Execution{Code: tc.code})
 			if rec.Error == nil || rec.Error.Code != tc.code2 || !strings.Contains(rec.Error.Message, tc.mention) {
 				t.Fatalf("%+v, want %s saying %q", rec.Error, tc.code2, tc.mention)

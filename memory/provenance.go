@@ -27,10 +27,25 @@ func WithProvenance(ctx context.Context, p json.RawMessage) context.Context {
 	return context.WithValue(ctx, provenanceKey{}, p)
 }
 
-// ProvenanceFrom returns the provenance that WithProvenance stored, or nil.
+// WithProvenanceOf is WithProvenance with the provenance computed by of
+// when a write first asks for it: finding the sources of a call's
+// arguments reads them whole, which a call that stores nothing need not
+// pay (issue 19, attack25 F7). of must be safe to call more than once
+// and from any goroutine (sync.OnceValue).
+func WithProvenanceOf(ctx context.Context, of func() json.RawMessage) context.Context {
+	return context.WithValue(ctx, provenanceKey{}, of)
+}
+
+// ProvenanceFrom returns the provenance that WithProvenance or
+// WithProvenanceOf stored, or nil.
 func ProvenanceFrom(ctx context.Context) json.RawMessage {
-	p, _ := ctx.Value(provenanceKey{}).(json.RawMessage)
-	return p
+	switch p := ctx.Value(provenanceKey{}).(type) {
+	case json.RawMessage:
+		return p
+	case func() json.RawMessage:
+		return p()
+	}
+	return nil
 }
 
 // AnySource and MaxProvenanceSources are package filter's bound on a

@@ -61,6 +61,10 @@ type Config struct {
 	// file is the configuration file read, "" for none: the confinement
 	// of upstream servers denies it to them (harden.go).
 	file string
+	// listening are the TCP ports codecell serves on, none over stdio:
+	// the confinement of upstream servers denies connecting to them
+	// (harden.go).
+	listening []int
 }
 
 // ServerConfig holds transports, the catalogue and logging.

@@ -7,9 +7,13 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -37,21 +41,86 @@ import (
 // server and executes it. Users never type it.
 const confineCommandName = "upstream-exec"
 
-// confineSpec is what the shim is told: the paths to deny, and the paths
-// the server was configured with, which it keeps.
+// landlockNetABI is the Landlock ABI that controls TCP connections
+// (Linux 6.7).
+const landlockNetABI = 4
+
+// confineSpec is what the shim is told: the paths to deny, the paths the
+// server was configured with, which it keeps, and the TCP ports it may
+// not connect to (codecell's own listeners).
 type confineSpec struct {
-	Protect []string `json:"protect"`
-	Allow   []string `json:"allow,omitempty"`
+	Protect     []string `json:"protect"`
+	Allow       []string `json:"allow,omitempty"`
+	DenyConnect []int    `json:"deny_connect,omitempty"`
+	DenyBind    []int    `json:"deny_bind,omitempty"`
 }
 
-// protectedPaths are codecell's secrets on disk: the data directory (the
-// store, the filter key, stored results), the filter key and the store
-// wherever they are configured, the configuration file, the default
-// configuration directory and the MCP configuration file, which carries
-// the other servers' tokens; and codecell's own executable, which it
-// runs outside the confinement. Only paths that exist are returned,
+// loopbackPorts are the TCP ports of the loopback URLs codecell sends
+// requests to, with their credentials and data: its HTTP upstream
+// servers', its APIs' (documents and base URLs), its model provider's and
+// embedder's, its OAuth server's and its trace exporter's. A confined
+// server may not bind them: while the service behind one is down, it
+// would take what codecell sends (attack27 T8: an HTTP upstream's bearer
+// token).
+func loopbackPorts(cfg Config, servers map[string]upstream.Server) []int {
+	urls := []string{cfg.LLM.ProviderURL, cfg.Memory.EmbedderURL, cfg.Auth.OAuth.Issuer, cfg.Auth.OAuth.JWKSURL, cfg.Auth.OAuth.IntrospectionURL,
+		os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")}
+	if strings.EqualFold(strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER")), "otlp") {
+		urls = append(urls, "http://localhost:4318") // the exporter's default
+	}
+	urls = append(urls, cfg.Auth.OAuth.Issuers...)
+	for _, s := range servers {
+		urls = append(urls, s.URL)
+	}
+	for _, o := range cfg.OpenAPI {
+		urls = append(urls, o.Spec, o.BaseURL)
+	}
+	var ports []int
+	for _, raw := range urls {
+		u, err := url.Parse(strings.TrimSpace(raw))
+		if err != nil || u.Host == "" || !loopbackHost(u.Hostname()) {
+			continue
+		}
+		port, err := strconv.Atoi(u.Port())
+		switch {
+		case u.Port() == "" && (u.Scheme == "https" || u.Scheme == "wss"):
+			port = 443
+		case u.Port() == "":
+			port = 80
+		case err != nil || port < 1 || port > 65535:
+			continue
+		}
+		ports = append(ports, port)
+	}
+	slices.Sort(ports)
+	return slices.Compact(ports)
+}
+
+// loopbackHost reports whether host names this machine: localhost (and
+// its subdomains), a loopback address, or the unspecified one.
+func loopbackHost(host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && (ip.IsLoopback() || ip.IsUnspecified())
+}
+
+// protectedPaths are what codecell reads at its start and keeps from its
+// servers: the data directory (the store, the filter key, stored results),
+// the filter key and the store wherever they are configured, the
+// configuration file, the default configuration directories (that of
+// XDG_CONFIG_HOME and ~/.config/codecell, read at a start given no file),
+// the MCP configuration file, which carries the other servers' tokens, the
+// OpenAPI documents read from files and the catalogue; and codecell's own
+// executable, which it runs outside the confinement. They are returned
 // absolute, their symbolic links resolved, sorted and without one below
-// another.
+// another, with every symbolic link on the way to them. A path that does
+// not exist yet is returned as the entry that would lead to it in its
+// nearest existing ancestor (protectable), so that nothing can create it:
+// a server that made ~/.config/codecell/config.toml had codecell run what
+// it wrote at the next start (attack27 T2).
 func protectedPaths(cfg Config) []string {
 	var ps []string
 	if dir, err := cfg.dataDir(); err == nil {
@@ -66,7 +135,17 @@ func protectedPaths(cfg Config) []string {
 	if p := defaultConfigPath(); p != "" {
 		ps = append(ps, filepath.Dir(p))
 	}
-	ps = append(ps, cfg.file, cfg.Server.MCPConfig)
+	if home, err := os.UserHomeDir(); err == nil {
+		// The default when XDG_CONFIG_HOME is not set, as at a start
+		// from another environment.
+		ps = append(ps, filepath.Join(home, ".config", "codecell"))
+	}
+	ps = append(ps, cfg.file, cfg.Server.MCPConfig, cfg.Server.Catalog)
+	for _, name := range slices.Sorted(maps.Keys(cfg.OpenAPI)) {
+		if spec := cfg.OpenAPI[name].Spec; !strings.Contains(spec, "://") {
+			ps = append(ps, spec)
+		}
+	}
 	// This binary, which codecell executes unconfined (through
 	// /proc/self/exe, see selfExe): denying it denies creating or
 	// removing entries of its directory too, so that nothing can be
@@ -79,13 +158,67 @@ func protectedPaths(cfg Config) []string {
 		if p == "" {
 			continue
 		}
-		r, err := resolvePath(p, "")
+		r, err := protectable(p)
 		if err != nil {
 			continue
 		}
-		out = append(out, r)
+		out = append(out, r...)
 	}
 	return outermost(out)
+}
+
+// protectable returns what denies p to a server: p with its symbolic
+// links resolved, or, for a path that does not exist, the entry of its
+// nearest existing ancestor that would lead to it (denying it denies
+// creating it, since the confinement grants no new entry in a protected
+// path's ancestors; a dangling link is followed to where the path would
+// be made); and every symbolic link on the way, as it is, so that the
+// server can replace none of them with a path of its own (attack27 T4: a
+// server moved the link ~/.config/codecell aside and made a directory in
+// its place).
+func protectable(p string) ([]string, error) {
+	p, err := filepath.Abs(p)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	dir, rest := "/", strings.Split(p, "/")
+	for links := 0; len(rest) > 0; {
+		name := rest[0]
+		rest = rest[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			dir = filepath.Dir(dir)
+			continue
+		}
+		next := filepath.Join(dir, name)
+		fi, err := os.Lstat(next)
+		if errors.Is(err, fs.ErrNotExist) {
+			return append(out, next), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			dir = next
+			continue
+		}
+		if links++; links > 40 { // the kernel's limit
+			return nil, fmt.Errorf("%s: too many levels of symbolic links", p)
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, next)
+		if filepath.IsAbs(target) {
+			dir = "/"
+		}
+		rest = append(strings.Split(target, "/"), rest...)
+	}
+	return append(out, dir), nil
 }
 
 // resolvePath returns p absolute (relative to dir when it is not "") with
@@ -168,7 +301,7 @@ func configuredPaths(l upstream.Launch) []string {
 // upstreamConfinement returns the upstream.Confine that starts stdio
 // servers through the shim, or nil, with a log line saying why, where
 // they cannot be confined.
-func upstreamConfinement(cfg Config, log *slog.Logger) upstream.Confine {
+func upstreamConfinement(cfg Config, servers map[string]upstream.Server, log *slog.Logger) upstream.Confine {
 	abi, why := landlockABI()
 	if abi < 1 {
 		log.Warn("stdio upstream servers run unconfined: "+why+"; they can read codecell's data directory and configuration", "component", "upstream")
@@ -180,11 +313,23 @@ func upstreamConfinement(cfg Config, log *slog.Logger) upstream.Confine {
 		return nil
 	}
 	protect := protectedPaths(cfg)
-	log.Info("stdio upstream servers run confined", "component", "upstream", "landlock_abi", abi, "protected", len(protect))
+	bind := loopbackPorts(cfg, servers)
+	log.Info("stdio upstream servers run confined", "component", "upstream", "landlock_abi", abi, "protected", len(protect), "deny_connect", cfg.listening, "deny_bind", bind)
+	if len(cfg.listening) > 0 && abi < landlockNetABI {
+		msg := fmt.Sprintf("stdio upstream servers can connect to codecell's own HTTP listener: this kernel's Landlock (ABI %d) cannot deny TCP connections (ABI 4, Linux 6.7, can)", abi)
+		if len(cfg.Auth.Tokens) == 0 && !cfg.Auth.OAuth.enabled() {
+			msg += "; without tokens it serves them as you (your memories, workspace and other servers' tools): configure [[auth.tokens]], or serve over stdio"
+		}
+		log.Warn(msg, "component", "upstream", "ports", cfg.listening)
+	}
+	if len(bind) > 0 && abi < landlockNetABI {
+		log.Warn(fmt.Sprintf("stdio upstream servers can listen on the loopback ports codecell sends requests to, and take what it sends there while the service is down: this kernel's Landlock (ABI %d) cannot deny binding them (ABI 4, Linux 6.7, can)", abi),
+			"component", "upstream", "ports", bind)
+	}
 	var mu sync.Mutex
 	warned := map[string]bool{}
 	return func(l upstream.Launch) (upstream.Launch, error) {
-		spec := confineSpec{Protect: protect, Allow: configuredPaths(l)}
+		spec := confineSpec{Protect: protect, Allow: configuredPaths(l), DenyConnect: cfg.listening, DenyBind: bind}
 		for _, a := range spec.Allow {
 			for _, p := range protect {
 				if !within(a, p) && !within(p, a) {

@@ -228,18 +228,41 @@ type rulesetAttr struct {
 // except the one leading to P. So a confined process cannot create or
 // remove entries directly in those directories (such as the home
 // directory), and an entry created there after it started is not its
-// own. From ABI 6 on, it cannot signal processes outside its domain
-// either; from ABI 1 on, it cannot ptrace them (nor read their memory or
-// environment through /proc). no_new_privs keeps a setuid program from
-// shedding it. It returns only when it failed, before executing anything.
+// own. From ABI 4 on, it can connect to every TCP port but those of
+// spec.DenyConnect, codecell's own listeners, which would serve it as
+// their callers (attack27 T1), and bind every port but those of
+// spec.DenyBind, the loopback services codecell sends requests to (T8);
+// Landlock only grants, so that is a rule for each of the other ports. From ABI 6 on, it cannot signal processes
+// outside its domain either; from ABI 1 on, it cannot ptrace them (nor
+// read their memory or environment through /proc). no_new_privs keeps a
+// setuid program from shedding it. It returns only when it failed,
+// before executing anything.
 func confineAndExec(spec confineSpec, path string, args []string) error {
 	abi, why := landlockABI()
 	if abi < 1 {
 		return errors.New(why)
 	}
+	deny := map[int]uint64{} // port → the rights denied on it
+	for right, ports := range map[uint64][]int{unix.LANDLOCK_ACCESS_NET_CONNECT_TCP: spec.DenyConnect, unix.LANDLOCK_ACCESS_NET_BIND_TCP: spec.DenyBind} {
+		for _, port := range ports {
+			if port < 1 || port > 65535 {
+				return fmt.Errorf("cannot deny port %d", port)
+			}
+			deny[port] |= right
+		}
+	}
 	handled := handledRights(abi)
 	attr := rulesetAttr{handledFS: handled}
 	size := unsafe.Offsetof(attr.handledNet)
+	if abi >= landlockNetABI {
+		if len(spec.DenyConnect) > 0 {
+			attr.handledNet |= unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
+		}
+		if len(spec.DenyBind) > 0 {
+			attr.handledNet |= unix.LANDLOCK_ACCESS_NET_BIND_TCP
+		}
+		size = unsafe.Offsetof(attr.scoped)
+	}
 	if abi >= 6 {
 		attr.scoped = unix.LANDLOCK_SCOPE_SIGNAL
 		size = unsafe.Sizeof(attr)
@@ -286,9 +309,25 @@ func confineAndExec(spec confineSpec, path string, args []string) error {
 	for _, p := range spec.Allow {
 		_ = addRule(ruleset, p, handled, handled)
 	}
+	if attr.handledNet != 0 {
+		for port := range 65536 {
+			rights := attr.handledNet &^ deny[port]
+			if rights == 0 {
+				continue
+			}
+			if err := addPortRule(ruleset, port, rights); err != nil {
+				return err
+			}
+		}
+	}
 	runtime.LockOSThread() // the domain and no_new_privs are the thread's, which executes path
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("set no_new_privs: %w", err)
+	}
+	if attr.handledNet != 0 {
+		if err := denyMPTCP(); err != nil {
+			return err
+		}
 	}
 	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(ruleset), 0, 0); errno != 0 {
 		return fmt.Errorf("enter the Landlock domain: %w", errno)
@@ -327,6 +366,83 @@ func addRule(ruleset int, path string, rights, handled uint64) error {
 	return nil
 }
 
+// denyMPTCP puts the calling thread (and what it executes) under a
+// seccomp filter that fails creating a Multipath TCP socket with
+// EPROTONOSUPPORT, as a kernel without MPTCP does (Go, for one, falls back
+// to TCP), and an io_uring instance, which creates sockets without the
+// socket system call, with ENOSYS. Landlock's TCP rules do not cover MPTCP
+// sockets: on Linux 6.18 a confined process connected to a denied port,
+// and bound one, with them (Go listens with MPTCP by default). The
+// system calls of another ABI (x32, a 32-bit program) fail with ENOSYS:
+// their socket calls are not checked. It needs no_new_privs.
+func denyMPTCP() error {
+	var native uint32
+	switch runtime.GOARCH {
+	case "amd64":
+		native = unix.AUDIT_ARCH_X86_64
+	case "arm64":
+		native = unix.AUDIT_ARCH_AARCH64
+	default:
+		return fmt.Errorf("deny Multipath TCP sockets: no seccomp filter for %s", runtime.GOARCH)
+	}
+	const (
+		nrOffset    = 0        // seccomp_data.nr
+		archOffset  = 4        // seccomp_data.arch
+		protoOffset = 16 + 8*2 // the low half of seccomp_data.args[2], little-endian
+		x32Bit      = 0x40000000
+	)
+	ld := func(off uint32) unix.SockFilter {
+		return unix.SockFilter{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: off}
+	}
+	// skipUnless jumps over the next instruction unless the word is k.
+	skipUnless := func(op uint16, k uint32) unix.SockFilter {
+		return unix.SockFilter{Code: unix.BPF_JMP | op | unix.BPF_K, K: k, Jt: 0, Jf: 1}
+	}
+	ret := func(v uint32) unix.SockFilter { return unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: v} }
+	allow := ret(unix.SECCOMP_RET_ALLOW)
+	noSys := ret(unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS))
+	filter := []unix.SockFilter{
+		ld(archOffset),
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: native, Jt: 1, Jf: 0},
+		noSys,
+		ld(nrOffset),
+	}
+	if runtime.GOARCH == "amd64" {
+		filter = append(filter, skipUnless(unix.BPF_JGE, x32Bit), noSys)
+	}
+	filter = append(filter,
+		skipUnless(unix.BPF_JEQ, unix.SYS_IO_URING_SETUP), noSys,
+		unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.SYS_SOCKET, Jt: 1, Jf: 0},
+		allow,
+		ld(protoOffset),
+		skipUnless(unix.BPF_JEQ, unix.IPPROTO_MPTCP), ret(unix.SECCOMP_RET_ERRNO|uint32(unix.EPROTONOSUPPORT)),
+		allow,
+	)
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&prog)), 0, 0); err != nil {
+		return fmt.Errorf("deny Multipath TCP sockets: %w", err)
+	}
+	return nil
+}
+
+// landlockRuleNetPort is LANDLOCK_RULE_NET_PORT, whose attribute is
+// netPortAttr (struct landlock_net_port_attr).
+const landlockRuleNetPort = 2
+
+type netPortAttr struct {
+	allowedAccess uint64
+	port          uint64
+}
+
+// addPortRule grants rights on a TCP port.
+func addPortRule(ruleset, port int, rights uint64) error {
+	attr := netPortAttr{allowedAccess: rights, port: uint64(port)}
+	if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), landlockRuleNetPort, uintptr(unsafe.Pointer(&attr)), 0, 0, 0); errno != 0 {
+		return fmt.Errorf("grant port %d: %w", port, errno)
+	}
+	return nil
+}
+
 // workerConfinedArg is the argument a sandbox worker executes itself with
 // once confined (confineWorkerAndExec).
 const workerConfinedArg = "confined"
@@ -360,6 +476,12 @@ func confineWorkerAndExec(then string) error {
 	if abi, _ := landlockABI(); abi >= 1 {
 		if err := restrictWorker(abi); err != nil {
 			return err
+		}
+		if abi >= landlockNetABI {
+			// Its TCP denial holds for MPTCP sockets only so.
+			if err := denyMPTCP(); err != nil {
+				return err
+			}
 		}
 	}
 	env := os.Environ()

@@ -70,6 +70,170 @@ func TestConfineShim(t *testing.T) {
 	}
 }
 
+// TestConfineShimPorts: a server confined while codecell listens cannot
+// connect to codecell's listener, which would serve it as codecell's
+// caller (attack27 T1: without tokens, as the user), and connects to any
+// other port; nor can it bind the port of a loopback service codecell
+// sends requests to (T8), and binds any other.
+func TestConfineShimPorts(t *testing.T) {
+	t.Parallel()
+	abi, why := landlockABI()
+	if abi < 1 {
+		t.Skip(why)
+	}
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skip("no /bin/bash, which connects with /dev/tcp")
+	}
+	listen := func() int {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		return ln.Addr().(*net.TCPAddr).Port
+	}
+	codecell, other := listen(), listen()
+	spec, _ := json.Marshal(confineSpec{Protect: []string{t.TempDir()}, DenyConnect: []int{codecell}})
+	connect := func(port int) (string, error) {
+		out, err := exec.Command(binary, confineCommandName, string(spec), "--", "/bin/bash", "-c", fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d", port)).CombinedOutput()
+		return string(out), err
+	}
+	out, err := connect(codecell)
+	switch {
+	case abi >= landlockNetABI && err == nil:
+		t.Errorf("the confined server connected to codecell's listener (port %d)", codecell)
+	case abi >= landlockNetABI && !strings.Contains(out, "Permission denied"):
+		t.Errorf("connecting to codecell's listener: %v: %s", err, out)
+	case abi < landlockNetABI && err != nil:
+		t.Errorf("Landlock ABI %d cannot deny a port, yet: %v: %s", abi, err, out)
+	}
+	if out, err := connect(other); err != nil {
+		t.Errorf("connecting to another port: %v: %s", err, out)
+	}
+	// Landlock's TCP rules do not cover Multipath TCP sockets, which
+	// connect to a TCP listener all the same: the shim fails creating them.
+	if python, err := exec.LookPath("python3"); err == nil && abi >= landlockNetABI {
+		out, err := exec.Command(binary, confineCommandName, string(spec), "--", python, "-c",
+			fmt.Sprintf("import socket; socket.socket(socket.AF_INET, socket.SOCK_STREAM, %d).connect(('127.0.0.1', %d))", unix.IPPROTO_MPTCP, codecell)).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "Protocol not supported") {
+			t.Errorf("connecting to codecell's listener with a Multipath TCP socket: %v: %s", err, out)
+		}
+	}
+	// Binding: the port of a loopback service of codecell's, while it is
+	// down, is not the server's (attack27 T8); another is.
+	if python, err := exec.LookPath("python3"); err == nil {
+		free := func() int {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			return ln.Addr().(*net.TCPAddr).Port
+		}
+		down, other := free(), free()
+		spec, _ := json.Marshal(confineSpec{Protect: []string{t.TempDir()}, DenyBind: []int{down}})
+		bind := func(port int) (string, error) {
+			out, err := exec.Command(binary, confineCommandName, string(spec), "--", python, "-c",
+				fmt.Sprintf("import socket; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1', %d)); s.listen()", port)).CombinedOutput()
+			return string(out), err
+		}
+		out, err := bind(down)
+		switch {
+		case abi >= landlockNetABI && err == nil:
+			t.Errorf("the confined server bound the port of codecell's loopback service (%d)", down)
+		case abi >= landlockNetABI && !strings.Contains(out, "PermissionError"):
+			t.Errorf("binding the port of codecell's loopback service: %v: %s", err, out)
+		}
+		if out, err := bind(other); err != nil {
+			t.Errorf("binding another port: %v: %s", err, out)
+		}
+	}
+	bad, _ := json.Marshal(confineSpec{Protect: []string{t.TempDir()}, DenyConnect: []int{70000}})
+	if out, err := exec.Command(binary, confineCommandName, string(bad), "--", "/bin/true").CombinedOutput(); err == nil || !strings.Contains(string(out), "cannot deny port") {
+		t.Errorf("port 70000: %v: %s", err, out)
+	}
+}
+
+// TestConfineShimMissingPath: a protected path that does not exist yet,
+// as protectedPaths gives it (the entry that would lead to it), cannot
+// be created by the confined server, at any depth (attack27 T2: a server
+// made ~/.config/codecell/config.toml, which codecell ran at its next
+// start).
+func TestConfineShimMissingPath(t *testing.T) {
+	t.Parallel()
+	if abi, why := landlockABI(); abi < 1 {
+		t.Skip(why)
+	}
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	config := filepath.Join(root, ".config")
+	os.Mkdir(config, 0o700)
+	os.Mkdir(filepath.Join(config, "other"), 0o700)
+	missing := filepath.Join(config, "codecell", "config.toml")
+	p, err := protectable(missing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := json.Marshal(confineSpec{Protect: p})
+	for _, tt := range []struct {
+		name, script string
+		ok           bool
+	}{
+		{"the missing directory", "mkdir -p " + filepath.Dir(missing), false},
+		{"another entry beside it", "mkdir " + filepath.Join(config, "new"), false},
+		{"an existing directory beside it", "echo > " + filepath.Join(config, "other", "file"), true},
+	} {
+		out, err := exec.Command(binary, confineCommandName, string(spec), "--", "/bin/sh", "-c", tt.script).CombinedOutput()
+		if (err == nil) != tt.ok {
+			t.Errorf("%s: %q: err %v, want ok %v: %s", tt.name, tt.script, err, tt.ok, out)
+		}
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Errorf("the confined server created %s", missing)
+	}
+}
+
+// TestConfineShimLink: a protected path reached through a symbolic link
+// keeps the link, as protectable gives it: the server can neither move
+// the link aside nor put a directory of its own in its place (attack27
+// T4), and still reads and writes beside it.
+func TestConfineShimLink(t *testing.T) {
+	t.Parallel()
+	if abi, why := landlockABI(); abi < 1 {
+		t.Skip(why)
+	}
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	config, dotfiles := filepath.Join(root, ".config"), filepath.Join(root, "dotfiles", "codecell")
+	os.MkdirAll(config, 0o700)
+	os.MkdirAll(dotfiles, 0o700)
+	os.WriteFile(filepath.Join(dotfiles, "config.toml"), []byte("x"), 0o600)
+	os.WriteFile(filepath.Join(root, "dotfiles", "notes"), []byte("x"), 0o600)
+	link := filepath.Join(config, "codecell")
+	os.Symlink(dotfiles, link)
+	p, err := protectable(filepath.Join(link, "config.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := json.Marshal(confineSpec{Protect: p})
+	for _, tt := range []struct {
+		name, script string
+		ok           bool
+	}{
+		{"the configuration", "cat " + filepath.Join(link, "config.toml"), false},
+		{"moving the link aside", "mv " + link + " " + link + ".old", false},
+		{"removing the link", "rm " + link, false},
+		{"a new entry beside the link", "mkdir " + filepath.Join(config, "new"), false},
+		{"a file beside the target", "echo >> " + filepath.Join(root, "dotfiles", "notes"), true},
+	} {
+		out, err := exec.Command(binary, confineCommandName, string(spec), "--", "/bin/sh", "-c", tt.script).CombinedOutput()
+		if (err == nil) != tt.ok {
+			t.Errorf("%s: %q: err %v, want ok %v: %s", tt.name, tt.script, err, tt.ok, out)
+		}
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link is gone: %v", err)
+	}
+}
+
 // startWithoutLandlock starts cmd as on a kernel without Landlock: from a
 // thread whose seccomp filter answers landlock_create_ruleset with ENOSYS,
 // which the child inherits (with no_new_privs, which the filter needs).
@@ -142,9 +306,10 @@ func TestWithoutLandlock(t *testing.T) {
 }
 
 // BenchmarkConfinedStart measures what the shim adds to a server's start:
-// /bin/true started directly, and through codecell upstream-exec with a
-// data directory and a configuration file protected (the ruleset is built
-// at every start).
+// /bin/true started directly, through codecell upstream-exec with a data
+// directory and a configuration file protected (the ruleset is built at
+// every start), and so with a listener's port denied (a rule for each of
+// the other 65,535 ports, from Landlock ABI 4 on).
 //
 //	go test -tags sqlite_fts5 -run '^$' -bench BenchmarkConfinedStart -benchtime 50x ./cmd/codecell/
 func BenchmarkConfinedStart(b *testing.B) {
@@ -159,12 +324,14 @@ func BenchmarkConfinedStart(b *testing.B) {
 		os.Mkdir(filepath.Join(home, fmt.Sprintf(".app%02d", i)), 0o755)
 	}
 	spec, _ := json.Marshal(confineSpec{Protect: []string{data, filepath.Join(home, ".config", "codecell")}})
+	listening, _ := json.Marshal(confineSpec{Protect: []string{data, filepath.Join(home, ".config", "codecell")}, DenyConnect: []int{7410}})
 	for _, bc := range []struct {
 		name string
 		argv []string
 	}{
 		{"direct", []string{"/bin/true"}},
 		{"confined", []string{binary, confineCommandName, string(spec), "--", "/bin/true"}},
+		{"confined_port_denied", []string{binary, confineCommandName, string(listening), "--", "/bin/true"}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {

@@ -4,8 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/codecell/codecell/tools/openapi"
 	"github.com/codecell/codecell/tools/upstream"
 )
 
@@ -38,18 +40,91 @@ func TestProtectedPaths(t *testing.T) {
 	cfg := defaultConfig()
 	cfg.Server.DataDir = data
 	cfg.Server.MCPConfig = filepath.Join(dir, "absent.json")
+	cfg.Server.Catalog = filepath.Join(dir, "catalogues", "tools.json")
+	cfg.OpenAPI = map[string]openapi.Config{
+		"local":  {Spec: filepath.Join(dir, "apis", "petstore.yaml")},
+		"remote": {Spec: "https://example.com/openapi.json"},
+	}
 	cfg.file = cfgFile
 	got := protectedPaths(cfg)
-	// The key is inside the data directory; what does not exist has
-	// nothing to protect yet.
-	for _, p := range []string{data, cfgFile} {
+	// The key is inside the data directory; what does not exist yet is
+	// denied as the entry that would lead to it, so that a server cannot
+	// create it for codecell to read at its next start (attack27 T2).
+	for _, p := range []string{data, cfgFile, cfg.Server.MCPConfig, filepath.Join(dir, "catalogues"), filepath.Join(dir, "apis")} {
 		if !slices.Contains(got, p) {
 			t.Errorf("protectedPaths = %q, lacks %s", got, p)
 		}
 	}
 	for _, p := range got {
-		if p == filepath.Join(data, "filter.key") || p == cfg.Server.MCPConfig {
+		if p == filepath.Join(data, "filter.key") || strings.Contains(p, "example.com") {
 			t.Errorf("protectedPaths = %q, has %s", got, p)
 		}
+	}
+}
+
+// TestProtectable: a path that exists is itself, its links resolved; one
+// that does not is the first entry missing below its nearest existing
+// ancestor, followed through a dangling link to where it would be made;
+// and every link on the way is protected as it is (attack27 T4).
+func TestProtectable(t *testing.T) {
+	t.Parallel()
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	os.MkdirAll(filepath.Join(dir, "real", "sub"), 0o700)
+	link := filepath.Join(dir, "link")
+	os.Symlink(filepath.Join(dir, "real"), link)
+	dangling := filepath.Join(dir, "dangling")
+	os.Symlink(filepath.Join(dir, "elsewhere", "codecell"), dangling)
+	rel := filepath.Join(dir, "real", "rel")
+	os.Symlink("relative-target", rel)
+	up := filepath.Join(dir, "real", "sub", "up")
+	os.Symlink("../../link/sub", up)
+	for _, tt := range []struct {
+		name, path string
+		want       []string
+	}{
+		{"an existing directory", filepath.Join(dir, "real", "sub"), []string{filepath.Join(dir, "real", "sub")}},
+		{"through a link", filepath.Join(link, "sub"), []string{link, filepath.Join(dir, "real", "sub")}},
+		{"a missing file", filepath.Join(dir, "real", "config.toml"), []string{filepath.Join(dir, "real", "config.toml")}},
+		{"missing directories", filepath.Join(dir, "real", "a", "b", "config.toml"), []string{filepath.Join(dir, "real", "a")}},
+		{"missing below a link", filepath.Join(link, "a", "config.toml"), []string{link, filepath.Join(dir, "real", "a")}},
+		{"through a dangling link", filepath.Join(dangling, "config.toml"), []string{dangling, filepath.Join(dir, "elsewhere")}},
+		{"through a dangling relative link", filepath.Join(rel, "x"), []string{rel, filepath.Join(dir, "real", "relative-target")}},
+		{"links through links", up, []string{up, link, filepath.Join(dir, "real", "sub")}},
+	} {
+		got, err := protectable(tt.path)
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("%s: protectable(%s) = %q, %v; want %q", tt.name, tt.path, got, err, tt.want)
+		}
+	}
+	loop := filepath.Join(dir, "loop")
+	os.Symlink(loop, loop)
+	if got, err := protectable(filepath.Join(loop, "x")); err == nil {
+		t.Errorf("a link to itself: protectable = %q, want an error", got)
+	}
+}
+
+// TestLoopbackPorts: the ports of the loopback URLs codecell sends
+// requests to, which a confined server may not bind (attack27 T8); a
+// remote host's port is not one.
+func TestLoopbackPorts(t *testing.T) {
+	t.Parallel()
+	cfg := defaultConfig()
+	cfg.LLM.ProviderURL = "http://127.0.0.1:11434/v1"
+	cfg.Memory.EmbedderURL = "http://localhost:8081/v1"
+	cfg.Auth.OAuth.IntrospectionURL = "https://[::1]/introspect"
+	cfg.OpenAPI = map[string]openapi.Config{
+		"local":  {Spec: "http://127.0.0.2:9000/openapi.json", BaseURL: "http://api.localhost:9001"},
+		"remote": {Spec: "https://example.com:8443/openapi.json", BaseURL: "https://api.example.com"},
+		"file":   {Spec: "apis/petstore.yaml"},
+	}
+	servers := map[string]upstream.Server{
+		"http":  {URL: "http://0.0.0.0:7000/mcp"},
+		"far":   {URL: "http://10.0.0.1:7001/mcp"},
+		"stdio": {Command: "server", Args: []string{"http://127.0.0.1:7002"}},
+	}
+	got := loopbackPorts(cfg, servers)
+	want := []int{443, 7000, 8081, 9000, 9001, 11434}
+	if !slices.Equal(got, want) {
+		t.Errorf("loopbackPorts = %v, want %v", got, want)
 	}
 }

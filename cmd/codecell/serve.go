@@ -56,6 +56,11 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return err
 		}
 		defer ln.Close()
+		// The stdio upstreams, which start below, may not connect to it
+		// (attack27 T1).
+		if a, ok := ln.Addr().(*net.TCPAddr); ok {
+			cfg.listening = []int{a.Port}
+		}
 	}
 	store, err := openStore(ctx, cfg, log)
 	if err != nil {

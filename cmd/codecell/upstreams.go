@@ -215,7 +215,7 @@ func startUpstreams(cfg Config, reg *tools.Registry, store blobShapes, log *slog
 	var confine upstream.Confine
 	for _, s := range set.servers {
 		if t, _ := s.Transport(); t == upstream.Stdio && !s.Disabled && !s.Unconfined {
-			confine = upstreamConfinement(cfg, log)
+			confine = upstreamConfinement(cfg, set.servers, log)
 			break
 		}
 	}

@@ -226,6 +226,7 @@ func (e *Engine) stages() []stage {
 		recorder{tracer: e.tracer, reg: e.reg},
 		counter{metrics: e.metrics, reg: e.reg},
 		rateLimit{limits: e.limits, metrics: e.metrics},
+		argsHeld{results: e.results},
 		dataFlow{reg: e.reg, log: e.log},
 		binding{e.gate},
 		planner{reg: e.reg, results: e.results},

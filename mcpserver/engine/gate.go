@@ -18,6 +18,7 @@ import (
 //	recorder   a run's calls: span, reports, audit row   (Run.log)
 //	counter    the tool-call metric, by outcome
 //	rateLimit  the caller's tool-call rate limit          (not helpers)
+//	argsHeld   what large arguments cost the server, held (argsheld.go)
 //	dataFlow   tokens resolved, data-flow rules, provenance
 //	binding    the handler's context: caller, and this gate for its own calls
 //	planner    a dry run records the writes               (Run.plan)
@@ -47,9 +48,10 @@ type Call struct {
 	// Args are the arguments, as the program wrote them until dataFlow
 	// resolves their tokens; Written keeps them as written.
 	Args, Written json.RawMessage
-	// Provenance names the sources of the values in Args, when the run
-	// follows its data flow and they came from any.
-	Provenance json.RawMessage
+	// provenance names the sources of the values in Args, when the run
+	// follows its data flow and they came from any (provenanceOf); set
+	// by dataFlow, found on first use.
+	provenance func() json.RawMessage
 	// Depth is how deep in skills the call is made: 0 for a program's
 	// own calls, one more for each skill's program it is made from.
 	Depth int
@@ -80,6 +82,10 @@ type Call struct {
 	// resultBytes.pass), which a runtime tool raises to filter what the
 	// program sent it (filterhold.go).
 	held *holding
+	// args is what the call's arguments hold while it is in the gate
+	// (argsHeld), which the call's other holds cannot wait for: it is
+	// given back only when the call is over.
+	args *holding
 	// handOff, when set, takes what the call holds of its result's bytes
 	// in flight once the gate has handed its result on, to give it back
 	// when the program's sandbox has the result (a program's call:
@@ -91,6 +97,15 @@ type Call struct {
 	// sandbox builds it meanwhile, and the program has it only once the
 	// gate returns it.
 	prepare func(out json.RawMessage)
+}
+
+// provenanceOf returns the sources of the values in c's arguments, as
+// the store keeps them; nil when they came from none.
+func (c *Call) provenanceOf() json.RawMessage {
+	if c.provenance == nil {
+		return nil
+	}
+	return c.provenance()
 }
 
 // served says how a call was answered.

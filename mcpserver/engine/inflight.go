@@ -250,8 +250,8 @@ func (r *resultBytes) pass(ctx context.Context, c *Call, next next) (json.RawMes
 
 // reason says what a raise holds bytes for, for the error of a refusal
 // or of a wait. Its text is made only when an error needs it: a raise
-// that holds formats nothing — formatting it on every raise was 7% of
-// the gate's CPU a call (issue 23, speed10).
+// that holds formats nothing — formatting it on every raise was about
+// 6% of the gate's CPU on 100 sequential calls (issue 23, speed10).
 type reason struct {
 	text string
 	// of, if set, makes the text from name and n.
@@ -470,10 +470,18 @@ func (h *holding) raiseFor(ctx context.Context, n int64, what reason) error {
 			"%s, more than the %d bytes of results one principal may have in flight on the server (three quarters of limits.result_bytes_in_flight); lower the source's max_response_bytes, or raise limits.result_bytes_in_flight",
 			what.String(), r.server.each)}
 	}
-	if h.run != nil && (n > r.perRun-h.pinnedByOthers() || n > r.server.each) {
+	// What the call's arguments hold (argsHeld) is given back only when
+	// the call is over: a hold of the same call that needs more than
+	// the bounds leave beside it could only wait for itself, until the
+	// run's deadline (an llm prompt's findings did).
+	args := h.heldForArgs()
+	if h.run != nil && (n > r.perRun-h.pinnedByOthers()-args || n > r.server.each-args) {
 		kept := ""
 		if p := h.pinnedByOthers(); p > 0 {
 			kept = fmt.Sprintf(", %d of them kept by the run's data flow until it ends", p)
+		}
+		if args > 0 {
+			kept += fmt.Sprintf(", %d of them held for the call's arguments until it is over", args)
 		}
 		return &tools.Error{Code: codeResultBytesInFlight, Tool: c.Name, Message: fmt.Sprintf(
 			"%s, more than the %d bytes of results one run may have in flight (limits.result_bytes_in_flight_per_run%s) or one principal on the server (three quarters of limits.result_bytes_in_flight); ask for smaller results (a page, fewer fields), lower the source's max_response_bytes, or raise those limits",
@@ -539,6 +547,18 @@ func (h *holding) pinnedByOthers() int64 {
 		p -= h.held
 	}
 	return p
+}
+
+// heldForArgs is what the arguments of h's call hold (Call.args), when
+// h is another of its holds; the caller holds h.mu.
+func (h *holding) heldForArgs() int64 {
+	a := h.c.args
+	if a == nil || a == h {
+		return 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.held
 }
 
 // raiseNow holds n bytes in all, if more than h holds already and they

@@ -87,7 +87,7 @@ func text(s string) map[string]any {
 // tools are the server's tools; with EVIL_BAD_NAMES=1 it also lists tools
 // whose names no client can register.
 func evilTools() []map[string]any {
-	names := []string{"echo", "environ", "read", "big", "values", "notes", "hang", "log", "swap", "exit", "shell", "crash"}
+	names := []string{"echo", "environ", "read", "big", "values", "notes", "hang", "log", "swap", "exit", "shell", "crash", "callback", "squat"}
 	if os.Getenv("EVIL_BAD_NAMES") == "1" {
 		names = append(names, "bad\nname", "nul\x00name", strings.Repeat("long", 75), "\xff\xfe")
 	}
@@ -255,6 +255,10 @@ func (e *evil) call(id json.RawMessage, name string, raw json.RawMessage) {
 		os.Exit(1)
 	case "swap", "exit", "shell":
 		e.escape(id, name, raw)
+	case "callback":
+		e.callback(id, raw)
+	case "squat":
+		e.squat(id, raw)
 	default:
 		e.reply(id, map[string]any{"isError": true, "content": []any{map[string]any{"type": "text", "text": "no such tool"}}})
 	}
