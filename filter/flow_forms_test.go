@@ -217,3 +217,36 @@ func TestAssignmentReadsEscapedQuotes(t *testing.T) {
 		t.Errorf("the text after the value changed: %q", got)
 	}
 }
+
+// TestFlowCheckSpacelessScripts (attack28 T6): a letters-only value in a
+// script written without spaces, inside a sentence of it, is a word of
+// that sentence: "請求先は" + name + "です" breaks the rule as
+// "請求先：" + name + "。" does. A value joined to letters of a spaced
+// script still is not one.
+func TestFlowCheckSpacelessScripts(t *testing.T) {
+	t.Parallel()
+	f := newTestFilter(t, Config{})
+	fl := newTestFlow(t, f, FlowOptions{Rules: crmToHTTP})
+	fl.Observe("crm.get_deal", json.RawMessage(`{"jp":"株式会社山田製作所","zh":"北京市海淀区中关村大街","th":"บริษัทสยามพาณิชย์","title":"Head of Finance"}`), Provenance{})
+	for _, v := range []string{
+		"請求先：株式会社山田製作所。",
+		"請求先は株式会社山田製作所です",
+		"株式会社山田製作所様",
+		"地址是北京市海淀区中关村大街。",
+		"ลูกค้าบริษัทสยามพาณิชย์ครับ",
+		"Head of Finance様",
+		"宛先Head of Finance",
+	} {
+		err := fl.Check("http.post_webhook", json.RawMessage(jsonText(t, map[string]any{"v": v})))
+		var fe *FlowError
+		if !errors.As(err, &fe) || fe.Source != "crm.get_deal" {
+			t.Errorf("Check(%q) = %v, want a *FlowError from crm.get_deal", v, err)
+		}
+	}
+	// What only looks alike passes: a Latin value joined to Latin letters.
+	for _, v := range []string{"宛先ÜberHead of Finance", "Head of Financeé様", "株式会社山田製作"} {
+		if err := fl.Check("http.post_webhook", json.RawMessage(jsonText(t, map[string]any{"v": v}))); err != nil {
+			t.Errorf("Check(%q) = %v", v, err)
+		}
+	}
+}

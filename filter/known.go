@@ -676,8 +676,7 @@ type viewer struct {
 	// plainOnly limits the next search to the plain view.
 	plainOnly bool
 	folded    []byte
-	refold    []byte // folded again, with idx, when a match needs offsets
-	idx       []int32
+	fm        foldMap // offsets in the text of folded bytes, when a match needs them
 	dec       []byte
 	dsrc      []int32 // for each decoded byte, the offset of its source in s
 	dend      []int32 // and the end of its source
@@ -703,7 +702,7 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 	// Plain. Offsets in s are worked out only for a match, which is rare.
 	v.folded, _ = fold(v.folded[:0], nil, s, false)
 	v.long.reset()
-	mapped := false
+	v.fm.reset()
 	var segs []int
 	if v.dedupe {
 		segs = []int{len(v.folded) + 1}
@@ -711,23 +710,14 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 	var letters func(a int) bool
 	if bounded {
 		letters = func(a int) bool {
-			if !mapped {
-				v.refold, v.idx = fold(v.refold[:0], v.idx[:0], s, true)
-				mapped = true
-			}
-			start := int(v.idx[a])
-			return !joinsBefore(s, start)
+			return !joinsBefore(s, v.fm.at(s, nil, a))
 		}
 	}
 	for _, ix := range ixs {
 		ok := ix.find(v.folded, tab, segs, letters, &v.fs, func(a, pb int, id int32) int {
-			if !mapped {
-				v.refold, v.idx = fold(v.refold[:0], v.idx[:0], s, true)
-				mapped = true
-			}
 			b := v.long.extend(v.folded, a, pb, id, tab.full(id))
-			start := int(v.idx[a])
-			last := int(v.idx[b-1])
+			start := v.fm.at(s, nil, a)
+			last := v.fm.at(s, nil, b-1)
 			_, w := utf8.DecodeRuneInString(s[last:])
 			if bounded && !wordBounded(s, start, last+w, tab.pattern(id)) {
 				return findHere
@@ -742,16 +732,10 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 		return
 	}
 	// URL-decoded ('+' is a space there, which folding drops), and with
-	// JSON string escapes undone (a value JSON.stringify put in a text).
-	if hasPercentEscape(s) || strings.IndexByte(s, '+') >= 0 {
-		if !v.searchDecoded(s, (*viewer).urlDecode, encURL, ixs, tab, bounded, emit) {
-			return
-		}
-	}
-	if strings.IndexByte(s, '\\') >= 0 {
-		if !v.searchDecoded(s, (*viewer).jsonUnescape, encJSON, ixs, tab, bounded, emit) {
-			return
-		}
+	// JSON string escapes undone (a value JSON.stringify put in a text),
+	// and those decodings of those, maxViewDepth deep.
+	if !v.searchLayers(s, s, nil, ixs, tab, bounded, emit) {
+		return
 	}
 	// Base64 and hex runs, decoded into one buffer.
 	v.dec, v.segs = v.dec[:0], v.segs[:0]
@@ -817,6 +801,78 @@ func (v *viewer) search(s string, skip []span, ixs []*valueIndex, tab valueTable
 	}
 }
 
+// maxViewDepth is how many decodings deep search follows a text: URL
+// encoding and JSON string escapes, each of the other or of itself — a
+// JSON text in a query parameter (encodeURIComponent(JSON.stringify(o))),
+// JSON text in JSON text (an API's field that is a JSON string), a part
+// URL-encoded twice — and one more of those. Each layer is a view searched
+// whole, only where the layer above holds the escapes of the next; at
+// most 2+4+8 views of a text that holds both at every depth.
+const maxViewDepth = 3
+
+// layer is one decoding of the views.
+type layer struct {
+	decode func(v *viewer, s string, track bool)
+	enc    encoding
+}
+
+var layers = [...]layer{{(*viewer).urlDecode, encURL}, {(*viewer).jsonUnescape, encJSON}}
+
+// searchLayers searches the views of s one decoding below chain, whose
+// decoding of s is cur, and those below them, until maxViewDepth deep. A
+// match is said to be in the encoding of the outermost decoding. It
+// returns false when emit stopped the search.
+func (v *viewer) searchLayers(s, cur string, chain []layer, ixs []*valueIndex, tab valueTable, bounded bool, emit func(knownMatch) matchVerdict) bool {
+	if len(chain) == maxViewDepth {
+		return true
+	}
+	for _, l := range layers {
+		switch l.enc {
+		case encURL:
+			// A '+' is a space in the text itself only: JSON text with a
+			// phone number in it is not a form's encoding.
+			if !hasPercentEscape(cur) && (chain != nil || strings.IndexByte(cur, '+') < 0) {
+				continue
+			}
+		case encJSON:
+			if strings.IndexByte(cur, '\\') < 0 {
+				continue
+			}
+		}
+		c := append(chain[:len(chain):len(chain)], l)
+		decode := l.decode
+		if len(c) > 1 {
+			decode = func(v *viewer, s string, track bool) { v.decodeLayers(s, c, track) }
+		}
+		if !v.searchDecoded(s, decode, c[0].enc, ixs, tab, bounded, emit) {
+			return false
+		}
+		if len(c) < maxViewDepth && !v.searchLayers(s, string(v.dec), c, ixs, tab, bounded, emit) {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeLayers decodes s by each layer of chain in turn into v.dec, and
+// with track, the source in s of each byte into v.dsrc and v.dend.
+func (v *viewer) decodeLayers(s string, chain []layer, track bool) {
+	chain[0].decode(v, s, track)
+	for _, l := range chain[1:] {
+		prev := string(v.dec)
+		var psrc, pend []int32
+		if track {
+			psrc, pend = slices.Clone(v.dsrc), slices.Clone(v.dend)
+		}
+		l.decode(v, prev, track)
+		if track {
+			for k := range v.dsrc {
+				v.dsrc[k], v.dend[k] = psrc[v.dsrc[k]], pend[v.dend[k]-1]
+			}
+		}
+	}
+}
+
 // searchDecoded is search's view of s decoded by decode (which fills
 // v.dec and, with track, v.dsrc and v.dend), whose matches come with
 // their bounds in s. It returns false when emit stopped the search.
@@ -824,7 +880,14 @@ func (v *viewer) searchDecoded(s string, decode func(v *viewer, s string, track 
 	decode(v, s, false)
 	v.folded, _ = foldBytes(v.folded[:0], nil, v.dec, false)
 	v.long.reset()
-	mapped := false
+	v.fm.reset()
+	tracked := false
+	track := func() {
+		if !tracked {
+			decode(v, s, true)
+			tracked = true
+		}
+	}
 	var segs []int
 	if v.dedupe {
 		segs = []int{len(v.folded) + 1}
@@ -832,29 +895,22 @@ func (v *viewer) searchDecoded(s string, decode func(v *viewer, s string, track 
 	var letters func(a int) bool
 	if bounded {
 		letters = func(a int) bool {
-			if !mapped {
-				decode(v, s, true)
-				v.refold, v.idx = foldBytes(v.refold[:0], v.idx[:0], v.dec, true)
-				mapped = true
-			}
-			return !joinsBefore(v.dec, int(v.idx[a]))
+			track()
+			return !joinsBefore(v.dec, v.fm.at("", v.dec, a))
 		}
 	}
 	for _, ix := range ixs {
 		ok := ix.find(v.folded, tab, segs, letters, &v.fs, func(a, pb int, id int32) int {
-			if !mapped {
-				decode(v, s, true)
-				v.refold, v.idx = foldBytes(v.refold[:0], v.idx[:0], v.dec, true)
-				mapped = true
-			}
+			track()
 			b := v.long.extend(v.folded, a, pb, id, tab.full(id))
-			start := int(v.dsrc[v.idx[a]])
-			last := int(v.idx[b-1])
+			first := v.fm.at("", v.dec, a)
+			start := int(v.dsrc[first])
+			last := v.fm.at("", v.dec, b-1)
 			_, w := utf8.DecodeRune(v.dec[last:])
 			end := int(v.dend[last+w-1])
 			// Words are bounded in the decoded text: "%20" or "\n" before
 			// a name is a space.
-			if bounded && !wordBounded(v.dec, int(v.idx[a]), last+w, tab.pattern(id)) {
+			if bounded && !wordBounded(v.dec, first, last+w, tab.pattern(id)) {
 				return findHere
 			}
 			return verdictWant(emit(knownMatch{start: start, end: end, id: id, enc: enc}), v.folded, pb)
@@ -1199,19 +1255,19 @@ func wordBounded[T string | []byte](s T, start, end int, pattern string) bool {
 // combining accent) is just before s[i] or at it: a word goes on there.
 // Punctuation and spaces past ASCII — ’, « », —, a no-break space — end
 // a word as their ASCII kin do. A byte that is not UTF-8 is read as a
-// Latin-1 character, as fold reads it.
+// Latin-1 character, as fold reads it. Scripts written without spaces
+// between words (Chinese, Japanese, Thai …) have no word ends to see: a
+// rune of one on either side joins nothing, so a name in a Japanese
+// sentence ("請求先は" + name + "です") is a word of it.
 func joinsBefore[T string | []byte](s T, i int) bool {
 	if i == 0 {
 		return false
 	}
 	if c := s[i-1]; c < utf8.RuneSelf {
-		return isAlnum(c)
+		return isAlnum(c) && (i == len(s) || s[i] < utf8.RuneSelf || !isSpaceless(runeAt(s, i)))
 	}
-	r, w := utf8.DecodeLastRuneInString(string(s[max(0, i-utf8.UTFMax):i]))
-	if r == utf8.RuneError && w == 1 {
-		r = rune(s[i-1])
-	}
-	return isWordRune(r)
+	r := runeBefore(s, i)
+	return isWordRune(r) && !isSpaceless(r) && (i == len(s) || !isSpaceless(runeAt(s, i)))
 }
 
 func joinsAfter[T string | []byte](s T, i int) bool {
@@ -1219,14 +1275,34 @@ func joinsAfter[T string | []byte](s T, i int) bool {
 		return false
 	}
 	if c := s[i]; c < utf8.RuneSelf {
-		return isAlnum(c)
+		return isAlnum(c) && (i == 0 || s[i-1] < utf8.RuneSelf || !isSpaceless(runeBefore(s, i)))
 	}
+	r := runeAt(s, i)
+	return isWordRune(r) && !isSpaceless(r) && (i == 0 || !isSpaceless(runeBefore(s, i)))
+}
+
+// runeAt and runeBefore read the rune at s[i] and the one ending there, a
+// byte that is not UTF-8 as a Latin-1 character.
+func runeAt[T string | []byte](s T, i int) rune {
 	r, w := utf8.DecodeRuneInString(string(s[i:min(len(s), i+utf8.UTFMax)]))
 	if r == utf8.RuneError && w == 1 {
 		r = rune(s[i])
 	}
-	return isWordRune(r)
+	return r
 }
+
+func runeBefore[T string | []byte](s T, i int) rune {
+	r, w := utf8.DecodeLastRuneInString(string(s[max(0, i-utf8.UTFMax):i]))
+	if r == utf8.RuneError && w == 1 {
+		r = rune(s[i-1])
+	}
+	return r
+}
+
+// spaceless are the scripts written without spaces between words.
+var spaceless = []*unicode.RangeTable{unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Thai, unicode.Lao, unicode.Khmer, unicode.Myanmar, unicode.Tibetan}
+
+func isSpaceless(r rune) bool { return r >= 0x0E00 && unicode.IsOneOf(spaceless, r) }
 
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) }
 
@@ -1310,4 +1386,96 @@ func kmpTable(p string) []int32 {
 		f[i] = int32(k)
 	}
 	return f
+}
+
+// foldMap maps offsets in a text's fold back to the text, for the few
+// matches a search reports. A map of every folded byte would be 4 bytes a
+// folded byte — up to 12 a byte of the text (maxFoldGrowth), hundreds of
+// megabytes for a long output that holds one known value — so the map
+// keeps a checkpoint every foldChunk bytes of the text (where the fold of
+// a chunk begins), and folds again, with offsets, only the chunk a match
+// is in. Folding is rune by rune and drops nothing across runes, so the
+// fold of a chunk cut at a rune is that part of the whole text's fold.
+type foldMap struct {
+	built bool
+	ckF   []int32 // for each chunk, where its fold begins in the fold
+	ckS   []int32 // and where it begins in the text
+	win   int     // the chunk buf and idx hold, or -1
+	buf   []byte
+	idx   []int32
+}
+
+// foldChunk is the bytes of text between two checkpoints of a foldMap.
+const foldChunk = 4096
+
+func (fm *foldMap) reset() { fm.built, fm.win = false, -1 }
+
+// at returns the offset in the text (s, or b when s is empty) of the rune
+// the folded byte at a belongs to.
+func (fm *foldMap) at(s string, b []byte, a int) int {
+	n := len(s)
+	if n == 0 {
+		n = len(b)
+	}
+	if !fm.built {
+		fm.ckF, fm.ckS = fm.ckF[:0], fm.ckS[:0]
+		f := 0
+		for i := 0; i < n; {
+			j := min(i+foldChunk, n)
+			if j < n {
+				j = fm.boundary(s, b, j)
+			}
+			fm.ckF, fm.ckS = append(fm.ckF, int32(f)), append(fm.ckS, int32(i))
+			fm.buf, _ = fm.fold(s, b, i, j, false)
+			f += len(fm.buf)
+			i = j
+		}
+		fm.built = true
+	}
+	k, _ := slices.BinarySearch(fm.ckF, int32(a)+1) // the first chunk past a
+	k--
+	if k != fm.win {
+		end := n
+		if k+1 < len(fm.ckS) {
+			end = int(fm.ckS[k+1])
+		}
+		fm.buf, fm.idx = fm.fold(s, b, int(fm.ckS[k]), end, true)
+		fm.win = k
+	}
+	return int(fm.ckS[k]) + int(fm.idx[a-int(fm.ckF[k])])
+}
+
+// fold folds text[i:j] into buf, with idx when withIdx.
+func (fm *foldMap) fold(s string, b []byte, i, j int, withIdx bool) ([]byte, []int32) {
+	if len(s) > 0 {
+		return fold(fm.buf[:0], fm.idx[:0], s[i:j], withIdx)
+	}
+	return foldBytes(fm.buf[:0], fm.idx[:0], b[i:j], withIdx)
+}
+
+// boundary returns j, or the start of the rune j is inside as fold reads
+// the text (a byte that does not begin a valid rune is one).
+func (fm *foldMap) boundary(s string, b []byte, j int) int {
+	for k := j - 1; k >= 0 && k >= j-(utf8.UTFMax-1); k-- {
+		var c byte
+		if len(s) > 0 {
+			c = s[k]
+		} else {
+			c = b[k]
+		}
+		if !utf8.RuneStart(c) {
+			continue
+		}
+		var w int
+		if len(s) > 0 {
+			_, w = utf8.DecodeRuneInString(s[k:])
+		} else {
+			_, w = utf8.DecodeRune(b[k:])
+		}
+		if k+w > j {
+			return k
+		}
+		return j
+	}
+	return j
 }
