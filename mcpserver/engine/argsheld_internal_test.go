@@ -70,7 +70,7 @@ func TestNestedArgumentsRefusedAtOnce(t *testing.T) {
 	run := &Run{Caller: tools.Caller{Principal: "alice"}}
 	reg := tools.NewRegistry()
 	g := newGate(reg)
-	g.stages = []stage{argsHeld{results: r}, binding{g}}
+	g.stages = []stage{argsHeld{results: r}, binding{g: g}}
 	args := json.RawMessage(`{"v": "` + strings.Repeat("a", 5<<20) + `"}`) // 20 MiB held of 32
 	if err := reg.Register(tools.Tool{Name: "x.post", Summary: "A fixture.", InputSchema: json.RawMessage(`{"type": "object", "properties": {"v": {"type": "string"}}}`),
 		Handler: func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`{}`), nil }}); err != nil {
