@@ -120,6 +120,9 @@ func (s *Schema) validate(doc json.RawMessage, hold func(n int64) error) ([]Prob
 			return nil, err
 		}
 	}
+	if n, ok := hugeNumber(doc); ok {
+		return []Problem{{Path: "", Message: fmt.Sprintf("a number of more than %d characters, or with an exponent past ±%d (%s), which no tool needs and the validator reads at a cost that grows with its digits: send it as a string", maxNumberBytes, maxNumberExponent, n)}}, nil
+	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
 		return []Problem{{Path: "", Message: "arguments are not valid JSON: " + err.Error()}}, nil
@@ -139,6 +142,71 @@ func (s *Schema) validate(doc json.RawMessage, hold func(n int64) error) ([]Prob
 	collect(ve, &out)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return dedupe(out), nil
+}
+
+// The validator reads a number as a big.Rat from its text (to check an
+// integer, a minimum, a multipleOf), and Go's decimal conversion costs
+// more than linearly in the digits and grows with the exponent: a number
+// of a million digits in execute_code's arguments took 9 s of server CPU
+// before any run or rate limit, and twenty of 1e999999 4.4 s (issue 19,
+// attack26 T6). A document with a number of more than maxNumberBytes
+// characters, or an exponent past ±maxNumberExponent, is refused before
+// it is decoded: a float64 needs 24 characters and exponents within
+// ±324, and a JavaScript program cannot write more.
+const (
+	maxNumberBytes    = 64
+	maxNumberExponent = 400
+)
+
+// hugeNumber returns the start of the first number of doc, JSON, past
+// maxNumberBytes or maxNumberExponent, if there is one. Text in strings
+// is skipped; doc need not be valid JSON (the decoder says what is wrong
+// with it).
+func hugeNumber(doc []byte) (string, bool) {
+	for i := 0; i < len(doc); i++ {
+		switch c := doc[i]; {
+		case c == '"':
+			for i++; i < len(doc) && doc[i] != '"'; i++ {
+				if doc[i] == '\\' {
+					i++
+				}
+			}
+		case c == '-' || c >= '0' && c <= '9':
+			j := i
+			for j < len(doc) && isNumberByte(doc[j]) {
+				j++
+			}
+			if n := doc[i:j]; len(n) > maxNumberBytes || exponentPast(n, maxNumberExponent) {
+				if len(n) > 40 {
+					return fmt.Sprintf("%s… (%d characters)", n[:40], len(n)), true
+				}
+				return string(n), true
+			}
+			i = j - 1
+		}
+	}
+	return "", false
+}
+
+func isNumberByte(c byte) bool {
+	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
+}
+
+// exponentPast reports whether the exponent of number n is past ±limit.
+func exponentPast(n []byte, limit int) bool {
+	i := bytes.IndexAny(n, "eE")
+	if i < 0 {
+		return false
+	}
+	e := 0
+	for _, c := range n[i+1:] {
+		if c >= '0' && c <= '9' {
+			if e = e*10 + int(c-'0'); e > limit {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // newSchema returns the Schema of s, compiled from doc, decoded.

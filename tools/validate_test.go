@@ -163,6 +163,46 @@ func tree(depth, fanout int) string {
 	return `{"id":1,"kids":[` + strings.Join(kids, ",") + `]}`
 }
 
+// TestHugeNumbersRefused (issue 19, attack26 T6): the validator reads a
+// number as a big.Rat from its text, at a cost that grows faster than its
+// digits and with its exponent — a number of a million digits in
+// execute_code's arguments took 9 s of server CPU, twenty of 1e999999
+// 4.4 s. Such a number is a problem, named, before the validator reads
+// it; numbers a float64 or a 64-bit integer holds, and digits in
+// strings, are not.
+func TestHugeNumbersRefused(t *testing.T) {
+	ints, err := tools.CompileSchema(json.RawMessage(`{"type":"array","items":{"type":"integer","minimum":0}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := tools.CompileSchema(json.RawMessage(`{"type":"object","properties":{"n":{"type":"number","maximum":1e300}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		schema *tools.Schema
+		doc    string
+		want   string // in the problem; "" for none
+	}{
+		{"a million digits", obj, `{"n":1.` + strings.Repeat("0", 1_000_000) + `}`, "a number of more than 64 characters"},
+		{"exponents", ints, "[" + strings.TrimSuffix(strings.Repeat("1e999999,", 20), ",") + "]", "(1e999999)"},
+		{"a negative exponent", obj, `{"n":1E-401}`, "exponent past ±400"},
+		{"a long integer", ints, "[" + strings.Repeat("9", 65) + "]", "send it as a string"},
+		{"ordinary numbers", ints, "[18446744073709551615, 0, 1e300, 12345678901234567890123456789012345678901234567890123456789012]", ""},
+		{"floats", obj, `{"n":-1.2345678901234567e-308}`, ""},
+		{"digits in a string", obj, `{"n":1, "s":"` + strings.Repeat("9", 1000) + `e9999 \" 1e9999"}`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ps := c.schema.Validate(json.RawMessage(c.doc))
+			got := tools.DescribeProblems(ps)
+			if c.want == "" && len(ps) > 0 || c.want != "" && !strings.Contains(got, c.want) {
+				t.Errorf("%.200s", got)
+			}
+		})
+	}
+}
+
 // BenchmarkValidate is the cost of validating arguments, the count of
 // steps before it included: a typical call's few arguments, and a
 // document of 19,531 objects against a recursive schema.
