@@ -1396,19 +1396,28 @@ func kmpTable(p string) []int32 {
 // a chunk begins), and folds again, with offsets, only the chunk a match
 // is in. Folding is rune by rune and drops nothing across runes, so the
 // fold of a chunk cut at a rune is that part of the whole text's fold.
+// Two chunks are kept, the last ones used: a match's start and end may be
+// in two, and matches come by their start.
 type foldMap struct {
 	built bool
 	ckF   []int32 // for each chunk, where its fold begins in the fold
 	ckS   []int32 // and where it begins in the text
-	win   int     // the chunk buf and idx hold, or -1
+	wins  [2]foldWindow
+	last  int // the window used last
 	buf   []byte
-	idx   []int32
+}
+
+// foldWindow is one chunk of a foldMap folded with its offsets.
+type foldWindow struct {
+	k   int // the chunk, or -1
+	buf []byte
+	idx []int32
 }
 
 // foldChunk is the bytes of text between two checkpoints of a foldMap.
 const foldChunk = 4096
 
-func (fm *foldMap) reset() { fm.built, fm.win = false, -1 }
+func (fm *foldMap) reset() { fm.built, fm.wins[0].k, fm.wins[1].k = false, -1, -1 }
 
 // at returns the offset in the text (s, or b when s is empty) of the rune
 // the folded byte at a belongs to.
@@ -1426,7 +1435,7 @@ func (fm *foldMap) at(s string, b []byte, a int) int {
 				j = fm.boundary(s, b, j)
 			}
 			fm.ckF, fm.ckS = append(fm.ckF, int32(f)), append(fm.ckS, int32(i))
-			fm.buf, _ = fm.fold(s, b, i, j, false)
+			fm.buf, _ = fm.foldPart(fm.buf[:0], nil, s, b, i, j, false)
 			f += len(fm.buf)
 			i = j
 		}
@@ -1434,23 +1443,28 @@ func (fm *foldMap) at(s string, b []byte, a int) int {
 	}
 	k, _ := slices.BinarySearch(fm.ckF, int32(a)+1) // the first chunk past a
 	k--
-	if k != fm.win {
-		end := n
-		if k+1 < len(fm.ckS) {
-			end = int(fm.ckS[k+1])
+	w := &fm.wins[fm.last]
+	if w.k != k {
+		fm.last = 1 - fm.last
+		w = &fm.wins[fm.last]
+		if w.k != k {
+			end := n
+			if k+1 < len(fm.ckS) {
+				end = int(fm.ckS[k+1])
+			}
+			w.buf, w.idx = fm.foldPart(w.buf[:0], w.idx[:0], s, b, int(fm.ckS[k]), end, true)
+			w.k = k
 		}
-		fm.buf, fm.idx = fm.fold(s, b, int(fm.ckS[k]), end, true)
-		fm.win = k
 	}
-	return int(fm.ckS[k]) + int(fm.idx[a-int(fm.ckF[k])])
+	return int(fm.ckS[k]) + int(w.idx[a-int(fm.ckF[k])])
 }
 
-// fold folds text[i:j] into buf, with idx when withIdx.
-func (fm *foldMap) fold(s string, b []byte, i, j int, withIdx bool) ([]byte, []int32) {
+// foldPart folds text[i:j] into dst, with idx when withIdx.
+func (fm *foldMap) foldPart(dst []byte, idx []int32, s string, b []byte, i, j int, withIdx bool) ([]byte, []int32) {
 	if len(s) > 0 {
-		return fold(fm.buf[:0], fm.idx[:0], s[i:j], withIdx)
+		return fold(dst, idx, s[i:j], withIdx)
 	}
-	return foldBytes(fm.buf[:0], fm.idx[:0], b[i:j], withIdx)
+	return foldBytes(dst, idx, b[i:j], withIdx)
 }
 
 // boundary returns j, or the start of the rune j is inside as fold reads
