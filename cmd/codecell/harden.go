@@ -108,7 +108,9 @@ func loopbackHost(host string) bool {
 }
 
 // protectedPaths are what codecell reads at its start and keeps from its
-// servers: the data directory (the store, the filter key, stored results),
+// servers: the data directory (the store, the filter key, stored results)
+// and the default ones (that of XDG_DATA_HOME and ~/.local/share/codecell,
+// where a start from another environment keeps its store and key),
 // the filter key and the store wherever they are configured, the
 // configuration file, the default configuration directories (that of
 // XDG_CONFIG_HOME and ~/.config/codecell, read at a start given no file),
@@ -126,6 +128,12 @@ func protectedPaths(cfg Config) []string {
 	if dir, err := cfg.dataDir(); err == nil {
 		ps = append(ps, dir)
 	}
+	// The default data directories whatever server.data_dir: another
+	// start's store and filter key, which a server could read or plant
+	// (attack29 T1), as for the configuration directories below.
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		ps = append(ps, filepath.Join(d, "codecell"))
+	}
 	if p, err := keyPath(cfg); err == nil {
 		ps = append(ps, p)
 	}
@@ -138,7 +146,7 @@ func protectedPaths(cfg Config) []string {
 	if home, err := os.UserHomeDir(); err == nil {
 		// The default when XDG_CONFIG_HOME is not set, as at a start
 		// from another environment.
-		ps = append(ps, filepath.Join(home, ".config", "codecell"))
+		ps = append(ps, filepath.Join(home, ".config", "codecell"), filepath.Join(home, ".local", "share", "codecell"))
 	}
 	ps = append(ps, cfg.file, cfg.Server.MCPConfig, cfg.Server.Catalog)
 	for _, name := range slices.Sorted(maps.Keys(cfg.OpenAPI)) {

@@ -128,3 +128,32 @@ func TestLoopbackPorts(t *testing.T) {
 		t.Errorf("loopbackPorts = %v, want %v", got, want)
 	}
 }
+
+// TestProtectedPathsDefaultDataDirs: the default data directories
+// ($XDG_DATA_HOME/codecell and ~/.local/share/codecell), where a start
+// from another environment keeps its store and filter key, are denied
+// whatever this start's data directory (attack29 T1: a confined server
+// read another start's filter key and store, and could plant a key).
+func TestProtectedPathsDefaultDataDirs(t *testing.T) {
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	home := filepath.Join(dir, "home")
+	os.MkdirAll(filepath.Join(home, ".local", "share", "codecell"), 0o700)
+	xdg := filepath.Join(dir, "xdg")
+	os.Mkdir(xdg, 0o700)
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_DATA_HOME", xdg)
+	cfg := defaultConfig()
+	cfg.Server.DataDir = filepath.Join(dir, "own")
+	got := protectedPaths(cfg)
+	for _, p := range []string{filepath.Join(home, ".local", "share", "codecell"), filepath.Join(xdg, "codecell"), filepath.Join(dir, "own")} {
+		if !slices.Contains(got, p) {
+			t.Errorf("protectedPaths = %q, lacks %s", got, p)
+		}
+	}
+	// Neither made yet: the entries that would lead to them.
+	os.RemoveAll(filepath.Join(home, ".local"))
+	got = protectedPaths(cfg)
+	if !slices.Contains(got, filepath.Join(home, ".local")) {
+		t.Errorf("protectedPaths = %q, lacks %s", got, filepath.Join(home, ".local"))
+	}
+}
