@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/codecell/codecell/tools/upstream"
 )
 
@@ -58,10 +60,11 @@ type confineSpec struct {
 // loopbackPorts are the TCP ports of the loopback URLs codecell sends
 // requests to, with their credentials and data: its HTTP upstream
 // servers', its APIs' (documents and base URLs), its model provider's and
-// embedder's, its OAuth server's and its trace exporter's. A confined
-// server may not bind them: while the service behind one is down, it
-// would take what codecell sends (attack27 T8: an HTTP upstream's bearer
-// token).
+// embedder's, its OAuth server's and its trace exporter's; and the
+// loopback ports of its PostgreSQL store (pgPorts). A confined server may
+// not bind them: while the service behind one is down, it would take what
+// codecell sends (attack27 T8: an HTTP upstream's bearer token; attack29
+// T3: the store's password).
 func loopbackPorts(cfg Config, servers map[string]upstream.Server) []int {
 	urls := []string{cfg.LLM.ProviderURL, cfg.Memory.EmbedderURL, cfg.Auth.OAuth.Issuer, cfg.Auth.OAuth.JWKSURL, cfg.Auth.OAuth.IntrospectionURL,
 		os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")}
@@ -92,8 +95,35 @@ func loopbackPorts(cfg Config, servers map[string]upstream.Server) []int {
 		}
 		ports = append(ports, port)
 	}
+	ports = append(ports, pgPorts(cfg.Memory)...)
 	slices.Sort(ports)
 	return slices.Compact(ports)
+}
+
+// pgPorts are the ports of memory.dsn's loopback hosts, the first and
+// every fallback (a multi-host DSN, in URL or keyword form), as the
+// store's pool parses it; a Unix socket's host has none. With the sqlite
+// backend, or a DSN that does not parse (which the configuration
+// refuses), there are none.
+func pgPorts(m MemoryConfig) []int {
+	if m.Backend != backendPostgres || m.DSN == "" {
+		return nil
+	}
+	pc, err := pgx.ParseConfig(m.DSN)
+	if err != nil {
+		return nil
+	}
+	var ports []int
+	add := func(host string, port uint16) {
+		if !strings.HasPrefix(host, "/") && loopbackHost(host) {
+			ports = append(ports, int(port))
+		}
+	}
+	add(pc.Host, pc.Port)
+	for _, f := range pc.Fallbacks {
+		add(f.Host, f.Port)
+	}
+	return ports
 }
 
 // loopbackHost reports whether host names this machine: localhost (and

@@ -157,3 +157,31 @@ func TestProtectedPathsDefaultDataDirs(t *testing.T) {
 		t.Errorf("protectedPaths = %q, lacks %s", got, filepath.Join(home, ".local"))
 	}
 }
+
+// TestLoopbackPortsDSN: memory.dsn's loopback ports, of every host and
+// fallback, in URL and keyword form, are ones a confined server may not
+// bind (attack29 T3: a server bound the database's port while it
+// restarted and the pool sent it the password); a remote host's and a
+// Unix socket's are not; the sqlite backend's has none.
+func TestLoopbackPortsDSN(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, dsn string
+		want      []int
+	}{
+		{"url", "postgres://u:pw@127.0.0.1:5433/db", []int{5433}},
+		{"url, default port", "postgres://u:pw@localhost/db", []int{5432}},
+		{"multi-host url", "postgres://u:pw@db.example.com:5432,[::1]:6000,127.0.0.1/db", []int{5432, 6000}},
+		{"keywords", "host=127.0.0.1 port=5499 user=u password=pw dbname=db", []int{5499}},
+		{"keywords, hosts and ports", "host=localhost,10.0.0.9,/var/run/postgresql port=7001,7002,7003 user=u dbname=db", []int{7001}},
+		{"remote", "postgres://u:pw@db.example.com:5432/db", nil},
+	} {
+		cfg := defaultConfig()
+		cfg.Memory.Backend = backendPostgres
+		cfg.Memory.Path = ""
+		cfg.Memory.DSN = tt.dsn
+		if got := loopbackPorts(cfg, nil); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: loopbackPorts = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
