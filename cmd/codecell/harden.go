@@ -60,7 +60,8 @@ type confineSpec struct {
 // loopbackPorts are the TCP ports of the loopback URLs codecell sends
 // requests to, with their credentials and data: its HTTP upstream
 // servers', its APIs' (documents and base URLs), its model provider's and
-// embedder's, its OAuth server's and its trace exporter's; and the
+// embedder's, its OAuth server's, its trace exporter's and its HTTP
+// proxies' (HTTP_PROXY, HTTPS_PROXY); and the
 // loopback ports of its PostgreSQL store (pgPorts). A confined server may
 // not bind them: while the service behind one is down, it would take what
 // codecell sends (attack27 T8: an HTTP upstream's bearer token; attack29
@@ -68,6 +69,15 @@ type confineSpec struct {
 func loopbackPorts(cfg Config, servers map[string]upstream.Server) []int {
 	urls := []string{cfg.LLM.ProviderURL, cfg.Memory.EmbedderURL, cfg.Auth.OAuth.Issuer, cfg.Auth.OAuth.JWKSURL, cfg.Auth.OAuth.IntrospectionURL,
 		os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")}
+	// The proxies its HTTP clients (http.DefaultTransport's) send
+	// requests through, an http:// request whole with its headers.
+	for _, k := range []string{"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy"} {
+		if v := strings.TrimSpace(os.Getenv(k)); v != "" && !strings.Contains(v, "://") {
+			urls = append(urls, "http://"+v) // as the transport reads it
+		} else {
+			urls = append(urls, v)
+		}
+	}
 	if strings.EqualFold(strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER")), "otlp") {
 		urls = append(urls, "http://localhost:4318") // the exporter's default
 	}
@@ -88,6 +98,8 @@ func loopbackPorts(cfg Config, servers map[string]upstream.Server) []int {
 		switch {
 		case u.Port() == "" && (u.Scheme == "https" || u.Scheme == "wss"):
 			port = 443
+		case u.Port() == "" && u.Scheme == "socks5":
+			port = 1080
 		case u.Port() == "":
 			port = 80
 		case err != nil || port < 1 || port > 65535:

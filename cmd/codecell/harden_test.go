@@ -185,3 +185,18 @@ func TestLoopbackPortsDSN(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopbackPortsProxy: a loopback HTTP proxy codecell's HTTP clients
+// send requests through (HTTP_PROXY, HTTPS_PROXY, with or without a
+// scheme) is a port a confined server may not bind (issue 19, attack29
+// T3's class: a plain-http request goes to the proxy whole, with its
+// Authorization header).
+func TestLoopbackPortsProxy(t *testing.T) {
+	t.Setenv("HTTP_PROXY", "127.0.0.1:3128")
+	t.Setenv("https_proxy", "socks5://localhost")
+	t.Setenv("HTTPS_PROXY", "http://proxy.example.com:8080")
+	t.Setenv("http_proxy", "")
+	if got, want := loopbackPorts(defaultConfig(), nil), []int{1080, 3128}; !slices.Equal(got, want) {
+		t.Errorf("loopbackPorts = %v, want %v", got, want)
+	}
+}
