@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/codecell/codecell/tools/upstream"
 )
 
@@ -58,13 +60,24 @@ type confineSpec struct {
 // loopbackPorts are the TCP ports of the loopback URLs codecell sends
 // requests to, with their credentials and data: its HTTP upstream
 // servers', its APIs' (documents and base URLs), its model provider's and
-// embedder's, its OAuth server's and its trace exporter's. A confined
-// server may not bind them: while the service behind one is down, it
-// would take what codecell sends (attack27 T8: an HTTP upstream's bearer
-// token).
+// embedder's, its OAuth server's, its trace exporter's and its HTTP
+// proxies' (HTTP_PROXY, HTTPS_PROXY); and the
+// loopback ports of its PostgreSQL store (pgPorts). A confined server may
+// not bind them: while the service behind one is down, it would take what
+// codecell sends (attack27 T8: an HTTP upstream's bearer token; attack29
+// T3: the store's password).
 func loopbackPorts(cfg Config, servers map[string]upstream.Server) []int {
 	urls := []string{cfg.LLM.ProviderURL, cfg.Memory.EmbedderURL, cfg.Auth.OAuth.Issuer, cfg.Auth.OAuth.JWKSURL, cfg.Auth.OAuth.IntrospectionURL,
 		os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")}
+	// The proxies its HTTP clients (http.DefaultTransport's) send
+	// requests through, an http:// request whole with its headers.
+	for _, k := range []string{"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy"} {
+		if v := strings.TrimSpace(os.Getenv(k)); v != "" && !strings.Contains(v, "://") {
+			urls = append(urls, "http://"+v) // as the transport reads it
+		} else {
+			urls = append(urls, v)
+		}
+	}
 	if strings.EqualFold(strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER")), "otlp") {
 		urls = append(urls, "http://localhost:4318") // the exporter's default
 	}
@@ -85,6 +98,8 @@ func loopbackPorts(cfg Config, servers map[string]upstream.Server) []int {
 		switch {
 		case u.Port() == "" && (u.Scheme == "https" || u.Scheme == "wss"):
 			port = 443
+		case u.Port() == "" && u.Scheme == "socks5":
+			port = 1080
 		case u.Port() == "":
 			port = 80
 		case err != nil || port < 1 || port > 65535:
@@ -92,8 +107,35 @@ func loopbackPorts(cfg Config, servers map[string]upstream.Server) []int {
 		}
 		ports = append(ports, port)
 	}
+	ports = append(ports, pgPorts(cfg.Memory)...)
 	slices.Sort(ports)
 	return slices.Compact(ports)
+}
+
+// pgPorts are the ports of memory.dsn's loopback hosts, the first and
+// every fallback (a multi-host DSN, in URL or keyword form), as the
+// store's pool parses it; a Unix socket's host has none. With the sqlite
+// backend, or a DSN that does not parse (which the configuration
+// refuses), there are none.
+func pgPorts(m MemoryConfig) []int {
+	if m.Backend != backendPostgres || m.DSN == "" {
+		return nil
+	}
+	pc, err := pgx.ParseConfig(m.DSN)
+	if err != nil {
+		return nil
+	}
+	var ports []int
+	add := func(host string, port uint16) {
+		if !strings.HasPrefix(host, "/") && loopbackHost(host) {
+			ports = append(ports, int(port))
+		}
+	}
+	add(pc.Host, pc.Port)
+	for _, f := range pc.Fallbacks {
+		add(f.Host, f.Port)
+	}
+	return ports
 }
 
 // loopbackHost reports whether host names this machine: localhost (and
@@ -108,7 +150,9 @@ func loopbackHost(host string) bool {
 }
 
 // protectedPaths are what codecell reads at its start and keeps from its
-// servers: the data directory (the store, the filter key, stored results),
+// servers: the data directory (the store, the filter key, stored results)
+// and the default ones (that of XDG_DATA_HOME and ~/.local/share/codecell,
+// where a start from another environment keeps its store and key),
 // the filter key and the store wherever they are configured, the
 // configuration file, the default configuration directories (that of
 // XDG_CONFIG_HOME and ~/.config/codecell, read at a start given no file),
@@ -126,6 +170,12 @@ func protectedPaths(cfg Config) []string {
 	if dir, err := cfg.dataDir(); err == nil {
 		ps = append(ps, dir)
 	}
+	// The default data directories whatever server.data_dir: another
+	// start's store and filter key, which a server could read or plant
+	// (attack29 T1), as for the configuration directories below.
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		ps = append(ps, filepath.Join(d, "codecell"))
+	}
 	if p, err := keyPath(cfg); err == nil {
 		ps = append(ps, p)
 	}
@@ -138,7 +188,7 @@ func protectedPaths(cfg Config) []string {
 	if home, err := os.UserHomeDir(); err == nil {
 		// The default when XDG_CONFIG_HOME is not set, as at a start
 		// from another environment.
-		ps = append(ps, filepath.Join(home, ".config", "codecell"))
+		ps = append(ps, filepath.Join(home, ".config", "codecell"), filepath.Join(home, ".local", "share", "codecell"))
 	}
 	ps = append(ps, cfg.file, cfg.Server.MCPConfig, cfg.Server.Catalog)
 	for _, name := range slices.Sorted(maps.Keys(cfg.OpenAPI)) {

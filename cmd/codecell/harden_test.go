@@ -128,3 +128,75 @@ func TestLoopbackPorts(t *testing.T) {
 		t.Errorf("loopbackPorts = %v, want %v", got, want)
 	}
 }
+
+// TestProtectedPathsDefaultDataDirs: the default data directories
+// ($XDG_DATA_HOME/codecell and ~/.local/share/codecell), where a start
+// from another environment keeps its store and filter key, are denied
+// whatever this start's data directory (attack29 T1: a confined server
+// read another start's filter key and store, and could plant a key).
+func TestProtectedPathsDefaultDataDirs(t *testing.T) {
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	home := filepath.Join(dir, "home")
+	os.MkdirAll(filepath.Join(home, ".local", "share", "codecell"), 0o700)
+	xdg := filepath.Join(dir, "xdg")
+	os.Mkdir(xdg, 0o700)
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_DATA_HOME", xdg)
+	cfg := defaultConfig()
+	cfg.Server.DataDir = filepath.Join(dir, "own")
+	got := protectedPaths(cfg)
+	for _, p := range []string{filepath.Join(home, ".local", "share", "codecell"), filepath.Join(xdg, "codecell"), filepath.Join(dir, "own")} {
+		if !slices.Contains(got, p) {
+			t.Errorf("protectedPaths = %q, lacks %s", got, p)
+		}
+	}
+	// Neither made yet: the entries that would lead to them.
+	os.RemoveAll(filepath.Join(home, ".local"))
+	got = protectedPaths(cfg)
+	if !slices.Contains(got, filepath.Join(home, ".local")) {
+		t.Errorf("protectedPaths = %q, lacks %s", got, filepath.Join(home, ".local"))
+	}
+}
+
+// TestLoopbackPortsDSN: memory.dsn's loopback ports, of every host and
+// fallback, in URL and keyword form, are ones a confined server may not
+// bind (attack29 T3: a server bound the database's port while it
+// restarted and the pool sent it the password); a remote host's and a
+// Unix socket's are not; the sqlite backend's has none.
+func TestLoopbackPortsDSN(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, dsn string
+		want      []int
+	}{
+		{"url", "postgres://u:pw@127.0.0.1:5433/db", []int{5433}},
+		{"url, default port", "postgres://u:pw@localhost/db", []int{5432}},
+		{"multi-host url", "postgres://u:pw@db.example.com:5432,[::1]:6000,127.0.0.1/db", []int{5432, 6000}},
+		{"keywords", "host=127.0.0.1 port=5499 user=u password=pw dbname=db", []int{5499}},
+		{"keywords, hosts and ports", "host=localhost,10.0.0.9,/var/run/postgresql port=7001,7002,7003 user=u dbname=db", []int{7001}},
+		{"remote", "postgres://u:pw@db.example.com:5432/db", nil},
+	} {
+		cfg := defaultConfig()
+		cfg.Memory.Backend = backendPostgres
+		cfg.Memory.Path = ""
+		cfg.Memory.DSN = tt.dsn
+		if got := loopbackPorts(cfg, nil); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: loopbackPorts = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestLoopbackPortsProxy: a loopback HTTP proxy codecell's HTTP clients
+// send requests through (HTTP_PROXY, HTTPS_PROXY, with or without a
+// scheme) is a port a confined server may not bind (issue 19, attack29
+// T3's class: a plain-http request goes to the proxy whole, with its
+// Authorization header).
+func TestLoopbackPortsProxy(t *testing.T) {
+	t.Setenv("HTTP_PROXY", "127.0.0.1:3128")
+	t.Setenv("https_proxy", "socks5://localhost")
+	t.Setenv("HTTPS_PROXY", "http://proxy.example.com:8080")
+	t.Setenv("http_proxy", "")
+	if got, want := loopbackPorts(defaultConfig(), nil), []int{1080, 3128}; !slices.Equal(got, want) {
+		t.Errorf("loopbackPorts = %v, want %v", got, want)
+	}
+}
