@@ -42,7 +42,7 @@ func (u *upstream) call(ctx context.Context, orig, name string, args json.RawMes
 	defer release()
 	// What the server may print of its arguments is scrubbed from its
 	// logs (sent.go).
-	u.red.sent.add(tools.SensitiveFrom(ctx))
+	u.red.sent.add(tools.CallerFrom(ctx).Principal, tools.SensitiveFrom(ctx))
 	progress := func(p, total float64, message string) {
 		f := -1.0
 		if total > 0 {

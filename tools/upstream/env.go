@@ -176,8 +176,8 @@ type redactor struct {
 	// scrub replaces what a detector finds sensitive in text (Config.Scrub).
 	scrub func(string) string
 	// sent are the sensitive values programs sent the server lately,
-	// replaced in text too.
-	sent *sentValues
+	// each principal's apart, replaced in text too.
+	sent *sentByPrincipal
 }
 
 const (
@@ -186,7 +186,7 @@ const (
 )
 
 func newRedactor(secrets []string, scrub func(string) string) redactor {
-	return redactor{text: replacer(secrets, minSecret, false), results: replacer(secrets, minSecret, true), scrub: scrub, sent: newSentValues()}
+	return redactor{text: replacer(secrets, minSecret, false), results: replacer(secrets, minSecret, true), scrub: scrub, sent: newSentByPrincipal()}
 }
 
 // replacer replaces the secrets of at least minLen bytes, and their JSON

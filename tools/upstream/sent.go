@@ -135,3 +135,64 @@ func (s *sentValues) replace(text string) string {
 	}
 	return text
 }
+
+// sentByPrincipal keeps each principal's sentValues apart: a principal's
+// calls fill and evict only its own, and a line is scrubbed of every
+// principal's. One set for all let bob's 80 calls of 4 KiB values push
+// alice's password out, and the server's next line showed it raw
+// (attack29 T7). At most maxSentPrincipals principals are kept, the one
+// whose values came last the longest ago going first.
+type sentByPrincipal struct {
+	mu   sync.Mutex
+	by   map[string]*sentValues
+	last map[string]time.Time
+}
+
+const maxSentPrincipals = 64
+
+func newSentByPrincipal() *sentByPrincipal {
+	return &sentByPrincipal{by: map[string]*sentValues{}, last: map[string]time.Time{}}
+}
+
+// add records values as sent now by principal.
+func (s *sentByPrincipal) add(principal string, values []string) {
+	if s == nil || len(values) == 0 {
+		return
+	}
+	s.mu.Lock()
+	set := s.by[principal]
+	if set == nil {
+		if len(s.by) >= maxSentPrincipals {
+			oldest := ""
+			for p, t := range s.last {
+				if oldest == "" || t.Before(s.last[oldest]) {
+					oldest = p
+				}
+			}
+			delete(s.by, oldest)
+			delete(s.last, oldest)
+		}
+		set = newSentValues()
+		s.by[principal] = set
+	}
+	s.last[principal] = time.Now()
+	s.mu.Unlock()
+	set.add(values)
+}
+
+// replace scrubs text of every principal's values.
+func (s *sentByPrincipal) replace(text string) string {
+	if s == nil {
+		return text
+	}
+	s.mu.Lock()
+	sets := make([]*sentValues, 0, len(s.by))
+	for _, set := range s.by {
+		sets = append(sets, set)
+	}
+	s.mu.Unlock()
+	for _, set := range sets {
+		text = set.replace(text)
+	}
+	return text
+}

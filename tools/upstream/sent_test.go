@@ -14,7 +14,7 @@ import (
 // and log notifications — as sent and in its JSON form —, within bounds.
 func TestSentValuesScrubLogs(t *testing.T) {
 	red := newRedactor(nil, nil)
-	red.sent.add([]string{"hunter2-Pw-9f8e7d6c5b4a", `pa"ss\wd-77`, "abc"})
+	red.sent.add("alice", []string{"hunter2-Pw-9f8e7d6c5b4a", `pa"ss\wd-77`, "abc"})
 
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
@@ -91,4 +91,29 @@ func BenchmarkSentValues(b *testing.B) {
 			s.add([]string{fmt.Sprintf("secret-value-%019d", i)})
 		}
 	})
+}
+
+// TestSentValuesApartByPrincipal (issue 19, attack29 T7): one principal's
+// calls fill and evict only their own values: bob's 200 values of 4 KiB
+// leave alice's password scrubbed, though they are more than one set
+// holds.
+func TestSentValuesApartByPrincipal(t *testing.T) {
+	s := newSentByPrincipal()
+	s.add("alice", []string{"hunter2-Pw-9f8e7d6c5b4a"})
+	for i := range 200 {
+		s.add("bob", []string{fmt.Sprintf("%04d", i) + strings.Repeat("b", maxSentValue-4)})
+	}
+	if got := s.replace("alice pw hunter2-Pw-9f8e7d6c5b4a"); strings.Contains(got, "hunter2") {
+		t.Errorf("another principal's values pushed alice's out: %q", got)
+	}
+	last := "0199" + strings.Repeat("b", maxSentValue-4)
+	if got := s.replace(last); got != secretMark {
+		t.Errorf("bob's newest value is not scrubbed: %.40q", got)
+	}
+	for i := range maxSentPrincipals + 5 {
+		s.add(fmt.Sprintf("p%d", i), []string{"some-value-of-p"})
+	}
+	if len(s.by) > maxSentPrincipals {
+		t.Errorf("%d principals' sets kept, want at most %d", len(s.by), maxSentPrincipals)
+	}
 }
