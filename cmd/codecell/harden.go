@@ -66,6 +66,17 @@ type confineSpec struct {
 // not bind them: while the service behind one is down, it would take what
 // codecell sends (attack27 T8: an HTTP upstream's bearer token; attack29
 // T3: the store's password).
+// boundPorts are the ports a confined server may not listen on: the
+// loopback services codecell sends requests to (loopbackPorts), and
+// codecell's own listeners — a server's process that outlives codecell
+// (setsid escapes its process group) would take the port once codecell
+// stops and get the tokens of the clients that reconnect (attack29 T6).
+func boundPorts(cfg Config, servers map[string]upstream.Server) []int {
+	ports := append(loopbackPorts(cfg, servers), cfg.listening...)
+	slices.Sort(ports)
+	return slices.Compact(ports)
+}
+
 func loopbackPorts(cfg Config, servers map[string]upstream.Server) []int {
 	urls := []string{cfg.LLM.ProviderURL, cfg.Memory.EmbedderURL, cfg.Auth.OAuth.Issuer, cfg.Auth.OAuth.JWKSURL, cfg.Auth.OAuth.IntrospectionURL,
 		os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")}
@@ -363,7 +374,7 @@ func upstreamConfinement(cfg Config, servers map[string]upstream.Server, log *sl
 		return nil
 	}
 	protect := protectedPaths(cfg)
-	bind := loopbackPorts(cfg, servers)
+	bind := boundPorts(cfg, servers)
 	log.Info("stdio upstream servers run confined", "component", "upstream", "landlock_abi", abi, "protected", len(protect), "deny_connect", cfg.listening, "deny_bind", bind)
 	if len(cfg.listening) > 0 && abi < landlockNetABI {
 		msg := fmt.Sprintf("stdio upstream servers can connect to codecell's own HTTP listener: this kernel's Landlock (ABI %d) cannot deny TCP connections (ABI 4, Linux 6.7, can)", abi)

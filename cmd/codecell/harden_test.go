@@ -129,6 +129,20 @@ func TestLoopbackPorts(t *testing.T) {
 	}
 }
 
+// TestBoundPortsHoldTheListener (issue 19, attack29 T6): a confined
+// server may not listen on codecell's own port either — its setsid
+// orphan outlived codecell, took the port and got the bearer tokens of
+// the clients that reconnected.
+func TestBoundPortsHoldTheListener(t *testing.T) {
+	t.Parallel()
+	cfg := defaultConfig()
+	cfg.LLM.ProviderURL = "http://127.0.0.1:11434/v1"
+	cfg.listening = []int{7410, 11434}
+	if got, want := boundPorts(cfg, nil), []int{7410, 11434}; !slices.Equal(got, want) {
+		t.Errorf("boundPorts = %v, want %v", got, want)
+	}
+}
+
 // TestProtectedPathsDefaultDataDirs: the default data directories
 // ($XDG_DATA_HOME/codecell and ~/.local/share/codecell), where a start
 // from another environment keeps its store and filter key, are denied
